@@ -1,0 +1,1 @@
+"""latdoc: which kind of slow is your LLM API call?"""

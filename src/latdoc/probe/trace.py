@@ -1,0 +1,243 @@
+"""The one record of a measured request: :class:`RequestTrace`.
+
+All phase times are integer nanoseconds from ``t0`` (the moment the request was
+handed to the client), taken with :func:`time.perf_counter_ns`. Phase marks are
+cumulative, as curl's ``-w`` variables are: ``connect_done`` includes DNS,
+``tls_done`` includes connect, and so on. ``None`` always means "not measured",
+never zero.
+
+Derived metrics are defined once, here, as properties returning milliseconds:
+
+========== ==========================================================
+queue      client-side wait before the request reached a connection
+dns        DNS resolution (0 on a reused connection)
+connect    TCP handshake (0 on a reused connection)
+tls        TLS handshake (0 on a reused connection, ``None`` over plain TCP)
+send       request headers and body written *and acknowledged by the peer*
+wait       server wait: first response byte minus end of send
+ttfb       first response byte, from t0 (curl's ``time_starttransfer``)
+ttft       first chunk carrying output or reasoning text, from t0
+tpot       (done - first_token) / (output_tokens - 1)
+itl        gaps between consecutive content chunks
+total      end of the response, from t0 (curl's ``time_total``)
+========== ==========================================================
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+_NS_PER_MS = 1_000_000
+
+
+class Phase(enum.StrEnum):
+    """Where a request is, in the order it passes through."""
+
+    QUEUE = "queue"
+    DNS = "dns"
+    CONNECT = "connect"
+    TLS = "tls"
+    SEND = "send"
+    WAIT = "wait"
+    FIRST_TOKEN = "first_token"
+    STREAM = "stream"
+
+
+class ErrorKind(enum.StrEnum):
+    """The closed set of ways a request can fail."""
+
+    DNS = "dns"
+    CONNECT = "connect"
+    TLS = "tls"
+    TIMEOUT = "timeout"
+    HTTP = "http"
+    STREAM_BROKEN = "stream_broken"
+    MALFORMED = "malformed"
+
+
+@dataclass(frozen=True, slots=True)
+class TraceError:
+    """A failed request: what went wrong, in which phase, and why."""
+
+    kind: ErrorKind
+    phase: Phase
+    message: str
+    status: int | None = None
+
+    @property
+    def code(self) -> str:
+        """Short machine form: ``dns``, ``timeout:wait``, ``http:429`` ..."""
+        if self.kind is ErrorKind.HTTP and self.status is not None:
+            return f"http:{self.status}"
+        if self.kind is ErrorKind.TIMEOUT:
+            return f"timeout:{self.phase}"
+        return str(self.kind)
+
+    def __str__(self) -> str:
+        return f"{self.code} during {self.phase}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One streamed event that carried output text (or reasoning text)."""
+
+    t_ns: int
+    """Arrival time of the socket read that completed the event, from t0."""
+    chars: int
+    tokens: int
+    """Tokens in this chunk: exact when ``RequestTrace.chunk_tokens_exact``."""
+
+
+@dataclass(frozen=True, slots=True)
+class TcpInfo:
+    """Kernel view of the connection (Linux ``TCP_INFO``), read at the end."""
+
+    rtt_us: int
+    rttvar_us: int
+    min_rtt_us: int | None
+    retransmits: int
+    """Segments retransmitted over the connection's whole life."""
+    snd_cwnd: int
+    bytes_acked: int | None
+    bytes_received: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class RequestTrace:
+    """Everything measured about one request. Frozen; built by the probe."""
+
+    started_at: datetime
+    """Wall-clock start (UTC)."""
+    t0_ns: int
+    """Monotonic start (``perf_counter_ns``); every ``*_ns`` field is relative to it."""
+    url: str
+    model: str
+    dialect: str
+    http_version: str | None = None
+    remote_ip: str | None = None
+    connection_id: int | None = None
+    new_connection: bool | None = None
+
+    queue_done_ns: int | None = None
+    dns_done_ns: int | None = None
+    connect_done_ns: int | None = None
+    tls_done_ns: int | None = None
+    sent_ns: int | None = None
+    sent_acked: bool = False
+    """True when ``sent_ns`` is the peer's ACK of the last byte (TCP_INFO),
+    False when it is only the moment the write returned."""
+    first_byte_ns: int | None = None
+    first_token_ns: int | None = None
+    done_ns: int | None = None
+
+    status: int | None = None
+    chunks: tuple[Chunk, ...] = ()
+    chunk_tokens_exact: bool = False
+    prompt_tokens: int | None = None
+    output_tokens: int | None = None
+    output_tokens_exact: bool = False
+    cached_prompt_tokens: int | None = None
+    finish_reason: str | None = None
+    request_bytes: int | None = None
+    response_bytes: int | None = None
+    server_timing: Mapping[str, float] = field(default_factory=dict)
+    """Server-reported durations in ms (``Server-Timing``, ``openai-processing-ms``,
+    llama.cpp ``timings``)."""
+    tcp_info: TcpInfo | None = None
+    error: TraceError | None = None
+
+    # -- derived metrics, in milliseconds -------------------------------------
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def queue_ms(self) -> float | None:
+        return _ms(self.queue_done_ns)
+
+    @property
+    def dns_ms(self) -> float | None:
+        return _span(self.queue_done_ns, self.dns_done_ns)
+
+    @property
+    def connect_ms(self) -> float | None:
+        return _span(self.dns_done_ns, self.connect_done_ns)
+
+    @property
+    def tls_ms(self) -> float | None:
+        return _span(self.connect_done_ns, self.tls_done_ns)
+
+    @property
+    def setup_ms(self) -> float | None:
+        """Network setup: DNS + TCP + TLS."""
+        end = self.tls_done_ns if self.tls_done_ns is not None else self.connect_done_ns
+        return _span(self.queue_done_ns, end)
+
+    @property
+    def _ready_ns(self) -> int | None:
+        for mark in (self.tls_done_ns, self.connect_done_ns, self.queue_done_ns):
+            if mark is not None:
+                return mark
+        return None
+
+    @property
+    def send_ms(self) -> float | None:
+        return _span(self._ready_ns, self.sent_ns)
+
+    @property
+    def wait_ms(self) -> float | None:
+        return _span(self.sent_ns, self.first_byte_ns)
+
+    @property
+    def ttfb_ms(self) -> float | None:
+        return _ms(self.first_byte_ns)
+
+    @property
+    def ttft_ms(self) -> float | None:
+        return _ms(self.first_token_ns)
+
+    @property
+    def total_ms(self) -> float | None:
+        return _ms(self.done_ns)
+
+    @property
+    def stream_ms(self) -> float | None:
+        """From the first token to the end of the response."""
+        return _span(self.first_token_ns, self.done_ns)
+
+    @property
+    def tpot_ms(self) -> float | None:
+        if self.first_token_ns is None or self.done_ns is None:
+            return None
+        tokens = self.output_tokens
+        if tokens is None or tokens < 2:
+            return None
+        return (self.done_ns - self.first_token_ns) / (tokens - 1) / _NS_PER_MS
+
+    @property
+    def itl_ms(self) -> tuple[float, ...]:
+        times = [c.t_ns for c in self.chunks]
+        return tuple((b - a) / _NS_PER_MS for a, b in zip(times, times[1:], strict=False))
+
+    @property
+    def rtt_ms(self) -> float | None:
+        """Round-trip estimate: the TCP handshake of a new connection, else the kernel's."""
+        if self.new_connection and self.connect_ms is not None:
+            return self.connect_ms
+        if self.tcp_info is not None:
+            return self.tcp_info.rtt_us / 1000
+        return None
+
+
+def _ms(ns: int | None) -> float | None:
+    return None if ns is None else ns / _NS_PER_MS
+
+
+def _span(start: int | None, end: int | None) -> float | None:
+    if start is None or end is None:
+        return None
+    return (end - start) / _NS_PER_MS
