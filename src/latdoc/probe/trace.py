@@ -26,6 +26,7 @@ total      end of the response, from t0 (curl's ``time_total``)
 from __future__ import annotations
 
 import enum
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -221,7 +222,7 @@ class RequestTrace:
     @property
     def itl_ms(self) -> tuple[float, ...]:
         times = [c.t_ns for c in self.chunks]
-        return tuple((b - a) / _NS_PER_MS for a, b in zip(times, times[1:], strict=False))
+        return tuple((b - a) / _NS_PER_MS for a, b in itertools.pairwise(times))
 
     @property
     def rtt_ms(self) -> float | None:

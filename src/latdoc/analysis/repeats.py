@@ -1,0 +1,85 @@
+"""Repeated probes summarised: cold (new connection) apart from warm, and keep-alive's saving."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from latdoc.analysis.stats import Distribution
+from latdoc.probe.trace import RequestTrace
+
+METRICS: tuple[tuple[str, Callable[[RequestTrace], float | None]], ...] = (
+    ("DNS", lambda t: t.dns_ms),
+    ("TCP connect", lambda t: t.connect_ms),
+    ("TLS", lambda t: t.tls_ms),
+    ("Send", lambda t: t.send_ms),
+    ("Server wait", lambda t: t.wait_ms),
+    ("TTFB", lambda t: t.ttfb_ms),
+    ("TTFT", lambda t: t.ttft_ms),
+    ("TPOT", lambda t: t.tpot_ms),
+    ("Total", lambda t: t.total_ms),
+)
+"""The rows of a summary, in the order a request passes through them."""
+
+SETUP_METRICS = frozenset({"DNS", "TCP connect", "TLS"})
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSummary:
+    """Distributions of every metric over one group of successful requests."""
+
+    n: int
+    rows: tuple[tuple[str, Distribution], ...]
+
+    def get(self, metric: str) -> Distribution | None:
+        for name, dist in self.rows:
+            if name == metric:
+                return dist
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class RepeatSummary:
+    total: int
+    failed: int
+    cold: GroupSummary | None
+    """Requests that opened a new connection."""
+    warm: GroupSummary | None
+    """Requests that reused a connection."""
+    keepalive_saving_ms: float | None
+    """Mean TTFB of cold requests minus mean TTFB of warm ones."""
+    setup_saving_ms: float | None
+    """Mean DNS + TCP + TLS of cold requests: what a reused connection does not pay."""
+
+
+def summarize_group(traces: Sequence[RequestTrace]) -> GroupSummary | None:
+    ok = [t for t in traces if t.ok]
+    if not ok:
+        return None
+    rows: list[tuple[str, Distribution]] = []
+    for name, metric in METRICS:
+        dist = Distribution.of(metric(t) for t in ok)
+        if dist is not None:
+            rows.append((name, dist))
+    return GroupSummary(n=len(ok), rows=tuple(rows))
+
+
+def summarize(traces: Sequence[RequestTrace]) -> RepeatSummary:
+    ok = [t for t in traces if t.ok]
+    cold = summarize_group([t for t in ok if t.new_connection])
+    warm = summarize_group([t for t in ok if t.new_connection is False])
+    saving = setup = None
+    if cold is not None and warm is not None:
+        cold_ttfb, warm_ttfb = cold.get("TTFB"), warm.get("TTFB")
+        if cold_ttfb is not None and warm_ttfb is not None:
+            saving = cold_ttfb.mean - warm_ttfb.mean
+        setup_dist = Distribution.of(t.setup_ms for t in ok if t.new_connection)
+        setup = setup_dist.mean if setup_dist is not None else None
+    return RepeatSummary(
+        total=len(traces),
+        failed=len(traces) - len(ok),
+        cold=cold,
+        warm=warm,
+        keepalive_saving_ms=saving,
+        setup_saving_ms=setup,
+    )

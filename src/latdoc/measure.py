@@ -1,0 +1,95 @@
+"""A series of probes as ``latdoc probe`` runs it: calibrate if asked, then repeat.
+
+This loop sends requests and hands each trace to a callback; it computes no
+statistics and prints nothing.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from latdoc.errors import UsageError
+from latdoc.probe.session import Endpoint, ProbeSession, Timeouts
+from latdoc.probe.trace import RequestTrace
+from latdoc.workload.prompts import TokenCalibration, calibrate, make_prompt
+
+DEFAULT_PROMPT = "Hello, please briefly introduce yourself."
+
+
+@dataclass(frozen=True)
+class ConnectionOptions:
+    http2: bool = False
+    cacert: str | None = None
+    insecure: bool = False
+    timeouts: Timeouts = field(default_factory=Timeouts)
+
+
+@dataclass(frozen=True)
+class ProbePlan:
+    endpoint: Endpoint
+    connection: ConnectionOptions = field(default_factory=ConnectionOptions)
+    prompt: str | None = None
+    prompt_tokens: int | None = None
+    max_tokens: int = 64
+    repeat: int = 1
+    reuse_connections: bool = True
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.prompt is not None and self.prompt_tokens is not None:
+            raise UsageError("give either a prompt or a prompt length in tokens, not both")
+        if self.prompt_tokens is not None and self.prompt_tokens < 1:
+            raise UsageError("--prompt-tokens must be at least 1")
+        if self.max_tokens < 1:
+            raise UsageError("--max-tokens must be at least 1")
+        if self.repeat < 1:
+            raise UsageError("--repeat must be at least 1")
+
+
+@dataclass(frozen=True)
+class ProbeRun:
+    traces: tuple[RequestTrace, ...]
+    calibration: TokenCalibration | None = None
+    calibration_traces: tuple[RequestTrace, ...] = ()
+
+
+async def run_probe(
+    plan: ProbePlan,
+    on_trace: Callable[[int, RequestTrace], None] | None = None,
+) -> ProbeRun:
+    """Send ``plan.repeat`` requests one after another; the first is always cold."""
+    rng = random.Random(plan.seed)
+    conn = plan.connection
+    traces: list[RequestTrace] = []
+    calibration: TokenCalibration | None = None
+    calibration_traces: list[RequestTrace] = []
+    if plan.prompt_tokens is not None:
+        async with ProbeSession(
+            plan.endpoint,
+            http2=conn.http2,
+            cacert=conn.cacert,
+            insecure=conn.insecure,
+            timeouts=conn.timeouts,
+        ) as cal_session:
+            calibration, cal = await calibrate(cal_session, rng, near_tokens=plan.prompt_tokens)
+            calibration_traces.extend(cal)
+    async with ProbeSession(
+        plan.endpoint,
+        http2=conn.http2,
+        cacert=conn.cacert,
+        insecure=conn.insecure,
+        timeouts=conn.timeouts,
+        reuse_connections=plan.reuse_connections,
+    ) as session:
+        for index in range(plan.repeat):
+            if calibration is not None and plan.prompt_tokens is not None:
+                prompt = make_prompt(calibration.words_for(plan.prompt_tokens), rng)
+            else:
+                prompt = plan.prompt or DEFAULT_PROMPT
+            trace = await session.request(prompt, plan.max_tokens)
+            traces.append(trace)
+            if on_trace is not None:
+                on_trace(index, trace)
+    return ProbeRun(tuple(traces), calibration, tuple(calibration_traces))

@@ -1,0 +1,199 @@
+"""An httpcore network backend that times DNS, TCP connect, TLS and every socket read.
+
+httpcore's default backend resolves and connects in one call. This one resolves
+first with the event loop's threaded resolver (timed on its own), then connects to
+the resolved address through httpcore's AnyIO backend (timed), and wraps the
+stream so the TLS handshake (with the original host name for SNI and certificate
+checks, which httpcore passes as ``server_hostname``) and each read are timed too.
+Marks go to the :class:`~latdoc.probe.recorder.Recorder` of the running request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import socket
+import ssl
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any
+
+import httpcore
+
+from latdoc.probe import recorder
+from latdoc.probe.recorder import now_ns
+
+_connection_ids = itertools.count(1)
+
+
+class DnsFailure(Exception):
+    """Name resolution failed; raised through httpcore unchanged."""
+
+    def __init__(self, host: str, reason: str) -> None:
+        super().__init__(f"could not resolve {host!r}: {reason}")
+        self.host = host
+
+
+class DnsTimeout(Exception):
+    """Name resolution took longer than the connect timeout."""
+
+    def __init__(self, host: str, timeout: float) -> None:
+        super().__init__(f"resolving {host!r} took longer than {timeout:g} s")
+
+
+class TimedStream(httpcore.AsyncNetworkStream):
+    """A network stream that stamps the read times and knows its connection id."""
+
+    def __init__(
+        self,
+        inner: httpcore.AsyncNetworkStream,
+        connection_id: int,
+        remote_ip: str,
+    ) -> None:
+        self._inner = inner
+        self.connection_id = connection_id
+        self.remote_ip = remote_ip
+        self.last_read_ns: int | None = None
+        self.multiplexed = False
+
+    @property
+    def socket(self) -> Any:
+        return self._inner.get_extra_info("socket")
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        data = await self._inner.read(max_bytes, timeout)
+        t = now_ns()
+        self.last_read_ns = t
+        if not self.multiplexed:
+            rec = recorder.current()
+            if rec is not None:
+                rec.on_read(t, len(data))
+        return data
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        rec = recorder.current()
+        if rec is not None:
+            rec.on_write(self, len(buffer))
+        await self._inner.write(buffer, timeout)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        rec = recorder.current()
+        if rec is not None:
+            rec.on_tls_start()
+        inner = await self._inner.start_tls(ssl_context, server_hostname, timeout)
+        if rec is not None:
+            rec.on_tls_done()
+        wrapped = TimedStream(inner, self.connection_id, self.remote_ip)
+        ssl_object = inner.get_extra_info("ssl_object")
+        if ssl_object is not None and ssl_object.selected_alpn_protocol() == "h2":
+            wrapped.multiplexed = True
+        return wrapped
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
+"""Host name and port to IP addresses, in the order to try; raises ``socket.gaierror``."""
+
+
+async def system_resolver(host: str, port: int) -> list[str]:
+    """The operating system's resolver (``getaddrinfo`` in the loop's thread pool)."""
+    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    addresses: list[str] = []
+    for _family, _type, _proto, _canon, sockaddr in infos:
+        ip = str(sockaddr[0])
+        if ip not in addresses:
+            addresses.append(ip)
+    return addresses
+
+
+class TimedBackend(httpcore.AsyncNetworkBackend):
+    """Resolve (timed), connect (timed), and hand back a :class:`TimedStream`."""
+
+    def __init__(self, resolver: Resolver = system_resolver) -> None:
+        self._inner = httpcore.AnyIOBackend()
+        self._resolver = resolver
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        rec = recorder.current()
+        if rec is not None:
+            rec.on_dns_start()
+        started = now_ns()
+        addresses = await _resolve(self._resolver, host, port, timeout)
+        if rec is not None:
+            rec.on_dns_done()
+        remaining = None if timeout is None else max(0.0, timeout - (now_ns() - started) / 1e9)
+        last_error: Exception | None = None
+        for address in addresses:
+            try:
+                stream = await self._inner.connect_tcp(
+                    address, port, remaining, local_address, socket_options
+                )
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+                last_error = exc
+                continue
+            if rec is not None:
+                rec.on_connect_done()
+            return TimedStream(stream, next(_connection_ids), address)
+        assert last_error is not None
+        raise last_error
+
+    async def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        stream = await self._inner.connect_unix_socket(path, timeout, socket_options)
+        return TimedStream(stream, next(_connection_ids), path)
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+
+async def warm_up() -> None:
+    """Pay the client's one-time costs before anything is timed.
+
+    AnyIO loads its asyncio backend and TLS stream modules on first use (about
+    30 ms) and the event loop starts its resolver thread on the first lookup; left
+    alone, both would be counted as queue and DNS time of the first, cold request.
+    """
+    import anyio.lowlevel
+    import anyio.streams.tls
+
+    await anyio.lowlevel.checkpoint()
+    await asyncio.get_running_loop().run_in_executor(None, _nothing)
+
+
+def _nothing() -> None:
+    return None
+
+
+async def _resolve(
+    resolver: Resolver, host: str, port: int, timeout: float | None
+) -> Sequence[str]:
+    try:
+        async with asyncio.timeout(timeout):
+            addresses = await resolver(host, port)
+    except TimeoutError:
+        raise DnsTimeout(host, timeout or 0.0) from None
+    except (socket.gaierror, UnicodeError) as exc:
+        raise DnsFailure(host, str(exc)) from None
+    if not addresses:
+        raise DnsFailure(host, "no address")
+    return addresses

@@ -1,0 +1,170 @@
+"""Per-request timing state, filled by the network backend and httpcore's trace events.
+
+A :class:`Recorder` is bound to the running task through a context variable for the
+duration of one request. The network backend (DNS, connect, TLS, socket reads and
+writes) and httpcore's ``trace`` extension both run in that task, so each writes
+its timestamps straight into the request's own recorder; no lookup by connection
+is needed. The one exception is HTTP/2, where a socket read may run in another
+request's task: multiplexed streams therefore do not report reads here, and the
+first byte comes from the response-headers trace event instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import time
+from typing import TYPE_CHECKING, Any
+
+from latdoc.probe import tcpinfo
+from latdoc.probe.trace import Phase
+
+if TYPE_CHECKING:
+    from latdoc.probe.backend import TimedStream
+
+now_ns = time.perf_counter_ns
+
+_current: contextvars.ContextVar[Recorder | None] = contextvars.ContextVar(
+    "latdoc_recorder", default=None
+)
+
+_ACK_SPINS = 16
+_ACK_FIRST_SLEEP_S = 0.0002
+_ACK_MAX_SLEEP_S = 0.002
+_ACK_GIVE_UP_S = 120.0
+
+
+def current() -> Recorder | None:
+    return _current.get()
+
+
+class Recorder:
+    """Mutable timing marks of one request, as absolute ``perf_counter_ns`` values."""
+
+    def __init__(self) -> None:
+        self.t0 = now_ns()
+        self.phase = Phase.QUEUE
+        self.queue_done: int | None = None
+        self.dns_done: int | None = None
+        self.connect_done: int | None = None
+        self.tls_done: int | None = None
+        self.body_written: int | None = None
+        self.acked: int | None = None
+        self.first_byte: int | None = None
+        self.new_connection = False
+        self.stream: TimedStream | None = None
+        self.bytes_written = 0
+        self.bytes_read = 0
+        self._ack_task: asyncio.Task[None] | None = None
+        self._token: contextvars.Token[Recorder | None] | None = None
+
+    def __enter__(self) -> Recorder:
+        self._token = _current.set(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._ack_task is not None and not self._ack_task.done():
+            self._ack_task.cancel()
+        if self._token is not None:
+            _current.reset(self._token)
+            self._token = None
+
+    # -- called by the network backend ---------------------------------------
+
+    def on_dns_start(self) -> None:
+        if self.queue_done is None:
+            self.queue_done = now_ns()
+        self.new_connection = True
+        self.phase = Phase.DNS
+
+    def on_dns_done(self) -> None:
+        self.dns_done = now_ns()
+        self.phase = Phase.CONNECT
+
+    def on_connect_done(self) -> None:
+        self.connect_done = now_ns()
+
+    def on_tls_start(self) -> None:
+        self.phase = Phase.TLS
+
+    def on_tls_done(self) -> None:
+        self.tls_done = now_ns()
+
+    def on_write(self, stream: TimedStream, nbytes: int) -> None:
+        self.stream = stream
+        self.bytes_written += nbytes
+
+    def on_read(self, t_ns: int, nbytes: int) -> None:
+        if self.body_written is None or nbytes == 0:
+            return
+        self.bytes_read += nbytes
+        if self.first_byte is None:
+            self.first_byte = t_ns
+            if self.phase is Phase.WAIT:
+                self.phase = Phase.FIRST_TOKEN
+
+    # -- httpcore trace extension ---------------------------------------------
+
+    async def trace(self, name: str, info: dict[str, Any]) -> None:
+        """httpcore's ``trace`` request extension: stamps the protocol-level events."""
+        _, _, event = name.partition(".")
+        if event == "send_request_headers.started":
+            if self.queue_done is None:
+                self.queue_done = now_ns()
+            self.phase = Phase.SEND
+        elif event == "send_request_body.complete":
+            self.body_written = now_ns()
+            self.phase = Phase.WAIT
+            self._start_ack_watch()
+        elif event == "receive_response_headers.complete":
+            t = now_ns()
+            if self.first_byte is None:
+                self.first_byte = t
+            self.phase = Phase.FIRST_TOKEN
+        elif event == "connect_tcp.started" and self.queue_done is None:
+            self.queue_done = now_ns()
+
+    # -- end of send: the peer's ACK of the last byte -------------------------
+
+    def _start_ack_watch(self) -> None:
+        stream = self.stream
+        sock = stream.socket if stream is not None else None
+        state = tcpinfo.send_state(sock)
+        if state is None:
+            return
+        if state.delivered:
+            self.acked = now_ns()
+            return
+        self._ack_task = asyncio.get_running_loop().create_task(self._watch_ack(sock))
+
+    async def _watch_ack(self, sock: Any) -> None:
+        deadline = now_ns() + int(_ACK_GIVE_UP_S * 1e9)
+        spins = 0
+        delay = _ACK_FIRST_SLEEP_S
+        while now_ns() < deadline:
+            if spins < _ACK_SPINS:
+                spins += 1
+                await asyncio.sleep(0)
+            else:
+                await asyncio.sleep(delay)
+                delay = min(delay * 1.5, _ACK_MAX_SLEEP_S)
+            state = tcpinfo.send_state(sock)
+            if state is None:
+                return
+            if state.delivered:
+                self.acked = now_ns()
+                return
+            if self.first_byte is not None:
+                return
+
+    @property
+    def sent(self) -> tuple[int | None, bool]:
+        """End of the send phase and whether it is the peer's acknowledgement."""
+        if self.body_written is None:
+            return None, False
+        if self.acked is not None:
+            end = self.acked if self.first_byte is None else min(self.acked, self.first_byte)
+            return max(end, self.body_written), True
+        if self.first_byte is not None and self._ack_task is not None:
+            return self.first_byte, True
+        return self.body_written, False
