@@ -502,11 +502,19 @@ def classify(exc: BaseException, rec: Recorder, timeouts: Timeouts) -> TraceErro
 
 
 def _describe(exc: BaseException) -> str:
-    text = str(exc).strip()
-    if not text and exc.__cause__ is not None:
-        text = str(exc.__cause__).strip()
-    if not text and exc.__context__ is not None:
-        text = str(exc.__context__).strip()
-    if isinstance(exc, httpcore.ConnectError) and "Errno 111" in text:
-        return "connection refused"
-    return text
+    """The most specific message in the exception's cause chain."""
+    chain: list[BaseException] = []
+    seen: BaseException | None = exc
+    while seen is not None and seen not in chain and len(chain) < 8:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    for link in reversed(chain):
+        if isinstance(link, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(link, OSError) and link.errno is not None and link.strerror:
+            return link.strerror.lower()
+    for link in chain:
+        text = str(link).strip()
+        if text:
+            return text
+    return ""

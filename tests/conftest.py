@@ -1,0 +1,30 @@
+"""Shared fixtures: the simulated endpoint on loopback, started per test on port 0."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+
+import pytest
+
+from latdoc.lab.server import LabServer
+from latdoc.lab.sim import LabConfig, LatencyModel
+
+FAST = LatencyModel(prefill_base_ms=5.0, prefill_ms_per_token=0.01, decode_ms_per_token=1.0)
+"""A quick endpoint for tests that check behaviour, not timing."""
+
+LabFactory = Callable[..., AbstractContextManager[LabServer]]
+
+
+@pytest.fixture
+def lab() -> LabFactory:
+    """``with lab(config, tls=..., http2=...) as server:`` a real server on loopback."""
+
+    @contextmanager
+    def start(
+        config: LabConfig | None = None, *, tls: bool = False, http2: bool = False
+    ) -> Iterator[LabServer]:
+        with LabServer(config or LabConfig(latency=FAST), tls=tls, http2=http2) as server:
+            yield server
+
+    return start
