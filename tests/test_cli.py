@@ -1,0 +1,164 @@
+"""``latdoc probe`` end to end: output, JSON keys, exit codes, errors, and the secret."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import LabFactory
+from latdoc.cli import EXIT_OK, EXIT_REQUEST_FAILED, EXIT_USAGE, main
+from latdoc.lab.sim import LabConfig
+from scripted_server import ScriptedServer, plain_response
+
+JSON_KEYS = {
+    "dns_ms",
+    "connect_ms",
+    "tls_ms",
+    "send_ms",
+    "wait_ms",
+    "ttfb_ms",
+    "ttft_ms",
+    "tpot_ms",
+    "total_ms",
+    "new_connection",
+    "http_version",
+    "prompt_tokens",
+    "output_tokens",
+    "output_tokens_exact",
+    "error",
+    "chunks",
+}
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "SSL_CERT_FILE"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def test_json_has_one_object_per_request(
+    lab: LabFactory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with lab(tls=True) as server:
+        assert server.ca_file is not None
+        code = main(
+            ["probe", server.base_url, "--model", "lab-sim", "--cacert", server.ca_file,
+             "--repeat", "3", "--max-tokens", "5", "--json"]
+        )  # fmt: skip
+    out = capsys.readouterr().out.splitlines()
+    assert code == EXIT_OK
+    rows = [json.loads(line) for line in out]
+    assert len(rows) == 3
+    for row in rows:
+        assert row.keys() >= JSON_KEYS
+        assert row["error"] is None
+        assert row["output_tokens"] == 5 and row["output_tokens_exact"] is True
+        assert len(row["chunks"]) == 5
+        assert row["ttft_ms"] == row["chunks"][0]["t_ms"]
+        assert row["ttfb_ms"] <= row["ttft_ms"] <= row["total_ms"]
+    assert [r["new_connection"] for r in rows] == [True, False, False]
+    assert rows[0]["tls_ms"] > 0 and rows[1]["tls_ms"] == 0
+    assert rows[0]["http_version"] == "HTTP/1.1"
+
+
+def test_text_shows_the_waterfall_and_cold_apart_from_warm(
+    lab: LabFactory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with lab() as server:
+        code = main(["probe", server.base_url, "-m", "lab-sim", "-n", "4", "--max-tokens", "4"])
+    out = capsys.readouterr().out
+    assert code == EXIT_OK
+    for label in ("DNS", "TCP", "Send", "Server wait", "First token", "Streaming"):
+        assert label in out
+    assert "TLS" not in out.split("\n\n")[1]
+    assert "Cold (new connection, n = 1)" in out
+    assert "Warm (reused connection, n = 3)" in out
+    assert "(mean ± σ)" in out
+    assert "Keep-alive saves" in out
+
+
+def test_new_connection_each_has_no_warm_group(
+    lab: LabFactory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with lab() as server:
+        code = main(["probe", server.base_url, "-m", "lab-sim", "-n", "3", "--new-connection-each"])
+    out = capsys.readouterr().out
+    assert code == EXIT_OK
+    assert "Cold (new connection, n = 3)" in out
+    assert "Warm" not in out
+
+
+def test_failed_requests_print_one_error_line_and_exit_1(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "sk-live-abcdef0123456789"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    body = json.dumps({"error": {"message": f"rate limited for {secret}"}}).encode()
+    script = plain_response("429 Too Many Requests", "application/json", body)
+    with ScriptedServer(script) as server:
+        code = main(["probe", server.base_url, "-m", "x", "-n", "2", "--json"])
+        assert secret.encode() in server.requests[0]
+    captured = capsys.readouterr()
+    assert code == EXIT_REQUEST_FAILED
+    errors = [line for line in captured.err.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 2
+    assert "request 1/2: http:429 during wait" in errors[0]
+    assert "Traceback" not in captured.err
+    assert secret not in captured.out and secret not in captured.err
+    assert [json.loads(line)["error"]["code"] for line in captured.out.splitlines()] == [
+        "http:429",
+        "http:429",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["probe", "ftp://example/v1", "-m", "x"], "invalid URL"),
+        (["probe", "http://127.0.0.1:9/v1"], "--model is required"),
+        (["probe", "http://127.0.0.1:9/v1", "-m", "x", "--repeat", "0"], "at least 1"),
+        (["probe", "http://127.0.0.1:9/v1", "-m", "x", "--prompt", "a", "--prompt-tokens", "5"],
+         "not allowed with"),
+        (["probe", "http://127.0.0.1:9/v1", "-m", "x", "--api-key-env", "LATDOC_NO_SUCH_VAR"],
+         "not set"),
+        (["probe", "https://127.0.0.1:9/v1", "-m", "x", "--cacert", "/no/such.pem"], "not found"),
+        (["lab", "serve", "--http2"], "needs --tls"),
+    ],
+)  # fmt: skip
+def test_user_mistakes_are_one_error_line_and_exit_2(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == EXIT_USAGE
+    assert err.startswith("Error: ")
+    assert message in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_api_key_reaches_the_server_but_nothing_printed(
+    lab: LabFactory, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LAB_KEY", "lab-secret-key-42")
+    with lab(LabConfig(api_key="lab-secret-key-42")) as server:
+        code = main(["probe", server.base_url, "-m", "lab-sim", "--api-key-env", "LAB_KEY"])
+    captured = capsys.readouterr()
+    assert code == EXIT_OK
+    assert "lab-secret-key-42" not in captured.out + captured.err
+
+
+def test_no_url_probes_the_built_in_endpoint() -> None:
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp"}
+    result = subprocess.run(
+        [sys.executable, "-m", "latdoc.cli", "probe", "--json", "--max-tokens", "3"],
+        capture_output=True, text=True, timeout=60, env=env, check=False,
+    )  # fmt: skip
+    assert result.returncode == EXIT_OK, result.stderr
+    row = json.loads(result.stdout)
+    assert row["error"] is None
+    assert row["tls_ms"] > 0
+    assert row["output_tokens"] == 3
+    assert "built-in simulated endpoint" in result.stderr
