@@ -48,6 +48,9 @@ from latdoc.probe.tcpinfo import read_tcp_info
 from latdoc.probe.trace import Chunk, ErrorKind, Phase, RequestTrace, TcpInfo, TraceError
 
 _ERROR_BODY_LIMIT = 64 * 1024
+
+EventHook = Callable[[Any, int], None]
+"""Called with each decoded JSON event and its arrival (absolute ``perf_counter_ns``)."""
 _USER_AGENT = b"latdoc"
 
 
@@ -117,6 +120,7 @@ class _StreamState:
 
     t0: int
     count_tokens: Callable[[str], int] | None
+    on_json: EventHook | None = None
     chunks: list[Chunk] = field(default_factory=list)
     first_token: int | None = None
     finish_reason: str | None = None
@@ -142,6 +146,8 @@ class _StreamState:
                     f"event is not valid JSON: {data[:80]!r}",
                 )
             ) from None
+        if self.on_json is not None:
+            self.on_json(obj, event.t_ns)
         info = parse_event(obj)
         if info.error is not None:
             raise _Failure(TraceError(ErrorKind.HTTP, phase_of.phase, f"error event: {info.error}"))
@@ -260,10 +266,16 @@ class ProbeSession:
             pool, self._pool = self._pool, None
             await pool.aclose()
 
-    async def request(self, prompt: str, max_tokens: int) -> RequestTrace:
+    async def request(
+        self, prompt: str, max_tokens: int, *, on_event: EventHook | None = None
+    ) -> RequestTrace:
         """Send one streamed request and return what was measured. Never raises
-        for a failed request; the trace's ``error`` says what failed."""
-        trace = await self._measure(prompt, max_tokens)
+        for a failed request; the trace's ``error`` says what failed.
+
+        ``on_event`` sees every decoded JSON event with the arrival time the trace
+        uses for it, for fields the trace does not keep.
+        """
+        trace = await self._measure(prompt, max_tokens, on_event)
         if (
             self.include_usage
             and trace.error is not None
@@ -271,13 +283,15 @@ class ProbeSession:
             and "stream_options" in trace.error.message
         ):
             self.include_usage = False
-            trace = await self._measure(prompt, max_tokens)
+            trace = await self._measure(prompt, max_tokens, on_event)
         if not self.reuse_connections:
             await self.aclose()
             self._pool = self._new_pool()
         return trace
 
-    async def _measure(self, prompt: str, max_tokens: int) -> RequestTrace:
+    async def _measure(
+        self, prompt: str, max_tokens: int, on_event: EventHook | None
+    ) -> RequestTrace:
         if self._pool is None:
             self._pool = self._new_pool()
         ep = self.endpoint
@@ -291,7 +305,7 @@ class ProbeSession:
         with Recorder() as rec:
             try:
                 async with asyncio.timeout(self.timeouts.total):
-                    await self._exchange(self._pool, rec, content, exchange)
+                    await self._exchange(self._pool, rec, content, exchange, on_event)
             except _Failure as failure:
                 error = failure.error
             except asyncio.CancelledError:
@@ -308,6 +322,7 @@ class ProbeSession:
         rec: Recorder,
         content: bytes,
         out: _Exchange,
+        on_event: EventHook | None,
     ) -> None:
         t = self.timeouts
         extensions: dict[str, Any] = {
@@ -341,7 +356,7 @@ class ProbeSession:
                         f"response is not an event stream (content-type: {ctype or 'none'})",
                     )
                 )
-            state = _StreamState(t0=rec.t0, count_tokens=self._count_tokens)
+            state = _StreamState(rec.t0, self._count_tokens, on_event)
             out.state = state
             decoder = SSEDecoder()
             stream = out.stream
