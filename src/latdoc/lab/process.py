@@ -1,0 +1,145 @@
+"""The simulated endpoint in a child process, for timing under load.
+
+A :class:`~latdoc.lab.server.LabServer` shares the interpreter lock with its
+client: a busy client (dozens of concurrent streams) delays the server's timers
+by tens of milliseconds. :class:`LabProcess` runs the same server through
+:func:`~latdoc.lab.server.serve_forever` in its own Python process, with the same
+attributes, so the latency the client measures is the latency the model planned.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import select
+import signal
+import subprocess
+import sys
+from types import TracebackType
+from typing import Any, Self
+
+from latdoc.errors import LabError
+from latdoc.lab.server import DEFAULT_CONFIG, LabServer, serve_forever
+from latdoc.lab.sim import LabConfig, LatencyModel
+
+__all__ = ["LabProcess", "config_from_json", "config_to_json"]
+
+_START_TIMEOUT_S = 30.0
+_STOP_TIMEOUT_S = 5.0
+
+
+def config_to_json(config: LabConfig) -> str:
+    """``config`` as JSON, for :func:`config_from_json`."""
+    return json.dumps(dataclasses.asdict(config))
+
+
+def config_from_json(text: str) -> LabConfig:
+    """The :class:`LabConfig` written by :func:`config_to_json`."""
+    fields: dict[str, Any] = json.loads(text)
+    fields["latency"] = LatencyModel(**fields["latency"])
+    return LabConfig(**fields)
+
+
+class LabProcess:
+    """A lab server in a child process; a context manager like ``LabServer``.
+
+    After start, :attr:`port`, :attr:`base_url` and (with ``tls``) :attr:`ca_file`
+    describe the child's server; stop sends SIGTERM and waits for a clean exit.
+    """
+
+    def __init__(
+        self,
+        config: LabConfig = DEFAULT_CONFIG,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        tls: bool = False,
+        http2: bool = False,
+    ) -> None:
+        self.config = config
+        self.host = host
+        self.port = port
+        self.tls = tls
+        self.http2 = http2
+        self.base_url = ""
+        self.ca_file: str | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Start the child and return once its server accepts requests."""
+        if self._process is not None:
+            raise LabError("this lab process is already running")
+        arguments = {
+            "config": config_to_json(self.config),
+            "host": self.host,
+            "port": self.port,
+            "tls": self.tls,
+            "http2": self.http2,
+        }
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "latdoc.lab.process", json.dumps(arguments)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+        )
+        assert self._process.stdout is not None
+        ready, _, _ = select.select([self._process.stdout], [], [], _START_TIMEOUT_S)
+        line = self._process.stdout.readline() if ready else b""
+        if not line:
+            code = self._process.poll()
+            state = "still silent" if code is None else f"exit code {code}"
+            self.stop()
+            raise LabError(f"lab process did not start ({state}); its stderr says why")
+        announced = json.loads(line)
+        self.port = announced["port"]
+        self.base_url = announced["base_url"]
+        self.ca_file = announced["ca_file"]
+
+    def stop(self) -> None:
+        """Ask the child to stop (SIGTERM), wait for it, kill it if it hangs."""
+        process, self._process = self._process, None
+        if process is not None:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+                try:
+                    process.wait(_STOP_TIMEOUT_S)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+            if process.stdout is not None:
+                process.stdout.close()
+        self.ca_file = None
+
+
+def _announce(server: LabServer) -> None:
+    line = {"base_url": server.base_url, "port": server.port, "ca_file": server.ca_file}
+    sys.stdout.write(json.dumps(line) + "\n")
+    sys.stdout.flush()
+
+
+def main(argv: list[str]) -> None:
+    """Child entry point: serve the JSON-described lab until SIGTERM."""
+    arguments = json.loads(argv[0])
+    serve_forever(
+        config_from_json(arguments["config"]),
+        arguments["host"],
+        arguments["port"],
+        arguments["tls"],
+        arguments["http2"],
+        on_ready=_announce,
+    )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
