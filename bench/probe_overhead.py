@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import re
-import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from latdoc.analysis.stats import Distribution
+from latdoc.lab.process import LabProcess
+from latdoc.lab.sim import LabConfig, LatencyModel
 from latdoc.probe.session import Endpoint, ProbeSession
 from latdoc.probe.trace import RequestTrace
 
@@ -33,41 +32,12 @@ ITL_MS = 20.0
 OUTPUT_TOKENS = 32
 PROMPT = "Measure the probe's own overhead, please."
 
-SERVER_CODE = """
-import sys
-from latdoc.lab.server import serve_forever
-from latdoc.lab.sim import LabConfig, LatencyModel
-model = LatencyModel(prefill_base_ms=20.0, prefill_ms_per_token=0.0,
-                     decode_ms_per_token=float(sys.argv[1]))
-serve_forever(LabConfig(latency=model, stamp_chunks=True), host="127.0.0.1", port=0)
-"""
-
 
 @dataclass
 class Observed:
     trace: RequestTrace
     server_ns: list[int]
     client_ns: list[int]
-
-
-def start_server() -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-c", SERVER_CODE, str(ITL_MS)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    assert proc.stdout is not None
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        match = re.search(r"http://127\.0\.0\.1:\d+/v1", line)
-        if match:
-            return proc, match.group(0)
-        if not line and proc.poll() is not None:
-            break
-    proc.kill()
-    raise SystemExit("the lab server did not start")
 
 
 class ContentStamps:
@@ -134,8 +104,9 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=3, help="measured requests per stream")
     args = parser.parse_args()
     levels = [int(x) for x in args.levels.split(",")]
-    proc, url = start_server()
-    try:
+    model = LatencyModel(prefill_base_ms=20.0, prefill_ms_per_token=0.0, decode_ms_per_token=ITL_MS)
+    with LabProcess(LabConfig(latency=model, stamp_chunks=True)) as server:
+        url = server.base_url
         print(f"probe overhead vs the lab's own chunk stamps; ITL {ITL_MS:g} ms, "
               f"{OUTPUT_TOKENS} tokens per request")  # fmt: skip
         print(f"{'streams':>8} {'requests':>9} {'ITL err p50':>12} {'ITL err p99':>12} "
@@ -153,9 +124,6 @@ def main() -> None:
                 + (f"   ({failed} failed)" if failed else "")
                 + f"   CPU ×{cpu_per_request / base_cpu:.2f} of 1 stream"
             )
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 def _ms(value: float | None) -> str:

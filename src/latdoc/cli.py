@@ -187,10 +187,10 @@ def _target(args: argparse.Namespace) -> Iterator[tuple[str, str | None, str | N
     if url:
         yield url, args.model, args.cacert
         return
-    from latdoc.lab.server import LabServer
+    from latdoc.lab.process import LabProcess
     from latdoc.lab.sim import LabConfig
 
-    with LabServer(LabConfig(), tls=True, http2=args.http2) as lab:
+    with LabProcess(LabConfig(), tls=True, http2=args.http2) as lab:
         print(f"Probing the built-in simulated endpoint at {lab.base_url}", file=sys.stderr)
         yield lab.base_url, args.model or LabConfig().model, lab.ca_file
 
