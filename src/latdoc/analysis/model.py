@@ -1,0 +1,150 @@
+"""The diagnosis as data: kinds of slow, findings with evidence, remedies, the verdict.
+
+Everything here is a frozen record built by pure functions from traces; the
+report layer renders it and the store keeps it. Durations are milliseconds
+unless a name says otherwise.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+class Kind(enum.StrEnum):
+    """The closed set of answers to "which kind of slow is this?"."""
+
+    NETWORK_SETUP = "network_setup"
+    """DNS, TCP and TLS handshakes; connections not reused."""
+    NETWORK_PATH = "network_path"
+    """Round-trip time and bandwidth between client and server."""
+    INPUT_LENGTH = "input_length"
+    """Prefill that grows with the prompt."""
+    QUEUEING = "queueing"
+    """Server-side wait that follows load, not length."""
+    DECODE = "decode"
+    """Slow generation or long outputs."""
+    STALLS = "stalls"
+    """Pauses in the middle of a stream."""
+    CLIENT = "client"
+    """The client's own pool or event loop holds requests back."""
+    ERRORS = "errors"
+    """Rate limits, server errors, timeouts."""
+    HEALTHY = "healthy"
+    """Nothing above stands out."""
+
+
+class Scenario(enum.StrEnum):
+    """What the user optimises for (MISSION.md, cost–latency–quality)."""
+
+    CHAT = "chat"
+    """Real-time chat: latency first."""
+    BATCH = "batch"
+    """Batch analysis: cost first."""
+    LONGDOC = "longdoc"
+    """Long-document understanding: quality first, with long input."""
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One kind of slow that a rule detected, with the numbers that made it fire."""
+
+    kind: Kind
+    title: str
+    rule: str
+    """The rule that fired, in words, with its threshold."""
+    evidence: Mapping[str, float]
+    """The measured numbers the rule used (ms, ratios, counts)."""
+    share_ms: float
+    """Latency this kind adds to a typical request, in ms."""
+    confidence: float
+    """0..1: how sure the rule is (sample size, margin over the threshold)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Remedy:
+    """A concrete change, ranked for the scenario, with its predicted gain."""
+
+    key: str
+    title: str
+    addresses: Kind
+    change: str
+    """What to change, phrased for httpx and the openai SDK."""
+    predicted_gain_ms: float | None
+    """Predicted TTFT or end-to-end saving per request; None when it cannot be predicted."""
+    tradeoff: str | None = None
+    """What it costs (quality, money, effort); set for trade-offs like a smaller model."""
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    primary: Kind
+    contributing: tuple[Kind, ...]
+    confidence: float
+
+
+@dataclass(frozen=True, slots=True)
+class LengthPoint:
+    """TTFT at one prompt length (medians over the requests at that length)."""
+
+    prompt_tokens: int
+    ttft_ms: float
+    n: int
+
+
+@dataclass(frozen=True, slots=True)
+class LengthCurve:
+    """How TTFT grows with the prompt: ``a + b·k + c·k²`` for k thousand tokens."""
+
+    points: tuple[LengthPoint, ...]
+    a_ms: float
+    b_ms_per_1k: float
+    c_ms_per_1k2: float
+    shape: str
+    """``flat``, ``linear`` or ``super-linear``."""
+
+    def predict_ms(self, prompt_tokens: float) -> float:
+        k = prompt_tokens / 1000.0
+        return self.a_ms + self.b_ms_per_1k * k + self.c_ms_per_1k2 * k * k
+
+    @property
+    def prefill_ms_per_1k(self) -> float:
+        """The marginal prefill rate at the longest measured length, ms per 1K tokens."""
+        k = max(p.prompt_tokens for p in self.points) / 1000.0
+        return self.b_ms_per_1k + 2 * self.c_ms_per_1k2 * k
+
+    @property
+    def ratio_long_short(self) -> float:
+        """TTFT at the longest length over TTFT at the shortest (the seed's ≥ 5× rule)."""
+        by_length = sorted(self.points, key=lambda p: p.prompt_tokens)
+        return by_length[-1].ttft_ms / max(by_length[0].ttft_ms, 1e-9)
+
+
+@dataclass(frozen=True, slots=True)
+class StepNote:
+    """Something a step had to leave out or could not measure, said in the report."""
+
+    step: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """The answer: verdict, shares, findings, remedies, and the numbers behind them."""
+
+    run_id: str
+    endpoint: str
+    model: str
+    scenario: Scenario
+    verdict: Verdict
+    shares_ms: Mapping[Kind, float]
+    findings: tuple[Finding, ...]
+    remedies: tuple[Remedy, ...]
+    network: Mapping[str, float | None]
+    length: LengthCurve | None
+    load: Mapping[str, float | None]
+    notes: tuple[StepNote, ...] = ()
+    requests: int = 0
+    failed: int = 0
+    extra: Mapping[str, object] = field(default_factory=dict)
