@@ -1,0 +1,1 @@
+"""Advice: typed findings become ranked remedies for the user's scenario."""

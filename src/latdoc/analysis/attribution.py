@@ -1,0 +1,461 @@
+"""Attribution: which kind of slow, from labelled traces, by the seed's rules and a few more.
+
+``diagnose(samples, context)`` is pure. It summarises each step (network, input
+length, load), applies one rule per kind with the thresholds of MISSION.md, and
+picks the verdict: the kind whose finding adds the most latency to a typical
+request, with the others as contributing kinds. Errors come first when a quarter
+or more of the requests failed: nothing else matters until they succeed.
+
+Each finding's ``share_ms`` is the latency that kind adds to a typical request:
+
+============== ============================================================
+network_setup  DNS + TCP + TLS of a new connection (paid by every request
+               when the server closes connections)
+network_path   one round trip plus the time to upload the prompt
+input_length   TTFT at the longest prompt minus TTFT at the shortest
+queueing       TTFT p95 − p50 at a fixed length, or the rise under concurrency
+decode         end-to-end minus TTFT (generation)
+stalls         mid-stream pause time per request
+client         time waiting for a free connection in the client's pool
+errors         the failed fraction of a typical request's end-to-end time
+============== ============================================================
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from latdoc.analysis.length import fit_length_curve, length_points
+from latdoc.analysis.model import (
+    Diagnosis,
+    Finding,
+    Kind,
+    LengthCurve,
+    Scenario,
+    StepNote,
+    Verdict,
+)
+from latdoc.analysis.signals import dispersion, find_stalls
+from latdoc.probe.trace import RequestTrace
+from latdoc.workload.sample import Sample
+
+SLOW_DNS_MS = 200.0
+SLOW_CONNECT_MS = 200.0
+HIGH_RTT_MS = 100.0
+SLOW_TLS_EXTRA_MS = 200.0
+SLOW_UPLOAD_MS = 200.0
+LENGTH_RATIO = 5.0
+LENGTH_MIN_RATIO = 2.0
+LENGTH_MIN_GROWTH_MS = 1000.0
+QUEUE_CV = 0.5
+QUEUE_P95_P50 = 2.0
+QUEUE_LOAD_RATIO = 1.5
+QUEUE_MIN_MS = 100.0
+SLOW_TPOT_MS = 50.0
+CLIENT_QUEUE_MS = 10.0
+ERROR_RATE = 0.05
+ERRORS_FIRST = 0.25
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What the analysis needs besides traces; gathered by the caller (no I/O here)."""
+
+    run_id: str
+    endpoint: str
+    model: str
+    scenario: Scenario = Scenario.CHAT
+    concurrency: int = 1
+    """The concurrency the user expects in production (for pool sizing)."""
+    cpu_count: int = 1
+    tcp_settings: Mapping[str, int] = field(default_factory=dict)
+    """``net.ipv4.*`` values of the client host, by sysctl name."""
+    notes: tuple[StepNote, ...] = ()
+
+
+def _median(values: Iterable[float | None]) -> float | None:
+    data = [v for v in values if v is not None]
+    return statistics.median(data) if data else None
+
+
+def _ok(samples: Iterable[Sample], step: str) -> list[RequestTrace]:
+    return [s.trace for s in samples if s.step == step and s.trace.ok]
+
+
+def _confidence(n: int, margin: float) -> float:
+    """More samples and a wider margin over the threshold give more confidence."""
+    sample_factor = min(1.0, n / 5.0)
+    margin_factor = min(1.0, 0.6 + 0.4 * max(0.0, margin))
+    return round(max(0.1, sample_factor * margin_factor), 2)
+
+
+@dataclass
+class _Facts:
+    """Step summaries, computed once and shared by the rules and the report."""
+
+    network: dict[str, float | None]
+    load: dict[str, float | None]
+    curve: LengthCurve | None
+    stalls: list[tuple[int, float]]
+    measured: list[RequestTrace]
+    failed: Counter[str]
+    retry_after_s: float | None
+
+
+def _network_facts(samples: Sequence[Sample]) -> dict[str, float | None]:
+    cold = [s.trace for s in samples if s.step == "network" and s.cold and s.trace.ok]
+    warm = [s.trace for s in samples if s.step == "network" and not s.cold and s.trace.ok]
+    closes = [t for t in warm if t.new_connection]
+    rtt = _median(t.connect_ms for t in cold) or _median(
+        t.tcp_info.rtt_us / 1000 if t.tcp_info else None for t in warm
+    )
+    return {
+        "dns_ms": _median(t.dns_ms for t in cold),
+        "connect_ms": _median(t.connect_ms for t in cold),
+        "tls_ms": _median(t.tls_ms for t in cold),
+        "setup_ms": _median(t.setup_ms for t in cold),
+        "rtt_ms": rtt,
+        "send_ms": _median(t.send_ms for t in warm),
+        "wait_ms": _median(t.wait_ms for t in warm),
+        "ttfb_ms": _median(t.ttfb_ms for t in warm),
+        "ttft_ms": _median(t.ttft_ms for t in warm),
+        "tpot_ms": _median(t.tpot_ms for t in warm),
+        "total_ms": _median(t.total_ms for t in warm),
+        "cold_ttfb_ms": _median(t.ttfb_ms for t in cold),
+        "keepalive_saving_ms": _diff(
+            _median(t.ttfb_ms for t in cold), _median(t.ttfb_ms for t in warm)
+        ),
+        "server_closes_connections": float(len(closes)) / len(warm) if warm else None,
+        "queue_ms": _median(t.queue_ms for t in warm),
+        "cold_n": float(len(cold)),
+        "warm_n": float(len(warm)),
+    }
+
+
+def _load_facts(samples: Sequence[Sample]) -> dict[str, float | None]:
+    seq = [s.trace for s in samples if s.step == "load" and s.concurrency == 1 and s.trace.ok]
+    conc = [s for s in samples if s.step == "load" and s.concurrency > 1 and s.trace.ok]
+    seq_ttft = [t.ttft_ms for t in seq if t.ttft_ms is not None]
+    disp = dispersion(seq_ttft)
+    seq_median = statistics.median(seq_ttft) if seq_ttft else None
+    conc_median = _median(s.trace.ttft_ms for s in conc)
+    return {
+        "sequential_n": float(len(seq_ttft)),
+        "ttft_p50_ms": disp.median if disp else seq_median,
+        "ttft_cv": disp.cv if disp else None,
+        "ttft_p95_over_p50": disp.p95_over_p50 if disp else None,
+        "concurrency": float(max((s.concurrency for s in conc), default=0)) or None,
+        "concurrent_ttft_p50_ms": conc_median,
+        "concurrent_over_sequential": conc_median / seq_median
+        if conc_median is not None and seq_median
+        else None,
+        "client_queue_ms": _median(s.trace.queue_ms for s in conc),
+    }
+
+
+def _diff(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a - b
+
+
+def _facts(samples: Sequence[Sample]) -> _Facts:
+    measured = [s for s in samples if s.step != "calibration"]
+    ok = [s.trace for s in measured if s.trace.ok]
+    curve = fit_length_curve(
+        length_points(
+            (t.prompt_tokens, t.ttft_ms)
+            for t in _ok(samples, "length")
+            if t.prompt_tokens is not None and t.ttft_ms is not None
+        )
+    )
+    stalls = [(i, st.gap_ms) for i, t in enumerate(ok) for st in find_stalls(t.itl_ms)]
+    failed = Counter(s.trace.error.code for s in measured if s.trace.error is not None)
+    retry = [_retry_after(s.trace) for s in measured]
+    retry_after = max((r for r in retry if r is not None), default=None)
+    return _Facts(
+        network=_network_facts(samples),
+        load=_load_facts(samples),
+        curve=curve,
+        stalls=stalls,
+        measured=[s.trace for s in measured],
+        failed=failed,
+        retry_after_s=retry_after,
+    )
+
+
+def _retry_after(trace: RequestTrace) -> float | None:
+    if trace.error is None or "Retry-After:" not in trace.error.message:
+        return None
+    value = trace.error.message.rsplit("Retry-After:", 1)[1].strip(" )")
+    try:
+        return float(value)
+    except ValueError:
+        return None
+
+
+Rule = Callable[[_Facts], Finding | None]
+
+
+def _network_setup(f: _Facts) -> Finding | None:
+    n = f.network
+    dns, tls, rtt, setup = n["dns_ms"], n["tls_ms"], n["rtt_ms"], n["setup_ms"]
+    closes = n["server_closes_connections"]
+    cold_n = int(n["cold_n"] or 0)
+    if setup is None:
+        return None
+    evidence = {k: v for k, v in n.items() if v is not None and k in _SETUP_KEYS}
+    if dns is not None and dns > SLOW_DNS_MS:
+        return Finding(
+            Kind.NETWORK_SETUP,
+            "Slow DNS lookup",
+            f"DNS lookup {dns:.0f} ms > {SLOW_DNS_MS:.0f} ms (seed: fix the network)",
+            evidence,
+            share_ms=dns,
+            confidence=_confidence(cold_n, dns / SLOW_DNS_MS - 1),
+        )
+    if closes is not None and closes >= 0.5:
+        return Finding(
+            Kind.NETWORK_SETUP,
+            "Every request opens a new connection",
+            f"{closes:.0%} of requests sent for reuse needed a new connection: the server "
+            "(or a proxy) closes connections, so each pays DNS + TCP + TLS",
+            {**evidence, "reused_fraction": 1 - closes},
+            share_ms=setup,
+            confidence=_confidence(int(n["warm_n"] or 0), closes),
+        )
+    if tls is not None and rtt is not None and tls - 2 * rtt > SLOW_TLS_EXTRA_MS:
+        extra = tls - 2 * rtt
+        return Finding(
+            Kind.NETWORK_SETUP,
+            "Slow TLS handshake",
+            f"TLS {tls:.0f} ms is {extra:.0f} ms more than its two round trips "
+            f"(> {SLOW_TLS_EXTRA_MS:.0f} ms): long certificate chain or a slow server",
+            evidence,
+            share_ms=extra,
+            confidence=_confidence(cold_n, extra / SLOW_TLS_EXTRA_MS - 1),
+        )
+    return None
+
+
+_SETUP_KEYS = frozenset({"dns_ms", "connect_ms", "tls_ms", "setup_ms", "rtt_ms"})
+
+
+def _network_path(f: _Facts) -> Finding | None:
+    n = f.network
+    rtt = n["rtt_ms"]
+    upload = _median(t.send_ms for t in f.measured if t.ok and (t.request_bytes or 0) > 20_000)
+    cold_n = int(n["cold_n"] or 0)
+    evidence = {k: v for k, v in n.items() if v is not None and k in {"rtt_ms", "connect_ms"}}
+    if upload is not None:
+        evidence["long_prompt_send_ms"] = upload
+    if rtt is not None and rtt > HIGH_RTT_MS:
+        return Finding(
+            Kind.NETWORK_PATH,
+            "High round-trip time to the endpoint",
+            f"TCP connect (one round trip) {rtt:.0f} ms > {HIGH_RTT_MS:.0f} ms: far region "
+            "or a slow path",
+            evidence,
+            share_ms=rtt + (upload or 0.0),
+            confidence=_confidence(cold_n, rtt / HIGH_RTT_MS - 1),
+        )
+    if upload is not None and upload > SLOW_UPLOAD_MS:
+        return Finding(
+            Kind.NETWORK_PATH,
+            "Slow upload of long prompts",
+            f"sending a long prompt took {upload:.0f} ms > {SLOW_UPLOAD_MS:.0f} ms "
+            "(until the server acknowledged it): the uplink's bandwidth",
+            evidence,
+            share_ms=upload + (rtt or 0.0),
+            confidence=_confidence(3, upload / SLOW_UPLOAD_MS - 1),
+        )
+    return None
+
+
+def _input_length(f: _Facts) -> Finding | None:
+    curve = f.curve
+    if curve is None:
+        return None
+    short, long = curve.points[0], curve.points[-1]
+    ratio = curve.ratio_long_short
+    growth = long.ttft_ms - short.ttft_ms
+    fired = ratio >= LENGTH_RATIO or (ratio >= LENGTH_MIN_RATIO and growth >= LENGTH_MIN_GROWTH_MS)
+    if not fired:
+        return None
+    return Finding(
+        Kind.INPUT_LENGTH,
+        "Prefill grows with the prompt",
+        f"TTFT at {long.prompt_tokens} tokens is {ratio:.1f}× TTFT at {short.prompt_tokens} "
+        f"(seed rule: ≥ {LENGTH_RATIO:.0f}×, or ≥ {LENGTH_MIN_RATIO:.0f}× and "
+        f"+{LENGTH_MIN_GROWTH_MS / 1000:.0f} s); curve {curve.shape}",
+        {
+            "short_tokens": float(short.prompt_tokens),
+            "short_ttft_ms": short.ttft_ms,
+            "long_tokens": float(long.prompt_tokens),
+            "long_ttft_ms": long.ttft_ms,
+            "ratio": ratio,
+            "prefill_per_1k_ms": curve.prefill_ms_per_1k,
+        },
+        share_ms=growth,
+        confidence=_confidence(sum(p.n for p in curve.points), ratio / LENGTH_RATIO - 0.5),
+    )
+
+
+def _queueing(f: _Facts) -> Finding | None:
+    ld = f.load
+    cv, spread, p50 = ld["ttft_cv"], ld["ttft_p95_over_p50"], ld["ttft_p50_ms"]
+    ratio, conc = ld["concurrent_over_sequential"], ld["concurrent_ttft_p50_ms"]
+    n = int(ld["sequential_n"] or 0)
+    evidence = {k: v for k, v in ld.items() if v is not None}
+    if ratio is not None and conc is not None and p50 is not None:
+        rise = conc - p50
+        if ratio >= QUEUE_LOAD_RATIO and rise >= QUEUE_MIN_MS:
+            return Finding(
+                Kind.QUEUEING,
+                "Requests queue on the server under load",
+                f"TTFT with {ld['concurrency']:.0f} concurrent requests is {ratio:.1f}× the "
+                f"sequential TTFT (≥ {QUEUE_LOAD_RATIO}×) at the same prompt length",
+                evidence,
+                share_ms=rise,
+                confidence=_confidence(n, ratio / QUEUE_LOAD_RATIO - 1),
+            )
+    if cv is not None and spread is not None and p50 is not None:
+        varying = (cv >= QUEUE_CV or spread >= QUEUE_P95_P50) and p50 * (spread - 1) >= QUEUE_MIN_MS
+        if varying:
+            return Finding(
+                Kind.QUEUEING,
+                "Time to first token swings between identical requests",
+                f"TTFT of same-length requests varies: CV {cv:.2f} (≥ {QUEUE_CV}) or p95/p50 "
+                f"{spread:.1f} (≥ {QUEUE_P95_P50}); not explained by length: server-side "
+                "queueing or background load",
+                evidence,
+                share_ms=p50 * (spread - 1),
+                confidence=_confidence(n, max(cv / QUEUE_CV, spread / QUEUE_P95_P50) - 1),
+            )
+    return None
+
+
+def _decode(f: _Facts) -> Finding | None:
+    ok = [t for t in f.measured if t.ok]
+    tpot = _median(t.tpot_ms for t in ok)
+    decode = _median(_diff(t.total_ms, t.ttft_ms) for t in ok)
+    if tpot is None or decode is None or tpot <= SLOW_TPOT_MS:
+        return None
+    return Finding(
+        Kind.DECODE,
+        "Slow generation",
+        f"{tpot:.0f} ms per output token > {SLOW_TPOT_MS:.0f} ms ({1000 / tpot:.1f} tokens/s)",
+        {"tpot_ms": tpot, "decode_ms": decode},
+        share_ms=decode,
+        confidence=_confidence(len(ok), tpot / SLOW_TPOT_MS - 1),
+    )
+
+
+def _stalls(f: _Facts) -> Finding | None:
+    if not f.stalls:
+        return None
+    ok = [t for t in f.measured if t.ok]
+    affected = len({i for i, _ in f.stalls})
+    total = sum(gap for _, gap in f.stalls)
+    longest = max(gap for _, gap in f.stalls)
+    return Finding(
+        Kind.STALLS,
+        "The stream stalls mid-way",
+        f"{len(f.stalls)} inter-token gaps far above the stream's rhythm (modified z > 3.5, "
+        f"≥ 5× the median gap and ≥ 100 ms) in {affected} of {len(ok)} requests",
+        {"stalls": float(len(f.stalls)), "longest_ms": longest, "requests": float(affected)},
+        share_ms=total / max(1, len(ok)),
+        confidence=_confidence(len(ok), affected / max(1, len(ok))),
+    )
+
+
+def _client(f: _Facts) -> Finding | None:
+    queue = f.load["client_queue_ms"]
+    if queue is None or queue <= CLIENT_QUEUE_MS:
+        return None
+    return Finding(
+        Kind.CLIENT,
+        "Requests wait for a free connection in the client",
+        f"median wait for a pooled connection {queue:.0f} ms > {CLIENT_QUEUE_MS:.0f} ms",
+        {"pool_wait_ms": queue},
+        share_ms=queue,
+        confidence=_confidence(int(f.load["sequential_n"] or 0), queue / CLIENT_QUEUE_MS - 1),
+    )
+
+
+def _errors(f: _Facts) -> Finding | None:
+    total = len(f.measured)
+    failed = sum(f.failed.values())
+    if total == 0 or failed / total < ERROR_RATE:
+        return None
+    rate = failed / total
+    typical = _median(t.total_ms for t in f.measured if t.ok) or 0.0
+    evidence: dict[str, float] = {"failed": float(failed), "requests": float(total)}
+    evidence.update({code: float(count) for code, count in f.failed.most_common()})
+    if f.retry_after_s is not None:
+        evidence["retry_after_s"] = f.retry_after_s
+    codes = ", ".join(f"{code} ×{count}" for code, count in f.failed.most_common())
+    return Finding(
+        Kind.ERRORS,
+        "Requests fail",
+        f"{failed} of {total} requests failed ({rate:.0%} ≥ {ERROR_RATE:.0%}): {codes}",
+        evidence,
+        share_ms=rate * max(typical, (f.retry_after_s or 0.0) * 1000),
+        confidence=_confidence(total, rate / ERROR_RATE - 1),
+    )
+
+
+RULES: tuple[Rule, ...] = (
+    _errors,
+    _network_setup,
+    _network_path,
+    _input_length,
+    _queueing,
+    _stalls,
+    _decode,
+    _client,
+)
+
+
+def diagnose(samples: Sequence[Sample], context: RunContext) -> Diagnosis:
+    """The verdict, shares and findings for one run's samples. Remedies are added by advice."""
+    facts = _facts(samples)
+    findings = tuple(f for rule in RULES if (f := rule(facts)) is not None)
+    verdict = _verdict(findings, facts)
+    shares = {f.kind: round(f.share_ms, 3) for f in findings}
+    if not findings:
+        typical = facts.network["total_ms"] or _median(t.total_ms for t in facts.measured)
+        shares = {Kind.HEALTHY: round(typical or 0.0, 3)}
+    measured = facts.measured
+    return Diagnosis(
+        run_id=context.run_id,
+        endpoint=context.endpoint,
+        model=context.model,
+        scenario=context.scenario,
+        verdict=verdict,
+        shares_ms=shares,
+        findings=findings,
+        remedies=(),
+        network=facts.network,
+        length=facts.curve,
+        load=facts.load,
+        notes=context.notes,
+        requests=len(measured),
+        failed=sum(1 for t in measured if not t.ok),
+    )
+
+
+def _verdict(findings: Sequence[Finding], facts: _Facts) -> Verdict:
+    if not findings:
+        ok = sum(1 for t in facts.measured if t.ok)
+        return Verdict(Kind.HEALTHY, (), _confidence(ok, 0.5))
+    total = len(facts.measured)
+    failed = sum(facts.failed.values())
+    errors = [f for f in findings if f.kind is Kind.ERRORS]
+    if errors and total and failed / total >= ERRORS_FIRST:
+        primary = errors[0]
+    else:
+        primary = max(findings, key=lambda f: f.share_ms)
+    rest = sorted((f for f in findings if f is not primary), key=lambda f: -f.share_ms)
+    return Verdict(primary.kind, tuple(f.kind for f in rest), primary.confidence)

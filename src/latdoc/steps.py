@@ -1,0 +1,301 @@
+"""The three measurement steps of a diagnosis, within a budget.
+
+1. **network**: one cold request and warm ones on the same connection, then more
+   cold ones, at a short prompt: DNS, TCP, TLS, send, server wait, keep-alive.
+2. **input length**: the same request at growing prompt lengths of exact token
+   counts (each prompt unique), the longest chosen from the prefill rate measured
+   on the short ones so the run fits its time and token budget.
+3. **load**: repeated same-length requests one after another (dispersion), then a
+   few at once (does TTFT rise with load?).
+
+Each request is reserved in the :class:`Budget` before it is sent and handed to
+``on_sample`` as soon as it finishes, so an interrupted run keeps every finished
+trace. This module sends and labels; it computes no verdict and prints nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from latdoc.analysis.model import StepNote
+from latdoc.measure import ConnectionOptions
+from latdoc.probe.session import Endpoint, ProbeSession
+from latdoc.probe.trace import RequestTrace
+from latdoc.workload.budget import Budget
+from latdoc.workload.prompts import (
+    ASSUMED,
+    CalibrationError,
+    TokenCalibration,
+    calibrate,
+    make_prompt,
+)
+from latdoc.workload.sample import Sample
+
+LENGTHS = (128, 512, 2048, 8192, 32768)
+"""The seed's lengths for the TTFT curve."""
+SHORT_TOKENS = 64
+CALIBRATION_TOKENS = 400
+"""Reserved per calibration request: above the ~270 tokens its longer prompt takes."""
+WARM_REQUESTS = 4
+EXTRA_COLD = 2
+SEQUENTIAL_REPEATS = 6
+CONCURRENCY = 4
+LENGTH_TIME_SHARE = 0.6
+"""Of the time left after the network step, what the length step may use."""
+SAFETY = 1.5
+"""Predicted durations are multiplied by this before checking they fit."""
+
+ProgressHook = Callable[[str, int, int], None]
+SampleHook = Callable[[Sample], None]
+
+
+@dataclass(frozen=True)
+class DiagnosisPlan:
+    endpoint: Endpoint
+    connection: ConnectionOptions = field(default_factory=ConnectionOptions)
+    output_tokens: int = 32
+    max_requests: int = 40
+    max_tokens: int | None = None
+    max_seconds: float = 120.0
+    context_window: int | None = None
+    seed: int | None = None
+
+
+@dataclass
+class StepsResult:
+    samples: list[Sample] = field(default_factory=list)
+    notes: list[StepNote] = field(default_factory=list)
+    calibration: TokenCalibration | None = None
+
+
+class _Runner:
+    def __init__(
+        self,
+        plan: DiagnosisPlan,
+        budget: Budget,
+        on_sample: SampleHook | None,
+        on_progress: ProgressHook | None,
+    ) -> None:
+        self.plan = plan
+        self.budget = budget
+        self.rng = random.Random(plan.seed)
+        self.result = StepsResult()
+        self.on_sample = on_sample
+        self.on_progress = on_progress
+        self.calibration: TokenCalibration = ASSUMED
+
+    def session(self, *, reuse: bool = True, max_connections: int = 16) -> ProbeSession:
+        c = self.plan.connection
+        return ProbeSession(
+            self.plan.endpoint,
+            http2=c.http2,
+            cacert=c.cacert,
+            insecure=c.insecure,
+            timeouts=c.timeouts,
+            reuse_connections=reuse,
+            max_connections=max_connections,
+        )
+
+    def note(self, step: str, text: str) -> None:
+        self.result.notes.append(StepNote(step, text))
+
+    def keep(self, sample: Sample) -> None:
+        sample = Sample(
+            sample.step,
+            sample.trace,
+            sample.target_prompt_tokens,
+            sample.concurrency,
+            sample.cold,
+            len(self.result.samples),
+        )
+        self.result.samples.append(sample)
+        if self.on_sample is not None:
+            self.on_sample(sample)
+
+    def progress(self, step: str, done: int, total: int) -> None:
+        if self.on_progress is not None:
+            self.on_progress(step, done, total)
+
+    def prompt(self, tokens: int) -> str:
+        return make_prompt(self.calibration.words_for(tokens), self.rng)
+
+    async def send(
+        self, session: ProbeSession, step: str, tokens: int, *, cold: bool = False
+    ) -> RequestTrace | None:
+        out = self.plan.output_tokens
+        if not self.budget.reserve(tokens, out):
+            return None
+        trace = await session.request(self.prompt(tokens), out)
+        self.keep(Sample(step, trace, tokens, 1, cold))
+        return trace
+
+    # -- steps ----------------------------------------------------------------
+
+    async def calibrate(self) -> None:
+        if not self.budget.can_afford(CALIBRATION_TOKENS, 1, count=2):
+            self.note(
+                "calibration", "no budget to calibrate prompt lengths; 1 token per word assumed"
+            )
+            return
+        self.budget.reserve(CALIBRATION_TOKENS, 1)
+        self.budget.reserve(CALIBRATION_TOKENS, 1)
+        self.progress("calibration", 0, 2)
+        async with self.session() as s:
+            try:
+                calibration, traces = await calibrate(s, self.rng, near_tokens=256)
+            except CalibrationError as exc:
+                calibration, traces = ASSUMED, []
+                self.note("calibration", f"{exc}; 1 token per word assumed")
+        for t in traces:
+            self.keep(Sample("calibration", t, t.prompt_tokens))
+        if not calibration.measured and traces:
+            self.note("calibration", "the endpoint reports no usage; 1 token per word assumed")
+        self.calibration = calibration
+        self.result.calibration = calibration
+        self.progress("calibration", 2, 2)
+
+    async def network(self) -> None:
+        total = 1 + WARM_REQUESTS + EXTRA_COLD
+        done = 0
+        self.progress("network", done, total)
+        async with self.session() as s:
+            for i in range(1 + WARM_REQUESTS):
+                if await self.send(s, "network", SHORT_TOKENS, cold=i == 0) is None:
+                    self.note("network", "budget reached during the network step")
+                    return
+                done += 1
+                self.progress("network", done, total)
+        for _ in range(EXTRA_COLD):
+            async with self.session(reuse=False) as s:
+                if await self.send(s, "network", SHORT_TOKENS, cold=True) is None:
+                    self.note("network", "budget reached before the extra cold requests")
+                    return
+            done += 1
+            self.progress("network", done, total)
+
+    def _short_ttft_s(self) -> float:
+        ttfts = [
+            s.trace.ttft_ms / 1000
+            for s in self.result.samples
+            if s.step == "network" and s.trace.ttft_ms is not None
+        ]
+        return sorted(ttfts)[len(ttfts) // 2] if ttfts else 1.0
+
+    async def length(self, time_for_step: float) -> None:
+        lengths = [
+            n for n in LENGTHS if self.plan.context_window is None or n <= self.plan.context_window
+        ]
+        if self.plan.context_window is not None and len(lengths) < len(LENGTHS):
+            self.note(
+                "length",
+                f"lengths above the {self.plan.context_window}-token context window left out",
+            )
+        out = self.plan.output_tokens
+        decode_s = self._decode_s()
+        points: list[tuple[int, float]] = [(SHORT_TOKENS, self._short_ttft_s())]
+        step_deadline = self.budget.seconds_left - time_for_step
+        measured: list[int] = []
+        async with self.session() as s:
+            for n in lengths:
+                predicted = _extrapolate(points, n) + decode_s
+                left = self.budget.seconds_left - step_deadline
+                repeats = 2 if predicted * 2 * SAFETY <= left else 1
+                must_have = len(measured) < 2 and predicted * SAFETY <= self.budget.seconds_left
+                if not must_have and predicted * SAFETY > left:
+                    self.note(
+                        "length",
+                        f"{n} tokens left out: predicted {predicted:.1f} s per request, "
+                        f"{max(0.0, left):.1f} s of the time budget left",
+                    )
+                    break
+                if not self.budget.can_afford(n, out, count=repeats):
+                    repeats = 1
+                    if not self.budget.can_afford(n, out):
+                        self.note("length", f"{n} tokens left out: request or token budget reached")
+                        break
+                ttfts = []
+                for _ in range(repeats):
+                    trace = await self.send(s, "length", n)
+                    if trace is None:
+                        break
+                    if trace.error is not None and trace.error.status in (400, 413, 422):
+                        self.note(
+                            "length", f"{n} tokens rejected by the endpoint: {trace.error.message}"
+                        )
+                        return
+                    if trace.ttft_ms is not None:
+                        ttfts.append(trace.ttft_ms / 1000)
+                    self.progress("length", len(measured), len(lengths))
+                if ttfts:
+                    points.append((n, sorted(ttfts)[len(ttfts) // 2]))
+                measured.append(n)
+                self.progress("length", len(measured), len(lengths))
+
+    def _decode_s(self) -> float:
+        decodes = [
+            (s.trace.total_ms - s.trace.ttft_ms) / 1000
+            for s in self.result.samples
+            if s.trace.total_ms is not None and s.trace.ttft_ms is not None
+        ]
+        return max(decodes) if decodes else 1.0
+
+    async def load(self) -> None:
+        total = SEQUENTIAL_REPEATS + CONCURRENCY
+        done = 0
+        self.progress("load", done, total)
+        per_request = self._short_ttft_s() + self._decode_s()
+        async with self.session() as s:
+            for _ in range(SEQUENTIAL_REPEATS):
+                if self.budget.seconds_left < per_request * SAFETY:
+                    self.note("load", "time budget reached during the sequential repeats")
+                    return
+                if await self.send(s, "load", SHORT_TOKENS) is None:
+                    self.note(
+                        "load", "request or token budget reached during the sequential repeats"
+                    )
+                    return
+                done += 1
+                self.progress("load", done, total)
+        if self.budget.seconds_left < per_request * CONCURRENCY * SAFETY:
+            self.note("load", "the concurrency probe left out: not enough time budget")
+            return
+        if not self.budget.can_afford(SHORT_TOKENS, self.plan.output_tokens, count=CONCURRENCY):
+            self.note("load", "the concurrency probe left out: request or token budget reached")
+            return
+        async with self.session(max_connections=CONCURRENCY) as s:
+            for _ in range(CONCURRENCY):
+                self.budget.reserve(SHORT_TOKENS, self.plan.output_tokens)
+            prompts = [self.prompt(SHORT_TOKENS) for _ in range(CONCURRENCY)]
+            traces = await asyncio.gather(*(s.request(p, self.plan.output_tokens) for p in prompts))
+        for t in traces:
+            self.keep(Sample("load", t, SHORT_TOKENS, CONCURRENCY))
+        self.progress("load", total, total)
+
+
+def _extrapolate(points: list[tuple[int, float]], n: int) -> float:
+    """Linear extrapolation of TTFT (s) to ``n`` tokens from the two longest points."""
+    pts = sorted(points)
+    if len(pts) < 2:
+        return pts[-1][1] * max(1.0, n / max(pts[-1][0], 1))
+    (n1, t1), (n2, t2) = pts[-2], pts[-1]
+    slope = max(0.0, (t2 - t1) / max(n2 - n1, 1))
+    return t2 + slope * (n - n2)
+
+
+async def run_steps(
+    plan: DiagnosisPlan,
+    budget: Budget | None = None,
+    on_sample: SampleHook | None = None,
+    on_progress: ProgressHook | None = None,
+) -> StepsResult:
+    """Calibrate, then the network, input-length and load steps, within the budget."""
+    budget = budget or Budget(plan.max_requests, plan.max_tokens, plan.max_seconds)
+    runner = _Runner(plan, budget, on_sample, on_progress)
+    await runner.calibrate()
+    await runner.network()
+    await runner.length(max(0.0, budget.seconds_left) * LENGTH_TIME_SHARE)
+    await runner.load()
+    return runner.result

@@ -1,0 +1,59 @@
+"""Hard caps on what a run may spend: requests, tokens, seconds.
+
+Every request is reserved before it is sent, at its worst case (the prompt plus
+the full ``max_tokens`` of output), so the caps are never exceeded, whatever the
+endpoint answers.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from latdoc.errors import UsageError
+
+
+@dataclass
+class Budget:
+    max_requests: int
+    max_tokens: int | None = None
+    """Prompt plus output tokens over the whole run; ``None`` for no cap."""
+    max_seconds: float | None = None
+    clock: Callable[[], float] = field(default=time.monotonic, repr=False)
+    requests: int = 0
+    tokens: int = 0
+    started: float = field(default=0.0)
+
+    def __post_init__(self) -> None:
+        if self.max_requests < 1:
+            raise UsageError("--max-requests must be at least 1")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise UsageError("--max-tokens must be at least 1")
+        if self.max_seconds is not None and self.max_seconds <= 0:
+            raise UsageError("--max-seconds must be more than 0")
+        self.started = self.clock()
+
+    def can_afford(self, prompt_tokens: int, output_tokens: int, count: int = 1) -> bool:
+        if self.requests + count > self.max_requests:
+            return False
+        cost = (prompt_tokens + output_tokens) * count
+        return self.max_tokens is None or self.tokens + cost <= self.max_tokens
+
+    def reserve(self, prompt_tokens: int, output_tokens: int) -> bool:
+        """Count one request at its worst case; False (and nothing counted) if it would not fit."""
+        if not self.can_afford(prompt_tokens, output_tokens):
+            return False
+        self.requests += 1
+        self.tokens += prompt_tokens + output_tokens
+        return True
+
+    @property
+    def seconds_left(self) -> float:
+        if self.max_seconds is None:
+            return float("inf")
+        return self.max_seconds - (self.clock() - self.started)
+
+    @property
+    def requests_left(self) -> int:
+        return self.max_requests - self.requests
