@@ -1,0 +1,29 @@
+"""Keep every trace of a diagnosis run, so it can be listed and re-rendered later.
+
+:class:`Store` is the SQLite file (:func:`default_path`); :mod:`.codec` turns
+traces and samples into lossless, versioned JSON records; :mod:`.exchange`
+writes and reads a whole run as one document; :mod:`.redact` keeps credentials
+out of all of it.
+"""
+
+from latdoc.store.codec import (
+    sample_from_record,
+    sample_to_record,
+    trace_from_record,
+    trace_to_record,
+)
+from latdoc.store.db import SCHEMA_VERSION, Store, default_path
+from latdoc.store.redact import redact_url
+from latdoc.store.run import RunInfo
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "RunInfo",
+    "Store",
+    "default_path",
+    "redact_url",
+    "sample_from_record",
+    "sample_to_record",
+    "trace_from_record",
+    "trace_to_record",
+]

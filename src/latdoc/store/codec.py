@@ -1,0 +1,262 @@
+"""Lossless, versioned records for :class:`RequestTrace` and :class:`Sample`.
+
+A record is plain JSON data: every field of the dataclass under its own name,
+times as integer nanoseconds, ``None`` kept as ``None``, enums by value, the
+wall-clock start as ISO 8601 (with its UTC offset when it has one), and chunks
+as three parallel lists. Each record carries ``"v"``, its format version, and
+is read by the loader for that version, so old stores stay readable::
+
+    trace_from_record(trace_to_record(trace)) == trace
+
+Loaders check types and raise :class:`ValueError` naming the field; callers at
+the I/O boundary turn that into a :class:`~latdoc.errors.UsageError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any, TypeVar
+
+from latdoc.probe.trace import Chunk, ErrorKind, Phase, RequestTrace, TcpInfo, TraceError
+from latdoc.workload.sample import Sample
+
+RECORD_VERSION = 1
+"""Version written by :func:`trace_to_record` and :func:`sample_to_record`."""
+
+_TIMES = (
+    "queue_done_ns",
+    "dns_done_ns",
+    "connect_done_ns",
+    "tls_done_ns",
+    "sent_ns",
+    "first_byte_ns",
+    "first_token_ns",
+    "done_ns",
+)
+_OPTIONAL_INTS = (
+    "connection_id",
+    "status",
+    "prompt_tokens",
+    "output_tokens",
+    "cached_prompt_tokens",
+    "request_bytes",
+    "response_bytes",
+)
+_OPTIONAL_STRS = ("http_version", "remote_ip", "finish_reason")
+_FLAGS = ("sent_acked", "chunk_tokens_exact", "output_tokens_exact")
+_TCP_INTS = ("rtt_us", "rttvar_us", "retransmits", "snd_cwnd")
+_TCP_OPTIONAL_INTS = ("min_rtt_us", "bytes_acked", "bytes_received")
+
+
+def trace_to_record(trace: RequestTrace) -> dict[str, Any]:
+    """Every field of ``trace`` as JSON-serialisable data."""
+    record: dict[str, Any] = {
+        "v": RECORD_VERSION,
+        "started_at": trace.started_at.isoformat(),
+        "t0_ns": trace.t0_ns,
+        "url": trace.url,
+        "model": trace.model,
+        "dialect": trace.dialect,
+        "new_connection": trace.new_connection,
+    }
+    for name in (*_OPTIONAL_STRS, *_OPTIONAL_INTS, *_TIMES, *_FLAGS):
+        record[name] = getattr(trace, name)
+    record["chunks"] = {
+        "t_ns": [c.t_ns for c in trace.chunks],
+        "chars": [c.chars for c in trace.chunks],
+        "tokens": [c.tokens for c in trace.chunks],
+    }
+    record["server_timing"] = dict(trace.server_timing)
+    record["tcp_info"] = None if trace.tcp_info is None else _tcp_to_record(trace.tcp_info)
+    record["error"] = None if trace.error is None else _error_to_record(trace.error)
+    return record
+
+
+def trace_from_record(record: Mapping[str, Any]) -> RequestTrace:
+    """The trace that :func:`trace_to_record` wrote, from any known record version."""
+    return _loader(_TRACE_LOADERS, record, "trace")(record)
+
+
+def sample_to_record(sample: Sample) -> dict[str, Any]:
+    """A sample's labels plus its trace record."""
+    return {
+        "v": RECORD_VERSION,
+        "index": sample.index,
+        "step": sample.step,
+        "target_prompt_tokens": sample.target_prompt_tokens,
+        "concurrency": sample.concurrency,
+        "cold": sample.cold,
+        "trace": trace_to_record(sample.trace),
+    }
+
+
+def sample_from_record(record: Mapping[str, Any]) -> Sample:
+    """The sample that :func:`sample_to_record` wrote, from any known record version."""
+    return _loader(_SAMPLE_LOADERS, record, "sample")(record)
+
+
+def _tcp_to_record(info: TcpInfo) -> dict[str, Any]:
+    return {name: getattr(info, name) for name in (*_TCP_INTS, *_TCP_OPTIONAL_INTS)}
+
+
+def _error_to_record(error: TraceError) -> dict[str, Any]:
+    return {
+        "kind": error.kind.value,
+        "phase": error.phase.value,
+        "message": error.message,
+        "status": error.status,
+    }
+
+
+def _trace_v1(record: Mapping[str, Any]) -> RequestTrace:
+    r = _Fields(record, "trace")
+    values: dict[str, Any] = {name: r.opt_integer(name) for name in (*_OPTIONAL_INTS, *_TIMES)}
+    values.update({name: r.opt_text(name) for name in _OPTIONAL_STRS})
+    values.update({name: r.flag(name) for name in _FLAGS})
+    tcp = r.opt_mapping("tcp_info")
+    error = r.opt_mapping("error")
+    return RequestTrace(
+        started_at=r.timestamp("started_at"),
+        t0_ns=r.integer("t0_ns"),
+        url=r.text("url"),
+        model=r.text("model"),
+        dialect=r.text("dialect"),
+        new_connection=r.opt_flag("new_connection"),
+        chunks=_chunks_v1(r.mapping("chunks")),
+        server_timing=r.numbers("server_timing"),
+        tcp_info=None if tcp is None else _tcp_v1(tcp),
+        error=None if error is None else _error_v1(error),
+        **values,
+    )
+
+
+def _chunks_v1(record: Mapping[str, Any]) -> tuple[Chunk, ...]:
+    r = _Fields(record, "chunks")
+    times, chars, tokens = r.integers("t_ns"), r.integers("chars"), r.integers("tokens")
+    if not len(times) == len(chars) == len(tokens):
+        raise ValueError("chunks: t_ns, chars and tokens differ in length")
+    return tuple(Chunk(t, c, n) for t, c, n in zip(times, chars, tokens, strict=True))
+
+
+def _tcp_v1(record: Mapping[str, Any]) -> TcpInfo:
+    r = _Fields(record, "tcp_info")
+    values: dict[str, Any] = {name: r.integer(name) for name in _TCP_INTS}
+    values.update({name: r.opt_integer(name) for name in _TCP_OPTIONAL_INTS})
+    return TcpInfo(**values)
+
+
+def _error_v1(record: Mapping[str, Any]) -> TraceError:
+    r = _Fields(record, "error")
+    return TraceError(
+        kind=ErrorKind(r.text("kind")),
+        phase=Phase(r.text("phase")),
+        message=r.text("message"),
+        status=r.opt_integer("status"),
+    )
+
+
+def _sample_v1(record: Mapping[str, Any]) -> Sample:
+    r = _Fields(record, "sample")
+    return Sample(
+        step=r.text("step"),
+        trace=trace_from_record(r.mapping("trace")),
+        target_prompt_tokens=r.opt_integer("target_prompt_tokens"),
+        concurrency=r.integer("concurrency"),
+        cold=r.flag("cold"),
+        index=r.integer("index"),
+    )
+
+
+_TRACE_LOADERS: dict[int, Callable[[Mapping[str, Any]], RequestTrace]] = {1: _trace_v1}
+_SAMPLE_LOADERS: dict[int, Callable[[Mapping[str, Any]], Sample]] = {1: _sample_v1}
+
+_T = TypeVar("_T")
+
+
+def _loader(
+    loaders: Mapping[int, Callable[[Mapping[str, Any]], _T]], record: Mapping[str, Any], what: str
+) -> Callable[[Mapping[str, Any]], _T]:
+    if not isinstance(record, Mapping):
+        raise ValueError(f"{what} record is {type(record).__name__}, not an object")
+    version = record.get("v")
+    if type(version) is not int or version not in loaders:
+        known = ", ".join(str(v) for v in sorted(loaders))
+        raise ValueError(f"{what} record version {version!r} is not one latdoc reads ({known})")
+    return loaders[version]
+
+
+class _Fields:
+    """Typed reads from one record; a missing or mistyped field raises ValueError."""
+
+    def __init__(self, record: Mapping[str, Any], where: str) -> None:
+        if not isinstance(record, Mapping):
+            raise ValueError(f"{where}: expected an object, got {type(record).__name__}")
+        self._record = record
+        self._where = where
+
+    def _get(self, name: str) -> Any:
+        try:
+            return self._record[name]
+        except KeyError:
+            raise ValueError(f"{self._where}: missing {name!r}") from None
+
+    def _bad(self, name: str, expected: str) -> ValueError:
+        value = self._record[name]
+        return ValueError(f"{self._where}.{name}: expected {expected}, got {value!r}")
+
+    def integer(self, name: str) -> int:
+        value = self._get(name)
+        if type(value) is not int:
+            raise self._bad(name, "an integer")
+        return value
+
+    def opt_integer(self, name: str) -> int | None:
+        return None if self._get(name) is None else self.integer(name)
+
+    def text(self, name: str) -> str:
+        value = self._get(name)
+        if not isinstance(value, str):
+            raise self._bad(name, "a string")
+        return value
+
+    def opt_text(self, name: str) -> str | None:
+        return None if self._get(name) is None else self.text(name)
+
+    def flag(self, name: str) -> bool:
+        value = self._get(name)
+        if not isinstance(value, bool):
+            raise self._bad(name, "true or false")
+        return value
+
+    def opt_flag(self, name: str) -> bool | None:
+        return None if self._get(name) is None else self.flag(name)
+
+    def mapping(self, name: str) -> Mapping[str, Any]:
+        value = self._get(name)
+        if not isinstance(value, Mapping):
+            raise self._bad(name, "an object")
+        return value
+
+    def opt_mapping(self, name: str) -> Mapping[str, Any] | None:
+        return None if self._get(name) is None else self.mapping(name)
+
+    def integers(self, name: str) -> list[int]:
+        value = self._get(name)
+        if not isinstance(value, list) or any(type(v) is not int for v in value):
+            raise self._bad(name, "a list of integers")
+        return value
+
+    def numbers(self, name: str) -> dict[str, float]:
+        value = self.mapping(name)
+        for key, number in value.items():
+            if not isinstance(key, str) or type(number) not in (int, float):
+                raise self._bad(name, "an object of numbers")
+        return dict(value)
+
+    def timestamp(self, name: str) -> datetime:
+        text = self.text(name)
+        try:
+            return datetime.fromisoformat(text)
+        except ValueError:
+            raise self._bad(name, "an ISO 8601 date and time") from None

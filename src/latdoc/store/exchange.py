@@ -1,0 +1,130 @@
+"""A run as one self-describing JSON document, for ``latdoc export`` and ``import``.
+
+::
+
+    {"format": "latdoc-run", "version": 1,
+     "run": {"run_id": ..., "started_at": ..., "status": ..., "meta": {...}, ...},
+     "samples": [<sample record>, ...],
+     "diagnosis": {...} | null}
+
+Each document version has its own loader (as pyperf keeps one per result-file
+version); a document of an unknown format or a newer version is refused with
+a :class:`~latdoc.errors.UsageError`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from latdoc.errors import UsageError
+from latdoc.store.codec import sample_from_record, sample_to_record
+from latdoc.store.run import RUN_STATUSES, RunInfo, parse_utc, utc_text
+from latdoc.workload.sample import Sample
+
+FORMAT = "latdoc-run"
+VERSION = 1
+
+
+@dataclass(frozen=True)
+class RunDocument:
+    """What an export holds: the run, its samples in order, and its diagnosis."""
+
+    run: RunInfo
+    samples: tuple[Sample, ...]
+    diagnosis: Mapping[str, Any] | None
+
+
+def dump_run(run: RunInfo, samples: Sequence[Sample], diagnosis: Mapping[str, Any] | None) -> str:
+    """The export document for one run, as JSON text."""
+    document = {
+        "format": FORMAT,
+        "version": VERSION,
+        "run": {
+            "run_id": run.run_id,
+            "started_at": utc_text(run.started_at),
+            "finished_at": None if run.finished_at is None else utc_text(run.finished_at),
+            "status": run.status,
+            "endpoint": run.endpoint,
+            "model": run.model,
+            "scenario": run.scenario,
+            "verdict": run.verdict,
+            "meta": dict(run.meta),
+        },
+        "samples": [sample_to_record(s) for s in samples],
+        "diagnosis": None if diagnosis is None else dict(diagnosis),
+    }
+    return json.dumps(document, separators=(",", ":")) + "\n"
+
+
+def load_document(text: str) -> RunDocument:
+    """Read an export of any known version; raise :class:`UsageError` for anything else."""
+    try:
+        document = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"not a latdoc run export: invalid JSON ({exc})") from None
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        found = document.get("format") if isinstance(document, dict) else None
+        raise UsageError(f"not a latdoc run export: format is {found!r}, expected {FORMAT!r}")
+    version = document.get("version")
+    loader = _LOADERS.get(version) if type(version) is int else None
+    if loader is None:
+        known = ", ".join(str(v) for v in sorted(_LOADERS))
+        raise UsageError(
+            f"latdoc run export version {version!r} is not one this latdoc reads ({known}); "
+            "a newer latdoc may read it"
+        )
+    try:
+        return loader(document)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UsageError(f"broken latdoc run export (version {version}): {exc}") from None
+
+
+def _load_v1(document: Mapping[str, Any]) -> RunDocument:
+    run = document["run"]
+    samples = tuple(sample_from_record(r) for r in _list(document["samples"], "samples"))
+    diagnosis = document["diagnosis"]
+    if diagnosis is not None and not isinstance(diagnosis, dict):
+        raise ValueError("diagnosis: expected an object or null")
+    status = _str(run["status"], "run.status")
+    if status not in RUN_STATUSES:
+        raise ValueError(f"run.status: {status!r} is not one of {sorted(RUN_STATUSES)}")
+    run_id = _str(run["run_id"], "run.run_id")
+    if not run_id:
+        raise ValueError("run.run_id is empty")
+    meta = run["meta"]
+    if not isinstance(meta, dict):
+        raise ValueError("run.meta: expected an object")
+    finished_at = run["finished_at"]
+    verdict = run["verdict"]
+    info = RunInfo(
+        run_id=run_id,
+        started_at=parse_utc(_str(run["started_at"], "run.started_at")),
+        finished_at=None if finished_at is None else parse_utc(_str(finished_at, "finished_at")),
+        status=status,
+        endpoint=_str(run["endpoint"], "run.endpoint"),
+        model=_str(run["model"], "run.model"),
+        scenario=_str(run["scenario"], "run.scenario"),
+        requests=len(samples),
+        failed=sum(1 for s in samples if s.trace.error is not None),
+        verdict=None if verdict is None else _str(verdict, "run.verdict"),
+        meta=meta,
+    )
+    return RunDocument(info, samples, diagnosis)
+
+
+def _str(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{where}: expected a string, got {value!r}")
+    return value
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise ValueError(f"{where}: expected a list")
+    return value
+
+
+_LOADERS: dict[int, Callable[[Mapping[str, Any]], RunDocument]] = {1: _load_v1}

@@ -1,0 +1,47 @@
+"""One diagnosis run as the store lists it: :class:`RunInfo`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+RUN_STATUSES = frozenset({"running", "done", "interrupted", "failed"})
+"""``running`` until :meth:`Store.finish_run` sets one of the other three."""
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """A run's identity, target and outcome, with the counts of its samples."""
+
+    run_id: str
+    started_at: datetime
+    finished_at: datetime | None
+    status: str
+    endpoint: str
+    model: str
+    scenario: str
+    requests: int
+    """Samples stored for the run."""
+    failed: int
+    """Samples whose trace ended in an error."""
+    verdict: str | None
+    """The primary kind of slow (``diagnosis["verdict"]["primary"]``), for listings."""
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    """Tool and Python versions, host, platform, options: whatever the caller recorded."""
+
+
+def utc_text(moment: datetime) -> str:
+    """ISO 8601 in UTC, so that text order is time order."""
+    if moment.tzinfo is None:
+        raise ValueError(f"naive datetime {moment.isoformat()}: give a time zone")
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def parse_utc(text: str) -> datetime:
+    """The aware datetime :func:`utc_text` wrote."""
+    moment = datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        raise ValueError(f"{text!r} has no UTC offset")
+    return moment.astimezone(UTC)

@@ -1,0 +1,113 @@
+"""The SQLite schema and its migrations, one function per version.
+
+``PRAGMA user_version`` holds the schema version; ``PRAGMA application_id``
+marks the file as a latdoc store. :func:`migrate` runs every migration newer
+than the file, in one transaction, and refuses a file written by a newer
+latdoc rather than touch it. A new schema version is one more function
+appended to :data:`MIGRATIONS`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+
+from latdoc.errors import LatdocError
+
+APPLICATION_ID = 0x6C617464
+"""``'latd'``: written into the SQLite header of every latdoc store."""
+
+Migration = Callable[[sqlite3.Connection], None]
+
+
+def _create_v1(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        """
+        CREATE TABLE runs (
+            run_id      TEXT PRIMARY KEY,
+            started_at  TEXT NOT NULL,
+            finished_at TEXT,
+            status      TEXT NOT NULL
+                        CHECK (status IN ('running', 'done', 'interrupted', 'failed')),
+            endpoint    TEXT NOT NULL,
+            model       TEXT NOT NULL,
+            scenario    TEXT NOT NULL,
+            verdict     TEXT,
+            meta        TEXT NOT NULL,
+            diagnosis   TEXT
+        )
+        """
+    )
+    conn.execute("CREATE INDEX runs_started_at ON runs (started_at)")
+    conn.execute(
+        """
+        CREATE TABLE samples (
+            seq                  INTEGER PRIMARY KEY,
+            run_id               TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+            idx                  INTEGER NOT NULL,
+            step                 TEXT NOT NULL,
+            target_prompt_tokens INTEGER,
+            concurrency          INTEGER NOT NULL,
+            cold                 INTEGER NOT NULL,
+            ok                   INTEGER NOT NULL,
+            error_code           TEXT,
+            prompt_tokens        INTEGER,
+            ttft_ms              REAL,
+            total_ms             REAL,
+            trace                TEXT NOT NULL
+        )
+        """
+    )
+    conn.execute("CREATE INDEX samples_run ON samples (run_id, idx)")
+    conn.execute("CREATE INDEX samples_step ON samples (run_id, step, target_prompt_tokens)")
+    conn.execute("CREATE INDEX samples_error ON samples (error_code) WHERE error_code IS NOT NULL")
+
+
+MIGRATIONS: tuple[Migration, ...] = (_create_v1,)
+"""``MIGRATIONS[n - 1]`` turns a version ``n - 1`` store into version ``n``."""
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def migrate(
+    conn: sqlite3.Connection, where: str, migrations: Sequence[Migration] = MIGRATIONS
+) -> int:
+    """Bring the store on ``conn`` up to ``len(migrations)``; return the version it had.
+
+    ``conn`` must be in autocommit mode (``isolation_level=None``). Raises
+    :class:`LatdocError` for a newer schema or a database that is not a latdoc store.
+    """
+    target = len(migrations)
+    check_version(conn, where, target)
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        found = check_version(conn, where, target)
+        for version in range(found + 1, target + 1):
+            migrations[version - 1](conn)
+            conn.execute(f"PRAGMA user_version = {version:d}")
+        if found == 0:
+            conn.execute(f"PRAGMA application_id = {APPLICATION_ID:d}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return found
+
+
+def check_version(conn: sqlite3.Connection, where: str, known: int = SCHEMA_VERSION) -> int:
+    """The schema version of the store on ``conn``, if this code can use it."""
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    app_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
+    if app_id not in (0, APPLICATION_ID) or (version == 0 and _has_tables(conn)):
+        raise LatdocError(f"{where} is an SQLite database but not a latdoc store")
+    if version > known:
+        raise LatdocError(
+            f"{where} has store schema version {version}, newer than this latdoc "
+            f"understands ({known}); upgrade latdoc to read it"
+        )
+    return version
+
+
+def _has_tables(conn: sqlite3.Connection) -> bool:
+    row = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()
+    return int(row[0]) > 0

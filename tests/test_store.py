@@ -1,0 +1,621 @@
+"""The store: lossless trace records, runs in SQLite, export/import, and no secrets on disk."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from secrets import token_hex
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from latdoc.errors import LatdocError, UsageError
+from latdoc.probe.trace import Chunk, ErrorKind, Phase, RequestTrace, TcpInfo, TraceError
+from latdoc.store import (
+    SCHEMA_VERSION,
+    RunInfo,
+    Store,
+    default_path,
+    redact_url,
+    sample_from_record,
+    sample_to_record,
+    schema,
+    trace_from_record,
+    trace_to_record,
+)
+from latdoc.workload.sample import Sample
+
+# -- strategies ----------------------------------------------------------------
+
+ANY_INT = st.integers()
+ANY_TEXT = st.text()
+INT64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
+SAFE_TEXT = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789._:/", max_size=30)
+CLEAN_URLS = st.sampled_from(
+    ["https://api.example.com/v1/chat/completions", "http://127.0.0.1:8000/v1/completions"]
+)
+OFFSETS = st.integers(min_value=-23 * 60 - 59, max_value=23 * 60 + 59).map(
+    lambda minutes: timezone(timedelta(minutes=minutes))
+)
+
+
+def traces(
+    ints: st.SearchStrategy[int] = ANY_INT,
+    text: st.SearchStrategy[str] = ANY_TEXT,
+    urls: st.SearchStrategy[str] = ANY_TEXT,
+) -> st.SearchStrategy[RequestTrace]:
+    """Any trace: every field drawn, each optional one ``None`` some of the time."""
+    opt_int = st.none() | ints
+    opt_text = st.none() | text
+    chunks = st.lists(st.builds(Chunk, t_ns=ints, chars=ints, tokens=ints), max_size=12)
+    tcp_info = st.builds(
+        TcpInfo,
+        rtt_us=ints,
+        rttvar_us=ints,
+        min_rtt_us=opt_int,
+        retransmits=ints,
+        snd_cwnd=ints,
+        bytes_acked=opt_int,
+        bytes_received=opt_int,
+    )
+    errors = st.builds(
+        TraceError,
+        kind=st.sampled_from(ErrorKind),
+        phase=st.sampled_from(Phase),
+        message=text,
+        status=opt_int,
+    )
+    return st.builds(
+        RequestTrace,
+        started_at=st.datetimes(timezones=st.none() | st.just(UTC) | OFFSETS),
+        t0_ns=ints,
+        url=urls,
+        model=text,
+        dialect=text,
+        http_version=opt_text,
+        remote_ip=opt_text,
+        connection_id=opt_int,
+        new_connection=st.none() | st.booleans(),
+        queue_done_ns=opt_int,
+        dns_done_ns=opt_int,
+        connect_done_ns=opt_int,
+        tls_done_ns=opt_int,
+        sent_ns=opt_int,
+        sent_acked=st.booleans(),
+        first_byte_ns=opt_int,
+        first_token_ns=opt_int,
+        done_ns=opt_int,
+        status=opt_int,
+        chunks=chunks.map(tuple),
+        chunk_tokens_exact=st.booleans(),
+        prompt_tokens=opt_int,
+        output_tokens=opt_int,
+        output_tokens_exact=st.booleans(),
+        cached_prompt_tokens=opt_int,
+        finish_reason=opt_text,
+        request_bytes=opt_int,
+        response_bytes=opt_int,
+        server_timing=st.dictionaries(
+            text, st.floats(allow_nan=False, allow_infinity=False) | ints, max_size=4
+        ),
+        tcp_info=st.none() | tcp_info,
+        error=st.none() | errors,
+    )
+
+
+def samples(
+    traces: st.SearchStrategy[RequestTrace],
+    ints: st.SearchStrategy[int],
+    text: st.SearchStrategy[str],
+) -> st.SearchStrategy[Sample]:
+    return st.builds(
+        Sample,
+        step=text,
+        trace=traces,
+        target_prompt_tokens=st.none() | ints,
+        concurrency=ints,
+        cold=st.booleans(),
+        index=ints,
+    )
+
+
+# -- fixtures ------------------------------------------------------------------
+
+T0 = datetime(2026, 11, 29, 20, 15, 2, tzinfo=UTC)
+URL = "https://api.example.com/v1/chat/completions"
+
+
+class Clock:
+    """A clock that moves one minute per reading."""
+
+    def __init__(self, start: datetime = T0) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        now = self.now
+        self.now += timedelta(minutes=1)
+        return now
+
+
+def make_trace(
+    *, ttft_ms: int = 120, error: TraceError | None = None, url: str = URL
+) -> RequestTrace:
+    return RequestTrace(
+        started_at=T0,
+        t0_ns=10**12,
+        url=url,
+        model="m",
+        dialect="openai-chat",
+        http_version="HTTP/1.1",
+        new_connection=True,
+        dns_done_ns=1_000_000,
+        connect_done_ns=3_000_000,
+        tls_done_ns=9_000_000,
+        sent_ns=9_500_000,
+        first_byte_ns=ttft_ms * 1_000_000 - 100,
+        first_token_ns=None if error else ttft_ms * 1_000_000,
+        done_ns=None if error else (ttft_ms + 50) * 1_000_000,
+        status=None if error else 200,
+        chunks=()
+        if error
+        else (Chunk(ttft_ms * 1_000_000, 3, 1), Chunk(ttft_ms * 1_000_001, 4, 1)),
+        prompt_tokens=512,
+        output_tokens=None if error else 2,
+        server_timing={"openai-processing-ms": 97.0},
+        error=error,
+    )
+
+
+def make_sample(index: int, *, ttft_ms: int = 120, error: TraceError | None = None) -> Sample:
+    trace = make_trace(ttft_ms=ttft_ms, error=error)
+    return Sample("length", trace, target_prompt_tokens=512, concurrency=2, index=index)
+
+
+BROKEN = TraceError(ErrorKind.HTTP, Phase.WAIT, "rate limited", status=429)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "runs.db"
+
+
+@pytest.fixture
+def store(db: Path) -> Iterator[Store]:
+    with Store(db, clock=Clock()) as store:
+        yield store
+
+
+def new_run(store: Store, **meta: object) -> str:
+    return store.new_run(endpoint=URL, model="m", scenario="chat", meta=meta)
+
+
+# -- codec ---------------------------------------------------------------------
+
+
+@given(traces())
+def test_any_trace_survives_its_record_and_json(trace: RequestTrace) -> None:
+    record = trace_to_record(trace)
+    assert trace_from_record(record) == trace
+    assert trace_from_record(json.loads(json.dumps(record, allow_nan=False))) == trace
+
+
+@given(samples(traces(), ANY_INT, ANY_TEXT))
+def test_any_sample_survives_its_record_and_json(sample: Sample) -> None:
+    record = sample_to_record(sample)
+    assert sample_from_record(record) == sample
+    assert sample_from_record(json.loads(json.dumps(record, allow_nan=False))) == sample
+
+
+def test_record_names_every_field_in_plain_json_types() -> None:
+    trace = dataclasses.replace(
+        make_trace(error=BROKEN), tcp_info=TcpInfo(1500, 200, None, 0, 10, None, 4096)
+    )
+    record = trace_to_record(trace)
+    assert set(record) - {"v"} == {f.name for f in dataclasses.fields(RequestTrace)}
+    assert record["v"] == 1
+    assert record["started_at"] == "2026-11-29T20:15:02+00:00"
+    assert record["first_token_ns"] is None
+    assert record["error"] == {
+        "kind": "http",
+        "phase": "wait",
+        "message": "rate limited",
+        "status": 429,
+    }
+    assert record["tcp_info"]["min_rtt_us"] is None
+    ok = trace_to_record(make_trace())
+    assert ok["chunks"] == {"t_ns": [120_000_000, 120_000_120], "chars": [3, 4], "tokens": [1, 1]}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"v": 2}, "trace record version 2"),
+        ({"t0_ns": "1"}, "trace.t0_ns: expected an integer"),
+        ({"new_connection": 1}, "trace.new_connection: expected true or false"),
+        ({"started_at": "yesterday"}, "trace.started_at: expected an ISO 8601"),
+        ({"chunks": {"t_ns": [1], "chars": [], "tokens": []}}, "differ in length"),
+    ],
+)
+def test_bad_trace_records_are_refused_by_field(change: dict[str, object], message: str) -> None:
+    record = trace_to_record(make_trace()) | change
+    with pytest.raises(ValueError, match=re.escape(message)):
+        trace_from_record(record)
+
+
+def test_missing_field_is_named() -> None:
+    record = trace_to_record(make_trace())
+    del record["done_ns"]
+    with pytest.raises(ValueError, match="missing 'done_ns'"):
+        trace_from_record(record)
+
+
+# -- runs ----------------------------------------------------------------------
+
+
+@given(st.lists(samples(traces(INT64, SAFE_TEXT, CLEAN_URLS), INT64, SAFE_TEXT), max_size=4))
+def test_samples_come_back_from_the_database_equal(stored: list[Sample]) -> None:
+    with Store(":memory:") as store:
+        run_id = new_run(store)
+        for sample in stored:
+            store.add_sample(run_id, sample)
+        _, loaded, _ = store.load_run(run_id)
+    assert loaded == sorted(stored, key=lambda s: s.index)
+
+
+def test_runs_are_listed_newest_first_with_counts(store: Store) -> None:
+    first = new_run(store, tool="latdoc 0.1.0", db=Path("/data/x.db"))
+    second = new_run(store)
+    third = new_run(store)
+    for i in range(3):
+        store.add_sample(second, make_sample(i, error=BROKEN if i == 1 else None))
+    store.finish_run(second, status="done", diagnosis={"verdict": {"primary": "queueing"}})
+    store.finish_run(first, status="failed", diagnosis=None)
+
+    runs = store.list_runs()
+    assert [r.run_id for r in runs] == [third, second, first]
+    newest, middle, oldest = runs
+    assert (newest.status, newest.requests, newest.failed, newest.finished_at) == (
+        "running",
+        0,
+        0,
+        None,
+    )
+    assert (middle.status, middle.requests, middle.failed, middle.verdict) == (
+        "done",
+        3,
+        1,
+        "queueing",
+    )
+    assert middle.started_at == T0 + timedelta(minutes=1)
+    assert middle.finished_at == T0 + timedelta(minutes=3)
+    assert (oldest.status, oldest.verdict, oldest.meta) == (
+        "failed",
+        None,
+        {"tool": "latdoc 0.1.0", "db": "/data/x.db"},
+    )
+    assert [r.run_id for r in store.list_runs(limit=2)] == [third, second]
+
+
+def test_run_ids_are_short_unique_and_sortable_by_time(db: Path) -> None:
+    with Store(db, clock=lambda: T0) as store:
+        ids = {new_run(store) for _ in range(50)}
+    assert len(ids) == 50
+    assert all(re.fullmatch(r"20261129-201502-[0-9a-f]{6}", i) for i in ids)
+    with Store(db, clock=lambda: T0 + timedelta(seconds=1)) as store:
+        later = new_run(store)
+    assert later > max(ids)
+
+
+def test_a_run_loads_by_a_unique_prefix_of_its_id(store: Store) -> None:
+    run_id = new_run(store)
+    store.add_sample(run_id, make_sample(0))
+    info, loaded, diagnosis = store.load_run(run_id[:17])
+    assert info.run_id == run_id
+    assert loaded == [make_sample(0)]
+    assert diagnosis is None
+
+
+def test_an_ambiguous_prefix_lists_the_candidates(db: Path) -> None:
+    with Store(db, clock=lambda: T0) as store:
+        a, b = new_run(store), new_run(store)
+        with pytest.raises(UsageError, match="ambiguous") as caught:
+            store.load_run("20261129")
+    assert a in str(caught.value)
+    assert b in str(caught.value)
+
+
+def test_a_missing_run_is_a_usage_error_that_says_where_to_look(store: Store, db: Path) -> None:
+    new_run(store)
+    expected = f"no run 2025 in {db}; `latdoc runs` lists them"
+    with pytest.raises(UsageError) as caught:
+        store.load_run("2025")
+    assert str(caught.value) == expected
+    with pytest.raises(UsageError, match=re.escape(expected)):
+        store.add_sample("2025", make_sample(0))
+    with pytest.raises(UsageError, match=re.escape(expected)):
+        store.finish_run("2025", status="done", diagnosis=None)
+    with pytest.raises(UsageError, match="no run  in"):
+        store.load_run("")
+
+
+def test_finish_run_takes_only_a_final_status(store: Store) -> None:
+    run_id = new_run(store)
+    with pytest.raises(ValueError, match="done, interrupted or failed"):
+        store.finish_run(run_id, status="running", diagnosis=None)
+
+
+def test_diagnosis_is_kept_as_json(store: Store) -> None:
+    run_id = new_run(store)
+    diagnosis = {"verdict": {"primary": "input_length", "confidence": 0.8}, "shares_ms": {"a": 1.5}}
+    store.finish_run(run_id, status="done", diagnosis=diagnosis)
+    info, _, loaded = store.load_run(run_id)
+    assert loaded == diagnosis
+    assert info.verdict == "input_length"
+
+
+_CRASHING_WRITER = """
+import json, os, sys
+from latdoc.store import Store, sample_from_record
+store = Store(sys.argv[1])
+run_id = store.new_run(endpoint="http://lab", model="m", scenario="chat", meta={})
+for record in json.loads(sys.stdin.read()):
+    store.add_sample(run_id, sample_from_record(record))
+print(run_id, flush=True)
+os._exit(1)
+"""
+
+
+def test_an_interrupted_run_keeps_every_sample_added_before(db: Path) -> None:
+    stored = [make_sample(i, error=BROKEN if i == 2 else None) for i in range(3)]
+    crashed = subprocess.run(
+        [sys.executable, "-c", _CRASHING_WRITER, str(db)],
+        input=json.dumps([sample_to_record(s) for s in stored]),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert crashed.returncode == 1, crashed.stderr
+    run_id = crashed.stdout.strip()
+
+    with Store(db) as reopened:
+        info, loaded, diagnosis = reopened.load_run(run_id)
+    assert (info.status, info.finished_at, info.requests, info.failed) == ("running", None, 3, 1)
+    assert loaded == stored
+    assert diagnosis is None
+
+
+def test_the_journal_is_wal_and_foreign_keys_hold(db: Path) -> None:
+    with Store(db) as store:
+        new_run(store)
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    conn.execute("PRAGMA foreign_keys = ON")
+    with pytest.raises(sqlite3.IntegrityError):
+        conn.execute(
+            "INSERT INTO samples (run_id, idx, step, concurrency, cold, ok, trace) "
+            "VALUES ('nope', 0, 'x', 1, 0, 1, '{}')"
+        )
+    conn.close()
+
+
+# -- export / import -----------------------------------------------------------
+
+
+def test_export_then_import_gives_the_same_run(store: Store, tmp_path: Path) -> None:
+    run_id = new_run(store, python="3.11.7", options={"concurrency": [1, 4]})
+    for i in range(4):
+        store.add_sample(run_id, make_sample(i, ttft_ms=100 + i, error=BROKEN if i == 3 else None))
+    store.finish_run(run_id, status="interrupted", diagnosis={"verdict": {"primary": "decode"}})
+    text = store.export_json(run_id)
+
+    document = json.loads(text)
+    assert (document["format"], document["version"]) == ("latdoc-run", 1)
+    assert document["run"]["run_id"] == run_id
+    assert len(document["samples"]) == 4
+
+    with Store(tmp_path / "other.db") as other:
+        assert other.import_json(text) == run_id
+        assert other.load_run(run_id) == store.load_run(run_id)
+        assert other.export_json(run_id) == text
+        with pytest.raises(UsageError, match="already in"):
+            other.import_json(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("not json", "invalid JSON"),
+        ('["latdoc-run"]', "format is None"),
+        ('{"format": "pyperf", "version": 1}', "format is 'pyperf'"),
+        ('{"format": "latdoc-run", "version": 2}', "version 2 is not one this latdoc reads (1)"),
+        ('{"format": "latdoc-run", "version": "1"}', "version '1' is not one"),
+        ('{"format": "latdoc-run", "version": 1, "run": {}}', "broken latdoc run export"),
+    ],
+)
+def test_import_refuses_what_it_cannot_read(store: Store, text: str, message: str) -> None:
+    with pytest.raises(UsageError, match=re.escape(message)):
+        store.import_json(text)
+    assert store.list_runs() == []
+
+
+def test_import_refuses_a_broken_sample(store: Store) -> None:
+    run_id = new_run(store)
+    store.add_sample(run_id, make_sample(0))
+    document = json.loads(store.export_json(run_id))
+    document["run"]["run_id"] = "other"
+    document["samples"][0]["trace"]["done_ns"] = "soon"
+    with pytest.raises(UsageError, match=r"trace\.done_ns: expected an integer"):
+        store.import_json(json.dumps(document))
+    assert [r.run_id for r in store.list_runs()] == [run_id]
+
+
+# -- schema --------------------------------------------------------------------
+
+
+def test_a_newer_schema_is_refused_and_left_untouched(db: Path) -> None:
+    conn = sqlite3.connect(db)
+    conn.execute(f"PRAGMA application_id = {schema.APPLICATION_ID}")
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.execute("CREATE TABLE runs_v2 (x)")
+    conn.commit()
+    conn.close()
+    before = db.read_bytes()
+
+    with pytest.raises(LatdocError, match=f"schema version {SCHEMA_VERSION + 1}, newer than"):
+        Store(db)
+    assert db.read_bytes() == before
+    assert not Path(f"{db}-wal").exists()
+
+
+def test_a_foreign_database_is_refused(db: Path) -> None:
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE notes (text)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(LatdocError, match="not a latdoc store"):
+        Store(db)
+
+
+def test_a_file_that_is_not_sqlite_is_refused(db: Path) -> None:
+    db.write_text("hello, this is not a database at all" * 100)
+    with pytest.raises(UsageError, match="cannot use"):
+        Store(db)
+
+
+def test_migrations_run_in_order_from_the_version_found(db: Path) -> None:
+    with Store(db) as store:
+        run_id = new_run(store)
+
+    def add_notes(conn: sqlite3.Connection) -> None:
+        conn.execute("ALTER TABLE runs ADD COLUMN notes TEXT")
+
+    migrations: tuple[Callable[[sqlite3.Connection], None], ...] = (*schema.MIGRATIONS, add_notes)
+    conn = sqlite3.connect(db, isolation_level=None)
+    assert schema.migrate(conn, str(db), migrations) == 1
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert conn.execute("SELECT run_id, notes FROM runs").fetchall() == [(run_id, None)]
+    assert schema.migrate(conn, str(db), migrations) == 2
+    conn.close()
+    with pytest.raises(LatdocError, match="newer than this latdoc"):
+        Store(db)
+
+
+# -- secrets -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "redacted"),
+    [
+        ("https://user:pass@host/v1", "https://***@host/v1"),
+        ("https://sk-abc@host", "https://***@host"),
+        (
+            "https://h/v1?api_key=K&model=m&api-key=K&key=K&token=T&access_token=A&sig=S",
+            "https://h/v1?api_key=***&model=m&api-key=***&key=***&token=***&access_token=***&sig=***",
+        ),
+        ("https://h/v1?X-Api-Key=K#access_token=T", "https://h/v1?X-Api-Key=***#access_token=***"),
+        ("https://h/v1?max_tokens=5&tokenizer=x", "https://h/v1?max_tokens=5&tokenizer=x"),
+        ("https://h/a@b/v1?q=1", "https://h/a@b/v1?q=1"),
+        ("http://[::1]:8000/v1", "http://[::1]:8000/v1"),
+    ],
+)
+def test_redact_url(url: str, redacted: str) -> None:
+    assert redact_url(url) == redacted
+
+
+def _file_bytes(db: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in db.parent.glob(db.name + "*"))
+
+
+def test_no_key_reaches_the_database_file(db: Path, tmp_path: Path) -> None:
+    key = "kq" + token_hex(16)
+    known = "zz" + token_hex(16)
+    bearer = "sk-" + token_hex(16)
+    leaky = f"https://me:{key}@api.example.com/v1?api_key={key}&model=m#access_token={key}"
+    error = TraceError(
+        ErrorKind.HTTP, Phase.WAIT, f"401 from {leaky} (Authorization: Bearer {bearer})", 401
+    )
+    with Store(db, secrets=[known]) as store:
+        run_id = store.new_run(
+            endpoint=leaky,
+            model=f"m-{known}",
+            scenario="chat",
+            meta={
+                "api_key": key,
+                "headers": {"X-Api-Key": key, "Accept": "text/event-stream"},
+                "argv": ["--api-key", key, f"--token={key}", "--url", leaky, "-k"],
+            },
+        )
+        trace = dataclasses.replace(make_trace(url=leaky, error=error), finish_reason=known)
+        store.add_sample(run_id, Sample(step="network", trace=trace))
+        store.finish_run(run_id, status="failed", diagnosis={"endpoint": leaky, "note": bearer})
+        exported = store.export_json(run_id)
+        info, (sample,), _ = store.load_run(run_id)
+
+    assert info.endpoint == "https://***@api.example.com/v1?api_key=***&model=m#access_token=***"
+    assert info.meta["argv"][:3] == ["--api-key", "***", "--token=***"]
+    assert info.meta["argv"][-1] == "-k"
+    assert info.meta["headers"]["Accept"] == "text/event-stream"
+    assert sample.trace.url == info.endpoint
+    assert sample.trace.error is not None
+    assert "Bearer ***" in sample.trace.error.message
+
+    with Store(tmp_path / "imported.db", secrets=[known]) as other:
+        leaked_again = exported.replace("***@", f"me:{key}@").replace("key=***", f"key={key}")
+        assert key in leaked_again
+        other.import_json(leaked_again)
+
+    for path in (db, tmp_path / "imported.db"):
+        data = _file_bytes(path)
+        assert data
+        for secret in (key, known, bearer):
+            assert secret.encode() not in data
+    assert key not in exported
+
+
+# -- default path --------------------------------------------------------------
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
+    monkeypatch.delenv("LATDOC_DB", raising=False)
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    return monkeypatch
+
+
+def test_default_path_prefers_latdoc_db(clean_env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    clean_env.setenv("LATDOC_DB", str(tmp_path / "x" / "mine.db"))
+    clean_env.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert default_path() == tmp_path / "x" / "mine.db"
+    assert (tmp_path / "x").is_dir()
+    with Store() as store:
+        new_run(store)
+        assert store.path == str(tmp_path / "x" / "mine.db")
+    assert (tmp_path / "x" / "mine.db").exists()
+
+
+def test_default_path_uses_xdg_data_home(clean_env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    clean_env.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert default_path() == tmp_path / "xdg" / "latdoc" / "latdoc.db"
+    assert (tmp_path / "xdg" / "latdoc").is_dir()
+
+
+def test_default_path_falls_back_to_home(clean_env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    clean_env.setenv("XDG_DATA_HOME", "relative/ignored")
+    assert default_path() == tmp_path / "home" / ".local" / "share" / "latdoc" / "latdoc.db"
+    assert (tmp_path / "home" / ".local" / "share" / "latdoc").is_dir()
+
+
+def test_run_info_is_a_frozen_record() -> None:
+    info = RunInfo("r", T0, None, "done", URL, "m", "chat", 0, 0, None)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        info.status = "failed"  # type: ignore[misc]
