@@ -37,6 +37,13 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _positive_float(text: str) -> float:
+    value = _non_negative_float(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be more than 0")
+    return value
+
+
 def _non_negative_float(text: str) -> float:
     try:
         value = float(text)
@@ -127,6 +134,10 @@ def build_parser() -> argparse.ArgumentParser:
     probe.add_argument("--seed", type=int, help="seed for generated prompts")
     _add_connection_options(probe)
 
+    from latdoc.cli_diagnose import add_diagnose_parsers
+
+    add_diagnose_parsers(sub, _add_connection_options, _positive_int, _positive_float)
+
     lab = sub.add_parser("lab", help="the lab: endpoints with known latency")
     lab_sub = lab.add_subparsers(dest="lab_command", required=True, parser_class=_Parser)
     serve = lab_sub.add_parser(
@@ -157,6 +168,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         if args.command == "probe":
             return _cmd_probe(args)
+        if args.command in ("diagnose", "runs", "report"):
+            return _cmd_diagnose_family(args)
         if args.command == "lab" and args.lab_command == "serve":
             return _cmd_lab_serve(args)
         raise UsageError(f"unknown command {args.command!r}")
@@ -288,6 +301,23 @@ class _Progress:
         if self.enabled:
             self.stream.write("\r\033[K")
             self.stream.flush()
+
+
+def _cmd_diagnose_family(args: argparse.Namespace) -> int:
+    from latdoc import cli_diagnose
+
+    if args.command == "runs":
+        return cli_diagnose.cmd_runs(args)
+    if args.command == "report":
+        return cli_diagnose.cmd_report(args)
+    api_key = _api_key(args.api_key_env)
+    url = args.url or os.environ.get("OPENAI_BASE_URL")
+    if url:
+        target: contextlib.AbstractContextManager[tuple[str, str | None, str | None]]
+        target = contextlib.nullcontext((url, args.model, args.cacert))
+    else:
+        target = cli_diagnose.builtin_target(args.http2, sys.stderr)
+    return cli_diagnose.cmd_diagnose(args, api_key, target)
 
 
 def _cmd_lab_serve(args: argparse.Namespace) -> int:

@@ -1,0 +1,129 @@
+"""``latdoc diagnose``, ``runs`` and ``report`` end to end against the lab."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import LabFactory
+from latdoc.cli import main
+from latdoc.lab.process import LabProcess
+from latdoc.lab.sim import LabConfig, LatencyModel
+
+QUICK = LatencyModel(prefill_base_ms=5.0, prefill_ms_per_token=0.02, decode_ms_per_token=1.0)
+SECRET = "sk-diag-secret-5f4e3d2c1b"
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "SSL_CERT_FILE"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def test_diagnose_json_report_and_store(
+    lab: LabFactory,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    db = tmp_path / "runs.db"
+    html = tmp_path / "report.html"
+    monkeypatch.setenv("LAB_KEY", SECRET)
+    with lab(LabConfig(latency=QUICK, api_key=SECRET)) as server:
+        code = main(
+            ["diagnose", server.base_url, "-m", "lab-sim", "--db", str(db), "--json",
+             "--html", str(html), "--max-requests", "30", "--api-key-env", "LAB_KEY",
+             "--output-tokens", "8", "--seed", "3"]
+        )  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    doc = json.loads(captured.out)
+    assert set(doc) >= {"verdict", "shares", "findings", "steps", "run_id"}
+    assert set(doc["verdict"]) == {"primary", "contributing", "confidence"}
+    assert 0 <= doc["verdict"]["confidence"] <= 1
+    assert doc["requests"] <= 30
+    assert "Plan: at most 30 requests" in captured.err
+    for finding in doc["findings"]:
+        assert set(finding) >= {"kind", "evidence", "remedy", "predicted_gain_ms"}
+    assert doc["steps"]["length"]["points"], "the length step measured no point"
+    page = html.read_text()
+    assert page.count("<svg") == 3
+    for blob in (captured.out, captured.err, page, db.read_bytes().decode("latin-1")):
+        assert SECRET not in blob
+
+    run_id = doc["run_id"]
+    assert main(["runs", "--db", str(db)]) == 0
+    listing = capsys.readouterr().out
+    assert run_id in listing and "done" in listing
+
+    assert main(["report", run_id[:12], "--db", str(db), "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["verdict"] == doc["verdict"]
+    assert again["findings"] == doc["findings"]
+
+
+def test_report_of_an_unknown_run_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["report", "nope", "--db", str(tmp_path / "x.db")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("Error: no run nope")
+
+
+def test_budgets_are_hard_caps(
+    lab: LabFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with lab(LabConfig(latency=QUICK)) as server:
+        code = main(
+            ["diagnose", server.base_url, "-m", "lab-sim", "--db", str(tmp_path / "b.db"),
+             "--json", "--max-requests", "6", "--max-tokens", "3000", "--output-tokens", "8"]
+        )  # fmt: skip
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0
+    with sqlite3.connect(tmp_path / "b.db") as conn:
+        rows = conn.execute("SELECT trace FROM samples").fetchall()
+    assert len(rows) <= 6
+    spent = 0
+    for (record,) in rows:
+        trace = json.loads(record)
+        spent += (trace["prompt_tokens"] or 0) + (trace["output_tokens"] or 0)
+    assert spent <= 3000
+    assert any("budget" in note["text"] for note in doc["notes"])
+
+
+def test_ctrl_c_keeps_every_finished_trace(tmp_path: Path) -> None:
+    db = tmp_path / "int.db"
+    slow = LatencyModel(prefill_base_ms=20.0, prefill_ms_per_token=0.0, decode_ms_per_token=40.0)
+    with LabProcess(LabConfig(latency=slow)) as server:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "latdoc.cli", "diagnose", server.base_url, "-m", "lab-sim",
+             "--db", str(db), "--output-tokens", "16"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        stored = 0
+        while time.monotonic() < deadline and stored < 4:
+            time.sleep(0.2)
+            if db.exists():
+                with sqlite3.connect(db) as conn:
+                    stored = conn.execute("SELECT count(*) FROM samples").fetchone()[0]
+        assert stored >= 4, "the run did not store traces in time"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Verdict" in out
+    with sqlite3.connect(db) as conn:
+        status = conn.execute("SELECT status FROM runs").fetchone()[0]
+        kept = conn.execute("SELECT count(*) FROM samples").fetchone()[0]
+    assert status == "interrupted"
+    assert kept >= stored
+    assert "Traceback" not in err
