@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import itertools
 import json
 import os
+import re
 import ssl
 import statistics
 import threading
@@ -18,11 +20,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from latdoc.errors import LabError
+from latdoc.errors import LabError, UsageError
 from latdoc.lab.process import LabProcess, config_from_json, config_to_json
+from latdoc.lab.serve_cli import add_serve_arguments, config_from_args
 from latdoc.lab.server import LabServer, serve_forever
-from latdoc.lab.sim import LabConfig, LatencyModel, in_flight, output_text, output_token
-from latdoc.lab.tokenizer import chat_prompt_tokens, count_tokens
+from latdoc.lab.sim import Fault, LabConfig, LatencyModel, in_flight, output_text, output_token
+from latdoc.lab.sim_cache import PrefixCache
+from latdoc.lab.sim_slots import SlotPool
+from latdoc.lab.tokenizer import chat_prompt_token_list, chat_prompt_tokens, count_tokens, tokenize
 
 FAST = LatencyModel(prefill_base_ms=2.0, prefill_ms_per_token=0.0, decode_ms_per_token=0.5)
 MESSAGES = [{"role": "user", "content": "Hello, world"}]
@@ -454,3 +459,318 @@ def test_serve_forever_until_stopped() -> None:
     assert not thread.is_alive()
     assert ready[0].base_url.startswith("http://127.0.0.1:")
     assert ready[0].port > 0
+
+
+def test_latency_model_kv_pressure_and_cache() -> None:
+    model = LatencyModel(
+        prefill_base_ms=20,
+        prefill_ms_per_token=0.5,
+        prefill_ms_per_token2=0.01,
+        decode_ms_per_token=10,
+        kv_threshold_tokens=100,
+        kv_penalty=3,
+    )
+    assert model.prefill_ms(100) == pytest.approx(20 + 50 + 100)
+    assert model.prefill_ms(101) == pytest.approx((20 + 50.5 + 102.01) * 3)
+    assert model.prefill_ms(100, cached_tokens=64) == pytest.approx(20 + 18 + 0.01 * (10000 - 4096))
+    assert model.first_slow_token(90) == 11
+    assert model.first_slow_token(150) == 1
+    assert model.total_ms(90, 12) == pytest.approx(model.prefill_ms(90) + 11 * 10 + 1 * 20)
+    assert LatencyModel(kv_threshold_tokens=5).first_slow_token(1) is None
+    with pytest.raises(ValueError, match="kv_penalty"):
+        LatencyModel(kv_penalty=0)
+
+
+def test_config_validation() -> None:
+    with pytest.raises(ValueError, match="needs slots"):
+        LabConfig(load_profile=(0.5,))
+    with pytest.raises(ValueError, match="load_profile"):
+        LabConfig(slots=2, load_profile=(1.5,))
+    with pytest.raises(ValueError, match="fault_rate"):
+        LabConfig(fault=Fault.RESET, fault_rate=1.5)
+    with pytest.raises(ValueError, match="stall_after_token"):
+        LabConfig(stall_ms=10)
+    with pytest.raises(ValueError, match="slots"):
+        LabConfig(slots=0)
+    assert not LabConfig().extended
+    assert LabConfig(slots=1).extended and LabConfig(prefix_cache=True).extended
+
+
+def test_default_config_adds_nothing(server: LabServer, client: httpx.Client) -> None:
+    body = chat(max_tokens=2, stream_options={"include_usage": True})
+    response = client.post(f"{server.base_url}/chat/completions", json=body)
+    lab_headers = {name for name in response.headers if name.startswith("x-lab-")}
+    assert lab_headers == {"x-lab-prompt-tokens"}
+    assert set(server_timing(response)) == {"prefill", "tpot"}
+    chunks = [json.loads(d) for d in events(iter(response.text.splitlines()))[:-1]]
+    assert all("lab" not in c for c in chunks)
+    assert "prompt_tokens_details" not in chunks[-1]["usage"]
+
+
+def test_context_length_exceeded(client: httpx.Client) -> None:
+    with LabServer(LabConfig(latency=FAST, max_context_tokens=20)) as lab:
+        url = f"{lab.base_url}/chat/completions"
+        refused = client.post(url, json=chat(max_tokens=11))
+        assert refused.status_code == 400
+        error = refused.json()["error"]
+        assert error["code"] == "context_length_exceeded"
+        assert error["type"] == "invalid_request_error"
+        assert "maximum context length is 20 tokens" in error["message"]
+        assert "21 tokens (10 in the messages, 11 in the completion)" in error["message"]
+        assert client.post(url, json=chat(False, max_tokens=10)).status_code == 200
+        clipped = client.post(url, json=chat(False)).json()
+        assert clipped["usage"]["completion_tokens"] == 20 - PROMPT_TOKENS
+        long = [{"role": "user", "content": "word " * 20}]
+        assert client.post(url, json=chat(messages=long)).status_code == 400
+
+
+def test_tokens_of_a_chat_prompt() -> None:
+    messages = [{"role": "system", "content": "Be brief."}, *MESSAGES]
+    tokens = chat_prompt_token_list(messages)
+    assert len(tokens) == chat_prompt_tokens(messages)
+    assert tokens[:3] == ["<|start|>", "system", "<|sep|>"]
+    assert tokenize("Hello, world") == ["Hello", ",", "world"]
+
+
+def test_prefix_cache_blocks_and_lru() -> None:
+    cache = PrefixCache(block_tokens=4, capacity=3)
+    prompt = list(range(10))
+    hashes = cache.block_hashes(prompt)
+    assert len(hashes) == 2
+    assert cache.cached_tokens(prompt, hashes) == 0
+    cache.add(hashes)
+    assert cache.cached_tokens(prompt, hashes) == 8
+    exact = list(range(8))
+    assert cache.cached_tokens(exact, cache.block_hashes(exact)) == 4
+    shifted = [99, *range(9)]
+    assert cache.cached_tokens(shifted, cache.block_hashes(shifted)) == 0
+    cache.add(cache.block_hashes([7] * 4))
+    assert cache.cached_tokens(prompt, hashes) == 8
+    cache.add(cache.block_hashes([8] * 4))
+    assert cache.cached_tokens(prompt, hashes) == 8
+    cache.add(cache.block_hashes([8] * 4))
+    cache.add(cache.block_hashes([9] * 4))
+    assert cache.cached_tokens(prompt, hashes) == 0
+
+
+def test_prefix_cache_over_http(client: httpx.Client) -> None:
+    config = LabConfig(latency=FAST, prefix_cache=True)
+    messages = [{"role": "user", "content": "word " * 60}]
+    body = chat(max_tokens=1, messages=messages, stream_options={"include_usage": True})
+    with LabServer(config) as lab:
+        url = f"{lab.base_url}/chat/completions"
+        first, second = (client.post(url, json=body) for _ in range(2))
+        document = client.post(url, json={**body, "stream": False}).json()
+    assert first.headers["x-lab-cached-tokens"] == "0"
+    assert second.headers["x-lab-cached-tokens"] == "64"
+    usage = json.loads(events(iter(second.text.splitlines()))[-2])
+    assert usage["usage"]["prompt_tokens"] == 67
+    assert usage["usage"]["prompt_tokens_details"] == {"cached_tokens": 64}
+    assert usage["lab"]["cached_tokens"] == 64
+    assert document["usage"]["prompt_tokens_details"] == {"cached_tokens": 64}
+    assert document["lab"]["cached_tokens"] == 64
+
+
+def test_slot_pool_is_first_come_first_served() -> None:
+    async def scenario() -> list[str]:
+        pool = SlotPool(1)
+        order: list[str] = []
+
+        async def user(name: str, hold_s: float) -> None:
+            await pool.acquire()
+            order.append(name)
+            await asyncio.sleep(hold_s)
+            pool.release()
+
+        first = asyncio.create_task(user("a", 0.02))
+        await asyncio.sleep(0)
+        waiting = [asyncio.create_task(user(name, 0.0)) for name in "bcd"]
+        await asyncio.sleep(0)
+        waiting[1].cancel()
+        await asyncio.gather(first, *waiting, return_exceptions=True)
+        assert pool.busy == 0 and not pool.waiting
+        return order
+
+    assert asyncio.run(scenario()) == ["a", "b", "d"]
+
+
+def test_slots_report_who_was_there_at_arrival() -> None:
+    latency = LatencyModel(prefill_base_ms=30, prefill_ms_per_token=0, decode_ms_per_token=1)
+
+    async def three(url: str) -> list[httpx.Response]:
+        async with httpx.AsyncClient(timeout=5) as http:
+            tasks = []
+            for _ in range(3):
+                tasks.append(asyncio.create_task(http.post(url, json=chat(max_tokens=2))))
+                await asyncio.sleep(0.005)
+            return await asyncio.gather(*tasks)
+
+    with LabServer(LabConfig(latency=latency, slots=1)) as lab:
+        responses = asyncio.run(three(f"{lab.base_url}/chat/completions"))
+    busy = [r.headers["x-lab-slots-busy"] for r in responses]
+    ahead = [r.headers["x-lab-queue-ahead"] for r in responses]
+    assert (busy, ahead) == (["0", "1", "1"], ["0", "0", "1"])
+    queues = [server_timing(r)["queue"] for r in responses]
+    assert queues[0] == 0
+    assert 20 <= queues[1] < queues[2]
+    truth = [json.loads(events(iter(r.text.splitlines()))[-2])["lab"] for r in responses]
+    assert [t["queue_ms"] for t in truth] == pytest.approx(queues, abs=0.001)
+
+
+def test_load_profile_is_reported() -> None:
+    config = LabConfig(latency=FAST, slots=4, load_profile=(0.25,), background_request_ms=5)
+    with LabServer(config) as lab, httpx.Client(timeout=5) as http:
+        response = http.post(f"{lab.base_url}/chat/completions", json=chat(max_tokens=1))
+    assert response.headers["x-lab-load"] == "0.250"
+    assert 'load;desc="0.250"' in response.headers["server-timing"]
+    assert json.loads(events(iter(response.text.splitlines()))[-2])["lab"]["load"] == 0.25
+
+
+def test_stall_rate_is_seeded(client: httpx.Client) -> None:
+    config = LabConfig(latency=FAST, stall_after_token=1, stall_ms=1, stall_rate=0.5, seed=3)
+    runs = []
+    for _ in range(2):
+        with LabServer(config) as lab:
+            url = f"{lab.base_url}/chat/completions"
+            timings = [client.post(url, json=chat(max_tokens=2)) for _ in range(12)]
+            runs.append(["stall" in r.headers["server-timing"] for r in timings])
+            assert (
+                client.post(url, json=chat(max_tokens=1)).headers["server-timing"].count("stall")
+                == 0
+            )
+    assert runs[0] == runs[1]
+    assert 0 < sum(runs[0]) < 12
+
+
+def test_stall_and_kv_in_a_document(client: httpx.Client) -> None:
+    latency = LatencyModel(
+        prefill_base_ms=5,
+        prefill_ms_per_token=0,
+        decode_ms_per_token=2,
+        kv_threshold_tokens=PROMPT_TOKENS + 4,
+        kv_penalty=5,
+    )
+    config = LabConfig(latency=latency, stall_after_token=2, stall_ms=40)
+    with LabServer(config) as lab:
+        started = time.perf_counter()
+        document = client.post(f"{lab.base_url}/chat/completions", json=chat(False, max_tokens=8))
+        elapsed_ms = (time.perf_counter() - started) * 1000
+    truth = document.json()["lab"]
+    assert truth["kv_slow_from_token"] == 5
+    assert truth["decode_ms"] == pytest.approx(4 * 2 + 3 * 10)
+    assert truth["stall_ms"] == 40
+    assert elapsed_ms >= 5 + 38 + 40
+
+
+@pytest.mark.parametrize("fault", ["truncate", "malformed"])
+def test_document_faults_are_not_json(client: httpx.Client, fault: str) -> None:
+    with LabServer(LabConfig(latency=FAST)) as lab:
+        response = client.post(
+            f"{lab.base_url}/chat/completions",
+            json=chat(False, max_tokens=3),
+            headers={"x-lab-fault": fault},
+        )
+    assert response.status_code == 200
+    assert response.headers["x-lab-fault"] == fault
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(response.content)
+
+
+def test_document_reset(client: httpx.Client) -> None:
+    with LabServer(LabConfig(latency=FAST, fault=Fault.RESET)) as lab:
+        with pytest.raises(httpx.TransportError):
+            client.post(f"{lab.base_url}/chat/completions", json=chat(False, max_tokens=3))
+        assert lab.app is not None
+        deadline = time.monotonic() + 1
+        while in_flight(lab.app) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert in_flight(lab.app) == 0
+
+
+def test_new_fields_round_trip_to_the_child() -> None:
+    config = LabConfig(
+        latency=LatencyModel(kv_threshold_tokens=100, kv_penalty=2),
+        slots=3,
+        load_profile=(0.1, 0.9),
+        prefix_cache=True,
+        stall_after_token=4,
+        stall_ms=5,
+        fault=Fault.RATE_LIMIT,
+        fault_rate=0.25,
+    )
+    assert config_from_json(config_to_json(config)) == config
+
+
+def _serve_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser()
+    add_serve_arguments(parser)
+    return parser
+
+
+def test_serve_cli_defaults_are_the_default_config() -> None:
+    args = _serve_parser().parse_args([])
+    assert (args.host, args.port, args.tls, args.http2) == ("127.0.0.1", 8000, False, False)
+    assert config_from_args(args) == LabConfig()
+
+
+def test_serve_cli_sets_every_knob(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LAB_KEY", "sk-lab")
+    argv = (
+        "--model m --api-key-env LAB_KEY --seed 4 --prefill-base-ms 1 --prefill-ms-per-token 2 "
+        "--prefill-ms-per-token2 3 --decode-ms-per-token 4 --jitter-ms 5 "
+        "--kv-threshold-tokens 100 --kv-penalty 2.5 --max-context-tokens 4096 --slots 8 "
+        "--load-profile 0.1,0.9 --day-seconds 120 --background-request-ms 300 --prefix-cache "
+        "--prefix-block-tokens 32 --prefix-cache-blocks 10 --stall-after-token 7 "
+        "--stall-ms 900 --stall-rate 0.3 --fault 429 --fault-rate 0.2 --fault-after-tokens 5 "
+        "--retry-after-s 9 --drip-interval-ms 3 --hang-s 30 --default-max-tokens 16 "
+        "--headers-after-prefill --reject-stream-options --stamp-chunks"
+    )
+    config = config_from_args(_serve_parser().parse_args(argv.split()))
+    assert config == LabConfig(
+        model="m",
+        latency=LatencyModel(1, 2, 3, 4, 5, kv_threshold_tokens=100, kv_penalty=2.5),
+        default_max_tokens=16,
+        headers_after_prefill=True,
+        reject_stream_options=True,
+        stamp_chunks=True,
+        api_key="sk-lab",
+        seed=4,
+        max_context_tokens=4096,
+        slots=8,
+        load_profile=(0.1, 0.9),
+        day_seconds=120,
+        background_request_ms=300,
+        prefix_cache=True,
+        prefix_block_tokens=32,
+        prefix_cache_blocks=10,
+        stall_after_token=7,
+        stall_ms=900,
+        stall_rate=0.3,
+        fault=Fault.RATE_LIMIT,
+        fault_rate=0.2,
+        fault_after_tokens=5,
+        retry_after_s=9,
+        drip_interval_ms=3,
+        hang_s=30,
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        ("--load-profile 0.2,0.8", "--load-profile needs --slots"),
+        ("--slots 2 --load-profile 0.2,1.2", "between 0 and 1"),
+        ("--fault reset --fault-rate 1.5", "--fault-rate must be between 0 and 1"),
+        ("--stall-after-token 3 --stall-rate -0.1", "--stall-rate must be between 0 and 1"),
+        ("--fault-rate 0.5", "--fault-rate needs --fault"),
+        ("--stall-ms 100", "--stall-ms needs --stall-after-token"),
+        ("--kv-penalty 3", "--kv-penalty needs --kv-threshold-tokens"),
+        ("--http2", "--http2 needs --tls"),
+        ("--slots 0", "--slots must be >= 1"),
+        ("--decode-ms-per-token -1", "--decode-ms-per-token must be"),
+        ("--api-key-env LATDOC_UNSET_VARIABLE", "not set"),
+    ],
+)
+def test_serve_cli_rejects_bad_options(argv: str, needle: str) -> None:
+    with pytest.raises(UsageError, match=re.escape(needle)):
+        config_from_args(_serve_parser().parse_args(argv.split()))

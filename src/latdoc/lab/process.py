@@ -20,7 +20,7 @@ from typing import Any, Self
 
 from latdoc.errors import LabError
 from latdoc.lab.server import DEFAULT_CONFIG, LabServer, serve_forever
-from latdoc.lab.sim import LabConfig, LatencyModel
+from latdoc.lab.sim import Fault, LabConfig, LatencyModel
 
 __all__ = ["LabProcess", "config_from_json", "config_to_json"]
 
@@ -37,6 +37,10 @@ def config_from_json(text: str) -> LabConfig:
     """The :class:`LabConfig` written by :func:`config_to_json`."""
     fields: dict[str, Any] = json.loads(text)
     fields["latency"] = LatencyModel(**fields["latency"])
+    if "load_profile" in fields:
+        fields["load_profile"] = tuple(fields["load_profile"])
+    if fields.get("fault") is not None:
+        fields["fault"] = Fault(fields["fault"])
     return LabConfig(**fields)
 
 

@@ -31,6 +31,7 @@ from starlette.applications import Starlette
 from latdoc.errors import LabError
 from latdoc.lab import tls as lab_tls
 from latdoc.lab.sim import LabConfig, create_app, end_streams
+from latdoc.lab.sim_faults import reset_socket
 
 __all__ = ["DEFAULT_CONFIG", "LabServer", "serve_forever"]
 
@@ -61,7 +62,8 @@ def _remove_file(path: str) -> None:
 
 
 class _Listener(socket.socket):
-    """A listening TCP socket that remembers what it accepted, to abort it on stop.
+    """A listening TCP socket that remembers what it accepted, to abort it on stop
+    and to reset one connection for the ``reset`` fault.
 
     Its connections get ``TCP_NODELAY``: asyncio sets it only on sockets whose
     ``proto`` is ``IPPROTO_TCP`` and Linux copies it from the listener; without it
@@ -85,6 +87,18 @@ class _Listener(socket.socket):
         connection, address = super().accept()
         self.accepted.add(connection)
         return connection, address
+
+    def reset_peer(self, client: tuple[str, int]) -> bool:
+        """Reset (TCP RST) the accepted connection from ``client``; say whether found."""
+        for connection in list(self.accepted):
+            try:
+                peer = connection.getpeername()
+            except OSError:
+                continue
+            if (peer[0], peer[1]) == client:
+                reset_socket(connection)
+                return True
+        return False
 
     def abort_connections(self) -> None:
         """Shut down every accepted connection still open, whatever its state."""
@@ -162,7 +176,7 @@ class LabServer:
             self._remove_ca = weakref.finalize(self, _remove_file, self.ca_file)
         scheme = "https" if self.tls else "http"
         self.base_url = f"{scheme}://{_url_host(self.host, self.tls)}:{self.port}/v1"
-        self.app = create_app(self.config)
+        self.app = create_app(self.config, reset_connection=sock.reset_peer)
         self._ready.clear()
         self._error = None
         self._thread = threading.Thread(

@@ -14,9 +14,11 @@ from collections.abc import Iterable, Mapping
 __all__ = [
     "CHAT_MESSAGE_OVERHEAD",
     "CHAT_REPLY_OVERHEAD",
+    "chat_prompt_token_list",
     "chat_prompt_tokens",
     "count_tokens",
     "message_text",
+    "tokenize",
 ]
 
 TOKEN_RE = re.compile(r"\w+|[^\w\s]")
@@ -31,6 +33,11 @@ CHAT_REPLY_OVERHEAD = 3
 def count_tokens(text: str) -> int:
     """Number of lab tokens in ``text``."""
     return sum(1 for _ in TOKEN_RE.finditer(text))
+
+
+def tokenize(text: str) -> list[str]:
+    """The lab tokens of ``text``, in order; ``len(tokenize(t)) == count_tokens(t)``."""
+    return TOKEN_RE.findall(text)
 
 
 def message_text(content: object) -> str:
@@ -67,3 +74,19 @@ def chat_prompt_tokens(messages: Iterable[Mapping[str, object]]) -> int:
     for message in messages:
         total += count_tokens(message_text(message.get("content"))) + CHAT_MESSAGE_OVERHEAD
     return total
+
+
+def chat_prompt_token_list(messages: Iterable[Mapping[str, object]]) -> list[str]:
+    """The tokens of a chat prompt as a chat template lays them out.
+
+    Each message is ``<|start|>``, its role, ``<|sep|>``, its content's tokens and
+    ``<|end|>``; the prompt ends with ``<|start|>assistant<|sep|>``. Its length is
+    :func:`chat_prompt_tokens`; the prefix cache hashes blocks of these tokens.
+    """
+    tokens: list[str] = []
+    for message in messages:
+        tokens += ("<|start|>", str(message.get("role")), "<|sep|>")
+        tokens += tokenize(message_text(message.get("content")))
+        tokens.append("<|end|>")
+    tokens += ("<|start|>", "assistant", "<|sep|>")
+    return tokens

@@ -1,0 +1,280 @@
+"""What the simulated endpoint serves and how slow it is: :class:`LabConfig`.
+
+Every kind of slow in the mission has a knob here, and every knob's default keeps
+the endpoint as it was before the knob existed:
+
+- input length: ``a + b·n + c·n²`` prefill (:class:`LatencyModel`), a KV-cache
+  threshold past which prefill and decode get ``kv_penalty`` times slower, and a
+  context limit past which requests fail (``max_context_tokens``);
+- model service: decode per token, ``slots`` with a FIFO queue, background load
+  that follows a compressed day (``load_profile``), a prefix cache, mid-stream
+  stalls;
+- failures: one :class:`Fault` per request, at ``fault_rate``.
+
+:mod:`latdoc.lab.sim` documents how each is reported to the client.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass, field
+
+__all__ = ["Fault", "LabConfig", "LatencyModel"]
+
+
+class Fault(enum.StrEnum):
+    """The failures the endpoint can inject, by the name a request header uses.
+
+    - ``429``: rate limited, with ``Retry-After`` and OpenAI's error JSON;
+    - ``500``, ``503``: a server error with OpenAI's error JSON;
+    - ``html``: a proxy's HTML error page with status 502;
+    - ``hang``: no response headers; the connection is held until the client
+      gives up (or ``hang_s`` passes, then a 504);
+    - ``reset``: the TCP connection is reset (RST) after ``fault_after_tokens``
+      output tokens (over HTTP/2 this ends every stream on that connection);
+    - ``truncate``: the stream ends cleanly after ``fault_after_tokens`` tokens,
+      without a finish reason or ``[DONE]``;
+    - ``malformed``: after ``fault_after_tokens`` tokens one event's data is not
+      valid JSON; the stream then goes on;
+    - ``drip``: the body is sent one byte at a time, ``drip_interval_ms`` apart.
+    """
+
+    RATE_LIMIT = "429"
+    SERVER_ERROR = "500"
+    UNAVAILABLE = "503"
+    HTML = "html"
+    HANG = "hang"
+    RESET = "reset"
+    TRUNCATE = "truncate"
+    MALFORMED = "malformed"
+    DRIP = "drip"
+
+
+def _check_finite(owner: object, names: tuple[str, ...], *, positive: bool = False) -> None:
+    for name in names:
+        value = getattr(owner, name)
+        ok = math.isfinite(value) and (value > 0 if positive else value >= 0)
+        if not ok:
+            bound = "> 0" if positive else ">= 0"
+            raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
+
+
+def _check_rate(owner: object, name: str) -> None:
+    value = getattr(owner, name)
+    if not (math.isfinite(value) and 0 <= value <= 1):
+        raise ValueError(f"{name} must be between 0 and 1, got {value!r}")
+
+
+def _check_at_least(owner: object, name: str, minimum: int) -> None:
+    value = getattr(owner, name)
+    if value is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+
+
+@dataclass(frozen=True)
+class LatencyModel:
+    """The simulated server's timing, in milliseconds.
+
+    Prefill of ``n`` prompt tokens takes ``prefill_base_ms + prefill_ms_per_token·n
+    + prefill_ms_per_token2·n²``; each later output token follows the previous one
+    by ``decode_ms_per_token``. With ``jitter_ms`` > 0, a uniform draw from
+    ``[-jitter_ms, +jitter_ms]`` is added to the prefill and to every token gap, each
+    clipped at 0.
+
+    KV-cache pressure: when ``kv_threshold_tokens`` is set, a request whose context
+    exceeds it is ``kv_penalty`` times slower. The context is the prompt during
+    prefill and prompt + tokens generated so far during decode, so a prompt over the
+    threshold has its prefill and every token gap multiplied, and a prompt under it
+    streams at full speed until its context crosses the threshold mid-answer.
+    """
+
+    prefill_base_ms: float = 20.0
+    prefill_ms_per_token: float = 0.05
+    prefill_ms_per_token2: float = 0.0
+    decode_ms_per_token: float = 10.0
+    jitter_ms: float = 0.0
+    kv_threshold_tokens: int | None = None
+    kv_penalty: float = 1.0
+
+    def __post_init__(self) -> None:
+        _check_finite(
+            self,
+            (
+                "prefill_base_ms",
+                "prefill_ms_per_token",
+                "prefill_ms_per_token2",
+                "decode_ms_per_token",
+                "jitter_ms",
+            ),
+        )
+        _check_finite(self, ("kv_penalty",), positive=True)
+        _check_at_least(self, "kv_threshold_tokens", 0)
+
+    def over_threshold(self, context_tokens: int) -> bool:
+        """Whether a context of ``context_tokens`` is past the KV-cache threshold."""
+        threshold = self.kv_threshold_tokens
+        return threshold is not None and context_tokens > threshold
+
+    def prefill_ms(self, prompt_tokens: int, cached_tokens: int = 0) -> float:
+        """Planned prefill time (time to first token) for ``prompt_tokens``, no jitter.
+
+        With ``cached_tokens`` of the prompt's prefix already in the prefix cache only
+        the rest is computed: ``a + b·(n − c) + q·(n² − c²)`` (the new tokens still
+        attend to the cached ones).
+        """
+        n, c = prompt_tokens, cached_tokens
+        b, q = self.prefill_ms_per_token, self.prefill_ms_per_token2
+        ms = self.prefill_base_ms + b * n + q * n * n - (b * c + q * c * c)
+        return ms * self.kv_penalty if self.over_threshold(n) else ms
+
+    def first_slow_token(self, prompt_tokens: int) -> int | None:
+        """The first output token whose gap is KV-penalised, or ``None`` for none.
+
+        Token ``k`` (from 0) is produced with a context of ``prompt_tokens + k``; the
+        gap before it is penalised when that context is past the threshold.
+        """
+        threshold = self.kv_threshold_tokens
+        if threshold is None or self.kv_penalty == 1.0:
+            return None
+        return max(1, threshold - prompt_tokens + 1)
+
+    def total_ms(self, prompt_tokens: int, output_tokens: int) -> float:
+        """Planned time from request to the last output token, no jitter."""
+        gaps = max(output_tokens - 1, 0)
+        decode = gaps * self.decode_ms_per_token
+        slow = self.first_slow_token(prompt_tokens)
+        if slow is not None and gaps >= slow:
+            decode += (gaps - slow + 1) * self.decode_ms_per_token * (self.kv_penalty - 1)
+        return self.prefill_ms(prompt_tokens) + decode
+
+
+@dataclass(frozen=True)
+class LabConfig:
+    """What the simulated endpoint serves and how it behaves.
+
+    Basics:
+
+    - ``model``: the only model id served; any other is a 404.
+    - ``default_max_tokens``: output length when a request names none.
+    - ``headers_after_prefill``: send the status and headers only with the first
+      token, instead of at once (as vLLM does).
+    - ``reject_stream_options``: answer 400 to requests with ``stream_options``,
+      like servers that do not know it.
+    - ``stamp_chunks``: every streamed chunk carries ``"lab_t_ns"``, the server's
+      ``time.perf_counter_ns()`` when it wrote the chunk, and responses carry
+      ``x-lab-start-ns``, the origin of the request's schedule (token ``k`` is due at
+      origin + prefill + ``k``·decode). Linux's ``CLOCK_MONOTONIC`` is shared by
+      every process, so a client can compare these with its own clock.
+    - ``api_key``: when set, requests need ``Authorization: Bearer <api_key>``.
+    - ``seed``: seeds the jitter, the stall and fault draws and the background load.
+
+    Input length:
+
+    - ``max_context_tokens``: prompt + requested output past it is a 400 with code
+      ``context_length_exceeded``; a request that names no output length gets
+      ``default_max_tokens`` clipped to what the context leaves.
+
+    Model service:
+
+    - ``slots``: requests served at once (``None``: unlimited). A request holds a
+      slot from the start of its prefill to its last token; others wait first come,
+      first served.
+    - ``load_profile``: the fraction of the slots busy with simulated background
+      requests in each equal part of a ``day_seconds`` day that repeats from the
+      server's start (e.g. ``(0.1, 0.9)``: a quiet half, then a busy half). Background
+      requests arrive at random (Poisson) at the rate that keeps that fraction busy
+      on average, hold a slot for an exponential time of mean
+      ``background_request_ms`` and queue with everyone else; one that finds
+      ``slots`` of its kind already waiting gives up. Needs ``slots``.
+    - ``prefix_cache``: prompts are cut into blocks of ``prefix_block_tokens`` lab
+      tokens, chained by hash as vLLM does; the leading blocks seen in a recent
+      prompt (LRU of ``prefix_cache_blocks`` blocks) skip prefill. At least one
+      prompt token is always computed.
+    - ``stall_after_token``, ``stall_ms``, ``stall_rate``: after that many output
+      tokens the stream pauses ``stall_ms``, in a request drawn with probability
+      ``stall_rate``.
+
+    Failures:
+
+    - ``fault``, ``fault_rate``: the :class:`Fault` a request gets, with that
+      probability; a request header ``x-lab-fault: <name>`` (or ``none``) overrides
+      both for one request.
+    - ``fault_after_tokens``: output tokens sent before ``reset``, ``truncate`` and
+      ``malformed`` strike.
+    - ``retry_after_s``: the ``Retry-After`` of a ``429``.
+    - ``drip_interval_ms``: the pause between bytes of a ``drip``.
+    - ``hang_s``: how long a ``hang`` holds the connection before giving up (504).
+    """
+
+    model: str = "lab-sim"
+    latency: LatencyModel = field(default_factory=LatencyModel)
+    default_max_tokens: int = 32
+    headers_after_prefill: bool = False
+    reject_stream_options: bool = False
+    stamp_chunks: bool = False
+    api_key: str | None = None
+    seed: int | None = None
+    max_context_tokens: int | None = None
+    slots: int | None = None
+    load_profile: tuple[float, ...] = ()
+    day_seconds: float = 60.0
+    background_request_ms: float = 1000.0
+    prefix_cache: bool = False
+    prefix_block_tokens: int = 16
+    prefix_cache_blocks: int = 4096
+    stall_after_token: int | None = None
+    stall_ms: float = 0.0
+    stall_rate: float = 1.0
+    fault: Fault | None = None
+    fault_rate: float = 1.0
+    fault_after_tokens: int = 3
+    retry_after_s: int = 1
+    drip_interval_ms: float = 2.0
+    hang_s: float = 300.0
+
+    def __post_init__(self) -> None:
+        if not self.model:
+            raise ValueError("model must be a non-empty string")
+        if self.default_max_tokens < 1:
+            raise ValueError(f"default_max_tokens must be >= 1, got {self.default_max_tokens}")
+        for name, minimum in (
+            ("max_context_tokens", 1),
+            ("slots", 1),
+            ("prefix_block_tokens", 1),
+            ("prefix_cache_blocks", 1),
+            ("stall_after_token", 1),
+            ("fault_after_tokens", 0),
+            ("retry_after_s", 0),
+        ):
+            _check_at_least(self, name, minimum)
+        _check_finite(self, ("stall_ms", "drip_interval_ms"))
+        _check_finite(self, ("day_seconds", "background_request_ms", "hang_s"), positive=True)
+        _check_rate(self, "stall_rate")
+        _check_rate(self, "fault_rate")
+        if self.fault is not None and not isinstance(self.fault, Fault):
+            raise ValueError(f"fault must be a Fault, got {self.fault!r}")
+        if self.load_profile:
+            if self.slots is None:
+                raise ValueError("load_profile needs slots: background requests take slots")
+            for value in self.load_profile:
+                if not (math.isfinite(value) and 0 <= value <= 1):
+                    raise ValueError(f"load_profile values must be between 0 and 1, got {value!r}")
+        if self.stall_ms > 0 and self.stall_after_token is None:
+            raise ValueError("stall_ms needs stall_after_token: the token the stall follows")
+
+    @property
+    def extended(self) -> bool:
+        """Whether any knob beyond the basic latency model is set.
+
+        Responses of an extended endpoint carry the ``lab`` truth object.
+        """
+        latency = self.latency
+        return (
+            self.max_context_tokens is not None
+            or self.slots is not None
+            or self.prefix_cache
+            or self.stall_after_token is not None
+            or self.fault is not None
+            or (latency.kv_threshold_tokens is not None and latency.kv_penalty != 1.0)
+        )

@@ -1,0 +1,116 @@
+"""The simulated answer and the server-sent events that carry it.
+
+Every answer is the same word cycle, one lab token per word, so a client knows
+the text and the token count of any prefix. The events are built from
+pre-encoded JSON fragments: the streaming hot path only concatenates bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+
+from starlette.types import Message
+
+__all__ = [
+    "CHAT",
+    "COMPLETIONS",
+    "DONE",
+    "OUTPUT_WORDS",
+    "Events",
+    "Fragments",
+    "output_text",
+    "output_token",
+]
+
+OUTPUT_WORDS = (
+    "lorem",
+    "ipsum",
+    "dolor",
+    "sit",
+    "amet",
+    "consectetur",
+    "adipiscing",
+    "elit",
+    "sed",
+    "do",
+    "eiusmod",
+    "tempor",
+    "incididunt",
+    "ut",
+    "labore",
+    "et",
+    "dolore",
+    "magna",
+    "aliqua",
+)
+"""The deterministic word cycle of the simulated output."""
+
+
+def output_token(k: int) -> str:
+    """Output token ``k`` (from 0) of every simulated answer: a space and a word."""
+    return " " + OUTPUT_WORDS[k % len(OUTPUT_WORDS)]
+
+
+def output_text(output_tokens: int) -> str:
+    """The whole simulated answer of ``output_tokens`` tokens."""
+    return "".join(output_token(k) for k in range(output_tokens))
+
+
+@dataclass(frozen=True)
+class Fragments:
+    """Pre-encoded JSON pieces of one dialect's stream chunks (after ``"choices":``)."""
+
+    role: bytes | None
+    tokens: tuple[bytes, ...]
+    finish: bytes
+
+
+def _token_json(k: int) -> bytes:
+    return json.dumps(output_token(k)).encode()
+
+
+CHAT = Fragments(
+    role=b'[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]',
+    tokens=tuple(
+        b'[{"index":0,"delta":{"content":%s},"finish_reason":null}]' % _token_json(k)
+        for k in range(len(OUTPUT_WORDS))
+    ),
+    finish=b'[{"index":0,"delta":{},"finish_reason":"length"}]',
+)
+COMPLETIONS = Fragments(
+    role=None,
+    tokens=tuple(
+        b'[{"index":0,"text":%s,"logprobs":null,"finish_reason":null}]' % _token_json(k)
+        for k in range(len(OUTPUT_WORDS))
+    ),
+    finish=b'[{"index":0,"text":"","logprobs":null,"finish_reason":"length"}]',
+)
+DONE = b"data: [DONE]\n\n"
+
+
+class Events:
+    """Builds one request's SSE events; stamps them at build time when asked."""
+
+    __slots__ = ("head", "stamp")
+
+    def __init__(self, call_id: str, obj: str, created: int, model: str, stamp: bool) -> None:
+        self.head = b'data: {"id":"%s","object":"%s","created":%d,"model":%s,"choices":' % (
+            call_id.encode(),
+            obj.encode(),
+            created,
+            json.dumps(model).encode(),
+        )
+        self.stamp = stamp
+
+    def message(self, choices: bytes, extra: bytes = b"") -> Message:
+        """The event whose ``choices`` are ``choices``, then ``extra`` (``,"key":value``)."""
+        tail = b',"lab_t_ns":%d}\n\n' % time.perf_counter_ns() if self.stamp else b"}\n\n"
+        body = self.head + choices + extra + tail
+        return {"type": "http.response.body", "body": body, "more_body": True}
+
+    def malformed(self) -> Message:
+        """An event whose data is cut off mid-object: not valid JSON."""
+        body = self.head + b'[{"index":0,"delta":{"content":" lor\n\n'
+        return {"type": "http.response.body", "body": body, "more_body": True}

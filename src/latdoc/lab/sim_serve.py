@@ -1,0 +1,235 @@
+"""Serving one admitted request: the streamed answer or the whole document.
+
+A request first takes its slot (:meth:`Lab.admit`); output token ``k`` is then due
+at ``prefill_end + k·decode`` plus what KV pressure and a stall add, on an
+absolute monotonic schedule (with jitter, each gap is drawn in turn). Its slot is
+released once the last token is out. The ``reset``, ``truncate`` and
+``malformed`` faults strike when token ``fault_after_tokens`` is due.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any, Protocol
+
+from starlette.types import Message, Scope, Send
+
+from latdoc.lab.sim_config import Fault, LabConfig
+from latdoc.lab.sim_events import CHAT, COMPLETIONS, DONE, Events, output_text
+from latdoc.lab.sim_faults import STREAM_FAULTS, ResetConnection
+from latdoc.lab.sim_plan import Plan, lab_object
+
+__all__ = ["Flight", "Lab", "serve_complete", "serve_stream"]
+
+_RESET_WAIT_S = 1.0
+"""How long a reset request waits for its server to notice the dead connection."""
+
+
+class Flight:
+    """One request being served: its task, its connection and how it may end early."""
+
+    __slots__ = ("cancelled", "disconnected", "finished", "scope", "started", "task", "truth")
+
+    def __init__(self, task: asyncio.Task[object], scope: Scope, truth: bool) -> None:
+        self.task = task
+        self.scope = scope
+        self.truth = truth
+        self.started = False
+        self.finished = False
+        self.disconnected = False
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        if not (self.finished or self.cancelled):
+            self.cancelled = True
+            self.task.cancel()
+
+
+class Lab(Protocol):
+    """What serving a request needs from the endpoint's shared state."""
+
+    config: LabConfig
+    reset_connection: ResetConnection | None
+
+    def next_id(self) -> int: ...
+
+    def jittered(self, ms: float) -> float: ...
+
+    async def admit(self, plan: Plan) -> None: ...
+
+    def prefilled(self, plan: Plan) -> None: ...
+
+    def release(self, plan: Plan) -> None: ...
+
+    def headers(
+        self, plan: Plan, start_ns: int, content_type: bytes
+    ) -> list[tuple[bytes, bytes]]: ...
+
+    def usage(self, plan: Plan) -> dict[str, Any]: ...
+
+
+def _compact(value: object) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+def _strike_point(plan: Plan, config: LabConfig) -> int | None:
+    if plan.fault not in STREAM_FAULTS:
+        return None
+    return min(config.fault_after_tokens, plan.call.output_tokens)
+
+
+async def _reset(lab: Lab, flight: Flight) -> None:
+    """Reset the request's TCP connection, then wait to be cancelled by the disconnect."""
+    client = flight.scope.get("client")
+    found = False
+    if lab.reset_connection is not None and client:
+        found = lab.reset_connection((str(client[0]), int(client[1])))
+    if not found:
+        raise ConnectionAbortedError("lab fault: reset (connection not found)")
+    await asyncio.sleep(_RESET_WAIT_S)
+
+
+async def _strike(lab: Lab, plan: Plan, flight: Flight, send: Send, events: Events) -> bool:
+    """Apply a stream fault now; say whether the response is over."""
+    if plan.fault is Fault.MALFORMED:
+        await send(events.malformed())
+        return False
+    if plan.fault is Fault.TRUNCATE:
+        flight.finished = True
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        return True
+    await _reset(lab, flight)
+    return True
+
+
+async def serve_stream(lab: Lab, plan: Plan, flight: Flight, send: Send) -> None:
+    """Stream the answer as server-sent events, one event per output token."""
+    await lab.admit(plan)
+    loop = asyncio.get_running_loop()
+    start_ns = time.perf_counter_ns()
+    start = loop.time()
+    config = lab.config
+    latency = config.latency
+    call = plan.call
+    chat = call.kind == "chat"
+    fragments = CHAT if chat else COMPLETIONS
+    events = Events(
+        f"{'chatcmpl' if chat else 'cmpl'}-lab{lab.next_id()}",
+        "chat.completion.chunk" if chat else "text_completion",
+        int(time.time()),
+        config.model,
+        config.stamp_chunks,
+    )
+    head: Message = {
+        "type": "http.response.start",
+        "status": 200,
+        "headers": lab.headers(plan, start_ns, b"text/event-stream"),
+    }
+    if not config.headers_after_prefill:
+        flight.started = True
+        await send(head)
+        if fragments.role is not None:
+            await send(events.message(fragments.role))
+    first = start + plan.prefill_ms / 1000
+    decode_s = latency.decode_ms_per_token / 1000
+    jitter = latency.jitter_ms > 0
+    target = first
+    tokens = fragments.tokens
+    strike_at = _strike_point(plan, config)
+    for k in range(call.output_tokens):
+        if k:
+            if jitter:
+                gap = lab.jittered(plan.gap_ms(k))
+                plan.decode_ms += gap
+                target += (gap + plan.stall_before(k)) / 1000
+            else:
+                plan.decode_ms += plan.gap_ms(k)
+                extra_ms = plan.kv_extra_ms(k) + plan.stall_extra_ms(k)
+                target = first + k * decode_s + extra_ms / 1000
+        delay = target - loop.time()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        if k == 0:
+            lab.prefilled(plan)
+        if not flight.started:
+            flight.started = True
+            await send(head)
+            if fragments.role is not None:
+                await send(events.message(fragments.role))
+        if k == strike_at and await _strike(lab, plan, flight, send, events):
+            return
+        await send(events.message(tokens[k % len(tokens)]))
+    lab.release(plan)
+    if strike_at == call.output_tokens and await _strike(lab, plan, flight, send, events):
+        return
+    truth = b',"lab":%s' % _compact(lab_object(plan)) if flight.truth else b""
+    if call.include_usage:
+        await send(events.message(fragments.finish))
+        await send(events.message(b'[],"usage":%s' % _compact(lab.usage(plan)), truth))
+    else:
+        await send(events.message(fragments.finish, truth))
+    flight.finished = True
+    await send({"type": "http.response.body", "body": DONE, "more_body": False})
+
+
+async def serve_complete(lab: Lab, plan: Plan, flight: Flight, send: Send) -> None:
+    """Answer with the whole document once its last token is due."""
+    await lab.admit(plan)
+    loop = asyncio.get_running_loop()
+    start_ns = time.perf_counter_ns()
+    start = loop.time()
+    config = lab.config
+    latency = config.latency
+    call = plan.call
+    gaps = call.output_tokens - 1
+    if latency.jitter_ms > 0:
+        plan.decode_ms = sum(lab.jittered(plan.gap_ms(k)) for k in range(1, gaps + 1))
+    else:
+        plan.decode_ms = gaps * latency.decode_ms_per_token + plan.kv_extra_ms(gaps)
+    if plan.blocks:
+        delay = start + plan.prefill_ms / 1000 - loop.time()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        lab.prefilled(plan)
+    stall_ms = plan.stall_extra_ms(gaps)
+    delay = start + (plan.prefill_ms + plan.decode_ms + stall_ms) / 1000 - loop.time()
+    if delay > 0:
+        await asyncio.sleep(delay)
+    lab.release(plan)
+    text = output_text(call.output_tokens)
+    choice: dict[str, object]
+    if call.kind == "chat":
+        call_id, obj = "chatcmpl", "chat.completion"
+        choice = {"index": 0, "message": {"role": "assistant", "content": text}}
+    else:
+        call_id, obj = "cmpl", "text_completion"
+        choice = {"index": 0, "text": text}
+    choice.update(logprobs=None, finish_reason="length")
+    document: dict[str, object] = {
+        "id": f"{call_id}-lab{lab.next_id()}",
+        "object": obj,
+        "created": int(time.time()),
+        "model": config.model,
+        "choices": [choice],
+        "usage": lab.usage(plan),
+    }
+    if flight.truth:
+        document["lab"] = lab_object(plan)
+    flight.finished = True
+    body = json.dumps(document).encode()
+    headers = lab.headers(plan, start_ns, b"application/json")
+    if plan.fault is Fault.TRUNCATE:
+        body = body[: len(body) // 2]
+    elif plan.fault is Fault.MALFORMED:
+        body = body[:-1]
+    if plan.fault is not Fault.TRUNCATE:
+        headers.append((b"content-length", b"%d" % len(body)))
+    flight.started = True
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    if plan.fault is Fault.RESET:
+        flight.finished = False
+        await _reset(lab, flight)
+        return
+    await send({"type": "http.response.body", "body": body, "more_body": False})
