@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from latdoc.errors import UsageError
+from latdoc.probe.backend import Resolver, system_resolver
 from latdoc.probe.session import Endpoint, ProbeSession, Timeouts
 from latdoc.probe.trace import RequestTrace
 from latdoc.workload.prompts import TokenCalibration, calibrate, make_prompt
@@ -24,6 +25,22 @@ class ConnectionOptions:
     cacert: str | None = None
     insecure: bool = False
     timeouts: Timeouts = field(default_factory=Timeouts)
+    resolver: Resolver = system_resolver
+
+    def session(
+        self, endpoint: Endpoint, *, reuse: bool = True, max_connections: int = 16
+    ) -> ProbeSession:
+        """A probe session with these options."""
+        return ProbeSession(
+            endpoint,
+            http2=self.http2,
+            cacert=self.cacert,
+            insecure=self.insecure,
+            timeouts=self.timeouts,
+            reuse_connections=reuse,
+            max_connections=max_connections,
+            resolver=self.resolver,
+        )
 
 
 @dataclass(frozen=True)
@@ -66,23 +83,10 @@ async def run_probe(
     calibration: TokenCalibration | None = None
     calibration_traces: list[RequestTrace] = []
     if plan.prompt_tokens is not None:
-        async with ProbeSession(
-            plan.endpoint,
-            http2=conn.http2,
-            cacert=conn.cacert,
-            insecure=conn.insecure,
-            timeouts=conn.timeouts,
-        ) as cal_session:
+        async with conn.session(plan.endpoint) as cal_session:
             calibration, cal = await calibrate(cal_session, rng, near_tokens=plan.prompt_tokens)
             calibration_traces.extend(cal)
-    async with ProbeSession(
-        plan.endpoint,
-        http2=conn.http2,
-        cacert=conn.cacert,
-        insecure=conn.insecure,
-        timeouts=conn.timeouts,
-        reuse_connections=plan.reuse_connections,
-    ) as session:
+    async with conn.session(plan.endpoint, reuse=plan.reuse_connections) as session:
         for index in range(plan.repeat):
             if calibration is not None and plan.prompt_tokens is not None:
                 prompt = make_prompt(calibration.words_for(plan.prompt_tokens), rng)

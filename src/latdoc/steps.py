@@ -88,15 +88,8 @@ class _Runner:
         self.calibration: TokenCalibration = ASSUMED
 
     def session(self, *, reuse: bool = True, max_connections: int = 16) -> ProbeSession:
-        c = self.plan.connection
-        return ProbeSession(
-            self.plan.endpoint,
-            http2=c.http2,
-            cacert=c.cacert,
-            insecure=c.insecure,
-            timeouts=c.timeouts,
-            reuse_connections=reuse,
-            max_connections=max_connections,
+        return self.plan.connection.session(
+            self.plan.endpoint, reuse=reuse, max_connections=max_connections
         )
 
     def note(self, step: str, text: str) -> None:

@@ -12,9 +12,11 @@ Each finding's ``share_ms`` is the latency that kind adds to a typical request:
 network_setup  DNS + TCP + TLS of a new connection (paid by every request
                when the server closes connections)
 network_path   one round trip plus the time to upload the prompt
-input_length   TTFT at the longest prompt minus TTFT at the shortest
+input_length   TTFT at a long prompt (~2K tokens; the longest for longdoc)
+               minus TTFT at the shortest
 queueing       TTFT p95 − p50 at a fixed length, or the rise under concurrency
-decode         end-to-end minus TTFT (generation)
+               (TTFT here excludes the client's pool wait and connection setup)
+decode         (output tokens − 1) × the steady time per token
 stalls         mid-stream pause time per request
 client         time waiting for a free connection in the client's pool
 errors         the failed fraction of a typical request's end-to-end time
@@ -34,6 +36,7 @@ from latdoc.analysis.model import (
     Finding,
     Kind,
     LengthCurve,
+    LengthPoint,
     Scenario,
     StepNote,
     Verdict,
@@ -48,6 +51,8 @@ HIGH_RTT_MS = 100.0
 SLOW_TLS_EXTRA_MS = 200.0
 SLOW_UPLOAD_MS = 200.0
 LENGTH_RATIO = 5.0
+LONG_REFERENCE_TOKENS = 2048
+"""The seed's long prompt (~5,000 characters); longdoc compares the longest measured."""
 LENGTH_MIN_RATIO = 2.0
 LENGTH_MIN_GROWTH_MS = 1000.0
 QUEUE_CV = 0.5
@@ -103,6 +108,8 @@ class _Facts:
     measured: list[RequestTrace]
     failed: Counter[str]
     retry_after_s: float | None
+    long_reference_tokens: int | None
+    """The "long prompt" of the input-length rule; None for the longest measured."""
 
 
 def _network_facts(samples: Sequence[Sample]) -> dict[str, float | None]:
@@ -135,13 +142,20 @@ def _network_facts(samples: Sequence[Sample]) -> dict[str, float | None]:
     }
 
 
+def server_ttft_ms(trace: RequestTrace) -> float | None:
+    """TTFT without the client's pool wait and the connection's setup: what the server took."""
+    if trace.ttft_ms is None:
+        return None
+    return trace.ttft_ms - (trace.queue_ms or 0.0) - (trace.setup_ms or 0.0)
+
+
 def _load_facts(samples: Sequence[Sample]) -> dict[str, float | None]:
     seq = [s.trace for s in samples if s.step == "load" and s.concurrency == 1 and s.trace.ok]
     conc = [s for s in samples if s.step == "load" and s.concurrency > 1 and s.trace.ok]
-    seq_ttft = [t.ttft_ms for t in seq if t.ttft_ms is not None]
+    seq_ttft = [v for t in seq if (v := server_ttft_ms(t)) is not None]
     disp = dispersion(seq_ttft)
     seq_median = statistics.median(seq_ttft) if seq_ttft else None
-    conc_median = _median(s.trace.ttft_ms for s in conc)
+    conc_median = _median(server_ttft_ms(s.trace) for s in conc)
     return {
         "sequential_n": float(len(seq_ttft)),
         "ttft_p50_ms": disp.median if disp else seq_median,
@@ -160,7 +174,7 @@ def _diff(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a - b
 
 
-def _facts(samples: Sequence[Sample]) -> _Facts:
+def _facts(samples: Sequence[Sample], scenario: Scenario) -> _Facts:
     measured = [s for s in samples if s.step != "calibration"]
     ok = [s.trace for s in measured if s.trace.ok]
     curve = fit_length_curve(
@@ -182,6 +196,7 @@ def _facts(samples: Sequence[Sample]) -> _Facts:
         measured=[s.trace for s in measured],
         failed=failed,
         retry_after_s=retry_after,
+        long_reference_tokens=None if scenario is Scenario.LONGDOC else LONG_REFERENCE_TOKENS,
     )
 
 
@@ -273,12 +288,21 @@ def _network_path(f: _Facts) -> Finding | None:
     return None
 
 
+def _long_point(curve: LengthCurve, reference: int | None) -> LengthPoint:
+    """The measured length nearest the reference (the longest when there is none)."""
+    if reference is None:
+        return curve.points[-1]
+    return min(curve.points, key=lambda p: (abs(p.prompt_tokens - reference), -p.prompt_tokens))
+
+
 def _input_length(f: _Facts) -> Finding | None:
     curve = f.curve
     if curve is None:
         return None
-    short, long = curve.points[0], curve.points[-1]
-    ratio = curve.ratio_long_short
+    short, long = curve.points[0], _long_point(curve, f.long_reference_tokens)
+    if long.prompt_tokens <= short.prompt_tokens:
+        return None
+    ratio = long.ttft_ms / max(short.ttft_ms, 1e-9)
     growth = long.ttft_ms - short.ttft_ms
     fired = ratio >= LENGTH_RATIO or (ratio >= LENGTH_MIN_RATIO and growth >= LENGTH_MIN_GROWTH_MS)
     if not fired:
@@ -336,17 +360,29 @@ def _queueing(f: _Facts) -> Finding | None:
     return None
 
 
+def steady_tpot_ms(trace: RequestTrace) -> float | None:
+    """Time per output token in the stream's steady rhythm: the median inter-chunk gap
+    over the tokens per chunk, so a stall does not pass for slow generation."""
+    itl = trace.itl_ms
+    tokens = sum(c.tokens for c in trace.chunks)
+    if len(itl) < 2 or tokens <= 0:
+        return None
+    return statistics.median(itl) / (tokens / len(trace.chunks))
+
+
 def _decode(f: _Facts) -> Finding | None:
     ok = [t for t in f.measured if t.ok]
-    tpot = _median(t.tpot_ms for t in ok)
-    decode = _median(_diff(t.total_ms, t.ttft_ms) for t in ok)
-    if tpot is None or decode is None or tpot <= SLOW_TPOT_MS:
+    tpot = _median(steady_tpot_ms(t) for t in ok)
+    tokens = _median(float(t.output_tokens) for t in ok if t.output_tokens)
+    if tpot is None or tokens is None or tpot <= SLOW_TPOT_MS:
         return None
+    decode = tpot * max(0.0, tokens - 1)
     return Finding(
         Kind.DECODE,
         "Slow generation",
-        f"{tpot:.0f} ms per output token > {SLOW_TPOT_MS:.0f} ms ({1000 / tpot:.1f} tokens/s)",
-        {"tpot_ms": tpot, "decode_ms": decode},
+        f"{tpot:.0f} ms per output token > {SLOW_TPOT_MS:.0f} ms "
+        f"({1000 / tpot:.1f} tokens/s) in the stream's steady rhythm",
+        {"tpot_ms": tpot, "decode_ms": decode, "output_tokens": tokens},
         share_ms=decode,
         confidence=_confidence(len(ok), tpot / SLOW_TPOT_MS - 1),
     )
@@ -420,7 +456,7 @@ RULES: tuple[Rule, ...] = (
 
 def diagnose(samples: Sequence[Sample], context: RunContext) -> Diagnosis:
     """The verdict, shares and findings for one run's samples. Remedies are added by advice."""
-    facts = _facts(samples)
+    facts = _facts(samples, context.scenario)
     findings = tuple(f for rule in RULES if (f := rule(facts)) is not None)
     verdict = _verdict(findings, facts)
     shares = {f.kind: round(f.share_ms, 3) for f in findings}

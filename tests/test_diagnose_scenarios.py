@@ -1,0 +1,119 @@
+"""The verdict against lab scenarios whose truth is known.
+
+Each scenario is the simulated endpoint in its own process with one kind of slow
+switched on; the diagnosis must name that kind as the primary one. The healthy
+endpoint must produce no ``network_*`` kind at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Sequence
+
+import pytest
+
+from latdoc.analysis.attribution import RunContext
+from latdoc.analysis.model import Diagnosis, Kind, Scenario
+from latdoc.diagnose import build_diagnosis, run_diagnosis
+from latdoc.lab.process import LabProcess
+from latdoc.lab.sim import LabConfig, LatencyModel
+from latdoc.lab.sim_config import Fault
+from latdoc.measure import ConnectionOptions
+from latdoc.probe.session import Endpoint
+from latdoc.steps import DiagnosisPlan
+
+BASE = LatencyModel(prefill_base_ms=15.0, prefill_ms_per_token=0.01, decode_ms_per_token=4.0)
+OUTPUT = 12
+
+
+def _diagnose(
+    config: LabConfig,
+    *,
+    connection: ConnectionOptions | None = None,
+    host: str | None = None,
+    scenario: Scenario = Scenario.CHAT,
+    max_seconds: float = 40.0,
+    context_window: int = 8192,
+) -> Diagnosis:
+    with LabProcess(config) as lab:
+        url = lab.base_url if host is None else lab.base_url.replace("127.0.0.1", host)
+        plan = DiagnosisPlan(
+            Endpoint(url, config.model),
+            connection=connection or ConnectionOptions(),
+            output_tokens=OUTPUT,
+            max_seconds=max_seconds,
+            context_window=context_window,
+            seed=11,
+        )
+        result = asyncio.run(run_diagnosis(plan))
+    context = RunContext(
+        "test", url, config.model, scenario, cpu_count=2, notes=tuple(result.notes)
+    )
+    return build_diagnosis(result.samples, context)
+
+
+def _kinds(d: Diagnosis) -> Sequence[Kind]:
+    return [f.kind for f in d.findings]
+
+
+def test_healthy_endpoint_has_no_network_verdict() -> None:
+    d = _diagnose(LabConfig(latency=BASE))
+    assert d.verdict.primary is Kind.HEALTHY, d.findings
+    assert not any(k in (Kind.NETWORK_SETUP, Kind.NETWORK_PATH) for k in _kinds(d))
+    assert d.failed == 0
+
+
+def test_slow_dns_is_network_setup() -> None:
+    async def slow_resolver(host: str, port: int) -> list[str]:
+        await asyncio.sleep(0.25)
+        return ["127.0.0.1"]
+
+    d = _diagnose(
+        LabConfig(latency=BASE),
+        connection=ConnectionOptions(resolver=slow_resolver),
+        host="api.lab.test",
+    )
+    assert d.verdict.primary is Kind.NETWORK_SETUP, d.findings
+    (finding,) = [f for f in d.findings if f.kind is Kind.NETWORK_SETUP]
+    assert finding.title == "Slow DNS lookup"
+    assert finding.evidence["dns_ms"] == pytest.approx(250, abs=30)
+    assert any(r.key == "dns_cache" for r in d.remedies)
+
+
+def test_quadratic_prefill_is_input_length() -> None:
+    quadratic = dataclasses.replace(BASE, prefill_ms_per_token2=0.00005)
+    d = _diagnose(LabConfig(latency=quadratic), context_window=4096)
+    assert d.verdict.primary is Kind.INPUT_LENGTH, d.findings
+    assert d.length is not None and d.length.shape == "super-linear"
+    assert d.remedies[0].key == "trim_window"
+    assert d.remedies[0].predicted_gain_ms is not None and d.remedies[0].predicted_gain_ms > 0
+
+
+def test_queueing_under_background_load() -> None:
+    config = LabConfig(
+        latency=dataclasses.replace(BASE, decode_ms_per_token=8.0),
+        slots=2,
+        load_profile=(0.0, 1.0),
+        day_seconds=4.0,
+        background_request_ms=300.0,
+    )
+    d = _diagnose(config)
+    assert d.verdict.primary is Kind.QUEUEING, d.findings
+    assert not any(k in (Kind.NETWORK_SETUP, Kind.NETWORK_PATH) for k in _kinds(d))
+
+
+def test_mid_stream_stalls() -> None:
+    config = LabConfig(latency=BASE, stall_after_token=5, stall_ms=400.0, stall_rate=0.3, seed=2)
+    d = _diagnose(config)
+    assert d.verdict.primary is Kind.STALLS, d.findings
+    (finding,) = [f for f in d.findings if f.kind is Kind.STALLS]
+    assert finding.evidence["longest_ms"] == pytest.approx(400, abs=50)
+
+
+def test_rate_limiting_is_errors() -> None:
+    d = _diagnose(LabConfig(latency=BASE, fault=Fault.RATE_LIMIT, fault_rate=0.5, seed=5))
+    assert d.verdict.primary is Kind.ERRORS, d.findings
+    (finding,) = [f for f in d.findings if f.kind is Kind.ERRORS]
+    assert finding.evidence["http:429"] >= 3
+    assert d.remedies[0].key in ("retries", "spread_requests")
