@@ -117,3 +117,12 @@ def test_rate_limiting_is_errors() -> None:
     (finding,) = [f for f in d.findings if f.kind is Kind.ERRORS]
     assert finding.evidence["http:429"] >= 3
     assert d.remedies[0].key in ("retries", "spread_requests")
+
+
+def test_cold_connections_without_keep_alive_are_network_setup() -> None:
+    d = _diagnose(LabConfig(latency=BASE, keep_alive=False))
+    assert d.verdict.primary is Kind.NETWORK_SETUP, d.findings
+    (finding,) = [f for f in d.findings if f.kind is Kind.NETWORK_SETUP]
+    assert finding.title == "Every request opens a new connection"
+    assert finding.evidence["reused_fraction"] == 0.0
+    assert d.remedies[0].key == "keep_alive"

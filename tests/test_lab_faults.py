@@ -24,16 +24,6 @@ CONFIG = LabConfig(latency=LATENCY, fault_after_tokens=3, drip_interval_ms=0.3, 
 MAX_TOKENS = 8
 
 
-class FaultySession(ProbeSession):
-    """A probe session that can ask the lab to fail its next request in a given way."""
-
-    def request_fault(self, fault: Fault | None) -> None:
-        base = [(name, value) for name, value in self._headers if name != b"x-lab-fault"]
-        if fault is not None:
-            base.append((b"x-lab-fault", str(fault).encode()))
-        self._headers = base
-
-
 def _faulted_then_ok(
     server: LabServer,
     fault: Fault,
@@ -44,11 +34,11 @@ def _faulted_then_ok(
 ) -> tuple[RequestTrace, RequestTrace]:
     async def go() -> tuple[RequestTrace, RequestTrace]:
         endpoint = Endpoint(server.base_url, "lab-sim")
-        session = FaultySession(endpoint, cacert=server.ca_file, http2=http2, timeouts=timeouts)
+        session = ProbeSession(endpoint, cacert=server.ca_file, http2=http2, timeouts=timeouts)
         async with session:
-            session.request_fault(fault)
-            faulted = await session.request("Hello, lab", max_tokens)
-            session.request_fault(None)
+            faulted = await session.request(
+                "Hello, lab", max_tokens, headers={"x-lab-fault": str(fault)}
+            )
             after = await session.request("Hello, lab", max_tokens)
         return faulted, after
 

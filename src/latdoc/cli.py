@@ -143,22 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve = lab_sub.add_parser(
         "serve", help="run the simulated OpenAI-compatible streaming endpoint"
     )
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--tls", action="store_true", help="HTTPS with a fresh trustme CA")
-    serve.add_argument("--http2", action="store_true", help="offer HTTP/2 (needs --tls)")
-    serve.add_argument("--model", default="lab-sim")
-    serve.add_argument("--prefill-base-ms", type=_non_negative_float, default=20.0)
-    serve.add_argument("--prefill-ms-per-token", type=_non_negative_float, default=0.05)
-    serve.add_argument(
-        "--prefill-ms-per-token2",
-        type=_non_negative_float,
-        default=0.0,
-        help="quadratic prefill term, ms per token²",
-    )
-    serve.add_argument("--decode-ms-per-token", type=_non_negative_float, default=10.0)
-    serve.add_argument("--jitter-ms", type=_non_negative_float, default=0.0)
-    serve.add_argument("--api-key-env", metavar="VAR", help="require the key in this variable")
+    from latdoc.lab.serve_cli import add_serve_arguments
+
+    add_serve_arguments(serve)
     return parser
 
 
@@ -321,23 +308,10 @@ def _cmd_diagnose_family(args: argparse.Namespace) -> int:
 
 
 def _cmd_lab_serve(args: argparse.Namespace) -> int:
+    from latdoc.lab.serve_cli import config_from_args
     from latdoc.lab.server import serve_forever
-    from latdoc.lab.sim import LabConfig, LatencyModel
 
-    if args.http2 and not args.tls:
-        raise UsageError("--http2 needs --tls (HTTP/2 is negotiated with ALPN)")
-    api_key = _api_key(args.api_key_env) if args.api_key_env else None
-    config = LabConfig(
-        model=args.model,
-        latency=LatencyModel(
-            prefill_base_ms=args.prefill_base_ms,
-            prefill_ms_per_token=args.prefill_ms_per_token,
-            prefill_ms_per_token2=args.prefill_ms_per_token2,
-            decode_ms_per_token=args.decode_ms_per_token,
-            jitter_ms=args.jitter_ms,
-        ),
-        api_key=api_key,
-    )
+    config = config_from_args(args)
     serve_forever(config, host=args.host, port=args.port, tls=args.tls, http2=args.http2)
     return EXIT_OK
 

@@ -71,6 +71,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     server.add_argument(
         "--stamp-chunks", action="store_true", help="stamp every chunk with the server's clock"
     )
+    server.add_argument(
+        "--no-keep-alive",
+        dest="keep_alive",
+        action="store_false",
+        help="close the connection after every response (Connection: close)",
+    )
 
     latency = parser.add_argument_group("latency (ms)")
     latency.add_argument("--prefill-base-ms", type=_number, default=_LATENCY.prefill_base_ms)
@@ -233,6 +239,7 @@ def config_from_args(args: argparse.Namespace) -> LabConfig:
             headers_after_prefill=args.headers_after_prefill,
             reject_stream_options=args.reject_stream_options,
             stamp_chunks=args.stamp_chunks,
+            keep_alive=args.keep_alive,
             api_key=_api_key(args.api_key_env),
             seed=args.seed,
             max_context_tokens=args.max_context_tokens,

@@ -237,6 +237,8 @@ class _Lab:
             headers.append((FAULT_HEADER, str(plan.fault).encode()))
         if self.config.stamp_chunks:
             headers.append((b"x-lab-start-ns", b"%d" % start_ns))
+        if not self.config.keep_alive:
+            headers.append((b"connection", b"close"))
         return headers
 
     def usage(self, plan: Plan) -> dict[str, Any]:

@@ -167,6 +167,9 @@ class LabConfig:
       origin + prefill + ``k``·decode). Linux's ``CLOCK_MONOTONIC`` is shared by
       every process, so a client can compare these with its own clock.
     - ``api_key``: when set, requests need ``Authorization: Bearer <api_key>``.
+    - ``keep_alive``: when False, every response says ``Connection: close`` and the
+      server closes the connection after it, as some proxies do; each request then
+      pays DNS, TCP and TLS again.
     - ``seed``: seeds the jitter, the stall and fault draws and the background load.
 
     Input length:
@@ -214,6 +217,7 @@ class LabConfig:
     reject_stream_options: bool = False
     stamp_chunks: bool = False
     api_key: str | None = None
+    keep_alive: bool = True
     seed: int | None = None
     max_context_tokens: int | None = None
     slots: int | None = None

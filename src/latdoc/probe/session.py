@@ -14,7 +14,7 @@ import asyncio
 import json
 import os
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import TracebackType
@@ -267,15 +267,24 @@ class ProbeSession:
             await pool.aclose()
 
     async def request(
-        self, prompt: str, max_tokens: int, *, on_event: EventHook | None = None
+        self,
+        prompt: str,
+        max_tokens: int,
+        *,
+        on_event: EventHook | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> RequestTrace:
         """Send one streamed request and return what was measured. Never raises
         for a failed request; the trace's ``error`` says what failed.
 
         ``on_event`` sees every decoded JSON event with the arrival time the trace
-        uses for it, for fields the trace does not keep.
+        uses for it, for fields the trace does not keep. ``headers`` are sent with
+        this request only.
         """
-        trace = await self._measure(prompt, max_tokens, on_event)
+        extra = [
+            (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()
+        ]
+        trace = await self._measure(prompt, max_tokens, on_event, extra)
         if (
             self.include_usage
             and trace.error is not None
@@ -283,14 +292,18 @@ class ProbeSession:
             and "stream_options" in trace.error.message
         ):
             self.include_usage = False
-            trace = await self._measure(prompt, max_tokens, on_event)
+            trace = await self._measure(prompt, max_tokens, on_event, extra)
         if not self.reuse_connections:
             await self.aclose()
             self._pool = self._new_pool()
         return trace
 
     async def _measure(
-        self, prompt: str, max_tokens: int, on_event: EventHook | None
+        self,
+        prompt: str,
+        max_tokens: int,
+        on_event: EventHook | None,
+        extra_headers: list[tuple[bytes, bytes]],
     ) -> RequestTrace:
         if self._pool is None:
             self._pool = self._new_pool()
@@ -305,7 +318,9 @@ class ProbeSession:
         with Recorder() as rec:
             try:
                 async with asyncio.timeout(self.timeouts.total):
-                    await self._exchange(self._pool, rec, content, exchange, on_event)
+                    await self._exchange(
+                        self._pool, rec, content, exchange, on_event, extra_headers
+                    )
             except _Failure as failure:
                 error = failure.error
             except asyncio.CancelledError:
@@ -323,6 +338,7 @@ class ProbeSession:
         content: bytes,
         out: _Exchange,
         on_event: EventHook | None,
+        extra_headers: list[tuple[bytes, bytes]],
     ) -> None:
         t = self.timeouts
         extensions: dict[str, Any] = {
@@ -332,7 +348,7 @@ class ProbeSession:
         async with pool.stream(
             b"POST",
             self.endpoint.url,
-            headers=self._headers,
+            headers=self._headers + extra_headers,
             content=content,
             extensions=extensions,
         ) as response:
