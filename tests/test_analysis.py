@@ -53,7 +53,7 @@ def test_a_single_length_gives_no_curve() -> None:
 
 def test_length_points_take_the_median_per_length() -> None:
     pts = length_points([(128, 10.0), (128, 30.0), (128, 20.0), (512, 40.0)])
-    assert pts == (LengthPoint(128, 20.0, 3), LengthPoint(512, 40.0, 1))
+    assert pts == (LengthPoint(128, 20.0, 3, 10.0), LengthPoint(512, 40.0, 1, 40.0))
 
 
 def test_a_stall_is_found_where_it_is() -> None:

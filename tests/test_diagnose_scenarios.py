@@ -92,11 +92,11 @@ def test_quadratic_prefill_is_input_length() -> None:
 
 def test_queueing_under_background_load() -> None:
     config = LabConfig(
-        latency=dataclasses.replace(BASE, decode_ms_per_token=8.0),
+        latency=dataclasses.replace(BASE, decode_ms_per_token=20.0),
         slots=2,
         load_profile=(0.0, 1.0),
         day_seconds=4.0,
-        background_request_ms=300.0,
+        background_request_ms=400.0,
     )
     d = _diagnose(config)
     assert d.verdict.primary is Kind.QUEUEING, d.findings

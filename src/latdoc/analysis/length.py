@@ -3,7 +3,8 @@
 The seed's method: hold the output fixed, measure TTFT at growing input lengths and
 draw the curve. Its shape says which serving the endpoint has: ``flat`` (TTFT hardly
 moves), ``linear`` (FlashAttention/PagedAttention-style prefill) or ``super-linear``
-(attention cost growing with the square of the input, or memory pressure).
+(attention cost growing with the square of the input, or memory pressure). The fit
+uses the fastest TTFT at each length, the one with the least queueing in it.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def length_points(pairs: Iterable[tuple[int, float]]) -> tuple[LengthPoint, ...]
     for tokens, ttft in pairs:
         by_length[tokens].append(ttft)
     return tuple(
-        LengthPoint(prompt_tokens=n, ttft_ms=statistics.median(v), n=len(v))
+        LengthPoint(prompt_tokens=n, ttft_ms=statistics.median(v), n=len(v), min_ms=min(v))
         for n, v in sorted(by_length.items())
     )
 
@@ -38,7 +39,7 @@ def fit_length_curve(points: Sequence[LengthPoint]) -> LengthCurve | None:
     if len({p.prompt_tokens for p in pts}) < 2:
         return None
     ks = [p.prompt_tokens / 1000.0 for p in pts]
-    ys = [p.ttft_ms for p in pts]
+    ys = [p.best_ms for p in pts]
     weights = [float(p.n) for p in pts]
     a, b, c = 0.0, 0.0, 0.0
     if len(pts) >= 3:
@@ -54,7 +55,7 @@ def fit_length_curve(points: Sequence[LengthPoint]) -> LengthCurve | None:
 
 def _shape(points: Sequence[LengthPoint], b: float, c: float) -> str:
     short, long = points[0], points[-1]
-    if long.ttft_ms / max(short.ttft_ms, 1e-9) < FLAT_GROWTH:
+    if long.best_ms / max(short.best_ms, 1e-9) < FLAT_GROWTH:
         return "flat"
     k = long.prompt_tokens / 1000.0
     growth = b * k + c * k * k
