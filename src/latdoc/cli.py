@@ -146,6 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
     from latdoc.lab.serve_cli import add_serve_arguments
 
     add_serve_arguments(serve)
+    from latdoc.lab.net_cli import add_net_parser
+
+    add_net_parser(lab_sub)
     return parser
 
 
@@ -159,6 +162,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_diagnose_family(args)
         if args.command == "lab" and args.lab_command == "serve":
             return _cmd_lab_serve(args)
+        if args.command == "lab" and args.lab_command == "net":
+            from latdoc.lab.net_cli import run_net
+
+            return run_net(args)
         raise UsageError(f"unknown command {args.command!r}")
     except UsageError as exc:
         print(f"Error: {exc}", file=sys.stderr)

@@ -11,6 +11,7 @@ Marks go to the :class:`~latdoc.probe.recorder.Recorder` of the running request.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import socket
 import ssl
@@ -170,18 +171,21 @@ async def warm_up() -> None:
     """Pay the client's one-time costs before anything is timed.
 
     AnyIO loads its asyncio backend and TLS stream modules on first use (about
-    30 ms) and the event loop starts its resolver thread on the first lookup; left
-    alone, both would be counted as queue and DNS time of the first, cold request.
+    30 ms), the event loop starts its resolver thread and the C library loads its
+    name-service modules on the first lookup; left alone, all of it would be
+    counted as queue and DNS time of the first, cold request.
     """
     import anyio.lowlevel
     import anyio.streams.tls
 
     await anyio.lowlevel.checkpoint()
-    await asyncio.get_running_loop().run_in_executor(None, _nothing)
+    await asyncio.get_running_loop().run_in_executor(None, _load_resolver)
 
 
-def _nothing() -> None:
-    return None
+def _load_resolver() -> None:
+    """The C library loads its name-service modules on the first lookup (~3 ms)."""
+    with contextlib.suppress(OSError):
+        socket.getaddrinfo("localhost", None)
 
 
 async def _resolve(

@@ -54,6 +54,7 @@ class Recorder:
         self.new_connection = False
         self.stream: TimedStream | None = None
         self.bytes_written = 0
+        self.unacked_before = 0
         self.bytes_read = 0
         self._ack_task: asyncio.Task[None] | None = None
         self._token: contextvars.Token[Recorder | None] | None = None
@@ -91,6 +92,9 @@ class Recorder:
         self.tls_done = now_ns()
 
     def on_write(self, stream: TimedStream, nbytes: int) -> None:
+        if self.stream is None:
+            state = tcpinfo.send_state(stream.socket)
+            self.unacked_before = state.unacked_segments if state is not None else 0
         self.stream = stream
         self.bytes_written += nbytes
 
@@ -132,7 +136,7 @@ class Recorder:
         state = tcpinfo.send_state(sock)
         if state is None:
             return
-        if state.delivered:
+        if state.delivered(self.unacked_before):
             self.acked = now_ns()
             return
         self._ack_task = asyncio.get_running_loop().create_task(self._watch_ack(sock))
@@ -151,7 +155,7 @@ class Recorder:
             state = tcpinfo.send_state(sock)
             if state is None:
                 return
-            if state.delivered:
+            if state.delivered(self.unacked_before):
                 self.acked = now_ns()
                 return
             if self.first_byte is not None:

@@ -39,8 +39,7 @@ class SendState:
     unacked_segments: int
     notsent_bytes: int | None
 
-    @property
-    def delivered(self) -> bool:
+    def delivered(self, baseline: int = 0) -> bool:
         """Everything is on the wire and at most the last two segments await an ACK.
 
         The ACK of the last segments is no clock: a receiver with nothing to send
@@ -49,9 +48,11 @@ class SendState:
         often exactly that) for up to 40 ms. ACKs before them are sent at once, so
         this condition marks the end of an upload to within two segments'
         transmission time, and a request that fits in two segments is delivered
-        as soon as it is on the wire.
+        as soon as it is on the wire. ``baseline`` counts segments that were
+        already unacknowledged before the request was written (the TLS Finished
+        message on a new connection): they are not the request's.
         """
-        return self.unacked_segments <= 2 and not self.notsent_bytes
+        return self.unacked_segments <= 2 + baseline and not self.notsent_bytes
 
 
 def _raw(sock: Any) -> bytes | None:

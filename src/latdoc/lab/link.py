@@ -1,0 +1,427 @@
+"""A user-space point-to-point link between two TUN devices, with known impairments.
+
+Whole IP packets read from one TUN device are written to the other after passing,
+per direction, through: random loss, a bounded queue served at the rate limit
+(packets that find it full are dropped), then a one-way delay with jitter. The
+jitter of each packet is uniform in ``[-jitter, +jitter]``; a packet never
+overtakes the one before it (as on a real path), so each direction is a FIFO of
+``(due time, packet)`` served on the monotonic clock; packets close together
+therefore see somewhat more than ``delay_ms`` on average when there is jitter.
+
+The link runs as its own process (``python -m latdoc.lab.link``), started by
+:class:`latdoc.lab.net.LabNet` inside the server namespace with both TUN file
+descriptors inherited. The same loop serves the lab DNS server
+(:mod:`latdoc.lab.dns`) and a control socket through which the settings change
+while it runs. It waits with ``select``, whose timeout has microsecond resolution.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import fcntl
+import json
+import os
+import random
+import select
+import signal
+import socket
+import struct
+import subprocess
+import time
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+from latdoc.errors import LabError, UsageError
+
+if TYPE_CHECKING:
+    from latdoc.lab.dns import DnsServer
+
+__all__ = [
+    "DirectionStats",
+    "Link",
+    "LinkSettings",
+    "LinkStats",
+    "configure_tun",
+    "control",
+    "open_tun",
+]
+
+_TUNSETIFF = 0x400454CA
+_IFF_TUN = 0x0001
+_IFF_NO_PI = 0x1000
+_MAX_PACKET = 65535
+_READS_PER_WAKE = 64
+_MAX_IN_FLIGHT = 100_000
+_MAX_WAIT_S = 0.25
+_MAX_LEAD_S = 0.001
+_LEAD_SMOOTHING = 0.1
+_CONTROL_CLIENTS = 8
+_CONTROL_MESSAGE = 65536
+
+
+@dataclass(frozen=True)
+class LinkSettings:
+    """Impairments of the link, the same in each direction unless ``up_rate_kbit`` is set.
+
+    ``delay_ms`` is one way (the round trip adds twice that), ``rate_kbit`` counts
+    IP bytes in kbit/s (``None``: unlimited) and ``up_rate_kbit`` overrides it for
+    client→server; ``loss`` is the probability that a packet is lost, per
+    direction; ``queue_packets`` bounds the packets waiting for the rate limit.
+    """
+
+    delay_ms: float = 0.0
+    jitter_ms: float = 0.0
+    rate_kbit: float | None = None
+    up_rate_kbit: float | None = None
+    loss: float = 0.0
+    queue_packets: int = 1000
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.delay_ms <= 60_000:
+            raise UsageError(f"delay must be 0 to 60000 ms, got {self.delay_ms:g}")
+        if not 0 <= self.jitter_ms <= 60_000:
+            raise UsageError(f"jitter must be 0 to 60000 ms, got {self.jitter_ms:g}")
+        for rate in (self.rate_kbit, self.up_rate_kbit):
+            if rate is not None and not 1 <= rate <= 100_000_000:
+                raise UsageError(f"a rate limit must be 1 to 1e8 kbit/s, got {rate:g}")
+        if not 0 <= self.loss < 1:
+            raise UsageError(f"loss is a probability from 0 to below 1, got {self.loss:g}")
+        if not 1 <= self.queue_packets <= 1_000_000:
+            raise UsageError(f"the queue holds 1 to 1000000 packets, got {self.queue_packets}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, fields: dict[str, Any]) -> LinkSettings:
+        return cls(**fields)
+
+
+@dataclass(frozen=True)
+class DirectionStats:
+    """Packets of one direction: delivered, lost at random, dropped by the full queue."""
+
+    delivered: int
+    delivered_bytes: int
+    lost: int
+    dropped: int
+
+
+@dataclass(frozen=True)
+class LinkStats:
+    """Counters since the link started; ``up`` is client→server."""
+
+    up: DirectionStats
+    down: DirectionStats
+    dns_queries: int
+
+    @classmethod
+    def from_dict(cls, fields: dict[str, Any]) -> LinkStats:
+        return cls(
+            DirectionStats(**fields["up"]), DirectionStats(**fields["down"]), fields["dns_queries"]
+        )
+
+
+def open_tun(name: str) -> int:
+    """Create TUN device ``name`` (no packet info header); return its non-blocking fd."""
+    fd = os.open("/dev/net/tun", os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        fcntl.ioctl(fd, _TUNSETIFF, struct.pack("16sH22x", name.encode(), _IFF_TUN | _IFF_NO_PI))
+    except OSError as exc:
+        os.close(fd)
+        raise LabError(f"cannot create TUN device {name!r}: {exc.strerror}") from exc
+    return fd
+
+
+def configure_tun(namespace: str, device: str, address: str, peer: str) -> None:
+    """Move TUN ``device`` into ``namespace`` as ``address``, point to point with ``peer``."""
+    commands = [
+        ["link", "set", "dev", device, "netns", namespace],
+        ["-n", namespace, "link", "set", "dev", device, "addrgenmode", "none"],
+        ["-n", namespace, "address", "add", address, "peer", f"{peer}/32", "dev", device],
+        ["-n", namespace, "link", "set", "dev", device, "up"],
+        ["-n", namespace, "link", "set", "dev", "lo", "up"],
+    ]
+    for command in commands:
+        result = subprocess.run(["ip", *command], capture_output=True, text=True, timeout=10)
+        if result.returncode != 0:
+            detail = result.stderr.strip() or f"exit code {result.returncode}"
+            raise LabError(f"ip {' '.join(command)}: {detail}")
+
+
+class Direction:
+    """One direction: loss, a queue served at the rate limit, then delay and jitter.
+
+    At most 100,000 packets are in flight; more are dropped, so a long delay on a
+    fast sender cannot exhaust memory.
+    """
+
+    def __init__(self, settings: LinkSettings, rate_kbit: float | None, rng: random.Random) -> None:
+        self._rng = rng
+        self._queue_ends: deque[float] = deque()
+        self._in_flight: deque[tuple[float, bytes]] = deque()
+        self._line_free = 0.0
+        self._last_due = 0.0
+        self.delivered = self.delivered_bytes = self.lost = self.dropped = 0
+        self.configure(settings, rate_kbit)
+
+    def configure(self, settings: LinkSettings, rate_kbit: float | None) -> None:
+        self._delay_s = settings.delay_ms / 1000
+        self._jitter_s = settings.jitter_ms / 1000
+        self._loss = settings.loss
+        self._queue_packets = settings.queue_packets
+        self._bytes_per_s = None if rate_kbit is None else rate_kbit * 1000 / 8
+
+    def admit(self, packet: bytes, now: float) -> None:
+        """Take a packet that arrived at ``now``: lose it, drop it, or schedule it."""
+        if self._loss and self._rng.random() < self._loss:
+            self.lost += 1
+            return
+        ends = self._queue_ends
+        while ends and ends[0] <= now:
+            ends.popleft()
+        sent = now
+        if len(self._in_flight) >= _MAX_IN_FLIGHT:
+            self.dropped += 1
+            return
+        if self._bytes_per_s is not None:
+            if len(ends) >= self._queue_packets:
+                self.dropped += 1
+                return
+            sent = max(now, self._line_free) + len(packet) / self._bytes_per_s
+            self._line_free = sent
+            ends.append(sent)
+        delay = self._delay_s
+        if self._jitter_s:
+            delay = max(0.0, delay + self._rng.uniform(-self._jitter_s, self._jitter_s))
+        due = max(sent + delay, self._last_due)
+        self._last_due = due
+        self._in_flight.append((due, packet))
+
+    def next_due(self) -> float | None:
+        return self._in_flight[0][0] if self._in_flight else None
+
+    def pop_due(self, now: float) -> Iterator[bytes]:
+        """The packets due by ``now``, in order."""
+        in_flight = self._in_flight
+        while in_flight and in_flight[0][0] <= now:
+            packet = in_flight.popleft()[1]
+            self.delivered += 1
+            self.delivered_bytes += len(packet)
+            yield packet
+
+    def stats(self) -> DirectionStats:
+        return DirectionStats(self.delivered, self.delivered_bytes, self.lost, self.dropped)
+
+
+class Link:
+    """Two TUN fds joined by an impaired :class:`Direction` each way."""
+
+    def __init__(
+        self, client_fd: int, server_fd: int, settings: LinkSettings, seed: int | None = None
+    ) -> None:
+        rng = random.Random(seed)
+        self.client_fd = client_fd
+        self.server_fd = server_fd
+        self.settings = settings
+        self.up = Direction(settings, settings.up_rate_kbit or settings.rate_kbit, rng)
+        self.down = Direction(settings, settings.rate_kbit, rng)
+
+    def configure(self, settings: LinkSettings) -> None:
+        self.settings = settings
+        self.up.configure(settings, settings.up_rate_kbit or settings.rate_kbit)
+        self.down.configure(settings, settings.rate_kbit)
+
+    def on_readable(self, fd: int, now: float) -> None:
+        direction = self.up if fd == self.client_fd else self.down
+        for _ in range(_READS_PER_WAKE):
+            try:
+                packet = os.read(fd, _MAX_PACKET)
+            except BlockingIOError:
+                return
+            if packet:
+                direction.admit(packet, now)
+
+    def next_due(self) -> float | None:
+        dues = [d for d in (self.up.next_due(), self.down.next_due()) if d is not None]
+        return min(dues) if dues else None
+
+    def deliver(self, now: float) -> None:
+        for direction, fd in ((self.up, self.server_fd), (self.down, self.client_fd)):
+            for packet in direction.pop_due(now):
+                with contextlib.suppress(OSError):
+                    os.write(fd, packet)
+
+
+def control(path: str, message: dict[str, Any], timeout: float = 5.0) -> dict[str, Any]:
+    """Send one request to a running link's control socket and return its answer."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as sock:
+        sock.settimeout(timeout)
+        try:
+            sock.connect(path)
+            sock.sendall(json.dumps(message).encode())
+            answer: dict[str, Any] = json.loads(sock.recv(_CONTROL_MESSAGE))
+        except (OSError, ValueError) as exc:
+            raise LabError(f"the lab link does not answer on {path}: {exc}") from exc
+    if not answer.get("ok"):
+        raise LabError(f"the lab link refused {message.get('op')!r}: {answer.get('error')}")
+    return answer
+
+
+class _Daemon:
+    """The link's event loop: TUN fds, DNS socket, control socket, and their timers.
+
+    ``select`` wakes a little after the timeout asked for (about 0.2 ms on a VM).
+    The loop learns that lateness (``lead``, smoothed, at most 1 ms), asks to wake
+    that much before a packet is due and sends what is due within ``lead`` of the
+    wake-up, so packets leave on time on average instead of always late.
+    """
+
+    def __init__(self, link: Link, dns: DnsServer | None, control_path: str) -> None:
+        self.link = link
+        self.dns = dns
+        self.control_path = control_path
+        self.stopping = False
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(control_path)
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.listener.bind(control_path)
+        os.chmod(control_path, 0o600)
+        self.listener.listen(_CONTROL_CLIENTS)
+        self.listener.setblocking(False)
+        self.clients: dict[int, socket.socket] = {}
+
+    def run(self, lifetime_s: float, parent_pid: int | None) -> None:
+        end = time.monotonic() + lifetime_s
+        link, dns = self.link, self.dns
+        fixed = [link.client_fd, link.server_fd, self.listener.fileno()]
+        if dns is not None:
+            fixed.append(dns.fileno())
+        next_check = 0.0
+        lead = 0.0
+        while not self.stopping:
+            now = time.monotonic()
+            if now >= next_check:
+                if now >= end or (parent_pid is not None and os.getppid() != parent_pid):
+                    return
+                next_check = now + _MAX_WAIT_S
+            wake = now + _MAX_WAIT_S
+            for due in (link.next_due(), dns.next_due() if dns is not None else None):
+                if due is not None:
+                    wake = min(wake, due - lead)
+            timeout = max(0.0, wake - now)
+            readable, _, _ = select.select([*fixed, *self.clients], [], [], timeout)
+            now = time.monotonic()
+            if not readable and timeout > 0:
+                late = min(now - wake, _MAX_LEAD_S)
+                lead += (late - lead) * _LEAD_SMOOTHING
+            for fd in readable:
+                if fd in (link.client_fd, link.server_fd):
+                    link.on_readable(fd, now)
+                elif dns is not None and fd == dns.fileno():
+                    dns.on_readable(now)
+                elif fd == self.listener.fileno():
+                    self._accept()
+                else:
+                    self._answer(fd)
+            horizon = time.monotonic() + lead
+            link.deliver(horizon)
+            if dns is not None:
+                dns.send_due(horizon)
+
+    def _accept(self) -> None:
+        with contextlib.suppress(BlockingIOError):
+            client, _ = self.listener.accept()
+            if len(self.clients) >= _CONTROL_CLIENTS:
+                client.close()
+                return
+            client.setblocking(False)
+            self.clients[client.fileno()] = client
+
+    def _answer(self, fd: int) -> None:
+        client = self.clients.pop(fd)
+        with client:
+            try:
+                message = json.loads(client.recv(_CONTROL_MESSAGE))
+                answer = self._handle(message)
+            except (OSError, ValueError, TypeError, KeyError, LabError, UsageError) as exc:
+                answer = {"ok": False, "error": str(exc)}
+            with contextlib.suppress(OSError):
+                client.send(json.dumps(answer).encode())
+
+    def _handle(self, message: dict[str, Any]) -> dict[str, Any]:
+        op = message["op"]
+        if op == "set":
+            if message.get("link") is not None:
+                self.link.configure(LinkSettings.from_dict(message["link"]))
+            if message.get("dns_delay_ms") is not None:
+                if self.dns is None:
+                    raise LabError("this link serves no DNS")
+                self.dns.set_delay(float(message["dns_delay_ms"]))
+        elif op == "stop":
+            self.stopping = True
+        elif op != "ping" and op != "stats":
+            raise LabError(f"unknown request {op!r}")
+        stats = LinkStats(
+            self.link.up.stats(),
+            self.link.down.stats(),
+            self.dns.queries if self.dns is not None else 0,
+        )
+        return {"ok": True, "pid": os.getpid(), "stats": dataclasses.asdict(stats)}
+
+    def close(self) -> None:
+        for client in self.clients.values():
+            client.close()
+        self.listener.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.control_path)
+        if self.dns is not None:
+            self.dns.close()
+        for fd in (self.link.client_fd, self.link.server_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the link process; runs until stopped, the parent dies, or lifetime ends."""
+    parser = argparse.ArgumentParser(prog="python -m latdoc.lab.link")
+    parser.add_argument("--client-fd", type=int, required=True)
+    parser.add_argument("--server-fd", type=int, required=True)
+    parser.add_argument("--control", required=True)
+    parser.add_argument("--settings", required=True, help="LinkSettings as JSON")
+    parser.add_argument("--dns", help="JSON: bind, host_name, address, delay_ms")
+    parser.add_argument("--seed", type=int)
+    parser.add_argument("--parent-pid", type=int)
+    parser.add_argument("--lifetime-s", type=float, default=12 * 3600.0)
+    args = parser.parse_args(argv)
+    for fd in (args.client_fd, args.server_fd):
+        os.set_blocking(fd, False)
+    link = Link(
+        args.client_fd, args.server_fd, LinkSettings.from_dict(json.loads(args.settings)), args.seed
+    )
+    dns = None
+    if args.dns:
+        from latdoc.lab.dns import DnsServer
+
+        dns = DnsServer(**json.loads(args.dns))
+    daemon = _Daemon(link, dns, args.control)
+
+    def stop(_signum: int, _frame: FrameType | None) -> None:
+        daemon.stopping = True
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        daemon.run(args.lifetime_s, args.parent_pid)
+    finally:
+        daemon.close()
+
+
+if __name__ == "__main__":
+    main()

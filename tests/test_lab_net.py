@@ -1,0 +1,387 @@
+"""The impaired network against the real probe: RTT, DNS, rate, loss, ``set`` and cleanup.
+
+The probe runs in the client namespace and the simulated endpoint in the server
+namespace, so every number below crossed the user-space link. Tests that need root
+and a TUN device skip with the reason; the link's scheduling and the DNS answers
+are also checked on their own, without root.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from latdoc.errors import LabError, UsageError
+from latdoc.lab.link import Direction, LinkSettings
+from latdoc.lab.net import STATE_DIR, LabEndpoint, LabNet, NetSettings, require_root
+
+try:
+    require_root()
+    ROOT_PROBLEM = ""
+except LabError as exc:
+    ROOT_PROBLEM = str(exc)
+
+needs_root = pytest.mark.skipif(bool(ROOT_PROBLEM), reason=ROOT_PROBLEM)
+
+NAME = "latdoc-test"
+FAST_ENDPOINT = ["--prefill-base-ms", "1", "--prefill-ms-per-token", "0"]
+FAST_ENDPOINT += ["--decode-ms-per-token", "1"]
+
+PROBE = """
+import asyncio, json, sys
+from latdoc.probe.session import Endpoint, ProbeSession
+from latdoc.report.json_out import trace_to_dict
+
+args = json.load(sys.stdin)
+
+async def main():
+    endpoint = Endpoint(args["url"], "lab-sim")
+    async with ProbeSession(
+        endpoint, insecure=True, reuse_connections=args["reuse"]
+    ) as session:
+        for _ in range(args["n"]):
+            trace = await session.request(args["prompt"], args["max_tokens"])
+            print(json.dumps(trace_to_dict(trace)), flush=True)
+
+asyncio.run(main())
+"""
+
+
+@pytest.fixture(scope="module")
+def network() -> Iterator[tuple[LabNet, LabEndpoint]]:
+    if ROOT_PROBLEM:
+        pytest.skip(ROOT_PROBLEM)
+    pytest.importorskip("dnslib")
+    with LabNet(name=NAME) as net:
+        yield net, net.start_endpoint(FAST_ENDPOINT)
+
+
+def probe(
+    net: LabNet, url: str, *, n: int = 1, reuse: bool = False, prompt: str = "Hello"
+) -> list[dict[str, Any]]:
+    """Traces of ``n`` requests sent by the real probe from the client namespace."""
+    request = {"url": url, "n": n, "reuse": reuse, "prompt": prompt, "max_tokens": 2}
+    result = net.run_client(
+        [sys.executable, "-c", PROBE],
+        input=json.dumps(request),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    traces = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(traces) == n
+    assert [t["error"] for t in traces] == [None] * n
+    return traces
+
+
+def median(traces: list[dict[str, Any]], key: str) -> float:
+    return statistics.median(float(t[key]) for t in traces)
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def assert_gone(name: str, pids: tuple[int, ...]) -> None:
+    namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert f"{name}-client" not in namespaces
+    assert f"{name}-server" not in namespaces
+    assert not os.path.exists(f"/etc/netns/{name}-client")
+    assert not os.path.exists(f"/etc/netns/{name}-server")
+    assert not os.path.exists(os.path.join(STATE_DIR, f"{name}.json"))
+    assert [pid for pid in pids if alive(pid)] == []
+
+
+# -- the link and the DNS answers on their own ---------------------------------
+
+
+def test_direction_delays_in_order_with_jitter() -> None:
+    direction = Direction(LinkSettings(delay_ms=10, jitter_ms=5), None, random.Random(1))
+    for k in range(100):
+        direction.admit(bytes([k]), k * 0.001)
+    delivered = list(direction.pop_due(1.0))
+    assert delivered == [bytes([k]) for k in range(100)]
+    assert direction.next_due() is None
+
+
+def test_direction_serializes_at_the_rate_and_drops_beyond_the_queue() -> None:
+    settings = LinkSettings(rate_kbit=8, queue_packets=3)
+    direction = Direction(settings, settings.rate_kbit, random.Random(1))
+    for _ in range(5):
+        direction.admit(b"x" * 1000, 0.0)
+    assert direction.dropped == 2
+    assert list(direction.pop_due(0.999)) == []
+    assert len(list(direction.pop_due(2.0))) == 2
+    assert direction.next_due() == pytest.approx(3.0)
+
+
+def test_direction_loses_the_share_asked_for() -> None:
+    direction = Direction(LinkSettings(loss=0.2), None, random.Random(7))
+    for _ in range(10_000):
+        direction.admit(b"x", 0.0)
+    assert direction.lost / 10_000 == pytest.approx(0.2, abs=0.02)
+
+
+def test_settings_reject_nonsense() -> None:
+    with pytest.raises(UsageError, match="loss"):
+        LinkSettings(loss=1.5)
+    with pytest.raises(UsageError, match="rate"):
+        LinkSettings(rate_kbit=0)
+    with pytest.raises(UsageError, match="host name"):
+        NetSettings(host_name="Not A Name")
+    with pytest.raises(UsageError, match="name"):
+        LabNet(name="no/slashes")
+
+
+def test_dns_answers_the_lab_name_only() -> None:
+    dnslib = pytest.importorskip("dnslib")
+    from latdoc.lab.dns import answer
+
+    def ask(name: str, qtype: str) -> Any:
+        query = dnslib.DNSRecord.question(name, qtype).pack()
+        reply = answer(query, "api.lab.test", "10.77.0.2")
+        assert reply is not None
+        return dnslib.DNSRecord.parse(reply)
+
+    a = ask("API.lab.test", "A")
+    assert [str(rr.rdata) for rr in a.rr] == ["10.77.0.2"]
+    assert a.header.rcode == dnslib.RCODE.NOERROR
+    aaaa = ask("api.lab.test", "AAAA")
+    assert (aaaa.rr, aaaa.header.rcode) == ([], dnslib.RCODE.NOERROR)
+    assert ask("example.com", "A").header.rcode == dnslib.RCODE.NXDOMAIN
+    assert answer(b"not dns", "api.lab.test", "10.77.0.2") is None
+
+
+# -- the network, measured by the probe ----------------------------------------
+
+
+def test_connect_time_is_the_configured_round_trip(network: tuple[LabNet, LabEndpoint]) -> None:
+    net, endpoint = network
+    net.set(LinkSettings(delay_ms=25), dns_delay_ms=0)
+    traces = probe(net, endpoint.ip_url, n=7)
+    assert median(traces, "connect_ms") == pytest.approx(50, abs=3)
+    assert all(t["new_connection"] for t in traces)
+
+
+def test_set_changes_the_delay_while_running(network: tuple[LabNet, LabEndpoint]) -> None:
+    net, endpoint = network
+    for delay_ms in (5.0, 40.0):
+        net.set(LinkSettings(delay_ms=delay_ms))
+        traces = probe(net, endpoint.ip_url, n=5)
+        assert median(traces, "connect_ms") == pytest.approx(2 * delay_ms, abs=3)
+    assert net.settings.link.delay_ms == 40
+
+
+def test_dns_time_is_the_dns_delay_plus_the_round_trip(network: tuple[LabNet, LabEndpoint]) -> None:
+    net, endpoint = network
+    net.set(LinkSettings(delay_ms=10), dns_delay_ms=60)
+    before = net.stats().dns_queries
+    traces = probe(net, endpoint.base_url, n=7)
+    assert median(traces, "dns_ms") == pytest.approx(60 + 2 * 10, abs=5)
+    assert {t["remote_ip"] for t in traces} == {net.server_ip}
+    assert net.stats().dns_queries > before
+    net.set(dns_delay_ms=0)
+    lookup = (
+        "import socket\ntry: socket.getaddrinfo('example.com', 443)\nexcept OSError: print('no')"
+    )
+    result = net.run_client([sys.executable, "-c", lookup], capture_output=True, text=True)
+    assert result.stdout.strip() == "no"
+
+
+def test_rate_limit_paces_the_upload(network: tuple[LabNet, LabEndpoint]) -> None:
+    net, endpoint = network
+    prompt = " ".join(f"w{k}" for k in range(20_000))
+    net.set(LinkSettings(delay_ms=1), dns_delay_ms=0)
+    unlimited = probe(net, endpoint.ip_url, prompt=prompt)[0]
+    net.set(LinkSettings(delay_ms=1, rate_kbit=2000))
+    limited = probe(net, endpoint.ip_url, prompt=prompt)[0]
+    assert limited["send_acked"]
+    kbit_per_s = limited["request_bytes"] * 8 / limited["send_ms"]
+    assert 0.85 * 2000 <= kbit_per_s <= 2000
+    assert limited["send_ms"] > 10 * unlimited["send_ms"]
+
+
+def test_loss_shows_as_retransmits(network: tuple[LabNet, LabEndpoint]) -> None:
+    net, endpoint = network
+    prompt = " ".join(f"w{k}" for k in range(60_000))
+    net.set(LinkSettings(delay_ms=1, loss=0.05), dns_delay_ms=0)
+    before = net.stats()
+    trace = probe(net, endpoint.ip_url, prompt=prompt)[0]
+    after = net.stats()
+    assert trace["tcp_info"]["retransmits"] > 0
+    assert after.up.lost > before.up.lost
+
+
+# -- lifecycle -----------------------------------------------------------------
+
+
+def test_a_small_request_on_a_new_tls_connection_is_not_held_as_send(
+    network: tuple[LabNet, LabEndpoint],
+) -> None:
+    net, _ = network
+    net.set(LinkSettings(delay_ms=10), dns_delay_ms=0)
+    tls = net.start_endpoint(FAST_ENDPOINT, port=8443, tls=True)
+    traces = probe(net, tls.ip_url, n=3)
+    for t in traces:
+        # The TLS Finished message is still unacknowledged when the request goes out;
+        # it is not the request's, so the request's round trip is server wait.
+        assert t["send_ms"] < 5, t
+        assert t["wait_ms"] == pytest.approx(20, abs=4), t
+        assert t["tls_ms"] == pytest.approx(20, abs=5), t
+
+
+def test_high_round_trip_is_diagnosed_as_the_network_path(
+    network: tuple[LabNet, LabEndpoint],
+) -> None:
+    net, endpoint = network
+    net.set(LinkSettings(delay_ms=60), dns_delay_ms=0)
+    argv = [sys.executable, "-m", "latdoc.cli", "diagnose", endpoint.ip_url, "-m", "lab-sim",
+            "--json", "--db", ":memory:", "--max-seconds", "40", "--context-window", "2048",
+            "--output-tokens", "4"]  # fmt: skip
+    result = net.run_client(argv, capture_output=True, text=True, timeout=120)
+    net.set(LinkSettings(), dns_delay_ms=0)
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["verdict"]["primary"] == "network_path", doc["findings"]
+    (finding,) = [f for f in doc["findings"] if f["kind"] == "network_path"]
+    assert finding["evidence"]["rtt_ms"] == pytest.approx(120, abs=6)
+    assert doc["steps"]["network"]["connect_ms"] == pytest.approx(120, abs=6)
+
+
+@needs_root
+def test_everything_is_removed_when_the_body_raises() -> None:
+    pytest.importorskip("dnslib")
+    name = "latdoc-raise"
+    with pytest.raises(RuntimeError, match="boom"), LabNet(name=name) as net:  # noqa: PT012
+        net.spawn_server(["sleep", "30"])
+        pids = net.pids
+        assert len(pids) == 2 and all(alive(pid) for pid in pids)
+        raise RuntimeError("boom")
+    assert_gone(name, pids)
+
+
+@needs_root
+def test_leftovers_of_a_crashed_run_are_removed() -> None:
+    pytest.importorskip("dnslib")
+    name = "latdoc-crash"
+    crash = (
+        "import json, os, subprocess\n"
+        "from latdoc.lab.net import LabNet\n"
+        f"net = LabNet(name={name!r})\n"
+        "net.start()\n"
+        "net.spawn_server(['sleep', '30'], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        "print(json.dumps(net.pids), flush=True)\n"
+        "os._exit(3)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", crash], capture_output=True, text=True, timeout=30
+    )
+    assert result.returncode == 3, result.stderr
+    old = tuple(json.loads(result.stdout))
+    with LabNet(name=name) as net:
+        assert [pid for pid in old if alive(pid)] == []
+        check = "import socket; print(socket.gethostbyname('api.lab.test'))"
+        result = net.run_client([sys.executable, "-c", check], capture_output=True, text=True)
+        assert result.stdout.strip() == net.server_ip
+        pids = net.pids
+    assert_gone(name, old + pids)
+
+
+@needs_root
+def test_cli_up_set_exec_down(capfd: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("dnslib")
+    from latdoc.lab.net_cli import add_net_parser, run_net
+
+    name = "latdoc-cli"
+    parser = argparse.ArgumentParser()
+    add_net_parser(parser.add_subparsers(dest="lab_command"))
+
+    def run(*argv: str) -> int:
+        return run_net(parser.parse_args(["net", argv[0], "--name", name, *argv[1:]]))
+
+    connect = (
+        "import socket, time\n"
+        "t = time.perf_counter()\n"
+        "socket.create_connection(('api.lab.test', 8000), 5).close()\n"
+        "print(f'took {(time.perf_counter() - t) * 1000:.1f}')\n"
+    )
+    try:
+        assert run("up", "--delay-ms", "10", "--serve", "--http") == 0
+        assert "http://api.lab.test:8000/v1" in capfd.readouterr().out
+        with pytest.raises(LabError, match="is up"):
+            LabNet(name=name).start()
+        assert run("set", "--delay-ms", "30", "--dns-delay-ms", "20") == 0
+        assert "delay 30 ms each way" in capfd.readouterr().out
+        assert run("exec", "--", sys.executable, "-c", connect) == 0
+        took = float(capfd.readouterr().out.split()[-1])
+        assert 20 + 60 + 60 - 3 < took < 20 + 60 + 60 + 30
+        pids = LabNet.attach(name).pids
+        assert run("exec", "--", "sh", "-c", "exit 7") == 7
+    finally:
+        assert run("down") == 0
+    assert "removed" in capfd.readouterr().out
+    assert_gone(name, pids)
+    with pytest.raises(LabError, match="not up"):
+        LabNet.attach(name)
+
+
+@needs_root
+def test_a_stuck_server_is_killed_on_exit() -> None:
+    pytest.importorskip("dnslib")
+    name = "latdoc-stuck"
+    ignore_term = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    ignore_term += "print('ready', flush=True)\ntime.sleep(60)"
+    started = time.monotonic()
+    with LabNet(name=name) as net:
+        server = net.spawn_server([sys.executable, "-c", ignore_term], stdout=subprocess.PIPE)
+        assert server.stdout is not None and server.stdout.readline() == b"ready\n"
+        pids = net.pids
+    assert server.returncode == -signal.SIGKILL
+    assert time.monotonic() - started < 15
+    assert_gone(name, pids)
+
+
+@needs_root
+def test_everything_is_removed_after_ctrl_c() -> None:
+    pytest.importorskip("dnslib")
+    name = "latdoc-int"
+    body = (
+        "import json, subprocess, time\n"
+        "from latdoc.lab.net import LabNet\n"
+        f"with LabNet(name={name!r}) as net:\n"
+        "    net.spawn_server(['sleep', '30'], stdout=subprocess.DEVNULL)\n"
+        "    print(json.dumps(net.pids), flush=True)\n"
+        "    time.sleep(30)\n"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", body], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stdout is not None and process.stderr is not None
+        line = process.stdout.readline()
+        assert line, process.stderr.read()
+        pids = tuple(json.loads(line))
+        process.send_signal(signal.SIGINT)
+        process.wait(15)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode != 0
+    assert_gone(name, pids)
