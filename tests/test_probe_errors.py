@@ -241,3 +241,35 @@ def test_a_failed_request_does_not_stop_the_others() -> None:
     codes = [t.error.code if t.error else None for t in run.traces]
     assert codes == [None, "http:500", None]
     assert [len(t.chunks) for t in run.traces] == [2, 0, 2]
+
+
+def test_a_reused_connection_closed_before_answering_is_retried_on_a_new_one() -> None:
+    calls = itertools.count()
+
+    def script(request: bytes) -> list[Step]:
+        return ["close"] if next(calls) == 1 else sse_response(GOOD_EVENTS)
+
+    with ScriptedServer(script) as server:
+        plan = ProbePlan(endpoint=Endpoint(server.base_url, "lab-sim"), repeat=2)
+        run = asyncio.run(run_probe(plan))
+        assert len(server.requests) == 3
+    first, second = run.traces
+    assert first.error is None and second.error is None
+    assert second.new_connection is True
+    assert second.connection_id != first.connection_id
+
+
+def test_concurrent_requests_each_on_a_new_connection(lab: LabFactory) -> None:
+    async def go() -> list[RequestTrace]:
+        endpoint = Endpoint(lab_url, "lab-sim")
+        async with ProbeSession(endpoint, reuse_connections=False) as session:
+            return list(
+                await asyncio.gather(session.request("short", 2), session.request("long " * 50, 40))
+            )
+
+    with lab() as server:
+        lab_url = server.base_url
+        traces = asyncio.run(go())
+    assert [t.error for t in traces] == [None, None]
+    assert all(t.new_connection for t in traces)
+    assert traces[0].connection_id != traces[1].connection_id

@@ -284,7 +284,7 @@ class ProbeSession:
         extra = [
             (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()
         ]
-        trace = await self._measure(prompt, max_tokens, on_event, extra)
+        trace = await self._send(prompt, max_tokens, on_event, extra)
         if (
             self.include_usage
             and trace.error is not None
@@ -292,21 +292,36 @@ class ProbeSession:
             and "stream_options" in trace.error.message
         ):
             self.include_usage = False
-            trace = await self._measure(prompt, max_tokens, on_event, extra)
-        if not self.reuse_connections:
-            await self.aclose()
-            self._pool = self._new_pool()
+            trace = await self._send(prompt, max_tokens, on_event, extra)
+        elif _closed_before_answering(trace):
+            trace = await self._send(prompt, max_tokens, on_event, extra)
         return trace
+
+    async def _send(
+        self,
+        prompt: str,
+        max_tokens: int,
+        on_event: EventHook | None,
+        extra: list[tuple[bytes, bytes]],
+    ) -> RequestTrace:
+        if self.reuse_connections:
+            if self._pool is None:
+                self._pool = self._new_pool()
+            return await self._measure(self._pool, prompt, max_tokens, on_event, extra)
+        pool = self._new_pool()
+        try:
+            return await self._measure(pool, prompt, max_tokens, on_event, extra)
+        finally:
+            await pool.aclose()
 
     async def _measure(
         self,
+        pool: httpcore.AsyncConnectionPool,
         prompt: str,
         max_tokens: int,
         on_event: EventHook | None,
         extra_headers: list[tuple[bytes, bytes]],
     ) -> RequestTrace:
-        if self._pool is None:
-            self._pool = self._new_pool()
         ep = self.endpoint
         body = request_body(
             ep.dialect, ep.model, prompt, max_tokens, include_usage=self.include_usage
@@ -318,9 +333,7 @@ class ProbeSession:
         with Recorder() as rec:
             try:
                 async with asyncio.timeout(self.timeouts.total):
-                    await self._exchange(
-                        self._pool, rec, content, exchange, on_event, extra_headers
-                    )
+                    await self._exchange(pool, rec, content, exchange, on_event, extra_headers)
             except _Failure as failure:
                 error = failure.error
             except asyncio.CancelledError:
@@ -487,6 +500,17 @@ class ProbeSession:
             tcp_info=ex.tcp_info,
             error=error,
         )
+
+
+def _closed_before_answering(trace: RequestTrace) -> bool:
+    """A reused connection the server had already closed: nothing was answered, so
+    the request is sent again on a new connection (curl does the same)."""
+    return (
+        trace.error is not None
+        and trace.error.kind is ErrorKind.STREAM_BROKEN
+        and trace.new_connection is False
+        and trace.first_byte_ns is None
+    )
 
 
 def _redact(error: TraceError, secret: str | None) -> TraceError:
