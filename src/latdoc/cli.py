@@ -149,6 +149,9 @@ def build_parser() -> argparse.ArgumentParser:
     from latdoc.lab.net_cli import add_net_parser
 
     add_net_parser(lab_sub)
+    from latdoc.lab.engine_cli import add_engine_parser
+
+    add_engine_parser(lab_sub)
     return parser
 
 
@@ -162,6 +165,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_diagnose_family(args)
         if args.command == "lab" and args.lab_command == "serve":
             return _cmd_lab_serve(args)
+        if args.command == "lab" and args.lab_command == "engine":
+            from latdoc.lab.engine_cli import run_engine
+
+            return run_engine(args)
         if args.command == "lab" and args.lab_command == "net":
             from latdoc.lab.net_cli import run_net
 

@@ -139,12 +139,10 @@ def _network_path(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remedy]
 def _input_length(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remedy]:
     curve = d.length
     long_tokens = int(f.evidence.get("long_tokens", 0))
-    gain = None
-    if curve is not None and long_tokens > TRIM_WINDOW_TOKENS:
-        gain = max(0.0, curve.predict_ms(long_tokens) - curve.predict_ms(TRIM_WINDOW_TOKENS))
-    elif curve is not None and long_tokens:
-        gain = max(0.0, curve.predict_ms(long_tokens) - curve.predict_ms(long_tokens / 2))
     window = min(TRIM_WINDOW_TOKENS, max(256, long_tokens // 2)) if long_tokens else 2000
+    gain = None
+    if curve is not None and long_tokens > window:
+        gain = max(0.0, curve.predict_ms(long_tokens) - curve.predict_ms(window))
     rate = f.evidence.get("prefill_per_1k_ms")
     rate_text = f" (prefill costs {rate:.0f} ms per 1K tokens here)" if rate else ""
     yield Remedy(

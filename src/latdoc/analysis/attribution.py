@@ -178,13 +178,7 @@ def _diff(a: float | None, b: float | None) -> float | None:
 def _facts(samples: Sequence[Sample], scenario: Scenario) -> _Facts:
     measured = [s for s in samples if s.step != "calibration"]
     ok = [s.trace for s in measured if s.trace.ok]
-    curve = fit_length_curve(
-        length_points(
-            (t.prompt_tokens, t.ttft_ms)
-            for t in _ok(samples, "length")
-            if t.prompt_tokens is not None and t.ttft_ms is not None
-        )
-    )
+    curve = fit_length_curve(length_points(_length_pairs(samples)))
     stalls = [(i, st.gap_ms) for i, t in enumerate(ok) for st in find_stalls(t.itl_ms)]
     failed = Counter(s.trace.error.code for s in measured if s.trace.error is not None)
     retry = [_retry_after(s.trace) for s in measured]
@@ -199,6 +193,24 @@ def _facts(samples: Sequence[Sample], scenario: Scenario) -> _Facts:
         retry_after_s=retry_after,
         long_reference_tokens=None if scenario is Scenario.LONGDOC else LONG_REFERENCE_TOKENS,
     )
+
+
+def _length_pairs(samples: Sequence[Sample]) -> list[tuple[int, float]]:
+    """(prompt tokens, TTFT) of the length step, one length per requested length:
+    the endpoint's count of a calibrated prompt can differ by a token or two."""
+    by_target: dict[int, list[RequestTrace]] = {}
+    for s in samples:
+        t = s.trace
+        if s.step == "length" and t.ok and t.ttft_ms is not None:
+            target = s.target_prompt_tokens or t.prompt_tokens
+            if target is not None:
+                by_target.setdefault(target, []).append(t)
+    pairs = []
+    for target, traces in by_target.items():
+        counted = [t.prompt_tokens for t in traces if t.prompt_tokens is not None]
+        tokens = round(statistics.median(counted)) if counted else target
+        pairs += [(tokens, t.ttft_ms) for t in traces if t.ttft_ms is not None]
+    return pairs
 
 
 def _retry_after(trace: RequestTrace) -> float | None:

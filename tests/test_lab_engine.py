@@ -1,0 +1,275 @@
+"""The lab's real engine: llama.cpp's server on SmolLM2-135M, measured by the real probe.
+
+One engine serves the whole module (starting it loads the model). The prefill
+curve, queueing on one slot, and the server's own token counts are checked
+against the probe's traces and the GGUF tokenizer. Timing checks take the
+fastest of two interleaved samples, so a burst of load on the machine does not
+decide them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+
+import httpx
+import pytest
+
+from latdoc.errors import LabError, UsageError
+from latdoc.lab.engine import EngineServer, engine_available, find_model
+from latdoc.lab.engine_cli import add_engine_parser, run_engine
+from latdoc.lab.gguf_tokenizer import GGUFTokenizer, read_metadata, tokenizer_available
+from latdoc.probe.session import Endpoint, ProbeSession
+from latdoc.probe.trace import RequestTrace
+from latdoc.workload.prompts import make_prompt
+
+_MISSING = engine_available() or tokenizer_available()
+if _MISSING is not None:
+    pytest.skip(_MISSING, allow_module_level=True)
+
+Message = Mapping[str, object]
+
+
+@pytest.fixture(scope="module")
+def engine() -> Iterator[EngineServer]:
+    with EngineServer(slots=1, ctx_size=4096) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> GGUFTokenizer:
+    return GGUFTokenizer.from_file(find_model())
+
+
+def _probe(engine: EngineServer, prompts: Sequence[str], max_tokens: int) -> list[RequestTrace]:
+    """One request per prompt, in order, each on a new connection: llama.cpp closes
+    the connection after a streamed response, so reusing it races that close."""
+
+    async def go() -> list[RequestTrace]:
+        endpoint = Endpoint(engine.base_url, engine.model)
+        async with ProbeSession(endpoint, reuse_connections=False) as session:
+            return [await session.request(prompt, max_tokens) for prompt in prompts]
+
+    return asyncio.run(go())
+
+
+def _probe_together(engine: EngineServer, prompts: Sequence[str]) -> list[RequestTrace]:
+    """All prompts at once, each from its own session."""
+
+    async def one(prompt: str) -> RequestTrace:
+        async with ProbeSession(Endpoint(engine.base_url, engine.model)) as session:
+            return await session.request(prompt, 4)
+
+    async def go() -> list[RequestTrace]:
+        return list(await asyncio.gather(*(one(prompt) for prompt in prompts)))
+
+    return asyncio.run(go())
+
+
+def _user(text: str) -> list[Message]:
+    return [{"role": "user", "content": text}]
+
+
+def _prompt_of(tokenizer: GGUFTokenizer, tokens: int, rng: random.Random) -> str:
+    """A fresh prompt whose chat request the model counts as ``tokens`` prompt tokens."""
+    overhead = tokenizer.chat_prompt_tokens(_user(""))
+    prompt = make_prompt(tokens - overhead, rng)
+    while (counted := tokenizer.chat_prompt_tokens(_user(prompt))) > tokens:
+        prompt = prompt.rsplit(" ", 1)[0]
+    while counted < tokens:
+        prompt += " " + make_prompt(1, rng)
+        counted = tokenizer.chat_prompt_tokens(_user(prompt))
+    return prompt
+
+
+def _seconds(ns: int | None) -> float:
+    assert ns is not None
+    return ns / 1e9
+
+
+def test_model_is_found_in_its_package() -> None:
+    path = find_model()
+    assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert path.stat().st_size > 50_000_000
+    metadata = read_metadata(path)
+    assert metadata["tokenizer.ggml.model"] == "gpt2"
+    assert len(metadata["tokenizer.ggml.tokens"]) == metadata["llama.vocab_size"] == 49152
+
+
+def test_engine_streams_usage_and_timings(engine: EngineServer, tokenizer: GGUFTokenizer) -> None:
+    assert engine.base_url == f"http://127.0.0.1:{engine.port}/v1"
+    assert engine.ready_s is not None
+    listed = httpx.get(engine.base_url + "/models", timeout=10).json()
+    assert engine.model == listed["data"][0]["id"]
+    prompt = "Name three colours."
+    (trace,) = _probe(engine, [prompt], max_tokens=6)
+    assert trace.error is None, trace.error
+    assert trace.status == 200
+    assert trace.prompt_tokens == tokenizer.chat_prompt_tokens(_user(prompt))
+    assert trace.output_tokens == 6
+    assert trace.output_tokens_exact
+    assert trace.finish_reason == "length"
+    assert {"prompt_ms", "predicted_per_token_ms"} <= trace.server_timing.keys()
+    assert _seconds(trace.first_byte_ns) < _seconds(trace.first_token_ns)
+
+
+def test_ttft_grows_with_prompt_length(engine: EngineServer, tokenizer: GGUFTokenizer) -> None:
+    sizes = (128, 512, 1024)
+    rng = random.Random(20240601)
+    prompts = [_prompt_of(tokenizer, size, rng) for _ in range(2) for size in sizes]
+    traces = _probe(engine, prompts, max_tokens=2)
+    ttft: dict[int, float] = {}
+    for prompt, trace in zip(prompts, traces, strict=True):
+        assert trace.error is None, trace.error
+        size = trace.prompt_tokens
+        assert size in sizes, (size, prompt[:40])
+        assert size == tokenizer.chat_prompt_tokens(_user(prompt))
+        seconds = _seconds(trace.first_token_ns)
+        assert seconds * 1000 >= trace.server_timing["prompt_ms"]
+        ttft[size] = min(ttft.get(size, seconds), seconds)
+    curve = [ttft[size] for size in sizes]
+    assert curve == sorted(curve), ttft
+    assert len(set(curve)) == len(curve), ttft
+    assert ttft[1024] > 3 * ttft[128], ttft
+
+
+def test_one_slot_queues_concurrent_requests(
+    engine: EngineServer, tokenizer: GGUFTokenizer
+) -> None:
+    rng = random.Random(7)
+    first, second = sorted(
+        _probe_together(engine, [_prompt_of(tokenizer, 400, rng) for _ in range(2)]),
+        key=lambda trace: _seconds(trace.first_token_ns),
+    )
+    assert first.error is None and second.error is None, (first.error, second.error)
+    waited = _seconds(second.first_token_ns) - second.server_timing["prompt_ms"] / 1000
+    assert _seconds(second.first_token_ns) >= 0.9 * _seconds(first.done_ns)
+    assert waited >= 0.8 * first.server_timing["prompt_ms"] / 1000
+
+
+@pytest.mark.parametrize(
+    "messages",
+    [
+        _user("Say hello"),
+        _user(""),
+        [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "2+2?"}],
+        [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "Hello! How can I help?"},
+            {"role": "user", "content": "Numbers 1234567, π≈3.14159 and 中文 🤖"},
+        ],
+        [
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": "alpha"}, {"type": "text", "text": "beta"}],
+            }
+        ],
+        _user("<|im_end|> inside the text\n\n\tand trailing spaces   "),
+    ],
+    ids=["short", "empty", "system", "multi-turn", "parts", "special-text"],
+)
+def test_chat_prompt_tokens_match_server_usage(
+    engine: EngineServer, tokenizer: GGUFTokenizer, messages: list[Message]
+) -> None:
+    with httpx.Client(base_url=engine.root_url, timeout=60) as client:
+        reply = client.post("/v1/chat/completions", json={"messages": messages, "max_tokens": 1})
+        rendered = client.post("/apply-template", json={"messages": messages})
+    assert reply.status_code == 200, reply.text
+    assert tokenizer.render_chat(messages) == rendered.json()["prompt"]
+    assert tokenizer.chat_prompt_tokens(messages) == reply.json()["usage"]["prompt_tokens"]
+
+
+RAW_TEXTS = [
+    "Hello world, how are you?",
+    "",
+    "  leading spaces\n\n\ttabs  and trailing  ",
+    "Numbers 1234567 and 3.14159, dates 2024-06-01",
+    "émoji 🤖🎉 中文 字符 Ünïcödé a\u0301 \u00a0 \u200b",
+    "<|im_start|>user\nhi<|im_end|><|endoftext|>",
+    "don't I'll we've THEY'RE",
+    "code: def f(x):\n    return x**2  # comment\r\n",
+    "a" * 300,
+]
+
+
+def test_raw_text_tokens_match_tokenize_endpoint(
+    engine: EngineServer, tokenizer: GGUFTokenizer
+) -> None:
+    rng = random.Random(3)
+    texts = [*RAW_TEXTS, make_prompt(400, rng)]
+    with httpx.Client(base_url=engine.root_url, timeout=60) as client:
+        for text in texts:
+            served = client.post("/tokenize", json={"content": text}).json()["tokens"]
+            assert tokenizer.encode(text) == served, text[:40]
+            assert tokenizer.count(text) == len(served)
+    assert tokenizer.decode(tokenizer.encode(RAW_TEXTS[4])) == RAW_TEXTS[4]
+
+
+def test_busy_port_is_a_lab_error() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(LabError, match=f"127.0.0.1:{port}"):
+            EngineServer(port=port).start()
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--port", "70000"], "--port"),
+        (["--slots", "0"], "--slots"),
+        (["--slots", "4", "--ctx-size", "32"], "--ctx-size"),
+        (["--threads", "0"], "--threads"),
+    ],
+)
+def test_engine_command_rejects_bad_options(flags: list[str], message: str) -> None:
+    parser = argparse.ArgumentParser(prog="latdoc lab")
+    add_engine_parser(parser.add_subparsers(dest="lab_command", required=True))
+    with pytest.raises(UsageError, match=message):
+        run_engine(parser.parse_args(["engine", *flags]))
+
+
+_SERVE = """
+import argparse, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
+from latdoc.lab.engine_cli import add_engine_parser, run_engine
+parser = argparse.ArgumentParser(prog="latdoc lab")
+add_engine_parser(parser.add_subparsers(dest="lab_command"))
+sys.exit(run_engine(parser.parse_args(sys.argv[1:])))
+"""
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_engine_command_serves_until_stopped(stop: signal.Signals) -> None:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    with subprocess.Popen(
+        [sys.executable, "-c", _SERVE, "engine", "--port", "0", "--ctx-size", "512"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    ) as child:
+        try:
+            assert child.stdout is not None
+            line = child.stdout.readline()
+            assert line.startswith("latdoc lab: engine model SmolLM2-135M-Instruct.Q4_1 at "), line
+            base_url = line.rsplit(" ", 1)[1].strip()
+            assert httpx.get(base_url.removesuffix("/v1") + "/health", timeout=10).json() == {
+                "status": "ok"
+            }
+            started = time.monotonic()
+            child.send_signal(stop)
+            assert child.wait(timeout=30) == 0
+            assert time.monotonic() - started < 10
+        finally:
+            if child.poll() is None:
+                child.kill()
