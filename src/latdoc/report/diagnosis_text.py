@@ -64,8 +64,8 @@ def _network_lines(n: Mapping[str, float | None]) -> list[str]:
     if setup is not None and ttfb is not None:
         if ttfb > 3 * setup:
             lines.append(
-                f"    first byte {format_ms(ttfb)} ≫ network setup {format_ms(setup)}: "
-                "the time is in the model service, not the network"
+                f"    first byte on a new connection {format_ms(ttfb)} ≫ its network setup "
+                f"{format_ms(setup)}: the time is in the model service, not the network"
             )
         elif setup > 200:
             lines.append(
