@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -12,6 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from conftest import LabFactory
 from latdoc.cli import main
@@ -127,3 +130,29 @@ def test_ctrl_c_keeps_every_finished_trace(tmp_path: Path) -> None:
     assert status == "interrupted"
     assert kept >= stored
     assert "Traceback" not in err
+
+
+@settings(
+    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(max_requests=st.integers(1, 14), max_tokens=st.integers(150, 6000))
+def test_steps_never_exceed_their_budget(
+    lab: LabFactory, max_requests: int, max_tokens: int
+) -> None:
+    from latdoc.probe.session import Endpoint
+    from latdoc.steps import DiagnosisPlan, run_steps
+
+    with lab(LabConfig(latency=QUICK)) as server:
+        plan = DiagnosisPlan(
+            Endpoint(server.base_url, "lab-sim"),
+            output_tokens=8,
+            max_requests=max_requests,
+            max_tokens=max_tokens,
+            max_seconds=20,
+            seed=1,
+        )
+        result = asyncio.run(run_steps(plan))
+    traces = [s.trace for s in result.samples]
+    assert len(traces) <= max_requests
+    spent = sum((t.prompt_tokens or 0) + (t.output_tokens or 0) for t in traces)
+    assert spent <= max_tokens

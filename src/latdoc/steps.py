@@ -16,6 +16,7 @@ trace. This module sends and labels; it computes no verdict and prints nothing.
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from latdoc.workload.prompts import (
     CalibrationError,
     TokenCalibration,
     calibrate,
+    calibration_words,
     make_prompt,
 )
 from latdoc.workload.sample import Sample
@@ -37,8 +39,7 @@ from latdoc.workload.sample import Sample
 LENGTHS = (128, 512, 2048, 8192, 32768)
 """The seed's lengths for the TTFT curve."""
 SHORT_TOKENS = 64
-CALIBRATION_TOKENS = 400
-"""Reserved per calibration request: above the ~270 tokens its longer prompt takes."""
+CALIBRATION_NEAR_TOKENS = 256
 WARM_REQUESTS = 4
 EXTRA_COLD = 2
 SEQUENTIAL_REPEATS = 6
@@ -115,34 +116,50 @@ class _Runner:
     def prompt(self, tokens: int) -> str:
         return make_prompt(self.calibration.words_for(tokens), self.rng)
 
+    def cost(self, tokens: int) -> int:
+        """An upper bound of what the endpoint will count for a prompt asked at ``tokens``."""
+        return prompt_cost(self.calibration, self.calibration.words_for(tokens))
+
+    def settle(self, reserved: int, trace: RequestTrace) -> None:
+        """Replace a reservation by what the endpoint reports it counted."""
+        if trace.prompt_tokens is not None and trace.output_tokens_exact:
+            self.budget.settle(reserved, trace.prompt_tokens + (trace.output_tokens or 0))
+
     async def send(
         self, session: ProbeSession, step: str, tokens: int, *, cold: bool = False
     ) -> RequestTrace | None:
         out = self.plan.output_tokens
-        if not self.budget.reserve(tokens, out):
+        cost = self.cost(tokens)
+        if not self.budget.reserve(cost, out):
             return None
         trace = await session.request(self.prompt(tokens), out)
+        self.settle(cost + out, trace)
         self.keep(Sample(step, trace, tokens, 1, cold))
         return trace
 
     # -- steps ----------------------------------------------------------------
 
     async def calibrate(self) -> None:
-        if not self.budget.can_afford(CALIBRATION_TOKENS, 1, count=2):
+        words = calibration_words(CALIBRATION_NEAR_TOKENS)
+        costs = [prompt_cost(ASSUMED, w) for w in words]
+        if not self.budget.can_afford(max(costs), 1, count=2):
             self.note(
                 "calibration", "no budget to calibrate prompt lengths; 1 token per word assumed"
             )
             return
-        self.budget.reserve(CALIBRATION_TOKENS, 1)
-        self.budget.reserve(CALIBRATION_TOKENS, 1)
+        for c in costs:
+            self.budget.reserve(c, 1)
         self.progress("calibration", 0, 2)
         async with self.session() as s:
             try:
-                calibration, traces = await calibrate(s, self.rng, near_tokens=256)
+                calibration, traces = await calibrate(
+                    s, self.rng, near_tokens=CALIBRATION_NEAR_TOKENS
+                )
             except CalibrationError as exc:
                 calibration, traces = ASSUMED, []
                 self.note("calibration", f"{exc}; 1 token per word assumed")
-        for t in traces:
+        for c, t in zip(costs, traces, strict=False):
+            self.settle(c + 1, t)
             self.keep(Sample("calibration", t, t.prompt_tokens))
         if not calibration.measured and traces:
             self.note("calibration", "the endpoint reports no usage; 1 token per word assumed")
@@ -204,9 +221,9 @@ class _Runner:
                         f"{max(0.0, left):.1f} s of the time budget left",
                     )
                     break
-                if not self.budget.can_afford(n, out, count=repeats):
+                if not self.budget.can_afford(self.cost(n), out, count=repeats):
                     repeats = 1
-                    if not self.budget.can_afford(n, out):
+                    if not self.budget.can_afford(self.cost(n), out):
                         self.note("length", f"{n} tokens left out: request or token budget reached")
                         break
                 ttfts = []
@@ -255,17 +272,32 @@ class _Runner:
         if self.budget.seconds_left < per_request * CONCURRENCY * SAFETY:
             self.note("load", "the concurrency probe left out: not enough time budget")
             return
-        if not self.budget.can_afford(SHORT_TOKENS, self.plan.output_tokens, count=CONCURRENCY):
+        out = self.plan.output_tokens
+        cost = self.cost(SHORT_TOKENS)
+        if not self.budget.can_afford(cost, out, count=CONCURRENCY):
             self.note("load", "the concurrency probe left out: request or token budget reached")
             return
         async with self.session(max_connections=CONCURRENCY) as s:
             for _ in range(CONCURRENCY):
-                self.budget.reserve(SHORT_TOKENS, self.plan.output_tokens)
+                self.budget.reserve(cost, out)
             prompts = [self.prompt(SHORT_TOKENS) for _ in range(CONCURRENCY)]
-            traces = await asyncio.gather(*(s.request(p, self.plan.output_tokens) for p in prompts))
+            traces = await asyncio.gather(*(s.request(p, out) for p in prompts))
         for t in traces:
+            self.settle(cost + out, t)
             self.keep(Sample("load", t, SHORT_TOKENS, CONCURRENCY))
         self.progress("load", total, total)
+
+
+def prompt_cost(calibration: TokenCalibration, words: int) -> int:
+    """An upper bound of the tokens an endpoint counts for a prompt of ``words`` words.
+
+    Calibrated: the fitted count with 5% and 8 tokens to spare (random words vary).
+    Not calibrated: two tokens a word and 64 for the chat template, more than any
+    common tokenizer takes for these words.
+    """
+    if calibration.measured:
+        return math.ceil(calibration.tokens_for(words) * 1.05) + 8
+    return 2 * words + 64
 
 
 def _extrapolate(points: list[tuple[int, float]], n: int) -> float:

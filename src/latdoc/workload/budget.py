@@ -48,6 +48,10 @@ class Budget:
         self.tokens += prompt_tokens + output_tokens
         return True
 
+    def settle(self, reserved_tokens: int, actual_tokens: int) -> None:
+        """Count what a request really cost instead of its reservation."""
+        self.tokens += actual_tokens - reserved_tokens
+
     @property
     def seconds_left(self) -> float:
         if self.max_seconds is None:

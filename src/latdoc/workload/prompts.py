@@ -77,6 +77,11 @@ class TokenCalibration:
 ASSUMED = TokenCalibration(overhead=0.0, per_word=1.0, measured=False)
 
 
+def calibration_words(near_tokens: int) -> tuple[int, int]:
+    """The two prompt lengths, in words, that :func:`calibrate` sends."""
+    return 16, max(64, near_tokens)
+
+
 async def calibrate(
     session: ProbeSession,
     rng: random.Random,
@@ -88,8 +93,7 @@ async def calibrate(
     The second length is close to ``near_tokens`` so the fitted rate is measured
     where it will be used. Returns the calibration and the calibration traces.
     """
-    short_words = 16
-    long_words = max(short_words * 4, near_tokens)
+    short_words, long_words = calibration_words(near_tokens)
     traces: list[RequestTrace] = []
     counts: list[int] = []
     for words in (short_words, long_words):
