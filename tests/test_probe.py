@@ -165,3 +165,13 @@ def test_prompt_tokens_are_calibrated_on_the_endpoints_usage(lab: LabFactory) ->
     assert len(run.calibration_traces) == 2
     assert run.traces[0].new_connection is True
     assert [t.new_connection for t in run.traces[1:]] == [False, False]
+
+
+def test_without_usage_a_tokenizer_counts_the_output(lab: LabFactory) -> None:
+    with lab(LabConfig(latency=FAST, reject_stream_options=True)) as server:
+        (trace,) = _probe(server.base_url, max_tokens=7, count_tokens=len)
+    assert trace.error is None
+    assert len(trace.chunks) == 7
+    # The tokenizer here counts characters, so its count differs from the chunk count.
+    assert trace.output_tokens == sum(c.chars for c in trace.chunks) > 7
+    assert not trace.output_tokens_exact

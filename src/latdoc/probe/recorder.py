@@ -130,16 +130,21 @@ class Recorder:
 
     # -- end of send: the peer's ACK of the last byte -------------------------
 
-    def _start_ack_watch(self) -> None:
-        stream = self.stream
-        sock = stream.socket if stream is not None else None
+    def _ack_seen(self, sock: Any) -> bool | None:
+        """Whether the request has reached the peer (stamping when it has); ``None``
+        when the platform has no ``TCP_INFO``."""
         state = tcpinfo.send_state(sock)
         if state is None:
-            return
+            return None
         if state.delivered(self.unacked_before):
             self.acked = now_ns()
-            return
-        self._ack_task = asyncio.get_running_loop().create_task(self._watch_ack(sock))
+            return True
+        return False
+
+    def _start_ack_watch(self) -> None:
+        sock = self.stream.socket if self.stream is not None else None
+        if self._ack_seen(sock) is False:
+            self._ack_task = asyncio.get_running_loop().create_task(self._watch_ack(sock))
 
     async def _watch_ack(self, sock: Any) -> None:
         deadline = now_ns() + int(_ACK_GIVE_UP_S * 1e9)
@@ -152,13 +157,7 @@ class Recorder:
             else:
                 await asyncio.sleep(delay)
                 delay = min(delay * 1.5, _ACK_MAX_SLEEP_S)
-            state = tcpinfo.send_state(sock)
-            if state is None:
-                return
-            if state.delivered(self.unacked_before):
-                self.acked = now_ns()
-                return
-            if self.first_byte is not None:
+            if self._ack_seen(sock) is not False or self.first_byte is not None:
                 return
 
     @property
