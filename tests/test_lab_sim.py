@@ -252,7 +252,7 @@ def test_timing_follows_the_model(client: httpx.Client) -> None:
     assert (arrivals[0][0] - sent) * 1000 < planned / 2
     gaps = [(b[0] - a[0]) * 1000 for a, b in itertools.pairwise(content)]
     assert statistics.median(gaps) == pytest.approx(15, abs=2)
-    assert (content[-1][0] - content[0][0]) * 1000 == pytest.approx(11 * 15, abs=5)
+    assert (content[-1][0] - content[0][0]) * 1000 == pytest.approx(11 * 15, abs=8)
 
 
 def test_headers_after_prefill(client: httpx.Client) -> None:
@@ -390,8 +390,8 @@ def test_lab_process_keeps_time_under_load(tls: bool, http2: bool) -> None:
     assert len(lateness_ms) == 32 * 10
     summary = f"lateness ms: median {statistics.median(lateness_ms):.2f}, max {lateness_ms[-1]:.2f}"
     assert lateness_ms[0] >= 0, summary
-    assert statistics.median(lateness_ms) < 5, summary
-    assert lateness_ms[int(0.95 * len(lateness_ms))] < 20, summary
+    assert statistics.median(lateness_ms) < 8, summary
+    assert lateness_ms[int(0.95 * len(lateness_ms))] < 30, summary
 
 
 def test_config_round_trips_to_the_child() -> None:
