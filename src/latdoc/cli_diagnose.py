@@ -127,14 +127,15 @@ def context_from(
     )
 
 
-def plan_line(max_requests: int, max_tokens: int | None, max_seconds: float, output: int) -> str:
-    from latdoc.steps import LENGTHS
+def plan_line(args: argparse.Namespace) -> str:
+    from latdoc.steps import LENGTHS, planned_requests, planned_tokens
 
-    worst = 2 * 400 + sum(2 * (n + output) for n in LENGTHS) + 17 * (64 + output)
-    tokens = min(worst, max_tokens) if max_tokens else worst
+    worst = planned_tokens(args.output_tokens, args.context_window)
+    tokens = min(worst, args.max_tokens) if args.max_tokens else worst
+    requests = min(planned_requests(), args.max_requests)
     return (
-        f"Plan: at most {max_requests} requests, {tokens:,} prompt + output tokens and "
-        f"{max_seconds:g} s — calibration, network (cold and warm), input length "
+        f"Plan: at most {requests} requests, {tokens:,} prompt + output tokens and "
+        f"{args.max_seconds:g} s — calibration, network (cold and warm), input length "
         f"({', '.join(str(n) for n in LENGTHS)} tokens, as the time allows), load "
         "(sequential, then 4 at once)."
     )
@@ -220,10 +221,7 @@ def cmd_diagnose(args: argparse.Namespace, api_key: str | None, target: Any) -> 
             seed=args.seed,
         )
         meta = _context_meta(args)
-        print(
-            plan_line(args.max_requests, args.max_tokens, args.max_seconds, args.output_tokens),
-            file=err,
-        )
+        print(plan_line(args), file=err)
         samples: list[Sample] = []
         secrets = [api_key] if api_key else []
         with Store(args.db, secrets=secrets) as store:

@@ -300,6 +300,25 @@ def prompt_cost(calibration: TokenCalibration, words: int) -> int:
     return 2 * words + 64
 
 
+def planned_requests() -> int:
+    """Requests the full plan sends when no budget stops it."""
+    short = 1 + WARM_REQUESTS + EXTRA_COLD + SEQUENTIAL_REPEATS + CONCURRENCY
+    return 2 + short + 2 * len(LENGTHS)
+
+
+def planned_tokens(output_tokens: int, context_window: int | None = None) -> int:
+    """Prompt + output tokens the full plan may spend, at the bounds it reserves."""
+    near = calibration_words(CALIBRATION_NEAR_TOKENS)
+    total = sum(prompt_cost(ASSUMED, w) + 1 for w in near)
+    per_token = TokenCalibration(overhead=0.0, per_word=1.0, measured=True)
+    short = 1 + WARM_REQUESTS + EXTRA_COLD + SEQUENTIAL_REPEATS + CONCURRENCY
+    total += short * (prompt_cost(per_token, SHORT_TOKENS) + output_tokens)
+    for n in LENGTHS:
+        if context_window is None or n <= context_window:
+            total += 2 * (prompt_cost(per_token, n) + output_tokens)
+    return total
+
+
 def _extrapolate(points: list[tuple[int, float]], n: int) -> float:
     """Linear extrapolation of TTFT (s) to ``n`` tokens from the two longest points."""
     pts = sorted(points)
