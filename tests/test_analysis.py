@@ -122,3 +122,53 @@ def test_budget_clock_and_bad_caps() -> None:
     for kwargs in ({"max_requests": 0}, {"max_requests": 1, "max_tokens": 0}):
         with pytest.raises(UsageError):
             Budget(**kwargs)  # type: ignore[arg-type]
+
+
+def test_the_loop_lag_monitor_sees_a_blocked_loop() -> None:
+    import asyncio
+    import time
+
+    from latdoc.probe.looplag import LoopLagMonitor
+    from latdoc.probe.recorder import now_ns
+
+    async def go() -> tuple[float | None, float | None]:
+        async with LoopLagMonitor() as lag:
+            await asyncio.sleep(0.05)
+            calm_start = now_ns()
+            await asyncio.sleep(0.1)
+            calm = lag.max_between(calm_start, now_ns())
+            start = now_ns()
+            time.sleep(0.12)  # noqa: ASYNC251 -- blocking the loop is the point
+            await asyncio.sleep(0.03)
+            blocked = lag.max_between(start, now_ns())
+        return calm, blocked
+
+    calm, blocked = asyncio.run(go())
+    assert calm is not None and calm < 60
+    assert blocked is not None and blocked >= 100
+
+
+def test_a_lagging_client_is_named_and_not_blamed_on_the_server() -> None:
+    from datetime import UTC, datetime
+
+    from latdoc.analysis.attribution import RunContext, diagnose
+    from latdoc.analysis.model import Kind
+    from latdoc.probe.trace import Chunk, RequestTrace
+    from latdoc.workload.sample import Sample
+
+    def trace(ttft_ms: float) -> RequestTrace:
+        ms = 1_000_000
+        chunks = tuple(Chunk(int((ttft_ms + 10 * k) * ms), 5, 1) for k in range(8))
+        return RequestTrace(
+            started_at=datetime(2026, 11, 29, tzinfo=UTC), t0_ns=0, url="u", model="m",
+            dialect="chat", new_connection=False, queue_done_ns=0, dns_done_ns=0,
+            connect_done_ns=0, sent_ns=ms, first_byte_ns=2 * ms,
+            first_token_ns=chunks[0].t_ns, done_ns=chunks[-1].t_ns, chunks=chunks,
+            output_tokens=8, output_tokens_exact=True, chunk_tokens_exact=True,
+        )  # fmt: skip
+
+    samples = [Sample("load", trace(50 + 3 * i), 64, loop_lag_ms=80.0) for i in range(6)]
+    d = diagnose(samples, RunContext("r", "u", "m"))
+    assert d.verdict.primary is Kind.CLIENT
+    (finding,) = d.findings
+    assert finding.evidence["loop_lag_ms"] == 80.0

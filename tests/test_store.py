@@ -124,6 +124,7 @@ def samples(
         concurrency=ints,
         cold=st.booleans(),
         index=ints,
+        loop_lag_ms=st.none() | st.floats(0, 1e6, allow_nan=False),
     )
 
 
@@ -212,6 +213,15 @@ def test_any_sample_survives_its_record_and_json(sample: Sample) -> None:
     record = sample_to_record(sample)
     assert sample_from_record(record) == sample
     assert sample_from_record(json.loads(json.dumps(record, allow_nan=False))) == sample
+
+
+def test_a_version_1_sample_record_loads_without_loop_lag() -> None:
+    sample = make_sample(3)
+    record = sample_to_record(dataclasses.replace(sample, loop_lag_ms=12.5))
+    assert record["v"] == 2
+    assert sample_from_record(record).loop_lag_ms == 12.5
+    old = {k: v for k, v in record.items() if k != "loop_lag_ms"} | {"v": 1}
+    assert sample_from_record(old) == sample
 
 
 def test_record_names_every_field_in_plain_json_types() -> None:
@@ -500,13 +510,37 @@ def test_migrations_run_in_order_from_the_version_found(db: Path) -> None:
 
     migrations: tuple[Callable[[sqlite3.Connection], None], ...] = (*schema.MIGRATIONS, add_notes)
     conn = sqlite3.connect(db, isolation_level=None)
-    assert schema.migrate(conn, str(db), migrations) == 1
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert schema.migrate(conn, str(db), migrations) == SCHEMA_VERSION
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 1
     assert conn.execute("SELECT run_id, notes FROM runs").fetchall() == [(run_id, None)]
-    assert schema.migrate(conn, str(db), migrations) == 2
+    assert schema.migrate(conn, str(db), migrations) == SCHEMA_VERSION + 1
     conn.close()
     with pytest.raises(LatdocError, match="newer than this latdoc"):
         Store(db)
+
+
+def test_a_version_1_store_is_migrated_and_keeps_its_samples(db: Path) -> None:
+    conn = sqlite3.connect(db, isolation_level=None)
+    assert schema.migrate(conn, str(db), schema.MIGRATIONS[:1]) == 0
+    conn.execute(
+        "INSERT INTO runs (run_id, started_at, status, endpoint, model, scenario, meta) "
+        "VALUES ('20261129-201502-a1b2c3', '2026-11-29T20:15:02.000000+00:00', 'done', "
+        "'https://api.example.com/v1', 'm', 'chat', '{}')"
+    )
+    conn.execute(
+        "INSERT INTO samples (run_id, idx, step, concurrency, cold, ok, trace) "
+        "VALUES ('20261129-201502-a1b2c3', 0, 'network', 1, 1, 1, ?)",
+        (json.dumps(trace_to_record(make_trace())),),
+    )
+    conn.close()
+    with Store(db) as store:
+        _, samples, _ = store.load_run("20261129-201502-a1b2c3")
+        store.add_sample(
+            "20261129-201502-a1b2c3", dataclasses.replace(make_sample(1), loop_lag_ms=3.5)
+        )
+        _, samples_after, _ = store.load_run("20261129-201502-a1b2c3")
+    assert [s.trace for s in samples] == [make_trace()]
+    assert [s.loop_lag_ms for s in samples_after] == [None, 3.5]
 
 
 # -- secrets -------------------------------------------------------------------

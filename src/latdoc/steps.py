@@ -19,10 +19,12 @@ import asyncio
 import math
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from latdoc.analysis.model import StepNote
 from latdoc.measure import ConnectionOptions
+from latdoc.probe.looplag import LoopLagMonitor
+from latdoc.probe.recorder import now_ns
 from latdoc.probe.session import Endpoint, ProbeSession
 from latdoc.probe.trace import RequestTrace
 from latdoc.workload.budget import Budget
@@ -87,6 +89,7 @@ class _Runner:
         self.on_sample = on_sample
         self.on_progress = on_progress
         self.calibration: TokenCalibration = ASSUMED
+        self.lag: LoopLagMonitor | None = None
 
     def session(self, *, reuse: bool = True, max_connections: int = 16) -> ProbeSession:
         return self.plan.connection.session(
@@ -97,14 +100,10 @@ class _Runner:
         self.result.notes.append(StepNote(step, text))
 
     def keep(self, sample: Sample) -> None:
-        sample = Sample(
-            sample.step,
-            sample.trace,
-            sample.target_prompt_tokens,
-            sample.concurrency,
-            sample.cold,
-            len(self.result.samples),
-        )
+        t = sample.trace
+        end = t.t0_ns + (t.done_ns if t.done_ns is not None else now_ns() - t.t0_ns)
+        lag = self.lag.max_between(t.t0_ns, end) if self.lag is not None else None
+        sample = replace(sample, index=len(self.result.samples), loop_lag_ms=lag)
         self.result.samples.append(sample)
         if self.on_sample is not None:
             self.on_sample(sample)
@@ -338,8 +337,10 @@ async def run_steps(
     """Calibrate, then the network, input-length and load steps, within the budget."""
     budget = budget or Budget(plan.max_requests, plan.max_tokens, plan.max_seconds)
     runner = _Runner(plan, budget, on_sample, on_progress)
-    await runner.calibrate()
-    await runner.network()
-    await runner.length(max(0.0, budget.seconds_left) * LENGTH_TIME_SHARE)
-    await runner.load()
+    async with LoopLagMonitor() as lag:
+        runner.lag = lag
+        await runner.calibrate()
+        await runner.network()
+        await runner.length(max(0.0, budget.seconds_left) * LENGTH_TIME_SHARE)
+        await runner.load()
     return runner.result

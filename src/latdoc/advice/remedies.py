@@ -34,6 +34,7 @@ WEIGHTS: dict[str, dict[Scenario, float]] = {
     "stall_timeout": {Scenario.CHAT: 1.0, Scenario.BATCH: 0.6, Scenario.LONGDOC: 0.8},
     "max_tokens": {Scenario.CHAT: 0.8, Scenario.BATCH: 1.0, Scenario.LONGDOC: 0.6},
     "smaller_model": {Scenario.CHAT: 1.0, Scenario.BATCH: 0.9, Scenario.LONGDOC: 0.2},
+    "client_cpu": {Scenario.CHAT: 1.0, Scenario.BATCH: 1.0, Scenario.LONGDOC: 1.0},
 }
 
 
@@ -261,6 +262,17 @@ def _stalls(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remedy]:
 
 
 def _client(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remedy]:
+    if "loop_lag_ms" in f.evidence:
+        yield Remedy(
+            "client_cpu",
+            "Give the client spare CPU before trusting its timings",
+            Kind.CLIENT,
+            "Its event loop ran late, so every timestamp (its own and latdoc's) is late too: "
+            "run on a less loaded machine, split streams across processes, and keep CPU-heavy "
+            "work off the event loop (loop.run_in_executor).",
+            f.share_ms,
+        )
+        return
     size = pool_size(ctx.cpu_count, ctx.concurrency)
     yield Remedy(
         "pool_size",

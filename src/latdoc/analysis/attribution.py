@@ -18,7 +18,8 @@ queueing       TTFT p95 − p50 at a fixed length, or the rise under concurrency
                (TTFT here excludes the client's pool wait and connection setup)
 decode         (output tokens − 1) × the steady time per token
 stalls         mid-stream pause time per request
-client         time waiting for a free connection in the client's pool
+client         the measuring client's event-loop lag, or the wait for a free
+               connection in its pool
 errors         the failed fraction of a typical request's end-to-end time
 ============== ============================================================
 """
@@ -62,6 +63,7 @@ QUEUE_LOAD_RATIO = 1.5
 QUEUE_MIN_MS = 100.0
 SLOW_TPOT_MS = 50.0
 CLIENT_QUEUE_MS = 10.0
+CLIENT_LOOP_LAG_MS = 20.0
 ERROR_RATE = 0.05
 ERRORS_FIRST = 0.25
 
@@ -111,6 +113,8 @@ class _Facts:
     retry_after_s: float | None
     long_reference_tokens: int | None
     """The "long prompt" of the input-length rule; None for the longest measured."""
+    loop_lag_ms: float | None = None
+    """Median over requests of the measuring client's worst event-loop lag."""
 
 
 def _network_facts(samples: Sequence[Sample]) -> dict[str, float | None]:
@@ -192,6 +196,7 @@ def _facts(samples: Sequence[Sample], scenario: Scenario) -> _Facts:
         failed=failed,
         retry_after_s=retry_after,
         long_reference_tokens=None if scenario is Scenario.LONGDOC else LONG_REFERENCE_TOKENS,
+        loop_lag_ms=_median(s.loop_lag_ms for s in measured),
     )
 
 
@@ -430,6 +435,17 @@ def _stalls(f: _Facts) -> Finding | None:
 
 
 def _client(f: _Facts) -> Finding | None:
+    lag = f.loop_lag_ms
+    if lag is not None and lag > CLIENT_LOOP_LAG_MS:
+        return Finding(
+            Kind.CLIENT,
+            "The measuring client's event loop runs late",
+            f"median worst event-loop lag per request {lag:.0f} ms > {CLIENT_LOOP_LAG_MS:.0f} ms: "
+            "the client machine is overloaded, and every timestamp is late by as much",
+            {"loop_lag_ms": lag},
+            share_ms=lag,
+            confidence=_confidence(len(f.measured), lag / CLIENT_LOOP_LAG_MS - 1),
+        )
     queue = f.load["client_queue_ms"]
     if queue is None or queue <= CLIENT_QUEUE_MS:
         return None

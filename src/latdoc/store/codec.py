@@ -15,6 +15,7 @@ the I/O boundary turn that into a :class:`~latdoc.errors.UsageError`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -22,6 +23,9 @@ from latdoc.probe.trace import Chunk, ErrorKind, Phase, RequestTrace, TcpInfo, T
 from latdoc.workload.sample import Sample
 
 RECORD_VERSION = 1
+"""Version of trace records."""
+SAMPLE_RECORD_VERSION = 2
+"""Version of sample records: 2 added the client's event-loop lag."""
 """Version written by :func:`trace_to_record` and :func:`sample_to_record`."""
 
 _TIMES = (
@@ -81,12 +85,13 @@ def trace_from_record(record: Mapping[str, Any]) -> RequestTrace:
 def sample_to_record(sample: Sample) -> dict[str, Any]:
     """A sample's labels plus its trace record."""
     return {
-        "v": RECORD_VERSION,
+        "v": SAMPLE_RECORD_VERSION,
         "index": sample.index,
         "step": sample.step,
         "target_prompt_tokens": sample.target_prompt_tokens,
         "concurrency": sample.concurrency,
         "cold": sample.cold,
+        "loop_lag_ms": sample.loop_lag_ms,
         "trace": trace_to_record(sample.trace),
     }
 
@@ -169,7 +174,19 @@ def _sample_v1(record: Mapping[str, Any]) -> Sample:
 
 
 _TRACE_LOADERS: dict[int, Callable[[Mapping[str, Any]], RequestTrace]] = {1: _trace_v1}
-_SAMPLE_LOADERS: dict[int, Callable[[Mapping[str, Any]], Sample]] = {1: _sample_v1}
+
+
+def _sample_v2(record: Mapping[str, Any]) -> Sample:
+    lag = record.get("loop_lag_ms")
+    if lag is not None and (isinstance(lag, bool) or not isinstance(lag, int | float)):
+        raise ValueError("sample.loop_lag_ms: expected a number")
+    return replace(_sample_v1(record), loop_lag_ms=None if lag is None else float(lag))
+
+
+_SAMPLE_LOADERS: dict[int, Callable[[Mapping[str, Any]], Sample]] = {
+    1: _sample_v1,
+    2: _sample_v2,
+}
 
 _T = TypeVar("_T")
 

@@ -157,7 +157,7 @@ class Store:
             f"SELECT {_RUN_COLUMNS}, diagnosis FROM runs WHERE run_id = ?", (full_id,)
         ).fetchone()
         samples = self._conn.execute(
-            "SELECT idx, step, target_prompt_tokens, concurrency, cold, trace "
+            "SELECT idx, step, target_prompt_tokens, concurrency, cold, loop_lag_ms, trace "
             "FROM samples WHERE run_id = ? ORDER BY idx, seq",
             (full_id,),
         )
@@ -212,8 +212,8 @@ class Store:
         record = self._redactor.value(trace_to_record(trace))
         self._conn.execute(
             "INSERT INTO samples (run_id, idx, step, target_prompt_tokens, concurrency, cold, "
-            "ok, error_code, prompt_tokens, ttft_ms, total_ms, trace) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "ok, error_code, prompt_tokens, ttft_ms, total_ms, loop_lag_ms, trace) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 run_id,
                 sample.index,
@@ -226,6 +226,7 @@ class Store:
                 trace.prompt_tokens,
                 trace.ttft_ms,
                 trace.total_ms,
+                sample.loop_lag_ms,
                 _json(record),
             ),
         )
@@ -305,7 +306,7 @@ def _run_info(row: tuple[Any, ...]) -> RunInfo:
 
 
 def _sample(row: tuple[Any, ...]) -> Sample:
-    idx, step, target, concurrency, cold, trace = row
+    idx, step, target, concurrency, cold, loop_lag, trace = row
     return Sample(
         step=step,
         trace=trace_from_record(json.loads(trace)),
@@ -313,4 +314,5 @@ def _sample(row: tuple[Any, ...]) -> Sample:
         concurrency=concurrency,
         cold=bool(cold),
         index=idx,
+        loop_lag_ms=loop_lag,
     )

@@ -63,7 +63,12 @@ def _create_v1(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX samples_error ON samples (error_code) WHERE error_code IS NOT NULL")
 
 
-MIGRATIONS: tuple[Migration, ...] = (_create_v1,)
+def _loop_lag_v2(conn: sqlite3.Connection) -> None:
+    """Version 2: how late the measuring client's event loop ran during each sample."""
+    conn.execute("ALTER TABLE samples ADD COLUMN loop_lag_ms REAL")
+
+
+MIGRATIONS: tuple[Migration, ...] = (_create_v1, _loop_lag_v2)
 """``MIGRATIONS[n - 1]`` turns a version ``n - 1`` store into version ``n``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -22,3 +22,5 @@ class Sample:
     """Sent on a new connection on purpose (network step)."""
     index: int = 0
     """Order within the run."""
+    loop_lag_ms: float | None = None
+    """How late the measuring client's event loop ran at worst during this request."""
