@@ -273,3 +273,15 @@ def test_concurrent_requests_each_on_a_new_connection(lab: LabFactory) -> None:
     assert [t.error for t in traces] == [None, None]
     assert all(t.new_connection for t in traces)
     assert traces[0].connection_id != traces[1].connection_id
+
+
+def test_raise_for_error_gives_the_typed_exception() -> None:
+    from latdoc.errors import RequestFailed
+
+    trace = _scripted(plain_response("503 Service Unavailable", "text/plain", b"later"))
+    with pytest.raises(RequestFailed, match="http:503 during wait") as caught:
+        trace.raise_for_error()
+    assert caught.value.error is trace.error
+    with ScriptedServer(sse_response(GOOD_EVENTS)) as server:
+        good = _one(server.base_url)
+    assert good.raise_for_error() is good

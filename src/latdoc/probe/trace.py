@@ -156,6 +156,14 @@ class RequestTrace:
     def ok(self) -> bool:
         return self.error is None
 
+    def raise_for_error(self) -> RequestTrace:
+        """Return the trace, or raise :class:`latdoc.errors.RequestFailed` if the request failed."""
+        if self.error is not None:
+            from latdoc.errors import RequestFailed
+
+            raise RequestFailed(self.error)
+        return self
+
     @property
     def queue_ms(self) -> float | None:
         return _ms(self.queue_done_ns)
