@@ -2,7 +2,7 @@
 
 httpcore's default backend resolves and connects in one call. This one resolves
 first with the event loop's threaded resolver (timed on its own), then connects to
-the resolved address through httpcore's AnyIO backend (timed), and wraps the
+the resolved address on asyncio's own streams (timed), and wraps the
 stream so the TLS handshake (with the original host name for SNI and certificate
 checks, which httpcore passes as ``server_hostname``) and each read are timed too.
 Marks go to the :class:`~latdoc.probe.recorder.Recorder` of the running request.
@@ -21,6 +21,7 @@ from typing import Any
 import httpcore
 
 from latdoc.probe import recorder
+from latdoc.probe.aiostream import open_stream
 from latdoc.probe.recorder import now_ns
 
 _connection_ids = itertools.count(1)
@@ -142,9 +143,7 @@ class TimedBackend(httpcore.AsyncNetworkBackend):
         last_error: Exception | None = None
         for address in addresses:
             try:
-                stream = await self._inner.connect_tcp(
-                    address, port, remaining, local_address, socket_options
-                )
+                stream = await open_stream(address, port, remaining, local_address, socket_options)
             except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
                 last_error = exc
                 continue
