@@ -48,7 +48,10 @@ args = json.load(sys.stdin)
 async def main():
     endpoint = Endpoint(args["url"], "lab-sim")
     async with ProbeSession(
-        endpoint, insecure=True, reuse_connections=args["reuse"]
+        endpoint,
+        cacert=args["cacert"],
+        insecure=args["cacert"] is None,
+        reuse_connections=args["reuse"],
     ) as session:
         for _ in range(args["n"]):
             trace = await session.request(args["prompt"], args["max_tokens"])
@@ -68,10 +71,20 @@ def network() -> Iterator[tuple[LabNet, LabEndpoint]]:
 
 
 def probe(
-    net: LabNet, url: str, *, n: int = 1, reuse: bool = False, prompt: str = "Hello"
+    net: LabNet,
+    url: str,
+    *,
+    n: int = 1,
+    reuse: bool = False,
+    prompt: str = "Hello",
+    cacert: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Traces of ``n`` requests sent by the real probe from the client namespace."""
+    """Traces of ``n`` requests sent by the real probe from the client namespace.
+
+    With ``cacert`` the probe verifies the server with that CA; without, not at all.
+    """
     request = {"url": url, "n": n, "reuse": reuse, "prompt": prompt, "max_tokens": 2}
+    request["cacert"] = cacert
     result = net.run_client(
         [sys.executable, "-c", PROBE],
         input=json.dumps(request),
@@ -244,6 +257,22 @@ def test_a_small_request_on_a_new_tls_connection_is_not_held_as_send(
         assert t["send_ms"] < 5, (t["send_ms"], t["wait_ms"], t["request_bytes"])
         assert t["wait_ms"] >= 18, t
         assert t["tls_ms"] >= 18, t
+
+
+def test_the_tls_endpoint_verifies_by_address_and_by_name_with_the_ca(
+    network: tuple[LabNet, LabEndpoint],
+) -> None:
+    net, _ = network
+    net.set(LinkSettings(delay_ms=1), dns_delay_ms=0)
+    tls = net.start_endpoint(FAST_ENDPOINT, port=8444, tls=True)
+    assert tls.ca_file is not None
+    assert tls.ip_url == f"https://{net.server_ip}:8444/v1"
+    (by_ip,) = probe(net, tls.ip_url, cacert=tls.ca_file)
+    assert by_ip["error"] is None
+    assert by_ip["tls_ms"] > 0
+    (by_name,) = probe(net, tls.base_url, cacert=tls.ca_file)
+    assert by_name["error"] is None
+    assert by_name["remote_ip"] == net.server_ip
 
 
 def test_high_round_trip_is_diagnosed_as_the_network_path(

@@ -8,6 +8,7 @@ import itertools
 import json
 import os
 import re
+import socket
 import ssl
 import statistics
 import threading
@@ -328,6 +329,32 @@ def test_http2() -> None:
     assert data[-1] == "[DONE]"
     with pytest.raises(LabError, match="TLS"):
         LabServer(http2=True)
+
+
+def test_tls_names_are_in_the_certificate() -> None:
+    with LabServer(LabConfig(latency=FAST), tls=True, tls_names=["api.lab.test"]) as lab:
+        assert lab.ca_file is not None
+        context = ssl.create_default_context(cafile=lab.ca_file)
+        for name in ("api.lab.test", "localhost"):
+            with (
+                socket.create_connection(("127.0.0.1", lab.port), timeout=5) as raw,
+                context.wrap_socket(raw, server_hostname=name) as conn,
+            ):
+                assert conn.version() is not None
+                assert ("DNS", "api.lab.test") in conn.getpeercert()["subjectAltName"]
+        with (
+            socket.create_connection(("127.0.0.1", lab.port), timeout=5) as raw,
+            pytest.raises(ssl.SSLCertVerificationError),
+        ):
+            context.wrap_socket(raw, server_hostname="other.lab.test")
+    with pytest.raises(LabError, match="tls=True"):
+        LabServer(tls_names=["api.lab.test"])
+    with pytest.raises(UsageError, match="TLS certificate"):
+        LabServer(tls=True, tls_names=["not a name"])
+    args = _serve_parser().parse_args(["--tls", "--tls-name", "API.lab.test", "--tls-name", "::1"])
+    assert args.tls_names == ["api.lab.test", "::1"]
+    with pytest.raises(UsageError, match="--tls-name needs --tls"):
+        config_from_args(_serve_parser().parse_args(["--tls-name", "api.lab.test"]))
 
 
 async def _concurrent_streams(

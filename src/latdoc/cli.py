@@ -326,7 +326,14 @@ def _cmd_lab_serve(args: argparse.Namespace) -> int:
     from latdoc.lab.server import serve_forever
 
     config = config_from_args(args)
-    serve_forever(config, host=args.host, port=args.port, tls=args.tls, http2=args.http2)
+    serve_forever(
+        config,
+        host=args.host,
+        port=args.port,
+        tls=args.tls,
+        http2=args.http2,
+        tls_names=args.tls_names,
+    )
     return EXIT_OK
 
 

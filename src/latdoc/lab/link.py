@@ -8,38 +8,32 @@ overtakes the one before it (as on a real path), so each direction is a FIFO of
 ``(due time, packet)`` served on the monotonic clock; packets close together
 therefore see somewhat more than ``delay_ms`` on average when there is jitter.
 
-The link runs as its own process (``python -m latdoc.lab.link``), started by
-:class:`latdoc.lab.net.LabNet` inside the server namespace with both TUN file
-descriptors inherited. The same loop serves the lab DNS server
-(:mod:`latdoc.lab.dns`) and a control socket through which the settings change
-while it runs. It waits with ``select``, whose timeout has microsecond resolution.
+This module holds the settings, the impairment model (:class:`Direction`,
+:class:`Link`), the TUN device set-up and :func:`control`, the client of a running
+link's control socket. The link runs as its own process
+(:mod:`latdoc.lab.link_daemon`; ``python -m latdoc.lab.link`` runs it too), started
+by :class:`latdoc.lab.net.LabNet` inside the server namespace with both TUN file
+descriptors inherited; its event loop also serves the lab DNS server
+(:mod:`latdoc.lab.dns`) and the control socket through which the settings change.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import fcntl
 import json
 import os
 import random
-import select
-import signal
 import socket
 import struct
 import subprocess
-import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
-from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from latdoc.errors import LabError, UsageError
-
-if TYPE_CHECKING:
-    from latdoc.lab.dns import DnsServer
 
 __all__ = [
     "DirectionStats",
@@ -57,11 +51,9 @@ _IFF_NO_PI = 0x1000
 _MAX_PACKET = 65535
 _READS_PER_WAKE = 64
 _MAX_IN_FLIGHT = 100_000
-_MAX_WAIT_S = 0.25
-_MAX_LEAD_S = 0.001
-_LEAD_SMOOTHING = 0.1
-_CONTROL_CLIENTS = 8
-_CONTROL_MESSAGE = 65536
+
+CONTROL_MESSAGE_BYTES = 65536
+"""The largest request or answer on the control socket (one ``SOCK_SEQPACKET`` message)."""
 
 
 @dataclass(frozen=True)
@@ -265,7 +257,7 @@ def control(path: str, message: dict[str, Any], timeout: float = 5.0) -> dict[st
         try:
             sock.connect(path)
             sock.sendall(json.dumps(message).encode())
-            answer: dict[str, Any] = json.loads(sock.recv(_CONTROL_MESSAGE))
+            answer: dict[str, Any] = json.loads(sock.recv(CONTROL_MESSAGE_BYTES))
         except (OSError, ValueError) as exc:
             raise LabError(f"the lab link does not answer on {path}: {exc}") from exc
     if not answer.get("ok"):
@@ -273,155 +265,7 @@ def control(path: str, message: dict[str, Any], timeout: float = 5.0) -> dict[st
     return answer
 
 
-class _Daemon:
-    """The link's event loop: TUN fds, DNS socket, control socket, and their timers.
-
-    ``select`` wakes a little after the timeout asked for (about 0.2 ms on a VM).
-    The loop learns that lateness (``lead``, smoothed, at most 1 ms), asks to wake
-    that much before a packet is due and sends what is due within ``lead`` of the
-    wake-up, so packets leave on time on average instead of always late.
-    """
-
-    def __init__(self, link: Link, dns: DnsServer | None, control_path: str) -> None:
-        self.link = link
-        self.dns = dns
-        self.control_path = control_path
-        self.stopping = False
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(control_path)
-        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.listener.bind(control_path)
-        os.chmod(control_path, 0o600)
-        self.listener.listen(_CONTROL_CLIENTS)
-        self.listener.setblocking(False)
-        self.clients: dict[int, socket.socket] = {}
-
-    def run(self, lifetime_s: float, parent_pid: int | None) -> None:
-        end = time.monotonic() + lifetime_s
-        link, dns = self.link, self.dns
-        fixed = [link.client_fd, link.server_fd, self.listener.fileno()]
-        if dns is not None:
-            fixed.append(dns.fileno())
-        next_check = 0.0
-        lead = 0.0
-        while not self.stopping:
-            now = time.monotonic()
-            if now >= next_check:
-                if now >= end or (parent_pid is not None and os.getppid() != parent_pid):
-                    return
-                next_check = now + _MAX_WAIT_S
-            wake = now + _MAX_WAIT_S
-            for due in (link.next_due(), dns.next_due() if dns is not None else None):
-                if due is not None:
-                    wake = min(wake, due - lead)
-            timeout = max(0.0, wake - now)
-            readable, _, _ = select.select([*fixed, *self.clients], [], [], timeout)
-            now = time.monotonic()
-            if not readable and timeout > 0:
-                late = min(now - wake, _MAX_LEAD_S)
-                lead += (late - lead) * _LEAD_SMOOTHING
-            for fd in readable:
-                if fd in (link.client_fd, link.server_fd):
-                    link.on_readable(fd, now)
-                elif dns is not None and fd == dns.fileno():
-                    dns.on_readable(now)
-                elif fd == self.listener.fileno():
-                    self._accept()
-                else:
-                    self._answer(fd)
-            horizon = time.monotonic() + lead
-            link.deliver(horizon)
-            if dns is not None:
-                dns.send_due(horizon)
-
-    def _accept(self) -> None:
-        with contextlib.suppress(BlockingIOError):
-            client, _ = self.listener.accept()
-            if len(self.clients) >= _CONTROL_CLIENTS:
-                client.close()
-                return
-            client.setblocking(False)
-            self.clients[client.fileno()] = client
-
-    def _answer(self, fd: int) -> None:
-        client = self.clients.pop(fd)
-        with client:
-            try:
-                message = json.loads(client.recv(_CONTROL_MESSAGE))
-                answer = self._handle(message)
-            except (OSError, ValueError, TypeError, KeyError, LabError, UsageError) as exc:
-                answer = {"ok": False, "error": str(exc)}
-            with contextlib.suppress(OSError):
-                client.send(json.dumps(answer).encode())
-
-    def _handle(self, message: dict[str, Any]) -> dict[str, Any]:
-        op = message["op"]
-        if op == "set":
-            if message.get("link") is not None:
-                self.link.configure(LinkSettings.from_dict(message["link"]))
-            if message.get("dns_delay_ms") is not None:
-                if self.dns is None:
-                    raise LabError("this link serves no DNS")
-                self.dns.set_delay(float(message["dns_delay_ms"]))
-        elif op == "stop":
-            self.stopping = True
-        elif op != "ping" and op != "stats":
-            raise LabError(f"unknown request {op!r}")
-        stats = LinkStats(
-            self.link.up.stats(),
-            self.link.down.stats(),
-            self.dns.queries if self.dns is not None else 0,
-        )
-        return {"ok": True, "pid": os.getpid(), "stats": dataclasses.asdict(stats)}
-
-    def close(self) -> None:
-        for client in self.clients.values():
-            client.close()
-        self.listener.close()
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.control_path)
-        if self.dns is not None:
-            self.dns.close()
-        for fd in (self.link.client_fd, self.link.server_fd):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Entry point of the link process; runs until stopped, the parent dies, or lifetime ends."""
-    parser = argparse.ArgumentParser(prog="python -m latdoc.lab.link")
-    parser.add_argument("--client-fd", type=int, required=True)
-    parser.add_argument("--server-fd", type=int, required=True)
-    parser.add_argument("--control", required=True)
-    parser.add_argument("--settings", required=True, help="LinkSettings as JSON")
-    parser.add_argument("--dns", help="JSON: bind, host_name, address, delay_ms")
-    parser.add_argument("--seed", type=int)
-    parser.add_argument("--parent-pid", type=int)
-    parser.add_argument("--lifetime-s", type=float, default=12 * 3600.0)
-    args = parser.parse_args(argv)
-    for fd in (args.client_fd, args.server_fd):
-        os.set_blocking(fd, False)
-    link = Link(
-        args.client_fd, args.server_fd, LinkSettings.from_dict(json.loads(args.settings)), args.seed
-    )
-    dns = None
-    if args.dns:
-        from latdoc.lab.dns import DnsServer
-
-        dns = DnsServer(**json.loads(args.dns))
-    daemon = _Daemon(link, dns, args.control)
-
-    def stop(_signum: int, _frame: FrameType | None) -> None:
-        daemon.stopping = True
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    try:
-        daemon.run(args.lifetime_s, args.parent_pid)
-    finally:
-        daemon.close()
-
-
 if __name__ == "__main__":
+    from latdoc.lab.link_daemon import main
+
     main()

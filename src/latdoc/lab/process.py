@@ -15,10 +15,12 @@ import select
 import signal
 import subprocess
 import sys
+from collections.abc import Sequence
 from types import TracebackType
 from typing import Any, Self
 
 from latdoc.errors import LabError
+from latdoc.lab import tls as lab_tls
 from latdoc.lab.server import DEFAULT_CONFIG, LabServer, serve_forever
 from latdoc.lab.sim import Fault, LabConfig, LatencyModel
 
@@ -49,6 +51,7 @@ class LabProcess:
 
     After start, :attr:`port`, :attr:`base_url` and (with ``tls``) :attr:`ca_file`
     describe the child's server; stop sends SIGTERM and waits for a clean exit.
+    ``tls_names`` are more host names or IP addresses its certificate is valid for.
     """
 
     def __init__(
@@ -59,12 +62,14 @@ class LabProcess:
         port: int = 0,
         tls: bool = False,
         http2: bool = False,
+        tls_names: Sequence[str] = (),
     ) -> None:
         self.config = config
         self.host = host
         self.port = port
         self.tls = tls
         self.http2 = http2
+        self.tls_names = lab_tls.check_tls_names(tls_names, tls)
         self.base_url = ""
         self.ca_file: str | None = None
         self._process: subprocess.Popen[bytes] | None = None
@@ -91,6 +96,7 @@ class LabProcess:
             "port": self.port,
             "tls": self.tls,
             "http2": self.http2,
+            "tls_names": list(self.tls_names),
         }
         self._process = subprocess.Popen(
             [sys.executable, "-m", "latdoc.lab.process", json.dumps(arguments)],
@@ -141,6 +147,7 @@ def main(argv: list[str]) -> None:
         arguments["port"],
         arguments["tls"],
         arguments["http2"],
+        tls_names=arguments.get("tls_names", ()),
         on_ready=_announce,
     )
 

@@ -39,6 +39,15 @@ def _whole(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
 
 
+def _tls_name(text: str) -> str:
+    from latdoc.lab.tls import check_identity  # imports trustme: only when the flag is given
+
+    try:
+        return check_identity(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _profile(text: str) -> tuple[float, ...]:
     parts = [part.strip() for part in text.split(",")]
     if not all(parts):
@@ -53,6 +62,15 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     server.add_argument("--port", type=_whole, default=8000)
     server.add_argument("--tls", action="store_true", help="HTTPS with a fresh trustme CA")
     server.add_argument("--http2", action="store_true", help="offer HTTP/2 (needs --tls)")
+    server.add_argument(
+        "--tls-name",
+        dest="tls_names",
+        action="append",
+        type=_tls_name,
+        default=[],
+        metavar="NAME",
+        help="a host name or IP address the certificate is also valid for (repeatable)",
+    )
     server.add_argument("--model", default=_CONFIG.model)
     server.add_argument("--api-key-env", metavar="VAR", help="require the key in this variable")
     server.add_argument("--seed", type=_whole, help="seed jitter, stalls, faults and load")
@@ -189,6 +207,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 def _check(args: argparse.Namespace) -> None:
     if args.http2 and not args.tls:
         raise UsageError("--http2 needs --tls (HTTP/2 is negotiated with ALPN)")
+    if args.tls_names and not args.tls:
+        raise UsageError("--tls-name needs --tls: it names the TLS certificate")
     if args.load_profile and args.slots is None:
         raise UsageError("--load-profile needs --slots: background requests take slots")
     for flag, value in (("--stall-rate", args.stall_rate), ("--fault-rate", args.fault_rate)):

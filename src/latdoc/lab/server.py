@@ -22,7 +22,7 @@ import ssl
 import tempfile
 import threading
 import weakref
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from types import TracebackType
 from typing import Any, Self, cast
 
@@ -114,7 +114,9 @@ class LabServer:
     start, :attr:`port` is the bound port and :attr:`base_url` the API root (ending
     in ``/v1``); with ``tls`` the URL names ``localhost`` and :attr:`ca_file` is a
     temporary PEM file of the CA that verifies the server, removed on stop (or at
-    interpreter exit if the server is never stopped).
+    interpreter exit if the server is never stopped). The certificate is valid for
+    ``localhost``, the loopback addresses, ``host`` and every host name or IP
+    address in ``tls_names``.
     """
 
     def __init__(
@@ -125,6 +127,7 @@ class LabServer:
         port: int = 0,
         tls: bool = False,
         http2: bool = False,
+        tls_names: Sequence[str] = (),
     ) -> None:
         if http2 and not tls:
             raise LabError("the lab serves HTTP/2 only over TLS: pass tls=True with http2=True")
@@ -133,6 +136,7 @@ class LabServer:
         self.port = port
         self.tls = tls
         self.http2 = http2
+        self.tls_names = lab_tls.check_tls_names(tls_names, tls)
         self.base_url = ""
         self.ca_file: str | None = None
         self.app: Starlette | None = None
@@ -169,7 +173,8 @@ class LabServer:
         context = None
         if self.tls:
             alpn = ["h2", "http/1.1"] if self.http2 else ["http/1.1"]
-            context = lab_tls.server_context(lab_tls.identities_for(self.host), alpn)
+            identities = lab_tls.identities_for(self.host, self.tls_names)
+            context = lab_tls.server_context(identities, alpn)
             fd, self.ca_file = tempfile.mkstemp(prefix="latdoc-lab-ca-", suffix=".pem")
             with os.fdopen(fd, "wb") as ca:
                 ca.write(lab_tls.ca_pem())
@@ -339,19 +344,22 @@ def serve_forever(
     tls: bool = False,
     http2: bool = False,
     *,
+    tls_names: Sequence[str] = (),
     on_ready: Callable[[LabServer], None] = _announce,
     stop: threading.Event | None = None,
 ) -> None:
     """Serve until ``stop`` is set, Ctrl-C or SIGTERM; ``on_ready`` announces the URL.
 
     By default it prints the base URL and, with TLS, the CA file path.
+    ``tls_names``: more host names or IP addresses the certificate is valid for.
     """
     stop = stop or threading.Event()
     restore = None
     if threading.current_thread() is threading.main_thread():
         restore = signal.signal(signal.SIGTERM, lambda _signum, _frame: stop.set())
     try:
-        with LabServer(config, host=host, port=port, tls=tls, http2=http2) as server:
+        server = LabServer(config, host=host, port=port, tls=tls, http2=http2, tls_names=tls_names)
+        with server:
             on_ready(server)
             with contextlib.suppress(KeyboardInterrupt):
                 stop.wait()

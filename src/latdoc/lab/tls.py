@@ -2,20 +2,38 @@
 
 Generating keys is the slow part of starting a TLS server, so the CA and each
 server certificate are made once per process and reused; every server gets its
-own :class:`ssl.SSLContext` (its own ALPN list).
+own :class:`ssl.SSLContext` (its own ALPN list). A certificate names ``localhost``
+and the loopback addresses, the host the server binds, and any extra host names or
+IP addresses it is asked to (``latdoc lab serve --tls-name``).
 """
 
 from __future__ import annotations
 
 import functools
+import ipaddress
+import re
 import ssl
+from collections.abc import Iterable
 
 import trustme
 
-__all__ = ["DEFAULT_IDENTITIES", "ca_pem", "identities_for", "server_context"]
+from latdoc.errors import LabError, UsageError
+
+__all__ = [
+    "DEFAULT_IDENTITIES",
+    "ca_pem",
+    "check_identity",
+    "check_tls_names",
+    "identities_for",
+    "server_context",
+]
 
 DEFAULT_IDENTITIES = ("localhost", "127.0.0.1", "::1")
 """Names and addresses every lab server certificate is valid for."""
+
+_WILDCARDS = ("", "0.0.0.0", "::")
+_LABEL = r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?"
+_DNS_NAME = re.compile(rf"(\*\.)?({_LABEL}\.)*{_LABEL}")
 
 
 @functools.cache
@@ -34,11 +52,46 @@ def ca_pem() -> bytes:
     return pem
 
 
-def identities_for(host: str) -> tuple[str, ...]:
-    """The certificate identities for a server bound to ``host``."""
-    if host in DEFAULT_IDENTITIES or host in ("", "0.0.0.0", "::"):
-        return DEFAULT_IDENTITIES
-    return (*DEFAULT_IDENTITIES, host)
+def check_identity(text: str) -> str:
+    """``text`` as a certificate identity: an IP address or a lowercase DNS name.
+
+    A DNS name may start with ``*.`` (a wildcard); anything else raises
+    :class:`UsageError`.
+    """
+    name = text.strip()
+    if "%" not in name:
+        try:
+            return str(ipaddress.ip_address(name))
+        except ValueError:
+            pass
+    name = name.lower().removesuffix(".")
+    if len(name) > 253 or not _DNS_NAME.fullmatch(name):
+        raise UsageError(f"not a host name or IP address for a TLS certificate: {text!r}")
+    return name
+
+
+def identities_for(host: str, extra: Iterable[str] = ()) -> tuple[str, ...]:
+    """The certificate identities for a server bound to ``host``, and for ``extra``.
+
+    ``extra`` holds more host names or IP addresses the certificate should be valid
+    for (each checked by :func:`check_identity`); repeats are dropped, the order kept.
+    """
+    if isinstance(extra, str):
+        raise TypeError(f"extra is a sequence of names, not one name: {extra!r}")
+    base: tuple[str, ...] = DEFAULT_IDENTITIES
+    if host not in (*DEFAULT_IDENTITIES, *_WILDCARDS):
+        base = (*DEFAULT_IDENTITIES, host)
+    return tuple(dict.fromkeys((*base, *(check_identity(name) for name in extra))))
+
+
+def check_tls_names(names: Iterable[str], tls: bool) -> tuple[str, ...]:
+    """A server's extra certificate ``names``, checked; :class:`LabError` without ``tls``."""
+    if isinstance(names, str):
+        raise TypeError(f"TLS names are a sequence of names, not one name: {names!r}")
+    checked = tuple(check_identity(name) for name in names)
+    if checked and not tls:
+        raise LabError("TLS names are names in the TLS certificate: pass tls=True with them")
+    return checked
 
 
 def server_context(identities: tuple[str, ...], alpn: list[str]) -> ssl.SSLContext:
