@@ -12,180 +12,31 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpcore
 
-from latdoc.errors import SSEError, UsageError
-from latdoc.probe.backend import (
-    DnsFailure,
-    DnsTimeout,
-    Resolver,
-    TimedBackend,
-    TimedStream,
-    system_resolver,
-    warm_up,
-)
-from latdoc.probe.dialects import (
-    Dialect,
-    EventInfo,
-    Usage,
-    error_message,
-    parse_event,
-    request_body,
-)
+from latdoc.errors import SSEError
+from latdoc.probe.backend import Resolver, TimedBackend, TimedStream, system_resolver, warm_up
+from latdoc.probe.dialects import error_message, request_body
+from latdoc.probe.endpoint import Endpoint, Timeouts, make_ssl_context
+from latdoc.probe.failures import classify, closed_before_answering, redact
 from latdoc.probe.recorder import Recorder, now_ns
 from latdoc.probe.servertiming import parse_server_timing
-from latdoc.probe.sse import SSEDecoder, SSEEvent
+from latdoc.probe.sse import SSEDecoder
+from latdoc.probe.stream_state import EventHook, StreamFailure, StreamState
 from latdoc.probe.tcpinfo import read_tcp_info
 from latdoc.probe.trace import Chunk, ErrorKind, Phase, RequestTrace, TcpInfo, TraceError
 
+__all__ = ["Endpoint", "EventHook", "ProbeSession", "Timeouts", "make_ssl_context"]
+
 _ERROR_BODY_LIMIT = 64 * 1024
 
-EventHook = Callable[[Any, int], None]
-"""Called with each decoded JSON event and its arrival (absolute ``perf_counter_ns``)."""
 _USER_AGENT = b"latdoc"
-
-
-@dataclass(frozen=True)
-class Timeouts:
-    """Seconds; ``read`` applies to each socket read, ``total`` to the whole request."""
-
-    connect: float = 10.0
-    read: float = 60.0
-    write: float = 30.0
-    pool: float = 60.0
-    total: float = 300.0
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """Where to send requests and how to speak to it."""
-
-    base_url: str
-    model: str
-    dialect: Dialect = Dialect.CHAT
-    api_key: str | None = field(default=None, repr=False)
-
-    def __post_init__(self) -> None:
-        parts = urlsplit(self.base_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise UsageError(
-                f"invalid URL {self.base_url!r}: expected http(s)://host[:port]/path, "
-                "e.g. https://api.openai.com/v1"
-            )
-        if not self.model:
-            raise UsageError("a model name is required (--model)")
-
-    @property
-    def url(self) -> str:
-        return self.base_url.rstrip("/") + self.dialect.path
-
-    @property
-    def is_tls(self) -> bool:
-        return self.base_url.startswith("https:")
-
-
-def make_ssl_context(cacert: str | None = None, *, insecure: bool = False) -> ssl.SSLContext:
-    """TLS settings with curl's meaning: ``--cacert FILE``, ``--insecure``, ``SSL_CERT_FILE``."""
-    cafile = cacert or os.environ.get("SSL_CERT_FILE") or None
-    if cafile is not None and not os.path.isfile(cafile):
-        raise UsageError(f"CA certificate file not found: {cafile}")
-    try:
-        ctx = ssl.create_default_context(cafile=cafile)
-    except ssl.SSLError as exc:
-        raise UsageError(f"cannot load CA certificates from {cafile}: {exc}") from None
-    if insecure:
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
-    return ctx
-
-
-class _Failure(Exception):
-    def __init__(self, error: TraceError) -> None:
-        super().__init__(str(error))
-        self.error = error
-
-
-@dataclass
-class _StreamState:
-    """What has been read of one response so far."""
-
-    t0: int
-    count_tokens: Callable[[str], int] | None
-    on_json: EventHook | None = None
-    chunks: list[Chunk] = field(default_factory=list)
-    first_token: int | None = None
-    finish_reason: str | None = None
-    usage: Usage | None = None
-    usage_on_chunks: bool = False
-    done_marker: bool = False
-    server_timing: dict[str, float] = field(default_factory=dict)
-    text: list[str] = field(default_factory=list)
-    _last_completion_tokens: int = 0
-
-    def on_event(self, event: SSEEvent, phase_of: Recorder) -> None:
-        data = event.data
-        if data.strip() == "[DONE]":
-            self.done_marker = True
-            return
-        try:
-            obj = json.loads(data)
-        except ValueError:
-            raise _Failure(
-                TraceError(
-                    ErrorKind.MALFORMED,
-                    phase_of.phase,
-                    f"event is not valid JSON: {data[:80]!r}",
-                )
-            ) from None
-        if self.on_json is not None:
-            self.on_json(obj, event.t_ns)
-        info = parse_event(obj)
-        if info.error is not None:
-            raise _Failure(TraceError(ErrorKind.HTTP, phase_of.phase, f"error event: {info.error}"))
-        self._apply(info, event.t_ns, obj, phase_of)
-
-    def _apply(self, info: EventInfo, t_ns: int, obj: Any, rec: Recorder) -> None:
-        if info.finish_reason is not None:
-            self.finish_reason = info.finish_reason
-        if info.server_timing:
-            self.server_timing.update(info.server_timing)
-        tokens = 1
-        if info.usage is not None:
-            self.usage = info.usage
-            completed = info.usage.completion_tokens
-            if info.output_chars and completed is not None:
-                self.usage_on_chunks = True
-                tokens = max(0, completed - self._last_completion_tokens)
-                self._last_completion_tokens = completed
-        if info.output_chars:
-            if self.first_token is None:
-                self.first_token = t_ns
-                rec.phase = Phase.STREAM
-            self.chunks.append(Chunk(t_ns - self.t0, info.output_chars, tokens))
-            if self.count_tokens is not None:
-                self.text.append(_output_text(obj))
-
-
-def _output_text(obj: Any) -> str:
-    parts: list[str] = []
-    for choice in obj.get("choices") or ():
-        delta = choice.get("delta") or {}
-        for key in ("content", "reasoning_content", "reasoning"):
-            value = delta.get(key)
-            if isinstance(value, str):
-                parts.append(value)
-        if isinstance(choice.get("text"), str):
-            parts.append(choice["text"])
-    return "".join(parts)
 
 
 @dataclass
@@ -196,7 +47,7 @@ class _Exchange:
     http_version: str | None = None
     stream: TimedStream | None = None
     headers: dict[str, str] = field(default_factory=dict)
-    state: _StreamState | None = None
+    state: StreamState | None = None
     done: int | None = None
     tcp_info: TcpInfo | None = None
 
@@ -293,7 +144,7 @@ class ProbeSession:
         ):
             self.include_usage = False
             trace = await self._send(prompt, max_tokens, on_event, extra)
-        elif _closed_before_answering(trace):
+        elif closed_before_answering(trace):
             trace = await self._send(prompt, max_tokens, on_event, extra)
         return trace
 
@@ -334,7 +185,7 @@ class ProbeSession:
             try:
                 async with asyncio.timeout(self.timeouts.total):
                     await self._exchange(pool, rec, content, exchange, on_event, extra_headers)
-            except _Failure as failure:
+            except StreamFailure as failure:
                 error = failure.error
             except asyncio.CancelledError:
                 raise
@@ -378,14 +229,14 @@ class ProbeSession:
                 await self._fail_on_status(response, rec, out)
             ctype = out.headers.get("content-type", "")
             if "text/event-stream" not in ctype:
-                raise _Failure(
+                raise StreamFailure(
                     TraceError(
                         ErrorKind.MALFORMED,
                         rec.phase,
                         f"response is not an event stream (content-type: {ctype or 'none'})",
                     )
                 )
-            state = _StreamState(rec.t0, self._count_tokens, on_event)
+            state = StreamState(rec.t0, self._count_tokens, on_event)
             out.state = state
             decoder = SSEDecoder()
             stream = out.stream
@@ -397,12 +248,12 @@ class ProbeSession:
                 for event in decoder.close(now_ns()):
                     state.on_event(event, rec)
             except SSEError as exc:
-                raise _Failure(TraceError(ErrorKind.MALFORMED, rec.phase, str(exc))) from None
+                raise StreamFailure(TraceError(ErrorKind.MALFORMED, rec.phase, str(exc))) from None
             out.done = now_ns()
             if stream is not None:
                 out.tcp_info = read_tcp_info(stream.socket)
             if not state.done_marker and state.finish_reason is None:
-                raise _Failure(
+                raise StreamFailure(
                     TraceError(
                         ErrorKind.STREAM_BROKEN,
                         rec.phase,
@@ -426,7 +277,9 @@ class ProbeSession:
         retry_after = out.headers.get("retry-after")
         if retry_after:
             message += f" (Retry-After: {retry_after})"
-        raise _Failure(TraceError(ErrorKind.HTTP, Phase.WAIT, f"HTTP {status}: {message}", status))
+        raise StreamFailure(
+            TraceError(ErrorKind.HTTP, Phase.WAIT, f"HTTP {status}: {message}", status)
+        )
 
     def _freeze(
         self,
@@ -466,7 +319,7 @@ class ProbeSession:
         usage = state.usage if state is not None else None
         stream = ex.stream
         if error is not None:
-            error = _redact(error, self.endpoint.api_key)
+            error = redact(error, self.endpoint.api_key)
         return RequestTrace(
             started_at=started_at,
             t0_ns=t0,
@@ -500,76 +353,3 @@ class ProbeSession:
             tcp_info=ex.tcp_info,
             error=error,
         )
-
-
-def _closed_before_answering(trace: RequestTrace) -> bool:
-    """A reused connection the server had already closed: nothing was answered, so
-    the request is sent again on a new connection (curl does the same)."""
-    return (
-        trace.error is not None
-        and trace.error.kind is ErrorKind.STREAM_BROKEN
-        and trace.new_connection is False
-        and trace.first_byte_ns is None
-    )
-
-
-def _redact(error: TraceError, secret: str | None) -> TraceError:
-    if not secret or secret not in error.message:
-        return error
-    return TraceError(error.kind, error.phase, error.message.replace(secret, "***"), error.status)
-
-
-def classify(exc: BaseException, rec: Recorder, timeouts: Timeouts) -> TraceError:
-    """Map a low-level exception to the typed error of the phase it happened in."""
-    phase = rec.phase
-    if isinstance(exc, DnsFailure):
-        return TraceError(ErrorKind.DNS, Phase.DNS, str(exc))
-    if isinstance(exc, DnsTimeout):
-        return TraceError(ErrorKind.TIMEOUT, Phase.DNS, str(exc))
-    if isinstance(exc, httpcore.PoolTimeout):
-        return TraceError(
-            ErrorKind.TIMEOUT, Phase.QUEUE, f"no free connection within {timeouts.pool:g} s"
-        )
-    if isinstance(exc, httpcore.TimeoutException):
-        limit = timeouts.connect if phase in (Phase.DNS, Phase.CONNECT, Phase.TLS) else None
-        if isinstance(exc, httpcore.WriteTimeout):
-            limit = timeouts.write
-        elif isinstance(exc, httpcore.ReadTimeout):
-            limit = timeouts.read
-        detail = f"no progress within {limit:g} s" if limit is not None else "timed out"
-        return TraceError(ErrorKind.TIMEOUT, phase, detail)
-    if isinstance(exc, TimeoutError):
-        return TraceError(
-            ErrorKind.TIMEOUT, phase, f"no complete response within {timeouts.total:g} s"
-        )
-    if isinstance(exc, httpcore.ConnectError | ssl.SSLError):
-        if phase is Phase.TLS or isinstance(exc, ssl.SSLError):
-            return TraceError(ErrorKind.TLS, Phase.TLS, _describe(exc) or "TLS handshake failed")
-        return TraceError(ErrorKind.CONNECT, Phase.CONNECT, _describe(exc) or "connect failed")
-    if isinstance(exc, httpcore.NetworkError | httpcore.RemoteProtocolError | OSError):
-        what = _describe(exc) or type(exc).__name__
-        return TraceError(ErrorKind.STREAM_BROKEN, phase, f"connection broken: {what}")
-    if isinstance(exc, httpcore.ProtocolError):
-        return TraceError(ErrorKind.MALFORMED, phase, _describe(exc) or "protocol error")
-    if isinstance(exc, SSEError):
-        return TraceError(ErrorKind.MALFORMED, phase, str(exc))
-    raise exc
-
-
-def _describe(exc: BaseException) -> str:
-    """The most specific message in the exception's cause chain."""
-    chain: list[BaseException] = []
-    seen: BaseException | None = exc
-    while seen is not None and seen not in chain and len(chain) < 8:
-        chain.append(seen)
-        seen = seen.__cause__ or seen.__context__
-    for link in reversed(chain):
-        if isinstance(link, ConnectionRefusedError):
-            return "connection refused"
-        if isinstance(link, OSError) and link.errno is not None and link.strerror:
-            return link.strerror.lower()
-    for link in chain:
-        text = str(link).strip()
-        if text:
-            return text
-    return ""

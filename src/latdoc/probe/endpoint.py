@@ -1,0 +1,65 @@
+"""Where a probe sends requests, how long it waits, and how it trusts TLS."""
+
+from __future__ import annotations
+
+import os
+import ssl
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from latdoc.errors import UsageError
+from latdoc.probe.dialects import Dialect
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Seconds; ``read`` applies to each socket read, ``total`` to the whole request."""
+
+    connect: float = 10.0
+    read: float = 60.0
+    write: float = 30.0
+    pool: float = 60.0
+    total: float = 300.0
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where to send requests and how to speak to it."""
+
+    base_url: str
+    model: str
+    dialect: Dialect = Dialect.CHAT
+    api_key: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        parts = urlsplit(self.base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise UsageError(
+                f"invalid URL {self.base_url!r}: expected http(s)://host[:port]/path, "
+                "e.g. https://api.openai.com/v1"
+            )
+        if not self.model:
+            raise UsageError("a model name is required (--model)")
+
+    @property
+    def url(self) -> str:
+        return self.base_url.rstrip("/") + self.dialect.path
+
+    @property
+    def is_tls(self) -> bool:
+        return self.base_url.startswith("https:")
+
+
+def make_ssl_context(cacert: str | None = None, *, insecure: bool = False) -> ssl.SSLContext:
+    """TLS settings with curl's meaning: ``--cacert FILE``, ``--insecure``, ``SSL_CERT_FILE``."""
+    cafile = cacert or os.environ.get("SSL_CERT_FILE") or None
+    if cafile is not None and not os.path.isfile(cafile):
+        raise UsageError(f"CA certificate file not found: {cafile}")
+    try:
+        ctx = ssl.create_default_context(cafile=cafile)
+    except ssl.SSLError as exc:
+        raise UsageError(f"cannot load CA certificates from {cafile}: {exc}") from None
+    if insecure:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    return ctx

@@ -1,0 +1,86 @@
+"""Low-level exceptions mapped, once, to the typed error of the phase they happened in."""
+
+from __future__ import annotations
+
+import ssl
+
+import httpcore
+
+from latdoc.errors import SSEError
+from latdoc.probe.backend import DnsFailure, DnsTimeout
+from latdoc.probe.endpoint import Timeouts
+from latdoc.probe.recorder import Recorder
+from latdoc.probe.trace import ErrorKind, Phase, RequestTrace, TraceError
+
+
+def closed_before_answering(trace: RequestTrace) -> bool:
+    """A reused connection the server had already closed: nothing was answered, so
+    the request is sent again on a new connection (curl does the same)."""
+    return (
+        trace.error is not None
+        and trace.error.kind is ErrorKind.STREAM_BROKEN
+        and trace.new_connection is False
+        and trace.first_byte_ns is None
+    )
+
+
+def redact(error: TraceError, secret: str | None) -> TraceError:
+    if not secret or secret not in error.message:
+        return error
+    return TraceError(error.kind, error.phase, error.message.replace(secret, "***"), error.status)
+
+
+def classify(exc: BaseException, rec: Recorder, timeouts: Timeouts) -> TraceError:
+    """Map a low-level exception to the typed error of the phase it happened in."""
+    phase = rec.phase
+    if isinstance(exc, DnsFailure):
+        return TraceError(ErrorKind.DNS, Phase.DNS, str(exc))
+    if isinstance(exc, DnsTimeout):
+        return TraceError(ErrorKind.TIMEOUT, Phase.DNS, str(exc))
+    if isinstance(exc, httpcore.PoolTimeout):
+        return TraceError(
+            ErrorKind.TIMEOUT, Phase.QUEUE, f"no free connection within {timeouts.pool:g} s"
+        )
+    if isinstance(exc, httpcore.TimeoutException):
+        limit = timeouts.connect if phase in (Phase.DNS, Phase.CONNECT, Phase.TLS) else None
+        if isinstance(exc, httpcore.WriteTimeout):
+            limit = timeouts.write
+        elif isinstance(exc, httpcore.ReadTimeout):
+            limit = timeouts.read
+        detail = f"no progress within {limit:g} s" if limit is not None else "timed out"
+        return TraceError(ErrorKind.TIMEOUT, phase, detail)
+    if isinstance(exc, TimeoutError):
+        return TraceError(
+            ErrorKind.TIMEOUT, phase, f"no complete response within {timeouts.total:g} s"
+        )
+    if isinstance(exc, httpcore.ConnectError | ssl.SSLError):
+        if phase is Phase.TLS or isinstance(exc, ssl.SSLError):
+            return TraceError(ErrorKind.TLS, Phase.TLS, _describe(exc) or "TLS handshake failed")
+        return TraceError(ErrorKind.CONNECT, Phase.CONNECT, _describe(exc) or "connect failed")
+    if isinstance(exc, httpcore.NetworkError | httpcore.RemoteProtocolError | OSError):
+        what = _describe(exc) or type(exc).__name__
+        return TraceError(ErrorKind.STREAM_BROKEN, phase, f"connection broken: {what}")
+    if isinstance(exc, httpcore.ProtocolError):
+        return TraceError(ErrorKind.MALFORMED, phase, _describe(exc) or "protocol error")
+    if isinstance(exc, SSEError):
+        return TraceError(ErrorKind.MALFORMED, phase, str(exc))
+    raise exc
+
+
+def _describe(exc: BaseException) -> str:
+    """The most specific message in the exception's cause chain."""
+    chain: list[BaseException] = []
+    seen: BaseException | None = exc
+    while seen is not None and seen not in chain and len(chain) < 8:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    for link in reversed(chain):
+        if isinstance(link, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(link, OSError) and link.errno is not None and link.strerror:
+            return link.strerror.lower()
+    for link in chain:
+        text = str(link).strip()
+        if text:
+            return text
+    return ""
