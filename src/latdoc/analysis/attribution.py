@@ -26,12 +26,10 @@ errors         the failed fraction of a typical request's end-to-end time
 
 from __future__ import annotations
 
-import statistics
-from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from latdoc.analysis.length import fit_length_curve, length_points
+from latdoc.analysis.facts import Facts, gather_facts, median_of, steady_tpot_ms
 from latdoc.analysis.model import (
     Diagnosis,
     Finding,
@@ -42,12 +40,9 @@ from latdoc.analysis.model import (
     StepNote,
     Verdict,
 )
-from latdoc.analysis.signals import dispersion, find_stalls
-from latdoc.probe.trace import RequestTrace
 from latdoc.workload.sample import Sample
 
 SLOW_DNS_MS = 200.0
-SLOW_CONNECT_MS = 200.0
 HIGH_RTT_MS = 100.0
 SLOW_TLS_EXTRA_MS = 200.0
 SLOW_UPLOAD_MS = 200.0
@@ -84,15 +79,6 @@ class RunContext:
     notes: tuple[StepNote, ...] = ()
 
 
-def _median(values: Iterable[float | None]) -> float | None:
-    data = [v for v in values if v is not None]
-    return statistics.median(data) if data else None
-
-
-def _ok(samples: Iterable[Sample], step: str) -> list[RequestTrace]:
-    return [s.trace for s in samples if s.step == step and s.trace.ok]
-
-
 def _confidence(n: int, margin: float) -> float:
     """More samples and a wider margin over the threshold give more confidence."""
     sample_factor = min(1.0, n / 5.0)
@@ -100,138 +86,10 @@ def _confidence(n: int, margin: float) -> float:
     return round(max(0.1, sample_factor * margin_factor), 2)
 
 
-@dataclass
-class _Facts:
-    """Step summaries, computed once and shared by the rules and the report."""
-
-    network: dict[str, float | None]
-    load: dict[str, float | None]
-    curve: LengthCurve | None
-    stalls: list[tuple[int, float]]
-    measured: list[RequestTrace]
-    failed: Counter[str]
-    retry_after_s: float | None
-    long_reference_tokens: int | None
-    """The "long prompt" of the input-length rule; None for the longest measured."""
-    loop_lag_ms: float | None = None
-    """Median over requests of the measuring client's worst event-loop lag."""
+Rule = Callable[[Facts], Finding | None]
 
 
-def _network_facts(samples: Sequence[Sample]) -> dict[str, float | None]:
-    cold = [s.trace for s in samples if s.step == "network" and s.cold and s.trace.ok]
-    warm = [s.trace for s in samples if s.step == "network" and not s.cold and s.trace.ok]
-    closes = [t for t in warm if t.new_connection]
-    rtt = _median(t.connect_ms for t in cold) or _median(
-        t.tcp_info.rtt_us / 1000 if t.tcp_info else None for t in warm
-    )
-    return {
-        "dns_ms": _median(t.dns_ms for t in cold),
-        "connect_ms": _median(t.connect_ms for t in cold),
-        "tls_ms": _median(t.tls_ms for t in cold),
-        "setup_ms": _median(t.setup_ms for t in cold),
-        "rtt_ms": rtt,
-        "send_ms": _median(t.send_ms for t in warm),
-        "wait_ms": _median(t.wait_ms for t in warm),
-        "ttfb_ms": _median(t.ttfb_ms for t in warm),
-        "ttft_ms": _median(t.ttft_ms for t in warm),
-        "tpot_ms": _median(t.tpot_ms for t in warm),
-        "total_ms": _median(t.total_ms for t in warm),
-        "cold_ttfb_ms": _median(t.ttfb_ms for t in cold),
-        "keepalive_saving_ms": _diff(
-            _median(t.ttfb_ms for t in cold), _median(t.ttfb_ms for t in warm)
-        ),
-        "server_closes_connections": float(len(closes)) / len(warm) if warm else None,
-        "queue_ms": _median(t.queue_ms for t in warm),
-        "cold_n": float(len(cold)),
-        "warm_n": float(len(warm)),
-    }
-
-
-def server_ttft_ms(trace: RequestTrace) -> float | None:
-    """TTFT without the client's pool wait and the connection's setup: what the server took."""
-    if trace.ttft_ms is None:
-        return None
-    return trace.ttft_ms - (trace.queue_ms or 0.0) - (trace.setup_ms or 0.0)
-
-
-def _load_facts(samples: Sequence[Sample]) -> dict[str, float | None]:
-    seq = [s.trace for s in samples if s.step == "load" and s.concurrency == 1 and s.trace.ok]
-    conc = [s for s in samples if s.step == "load" and s.concurrency > 1 and s.trace.ok]
-    seq_ttft = [v for t in seq if (v := server_ttft_ms(t)) is not None]
-    disp = dispersion(seq_ttft)
-    seq_median = statistics.median(seq_ttft) if seq_ttft else None
-    conc_median = _median(server_ttft_ms(s.trace) for s in conc)
-    return {
-        "sequential_n": float(len(seq_ttft)),
-        "ttft_p50_ms": disp.median if disp else seq_median,
-        "ttft_cv": disp.cv if disp else None,
-        "ttft_p95_over_p50": disp.p95_over_p50 if disp else None,
-        "concurrency": float(max((s.concurrency for s in conc), default=0)) or None,
-        "concurrent_ttft_p50_ms": conc_median,
-        "concurrent_over_sequential": conc_median / seq_median
-        if conc_median is not None and seq_median
-        else None,
-        "client_queue_ms": _median(s.trace.queue_ms for s in conc),
-    }
-
-
-def _diff(a: float | None, b: float | None) -> float | None:
-    return None if a is None or b is None else a - b
-
-
-def _facts(samples: Sequence[Sample], scenario: Scenario) -> _Facts:
-    measured = [s for s in samples if s.step != "calibration"]
-    ok = [s.trace for s in measured if s.trace.ok]
-    curve = fit_length_curve(length_points(_length_pairs(samples)))
-    stalls = [(i, st.gap_ms) for i, t in enumerate(ok) for st in find_stalls(t.itl_ms)]
-    failed = Counter(s.trace.error.code for s in measured if s.trace.error is not None)
-    retry = [_retry_after(s.trace) for s in measured]
-    retry_after = max((r for r in retry if r is not None), default=None)
-    return _Facts(
-        network=_network_facts(samples),
-        load=_load_facts(samples),
-        curve=curve,
-        stalls=stalls,
-        measured=[s.trace for s in measured],
-        failed=failed,
-        retry_after_s=retry_after,
-        long_reference_tokens=None if scenario is Scenario.LONGDOC else LONG_REFERENCE_TOKENS,
-        loop_lag_ms=_median(s.loop_lag_ms for s in measured),
-    )
-
-
-def _length_pairs(samples: Sequence[Sample]) -> list[tuple[int, float]]:
-    """(prompt tokens, TTFT) of the length step, one length per requested length:
-    the endpoint's count of a calibrated prompt can differ by a token or two."""
-    by_target: dict[int, list[RequestTrace]] = {}
-    for s in samples:
-        t = s.trace
-        if s.step == "length" and t.ok and t.ttft_ms is not None:
-            target = s.target_prompt_tokens or t.prompt_tokens
-            if target is not None:
-                by_target.setdefault(target, []).append(t)
-    pairs = []
-    for target, traces in by_target.items():
-        counted = [t.prompt_tokens for t in traces if t.prompt_tokens is not None]
-        tokens = round(statistics.median(counted)) if counted else target
-        pairs += [(tokens, t.ttft_ms) for t in traces if t.ttft_ms is not None]
-    return pairs
-
-
-def _retry_after(trace: RequestTrace) -> float | None:
-    if trace.error is None or "Retry-After:" not in trace.error.message:
-        return None
-    value = trace.error.message.rsplit("Retry-After:", 1)[1].strip(" )")
-    try:
-        return float(value)
-    except ValueError:
-        return None
-
-
-Rule = Callable[[_Facts], Finding | None]
-
-
-def _network_setup(f: _Facts) -> Finding | None:
+def _network_setup(f: Facts) -> Finding | None:
     n = f.network
     dns, tls, rtt, setup = n["dns_ms"], n["tls_ms"], n["rtt_ms"], n["setup_ms"]
     closes = n["server_closes_connections"]
@@ -275,10 +133,10 @@ def _network_setup(f: _Facts) -> Finding | None:
 _SETUP_KEYS = frozenset({"dns_ms", "connect_ms", "tls_ms", "setup_ms", "rtt_ms"})
 
 
-def _network_path(f: _Facts) -> Finding | None:
+def _network_path(f: Facts) -> Finding | None:
     n = f.network
     rtt = n["rtt_ms"]
-    upload = _median(t.send_ms for t in f.measured if t.ok and (t.request_bytes or 0) > 20_000)
+    upload = median_of(t.send_ms for t in f.measured if t.ok and (t.request_bytes or 0) > 20_000)
     cold_n = int(n["cold_n"] or 0)
     evidence = {k: v for k, v in n.items() if v is not None and k in {"rtt_ms", "connect_ms"}}
     if upload is not None:
@@ -320,7 +178,7 @@ def _grows_with_length(curve: LengthCurve) -> bool:
     return all(later >= MONOTONIC_TOLERANCE * max(best[:i]) for i, later in enumerate(best) if i)
 
 
-def _input_length(f: _Facts) -> Finding | None:
+def _input_length(f: Facts) -> Finding | None:
     curve = f.curve
     if curve is None:
         return None
@@ -354,7 +212,7 @@ def _input_length(f: _Facts) -> Finding | None:
     )
 
 
-def _queueing(f: _Facts) -> Finding | None:
+def _queueing(f: Facts) -> Finding | None:
     ld = f.load
     cv, spread, p50 = ld["ttft_cv"], ld["ttft_p95_over_p50"], ld["ttft_p50_ms"]
     ratio, conc = ld["concurrent_over_sequential"], ld["concurrent_ttft_p50_ms"]
@@ -388,20 +246,10 @@ def _queueing(f: _Facts) -> Finding | None:
     return None
 
 
-def steady_tpot_ms(trace: RequestTrace) -> float | None:
-    """Time per output token in the stream's steady rhythm: the median inter-chunk gap
-    over the tokens per chunk, so a stall does not pass for slow generation."""
-    itl = trace.itl_ms
-    tokens = sum(c.tokens for c in trace.chunks)
-    if len(itl) < 2 or tokens <= 0:
-        return None
-    return statistics.median(itl) / (tokens / len(trace.chunks))
-
-
-def _decode(f: _Facts) -> Finding | None:
+def _decode(f: Facts) -> Finding | None:
     ok = [t for t in f.measured if t.ok]
-    tpot = _median(steady_tpot_ms(t) for t in ok)
-    tokens = _median(float(t.output_tokens) for t in ok if t.output_tokens)
+    tpot = median_of(steady_tpot_ms(t) for t in ok)
+    tokens = median_of(float(t.output_tokens) for t in ok if t.output_tokens)
     if tpot is None or tokens is None or tpot <= SLOW_TPOT_MS:
         return None
     decode = tpot * max(0.0, tokens - 1)
@@ -416,7 +264,7 @@ def _decode(f: _Facts) -> Finding | None:
     )
 
 
-def _stalls(f: _Facts) -> Finding | None:
+def _stalls(f: Facts) -> Finding | None:
     if not f.stalls:
         return None
     ok = [t for t in f.measured if t.ok]
@@ -434,7 +282,7 @@ def _stalls(f: _Facts) -> Finding | None:
     )
 
 
-def _client(f: _Facts) -> Finding | None:
+def _client(f: Facts) -> Finding | None:
     lag = f.loop_lag_ms
     if lag is not None and lag > CLIENT_LOOP_LAG_MS:
         return Finding(
@@ -459,13 +307,13 @@ def _client(f: _Facts) -> Finding | None:
     )
 
 
-def _errors(f: _Facts) -> Finding | None:
+def _errors(f: Facts) -> Finding | None:
     total = len(f.measured)
     failed = sum(f.failed.values())
     if total == 0 or failed / total < ERROR_RATE:
         return None
     rate = failed / total
-    typical = _median(t.total_ms for t in f.measured if t.ok) or 0.0
+    typical = median_of(t.total_ms for t in f.measured if t.ok) or 0.0
     evidence: dict[str, float] = {"failed": float(failed), "requests": float(total)}
     evidence.update({code: float(count) for code, count in f.failed.most_common()})
     if f.retry_after_s is not None:
@@ -495,12 +343,13 @@ RULES: tuple[Rule, ...] = (
 
 def diagnose(samples: Sequence[Sample], context: RunContext) -> Diagnosis:
     """The verdict, shares and findings for one run's samples. Remedies are added by advice."""
-    facts = _facts(samples, context.scenario)
+    reference = None if context.scenario is Scenario.LONGDOC else LONG_REFERENCE_TOKENS
+    facts = gather_facts(samples, reference)
     findings = tuple(f for rule in RULES if (f := rule(facts)) is not None)
     verdict = _verdict(findings, facts)
     shares = {f.kind: round(f.share_ms, 3) for f in findings}
     if not findings:
-        typical = facts.network["total_ms"] or _median(t.total_ms for t in facts.measured)
+        typical = facts.network["total_ms"] or median_of(t.total_ms for t in facts.measured)
         shares = {Kind.HEALTHY: round(typical or 0.0, 3)}
     measured = facts.measured
     return Diagnosis(
@@ -521,7 +370,7 @@ def diagnose(samples: Sequence[Sample], context: RunContext) -> Diagnosis:
     )
 
 
-def _verdict(findings: Sequence[Finding], facts: _Facts) -> Verdict:
+def _verdict(findings: Sequence[Finding], facts: Facts) -> Verdict:
     if not findings:
         ok = sum(1 for t in facts.measured if t.ok)
         return Verdict(Kind.HEALTHY, (), _confidence(ok, 0.5))

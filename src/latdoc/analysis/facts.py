@@ -1,0 +1,164 @@
+"""Step summaries computed once from a run's samples, for the attribution rules and the report.
+
+The network step: medians of DNS, connect, TLS and setup over cold requests, and of
+send, wait, TTFB and TTFT over warm ones. The load step: dispersion of same-length
+TTFTs and the rise under concurrency, on server-side TTFT (without the client's
+pool wait and the connection's setup). The length step: the fitted curve. And
+across all steps: stalls, failures, Retry-After and the client's event-loop lag.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from latdoc.analysis.length import fit_length_curve, length_points
+from latdoc.analysis.model import LengthCurve
+from latdoc.analysis.signals import dispersion, find_stalls
+from latdoc.probe.trace import RequestTrace
+from latdoc.workload.sample import Sample
+
+
+def median_of(values: Iterable[float | None]) -> float | None:
+    data = [v for v in values if v is not None]
+    return statistics.median(data) if data else None
+
+
+@dataclass
+class Facts:
+    """Step summaries, computed once and shared by the rules and the report."""
+
+    network: dict[str, float | None]
+    load: dict[str, float | None]
+    curve: LengthCurve | None
+    stalls: list[tuple[int, float]]
+    measured: list[RequestTrace]
+    failed: Counter[str]
+    retry_after_s: float | None
+    long_reference_tokens: int | None
+    """The "long prompt" of the input-length rule; None for the longest measured."""
+    loop_lag_ms: float | None = None
+    """Median over requests of the measuring client's worst event-loop lag."""
+
+
+def _network_facts(samples: Sequence[Sample]) -> dict[str, float | None]:
+    cold = [s.trace for s in samples if s.step == "network" and s.cold and s.trace.ok]
+    warm = [s.trace for s in samples if s.step == "network" and not s.cold and s.trace.ok]
+    closes = [t for t in warm if t.new_connection]
+    rtt = median_of(t.connect_ms for t in cold) or median_of(
+        t.tcp_info.rtt_us / 1000 if t.tcp_info else None for t in warm
+    )
+    return {
+        "dns_ms": median_of(t.dns_ms for t in cold),
+        "connect_ms": median_of(t.connect_ms for t in cold),
+        "tls_ms": median_of(t.tls_ms for t in cold),
+        "setup_ms": median_of(t.setup_ms for t in cold),
+        "rtt_ms": rtt,
+        "send_ms": median_of(t.send_ms for t in warm),
+        "wait_ms": median_of(t.wait_ms for t in warm),
+        "ttfb_ms": median_of(t.ttfb_ms for t in warm),
+        "ttft_ms": median_of(t.ttft_ms for t in warm),
+        "tpot_ms": median_of(t.tpot_ms for t in warm),
+        "total_ms": median_of(t.total_ms for t in warm),
+        "cold_ttfb_ms": median_of(t.ttfb_ms for t in cold),
+        "keepalive_saving_ms": _diff(
+            median_of(t.ttfb_ms for t in cold), median_of(t.ttfb_ms for t in warm)
+        ),
+        "server_closes_connections": float(len(closes)) / len(warm) if warm else None,
+        "queue_ms": median_of(t.queue_ms for t in warm),
+        "cold_n": float(len(cold)),
+        "warm_n": float(len(warm)),
+    }
+
+
+def server_ttft_ms(trace: RequestTrace) -> float | None:
+    """TTFT without the client's pool wait and the connection's setup: what the server took."""
+    if trace.ttft_ms is None:
+        return None
+    return trace.ttft_ms - (trace.queue_ms or 0.0) - (trace.setup_ms or 0.0)
+
+
+def _load_facts(samples: Sequence[Sample]) -> dict[str, float | None]:
+    seq = [s.trace for s in samples if s.step == "load" and s.concurrency == 1 and s.trace.ok]
+    conc = [s for s in samples if s.step == "load" and s.concurrency > 1 and s.trace.ok]
+    seq_ttft = [v for t in seq if (v := server_ttft_ms(t)) is not None]
+    disp = dispersion(seq_ttft)
+    seq_median = statistics.median(seq_ttft) if seq_ttft else None
+    conc_median = median_of(server_ttft_ms(s.trace) for s in conc)
+    return {
+        "sequential_n": float(len(seq_ttft)),
+        "ttft_p50_ms": disp.median if disp else seq_median,
+        "ttft_cv": disp.cv if disp else None,
+        "ttft_p95_over_p50": disp.p95_over_p50 if disp else None,
+        "concurrency": float(max((s.concurrency for s in conc), default=0)) or None,
+        "concurrent_ttft_p50_ms": conc_median,
+        "concurrent_over_sequential": conc_median / seq_median
+        if conc_median is not None and seq_median
+        else None,
+        "client_queue_ms": median_of(s.trace.queue_ms for s in conc),
+    }
+
+
+def _diff(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a - b
+
+
+def gather_facts(samples: Sequence[Sample], long_reference_tokens: int | None) -> Facts:
+    measured = [s for s in samples if s.step != "calibration"]
+    ok = [s.trace for s in measured if s.trace.ok]
+    curve = fit_length_curve(length_points(_length_pairs(samples)))
+    stalls = [(i, st.gap_ms) for i, t in enumerate(ok) for st in find_stalls(t.itl_ms)]
+    failed = Counter(s.trace.error.code for s in measured if s.trace.error is not None)
+    retry = [_retry_after(s.trace) for s in measured]
+    retry_after = max((r for r in retry if r is not None), default=None)
+    return Facts(
+        network=_network_facts(samples),
+        load=_load_facts(samples),
+        curve=curve,
+        stalls=stalls,
+        measured=[s.trace for s in measured],
+        failed=failed,
+        retry_after_s=retry_after,
+        long_reference_tokens=long_reference_tokens,
+        loop_lag_ms=median_of(s.loop_lag_ms for s in measured),
+    )
+
+
+def _length_pairs(samples: Sequence[Sample]) -> list[tuple[int, float]]:
+    """(prompt tokens, TTFT) of the length step, one length per requested length:
+    the endpoint's count of a calibrated prompt can differ by a token or two."""
+    by_target: dict[int, list[RequestTrace]] = {}
+    for s in samples:
+        t = s.trace
+        if s.step == "length" and t.ok and t.ttft_ms is not None:
+            target = s.target_prompt_tokens or t.prompt_tokens
+            if target is not None:
+                by_target.setdefault(target, []).append(t)
+    pairs = []
+    for target, traces in by_target.items():
+        counted = [t.prompt_tokens for t in traces if t.prompt_tokens is not None]
+        tokens = round(statistics.median(counted)) if counted else target
+        pairs += [(tokens, t.ttft_ms) for t in traces if t.ttft_ms is not None]
+    return pairs
+
+
+def _retry_after(trace: RequestTrace) -> float | None:
+    if trace.error is None or "Retry-After:" not in trace.error.message:
+        return None
+    value = trace.error.message.rsplit("Retry-After:", 1)[1].strip(" )")
+    try:
+        return float(value)
+    except ValueError:
+        return None
+
+
+def steady_tpot_ms(trace: RequestTrace) -> float | None:
+    """Time per output token in the stream's steady rhythm: the median inter-chunk gap
+    over the tokens per chunk, so a stall does not pass for slow generation."""
+    itl = trace.itl_ms
+    tokens = sum(c.tokens for c in trace.chunks)
+    if len(itl) < 2 or tokens <= 0:
+        return None
+    return statistics.median(itl) / (tokens / len(trace.chunks))
