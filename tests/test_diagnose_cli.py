@@ -74,6 +74,23 @@ def test_diagnose_json_report_and_store(
     assert again["findings"] == doc["findings"]
 
 
+def test_diagnose_speaks_the_completions_dialect(
+    lab: LabFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with lab(LabConfig(latency=QUICK)) as server:
+        code = main(
+            ["diagnose", server.base_url, "-m", "lab-sim", "--api", "completions", "--json",
+             "--db", str(tmp_path / "c.db"), "--max-requests", "12", "--output-tokens", "4"]
+        )  # fmt: skip
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert doc["failed"] == 0
+    assert doc["endpoint"] == server.base_url
+    with sqlite3.connect(tmp_path / "c.db") as conn:
+        urls = {json.loads(t)["url"] for (t,) in conn.execute("SELECT trace FROM samples")}
+    assert urls == {server.base_url + "/completions"}
+
+
 def test_report_of_an_unknown_run_is_a_usage_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

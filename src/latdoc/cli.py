@@ -60,6 +60,12 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _add_connection_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--api",
+        choices=[d.value for d in Dialect],
+        default=Dialect.CHAT.value,
+        help="API dialect: /chat/completions (default) or /completions",
+    )
     g = p.add_argument_group("connection")
     g.add_argument("--http2", action="store_true", help="offer HTTP/2 (ALPN) as well as 1.1")
     g.add_argument("--cacert", metavar="FILE", help="CA certificates to verify the server with")
@@ -100,12 +106,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     probe.add_argument("url", nargs="?", help="base URL, e.g. https://api.openai.com/v1")
     probe.add_argument("--model", "-m", help="model name (required for a real endpoint)")
-    probe.add_argument(
-        "--api",
-        choices=[d.value for d in Dialect],
-        default=Dialect.CHAT.value,
-        help="API dialect (default chat)",
-    )
     prompt = probe.add_mutually_exclusive_group()
     prompt.add_argument("--prompt", help="the prompt text")
     prompt.add_argument(

@@ -204,7 +204,7 @@ def cmd_diagnose(args: argparse.Namespace, api_key: str | None, target: Any) -> 
     with target as (url, model, cacert):
         if not model:
             raise UsageError("--model is required for an endpoint other than the built-in one")
-        endpoint = Endpoint(url, model, Dialect.CHAT, api_key=api_key)
+        endpoint = Endpoint(url, model, Dialect(args.api), api_key=api_key)
         plan = DiagnosisPlan(
             endpoint=endpoint,
             connection=ConnectionOptions(
