@@ -126,6 +126,8 @@ def test_failed_requests_print_one_error_line_and_exit_1(
          "not set"),
         (["probe", "https://127.0.0.1:9/v1", "-m", "x", "--cacert", "/no/such.pem"], "not found"),
         (["lab", "serve", "--http2"], "needs --tls"),
+        (["probe", "http://127.0.0.1:9/v1", "-m", "x", "--timeout", "0"], "more than 0"),
+        (["diagnose", "http://127.0.0.1:9/v1", "--db", ":memory:"], "--model is required"),
     ],
 )  # fmt: skip
 def test_user_mistakes_are_one_error_line_and_exit_2(

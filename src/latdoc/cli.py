@@ -79,7 +79,7 @@ def _add_connection_options(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--timeout",
-        type=_non_negative_float,
+        type=_positive_float,
         default=300.0,
         metavar="S",
         help="give up on one request after S seconds (default 300)",
@@ -210,23 +210,16 @@ def _target(args: argparse.Namespace) -> Iterator[tuple[str, str | None, str | N
 
 
 def _cmd_probe(args: argparse.Namespace) -> int:
-    from latdoc.measure import ConnectionOptions, ProbePlan, run_probe
-    from latdoc.probe.session import Endpoint, Timeouts
+    from latdoc.cli_common import endpoint_and_connection
+    from latdoc.measure import ProbePlan, run_probe
     from latdoc.report.json_out import trace_to_dict
 
     api_key = _api_key(args.api_key_env)
     with _target(args) as (url, model, cacert):
-        if not model:
-            raise UsageError("--model is required for an endpoint other than the built-in lab")
-        endpoint = Endpoint(url, model, Dialect(args.api), api_key=api_key)
+        endpoint, connection = endpoint_and_connection(args, url, model, cacert, api_key)
         plan = ProbePlan(
             endpoint=endpoint,
-            connection=ConnectionOptions(
-                http2=args.http2,
-                cacert=cacert,
-                insecure=args.insecure,
-                timeouts=Timeouts(total=args.timeout) if args.timeout else Timeouts(),
-            ),
+            connection=connection,
             prompt=args.prompt,
             prompt_tokens=args.prompt_tokens,
             max_tokens=args.max_tokens,

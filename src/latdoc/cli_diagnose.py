@@ -190,10 +190,8 @@ class StepProgress:
 
 
 def cmd_diagnose(args: argparse.Namespace, api_key: str | None, target: Any) -> int:
+    from latdoc.cli_common import endpoint_and_connection
     from latdoc.diagnose import build_diagnosis, run_diagnosis
-    from latdoc.measure import ConnectionOptions
-    from latdoc.probe.dialects import Dialect
-    from latdoc.probe.session import Endpoint, Timeouts
     from latdoc.report.diagnosis_text import diagnosis_to_dict
     from latdoc.steps import DiagnosisPlan
     from latdoc.store import Store
@@ -202,17 +200,10 @@ def cmd_diagnose(args: argparse.Namespace, api_key: str | None, target: Any) -> 
     budget = Budget(args.max_requests, args.max_tokens, args.max_seconds)
     err, out = sys.stderr, sys.stdout
     with target as (url, model, cacert):
-        if not model:
-            raise UsageError("--model is required for an endpoint other than the built-in one")
-        endpoint = Endpoint(url, model, Dialect(args.api), api_key=api_key)
+        endpoint, connection = endpoint_and_connection(args, url, model, cacert, api_key)
         plan = DiagnosisPlan(
             endpoint=endpoint,
-            connection=ConnectionOptions(
-                http2=args.http2,
-                cacert=cacert,
-                insecure=args.insecure,
-                timeouts=Timeouts(total=args.timeout),
-            ),
+            connection=connection,
             output_tokens=args.output_tokens,
             max_requests=args.max_requests,
             max_tokens=args.max_tokens,
