@@ -174,3 +174,20 @@ def test_steps_never_exceed_their_budget(
     assert len(traces) <= max_requests
     spent = sum((t.prompt_tokens or 0) + (t.output_tokens or 0) for t in traces)
     assert spent <= max_tokens
+
+
+def test_the_time_budget_bounds_the_wall_time(lab: LabFactory) -> None:
+    from latdoc.probe.session import Endpoint
+    from latdoc.steps import DiagnosisPlan, run_steps
+
+    slow = LatencyModel(prefill_base_ms=20.0, prefill_ms_per_token=0.0, decode_ms_per_token=60.0)
+    with lab(LabConfig(latency=slow)) as server:
+        plan = DiagnosisPlan(
+            Endpoint(server.base_url, "lab-sim"), output_tokens=32, max_seconds=2.0, seed=1
+        )
+        started = time.monotonic()
+        result = asyncio.run(run_steps(plan))
+        elapsed = time.monotonic() - started
+    assert elapsed < 2.5
+    assert result.samples, "nothing finished within the budget"
+    assert any("time budget" in note.text for note in result.notes)

@@ -172,6 +172,9 @@ class _Runner:
         self.progress("network", done, total)
         async with self.session() as s:
             for i in range(1 + WARM_REQUESTS):
+                if i > 0 and self.budget.seconds_left < self._short_ttft_s() * SAFETY:
+                    self.note("network", "time budget reached during the network step")
+                    return
                 if await self.send(s, "network", SHORT_TOKENS, cold=i == 0) is None:
                     self.note("network", "budget reached during the network step")
                     return
@@ -229,7 +232,8 @@ class _Runner:
                 for _ in range(repeats):
                     trace = await self.send(s, "length", n)
                     if trace is None:
-                        break
+                        self.note("length", f"{n} tokens: request or token budget reached")
+                        return
                     if trace.error is not None and trace.error.status in (400, 413, 422):
                         self.note(
                             "length", f"{n} tokens rejected by the endpoint: {trace.error.message}"
@@ -337,10 +341,14 @@ async def run_steps(
     """Calibrate, then the network, input-length and load steps, within the budget."""
     budget = budget or Budget(plan.max_requests, plan.max_tokens, plan.max_seconds)
     runner = _Runner(plan, budget, on_sample, on_progress)
-    async with LoopLagMonitor() as lag:
-        runner.lag = lag
-        await runner.calibrate()
-        await runner.network()
-        await runner.length(max(0.0, budget.seconds_left) * LENGTH_TIME_SHARE)
-        await runner.load()
+    left = budget.seconds_left
+    try:
+        async with LoopLagMonitor() as lag, asyncio.timeout(None if math.isinf(left) else left):
+            runner.lag = lag
+            await runner.calibrate()
+            await runner.network()
+            await runner.length(max(0.0, budget.seconds_left) * LENGTH_TIME_SHARE)
+            await runner.load()
+    except TimeoutError:
+        runner.note("run", "the time budget ran out; the request in flight was abandoned")
     return runner.result
