@@ -14,17 +14,19 @@ import json
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from typing import TextIO
 
+from latdoc.cli_common import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_REQUEST_FAILED,
+    EXIT_USAGE,
+    ProgressLine,
+    endpoint_and_connection,
+)
 from latdoc.errors import LatdocError, UsageError
 from latdoc.probe.dialects import Dialect
 from latdoc.probe.trace import RequestTrace
 from latdoc.workload.prompts import TokenCalibration
-
-EXIT_OK = 0
-EXIT_REQUEST_FAILED = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
 
 
 def _positive_int(text: str) -> int:
@@ -210,7 +212,6 @@ def _target(args: argparse.Namespace) -> Iterator[tuple[str, str | None, str | N
 
 
 def _cmd_probe(args: argparse.Namespace) -> int:
-    from latdoc.cli_common import endpoint_and_connection
     from latdoc.measure import ProbePlan, run_probe
     from latdoc.report.json_out import trace_to_dict
 
@@ -228,7 +229,7 @@ def _cmd_probe(args: argparse.Namespace) -> int:
             seed=args.seed,
         )
         out = sys.stdout
-        progress = _Progress(args.repeat, sys.stderr)
+        progress = ProgressLine(sys.stderr, enabled=args.repeat > 1)
 
         def on_trace(index: int, trace: RequestTrace) -> None:
             if trace.error is not None:
@@ -240,7 +241,7 @@ def _cmd_probe(args: argparse.Namespace) -> int:
             if args.json:
                 out.write(json.dumps(trace_to_dict(trace)) + "\n")
                 out.flush()
-            progress.advance()
+            progress("requests", index + 1, args.repeat)
 
         try:
             run = asyncio.run(run_probe(plan, on_trace))
@@ -271,30 +272,6 @@ def _render_probe(traces: Sequence[RequestTrace], calibration: TokenCalibration 
     if len(traces) > 1:
         parts += ["", render_summary(summarize(traces))]
     return "\n".join(parts)
-
-
-class _Progress:
-    """A one-line ``[k/n]`` counter on a terminal; silent when stderr is not a TTY."""
-
-    def __init__(self, total: int, stream: TextIO) -> None:
-        self.total = total
-        self.done = 0
-        self.stream = stream
-        self.enabled = total > 1 and stream.isatty()
-
-    def advance(self) -> None:
-        self.done += 1
-        if self.enabled:
-            width = 30
-            filled = width * self.done // self.total
-            bar = "█" * filled + "░" * (width - filled)
-            self.stream.write(f"\r  {bar} {self.done}/{self.total} requests")
-            self.stream.flush()
-
-    def clear(self) -> None:
-        if self.enabled:
-            self.stream.write("\r\033[K")
-            self.stream.flush()
 
 
 def _cmd_diagnose_family(args: argparse.Namespace) -> int:

@@ -14,6 +14,13 @@ from typing import Any, TextIO
 
 from latdoc.analysis.attribution import RunContext
 from latdoc.analysis.model import Diagnosis, Scenario, StepNote
+from latdoc.cli_common import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_REQUEST_FAILED,
+    ProgressLine,
+    endpoint_and_connection,
+)
 from latdoc.errors import UsageError
 from latdoc.workload.sample import Sample
 
@@ -163,34 +170,7 @@ def builtin_target(http2: bool, err: TextIO) -> Iterator[tuple[str, str, str | N
         yield lab.base_url, DEMO_CONFIG.model, lab.ca_file
 
 
-class StepProgress:
-    """One progress line per step on a terminal; silent elsewhere."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-        self.enabled = stream.isatty()
-        self.step: str | None = None
-
-    def __call__(self, step: str, done: int, total: int) -> None:
-        if not self.enabled:
-            return
-        if self.step is not None and step != self.step:
-            self.stream.write("\n")
-        self.step = step
-        width = 24
-        filled = width * min(done, total) // max(total, 1)
-        bar = "█" * filled + "░" * (width - filled)
-        self.stream.write(f"\r  {step:<12} {bar} {done}/{total}")
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.enabled and self.step is not None:
-            self.stream.write("\n")
-            self.stream.flush()
-
-
 def cmd_diagnose(args: argparse.Namespace, api_key: str | None, target: Any) -> int:
-    from latdoc.cli_common import endpoint_and_connection
     from latdoc.diagnose import build_diagnosis, run_diagnosis
     from latdoc.report.diagnosis_text import diagnosis_to_dict
     from latdoc.steps import DiagnosisPlan
@@ -222,7 +202,7 @@ def cmd_diagnose(args: argparse.Namespace, api_key: str | None, target: Any) -> 
                 samples.append(sample)
                 store.add_sample(run_id, sample)
 
-            progress = StepProgress(err)
+            progress = ProgressLine(err)
             status, notes = "done", []
             try:
                 result = asyncio.run(
@@ -245,9 +225,10 @@ def cmd_diagnose(args: argparse.Namespace, api_key: str | None, target: Any) -> 
         file=err,
     )
     if status == "interrupted":
-        return 130
+        return EXIT_INTERRUPTED
     measured = [s for s in samples if s.step != "calibration"]
-    return 1 if measured and all(not s.trace.ok for s in measured) else 0
+    failed_all = measured and all(not s.trace.ok for s in measured)
+    return EXIT_REQUEST_FAILED if failed_all else EXIT_OK
 
 
 def _emit(
@@ -276,7 +257,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         runs = store.list_runs(args.limit)
     if not runs:
         print("No stored runs yet: `latdoc diagnose` makes one.")
-        return 0
+        return EXIT_OK
     print(f"  {'run':<24} {'started (UTC)':<20} {'status':<12} {'req':>4} {'fail':>4}  "
           f"{'verdict':<14} model @ endpoint")  # fmt: skip
     for r in runs:
@@ -284,7 +265,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
             f"  {r.run_id:<24} {r.started_at:%Y-%m-%d %H:%M:%S}  {r.status:<12} "
             f"{r.requests:>4} {r.failed:>4}  {r.verdict or '-':<14} {r.model} @ {r.endpoint}"
         )
-    return 0
+    return EXIT_OK
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -301,4 +282,4 @@ def cmd_report(args: argparse.Namespace) -> int:
     context = context_from(info.run_id, info.endpoint, info.model, info.scenario, info.meta, notes)
     diagnosis = build_diagnosis(samples, context)
     _emit(diagnosis, samples, args, sys.stdout)
-    return 0
+    return EXIT_OK
