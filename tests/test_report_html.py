@@ -22,7 +22,8 @@ from latdoc.analysis.model import (
     Verdict,
 )
 from latdoc.probe.trace import Chunk, ErrorKind, Phase, RequestTrace, TraceError
-from latdoc.report.html import kind_name, render_html
+from latdoc.report.html import render_html
+from latdoc.report.names import kind_name
 from latdoc.report.svg import ms_tick_labels, nice_ticks
 from latdoc.report.svg_waterfall import MAX_ROWS, phase_segments
 from latdoc.workload.sample import Sample

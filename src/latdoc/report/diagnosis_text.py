@@ -6,19 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from latdoc.analysis.model import Diagnosis, Finding, Kind, Remedy
+from latdoc.report.names import format_value, kind_name
 from latdoc.report.probe_text import format_ms
-
-KIND_NAMES: dict[Kind, str] = {
-    Kind.NETWORK_SETUP: "Network setup (DNS, TCP, TLS, connections not reused)",
-    Kind.NETWORK_PATH: "Network path (round-trip time, bandwidth)",
-    Kind.INPUT_LENGTH: "Input length (prefill grows with the prompt)",
-    Kind.QUEUEING: "Queueing (server-side wait that follows load, not length)",
-    Kind.DECODE: "Decode (slow generation or long outputs)",
-    Kind.STALLS: "Stalls (pauses in the middle of the stream)",
-    Kind.CLIENT: "Client (pool or event loop holds requests back)",
-    Kind.ERRORS: "Errors (rate limits, server errors, timeouts)",
-    Kind.HEALTHY: "Healthy (no kind of slow stands out)",
-}
 
 BAR_WIDTH = 32
 
@@ -28,16 +17,6 @@ def _bar(value: float, largest: float) -> str:
         return ""
     cells = max(1, round(BAR_WIDTH * value / largest)) if value > 0 else 0
     return "█" * cells
-
-
-def _num(key: str, value: float) -> str:
-    if key.endswith("_ms"):
-        return format_ms(value)
-    if key.endswith("_s"):
-        return f"{value:g} s"
-    if float(value).is_integer():
-        return f"{value:.0f}"
-    return f"{value:.2f}"
 
 
 def _network_lines(n: Mapping[str, float | None]) -> list[str]:
@@ -106,7 +85,7 @@ def _load_lines(ld: Mapping[str, float | None]) -> list[str]:
 
 
 def _finding_lines(f: Finding) -> list[str]:
-    evidence = ", ".join(f"{k} {_num(k, v)}" for k, v in f.evidence.items())
+    evidence = ", ".join(f"{k} {format_value(k, v)}" for k, v in f.evidence.items())
     return [
         f"  ● {f.title}  [{f.kind}]  adds ~{format_ms(f.share_ms)}, confidence {f.confidence:.2f}",
         f"      rule: {f.rule}",
@@ -128,7 +107,7 @@ def render_diagnosis(d: Diagnosis) -> str:
     lines = [
         f"  {d.requests} requests to {d.endpoint} (model {d.model}), {d.failed} failed",
         "",
-        f"  Verdict: {KIND_NAMES[v.primary]}   confidence {v.confidence:.2f}",
+        f"  Verdict: {kind_name(v.primary)}   confidence {v.confidence:.2f}",
     ]
     if v.contributing:
         lines.append("  Contributing: " + ", ".join(str(k) for k in v.contributing))

@@ -14,6 +14,7 @@ from datetime import UTC
 
 from latdoc.analysis.model import Diagnosis, Finding, Kind, LengthCurve, Remedy, Scenario
 from latdoc.analysis.stats import quantile
+from latdoc.report.names import KIND_NAMES, format_value
 from latdoc.report.probe_text import format_ms
 from latdoc.report.svg import esc
 from latdoc.report.svg_plots import length_svg, ttft_histogram_svg, ttft_values
@@ -21,30 +22,11 @@ from latdoc.report.svg_theme import STYLESHEET
 from latdoc.report.svg_waterfall import MAX_ROWS, waterfall_svg
 from latdoc.workload.sample import Sample
 
-KIND_NAMES: Mapping[Kind, tuple[str, str]] = {
-    Kind.NETWORK_SETUP: ("Network setup", "DNS, TCP and TLS handshakes on every request"),
-    Kind.NETWORK_PATH: ("Network path", "round trips and bandwidth to the server"),
-    Kind.INPUT_LENGTH: ("Input length", "prefill grows with the prompt"),
-    Kind.QUEUEING: ("Server queueing", "waits follow load, not length"),
-    Kind.DECODE: ("Decode", "slow generation or long outputs"),
-    Kind.STALLS: ("Mid-stream stalls", "the stream pauses part-way"),
-    Kind.CLIENT: ("Client", "the pool or event loop holds requests back"),
-    Kind.ERRORS: ("Errors", "rate limits, server errors, timeouts"),
-    Kind.HEALTHY: ("Healthy", "nothing stands out"),
-}
-"""Each kind's short name and what it means, in the user's words."""
-
 SCENARIO_NAMES: Mapping[Scenario, str] = {
     Scenario.CHAT: "Real-time chat (latency first)",
     Scenario.BATCH: "Batch analysis (cost first)",
     Scenario.LONGDOC: "Long-document understanding (quality first)",
 }
-
-
-def kind_name(kind: Kind) -> str:
-    """``Input length (prefill grows with the prompt)``."""
-    short, meaning = KIND_NAMES[kind]
-    return f"{short} ({meaning})"
 
 
 def render_html(diagnosis: Diagnosis, samples: Sequence[Sample]) -> str:
@@ -145,17 +127,6 @@ def _share_bar(shares_ms: Mapping[Kind, float]) -> str:
         f'<div class="sharebar">{"".join(segments)}</div>'
         f'<ul class="legend">{"".join(legend)}</ul>'
     )
-
-
-def format_value(key: str, value: float) -> str:
-    """An evidence number in its own unit: durations by :func:`format_ms`, counts as integers."""
-    if key.endswith("_ms"):
-        return format_ms(value)
-    if float(value).is_integer():
-        return f"{int(value):,}"
-    if abs(value) >= 100:
-        return f"{value:,.0f}"
-    return f"{value:.3g}"
 
 
 def _table(rows: Iterable[tuple[str, str]], css_class: str = "evidence") -> str:

@@ -1,0 +1,41 @@
+"""Words and numbers every renderer shares: the kinds' names, evidence values."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from latdoc.analysis.model import Kind
+from latdoc.report.probe_text import format_ms
+
+KIND_NAMES: Mapping[Kind, tuple[str, str]] = {
+    Kind.NETWORK_SETUP: ("Network setup", "DNS, TCP and TLS handshakes, connections not reused"),
+    Kind.NETWORK_PATH: ("Network path", "round-trip time and bandwidth to the server"),
+    Kind.INPUT_LENGTH: ("Input length", "prefill grows with the prompt"),
+    Kind.QUEUEING: ("Server queueing", "server-side wait that follows load, not length"),
+    Kind.DECODE: ("Decode", "slow generation or long outputs"),
+    Kind.STALLS: ("Mid-stream stalls", "pauses in the middle of the stream"),
+    Kind.CLIENT: ("Client", "the pool or event loop holds requests back"),
+    Kind.ERRORS: ("Errors", "rate limits, server errors, timeouts"),
+    Kind.HEALTHY: ("Healthy", "no kind of slow stands out"),
+}
+"""Each kind's short name and what it means, in the user's words."""
+
+
+def kind_name(kind: Kind) -> str:
+    """``Input length (prefill grows with the prompt)``."""
+    short, meaning = KIND_NAMES[kind]
+    return f"{short} ({meaning})"
+
+
+def format_value(key: str, value: float) -> str:
+    """An evidence number in its own unit: ``*_ms`` as a duration, ``*_s`` in seconds,
+    counts as integers, anything else to three significant digits."""
+    if key.endswith("_ms"):
+        return format_ms(value)
+    if key.endswith("_s"):
+        return f"{value:g} s"
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.3g}"
