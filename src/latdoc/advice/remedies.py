@@ -173,13 +173,10 @@ def _input_length(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remedy]
         None,
         tradeoff="another model: check quality and price on your own task first",
     )
-    yield Remedy(
-        "smaller_model",
-        "A smaller or quantised model of the same family",
+    yield _smaller_model(
         Kind.INPUT_LENGTH,
         "e.g. a 7B instead of a 72B, or INT8/INT4 weights: prefill and decode both get faster.",
         gain * 0.5 if gain else None,
-        tradeoff="lower quality; know your priority order of latency, cost and quality",
     )
 
 
@@ -192,15 +189,30 @@ def _queueing(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remedy]:
         "bursts (asyncio.gather of everything at once); schedule batch work off-peak.",
         f.share_ms / 2,
     )
-    yield Remedy(
+    yield _async_client(Kind.QUEUEING, None)
+    yield _retries(Kind.QUEUEING)
+
+
+def _async_client(kind: Kind, gain: float | None) -> Remedy:
+    return Remedy(
         "async_client",
         "Use an asynchronous client",
-        Kind.QUEUEING,
+        kind,
         "httpx.AsyncClient or openai.AsyncOpenAI with one shared client, so waiting "
         "requests do not hold threads.",
-        None,
+        gain,
     )
-    yield _retries(Kind.QUEUEING)
+
+
+def _smaller_model(kind: Kind, change: str, gain: float | None) -> Remedy:
+    return Remedy(
+        "smaller_model",
+        "A smaller or quantised model of the same family",
+        kind,
+        change,
+        gain,
+        tradeoff="lower quality; know your priority order of latency, cost and quality",
+    )
 
 
 def _retries(kind: Kind) -> Remedy:
@@ -238,13 +250,10 @@ def _decode(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remedy]:
         "real length and ask for concise answers in the prompt.",
         f.share_ms / 2,
     )
-    yield Remedy(
-        "smaller_model",
-        "A smaller or quantised model of the same family",
+    yield _smaller_model(
         Kind.DECODE,
         "Decode speed grows as the model shrinks (e.g. 7B instead of 72B, INT8/INT4).",
         f.share_ms / 2,
-        tradeoff="lower quality; know your priority order of latency, cost and quality",
     )
 
 
@@ -283,13 +292,7 @@ def _client(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remedy]:
         "Too small queues requests in the client; too large wastes sockets and memory.",
         f.share_ms,
     )
-    yield Remedy(
-        "async_client",
-        "Use an asynchronous client",
-        Kind.CLIENT,
-        "httpx.AsyncClient or openai.AsyncOpenAI with one shared client.",
-        f.share_ms / 2,
-    )
+    yield _async_client(Kind.CLIENT, f.share_ms / 2)
 
 
 _BUILDERS: dict[Kind, Callable[[Finding, Diagnosis, RunContext], Iterator[Remedy]]] = {
