@@ -25,8 +25,8 @@ from typing import Any
 from latdoc.analysis.stats import Distribution
 from latdoc.lab.process import LabProcess
 from latdoc.lab.sim import LabConfig, LatencyModel
-from latdoc.probe.session import Endpoint, ProbeSession
-from latdoc.probe.trace import RequestTrace
+from latdoc.probe import Endpoint, ProbeSession
+from latdoc.records import RequestTrace
 
 ITL_MS = 20.0
 OUTPUT_TOKENS = 32

@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from latdoc.analysis.diagnosis import LengthPoint
 from latdoc.analysis.length import fit_length_curve, length_points
-from latdoc.analysis.model import LengthPoint
 from latdoc.analysis.signals import dispersion, find_stalls, modified_z
 from latdoc.analysis.stats import Distribution, quantile
 from latdoc.errors import UsageError
-from latdoc.workload.budget import Budget
+from latdoc.workload import Budget
 
 
 def _points(a: float, b: float, c: float, lengths: tuple[int, ...]) -> list[LengthPoint]:
@@ -119,7 +119,7 @@ def test_budget_clock_and_bad_caps() -> None:
     now[0] = 4.0
     assert budget.seconds_left == pytest.approx(6.0)
     assert math.isinf(Budget(5).seconds_left)
-    for kwargs in ({"max_requests": 0}, {"max_requests": 1, "max_tokens": 0}):
+    for kwargs in ({"max_requests": 0}, {"max_requests": 1, "token_budget": 0}):
         with pytest.raises(UsageError):
             Budget(**kwargs)  # type: ignore[arg-type]
 
@@ -128,8 +128,7 @@ def test_the_loop_lag_monitor_sees_a_blocked_loop() -> None:
     import asyncio
     import time
 
-    from latdoc.probe.looplag import LoopLagMonitor
-    from latdoc.probe.recorder import now_ns
+    from latdoc.probe import LoopLagMonitor, now_ns
 
     async def go() -> tuple[float | None, float | None]:
         async with LoopLagMonitor() as lag:
@@ -152,9 +151,8 @@ def test_a_lagging_client_is_named_and_not_blamed_on_the_server() -> None:
     from datetime import UTC, datetime
 
     from latdoc.analysis.attribution import RunContext, diagnose
-    from latdoc.analysis.model import Kind
-    from latdoc.probe.trace import Chunk, RequestTrace
-    from latdoc.workload.sample import Sample
+    from latdoc.analysis.diagnosis import Kind
+    from latdoc.records import Chunk, RequestTrace, Sample
 
     def trace(ttft_ms: float) -> RequestTrace:
         ms = 1_000_000

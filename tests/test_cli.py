@@ -155,7 +155,7 @@ def test_api_key_reaches_the_server_but_nothing_printed(
 def test_no_url_probes_the_built_in_endpoint() -> None:
     env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp"}
     result = subprocess.run(
-        [sys.executable, "-m", "latdoc.cli", "probe", "--json", "--max-tokens", "3"],
+        [sys.executable, "-m", "latdoc", "probe", "--json", "--max-tokens", "3"],
         capture_output=True, text=True, timeout=60, env=env, check=False,
     )  # fmt: skip
     assert result.returncode == EXIT_OK, result.stderr

@@ -18,9 +18,9 @@ import pytest
 
 from conftest import LabFactory
 from latdoc.lab.sim import LabConfig, LatencyModel
-from latdoc.probe.dialects import Dialect, request_body
-from latdoc.probe.session import Endpoint, ProbeSession
-from latdoc.probe.trace import RequestTrace
+from latdoc.probe import Dialect, Endpoint, ProbeSession
+from latdoc.probe._dialects import request_body
+from latdoc.records import RequestTrace
 
 pytestmark = pytest.mark.skipif(shutil.which("curl") is None, reason="needs the curl binary")
 

@@ -20,7 +20,7 @@ from conftest import LabFactory
 from latdoc.cli import main
 from latdoc.lab.process import LabProcess
 from latdoc.lab.sim import LabConfig, LatencyModel
-from latdoc.steps import planned_requests
+from latdoc.workload import planned_requests
 
 QUICK = LatencyModel(prefill_base_ms=5.0, prefill_ms_per_token=0.02, decode_ms_per_token=1.0)
 SECRET = "sk-diag-secret-5f4e3d2c1b"
@@ -45,7 +45,7 @@ def test_diagnose_json_report_and_store(
         code = main(
             ["diagnose", server.base_url, "-m", "lab-sim", "--db", str(db), "--json",
              "--html", str(html), "--max-requests", "30", "--api-key-env", "LAB_KEY",
-             "--output-tokens", "8", "--seed", "3"]
+             "--max-tokens", "8", "--seed", "3"]
         )  # fmt: skip
     captured = capsys.readouterr()
     assert code == 0, captured.err
@@ -80,7 +80,7 @@ def test_diagnose_speaks_the_completions_dialect(
     with lab(LabConfig(latency=QUICK)) as server:
         code = main(
             ["diagnose", server.base_url, "-m", "lab-sim", "--api", "completions", "--json",
-             "--db", str(tmp_path / "c.db"), "--max-requests", "12", "--output-tokens", "4"]
+             "--db", str(tmp_path / "c.db"), "--max-requests", "12", "--max-tokens", "4"]
         )  # fmt: skip
     doc = json.loads(capsys.readouterr().out)
     assert code == 0
@@ -105,7 +105,7 @@ def test_budgets_are_hard_caps(
     with lab(LabConfig(latency=QUICK)) as server:
         code = main(
             ["diagnose", server.base_url, "-m", "lab-sim", "--db", str(tmp_path / "b.db"),
-             "--json", "--max-requests", "6", "--max-tokens", "3000", "--output-tokens", "8"]
+             "--json", "--max-requests", "6", "--token-budget", "3000", "--max-tokens", "8"]
         )  # fmt: skip
     doc = json.loads(capsys.readouterr().out)
     assert code == 0
@@ -125,8 +125,8 @@ def test_ctrl_c_keeps_every_finished_trace(tmp_path: Path) -> None:
     slow = LatencyModel(prefill_base_ms=20.0, prefill_ms_per_token=0.0, decode_ms_per_token=40.0)
     with LabProcess(LabConfig(latency=slow)) as server:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "latdoc.cli", "diagnose", server.base_url, "-m", "lab-sim",
-             "--db", str(db), "--output-tokens", "16"],
+            [sys.executable, "-m", "latdoc", "diagnose", server.base_url, "-m", "lab-sim",
+             "--db", str(db), "--max-tokens", "16"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )  # fmt: skip
@@ -153,19 +153,19 @@ def test_ctrl_c_keeps_every_finished_trace(tmp_path: Path) -> None:
 @settings(
     max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(max_requests=st.integers(1, 14), max_tokens=st.integers(150, 6000))
+@given(max_requests=st.integers(1, 14), token_budget=st.integers(150, 6000))
 def test_steps_never_exceed_their_budget(
-    lab: LabFactory, max_requests: int, max_tokens: int
+    lab: LabFactory, max_requests: int, token_budget: int
 ) -> None:
-    from latdoc.probe.session import Endpoint
-    from latdoc.steps import DiagnosisPlan, run_steps
+    from latdoc.probe import Endpoint
+    from latdoc.workload import DiagnosisPlan, run_steps
 
     with lab(LabConfig(latency=QUICK)) as server:
         plan = DiagnosisPlan(
             Endpoint(server.base_url, "lab-sim"),
-            output_tokens=8,
+            max_tokens=8,
             max_requests=max_requests,
-            max_tokens=max_tokens,
+            token_budget=token_budget,
             max_seconds=20,
             seed=1,
         )
@@ -173,17 +173,17 @@ def test_steps_never_exceed_their_budget(
     traces = [s.trace for s in result.samples]
     assert len(traces) <= max_requests
     spent = sum((t.prompt_tokens or 0) + (t.output_tokens or 0) for t in traces)
-    assert spent <= max_tokens
+    assert spent <= token_budget
 
 
 def test_the_time_budget_bounds_the_wall_time(lab: LabFactory) -> None:
-    from latdoc.probe.session import Endpoint
-    from latdoc.steps import DiagnosisPlan, run_steps
+    from latdoc.probe import Endpoint
+    from latdoc.workload import DiagnosisPlan, run_steps
 
     slow = LatencyModel(prefill_base_ms=20.0, prefill_ms_per_token=0.0, decode_ms_per_token=60.0)
     with lab(LabConfig(latency=slow)) as server:
         plan = DiagnosisPlan(
-            Endpoint(server.base_url, "lab-sim"), output_tokens=32, max_seconds=2.0, seed=1
+            Endpoint(server.base_url, "lab-sim"), max_tokens=32, max_seconds=2.0, seed=1
         )
         started = time.monotonic()
         result = asyncio.run(run_steps(plan))

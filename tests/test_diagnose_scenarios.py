@@ -14,14 +14,13 @@ from collections.abc import Sequence
 import pytest
 
 from latdoc.analysis.attribution import RunContext
-from latdoc.analysis.model import Diagnosis, Kind, Scenario
-from latdoc.diagnose import build_diagnosis, run_diagnosis
+from latdoc.analysis.diagnosis import Diagnosis, Kind, Scenario
 from latdoc.lab.process import LabProcess
 from latdoc.lab.sim import LabConfig, LatencyModel
 from latdoc.lab.sim_config import Fault
-from latdoc.measure import ConnectionOptions
-from latdoc.probe.session import Endpoint
-from latdoc.steps import DiagnosisPlan
+from latdoc.pipeline import build_diagnosis, run_diagnosis
+from latdoc.probe import ConnectionOptions, Endpoint
+from latdoc.workload import DiagnosisPlan
 
 BASE = LatencyModel(prefill_base_ms=15.0, prefill_ms_per_token=0.01, decode_ms_per_token=4.0)
 OUTPUT = 12
@@ -41,7 +40,7 @@ def _diagnose(
         plan = DiagnosisPlan(
             Endpoint(url, config.model),
             connection=connection or ConnectionOptions(),
-            output_tokens=OUTPUT,
+            max_tokens=OUTPUT,
             max_seconds=max_seconds,
             context_window=context_window,
             seed=11,

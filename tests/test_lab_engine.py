@@ -27,9 +27,9 @@ from latdoc.errors import LabError, UsageError
 from latdoc.lab.engine import EngineServer, engine_available, find_model
 from latdoc.lab.engine_cli import add_engine_parser, run_engine
 from latdoc.lab.gguf_tokenizer import GGUFTokenizer, read_metadata, tokenizer_available
-from latdoc.probe.session import Endpoint, ProbeSession
-from latdoc.probe.trace import RequestTrace
-from latdoc.workload.prompts import make_prompt
+from latdoc.probe import Endpoint, ProbeSession
+from latdoc.records import RequestTrace
+from latdoc.workload import make_prompt
 
 _MISSING = engine_available() or tokenizer_available()
 if _MISSING is not None:

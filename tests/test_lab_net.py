@@ -40,7 +40,7 @@ FAST_ENDPOINT += ["--decode-ms-per-token", "1"]
 
 PROBE = """
 import asyncio, json, sys
-from latdoc.probe.session import Endpoint, ProbeSession
+from latdoc.probe import Endpoint, ProbeSession
 from latdoc.report.json_out import trace_to_dict
 
 args = json.load(sys.stdin)
@@ -280,9 +280,9 @@ def test_high_round_trip_is_diagnosed_as_the_network_path(
 ) -> None:
     net, endpoint = network
     net.set(LinkSettings(delay_ms=60), dns_delay_ms=0)
-    argv = [sys.executable, "-m", "latdoc.cli", "diagnose", endpoint.ip_url, "-m", "lab-sim",
+    argv = [sys.executable, "-m", "latdoc", "diagnose", endpoint.ip_url, "-m", "lab-sim",
             "--json", "--db", ":memory:", "--max-seconds", "40", "--context-window", "2048",
-            "--output-tokens", "4"]  # fmt: skip
+            "--max-tokens", "4"]  # fmt: skip
     result = net.run_client(argv, capture_output=True, text=True, timeout=120)
     net.set(LinkSettings(), dns_delay_ms=0)
     assert result.returncode == 0, result.stderr

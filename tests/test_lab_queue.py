@@ -20,8 +20,8 @@ from latdoc.lab.process import LabProcess
 from latdoc.lab.server import LabServer
 from latdoc.lab.sim import LabConfig, LatencyModel
 from latdoc.lab.tokenizer import CHAT_MESSAGE_OVERHEAD, CHAT_REPLY_OVERHEAD
-from latdoc.probe.session import Endpoint, ProbeSession
-from latdoc.probe.trace import RequestTrace
+from latdoc.probe import Endpoint, ProbeSession
+from latdoc.records import RequestTrace
 
 OVERHEAD = CHAT_MESSAGE_OVERHEAD + CHAT_REPLY_OVERHEAD
 

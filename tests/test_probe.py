@@ -10,11 +10,9 @@ import pytest
 from conftest import FAST, LabFactory
 from latdoc.lab.sim import LabConfig, LatencyModel
 from latdoc.lab.tokenizer import chat_prompt_tokens, count_tokens
-from latdoc.measure import ProbePlan, run_probe
-from latdoc.probe.dialects import Dialect
-from latdoc.probe.session import Endpoint, ProbeSession
-from latdoc.probe.trace import RequestTrace
-from latdoc.workload.prompts import make_prompt
+from latdoc.probe import Dialect, Endpoint, ProbeSession
+from latdoc.records import RequestTrace
+from latdoc.workload import ProbePlan, make_prompt, run_probe
 
 PROMPT = "Hello, please briefly introduce yourself."
 

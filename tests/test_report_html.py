@@ -10,7 +10,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from latdoc.analysis.model import (
+from latdoc.analysis.diagnosis import (
     Diagnosis,
     Finding,
     Kind,
@@ -18,15 +18,14 @@ from latdoc.analysis.model import (
     LengthPoint,
     Remedy,
     Scenario,
-    StepNote,
     Verdict,
 )
-from latdoc.probe.trace import Chunk, ErrorKind, Phase, RequestTrace, TraceError
+from latdoc.errors import ErrorKind, Phase, TraceError
+from latdoc.records import Chunk, RequestTrace, Sample, StepNote
 from latdoc.report.html import render_html
 from latdoc.report.names import kind_name
 from latdoc.report.svg import ms_tick_labels, nice_ticks
 from latdoc.report.svg_waterfall import MAX_ROWS, phase_segments
-from latdoc.workload.sample import Sample
 
 ENDPOINT = "https://api.example.com/v1/chat/completions"
 MS = 1_000_000

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from latdoc.errors import SSEError
-from latdoc.probe.sse import SSEDecoder, SSEEvent
+from latdoc.probe import SSEDecoder, SSEEvent
 
 Triple = tuple[str, str | None, str | None]
 

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from latdoc.errors import LatdocError, UsageError
-from latdoc.probe.trace import Chunk, ErrorKind, Phase, RequestTrace, TcpInfo, TraceError
+from latdoc.errors import ErrorKind, LatdocError, Phase, TraceError, UsageError
+from latdoc.records import Chunk, RequestTrace, Sample, Step, StepNote, TcpInfo
 from latdoc.store import (
     SCHEMA_VERSION,
     RunInfo,
@@ -31,7 +31,6 @@ from latdoc.store import (
     trace_from_record,
     trace_to_record,
 )
-from latdoc.workload.sample import Sample
 
 # -- strategies ----------------------------------------------------------------
 
@@ -118,7 +117,7 @@ def samples(
 ) -> st.SearchStrategy[Sample]:
     return st.builds(
         Sample,
-        step=text,
+        step=st.sampled_from(Step),
         trace=traces,
         target_prompt_tokens=st.none() | ints,
         concurrency=ints,
@@ -505,18 +504,53 @@ def test_migrations_run_in_order_from_the_version_found(db: Path) -> None:
     with Store(db) as store:
         run_id = new_run(store)
 
-    def add_notes(conn: sqlite3.Connection) -> None:
-        conn.execute("ALTER TABLE runs ADD COLUMN notes TEXT")
+    def add_tags(conn: sqlite3.Connection) -> None:
+        conn.execute("ALTER TABLE runs ADD COLUMN tags TEXT")
 
-    migrations: tuple[Callable[[sqlite3.Connection], None], ...] = (*schema.MIGRATIONS, add_notes)
+    migrations: tuple[Callable[[sqlite3.Connection], None], ...] = (*schema.MIGRATIONS, add_tags)
     conn = sqlite3.connect(db, isolation_level=None)
     assert schema.migrate(conn, str(db), migrations) == SCHEMA_VERSION
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 1
-    assert conn.execute("SELECT run_id, notes FROM runs").fetchall() == [(run_id, None)]
+    assert conn.execute("SELECT run_id, tags FROM runs").fetchall() == [(run_id, None)]
     assert schema.migrate(conn, str(db), migrations) == SCHEMA_VERSION + 1
     conn.close()
     with pytest.raises(LatdocError, match="newer than this latdoc"):
         Store(db)
+
+
+def test_a_version_2_store_gets_its_notes_from_the_stored_diagnosis(db: Path) -> None:
+    conn = sqlite3.connect(db, isolation_level=None)
+    assert schema.migrate(conn, str(db), schema.MIGRATIONS[:2]) == 0
+    diagnosis = {
+        "verdict": {"primary": "healthy"},
+        "notes": [
+            {"step": "length", "text": "8192 tokens left out"},
+            {"step": "no-such-step", "text": "skipped"},
+        ],
+    }
+    conn.execute(
+        "INSERT INTO runs (run_id, started_at, status, endpoint, model, scenario, meta, "
+        "diagnosis) VALUES ('20261129-201502-a1b2c3', '2026-11-29T20:15:02.000000+00:00', "
+        "'done', 'https://api.example.com/v1', 'm', 'chat', '{}', ?)",
+        (json.dumps(diagnosis),),
+    )
+    conn.close()
+    with Store(db) as store:
+        info, _, _ = store.load_run("20261129")
+        exported = json.loads(store.export_json(info.run_id))
+    assert info.notes == (StepNote(Step.LENGTH, "8192 tokens left out"),)
+    assert exported["run"]["notes"] == [{"step": "length", "text": "8192 tokens left out"}]
+
+
+def test_notes_are_kept_as_data_and_come_back_typed(db: Path) -> None:
+    notes = [StepNote(Step.LOAD, "the concurrency probe left out"), StepNote(Step.RUN, "cut")]
+    with Store(db) as store:
+        run_id = new_run(store)
+        store.finish_run(run_id, status="done", diagnosis=None, notes=notes)
+        info, _, _ = store.load_run(run_id)
+        listed = store.list_runs()
+    assert info.notes == tuple(notes)
+    assert listed[0].notes == tuple(notes)
 
 
 def test_a_version_1_store_is_migrated_and_keeps_its_samples(db: Path) -> None:

@@ -1,33 +1,48 @@
 """latdoc: which kind of slow is your LLM API call?
 
 Time every phase of a real streaming request (DNS, TCP, TLS, send, server wait,
-first token, every chunk) into one :class:`RequestTrace` record; run the
-three-step diagnosis (:func:`run_diagnosis`, :func:`build_diagnosis`) and get a
-:class:`Diagnosis`: the kind of slow, its evidence and the ranked remedies.
+first token, every chunk) into one :class:`RequestTrace` record; measure, keep
+and diagnose an endpoint with :func:`diagnose_endpoint` (or diagnose a stored run
+again with :func:`rediagnose`) and get a :class:`Diagnosis`: the kind of slow,
+its evidence and the ranked remedies.
 """
 
 from latdoc.analysis.attribution import RunContext
-from latdoc.analysis.model import Diagnosis, Finding, Kind, Remedy, Scenario, Verdict
+from latdoc.analysis.diagnosis import Diagnosis, Finding, Kind, Remedy, Scenario, Verdict
 from latdoc.analysis.stats import Distribution
-from latdoc.diagnose import build_diagnosis, run_diagnosis
-from latdoc.errors import LabError, LatdocError, RequestFailed, SSEError, UsageError
-from latdoc.measure import ConnectionOptions, ProbePlan, ProbeRun, run_probe
-from latdoc.probe.dialects import Dialect
-from latdoc.probe.session import Endpoint, ProbeSession, Timeouts
-from latdoc.probe.trace import Chunk, ErrorKind, Phase, RequestTrace, TcpInfo, TraceError
-from latdoc.steps import DiagnosisPlan
+from latdoc.errors import (
+    CalibrationError,
+    ErrorKind,
+    LabError,
+    LatdocError,
+    Phase,
+    RequestFailed,
+    SSEError,
+    TraceError,
+    UsageError,
+)
+from latdoc.pipeline import (
+    DiagnosisRun,
+    build_diagnosis,
+    diagnose_endpoint,
+    rediagnose,
+    run_diagnosis,
+)
+from latdoc.probe import ConnectionOptions, Dialect, Endpoint, ProbeSession, Timeouts
+from latdoc.records import Chunk, RequestTrace, Sample, Step, StepNote, TcpInfo
 from latdoc.store import Store
-from latdoc.workload.budget import Budget
-from latdoc.workload.sample import Sample
+from latdoc.workload import Budget, DiagnosisPlan, ProbePlan, ProbeRun, run_probe
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Budget",
+    "CalibrationError",
     "Chunk",
     "ConnectionOptions",
     "Diagnosis",
     "DiagnosisPlan",
+    "DiagnosisRun",
     "Dialect",
     "Distribution",
     "Endpoint",
@@ -47,6 +62,8 @@ __all__ = [
     "SSEError",
     "Sample",
     "Scenario",
+    "Step",
+    "StepNote",
     "Store",
     "TcpInfo",
     "Timeouts",
@@ -55,6 +72,8 @@ __all__ = [
     "Verdict",
     "__version__",
     "build_diagnosis",
+    "diagnose_endpoint",
+    "rediagnose",
     "run_diagnosis",
     "run_probe",
 ]

@@ -1,23 +1,77 @@
-"""latdoc's exceptions: one tree, rooted at :class:`LatdocError`.
+"""How things fail in latdoc: the typed failure of a request, and one exception tree.
 
-::
+A failed request is data, not an exception: its :class:`TraceError` (a closed
+:class:`ErrorKind`, the :class:`Phase` it failed in, a message) rides on the
+trace. Exceptions are for what a caller must handle, all rooted at
+:class:`LatdocError`::
 
     LatdocError
     ├── UsageError          bad input from the user (a flag, a file, a URL)
-    ├── SSEError            bytes that are not a valid event stream
     ├── RequestFailed       a measured request failed; carries its TraceError
-    └── LabError            the lab could not start what it was asked to
+    ├── CalibrationError    the endpoint's token count could not be learned
+    ├── LabError            the lab could not start what it was asked to
+    └── ProbeFault          inside the probe only, mapped to a TraceError
+        ├── SSEError            bytes that are not a valid event stream
+        ├── StreamFailure       the stream ended in a typed failure
+        ├── DnsFailure          the name did not resolve
+        └── DnsTimeout          the resolver did not answer in time
 
-Lower-level errors (httpcore, ssl, socket) are mapped to these once, at the
-boundary of the package that met them, and always name the phase that failed.
+Lower-level errors (httpcore, ssl, socket) and the :class:`ProbeFault` family
+are mapped to a :class:`TraceError` in one place, ``latdoc.probe._failures``,
+which always names the phase that failed.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import enum
+from dataclasses import dataclass
 
-if TYPE_CHECKING:
-    from latdoc.probe.trace import TraceError
+
+class Phase(enum.StrEnum):
+    """Where a request is, in the order it passes through."""
+
+    QUEUE = "queue"
+    DNS = "dns"
+    CONNECT = "connect"
+    TLS = "tls"
+    SEND = "send"
+    WAIT = "wait"
+    FIRST_TOKEN = "first_token"
+    STREAM = "stream"
+
+
+class ErrorKind(enum.StrEnum):
+    """The closed set of ways a request can fail."""
+
+    DNS = "dns"
+    CONNECT = "connect"
+    TLS = "tls"
+    TIMEOUT = "timeout"
+    HTTP = "http"
+    STREAM_BROKEN = "stream_broken"
+    MALFORMED = "malformed"
+
+
+@dataclass(frozen=True, slots=True)
+class TraceError:
+    """A failed request: what went wrong, in which phase, and why."""
+
+    kind: ErrorKind
+    phase: Phase
+    message: str
+    status: int | None = None
+
+    @property
+    def code(self) -> str:
+        """Short machine form: ``dns``, ``timeout:wait``, ``http:429`` ..."""
+        if self.kind is ErrorKind.HTTP and self.status is not None:
+            return f"http:{self.status}"
+        if self.kind is ErrorKind.TIMEOUT:
+            return f"timeout:{self.phase}"
+        return str(self.kind)
+
+    def __str__(self) -> str:
+        return f"{self.code} during {self.phase}: {self.message}"
 
 
 class LatdocError(Exception):
@@ -28,10 +82,6 @@ class UsageError(LatdocError):
     """The user asked for something that cannot be done as asked."""
 
 
-class SSEError(LatdocError):
-    """The response body is not a valid ``text/event-stream``."""
-
-
 class RequestFailed(LatdocError):
     """A measured request failed; ``error`` says how and in which phase."""
 
@@ -40,5 +90,40 @@ class RequestFailed(LatdocError):
         self.error = error
 
 
+class CalibrationError(LatdocError):
+    """The endpoint's token count could not be learned (it reports no usage)."""
+
+
 class LabError(LatdocError):
     """A lab component (endpoint, network, engine) could not be started or used."""
+
+
+class ProbeFault(LatdocError):
+    """Raised inside the probe and turned into a :class:`TraceError` before it leaves."""
+
+
+class SSEError(ProbeFault):
+    """The response body is not a valid ``text/event-stream``."""
+
+
+class StreamFailure(ProbeFault):
+    """The stream ended in a failure that is already typed."""
+
+    def __init__(self, error: TraceError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class DnsFailure(ProbeFault):
+    """Name resolution failed; raised through httpcore unchanged."""
+
+    def __init__(self, host: str, reason: str) -> None:
+        super().__init__(f"could not resolve {host!r}: {reason}")
+        self.host = host
+
+
+class DnsTimeout(ProbeFault):
+    """Name resolution took longer than the connect timeout."""
+
+    def __init__(self, host: str, timeout: float) -> None:
+        super().__init__(f"resolving {host!r} took longer than {timeout:g} s")

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from latdoc.analysis.attribution import RunContext
-from latdoc.analysis.model import Diagnosis, Finding, Kind, Remedy, Scenario
+from latdoc.analysis.diagnosis import Diagnosis, Finding, Kind, Remedy, Scenario
 
 TRIM_WINDOW_TOKENS = 2000
 """The sliding window the seed suggests: keep the last 2K tokens of history."""

@@ -29,18 +29,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from latdoc.analysis.facts import Facts, gather_facts, median_of, steady_tpot_ms
-from latdoc.analysis.model import (
+from latdoc.analysis.diagnosis import (
     Diagnosis,
     Finding,
     Kind,
     LengthCurve,
     LengthPoint,
     Scenario,
-    StepNote,
     Verdict,
 )
-from latdoc.workload.sample import Sample
+from latdoc.analysis.facts import Facts, gather_facts, median_of, steady_tpot_ms
+from latdoc.records import Sample, StepNote
 
 SLOW_DNS_MS = 200.0
 HIGH_RTT_MS = 100.0

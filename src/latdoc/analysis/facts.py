@@ -14,11 +14,10 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from latdoc.analysis.diagnosis import LengthCurve
 from latdoc.analysis.length import fit_length_curve, length_points
-from latdoc.analysis.model import LengthCurve
 from latdoc.analysis.signals import dispersion, find_stalls
-from latdoc.probe.trace import RequestTrace
-from latdoc.workload.sample import Sample
+from latdoc.records import RequestTrace, Sample, Step
 
 
 def median_of(values: Iterable[float | None]) -> float | None:
@@ -44,8 +43,8 @@ class Facts:
 
 
 def _network_facts(samples: Sequence[Sample]) -> dict[str, float | None]:
-    cold = [s.trace for s in samples if s.step == "network" and s.cold and s.trace.ok]
-    warm = [s.trace for s in samples if s.step == "network" and not s.cold and s.trace.ok]
+    cold = [s.trace for s in samples if s.step == Step.NETWORK and s.cold and s.trace.ok]
+    warm = [s.trace for s in samples if s.step == Step.NETWORK and not s.cold and s.trace.ok]
     closes = [t for t in warm if t.new_connection]
     rtt = median_of(t.connect_ms for t in cold) or median_of(
         t.tcp_info.rtt_us / 1000 if t.tcp_info else None for t in warm
@@ -81,8 +80,8 @@ def server_ttft_ms(trace: RequestTrace) -> float | None:
 
 
 def _load_facts(samples: Sequence[Sample]) -> dict[str, float | None]:
-    seq = [s.trace for s in samples if s.step == "load" and s.concurrency == 1 and s.trace.ok]
-    conc = [s for s in samples if s.step == "load" and s.concurrency > 1 and s.trace.ok]
+    seq = [s.trace for s in samples if s.step == Step.LOAD and s.concurrency == 1 and s.trace.ok]
+    conc = [s for s in samples if s.step == Step.LOAD and s.concurrency > 1 and s.trace.ok]
     seq_ttft = [v for t in seq if (v := server_ttft_ms(t)) is not None]
     disp = dispersion(seq_ttft)
     seq_median = statistics.median(seq_ttft) if seq_ttft else None
@@ -106,7 +105,7 @@ def _diff(a: float | None, b: float | None) -> float | None:
 
 
 def gather_facts(samples: Sequence[Sample], long_reference_tokens: int | None) -> Facts:
-    measured = [s for s in samples if s.step != "calibration"]
+    measured = [s for s in samples if s.step != Step.CALIBRATION]
     ok = [s.trace for s in measured if s.trace.ok]
     curve = fit_length_curve(length_points(_length_pairs(samples)))
     stalls = [(i, st.gap_ms) for i, t in enumerate(ok) for st in find_stalls(t.itl_ms)]
@@ -132,7 +131,7 @@ def _length_pairs(samples: Sequence[Sample]) -> list[tuple[int, float]]:
     by_target: dict[int, list[RequestTrace]] = {}
     for s in samples:
         t = s.trace
-        if s.step == "length" and t.ok and t.ttft_ms is not None:
+        if s.step == Step.LENGTH and t.ok and t.ttft_ms is not None:
             target = s.target_prompt_tokens or t.prompt_tokens
             if target is not None:
                 by_target.setdefault(target, []).append(t)

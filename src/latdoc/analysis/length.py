@@ -13,7 +13,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
-from latdoc.analysis.model import LengthCurve, LengthPoint
+from latdoc.analysis.diagnosis import LengthCurve, LengthPoint
 
 FLAT_GROWTH = 1.5
 """Below this TTFT(longest) / TTFT(shortest), the curve is flat."""

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from latdoc.analysis.stats import Distribution
-from latdoc.probe.trace import RequestTrace
+from latdoc.records import RequestTrace
 
 METRICS: tuple[tuple[str, Callable[[RequestTrace], float | None]], ...] = (
     ("DNS", lambda t: t.dns_ms),

@@ -10,3 +10,7 @@
 
 Importing any of them starts nothing.
 """
+
+from latdoc.lab.demo import DEMO_CONFIG, builtin_endpoint
+
+__all__ = ["DEMO_CONFIG", "builtin_endpoint"]

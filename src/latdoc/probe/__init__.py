@@ -1,0 +1,40 @@
+"""One request on the wire, timed phase by phase into a :class:`~latdoc.records.RequestTrace`.
+
+The rooms behind this face, in the order a request passes through them:
+
+- ``_endpoint``: where requests go (:class:`Endpoint`), how long they may take
+  (:class:`Timeouts`), how TLS is trusted; ``_connection``: :class:`ConnectionOptions`.
+- ``_session``: :class:`ProbeSession`, one pool and the requests sent through it.
+- ``_backend``, ``_aiostream``: the timed network backend (DNS, connect, TLS, every read).
+- ``_recorder``: the per-request stopwatch the backend and httpcore's trace events feed.
+- ``_dialects``, ``_sse``, ``_stream_state``: request bodies and the event stream decoded.
+- ``_failures``: every lower-level error mapped to a typed failure, once.
+- ``_tcpinfo``, ``_servertiming``, ``_looplag``: the kernel's, the server's and the
+  client's own view of the time.
+
+This package computes no statistics and prints nothing.
+"""
+
+from latdoc.probe._backend import Resolver, system_resolver
+from latdoc.probe._connection import ConnectionOptions
+from latdoc.probe._dialects import Dialect
+from latdoc.probe._endpoint import Endpoint, Timeouts
+from latdoc.probe._looplag import LoopLagMonitor
+from latdoc.probe._recorder import now_ns
+from latdoc.probe._session import EventHook, ProbeSession
+from latdoc.probe._sse import SSEDecoder, SSEEvent
+
+__all__ = [
+    "ConnectionOptions",
+    "Dialect",
+    "Endpoint",
+    "EventHook",
+    "LoopLagMonitor",
+    "ProbeSession",
+    "Resolver",
+    "SSEDecoder",
+    "SSEEvent",
+    "Timeouts",
+    "now_ns",
+    "system_resolver",
+]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from latdoc.analysis.model import Diagnosis, Finding, Kind, Remedy
+from latdoc.analysis.diagnosis import Diagnosis, Finding, Kind, Remedy
 from latdoc.report.names import format_value, kind_name
 from latdoc.report.probe_text import format_ms
 

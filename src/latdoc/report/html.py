@@ -12,15 +12,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC
 
-from latdoc.analysis.model import Diagnosis, Finding, Kind, LengthCurve, Remedy, Scenario
+from latdoc.analysis.diagnosis import Diagnosis, Finding, Kind, LengthCurve, Remedy, Scenario
 from latdoc.analysis.stats import quantile
+from latdoc.records import Sample
 from latdoc.report.names import KIND_NAMES, format_value
 from latdoc.report.probe_text import format_ms
 from latdoc.report.svg import esc
 from latdoc.report.svg_plots import length_svg, ttft_histogram_svg, ttft_values
 from latdoc.report.svg_theme import STYLESHEET
 from latdoc.report.svg_waterfall import MAX_ROWS, waterfall_svg
-from latdoc.workload.sample import Sample
 
 SCENARIO_NAMES: Mapping[Scenario, str] = {
     Scenario.CHAT: "Real-time chat (latency first)",

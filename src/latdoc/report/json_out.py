@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from latdoc.probe.trace import RequestTrace
+from latdoc.records import RequestTrace
 
 
 def _r(value: float | None) -> float | None:

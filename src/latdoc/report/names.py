@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from latdoc.analysis.model import Kind
+from latdoc.analysis.diagnosis import Kind
 from latdoc.report.probe_text import format_ms
 
 KIND_NAMES: Mapping[Kind, tuple[str, str]] = {

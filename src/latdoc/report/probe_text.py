@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from latdoc.analysis.repeats import SETUP_METRICS, GroupSummary, RepeatSummary
 from latdoc.analysis.stats import Distribution
-from latdoc.probe.trace import RequestTrace
+from latdoc.records import RequestTrace
 
 
 def format_ms(value: float | None, unit: str | None = None) -> str:

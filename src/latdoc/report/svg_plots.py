@@ -9,8 +9,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from latdoc.analysis.model import LengthCurve
+from latdoc.analysis.diagnosis import LengthCurve
 from latdoc.analysis.stats import quantile
+from latdoc.records import Sample
 from latdoc.report.probe_text import format_ms
 from latdoc.report.svg import (
     Frame,
@@ -30,7 +31,6 @@ from latdoc.report.svg import (
     x_axis,
     y_axis,
 )
-from latdoc.workload.sample import Sample
 
 _WIDTH = 900.0
 _CURVE_POINTS = 80

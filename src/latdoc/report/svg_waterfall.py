@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from latdoc.probe.trace import RequestTrace
+from latdoc.records import RequestTrace, Sample
 from latdoc.report.probe_text import format_ms
 from latdoc.report.svg import (
     Frame,
@@ -25,7 +25,6 @@ from latdoc.report.svg import (
     text,
     x_axis,
 )
-from latdoc.workload.sample import Sample
 
 PHASES: tuple[tuple[str, str], ...] = (
     ("queue", "Pool queue"),

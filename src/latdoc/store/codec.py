@@ -19,8 +19,8 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, TypeVar
 
-from latdoc.probe.trace import Chunk, ErrorKind, Phase, RequestTrace, TcpInfo, TraceError
-from latdoc.workload.sample import Sample
+from latdoc.errors import ErrorKind, Phase, TraceError
+from latdoc.records import Chunk, RequestTrace, Sample, Step, TcpInfo
 
 RECORD_VERSION = 1
 """Version of trace records."""
@@ -164,7 +164,7 @@ def _error_v1(record: Mapping[str, Any]) -> TraceError:
 def _sample_v1(record: Mapping[str, Any]) -> Sample:
     r = _Fields(record, "sample")
     return Sample(
-        step=r.text("step"),
+        step=Step(r.text("step")),
         trace=trace_from_record(r.mapping("trace")),
         target_prompt_tokens=r.opt_integer("target_prompt_tokens"),
         concurrency=r.integer("concurrency"),

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,19 +23,26 @@ from types import TracebackType
 from typing import Any, Self
 
 from latdoc.errors import UsageError
+from latdoc.records import Sample, Step, StepNote
 from latdoc.store.codec import trace_from_record, trace_to_record
 from latdoc.store.exchange import dump_run, load_document
 from latdoc.store.redact import Redactor
-from latdoc.store.run import RUN_STATUSES, RunInfo, parse_utc, utc_text
+from latdoc.store.run import (
+    RUN_STATUSES,
+    RunInfo,
+    notes_from_data,
+    notes_to_data,
+    parse_utc,
+    utc_text,
+)
 from latdoc.store.schema import SCHEMA_VERSION, check_version, migrate
-from latdoc.workload.sample import Sample
 
 __all__ = ["SCHEMA_VERSION", "RunInfo", "Store", "default_path"]
 
 BUSY_TIMEOUT_MS = 5000
 _MEMORY = ":memory:"
 _RUN_COLUMNS = (
-    "run_id, started_at, finished_at, status, endpoint, model, scenario, verdict, meta, "
+    "run_id, started_at, finished_at, status, endpoint, model, scenario, verdict, meta, notes, "
     "(SELECT count(*) FROM samples s WHERE s.run_id = runs.run_id), "
     "(SELECT count(*) FROM samples s WHERE s.run_id = runs.run_id AND NOT s.ok)"
 )
@@ -114,16 +121,25 @@ class Store:
                 raise self._missing(run_id)
             self._insert_sample(run_id, sample)
 
-    def finish_run(self, run_id: str, *, status: str, diagnosis: Mapping[str, Any] | None) -> None:
-        """Close a run as ``done``, ``interrupted`` or ``failed``, with its diagnosis if any."""
+    def finish_run(
+        self,
+        run_id: str,
+        *,
+        status: str,
+        diagnosis: Mapping[str, Any] | None,
+        notes: Sequence[StepNote] = (),
+    ) -> None:
+        """Close a run as ``done``, ``interrupted`` or ``failed``, with its notes and its
+        diagnosis document if any."""
         if status not in RUN_STATUSES - {"running"}:
             raise ValueError(f"status {status!r}: use done, interrupted or failed")
         clean = None if diagnosis is None else self._redactor.value(diagnosis)
+        kept = _json(self._redactor.value(notes_to_data(notes)))
         with self._transaction():
             updated = self._conn.execute(
-                "UPDATE runs SET finished_at = ?, status = ?, verdict = ?, diagnosis = ? "
-                "WHERE run_id = ?",
-                (utc_text(self._clock()), status, _verdict(clean), _json(clean), run_id),
+                "UPDATE runs SET finished_at = ?, status = ?, verdict = ?, diagnosis = ?, "
+                "notes = ? WHERE run_id = ?",
+                (utc_text(self._clock()), status, _verdict(clean), _json(clean), kept, run_id),
             ).rowcount
             if updated == 0:
                 raise self._missing(run_id)
@@ -192,7 +208,7 @@ class Store:
         clean = None if diagnosis is None else self._redactor.value(diagnosis)
         self._conn.execute(
             "INSERT INTO runs (run_id, started_at, finished_at, status, endpoint, model, "
-            "scenario, verdict, meta, diagnosis) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "scenario, verdict, meta, diagnosis, notes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 info.run_id,
                 utc_text(info.started_at),
@@ -204,6 +220,7 @@ class Store:
                 info.verdict if clean is None else _verdict(clean),
                 _json(self._redactor.value(meta, mask_names=True)),
                 _json(clean),
+                _json(self._redactor.value(notes_to_data(info.notes))),
             ),
         )
 
@@ -289,7 +306,7 @@ def _verdict(diagnosis: Mapping[str, Any] | None) -> str | None:
 
 
 def _run_info(row: tuple[Any, ...]) -> RunInfo:
-    run_id, started, finished, status, endpoint, model, scenario, verdict, meta, n, bad = row
+    run_id, started, finished, status, endpoint, model, scenario, verdict, meta, notes, n, bad = row
     return RunInfo(
         run_id=run_id,
         started_at=parse_utc(started),
@@ -302,13 +319,14 @@ def _run_info(row: tuple[Any, ...]) -> RunInfo:
         failed=bad,
         verdict=verdict,
         meta=json.loads(meta),
+        notes=() if notes is None else notes_from_data(json.loads(notes)),
     )
 
 
 def _sample(row: tuple[Any, ...]) -> Sample:
     idx, step, target, concurrency, cold, loop_lag, trace = row
     return Sample(
-        step=step,
+        step=Step(step),
         trace=trace_from_record(json.loads(trace)),
         target_prompt_tokens=target,
         concurrency=concurrency,

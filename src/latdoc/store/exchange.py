@@ -20,9 +20,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from latdoc.errors import UsageError
+from latdoc.records import Sample
 from latdoc.store.codec import sample_from_record, sample_to_record
-from latdoc.store.run import RUN_STATUSES, RunInfo, parse_utc, utc_text
-from latdoc.workload.sample import Sample
+from latdoc.store.run import (
+    RUN_STATUSES,
+    RunInfo,
+    notes_from_data,
+    notes_to_data,
+    parse_utc,
+    utc_text,
+)
 
 FORMAT = "latdoc-run"
 VERSION = 1
@@ -52,6 +59,7 @@ def dump_run(run: RunInfo, samples: Sequence[Sample], diagnosis: Mapping[str, An
             "scenario": run.scenario,
             "verdict": run.verdict,
             "meta": dict(run.meta),
+            "notes": notes_to_data(run.notes),
         },
         "samples": [sample_to_record(s) for s in samples],
         "diagnosis": None if diagnosis is None else dict(diagnosis),
@@ -111,6 +119,7 @@ def _load_v1(document: Mapping[str, Any]) -> RunDocument:
         failed=sum(1 for s in samples if s.trace.error is not None),
         verdict=None if verdict is None else _str(verdict, "run.verdict"),
         meta=meta,
+        notes=notes_from_data(run["notes"] if "notes" in run else (diagnosis or {}).get("notes")),
     )
     return RunDocument(info, samples, diagnosis)
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+
+from latdoc.records import Step, StepNote
 
 RUN_STATUSES = frozenset({"running", "done", "interrupted", "failed"})
 """``running`` until :meth:`Store.finish_run` sets one of the other three."""
@@ -30,6 +32,25 @@ class RunInfo:
     """The primary kind of slow (``diagnosis["verdict"]["primary"]``), for listings."""
     meta: Mapping[str, Any] = field(default_factory=dict)
     """Tool and Python versions, host, platform, options: whatever the caller recorded."""
+    notes: tuple[StepNote, ...] = ()
+    """What the run's steps left out or could not measure."""
+
+
+def notes_to_data(notes: Sequence[StepNote]) -> list[dict[str, str]]:
+    """Notes as plain JSON data, for the store and export documents."""
+    return [{"step": str(n.step), "text": n.text} for n in notes]
+
+
+def notes_from_data(data: Any) -> tuple[StepNote, ...]:
+    """The notes :func:`notes_to_data` wrote; entries of an unknown shape are skipped."""
+    if not isinstance(data, list):
+        return ()
+    steps = {s.value for s in Step}
+    return tuple(
+        StepNote(Step(item["step"]), str(item.get("text", "")))
+        for item in data
+        if isinstance(item, Mapping) and item.get("step") in steps
+    )
 
 
 def utc_text(moment: datetime) -> str:

@@ -1,0 +1,53 @@
+"""What to send, and when: the workloads that drive the probe.
+
+- ``_prompts``: prompts of unique random words; ``_calibration``: how many of
+  them make N tokens on this endpoint, learned from its own usage.
+- ``_budget``: hard caps on requests, tokens and seconds, reserved before sending.
+- ``_steps``: the three measured steps of a diagnosis (network, input length, load).
+- ``_probe_loop``: a series of probes as ``latdoc probe`` sends them.
+
+A workload sends and labels; it computes no verdict and prints nothing.
+"""
+
+from latdoc.workload._budget import Budget
+from latdoc.workload._calibration import (
+    ASSUMED,
+    TokenCalibration,
+    calibrate,
+    calibration_words,
+    prompt_cost,
+)
+from latdoc.workload._probe_loop import DEFAULT_PROMPT, ProbePlan, ProbeRun, run_probe
+from latdoc.workload._prompts import make_prompt
+from latdoc.workload._steps import (
+    LENGTHS,
+    DiagnosisPlan,
+    ProgressHook,
+    SampleHook,
+    StepsResult,
+    planned_requests,
+    planned_tokens,
+    run_steps,
+)
+
+__all__ = [
+    "ASSUMED",
+    "DEFAULT_PROMPT",
+    "LENGTHS",
+    "Budget",
+    "DiagnosisPlan",
+    "ProbePlan",
+    "ProbeRun",
+    "ProgressHook",
+    "SampleHook",
+    "StepsResult",
+    "TokenCalibration",
+    "calibrate",
+    "calibration_words",
+    "make_prompt",
+    "planned_requests",
+    "planned_tokens",
+    "prompt_cost",
+    "run_probe",
+    "run_steps",
+]

@@ -21,22 +21,18 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from latdoc.analysis.model import StepNote
-from latdoc.measure import ConnectionOptions
-from latdoc.probe.looplag import LoopLagMonitor
-from latdoc.probe.recorder import now_ns
-from latdoc.probe.session import Endpoint, ProbeSession
-from latdoc.probe.trace import RequestTrace
-from latdoc.workload.budget import Budget
-from latdoc.workload.prompts import (
+from latdoc.errors import CalibrationError
+from latdoc.probe import ConnectionOptions, Endpoint, LoopLagMonitor, ProbeSession, now_ns
+from latdoc.records import RequestTrace, Sample, Step, StepNote
+from latdoc.workload._budget import Budget
+from latdoc.workload._calibration import (
     ASSUMED,
-    CalibrationError,
     TokenCalibration,
     calibrate,
     calibration_words,
-    make_prompt,
+    prompt_cost,
 )
-from latdoc.workload.sample import Sample
+from latdoc.workload._prompts import make_prompt
 
 LENGTHS = (128, 512, 2048, 8192, 32768)
 """The seed's lengths for the TTFT curve."""
@@ -59,9 +55,11 @@ SampleHook = Callable[[Sample], None]
 class DiagnosisPlan:
     endpoint: Endpoint
     connection: ConnectionOptions = field(default_factory=ConnectionOptions)
-    output_tokens: int = 32
+    max_tokens: int = 32
+    """``max_tokens`` of each request: the output length."""
     max_requests: int = 40
-    max_tokens: int | None = None
+    token_budget: int | None = None
+    """Prompt plus output tokens over the whole run; ``None`` for no cap."""
     max_seconds: float = 120.0
     context_window: int | None = None
     seed: int | None = None
@@ -96,7 +94,7 @@ class _Runner:
             self.plan.endpoint, reuse=reuse, max_connections=max_connections
         )
 
-    def note(self, step: str, text: str) -> None:
+    def note(self, step: Step, text: str) -> None:
         self.result.notes.append(StepNote(step, text))
 
     def keep(self, sample: Sample) -> None:
@@ -108,7 +106,7 @@ class _Runner:
         if self.on_sample is not None:
             self.on_sample(sample)
 
-    def progress(self, step: str, done: int, total: int) -> None:
+    def progress(self, step: Step, done: int, total: int) -> None:
         if self.on_progress is not None:
             self.on_progress(step, done, total)
 
@@ -125,9 +123,9 @@ class _Runner:
             self.budget.settle(reserved, trace.prompt_tokens + (trace.output_tokens or 0))
 
     async def send(
-        self, session: ProbeSession, step: str, tokens: int, *, cold: bool = False
+        self, session: ProbeSession, step: Step, tokens: int, *, cold: bool = False
     ) -> RequestTrace | None:
-        out = self.plan.output_tokens
+        out = self.plan.max_tokens
         cost = self.cost(tokens)
         if not self.budget.reserve(cost, out):
             return None
@@ -143,12 +141,12 @@ class _Runner:
         costs = [prompt_cost(ASSUMED, w) for w in words]
         if not self.budget.can_afford(max(costs), 1, count=2):
             self.note(
-                "calibration", "no budget to calibrate prompt lengths; 1 token per word assumed"
+                Step.CALIBRATION, "no budget to calibrate prompt lengths; 1 token per word assumed"
             )
             return
         for c in costs:
             self.budget.reserve(c, 1)
-        self.progress("calibration", 0, 2)
+        self.progress(Step.CALIBRATION, 0, 2)
         async with self.session() as s:
             try:
                 calibration, traces = await calibrate(
@@ -156,43 +154,43 @@ class _Runner:
                 )
             except CalibrationError as exc:
                 calibration, traces = ASSUMED, []
-                self.note("calibration", f"{exc}; 1 token per word assumed")
+                self.note(Step.CALIBRATION, f"{exc}; 1 token per word assumed")
         for c, t in zip(costs, traces, strict=False):
             self.settle(c + 1, t)
-            self.keep(Sample("calibration", t, t.prompt_tokens))
+            self.keep(Sample(Step.CALIBRATION, t, t.prompt_tokens))
         if not calibration.measured and traces:
-            self.note("calibration", "the endpoint reports no usage; 1 token per word assumed")
+            self.note(Step.CALIBRATION, "the endpoint reports no usage; 1 token per word assumed")
         self.calibration = calibration
         self.result.calibration = calibration
-        self.progress("calibration", 2, 2)
+        self.progress(Step.CALIBRATION, 2, 2)
 
     async def network(self) -> None:
         total = 1 + WARM_REQUESTS + EXTRA_COLD
         done = 0
-        self.progress("network", done, total)
+        self.progress(Step.NETWORK, done, total)
         async with self.session() as s:
             for i in range(1 + WARM_REQUESTS):
                 if i > 0 and self.budget.seconds_left < self._short_ttft_s() * SAFETY:
-                    self.note("network", "time budget reached during the network step")
+                    self.note(Step.NETWORK, "time budget reached during the network step")
                     return
-                if await self.send(s, "network", SHORT_TOKENS, cold=i == 0) is None:
-                    self.note("network", "budget reached during the network step")
+                if await self.send(s, Step.NETWORK, SHORT_TOKENS, cold=i == 0) is None:
+                    self.note(Step.NETWORK, "budget reached during the network step")
                     return
                 done += 1
-                self.progress("network", done, total)
+                self.progress(Step.NETWORK, done, total)
         for _ in range(EXTRA_COLD):
             async with self.session(reuse=False) as s:
-                if await self.send(s, "network", SHORT_TOKENS, cold=True) is None:
-                    self.note("network", "budget reached before the extra cold requests")
+                if await self.send(s, Step.NETWORK, SHORT_TOKENS, cold=True) is None:
+                    self.note(Step.NETWORK, "budget reached before the extra cold requests")
                     return
             done += 1
-            self.progress("network", done, total)
+            self.progress(Step.NETWORK, done, total)
 
     def _short_ttft_s(self) -> float:
         ttfts = [
             s.trace.ttft_ms / 1000
             for s in self.result.samples
-            if s.step == "network" and s.trace.ttft_ms is not None
+            if s.step == Step.NETWORK and s.trace.ttft_ms is not None
         ]
         return sorted(ttfts)[len(ttfts) // 2] if ttfts else 1.0
 
@@ -202,10 +200,10 @@ class _Runner:
         ]
         if self.plan.context_window is not None and len(lengths) < len(LENGTHS):
             self.note(
-                "length",
+                Step.LENGTH,
                 f"lengths above the {self.plan.context_window}-token context window left out",
             )
-        out = self.plan.output_tokens
+        out = self.plan.max_tokens
         decode_s = self._decode_s()
         points: list[tuple[int, float]] = [(SHORT_TOKENS, self._short_ttft_s())]
         step_deadline = self.budget.seconds_left - time_for_step
@@ -218,7 +216,7 @@ class _Runner:
                 must_have = len(measured) < 2 and predicted * SAFETY <= self.budget.seconds_left
                 if not must_have and predicted * SAFETY > left:
                     self.note(
-                        "length",
+                        Step.LENGTH,
                         f"{n} tokens left out: predicted {predicted:.1f} s per request, "
                         f"{max(0.0, left):.1f} s of the time budget left",
                     )
@@ -226,26 +224,29 @@ class _Runner:
                 if not self.budget.can_afford(self.cost(n), out, count=repeats):
                     repeats = 1
                     if not self.budget.can_afford(self.cost(n), out):
-                        self.note("length", f"{n} tokens left out: request or token budget reached")
+                        self.note(
+                            Step.LENGTH, f"{n} tokens left out: request or token budget reached"
+                        )
                         break
                 ttfts = []
                 for _ in range(repeats):
-                    trace = await self.send(s, "length", n)
+                    trace = await self.send(s, Step.LENGTH, n)
                     if trace is None:
-                        self.note("length", f"{n} tokens: request or token budget reached")
+                        self.note(Step.LENGTH, f"{n} tokens: request or token budget reached")
                         return
                     if trace.error is not None and trace.error.status in (400, 413, 422):
                         self.note(
-                            "length", f"{n} tokens rejected by the endpoint: {trace.error.message}"
+                            Step.LENGTH,
+                            f"{n} tokens rejected by the endpoint: {trace.error.message}",
                         )
                         return
                     if trace.ttft_ms is not None:
                         ttfts.append(trace.ttft_ms / 1000)
-                    self.progress("length", len(measured), len(lengths))
+                    self.progress(Step.LENGTH, len(measured), len(lengths))
                 if ttfts:
                     points.append((n, sorted(ttfts)[len(ttfts) // 2]))
                 measured.append(n)
-                self.progress("length", len(measured), len(lengths))
+                self.progress(Step.LENGTH, len(measured), len(lengths))
 
     def _decode_s(self) -> float:
         decodes = [
@@ -258,27 +259,27 @@ class _Runner:
     async def load(self) -> None:
         total = SEQUENTIAL_REPEATS + CONCURRENCY
         done = 0
-        self.progress("load", done, total)
+        self.progress(Step.LOAD, done, total)
         per_request = self._short_ttft_s() + self._decode_s()
         async with self.session() as s:
             for _ in range(SEQUENTIAL_REPEATS):
                 if self.budget.seconds_left < per_request * SAFETY:
-                    self.note("load", "time budget reached during the sequential repeats")
+                    self.note(Step.LOAD, "time budget reached during the sequential repeats")
                     return
-                if await self.send(s, "load", SHORT_TOKENS) is None:
+                if await self.send(s, Step.LOAD, SHORT_TOKENS) is None:
                     self.note(
-                        "load", "request or token budget reached during the sequential repeats"
+                        Step.LOAD, "request or token budget reached during the sequential repeats"
                     )
                     return
                 done += 1
-                self.progress("load", done, total)
+                self.progress(Step.LOAD, done, total)
         if self.budget.seconds_left < per_request * CONCURRENCY * SAFETY:
-            self.note("load", "the concurrency probe left out: not enough time budget")
+            self.note(Step.LOAD, "the concurrency probe left out: not enough time budget")
             return
-        out = self.plan.output_tokens
+        out = self.plan.max_tokens
         cost = self.cost(SHORT_TOKENS)
         if not self.budget.can_afford(cost, out, count=CONCURRENCY):
-            self.note("load", "the concurrency probe left out: request or token budget reached")
+            self.note(Step.LOAD, "the concurrency probe left out: request or token budget reached")
             return
         async with self.session(max_connections=CONCURRENCY) as s:
             for _ in range(CONCURRENCY):
@@ -287,20 +288,8 @@ class _Runner:
             traces = await asyncio.gather(*(s.request(p, out) for p in prompts))
         for t in traces:
             self.settle(cost + out, t)
-            self.keep(Sample("load", t, SHORT_TOKENS, CONCURRENCY))
-        self.progress("load", total, total)
-
-
-def prompt_cost(calibration: TokenCalibration, words: int) -> int:
-    """An upper bound of the tokens an endpoint counts for a prompt of ``words`` words.
-
-    Calibrated: the fitted count with 5% and 8 tokens to spare (random words vary).
-    Not calibrated: two tokens a word and 64 for the chat template, more than any
-    common tokenizer takes for these words.
-    """
-    if calibration.measured:
-        return math.ceil(calibration.tokens_for(words) * 1.05) + 8
-    return 2 * words + 64
+            self.keep(Sample(Step.LOAD, t, SHORT_TOKENS, CONCURRENCY))
+        self.progress(Step.LOAD, total, total)
 
 
 def planned_requests() -> int:
@@ -309,16 +298,16 @@ def planned_requests() -> int:
     return 2 + short + 2 * len(LENGTHS)
 
 
-def planned_tokens(output_tokens: int, context_window: int | None = None) -> int:
+def planned_tokens(max_tokens: int, context_window: int | None = None) -> int:
     """Prompt + output tokens the full plan may spend, at the bounds it reserves."""
     near = calibration_words(CALIBRATION_NEAR_TOKENS)
     total = sum(prompt_cost(ASSUMED, w) + 1 for w in near)
     per_token = TokenCalibration(overhead=0.0, per_word=1.0, measured=True)
     short = 1 + WARM_REQUESTS + EXTRA_COLD + SEQUENTIAL_REPEATS + CONCURRENCY
-    total += short * (prompt_cost(per_token, SHORT_TOKENS) + output_tokens)
+    total += short * (prompt_cost(per_token, SHORT_TOKENS) + max_tokens)
     for n in LENGTHS:
         if context_window is None or n <= context_window:
-            total += 2 * (prompt_cost(per_token, n) + output_tokens)
+            total += 2 * (prompt_cost(per_token, n) + max_tokens)
     return total
 
 
@@ -339,7 +328,7 @@ async def run_steps(
     on_progress: ProgressHook | None = None,
 ) -> StepsResult:
     """Calibrate, then the network, input-length and load steps, within the budget."""
-    budget = budget or Budget(plan.max_requests, plan.max_tokens, plan.max_seconds)
+    budget = budget or Budget(plan.max_requests, plan.token_budget, plan.max_seconds)
     runner = _Runner(plan, budget, on_sample, on_progress)
     left = budget.seconds_left
     try:
@@ -350,5 +339,5 @@ async def run_steps(
             await runner.length(max(0.0, budget.seconds_left) * LENGTH_TIME_SHARE)
             await runner.load()
     except TimeoutError:
-        runner.note("run", "the time budget ran out; the request in flight was abandoned")
+        runner.note(Step.RUN, "the time budget ran out; the request in flight was abandoned")
     return runner.result

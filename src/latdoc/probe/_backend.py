@@ -5,7 +5,7 @@ first with the event loop's threaded resolver (timed on its own), then connects 
 the resolved address on asyncio's own streams (timed), and wraps the
 stream so the TLS handshake (with the original host name for SNI and certificate
 checks, which httpcore passes as ``server_hostname``) and each read are timed too.
-Marks go to the :class:`~latdoc.probe.recorder.Recorder` of the running request.
+Marks go to the :class:`~latdoc.probe._recorder.Recorder` of the running request.
 """
 
 from __future__ import annotations
@@ -20,26 +20,12 @@ from typing import Any
 
 import httpcore
 
-from latdoc.probe import recorder
-from latdoc.probe.aiostream import open_stream
-from latdoc.probe.recorder import now_ns
+from latdoc.errors import DnsFailure, DnsTimeout
+from latdoc.probe import _recorder as recorder
+from latdoc.probe._aiostream import open_stream
+from latdoc.probe._recorder import now_ns
 
 _connection_ids = itertools.count(1)
-
-
-class DnsFailure(Exception):
-    """Name resolution failed; raised through httpcore unchanged."""
-
-    def __init__(self, host: str, reason: str) -> None:
-        super().__init__(f"could not resolve {host!r}: {reason}")
-        self.host = host
-
-
-class DnsTimeout(Exception):
-    """Name resolution took longer than the connect timeout."""
-
-    def __init__(self, host: str, timeout: float) -> None:
-        super().__init__(f"resolving {host!r} took longer than {timeout:g} s")
 
 
 class TimedStream(httpcore.AsyncNetworkStream):

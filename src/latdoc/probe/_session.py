@@ -2,7 +2,7 @@
 
 A :class:`ProbeSession` owns one httpcore connection pool on the timed network
 backend. Each call to :meth:`ProbeSession.request` binds a fresh
-:class:`~latdoc.probe.recorder.Recorder` to the task, sends one request, decodes the
+:class:`~latdoc.probe._recorder.Recorder` to the task, sends one request, decodes the
 event stream as it arrives and freezes everything measured into a trace. A failed
 request never raises: its trace carries a typed :class:`TraceError` naming the
 phase. Only cancellation propagates.
@@ -20,17 +20,17 @@ from typing import Any
 
 import httpcore
 
-from latdoc.errors import SSEError
-from latdoc.probe.backend import Resolver, TimedBackend, TimedStream, system_resolver, warm_up
-from latdoc.probe.dialects import error_message, request_body
-from latdoc.probe.endpoint import Endpoint, Timeouts, make_ssl_context
-from latdoc.probe.failures import classify, closed_before_answering, redact
-from latdoc.probe.recorder import Recorder, now_ns
-from latdoc.probe.servertiming import parse_server_timing
-from latdoc.probe.sse import SSEDecoder
-from latdoc.probe.stream_state import EventHook, StreamFailure, StreamState
-from latdoc.probe.tcpinfo import read_tcp_info
-from latdoc.probe.trace import Chunk, ErrorKind, Phase, RequestTrace, TcpInfo, TraceError
+from latdoc.errors import ErrorKind, Phase, StreamFailure, TraceError
+from latdoc.probe._backend import Resolver, TimedBackend, TimedStream, system_resolver, warm_up
+from latdoc.probe._dialects import error_message, request_body
+from latdoc.probe._endpoint import Endpoint, Timeouts, make_ssl_context
+from latdoc.probe._failures import classify, closed_before_answering, redact
+from latdoc.probe._recorder import Recorder, now_ns
+from latdoc.probe._servertiming import parse_server_timing
+from latdoc.probe._sse import SSEDecoder
+from latdoc.probe._stream_state import EventHook, StreamState
+from latdoc.probe._tcpinfo import read_tcp_info
+from latdoc.records import Chunk, RequestTrace, TcpInfo
 
 __all__ = ["Endpoint", "EventHook", "ProbeSession", "Timeouts", "make_ssl_context"]
 
@@ -185,8 +185,6 @@ class ProbeSession:
             try:
                 async with asyncio.timeout(self.timeouts.total):
                     await self._exchange(pool, rec, content, exchange, on_event, extra_headers)
-            except StreamFailure as failure:
-                error = failure.error
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -240,15 +238,12 @@ class ProbeSession:
             out.state = state
             decoder = SSEDecoder()
             stream = out.stream
-            try:
-                async for raw in response.aiter_stream():
-                    t_read = stream.last_read_ns if stream is not None else None
-                    for event in decoder.feed(raw, t_read or now_ns()):
-                        state.on_event(event, rec)
-                for event in decoder.close(now_ns()):
+            async for raw in response.aiter_stream():
+                t_read = stream.last_read_ns if stream is not None else None
+                for event in decoder.feed(raw, t_read or now_ns()):
                     state.on_event(event, rec)
-            except SSEError as exc:
-                raise StreamFailure(TraceError(ErrorKind.MALFORMED, rec.phase, str(exc))) from None
+            for event in decoder.close(now_ns()):
+                state.on_event(event, rec)
             out.done = now_ns()
             if stream is not None:
                 out.tcp_info = read_tcp_info(stream.socket)

@@ -1,4 +1,12 @@
-"""The one record of a measured request: :class:`RequestTrace`.
+"""The records every layer reads: a measured request and why it was sent.
+
+:class:`RequestTrace` is the one record of a measured request; a :class:`Sample`
+labels it with the :class:`Step` of a diagnosis that sent it and the conditions
+it was sent under; a :class:`StepNote` says what a step left out. How a request
+failed (:class:`~latdoc.errors.TraceError`) lives with the exceptions in
+:mod:`latdoc.errors`.
+
+The trace:
 
 All phase times are integer nanoseconds from ``t0`` (the moment the request was
 handed to the client), taken with :func:`time.perf_counter_ns`. Phase marks are
@@ -31,54 +39,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from latdoc.errors import RequestFailed, TraceError
+
 _NS_PER_MS = 1_000_000
-
-
-class Phase(enum.StrEnum):
-    """Where a request is, in the order it passes through."""
-
-    QUEUE = "queue"
-    DNS = "dns"
-    CONNECT = "connect"
-    TLS = "tls"
-    SEND = "send"
-    WAIT = "wait"
-    FIRST_TOKEN = "first_token"
-    STREAM = "stream"
-
-
-class ErrorKind(enum.StrEnum):
-    """The closed set of ways a request can fail."""
-
-    DNS = "dns"
-    CONNECT = "connect"
-    TLS = "tls"
-    TIMEOUT = "timeout"
-    HTTP = "http"
-    STREAM_BROKEN = "stream_broken"
-    MALFORMED = "malformed"
-
-
-@dataclass(frozen=True, slots=True)
-class TraceError:
-    """A failed request: what went wrong, in which phase, and why."""
-
-    kind: ErrorKind
-    phase: Phase
-    message: str
-    status: int | None = None
-
-    @property
-    def code(self) -> str:
-        """Short machine form: ``dns``, ``timeout:wait``, ``http:429`` ..."""
-        if self.kind is ErrorKind.HTTP and self.status is not None:
-            return f"http:{self.status}"
-        if self.kind is ErrorKind.TIMEOUT:
-            return f"timeout:{self.phase}"
-        return str(self.kind)
-
-    def __str__(self) -> str:
-        return f"{self.code} during {self.phase}: {self.message}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,8 +122,6 @@ class RequestTrace:
     def raise_for_error(self) -> RequestTrace:
         """Return the trace, or raise :class:`latdoc.errors.RequestFailed` if the request failed."""
         if self.error is not None:
-            from latdoc.errors import RequestFailed
-
             raise RequestFailed(self.error)
         return self
 
@@ -250,3 +211,44 @@ def _span(start: int | None, end: int | None) -> float | None:
     if start is None or end is None:
         return None
     return (end - start) / _NS_PER_MS
+
+
+class Step(enum.StrEnum):
+    """Why a request of a diagnosis was sent (the method's steps, in order)."""
+
+    CALIBRATION = "calibration"
+    """Two short requests that learn how the endpoint counts prompt tokens."""
+    NETWORK = "network"
+    """Step 1: cold and warm requests at a short prompt."""
+    LENGTH = "length"
+    """Step 2: the same request at growing prompt lengths."""
+    LOAD = "load"
+    """Step 3: repeats one after another, then several at once."""
+    RUN = "run"
+    """The run as a whole (used by notes, never by a sample)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One trace of a diagnosis run, labelled with the step and conditions that produced it."""
+
+    step: Step
+    trace: RequestTrace
+    target_prompt_tokens: int | None = None
+    """The prompt length asked for (the trace holds what the endpoint counted)."""
+    concurrency: int = 1
+    """How many requests were in flight together when this one was sent."""
+    cold: bool = False
+    """Sent on a new connection on purpose (network step)."""
+    index: int = 0
+    """Order within the run."""
+    loop_lag_ms: float | None = None
+    """How late the measuring client's event loop ran at worst during this request."""
+
+
+@dataclass(frozen=True, slots=True)
+class StepNote:
+    """Something a step had to leave out or could not measure, said in the report."""
+
+    step: Step
+    text: str

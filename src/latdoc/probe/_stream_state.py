@@ -7,21 +7,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from latdoc.probe.dialects import EventInfo, Usage, parse_event
-from latdoc.probe.recorder import Recorder
-from latdoc.probe.sse import SSEEvent
-from latdoc.probe.trace import Chunk, ErrorKind, Phase, TraceError
+from latdoc.errors import ErrorKind, Phase, StreamFailure, TraceError
+from latdoc.probe._dialects import EventInfo, Usage, parse_event
+from latdoc.probe._recorder import Recorder
+from latdoc.probe._sse import SSEEvent
+from latdoc.records import Chunk
 
 EventHook = Callable[[Any, int], None]
 """Called with each decoded JSON event and its arrival (absolute ``perf_counter_ns``)."""
-
-
-class StreamFailure(Exception):
-    """A request failed in a way the stream itself revealed; carries its typed error."""
-
-    def __init__(self, error: TraceError) -> None:
-        super().__init__(str(error))
-        self.error = error
 
 
 @dataclass

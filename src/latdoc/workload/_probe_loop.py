@@ -11,36 +11,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from latdoc.errors import UsageError
-from latdoc.probe.backend import Resolver, system_resolver
-from latdoc.probe.session import Endpoint, ProbeSession, Timeouts
-from latdoc.probe.trace import RequestTrace
-from latdoc.workload.prompts import TokenCalibration, calibrate, make_prompt
+from latdoc.probe import ConnectionOptions, Endpoint
+from latdoc.records import RequestTrace
+from latdoc.workload._calibration import TokenCalibration, calibrate
+from latdoc.workload._prompts import make_prompt
 
 DEFAULT_PROMPT = "Hello, please briefly introduce yourself."
-
-
-@dataclass(frozen=True)
-class ConnectionOptions:
-    http2: bool = False
-    cacert: str | None = None
-    insecure: bool = False
-    timeouts: Timeouts = field(default_factory=Timeouts)
-    resolver: Resolver = system_resolver
-
-    def session(
-        self, endpoint: Endpoint, *, reuse: bool = True, max_connections: int = 16
-    ) -> ProbeSession:
-        """A probe session with these options."""
-        return ProbeSession(
-            endpoint,
-            http2=self.http2,
-            cacert=self.cacert,
-            insecure=self.insecure,
-            timeouts=self.timeouts,
-            reuse_connections=reuse,
-            max_connections=max_connections,
-            resolver=self.resolver,
-        )
 
 
 @dataclass(frozen=True)

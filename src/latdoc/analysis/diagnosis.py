@@ -11,6 +11,8 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from latdoc.records import StepNote
+
 
 class Kind(enum.StrEnum):
     """The closed set of answers to "which kind of slow is this?"."""
@@ -128,14 +130,6 @@ class LengthCurve:
         """Fastest TTFT at the longest length over the fastest at the shortest."""
         by_length = sorted(self.points, key=lambda p: p.prompt_tokens)
         return by_length[-1].best_ms / max(by_length[0].best_ms, 1e-9)
-
-
-@dataclass(frozen=True, slots=True)
-class StepNote:
-    """Something a step had to leave out or could not measure, said in the report."""
-
-    step: str
-    text: str
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from latdoc.errors import UsageError
 @dataclass
 class Budget:
     max_requests: int
-    max_tokens: int | None = None
+    token_budget: int | None = None
     """Prompt plus output tokens over the whole run; ``None`` for no cap."""
     max_seconds: float | None = None
     clock: Callable[[], float] = field(default=time.monotonic, repr=False)
@@ -28,8 +28,8 @@ class Budget:
     def __post_init__(self) -> None:
         if self.max_requests < 1:
             raise UsageError("--max-requests must be at least 1")
-        if self.max_tokens is not None and self.max_tokens < 1:
-            raise UsageError("--max-tokens must be at least 1")
+        if self.token_budget is not None and self.token_budget < 1:
+            raise UsageError("--token-budget must be at least 1")
         if self.max_seconds is not None and self.max_seconds <= 0:
             raise UsageError("--max-seconds must be more than 0")
         self.started = self.clock()
@@ -38,7 +38,7 @@ class Budget:
         if self.requests + count > self.max_requests:
             return False
         cost = (prompt_tokens + output_tokens) * count
-        return self.max_tokens is None or self.tokens + cost <= self.max_tokens
+        return self.token_budget is None or self.tokens + cost <= self.token_budget
 
     def reserve(self, prompt_tokens: int, output_tokens: int) -> bool:
         """Count one request at its worst case; False (and nothing counted) if it would not fit."""

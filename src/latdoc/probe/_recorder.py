@@ -14,13 +14,18 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from latdoc.probe import tcpinfo
-from latdoc.probe.trace import Phase
+from latdoc.errors import Phase
+from latdoc.probe import _tcpinfo as tcpinfo
 
-if TYPE_CHECKING:
-    from latdoc.probe.backend import TimedStream
+
+class SocketStream(Protocol):
+    """What the recorder needs of a network stream: the socket under it, for TCP_INFO."""
+
+    @property
+    def socket(self) -> Any: ...
+
 
 now_ns = time.perf_counter_ns
 
@@ -52,7 +57,7 @@ class Recorder:
         self.acked: int | None = None
         self.first_byte: int | None = None
         self.new_connection = False
-        self.stream: TimedStream | None = None
+        self.stream: SocketStream | None = None
         self.bytes_written = 0
         self.unacked_before = 0
         self.bytes_read = 0
@@ -91,7 +96,7 @@ class Recorder:
     def on_tls_done(self) -> None:
         self.tls_done = now_ns()
 
-    def on_write(self, stream: TimedStream, nbytes: int) -> None:
+    def on_write(self, stream: SocketStream, nbytes: int) -> None:
         if self.stream is None:
             state = tcpinfo.send_state(stream.socket)
             self.unacked_before = state.unacked_segments if state is not None else 0

@@ -6,11 +6,18 @@ import ssl
 
 import httpcore
 
-from latdoc.errors import SSEError
-from latdoc.probe.backend import DnsFailure, DnsTimeout
-from latdoc.probe.endpoint import Timeouts
-from latdoc.probe.recorder import Recorder
-from latdoc.probe.trace import ErrorKind, Phase, RequestTrace, TraceError
+from latdoc.errors import (
+    DnsFailure,
+    DnsTimeout,
+    ErrorKind,
+    Phase,
+    SSEError,
+    StreamFailure,
+    TraceError,
+)
+from latdoc.probe._endpoint import Timeouts
+from latdoc.probe._recorder import Recorder
+from latdoc.records import RequestTrace
 
 
 def closed_before_answering(trace: RequestTrace) -> bool:
@@ -33,6 +40,8 @@ def redact(error: TraceError, secret: str | None) -> TraceError:
 def classify(exc: BaseException, rec: Recorder, timeouts: Timeouts) -> TraceError:
     """Map a low-level exception to the typed error of the phase it happened in."""
     phase = rec.phase
+    if isinstance(exc, StreamFailure):
+        return exc.error
     if isinstance(exc, DnsFailure):
         return TraceError(ErrorKind.DNS, Phase.DNS, str(exc))
     if isinstance(exc, DnsTimeout):

@@ -13,7 +13,7 @@ import bisect
 import collections
 from types import TracebackType
 
-from latdoc.probe.recorder import now_ns
+from latdoc.probe._recorder import now_ns
 
 INTERVAL_S = 0.01
 KEEP = 100_000

@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from latdoc.probe.trace import TcpInfo
+from latdoc.records import TcpInfo
 
 _TCP_INFO = getattr(socket, "TCP_INFO", 11)
 _BUFSIZE = 232

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from latdoc.errors import UsageError
-from latdoc.probe.dialects import Dialect
+from latdoc.probe._dialects import Dialect
 
 
 @dataclass(frozen=True)

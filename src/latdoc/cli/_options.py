@@ -1,0 +1,179 @@
+"""What every command parses alike: validators, connection options, the API key, the target.
+
+Each is written once here; the command modules only declare their own flags.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TextIO
+
+from latdoc.errors import UsageError
+from latdoc.probe import ConnectionOptions, Dialect, Endpoint, Timeouts
+
+EXIT_OK = 0
+EXIT_REQUEST_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+DEFAULT_KEY_VARIABLE = "OPENAI_API_KEY"
+BASE_URL_VARIABLE = "OPENAI_BASE_URL"
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose mistakes are :class:`UsageError` (one ``Error:`` line, exit 2)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(message)
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = non_negative_float(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be more than 0")
+    return value
+
+
+def add_target_arguments(p: argparse.ArgumentParser) -> None:
+    """The endpoint to measure and how to connect to it: the same flags on every command."""
+    p.add_argument("url", nargs="?", help="base URL, e.g. https://api.openai.com/v1")
+    p.add_argument("--model", "-m", help="model name (required for a real endpoint)")
+    p.add_argument(
+        "--api",
+        choices=[d.value for d in Dialect],
+        default=Dialect.CHAT.value,
+        help="API dialect: /chat/completions (default) or /completions",
+    )
+    g = p.add_argument_group("connection")
+    g.add_argument("--http2", action="store_true", help="offer HTTP/2 (ALPN) as well as 1.1")
+    g.add_argument("--cacert", metavar="FILE", help="CA certificates to verify the server with")
+    g.add_argument(
+        "--insecure", "-k", action="store_true", help="do not verify the server's certificate"
+    )
+    g.add_argument(
+        "--api-key-env",
+        metavar="VAR",
+        help=f"environment variable holding the API key (default: {DEFAULT_KEY_VARIABLE})",
+    )
+    g.add_argument(
+        "--timeout",
+        type=positive_float,
+        default=300.0,
+        metavar="S",
+        help="give up on one request after S seconds (default 300)",
+    )
+
+
+def api_key(args: argparse.Namespace) -> str | None:
+    """The API key from the environment: ``--api-key-env VAR`` must be set if named."""
+    var = args.api_key_env
+    if var is not None:
+        value = os.environ.get(var)
+        if not value:
+            raise UsageError(f"--api-key-env {var}: the variable is not set")
+        return value
+    return os.environ.get(DEFAULT_KEY_VARIABLE) or None
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where to send: the user's endpoint, or a built-in one started for this command."""
+
+    url: str
+    model: str | None
+    cacert: str | None
+
+
+@contextlib.contextmanager
+def target(args: argparse.Namespace, err: TextIO, *, engine: bool) -> Iterator[Target]:
+    """The URL on the command line or in ``OPENAI_BASE_URL``; else a built-in endpoint.
+
+    The built-in one is the real llama.cpp engine when ``engine`` is asked for and
+    installed, else the simulated endpoint; it runs until the block ends.
+    """
+    url = args.url or os.environ.get(BASE_URL_VARIABLE)
+    if url:
+        yield Target(url, args.model, args.cacert)
+        return
+    from latdoc.lab import builtin_endpoint
+
+    with builtin_endpoint(engine=engine, http2=args.http2, say=lambda s: print(s, file=err)) as (
+        base_url,
+        model,
+        ca_file,
+    ):
+        yield Target(base_url, args.model or model, ca_file)
+
+
+def endpoint_and_connection(
+    args: argparse.Namespace, where: Target, key: str | None
+) -> tuple[Endpoint, ConnectionOptions]:
+    """The endpoint to measure and how to connect to it, from the shared options."""
+    if not where.model:
+        raise UsageError("--model is required for an endpoint other than the built-in one")
+    endpoint = Endpoint(where.url, where.model, Dialect(args.api), api_key=key)
+    connection = ConnectionOptions(
+        http2=args.http2,
+        cacert=where.cacert,
+        insecure=args.insecure,
+        timeouts=Timeouts(total=args.timeout),
+    )
+    return endpoint, connection
+
+
+class ProgressLine:
+    """A bar per labelled stage on a terminal (``label ███░░ k/n``); silent elsewhere."""
+
+    WIDTH = 24
+
+    def __init__(self, stream: TextIO, *, enabled: bool = True) -> None:
+        self.stream = stream
+        self.enabled = enabled and stream.isatty()
+        self.label: str | None = None
+
+    def __call__(self, label: str, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        if self.label is not None and label != self.label:
+            self.stream.write("\n")
+        self.label = label
+        filled = self.WIDTH * min(done, total) // max(total, 1)
+        bar = "█" * filled + "░" * (self.WIDTH - filled)
+        self.stream.write(f"\r  {label:<12} {bar} {done}/{total}")
+        self.stream.flush()
+
+    def clear(self) -> None:
+        """Erase the current bar, e.g. before printing an error line."""
+        if self.enabled:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+
+    def close(self) -> None:
+        """Keep the last bar on screen and end its line."""
+        if self.enabled and self.label is not None:
+            self.stream.write("\n")
+            self.stream.flush()

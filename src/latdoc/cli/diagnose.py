@@ -1,0 +1,184 @@
+"""``latdoc diagnose``, ``latdoc runs`` and ``latdoc report``: parse, call the pipeline, render."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from latdoc.analysis.diagnosis import Scenario
+from latdoc.cli._options import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_REQUEST_FAILED,
+    ProgressLine,
+    add_target_arguments,
+    api_key,
+    endpoint_and_connection,
+    positive_float,
+    positive_int,
+    target,
+)
+from latdoc.errors import UsageError
+from latdoc.pipeline import DEFAULT_CONCURRENCY, DiagnosisRun, diagnose_endpoint, rediagnose
+from latdoc.store import Store
+from latdoc.workload import LENGTHS, DiagnosisPlan, planned_requests, planned_tokens
+
+DEFAULT_MAX_REQUESTS = 40
+DEFAULT_MAX_SECONDS = 120.0
+DEFAULT_MAX_TOKENS = 32
+
+
+def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
+    d = sub.add_parser(
+        "diagnose",
+        help="which kind of slow is it: network, model service or input length",
+        description="Measure the network, input-length and load steps within a budget, "
+        "attribute the latency, and rank remedies for your scenario. With no URL (and no "
+        "OPENAI_BASE_URL) the built-in local endpoint is diagnosed.",
+    )
+    add_target_arguments(d)
+    d.add_argument(
+        "--scenario",
+        choices=[s.value for s in Scenario],
+        default=Scenario.CHAT.value,
+        help="chat: latency first; batch: cost first; longdoc: quality with long input",
+    )
+    budget = d.add_argument_group("budget")
+    budget.add_argument(
+        "--max-requests", type=positive_int, default=DEFAULT_MAX_REQUESTS, metavar="N",
+        help=f"hard cap on requests (default {DEFAULT_MAX_REQUESTS})",
+    )  # fmt: skip
+    budget.add_argument(
+        "--token-budget", type=positive_int, metavar="N",
+        help="hard cap on prompt + output tokens over the whole run",
+    )  # fmt: skip
+    budget.add_argument(
+        "--max-seconds", type=positive_float, default=DEFAULT_MAX_SECONDS, metavar="S",
+        help=f"wall-time budget; the plan adapts to it (default {DEFAULT_MAX_SECONDS:g})",
+    )  # fmt: skip
+    d.add_argument(
+        "--max-tokens", "--output-tokens", dest="max_tokens", type=positive_int,
+        default=DEFAULT_MAX_TOKENS, metavar="N",
+        help=f"max_tokens of each request: the output length (default {DEFAULT_MAX_TOKENS})",
+    )  # fmt: skip
+    d.add_argument(
+        "--context-window", type=positive_int, metavar="N",
+        help="the model's context window, to clip the long prompts",
+    )  # fmt: skip
+    d.add_argument(
+        "--concurrency", type=positive_int, default=DEFAULT_CONCURRENCY, metavar="N",
+        help="concurrent requests you expect in production, for pool sizing "
+        f"(default {DEFAULT_CONCURRENCY})",
+    )  # fmt: skip
+    d.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
+    d.add_argument("--json", action="store_true", help="print the diagnosis as JSON")
+    d.add_argument("--db", metavar="FILE", help="the SQLite store (default: user data dir)")
+    d.add_argument("--seed", type=int, help="seed for generated prompts")
+
+    runs = sub.add_parser("runs", help="list stored diagnosis runs")
+    runs.add_argument("--db", metavar="FILE")
+    runs.add_argument("--limit", type=positive_int, default=50)
+
+    report = sub.add_parser("report", help="re-render a stored run without sending anything")
+    report.add_argument("run_id", help="a run id (or a unique prefix) from `latdoc runs`")
+    out = report.add_mutually_exclusive_group()
+    out.add_argument("--html", metavar="FILE")
+    out.add_argument("--json", action="store_true")
+    report.add_argument("--db", metavar="FILE")
+
+
+def plan_line(plan: DiagnosisPlan) -> str:
+    """What the run may spend and what it will do, said before anything is sent."""
+    worst = planned_tokens(plan.max_tokens, plan.context_window)
+    tokens = min(worst, plan.token_budget) if plan.token_budget else worst
+    requests = min(planned_requests(), plan.max_requests)
+    return (
+        f"Plan: at most {requests} requests, {tokens:,} prompt + output tokens and "
+        f"{plan.max_seconds:g} s — calibration, network (cold and warm), input length "
+        f"({', '.join(str(n) for n in LENGTHS)} tokens, as the time allows), load "
+        "(sequential, then 4 at once)."
+    )
+
+
+def run_diagnose(args: argparse.Namespace) -> int:
+    key = api_key(args)
+    err = sys.stderr
+    with target(args, err, engine=True) as where:
+        endpoint, connection = endpoint_and_connection(args, where, key)
+        plan = DiagnosisPlan(
+            endpoint=endpoint,
+            connection=connection,
+            max_tokens=args.max_tokens,
+            max_requests=args.max_requests,
+            token_budget=args.token_budget,
+            max_seconds=args.max_seconds,
+            context_window=args.context_window,
+            seed=args.seed,
+        )
+        print(plan_line(plan), file=err)
+        progress = ProgressLine(err)
+        with Store(args.db, secrets=[key] if key else []) as store:
+            try:
+                run = diagnose_endpoint(
+                    plan,
+                    scenario=Scenario(args.scenario),
+                    concurrency=args.concurrency,
+                    store=store,
+                    on_progress=progress,
+                )
+            finally:
+                progress.close()
+    _emit(run, args, sys.stdout, terminal=True)
+    print(
+        f"Run {run.run_id}: {len(run.samples)} traces kept in {run.store_path}; "
+        f"`latdoc report {run.run_id} --html FILE` renders it again.",
+        file=err,
+    )
+    if run.status == "interrupted":
+        return EXIT_INTERRUPTED
+    return EXIT_REQUEST_FAILED if run.all_failed else EXIT_OK
+
+
+def run_runs(args: argparse.Namespace) -> int:
+    with Store(args.db) as store:
+        runs = store.list_runs(args.limit)
+    if not runs:
+        print("No stored runs yet: `latdoc diagnose` makes one.")
+        return EXIT_OK
+    print(f"  {'run':<24} {'started (UTC)':<20} {'status':<12} {'req':>4} {'fail':>4}  "
+          f"{'verdict':<14} model @ endpoint")  # fmt: skip
+    for r in runs:
+        print(
+            f"  {r.run_id:<24} {r.started_at:%Y-%m-%d %H:%M:%S}  {r.status:<12} "
+            f"{r.requests:>4} {r.failed:>4}  {r.verdict or '-':<14} {r.model} @ {r.endpoint}"
+        )
+    return EXIT_OK
+
+
+def run_report(args: argparse.Namespace) -> int:
+    with Store(args.db) as store:
+        run = rediagnose(store, args.run_id)
+    _emit(run, args, sys.stdout, terminal=False)
+    return EXIT_OK
+
+
+def _emit(run: DiagnosisRun, args: argparse.Namespace, out: TextIO, *, terminal: bool) -> None:
+    """Write the HTML file if asked; print JSON, or the terminal view unless only HTML was
+    asked of a stored run."""
+    from latdoc.report.diagnosis_text import diagnosis_to_dict, render_diagnosis
+    from latdoc.report.html import render_html
+
+    if args.html:
+        path = Path(args.html)
+        try:
+            path.write_text(render_html(run.diagnosis, run.samples), encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+        print(f"HTML report written to {path}", file=sys.stderr)
+    if args.json:
+        out.write(json.dumps(diagnosis_to_dict(run.diagnosis), indent=2) + "\n")
+    elif terminal or not args.html:
+        out.write(render_diagnosis(run.diagnosis) + "\n")

@@ -1,0 +1,125 @@
+"""``latdoc probe``: time every phase of streamed requests and show the waterfall."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from latdoc.cli._options import (
+    EXIT_OK,
+    EXIT_REQUEST_FAILED,
+    ProgressLine,
+    add_target_arguments,
+    api_key,
+    endpoint_and_connection,
+    positive_int,
+    target,
+)
+from latdoc.records import RequestTrace
+from latdoc.workload import ProbePlan, TokenCalibration, run_probe
+
+
+def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
+    probe = sub.add_parser(
+        "probe",
+        help="time every phase of streamed completion requests",
+        description="Time DNS, TCP, TLS, send, server wait, first token and every chunk of "
+        "streamed requests. With no URL (and no OPENAI_BASE_URL) the built-in simulated "
+        "endpoint is started and probed.",
+    )
+    add_target_arguments(probe)
+    prompt = probe.add_mutually_exclusive_group()
+    prompt.add_argument("--prompt", help="the prompt text")
+    prompt.add_argument(
+        "--prompt-tokens",
+        type=positive_int,
+        metavar="N",
+        help="a unique prompt of N tokens as the endpoint counts them (calibrated on usage)",
+    )
+    probe.add_argument(
+        "--max-tokens",
+        type=positive_int,
+        default=64,
+        metavar="N",
+        help="max_tokens of each request: the output length (default 64)",
+    )
+    probe.add_argument("--repeat", "-n", type=positive_int, default=1, metavar="N")
+    reuse = probe.add_mutually_exclusive_group()
+    reuse.add_argument(
+        "--reuse",
+        dest="reuse",
+        action="store_true",
+        default=True,
+        help="reuse one connection for all requests (default)",
+    )
+    reuse.add_argument(
+        "--new-connection-each",
+        dest="reuse",
+        action="store_false",
+        help="open a new connection (DNS, TCP, TLS) for every request",
+    )
+    probe.add_argument("--json", action="store_true", help="one JSON object per request on stdout")
+    probe.add_argument("--seed", type=int, help="seed for generated prompts")
+
+
+def run(args: argparse.Namespace) -> int:
+    from latdoc.report.json_out import trace_to_dict
+
+    key = api_key(args)
+    err, out = sys.stderr, sys.stdout
+    with target(args, err, engine=False) as where:
+        endpoint, connection = endpoint_and_connection(args, where, key)
+        plan = ProbePlan(
+            endpoint=endpoint,
+            connection=connection,
+            prompt=args.prompt,
+            prompt_tokens=args.prompt_tokens,
+            max_tokens=args.max_tokens,
+            repeat=args.repeat,
+            reuse_connections=args.reuse,
+            seed=args.seed,
+        )
+        progress = ProgressLine(err, enabled=args.repeat > 1)
+
+        def on_trace(index: int, trace: RequestTrace) -> None:
+            if trace.error is not None:
+                progress.clear()
+                print(f"Error: request {index + 1}/{args.repeat}: {trace.error}", file=err)
+            if args.json:
+                out.write(json.dumps(trace_to_dict(trace)) + "\n")
+                out.flush()
+            progress("requests", index + 1, args.repeat)
+
+        try:
+            result = asyncio.run(run_probe(plan, on_trace))
+        finally:
+            progress.clear()
+    if not args.json:
+        out.write(_render(result.traces, result.calibration) + "\n")
+    return EXIT_REQUEST_FAILED if any(t.error is not None for t in result.traces) else EXIT_OK
+
+
+def _render(traces: Sequence[RequestTrace], calibration: TokenCalibration | None) -> str:
+    from latdoc.analysis.repeats import summarize
+    from latdoc.report.probe_text import render_summary, render_waterfall
+
+    if not traces:
+        return ""
+    parts = [render_waterfall(traces[0])]
+    if calibration is not None:
+        how = (
+            "calibrated on the endpoint's usage"
+            if calibration.measured
+            else "the endpoint reports no usage, so 1 token per word was assumed"
+        )
+        parts.append(
+            f"  Prompt length {how}: {calibration.overhead:.0f} + "
+            f"{calibration.per_word:.2f} tokens per word."
+        )
+    if len(traces) > 1:
+        parts += ["", render_summary(summarize(traces))]
+    return "\n".join(parts)

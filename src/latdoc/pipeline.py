@@ -1,0 +1,210 @@
+"""What the command line and library users call: measure, keep and diagnose.
+
+- :func:`diagnose_endpoint` runs the three measured steps against an endpoint,
+  keeps every sample in the :class:`~latdoc.store.Store` as it finishes, and
+  diagnoses them, also when the run is interrupted.
+- :func:`rediagnose` diagnoses a stored run again, sending nothing.
+- :func:`build_diagnosis` is the pure part: samples and their context in, a
+  :class:`~latdoc.analysis.diagnosis.Diagnosis` out.
+
+Progress and each finished sample reach the caller through hooks; nothing here
+prints.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import platform
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from latdoc.advice.remedies import with_remedies
+from latdoc.analysis.attribution import RunContext, diagnose
+from latdoc.analysis.diagnosis import Diagnosis, Scenario
+from latdoc.records import Sample, Step, StepNote
+from latdoc.report.diagnosis_text import diagnosis_to_dict
+from latdoc.store import Store
+from latdoc.workload import (
+    Budget,
+    DiagnosisPlan,
+    ProgressHook,
+    SampleHook,
+    StepsResult,
+    run_steps,
+)
+
+DEFAULT_CONCURRENCY = 10
+"""Concurrent requests a user expects in production, when they do not say."""
+
+TCP_SYSCTLS = (
+    "net.ipv4.tcp_slow_start_after_idle",
+    "net.ipv4.tcp_keepalive_time",
+    "net.ipv4.tcp_keepalive_intvl",
+    "net.ipv4.tcp_keepalive_probes",
+)
+"""The client host's TCP settings that matter to LLM calls (read for the advice)."""
+
+
+@dataclass(frozen=True)
+class DiagnosisRun:
+    """A diagnosis and what it was made from."""
+
+    run_id: str
+    diagnosis: Diagnosis
+    samples: tuple[Sample, ...]
+    status: str
+    """``done``, or ``interrupted`` when the caller stopped the run (what was
+    measured until then is diagnosed all the same)."""
+    store_path: str
+
+    @property
+    def all_failed(self) -> bool:
+        """Every measured request failed (calibration aside)."""
+        measured = [s for s in self.samples if s.step is not Step.CALIBRATION]
+        return bool(measured) and all(not s.trace.ok for s in measured)
+
+
+def build_diagnosis(samples: Sequence[Sample], context: RunContext) -> Diagnosis:
+    """Verdict, findings and ranked remedies for one run's samples."""
+    return with_remedies(diagnose(samples, context), context)
+
+
+async def run_diagnosis(
+    plan: DiagnosisPlan,
+    *,
+    budget: Budget | None = None,
+    on_sample: SampleHook | None = None,
+    on_progress: ProgressHook | None = None,
+) -> StepsResult:
+    """Measure the network, input-length and load steps within the plan's budget."""
+    return await run_steps(plan, budget, on_sample, on_progress)
+
+
+def diagnose_endpoint(
+    plan: DiagnosisPlan,
+    *,
+    scenario: Scenario = Scenario.CHAT,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    store: Store | None = None,
+    on_sample: SampleHook | None = None,
+    on_progress: ProgressHook | None = None,
+) -> DiagnosisRun:
+    """Measure ``plan``'s endpoint, keep every sample, and diagnose it.
+
+    ``store`` defaults to the user's store (the API key of the plan's endpoint is
+    masked in it). Ctrl-C stops the measuring, not the diagnosis: the run is kept
+    as ``interrupted`` and what was measured is diagnosed.
+    """
+    if store is None:
+        secrets = [plan.endpoint.api_key] if plan.endpoint.api_key else []
+        with Store(None, secrets=secrets) as own:
+            return diagnose_endpoint(
+                plan,
+                scenario=scenario,
+                concurrency=concurrency,
+                store=own,
+                on_sample=on_sample,
+                on_progress=on_progress,
+            )
+    meta = run_meta(plan, concurrency)
+    run_id = store.new_run(
+        endpoint=plan.endpoint.base_url, model=plan.endpoint.model, scenario=scenario, meta=meta
+    )
+    samples: list[Sample] = []
+
+    def keep(sample: Sample) -> None:
+        samples.append(sample)
+        store.add_sample(run_id, sample)
+        if on_sample is not None:
+            on_sample(sample)
+
+    status, notes = "done", []
+    try:
+        result = asyncio.run(run_diagnosis(plan, on_sample=keep, on_progress=on_progress))
+        notes = result.notes
+    except KeyboardInterrupt:
+        status = "interrupted"
+        notes = [StepNote(Step.RUN, "interrupted by the user; diagnosed what was measured")]
+    context = run_context(
+        run_id, plan.endpoint.base_url, plan.endpoint.model, scenario, meta, notes
+    )
+    diagnosis = build_diagnosis(samples, context)
+    store.finish_run(run_id, status=status, notes=notes, diagnosis=diagnosis_to_dict(diagnosis))
+    return DiagnosisRun(run_id, diagnosis, tuple(samples), status, store.path)
+
+
+def rediagnose(store: Store, run_id: str) -> DiagnosisRun:
+    """Diagnose a stored run (an id or a unique prefix of one) again, sending nothing."""
+    info, samples, _ = store.load_run(run_id)
+    context = run_context(
+        info.run_id, info.endpoint, info.model, Scenario(info.scenario), info.meta, info.notes
+    )
+    diagnosis = build_diagnosis(samples, context)
+    return DiagnosisRun(info.run_id, diagnosis, tuple(samples), info.status, store.path)
+
+
+def run_context(
+    run_id: str,
+    endpoint: str,
+    model: str,
+    scenario: Scenario,
+    meta: Mapping[str, Any],
+    notes: Sequence[StepNote],
+) -> RunContext:
+    """What the analysis needs to know beyond the samples, from a run's metadata."""
+    return RunContext(
+        run_id=run_id,
+        endpoint=endpoint,
+        model=model,
+        scenario=scenario,
+        concurrency=int(meta.get("concurrency", 1)),
+        cpu_count=int(meta.get("cpu_count", 1)),
+        tcp_settings={str(k): int(v) for k, v in dict(meta.get("tcp_settings", {})).items()},
+        notes=tuple(notes),
+    )
+
+
+def run_meta(plan: DiagnosisPlan, concurrency: int) -> dict[str, Any]:
+    """What a run records about itself: versions, the client host, the options."""
+    from latdoc import __version__
+
+    return {
+        "latdoc": __version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "host": platform.node(),
+        "cpu_count": cpu_count(),
+        "tcp_settings": tcp_settings(),
+        "concurrency": concurrency,
+        "options": {
+            "max_requests": plan.max_requests,
+            "token_budget": plan.token_budget,
+            "max_seconds": plan.max_seconds,
+            "max_tokens": plan.max_tokens,
+            "context_window": plan.context_window,
+            "http2": plan.connection.http2,
+        },
+    }
+
+
+def cpu_count() -> int:
+    """Cores this process may run on (its affinity, not the machine's total)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def tcp_settings(root: Path = Path("/proc/sys")) -> dict[str, int]:
+    """The TCP sysctls of :data:`TCP_SYSCTLS` that this platform exposes."""
+    values: dict[str, int] = {}
+    for name in TCP_SYSCTLS:
+        path = root.joinpath(*name.split("."))
+        try:
+            values[name] = int(path.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return values

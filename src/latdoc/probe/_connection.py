@@ -1,0 +1,37 @@
+"""How a measuring client connects: HTTP version, trust, timeouts, resolver.
+
+Shared by every workload, so a diagnosis step and a probe open connections the
+same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from latdoc.probe._backend import Resolver, system_resolver
+from latdoc.probe._endpoint import Endpoint, Timeouts
+from latdoc.probe._session import ProbeSession
+
+
+@dataclass(frozen=True)
+class ConnectionOptions:
+    http2: bool = False
+    cacert: str | None = None
+    insecure: bool = False
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    resolver: Resolver = system_resolver
+
+    def session(
+        self, endpoint: Endpoint, *, reuse: bool = True, max_connections: int = 16
+    ) -> ProbeSession:
+        """A probe session with these options."""
+        return ProbeSession(
+            endpoint,
+            http2=self.http2,
+            cacert=self.cacert,
+            insecure=self.insecure,
+            timeouts=self.timeouts,
+            reuse_connections=reuse,
+            max_connections=max_connections,
+            resolver=self.resolver,
+        )
