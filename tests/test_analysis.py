@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -11,7 +12,14 @@ from hypothesis import strategies as st
 from latdoc.analysis.length import fit_length_curve, length_points
 from latdoc.analysis.model import LengthPoint
 from latdoc.analysis.signals import dispersion, find_stalls, modified_z
-from latdoc.analysis.stats import Distribution, quantile
+from latdoc.analysis.stats import (
+    Distribution,
+    bootstrap_ci,
+    difference_ci,
+    mann_whitney_p,
+    quantile,
+    ratio_ci,
+)
 from latdoc.errors import UsageError
 from latdoc.workload.budget import Budget
 
@@ -90,8 +98,65 @@ def test_distribution_and_quantiles() -> None:
     assert single is not None and single.stdev is None
     assert Distribution.of([None]) is None
     assert quantile([0.0, 10.0], 0.9) == pytest.approx(9.0)
+    assert quantile([10.0, 0.0, 5.0], 0.25) == pytest.approx(2.5)
     with pytest.raises(ValueError, match="empty"):
         quantile([], 0.5)
+    with pytest.raises(ValueError, match="outside"):
+        quantile([1.0], 1.5)
+
+
+def _lognormal(seed: int, median: float, n: int) -> list[float]:
+    return [float(v) for v in np.random.default_rng(seed).lognormal(math.log(median), 0.4, n)]
+
+
+def test_bootstrap_ci_covers_the_true_median_and_is_reproducible() -> None:
+    sample = _lognormal(1, 200.0, 60)
+    ci = bootstrap_ci(sample)
+    assert ci is not None
+    low, high = ci
+    assert low < 200.0 < high
+    assert high - low < 100.0
+    assert bootstrap_ci(sample, seed=0) == ci
+    # The median's resamples take few values; the mean's show the seed at once.
+    assert bootstrap_ci(sample, np.mean, seed=1) != bootstrap_ci(sample, np.mean, seed=0)
+    narrower = bootstrap_ci(sample, confidence=0.5)
+    assert narrower is not None and low <= narrower[0] < narrower[1] <= high
+
+
+def test_nothing_to_resample_gives_no_interval() -> None:
+    assert bootstrap_ci([]) is None
+    assert bootstrap_ci([5.0]) is None
+    assert bootstrap_ci([5.0, 5.0, 5.0]) is None
+    assert ratio_ci([1.0, 2.0], [3.0]) is None
+    assert ratio_ci([4.0, 4.0], [2.0, 2.0]) is None
+    assert ratio_ci([1.0, 2.0], [0.0, 1.0]) is None
+    assert difference_ci([4.0, 4.0], [2.0, 2.0]) is None
+
+
+def test_ratio_and_difference_of_medians_find_a_doubling() -> None:
+    slow, fast = _lognormal(2, 200.0, 50), _lognormal(3, 100.0, 50)
+    ratio = ratio_ci(slow, fast)
+    assert ratio is not None
+    assert ratio[0] < 2.0 < ratio[1]
+    assert ratio[0] > 1.0
+    assert ratio_ci(slow, fast) == ratio
+    difference = difference_ci(slow, fast)
+    assert difference is not None
+    assert difference[0] < 100.0 < difference[1]
+    assert difference[0] > 0.0
+    same = ratio_ci(slow, _lognormal(4, 200.0, 50))
+    assert same is not None and same[0] < 1.0 < same[1]
+
+
+def test_mann_whitney_tells_noise_from_a_shift() -> None:
+    sample = _lognormal(5, 100.0, 30)
+    p_same = mann_whitney_p(sample, list(sample))
+    assert p_same is not None and p_same > 0.99
+    p_constant = mann_whitney_p([3.0, 3.0], [3.0, 3.0, 3.0])
+    assert p_constant == pytest.approx(1.0)
+    p_shifted = mann_whitney_p(sample, [v * 1.5 for v in _lognormal(6, 100.0, 30)])
+    assert p_shifted is not None and p_shifted < 0.001
+    assert mann_whitney_p([], sample) is None
 
 
 @given(
