@@ -80,6 +80,9 @@ def test_jitter_is_not_a_stall() -> None:
 def test_modified_z_is_zero_at_the_median() -> None:
     assert modified_z([1.0, 2.0, 3.0], 2.0) == 0.0
     assert modified_z([1.0, 2.0, 3.0, 4.0, 100.0], 100.0) > 3.5
+    # MAD 1 scaled to a normal σ: 97 / 1.4826.
+    assert modified_z([1.0, 2.0, 3.0, 4.0, 100.0], 100.0) == pytest.approx(65.43, abs=0.01)
+    assert modified_z([5.0, 5.0, 5.0], 6.0) == math.inf
 
 
 def test_dispersion_of_steady_and_swinging_samples() -> None:
