@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import math
+import time
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from latdoc.analysis.diagnosis import LengthPoint
-from latdoc.analysis.length import fit_length_curve, length_points
+from latdoc.analysis.length import RESAMPLES, fit_length_curve, length_points
 from latdoc.analysis.signals import dispersion, find_stalls, modified_z
-from latdoc.analysis.stats import Distribution, quantile
+from latdoc.analysis.stats import (
+    Distribution,
+    bootstrap_ci,
+    difference_ci,
+    mann_whitney_p,
+    quantile,
+    ratio_ci,
+)
 from latdoc.errors import UsageError
 from latdoc.workload import Budget
 
@@ -53,7 +62,10 @@ def test_a_single_length_gives_no_curve() -> None:
 
 def test_length_points_take_the_median_per_length() -> None:
     pts = length_points([(128, 10.0), (128, 30.0), (128, 20.0), (512, 40.0)])
-    assert pts == (LengthPoint(128, 20.0, 3, 10.0), LengthPoint(512, 40.0, 1, 40.0))
+    assert pts == (
+        LengthPoint(128, 20.0, 3, 10.0, values_ms=(10.0, 30.0, 20.0)),
+        LengthPoint(512, 40.0, 1, 40.0, values_ms=(40.0,)),
+    )
 
 
 def test_a_stall_is_found_where_it_is() -> None:
@@ -72,6 +84,9 @@ def test_jitter_is_not_a_stall() -> None:
 def test_modified_z_is_zero_at_the_median() -> None:
     assert modified_z([1.0, 2.0, 3.0], 2.0) == 0.0
     assert modified_z([1.0, 2.0, 3.0, 4.0, 100.0], 100.0) > 3.5
+    # MAD 1 scaled to a normal σ: 97 / 1.4826.
+    assert modified_z([1.0, 2.0, 3.0, 4.0, 100.0], 100.0) == pytest.approx(65.43, abs=0.01)
+    assert modified_z([5.0, 5.0, 5.0], 6.0) == math.inf
 
 
 def test_dispersion_of_steady_and_swinging_samples() -> None:
@@ -90,8 +105,137 @@ def test_distribution_and_quantiles() -> None:
     assert single is not None and single.stdev is None
     assert Distribution.of([None]) is None
     assert quantile([0.0, 10.0], 0.9) == pytest.approx(9.0)
+    assert quantile([10.0, 0.0, 5.0], 0.25) == pytest.approx(2.5)
     with pytest.raises(ValueError, match="empty"):
         quantile([], 0.5)
+    with pytest.raises(ValueError, match="outside"):
+        quantile([1.0], 1.5)
+
+
+def _lognormal(seed: int, median: float, n: int) -> list[float]:
+    return [float(v) for v in np.random.default_rng(seed).lognormal(math.log(median), 0.4, n)]
+
+
+def test_bootstrap_ci_covers_the_true_median_and_is_reproducible() -> None:
+    sample = _lognormal(1, 200.0, 60)
+    ci = bootstrap_ci(sample)
+    assert ci is not None
+    low, high = ci
+    assert low < 200.0 < high
+    assert high - low < 100.0
+    assert bootstrap_ci(sample, seed=0) == ci
+    # The median's resamples take few values; the mean's show the seed at once.
+    assert bootstrap_ci(sample, np.mean, seed=1) != bootstrap_ci(sample, np.mean, seed=0)
+    narrower = bootstrap_ci(sample, confidence=0.5)
+    assert narrower is not None and low <= narrower[0] < narrower[1] <= high
+
+
+def test_nothing_to_resample_gives_no_interval() -> None:
+    assert bootstrap_ci([]) is None
+    assert bootstrap_ci([5.0]) is None
+    assert bootstrap_ci([5.0, 5.0, 5.0]) is None
+    assert ratio_ci([1.0, 2.0], [3.0]) is None
+    assert ratio_ci([4.0, 4.0], [2.0, 2.0]) is None
+    assert ratio_ci([1.0, 2.0], [0.0, 1.0]) is None
+    assert difference_ci([4.0, 4.0], [2.0, 2.0]) is None
+
+
+def test_ratio_and_difference_of_medians_find_a_doubling() -> None:
+    slow, fast = _lognormal(2, 200.0, 50), _lognormal(3, 100.0, 50)
+    ratio = ratio_ci(slow, fast)
+    assert ratio is not None
+    assert ratio[0] < 2.0 < ratio[1]
+    assert ratio[0] > 1.0
+    assert ratio_ci(slow, fast) == ratio
+    difference = difference_ci(slow, fast)
+    assert difference is not None
+    assert difference[0] < 100.0 < difference[1]
+    assert difference[0] > 0.0
+    same = ratio_ci(slow, _lognormal(4, 200.0, 50))
+    assert same is not None and same[0] < 1.0 < same[1]
+
+
+def test_mann_whitney_tells_noise_from_a_shift() -> None:
+    sample = _lognormal(5, 100.0, 30)
+    p_same = mann_whitney_p(sample, list(sample))
+    assert p_same is not None and p_same > 0.99
+    p_constant = mann_whitney_p([3.0, 3.0], [3.0, 3.0, 3.0])
+    assert p_constant == pytest.approx(1.0)
+    p_shifted = mann_whitney_p(sample, [v * 1.5 for v in _lognormal(6, 100.0, 30)])
+    assert p_shifted is not None and p_shifted < 0.001
+    assert mann_whitney_p([], sample) is None
+
+
+A_MS, B_MS, C_MS = 40.0, 150.0, 20.0
+LENGTHS = (128, 512, 1024, 2048, 4096, 8192)
+
+
+def _noisy_quadratic(seed: int, per_length: int) -> tuple[LengthPoint, ...]:
+    """TTFT = a + b·k + c·k² plus queueing that only ever adds (exponential, mean 30 ms)."""
+    rng = np.random.default_rng(seed)
+    pairs = [
+        (n, A_MS + B_MS * n / 1000 + C_MS * (n / 1000) ** 2 + rng.exponential(30.0))
+        for n in LENGTHS
+        for _ in range(per_length)
+    ]
+    return length_points(pairs)
+
+
+def test_the_length_curve_interval_contains_the_true_prefill_rate() -> None:
+    curve = fit_length_curve(_noisy_quadratic(0, 6))
+    assert curve is not None
+    assert curve.shape == "super-linear"
+    true_rate = B_MS + 2 * C_MS * LENGTHS[-1] / 1000
+    interval = curve.prefill_interval_ms_per_1k
+    assert interval is not None
+    low, high = interval
+    assert low < true_rate < high
+    assert low <= curve.prefill_ms_per_1k <= high
+    assert high - low < 0.05 * true_rate
+    predicted = curve.predict_interval_ms(4096)
+    assert predicted is not None
+    assert predicted[0] <= curve.predict_ms(4096) <= predicted[1]
+    assert predicted[1] - predicted[0] < 50.0
+
+
+def test_the_length_curve_interval_is_reproducible_and_seeded() -> None:
+    points = _noisy_quadratic(1, 4)
+    first, again = fit_length_curve(points), fit_length_curve(points)
+    other = fit_length_curve(points, seed=1)
+    assert first is not None and again is not None and other is not None
+    assert first.draws == again.draws
+    assert first.prefill_interval_ms_per_1k == again.prefill_interval_ms_per_1k
+    assert other.draws != first.draws
+    assert (other.a_ms, other.b_ms_per_1k, other.c_ms_per_1k2) == (
+        first.a_ms,
+        first.b_ms_per_1k,
+        first.c_ms_per_1k2,
+    )
+
+
+def test_one_request_per_length_gives_a_curve_without_interval() -> None:
+    curve = fit_length_curve(_noisy_quadratic(2, 1))
+    assert curve is not None
+    assert curve.draws == ()
+    assert curve.prefill_interval_ms_per_1k is None
+    assert curve.predict_interval_ms(1000) is None
+    unresampled = fit_length_curve(_noisy_quadratic(2, 3), resamples=0)
+    assert unresampled is not None and unresampled.prefill_interval_ms_per_1k is None
+
+
+def test_the_length_curve_bootstrap_is_fast() -> None:
+    points = length_points(
+        (n, 40.0 + 0.2 * n + 10.0 * i)
+        for n in np.geomspace(128, 32768, 20).astype(int)
+        for i in range(8)
+    )
+    timings = []
+    for _ in range(5):
+        start = time.perf_counter()
+        curve = fit_length_curve(points)
+        timings.append(time.perf_counter() - start)
+    assert curve is not None and len(curve.draws) == RESAMPLES
+    assert min(timings) < 0.05
 
 
 @given(

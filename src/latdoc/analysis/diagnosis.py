@@ -11,7 +11,13 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import numpy as np
+import numpy.typing as npt
+
 from latdoc.records import StepNote
+
+CURVE_CONFIDENCE = 0.95
+"""The confidence level of the length curve's intervals."""
 
 
 class Kind(enum.StrEnum):
@@ -98,6 +104,9 @@ class LengthPoint:
     ttft_ms: float
     n: int
     min_ms: float | None = None
+    values_ms: tuple[float, ...] = ()
+    """Every TTFT measured at this length, in the order measured; the bootstrap
+    resamples them. Empty when only the summary is known."""
 
     @property
     def best_ms(self) -> float:
@@ -114,10 +123,26 @@ class LengthCurve:
     c_ms_per_1k2: float
     shape: str
     """``flat``, ``linear`` or ``super-linear``."""
+    draws: tuple[tuple[float, float, float], ...] = field(default=(), repr=False)
+    """``(a, b, c)`` refitted to bootstrap resamples of the requests at each length;
+    the intervals are read from them. Empty when no length has two requests."""
 
     def predict_ms(self, prompt_tokens: float) -> float:
         k = prompt_tokens / 1000.0
         return self.a_ms + self.b_ms_per_1k * k + self.c_ms_per_1k2 * k * k
+
+    def predict_interval_ms(self, prompt_tokens: float) -> tuple[float, float] | None:
+        """The 95% bootstrap interval of :meth:`predict_ms`.
+
+        An interval for the curve, the fastest TTFT at that length, not for one
+        request's TTFT, which adds whatever queueing it meets. ``None`` when the
+        curve was fitted from one request per length: there is nothing to resample.
+        """
+        if not self.draws:
+            return None
+        k = prompt_tokens / 1000.0
+        a, b, c = np.asarray(self.draws).T
+        return _interval(a + b * k + c * k * k)
 
     @property
     def prefill_ms_per_1k(self) -> float:
@@ -126,10 +151,29 @@ class LengthCurve:
         return self.b_ms_per_1k + 2 * self.c_ms_per_1k2 * k
 
     @property
+    def prefill_interval_ms_per_1k(self) -> tuple[float, float] | None:
+        """The 95% bootstrap interval of :attr:`prefill_ms_per_1k`.
+
+        ``None`` when the curve was fitted from one request per length: there is
+        nothing to resample.
+        """
+        if not self.draws:
+            return None
+        k = max(p.prompt_tokens for p in self.points) / 1000.0
+        _, b, c = np.asarray(self.draws).T
+        return _interval(b + 2 * c * k)
+
+    @property
     def ratio_long_short(self) -> float:
         """Fastest TTFT at the longest length over the fastest at the shortest."""
         by_length = sorted(self.points, key=lambda p: p.prompt_tokens)
         return by_length[-1].best_ms / max(by_length[0].best_ms, 1e-9)
+
+
+def _interval(draws: npt.NDArray[np.float64]) -> tuple[float, float]:
+    tail = (1.0 - CURVE_CONFIDENCE) / 2
+    low, high = np.quantile(draws, [tail, 1.0 - tail])
+    return float(low), float(high)
 
 
 @dataclass(frozen=True)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from latdoc.analysis.stats import quantile
+import numpy as np
+import numpy.typing as npt
 
-MAD_TO_SIGMA = 1.4826
 STALL_Z = 3.5
 """Modified z-score (Iglewicz and Hoaglin) above which a gap is an outlier."""
 STALL_MIN_RATIO = 5.0
@@ -37,36 +36,48 @@ class Dispersion:
 
 def modified_z(values: Sequence[float], x: float) -> float:
     """MAD-based z-score of ``x`` against ``values`` (0 when the MAD is 0 and x is the median)."""
-    med = statistics.median(values)
-    mad = statistics.median(abs(v - med) for v in values)
-    if mad == 0:
-        return 0.0 if x == med else float("inf")
-    return 0.6745 * (x - med) / mad
+    data = np.asarray(values, dtype=float)
+    return float(_modified_z(data, np.array([x]))[0])
 
 
 def find_stalls(itl_ms: Sequence[float]) -> list[Stall]:
     """Inter-token gaps far above the stream's own rhythm."""
     if len(itl_ms) < 4:
         return []
-    med = statistics.median(itl_ms)
-    stalls = []
-    for k, gap in enumerate(itl_ms):
-        if gap < STALL_MIN_MS or gap < STALL_MIN_RATIO * med:
-            continue
-        if modified_z(itl_ms, gap) > STALL_Z:
-            stalls.append(Stall(after_token=k + 1, gap_ms=gap))
-    return stalls
+    gaps = np.asarray(itl_ms, dtype=float)
+    med = np.median(gaps)
+    stall = (
+        (gaps >= STALL_MIN_MS)
+        & (gaps >= STALL_MIN_RATIO * med)
+        & (_modified_z(gaps, gaps) > STALL_Z)
+    )
+    return [Stall(after_token=int(k) + 1, gap_ms=float(gaps[k])) for k in np.flatnonzero(stall)]
+
+
+def _modified_z(
+    values: npt.NDArray[np.float64], xs: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
+    """Iglewicz and Hoaglin's modified z-score of each of ``xs``: the distance from the
+    median of ``values`` in units of their MAD scaled to a normal σ (MAD × 1.4826)."""
+    from scipy.stats import median_abs_deviation
+
+    med = np.median(values)
+    mad = float(median_abs_deviation(values, scale="normal"))
+    if mad == 0:
+        return np.where(xs == med, 0.0, np.inf)
+    z: npt.NDArray[np.float64] = (xs - med) / mad
+    return z
 
 
 def dispersion(values: Sequence[float]) -> Dispersion | None:
-    data = sorted(values)
-    if len(data) < 2:
+    data = np.asarray(values, dtype=float)
+    if data.size < 2:
         return None
-    mean = statistics.fmean(data)
-    p50 = quantile(data, 0.5)
+    mean = float(np.mean(data))
+    p50, p95 = (float(q) for q in np.quantile(data, [0.5, 0.95]))
     return Dispersion(
-        n=len(data),
+        n=int(data.size),
         median=p50,
-        cv=statistics.stdev(data) / mean if mean > 0 else 0.0,
-        p95_over_p50=quantile(data, 0.95) / p50 if p50 > 0 else 0.0,
+        cv=float(np.std(data, ddof=1)) / mean if mean > 0 else 0.0,
+        p95_over_p50=p95 / p50 if p50 > 0 else 0.0,
     )

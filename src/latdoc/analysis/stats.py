@@ -1,11 +1,28 @@
-"""Summary statistics: one reusable :class:`Distribution` for every metric."""
+"""Summary statistics: one reusable :class:`Distribution` for every metric, and intervals.
+
+The intervals are percentile bootstraps (``scipy.stats.bootstrap``) seeded through a
+numpy ``Generator``, so the same sample and seed give the same interval on every run.
+``scipy.stats`` is imported inside the functions that use it: importing it costs
+about half a second, which ``import latdoc`` should not pay.
+"""
 
 from __future__ import annotations
 
-import math
-import statistics
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+CONFIDENCE = 0.95
+"""The default confidence level of every interval."""
+RESAMPLES = 2000
+"""The default number of bootstrap resamples."""
+
+Statistic = Callable[..., Any]
+"""A statistic that reduces along an ``axis`` keyword, such as ``np.median``."""
+BootstrapMethod = Literal["percentile", "BCa"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,30 +40,155 @@ class Distribution:
 
     @classmethod
     def of(cls, values: Iterable[float | None]) -> Distribution | None:
-        """Summarise the measured values (``None`` entries are skipped)."""
-        data = sorted(v for v in values if v is not None and not math.isnan(v))
-        if not data:
+        """Summarise the measured values (``None`` and NaN entries are skipped)."""
+        data = _measured(values)
+        if data.size == 0:
             return None
+        p50, p90, p99 = np.quantile(data, [0.50, 0.90, 0.99])
         return cls(
-            n=len(data),
-            mean=statistics.fmean(data),
-            stdev=statistics.stdev(data) if len(data) > 1 else None,
-            min=data[0],
-            p50=quantile(data, 0.50),
-            p90=quantile(data, 0.90),
-            p99=quantile(data, 0.99),
-            max=data[-1],
+            n=int(data.size),
+            mean=float(np.mean(data)),
+            stdev=float(np.std(data, ddof=1)) if data.size > 1 else None,
+            min=float(np.min(data)),
+            p50=float(p50),
+            p90=float(p90),
+            p99=float(p99),
+            max=float(np.max(data)),
         )
 
 
-def quantile(sorted_data: list[float], q: float) -> float:
-    """Linear interpolation between closest ranks (numpy's default)."""
-    if not sorted_data:
+def quantile(sorted_data: Sequence[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default method).
+
+    The values need not be sorted; the name is kept for callers that pass it by keyword.
+    """
+    if len(sorted_data) == 0:
         raise ValueError("quantile of an empty sample")
     if not 0.0 <= q <= 1.0:
         raise ValueError(f"quantile {q} outside [0, 1]")
-    pos = (len(sorted_data) - 1) * q
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(sorted_data) - 1)
-    frac = pos - lo
-    return sorted_data[lo] + (sorted_data[hi] - sorted_data[lo]) * frac
+    return float(np.quantile(np.asarray(sorted_data, dtype=float), q, method="linear"))
+
+
+def bootstrap_ci(
+    values: Iterable[float],
+    statistic: Statistic = np.median,
+    *,
+    confidence: float = CONFIDENCE,
+    seed: int = 0,
+    resamples: int = RESAMPLES,
+    method: BootstrapMethod = "percentile",
+) -> tuple[float, float] | None:
+    """A bootstrap confidence interval for ``statistic`` of one sample.
+
+    ``statistic`` must reduce along an ``axis`` keyword (``np.median``, ``np.mean``).
+    ``None`` when there is nothing to resample: fewer than two values, or all equal.
+    """
+    data = _measured(values)
+    if data.size < 2 or np.ptp(data) == 0:
+        return None
+    return _bootstrap((data,), statistic, confidence, seed, resamples, method)
+
+
+def difference_ci(
+    a: Iterable[float],
+    b: Iterable[float],
+    *,
+    confidence: float = CONFIDENCE,
+    seed: int = 0,
+    resamples: int = RESAMPLES,
+    method: BootstrapMethod = "percentile",
+) -> tuple[float, float] | None:
+    """A bootstrap confidence interval for ``median(a) − median(b)``.
+
+    Each sample is resampled on its own (the samples are independent, not paired).
+    ``None`` when either sample has fewer than two values or both are constant.
+    """
+
+    def difference(x: npt.NDArray[np.float64], y: npt.NDArray[np.float64], axis: int) -> Any:
+        return np.median(x, axis=axis) - np.median(y, axis=axis)
+
+    samples = _two_samples(a, b)
+    if samples is None:
+        return None
+    return _bootstrap(samples, difference, confidence, seed, resamples, method)
+
+
+def ratio_ci(
+    a: Iterable[float],
+    b: Iterable[float],
+    *,
+    confidence: float = CONFIDENCE,
+    seed: int = 0,
+    resamples: int = RESAMPLES,
+    method: BootstrapMethod = "percentile",
+) -> tuple[float, float] | None:
+    """A bootstrap confidence interval for ``median(a) / median(b)``: "a is r× b".
+
+    Each sample is resampled on its own (the samples are independent, not paired).
+    ``None`` when either sample has fewer than two values, both are constant, or
+    ``b``'s values are not all of one sign (a resample's median could be zero).
+    """
+
+    def ratio(x: npt.NDArray[np.float64], y: npt.NDArray[np.float64], axis: int) -> Any:
+        return np.median(x, axis=axis) / np.median(y, axis=axis)
+
+    samples = _two_samples(a, b)
+    if samples is None or not (np.all(samples[1] > 0) or np.all(samples[1] < 0)):
+        return None
+    return _bootstrap(samples, ratio, confidence, seed, resamples, method)
+
+
+def mann_whitney_p(a: Iterable[float], b: Iterable[float]) -> float | None:
+    """Two-sided Mann–Whitney U p-value that ``a`` and ``b`` come from one distribution.
+
+    Near 1 for samples from the same distribution, small when one is shifted.
+    ``None`` when either sample is empty.
+    """
+    from scipy.stats import mannwhitneyu
+
+    x, y = _measured(a), _measured(b)
+    if x.size == 0 or y.size == 0:
+        return None
+    p = float(mannwhitneyu(x, y, alternative="two-sided").pvalue)
+    return 1.0 if np.isnan(p) else p
+
+
+def _measured(values: Iterable[float | None]) -> npt.NDArray[np.float64]:
+    data = np.fromiter((v for v in values if v is not None), dtype=float)
+    measured: npt.NDArray[np.float64] = data[~np.isnan(data)]
+    return measured
+
+
+def _two_samples(
+    a: Iterable[float], b: Iterable[float]
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None:
+    x, y = _measured(a), _measured(b)
+    if x.size < 2 or y.size < 2 or (np.ptp(x) == 0 and np.ptp(y) == 0):
+        return None
+    return x, y
+
+
+def _bootstrap(
+    samples: tuple[npt.NDArray[np.float64], ...],
+    statistic: Statistic,
+    confidence: float,
+    seed: int,
+    resamples: int,
+    method: BootstrapMethod,
+) -> tuple[float, float] | None:
+    from scipy.stats import bootstrap
+
+    result = bootstrap(
+        samples,
+        statistic,
+        vectorized=True,
+        paired=False,
+        confidence_level=confidence,
+        n_resamples=resamples,
+        method=method,
+        rng=np.random.default_rng(seed),
+    )
+    low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return None
+    return low, high
