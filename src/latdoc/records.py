@@ -214,7 +214,7 @@ def _span(start: int | None, end: int | None) -> float | None:
 
 
 class Step(enum.StrEnum):
-    """Why a request of a diagnosis was sent (the method's steps, in order)."""
+    """Why a request was sent: a step of the method, a probe, or an arm of an experiment."""
 
     CALIBRATION = "calibration"
     """Two short requests that learn how the endpoint counts prompt tokens."""
@@ -226,6 +226,10 @@ class Step(enum.StrEnum):
     """Step 3: repeats one after another, then several at once."""
     RUN = "run"
     """The run as a whole (used by notes, never by a sample)."""
+    PROBE = "probe"
+    """``latdoc probe``: the same request repeated."""
+    EXPERIMENT = "experiment"
+    """``latdoc verify``: one arm of an A/B experiment."""
 
 
 @dataclass(frozen=True, slots=True)

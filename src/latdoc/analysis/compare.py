@@ -1,0 +1,215 @@
+"""Two sets of requests compared like with like, with intervals and significance.
+
+A comparison pairs the requests of A and B that were sent under the same
+conditions (:class:`GroupKey`: the step, the prompt length asked for, the
+concurrency, new connection or not) and, for each metric, gives both medians,
+the difference B − A and the ratio A ÷ B with 95% bootstrap confidence
+intervals, and a two-sided Mann–Whitney p-value. Because one comparison runs
+many tests, the p-values are adjusted for multiplicity (Holm), so a comparison
+of an endpoint with itself reports "no significant difference" at least 95% of
+the time, whatever the number of metrics.
+
+Lower is better for every metric here (they are all latencies), so a ratio
+A ÷ B above 1 means B is faster.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from latdoc.analysis.stats import difference_ci, mann_whitney_p, ratio_ci
+from latdoc.records import RequestTrace, Sample, Step
+
+ALPHA = 0.05
+"""Family-wise error rate of one comparison."""
+
+Metric = Callable[[RequestTrace], float | None]
+
+METRICS: tuple[tuple[str, str, Metric], ...] = (
+    ("ttft", "TTFT", lambda t: t.ttft_ms),
+    ("tpot", "TPOT", lambda t: t.tpot_ms),
+    ("total", "total", lambda t: t.total_ms),
+    ("setup", "network setup", lambda t: t.setup_ms),
+    ("server_wait", "server wait", lambda t: t.wait_ms),
+    ("queue", "client queue wait", lambda t: t.queue_ms),
+)
+"""(key, label, how to read it from a trace), in milliseconds."""
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class GroupKey:
+    """The conditions requests were sent under; only like is compared with like."""
+
+    step: str
+    prompt_tokens: int | None
+    concurrency: int
+    cold: bool
+
+    def label(self) -> str:
+        parts = [self.step]
+        if self.prompt_tokens is not None:
+            parts.append(f"{self.prompt_tokens} prompt tokens")
+        if self.concurrency > 1:
+            parts.append(f"{self.concurrency} at once")
+        if self.step == Step.NETWORK:
+            parts.append("new connection" if self.cold else "reused connection")
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class MetricComparison:
+    """One metric of one group: A against B."""
+
+    key: str
+    label: str
+    n_a: int
+    n_b: int
+    median_a_ms: float
+    median_b_ms: float
+    difference_ms: float
+    """median(B) − median(A): negative when B is faster."""
+    difference_ci_ms: tuple[float, float] | None
+    ratio: float | None
+    """median(A) ÷ median(B): above 1 when B is faster; ``None`` when B's median is 0."""
+    ratio_ci: tuple[float, float] | None
+    p_value: float | None
+    """Two-sided Mann–Whitney p, before adjustment."""
+    p_adjusted: float | None
+    """Holm-adjusted over every test of the comparison."""
+
+    @property
+    def significant(self) -> bool:
+        return self.p_adjusted is not None and self.p_adjusted < ALPHA
+
+    @property
+    def faster(self) -> str | None:
+        """``"A"`` or ``"B"`` when the difference is significant, else ``None``."""
+        if not self.significant:
+            return None
+        return "B" if self.median_b_ms < self.median_a_ms else "A"
+
+
+@dataclass(frozen=True, slots=True)
+class GroupComparison:
+    key: GroupKey
+    metrics: tuple[MetricComparison, ...]
+
+    def get(self, metric: str) -> MetricComparison | None:
+        return next((m for m in self.metrics if m.key == metric), None)
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """Every group both sides have, and the groups only one side has."""
+
+    groups: tuple[GroupComparison, ...]
+    only_a: tuple[GroupKey, ...] = ()
+    only_b: tuple[GroupKey, ...] = ()
+    failed_a: int = 0
+    failed_b: int = 0
+
+    def headline(self, metric: str = "ttft") -> MetricComparison | None:
+        """``metric`` of the group with the most requests (ties: the first group)."""
+        best: MetricComparison | None = None
+        for group in self.groups:
+            m = group.get(metric)
+            if m is not None and (best is None or m.n_a + m.n_b > best.n_a + best.n_b):
+                best = m
+        return best
+
+
+def group_key(sample: Sample) -> GroupKey:
+    cold = sample.cold if sample.step == Step.NETWORK else False
+    return GroupKey(str(sample.step), sample.target_prompt_tokens, sample.concurrency, cold)
+
+
+def compare_samples(
+    a: Sequence[Sample],
+    b: Sequence[Sample],
+    *,
+    metrics: Sequence[str] | None = None,
+    seed: int = 0,
+) -> Comparison:
+    """Compare the successful requests of A and B group by group (calibration left out)."""
+    groups_a, groups_b = _groups(a), _groups(b)
+    chosen = [m for m in METRICS if metrics is None or m[0] in metrics]
+    raw: list[tuple[GroupKey, list[MetricComparison]]] = []
+    for key in sorted(groups_a.keys() & groups_b.keys()):
+        rows = [
+            row
+            for name, label, read in chosen
+            if (row := compare_values(name, label, groups_a[key], groups_b[key], read, seed))
+            is not None
+        ]
+        if rows:
+            raw.append((key, rows))
+    adjusted = _holm([m.p_value for _, rows in raw for m in rows])
+    out: list[GroupComparison] = []
+    position = 0
+    for key, rows in raw:
+        fixed = []
+        for m in rows:
+            fixed.append(replace(m, p_adjusted=adjusted[position]))
+            position += 1
+        out.append(GroupComparison(key, tuple(fixed)))
+    return Comparison(
+        groups=tuple(out),
+        only_a=tuple(sorted(groups_a.keys() - groups_b.keys())),
+        only_b=tuple(sorted(groups_b.keys() - groups_a.keys())),
+        failed_a=sum(1 for s in a if s.step != Step.CALIBRATION and not s.trace.ok),
+        failed_b=sum(1 for s in b if s.step != Step.CALIBRATION and not s.trace.ok),
+    )
+
+
+def compare_values(
+    key: str,
+    label: str,
+    a: Sequence[RequestTrace],
+    b: Sequence[RequestTrace],
+    read: Metric,
+    seed: int = 0,
+) -> MetricComparison | None:
+    """One metric of A against B; ``None`` when a side has fewer than two measured values."""
+    xs = [v for v in (read(t) for t in a) if v is not None]
+    ys = [v for v in (read(t) for t in b) if v is not None]
+    if len(xs) < 2 or len(ys) < 2:
+        return None
+    med_a, med_b = float(np.median(xs)), float(np.median(ys))
+    return MetricComparison(
+        key=key,
+        label=label,
+        n_a=len(xs),
+        n_b=len(ys),
+        median_a_ms=med_a,
+        median_b_ms=med_b,
+        difference_ms=med_b - med_a,
+        difference_ci_ms=difference_ci(ys, xs, seed=seed),
+        ratio=med_a / med_b if med_b > 0 else None,
+        ratio_ci=ratio_ci(xs, ys, seed=seed),
+        p_value=mann_whitney_p(xs, ys),
+        p_adjusted=None,
+    )
+
+
+def _groups(samples: Sequence[Sample]) -> Mapping[GroupKey, list[RequestTrace]]:
+    groups: dict[GroupKey, list[RequestTrace]] = defaultdict(list)
+    for s in samples:
+        if s.step != Step.CALIBRATION and s.trace.ok:
+            groups[group_key(s)].append(s.trace)
+    return groups
+
+
+def _holm(p_values: Sequence[float | None]) -> list[float | None]:
+    """Holm–Bonferroni adjusted p-values, in the order given (``None`` stays ``None``)."""
+    order = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
+    m = len(order)
+    out: list[float | None] = [None] * len(p_values)
+    running = 0.0
+    for rank, (p, i) in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p))
+        out[i] = running
+    return out
