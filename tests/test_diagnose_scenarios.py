@@ -16,9 +16,7 @@ import pytest
 from latdoc.analysis.attribution import RunContext
 from latdoc.analysis.model import Diagnosis, Kind, Scenario
 from latdoc.diagnose import build_diagnosis, run_diagnosis
-from latdoc.lab.process import LabProcess
-from latdoc.lab.sim import LabConfig, LatencyModel
-from latdoc.lab.sim_config import Fault
+from latdoc.lab.sim import Fault, LabConfig, LabProcess, LatencyModel
 from latdoc.measure import ConnectionOptions
 from latdoc.probe.session import Endpoint
 from latdoc.steps import DiagnosisPlan

@@ -14,8 +14,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from latdoc.lab.server import LabServer
-from latdoc.lab.sim import Fault, LabConfig, LatencyModel, in_flight
+from latdoc.lab.sim import Fault, LabConfig, LabServer, LatencyModel, in_flight
 from latdoc.probe.session import Endpoint, ProbeSession, Timeouts
 from latdoc.probe.trace import ErrorKind, Phase, RequestTrace
 

@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 from latdoc.errors import LabError, UsageError
-from latdoc.lab.link import Direction, LinkSettings
-from latdoc.lab.net import STATE_DIR, LabEndpoint, LabNet, NetSettings, require_root
+from latdoc.lab.net import STATE_DIR, LabEndpoint, LabNet, LinkSettings, NetSettings, require_root
+from latdoc.lab.net._link import Direction
 
 try:
     require_root()
@@ -164,7 +164,7 @@ def test_settings_reject_nonsense() -> None:
 
 def test_dns_answers_the_lab_name_only() -> None:
     dnslib = pytest.importorskip("dnslib")
-    from latdoc.lab.dns import answer
+    from latdoc.lab.net._dns import answer
 
     def ask(name: str, qtype: str) -> Any:
         query = dnslib.DNSRecord.question(name, qtype).pack()

@@ -22,13 +22,25 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from latdoc.errors import LabError, UsageError
-from latdoc.lab.process import LabProcess, config_from_json, config_to_json
 from latdoc.lab.serve_cli import add_serve_arguments, config_from_args
-from latdoc.lab.server import LabServer, serve_forever
-from latdoc.lab.sim import Fault, LabConfig, LatencyModel, in_flight, output_text, output_token
-from latdoc.lab.sim_cache import PrefixCache
-from latdoc.lab.sim_slots import SlotPool
-from latdoc.lab.tokenizer import chat_prompt_token_list, chat_prompt_tokens, count_tokens, tokenize
+from latdoc.lab.sim import (
+    Fault,
+    LabConfig,
+    LabProcess,
+    LabServer,
+    LatencyModel,
+    chat_prompt_token_list,
+    chat_prompt_tokens,
+    count_tokens,
+    in_flight,
+    output_text,
+    output_token,
+    serve_forever,
+    tokenize,
+)
+from latdoc.lab.sim._cache import PrefixCache
+from latdoc.lab.sim._process import config_from_json, config_to_json
+from latdoc.lab.sim._slots import SlotPool
 
 FAST = LatencyModel(prefill_base_ms=2.0, prefill_ms_per_token=0.0, decode_ms_per_token=0.5)
 MESSAGES = [{"role": "user", "content": "Hello, world"}]

@@ -8,8 +8,7 @@ import statistics
 import pytest
 
 from conftest import FAST, LabFactory
-from latdoc.lab.sim import LabConfig, LatencyModel
-from latdoc.lab.tokenizer import chat_prompt_tokens, count_tokens
+from latdoc.lab.sim import LabConfig, LatencyModel, chat_prompt_tokens, count_tokens
 from latdoc.measure import ProbePlan, run_probe
 from latdoc.probe.dialects import Dialect
 from latdoc.probe.session import Endpoint, ProbeSession

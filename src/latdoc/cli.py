@@ -203,8 +203,7 @@ def _target(args: argparse.Namespace) -> Iterator[tuple[str, str | None, str | N
     if url:
         yield url, args.model, args.cacert
         return
-    from latdoc.lab.process import LabProcess
-    from latdoc.lab.sim import LabConfig
+    from latdoc.lab import LabConfig, LabProcess
 
     with LabProcess(LabConfig(), tls=True, http2=args.http2) as lab:
         print(f"Probing the built-in simulated endpoint at {lab.base_url}", file=sys.stderr)
@@ -292,8 +291,8 @@ def _cmd_diagnose_family(args: argparse.Namespace) -> int:
 
 
 def _cmd_lab_serve(args: argparse.Namespace) -> int:
+    from latdoc.lab import serve_forever
     from latdoc.lab.serve_cli import config_from_args
-    from latdoc.lab.server import serve_forever
 
     config = config_from_args(args)
     serve_forever(

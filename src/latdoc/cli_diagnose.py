@@ -162,8 +162,7 @@ def builtin_target(http2: bool, err: TextIO) -> Iterator[tuple[str, str, str | N
         with EngineServer() as engine:
             yield engine.base_url, engine.model, None
         return
-    from latdoc.lab.demo import DEMO_CONFIG
-    from latdoc.lab.process import LabProcess
+    from latdoc.lab import DEMO_CONFIG, LabProcess
 
     print(f"Using the built-in simulated endpoint ({reason}).", file=err)
     with LabProcess(DEMO_CONFIG, tls=True, http2=http2) as lab:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Final, NoReturn, Self
 
 from latdoc.errors import LabError
-from latdoc.lab.tokenizer import message_text
+from latdoc.lab.sim._tokenizer import message_text
 
 __all__ = [
     "PRE_TOKENIZER_SPLITS",
@@ -240,7 +240,7 @@ class GGUFTokenizer:
     def render_chat(self, messages: Iterable[Mapping[str, object]]) -> str:
         """The prompt the model's chat template makes of ``messages``, primed for the
         assistant's reply. A list of content parts becomes its text parts joined by
-        newlines (see :func:`latdoc.lab.tokenizer.message_text`)."""
+        newlines (see :func:`latdoc.lab.sim._tokenizer.message_text`)."""
         if self._render is None:
             self._render = self._compile_template()
         plain = [

@@ -1,7 +1,7 @@
 """The options of ``latdoc lab serve``: every knob of the simulated endpoint as a flag.
 
 :func:`add_serve_arguments` adds them to a parser; :func:`config_from_args` turns
-the parsed namespace into a :class:`~latdoc.lab.sim_config.LabConfig` and raises
+the parsed namespace into a :class:`~latdoc.lab.sim.LabConfig` and raises
 :class:`~latdoc.errors.UsageError` naming the flag for a bad value or a bad
 combination. Every default is the config's own default, so no flags serve
 ``LabConfig()``.
@@ -14,7 +14,7 @@ import math
 import os
 
 from latdoc.errors import UsageError
-from latdoc.lab.sim_config import Fault, LabConfig, LatencyModel
+from latdoc.lab.sim import Fault, LabConfig, LatencyModel
 
 __all__ = ["add_serve_arguments", "config_from_args"]
 

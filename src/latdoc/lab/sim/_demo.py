@@ -7,7 +7,7 @@ input length to be the kind of slow, and nothing wrong with the network.
 
 from __future__ import annotations
 
-from latdoc.lab.sim import LabConfig, LatencyModel
+from latdoc.lab.sim._config import LabConfig, LatencyModel
 
 DEMO_CONFIG = LabConfig(
     model="lab-sim",

@@ -30,8 +30,9 @@ from starlette.applications import Starlette
 
 from latdoc.errors import LabError
 from latdoc.lab import tls as lab_tls
-from latdoc.lab.sim import LabConfig, create_app, end_streams
-from latdoc.lab.sim_faults import reset_socket
+from latdoc.lab.sim._app import create_app, end_streams
+from latdoc.lab.sim._config import LabConfig
+from latdoc.lab.sim._faults import reset_socket
 
 __all__ = ["DEFAULT_CONFIG", "LabServer", "serve_forever"]
 

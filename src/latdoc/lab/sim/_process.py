@@ -1,9 +1,9 @@
 """The simulated endpoint in a child process, for timing under load.
 
-A :class:`~latdoc.lab.server.LabServer` shares the interpreter lock with its
+A :class:`~latdoc.lab.sim.LabServer` shares the interpreter lock with its
 client: a busy client (dozens of concurrent streams) delays the server's timers
 by tens of milliseconds. :class:`LabProcess` runs the same server through
-:func:`~latdoc.lab.server.serve_forever` in its own Python process, with the same
+:func:`~latdoc.lab.sim.serve_forever` in its own Python process, with the same
 attributes, so the latency the client measures is the latency the model planned.
 """
 
@@ -21,8 +21,8 @@ from typing import Any, Self
 
 from latdoc.errors import LabError
 from latdoc.lab import tls as lab_tls
-from latdoc.lab.server import DEFAULT_CONFIG, LabServer, serve_forever
-from latdoc.lab.sim import Fault, LabConfig, LatencyModel
+from latdoc.lab.sim._config import Fault, LabConfig, LatencyModel
+from latdoc.lab.sim._server import DEFAULT_CONFIG, LabServer, serve_forever
 
 __all__ = ["LabProcess", "config_from_json", "config_to_json"]
 
@@ -99,7 +99,7 @@ class LabProcess:
             "tls_names": list(self.tls_names),
         }
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "latdoc.lab.process", json.dumps(arguments)],
+            [sys.executable, "-m", "latdoc.lab.sim._process", json.dumps(arguments)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
         )

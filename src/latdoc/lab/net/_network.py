@@ -2,9 +2,9 @@
 
 A :class:`LabNet` creates a client and a server namespace, a TUN device in each
 (``10.77.0.1`` and ``10.77.0.2``, point to point) and a link process
-(:mod:`latdoc.lab.link_daemon`) that carries every IP packet between them with the
+(:mod:`latdoc.lab.net._link_daemon`) that carries every IP packet between them with the
 delay, jitter, rate limit and loss of its :class:`LinkSettings`. The same process
-answers DNS for the lab host name (:mod:`latdoc.lab.dns`) on the server address,
+answers DNS for the lab host name (:mod:`latdoc.lab.net._dns`) on the server address,
 and the client namespace resolves through it (``/etc/netns/<client>/``), so a
 client started with :meth:`LabNet.run_client` pays real DNS, TCP and TLS round
 trips. A TCP proxy would end the client's handshake locally; this does not.
@@ -13,7 +13,7 @@ Needs root. Everything is removed on exit, by PID and by name, and leftovers of 
 crashed run with the same name are removed before a new one starts. What is running
 is recorded in ``/run/latdoc-net/<name>.json`` so ``latdoc lab net`` can change or
 remove a network that outlives the command that started it. The namespaces, that
-state file and the processes' PIDs are handled in :mod:`latdoc.lab.netns`.
+state file and the processes' PIDs are handled in :mod:`latdoc.lab.net._netns`.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from types import TracebackType
 from typing import Any, Self
 
 from latdoc.errors import LabError, UsageError
-from latdoc.lab.link import LinkSettings, LinkStats, control
-from latdoc.lab.netns import (
+from latdoc.lab.net._link import LinkSettings, LinkStats, control
+from latdoc.lab.net._netns import (
     STATE_DIR,
     NetState,
     alive,
@@ -189,7 +189,7 @@ class LabNet:
         }
         argv = [
             "ip", "netns", "exec", self.server_ns,
-            sys.executable, "-m", "latdoc.lab.link_daemon",
+            sys.executable, "-m", "latdoc.lab.net._link_daemon",
             "--client-fd", str(client_fd),
             "--server-fd", str(server_fd),
             "--control", self._state.control_path,
