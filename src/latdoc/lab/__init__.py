@@ -10,8 +10,9 @@ Three rooms, each a package with its own map:
 - :mod:`latdoc.lab.engine`: llama.cpp's server on a small shipped model
   (:class:`EngineServer`).
 
-Shared by the rooms: :mod:`latdoc.lab.tls`, the lab's certificate authority.
-Importing any of them starts nothing.
+Shared by the rooms: :mod:`latdoc.lab.tls`, the lab's certificate authority, and
+``_service``, the one way every lab service starts and stops (``with`` or
+``start``/``stop``). Importing any of them starts nothing.
 """
 
 from __future__ import annotations

@@ -26,10 +26,10 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from latdoc.errors import LabError, UsageError
+from latdoc.lab._service import Service
 from latdoc.lab.net._link import LinkSettings, LinkStats, control
 from latdoc.lab.net._netns import (
     STATE_DIR,
@@ -101,7 +101,7 @@ class LabEndpoint:
     pid: int
 
 
-class LabNet:
+class LabNet(Service):
     """The impaired network; a context manager that removes everything on exit."""
 
     def __init__(self, settings: NetSettings | None = None, *, name: str = "latdoc") -> None:
@@ -122,23 +122,6 @@ class LabNet:
         self._children: list[subprocess.Popen[Any]] = []
         self._running = False
         self._owned = False
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        try:
-            self.stop()
-        except LabError as error:
-            if exc is None:
-                raise
-            exc.add_note(f"and the lab network was not cleaned up: {error}")
 
     @classmethod
     def attach(cls, name: str = "latdoc") -> LabNet:
@@ -168,7 +151,7 @@ class LabNet:
             self._state.save()
             self._create(detach, lifetime_s)
         except BaseException as exc:
-            self.__exit__(type(exc), exc, exc.__traceback__)
+            self._stop_after(exc)
             raise
 
     def _create(self, detach: bool, lifetime_s: float) -> None:

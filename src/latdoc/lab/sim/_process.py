@@ -16,11 +16,11 @@ import signal
 import subprocess
 import sys
 from collections.abc import Sequence
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from latdoc.errors import LabError
 from latdoc.lab import tls as lab_tls
+from latdoc.lab._service import Service
 from latdoc.lab.sim._config import Fault, LabConfig, LatencyModel
 from latdoc.lab.sim._server import DEFAULT_CONFIG, LabServer, serve_forever
 
@@ -46,7 +46,7 @@ def config_from_json(text: str) -> LabConfig:
     return LabConfig(**fields)
 
 
-class LabProcess:
+class LabProcess(Service):
     """A lab server in a child process; a context manager like ``LabServer``.
 
     After start, :attr:`port`, :attr:`base_url` and (with ``tls``) :attr:`ca_file`
@@ -73,18 +73,6 @@ class LabProcess:
         self.base_url = ""
         self.ca_file: str | None = None
         self._process: subprocess.Popen[bytes] | None = None
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def start(self) -> None:
         """Start the child and return once its server accepts requests."""
