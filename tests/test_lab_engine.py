@@ -23,9 +23,9 @@ from collections.abc import Iterator, Mapping, Sequence
 import httpx
 import pytest
 
+from latdoc.cli_lab import add_lab_parser, run_lab
 from latdoc.errors import LabError, UsageError
 from latdoc.lab.engine import EngineServer, engine_available, find_model
-from latdoc.lab.engine_cli import add_engine_parser, run_engine
 from latdoc.lab.gguf_tokenizer import GGUFTokenizer, read_metadata, tokenizer_available
 from latdoc.probe.session import Endpoint, ProbeSession
 from latdoc.probe.trace import RequestTrace
@@ -232,19 +232,19 @@ def test_busy_port_is_a_lab_error() -> None:
     ],
 )
 def test_engine_command_rejects_bad_options(flags: list[str], message: str) -> None:
-    parser = argparse.ArgumentParser(prog="latdoc lab")
-    add_engine_parser(parser.add_subparsers(dest="lab_command", required=True))
+    parser = argparse.ArgumentParser(prog="latdoc")
+    add_lab_parser(parser.add_subparsers(dest="command"), argparse.ArgumentParser)
     with pytest.raises(UsageError, match=message):
-        run_engine(parser.parse_args(["engine", *flags]))
+        run_lab(parser.parse_args(["lab", "engine", *flags]))
 
 
 _SERVE = """
 import argparse, signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)
-from latdoc.lab.engine_cli import add_engine_parser, run_engine
-parser = argparse.ArgumentParser(prog="latdoc lab")
-add_engine_parser(parser.add_subparsers(dest="lab_command"))
-sys.exit(run_engine(parser.parse_args(sys.argv[1:])))
+from latdoc.cli_lab import add_lab_parser, run_lab
+parser = argparse.ArgumentParser(prog="latdoc")
+add_lab_parser(parser.add_subparsers(dest="command"), argparse.ArgumentParser)
+sys.exit(run_lab(parser.parse_args(sys.argv[1:])))
 """
 
 
@@ -252,7 +252,7 @@ sys.exit(run_engine(parser.parse_args(sys.argv[1:])))
 def test_engine_command_serves_until_stopped(stop: signal.Signals) -> None:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     with subprocess.Popen(
-        [sys.executable, "-c", _SERVE, "engine", "--port", "0", "--ctx-size", "512"],
+        [sys.executable, "-c", _SERVE, "lab", "engine", "--port", "0", "--ctx-size", "512"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

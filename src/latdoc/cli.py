@@ -140,20 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_diagnose_parsers(sub, _add_connection_options, _positive_int, _positive_float)
 
-    lab = sub.add_parser("lab", help="the lab: endpoints with known latency")
-    lab_sub = lab.add_subparsers(dest="lab_command", required=True, parser_class=_Parser)
-    serve = lab_sub.add_parser(
-        "serve", help="run the simulated OpenAI-compatible streaming endpoint"
-    )
-    from latdoc.lab.serve_cli import add_serve_arguments
+    from latdoc.cli_lab import add_lab_parser
 
-    add_serve_arguments(serve)
-    from latdoc.lab.net_cli import add_net_parser
-
-    add_net_parser(lab_sub)
-    from latdoc.lab.engine_cli import add_engine_parser
-
-    add_engine_parser(lab_sub)
+    add_lab_parser(sub, _Parser)
     return parser
 
 
@@ -165,16 +154,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_probe(args)
         if args.command in ("diagnose", "runs", "report"):
             return _cmd_diagnose_family(args)
-        if args.command == "lab" and args.lab_command == "serve":
-            return _cmd_lab_serve(args)
-        if args.command == "lab" and args.lab_command == "engine":
-            from latdoc.lab.engine_cli import run_engine
+        if args.command == "lab":
+            from latdoc.cli_lab import run_lab
 
-            return run_engine(args)
-        if args.command == "lab" and args.lab_command == "net":
-            from latdoc.lab.net_cli import run_net
-
-            return run_net(args)
+            return run_lab(args)
         raise UsageError(f"unknown command {args.command!r}")
     except UsageError as exc:
         print(f"Error: {exc}", file=sys.stderr)
@@ -288,22 +271,6 @@ def _cmd_diagnose_family(args: argparse.Namespace) -> int:
     else:
         target = cli_diagnose.builtin_target(args.http2, sys.stderr)
     return cli_diagnose.cmd_diagnose(args, api_key, target)
-
-
-def _cmd_lab_serve(args: argparse.Namespace) -> int:
-    from latdoc.lab import serve_forever
-    from latdoc.lab.serve_cli import config_from_args
-
-    config = config_from_args(args)
-    serve_forever(
-        config,
-        host=args.host,
-        port=args.port,
-        tls=args.tls,
-        http2=args.http2,
-        tls_names=args.tls_names,
-    )
-    return EXIT_OK
 
 
 if __name__ == "__main__":
