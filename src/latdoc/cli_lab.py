@@ -88,10 +88,11 @@ def run_lab(args: argparse.Namespace) -> int:
     raise UsageError(f"unknown command {command!r}")
 
 
-# lab serve
+# latdoc lab serve: every knob of the simulated endpoint as a flag
 
 
 def _finite(text: str) -> float:
+    """A finite number: ``serve`` refuses inf and nan as it parses them."""
     try:
         value = float(text)
     except ValueError:
@@ -351,7 +352,7 @@ def config_from_args(args: argparse.Namespace) -> LabConfig:
         raise UsageError(_flag(str(exc))) from None
 
 
-# lab net
+# latdoc lab net: the impaired network, changed and removed by name
 
 
 def _number(text: str) -> float:
@@ -442,9 +443,9 @@ def _run_net(args: argparse.Namespace) -> int:
     """Carry out ``latdoc lab net ...``; return the exit code."""
     command = args.net_command
     if command == "up":
-        return _up(args)
+        return _net_up(args)
     if command == "set":
-        return _set(args)
+        return _net_set(args)
     if command == "down":
         removed = teardown(args.name)
         print(f"lab network {args.name!r} " + ("removed" if removed else "was not up"))
@@ -476,7 +477,7 @@ def _describe(settings: NetSettings) -> str:
     )
 
 
-def _up(args: argparse.Namespace) -> int:
+def _net_up(args: argparse.Namespace) -> int:
     settings = NetSettings(_link_settings(args, LinkSettings()), args.dns_delay_ms, args.host_name)
     if args.lifetime_h <= 0:
         raise UsageError("--lifetime-h must be more than 0")
@@ -504,7 +505,7 @@ def _up(args: argparse.Namespace) -> int:
     return 0
 
 
-def _set(args: argparse.Namespace) -> int:
+def _net_set(args: argparse.Namespace) -> int:
     net = LabNet.attach(args.name)
     dns_delay = getattr(args, "dns_delay_ms", None)
     net.set(_link_settings(args, net.settings.link), dns_delay)
@@ -512,7 +513,7 @@ def _set(args: argparse.Namespace) -> int:
     return 0
 
 
-# lab engine
+# latdoc lab engine: llama.cpp's server until Ctrl-C or SIGTERM
 
 
 def _add_engine_parser(lab_subparsers: argparse._SubParsersAction[Any]) -> None:

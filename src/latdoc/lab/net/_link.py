@@ -11,10 +11,10 @@ therefore see somewhat more than ``delay_ms`` on average when there is jitter.
 This module holds the settings, the impairment model (:class:`Direction`,
 :class:`Link`), the TUN device set-up and :func:`control`, the client of a running
 link's control socket. The link runs as its own process
-(:mod:`latdoc.lab.net._link_daemon`), started
-by :class:`latdoc.lab.net.LabNet` inside the server namespace with both TUN file
-descriptors inherited; its event loop also serves the lab DNS server
-(:mod:`latdoc.lab.net._dns`) and the control socket through which the settings change.
+(:mod:`latdoc.lab.net._link_daemon`), started by :class:`latdoc.lab.net.LabNet`
+inside the server namespace with both TUN file descriptors inherited; its event
+loop also serves the lab DNS server (:mod:`latdoc.lab.net._dns`) and the control
+socket through which the settings change.
 """
 
 from __future__ import annotations
