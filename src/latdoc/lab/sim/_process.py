@@ -27,6 +27,9 @@ from latdoc.lab.sim._server import DEFAULT_CONFIG, LabServer, serve_forever
 __all__ = ["LabProcess", "config_from_json", "config_to_json"]
 
 _START_TIMEOUT_S = 30.0
+_CHILD = "import sys; from latdoc.lab.sim._process import main; main(sys.argv[1:])"
+"""The child's entry point. Not ``-m`` this module: importing its package imports it
+first, and runpy would then run a second copy of it as ``__main__``."""
 _STOP_TIMEOUT_S = 5.0
 
 
@@ -87,7 +90,7 @@ class LabProcess(Service):
             "tls_names": list(self.tls_names),
         }
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "latdoc.lab.sim._process", json.dumps(arguments)],
+            [sys.executable, "-c", _CHILD, json.dumps(arguments)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
         )
@@ -138,7 +141,3 @@ def main(argv: list[str]) -> None:
         tls_names=arguments.get("tls_names", ()),
         on_ready=_announce,
     )
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
