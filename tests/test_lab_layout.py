@@ -17,7 +17,7 @@ import pytest
 
 import latdoc.lab
 from latdoc.errors import LabError
-from latdoc.lab import LabConfig, LabServer, LatencyModel
+from latdoc.lab import LabConfig, LabProcess, LabServer, LatencyModel
 from latdoc.lab._service import Service
 
 ROOMS = ["latdoc.lab", "latdoc.lab.sim", "latdoc.lab.net", "latdoc.lab.engine"]
@@ -66,6 +66,13 @@ def test_a_service_stops_when_its_block_ends_or_fails() -> None:
         raise RuntimeError("in the block")
     with pytest.raises(httpx.ConnectError):
         httpx.get(url)
+
+
+def test_the_child_process_runs_its_entry_point_once(capfd: pytest.CaptureFixture[str]) -> None:
+    fast = LabConfig(latency=LatencyModel(prefill_base_ms=1, decode_ms_per_token=1))
+    with LabProcess(fast) as lab:
+        assert httpx.get(f"{lab.base_url}/models").status_code == 200
+    assert capfd.readouterr().err == ""
 
 
 class _Stuck(Service):
