@@ -23,8 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from latdoc.analysis.stats import Distribution
-from latdoc.lab.process import LabProcess
-from latdoc.lab.sim import LabConfig, LatencyModel
+from latdoc.lab.sim import LabConfig, LabProcess, LatencyModel
 from latdoc.probe import Endpoint, ProbeSession
 from latdoc.records import RequestTrace
 

@@ -7,8 +7,7 @@ from contextlib import AbstractContextManager, contextmanager
 
 import pytest
 
-from latdoc.lab.server import LabServer
-from latdoc.lab.sim import LabConfig, LatencyModel
+from latdoc.lab.sim import LabConfig, LabServer, LatencyModel
 
 FAST = LatencyModel(prefill_base_ms=5.0, prefill_ms_per_token=0.01, decode_ms_per_token=1.0)
 """A quick endpoint for tests that check behaviour, not timing."""

@@ -18,8 +18,7 @@ from hypothesis import strategies as st
 
 from conftest import LabFactory
 from latdoc.cli import main
-from latdoc.lab.process import LabProcess
-from latdoc.lab.sim import LabConfig, LatencyModel
+from latdoc.lab.sim import LabConfig, LabProcess, LatencyModel
 from latdoc.workload import planned_requests
 
 QUICK = LatencyModel(prefill_base_ms=5.0, prefill_ms_per_token=0.02, decode_ms_per_token=1.0)

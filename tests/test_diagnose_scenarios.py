@@ -15,9 +15,7 @@ import pytest
 
 from latdoc.analysis.attribution import RunContext
 from latdoc.analysis.diagnosis import Diagnosis, Kind, Scenario
-from latdoc.lab.process import LabProcess
-from latdoc.lab.sim import LabConfig, LatencyModel
-from latdoc.lab.sim_config import Fault
+from latdoc.lab.sim import Fault, LabConfig, LabProcess, LatencyModel
 from latdoc.pipeline import build_diagnosis, run_diagnosis
 from latdoc.probe import ConnectionOptions, Endpoint
 from latdoc.workload import DiagnosisPlan

@@ -2,9 +2,10 @@
 
 One engine serves the whole module (starting it loads the model). The prefill
 curve, queueing on one slot, and the server's own token counts are checked
-against the probe's traces and the GGUF tokenizer. Timing checks take the
-fastest of two interleaved samples, so a burst of load on the machine does not
-decide them.
+against the probe's traces. Prompts of an exact length are sized with the engine's
+own tokenizer: its chat template (``/apply-template``) then ``/tokenize``, which
+counts what a request is charged. Timing checks take the fastest of two
+interleaved samples, so a burst of load on the machine does not decide them.
 """
 
 from __future__ import annotations
@@ -22,16 +23,15 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import httpx
 import pytest
+from latdoc.cli.lab import add_lab_parser, run_lab
 
 from latdoc.errors import LabError, UsageError
 from latdoc.lab.engine import EngineServer, engine_available, find_model
-from latdoc.lab.engine_cli import add_engine_parser, run_engine
-from latdoc.lab.gguf_tokenizer import GGUFTokenizer, read_metadata, tokenizer_available
 from latdoc.probe import Endpoint, ProbeSession
 from latdoc.records import RequestTrace
 from latdoc.workload import make_prompt
 
-_MISSING = engine_available() or tokenizer_available()
+_MISSING = engine_available()
 if _MISSING is not None:
     pytest.skip(_MISSING, allow_module_level=True)
 
@@ -42,11 +42,6 @@ Message = Mapping[str, object]
 def engine() -> Iterator[EngineServer]:
     with EngineServer(slots=1, ctx_size=4096) as server:
         yield server
-
-
-@pytest.fixture(scope="module")
-def tokenizer() -> GGUFTokenizer:
-    return GGUFTokenizer.from_file(find_model())
 
 
 def _probe(engine: EngineServer, prompts: Sequence[str], max_tokens: int) -> list[RequestTrace]:
@@ -78,15 +73,24 @@ def _user(text: str) -> list[Message]:
     return [{"role": "user", "content": text}]
 
 
-def _prompt_of(tokenizer: GGUFTokenizer, tokens: int, rng: random.Random) -> str:
+def _chat_prompt_tokens(engine: EngineServer, messages: list[Message]) -> int:
+    """The prompt tokens of a chat request, counted by the engine's own tokenizer."""
+    with httpx.Client(base_url=engine.root_url, timeout=60) as client:
+        rendered = client.post("/apply-template", json={"messages": messages})
+        prompt = rendered.json()["prompt"]
+        tokens = client.post("/tokenize", json={"content": prompt}).json()["tokens"]
+    return len(tokens)
+
+
+def _prompt_of(engine: EngineServer, tokens: int, rng: random.Random) -> str:
     """A fresh prompt whose chat request the model counts as ``tokens`` prompt tokens."""
-    overhead = tokenizer.chat_prompt_tokens(_user(""))
+    overhead = _chat_prompt_tokens(engine, _user(""))
     prompt = make_prompt(tokens - overhead, rng)
-    while (counted := tokenizer.chat_prompt_tokens(_user(prompt))) > tokens:
+    while (counted := _chat_prompt_tokens(engine, _user(prompt))) > tokens:
         prompt = prompt.rsplit(" ", 1)[0]
     while counted < tokens:
         prompt += " " + make_prompt(1, rng)
-        counted = tokenizer.chat_prompt_tokens(_user(prompt))
+        counted = _chat_prompt_tokens(engine, _user(prompt))
     return prompt
 
 
@@ -95,16 +99,18 @@ def _seconds(ns: int | None) -> float:
     return ns / 1e9
 
 
-def test_model_is_found_in_its_package() -> None:
+def test_model_is_found_in_its_package(engine: EngineServer) -> None:
     path = find_model()
     assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf"
     assert path.stat().st_size > 50_000_000
-    metadata = read_metadata(path)
-    assert metadata["tokenizer.ggml.model"] == "gpt2"
-    assert len(metadata["tokenizer.ggml.tokens"]) == metadata["llama.vocab_size"] == 49152
+    with path.open("rb") as model:
+        assert model.read(4) == b"GGUF"
+    assert httpx.get(engine.root_url + "/props", timeout=10).json()["model_path"] == str(path)
+    (listed,) = httpx.get(engine.base_url + "/models", timeout=10).json()["data"]
+    assert listed["meta"]["n_vocab"] == 49152
 
 
-def test_engine_streams_usage_and_timings(engine: EngineServer, tokenizer: GGUFTokenizer) -> None:
+def test_engine_streams_usage_and_timings(engine: EngineServer) -> None:
     assert engine.base_url == f"http://127.0.0.1:{engine.port}/v1"
     assert engine.ready_s is not None
     listed = httpx.get(engine.base_url + "/models", timeout=10).json()
@@ -113,7 +119,7 @@ def test_engine_streams_usage_and_timings(engine: EngineServer, tokenizer: GGUFT
     (trace,) = _probe(engine, [prompt], max_tokens=6)
     assert trace.error is None, trace.error
     assert trace.status == 200
-    assert trace.prompt_tokens == tokenizer.chat_prompt_tokens(_user(prompt))
+    assert trace.prompt_tokens == _chat_prompt_tokens(engine, _user(prompt))
     assert trace.output_tokens == 6
     assert trace.output_tokens_exact
     assert trace.finish_reason == "length"
@@ -121,17 +127,16 @@ def test_engine_streams_usage_and_timings(engine: EngineServer, tokenizer: GGUFT
     assert _seconds(trace.first_byte_ns) < _seconds(trace.first_token_ns)
 
 
-def test_ttft_grows_with_prompt_length(engine: EngineServer, tokenizer: GGUFTokenizer) -> None:
+def test_ttft_grows_with_prompt_length(engine: EngineServer) -> None:
     sizes = (128, 512, 1024)
     rng = random.Random(20240601)
-    prompts = [_prompt_of(tokenizer, size, rng) for _ in range(2) for size in sizes]
+    prompts = [_prompt_of(engine, size, rng) for _ in range(2) for size in sizes]
     traces = _probe(engine, prompts, max_tokens=2)
     ttft: dict[int, float] = {}
     for prompt, trace in zip(prompts, traces, strict=True):
         assert trace.error is None, trace.error
         size = trace.prompt_tokens
         assert size in sizes, (size, prompt[:40])
-        assert size == tokenizer.chat_prompt_tokens(_user(prompt))
         seconds = _seconds(trace.first_token_ns)
         assert seconds * 1000 >= trace.server_timing["prompt_ms"]
         ttft[size] = min(ttft.get(size, seconds), seconds)
@@ -141,12 +146,10 @@ def test_ttft_grows_with_prompt_length(engine: EngineServer, tokenizer: GGUFToke
     assert ttft[1024] > 3 * ttft[128], ttft
 
 
-def test_one_slot_queues_concurrent_requests(
-    engine: EngineServer, tokenizer: GGUFTokenizer
-) -> None:
+def test_one_slot_queues_concurrent_requests(engine: EngineServer) -> None:
     rng = random.Random(7)
     first, second = sorted(
-        _probe_together(engine, [_prompt_of(tokenizer, 400, rng) for _ in range(2)]),
+        _probe_together(engine, [_prompt_of(engine, 400, rng) for _ in range(2)]),
         key=lambda trace: _seconds(trace.first_token_ns),
     )
     assert first.error is None and second.error is None, (first.error, second.error)
@@ -176,41 +179,16 @@ def test_one_slot_queues_concurrent_requests(
     ],
     ids=["short", "empty", "system", "multi-turn", "parts", "special-text"],
 )
-def test_chat_prompt_tokens_match_server_usage(
-    engine: EngineServer, tokenizer: GGUFTokenizer, messages: list[Message]
+def test_template_then_tokenize_counts_what_a_request_is_charged(
+    engine: EngineServer, messages: list[Message]
 ) -> None:
-    with httpx.Client(base_url=engine.root_url, timeout=60) as client:
-        reply = client.post("/v1/chat/completions", json={"messages": messages, "max_tokens": 1})
-        rendered = client.post("/apply-template", json={"messages": messages})
+    reply = httpx.post(
+        engine.base_url + "/chat/completions",
+        json={"messages": messages, "max_tokens": 1},
+        timeout=60,
+    )
     assert reply.status_code == 200, reply.text
-    assert tokenizer.render_chat(messages) == rendered.json()["prompt"]
-    assert tokenizer.chat_prompt_tokens(messages) == reply.json()["usage"]["prompt_tokens"]
-
-
-RAW_TEXTS = [
-    "Hello world, how are you?",
-    "",
-    "  leading spaces\n\n\ttabs  and trailing  ",
-    "Numbers 1234567 and 3.14159, dates 2024-06-01",
-    "émoji 🤖🎉 中文 字符 Ünïcödé a\u0301 \u00a0 \u200b",
-    "<|im_start|>user\nhi<|im_end|><|endoftext|>",
-    "don't I'll we've THEY'RE",
-    "code: def f(x):\n    return x**2  # comment\r\n",
-    "a" * 300,
-]
-
-
-def test_raw_text_tokens_match_tokenize_endpoint(
-    engine: EngineServer, tokenizer: GGUFTokenizer
-) -> None:
-    rng = random.Random(3)
-    texts = [*RAW_TEXTS, make_prompt(400, rng)]
-    with httpx.Client(base_url=engine.root_url, timeout=60) as client:
-        for text in texts:
-            served = client.post("/tokenize", json={"content": text}).json()["tokens"]
-            assert tokenizer.encode(text) == served, text[:40]
-            assert tokenizer.count(text) == len(served)
-    assert tokenizer.decode(tokenizer.encode(RAW_TEXTS[4])) == RAW_TEXTS[4]
+    assert _chat_prompt_tokens(engine, messages) == reply.json()["usage"]["prompt_tokens"]
 
 
 def test_busy_port_is_a_lab_error() -> None:
@@ -232,19 +210,19 @@ def test_busy_port_is_a_lab_error() -> None:
     ],
 )
 def test_engine_command_rejects_bad_options(flags: list[str], message: str) -> None:
-    parser = argparse.ArgumentParser(prog="latdoc lab")
-    add_engine_parser(parser.add_subparsers(dest="lab_command", required=True))
+    parser = argparse.ArgumentParser(prog="latdoc")
+    add_lab_parser(parser.add_subparsers(dest="command"), argparse.ArgumentParser)
     with pytest.raises(UsageError, match=message):
-        run_engine(parser.parse_args(["engine", *flags]))
+        run_lab(parser.parse_args(["lab", "engine", *flags]))
 
 
 _SERVE = """
 import argparse, signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)
-from latdoc.lab.engine_cli import add_engine_parser, run_engine
-parser = argparse.ArgumentParser(prog="latdoc lab")
-add_engine_parser(parser.add_subparsers(dest="lab_command"))
-sys.exit(run_engine(parser.parse_args(sys.argv[1:])))
+from latdoc.cli.lab import add_lab_parser, run_lab
+parser = argparse.ArgumentParser(prog="latdoc")
+add_lab_parser(parser.add_subparsers(dest="command"), argparse.ArgumentParser)
+sys.exit(run_lab(parser.parse_args(sys.argv[1:])))
 """
 
 
@@ -252,7 +230,7 @@ sys.exit(run_engine(parser.parse_args(sys.argv[1:])))
 def test_engine_command_serves_until_stopped(stop: signal.Signals) -> None:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     with subprocess.Popen(
-        [sys.executable, "-c", _SERVE, "engine", "--port", "0", "--ctx-size", "512"],
+        [sys.executable, "-c", _SERVE, "lab", "engine", "--port", "0", "--ctx-size", "512"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -15,8 +15,7 @@ import httpx
 import pytest
 
 from latdoc.errors import ErrorKind, Phase
-from latdoc.lab.server import LabServer
-from latdoc.lab.sim import Fault, LabConfig, LatencyModel, in_flight
+from latdoc.lab.sim import Fault, LabConfig, LabServer, LatencyModel, in_flight
 from latdoc.probe import Endpoint, ProbeSession, Timeouts
 from latdoc.records import RequestTrace
 

@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 from latdoc.errors import LabError, UsageError
-from latdoc.lab.link import Direction, LinkSettings
-from latdoc.lab.net import STATE_DIR, LabEndpoint, LabNet, NetSettings, require_root
+from latdoc.lab.net import STATE_DIR, LabEndpoint, LabNet, LinkSettings, NetSettings, require_root
+from latdoc.lab.net._link import Direction
 
 try:
     require_root()
@@ -164,7 +164,7 @@ def test_settings_reject_nonsense() -> None:
 
 def test_dns_answers_the_lab_name_only() -> None:
     dnslib = pytest.importorskip("dnslib")
-    from latdoc.lab.dns import answer
+    from latdoc.lab.net._dns import answer
 
     def ask(name: str, qtype: str) -> Any:
         query = dnslib.DNSRecord.question(name, qtype).pack()
@@ -335,14 +335,14 @@ def test_leftovers_of_a_crashed_run_are_removed() -> None:
 @needs_root
 def test_cli_up_set_exec_down(capfd: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("dnslib")
-    from latdoc.lab.net_cli import add_net_parser, run_net
+    from latdoc.cli.lab import add_lab_parser, run_lab
 
     name = "latdoc-cli"
     parser = argparse.ArgumentParser()
-    add_net_parser(parser.add_subparsers(dest="lab_command"))
+    add_lab_parser(parser.add_subparsers(dest="command"), argparse.ArgumentParser)
 
     def run(*argv: str) -> int:
-        return run_net(parser.parse_args(["net", argv[0], "--name", name, *argv[1:]]))
+        return run_lab(parser.parse_args(["lab", "net", argv[0], "--name", name, *argv[1:]]))
 
     connect = (
         "import socket, time\n"

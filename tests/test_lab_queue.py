@@ -16,10 +16,14 @@ from typing import Any
 
 import pytest
 
-from latdoc.lab.process import LabProcess
-from latdoc.lab.server import LabServer
-from latdoc.lab.sim import LabConfig, LatencyModel
-from latdoc.lab.tokenizer import CHAT_MESSAGE_OVERHEAD, CHAT_REPLY_OVERHEAD
+from latdoc.lab.sim import (
+    CHAT_MESSAGE_OVERHEAD,
+    CHAT_REPLY_OVERHEAD,
+    LabConfig,
+    LabProcess,
+    LabServer,
+    LatencyModel,
+)
 from latdoc.probe import Endpoint, ProbeSession
 from latdoc.records import RequestTrace
 

@@ -20,15 +20,27 @@ import httpx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from latdoc.cli.lab import add_lab_parser, config_from_args
 
 from latdoc.errors import LabError, UsageError
-from latdoc.lab.process import LabProcess, config_from_json, config_to_json
-from latdoc.lab.serve_cli import add_serve_arguments, config_from_args
-from latdoc.lab.server import LabServer, serve_forever
-from latdoc.lab.sim import Fault, LabConfig, LatencyModel, in_flight, output_text, output_token
-from latdoc.lab.sim_cache import PrefixCache
-from latdoc.lab.sim_slots import SlotPool
-from latdoc.lab.tokenizer import chat_prompt_token_list, chat_prompt_tokens, count_tokens, tokenize
+from latdoc.lab.sim import (
+    Fault,
+    LabConfig,
+    LabProcess,
+    LabServer,
+    LatencyModel,
+    chat_prompt_token_list,
+    chat_prompt_tokens,
+    count_tokens,
+    in_flight,
+    output_text,
+    output_token,
+    serve_forever,
+    tokenize,
+)
+from latdoc.lab.sim._cache import PrefixCache
+from latdoc.lab.sim._process import config_from_json, config_to_json
+from latdoc.lab.sim._slots import SlotPool
 
 FAST = LatencyModel(prefill_base_ms=2.0, prefill_ms_per_token=0.0, decode_ms_per_token=0.5)
 MESSAGES = [{"role": "user", "content": "Hello, world"}]
@@ -351,10 +363,10 @@ def test_tls_names_are_in_the_certificate() -> None:
         LabServer(tls_names=["api.lab.test"])
     with pytest.raises(UsageError, match="TLS certificate"):
         LabServer(tls=True, tls_names=["not a name"])
-    args = _serve_parser().parse_args(["--tls", "--tls-name", "API.lab.test", "--tls-name", "::1"])
+    args = _serve_args(["--tls", "--tls-name", "API.lab.test", "--tls-name", "::1"])
     assert args.tls_names == ["api.lab.test", "::1"]
     with pytest.raises(UsageError, match="--tls-name needs --tls"):
-        config_from_args(_serve_parser().parse_args(["--tls-name", "api.lab.test"]))
+        config_from_args(_serve_args(["--tls-name", "api.lab.test"]))
 
 
 async def _concurrent_streams(
@@ -728,14 +740,15 @@ def test_new_fields_round_trip_to_the_child() -> None:
     assert config_from_json(config_to_json(config)) == config
 
 
-def _serve_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser()
-    add_serve_arguments(parser)
-    return parser
+def _serve_args(argv: list[str]) -> argparse.Namespace:
+    """``argv`` parsed as the options of ``latdoc lab serve``."""
+    parser = argparse.ArgumentParser(prog="latdoc")
+    add_lab_parser(parser.add_subparsers(dest="command"), argparse.ArgumentParser)
+    return parser.parse_args(["lab", "serve", *argv])
 
 
 def test_serve_cli_defaults_are_the_default_config() -> None:
-    args = _serve_parser().parse_args([])
+    args = _serve_args([])
     assert (args.host, args.port, args.tls, args.http2) == ("127.0.0.1", 8000, False, False)
     assert config_from_args(args) == LabConfig()
 
@@ -752,7 +765,7 @@ def test_serve_cli_sets_every_knob(monkeypatch: pytest.MonkeyPatch) -> None:
         "--retry-after-s 9 --drip-interval-ms 3 --hang-s 30 --default-max-tokens 16 "
         "--headers-after-prefill --reject-stream-options --stamp-chunks"
     )
-    config = config_from_args(_serve_parser().parse_args(argv.split()))
+    config = config_from_args(_serve_args(argv.split()))
     assert config == LabConfig(
         model="m",
         latency=LatencyModel(1, 2, 3, 4, 5, kv_threshold_tokens=100, kv_penalty=2.5),
@@ -800,4 +813,4 @@ def test_serve_cli_sets_every_knob(monkeypatch: pytest.MonkeyPatch) -> None:
 )
 def test_serve_cli_rejects_bad_options(argv: str, needle: str) -> None:
     with pytest.raises(UsageError, match=re.escape(needle)):
-        config_from_args(_serve_parser().parse_args(argv.split()))
+        config_from_args(_serve_args(argv.split()))

@@ -8,8 +8,7 @@ import statistics
 import pytest
 
 from conftest import FAST, LabFactory
-from latdoc.lab.sim import LabConfig, LatencyModel
-from latdoc.lab.tokenizer import chat_prompt_tokens, count_tokens
+from latdoc.lab.sim import LabConfig, LatencyModel, chat_prompt_tokens, count_tokens
 from latdoc.probe import Dialect, Endpoint, ProbeSession
 from latdoc.records import RequestTrace
 from latdoc.workload import ProbePlan, make_prompt, run_probe

@@ -1,16 +1,47 @@
-"""The lab: endpoints with known ground truth, for tests, benchmarks and demos.
+"""The lab: endpoints and networks with known ground truth, for tests, benchmarks and demos.
 
-- :mod:`latdoc.lab.tokenizer`: the lab's deterministic tokenizer.
+Three rooms, each a package with its own map:
+
 - :mod:`latdoc.lab.sim`: a simulated OpenAI-compatible endpoint whose latency
-  follows a :class:`~latdoc.lab.sim.LatencyModel`.
-- :mod:`latdoc.lab.server`: that endpoint on a real socket, in a background thread
-  (:class:`~latdoc.lab.server.LabServer`) or blocking (``serve_forever``).
-- :mod:`latdoc.lab.process`: the same in a child process, for timing under load.
-- :mod:`latdoc.lab.tls`: the lab's certificate authority.
+  follows a :class:`LatencyModel`, in a thread (:class:`LabServer`) or a child
+  process (:class:`LabProcess`).
+- :mod:`latdoc.lab.net`: an impaired network (:class:`LabNet`): namespaces, a
+  user-space link with delay, jitter, rate and loss, and a slow DNS server.
+- :mod:`latdoc.lab.engine`: llama.cpp's server on a small shipped model
+  (:class:`EngineServer`).
 
-Importing any of them starts nothing.
+Shared by the rooms: :mod:`latdoc.lab.tls`, the lab's certificate authority, and
+``_service``, the one way every lab service starts and stops (``with`` or
+``start``/``stop``). Importing any of them starts nothing.
 """
 
-from latdoc.lab.demo import DEMO_CONFIG, builtin_endpoint
+from __future__ import annotations
 
-__all__ = ["DEMO_CONFIG", "builtin_endpoint"]
+from latdoc.lab._builtin import builtin_endpoint
+from latdoc.lab.engine import EngineServer, engine_available
+from latdoc.lab.net import LabNet, LinkSettings, NetSettings
+from latdoc.lab.sim import (
+    DEMO_CONFIG,
+    Fault,
+    LabConfig,
+    LabProcess,
+    LabServer,
+    LatencyModel,
+    serve_forever,
+)
+
+__all__ = [
+    "DEMO_CONFIG",
+    "EngineServer",
+    "Fault",
+    "LabConfig",
+    "LabNet",
+    "LabProcess",
+    "LabServer",
+    "LatencyModel",
+    "LinkSettings",
+    "NetSettings",
+    "builtin_endpoint",
+    "engine_available",
+    "serve_forever",
+]

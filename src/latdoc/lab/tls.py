@@ -2,7 +2,8 @@
 
 Generating keys is the slow part of starting a TLS server, so the CA and each
 server certificate are made once per process and reused; every server gets its
-own :class:`ssl.SSLContext` (its own ALPN list). A certificate names ``localhost``
+own :class:`ssl.SSLContext` (its own ALPN list). trustme is imported when the CA
+is first needed, not with this module. A certificate names ``localhost``
 and the loopback addresses, the host the server binds, and any extra host names or
 IP addresses it is asked to (``latdoc lab serve --tls-name``).
 """
@@ -14,10 +15,12 @@ import ipaddress
 import re
 import ssl
 from collections.abc import Iterable
-
-import trustme
+from typing import TYPE_CHECKING
 
 from latdoc.errors import LabError, UsageError
+
+if TYPE_CHECKING:
+    import trustme
 
 __all__ = [
     "DEFAULT_IDENTITIES",
@@ -38,6 +41,8 @@ _DNS_NAME = re.compile(rf"(\*\.)?({_LABEL}\.)*{_LABEL}")
 
 @functools.cache
 def _ca() -> trustme.CA:
+    import trustme  # with cryptography, slow to import: only when a TLS server starts
+
     return trustme.CA(organization_name="latdoc lab")
 
 

@@ -25,8 +25,8 @@ from collections.abc import Callable
 
 from starlette.types import Message, Send
 
-from latdoc.lab.sim_config import Fault, LabConfig
-from latdoc.lab.sim_request import ApiError
+from latdoc.lab.sim._config import Fault, LabConfig
+from latdoc.lab.sim._request import ApiError
 
 __all__ = [
     "FAULT_HEADER",

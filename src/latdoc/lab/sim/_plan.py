@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from latdoc.lab.sim_config import Fault, LatencyModel
-from latdoc.lab.sim_request import Call
+from latdoc.lab.sim._config import Fault, LatencyModel
+from latdoc.lab.sim._request import Call
 
 __all__ = ["Plan", "lab_object", "server_timing"]
 

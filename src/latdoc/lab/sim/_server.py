@@ -23,15 +23,16 @@ import tempfile
 import threading
 import weakref
 from collections.abc import Callable, Collection, Sequence
-from types import TracebackType
-from typing import Any, Self, cast
+from typing import Any, cast
 
 from starlette.applications import Starlette
 
 from latdoc.errors import LabError
 from latdoc.lab import tls as lab_tls
-from latdoc.lab.sim import LabConfig, create_app, end_streams
-from latdoc.lab.sim_faults import reset_socket
+from latdoc.lab._service import Service
+from latdoc.lab.sim._app import create_app, end_streams
+from latdoc.lab.sim._config import LabConfig
+from latdoc.lab.sim._faults import reset_socket
 
 __all__ = ["DEFAULT_CONFIG", "LabServer", "serve_forever"]
 
@@ -107,7 +108,7 @@ class _Listener(socket.socket):
                 connection.shutdown(socket.SHUT_RDWR)
 
 
-class LabServer:
+class LabServer(Service):
     """The simulated endpoint on a real socket, served from a background thread.
 
     Use it as a context manager (or call :meth:`start` and :meth:`stop`). After
@@ -147,18 +148,6 @@ class LabServer:
         self._ready = threading.Event()
         self._error: BaseException | None = None
         self._remove_ca: weakref.finalize[[str], LabServer] | None = None
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def start(self) -> None:
         """Bind, start the server thread and return once it accepts requests."""

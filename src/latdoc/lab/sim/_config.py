@@ -11,7 +11,7 @@ the endpoint as it was before the knob existed:
   stalls;
 - failures: one :class:`Fault` per request, at ``fault_rate``.
 
-:mod:`latdoc.lab.sim` documents how each is reported to the client.
+:mod:`latdoc.lab.sim._app` documents how each is reported to the client.
 """
 
 from __future__ import annotations

@@ -16,10 +16,10 @@ from typing import Any, Protocol
 
 from starlette.types import Message, Scope, Send
 
-from latdoc.lab.sim_config import Fault, LabConfig
-from latdoc.lab.sim_events import CHAT, COMPLETIONS, DONE, Events, output_text
-from latdoc.lab.sim_faults import STREAM_FAULTS, ResetConnection
-from latdoc.lab.sim_plan import Plan, lab_object
+from latdoc.lab.sim._config import Fault, LabConfig
+from latdoc.lab.sim._events import CHAT, COMPLETIONS, DONE, Events, output_text
+from latdoc.lab.sim._faults import STREAM_FAULTS, ResetConnection
+from latdoc.lab.sim._plan import Plan, lab_object
 
 __all__ = ["Flight", "Lab", "serve_complete", "serve_stream"]
 

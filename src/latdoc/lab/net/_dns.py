@@ -7,7 +7,7 @@ nothing falls back to real DNS. Each answer leaves ``delay_ms`` after its query
 arrived. The queries and answers cross the impaired link, so a client in the
 client namespace sees ``delay_ms`` plus one round trip of the link.
 
-The link process (:mod:`latdoc.lab.link_daemon`) polls its socket and its timers; it has
+The link process (:mod:`latdoc.lab.net._link_daemon`) polls its socket and its timers; it has
 no loop of its own. dnslib is imported by :class:`DnsServer`, not by this module.
 :func:`write_resolver` points a namespace at it through
 ``/etc/netns/<namespace>/``, whose files ``ip netns exec`` mounts over ``/etc``:

@@ -11,10 +11,10 @@ therefore see somewhat more than ``delay_ms`` on average when there is jitter.
 This module holds the settings, the impairment model (:class:`Direction`,
 :class:`Link`), the TUN device set-up and :func:`control`, the client of a running
 link's control socket. The link runs as its own process
-(:mod:`latdoc.lab.link_daemon`; ``python -m latdoc.lab.link`` runs it too), started
-by :class:`latdoc.lab.net.LabNet` inside the server namespace with both TUN file
-descriptors inherited; its event loop also serves the lab DNS server
-(:mod:`latdoc.lab.dns`) and the control socket through which the settings change.
+(:mod:`latdoc.lab.net._link_daemon`), started by :class:`latdoc.lab.net.LabNet`
+inside the server namespace with both TUN file descriptors inherited; its event
+loop also serves the lab DNS server (:mod:`latdoc.lab.net._dns`) and the control
+socket through which the settings change.
 """
 
 from __future__ import annotations
@@ -263,9 +263,3 @@ def control(path: str, message: dict[str, Any], timeout: float = 5.0) -> dict[st
     if not answer.get("ok"):
         raise LabError(f"the lab link refused {message.get('op')!r}: {answer.get('error')}")
     return answer
-
-
-if __name__ == "__main__":
-    from latdoc.lab.link_daemon import main
-
-    main()

@@ -2,9 +2,9 @@
 
 A :class:`LabNet` creates a client and a server namespace, a TUN device in each
 (``10.77.0.1`` and ``10.77.0.2``, point to point) and a link process
-(:mod:`latdoc.lab.link_daemon`) that carries every IP packet between them with the
+(:mod:`latdoc.lab.net._link_daemon`) that carries every IP packet between them with the
 delay, jitter, rate limit and loss of its :class:`LinkSettings`. The same process
-answers DNS for the lab host name (:mod:`latdoc.lab.dns`) on the server address,
+answers DNS for the lab host name (:mod:`latdoc.lab.net._dns`) on the server address,
 and the client namespace resolves through it (``/etc/netns/<client>/``), so a
 client started with :meth:`LabNet.run_client` pays real DNS, TCP and TLS round
 trips. A TCP proxy would end the client's handshake locally; this does not.
@@ -13,7 +13,7 @@ Needs root. Everything is removed on exit, by PID and by name, and leftovers of 
 crashed run with the same name are removed before a new one starts. What is running
 is recorded in ``/run/latdoc-net/<name>.json`` so ``latdoc lab net`` can change or
 remove a network that outlives the command that started it. The namespaces, that
-state file and the processes' PIDs are handled in :mod:`latdoc.lab.netns`.
+state file and the processes' PIDs are handled in :mod:`latdoc.lab.net._netns`.
 """
 
 from __future__ import annotations
@@ -26,12 +26,12 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from latdoc.errors import LabError, UsageError
-from latdoc.lab.link import LinkSettings, LinkStats, control
-from latdoc.lab.netns import (
+from latdoc.lab._service import Service
+from latdoc.lab.net._link import LinkSettings, LinkStats, control
+from latdoc.lab.net._netns import (
     STATE_DIR,
     NetState,
     alive,
@@ -101,7 +101,7 @@ class LabEndpoint:
     pid: int
 
 
-class LabNet:
+class LabNet(Service):
     """The impaired network; a context manager that removes everything on exit."""
 
     def __init__(self, settings: NetSettings | None = None, *, name: str = "latdoc") -> None:
@@ -122,23 +122,6 @@ class LabNet:
         self._children: list[subprocess.Popen[Any]] = []
         self._running = False
         self._owned = False
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        try:
-            self.stop()
-        except LabError as error:
-            if exc is None:
-                raise
-            exc.add_note(f"and the lab network was not cleaned up: {error}")
 
     @classmethod
     def attach(cls, name: str = "latdoc") -> LabNet:
@@ -168,7 +151,7 @@ class LabNet:
             self._state.save()
             self._create(detach, lifetime_s)
         except BaseException as exc:
-            self.__exit__(type(exc), exc, exc.__traceback__)
+            self._stop_after(exc)
             raise
 
     def _create(self, detach: bool, lifetime_s: float) -> None:
@@ -189,7 +172,7 @@ class LabNet:
         }
         argv = [
             "ip", "netns", "exec", self.server_ns,
-            sys.executable, "-m", "latdoc.lab.link_daemon",
+            sys.executable, "-m", "latdoc.lab.net._link_daemon",
             "--client-fd", str(client_fd),
             "--server-fd", str(server_fd),
             "--control", self._state.control_path,
@@ -276,7 +259,7 @@ class LabNet:
         the host and the address, so both :attr:`LabEndpoint.base_url` and
         :attr:`LabEndpoint.ip_url` verify with :attr:`LabEndpoint.ca_file`.
         """
-        argv = [sys.executable, "-m", "latdoc.cli", "lab", "serve"]
+        argv = [sys.executable, "-m", "latdoc", "lab", "serve"]
         argv += ["--host", self.host_name, "--port", str(port)]
         argv += ["--tls", "--tls-name", SERVER_IP] if tls else []
         argv += args or []

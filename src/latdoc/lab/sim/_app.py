@@ -4,8 +4,8 @@ Prefill of ``n`` prompt tokens takes ``a + b·n + c·n²`` ms; output token ``k`
 written at ``prefill_end + k · decode_ms_per_token`` on an absolute monotonic
 schedule, one server-sent event per write, so a client measuring it can be
 checked against the truth. Prompt and output lengths use the lab tokenizer
-(:mod:`latdoc.lab.tokenizer`); each output chunk is exactly one lab token.
-:class:`~latdoc.lab.sim_config.LabConfig` adds KV-cache pressure, a context
+(:mod:`latdoc.lab.sim._tokenizer`); each output chunk is exactly one lab token.
+:class:`~latdoc.lab.sim.LabConfig` adds KV-cache pressure, a context
 limit, parallel slots with a queue, background load over a simulated day, a
 prefix cache, mid-stream stalls and injected faults.
 
@@ -26,7 +26,7 @@ What each response reports, so that tests know the truth:
 - When any of those knobs is set (``LabConfig.extended``) the last JSON event of a
   stream (the usage chunk, or the finish chunk when usage is not asked for) and a
   non-streamed document carry a top-level ``"lab"`` object, the whole truth once
-  the request is done (see :func:`~latdoc.lab.sim_plan.lab_object`)::
+  the request is done (see :func:`~latdoc.lab.sim._plan.lab_object`)::
 
       "lab": {"queue_ms": 180.2, "prefill_ms": 100.0, "decode_ms": 80.0,
               "stall_ms": 0.0, "stall_after_token": null, "cached_tokens": 0,
@@ -55,10 +55,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from latdoc.lab.sim_cache import PrefixCache
-from latdoc.lab.sim_config import Fault, LabConfig, LatencyModel
-from latdoc.lab.sim_events import OUTPUT_WORDS, output_text, output_token
-from latdoc.lab.sim_faults import (
+from latdoc.lab.sim._cache import PrefixCache
+from latdoc.lab.sim._config import Fault, LabConfig
+from latdoc.lab.sim._faults import (
     FAULT_HEADER,
     IMMEDIATE_FAULTS,
     Drip,
@@ -67,22 +66,12 @@ from latdoc.lab.sim_faults import (
     fault_response,
     timeout_response,
 )
-from latdoc.lab.sim_plan import Plan, server_timing
-from latdoc.lab.sim_request import ApiError, Kind, parse_call
-from latdoc.lab.sim_serve import Flight, serve_complete, serve_stream
-from latdoc.lab.sim_slots import BackgroundLoad, SlotPool
+from latdoc.lab.sim._plan import Plan, server_timing
+from latdoc.lab.sim._request import ApiError, Kind, parse_call
+from latdoc.lab.sim._serve import Flight, serve_complete, serve_stream
+from latdoc.lab.sim._slots import BackgroundLoad, SlotPool
 
-__all__ = [
-    "OUTPUT_WORDS",
-    "Fault",
-    "LabConfig",
-    "LatencyModel",
-    "create_app",
-    "end_streams",
-    "in_flight",
-    "output_text",
-    "output_token",
-]
+__all__ = ["create_app", "end_streams", "in_flight"]
 
 
 def _subseed(seed: int | None, name: str) -> str | None:

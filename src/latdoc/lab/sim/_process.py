@@ -1,9 +1,9 @@
 """The simulated endpoint in a child process, for timing under load.
 
-A :class:`~latdoc.lab.server.LabServer` shares the interpreter lock with its
+A :class:`~latdoc.lab.sim.LabServer` shares the interpreter lock with its
 client: a busy client (dozens of concurrent streams) delays the server's timers
 by tens of milliseconds. :class:`LabProcess` runs the same server through
-:func:`~latdoc.lab.server.serve_forever` in its own Python process, with the same
+:func:`~latdoc.lab.sim.serve_forever` in its own Python process, with the same
 attributes, so the latency the client measures is the latency the model planned.
 """
 
@@ -16,17 +16,20 @@ import signal
 import subprocess
 import sys
 from collections.abc import Sequence
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from latdoc.errors import LabError
 from latdoc.lab import tls as lab_tls
-from latdoc.lab.server import DEFAULT_CONFIG, LabServer, serve_forever
-from latdoc.lab.sim import Fault, LabConfig, LatencyModel
+from latdoc.lab._service import Service
+from latdoc.lab.sim._config import Fault, LabConfig, LatencyModel
+from latdoc.lab.sim._server import DEFAULT_CONFIG, LabServer, serve_forever
 
 __all__ = ["LabProcess", "config_from_json", "config_to_json"]
 
 _START_TIMEOUT_S = 30.0
+_CHILD = "import sys; from latdoc.lab.sim._process import main; main(sys.argv[1:])"
+"""The child's entry point. Not ``-m`` this module: importing its package imports it
+first, and runpy would then run a second copy of it as ``__main__``."""
 _STOP_TIMEOUT_S = 5.0
 
 
@@ -46,7 +49,7 @@ def config_from_json(text: str) -> LabConfig:
     return LabConfig(**fields)
 
 
-class LabProcess:
+class LabProcess(Service):
     """A lab server in a child process; a context manager like ``LabServer``.
 
     After start, :attr:`port`, :attr:`base_url` and (with ``tls``) :attr:`ca_file`
@@ -74,18 +77,6 @@ class LabProcess:
         self.ca_file: str | None = None
         self._process: subprocess.Popen[bytes] | None = None
 
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
     def start(self) -> None:
         """Start the child and return once its server accepts requests."""
         if self._process is not None:
@@ -99,7 +90,7 @@ class LabProcess:
             "tls_names": list(self.tls_names),
         }
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "latdoc.lab.process", json.dumps(arguments)],
+            [sys.executable, "-c", _CHILD, json.dumps(arguments)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
         )
@@ -150,7 +141,3 @@ def main(argv: list[str]) -> None:
         tls_names=arguments.get("tls_names", ()),
         on_ready=_announce,
     )
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

@@ -1,12 +1,12 @@
 """The link process: the event loop that forwards packets, answers DNS and control.
 
-``python -m latdoc.lab.link_daemon`` is what :class:`latdoc.lab.net.LabNet` starts
+``python -m latdoc.lab.net._link_daemon`` is what :class:`latdoc.lab.net.LabNet` starts
 inside the server namespace, with both TUN file descriptors inherited. One loop
 (:class:`_Daemon`) waits with ``select``, whose timeout has microsecond resolution,
-on the TUN devices, the lab DNS server's socket (:mod:`latdoc.lab.dns`) and a Unix
-control socket, and on their timers: packets leave the :class:`~latdoc.lab.link.Link`
+on the TUN devices, the lab DNS server's socket (:mod:`latdoc.lab.net._dns`) and a Unix
+control socket, and on their timers: packets leave the :class:`~latdoc.lab.net._link.Link`
 when due, DNS answers when their delay has passed, and a control request
-(:func:`latdoc.lab.link.control`) pings, reads the counters, changes the settings
+(:func:`latdoc.lab.net._link.control`) pings, reads the counters, changes the settings
 while the link runs, or stops it.
 """
 
@@ -25,10 +25,10 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from latdoc.errors import LabError, UsageError
-from latdoc.lab.link import CONTROL_MESSAGE_BYTES, Link, LinkSettings, LinkStats
+from latdoc.lab.net._link import CONTROL_MESSAGE_BYTES, Link, LinkSettings, LinkStats
 
 if TYPE_CHECKING:
-    from latdoc.lab.dns import DnsServer
+    from latdoc.lab.net._dns import DnsServer
 
 __all__ = ["main"]
 
@@ -154,7 +154,7 @@ class _Daemon:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the link process; runs until stopped, the parent dies, or lifetime ends."""
-    parser = argparse.ArgumentParser(prog="python -m latdoc.lab.link_daemon")
+    parser = argparse.ArgumentParser(prog="python -m latdoc.lab.net._link_daemon")
     parser.add_argument("--client-fd", type=int, required=True)
     parser.add_argument("--server-fd", type=int, required=True)
     parser.add_argument("--control", required=True)
@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     dns = None
     if args.dns:
-        from latdoc.lab.dns import DnsServer
+        from latdoc.lab.net._dns import DnsServer
 
         dns = DnsServer(**json.loads(args.dns))
     daemon = _Daemon(link, dns, args.control)

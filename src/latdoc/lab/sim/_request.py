@@ -12,8 +12,13 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Literal
 
-from latdoc.lab.sim_config import LabConfig
-from latdoc.lab.tokenizer import chat_prompt_token_list, chat_prompt_tokens, count_tokens, tokenize
+from latdoc.lab.sim._config import LabConfig
+from latdoc.lab.sim._tokenizer import (
+    chat_prompt_token_list,
+    chat_prompt_tokens,
+    count_tokens,
+    tokenize,
+)
 
 __all__ = ["ApiError", "Call", "Kind", "parse_call"]
 

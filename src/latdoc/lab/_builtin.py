@@ -1,28 +1,11 @@
-"""The simulated endpoint ``latdoc diagnose`` uses when no real engine is installed.
-
-Classic serving: prefill grows with the square of the prompt (about 70 ms at 128
-tokens, 0.9 s at 2K, 9 s at 8K), 12 ms per output token. A diagnosis should find
-input length to be the kind of slow, and nothing wrong with the network.
-"""
+"""The built-in endpoint the command line measures when it is given no URL."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
 
-from latdoc.lab.sim import LabConfig, LatencyModel
-
-DEMO_CONFIG = LabConfig(
-    model="lab-sim",
-    latency=LatencyModel(
-        prefill_base_ms=40.0,
-        prefill_ms_per_token=0.15,
-        prefill_ms_per_token2=0.00012,
-        decode_ms_per_token=12.0,
-        jitter_ms=2.0,
-    ),
-    seed=7,
-)
+from latdoc.lab.sim import DEMO_CONFIG, LabConfig, LabProcess
 
 
 @contextlib.contextmanager
@@ -35,8 +18,6 @@ def builtin_endpoint(
     simulated :data:`DEMO_CONFIG`; without, the simulated default endpoint.
     ``say`` hears which one was started and why.
     """
-    from latdoc.lab.process import LabProcess
-
     if not engine:
         with LabProcess(LabConfig(), tls=True, http2=http2) as lab:
             say(f"Probing the built-in simulated endpoint at {lab.base_url}")

@@ -23,9 +23,10 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from latdoc import errors
 from latdoc.errors import LabError, UsageError
-from latdoc.lab.dns import remove_resolver, write_resolver
-from latdoc.lab.link import configure_tun, open_tun
+from latdoc.lab.net._dns import remove_resolver, write_resolver
+from latdoc.lab.net._link import configure_tun, open_tun
 
 __all__ = [
     "STATE_DIR",
@@ -93,7 +94,8 @@ def namespaces_of(name: str) -> tuple[str, str]:
 def child_env() -> dict[str, str]:
     """This environment, with latdoc importable even when it is not installed."""
     env = dict(os.environ)
-    source = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    # The folder that holds the latdoc package (errors.py sits at its top).
+    source = os.path.dirname(os.path.dirname(os.path.abspath(errors.__file__)))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (source, env.get("PYTHONPATH")) if p)
     return env
 

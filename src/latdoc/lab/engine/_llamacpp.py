@@ -25,13 +25,14 @@ import socket
 import threading
 import time
 from pathlib import Path
-from types import ModuleType, TracebackType
-from typing import Any, Self
+from types import ModuleType
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
 from latdoc.errors import LabError
+from latdoc.lab._service import Service
 
 __all__ = [
     "INSTALL_HINT",
@@ -109,7 +110,7 @@ def engine_available() -> str | None:
     return None
 
 
-class EngineServer:
+class EngineServer(Service):
     """llama.cpp's HTTP server on the lab model; a context manager.
 
     ``slots`` requests are decoded together (llama.cpp's ``--parallel``); more wait
@@ -172,18 +173,6 @@ class EngineServer:
     def root_url(self) -> str:
         """The server's root (``http://127.0.0.1:PORT``), for ``/health``, ``/tokenize``."""
         return self.base_url.removesuffix("/v1")
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def start(self) -> None:
         """Load the model, start serving and wait until ``/health`` says ready."""

@@ -1,0 +1,110 @@
+"""The lab's shape: each room's public names, a cheap import, and how services stop.
+
+Every lab service (the simulated server, its child process, the engine, the
+network) starts and stops through :class:`latdoc.lab._service.Service`; here a
+real :class:`LabServer` shows the contract, and a service that cannot stop shows
+which error wins.
+"""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+
+import httpx
+import pytest
+
+import latdoc.lab
+from latdoc.errors import LabError
+from latdoc.lab import LabConfig, LabProcess, LabServer, LatencyModel
+from latdoc.lab._service import Service
+
+ROOMS = ["latdoc.lab", "latdoc.lab.sim", "latdoc.lab.net", "latdoc.lab.engine"]
+
+
+def _ruff_order(name: str) -> tuple[int, str]:
+    """Ruff's order for ``__all__`` (RUF022): CONSTANTS, then Classes, then functions."""
+    return (0 if name.isupper() else 1 if name[:1].isupper() else 2), name
+
+
+@pytest.mark.parametrize("name", ROOMS)
+def test_all_is_sorted_and_resolvable(name: str) -> None:
+    room = importlib.import_module(name)
+    assert room.__all__ == sorted(room.__all__, key=_ruff_order)
+    for public in room.__all__:
+        assert getattr(room, public) is not None, public
+
+
+def test_the_lab_face_names_what_latdoc_uses() -> None:
+    needed = {"LabConfig", "LatencyModel", "Fault", "LabServer", "LabProcess", "DEMO_CONFIG"}
+    needed |= {"EngineServer", "engine_available", "LabNet"}
+    assert needed <= set(latdoc.lab.__all__)
+
+
+def test_importing_the_lab_starts_nothing_and_loads_no_server() -> None:
+    code = (
+        "import sys, threading; import latdoc.lab, latdoc.lab.sim, latdoc.lab.net, "
+        "latdoc.lab.engine; assert threading.active_count() == 1; "
+        "heavy = {'xllamacpp', 'uvicorn', 'hypercorn', 'trustme', 'dnslib'}; "
+        "print(sorted(heavy & set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    assert out.stderr == ""
+
+
+def test_a_service_stops_when_its_block_ends_or_fails() -> None:
+    fast = LabConfig(latency=LatencyModel(prefill_base_ms=1, decode_ms_per_token=1))
+    with LabServer(fast) as lab:
+        url = f"{lab.base_url}/models"
+        assert httpx.get(url).status_code == 200
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(url)
+    with pytest.raises(RuntimeError, match="in the block"), LabServer(fast) as lab:  # noqa: PT012
+        url = f"{lab.base_url}/models"
+        raise RuntimeError("in the block")
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(url)
+
+
+def test_the_child_process_runs_its_entry_point_once(capfd: pytest.CaptureFixture[str]) -> None:
+    fast = LabConfig(latency=LatencyModel(prefill_base_ms=1, decode_ms_per_token=1))
+    with LabProcess(fast) as lab:
+        assert httpx.get(f"{lab.base_url}/models").status_code == 200
+    assert capfd.readouterr().err == ""
+
+
+class _Stuck(Service):
+    """A service whose start or stop fails as told, recording its calls."""
+
+    def __init__(self, *, start_fails: bool = False) -> None:
+        self.start_fails = start_fails
+        self.calls: list[str] = []
+
+    def start(self) -> None:
+        self.calls.append("start")
+        if self.start_fails:
+            raise LabError("cannot start")
+
+    def stop(self) -> None:
+        self.calls.append("stop")
+        raise LabError("cannot stop")
+
+
+def test_a_failed_start_is_stopped_and_its_error_wins() -> None:
+    service = _Stuck(start_fails=True)
+    with pytest.raises(LabError, match="cannot start") as raised, service:
+        pytest.fail("the block runs only after a start")
+    assert service.calls == ["start", "stop"]
+    assert raised.value.__notes__ == ["and _Stuck did not stop cleanly: cannot stop"]
+
+
+def test_an_error_in_the_block_wins_over_one_in_stopping() -> None:
+    service = _Stuck()
+    with pytest.raises(KeyError) as raised, service:
+        raise KeyError("body")
+    assert service.calls == ["start", "stop"]
+    assert raised.value.__notes__ == ["and _Stuck did not stop cleanly: cannot stop"]
+    with pytest.raises(LabError, match="cannot stop"), _Stuck():
+        pass
