@@ -14,19 +14,23 @@ import json
 import os
 import sys
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from latdoc.cli_common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_REQUEST_FAILED,
     EXIT_USAGE,
-    ProgressLine,
     endpoint_and_connection,
 )
 from latdoc.errors import LatdocError, UsageError
 from latdoc.probe.dialects import Dialect
 from latdoc.probe.trace import RequestTrace
+from latdoc.report.progress import ProgressBars
 from latdoc.workload.prompts import TokenCalibration
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
 
 
 def _positive_int(text: str) -> int:
@@ -213,7 +217,7 @@ def _target(args: argparse.Namespace) -> Iterator[tuple[str, str | None, str | N
 
 def _cmd_probe(args: argparse.Namespace) -> int:
     from latdoc.measure import ProbePlan, run_probe
-    from latdoc.report.json_out import trace_to_dict
+    from latdoc.report import make_console, trace_to_dict
 
     api_key = _api_key(args.api_key_env)
     with _target(args) as (url, model, cacert):
@@ -229,15 +233,11 @@ def _cmd_probe(args: argparse.Namespace) -> int:
             seed=args.seed,
         )
         out = sys.stdout
-        progress = ProgressLine(sys.stderr, enabled=args.repeat > 1)
+        progress = ProgressBars(sys.stderr, enabled=args.repeat > 1)
 
         def on_trace(index: int, trace: RequestTrace) -> None:
             if trace.error is not None:
-                progress.clear()
-                print(
-                    f"Error: request {index + 1}/{args.repeat}: {trace.error}",
-                    file=sys.stderr,
-                )
+                progress.message(f"Error: request {index + 1}/{args.repeat}: {trace.error}")
             if args.json:
                 out.write(json.dumps(trace_to_dict(trace)) + "\n")
                 out.flush()
@@ -247,18 +247,21 @@ def _cmd_probe(args: argparse.Namespace) -> int:
             run = asyncio.run(run_probe(plan, on_trace))
         finally:
             progress.clear()
-    if not args.json:
-        out.write(_render_probe(run.traces, run.calibration) + "\n")
+    if not args.json and run.traces:
+        make_console(out).print(_render_probe(run.traces, run.calibration))
     return EXIT_REQUEST_FAILED if any(t.error is not None for t in run.traces) else EXIT_OK
 
 
-def _render_probe(traces: Sequence[RequestTrace], calibration: TokenCalibration | None) -> str:
-    from latdoc.analysis.repeats import summarize
-    from latdoc.report.probe_text import render_summary, render_waterfall
+def _render_probe(
+    traces: Sequence[RequestTrace], calibration: TokenCalibration | None
+) -> RenderableType:
+    from rich.console import Group
+    from rich.text import Text
 
-    if not traces:
-        return ""
-    parts = [render_waterfall(traces[0])]
+    from latdoc.analysis.repeats import summarize
+    from latdoc.report import render_summary, render_waterfall
+
+    parts: list[RenderableType] = [render_waterfall(traces[0])]
     if calibration is not None:
         how = (
             "calibrated on the endpoint's usage"
@@ -266,12 +269,14 @@ def _render_probe(traces: Sequence[RequestTrace], calibration: TokenCalibration 
             else "the endpoint reports no usage, so 1 token per word was assumed"
         )
         parts.append(
-            f"  Prompt length {how}: {calibration.overhead:.0f} + "
-            f"{calibration.per_word:.2f} tokens per word."
+            Text(
+                f"  Prompt length {how}: {calibration.overhead:.0f} + "
+                f"{calibration.per_word:.2f} tokens per word."
+            )
         )
     if len(traces) > 1:
-        parts += ["", render_summary(summarize(traces))]
-    return "\n".join(parts)
+        parts += [Text(""), render_summary(summarize(traces))]
+    return Group(*parts)
 
 
 def _cmd_diagnose_family(args: argparse.Namespace) -> int:

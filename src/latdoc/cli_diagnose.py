@@ -18,10 +18,10 @@ from latdoc.cli_common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_REQUEST_FAILED,
-    ProgressLine,
     endpoint_and_connection,
 )
 from latdoc.errors import UsageError
+from latdoc.report.progress import ProgressBars
 from latdoc.workload.sample import Sample
 
 DEFAULT_MAX_REQUESTS = 40
@@ -172,7 +172,7 @@ def builtin_target(http2: bool, err: TextIO) -> Iterator[tuple[str, str, str | N
 
 def cmd_diagnose(args: argparse.Namespace, api_key: str | None, target: Any) -> int:
     from latdoc.diagnose import build_diagnosis, run_diagnosis
-    from latdoc.report.diagnosis_text import diagnosis_to_dict
+    from latdoc.report import diagnosis_to_dict
     from latdoc.steps import DiagnosisPlan
     from latdoc.store import Store
     from latdoc.workload.budget import Budget
@@ -202,7 +202,7 @@ def cmd_diagnose(args: argparse.Namespace, api_key: str | None, target: Any) -> 
                 samples.append(sample)
                 store.add_sample(run_id, sample)
 
-            progress = ProgressLine(err)
+            progress = ProgressBars(err)
             status, notes = "done", []
             try:
                 result = asyncio.run(
@@ -234,8 +234,7 @@ def cmd_diagnose(args: argparse.Namespace, api_key: str | None, target: Any) -> 
 def _emit(
     diagnosis: Diagnosis, samples: Sequence[Sample], args: argparse.Namespace, out: TextIO
 ) -> None:
-    from latdoc.report.diagnosis_text import diagnosis_to_dict, render_diagnosis
-    from latdoc.report.html import render_html
+    from latdoc.report import diagnosis_to_dict, make_console, render_diagnosis, render_html
 
     if args.html:
         path = Path(args.html)
@@ -247,7 +246,7 @@ def _emit(
     if args.json:
         out.write(json.dumps(diagnosis_to_dict(diagnosis), indent=2) + "\n")
     elif args.command == "diagnose" or not args.html:
-        out.write(render_diagnosis(diagnosis) + "\n")
+        make_console(out).print(render_diagnosis(diagnosis))
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
