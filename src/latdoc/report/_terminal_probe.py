@@ -112,12 +112,9 @@ def _tokens_line(trace: RequestTrace) -> Text:
     return Text("  ·  ".join(parts))
 
 
-def _group_table(title: str, group: GroupSummary, *, skip_setup: bool) -> Table:
+def _group_table(title: str, group: GroupSummary, *, skip_setup: bool) -> Group:
     """hyperfine's rows: the mean ± σ in one unit per row, then min … max; no σ when n = 1."""
     table = Table(
-        title=title,
-        title_justify="left",
-        title_style="bold",
         box=None,
         padding=(0, 1),
         pad_edge=False,
@@ -132,7 +129,7 @@ def _group_table(title: str, group: GroupSummary, *, skip_setup: bool) -> Table:
         if skip_setup and name in SETUP_METRICS:
             continue
         table.add_row(name, *_dist_cells(dist))
-    return table
+    return Group(Text(title, style="bold"), _indent(table))
 
 
 def _dist_cells(dist: Distribution) -> tuple[Text, str, str]:
