@@ -54,6 +54,7 @@ def test_json_has_one_object_per_request(
     assert len(rows) == 3
     for row in rows:
         assert row.keys() >= JSON_KEYS
+        assert row["schema"] == "latdoc.trace/1"
         assert row["error"] is None
         assert row["output_tokens"] == 5 and row["output_tokens_exact"] is True
         assert len(row["chunks"]) == 5
