@@ -171,7 +171,17 @@ def waterfall_svg(samples: Sequence[Sample], cap: int = MAX_ROWS) -> str | None:
         if failed:
             handles.append(Patch(color=ERROR_COLOUR, alpha=0.35))
             labels.append("✕ failed request")
-        figure.legend(handles, labels, loc="outside upper left", ncols=min(len(labels), 5))
+        # Two rows read left to right in the order a request passes the phases; the
+        # legend fills column by column, so interleave the first half with the second.
+        columns = math.ceil(len(labels) / 2)
+        order = [i + row * columns for i in range(columns) for row in (0, 1)]
+        order = [i for i in order if i < len(labels)]
+        figure.legend(
+            [handles[i] for i in order],
+            [labels[i] for i in order],
+            loc="outside upper left",
+            ncols=columns,
+        )
         return _svg(figure, "Phases of each request", "waterfall")
 
 
@@ -226,17 +236,17 @@ def length_svg(samples: Sequence[Sample], curve: LengthCurve | None) -> str | No
         ax.grid(True)
         ax.set_xlabel("prompt tokens")
         ax.set_ylabel("time to first token")
-        ax.legend(loc="upper left")
+        ax.legend(loc="best")
         return _svg(figure, "Time to first token against prompt length", "length")
 
 
 def _fit_formula(curve: LengthCurve) -> str:
     """``a + b·k + c·k²`` with the fitted numbers, k in thousands of prompt tokens."""
-    return (
-        f"{format_ms(curve.a_ms)} + {format_ms(curve.b_ms_per_1k)}·k "
-        f"{'−' if curve.c_ms_per_1k2 < 0 else '+'} {format_ms(abs(curve.c_ms_per_1k2))}·k²"
-        " (k = 1K tokens)"
-    )
+    formula = f"{format_ms(curve.a_ms)} + {format_ms(curve.b_ms_per_1k)}·k"
+    if abs(curve.c_ms_per_1k2) >= 0.0005:  # shown as "0 µs" otherwise: the fit is linear
+        sign = "−" if curve.c_ms_per_1k2 < 0 else "+"
+        formula += f" {sign} {format_ms(abs(curve.c_ms_per_1k2))}·k²"
+    return formula + " (k = 1K tokens)"
 
 
 def histogram_edges(values: Sequence[float]) -> list[float]:
@@ -287,7 +297,7 @@ def ttft_histogram_svg(samples: Sequence[Sample]) -> str | None:
         ax.grid(axis="y")
         ax.set_xlabel("time to first token")
         ax.set_ylabel("requests")
-        ax.legend(loc="upper right")
+        ax.legend(loc="best")
         return _svg(figure, "Distribution of time to first token", "histogram")
 
 
