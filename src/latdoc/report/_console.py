@@ -12,7 +12,9 @@ import io
 import os
 from typing import TextIO
 
+from rich.columns import Columns
 from rich.console import Console, RenderableType
+from rich.text import Text
 
 
 def make_console(file: TextIO, *, width: int | None = None) -> Console:
@@ -42,3 +44,11 @@ def render_text(renderable: RenderableType, width: int = 80) -> str:
     )
     console.print(renderable)
     return buffer.getvalue()
+
+
+def side_by_side(items: list[Text]) -> Columns:
+    """Short items side by side, wrapped between items and never inside one, so a number
+    stays next to its unit and its name at any width."""
+    for item in items:
+        item.no_wrap = True
+    return Columns(items, padding=(0, 3))

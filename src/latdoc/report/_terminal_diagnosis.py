@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from rich.bar import Bar
-from rich.columns import Columns
 from rich.console import Group, RenderableType
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
 from latdoc.analysis.model import Diagnosis, Finding, Kind, Remedy
+from latdoc.report._console import side_by_side
 from latdoc.report._theme import KIND_COLOURS
 from latdoc.report.names import format_ms, format_value, kind_name
 
@@ -28,14 +28,6 @@ def _indent(renderable: RenderableType, level: int = 1) -> Padding:
 
 
 _BLANK = Text("")
-
-
-def _items(items: list[Text]) -> Columns:
-    """Short items side by side, wrapped between items and never inside one, so a number
-    stays next to its unit and its name at any width."""
-    for item in items:
-        item.no_wrap = True
-    return Columns(items, padding=(0, 3))
 
 
 def _heading(text: str) -> Group:
@@ -58,7 +50,7 @@ def _network_lines(n: Mapping[str, float | None]) -> list[RenderableType]:
         value = n.get(key)
         if value is not None:
             parts.append(Text.assemble((label, "dim"), " ", (format_ms(value), "bold")))
-    lines: list[RenderableType] = [_items(parts)]
+    lines: list[RenderableType] = [side_by_side(parts)]
     saving = n.get("keepalive_saving_ms")
     if saving is not None and saving > 0:
         lines.append(Text(f"keep-alive saves {format_ms(saving)} of first-byte time per request"))
@@ -90,7 +82,7 @@ def _length_lines(d: Diagnosis) -> list[RenderableType]:
     ]
     return [
         Text("TTFT by prompt tokens:", style="dim"),
-        _indent(_items(points)),
+        _indent(side_by_side(points)),
         Text(
             f"prefill {format_ms(curve.prefill_ms_per_1k)} per 1K tokens at the longest; "
             f"curve {curve.shape}; longest/shortest {curve.ratio_long_short:.1f}×"
@@ -150,7 +142,7 @@ def _finding(f: Finding) -> Group:
         head,
         _indent(Text.assemble(("rule: ", "dim"), f.rule), 2),
         _indent(Text("evidence:", style="dim"), 2),
-        _indent(_items(evidence), 3),
+        _indent(side_by_side(evidence), 3),
     )
 
 

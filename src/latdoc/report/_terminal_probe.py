@@ -15,6 +15,7 @@ from rich.text import Text
 from latdoc.analysis.repeats import SETUP_METRICS, GroupSummary, RepeatSummary
 from latdoc.analysis.stats import Distribution
 from latdoc.probe.trace import RequestTrace
+from latdoc.report._console import side_by_side
 from latdoc.report._theme import ERROR_COLOUR, PHASE_COLOURS
 from latdoc.report.names import format_ms, pick_unit
 
@@ -26,15 +27,15 @@ def _indent(renderable: RenderableType) -> Padding:
     return Padding(renderable, (0, 0, 0, 2), expand=False)
 
 
-def _connection_line(trace: RequestTrace) -> Text:
-    parts = [f"POST {trace.url}", f"model {trace.model}"]
+def _connection_lines(trace: RequestTrace) -> Group:
+    parts = [Text(f"model {trace.model}")]
     if trace.http_version:
-        parts.append(trace.http_version)
+        parts.append(Text(trace.http_version))
     if trace.connection_id is not None:
         kind = "new connection" if trace.new_connection else "reused connection"
         where = f" to {trace.remote_ip}" if trace.remote_ip else ""
-        parts.append(f"{kind} #{trace.connection_id}{where}")
-    return Text("  ·  ".join(parts), style="bold")
+        parts.append(Text(f"{kind} #{trace.connection_id}{where}"))
+    return Group(Text(f"POST {trace.url}", style="bold"), side_by_side(parts))
 
 
 def _phases(trace: RequestTrace) -> list[tuple[str, str, float | None, float | None, str]]:
@@ -71,7 +72,9 @@ def render_waterfall(trace: RequestTrace) -> RenderableType:
         bar: RenderableType = ""
         if mark is not None and end > 0:
             start = previous if duration is None else max(mark - duration, 0.0)
-            bar = Bar(end, start, mark, width=_BAR_WIDTH, color=PHASE_COLOURS[key])
+            # A phase shorter than an eighth of a cell has no honest bar at this scale.
+            if (mark - start) / end * _BAR_WIDTH * 8 >= 1:
+                bar = Bar(end, start, mark, width=_BAR_WIDTH, color=PHASE_COLOURS[key])
             previous = mark
         table.add_row(
             Text(label, style=PHASE_COLOURS[key]),
@@ -81,7 +84,7 @@ def render_waterfall(trace: RequestTrace) -> RenderableType:
             bar,
         )
     parts: list[RenderableType] = [
-        _indent(_connection_line(trace)),
+        _indent(_connection_lines(trace)),
         _BLANK,
         _indent(table),
         _BLANK,
@@ -98,7 +101,7 @@ def render_waterfall(trace: RequestTrace) -> RenderableType:
     return Group(*parts)
 
 
-def _tokens_line(trace: RequestTrace) -> Text:
+def _tokens_line(trace: RequestTrace) -> RenderableType:
     parts = [f"TTFT {format_ms(trace.ttft_ms)}", f"TPOT {format_ms(trace.tpot_ms)}"]
     if trace.output_tokens is not None:
         source = "usage" if trace.output_tokens_exact else "approx., counted from chunks"
@@ -109,7 +112,7 @@ def _tokens_line(trace: RequestTrace) -> Text:
         parts.append(f"RTT {format_ms(trace.rtt_ms)}")
     if trace.tcp_info is not None and trace.tcp_info.retransmits:
         parts.append(f"{trace.tcp_info.retransmits} retransmits")
-    return Text("  ·  ".join(parts))
+    return side_by_side([Text(part) for part in parts])
 
 
 def _group_table(title: str, group: GroupSummary, *, skip_setup: bool) -> Group:

@@ -75,6 +75,8 @@ class ProgressBars:
             TimeElapsedColumn(),
             console=make_console(self.stream),
             auto_refresh=False,
+            # Results and --json lines go to stdout as they are, never into the display.
+            redirect_stdout=False,
             get_time=self._get_time,
         )
         self._progress.start()
