@@ -150,7 +150,11 @@ def _remedy(i: int, r: Remedy) -> Group:
     head = Text.assemble(f"{i}. ", (r.title, "bold"))
     if r.predicted_gain_ms:
         head.append(f"  (saves ~{format_ms(r.predicted_gain_ms)})", style="green")
-    body: list[RenderableType] = [_indent(Text(line), 2) for line in r.change.splitlines()]
+    # A wrapped line of code continues under its own first character, not at the margin.
+    body: list[RenderableType] = [
+        Padding(Text(line.lstrip()), (0, 0, 0, 4 + len(line) - len(line.lstrip())), expand=False)
+        for line in r.change.splitlines()
+    ]
     if r.tradeoff:
         body.append(_indent(Text.assemble(("trade-off: ", "yellow"), r.tradeoff), 2))
     return Group(head, *body)
