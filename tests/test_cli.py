@@ -54,6 +54,7 @@ def test_json_has_one_object_per_request(
     assert len(rows) == 3
     for row in rows:
         assert row.keys() >= JSON_KEYS
+        assert row["schema"] == "latdoc.trace/1"
         assert row["error"] is None
         assert row["output_tokens"] == 5 and row["output_tokens_exact"] is True
         assert len(row["chunks"]) == 5
@@ -73,10 +74,12 @@ def test_text_shows_the_waterfall_and_cold_apart_from_warm(
     assert code == EXIT_OK
     for label in ("DNS", "TCP", "Send", "Server wait", "First token", "Streaming"):
         assert label in out
-    assert "TLS" not in out.split("\n\n")[1]
+    waterfall = out[: out.index("requests:")]
+    assert "TLS" not in waterfall
     assert "Cold (new connection, n = 1)" in out
     assert "Warm (reused connection, n = 3)" in out
-    assert "(mean ± σ)" in out
+    assert "mean" in out and "± σ" in out and "min … max" in out
+    assert "\x1b[" not in out, "piped output is plain text"
     assert "Keep-alive saves" in out
 
 

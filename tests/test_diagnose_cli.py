@@ -50,6 +50,7 @@ def test_diagnose_json_report_and_store(
     assert code == 0, captured.err
     doc = json.loads(captured.out)
     assert set(doc) >= {"verdict", "shares", "findings", "steps", "run_id"}
+    assert doc["schema"] == "latdoc.diagnosis/2"
     assert set(doc["verdict"]) == {"primary", "contributing", "confidence"}
     assert 0 <= doc["verdict"]["confidence"] <= 1
     assert doc["requests"] <= 30

@@ -23,8 +23,8 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import httpx
 import pytest
-from latdoc.cli.lab import add_lab_parser, run_lab
 
+from latdoc.cli.lab import add_lab_parser, run_lab
 from latdoc.errors import LabError, UsageError
 from latdoc.lab.engine import EngineServer, engine_available, find_model
 from latdoc.probe import Endpoint, ProbeSession

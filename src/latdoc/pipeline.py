@@ -25,7 +25,7 @@ from latdoc.advice.remedies import with_remedies
 from latdoc.analysis.attribution import RunContext, diagnose
 from latdoc.analysis.diagnosis import Diagnosis, Scenario
 from latdoc.records import Sample, Step, StepNote
-from latdoc.report.diagnosis_text import diagnosis_to_dict
+from latdoc.report import diagnosis_to_dict
 from latdoc.store import Store
 from latdoc.workload import (
     Budget,

@@ -13,7 +13,6 @@ from latdoc.cli._options import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_REQUEST_FAILED,
-    ProgressLine,
     add_target_arguments,
     api_key,
     endpoint_and_connection,
@@ -23,6 +22,7 @@ from latdoc.cli._options import (
 )
 from latdoc.errors import UsageError
 from latdoc.pipeline import DEFAULT_CONCURRENCY, DiagnosisRun, diagnose_endpoint, rediagnose
+from latdoc.report import ProgressBars
 from latdoc.store import Store
 from latdoc.workload import LENGTHS, DiagnosisPlan, planned_requests, planned_tokens
 
@@ -119,7 +119,7 @@ def run_diagnose(args: argparse.Namespace) -> int:
             seed=args.seed,
         )
         print(plan_line(plan), file=err)
-        progress = ProgressLine(err)
+        progress = ProgressBars(err)
         with Store(args.db, secrets=[key] if key else []) as store:
             try:
                 run = diagnose_endpoint(
@@ -168,8 +168,7 @@ def run_report(args: argparse.Namespace) -> int:
 def _emit(run: DiagnosisRun, args: argparse.Namespace, out: TextIO, *, terminal: bool) -> None:
     """Write the HTML file if asked; print JSON, or the terminal view unless only HTML was
     asked of a stored run."""
-    from latdoc.report.diagnosis_text import diagnosis_to_dict, render_diagnosis
-    from latdoc.report.html import render_html
+    from latdoc.report import diagnosis_to_dict, make_console, render_diagnosis, render_html
 
     if args.html:
         path = Path(args.html)
@@ -181,4 +180,4 @@ def _emit(run: DiagnosisRun, args: argparse.Namespace, out: TextIO, *, terminal:
     if args.json:
         out.write(json.dumps(diagnosis_to_dict(run.diagnosis), indent=2) + "\n")
     elif terminal or not args.html:
-        out.write(render_diagnosis(run.diagnosis) + "\n")
+        make_console(out).print(render_diagnosis(run.diagnosis))

@@ -7,12 +7,11 @@ import asyncio
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from latdoc.cli._options import (
     EXIT_OK,
     EXIT_REQUEST_FAILED,
-    ProgressLine,
     add_target_arguments,
     api_key,
     endpoint_and_connection,
@@ -20,7 +19,11 @@ from latdoc.cli._options import (
     target,
 )
 from latdoc.records import RequestTrace
+from latdoc.report import ProgressBars, make_console, trace_to_dict
 from latdoc.workload import ProbePlan, TokenCalibration, run_probe
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
 
 
 def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
@@ -67,8 +70,6 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from latdoc.report.json_out import trace_to_dict
-
     key = api_key(args)
     err, out = sys.stderr, sys.stdout
     with target(args, err, engine=False) as where:
@@ -83,12 +84,11 @@ def run(args: argparse.Namespace) -> int:
             reuse_connections=args.reuse,
             seed=args.seed,
         )
-        progress = ProgressLine(err, enabled=args.repeat > 1)
+        progress = ProgressBars(err, enabled=args.repeat > 1)
 
         def on_trace(index: int, trace: RequestTrace) -> None:
             if trace.error is not None:
-                progress.clear()
-                print(f"Error: request {index + 1}/{args.repeat}: {trace.error}", file=err)
+                progress.message(f"Error: request {index + 1}/{args.repeat}: {trace.error}")
             if args.json:
                 out.write(json.dumps(trace_to_dict(trace)) + "\n")
                 out.flush()
@@ -98,18 +98,19 @@ def run(args: argparse.Namespace) -> int:
             result = asyncio.run(run_probe(plan, on_trace))
         finally:
             progress.clear()
-    if not args.json:
-        out.write(_render(result.traces, result.calibration) + "\n")
+    if not args.json and result.traces:
+        make_console(out).print(_render(result.traces, result.calibration))
     return EXIT_REQUEST_FAILED if any(t.error is not None for t in result.traces) else EXIT_OK
 
 
-def _render(traces: Sequence[RequestTrace], calibration: TokenCalibration | None) -> str:
-    from latdoc.analysis.repeats import summarize
-    from latdoc.report.probe_text import render_summary, render_waterfall
+def _render(traces: Sequence[RequestTrace], calibration: TokenCalibration | None) -> RenderableType:
+    from rich.console import Group
+    from rich.text import Text
 
-    if not traces:
-        return ""
-    parts = [render_waterfall(traces[0])]
+    from latdoc.analysis.repeats import summarize
+    from latdoc.report import render_summary, render_waterfall
+
+    parts: list[RenderableType] = [render_waterfall(traces[0])]
     if calibration is not None:
         how = (
             "calibrated on the endpoint's usage"
@@ -117,9 +118,11 @@ def _render(traces: Sequence[RequestTrace], calibration: TokenCalibration | None
             else "the endpoint reports no usage, so 1 token per word was assumed"
         )
         parts.append(
-            f"  Prompt length {how}: {calibration.overhead:.0f} + "
-            f"{calibration.per_word:.2f} tokens per word."
+            Text(
+                f"  Prompt length {how}: {calibration.overhead:.0f} + "
+                f"{calibration.per_word:.2f} tokens per word."
+            )
         )
     if len(traces) > 1:
-        parts += ["", render_summary(summarize(traces))]
-    return "\n".join(parts)
+        parts += [Text(""), render_summary(summarize(traces))]
+    return Group(*parts)

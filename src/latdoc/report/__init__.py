@@ -1,0 +1,32 @@
+"""Rendering a diagnosis or a probe: terminal renderables (rich), JSON documents with a
+schema name, and a self-contained HTML page with plots.
+
+Renderers are pure: they return renderables, dicts or strings; only the CLI writes.
+Importing this package does not load matplotlib; :func:`render_html` does, when called.
+"""
+
+from latdoc.report._console import make_console, render_text
+from latdoc.report._html import render_html
+from latdoc.report._terminal_diagnosis import render_diagnosis
+from latdoc.report._terminal_probe import render_summary, render_waterfall
+from latdoc.report.json_out import (
+    DIAGNOSIS_SCHEMA,
+    TRACE_SCHEMA,
+    diagnosis_to_dict,
+    trace_to_dict,
+)
+from latdoc.report.progress import ProgressBars
+
+__all__ = [
+    "DIAGNOSIS_SCHEMA",
+    "TRACE_SCHEMA",
+    "ProgressBars",
+    "diagnosis_to_dict",
+    "make_console",
+    "render_diagnosis",
+    "render_html",
+    "render_summary",
+    "render_text",
+    "render_waterfall",
+    "trace_to_dict",
+]

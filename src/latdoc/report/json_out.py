@@ -1,24 +1,55 @@
-"""JSON form of a trace: durations and offsets in milliseconds, ``null`` when not measured.
+"""The machine-readable documents: a diagnosis and a trace, each naming its schema.
 
-``dns_ms``, ``connect_ms``, ``tls_ms``, ``send_ms`` and ``wait_ms`` are phase
-durations; ``ttfb_ms``, ``ttft_ms``, ``total_ms`` and each chunk's ``t_ms`` count
-from the start of the request, as curl's ``time_starttransfer`` and ``time_total`` do.
+Every duration is in milliseconds under a key ending ``_ms``, ``null`` when not
+measured. Keys that older versions wrote in another unit (``shares`` and
+``share_s`` in seconds, ``retry_after_s``, TCP_INFO's ``*_us``) stay as they
+were, for the scripts that read them, with an ``_ms`` twin beside them.
+
+In a trace, ``dns_ms``, ``connect_ms``, ``tls_ms``, ``send_ms`` and ``wait_ms``
+are phase durations; ``ttfb_ms``, ``ttft_ms``, ``total_ms`` and each chunk's
+``t_ms`` count from the start of the request, as curl's ``time_starttransfer``
+and ``time_total`` do.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from latdoc.analysis.diagnosis import Diagnosis, Kind, Remedy
 from latdoc.records import RequestTrace
+
+DIAGNOSIS_SCHEMA = "latdoc.diagnosis/2"
+TRACE_SCHEMA = "latdoc.trace/1"
+
+_TO_MS = {"_s": 1000.0, "_us": 0.001}
+"""Suffixes of keys in another unit, and the factor that turns their value into ms."""
 
 
 def _r(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
 
 
+def with_ms_twins(numbers: Mapping[str, float | None]) -> dict[str, float | None]:
+    """The mapping with an ``<name>_ms`` key after each ``<name>_s`` or ``<name>_us`` key."""
+    out: dict[str, float | None] = {}
+    for key, value in numbers.items():
+        out[key] = value
+        for suffix, factor in _TO_MS.items():
+            if key.endswith(suffix):
+                twin = key.removesuffix(suffix) + "_ms"
+                if twin not in numbers:
+                    out[twin] = None if value is None else round(value * factor, 6)
+                break
+    return out
+
+
 def trace_to_dict(trace: RequestTrace) -> dict[str, Any]:
+    """One request as the ``latdoc.trace/1`` document (one line of ``probe --json``)."""
     error = trace.error
+    tcp = trace.tcp_info
     return {
+        "schema": TRACE_SCHEMA,
         "started_at": trace.started_at.isoformat(),
         "url": trace.url,
         "model": trace.model,
@@ -50,13 +81,17 @@ def trace_to_dict(trace: RequestTrace) -> dict[str, Any]:
         "response_bytes": trace.response_bytes,
         "server_timing": dict(trace.server_timing),
         "tcp_info": None
-        if trace.tcp_info is None
+        if tcp is None
         else {
-            "rtt_us": trace.tcp_info.rtt_us,
-            "rttvar_us": trace.tcp_info.rttvar_us,
-            "min_rtt_us": trace.tcp_info.min_rtt_us,
-            "retransmits": trace.tcp_info.retransmits,
-            "snd_cwnd": trace.tcp_info.snd_cwnd,
+            **with_ms_twins(
+                {
+                    "rtt_us": tcp.rtt_us,
+                    "rttvar_us": tcp.rttvar_us,
+                    "min_rtt_us": tcp.min_rtt_us,
+                }
+            ),
+            "retransmits": tcp.retransmits,
+            "snd_cwnd": tcp.snd_cwnd,
         },
         "error": None
         if error is None
@@ -68,4 +103,76 @@ def trace_to_dict(trace: RequestTrace) -> dict[str, Any]:
             "status": error.status,
         },
         "chunks": [{"t_ms": round(c.t_ns / 1e6, 4), "tokens": c.tokens} for c in trace.chunks],
+    }
+
+
+def diagnosis_to_dict(d: Diagnosis) -> dict[str, Any]:
+    """The ``latdoc.diagnosis/2`` document: verdict, shares, findings with their top
+    remedy, remedies, the numbers of each step, and what the run left out."""
+    top: dict[Kind, Remedy] = {}
+    for r in d.remedies:
+        top.setdefault(r.addresses, r)
+    findings = []
+    for f in d.findings:
+        remedy = top.get(f.kind)
+        findings.append(
+            {
+                "kind": str(f.kind),
+                "title": f.title,
+                "rule": f.rule,
+                "evidence": with_ms_twins(f.evidence),
+                "share_s": round(f.share_ms / 1000, 6),
+                "share_ms": round(f.share_ms, 3),
+                "confidence": f.confidence,
+                "remedy": remedy.title if remedy else None,
+                "predicted_gain_ms": remedy.predicted_gain_ms if remedy else None,
+            }
+        )
+    curve = d.length
+    return {
+        "schema": DIAGNOSIS_SCHEMA,
+        "run_id": d.run_id,
+        "endpoint": d.endpoint,
+        "model": d.model,
+        "scenario": str(d.scenario),
+        "requests": d.requests,
+        "failed": d.failed,
+        "verdict": {
+            "primary": str(d.verdict.primary),
+            "contributing": [str(k) for k in d.verdict.contributing],
+            "confidence": d.verdict.confidence,
+        },
+        "shares": {str(k): round(v / 1000, 6) for k, v in d.shares_ms.items()},
+        "shares_ms": {str(k): round(v, 3) for k, v in d.shares_ms.items()},
+        "findings": findings,
+        "remedies": [
+            {
+                "key": r.key,
+                "title": r.title,
+                "addresses": str(r.addresses),
+                "change": r.change,
+                "predicted_gain_ms": r.predicted_gain_ms,
+                "tradeoff": r.tradeoff,
+            }
+            for r in d.remedies
+        ],
+        "steps": {
+            "network": with_ms_twins(d.network),
+            "length": None
+            if curve is None
+            else {
+                "points": [
+                    {"prompt_tokens": p.prompt_tokens, "ttft_ms": p.ttft_ms, "n": p.n}
+                    for p in curve.points
+                ],
+                "a_ms": curve.a_ms,
+                "b_ms_per_1k": curve.b_ms_per_1k,
+                "c_ms_per_1k2": curve.c_ms_per_1k2,
+                "prefill_ms_per_1k": curve.prefill_ms_per_1k,
+                "shape": curve.shape,
+                "ratio_long_short": curve.ratio_long_short,
+            },
+            "load": with_ms_twins(d.load),
+        },
+        "notes": [{"step": n.step, "text": n.text} for n in d.notes],
     }

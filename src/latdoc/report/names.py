@@ -1,11 +1,10 @@
-"""Words and numbers every renderer shares: the kinds' names, evidence values."""
+"""Words and numbers every renderer shares: the kinds' names, durations, evidence values."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from latdoc.analysis.diagnosis import Kind
-from latdoc.report.probe_text import format_ms
 
 KIND_NAMES: Mapping[Kind, tuple[str, str]] = {
     Kind.NETWORK_SETUP: ("Network setup", "DNS, TCP and TLS handshakes, connections not reused"),
@@ -25,6 +24,27 @@ def kind_name(kind: Kind) -> str:
     """``Input length (prefill grows with the prompt)``."""
     short, meaning = KIND_NAMES[kind]
     return f"{short} ({meaning})"
+
+
+def pick_unit(value: float) -> str:
+    """The unit a duration in ms reads best in: ``µs`` below 1 ms, ``s`` from 1 s."""
+    if abs(value) < 1.0:
+        return "µs"
+    if abs(value) >= 1000.0:
+        return "s"
+    return "ms"
+
+
+def format_ms(value: float | None, unit: str | None = None) -> str:
+    """A duration in the unit that suits it (µs, ms or s), or ``-`` when not measured."""
+    if value is None:
+        return "-"
+    unit = unit or pick_unit(value)
+    if unit == "µs":
+        return f"{value * 1000:.0f} µs"
+    if unit == "s":
+        return f"{value / 1000:.2f} s"
+    return f"{value:.1f} ms"
 
 
 def format_value(key: str, value: float) -> str:

@@ -1,0 +1,209 @@
+"""A diagnosis in the terminal: the verdict, where the time goes, each step's evidence,
+the findings and the ranked remedies. Builds rich renderables; prints nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from rich.bar import Bar
+from rich.console import Group, RenderableType
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
+
+from latdoc.analysis.diagnosis import Diagnosis, Finding, Kind, Remedy
+from latdoc.report._console import side_by_side
+from latdoc.report._theme import KIND_COLOURS
+from latdoc.report.names import format_ms, format_value, kind_name
+
+_BAR_WIDTH = 32
+
+
+def _kind_style(kind: Kind) -> str:
+    return f"bold {KIND_COLOURS[kind.value]}"
+
+
+def _indent(renderable: RenderableType, level: int = 1) -> Padding:
+    return Padding(renderable, (0, 0, 0, 2 * level), expand=False)
+
+
+_BLANK = Text("")
+
+
+def _heading(text: str) -> Group:
+    return Group(_BLANK, _indent(Text(text, style="bold")))
+
+
+def _network_lines(n: Mapping[str, float | None]) -> list[RenderableType]:
+    if n.get("setup_ms") is None and n.get("ttft_ms") is None:
+        return [Text("not measured", style="dim")]
+    parts = []
+    for key, label in (
+        ("dns_ms", "DNS"),
+        ("connect_ms", "TCP"),
+        ("tls_ms", "TLS"),
+        ("send_ms", "send"),
+        ("wait_ms", "server wait"),
+        ("ttfb_ms", "first byte"),
+        ("ttft_ms", "first token"),
+    ):
+        value = n.get(key)
+        if value is not None:
+            parts.append(Text.assemble((label, "dim"), " ", (format_ms(value), "bold")))
+    lines: list[RenderableType] = [side_by_side(parts)]
+    saving = n.get("keepalive_saving_ms")
+    if saving is not None and saving > 0:
+        lines.append(Text(f"keep-alive saves {format_ms(saving)} of first-byte time per request"))
+    setup, ttfb = n.get("setup_ms"), n.get("cold_ttfb_ms")
+    if setup is not None and ttfb is not None:
+        if ttfb > 3 * setup:
+            lines.append(
+                Text(
+                    f"first byte on a new connection {format_ms(ttfb)} ≫ its network setup "
+                    f"{format_ms(setup)}: the time is in the model service, not the network"
+                )
+            )
+        elif setup > 200:
+            lines.append(
+                Text(
+                    f"network setup {format_ms(setup)} > 200 ms and first byte ≈ setup: "
+                    "the network is the bottleneck"
+                )
+            )
+    return lines
+
+
+def _length_lines(d: Diagnosis) -> list[RenderableType]:
+    curve = d.length
+    if curve is None:
+        return [Text("not measured", style="dim")]
+    points = [
+        Text.assemble(f"{p.prompt_tokens} → ", (format_ms(p.ttft_ms), "bold")) for p in curve.points
+    ]
+    return [
+        Text("TTFT by prompt tokens:", style="dim"),
+        _indent(side_by_side(points)),
+        Text(
+            f"prefill {format_ms(curve.prefill_ms_per_1k)} per 1K tokens at the longest; "
+            f"curve {curve.shape}; longest/shortest {curve.ratio_long_short:.1f}×"
+        ),
+    ]
+
+
+def _load_lines(ld: Mapping[str, float | None]) -> list[RenderableType]:
+    p50 = ld.get("ttft_p50_ms")
+    if p50 is None:
+        return [Text("not measured", style="dim")]
+    line = f"same-length TTFT p50 {format_ms(p50)}"
+    cv, spread = ld.get("ttft_cv"), ld.get("ttft_p95_over_p50")
+    if cv is not None and spread is not None:
+        line += f", CV {cv:.2f}, p95/p50 {spread:.2f}"
+    lines: list[RenderableType] = [Text(line)]
+    conc, ratio = ld.get("concurrent_ttft_p50_ms"), ld.get("concurrent_over_sequential")
+    if conc is not None and ratio is not None:
+        lines.append(
+            Text(
+                f"{ld.get('concurrency') or 0:.0f} at once: TTFT p50 {format_ms(conc)} "
+                f"({ratio:.2f}× sequential)"
+            )
+        )
+    return lines
+
+
+def _shares(shares_ms: Mapping[Kind, float]) -> Table:
+    """Each kind's share of a typical request: name, duration, and a bar to scale."""
+    largest = max(shares_ms.values(), default=0.0)
+    table = Table.grid(padding=(0, 2))
+    table.add_column(no_wrap=True)
+    table.add_column(justify="right", no_wrap=True)
+    table.add_column(no_wrap=True)
+    for kind, ms in sorted(shares_ms.items(), key=lambda kv: -kv[1]):
+        bar: RenderableType = ""
+        if largest > 0 and ms > 0:
+            bar = Bar(largest, 0, ms, width=_BAR_WIDTH, color=KIND_COLOURS[kind.value])
+        table.add_row(Text(str(kind), style=KIND_COLOURS[kind.value]), format_ms(ms), bar)
+    return table
+
+
+def _finding(f: Finding) -> Group:
+    head = Text.assemble(
+        ("● ", KIND_COLOURS[f.kind.value]),
+        (f.title, "bold"),
+        "  [",
+        (str(f.kind), KIND_COLOURS[f.kind.value]),
+        "]  ",
+        f"adds ~{format_ms(f.share_ms)}, confidence {f.confidence:.2f}",
+    )
+    evidence = [
+        Text.assemble((key, "dim"), " ", (format_value(key, value), "bold"))
+        for key, value in f.evidence.items()
+    ]
+    return Group(
+        head,
+        _indent(Text.assemble(("rule: ", "dim"), f.rule), 2),
+        _indent(Text("evidence:", style="dim"), 2),
+        _indent(side_by_side(evidence), 3),
+    )
+
+
+def _remedy(i: int, r: Remedy) -> Group:
+    head = Text.assemble(f"{i}. ", (r.title, "bold"))
+    if r.predicted_gain_ms:
+        head.append(f"  (saves ~{format_ms(r.predicted_gain_ms)})", style="green")
+    # A wrapped line of code continues under its own first character, not at the margin.
+    body: list[RenderableType] = [
+        Padding(Text(line.lstrip()), (0, 0, 0, 4 + len(line) - len(line.lstrip())), expand=False)
+        for line in r.change.splitlines()
+    ]
+    if r.tradeoff:
+        body.append(_indent(Text.assemble(("trade-off: ", "yellow"), r.tradeoff), 2))
+    return Group(head, *body)
+
+
+def render_diagnosis(d: Diagnosis) -> RenderableType:
+    """The whole diagnosis, top to bottom: verdict first, what to change last."""
+    v = d.verdict
+    failed_style = "bold red" if d.failed else ""
+    parts: list[RenderableType] = [
+        _indent(
+            Text.assemble(
+                f"{d.requests} requests to {d.endpoint} (model {d.model}), ",
+                (f"{d.failed} failed", failed_style),
+            )
+        ),
+        _BLANK,
+        _indent(
+            Text.assemble(
+                ("Verdict: ", "bold"),
+                (kind_name(v.primary), _kind_style(v.primary)),
+                f"   confidence {v.confidence:.2f}",
+            ),
+        ),
+    ]
+    if v.contributing:
+        contributing = Text("Contributing: ")
+        for i, kind in enumerate(v.contributing):
+            if i:
+                contributing.append(", ")
+            contributing.append(str(kind), style=KIND_COLOURS[kind.value])
+        parts.append(_indent(contributing))
+    parts += [
+        _heading("What each kind adds to a typical request:"),
+        _indent(_shares(d.shares_ms), 2),
+    ]
+    for title, lines in (
+        ("Step 1 — network", _network_lines(d.network)),
+        ("Step 2 — input length", _length_lines(d)),
+        ("Step 3 — fluctuation and load", _load_lines(d.load)),
+    ):
+        parts += [_heading(title), *(_indent(line, 2) for line in lines)]
+    if d.findings:
+        parts.append(_heading("Findings:"))
+        parts += [_indent(_finding(f)) for f in d.findings]
+    if d.remedies:
+        parts.append(_heading(f"Remedies, ranked for {d.scenario}:"))
+        parts += [_indent(_remedy(i, r)) for i, r in enumerate(d.remedies, 1)]
+    if d.notes:
+        parts.append(_heading("Left out:"))
+        parts += [_indent(Text.assemble((f"{n.step}: ", "dim"), n.text), 2) for n in d.notes]
+    return Group(*parts)

@@ -1,0 +1,135 @@
+"""The JSON documents: a schema name each, milliseconds beside every other unit, and
+key sets pinned so that renaming or dropping a key users' scripts read fails here."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from latdoc.analysis.diagnosis import Finding, Kind
+from latdoc.errors import ErrorKind, Phase, TraceError
+from latdoc.records import TcpInfo
+from latdoc.report import DIAGNOSIS_SCHEMA, TRACE_SCHEMA, diagnosis_to_dict, trace_to_dict
+from report_samples import make_diagnosis, make_trace, with_error
+
+DIAGNOSIS_KEYS = {
+    "schema", "run_id", "endpoint", "model", "scenario", "requests", "failed", "verdict",
+    "shares", "shares_ms", "findings", "remedies", "steps", "notes",
+}  # fmt: skip
+VERDICT_KEYS = {"primary", "contributing", "confidence"}
+FINDING_KEYS = {
+    "kind", "title", "rule", "evidence", "share_s", "share_ms", "confidence", "remedy",
+    "predicted_gain_ms",
+}  # fmt: skip
+REMEDY_KEYS = {"key", "title", "addresses", "change", "predicted_gain_ms", "tradeoff"}
+STEPS_KEYS = {"network", "length", "load"}
+LENGTH_KEYS = {
+    "points", "a_ms", "b_ms_per_1k", "c_ms_per_1k2", "prefill_ms_per_1k", "shape",
+    "ratio_long_short",
+}  # fmt: skip
+POINT_KEYS = {"prompt_tokens", "ttft_ms", "n"}
+NOTE_KEYS = {"step", "text"}
+
+TRACE_KEYS = {
+    "schema", "started_at", "url", "model", "dialect", "http_version", "remote_ip",
+    "connection_id", "new_connection", "status", "queue_ms", "dns_ms", "connect_ms", "tls_ms",
+    "send_ms", "send_acked", "wait_ms", "ttfb_ms", "ttft_ms", "tpot_ms", "total_ms", "rtt_ms",
+    "prompt_tokens", "cached_prompt_tokens", "output_tokens", "output_tokens_exact",
+    "chunk_tokens_exact", "finish_reason", "request_bytes", "response_bytes", "server_timing",
+    "tcp_info", "error", "chunks",
+}  # fmt: skip
+TCP_INFO_KEYS = {
+    "rtt_us", "rtt_ms", "rttvar_us", "rttvar_ms", "min_rtt_us", "min_rtt_ms", "retransmits",
+    "snd_cwnd",
+}  # fmt: skip
+ERROR_KEYS = {"code", "kind", "phase", "message", "status"}
+CHUNK_KEYS = {"t_ms", "tokens"}
+
+
+def test_diagnosis_document_keys_are_pinned() -> None:
+    doc = diagnosis_to_dict(make_diagnosis())
+    assert set(doc) == DIAGNOSIS_KEYS
+    assert doc["schema"] == DIAGNOSIS_SCHEMA == "latdoc.diagnosis/2"
+    assert set(doc["verdict"]) == VERDICT_KEYS
+    assert doc["verdict"]["primary"] == "input_length"
+    assert doc["verdict"]["contributing"] == ["queueing", "network_setup"]
+    for finding in doc["findings"]:
+        assert set(finding) == FINDING_KEYS
+    for remedy in doc["remedies"]:
+        assert set(remedy) == REMEDY_KEYS
+    assert set(doc["steps"]) == STEPS_KEYS
+    assert set(doc["steps"]["length"]) == LENGTH_KEYS
+    for point in doc["steps"]["length"]["points"]:
+        assert set(point) == POINT_KEYS
+    for note in doc["notes"]:
+        assert set(note) == NOTE_KEYS
+    assert json.loads(json.dumps(doc)) == doc
+
+
+def test_seconds_keep_their_key_and_gain_a_milliseconds_twin() -> None:
+    d = make_diagnosis()
+    doc = diagnosis_to_dict(d)
+    for kind, ms in d.shares_ms.items():
+        assert doc["shares"][str(kind)] == pytest.approx(ms / 1000)
+        assert doc["shares_ms"][str(kind)] == pytest.approx(ms)
+    first = doc["findings"][0]
+    assert first["share_s"] == pytest.approx(1.48)
+    assert first["share_ms"] == pytest.approx(1480.0)
+
+
+def test_evidence_and_step_numbers_in_seconds_get_an_ms_twin() -> None:
+    rate_limited = Finding(
+        Kind.ERRORS, "Rate limited", "429 with Retry-After", {"retry_after_s": 2.5, "n": 3},
+        800.0, 0.8,
+    )  # fmt: skip
+    d = replace(make_diagnosis(), findings=(rate_limited,), load={"window_s": 30.0, "x_ms": 1.0})
+    doc = diagnosis_to_dict(d)
+    evidence = doc["findings"][0]["evidence"]
+    assert evidence == {"retry_after_s": 2.5, "retry_after_ms": 2500.0, "n": 3}
+    assert doc["steps"]["load"] == {"window_s": 30.0, "window_ms": 30000.0, "x_ms": 1.0}
+    assert doc["steps"]["network"]["rtt_ms"] is None
+
+
+def test_no_key_is_in_another_unit_without_its_ms_twin() -> None:
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            for key in node:
+                for suffix in ("_s", "_us"):
+                    if key.endswith(suffix):
+                        assert key.removesuffix(suffix) + "_ms" in node, key
+                walk(node[key])
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    tcp = TcpInfo(rtt_us=1500, rttvar_us=300, min_rtt_us=None, retransmits=0, snd_cwnd=10,
+                  bytes_acked=None, bytes_received=None)  # fmt: skip
+    walk(diagnosis_to_dict(make_diagnosis()))
+    walk(trace_to_dict(replace(make_trace(), tcp_info=tcp)))
+
+
+def test_trace_document_keys_are_pinned() -> None:
+    tcp = TcpInfo(rtt_us=1500, rttvar_us=300, min_rtt_us=900, retransmits=2, snd_cwnd=10,
+                  bytes_acked=None, bytes_received=None)  # fmt: skip
+    doc = trace_to_dict(replace(make_trace(), tcp_info=tcp))
+    assert set(doc) == TRACE_KEYS
+    assert doc["schema"] == TRACE_SCHEMA == "latdoc.trace/1"
+    assert set(doc["tcp_info"]) == TCP_INFO_KEYS
+    assert doc["tcp_info"]["rtt_ms"] == pytest.approx(1.5)
+    assert doc["tcp_info"]["min_rtt_ms"] == pytest.approx(0.9)
+    assert doc["tcp_info"]["rtt_us"] == 1500
+    for chunk in doc["chunks"]:
+        assert set(chunk) == CHUNK_KEYS
+    assert doc["dns_ms"] == pytest.approx(12.0)
+    assert doc["error"] is None
+
+
+def test_a_failed_trace_names_its_error() -> None:
+    error = TraceError(ErrorKind.HTTP, Phase.WAIT, "slow down", 429)
+    doc = trace_to_dict(with_error(make_trace(first_token=None, stream=None), error))
+    assert set(doc) == TRACE_KEYS
+    assert set(doc["error"]) == ERROR_KEYS
+    assert doc["error"]["code"] == "http:429"
+    assert doc["ttft_ms"] is None
