@@ -27,19 +27,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import math
-import os
 import signal
 import subprocess
 import sys
 import threading
 from typing import Any
 
+from latdoc.cli._lab_serve import add_serve_arguments, config_from_args
 from latdoc.errors import UsageError
 from latdoc.lab.engine import EngineServer
 from latdoc.lab.net import LabNet, LinkSettings, NetSettings, teardown
-from latdoc.lab.sim import Fault, LabConfig, LatencyModel, serve_forever
-from latdoc.lab.tls import check_identity
+from latdoc.lab.sim import LabConfig, LatencyModel, serve_forever
 
 __all__ = ["add_lab_parser", "config_from_args", "run_lab"]
 
@@ -63,7 +61,7 @@ def add_lab_parser(
     serve = lab_sub.add_parser(
         "serve", help="run the simulated OpenAI-compatible streaming endpoint"
     )
-    _add_serve_arguments(serve)
+    add_serve_arguments(serve)
     _add_net_parser(lab_sub)
     _add_engine_parser(lab_sub)
 
@@ -86,270 +84,6 @@ def run_lab(args: argparse.Namespace) -> int:
     if command == "engine":
         return _run_engine(args)
     raise UsageError(f"unknown command {command!r}")
-
-
-# latdoc lab serve: every knob of the simulated endpoint as a flag
-
-
-def _finite(text: str) -> float:
-    """A finite number: ``serve`` refuses inf and nan as it parses them."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
-    return value
-
-
-def _whole(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-
-
-def _tls_name(text: str) -> str:
-    try:
-        return check_identity(text)
-    except UsageError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _profile(text: str) -> tuple[float, ...]:
-    parts = [part.strip() for part in text.split(",")]
-    if not all(parts):
-        raise argparse.ArgumentTypeError(f"expected comma-separated fractions, got {text!r}")
-    return tuple(_finite(part) for part in parts)
-
-
-def _add_serve_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the server, latency, queueing, cache, stall and fault options to ``parser``."""
-    server = parser.add_argument_group("server")
-    server.add_argument("--host", default="127.0.0.1")
-    server.add_argument("--port", type=_whole, default=8000)
-    server.add_argument("--tls", action="store_true", help="HTTPS with a fresh trustme CA")
-    server.add_argument("--http2", action="store_true", help="offer HTTP/2 (needs --tls)")
-    server.add_argument(
-        "--tls-name",
-        dest="tls_names",
-        action="append",
-        type=_tls_name,
-        default=[],
-        metavar="NAME",
-        help="a host name or IP address the certificate is also valid for (repeatable)",
-    )
-    server.add_argument("--model", default=_CONFIG.model)
-    server.add_argument("--api-key-env", metavar="VAR", help="require the key in this variable")
-    server.add_argument("--seed", type=_whole, help="seed jitter, stalls, faults and load")
-    server.add_argument(
-        "--default-max-tokens",
-        type=_whole,
-        default=_CONFIG.default_max_tokens,
-        help="output tokens when a request names none",
-    )
-    server.add_argument(
-        "--headers-after-prefill", action="store_true", help="send headers with the first token"
-    )
-    server.add_argument(
-        "--reject-stream-options", action="store_true", help="answer 400 to stream_options"
-    )
-    server.add_argument(
-        "--stamp-chunks", action="store_true", help="stamp every chunk with the server's clock"
-    )
-    server.add_argument(
-        "--no-keep-alive",
-        dest="keep_alive",
-        action="store_false",
-        help="close the connection after every response (Connection: close)",
-    )
-
-    latency = parser.add_argument_group("latency (ms)")
-    latency.add_argument("--prefill-base-ms", type=_finite, default=_LATENCY.prefill_base_ms)
-    latency.add_argument(
-        "--prefill-ms-per-token", type=_finite, default=_LATENCY.prefill_ms_per_token
-    )
-    latency.add_argument(
-        "--prefill-ms-per-token2",
-        type=_finite,
-        default=_LATENCY.prefill_ms_per_token2,
-        help="quadratic prefill term, ms per token²",
-    )
-    latency.add_argument(
-        "--decode-ms-per-token", type=_finite, default=_LATENCY.decode_ms_per_token
-    )
-    latency.add_argument("--jitter-ms", type=_finite, default=_LATENCY.jitter_ms)
-    latency.add_argument(
-        "--kv-threshold-tokens",
-        type=_whole,
-        metavar="N",
-        help="context length past which prefill and decode get --kv-penalty times slower",
-    )
-    latency.add_argument(
-        "--kv-penalty",
-        type=_finite,
-        default=_LATENCY.kv_penalty,
-        metavar="X",
-        help="slowdown factor past --kv-threshold-tokens (default 1: none)",
-    )
-    latency.add_argument(
-        "--max-context-tokens",
-        type=_whole,
-        metavar="N",
-        help="prompt + output past N fails with 400 context_length_exceeded",
-    )
-
-    service = parser.add_argument_group("service: slots, load, cache, stalls")
-    service.add_argument(
-        "--slots", type=_whole, metavar="K", help="requests served at once; the rest queue"
-    )
-    service.add_argument(
-        "--load-profile",
-        type=_profile,
-        default=_CONFIG.load_profile,
-        metavar="F,F,...",
-        help="fraction of slots busy with background requests in each part of the day "
-        "(needs --slots), e.g. 0.1,0.9",
-    )
-    service.add_argument(
-        "--day-seconds",
-        type=_finite,
-        default=_CONFIG.day_seconds,
-        help="length of the simulated day that --load-profile spans",
-    )
-    service.add_argument(
-        "--background-request-ms",
-        type=_finite,
-        default=_CONFIG.background_request_ms,
-        help="mean time a background request holds its slot",
-    )
-    service.add_argument(
-        "--prefix-cache", action="store_true", help="repeated prompt prefixes skip prefill"
-    )
-    service.add_argument("--prefix-block-tokens", type=_whole, default=_CONFIG.prefix_block_tokens)
-    service.add_argument(
-        "--prefix-cache-blocks",
-        type=_whole,
-        default=_CONFIG.prefix_cache_blocks,
-        help="blocks the prefix cache keeps (LRU)",
-    )
-    service.add_argument(
-        "--stall-after-token", type=_whole, metavar="K", help="pause the stream after token K"
-    )
-    service.add_argument("--stall-ms", type=_finite, default=_CONFIG.stall_ms)
-    service.add_argument(
-        "--stall-rate",
-        type=_finite,
-        default=_CONFIG.stall_rate,
-        help="probability that a request stalls (0..1)",
-    )
-
-    faults = parser.add_argument_group("faults")
-    faults.add_argument(
-        "--fault",
-        choices=[str(fault) for fault in Fault],
-        help="inject this failure (a request header x-lab-fault overrides it)",
-    )
-    faults.add_argument(
-        "--fault-rate",
-        type=_finite,
-        default=_CONFIG.fault_rate,
-        help="probability that a request gets --fault (0..1)",
-    )
-    faults.add_argument(
-        "--fault-after-tokens",
-        type=_whole,
-        default=_CONFIG.fault_after_tokens,
-        help="tokens sent before reset, truncate or malformed strike",
-    )
-    faults.add_argument("--retry-after-s", type=_whole, default=_CONFIG.retry_after_s)
-    faults.add_argument("--drip-interval-ms", type=_finite, default=_CONFIG.drip_interval_ms)
-    faults.add_argument(
-        "--hang-s",
-        type=_finite,
-        default=_CONFIG.hang_s,
-        help="how long a hang holds the connection before a 504",
-    )
-
-
-def _check_serve(args: argparse.Namespace) -> None:
-    if args.http2 and not args.tls:
-        raise UsageError("--http2 needs --tls (HTTP/2 is negotiated with ALPN)")
-    if args.tls_names and not args.tls:
-        raise UsageError("--tls-name needs --tls: it names the TLS certificate")
-    if args.load_profile and args.slots is None:
-        raise UsageError("--load-profile needs --slots: background requests take slots")
-    for flag, value in (("--stall-rate", args.stall_rate), ("--fault-rate", args.fault_rate)):
-        if not 0 <= value <= 1:
-            raise UsageError(f"{flag} must be between 0 and 1, got {value:g}")
-    for value in args.load_profile:
-        if not 0 <= value <= 1:
-            raise UsageError(f"--load-profile fractions must be between 0 and 1, got {value:g}")
-    if args.fault is None and args.fault_rate != _CONFIG.fault_rate:
-        raise UsageError("--fault-rate needs --fault: the failure to inject")
-    if args.stall_ms > 0 and args.stall_after_token is None:
-        raise UsageError("--stall-ms needs --stall-after-token: the token the stall follows")
-    if args.kv_threshold_tokens is None and args.kv_penalty != _LATENCY.kv_penalty:
-        raise UsageError("--kv-penalty needs --kv-threshold-tokens")
-
-
-def _api_key(var: str | None) -> str | None:
-    if var is None:
-        return None
-    value = os.environ.get(var)
-    if not value:
-        raise UsageError(f"--api-key-env {var}: the variable is not set")
-    return value
-
-
-def _flag(message: str) -> str:
-    name = message.split(" ", 1)[0]
-    return "--" + name.replace("_", "-") + message[len(name) :]
-
-
-def config_from_args(args: argparse.Namespace) -> LabConfig:
-    """The :class:`LabConfig` the parsed ``lab serve`` options describe."""
-    _check_serve(args)
-    try:
-        latency = LatencyModel(
-            prefill_base_ms=args.prefill_base_ms,
-            prefill_ms_per_token=args.prefill_ms_per_token,
-            prefill_ms_per_token2=args.prefill_ms_per_token2,
-            decode_ms_per_token=args.decode_ms_per_token,
-            jitter_ms=args.jitter_ms,
-            kv_threshold_tokens=args.kv_threshold_tokens,
-            kv_penalty=args.kv_penalty,
-        )
-        return LabConfig(
-            model=args.model,
-            latency=latency,
-            default_max_tokens=args.default_max_tokens,
-            headers_after_prefill=args.headers_after_prefill,
-            reject_stream_options=args.reject_stream_options,
-            stamp_chunks=args.stamp_chunks,
-            keep_alive=args.keep_alive,
-            api_key=_api_key(args.api_key_env),
-            seed=args.seed,
-            max_context_tokens=args.max_context_tokens,
-            slots=args.slots,
-            load_profile=tuple(args.load_profile),
-            day_seconds=args.day_seconds,
-            background_request_ms=args.background_request_ms,
-            prefix_cache=args.prefix_cache,
-            prefix_block_tokens=args.prefix_block_tokens,
-            prefix_cache_blocks=args.prefix_cache_blocks,
-            stall_after_token=args.stall_after_token,
-            stall_ms=args.stall_ms,
-            stall_rate=args.stall_rate,
-            fault=None if args.fault is None else Fault(args.fault),
-            fault_rate=args.fault_rate,
-            fault_after_tokens=args.fault_after_tokens,
-            retry_after_s=args.retry_after_s,
-            drip_interval_ms=args.drip_interval_ms,
-            hang_s=args.hang_s,
-        )
-    except ValueError as exc:
-        raise UsageError(_flag(str(exc))) from None
 
 
 # latdoc lab net: the impaired network, changed and removed by name
