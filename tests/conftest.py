@@ -15,6 +15,15 @@ FAST = LatencyModel(prefill_base_ms=5.0, prefill_ms_per_token=0.01, decode_ms_pe
 LabFactory = Callable[..., AbstractContextManager[LabServer]]
 
 
+@pytest.fixture(autouse=True)
+def private_store(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every test (and every command it starts) keeps its runs in a store of its own,
+    never in the user's."""
+    monkeypatch.setenv("LATDOC_DB", str(tmp_path_factory.mktemp("store") / "latdoc.db"))
+
+
 @pytest.fixture
 def lab() -> LabFactory:
     """``with lab(config, tls=..., http2=...) as server:`` a real server on loopback."""

@@ -55,7 +55,7 @@ class GroupKey:
             parts.append(f"{self.prompt_tokens} prompt tokens")
         if self.concurrency > 1:
             parts.append(f"{self.concurrency} at once")
-        if self.step == Step.NETWORK:
+        if self.step in _SPLIT_BY_CONNECTION:
             parts.append("new connection" if self.cold else "reused connection")
         return ", ".join(parts)
 
@@ -122,8 +122,13 @@ class Comparison:
         return best
 
 
+_SPLIT_BY_CONNECTION = frozenset({Step.NETWORK, Step.PROBE})
+"""Steps whose new-connection requests are compared apart from the reused ones (an
+experiment's arms differ in exactly that on purpose, so they are not split)."""
+
+
 def group_key(sample: Sample) -> GroupKey:
-    cold = sample.cold if sample.step == Step.NETWORK else False
+    cold = sample.cold if sample.step in _SPLIT_BY_CONNECTION else False
     return GroupKey(str(sample.step), sample.target_prompt_tokens, sample.concurrency, cold)
 
 
@@ -173,10 +178,11 @@ def compare_values(
     read: Metric,
     seed: int = 0,
 ) -> MetricComparison | None:
-    """One metric of A against B; ``None`` when a side has fewer than two measured values."""
+    """One metric of A against B; ``None`` when a side has fewer than two measured values,
+    or every value on both sides is zero (a reused connection's setup: nothing to compare)."""
     xs = [v for v in (read(t) for t in a) if v is not None]
     ys = [v for v in (read(t) for t in b) if v is not None]
-    if len(xs) < 2 or len(ys) < 2:
+    if len(xs) < 2 or len(ys) < 2 or not any(xs + ys):
         return None
     med_a, med_b = float(np.median(xs)), float(np.median(ys))
     return MetricComparison(

@@ -13,7 +13,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from latdoc.cli import diagnose, lab, probe
+from latdoc.cli import diagnose, lab, probe, verify
 from latdoc.cli._options import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -45,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     probe.add_parser(sub)
     diagnose.add_parsers(sub)
+    verify.add_parsers(sub)
     lab.add_lab_parser(sub, Parser)
     return parser
 
@@ -61,6 +62,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return diagnose.run_runs(args)
         if args.command == "report":
             return diagnose.run_report(args)
+        if args.command == "compare":
+            return verify.run_compare(args)
         if args.command == "lab":
             return lab.run_lab(args)
         raise UsageError(f"unknown command {args.command!r}")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from collections.abc import Sequence
@@ -18,9 +17,11 @@ from latdoc.cli._options import (
     positive_int,
     target,
 )
+from latdoc.pipeline import probe_endpoint
 from latdoc.records import RequestTrace
 from latdoc.report import ProgressBars, make_console, trace_to_dict
-from latdoc.workload import ProbePlan, TokenCalibration, run_probe
+from latdoc.store import Store
+from latdoc.workload import ProbePlan, TokenCalibration
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -67,6 +68,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     )
     probe.add_argument("--json", action="store_true", help="one JSON object per request on stdout")
     probe.add_argument("--seed", type=int, help="seed for generated prompts")
+    probe.add_argument("--db", metavar="FILE", help="the SQLite store (default: user data dir)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -94,12 +96,19 @@ def run(args: argparse.Namespace) -> int:
                 out.flush()
             progress("requests", index + 1, args.repeat)
 
-        try:
-            result = asyncio.run(run_probe(plan, on_trace))
-        finally:
-            progress.clear()
+        with Store(args.db, secrets=[key] if key else []) as store:
+            try:
+                stored = probe_endpoint(plan, store=store, on_trace=on_trace)
+            finally:
+                progress.clear()
+    result = stored.result
     if not args.json and result.traces:
         make_console(out).print(_render(result.traces, result.calibration))
+    print(
+        f"Run {stored.run_id}: {len(result.traces)} traces kept in {stored.store_path}; "
+        f"`latdoc compare {stored.run_id} OTHER_RUN` compares it with another run.",
+        file=err,
+    )
     return EXIT_REQUEST_FAILED if any(t.error is not None for t in result.traces) else EXIT_OK
 
 

@@ -5,6 +5,12 @@ Renderers are pure: they return renderables, dicts or strings; only the CLI writ
 Importing this package does not load matplotlib; :func:`render_html` does, when called.
 """
 
+from latdoc.report._compare import (
+    COMPARISON_SCHEMA,
+    comparison_to_dict,
+    render_comparison,
+    render_comparison_html,
+)
 from latdoc.report._console import make_console, render_text
 from latdoc.report._html import render_html
 from latdoc.report._terminal_diagnosis import render_diagnosis
@@ -18,11 +24,15 @@ from latdoc.report.json_out import (
 from latdoc.report.progress import ProgressBars
 
 __all__ = [
+    "COMPARISON_SCHEMA",
     "DIAGNOSIS_SCHEMA",
     "TRACE_SCHEMA",
     "ProgressBars",
+    "comparison_to_dict",
     "diagnosis_to_dict",
     "make_console",
+    "render_comparison",
+    "render_comparison_html",
     "render_diagnosis",
     "render_html",
     "render_summary",

@@ -35,7 +35,7 @@ SCENARIO_NAMES: Mapping[Scenario, str] = {
 
 
 @functools.cache
-def _environment() -> Environment:
+def environment() -> Environment:
     from jinja2 import Environment, PackageLoader, StrictUndefined
 
     return Environment(
@@ -52,7 +52,7 @@ def render_html(diagnosis: Diagnosis, samples: Sequence[Sample]) -> str:
     """The whole page as a string; the caller decides where to write it."""
     context = page_context(diagnosis, samples)
     context["figures"] = _figures(diagnosis, samples)
-    return _environment().get_template("report.html.j2").render(context)
+    return environment().get_template("report.html.j2").render(context)
 
 
 def page_context(diagnosis: Diagnosis, samples: Sequence[Sample]) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from latdoc.store.codec import trace_from_record, trace_to_record
 from latdoc.store.exchange import dump_run, load_document
 from latdoc.store.redact import Redactor
 from latdoc.store.run import (
+    RUN_KINDS,
     RUN_STATUSES,
     RunInfo,
     notes_from_data,
@@ -43,6 +44,7 @@ BUSY_TIMEOUT_MS = 5000
 _MEMORY = ":memory:"
 _RUN_COLUMNS = (
     "run_id, started_at, finished_at, status, endpoint, model, scenario, verdict, meta, notes, "
+    "kind, "
     "(SELECT count(*) FROM samples s WHERE s.run_id = runs.run_id), "
     "(SELECT count(*) FROM samples s WHERE s.run_id = runs.run_id AND NOT s.ok)"
 )
@@ -103,14 +105,26 @@ class Store:
 
     # -- writing ---------------------------------------------------------------
 
-    def new_run(self, *, endpoint: str, model: str, scenario: str, meta: Mapping[str, Any]) -> str:
+    def new_run(
+        self,
+        *,
+        endpoint: str,
+        model: str,
+        scenario: str,
+        meta: Mapping[str, Any],
+        kind: str = "diagnose",
+    ) -> str:
         """Record the start of a run; return its id, e.g. ``20261129-201502-a1b2c3``."""
+        if kind not in RUN_KINDS:
+            raise ValueError(f"kind {kind!r}: use one of {sorted(RUN_KINDS)}")
         started = self._clock()
         with self._transaction():
             run_id = f"{started.astimezone(UTC):%Y%m%d-%H%M%S}-{token_hex(3)}"
             while self._exists(run_id):
                 run_id = f"{run_id[:15]}-{token_hex(3)}"
-            info = RunInfo(run_id, started, None, "running", endpoint, model, scenario, 0, 0, None)
+            info = RunInfo(
+                run_id, started, None, "running", endpoint, model, scenario, 0, 0, None, kind=kind
+            )
             self._insert_run(info, meta, None)
         return run_id
 
@@ -208,7 +222,8 @@ class Store:
         clean = None if diagnosis is None else self._redactor.value(diagnosis)
         self._conn.execute(
             "INSERT INTO runs (run_id, started_at, finished_at, status, endpoint, model, "
-            "scenario, verdict, meta, diagnosis, notes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "scenario, verdict, meta, diagnosis, notes, kind) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 info.run_id,
                 utc_text(info.started_at),
@@ -221,6 +236,7 @@ class Store:
                 _json(self._redactor.value(meta, mask_names=True)),
                 _json(clean),
                 _json(self._redactor.value(notes_to_data(info.notes))),
+                info.kind,
             ),
         )
 
@@ -306,7 +322,8 @@ def _verdict(diagnosis: Mapping[str, Any] | None) -> str | None:
 
 
 def _run_info(row: tuple[Any, ...]) -> RunInfo:
-    run_id, started, finished, status, endpoint, model, scenario, verdict, meta, notes, n, bad = row
+    (run_id, started, finished, status, endpoint, model, scenario, verdict, meta, notes, kind,
+     n, bad) = row  # fmt: skip
     return RunInfo(
         run_id=run_id,
         started_at=parse_utc(started),
@@ -320,6 +337,7 @@ def _run_info(row: tuple[Any, ...]) -> RunInfo:
         verdict=verdict,
         meta=json.loads(meta),
         notes=() if notes is None else notes_from_data(json.loads(notes)),
+        kind=kind,
     )
 
 

@@ -23,6 +23,7 @@ from latdoc.errors import UsageError
 from latdoc.records import Sample
 from latdoc.store.codec import sample_from_record, sample_to_record
 from latdoc.store.run import (
+    RUN_KINDS,
     RUN_STATUSES,
     RunInfo,
     notes_from_data,
@@ -60,6 +61,7 @@ def dump_run(run: RunInfo, samples: Sequence[Sample], diagnosis: Mapping[str, An
             "verdict": run.verdict,
             "meta": dict(run.meta),
             "notes": notes_to_data(run.notes),
+            "kind": run.kind,
         },
         "samples": [sample_to_record(s) for s in samples],
         "diagnosis": None if diagnosis is None else dict(diagnosis),
@@ -120,8 +122,16 @@ def _load_v1(document: Mapping[str, Any]) -> RunDocument:
         verdict=None if verdict is None else _str(verdict, "run.verdict"),
         meta=meta,
         notes=notes_from_data(run["notes"] if "notes" in run else (diagnosis or {}).get("notes")),
+        kind=_kind(run.get("kind", "diagnose")),
     )
     return RunDocument(info, samples, diagnosis)
+
+
+def _kind(value: Any) -> str:
+    kind = _str(value, "run.kind")
+    if kind not in RUN_KINDS:
+        raise ValueError(f"run.kind: {kind!r} is not one of {sorted(RUN_KINDS)}")
+    return kind
 
 
 def _str(value: Any, where: str) -> str:

@@ -10,6 +10,8 @@ from typing import Any
 from latdoc.records import Step, StepNote
 
 RUN_STATUSES = frozenset({"running", "done", "interrupted", "failed"})
+RUN_KINDS = frozenset({"diagnose", "probe", "verify"})
+"""What made a run: ``latdoc diagnose``, ``latdoc probe``, or one arm of ``latdoc verify``."""
 """``running`` until :meth:`Store.finish_run` sets one of the other three."""
 
 
@@ -34,6 +36,8 @@ class RunInfo:
     """Tool and Python versions, host, platform, options: whatever the caller recorded."""
     notes: tuple[StepNote, ...] = ()
     """What the run's steps left out or could not measure."""
+    kind: str = "diagnose"
+    """One of :data:`RUN_KINDS`."""
 
 
 def notes_to_data(notes: Sequence[StepNote]) -> list[dict[str, str]]:

@@ -68,19 +68,22 @@ def _loop_lag_v2(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE samples ADD COLUMN loop_lag_ms REAL")
 
 
-def _notes_v3(conn: sqlite3.Connection) -> None:
-    """Version 3: what each step left out, kept as data rather than inside the report.
+def _notes_and_kinds_v3(conn: sqlite3.Connection) -> None:
+    """Version 3: what each step left out, kept as data rather than inside the report,
+    and the kind of each run (a diagnosis, a probe, an arm of an experiment).
 
-    Runs stored before it get the notes their stored diagnosis document held.
+    Runs stored before it were all diagnoses, and get the notes their stored
+    diagnosis document held.
     """
     conn.execute("ALTER TABLE runs ADD COLUMN notes TEXT")
+    conn.execute("ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'diagnose'")
     conn.execute(
         "UPDATE runs SET notes = json_extract(diagnosis, '$.notes') "
         "WHERE diagnosis IS NOT NULL AND json_type(diagnosis, '$.notes') = 'array'"
     )
 
 
-MIGRATIONS: tuple[Migration, ...] = (_create_v1, _loop_lag_v2, _notes_v3)
+MIGRATIONS: tuple[Migration, ...] = (_create_v1, _loop_lag_v2, _notes_and_kinds_v3)
 """``MIGRATIONS[n - 1]`` turns a version ``n - 1`` store into version ``n``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -51,8 +51,14 @@ class ProbeRun:
 async def run_probe(
     plan: ProbePlan,
     on_trace: Callable[[int, RequestTrace], None] | None = None,
+    *,
+    on_calibration: Callable[[RequestTrace], None] | None = None,
 ) -> ProbeRun:
-    """Send ``plan.repeat`` requests one after another; the first is always cold."""
+    """Send ``plan.repeat`` requests one after another; the first is always cold.
+
+    ``on_trace`` hears each probe as it finishes, ``on_calibration`` each of the
+    calibration requests a ``prompt_tokens`` plan sends first.
+    """
     rng = random.Random(plan.seed)
     conn = plan.connection
     traces: list[RequestTrace] = []
@@ -62,6 +68,9 @@ async def run_probe(
         async with conn.session(plan.endpoint) as cal_session:
             calibration, cal = await calibrate(cal_session, rng, near_tokens=plan.prompt_tokens)
             calibration_traces.extend(cal)
+        if on_calibration is not None:
+            for trace in cal:
+                on_calibration(trace)
     async with conn.session(plan.endpoint, reuse=plan.reuse_connections) as session:
         for index in range(plan.repeat):
             if calibration is not None and plan.prompt_tokens is not None:

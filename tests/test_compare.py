@@ -1,0 +1,138 @@
+"""``latdoc compare``: like with like, intervals that cover the truth, significance when real."""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from conftest import LabFactory
+from latdoc.analysis.compare import compare_samples
+from latdoc.cli import EXIT_OK, EXIT_USAGE, main
+from latdoc.records import RequestTrace, Sample, Step
+from latdoc.report import render_text
+from latdoc.report._compare import render_comparison, sentence
+
+NS = 1_000_000
+
+
+def trace(ttft_ms: float, total_ms: float, *, new: bool = False) -> RequestTrace:
+    return RequestTrace(
+        started_at=datetime(2026, 11, 30, tzinfo=UTC),
+        t0_ns=0,
+        url="http://127.0.0.1:1/v1/chat/completions",
+        model="m",
+        dialect="chat",
+        new_connection=new,
+        queue_done_ns=100_000,
+        sent_ns=200_000,
+        first_byte_ns=int(ttft_ms * NS) - 1000,
+        first_token_ns=int(ttft_ms * NS),
+        done_ns=int(total_ms * NS),
+        output_tokens=8,
+        output_tokens_exact=True,
+    )
+
+
+def samples(median_ms: float, n: int, seed: int, *, step: Step = Step.PROBE) -> list[Sample]:
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        ttft = median_ms * rng.lognormvariate(0, 0.1)
+        out.append(Sample(step, trace(ttft, ttft + 70), index=i))
+    return out
+
+
+def test_a_real_speedup_is_significant_and_its_interval_covers_the_truth() -> None:
+    result = compare_samples(samples(200, 30, 1), samples(100, 30, 2))
+    ttft = result.headline("ttft")
+    assert ttft is not None
+    assert ttft.significant and ttft.faster == "B"
+    assert ttft.ratio_ci is not None and ttft.ratio_ci[0] < 2.0 < ttft.ratio_ci[1]
+    assert ttft.difference_ci_ms is not None and ttft.difference_ci_ms[1] < 0
+    line = sentence(ttft)
+    assert line.startswith("B: TTFT ") and "× faster than A (p < 0.001, n = 30/30)" in line
+
+
+def test_the_same_distribution_is_no_significant_difference() -> None:
+    significant = 0
+    for seed in range(20):
+        result = compare_samples(samples(100, 20, seed), samples(100, 20, seed + 100))
+        significant += any(m.significant for g in result.groups for m in g.metrics)
+    assert significant <= 2, f"{significant} of 20 same-distribution comparisons were significant"
+
+
+def test_only_like_is_compared_with_like() -> None:
+    a = samples(100, 6, 1, step=Step.LOAD) + [
+        replace(s, target_prompt_tokens=2048) for s in samples(900, 4, 2, step=Step.LENGTH)
+    ]
+    b = samples(100, 6, 3, step=Step.LOAD)
+    result = compare_samples(a, b)
+    assert [g.key.step for g in result.groups] == ["load"]
+    assert [k.label() for k in result.only_a] == ["length, 2048 prompt tokens"]
+    assert result.only_b == ()
+
+
+def test_holm_adjusted_p_values_are_never_below_the_raw_ones() -> None:
+    result = compare_samples(samples(200, 12, 1), samples(190, 12, 2))
+    for group in result.groups:
+        for m in group.metrics:
+            assert m.p_value is not None and m.p_adjusted is not None
+            assert m.p_adjusted >= m.p_value
+
+
+def test_the_terminal_view_fits_80_columns() -> None:
+    result = compare_samples(samples(200, 30, 1), samples(100, 30, 2))
+    text = render_text(render_comparison(result, a_label="before", b_label="after"), width=80)
+    assert all(len(line) <= 80 for line in text.splitlines())
+    assert "B: TTFT" in text and "faster than A" in text
+
+
+def _probe(url: str, db: Path, *extra: str) -> str:
+    code = main(["probe", url, "-m", "lab-sim", "-n", "6", "--max-tokens", "4", "--db", str(db),
+                 *extra])  # fmt: skip
+    assert code == EXIT_OK
+    from latdoc.store import Store
+
+    with Store(db) as store:
+        return store.list_runs(1)[0].run_id
+
+
+def test_two_probe_runs_of_one_endpoint_compare(
+    lab: LabFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "c.db"
+    with lab() as server:
+        first = _probe(server.base_url, db)
+        second = _probe(server.base_url, db)
+    capsys.readouterr()
+    assert main(["compare", first, second, "--db", str(db), "--json"]) == EXIT_OK
+    document = json.loads(capsys.readouterr().out)
+    assert document["schema"] == "latdoc.comparison/1"
+    assert document["a"]["run_id"] == first and document["a"]["kind"] == "probe"
+    assert [g["label"] for g in document["groups"]] == ["probe, reused connection"]
+    for group in document["groups"]:
+        for metric in group["metrics"]:
+            assert metric["median_a_ms"] >= 0 and metric["summary"]
+
+
+def test_compare_refuses_what_it_cannot_compare(
+    lab: LabFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "c.db"
+    with lab() as one:
+        first = _probe(one.base_url, db)
+    with lab() as other:
+        second = _probe(other.base_url, db)
+    capsys.readouterr()
+    assert main(["compare", first, second, "--db", str(db)]) == EXIT_USAGE
+    assert "--allow-different" in capsys.readouterr().err
+    assert main(["compare", first, second, "--db", str(db), "--allow-different"]) == EXIT_OK
+    assert main(["compare", first, "20991231-000000-ffffff", "--db", str(db)]) == EXIT_USAGE
+    assert "20991231-000000-ffffff" in capsys.readouterr().err
+    assert main(["report", first, "--db", str(db)]) == EXIT_USAGE
+    assert "probe run" in capsys.readouterr().err
