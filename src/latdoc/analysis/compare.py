@@ -35,7 +35,7 @@ METRICS: tuple[tuple[str, str, Metric], ...] = (
     ("total", "total", lambda t: t.total_ms),
     ("setup", "network setup", lambda t: t.setup_ms),
     ("server_wait", "server wait", lambda t: t.wait_ms),
-    ("queue", "client queue wait", lambda t: t.queue_ms),
+    ("queue", "client queue", lambda t: t.queue_ms),
 )
 """(key, label, how to read it from a trace), in milliseconds."""
 
@@ -199,6 +199,34 @@ def compare_values(
         p_value=mann_whitney_p(xs, ys),
         p_adjusted=None,
     )
+
+
+def experiment_verdict(headline: MetricComparison | None) -> str:
+    """``better`` when B is significantly faster on the headline metric (tested alone,
+    p < :data:`ALPHA`, the difference's interval clear of 0), ``worse`` when slower,
+    else ``no_difference``; ``not_applicable`` without a comparison."""
+    if headline is None:
+        return "not_applicable"
+    p, ci = headline.p_value, headline.difference_ci_ms
+    if p is None or p >= ALPHA or ci is None or ci[0] <= 0 <= ci[1]:
+        return "no_difference"
+    return "better" if headline.difference_ms < 0 else "worse"
+
+
+def ratio_precision(
+    a: Sequence[RequestTrace], b: Sequence[RequestTrace], read: Metric, *, seed: int = 0
+) -> float:
+    """Half the width of the 95% interval of median(A) ÷ median(B), relative to the ratio:
+    how precisely the experiment knows its answer so far (``inf`` while unknown)."""
+    xs = [v for v in (read(t) for t in a) if v is not None]
+    ys = [v for v in (read(t) for t in b) if v is not None]
+    if len(xs) < 2 or len(ys) < 2:
+        return float("inf")
+    ci = ratio_ci(xs, ys, seed=seed, resamples=500)
+    ratio = float(np.median(xs)) / float(np.median(ys)) if np.median(ys) > 0 else 0.0
+    if ci is None or ratio <= 0:
+        return float("inf")
+    return (ci[1] - ci[0]) / 2 / ratio
 
 
 def _groups(samples: Sequence[Sample]) -> Mapping[GroupKey, list[RequestTrace]]:

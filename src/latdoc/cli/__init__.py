@@ -64,6 +64,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return diagnose.run_report(args)
         if args.command == "compare":
             return verify.run_compare(args)
+        if args.command == "verify":
+            return verify.run_verify(args)
         if args.command == "lab":
             return lab.run_lab(args)
         raise UsageError(f"unknown command {args.command!r}")

@@ -109,11 +109,14 @@ class Target:
 
 
 @contextlib.contextmanager
-def target(args: argparse.Namespace, err: TextIO, *, engine: bool) -> Iterator[Target]:
+def target(
+    args: argparse.Namespace, err: TextIO, *, engine: bool, http2: bool | None = None
+) -> Iterator[Target]:
     """The URL on the command line or in ``OPENAI_BASE_URL``; else a built-in endpoint.
 
     The built-in one is the real llama.cpp engine when ``engine`` is asked for and
-    installed, else the simulated endpoint; it runs until the block ends.
+    installed, else the simulated endpoint (offering HTTP/2 with ``http2``, by
+    default when ``--http2`` was given); it runs until the block ends.
     """
     url = args.url or os.environ.get(BASE_URL_VARIABLE)
     if url:
@@ -121,7 +124,8 @@ def target(args: argparse.Namespace, err: TextIO, *, engine: bool) -> Iterator[T
         return
     from latdoc.lab import builtin_endpoint
 
-    with builtin_endpoint(engine=engine, http2=args.http2, say=lambda s: print(s, file=err)) as (
+    offer_http2 = args.http2 if http2 is None else http2
+    with builtin_endpoint(engine=engine, http2=offer_http2, say=lambda s: print(s, file=err)) as (
         base_url,
         model,
         ca_file,

@@ -17,7 +17,7 @@ This package computes no statistics and prints nothing.
 
 from latdoc.probe._backend import Resolver, system_resolver
 from latdoc.probe._connection import ConnectionOptions
-from latdoc.probe._dialects import Dialect
+from latdoc.probe._dialects import Dialect, Prompt
 from latdoc.probe._endpoint import Endpoint, Timeouts
 from latdoc.probe._looplag import LoopLagMonitor
 from latdoc.probe._recorder import now_ns
@@ -31,6 +31,7 @@ __all__ = [
     "EventHook",
     "LoopLagMonitor",
     "ProbeSession",
+    "Prompt",
     "Resolver",
     "SSEDecoder",
     "SSEEvent",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 import json
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,19 +43,28 @@ class EventInfo:
     server_timing: dict[str, float] | None = None
 
 
+Prompt = str | Sequence[Mapping[str, str]]
+"""The user's text, or a conversation as chat messages (``role`` and ``content``)."""
+
+
 def request_body(
     dialect: Dialect,
     model: str,
-    prompt: str,
+    prompt: Prompt,
     max_tokens: int,
     *,
     include_usage: bool,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "stream": True}
+    messages = (
+        [{"role": "user", "content": prompt}]
+        if isinstance(prompt, str)
+        else [dict(m) for m in prompt]
+    )
     if dialect is Dialect.CHAT:
-        body["messages"] = [{"role": "user", "content": prompt}]
+        body["messages"] = messages
     else:
-        body["prompt"] = prompt
+        body["prompt"] = "\n\n".join(m["content"] for m in messages)
     if include_usage:
         body["stream_options"] = {"include_usage": True}
     return body

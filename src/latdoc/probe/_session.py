@@ -22,7 +22,7 @@ import httpcore
 
 from latdoc.errors import ErrorKind, Phase, StreamFailure, TraceError
 from latdoc.probe._backend import Resolver, TimedBackend, TimedStream, system_resolver, warm_up
-from latdoc.probe._dialects import error_message, request_body
+from latdoc.probe._dialects import Prompt, error_message, request_body
 from latdoc.probe._endpoint import Endpoint, Timeouts, make_ssl_context
 from latdoc.probe._failures import classify, closed_before_answering, redact
 from latdoc.probe._recorder import Recorder, now_ns
@@ -119,7 +119,7 @@ class ProbeSession:
 
     async def request(
         self,
-        prompt: str,
+        prompt: Prompt,
         max_tokens: int,
         *,
         on_event: EventHook | None = None,
@@ -127,6 +127,9 @@ class ProbeSession:
     ) -> RequestTrace:
         """Send one streamed request and return what was measured. Never raises
         for a failed request; the trace's ``error`` says what failed.
+
+        ``prompt`` is the user's text, or a whole conversation as chat messages
+        (``{"role": ..., "content": ...}``).
 
         ``on_event`` sees every decoded JSON event with the arrival time the trace
         uses for it, for fields the trace does not keep. ``headers`` are sent with
@@ -150,7 +153,7 @@ class ProbeSession:
 
     async def _send(
         self,
-        prompt: str,
+        prompt: Prompt,
         max_tokens: int,
         on_event: EventHook | None,
         extra: list[tuple[bytes, bytes]],
@@ -168,7 +171,7 @@ class ProbeSession:
     async def _measure(
         self,
         pool: httpcore.AsyncConnectionPool,
-        prompt: str,
+        prompt: Prompt,
         max_tokens: int,
         on_event: EventHook | None,
         extra_headers: list[tuple[bytes, bytes]],

@@ -53,6 +53,10 @@ def sentence(m: MetricComparison, names: tuple[str, str] = ("A", "B")) -> str:
     p = format_p(m.p_adjusted)
     n = f"n = {m.n_a}/{m.n_b}"
     fast = speedup(m)
+    if fast is None and m.significant:
+        more = "more" if m.difference_ms > 0 else "less"
+        amount = format_ms(abs(m.difference_ms))
+        return f"{names[1]}: {m.label} {amount} {more} than {names[0]} ({p}, {n})"
     if fast is None:
         return f"{m.label}: no significant difference ({p}, {n})"
     side, times, spread = fast
@@ -70,7 +74,7 @@ def _group_table(group: GroupComparison, names: tuple[str, str]) -> Table:
     table.add_column("median of", no_wrap=True)
     for header in (names[0], names[1], f"{names[1]} − {names[0]}"):
         table.add_column(header, justify="right", no_wrap=True)
-    table.add_column(f"{names[0]} ÷ {names[1]} (95% CI)", justify="right", no_wrap=True)
+    table.add_column(f"{names[0]}÷{names[1]} (95% CI)", justify="right", no_wrap=True)
     table.add_column("p", justify="right", no_wrap=True)
     for m in group.metrics:
         table.add_row(
@@ -78,13 +82,15 @@ def _group_table(group: GroupComparison, names: tuple[str, str]) -> Table:
             format_ms(m.median_a_ms),
             format_ms(m.median_b_ms),
             _signed(m.difference_ms),
-            "-"
-            if m.ratio is None
-            else f"{m.ratio:.2f}× ({_interval(m.ratio_ci, lambda v: f'{v:.2f}')})",
+            "-" if m.ratio is None else f"{m.ratio:.2f} ({_short_interval(m.ratio_ci)})",
             _p_cell(m.p_adjusted),
             style="bold" if m.significant else None,
         )
     return table
+
+
+def _short_interval(ci: tuple[float, float] | None) -> str:
+    return "-" if ci is None else f"{ci[0]:.2f}–{ci[1]:.2f}"
 
 
 def _p_cell(p: float | None) -> str:
@@ -114,7 +120,7 @@ def render_comparison(
     for group in comparison.groups:
         n = max((m.n_a + m.n_b for m in group.metrics), default=0)
         parts.append(Text(f"  {group.key.label()} ({n} requests)", style="bold"))
-        parts.append(Padding(_group_table(group, names), (0, 0, 0, 4)))
+        parts.append(Padding(_group_table(group, names), (0, 0, 0, 2)))
         for m in group.metrics:
             if m.key in ("ttft", "total") or m.significant:
                 parts.append(Text("    " + sentence(m, names)))

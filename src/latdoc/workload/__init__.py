@@ -5,6 +5,8 @@
 - ``_budget``: hard caps on requests, tokens and seconds, reserved before sending.
 - ``_steps``: the three measured steps of a diagnosis (network, input length, load).
 - ``_probe_loop``: a series of probes as ``latdoc probe`` sends them.
+- ``_experiment``: an A/B experiment, arms interleaved in shuffled blocks;
+  ``_remedies``: each remedy ``latdoc verify`` tests, as its two arms.
 
 A workload sends and labels; it computes no verdict and prints nothing.
 """
@@ -17,8 +19,18 @@ from latdoc.workload._calibration import (
     calibration_words,
     prompt_cost,
 )
+from latdoc.workload._experiment import Arm, ExperimentResult, run_experiment
 from latdoc.workload._probe_loop import DEFAULT_PROMPT, ProbePlan, ProbeRun, run_probe
 from latdoc.workload._prompts import make_prompt
+from latdoc.workload._remedies import (
+    HEADLINE,
+    VerifyPlan,
+    VerifyRemedy,
+    arm_summaries,
+    build_arms,
+    short_question,
+    tight_max_tokens,
+)
 from latdoc.workload._steps import (
     LENGTHS,
     DiagnosisPlan,
@@ -33,21 +45,31 @@ from latdoc.workload._steps import (
 __all__ = [
     "ASSUMED",
     "DEFAULT_PROMPT",
+    "HEADLINE",
     "LENGTHS",
+    "Arm",
     "Budget",
     "DiagnosisPlan",
+    "ExperimentResult",
     "ProbePlan",
     "ProbeRun",
     "ProgressHook",
     "SampleHook",
     "StepsResult",
     "TokenCalibration",
+    "VerifyPlan",
+    "VerifyRemedy",
+    "arm_summaries",
+    "build_arms",
     "calibrate",
     "calibration_words",
     "make_prompt",
     "planned_requests",
     "planned_tokens",
     "prompt_cost",
+    "run_experiment",
     "run_probe",
     "run_steps",
+    "short_question",
+    "tight_max_tokens",
 ]

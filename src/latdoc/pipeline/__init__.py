@@ -1,0 +1,50 @@
+"""What the command line and library users call: measure, keep, diagnose, compare, verify.
+
+- :func:`diagnose_endpoint` runs the three measured steps against an endpoint,
+  keeps every sample in the :class:`~latdoc.store.Store` as it finishes, and
+  diagnoses them, also when the run is interrupted; :func:`rediagnose` diagnoses
+  a stored run again, sending nothing; :func:`build_diagnosis` is the pure part.
+- :func:`probe_endpoint` sends a series of probes and keeps them as a run;
+  :func:`compare_runs` compares two stored runs like with like, sending nothing.
+- :func:`verify_remedy` measures one remedy as an A/B experiment on the endpoint.
+
+Progress and each finished sample reach the caller through hooks; nothing here
+prints.
+"""
+
+from latdoc.pipeline._diagnose import (
+    DEFAULT_CONCURRENCY,
+    TCP_SYSCTLS,
+    DiagnosisRun,
+    build_diagnosis,
+    cpu_count,
+    diagnose_endpoint,
+    rediagnose,
+    run_context,
+    run_diagnosis,
+    run_meta,
+    tcp_settings,
+)
+from latdoc.pipeline._runs import RunComparison, StoredProbe, compare_runs, probe_endpoint
+from latdoc.pipeline._verify import NOT_APPLICABLE, VerifyResult, verify_remedy
+
+__all__ = [
+    "DEFAULT_CONCURRENCY",
+    "NOT_APPLICABLE",
+    "TCP_SYSCTLS",
+    "DiagnosisRun",
+    "RunComparison",
+    "StoredProbe",
+    "VerifyResult",
+    "build_diagnosis",
+    "compare_runs",
+    "cpu_count",
+    "diagnose_endpoint",
+    "probe_endpoint",
+    "rediagnose",
+    "run_context",
+    "run_diagnosis",
+    "run_meta",
+    "tcp_settings",
+    "verify_remedy",
+]

@@ -1,0 +1,176 @@
+"""An A/B experiment on an endpoint: today's way against a remedy, interleaved.
+
+Each :class:`Arm` says how it connects (its endpoint, HTTP version, pool, reuse)
+and what one trial sends (one request, or several at once). The arms' sessions
+stay open for the whole experiment, each arm warms up apart from measurement,
+and then trials run in blocks of one trial per arm in a shuffled order (A B, B A,
+…), so a drift of the endpoint over time hits both arms alike.
+
+Every request is reserved in the :class:`~latdoc.workload.Budget` before it is
+sent. The loop stops when the budget is spent or when ``should_stop`` (the
+caller's statistics, not computed here) says the answer is precise enough.
+This module sends and labels; it computes no verdict and prints nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from latdoc.probe import ConnectionOptions, Endpoint, ProbeSession, Prompt
+from latdoc.records import RequestTrace, Sample, Step, StepNote
+from latdoc.workload._budget import Budget
+
+ARM_NAMES = ("A", "B")
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One way of sending the same work: how it connects, and what a trial sends."""
+
+    name: str
+    label: str
+    """What this arm is, in the user's words: "a new connection per request"."""
+    endpoint: Endpoint
+    connection: ConnectionOptions
+    prompt: Callable[[random.Random], Prompt]
+    """A fresh prompt for each request of a trial."""
+    prompt_cost: int
+    """An upper bound of the prompt's tokens, reserved in the budget before sending."""
+    max_tokens: int
+    reuse: bool = True
+    max_connections: int = 16
+    concurrency: int = 1
+    """Requests sent at once in one trial."""
+    warmup_trials: int = 0
+    """Trials sent before measuring (to open connections, fill a cache); not kept."""
+    target_prompt_tokens: int | None = None
+
+    def session(self) -> ProbeSession:
+        return self.connection.session(
+            self.endpoint, reuse=self.reuse, max_connections=self.max_connections
+        )
+
+
+@dataclass
+class ExperimentResult:
+    """The measured samples of each arm, by arm name, and what was left out."""
+
+    samples: dict[str, list[Sample]] = field(default_factory=dict)
+    notes: list[StepNote] = field(default_factory=list)
+    stopped_because: str = "budget"
+    """``precise`` (``should_stop`` said so), ``budget``, ``time`` or ``max_trials``."""
+
+
+TrialHook = Callable[[str, Sample], None]
+StopRule = Callable[[Sequence[Sample], Sequence[Sample]], bool]
+
+
+async def run_experiment(
+    arms: Sequence[Arm],
+    budget: Budget,
+    *,
+    min_trials: int = 6,
+    max_trials: int = 200,
+    seed: int | None = None,
+    should_stop: StopRule | None = None,
+    on_sample: TrialHook | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> ExperimentResult:
+    """Warm each arm up, then interleave trials in shuffled blocks until done.
+
+    ``should_stop(a_samples, b_samples)`` is asked after each block once every arm
+    has ``min_trials`` trials; the experiment also ends at ``max_trials`` trials per
+    arm, when the next block does not fit the budget, or at its time limit (the
+    request in flight is then abandoned and said so).
+    """
+    rng = random.Random(seed)
+    result = ExperimentResult(samples={arm.name: [] for arm in arms})
+    sessions: dict[str, ProbeSession] = {}
+    index = 0
+
+    async def send(arm: Arm, *, keep: bool) -> bool:
+        nonlocal index
+        if not budget.can_afford(arm.prompt_cost, arm.max_tokens, count=arm.concurrency):
+            return False
+        for _ in range(arm.concurrency):
+            budget.reserve(arm.prompt_cost, arm.max_tokens)
+        session = sessions[arm.name]
+        traces: list[RequestTrace] = await asyncio.gather(
+            *(session.request(arm.prompt(rng), arm.max_tokens) for _ in range(arm.concurrency))
+        )
+        for trace in traces:
+            _settle(budget, arm.prompt_cost + arm.max_tokens, trace)
+            if not keep:
+                continue
+            sample = Sample(
+                Step.EXPERIMENT,
+                trace,
+                target_prompt_tokens=arm.target_prompt_tokens,
+                concurrency=arm.concurrency,
+                cold=bool(trace.new_connection),
+                index=index,
+            )
+            index += 1
+            result.samples[arm.name].append(sample)
+            if on_sample is not None:
+                on_sample(arm.name, sample)
+        return True
+
+    left = budget.seconds_left
+    try:
+        async with (
+            contextlib.AsyncExitStack() as stack,
+            asyncio.timeout(None if math.isinf(left) else left),
+        ):
+            for arm in arms:
+                sessions[arm.name] = await stack.enter_async_context(arm.session())
+            for arm in arms:
+                for _ in range(arm.warmup_trials):
+                    if not await send(arm, keep=False):
+                        result.notes.append(
+                            StepNote(Step.RUN, f"the budget ran out warming up arm {arm.name}")
+                        )
+                        return result
+            trials = 0
+            while True:
+                block = list(arms)
+                rng.shuffle(block)
+                if not all(
+                    budget.can_afford(a.prompt_cost, a.max_tokens, count=a.concurrency)
+                    for a in block
+                ) or budget.requests_left < sum(a.concurrency for a in block):
+                    result.stopped_because = "budget"
+                    return result
+                for arm in block:
+                    await send(arm, keep=True)
+                trials += 1
+                if on_progress is not None:
+                    on_progress(trials, max_trials)
+                if trials >= max_trials:
+                    result.stopped_because = "max_trials"
+                    return result
+                if (
+                    trials >= min_trials
+                    and should_stop is not None
+                    and len(arms) == 2
+                    and should_stop(result.samples[arms[0].name], result.samples[arms[1].name])
+                ):
+                    result.stopped_because = "precise"
+                    return result
+    except TimeoutError:
+        result.stopped_because = "time"
+        result.notes.append(
+            StepNote(Step.RUN, "the time budget ran out; the request in flight was abandoned")
+        )
+    return result
+
+
+def _settle(budget: Budget, reserved: int, trace: RequestTrace) -> None:
+    """Replace a reservation by what the endpoint reports it counted."""
+    if trace.prompt_tokens is not None and trace.output_tokens_exact:
+        budget.settle(reserved, trace.prompt_tokens + (trace.output_tokens or 0))
