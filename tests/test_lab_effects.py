@@ -23,16 +23,21 @@ import pytest
 from latdoc.cli.lab import add_lab_parser, config_from_args
 from latdoc.errors import UsageError
 from latdoc.lab.sim import (
+    CHAT_MESSAGE_OVERHEAD,
+    CHAT_REPLY_OVERHEAD,
     LabConfig,
     LabProcess,
     LabServer,
     LatencyModel,
+    chat_prompt_token_list,
+    count_tokens,
     output_text,
 )
 from latdoc.lab.sim._process import config_from_json, config_to_json
 from latdoc.probe import Endpoint, ProbeSession
 from latdoc.records import RequestTrace
 
+OVERHEAD = CHAT_MESSAGE_OVERHEAD + CHAT_REPLY_OVERHEAD
 FAST = LatencyModel(prefill_base_ms=2.0, prefill_ms_per_token=0.0, decode_ms_per_token=0.5)
 REL_TOLERANCE = 0.15
 """How close a measured effect must come to the planned one: what verify promises."""
@@ -291,6 +296,59 @@ def test_each_model_is_timed_by_its_own_latency() -> None:
     planned = BIG.prefill_ms(0) - SMALL.prefill_ms(0)
     measured = _median(t.ttft_ms for t, _ in big) - _median(t.ttft_ms for t, _ in small)
     _assert_effect(measured, planned)
+
+
+# --- the prefix cache ------------------------------------------------------------------
+
+CONTEXT = " ".join(f"fact{i} is true." for i in range(60))
+"""A long shared context: 240 lab tokens, fifteen 16-token blocks."""
+
+
+def _shared_prefix_tokens(a: str, b: str) -> int:
+    tokens = [chat_prompt_token_list([{"role": "user", "content": p}]) for p in (a, b)]
+    shared = 0
+    for x, y in zip(*tokens, strict=False):
+        if x != y:
+            break
+        shared += 1
+    return shared
+
+
+@pytest.mark.parametrize("prefix_cache", [True, False])
+def test_a_shared_prefix_skips_its_prefill(prefix_cache: bool) -> None:
+    """Same context, a different question: the cached blocks' prefill is saved, or none."""
+    latency = LatencyModel(prefill_base_ms=10, prefill_ms_per_token=0.5, decode_ms_per_token=1)
+    config = LabConfig(latency=latency, prefix_cache=prefix_cache)
+    questions = [f"{CONTEXT} Question {i}: why?" for i in range(6)]
+    n = count_tokens(questions[0]) + OVERHEAD
+    assert n == 240 + 5 + OVERHEAD
+    shared = _shared_prefix_tokens(questions[0], questions[1])
+    cached = shared // config.prefix_block_tokens * config.prefix_block_tokens
+    assert (shared, cached) == (3 + 240 + 1, 240)
+
+    async def go(base_url: str) -> list[Sample]:
+        async with ProbeSession(Endpoint(base_url, "lab-sim")) as session:
+            await session.request("warm up", 1)
+            return [await _measure(session, q, 2) for q in questions]
+
+    with LabServer(config) as lab:
+        first, *rest = asyncio.run(go(lab.base_url))
+    planned_full = latency.prefill_ms(n)
+    planned_cached = latency.prefill_ms(n, cached if prefix_cache else 0)
+    assert first[0].server_timing["prefill"] == planned_full
+    for trace, _ in rest:
+        assert trace.prompt_tokens == n
+        assert trace.server_timing["prefill"] == pytest.approx(planned_cached)
+        assert trace.cached_prompt_tokens == (cached if prefix_cache else None)
+    if prefix_cache:
+        assert first[0].cached_prompt_tokens == 0
+        assert [truth["cached_tokens"] for _, truth in rest] == [cached] * 5
+        assert planned_full - planned_cached == 0.5 * 240
+    saved = (first[0].ttft_ms or 0) - _median(t.ttft_ms for t, _ in rest)
+    if prefix_cache:
+        _assert_effect(saved, planned_full - planned_cached)
+    else:
+        assert abs(saved) < NO_EFFECT_MS, saved
 
 
 # --- lab serve flags -------------------------------------------------------------------
