@@ -351,6 +351,43 @@ def test_a_shared_prefix_skips_its_prefill(prefix_cache: bool) -> None:
         assert abs(saved) < NO_EFFECT_MS, saved
 
 
+# --- HTTP/2 streams on one connection --------------------------------------------------
+
+
+@pytest.mark.parametrize("slots", [8, 4])
+def test_http2_streams_on_one_connection_run_in_parallel(slots: int) -> None:
+    """8 streams multiplexed on one HTTP/2 connection: with 8 slots every TTFT is one
+    prefill; with 4 the second half waits one service time (so a serialising server
+    would show)."""
+    latency = LatencyModel(prefill_base_ms=100, prefill_ms_per_token=0, decode_ms_per_token=5)
+    streams = 8
+
+    async def go(base_url: str, ca_file: str) -> list[RequestTrace]:
+        endpoint = Endpoint(base_url, "lab-sim")
+        async with ProbeSession(endpoint, http2=True, cacert=ca_file, max_connections=1) as session:
+            await session.request("warm up", 1)
+            return await asyncio.gather(*(session.request("hi", 4) for _ in range(streams)))
+
+    with LabProcess(LabConfig(latency=latency, slots=slots), tls=True, http2=True) as lab:
+        assert lab.ca_file is not None
+        traces = asyncio.run(go(lab.base_url, lab.ca_file))
+    assert all(t.error is None for t in traces), [t.error for t in traces]
+    assert {t.http_version for t in traces} == {"HTTP/2"}
+    assert len({t.connection_id for t in traces}) == 1
+    assert not any(t.new_connection for t in traces)
+    ttfts = sorted(t.ttft_ms or 0 for t in traces)
+    prefill = latency.prefill_ms(0)
+    service = latency.total_ms(0, 4)
+    if slots >= streams:
+        assert all(t.server_timing["queue"] == 0 for t in traces)
+        assert ttfts[0] >= prefill
+        _assert_effect(statistics.median(ttfts), prefill)
+        assert ttfts[-1] < prefill + service / 2, ttfts
+    else:
+        first, second = ttfts[:slots], ttfts[slots:]
+        _assert_effect(statistics.median(second) - statistics.median(first), service)
+
+
 # --- lab serve flags -------------------------------------------------------------------
 
 
