@@ -763,13 +763,19 @@ def test_serve_cli_sets_every_knob(monkeypatch: pytest.MonkeyPatch) -> None:
         "--prefix-block-tokens 32 --prefix-cache-blocks 10 --stall-after-token 7 "
         "--stall-ms 900 --stall-rate 0.3 --fault 429 --fault-rate 0.2 --fault-after-tokens 5 "
         "--retry-after-s 9 --drip-interval-ms 3 --hang-s 30 --default-max-tokens 16 "
-        "--headers-after-prefill --reject-stream-options --stamp-chunks"
+        "--headers-after-prefill --reject-stream-options --stamp-chunks "
+        "--answer-tokens 12 --reserve-ms-per-1k-max-tokens 6 --alt-model big:7:8"
     )
     config = config_from_args(_serve_args(argv.split()))
+    latency = LatencyModel(
+        1, 2, 3, 4, 5, kv_threshold_tokens=100, kv_penalty=2.5, reserve_ms_per_1k_max_tokens=6
+    )
     assert config == LabConfig(
         model="m",
-        latency=LatencyModel(1, 2, 3, 4, 5, kv_threshold_tokens=100, kv_penalty=2.5),
+        latency=latency,
+        alt_models={"big": LatencyModel(7, 2, 3, 8, 5, 100, 2.5, 6)},
         default_max_tokens=16,
+        answer_tokens=12,
         headers_after_prefill=True,
         reject_stream_options=True,
         stamp_chunks=True,

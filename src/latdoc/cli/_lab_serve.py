@@ -9,6 +9,7 @@ combination. Every default is the config's own, so no flags serve ``LabConfig()`
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import os
 
@@ -52,6 +53,20 @@ def _profile(text: str) -> tuple[float, ...]:
     return tuple(_finite(part) for part in parts)
 
 
+def _alt_model(text: str) -> tuple[str, float, float]:
+    """``NAME:PREFILL_BASE_MS:DECODE_MS_PER_TOKEN``; the name may itself hold colons."""
+    parts = text.rsplit(":", 2)
+    if len(parts) != 3 or not parts[0]:
+        raise argparse.ArgumentTypeError(
+            f"expected NAME:PREFILL_BASE_MS:DECODE_MS_PER_TOKEN, e.g. lab-big:200:25, got {text!r}"
+        )
+    name, prefill, decode = parts
+    numbers = (_finite(prefill), _finite(decode))
+    if min(numbers) < 0:
+        raise argparse.ArgumentTypeError(f"milliseconds must be >= 0, got {text!r}")
+    return name, *numbers
+
+
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the server, latency, queueing, cache, stall and fault options to ``parser``."""
     server = parser.add_argument_group("server")
@@ -69,6 +84,16 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="a host name or IP address the certificate is also valid for (repeatable)",
     )
     server.add_argument("--model", default=_CONFIG.model)
+    server.add_argument(
+        "--alt-model",
+        dest="alt_models",
+        action="append",
+        type=_alt_model,
+        default=[],
+        metavar="NAME:PREFILL_BASE_MS:DECODE_MS_PER_TOKEN",
+        help="another model on the same endpoint, timed like --model but with this prefill "
+        "base and decode time (repeatable)",
+    )
     server.add_argument("--api-key-env", metavar="VAR", help="require the key in this variable")
     server.add_argument("--seed", type=_whole, help="seed jitter, stalls, faults and load")
     server.add_argument(
@@ -76,6 +101,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         type=_whole,
         default=_CONFIG.default_max_tokens,
         help="output tokens when a request names none",
+    )
+    server.add_argument(
+        "--answer-tokens",
+        type=_whole,
+        metavar="N",
+        help="answers end by themselves (finish_reason stop) after N tokens when "
+        "max_tokens allows it",
     )
     server.add_argument(
         "--headers-after-prefill", action="store_true", help="send headers with the first token"
@@ -108,6 +140,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "--decode-ms-per-token", type=_finite, default=_LATENCY.decode_ms_per_token
     )
     latency.add_argument("--jitter-ms", type=_finite, default=_LATENCY.jitter_ms)
+    latency.add_argument(
+        "--reserve-ms-per-1k-max-tokens",
+        type=_finite,
+        default=_LATENCY.reserve_ms_per_1k_max_tokens,
+        metavar="MS",
+        help="time before the prefill per 1000 tokens of the max_tokens asked for",
+    )
     latency.add_argument(
         "--kv-threshold-tokens",
         type=_whole,
@@ -220,6 +259,12 @@ def _check_serve(args: argparse.Namespace) -> None:
         raise UsageError("--stall-ms needs --stall-after-token: the token the stall follows")
     if args.kv_threshold_tokens is None and args.kv_penalty != _LATENCY.kv_penalty:
         raise UsageError("--kv-penalty needs --kv-threshold-tokens")
+    names = [name for name, _, _ in args.alt_models]
+    for name in names:
+        if name == args.model:
+            raise UsageError(f"--alt-model {name}: that is the --model already served")
+        if names.count(name) > 1:
+            raise UsageError(f"--alt-model {name}: given more than once")
 
 
 def _api_key(var: str | None) -> str | None:
@@ -248,11 +293,18 @@ def config_from_args(args: argparse.Namespace) -> LabConfig:
             jitter_ms=args.jitter_ms,
             kv_threshold_tokens=args.kv_threshold_tokens,
             kv_penalty=args.kv_penalty,
+            reserve_ms_per_1k_max_tokens=args.reserve_ms_per_1k_max_tokens,
         )
+        alt_models = {
+            name: dataclasses.replace(latency, prefill_base_ms=prefill, decode_ms_per_token=decode)
+            for name, prefill, decode in args.alt_models
+        }
         return LabConfig(
             model=args.model,
             latency=latency,
+            alt_models=alt_models,
             default_max_tokens=args.default_max_tokens,
+            answer_tokens=args.answer_tokens,
             headers_after_prefill=args.headers_after_prefill,
             reject_stream_options=args.reject_stream_options,
             stamp_chunks=args.stamp_chunks,

@@ -12,7 +12,9 @@ prefix cache, mid-stream stalls and injected faults.
 What each response reports, so that tests know the truth:
 
 - ``Server-Timing`` (what is known when headers are sent): ``queue;dur`` (only
-  with ``slots``: the time spent waiting for a slot), ``prefill;dur`` (the prefill
+  with ``slots``: the time spent waiting for a slot), ``reserve;dur`` (only when
+  the request's model charges for its output limit:
+  :meth:`~latdoc.lab.sim.LatencyModel.reserve_ms`), ``prefill;dur`` (the prefill
   charged, after cache, KV penalty and jitter), ``tpot;dur`` (the first token gap),
   ``stall;dur=…;desc="after token k"`` (only for a request that will stall) and
   ``load;desc="0.750"`` (only with a load profile: its value at arrival).
@@ -26,7 +28,8 @@ What each response reports, so that tests know the truth:
 - When any of those knobs is set (``LabConfig.extended``) the last JSON event of a
   stream (the usage chunk, or the finish chunk when usage is not asked for) and a
   non-streamed document carry a top-level ``"lab"`` object, the whole truth once
-  the request is done (see :func:`~latdoc.lab.sim._plan.lab_object`)::
+  the request is done (see :func:`~latdoc.lab.sim._plan.lab_object`; a model
+  that charges for its output limit adds ``reserve_ms``)::
 
       "lab": {"queue_ms": 180.2, "prefill_ms": 100.0, "decode_ms": 80.0,
               "stall_ms": 0.0, "stall_after_token": null, "cached_tokens": 0,
@@ -56,7 +59,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from latdoc.lab.sim._cache import PrefixCache
-from latdoc.lab.sim._config import Fault, LabConfig
+from latdoc.lab.sim._config import Fault, LabConfig, LatencyModel
 from latdoc.lab.sim._faults import (
     FAULT_HEADER,
     IMMEDIATE_FAULTS,
@@ -144,8 +147,8 @@ class _Lab:
             return True
         return value is not None and hmac.compare_digest(value, self.expected_auth)
 
-    def jittered(self, ms: float) -> float:
-        j = self.config.latency.jitter_ms
+    def jittered(self, latency: LatencyModel, ms: float) -> float:
+        j = latency.jitter_ms
         if j == 0:
             return ms
         return max(0.0, ms + self.rng.uniform(-j, j))
@@ -165,7 +168,7 @@ class _Lab:
         config = self.config
         call = parse_call(body, call_kind, config)
         fault = choose_fault(config, _header(scope, FAULT_HEADER), self.fault_rng)
-        plan = Plan(call, config.latency, fault=fault)
+        plan = Plan(call, config.latency_for(call.model), fault=fault)
         if self.pool is not None:
             plan.slots_busy = self.pool.busy
             plan.queue_ahead = len(self.pool.waiting)
@@ -180,19 +183,20 @@ class _Lab:
         return plan
 
     async def admit(self, plan: Plan) -> None:
-        """Take a slot (waiting in line), then look up the cache and plan the prefill."""
+        """Take a slot (waiting in line), then plan the reservation, cache and prefill."""
         if self.pool is not None:
             loop = asyncio.get_running_loop()
             arrived = loop.time()
             waited = await self.pool.acquire()
             plan.holds_slot = True
             plan.queue_ms = (loop.time() - arrived) * 1000 if waited else 0.0
-        call = plan.call
+        call, latency = plan.call, plan.latency
+        plan.reserve_ms = latency.reserve_ms(call.max_tokens)
         if self.cache is not None and call.prompt is not None:
             plan.blocks = self.cache.block_hashes(call.prompt)
             plan.cached_tokens = self.cache.cached_tokens(call.prompt, plan.blocks)
-        planned = self.config.latency.prefill_ms(call.prompt_tokens, plan.cached_tokens)
-        plan.prefill_ms = self.jittered(planned)
+        planned = latency.prefill_ms(call.prompt_tokens, plan.cached_tokens)
+        plan.prefill_ms = self.jittered(latency, planned)
 
     def prefilled(self, plan: Plan) -> None:
         """The prompt's prefill is done: its blocks join the prefix cache."""
@@ -353,13 +357,11 @@ def create_app(config: LabConfig, *, reset_connection: ResetConnection | None = 
         auth = request.headers.get("authorization")
         if not lab.authorized(None if auth is None else auth.encode("latin-1")):
             return _error_response(_UNAUTHORIZED)
-        model = {
-            "id": config.model,
-            "object": "model",
-            "created": lab.created,
-            "owned_by": "latdoc-lab",
-        }
-        return JSONResponse({"object": "list", "data": [model]})
+        models = [
+            {"id": model, "object": "model", "created": lab.created, "owned_by": "latdoc-lab"}
+            for model in config.models
+        ]
+        return JSONResponse({"object": "list", "data": models})
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)

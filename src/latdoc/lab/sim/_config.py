@@ -6,9 +6,11 @@ the endpoint as it was before the knob existed:
 - input length: ``a + b·n + c·n²`` prefill (:class:`LatencyModel`), a KV-cache
   threshold past which prefill and decode get ``kv_penalty`` times slower, and a
   context limit past which requests fail (``max_context_tokens``);
-- model service: decode per token, ``slots`` with a FIFO queue, background load
-  that follows a compressed day (``load_profile``), a prefix cache, mid-stream
-  stalls;
+- output length: a reservation before the first token that grows with the
+  ``max_tokens`` asked for, and answers that end by themselves (``answer_tokens``);
+- model service: decode per token, more models with latencies of their own
+  (``alt_models``), ``slots`` with a FIFO queue, background load that follows a
+  compressed day (``load_profile``), a prefix cache, mid-stream stalls;
 - failures: one :class:`Fault` per request, at ``fault_rate``.
 
 :mod:`latdoc.lab.sim._app` documents how each is reported to the client.
@@ -18,7 +20,8 @@ from __future__ import annotations
 
 import enum
 import math
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 
 __all__ = ["Fault", "LabConfig", "LatencyModel"]
 
@@ -87,6 +90,12 @@ class LatencyModel:
     prefill and prompt + tokens generated so far during decode, so a prompt over the
     threshold has its prefill and every token gap multiplied, and a prompt under it
     streams at full speed until its context crosses the threshold mid-answer.
+
+    Reservation: before its prefill a request waits ``reserve_ms_per_1k_max_tokens``
+    for every 1000 tokens of the output limit it asked for (:meth:`reserve_ms`; a
+    request that names none is charged for the limit it gets), as a server that sets
+    aside KV-cache memory for the whole limit up front. It is exact (no jitter, no
+    KV penalty) and reported apart from the prefill.
     """
 
     prefill_base_ms: float = 20.0
@@ -96,6 +105,7 @@ class LatencyModel:
     jitter_ms: float = 0.0
     kv_threshold_tokens: int | None = None
     kv_penalty: float = 1.0
+    reserve_ms_per_1k_max_tokens: float = 0.0
 
     def __post_init__(self) -> None:
         _check_finite(
@@ -106,6 +116,7 @@ class LatencyModel:
                 "prefill_ms_per_token2",
                 "decode_ms_per_token",
                 "jitter_ms",
+                "reserve_ms_per_1k_max_tokens",
             ),
         )
         _check_finite(self, ("kv_penalty",), positive=True)
@@ -115,6 +126,10 @@ class LatencyModel:
         """Whether a context of ``context_tokens`` is past the KV-cache threshold."""
         threshold = self.kv_threshold_tokens
         return threshold is not None and context_tokens > threshold
+
+    def reserve_ms(self, max_tokens: int) -> float:
+        """Time reserving room for ``max_tokens`` output tokens, before the prefill."""
+        return self.reserve_ms_per_1k_max_tokens * max_tokens / 1000
 
     def prefill_ms(self, prompt_tokens: int, cached_tokens: int = 0) -> float:
         """Planned prefill time (time to first token) for ``prompt_tokens``, no jitter.
@@ -140,7 +155,11 @@ class LatencyModel:
         return max(1, threshold - prompt_tokens + 1)
 
     def total_ms(self, prompt_tokens: int, output_tokens: int) -> float:
-        """Planned time from request to the last output token, no jitter."""
+        """Planned time from the prefill's start to the last output token, no jitter.
+
+        The reservation comes before it: add :meth:`reserve_ms` of the request's
+        output limit for the time from the request.
+        """
         gaps = max(output_tokens - 1, 0)
         decode = gaps * self.decode_ms_per_token
         slow = self.first_slow_token(prompt_tokens)
@@ -155,8 +174,16 @@ class LabConfig:
 
     Basics:
 
-    - ``model``: the only model id served; any other is a 404.
-    - ``default_max_tokens``: output length when a request names none.
+    - ``model``: the model id served with ``latency``; any id that is neither it
+      nor one of ``alt_models`` is a 404 ``model_not_found``.
+    - ``alt_models``: more model ids served by the same endpoint, each timed by its
+      own :class:`LatencyModel` (:meth:`latency_for`); ``/v1/models`` lists them
+      after ``model``. Slots, cache, stalls and faults are shared by all models.
+    - ``default_max_tokens``: the output limit when a request names none.
+    - ``answer_tokens``: the length of the model's natural answer. A request whose
+      output limit is at least this gets that many tokens and ``finish_reason``
+      ``"stop"``; one whose limit is lower is cut at its limit with ``"length"``.
+      ``None``: every answer runs to its limit and ends with ``"length"``.
     - ``headers_after_prefill``: send the status and headers only with the first
       token, instead of at once (as vLLM does).
     - ``reject_stream_options``: answer 400 to requests with ``stream_options``,
@@ -164,8 +191,8 @@ class LabConfig:
     - ``stamp_chunks``: every streamed chunk carries ``"lab_t_ns"``, the server's
       ``time.perf_counter_ns()`` when it wrote the chunk, and responses carry
       ``x-lab-start-ns``, the origin of the request's schedule (token ``k`` is due at
-      origin + prefill + ``k``·decode). Linux's ``CLOCK_MONOTONIC`` is shared by
-      every process, so a client can compare these with its own clock.
+      origin + reservation + prefill + ``k``·decode). Linux's ``CLOCK_MONOTONIC`` is
+      shared by every process, so a client can compare these with its own clock.
     - ``api_key``: when set, requests need ``Authorization: Bearer <api_key>``.
     - ``keep_alive``: when False, every response says ``Connection: close`` and the
       server closes the connection after it, as some proxies do; each request then
@@ -212,7 +239,9 @@ class LabConfig:
 
     model: str = "lab-sim"
     latency: LatencyModel = field(default_factory=LatencyModel)
+    alt_models: Mapping[str, LatencyModel] = field(default_factory=dict)
     default_max_tokens: int = 32
+    answer_tokens: int | None = None
     headers_after_prefill: bool = False
     reject_stream_options: bool = False
     stamp_chunks: bool = False
@@ -242,7 +271,9 @@ class LabConfig:
             raise ValueError("model must be a non-empty string")
         if self.default_max_tokens < 1:
             raise ValueError(f"default_max_tokens must be >= 1, got {self.default_max_tokens}")
+        self._check_alt_models()
         for name, minimum in (
+            ("answer_tokens", 1),
             ("max_context_tokens", 1),
             ("slots", 1),
             ("prefix_block_tokens", 1),
@@ -267,6 +298,29 @@ class LabConfig:
         if self.stall_ms > 0 and self.stall_after_token is None:
             raise ValueError("stall_ms needs stall_after_token: the token the stall follows")
 
+    def __hash__(self) -> int:
+        # alt_models is a dict, so the generated hash would fail; hash its items.
+        values = (getattr(self, f.name) for f in fields(self))
+        return hash(tuple(frozenset(v.items()) if isinstance(v, Mapping) else v for v in values))
+
+    def _check_alt_models(self) -> None:
+        for name, latency in self.alt_models.items():
+            if not isinstance(name, str) or not name:
+                raise ValueError(f"alt_models names must be non-empty strings, got {name!r}")
+            if name == self.model:
+                raise ValueError(f"alt_models must not name the default model {name!r}")
+            if not isinstance(latency, LatencyModel):
+                raise ValueError(f"alt_models[{name!r}] must be a LatencyModel, got {latency!r}")
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """Every model id served: ``model``, then ``alt_models`` in their order."""
+        return (self.model, *self.alt_models)
+
+    def latency_for(self, model: str) -> LatencyModel:
+        """The timing of requests for ``model``; ``KeyError`` for a model not served."""
+        return self.latency if model == self.model else self.alt_models[model]
+
     @property
     def extended(self) -> bool:
         """Whether any knob beyond the basic latency model is set.
@@ -275,7 +329,9 @@ class LabConfig:
         """
         latency = self.latency
         return (
-            self.max_context_tokens is not None
+            bool(self.alt_models)
+            or latency.reserve_ms_per_1k_max_tokens > 0
+            or self.max_context_tokens is not None
             or self.slots is not None
             or self.prefix_cache
             or self.stall_after_token is not None

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from starlette.types import Message
 
+from latdoc.lab.sim._request import FinishReason
+
 __all__ = [
     "CHAT",
     "COMPLETIONS",
@@ -60,11 +62,20 @@ def output_text(output_tokens: int) -> str:
 
 @dataclass(frozen=True)
 class Fragments:
-    """Pre-encoded JSON pieces of one dialect's stream chunks (after ``"choices":``)."""
+    """Pre-encoded JSON pieces of one dialect's stream chunks (after ``"choices":``).
+
+    ``length`` ends an answer cut at its output limit, ``stop`` one that ended by
+    itself.
+    """
 
     role: bytes | None
     tokens: tuple[bytes, ...]
-    finish: bytes
+    length: bytes
+    stop: bytes
+
+    def finish(self, reason: FinishReason) -> bytes:
+        """The last choice chunk of an answer that ended for ``reason``."""
+        return self.stop if reason == "stop" else self.length
 
 
 def _token_json(k: int) -> bytes:
@@ -77,7 +88,8 @@ CHAT = Fragments(
         b'[{"index":0,"delta":{"content":%s},"finish_reason":null}]' % _token_json(k)
         for k in range(len(OUTPUT_WORDS))
     ),
-    finish=b'[{"index":0,"delta":{},"finish_reason":"length"}]',
+    length=b'[{"index":0,"delta":{},"finish_reason":"length"}]',
+    stop=b'[{"index":0,"delta":{},"finish_reason":"stop"}]',
 )
 COMPLETIONS = Fragments(
     role=None,
@@ -85,7 +97,8 @@ COMPLETIONS = Fragments(
         b'[{"index":0,"text":%s,"logprobs":null,"finish_reason":null}]' % _token_json(k)
         for k in range(len(OUTPUT_WORDS))
     ),
-    finish=b'[{"index":0,"text":"","logprobs":null,"finish_reason":"length"}]',
+    length=b'[{"index":0,"text":"","logprobs":null,"finish_reason":"length"}]',
+    stop=b'[{"index":0,"text":"","logprobs":null,"finish_reason":"stop"}]',
 )
 DONE = b"data: [DONE]\n\n"
 

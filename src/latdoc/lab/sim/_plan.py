@@ -1,8 +1,9 @@
 """One request's plan of service, and the truth the endpoint reports about it.
 
-A :class:`Plan` is made when a request arrives (its load, its fault, whether it
-will stall) and completed when it gets a slot (its queue time, cached tokens and
-prefill). Token ``k`` is then due ``due_ms(k)`` after the first token, and
+A :class:`Plan` is made when a request arrives (its model's timing, its load, its
+fault, whether it will stall) and completed when it gets a slot (its queue time,
+reservation, cached tokens and prefill). The first token is due reservation +
+prefill after the slot; token ``k`` then follows by its gaps, and
 :func:`server_timing` and :func:`lab_object` say what the plan was.
 """
 
@@ -33,6 +34,8 @@ class Plan:
     stall_after: int | None = None
     stall_ms: float = 0.0
     queue_ms: float = 0.0
+    reserve_ms: float = 0.0
+    """Time reserving room for the output limit, between the slot and the prefill."""
     cached_tokens: int = 0
     blocks: list[int] = field(default_factory=list)
     prefill_ms: float = 0.0
@@ -70,11 +73,14 @@ class Plan:
 def server_timing(plan: Plan, *, queued: bool) -> bytes:
     """The ``Server-Timing`` value: what is known when the headers are sent.
 
-    ``queue;dur`` (with slots), ``prefill;dur``, ``tpot;dur`` (the first token gap),
+    ``queue;dur`` (with slots), ``reserve;dur`` (when the model charges for the
+    output limit), ``prefill;dur``, ``tpot;dur`` (the first token gap),
     ``stall;dur;desc="after token k"`` (a planned stall) and ``load;desc`` (the load
     profile's value at arrival).
     """
     parts = [b"queue;dur=%.3f" % plan.queue_ms] if queued else []
+    if plan.latency.reserve_ms_per_1k_max_tokens > 0:
+        parts.append(b"reserve;dur=%.3f" % plan.reserve_ms)
     parts.append(b"prefill;dur=%.3f, tpot;dur=%.3f" % (plan.prefill_ms, plan.gap_ms(1)))
     if plan.stall_after is not None:
         parts.append(b'stall;dur=%.3f;desc="after token %d"' % (plan.stall_ms, plan.stall_after))
@@ -86,16 +92,23 @@ def server_timing(plan: Plan, *, queued: bool) -> bytes:
 def lab_object(plan: Plan) -> dict[str, Any]:
     """The ``"lab"`` truth object (JSON) of a finished request.
 
-    ``queue_ms``, ``prefill_ms``, ``decode_ms`` (first to last token, stall
-    excluded), ``stall_ms`` and ``stall_after_token`` (the pause that happened),
+    ``queue_ms``, ``reserve_ms`` (only when the model charges for the output
+    limit), ``prefill_ms``, ``decode_ms`` (first to last token, stall excluded),
+    ``stall_ms`` and ``stall_after_token`` (the pause that happened),
     ``cached_tokens``, ``kv_prefill_penalty`` (the KV multiplier on the prefill) and
     ``kv_slow_from_token`` (the first token whose gap KV pressure slowed),
     ``load``, ``slots_busy`` and ``queue_ahead`` (at arrival) and ``fault``.
     """
     slow = plan.slow_from
     latency, prompt = plan.latency, plan.call.prompt_tokens
+    reserve = (
+        {"reserve_ms": round(plan.reserve_ms, 3)}
+        if latency.reserve_ms_per_1k_max_tokens > 0
+        else {}
+    )
     return {
         "queue_ms": round(plan.queue_ms, 3),
+        **reserve,
         "prefill_ms": round(plan.prefill_ms, 3),
         "decode_ms": round(plan.decode_ms, 3),
         "stall_ms": plan.stall_ms if plan.stall_after is not None else 0.0,

@@ -42,6 +42,8 @@ def config_from_json(text: str) -> LabConfig:
     """The :class:`LabConfig` written by :func:`config_to_json`."""
     fields: dict[str, Any] = json.loads(text)
     fields["latency"] = LatencyModel(**fields["latency"])
+    alt_models = fields.get("alt_models", {})
+    fields["alt_models"] = {name: LatencyModel(**model) for name, model in alt_models.items()}
     if "load_profile" in fields:
         fields["load_profile"] = tuple(fields["load_profile"])
     if fields.get("fault") is not None:

@@ -20,9 +20,10 @@ from latdoc.lab.sim._tokenizer import (
     tokenize,
 )
 
-__all__ = ["ApiError", "Call", "Kind", "parse_call"]
+__all__ = ["ApiError", "Call", "FinishReason", "Kind", "parse_call"]
 
 Kind = Literal["chat", "completions"]
+FinishReason = Literal["stop", "length"]
 
 
 class ApiError(Exception):
@@ -48,13 +49,18 @@ class ApiError(Exception):
 class Call:
     """A validated completion request, reduced to what drives the simulation.
 
-    ``prompt`` is the prompt's token sequence, kept only when the prefix cache
-    needs it.
+    ``max_tokens`` is the output limit the request gets (what it asked for, or the
+    default); ``output_tokens`` what is generated within it, ending with
+    ``finish_reason``. ``prompt`` is the prompt's token sequence, kept only when the
+    prefix cache needs it.
     """
 
     kind: Kind
+    model: str
     prompt_tokens: int
+    max_tokens: int
     output_tokens: int
+    finish_reason: FinishReason
     stream: bool
     include_usage: bool
     prompt: tuple[Hashable, ...] | None = None
@@ -71,7 +77,7 @@ def parse_call(body: bytes, kind: Kind, config: LabConfig) -> Call:
     model = data.get("model")
     if model is None:
         raise ApiError(404, "You must provide a model parameter.", code="model_not_found")
-    if model != config.model:
+    if not isinstance(model, str) or model not in config.models:
         raise ApiError(
             404,
             f"The model `{model}` does not exist or you do not have access to it.",
@@ -88,9 +94,25 @@ def parse_call(body: bytes, kind: Kind, config: LabConfig) -> Call:
         raise ApiError(400, "'stream' must be a boolean.", param="stream")
     options = data.get("stream_options")
     include_usage = isinstance(options, dict) and options.get("include_usage") is True
-    output_tokens = _output_tokens(data, kind, prompt_tokens, config)
+    max_tokens = _output_limit(data, kind, prompt_tokens, config)
+    answer = config.answer_tokens
+    finish_reason: FinishReason
+    if answer is not None and answer <= max_tokens:
+        output_tokens, finish_reason = answer, "stop"
+    else:
+        output_tokens, finish_reason = max_tokens, "length"
     prompt = _prompt_sequence(data, kind) if config.prefix_cache else None
-    return Call(kind, prompt_tokens, output_tokens, bool(stream), include_usage, prompt)
+    return Call(
+        kind,
+        model,
+        prompt_tokens,
+        max_tokens,
+        output_tokens,
+        finish_reason,
+        bool(stream),
+        include_usage,
+        prompt,
+    )
 
 
 def _chat_prompt(data: dict[str, object]) -> int:
@@ -134,7 +156,7 @@ def _prompt_sequence(data: dict[str, object], kind: Kind) -> tuple[Hashable, ...
     return tuple(prompt)
 
 
-def _output_tokens(
+def _output_limit(
     data: dict[str, object], kind: Kind, prompt_tokens: int, config: LabConfig
 ) -> int:
     requested = _max_tokens(data)

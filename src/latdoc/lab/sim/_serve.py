@@ -1,7 +1,8 @@
 """Serving one admitted request: the streamed answer or the whole document.
 
-A request first takes its slot (:meth:`Lab.admit`); output token ``k`` is then due
-at ``prefill_end + k·decode`` plus what KV pressure and a stall add, on an
+A request first takes its slot (:meth:`Lab.admit`); its first token is due its
+reservation and prefill later, and output token ``k`` at ``first + k·decode`` plus
+what KV pressure and a stall add (with its model's timing), on an
 absolute monotonic schedule (with jitter, each gap is drawn in turn). Its slot is
 released once the last token is out. The ``reset``, ``truncate`` and
 ``malformed`` faults strike when token ``fault_after_tokens`` is due.
@@ -16,7 +17,7 @@ from typing import Any, Protocol
 
 from starlette.types import Message, Scope, Send
 
-from latdoc.lab.sim._config import Fault, LabConfig
+from latdoc.lab.sim._config import Fault, LabConfig, LatencyModel
 from latdoc.lab.sim._events import CHAT, COMPLETIONS, DONE, Events, output_text
 from latdoc.lab.sim._faults import STREAM_FAULTS, ResetConnection
 from latdoc.lab.sim._plan import Plan, lab_object
@@ -55,7 +56,7 @@ class Lab(Protocol):
 
     def next_id(self) -> int: ...
 
-    def jittered(self, ms: float) -> float: ...
+    def jittered(self, latency: LatencyModel, ms: float) -> float: ...
 
     async def admit(self, plan: Plan) -> None: ...
 
@@ -111,7 +112,7 @@ async def serve_stream(lab: Lab, plan: Plan, flight: Flight, send: Send) -> None
     start_ns = time.perf_counter_ns()
     start = loop.time()
     config = lab.config
-    latency = config.latency
+    latency = plan.latency
     call = plan.call
     chat = call.kind == "chat"
     fragments = CHAT if chat else COMPLETIONS
@@ -119,7 +120,7 @@ async def serve_stream(lab: Lab, plan: Plan, flight: Flight, send: Send) -> None
         f"{'chatcmpl' if chat else 'cmpl'}-lab{lab.next_id()}",
         "chat.completion.chunk" if chat else "text_completion",
         int(time.time()),
-        config.model,
+        call.model,
         config.stamp_chunks,
     )
     head: Message = {
@@ -132,7 +133,7 @@ async def serve_stream(lab: Lab, plan: Plan, flight: Flight, send: Send) -> None
         await send(head)
         if fragments.role is not None:
             await send(events.message(fragments.role))
-    first = start + plan.prefill_ms / 1000
+    first = start + (plan.reserve_ms + plan.prefill_ms) / 1000
     decode_s = latency.decode_ms_per_token / 1000
     jitter = latency.jitter_ms > 0
     target = first
@@ -141,7 +142,7 @@ async def serve_stream(lab: Lab, plan: Plan, flight: Flight, send: Send) -> None
     for k in range(call.output_tokens):
         if k:
             if jitter:
-                gap = lab.jittered(plan.gap_ms(k))
+                gap = lab.jittered(latency, plan.gap_ms(k))
                 plan.decode_ms += gap
                 target += (gap + plan.stall_before(k)) / 1000
             else:
@@ -165,11 +166,12 @@ async def serve_stream(lab: Lab, plan: Plan, flight: Flight, send: Send) -> None
     if strike_at == call.output_tokens and await _strike(lab, plan, flight, send, events):
         return
     truth = b',"lab":%s' % _compact(lab_object(plan)) if flight.truth else b""
+    finish = fragments.finish(call.finish_reason)
     if call.include_usage:
-        await send(events.message(fragments.finish))
+        await send(events.message(finish))
         await send(events.message(b'[],"usage":%s' % _compact(lab.usage(plan)), truth))
     else:
-        await send(events.message(fragments.finish, truth))
+        await send(events.message(finish, truth))
     flight.finished = True
     await send({"type": "http.response.body", "body": DONE, "more_body": False})
 
@@ -180,21 +182,21 @@ async def serve_complete(lab: Lab, plan: Plan, flight: Flight, send: Send) -> No
     loop = asyncio.get_running_loop()
     start_ns = time.perf_counter_ns()
     start = loop.time()
-    config = lab.config
-    latency = config.latency
+    latency = plan.latency
     call = plan.call
     gaps = call.output_tokens - 1
     if latency.jitter_ms > 0:
-        plan.decode_ms = sum(lab.jittered(plan.gap_ms(k)) for k in range(1, gaps + 1))
+        plan.decode_ms = sum(lab.jittered(latency, plan.gap_ms(k)) for k in range(1, gaps + 1))
     else:
         plan.decode_ms = gaps * latency.decode_ms_per_token + plan.kv_extra_ms(gaps)
+    first_ms = plan.reserve_ms + plan.prefill_ms
     if plan.blocks:
-        delay = start + plan.prefill_ms / 1000 - loop.time()
+        delay = start + first_ms / 1000 - loop.time()
         if delay > 0:
             await asyncio.sleep(delay)
         lab.prefilled(plan)
     stall_ms = plan.stall_extra_ms(gaps)
-    delay = start + (plan.prefill_ms + plan.decode_ms + stall_ms) / 1000 - loop.time()
+    delay = start + (first_ms + plan.decode_ms + stall_ms) / 1000 - loop.time()
     if delay > 0:
         await asyncio.sleep(delay)
     lab.release(plan)
@@ -206,12 +208,12 @@ async def serve_complete(lab: Lab, plan: Plan, flight: Flight, send: Send) -> No
     else:
         call_id, obj = "cmpl", "text_completion"
         choice = {"index": 0, "text": text}
-    choice.update(logprobs=None, finish_reason="length")
+    choice.update(logprobs=None, finish_reason=call.finish_reason)
     document: dict[str, object] = {
         "id": f"{call_id}-lab{lab.next_id()}",
         "object": obj,
         "created": int(time.time()),
-        "model": config.model,
+        "model": call.model,
         "choices": [choice],
         "usage": lab.usage(plan),
     }

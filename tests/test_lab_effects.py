@@ -1,0 +1,448 @@
+"""Remedies' effects of known size: each knob, measured by the real probe against the lab.
+
+``latdoc verify`` asks whether a change (a lower ``max_tokens``, another model, a
+shared prompt prefix, HTTP/2) makes an endpoint faster. These tests show that the
+lab's knobs produce exactly the effect their truth methods say, on and off: the
+measured difference lies within 15 % of the planned one when a knob is on, and
+near zero when it is off. Timing runs sequentially against an in-process
+:class:`LabServer`, or against a :class:`LabProcess` when requests run at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from latdoc.cli.lab import add_lab_parser, config_from_args
+from latdoc.errors import UsageError
+from latdoc.lab.sim import (
+    CHAT_MESSAGE_OVERHEAD,
+    CHAT_REPLY_OVERHEAD,
+    LabConfig,
+    LabProcess,
+    LabServer,
+    LatencyModel,
+    chat_prompt_token_list,
+    count_tokens,
+    output_text,
+)
+from latdoc.lab.sim._process import config_from_json, config_to_json
+from latdoc.probe import Endpoint, ProbeSession
+from latdoc.records import RequestTrace
+
+OVERHEAD = CHAT_MESSAGE_OVERHEAD + CHAT_REPLY_OVERHEAD
+FAST = LatencyModel(prefill_base_ms=2.0, prefill_ms_per_token=0.0, decode_ms_per_token=0.5)
+REL_TOLERANCE = 0.15
+"""How close a measured effect must come to the planned one: what verify promises."""
+NO_EFFECT_MS = 6.0
+"""How small a difference must be when the knob is off (timer and loop noise)."""
+
+LabTruth = dict[str, Any]
+
+
+def _events(text: str) -> list[str]:
+    return [line[len("data: ") :] for line in text.splitlines() if line.startswith("data: ")]
+
+
+Arm = tuple[str, int, str]
+"""One kind of request: ``(prompt, max_tokens, model)``."""
+Sample = tuple[RequestTrace, LabTruth]
+
+
+async def _measure(session: ProbeSession, prompt: str, max_tokens: int) -> Sample:
+    truth: LabTruth = {}
+
+    def keep_truth(event: Any, _t_ns: int) -> None:
+        if isinstance(event, dict) and "lab" in event:
+            truth.update(event["lab"])
+
+    trace = await session.request(prompt, max_tokens, on_event=keep_truth)
+    assert trace.error is None, trace.error
+    return trace, truth
+
+
+def _arms(base_url: str, arms: list[Arm], repeats: int = 5) -> list[list[Sample]]:
+    """``repeats`` requests of each arm, interleaved and one at a time.
+
+    Each model gets a session of its own, warmed up, so every request measured
+    reuses an open connection.
+    """
+
+    async def go() -> list[list[Sample]]:
+        models = {model for _, _, model in arms}
+        sessions = {model: ProbeSession(Endpoint(base_url, model)) for model in models}
+        try:
+            for session in sessions.values():
+                await session.request("warm up", 1)
+            samples: list[list[Sample]] = [[] for _ in arms]
+            for _ in range(repeats):
+                for (prompt, max_tokens, model), arm in zip(arms, samples, strict=True):
+                    arm.append(await _measure(sessions[model], prompt, max_tokens))
+            return samples
+        finally:
+            for session in sessions.values():
+                await session.aclose()
+
+    return asyncio.run(go())
+
+
+def _median(values: Iterator[float | None]) -> float:
+    return statistics.median(v for v in values if v is not None)
+
+
+def _assert_effect(measured: float, planned: float) -> None:
+    assert measured == pytest.approx(planned, rel=REL_TOLERANCE), (measured, planned)
+
+
+# --- answers that end by themselves ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def short_answers() -> Iterator[LabServer]:
+    with LabServer(LabConfig(latency=FAST, answer_tokens=5)) as lab:
+        yield lab
+
+
+def _body(path: str, stream: bool, **extra: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": "lab-sim", "stream": stream, **extra}
+    if path == "/chat/completions":
+        body["messages"] = [{"role": "user", "content": "Hello, world"}]
+    else:
+        body["prompt"] = "Hello, world"
+    if stream:
+        body["stream_options"] = {"include_usage": True}
+    return body
+
+
+def _answer(path: str, response: httpx.Response) -> tuple[str, str, int]:
+    """The text, finish reason and ``completion_tokens`` of a response."""
+    chat = path == "/chat/completions"
+    if not response.headers["content-type"].startswith("text/event-stream"):
+        document = response.json()
+        choice = document["choices"][0]
+        text = choice["message"]["content"] if chat else choice["text"]
+        return text, choice["finish_reason"], document["usage"]["completion_tokens"]
+    data = _events(response.text)
+    assert data[-1] == "[DONE]"
+    *content, finish, usage = (json.loads(d) for d in data[:-1])
+    if chat:
+        content = content[1:]
+    texts = [
+        c["choices"][0]["delta"]["content"] if chat else c["choices"][0]["text"] for c in content
+    ]
+    return (
+        "".join(texts),
+        finish["choices"][0]["finish_reason"],
+        usage["usage"]["completion_tokens"],
+    )
+
+
+@pytest.mark.parametrize("path", ["/chat/completions", "/completions"])
+@pytest.mark.parametrize("stream", [True, False])
+@pytest.mark.parametrize(
+    ("extra", "tokens", "reason"),
+    [
+        ({"max_tokens": 20}, 5, "stop"),
+        ({"max_tokens": 5}, 5, "stop"),
+        ({"max_tokens": 4}, 4, "length"),
+        ({"max_completion_tokens": 2}, 2, "length"),
+        ({}, 5, "stop"),
+    ],
+)
+def test_answer_ends_by_itself_unless_cut(
+    short_answers: LabServer,
+    path: str,
+    stream: bool,
+    extra: dict[str, int],
+    tokens: int,
+    reason: str,
+) -> None:
+    url = f"{short_answers.base_url}{path}"
+    response = httpx.post(url, json=_body(path, stream, **extra), timeout=5)
+    assert response.status_code == 200
+    assert _answer(path, response) == (output_text(tokens), reason, tokens)
+
+
+def test_answer_length_sets_the_stream_time() -> None:
+    """An answer of 8 tokens streams 7 gaps whatever ``max_tokens``; off, it runs to 32."""
+    latency = LatencyModel(prefill_base_ms=20, prefill_ms_per_token=0, decode_ms_per_token=10)
+    prompt = "Why is the sky blue?"
+    planned = {answer: latency.total_ms(0, answer) - latency.prefill_ms(0) for answer in (8, 32)}
+    assert planned == {8: 70.0, 32: 310.0}
+    for answer, expected_tokens, expected_reason in ((8, 8, "stop"), (None, 32, "length")):
+        with LabServer(LabConfig(latency=latency, answer_tokens=answer)) as lab:
+            (arm,) = _arms(lab.base_url, [(prompt, 32, "lab-sim")], 3)
+        traces = [trace for trace, _ in arm]
+        assert {(t.output_tokens, t.finish_reason) for t in traces} == {
+            (expected_tokens, expected_reason)
+        }
+        _assert_effect(_median(t.stream_ms for t in traces), planned[expected_tokens])
+
+
+# --- the max_tokens reservation --------------------------------------------------------
+
+
+def test_reserve_ms_is_proportional_to_max_tokens() -> None:
+    model = LatencyModel(reserve_ms_per_1k_max_tokens=100)
+    assert model.reserve_ms(2048) == pytest.approx(204.8)
+    assert model.reserve_ms(100) == pytest.approx(10.0)
+    assert LatencyModel().reserve_ms(100_000) == 0.0
+    assert model.prefill_ms(10) == LatencyModel().prefill_ms(10)
+    with pytest.raises(ValueError, match="reserve_ms_per_1k_max_tokens"):
+        LatencyModel(reserve_ms_per_1k_max_tokens=-1)
+
+
+@pytest.mark.parametrize("per_1k", [100.0, 0.0])
+def test_lower_max_tokens_saves_the_reservation(per_1k: float) -> None:
+    """Same 4-token answer, ``max_tokens`` 1000 vs 100: TTFT differs by 90 ms, or 0 off."""
+    latency = LatencyModel(
+        prefill_base_ms=20,
+        prefill_ms_per_token=0,
+        decode_ms_per_token=1,
+        reserve_ms_per_1k_max_tokens=per_1k,
+    )
+    planned = latency.reserve_ms(1000) - latency.reserve_ms(100)
+    with LabServer(LabConfig(latency=latency, answer_tokens=4)) as lab:
+        high, low = _arms(lab.base_url, [("hi", 1000, "lab-sim"), ("hi", 100, "lab-sim")])
+    measured = _median(t.ttft_ms for t, _ in high) - _median(t.ttft_ms for t, _ in low)
+    for (trace, truth), max_tokens in [*((h, 1000) for h in high), *((lo, 100) for lo in low)]:
+        assert (trace.output_tokens, trace.finish_reason) == (4, "stop")
+        assert trace.server_timing["prefill"] == 20.0
+        if per_1k:
+            assert trace.server_timing["reserve"] == latency.reserve_ms(max_tokens)
+            assert truth["reserve_ms"] == latency.reserve_ms(max_tokens)
+        else:
+            assert "reserve" not in trace.server_timing
+            assert truth == {}
+    if per_1k:
+        assert planned == 90.0
+        _assert_effect(measured, planned)
+    else:
+        assert abs(measured) < NO_EFFECT_MS, measured
+
+
+def test_reservation_delays_a_whole_document() -> None:
+    latency = LatencyModel(
+        prefill_base_ms=5,
+        prefill_ms_per_token=0,
+        decode_ms_per_token=1,
+        reserve_ms_per_1k_max_tokens=200,
+    )
+    with LabServer(LabConfig(latency=latency, answer_tokens=2)) as lab, httpx.Client() as http:
+        url = f"{lab.base_url}/chat/completions"
+        body = _body("/chat/completions", False, max_tokens=500)
+        http.post(url, json=body)
+        response = http.post(url, json=body)
+    assert response.elapsed.total_seconds() * 1000 >= 100 + 5 + 1
+    assert "reserve;dur=100.000, prefill;dur=5.000" in response.headers["server-timing"]
+    assert response.json()["lab"]["reserve_ms"] == 100.0
+
+
+# --- more than one model on one endpoint -----------------------------------------------
+
+SMALL = LatencyModel(prefill_base_ms=20, prefill_ms_per_token=0, decode_ms_per_token=2)
+BIG = LatencyModel(prefill_base_ms=120, prefill_ms_per_token=0, decode_ms_per_token=10)
+
+
+def test_alt_models_config() -> None:
+    config = LabConfig(latency=SMALL, alt_models={"lab-big": BIG})
+    assert config.models == ("lab-sim", "lab-big")
+    assert config.latency_for("lab-sim") is SMALL
+    assert config.latency_for("lab-big") is BIG
+    with pytest.raises(KeyError):
+        config.latency_for("gpt-9")
+    assert config.extended and not LabConfig().extended
+    assert config_from_json(config_to_json(config)) == config
+    assert hash(config) == hash(LabConfig(latency=SMALL, alt_models={"lab-big": BIG}))
+    assert hash(LabConfig()) == hash(LabConfig())
+    with pytest.raises(ValueError, match="default model"):
+        LabConfig(alt_models={"lab-sim": BIG})
+    with pytest.raises(ValueError, match="non-empty"):
+        LabConfig(alt_models={"": BIG})
+    with pytest.raises(ValueError, match="LatencyModel"):
+        LabConfig(alt_models={"x": 3})  # type: ignore[dict-item]
+    with pytest.raises(ValueError, match="answer_tokens"):
+        LabConfig(answer_tokens=0)
+
+
+def test_each_model_is_timed_by_its_own_latency() -> None:
+    """The child process serves both models; TTFT differs by the prefill gap, 100 ms."""
+    config = LabConfig(latency=SMALL, alt_models={"lab-big": BIG})
+    with LabProcess(config) as lab:
+        listed = httpx.get(f"{lab.base_url}/models").json()["data"]
+        unknown = httpx.post(
+            f"{lab.base_url}/chat/completions",
+            json={**_body("/chat/completions", False), "model": "gpt-9"},
+        )
+        big_body = {**_body("/chat/completions", True, max_tokens=2), "model": "lab-big"}
+        big_stream = httpx.post(f"{lab.base_url}/chat/completions", json=big_body)
+        small, big = _arms(lab.base_url, [("hi", 4, "lab-sim"), ("hi", 4, "lab-big")])
+    assert [m["id"] for m in listed] == ["lab-sim", "lab-big"]
+    assert unknown.status_code == 404
+    assert unknown.json()["error"]["code"] == "model_not_found"
+    assert {json.loads(d)["model"] for d in _events(big_stream.text)[:-1]} == {"lab-big"}
+    for arm, latency in ((small, SMALL), (big, BIG)):
+        for trace, truth in arm:
+            assert trace.server_timing["prefill"] == latency.prefill_ms(trace.prompt_tokens or 0)
+            assert trace.server_timing["tpot"] == latency.decode_ms_per_token
+            assert truth["decode_ms"] == 3 * latency.decode_ms_per_token
+    planned = BIG.prefill_ms(0) - SMALL.prefill_ms(0)
+    measured = _median(t.ttft_ms for t, _ in big) - _median(t.ttft_ms for t, _ in small)
+    _assert_effect(measured, planned)
+
+
+# --- the prefix cache ------------------------------------------------------------------
+
+CONTEXT = " ".join(f"fact{i} is true." for i in range(60))
+"""A long shared context: 240 lab tokens, fifteen 16-token blocks."""
+
+
+def _shared_prefix_tokens(a: str, b: str) -> int:
+    tokens = [chat_prompt_token_list([{"role": "user", "content": p}]) for p in (a, b)]
+    shared = 0
+    for x, y in zip(*tokens, strict=False):
+        if x != y:
+            break
+        shared += 1
+    return shared
+
+
+@pytest.mark.parametrize("prefix_cache", [True, False])
+def test_a_shared_prefix_skips_its_prefill(prefix_cache: bool) -> None:
+    """Same context, a different question: the cached blocks' prefill is saved, or none."""
+    latency = LatencyModel(prefill_base_ms=10, prefill_ms_per_token=0.5, decode_ms_per_token=1)
+    config = LabConfig(latency=latency, prefix_cache=prefix_cache)
+    questions = [f"{CONTEXT} Question {i}: why?" for i in range(6)]
+    n = count_tokens(questions[0]) + OVERHEAD
+    assert n == 240 + 5 + OVERHEAD
+    shared = _shared_prefix_tokens(questions[0], questions[1])
+    cached = shared // config.prefix_block_tokens * config.prefix_block_tokens
+    assert (shared, cached) == (3 + 240 + 1, 240)
+
+    async def go(base_url: str) -> list[Sample]:
+        async with ProbeSession(Endpoint(base_url, "lab-sim")) as session:
+            await session.request("warm up", 1)
+            return [await _measure(session, q, 2) for q in questions]
+
+    with LabServer(config) as lab:
+        first, *rest = asyncio.run(go(lab.base_url))
+    planned_full = latency.prefill_ms(n)
+    planned_cached = latency.prefill_ms(n, cached if prefix_cache else 0)
+    assert first[0].server_timing["prefill"] == planned_full
+    for trace, _ in rest:
+        assert trace.prompt_tokens == n
+        assert trace.server_timing["prefill"] == pytest.approx(planned_cached)
+        assert trace.cached_prompt_tokens == (cached if prefix_cache else None)
+    if prefix_cache:
+        assert first[0].cached_prompt_tokens == 0
+        assert [truth["cached_tokens"] for _, truth in rest] == [cached] * 5
+        assert planned_full - planned_cached == 0.5 * 240
+    saved = (first[0].ttft_ms or 0) - _median(t.ttft_ms for t, _ in rest)
+    if prefix_cache:
+        _assert_effect(saved, planned_full - planned_cached)
+    else:
+        assert abs(saved) < NO_EFFECT_MS, saved
+
+
+# --- HTTP/2 streams on one connection --------------------------------------------------
+
+
+@pytest.mark.parametrize("slots", [8, 4])
+def test_http2_streams_on_one_connection_run_in_parallel(slots: int) -> None:
+    """8 streams multiplexed on one HTTP/2 connection: with 8 slots every TTFT is one
+    prefill; with 4 the second half waits one service time (so a serialising server
+    would show)."""
+    latency = LatencyModel(prefill_base_ms=100, prefill_ms_per_token=0, decode_ms_per_token=5)
+    streams = 8
+
+    async def go(base_url: str, ca_file: str) -> list[RequestTrace]:
+        endpoint = Endpoint(base_url, "lab-sim")
+        async with ProbeSession(endpoint, http2=True, cacert=ca_file, max_connections=1) as session:
+            await session.request("warm up", 1)
+            return await asyncio.gather(*(session.request("hi", 4) for _ in range(streams)))
+
+    with LabProcess(LabConfig(latency=latency, slots=slots), tls=True, http2=True) as lab:
+        assert lab.ca_file is not None
+        traces = asyncio.run(go(lab.base_url, lab.ca_file))
+    assert all(t.error is None for t in traces), [t.error for t in traces]
+    assert {t.http_version for t in traces} == {"HTTP/2"}
+    assert len({t.connection_id for t in traces}) == 1
+    assert not any(t.new_connection for t in traces)
+    ttfts = sorted(t.ttft_ms or 0 for t in traces)
+    prefill = latency.prefill_ms(0)
+    service = latency.total_ms(0, 4)
+    if slots >= streams:
+        assert all(t.server_timing["queue"] == 0 for t in traces)
+        assert ttfts[0] >= prefill
+        _assert_effect(statistics.median(ttfts), prefill)
+        assert ttfts[-1] < prefill + service / 2, ttfts
+    else:
+        first, second = ttfts[:slots], ttfts[slots:]
+        _assert_effect(statistics.median(second) - statistics.median(first), service)
+
+
+# --- lab serve flags -------------------------------------------------------------------
+
+
+def _serve_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="latdoc")
+    add_lab_parser(parser.add_subparsers(dest="command"), argparse.ArgumentParser)
+    return parser.parse_args(["lab", "serve", *argv])
+
+
+def test_serve_flags_for_the_effects() -> None:
+    argv = (
+        "--prefill-base-ms 20 --decode-ms-per-token 2 --jitter-ms 1 "
+        "--reserve-ms-per-1k-max-tokens 50 --answer-tokens 64 "
+        "--alt-model lab-big:200:25 --alt-model llama3:8b:30:4.5"
+    )
+    config = config_from_args(_serve_args(argv.split()))
+    base = LatencyModel(
+        prefill_base_ms=20, decode_ms_per_token=2, jitter_ms=1, reserve_ms_per_1k_max_tokens=50
+    )
+    assert config == LabConfig(
+        latency=base,
+        answer_tokens=64,
+        alt_models={
+            "lab-big": LatencyModel(
+                prefill_base_ms=200,
+                decode_ms_per_token=25,
+                jitter_ms=1,
+                reserve_ms_per_1k_max_tokens=50,
+            ),
+            "llama3:8b": LatencyModel(
+                prefill_base_ms=30,
+                decode_ms_per_token=4.5,
+                jitter_ms=1,
+                reserve_ms_per_1k_max_tokens=50,
+            ),
+        },
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        ("--answer-tokens 0", "--answer-tokens must be >= 1"),
+        ("--reserve-ms-per-1k-max-tokens -1", "--reserve-ms-per-1k-max-tokens must be"),
+        ("--alt-model lab-sim:1:2", "--alt-model lab-sim: that is the --model"),
+        ("--alt-model a:1:2 --alt-model a:3:4", "--alt-model a: given more than once"),
+    ],
+)
+def test_serve_flags_for_the_effects_reject_bad_values(argv: str, needle: str) -> None:
+    with pytest.raises(UsageError, match=needle):
+        config_from_args(_serve_args(argv.split()))
+
+
+@pytest.mark.parametrize("value", ["big:1", ":1:2", "big:x:2", "big:1:-2", "big:nan:2"])
+def test_alt_model_flag_names_its_format(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        _serve_args(["--alt-model", value])
+    assert "--alt-model" in capsys.readouterr().err
