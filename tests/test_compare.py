@@ -117,7 +117,7 @@ def test_two_probe_runs_of_one_endpoint_compare(
     assert [g["label"] for g in document["groups"]] == ["probe, reused connection"]
     for group in document["groups"]:
         for metric in group["metrics"]:
-            assert metric["median_a_ms"] >= 0 and metric["summary"]
+            assert metric["statistic"] == "median" and metric["a_ms"] >= 0 and metric["summary"]
 
 
 def test_compare_refuses_what_it_cannot_compare(

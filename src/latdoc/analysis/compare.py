@@ -26,6 +26,11 @@ from latdoc.records import RequestTrace, Sample, Step
 
 ALPHA = 0.05
 """Family-wise error rate of one comparison."""
+NEGLIGIBLE_MS = 1.0
+NEGLIGIBLE_SHARE = 0.02
+"""An experiment's difference below both this many ms and this share of A's median is
+too small to call a remedy better or worse, however significant: timer and event-loop
+noise of the measuring client alone is of this order."""
 
 Metric = Callable[[RequestTrace], float | None]
 
@@ -68,18 +73,22 @@ class MetricComparison:
     label: str
     n_a: int
     n_b: int
-    median_a_ms: float
-    median_b_ms: float
+    a_ms: float
+    b_ms: float
+    """A's and B's :attr:`statistic` of the metric."""
     difference_ms: float
-    """median(B) − median(A): negative when B is faster."""
+    """B − A: negative when B is faster."""
     difference_ci_ms: tuple[float, float] | None
     ratio: float | None
-    """median(A) ÷ median(B): above 1 when B is faster; ``None`` when B's median is 0."""
+    """A ÷ B: above 1 when B is faster; ``None`` when B's is 0."""
     ratio_ci: tuple[float, float] | None
     p_value: float | None
     """Two-sided Mann–Whitney p, before adjustment."""
     p_adjusted: float | None
     """Holm-adjusted over every test of the comparison."""
+    statistic: str = "median"
+    """``median``, or ``mean`` where requests come in waves (a median would fall
+    anywhere between two waves)."""
 
     @property
     def significant(self) -> bool:
@@ -90,7 +99,7 @@ class MetricComparison:
         """``"A"`` or ``"B"`` when the difference is significant, else ``None``."""
         if not self.significant:
             return None
-        return "B" if self.median_b_ms < self.median_a_ms else "A"
+        return "B" if self.b_ms < self.a_ms else "A"
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,8 +137,11 @@ experiment's arms differ in exactly that on purpose, so they are not split)."""
 
 
 def group_key(sample: Sample) -> GroupKey:
+    """The conditions of a request; an experiment's arms differ on purpose (a trimmed
+    prompt, a new connection), so the arm's requests are one group whatever their length."""
     cold = sample.cold if sample.step in _SPLIT_BY_CONNECTION else False
-    return GroupKey(str(sample.step), sample.target_prompt_tokens, sample.concurrency, cold)
+    tokens = None if sample.step == Step.EXPERIMENT else sample.target_prompt_tokens
+    return GroupKey(str(sample.step), tokens, sample.concurrency, cold)
 
 
 def compare_samples(
@@ -177,6 +189,7 @@ def compare_values(
     b: Sequence[RequestTrace],
     read: Metric,
     seed: int = 0,
+    statistic: str = "median",
 ) -> MetricComparison | None:
     """One metric of A against B; ``None`` when a side has fewer than two measured values,
     or every value on both sides is zero (a reused connection's setup: nothing to compare)."""
@@ -184,46 +197,58 @@ def compare_values(
     ys = [v for v in (read(t) for t in b) if v is not None]
     if len(xs) < 2 or len(ys) < 2 or not any(xs + ys):
         return None
-    med_a, med_b = float(np.median(xs)), float(np.median(ys))
+    center = np.mean if statistic == "mean" else np.median
+    med_a, med_b = float(center(xs)), float(center(ys))
     return MetricComparison(
         key=key,
         label=label,
         n_a=len(xs),
         n_b=len(ys),
-        median_a_ms=med_a,
-        median_b_ms=med_b,
+        a_ms=med_a,
+        b_ms=med_b,
         difference_ms=med_b - med_a,
-        difference_ci_ms=difference_ci(ys, xs, seed=seed),
+        difference_ci_ms=difference_ci(ys, xs, seed=seed, statistic=center),
         ratio=med_a / med_b if med_b > 0 else None,
-        ratio_ci=ratio_ci(xs, ys, seed=seed),
+        ratio_ci=ratio_ci(xs, ys, seed=seed, statistic=center),
         p_value=mann_whitney_p(xs, ys),
         p_adjusted=None,
+        statistic=statistic,
     )
 
 
 def experiment_verdict(headline: MetricComparison | None) -> str:
     """``better`` when B is significantly faster on the headline metric (tested alone,
-    p < :data:`ALPHA`, the difference's interval clear of 0), ``worse`` when slower,
-    else ``no_difference``; ``not_applicable`` without a comparison."""
+    p < :data:`ALPHA`, the difference's interval clear of 0, the difference not
+    negligible), ``worse`` when slower, else ``no_difference``; ``not_applicable``
+    without a comparison."""
     if headline is None:
         return "not_applicable"
     p, ci = headline.p_value, headline.difference_ci_ms
     if p is None or p >= ALPHA or ci is None or ci[0] <= 0 <= ci[1]:
         return "no_difference"
+    margin = max(NEGLIGIBLE_MS, NEGLIGIBLE_SHARE * headline.a_ms)
+    if abs(headline.difference_ms) < margin:
+        return "no_difference"
     return "better" if headline.difference_ms < 0 else "worse"
 
 
 def ratio_precision(
-    a: Sequence[RequestTrace], b: Sequence[RequestTrace], read: Metric, *, seed: int = 0
+    a: Sequence[RequestTrace],
+    b: Sequence[RequestTrace],
+    read: Metric,
+    *,
+    seed: int = 0,
+    statistic: str = "median",
 ) -> float:
-    """Half the width of the 95% interval of median(A) ÷ median(B), relative to the ratio:
-    how precisely the experiment knows its answer so far (``inf`` while unknown)."""
+    """Half the width of the 95% interval of A ÷ B, relative to the ratio: how precisely
+    the experiment knows its answer so far (``inf`` while unknown)."""
     xs = [v for v in (read(t) for t in a) if v is not None]
     ys = [v for v in (read(t) for t in b) if v is not None]
     if len(xs) < 2 or len(ys) < 2:
         return float("inf")
-    ci = ratio_ci(xs, ys, seed=seed, resamples=500)
-    ratio = float(np.median(xs)) / float(np.median(ys)) if np.median(ys) > 0 else 0.0
+    center = np.mean if statistic == "mean" else np.median
+    ci = ratio_ci(xs, ys, seed=seed, resamples=500, statistic=center)
+    ratio = float(center(xs)) / float(center(ys)) if center(ys) > 0 else 0.0
     if ci is None or ratio <= 0:
         return float("inf")
     return (ci[1] - ci[0]) / 2 / ratio

@@ -97,15 +97,17 @@ def difference_ci(
     seed: int = 0,
     resamples: int = RESAMPLES,
     method: BootstrapMethod = "percentile",
+    statistic: Statistic = np.median,
 ) -> tuple[float, float] | None:
-    """A bootstrap confidence interval for ``median(a) − median(b)``.
+    """A bootstrap confidence interval for ``median(a) − median(b)`` (or of another
+    ``statistic``, e.g. ``np.mean``).
 
     Each sample is resampled on its own (the samples are independent, not paired).
     ``None`` when either sample has fewer than two values or both are constant.
     """
 
     def difference(x: npt.NDArray[np.float64], y: npt.NDArray[np.float64], axis: int) -> Any:
-        return np.median(x, axis=axis) - np.median(y, axis=axis)
+        return statistic(x, axis=axis) - statistic(y, axis=axis)
 
     samples = _two_samples(a, b)
     if samples is None:
@@ -121,8 +123,10 @@ def ratio_ci(
     seed: int = 0,
     resamples: int = RESAMPLES,
     method: BootstrapMethod = "percentile",
+    statistic: Statistic = np.median,
 ) -> tuple[float, float] | None:
-    """A bootstrap confidence interval for ``median(a) / median(b)``: "a is r× b".
+    """A bootstrap confidence interval for ``median(a) / median(b)``: "a is r× b" (or of
+    another ``statistic``, e.g. ``np.mean``).
 
     Each sample is resampled on its own (the samples are independent, not paired).
     ``None`` when either sample has fewer than two values, both are constant, or
@@ -130,7 +134,7 @@ def ratio_ci(
     """
 
     def ratio(x: npt.NDArray[np.float64], y: npt.NDArray[np.float64], axis: int) -> Any:
-        return np.median(x, axis=axis) / np.median(y, axis=axis)
+        return statistic(x, axis=axis) / statistic(y, axis=axis)
 
     samples = _two_samples(a, b)
     if samples is None or not (np.all(samples[1] > 0) or np.all(samples[1] < 0)):

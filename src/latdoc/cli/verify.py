@@ -248,8 +248,8 @@ def verdict_line(result: VerifyResult) -> str:
     interval = "" if ci is None else f" (95% CI {format_ms(ci[0])} … {format_ms(ci[1])})"
     what = "saves" if gain >= 0 else "adds"
     return (
-        f"Verdict: {result.verdict} — B {what} {format_ms(abs(gain))} of {m.label} per "
-        f"request{interval}, {format_p(m.p_value)}, n = {m.n_a}/{m.n_b}"
+        f"Verdict: {result.verdict} — B {what} {format_ms(abs(gain))} of {m.statistic} "
+        f"{m.label} per request{interval}, {format_p(m.p_value)}, n = {m.n_a}/{m.n_b}"
     )
 
 
@@ -266,6 +266,7 @@ def emit_verify(
             "verdict": result.verdict,
             "reason": result.reason,
             "headline": None if result.headline is None else result.headline.key,
+            "statistic": None if result.headline is None else result.headline.statistic,
             "gain_ms": result.gain_ms,
             "gain_interval_ms": None
             if result.gain_interval_ms is None

@@ -77,7 +77,7 @@ class VerifyResult:
 
     @property
     def gain_ms(self) -> float | None:
-        """What B saves on the headline metric, per request: median(A) − median(B)."""
+        """What B saves on the headline metric, per request: A − B (median or mean)."""
         return None if self.headline is None else -self.headline.difference_ms
 
     @property
@@ -195,9 +195,11 @@ class _State:
         a, b = self.samples["A"], self.samples["B"]
         labels = (self.arms[0].label, self.arms[1].label)
         run_ids = (self.run_ids["A"], self.run_ids["B"])
-        key = HEADLINE[plan.remedy]
+        key, statistic = HEADLINE[plan.remedy]
         label, read = next((lbl, r) for k, lbl, r in METRICS if k == key)
-        headline = compare_values(key, label, _ok(a), _ok(b), read, seed=plan.seed or 0)
+        headline = compare_values(
+            key, label, _ok(a), _ok(b), read, seed=plan.seed or 0, statistic=statistic
+        )
         comparison = compare_samples(a, b, seed=plan.seed or 0)
         verdict, reason = experiment_verdict(headline), None
         cached = _median([s.trace.cached_prompt_tokens for s in b])
@@ -236,11 +238,11 @@ class _State:
 async def _experiment(state: _State, budget: Budget) -> ExperimentResult:
     assert state.arms is not None
     plan = state.plan
-    key = HEADLINE[plan.remedy]
+    key, statistic = HEADLINE[plan.remedy]
     read = next(r for k, _, r in METRICS if k == key)
 
     def precise(a: Sequence[Sample], b: Sequence[Sample]) -> bool:
-        return ratio_precision(_ok(a), _ok(b), read) <= plan.precision
+        return ratio_precision(_ok(a), _ok(b), read, statistic=statistic) <= plan.precision
 
     return await run_experiment(
         state.arms,

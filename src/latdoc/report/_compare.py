@@ -79,8 +79,8 @@ def _group_table(group: GroupComparison, names: tuple[str, str]) -> Table:
     for m in group.metrics:
         table.add_row(
             m.label,
-            format_ms(m.median_a_ms),
-            format_ms(m.median_b_ms),
+            format_ms(m.a_ms),
+            format_ms(m.b_ms),
             _signed(m.difference_ms),
             "-" if m.ratio is None else f"{m.ratio:.2f} ({_short_interval(m.ratio_ci)})",
             _p_cell(m.p_adjusted),
@@ -155,8 +155,9 @@ def _metric_dict(m: MetricComparison, names: tuple[str, str]) -> dict[str, Any]:
         "label": m.label,
         "n_a": m.n_a,
         "n_b": m.n_b,
-        "median_a_ms": m.median_a_ms,
-        "median_b_ms": m.median_b_ms,
+        "statistic": m.statistic,
+        "a_ms": m.a_ms,
+        "b_ms": m.b_ms,
         "difference_ms": m.difference_ms,
         "difference_ci_ms": None if m.difference_ci_ms is None else list(m.difference_ci_ms),
         "ratio_a_over_b": m.ratio,
@@ -216,8 +217,8 @@ def render_comparison_html(
         rows = [
             {
                 "label": m.label,
-                "a": format_ms(m.median_a_ms),
-                "b": format_ms(m.median_b_ms),
+                "a": format_ms(m.a_ms),
+                "b": format_ms(m.b_ms),
                 "difference": f"{_signed(m.difference_ms)} "
                 f"({_interval(m.difference_ci_ms, _signed)})",
                 "ratio": "-"

@@ -48,17 +48,19 @@ class VerifyRemedy(enum.StrEnum):
     MODEL = "model"
 
 
-HEADLINE: dict[VerifyRemedy, str] = {
-    VerifyRemedy.KEEPALIVE: "ttft",
-    VerifyRemedy.HTTP2: "ttft",
-    VerifyRemedy.POOL: "ttft",
-    VerifyRemedy.TRIM: "ttft",
-    VerifyRemedy.MAX_TOKENS: "ttft",
-    VerifyRemedy.PROMPT_CACHE: "ttft",
-    VerifyRemedy.ENDPOINT: "ttft",
-    VerifyRemedy.MODEL: "ttft",
+HEADLINE: dict[VerifyRemedy, tuple[str, str]] = {
+    VerifyRemedy.KEEPALIVE: ("ttft", "median"),
+    VerifyRemedy.HTTP2: ("ttft", "mean"),
+    VerifyRemedy.POOL: ("ttft", "mean"),
+    VerifyRemedy.TRIM: ("ttft", "median"),
+    VerifyRemedy.MAX_TOKENS: ("ttft", "median"),
+    VerifyRemedy.PROMPT_CACHE: ("ttft", "median"),
+    VerifyRemedy.ENDPOINT: ("ttft", "median"),
+    VerifyRemedy.MODEL: ("ttft", "median"),
 }
-"""The metric each remedy is judged by (the comparison shows every metric)."""
+"""The metric each remedy is judged by, and the statistic: the mean where requests sent
+at once finish in waves of the pool's size, since a median would fall anywhere between
+two waves. The comparison shows every metric's median besides."""
 
 
 def arm_summaries(plan: VerifyPlan) -> tuple[str, str]:

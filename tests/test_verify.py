@@ -1,0 +1,275 @@
+"""``latdoc verify`` against the lab, where each remedy's effect has a known size.
+
+With the lab's effect on, verify must measure it within 15 % of the truth the
+lab's own latency model gives; with the effect off, it must say
+``no_difference``; where the endpoint cannot show the remedy at all, it must say
+``not_applicable`` with the reason. The keep-alive effect through a real
+round trip is checked in ``test_lab_net.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from latdoc.cli import EXIT_OK, EXIT_USAGE, main
+from latdoc.errors import UsageError
+from latdoc.lab.sim import LabConfig, LabProcess, LabServer, LatencyModel
+from latdoc.pipeline import VerifyResult, verify_remedy
+from latdoc.probe import ConnectionOptions, Endpoint
+from latdoc.store import Store
+from latdoc.workload import VerifyPlan, VerifyRemedy, tight_max_tokens
+
+TOLERANCE = 0.15
+"""How close verify's measured gain must come to the lab's planned one."""
+QUICK = LatencyModel(prefill_base_ms=20.0, prefill_ms_per_token=0.0, decode_ms_per_token=1.0)
+
+
+@contextmanager
+def serving(config: LabConfig, *, process: bool = False, **kw: Any) -> Iterator[Any]:
+    server_class = LabProcess if process else LabServer
+    with server_class(config, **kw) as server:
+        yield server
+
+
+def verify(
+    url: str,
+    remedy: VerifyRemedy,
+    tmp_path: Path,
+    *,
+    model: str = "lab-sim",
+    cacert: str | None = None,
+    **options: Any,
+) -> VerifyResult:
+    plan = VerifyPlan(
+        endpoint=Endpoint(url, model),
+        remedy=remedy,
+        connection=ConnectionOptions(cacert=cacert),
+        max_tokens=options.pop("max_tokens", 8),
+        max_requests=options.pop("max_requests", 80),
+        max_seconds=60.0,
+        seed=3,
+        **options,
+    )
+    with Store(tmp_path / "v.db") as store:
+        return verify_remedy(plan, store=store)
+
+
+def median_of(result: VerifyResult, arm: int, read: Any, tmp_path: Path) -> float:
+    assert result.run_ids is not None
+    with Store(tmp_path / "v.db") as store:
+        _, samples, _ = store.load_run(result.run_ids[arm])
+    return statistics.median(read(s.trace) for s in samples if s.trace.ok)
+
+
+def assert_measures(result: VerifyResult, truth_ms: float) -> None:
+    assert result.verdict == "better", result
+    assert result.gain_ms == pytest.approx(truth_ms, rel=TOLERANCE), (result.gain_ms, truth_ms)
+    low, high = result.gain_interval_ms or (None, None)
+    assert low is not None and high is not None and low <= result.gain_ms <= high
+
+
+def test_trim_measures_the_prefill_it_saves(tmp_path: Path) -> None:
+    latency = replace(QUICK, prefill_ms_per_token=0.1)
+    with serving(LabConfig(latency=latency)) as lab:
+        result = verify(lab.base_url, VerifyRemedy.TRIM, tmp_path, from_tokens=2000, to_tokens=500)
+    tokens_a = median_of(result, 0, lambda t: t.prompt_tokens, tmp_path)
+    tokens_b = median_of(result, 1, lambda t: t.prompt_tokens, tmp_path)
+    assert tokens_a == pytest.approx(2000, rel=0.05) and tokens_b == pytest.approx(500, rel=0.1)
+    assert_measures(result, latency.prefill_ms(int(tokens_a)) - latency.prefill_ms(int(tokens_b)))
+
+
+def test_trim_without_prefill_growth_is_no_difference(tmp_path: Path) -> None:
+    with serving(LabConfig(latency=QUICK)) as lab:
+        result = verify(lab.base_url, VerifyRemedy.TRIM, tmp_path, from_tokens=2000, to_tokens=500)
+    assert result.verdict == "no_difference", result.headline
+
+
+@pytest.mark.parametrize("reserve", [50.0, 0.0])
+def test_max_tokens_measures_the_reservation_cost(tmp_path: Path, reserve: float) -> None:
+    latency = replace(QUICK, reserve_ms_per_1k_max_tokens=reserve)
+    config = LabConfig(latency=latency, answer_tokens=12)
+    with serving(config) as lab:
+        result = verify(lab.base_url, VerifyRemedy.MAX_TOKENS, tmp_path)
+    if reserve == 0:
+        assert result.verdict == "no_difference", result.headline
+        return
+    truth = latency.reserve_ms(4096) - latency.reserve_ms(tight_max_tokens(12))
+    assert_measures(result, truth)
+    assert (
+        result.labels[1] == f"max_tokens={tight_max_tokens(12)}, just above the answer's 12 tokens"
+    )
+
+
+def test_max_tokens_needs_an_answer_that_ends_by_itself(tmp_path: Path) -> None:
+    with serving(LabConfig(latency=QUICK)) as lab:
+        result = verify(lab.base_url, VerifyRemedy.MAX_TOKENS, tmp_path, generous_max_tokens=64)
+    assert result.verdict == "not_applicable"
+    assert result.reason is not None and "did not end by itself" in result.reason
+    assert result.run_ids is None and result.gain_ms is None
+
+
+@pytest.mark.parametrize("extra_ms", [100.0, 0.0])
+def test_model_measures_the_other_models_prefill(tmp_path: Path, extra_ms: float) -> None:
+    small = replace(QUICK, prefill_base_ms=QUICK.prefill_base_ms + extra_ms)
+    config = LabConfig(latency=small, alt_models={"lab-small": QUICK})
+    with serving(config) as lab:
+        result = verify(lab.base_url, VerifyRemedy.MODEL, tmp_path, alt_model="lab-small")
+    if extra_ms == 0:
+        assert result.verdict == "no_difference", result.headline
+    else:
+        assert_measures(result, extra_ms)
+
+
+def test_a_model_the_endpoint_does_not_serve_is_not_applicable(tmp_path: Path) -> None:
+    with serving(LabConfig(latency=QUICK)) as lab:
+        result = verify(lab.base_url, VerifyRemedy.MODEL, tmp_path, alt_model="no-such-model")
+    assert result.verdict == "not_applicable"
+    assert result.reason is not None and "does not answer" in result.reason
+
+
+@pytest.mark.parametrize("faster", [True, False])
+def test_endpoint_measures_the_other_endpoint(tmp_path: Path, faster: bool) -> None:
+    slow = replace(QUICK, prefill_base_ms=110.0)
+    other = QUICK if faster else slow
+    with serving(LabConfig(latency=slow)) as a, serving(LabConfig(latency=other)) as b:
+        result = verify(a.base_url, VerifyRemedy.ENDPOINT, tmp_path, alt_url=b.base_url)
+    if faster:
+        assert_measures(result, slow.prefill_base_ms - QUICK.prefill_base_ms)
+    else:
+        assert result.verdict == "no_difference", result.headline
+
+
+def test_prompt_cache_measures_the_prefill_of_the_cached_prefix(tmp_path: Path) -> None:
+    latency = replace(QUICK, prefill_ms_per_token=0.2)
+    config = LabConfig(latency=latency, prefix_cache=True)
+    with serving(config) as lab:
+        result = verify(lab.base_url, VerifyRemedy.PROMPT_CACHE, tmp_path, prefix_tokens=1024)
+    cached = result.cached_tokens_b
+    assert cached is not None and cached >= 900
+    assert_measures(result, latency.prefill_ms_per_token * cached)
+
+
+def test_prompt_cache_without_a_cache_is_not_applicable(tmp_path: Path) -> None:
+    with serving(LabConfig(latency=replace(QUICK, prefill_ms_per_token=0.2))) as lab:
+        result = verify(lab.base_url, VerifyRemedy.PROMPT_CACHE, tmp_path, prefix_tokens=1024)
+    assert result.verdict == "not_applicable"
+    assert result.reason is not None and "no cached prompt tokens" in result.reason
+
+
+SERVICE = LatencyModel(prefill_base_ms=20.0, prefill_ms_per_token=0.0, decode_ms_per_token=10.0)
+
+
+def queue_truth(result: VerifyResult, tmp_path: Path, pool: int, concurrency: int) -> float:
+    """The mean extra TTFT when ``concurrency`` requests share ``pool`` connections:
+    they run in waves of ``pool``, each a whole request later than the one before,
+    and a whole request is what B (never queued) measured end to end."""
+    service = median_of(result, 1, lambda t: t.total_ms, tmp_path)
+    assert service == pytest.approx(SERVICE.total_ms(64, 8), rel=0.1)
+    return statistics.mean(service * (k // pool) for k in range(concurrency))
+
+
+@pytest.mark.parametrize("pool", [2, None])
+def test_pool_measures_the_client_queue(tmp_path: Path, pool: int | None) -> None:
+    with serving(LabConfig(latency=SERVICE), process=True) as lab:
+        result = verify(
+            lab.base_url,
+            VerifyRemedy.POOL,
+            tmp_path,
+            pool_size=pool or 16,
+            concurrency=8,
+            max_requests=160,
+        )
+    if pool is None:
+        assert result.verdict == "no_difference", result.headline
+    else:
+        assert_measures(result, queue_truth(result, tmp_path, pool, 8))
+
+
+@pytest.mark.parametrize("pool", [2, 8])
+def test_http2_multiplexes_what_a_small_http1_pool_queues(tmp_path: Path, pool: int) -> None:
+    with serving(LabConfig(latency=SERVICE), process=True, tls=True, http2=True) as lab:
+        result = verify(
+            lab.base_url,
+            VerifyRemedy.HTTP2,
+            tmp_path,
+            cacert=lab.ca_file,
+            pool_size=pool,
+            concurrency=8,
+            max_requests=160,
+        )
+    if pool == 8:
+        # No queue on either side: what is left is HTTP/2 against HTTP/1.1 framing on
+        # one server, a millisecond or two, far below a queue's hundred.
+        assert result.gain_ms is not None and abs(result.gain_ms) < 5.0, result.headline
+    else:
+        assert_measures(result, queue_truth(result, tmp_path, pool, 8))
+
+
+def test_http2_is_not_applicable_where_it_is_not_offered(tmp_path: Path) -> None:
+    with serving(LabConfig(latency=QUICK), tls=True) as lab:
+        result = verify(
+            lab.base_url, VerifyRemedy.HTTP2, tmp_path, cacert=lab.ca_file, concurrency=4
+        )
+    assert result.verdict == "not_applicable"
+    assert result.reason is not None and "does not serve HTTP/2" in result.reason
+
+
+def test_keepalive_is_no_difference_when_the_server_closes_connections(tmp_path: Path) -> None:
+    with serving(LabConfig(latency=QUICK, keep_alive=False)) as lab:
+        result = verify(lab.base_url, VerifyRemedy.KEEPALIVE, tmp_path)
+    assert result.verdict == "no_difference", result.headline
+
+
+def test_bad_input_is_refused_before_anything_is_sent() -> None:
+    endpoint = Endpoint("http://127.0.0.1:9/v1", "m")
+    for options, message in (
+        ({"remedy": VerifyRemedy.POOL}, "--pool-size"),
+        ({"remedy": VerifyRemedy.TRIM, "from_tokens": 100, "to_tokens": 500}, "--to"),
+        ({"remedy": VerifyRemedy.ENDPOINT}, "--alt"),
+        ({"remedy": VerifyRemedy.MODEL, "alt_model": "m"}, "another"),
+    ):
+        with pytest.raises(UsageError, match=message):
+            VerifyPlan(endpoint=endpoint, **options)
+
+
+def test_the_command_prints_its_plan_and_a_json_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with serving(LabConfig(latency=replace(QUICK, prefill_ms_per_token=0.1))) as lab:
+        code = main(["verify", lab.base_url, "-m", "lab-sim", "--remedy", "trim", "--from",
+                     "1500", "--to", "300", "--json", "--db", str(tmp_path / "c.db"),
+                     "--max-requests", "40", "--seed", "1"])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == EXIT_OK
+    assert err.startswith("Plan: verify trim on lab-sim at ")
+    assert "A: a prompt of 1500 tokens" in err and "B: the same task at 300 tokens" in err
+    document = json.loads(out)
+    assert document["schema"] == "latdoc.verify/1"
+    assert document["verdict"] == "better"
+    low, high = document["gain_interval_ms"]
+    assert low <= document["gain_ms"] <= high
+    assert document["comparison"]["schema"] == "latdoc.comparison/1"
+    a, b = document["run_ids"]
+    assert main(["compare", a, b, "--db", str(tmp_path / "c.db")]) == EXIT_OK
+
+
+def test_an_unknown_remedy_and_a_remedy_that_cannot_apply_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["verify", "http://127.0.0.1:9/v1", "-m", "m", "--remedy", "faster"]) == EXIT_USAGE
+    assert "invalid choice: 'faster'" in capsys.readouterr().err
+    with serving(LabConfig(latency=QUICK)) as lab:
+        code = main(["verify", lab.base_url, "-m", "lab-sim", "--remedy", "prompt-cache",
+                     "--db", str(tmp_path / "c.db"), "--max-requests", "20"])  # fmt: skip
+    assert code == EXIT_USAGE
+    assert "Verdict: not applicable — the endpoint reported no cached prompt tokens" in (
+        capsys.readouterr().out.replace("\n", " ")
+    )
