@@ -51,7 +51,9 @@ def stall_timeout(evidence: Mapping[str, float]) -> StallTimeout:
     stalls = int(evidence.get("stalls", 0))
     first = evidence.get("slowest_ttft_ms")
     if longest is None or shortest is None or p99 is None:
-        return StallTimeout(None, False, "Bound the wait between chunks in the stream loop. " + _TAIL)
+        return StallTimeout(
+            None, False, "Bound the wait between chunks in the stream loop. " + _TAIL
+        )
     floor = NORMAL_GAP_MARGIN * p99
     if floor >= longest:
         return StallTimeout(

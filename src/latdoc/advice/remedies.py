@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
-from latdoc.advice.verify import CONVERSATION_STRATEGIES, verify_command
 from latdoc.advice._stall import stall_timeout
+from latdoc.advice.verify import CONVERSATION_STRATEGIES, verify_command
 from latdoc.analysis.attribution import RunContext
 from latdoc.analysis.diagnosis import Diagnosis, Finding, Kind, Remedy, Scenario
 
@@ -174,9 +174,7 @@ def _network_path(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remedy]
             "The uplink is slow for long prompts: keep the last turns only, or compress "
             "the history (see the input-length remedies).",
             None,
-            verify_command=verify_command(
-                ctx, "trim", **{"from": longest, "to": _window(longest)}
-            ),
+            verify_command=verify_command(ctx, "trim", **{"from": longest, "to": _window(longest)}),
         )
 
 
@@ -263,8 +261,7 @@ def _queueing(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remedy]:
         "Send through an asyncio.Semaphore sized to the provider's limit instead of "
         "bursts (asyncio.gather of everything at once); schedule batch work off-peak.",
         None,
-        how_to_measure="run `latdoc diagnose` at a quiet hour and at a busy one and compare "
-        "step 3",
+        how_to_measure="run `latdoc diagnose` at a quiet hour and at a busy one and compare step 3",
     )
     yield _async_client(Kind.QUEUEING)
     yield _retries(Kind.QUEUEING, None)
