@@ -12,12 +12,13 @@ measure it on this endpoint, or says in words how one would.
 Only the kinds that contribute get remedies: a negligible finding gets none.
 Ranking: remedies with a gain first, by gain weighted by how much the scenario
 cares (chat: latency first; batch: cost first; longdoc: quality with long input);
-then the rest by that weight; trade-offs such as a smaller model always last.
+then the rest by that weight times the share of the kind they address; trade-offs
+such as a smaller model always last.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 
 from latdoc.advice._stall import stall_timeout
@@ -69,14 +70,17 @@ def recommend(diagnosis: Diagnosis, context: RunContext) -> tuple[Remedy, ...]:
             kept = remedies.get(remedy.key)
             if kept is None or (remedy.predicted_gain_ms or 0) > (kept.predicted_gain_ms or 0):
                 remedies[remedy.key] = remedy
-    return tuple(sorted(remedies.values(), key=lambda r: _rank(r, context.scenario)))
+    shares = diagnosis.shares_ms
+    return tuple(sorted(remedies.values(), key=lambda r: _rank(r, context.scenario, shares)))
 
 
-def _rank(r: Remedy, scenario: Scenario) -> tuple[int, int, float]:
+def _rank(r: Remedy, scenario: Scenario, shares: Mapping[Kind, float]) -> tuple[int, int, float]:
+    """Trade-offs last; before them, gains by size, then the rest by the share of the
+    kind they address (what the run measured, not what the remedy would save)."""
     weight = WEIGHTS.get(r.key, {}).get(scenario, DEFAULT_WEIGHT)
     if r.predicted_gain_ms is not None:
         return (1 if r.tradeoff else 0, 0, -weight * r.predicted_gain_ms)
-    return (1 if r.tradeoff else 0, 1, -weight)
+    return (1 if r.tradeoff else 0, 1, -weight * shares.get(r.addresses, 1.0))
 
 
 def with_remedies(diagnosis: Diagnosis, context: RunContext) -> Diagnosis:

@@ -192,6 +192,8 @@ def _remedy(i: int, r: Remedy) -> Group:
         measure = Text.assemble((unmeasured_text(r), "dim"), (r.verify_command or "", "bold"))
     # A wrapped line of code continues under its own first character, not at the margin.
     body: list[RenderableType] = [_indent(measure, 2)]
+    if gain is not None and r.verify_command is not None:
+        body.append(_indent(Text.assemble(("confirm it: ", "dim"), r.verify_command), 2))
     body += [
         Padding(Text(line.lstrip()), (0, 0, 0, 4 + len(line) - len(line.lstrip())), expand=False)
         for line in r.change.splitlines()
