@@ -119,6 +119,10 @@ def test_a_setup_of_a_millisecond_in_an_eleven_second_request_is_negligible() ->
     text = render_text(render_diagnosis(d), 120)
     assert "Negligible here: network_setup" in text
     assert "Reuse connections" not in text
+    page = render_html(d, slow_decode_with_cheap_connections())
+    assert "<h2>Negligible here</h2>" in page and "Every request opens a new connection" in page
+    assert "Reuse connections" not in page
+    assert '<code class="verify">latdoc verify' in page
     doc = diagnosis_to_dict(d)
     assert doc["verdict"]["negligible"] == ["network_setup"]
     assert doc["negligible"]["fraction"] == 0.05
