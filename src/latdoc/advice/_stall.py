@@ -43,6 +43,11 @@ def _seconds(ms: float) -> str:
     return f"{ms / 1000:g}"
 
 
+def _ms(value: float) -> str:
+    """``4.6 ms``, ``405 ms``: a tenth of a millisecond where it changes the sum."""
+    return f"{value:.1f} ms" if value < 100 else f"{value:.0f} ms"
+
+
 def stall_timeout(evidence: Mapping[str, float]) -> StallTimeout:
     """The bound between chunks for the stalls of a ``stalls`` finding's evidence."""
     longest = evidence.get("longest_ms")
@@ -59,8 +64,8 @@ def stall_timeout(evidence: Mapping[str, float]) -> StallTimeout:
         return StallTimeout(
             None,
             False,
-            f"No timeout tells these stalls (at most {longest:.0f} ms) from the stream's normal "
-            f"gaps (p99 {p99:.0f} ms × {NORMAL_GAP_MARGIN:g} = {floor:.0f} ms): bound the whole "
+            f"No timeout tells these stalls (at most {_ms(longest)}) from the stream's normal "
+            f"gaps (p99 {_ms(p99)} × {NORMAL_GAP_MARGIN:g} = {_ms(floor)}): bound the whole "
             "request instead. " + _TAIL,
         )
     gap = round_up(floor)
@@ -68,21 +73,21 @@ def stall_timeout(evidence: Mapping[str, float]) -> StallTimeout:
         gap = floor
     catches_all = gap < shortest
     seen = (
-        f"all {stalls} stalls seen here ({shortest:.0f}–{longest:.0f} ms)"
+        f"all {stalls} stalls seen here ({_ms(shortest)} to {_ms(longest)})"
         if catches_all
-        else f"the stalls seen here longer than {gap:.0f} ms (the longest {longest:.0f} ms)"
+        else f"the stalls seen here longer than {_ms(gap)} (the longest {_ms(longest)})"
     )
     head = (
         f"A bound of {_seconds(gap)} s between chunks, {NORMAL_GAP_MARGIN:g}× the stream's "
-        f"normal p99 gap ({p99:.0f} ms) rounded up, catches {seen}"
+        f"normal p99 gap ({_ms(p99)}) rounded up, catches {seen}"
     )
     if first is not None and first < gap:
         code = (
-            f", and the slowest first token here ({first:.0f} ms) comes sooner, so httpx's "
+            f", and the slowest first token here ({_ms(first)}) comes sooner, so httpx's "
             f"read timeout can hold it:\n  httpx.Timeout(None, read={_seconds(gap)})\n"
         )
     else:
-        wait = f" (up to {first:.0f} ms here)" if first is not None else ""
+        wait = f" (up to {_ms(first)} here)" if first is not None else ""
         code = (
             f". httpx's read timeout would also cut the wait for the first token{wait}, "
             "so bound each chunk after the first in the stream loop:\n"
