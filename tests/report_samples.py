@@ -158,6 +158,10 @@ def make_diagnosis(
                 Kind.INPUT_LENGTH,
                 "messages = trim_to_tokens(messages, max_tokens=2048)",
                 1150.0,
+                gain_interval_ms=(1020.0, 1290.0),
+                gain_source="fitted",
+                verify_command=f"latdoc verify {ENDPOINT} --model qwen2.5-7b-instruct "
+                "--remedy trim --from 8192 --to 2048",
             ),
             Remedy(
                 "smaller_model",
@@ -166,6 +170,8 @@ def make_diagnosis(
                 'client.chat.completions.create(model="qwen2.5-1.5b-instruct", ...)',
                 None,
                 "Lower answer quality; check it on your own prompts first.",
+                verify_command=f"latdoc verify {ENDPOINT} --model qwen2.5-7b-instruct "
+                "--remedy model --alt-model NAME",
             ),
             Remedy(
                 "keepalive",
@@ -173,6 +179,8 @@ def make_diagnosis(
                 Kind.NETWORK_SETUP,
                 "client = httpx.AsyncClient(limits=httpx.Limits(max_keepalive_connections=20))",
                 77.0,
+                gain_interval_ms=(61.0, 90.0),
+                gain_source="measured",
             ),
         ),
         network={"dns_ms": 12.0, "connect_ms": 24.0, "tls_ms": 41.0, "rtt_ms": None},

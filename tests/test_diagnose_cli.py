@@ -51,7 +51,7 @@ def test_diagnose_json_report_and_store(
     doc = json.loads(captured.out)
     assert set(doc) >= {"verdict", "shares", "findings", "steps", "run_id"}
     assert doc["schema"] == "latdoc.diagnosis/2"
-    assert set(doc["verdict"]) == {"primary", "contributing", "confidence"}
+    assert set(doc["verdict"]) == {"primary", "contributing", "confidence", "negligible"}
     assert 0 <= doc["verdict"]["confidence"] <= 1
     assert doc["requests"] <= 30
     assert f"Plan: at most {min(30, planned_requests())} requests" in captured.err

@@ -264,6 +264,7 @@ def test_tick_labels_use_one_unit() -> None:
     assert ms_tick_labels([0, 500, 1000, 1500]) == ["0 s", "0.5 s", "1 s", "1.5 s"]
     assert ms_tick_labels([0, 20, 40]) == ["0 ms", "20 ms", "40 ms"]
     assert ms_tick_labels([0, 0.25, 0.5]) == ["0 µs", "250 µs", "500 µs"]
+    assert [token_tick_label(t) for t in (2048, 32768, 1000)] == ["2K", "32K", "1K"]
     assert [token_tick_label(t) for t in (0, 512, 2000, 2500, 32000)] == [
         "0",
         "512",

@@ -16,18 +16,22 @@ from report_samples import make_diagnosis, make_trace, with_error
 
 DIAGNOSIS_KEYS = {
     "schema", "run_id", "endpoint", "model", "scenario", "requests", "failed", "verdict",
-    "shares", "shares_ms", "findings", "remedies", "steps", "notes",
+    "shares", "shares_ms", "findings", "remedies", "steps", "notes", "negligible",
+    "typical_request",
 }  # fmt: skip
-VERDICT_KEYS = {"primary", "contributing", "confidence"}
+VERDICT_KEYS = {"primary", "contributing", "confidence", "negligible"}
 FINDING_KEYS = {
     "kind", "title", "rule", "evidence", "share_s", "share_ms", "confidence", "remedy",
     "predicted_gain_ms",
 }  # fmt: skip
-REMEDY_KEYS = {"key", "title", "addresses", "change", "predicted_gain_ms", "tradeoff"}
+REMEDY_KEYS = {
+    "key", "title", "addresses", "change", "predicted_gain_ms", "tradeoff", "gain_interval_ms",
+    "gain_source", "verify_command", "how_to_measure",
+}  # fmt: skip
 STEPS_KEYS = {"network", "length", "load"}
 LENGTH_KEYS = {
     "points", "a_ms", "b_ms_per_1k", "c_ms_per_1k2", "prefill_ms_per_1k", "shape",
-    "ratio_long_short",
+    "ratio_long_short", "rule",
 }  # fmt: skip
 POINT_KEYS = {"prompt_tokens", "ttft_ms", "n"}
 NOTE_KEYS = {"step", "text"}

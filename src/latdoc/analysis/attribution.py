@@ -3,8 +3,10 @@
 ``diagnose(samples, context)`` is pure. It summarises each step (network, input
 length, load), applies one rule per kind with the thresholds of MISSION.md, and
 picks the verdict: the kind whose finding adds the most latency to a typical
-request, with the others as contributing kinds. Errors come first when a quarter
-or more of the requests failed: nothing else matters until they succeed.
+request, with the others as contributing kinds. A finding whose share a user would
+not notice (:mod:`.noticeable`) is listed as negligible instead and never chosen.
+Errors come first when a quarter or more of the requests failed: nothing else
+matters until they succeed.
 
 Each finding's ``share_ms`` is the latency that kind adds to a typical request:
 
@@ -13,7 +15,7 @@ network_setup  DNS + TCP + TLS of a new connection (paid by every request
                when the server closes connections)
 network_path   one round trip plus the time to upload the prompt
 input_length   TTFT at a long prompt (~2K tokens; the longest for longdoc)
-               minus TTFT at the shortest
+               minus TTFT at the shortest (the rule: :mod:`.length_rule`)
 queueing       TTFT p95 − p50 at a fixed length, or the rise under concurrency
                (TTFT here excludes the client's pool wait and connection setup)
 decode         (output tokens − 1) × the steady time per token
@@ -26,6 +28,7 @@ errors         the failed fraction of a typical request's end-to-end time
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -33,24 +36,25 @@ from latdoc.analysis.diagnosis import (
     Diagnosis,
     Finding,
     Kind,
-    LengthCurve,
-    LengthPoint,
+    NoticeableBar,
     Scenario,
     Verdict,
 )
 from latdoc.analysis.facts import Facts, gather_facts, median_of, steady_tpot_ms
-from latdoc.records import Sample, StepNote
+from latdoc.analysis.length_rule import (
+    LONG_REFERENCE_TOKENS,
+    input_length_finding,
+    length_check,
+    length_confidence_margin,
+)
+from latdoc.analysis.noticeable import is_noticeable, noticeable_bar, request_parts
+from latdoc.analysis.stats import quantile
+from latdoc.records import RequestTrace, Sample, StepNote
 
 SLOW_DNS_MS = 200.0
 HIGH_RTT_MS = 100.0
 SLOW_TLS_EXTRA_MS = 200.0
 SLOW_UPLOAD_MS = 200.0
-LENGTH_RATIO = 5.0
-MONOTONIC_TOLERANCE = 0.9
-LONG_REFERENCE_TOKENS = 2048
-"""The seed's long prompt (~5,000 characters); longdoc compares the longest measured."""
-LENGTH_MIN_RATIO = 2.0
-LENGTH_MIN_GROWTH_MS = 1000.0
 QUEUE_CV = 0.5
 QUEUE_P95_P50 = 2.0
 QUEUE_LOAD_RATIO = 1.5
@@ -163,52 +167,12 @@ def _network_path(f: Facts) -> Finding | None:
     return None
 
 
-def _long_point(curve: LengthCurve, reference: int | None) -> LengthPoint:
-    """The measured length nearest the reference (the longest when there is none)."""
-    if reference is None:
-        return curve.points[-1]
-    return min(curve.points, key=lambda p: (abs(p.prompt_tokens - reference), -p.prompt_tokens))
-
-
-def _grows_with_length(curve: LengthCurve) -> bool:
-    """No longer prompt was served clearly faster than a shorter one: the growth
-    follows the length, not the moment each request happened to arrive."""
-    best = [p.best_ms for p in curve.points]
-    return all(later >= MONOTONIC_TOLERANCE * max(best[:i]) for i, later in enumerate(best) if i)
-
-
 def _input_length(f: Facts) -> Finding | None:
-    curve = f.curve
-    if curve is None:
+    check = length_check(f)
+    if check is None or f.curve is None:
         return None
-    short, long = curve.points[0], _long_point(curve, f.long_reference_tokens)
-    if long.prompt_tokens <= short.prompt_tokens:
-        return None
-    ratio = long.best_ms / max(short.best_ms, 1e-9)
-    growth = long.best_ms - short.best_ms
-    fired = ratio >= LENGTH_RATIO or (ratio >= LENGTH_MIN_RATIO and growth >= LENGTH_MIN_GROWTH_MS)
-    p50, spread = f.load["ttft_p50_ms"], f.load["ttft_p95_over_p50"]
-    noise = p50 * (spread - 1) if p50 is not None and spread is not None else 0.0
-    if not fired or growth <= noise or not _grows_with_length(curve):
-        return None
-    return Finding(
-        Kind.INPUT_LENGTH,
-        "Prefill grows with the prompt",
-        f"fastest TTFT at {long.prompt_tokens} tokens is {ratio:.1f}× the fastest at "
-        f"{short.prompt_tokens} (seed rule: ≥ {LENGTH_RATIO:.0f}×, or ≥ {LENGTH_MIN_RATIO:.0f}× "
-        f"and +{LENGTH_MIN_GROWTH_MS / 1000:.0f} s), more than same-length requests vary "
-        f"(p95 − p50 {noise:.0f} ms); curve {curve.shape}",
-        {
-            "short_tokens": float(short.prompt_tokens),
-            "short_ttft_ms": short.best_ms,
-            "long_tokens": float(long.prompt_tokens),
-            "long_ttft_ms": long.best_ms,
-            "ratio": ratio,
-            "prefill_per_1k_ms": curve.prefill_ms_per_1k,
-        },
-        share_ms=growth,
-        confidence=_confidence(sum(p.n for p in curve.points), ratio / LENGTH_RATIO - 0.5),
-    )
+    n = sum(p.n for p in f.curve.points)
+    return input_length_finding(f, check, _confidence(n, length_confidence_margin(check)))
 
 
 def _queueing(f: Facts) -> Finding | None:
@@ -270,15 +234,39 @@ def _stalls(f: Facts) -> Finding | None:
     affected = len({i for i, _ in f.stalls})
     total = sum(gap for _, gap in f.stalls)
     longest = max(gap for _, gap in f.stalls)
+    evidence = {
+        "stalls": float(len(f.stalls)),
+        "longest_ms": longest,
+        "shortest_ms": min(gap for _, gap in f.stalls),
+        "requests": float(affected),
+    }
+    normal = _normal_gaps(ok, [gap for _, gap in f.stalls])
+    if normal:
+        evidence["normal_gap_p99_ms"] = quantile(normal, 0.99)
+    slowest = max((t.ttft_ms for t in ok if t.ttft_ms is not None), default=None)
+    if slowest is not None:
+        evidence["slowest_ttft_ms"] = slowest
     return Finding(
         Kind.STALLS,
         "The stream stalls mid-way",
         f"{len(f.stalls)} inter-token gaps far above the stream's rhythm (modified z > 3.5, "
         f"≥ 5× the median gap and ≥ 100 ms) in {affected} of {len(ok)} requests",
-        {"stalls": float(len(f.stalls)), "longest_ms": longest, "requests": float(affected)},
+        evidence,
         share_ms=total / max(1, len(ok)),
         confidence=_confidence(len(ok), affected / max(1, len(ok))),
     )
+
+
+def _normal_gaps(traces: Sequence[RequestTrace], stall_gaps: Sequence[float]) -> list[float]:
+    """Every inter-token gap of the successful requests except the stalls."""
+    left = Counter(stall_gaps)
+    normal = []
+    for gap in (g for t in traces for g in t.itl_ms):
+        if left[gap] > 0:
+            left[gap] -= 1
+        else:
+            normal.append(gap)
+    return normal
 
 
 def _client(f: Facts) -> Finding | None:
@@ -345,7 +333,8 @@ def diagnose(samples: Sequence[Sample], context: RunContext) -> Diagnosis:
     reference = None if context.scenario is Scenario.LONGDOC else LONG_REFERENCE_TOKENS
     facts = gather_facts(samples, reference)
     findings = tuple(f for rule in RULES if (f := rule(facts)) is not None)
-    verdict = _verdict(findings, facts)
+    bar = noticeable_bar(samples)
+    verdict = _verdict(findings, facts, bar)
     shares = {f.kind: round(f.share_ms, 3) for f in findings}
     if not findings:
         typical = facts.network["total_ms"] or median_of(t.total_ms for t in facts.measured)
@@ -366,13 +355,20 @@ def diagnose(samples: Sequence[Sample], context: RunContext) -> Diagnosis:
         notes=context.notes,
         requests=len(measured),
         failed=sum(1 for t in measured if not t.ok),
+        length_check=length_check(facts),
+        noticeable=bar,
+        typical_request=request_parts(samples),
     )
 
 
-def _verdict(findings: Sequence[Finding], facts: Facts) -> Verdict:
+def _verdict(all_findings: Sequence[Finding], facts: Facts, bar: NoticeableBar | None) -> Verdict:
+    """The largest noticeable kind (errors first when a quarter failed), the other
+    noticeable kinds as contributing, and the rest as negligible."""
+    findings = [f for f in all_findings if is_noticeable(f, bar)]
+    negligible = tuple(f.kind for f in all_findings if not is_noticeable(f, bar))
     if not findings:
         ok = sum(1 for t in facts.measured if t.ok)
-        return Verdict(Kind.HEALTHY, (), _confidence(ok, 0.5))
+        return Verdict(Kind.HEALTHY, (), _confidence(ok, 0.5), negligible)
     total = len(facts.measured)
     failed = sum(facts.failed.values())
     errors = [f for f in findings if f.kind is Kind.ERRORS]
@@ -381,4 +377,4 @@ def _verdict(findings: Sequence[Finding], facts: Facts) -> Verdict:
     else:
         primary = max(findings, key=lambda f: f.share_ms)
     rest = sorted((f for f in findings if f is not primary), key=lambda f: -f.share_ms)
-    return Verdict(primary.kind, tuple(f.kind for f in rest), primary.confidence)
+    return Verdict(primary.kind, tuple(f.kind for f in rest), primary.confidence, negligible)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -70,9 +71,20 @@ class Finding:
     """0..1: how sure the rule is (sample size, margin over the threshold)."""
 
 
+GainSource = Literal["measured", "fitted"]
+"""Where a remedy's gain comes from: ``measured`` from this run's requests (a
+difference of medians with its bootstrap interval), ``fitted`` from the length
+curve (a difference of predictions with the interval of its bootstrap refits)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Remedy:
-    """A concrete change, ranked for the scenario, with its predicted gain."""
+    """A concrete change, ranked for the scenario.
+
+    Its gain is printed only when this run measured it or the length curve models it,
+    with the interval and the source; otherwise ``predicted_gain_ms`` is ``None`` and
+    ``verify_command`` (when ``latdoc verify`` can measure it) says how to find out.
+    """
 
     key: str
     title: str
@@ -80,9 +92,23 @@ class Remedy:
     change: str
     """What to change, phrased for httpx and the openai SDK."""
     predicted_gain_ms: float | None
-    """Predicted TTFT or end-to-end saving per request; None when it cannot be predicted."""
+    """TTFT or end-to-end saving per request, measured or fitted; None otherwise."""
     tradeoff: str | None = None
     """What it costs (quality, money, effort); set for trade-offs like a smaller model."""
+    gain_interval_ms: tuple[float, float] | None = None
+    """The 95% interval of the gain; None when there is no gain or nothing to resample."""
+    gain_source: GainSource | None = None
+    """``measured`` or ``fitted``; None exactly when there is no gain."""
+    verify_command: str | None = None
+    """The ``latdoc verify`` command that measures this remedy on this endpoint."""
+    how_to_measure: str | None = None
+    """In words, how to measure a remedy that ``latdoc verify`` cannot."""
+
+    def __post_init__(self) -> None:
+        if (self.predicted_gain_ms is None) != (self.gain_source is None):
+            raise ValueError(f"remedy {self.key!r}: a gain needs its source, a source its gain")
+        if self.gain_interval_ms is not None and self.predicted_gain_ms is None:
+            raise ValueError(f"remedy {self.key!r}: an interval without a gain")
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +116,72 @@ class Verdict:
     primary: Kind
     contributing: tuple[Kind, ...]
     confidence: float
+    negligible: tuple[Kind, ...] = ()
+    """Kinds a rule found whose share is too small to notice (see
+    :mod:`latdoc.analysis.noticeable`): listed, never given remedies."""
+
+
+@dataclass(frozen=True, slots=True)
+class LengthCheck:
+    """What the seed's input-length rule compared, fired or not, in its own numbers."""
+
+    short_tokens: int
+    short_ms: float
+    """The fastest TTFT at the shortest length."""
+    long_tokens: int
+    long_ms: float
+    """The fastest TTFT at the rule's long length (~2K tokens; the longest for longdoc)."""
+    ratio: float
+    growth_ms: float
+    noise_ms: float
+    """Same-length TTFT p95 − p50: growth below it is not told from queueing."""
+    grows_with_length: bool
+    """No longer prompt was served clearly faster than a shorter one."""
+    fired: bool
+    why: str
+    """Why it fired or did not, in words with the thresholds."""
+
+
+@dataclass(frozen=True, slots=True)
+class NoticeableBar:
+    """The share a kind must add to a typical request before it counts as contributing."""
+
+    typical_ms: float
+    """The typical request's end-to-end time (median of the network step's warm requests)."""
+    noise_ms: float
+    """How much identical requests' end-to-end times vary (scaled MAD)."""
+    fraction: float
+    """The least fraction of ``typical_ms`` a user would notice."""
+
+    @property
+    def min_share_ms(self) -> float:
+        return max(self.fraction * self.typical_ms, self.noise_ms)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestParts:
+    """A request on a new connection split into its phases (medians over the network
+    step's cold requests), as the trace defines them: setup = DNS + TCP + TLS,
+    send = writing the request, prefill = first token − setup − send − the client's
+    pool wait (the server's wait and first-token delay), decode = first token to the end."""
+
+    setup_ms: float
+    send_ms: float
+    prefill_ms: float
+    decode_ms: float
+    requests: int
+
+    @property
+    def total_ms(self) -> float:
+        return self.setup_ms + self.send_ms + self.prefill_ms + self.decode_ms
+
+    def items(self) -> tuple[tuple[str, float], ...]:
+        return (
+            ("network setup", self.setup_ms),
+            ("send", self.send_ms),
+            ("prefill", self.prefill_ms),
+            ("decode", self.decode_ms),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +255,27 @@ class LengthCurve:
         _, b, c = np.asarray(self.draws).T
         return _interval(b + 2 * c * k)
 
+    def difference_interval_ms(
+        self, long_tokens: float, short_tokens: float
+    ) -> tuple[float, float] | None:
+        """The 95% bootstrap interval of ``predict_ms(long) − predict_ms(short)``:
+        what trimming a prompt from ``long_tokens`` to ``short_tokens`` saves."""
+        if not self.draws:
+            return None
+        _, b, c = np.asarray(self.draws).T
+        k1, k2 = long_tokens / 1000.0, short_tokens / 1000.0
+        return _interval(b * (k1 - k2) + c * (k1 * k1 - k2 * k2))
+
+    def band_ms(self, prompt_tokens: npt.ArrayLike) -> tuple[npt.NDArray[np.float64], ...] | None:
+        """Lower and upper 95% bounds of the curve at each length; None without draws."""
+        if not self.draws:
+            return None
+        k = np.asarray(prompt_tokens, dtype=float)[None, :] / 1000.0
+        a, b, c = (col[:, None] for col in np.asarray(self.draws).T)
+        tail = (1.0 - CURVE_CONFIDENCE) / 2
+        low, high = np.quantile(a + b * k + c * k * k, [tail, 1.0 - tail], axis=0)
+        return low, high
+
     @property
     def ratio_long_short(self) -> float:
         """Fastest TTFT at the longest length over the fastest at the shortest."""
@@ -195,3 +308,9 @@ class Diagnosis:
     requests: int = 0
     failed: int = 0
     extra: Mapping[str, object] = field(default_factory=dict)
+    length_check: LengthCheck | None = None
+    """The input-length rule's comparison, also when it did not fire."""
+    noticeable: NoticeableBar | None = None
+    """The bar a finding's share had to clear to contribute; None when nothing succeeded."""
+    typical_request: RequestParts | None = None
+    """A request on a new connection, split into setup, send, prefill and decode."""

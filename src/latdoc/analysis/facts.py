@@ -1,7 +1,9 @@
 """Step summaries computed once from a run's samples, for the attribution rules and the report.
 
 The network step: medians of DNS, connect, TLS and setup over cold requests, and of
-send, wait, TTFB and TTFT over warm ones. The load step: dispersion of same-length
+send, wait, TTFB and TTFT over warm ones; what keep-alive saves (cold − warm TTFB on
+reused connections, and the setup every new connection pays) with 95% bootstrap
+intervals. The load step: dispersion of same-length
 TTFTs and the rise under concurrency, on server-side TTFT (without the client's
 pool wait and the connection's setup). The length step: the fitted curve. And
 across all steps: stalls, failures, Retry-After and the client's event-loop lag.
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from latdoc.analysis.diagnosis import LengthCurve
 from latdoc.analysis.length import fit_length_curve, length_points
 from latdoc.analysis.signals import dispersion, find_stalls
+from latdoc.analysis.stats import bootstrap_ci, difference_ci
 from latdoc.records import RequestTrace, Sample, Step
 
 
@@ -46,6 +49,12 @@ def _network_facts(samples: Sequence[Sample]) -> dict[str, float | None]:
     cold = [s.trace for s in samples if s.step == Step.NETWORK and s.cold and s.trace.ok]
     warm = [s.trace for s in samples if s.step == Step.NETWORK and not s.cold and s.trace.ok]
     closes = [t for t in warm if t.new_connection]
+    cold_ttfb = [v for t in cold if (v := t.ttfb_ms) is not None]
+    warm_ttfb = [v for t in warm if (v := t.ttfb_ms) is not None]
+    reused_ttfb = [v for t in warm if not t.new_connection and (v := t.ttfb_ms) is not None]
+    saving_ci = difference_ci(cold_ttfb, reused_ttfb)
+    setups = [v for t in cold + closes if (v := t.setup_ms) is not None]
+    setup_ci = bootstrap_ci(setups)
     rtt = median_of(t.connect_ms for t in cold) or median_of(
         t.tcp_info.rtt_us / 1000 if t.tcp_info else None for t in warm
     )
@@ -62,9 +71,12 @@ def _network_facts(samples: Sequence[Sample]) -> dict[str, float | None]:
         "tpot_ms": median_of(t.tpot_ms for t in warm),
         "total_ms": median_of(t.total_ms for t in warm),
         "cold_ttfb_ms": median_of(t.ttfb_ms for t in cold),
-        "keepalive_saving_ms": _diff(
-            median_of(t.ttfb_ms for t in cold), median_of(t.ttfb_ms for t in warm)
-        ),
+        "keepalive_saving_ms": _diff(median_of(cold_ttfb), median_of(reused_ttfb or warm_ttfb)),
+        "keepalive_saving_low_ms": saving_ci[0] if saving_ci else None,
+        "keepalive_saving_high_ms": saving_ci[1] if saving_ci else None,
+        "new_connection_setup_ms": median_of(setups),
+        "new_connection_setup_low_ms": setup_ci[0] if setup_ci else None,
+        "new_connection_setup_high_ms": setup_ci[1] if setup_ci else None,
         "server_closes_connections": float(len(closes)) / len(warm) if warm else None,
         "queue_ms": median_of(t.queue_ms for t in warm),
         "cold_n": float(len(cold)),

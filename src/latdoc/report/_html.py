@@ -17,11 +17,18 @@ from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup
 
-from latdoc.analysis.diagnosis import Diagnosis, Kind, LengthCurve, Scenario
+from latdoc.analysis.diagnosis import Diagnosis, Finding, Kind, RequestParts, Scenario
 from latdoc.analysis.stats import quantile
 from latdoc.records import Sample, Step
 from latdoc.report._plot_data import MAX_ROWS, ttft_values
-from latdoc.report._theme import KIND_COLOURS
+from latdoc.report._theme import KIND_COLOURS, PHASE_COLOURS
+from latdoc.report._truth import (
+    gain_text,
+    length_rule_text,
+    longest_ratio_text,
+    negligible_bar_text,
+    unmeasured_text,
+)
 from latdoc.report.names import KIND_NAMES, format_ms, format_value
 
 if TYPE_CHECKING:
@@ -57,30 +64,27 @@ def render_html(diagnosis: Diagnosis, samples: Sequence[Sample]) -> str:
 
 def page_context(diagnosis: Diagnosis, samples: Sequence[Sample]) -> dict[str, Any]:
     """Everything the template shows except the plots, as plain values."""
+    negligible = set(diagnosis.verdict.negligible)
+    healthy_parts = diagnosis.typical_request if diagnosis.verdict.primary is Kind.HEALTHY else None
     return {
         "title": f"latdoc: {diagnosis.model} at {diagnosis.endpoint}",
         "diagnosis": diagnosis,
         "scenario": SCENARIO_NAMES.get(diagnosis.scenario, str(diagnosis.scenario)),
         "date": _date(samples),
         "verdict": _verdict(diagnosis),
-        "shares": _shares(diagnosis.shares_ms),
-        "findings": [
-            {
-                "finding": f,
-                "kind": f.kind.value,
-                "short": KIND_NAMES[f.kind][0],
-                "share": format_ms(f.share_ms),
-                "confidence": _percent(f.confidence),
-                "evidence": [(k, format_value(k, v)) for k, v in f.evidence.items()],
-            }
-            for f in diagnosis.findings
-        ],
+        "shares": _parts(healthy_parts)
+        if healthy_parts is not None
+        else _shares({k: v for k, v in diagnosis.shares_ms.items() if k not in negligible}),
+        "findings": [_finding(f) for f in diagnosis.findings if f.kind not in negligible],
+        "negligible": [_finding(f) for f in diagnosis.findings if f.kind in negligible],
+        "negligible_bar": negligible_bar_text(diagnosis),
         "remedies": [
             {
                 "remedy": r,
                 "kind": r.addresses.value,
                 "short": KIND_NAMES[r.addresses][0],
-                "gain": None if r.predicted_gain_ms is None else format_ms(r.predicted_gain_ms),
+                "gain": gain_text(r),
+                "unmeasured": unmeasured_text(r),
             }
             for r in diagnosis.remedies
         ],
@@ -90,6 +94,22 @@ def page_context(diagnosis: Diagnosis, samples: Sequence[Sample]) -> dict[str, A
             if numbers
         ],
         "kind_colours": KIND_COLOURS,
+        "part_colours": {key: PHASE_COLOURS[phase] for key, phase in _PART_PHASES.items()},
+    }
+
+
+_PART_PHASES = {"setup": "connect", "send": "send", "prefill": "wait", "decode": "stream"}
+"""Each part of a request drawn in the colour of the waterfall phase it ends with."""
+
+
+def _finding(f: Finding) -> dict[str, Any]:
+    return {
+        "finding": f,
+        "kind": f.kind.value,
+        "short": KIND_NAMES[f.kind][0],
+        "share": format_ms(f.share_ms),
+        "confidence": _percent(f.confidence),
+        "evidence": [(k, format_value(k, v)) for k, v in f.evidence.items()],
     }
 
 
@@ -116,6 +136,7 @@ def _verdict(diagnosis: Diagnosis) -> dict[str, Any]:
         "meaning": meaning,
         "confidence": _percent(verdict.confidence),
         "contributing": [KIND_NAMES[k][0] for k in verdict.contributing],
+        "negligible": [KIND_NAMES[k][0] for k in verdict.negligible],
     }
 
 
@@ -124,10 +145,11 @@ def _shares(shares_ms: Mapping[Kind, float]) -> dict[str, Any]:
     shares = sorted(((k, v) for k, v in shares_ms.items() if v > 0), key=lambda kv: -kv[1])
     total = sum(v for _, v in shares)
     return {
+        "title": "Where the time of a typical request goes",
         "total": format_ms(total) if total > 0 else None,
         "segments": [
             {
-                "kind": kind.value,
+                "css": f"k-{kind.value}",
                 "short": KIND_NAMES[kind][0],
                 "ms": format_ms(ms),
                 "percent": f"{ms / total * 100:.0f} %",
@@ -135,6 +157,32 @@ def _shares(shares_ms: Mapping[Kind, float]) -> dict[str, Any]:
                 "labelled": ms / total >= 0.12,
             }
             for kind, ms in shares
+        ]
+        if total > 0
+        else [],
+    }
+
+
+def _parts(parts: RequestParts) -> dict[str, Any]:
+    """The "where the time goes" bar of a healthy run: a request on a new connection,
+    phase by phase, in the order it passes them."""
+    total = parts.total_ms
+    keys = ("setup", "send", "prefill", "decode")
+    return {
+        "title": "Where the time of a request on a new connection goes "
+        f"(median of each phase over {parts.requests})",
+        "total": format_ms(total) if total > 0 else None,
+        "segments": [
+            {
+                "css": f"p-{key}",
+                "short": name[0].upper() + name[1:],
+                "ms": format_ms(ms),
+                "percent": f"{ms / total * 100:.0f} %",
+                "width": f"{ms / total * 100:.2f}",
+                "labelled": ms / total >= 0.12,
+            }
+            for key, (name, ms) in zip(keys, parts.items(), strict=True)
+            if ms > 0
         ]
         if total > 0
         else [],
@@ -162,7 +210,7 @@ def _figures(diagnosis: Diagnosis, samples: Sequence[Sample]) -> list[dict[str, 
             _figure(
                 "Time to first token against prompt length",
                 plots.length_svg(samples, diagnosis.length),
-                _length_caption(diagnosis.length, samples),
+                _length_caption(diagnosis, samples),
                 "No successful request at a measured prompt length.",
             )
         )
@@ -224,16 +272,23 @@ def _waterfall_caption(samples: Sequence[Sample]) -> str:
     return caption
 
 
-def _length_caption(curve: LengthCurve | None, samples: Sequence[Sample]) -> str:
+def _length_caption(diagnosis: Diagnosis, samples: Sequence[Sample]) -> str:
+    curve = diagnosis.length
     failed = sum(1 for s in samples if s.step == Step.LENGTH and not s.trace.ok)
     parts = []
     if curve is not None and curve.points:
+        band = " The band is its 95% bootstrap interval." if curve.draws else ""
         parts.append(
             f"Shape: {curve.shape}; prefill about {format_ms(curve.prefill_ms_per_1k)} per 1K "
-            f"tokens at the longest length; longest ÷ shortest TTFT = "
-            f"{curve.ratio_long_short:.1f}× (≥ 5× means input length is the main bottleneck). "
-            "The line is the fitted a + b·k + c·k² for k thousand prompt tokens."
+            "tokens at the longest length. The line is the fitted a + b·k + c·k² for k "
+            f"thousand prompt tokens, on a log axis of prompt length.{band}"
         )
+    if diagnosis.length_check is not None:
+        text = length_rule_text(diagnosis.length_check)
+        parts.append(text[0].upper() + text[1:] + ".")
+    longest = longest_ratio_text(diagnosis)
+    if longest is not None:
+        parts.append(longest[0].upper() + longest[1:] + ".")
     if failed:
         parts.append(f"{_plural(failed, 'length request')} failed, not shown.")
     return " ".join(parts)

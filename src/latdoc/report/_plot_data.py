@@ -140,7 +140,9 @@ def ms_tick_labels(ticks: Sequence[float]) -> list[str]:
 
 
 def token_tick_label(value: float) -> str:
-    """``512``, ``2K``, ``2.5K``, ``32K``: prompt lengths as people say them."""
+    """``512``, ``2K``, ``2.5K``, ``32K``: prompt lengths as people say them (2,048 is 2K)."""
+    if abs(value) >= 1024 and value % 1024 == 0:
+        return f"{value / 1024:g}K"
     if abs(value) >= 1000:
         return f"{value / 1000:g}K"
     return f"{value:g}"

@@ -25,7 +25,7 @@ import matplotlib
 from matplotlib.backends.backend_svg import FigureCanvasSVG
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
-from matplotlib.ticker import Formatter, FuncFormatter, MaxNLocator
+from matplotlib.ticker import FixedLocator, Formatter, FuncFormatter, MaxNLocator, NullLocator
 from matplotlib.typing import RcKeyType
 
 from latdoc.analysis.diagnosis import LengthCurve
@@ -186,7 +186,8 @@ def waterfall_svg(samples: Sequence[Sample], cap: int = MAX_ROWS) -> str | None:
 
 
 def length_svg(samples: Sequence[Sample], curve: LengthCurve | None) -> str | None:
-    """TTFT against prompt length: each request, the median at each length, the fitted curve."""
+    """TTFT against prompt length on a log axis (the lengths grow geometrically): each
+    request, the median at each length, the fitted curve and its 95% band."""
     points = length_points(samples)
     medians = list(curve.points) if curve is not None else []
     xs = [x for x, _ in points] + [float(p.prompt_tokens) for p in medians]
@@ -217,10 +218,23 @@ def length_svg(samples: Sequence[Sample], curve: LengthCurve | None) -> str | No
                 label="median at a length",
                 gid="length-medians",
             )
+        lo, hi = max(min(xs), 1.0), max(max(xs), 1.0)
         if curve is not None:
-            lo, hi = min(xs), max(xs)
             steps = _CURVE_POINTS if hi > lo else 1
-            fx = [lo + (hi - lo) * i / steps for i in range(steps + 1)]
+            # Geometric steps: evenly spaced on the log axis the lengths are drawn on.
+            fx = [lo * (hi / lo) ** (i / steps) for i in range(steps + 1)]
+            band = curve.band_ms(fx)
+            if band is not None:
+                ax.fill_between(
+                    fx,
+                    band[0],
+                    band[1],
+                    color=ERROR_COLOUR,
+                    alpha=0.18,
+                    linewidth=0,
+                    label="95% interval of the fit",
+                    gid="length-band",
+                )
             ax.plot(
                 fx,
                 [curve.predict_ms(x) for x in fx],
@@ -230,7 +244,11 @@ def length_svg(samples: Sequence[Sample], curve: LengthCurve | None) -> str | No
                 gid="length-fit",
             )
         ax.set_ylim(bottom=0)
-        ax.set_xlim(left=0)
+        ax.set_xscale("log")
+        ax.set_xlim(lo / 1.25, hi * 1.25)
+        ticks = sorted({float(p.prompt_tokens) for p in medians} or set(xs))
+        ax.xaxis.set_major_locator(FixedLocator(ticks))
+        ax.xaxis.set_minor_locator(NullLocator())
         ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: token_tick_label(x)))
         ax.yaxis.set_major_formatter(_MsFormatter())
         ax.grid(True)

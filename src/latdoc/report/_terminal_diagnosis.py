@@ -11,9 +11,16 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from latdoc.analysis.diagnosis import Diagnosis, Finding, Kind, Remedy
+from latdoc.analysis.diagnosis import Diagnosis, Finding, Kind, Remedy, RequestParts
 from latdoc.report._console import side_by_side
-from latdoc.report._theme import KIND_COLOURS
+from latdoc.report._theme import KIND_COLOURS, PHASE_COLOURS
+from latdoc.report._truth import (
+    gain_text,
+    length_rule_text,
+    longest_ratio_text,
+    negligible_bar_text,
+    unmeasured_text,
+)
 from latdoc.report.names import format_ms, format_value, kind_name
 
 _BAR_WIDTH = 32
@@ -80,14 +87,20 @@ def _length_lines(d: Diagnosis) -> list[RenderableType]:
     points = [
         Text.assemble(f"{p.prompt_tokens} → ", (format_ms(p.ttft_ms), "bold")) for p in curve.points
     ]
-    return [
+    lines: list[RenderableType] = [
         Text("TTFT by prompt tokens:", style="dim"),
         _indent(side_by_side(points)),
         Text(
             f"prefill {format_ms(curve.prefill_ms_per_1k)} per 1K tokens at the longest; "
-            f"curve {curve.shape}; longest/shortest {curve.ratio_long_short:.1f}×"
+            f"curve {curve.shape}"
         ),
     ]
+    if d.length_check is not None:
+        lines.append(Text(length_rule_text(d.length_check)))
+    longest = longest_ratio_text(d)
+    if longest is not None:
+        lines.append(Text(longest, style="dim"))
+    return lines
 
 
 def _load_lines(ld: Mapping[str, float | None]) -> list[RenderableType]:
@@ -125,6 +138,29 @@ def _shares(shares_ms: Mapping[Kind, float]) -> Table:
     return table
 
 
+_PART_COLOURS = {
+    "network setup": PHASE_COLOURS["connect"],
+    "send": PHASE_COLOURS["send"],
+    "prefill": PHASE_COLOURS["wait"],
+    "decode": PHASE_COLOURS["stream"],
+}
+
+
+def _parts(parts: RequestParts) -> Table:
+    """A request on a new connection, phase by phase, with bars to scale."""
+    largest = max((ms for _, ms in parts.items()), default=0.0)
+    table = Table.grid(padding=(0, 2))
+    table.add_column(no_wrap=True)
+    table.add_column(justify="right", no_wrap=True)
+    table.add_column(no_wrap=True)
+    for name, ms in parts.items():
+        bar: RenderableType = ""
+        if largest > 0 and ms > 0:
+            bar = Bar(largest, 0, ms, width=_BAR_WIDTH, color=_PART_COLOURS[name])
+        table.add_row(Text(name, style=_PART_COLOURS[name]), format_ms(ms), bar)
+    return table
+
+
 def _finding(f: Finding) -> Group:
     head = Text.assemble(
         ("● ", KIND_COLOURS[f.kind.value]),
@@ -148,10 +184,17 @@ def _finding(f: Finding) -> Group:
 
 def _remedy(i: int, r: Remedy) -> Group:
     head = Text.assemble(f"{i}. ", (r.title, "bold"))
-    if r.predicted_gain_ms:
-        head.append(f"  (saves ~{format_ms(r.predicted_gain_ms)})", style="green")
+    gain = gain_text(r)
+    measure: RenderableType
+    if gain is not None:
+        measure = Text(gain, style="green")
+    else:
+        measure = Text.assemble((unmeasured_text(r), "dim"), (r.verify_command or "", "bold"))
     # A wrapped line of code continues under its own first character, not at the margin.
-    body: list[RenderableType] = [
+    body: list[RenderableType] = [_indent(measure, 2)]
+    if gain is not None and r.verify_command is not None:
+        body.append(_indent(Text.assemble(("confirm it: ", "dim"), r.verify_command), 2))
+    body += [
         Padding(Text(line.lstrip()), (0, 0, 0, 4 + len(line) - len(line.lstrip())), expand=False)
         for line in r.change.splitlines()
     ]
@@ -187,19 +230,40 @@ def render_diagnosis(d: Diagnosis) -> RenderableType:
                 contributing.append(", ")
             contributing.append(str(kind), style=KIND_COLOURS[kind.value])
         parts.append(_indent(contributing))
-    parts += [
-        _heading("What each kind adds to a typical request:"),
-        _indent(_shares(d.shares_ms), 2),
-    ]
+    negligible = set(v.negligible)
+    if negligible:
+        parts.append(_indent(Text("Negligible here: " + ", ".join(map(str, v.negligible)))))
+    if v.primary is Kind.HEALTHY and d.typical_request is not None:
+        parts += [
+            _heading(
+                f"Where the time goes: a request on a new connection "
+                f"({format_ms(d.typical_request.total_ms)}, median of each phase):"
+            ),
+            _indent(_parts(d.typical_request), 2),
+        ]
+    else:
+        shares = {k: ms for k, ms in d.shares_ms.items() if k not in negligible}
+        parts += [
+            _heading("What each kind adds to a typical request:"),
+            _indent(_shares(shares), 2),
+        ]
     for title, lines in (
         ("Step 1 — network", _network_lines(d.network)),
         ("Step 2 — input length", _length_lines(d)),
         ("Step 3 — fluctuation and load", _load_lines(d.load)),
     ):
         parts += [_heading(title), *(_indent(line, 2) for line in lines)]
-    if d.findings:
+    found = [f for f in d.findings if f.kind not in negligible]
+    if found:
         parts.append(_heading("Findings:"))
-        parts += [_indent(_finding(f)) for f in d.findings]
+        parts += [_indent(_finding(f)) for f in found]
+    small = [f for f in d.findings if f.kind in negligible]
+    if small:
+        parts.append(_heading("Negligible here (no remedies):"))
+        bar = negligible_bar_text(d)
+        if bar is not None:
+            parts.append(_indent(Text(bar, style="dim"), 2))
+        parts += [_indent(_finding(f)) for f in small]
     if d.remedies:
         parts.append(_heading(f"Remedies, ranked for {d.scenario}:"))
         parts += [_indent(_remedy(i, r)) for i, r in enumerate(d.remedies, 1)]

@@ -108,7 +108,13 @@ def trace_to_dict(trace: RequestTrace) -> dict[str, Any]:
 
 def diagnosis_to_dict(d: Diagnosis) -> dict[str, Any]:
     """The ``latdoc.diagnosis/2`` document: verdict, shares, findings with their top
-    remedy, remedies, the numbers of each step, and what the run left out."""
+    remedy, remedies, the numbers of each step, and what the run left out.
+
+    Each remedy's ``predicted_gain_ms`` is null unless ``gain_source`` says it was
+    ``measured`` in this run or ``fitted`` from the length curve, with its
+    ``gain_interval_ms``; ``verify_command`` is the experiment that would measure it.
+    ``negligible`` names the kinds too small to matter and the bar they missed;
+    ``typical_request`` splits a request on a new connection into its phases."""
     top: dict[Kind, Remedy] = {}
     for r in d.remedies:
         top.setdefault(r.addresses, r)
@@ -141,7 +147,10 @@ def diagnosis_to_dict(d: Diagnosis) -> dict[str, Any]:
             "primary": str(d.verdict.primary),
             "contributing": [str(k) for k in d.verdict.contributing],
             "confidence": d.verdict.confidence,
+            "negligible": [str(k) for k in d.verdict.negligible],
         },
+        "negligible": _negligible(d),
+        "typical_request": _typical_request(d),
         "shares": {str(k): round(v / 1000, 6) for k, v in d.shares_ms.items()},
         "shares_ms": {str(k): round(v, 3) for k, v in d.shares_ms.items()},
         "findings": findings,
@@ -152,6 +161,10 @@ def diagnosis_to_dict(d: Diagnosis) -> dict[str, Any]:
                 "addresses": str(r.addresses),
                 "change": r.change,
                 "predicted_gain_ms": r.predicted_gain_ms,
+                "gain_interval_ms": list(r.gain_interval_ms) if r.gain_interval_ms else None,
+                "gain_source": r.gain_source,
+                "verify_command": r.verify_command,
+                "how_to_measure": r.how_to_measure,
                 "tradeoff": r.tradeoff,
             }
             for r in d.remedies
@@ -171,8 +184,57 @@ def diagnosis_to_dict(d: Diagnosis) -> dict[str, Any]:
                 "prefill_ms_per_1k": curve.prefill_ms_per_1k,
                 "shape": curve.shape,
                 "ratio_long_short": curve.ratio_long_short,
+                "rule": _length_rule(d),
             },
             "load": with_ms_twins(d.load),
         },
         "notes": [{"step": n.step, "text": n.text} for n in d.notes],
+    }
+
+
+def _negligible(d: Diagnosis) -> dict[str, Any] | None:
+    """The bar a finding had to clear to contribute, and the kinds under it."""
+    bar = d.noticeable
+    if bar is None:
+        return None
+    return {
+        "kinds": [str(k) for k in d.verdict.negligible],
+        "typical_ms": round(bar.typical_ms, 3),
+        "noise_ms": round(bar.noise_ms, 3),
+        "fraction": bar.fraction,
+        "min_share_ms": round(bar.min_share_ms, 3),
+    }
+
+
+def _typical_request(d: Diagnosis) -> dict[str, Any] | None:
+    """A request on a new connection, phase by phase (medians over the cold requests)."""
+    parts = d.typical_request
+    if parts is None:
+        return None
+    return {
+        "setup_ms": round(parts.setup_ms, 3),
+        "send_ms": round(parts.send_ms, 3),
+        "prefill_ms": round(parts.prefill_ms, 3),
+        "decode_ms": round(parts.decode_ms, 3),
+        "total_ms": round(parts.total_ms, 3),
+        "requests": parts.requests,
+    }
+
+
+def _length_rule(d: Diagnosis) -> dict[str, Any] | None:
+    """What the input-length rule compared, and whether it fired."""
+    check = d.length_check
+    if check is None:
+        return None
+    return {
+        "short_tokens": check.short_tokens,
+        "short_ttft_ms": round(check.short_ms, 3),
+        "long_tokens": check.long_tokens,
+        "long_ttft_ms": round(check.long_ms, 3),
+        "ratio": round(check.ratio, 4),
+        "growth_ms": round(check.growth_ms, 3),
+        "noise_ms": round(check.noise_ms, 3),
+        "grows_with_length": check.grows_with_length,
+        "fired": check.fired,
+        "why": check.why,
     }

@@ -1,0 +1,42 @@
+"""The ``latdoc verify`` command that would measure a remedy on the diagnosed endpoint.
+
+A remedy whose gain this run could not measure names the experiment that would:
+``latdoc verify ENDPOINT --model MODEL --remedy R [options]``, its options computed
+from this run. Values only the user knows are written as capitalised placeholders
+(``URL2``, ``NAME``).
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from latdoc.analysis.attribution import RunContext
+
+VERIFY_REMEDIES = frozenset(
+    {
+        "keepalive",
+        "http2",
+        "pool",
+        "trim",
+        "conversation",
+        "max-tokens",
+        "prompt-cache",
+        "endpoint",
+        "model",
+    }
+)
+"""The remedies ``latdoc verify --remedy`` can measure."""
+
+CONVERSATION_STRATEGIES = "window:6,summary:10,reset:20"
+"""Keep the last 6 turns; summarise beyond 10; start afresh every 20 (the seed's numbers)."""
+
+
+def verify_command(ctx: RunContext, remedy: str, **options: object) -> str:
+    """``latdoc verify`` for ``remedy`` on ``ctx``'s endpoint, options in the order given
+    (``pool_size=20`` becomes ``--pool-size 20``)."""
+    if remedy not in VERIFY_REMEDIES:
+        raise ValueError(f"latdoc verify has no remedy {remedy!r}")
+    words = ["latdoc", "verify", ctx.endpoint, "--model", ctx.model, "--remedy", remedy]
+    for name, value in options.items():
+        words += ["--" + name.replace("_", "-"), str(value)]
+    return " ".join(shlex.quote(w) for w in words)

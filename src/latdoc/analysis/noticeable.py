@@ -1,0 +1,77 @@
+"""Which findings matter: a share a user would notice, above the run's own noise.
+
+A rule can fire on a real but tiny effect: a 1.4 ms connection setup paid by an
+11 s request. Such a kind is named "negligible here" instead of contributing, and
+gets no remedies. A finding contributes when its share of the typical request is
+
+- at least :data:`NOTICEABLE_FRACTION` of that request's end-to-end time, and
+- more than the run's noise: the scaled median absolute deviation of identical
+  requests' end-to-end times (the network step's warm requests; the load step's
+  sequential ones when there are fewer than three). Scaled by 1.4826 it is the
+  standard deviation for normal data, and unlike the standard deviation it is not
+  inflated by the one slow request the other rules are there to explain. A share
+  below it is smaller than what one identical request differs from the next.
+
+Failed requests are never negligible: a user notices an error whatever its share.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+
+from latdoc.analysis.diagnosis import Finding, Kind, NoticeableBar, RequestParts
+from latdoc.analysis.facts import median_of
+from latdoc.records import Sample, Step
+
+NOTICEABLE_FRACTION = 0.05
+"""The least share of a typical request's end-to-end time that counts: 5 %, the
+difference people start to perceive in response times of a few seconds, and the
+smallest gain worth a code change."""
+MAD_TO_SIGMA = 1.4826
+"""Scales a median absolute deviation to the standard deviation of normal data."""
+MIN_SAME_CONDITION = 3
+"""Fewer identical requests than this say nothing about the spread."""
+
+
+def noticeable_bar(samples: Sequence[Sample]) -> NoticeableBar | None:
+    """The bar of this run, or None when no identical requests succeeded."""
+    warm = _totals(samples, lambda s: s.step == Step.NETWORK and not s.cold)
+    sequential = _totals(samples, lambda s: s.step == Step.LOAD and s.concurrency == 1)
+    same = warm if len(warm) >= MIN_SAME_CONDITION else sequential
+    typical = median_of(warm) or median_of(sequential)
+    if typical is None:
+        return None
+    noise = 0.0
+    if len(same) >= MIN_SAME_CONDITION:
+        centre = statistics.median(same)
+        noise = MAD_TO_SIGMA * statistics.median(abs(v - centre) for v in same)
+    return NoticeableBar(typical, noise, NOTICEABLE_FRACTION)
+
+
+def is_noticeable(finding: Finding, bar: NoticeableBar | None) -> bool:
+    if finding.kind is Kind.ERRORS or bar is None:
+        return True
+    return finding.share_ms >= bar.fraction * bar.typical_ms and finding.share_ms > bar.noise_ms
+
+
+def request_parts(samples: Sequence[Sample]) -> RequestParts | None:
+    """A request on a new connection split into its phases: medians over the network
+    step's successful cold requests, None when there were none."""
+    cold = [s.trace for s in samples if s.step == Step.NETWORK and s.cold and s.trace.ok]
+    setup = median_of(t.setup_ms for t in cold)
+    send = median_of(t.send_ms for t in cold)
+    prefill = median_of(
+        t.ttft_ms - (t.queue_ms or 0.0) - (t.setup_ms or 0.0) - (t.send_ms or 0.0)
+        for t in cold
+        if t.ttft_ms is not None
+    )
+    decode = median_of(t.stream_ms for t in cold)
+    if prefill is None or decode is None:
+        return None
+    return RequestParts(setup or 0.0, send or 0.0, prefill, decode, len(cold))
+
+
+def _totals(samples: Sequence[Sample], keep: Callable[[Sample], bool]) -> list[float]:
+    totals = (s.trace.total_ms for s in samples if keep(s) and s.trace.ok)
+    return [t for t in totals if t is not None]

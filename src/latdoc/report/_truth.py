@@ -1,0 +1,70 @@
+"""Words every renderer shares about how far to trust a number: a remedy's gain and
+its source, the input-length rule's comparison, the negligible kinds' bar."""
+
+from __future__ import annotations
+
+from latdoc.analysis.diagnosis import Diagnosis, LengthCheck, Remedy
+from latdoc.report.names import format_ms
+
+GAIN_SOURCES = {
+    "measured": "measured in this run",
+    "fitted": "fitted from the length curve",
+}
+"""What each ``Remedy.gain_source`` means, in the user's words."""
+
+
+def gain_text(r: Remedy) -> str | None:
+    """``saves 167.2 ms (95% CI 150.1 ms … 181.0 ms), fitted from the length curve``;
+    None when the remedy has no gain."""
+    if r.predicted_gain_ms is None or r.gain_source is None:
+        return None
+    text = f"saves {format_ms(r.predicted_gain_ms)}"
+    if r.gain_interval_ms is not None:
+        low, high = r.gain_interval_ms
+        text += f" (95% CI {format_ms(low)} … {format_ms(high)})"
+    return f"{text}, {GAIN_SOURCES[r.gain_source]}"
+
+
+def unmeasured_text(r: Remedy) -> str:
+    """What a remedy without a gain says instead of a number."""
+    if r.verify_command is not None:
+        return "not measured here — measure it: "
+    if r.how_to_measure is not None:
+        return f"not measured here — measure it: {r.how_to_measure}"
+    return "not measured here"
+
+
+def length_rule_text(check: LengthCheck) -> str:
+    """What the input-length rule compared and whether it fired, in its own numbers."""
+    return (
+        f"seed rule: fastest TTFT at {check.long_tokens:,} tokens {format_ms(check.long_ms)} "
+        f"vs {format_ms(check.short_ms)} at {check.short_tokens:,} = {check.ratio:.1f}× "
+        f"(+{format_ms(check.growth_ms)}); {check.why}"
+    )
+
+
+def longest_ratio_text(d: Diagnosis) -> str | None:
+    """The longest-vs-shortest ratio, labelled as what it is."""
+    curve = d.length
+    if curve is None or len(curve.points) < 2:
+        return None
+    short, long = curve.points[0].prompt_tokens, curve.points[-1].prompt_tokens
+    check = d.length_check
+    if check is not None and check.long_tokens == long:
+        return None
+    return (
+        f"longest ÷ shortest measured ({long:,} vs {short:,} tokens, not the rule's "
+        f"comparison): {curve.ratio_long_short:.1f}×"
+    )
+
+
+def negligible_bar_text(d: Diagnosis) -> str | None:
+    """``adds less than 3.1 ms: 5% of a typical 61.4 ms request, or its noise (0.8 ms)``."""
+    bar = d.noticeable
+    if bar is None:
+        return None
+    return (
+        f"each adds less than {format_ms(bar.min_share_ms)} to a typical request: under "
+        f"{bar.fraction:.0%} of its {format_ms(bar.typical_ms)}, or within how much identical "
+        f"requests vary ({format_ms(bar.noise_ms)})"
+    )
