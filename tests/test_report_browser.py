@@ -53,9 +53,9 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def browser(report: Path) -> Iterator[Any]:
-    # The run that makes the report uses asyncio.run; playwright's sync API keeps an
-    # event loop of its own running, so the report is made before the browser starts.
+def browser(report: Path, verify_pages: dict[str, Path]) -> Iterator[Any]:
+    # The runs that make the pages use asyncio.run; playwright's sync API keeps an
+    # event loop of its own running, so the pages are made before the browser starts.
     with sync_api.sync_playwright() as playwright:
         # The system chromium: no browser download; --no-sandbox because tests may run as root.
         launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
@@ -117,3 +117,59 @@ def test_plot_text_follows_the_dark_scheme(browser: Any, report: Path, tmp_path:
         page.close()
     assert colours["light"] == "rgb(29, 34, 41)"
     assert colours["dark"] == "rgb(229, 232, 236)"
+
+
+@pytest.fixture(scope="module")
+def verify_pages(report: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The pages ``latdoc compare --html`` and ``verify --remedy conversation --html`` write,
+    from runs against the lab (made before the browser starts, as the report is)."""
+    folder = tmp_path_factory.mktemp("verify-pages")
+    db = str(folder / "runs.db")
+    with LabServer(LabConfig(latency=LATENCY)) as server:
+        common = [server.base_url, "-m", "lab-sim", "--db", db, "--max-tokens", "8"]
+        assert (
+            main(
+                [
+                    "verify",
+                    *common,
+                    "--remedy",
+                    "trim",
+                    "--from",
+                    "800",
+                    "--to",
+                    "200",
+                    "--max-requests",
+                    "30",
+                    "--html",
+                    str(folder / "compare.html"),
+                ]
+            )
+            == 0
+        )
+        assert main(["verify", *common, "--remedy", "conversation", "--turns", "6",
+                     "--tokens-per-turn", "100", "--strategies", "window:2,summary:3",
+                     "--html", str(folder / "conversation.html")]) == 0  # fmt: skip
+    return {"compare": folder / "compare.html", "conversation": folder / "conversation.html"}
+
+
+@pytest.mark.parametrize("name", ["compare", "conversation"])
+def test_the_verify_pages_load_offline_and_show_their_results(
+    browser: Any, verify_pages: dict[str, Path], name: str, tmp_path: Path
+) -> None:
+    page, errors, requests = open_page(browser, verify_pages[name], "light")
+    try:
+        assert errors == []
+        assert requests == [verify_pages[name].as_uri()]
+        rows = page.locator("table.compare tbody tr")
+        assert rows.count() >= 2
+        if name == "conversation":
+            plot = page.locator("svg.conversation")
+            box = plot.bounding_box()
+            assert box is not None and box["width"] > 500 and box["height"] > 150
+            assert page.locator("svg.conversation [id^='conversation-']").count() == 3
+        else:
+            assert "faster than A" in page.locator("p.sentence").first.inner_text()
+        page.screenshot(path=str(tmp_path / f"{name}.png"), full_page=True)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 1200
+    finally:
+        page.close()

@@ -22,10 +22,12 @@ from latdoc.cli._options import (
 from latdoc.errors import UsageError
 from latdoc.pipeline import (
     NOT_APPLICABLE,
+    ConversationVerdict,
     RunComparison,
     VerifyResult,
     compare_runs,
     cpu_count,
+    verify_conversation,
     verify_remedy,
 )
 from latdoc.store import RunInfo, Store
@@ -86,6 +88,13 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
     r.add_argument("--alt", dest="alt_url", metavar="URL2",
                    help="endpoint: the other region or provider")  # fmt: skip
     r.add_argument("--alt-model", metavar="NAME", help="model: the model to try")
+    r.add_argument("--turns", type=positive_int, default=20, metavar="T",
+                   help="conversation: turns in the chat (default 20)")  # fmt: skip
+    r.add_argument("--tokens-per-turn", type=positive_int, default=200, metavar="K",
+                   help="conversation: tokens the user adds each turn (default 200)")  # fmt: skip
+    r.add_argument("--strategies", default="window:6,summary:10,reset:20", metavar="LIST",
+                   help="conversation: window:N, summary:N, reset:N, comma-separated "
+                   "(default window:6,summary:10,reset:20)")  # fmt: skip
     v.add_argument("--max-tokens", type=positive_int, default=32, metavar="N",
                    help="max_tokens of each request: the output length (default 32)")  # fmt: skip
     budget = v.add_argument_group("budget")
@@ -198,6 +207,9 @@ def run_verify(args: argparse.Namespace) -> int:
             generous_max_tokens=args.generous_max_tokens,
             alt_url=args.alt_url,
             alt_model=args.alt_model,
+            turns=args.turns,
+            tokens_per_turn=args.tokens_per_turn,
+            strategies=args.strategies,
             max_requests=args.max_requests,
             token_budget=args.token_budget,
             max_seconds=args.max_seconds,
@@ -207,6 +219,13 @@ def run_verify(args: argparse.Namespace) -> int:
         print(plan_line(plan), file=err)
         progress = ProgressBars(err)
         with Store(args.db, secrets=[key] if key else []) as store:
+            if remedy is VerifyRemedy.CONVERSATION:
+                try:
+                    held = verify_conversation(plan, store=store, on_progress=progress)
+                finally:
+                    progress.close()
+                emit_conversation(held, args)
+                return EXIT_INTERRUPTED if held.interrupted else EXIT_OK
             try:
                 result = verify_remedy(plan, store=store, on_progress=progress)
             finally:
@@ -227,6 +246,13 @@ def run_verify(args: argparse.Namespace) -> int:
 def plan_line(plan: VerifyPlan) -> str:
     a, b = arm_summaries(plan)
     tokens = f", {plan.token_budget:,} tokens" if plan.token_budget else ""
+    if plan.remedy is VerifyRemedy.CONVERSATION:
+        return (
+            f"Plan: verify conversation on {plan.endpoint.model} at {plan.endpoint.base_url}\n"
+            f"  A: {a}\n  B: {b}\n"
+            f"  Every strategy answers the same user turns, turn by turn in a shuffled order; "
+            f"at most {plan.max_requests} requests{tokens} and {plan.max_seconds:g} s."
+        )
     return (
         f"Plan: verify {plan.remedy} on {plan.endpoint.model} at {plan.endpoint.base_url}\n"
         f"  A: {a}\n  B: {b}\n"
@@ -322,3 +348,46 @@ def emit_verify(
             "shows them again.",
             file=sys.stderr,
         )
+
+
+def emit_conversation(held: ConversationVerdict, args: argparse.Namespace) -> None:
+    from latdoc.report import (
+        conversation_to_dict,
+        make_console,
+        render_conversation,
+        render_conversation_html,
+    )
+
+    turns, descriptions, dropped = held.turns, held.descriptions, held.dropped
+    if args.json:
+        document = conversation_to_dict(
+            held.outcomes,
+            turns=turns,
+            descriptions=descriptions,
+            dropped=dropped,
+            run_ids=held.run_ids,
+        )
+        document["notes"] = [{"step": str(n.step), "text": n.text} for n in held.notes]
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        return
+    if args.html:
+        path = Path(args.html)
+        try:
+            page = render_conversation_html(
+                held.outcomes, turns=turns, descriptions=descriptions, dropped=dropped
+            )
+            path.write_text(page, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+        print(f"HTML report written to {path}", file=sys.stderr)
+    console = make_console(sys.stdout)
+    console.print(
+        render_conversation(held.outcomes, turns=turns, descriptions=descriptions, dropped=dropped)
+    )
+    for note in held.notes:
+        console.print(f"  Note: {note.text}")
+    print(
+        f"Runs kept in {held.store_path}: "
+        + ", ".join(f"{name} {run_id}" for name, run_id in held.run_ids.items()),
+        file=sys.stderr,
+    )

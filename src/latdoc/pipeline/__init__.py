@@ -12,6 +12,7 @@ Progress and each finished sample reach the caller through hooks; nothing here
 prints.
 """
 
+from latdoc.pipeline._conversation import ConversationVerdict, verify_conversation
 from latdoc.pipeline._diagnose import (
     DEFAULT_CONCURRENCY,
     TCP_SYSCTLS,
@@ -32,6 +33,7 @@ __all__ = [
     "DEFAULT_CONCURRENCY",
     "NOT_APPLICABLE",
     "TCP_SYSCTLS",
+    "ConversationVerdict",
     "DiagnosisRun",
     "RunComparison",
     "StoredProbe",
@@ -46,5 +48,6 @@ __all__ = [
     "run_diagnosis",
     "run_meta",
     "tcp_settings",
+    "verify_conversation",
     "verify_remedy",
 ]

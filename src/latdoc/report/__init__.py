@@ -12,6 +12,12 @@ from latdoc.report._compare import (
     render_comparison_html,
 )
 from latdoc.report._console import make_console, render_text
+from latdoc.report._conversation import (
+    CONVERSATION_SCHEMA,
+    conversation_to_dict,
+    render_conversation,
+    render_conversation_html,
+)
 from latdoc.report._html import render_html
 from latdoc.report._terminal_diagnosis import render_diagnosis
 from latdoc.report._terminal_probe import render_summary, render_waterfall
@@ -25,14 +31,18 @@ from latdoc.report.progress import ProgressBars
 
 __all__ = [
     "COMPARISON_SCHEMA",
+    "CONVERSATION_SCHEMA",
     "DIAGNOSIS_SCHEMA",
     "TRACE_SCHEMA",
     "ProgressBars",
     "comparison_to_dict",
+    "conversation_to_dict",
     "diagnosis_to_dict",
     "make_console",
     "render_comparison",
     "render_comparison_html",
+    "render_conversation",
+    "render_conversation_html",
     "render_diagnosis",
     "render_html",
     "render_summary",

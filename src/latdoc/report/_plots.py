@@ -322,3 +322,30 @@ def ttft_histogram_svg(samples: Sequence[Sample]) -> str | None:
 def _containers(result: Any) -> list[Any]:
     """``hist`` returns one container for one data set and a list for several."""
     return list(result) if isinstance(result, list) else [result]
+
+
+def conversation_svg(series: Sequence[tuple[str, Sequence[float | None]]]) -> str | None:
+    """Time to first token by turn, one line per strategy (``keep`` first)."""
+    if not any(v is not None for _, values in series for v in values):
+        return None
+    with _style():
+        figure = _new_figure(3.4)
+        ax = figure.add_subplot()
+        for k, (name, values) in enumerate(series):
+            turns = [t + 1 for t, v in enumerate(values) if v is not None]
+            ttft = [v for v in values if v is not None]
+            (line,) = ax.plot(
+                turns, ttft, marker="o", markersize=3, linewidth=1.6, label=name,
+                color=_SERIES_COLOURS[k % len(_SERIES_COLOURS)],
+            )  # fmt: skip
+            line.set_gid(f"conversation-{k}")
+        ax.set_xlabel("turn")
+        ax.set_ylabel("time to first token")
+        ax.yaxis.set_major_formatter(_MsFormatter())
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylim(bottom=0)
+        ax.legend(loc="upper left", frameon=False)
+        return _svg(figure, "Time to first token by turn, per strategy", "conversation")
+
+
+_SERIES_COLOURS = ("#d64545", "#3b7dd8", "#2e9e5b", "#a05ad0", "#e08a1e", "#4a4f57")

@@ -6,7 +6,8 @@
 - ``_steps``: the three measured steps of a diagnosis (network, input length, load).
 - ``_probe_loop``: a series of probes as ``latdoc probe`` sends them.
 - ``_experiment``: an A/B experiment, arms interleaved in shuffled blocks;
-  ``_remedies``: each remedy ``latdoc verify`` tests, as its two arms.
+  ``_remedies``: each remedy ``latdoc verify`` tests, as its two arms;
+  ``_conversation``: a multi-turn chat kept whole and under bounding strategies.
 
 A workload sends and labels; it computes no verdict and prints nothing.
 """
@@ -18,6 +19,13 @@ from latdoc.workload._calibration import (
     calibrate,
     calibration_words,
     prompt_cost,
+)
+from latdoc.workload._conversation import (
+    ConversationPlan,
+    ConversationTurn,
+    Strategy,
+    parse_strategies,
+    run_conversations,
 )
 from latdoc.workload._experiment import Arm, ExperimentResult, run_experiment
 from latdoc.workload._probe_loop import DEFAULT_PROMPT, ProbePlan, ProbeRun, run_probe
@@ -49,6 +57,8 @@ __all__ = [
     "LENGTHS",
     "Arm",
     "Budget",
+    "ConversationPlan",
+    "ConversationTurn",
     "DiagnosisPlan",
     "ExperimentResult",
     "ProbePlan",
@@ -56,6 +66,7 @@ __all__ = [
     "ProgressHook",
     "SampleHook",
     "StepsResult",
+    "Strategy",
     "TokenCalibration",
     "VerifyPlan",
     "VerifyRemedy",
@@ -64,9 +75,11 @@ __all__ = [
     "calibrate",
     "calibration_words",
     "make_prompt",
+    "parse_strategies",
     "planned_requests",
     "planned_tokens",
     "prompt_cost",
+    "run_conversations",
     "run_experiment",
     "run_probe",
     "run_steps",

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from latdoc.errors import UsageError
 from latdoc.probe import ConnectionOptions, Endpoint, Prompt
 from latdoc.workload._calibration import TokenCalibration, prompt_cost
+from latdoc.workload._conversation import parse_strategies
 from latdoc.workload._experiment import Arm
 from latdoc.workload._prompts import make_prompt
 
@@ -42,6 +43,7 @@ class VerifyRemedy(enum.StrEnum):
     HTTP2 = "http2"
     POOL = "pool"
     TRIM = "trim"
+    CONVERSATION = "conversation"
     MAX_TOKENS = "max-tokens"
     PROMPT_CACHE = "prompt-cache"
     ENDPOINT = "endpoint"
@@ -53,6 +55,7 @@ HEADLINE: dict[VerifyRemedy, tuple[str, str]] = {
     VerifyRemedy.HTTP2: ("ttft", "mean"),
     VerifyRemedy.POOL: ("ttft", "mean"),
     VerifyRemedy.TRIM: ("ttft", "median"),
+    VerifyRemedy.CONVERSATION: ("ttft", "mean"),
     VerifyRemedy.MAX_TOKENS: ("ttft", "median"),
     VerifyRemedy.PROMPT_CACHE: ("ttft", "median"),
     VerifyRemedy.ENDPOINT: ("ttft", "median"),
@@ -94,6 +97,12 @@ def arm_summaries(plan: VerifyPlan) -> tuple[str, str]:
         )
     if r is VerifyRemedy.ENDPOINT:
         return plan.endpoint.base_url, str(plan.alt_url)
+    if r is VerifyRemedy.CONVERSATION:
+        return (
+            f"a {plan.turns}-turn chat of {plan.tokens_per_turn} tokens a turn that keeps "
+            "everything",
+            f"the same chat under each of {plan.strategies}",
+        )
     return f"model {plan.endpoint.model}", f"model {plan.alt_model}"
 
 
@@ -118,6 +127,9 @@ class VerifyPlan:
     generous_max_tokens: int = GENEROUS_MAX_TOKENS
     alt_url: str | None = None
     alt_model: str | None = None
+    turns: int = 20
+    tokens_per_turn: int = 200
+    strategies: str = "window:6,summary:10,reset:20"
     max_requests: int = 200
     token_budget: int | None = None
     max_seconds: float = 180.0
@@ -142,6 +154,10 @@ class VerifyPlan:
             raise UsageError("--remedy model needs --alt-model NAME: the model to try")
         if r is VerifyRemedy.MODEL and self.alt_model == self.endpoint.model:
             raise UsageError("--alt-model names the model under test: name another one")
+        if r is VerifyRemedy.CONVERSATION:
+            parse_strategies(self.strategies)
+            if self.turns < 2:
+                raise UsageError("--turns must be at least 2: a conversation needs history")
         if not 0 < self.precision < 1:
             raise UsageError("--precision must be between 0 and 1, e.g. 0.05")
 

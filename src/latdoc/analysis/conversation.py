@@ -1,0 +1,132 @@
+"""A conversation held in full against the same one under strategies that bound it.
+
+Each strategy answered the same user turns. Turn by turn, its time to first
+token is paired with the full conversation's at the same turn: the mean saving
+per turn, its 95% bootstrap interval, and a Wilcoxon signed-rank p-value say
+whether the strategy is faster. Its cost is counted whole: the total time of
+every request it sent (the summaries it needed included) and the prompt tokens
+it sent, which is what a provider bills.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from latdoc.analysis.compare import ALPHA, NEGLIGIBLE_MS, NEGLIGIBLE_SHARE
+from latdoc.analysis.stats import bootstrap_ci
+from latdoc.records import RequestTrace
+
+KEEP = "keep"
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRecord:
+    """One request a strategy sent at a turn (an answer, or a summary it needed)."""
+
+    strategy: str
+    turn: int
+    trace: RequestTrace
+    summary: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class StrategyOutcome:
+    strategy: str
+    ttft_by_turn: tuple[float | None, ...]
+    """The answer's TTFT at turns 1, 2, …; ``None`` where the request failed."""
+    prompt_tokens_by_turn: tuple[int | None, ...]
+    total_ms: float
+    """Every request's end-to-end time, summaries included."""
+    prompt_tokens: int | None
+    """Prompt tokens sent over the conversation, summaries included (``None`` when the
+    endpoint reported none)."""
+    summary_calls: int
+    failed: int
+    saving_ms: float | None = None
+    """Mean TTFT saved per turn against keeping everything (paired by turn)."""
+    saving_ci_ms: tuple[float, float] | None = None
+    p_value: float | None = None
+    turns_compared: int = 0
+
+    @property
+    def verdict(self) -> str:
+        """``better``, ``worse`` or ``no_difference`` against keeping everything."""
+        if self.saving_ms is None or self.p_value is None or self.saving_ci_ms is None:
+            return "no_difference"
+        low, high = self.saving_ci_ms
+        if self.p_value >= ALPHA or low <= 0 <= high:
+            return "no_difference"
+        known = [t for t in self.ttft_by_turn if t is not None]
+        reference = float(np.mean(known)) + self.saving_ms if known else 0.0
+        if abs(self.saving_ms) < max(NEGLIGIBLE_MS, NEGLIGIBLE_SHARE * reference):
+            return "no_difference"
+        return "better" if self.saving_ms > 0 else "worse"
+
+
+def outcomes(
+    records: Sequence[TurnRecord],
+    turns: int,
+    *,
+    order: Sequence[str] = (),
+    seed: int = 0,
+) -> list[StrategyOutcome]:
+    """Each strategy's outcome in ``order`` (then any other), the others against ``keep``."""
+    by_strategy: dict[str, list[TurnRecord]] = defaultdict(list)
+    for r in records:
+        by_strategy[r.strategy].append(r)
+    names = [n for n in order if n in by_strategy]
+    names += [n for n in by_strategy if n not in names]
+    plain = {name: _outcome(name, by_strategy[name], turns) for name in names}
+    keep = plain.get(KEEP)
+    out = [keep] if keep is not None else []
+    for name, outcome in plain.items():
+        if name == KEEP:
+            continue
+        out.append(outcome if keep is None else _against(outcome, keep, seed))
+    return out
+
+
+def _outcome(name: str, records: Sequence[TurnRecord], turns: int) -> StrategyOutcome:
+    ttft: list[float | None] = [None] * turns
+    tokens: list[int | None] = [None] * turns
+    for r in records:
+        if not r.summary and 1 <= r.turn <= turns:
+            ttft[r.turn - 1] = r.trace.ttft_ms if r.trace.ok else None
+            tokens[r.turn - 1] = r.trace.prompt_tokens
+    reported = [r.trace.prompt_tokens for r in records if r.trace.prompt_tokens is not None]
+    return StrategyOutcome(
+        strategy=name,
+        ttft_by_turn=tuple(ttft),
+        prompt_tokens_by_turn=tuple(tokens),
+        total_ms=sum(r.trace.total_ms or 0.0 for r in records),
+        prompt_tokens=sum(reported) if reported else None,
+        summary_calls=sum(1 for r in records if r.summary),
+        failed=sum(1 for r in records if not r.trace.ok),
+    )
+
+
+def _against(outcome: StrategyOutcome, keep: StrategyOutcome, seed: int) -> StrategyOutcome:
+    from scipy.stats import wilcoxon
+
+    pairs = [
+        (k, s)
+        for k, s in zip(keep.ttft_by_turn, outcome.ttft_by_turn, strict=False)
+        if k is not None and s is not None
+    ]
+    savings = np.array([k - s for k, s in pairs], dtype=float)
+    if savings.size < 2:
+        return replace(outcome, turns_compared=int(savings.size))
+    p: float | None = None
+    if np.any(savings != 0):
+        p = float(wilcoxon(savings).pvalue)
+    return replace(
+        outcome,
+        saving_ms=float(np.mean(savings)),
+        saving_ci_ms=bootstrap_ci(savings, np.mean, seed=seed),
+        p_value=p,
+        turns_compared=int(savings.size),
+    )

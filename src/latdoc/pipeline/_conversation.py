@@ -1,0 +1,148 @@
+"""``latdoc verify --remedy conversation``: the same chat kept whole and under strategies.
+
+One run is kept per strategy (``keep`` first), each turn a sample (its index is
+the turn), each summary a sample of its own step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from secrets import token_hex
+
+from latdoc.analysis.conversation import KEEP, StrategyOutcome, TurnRecord, outcomes
+from latdoc.errors import CalibrationError
+from latdoc.pipeline._diagnose import host_meta
+from latdoc.records import Sample, Step, StepNote
+from latdoc.store import Store
+from latdoc.workload import (
+    ASSUMED,
+    Budget,
+    ConversationPlan,
+    ConversationTurn,
+    VerifyPlan,
+    calibrate,
+    calibration_words,
+    parse_strategies,
+    prompt_cost,
+    run_conversations,
+)
+
+
+@dataclass(frozen=True)
+class ConversationVerdict:
+    """Every strategy's outcome against keeping everything, and where each is kept."""
+
+    outcomes: tuple[StrategyOutcome, ...]
+    descriptions: dict[str, str]
+    dropped: dict[str, str]
+    run_ids: dict[str, str]
+    turns: int
+    notes: tuple[StepNote, ...] = ()
+    store_path: str = ""
+    interrupted: bool = False
+
+
+@dataclass
+class _Keeper:
+    store: Store
+    run_ids: dict[str, str] = field(default_factory=dict)
+    records: list[TurnRecord] = field(default_factory=list)
+
+    def keep(self, turn: ConversationTurn) -> None:
+        self.records.append(TurnRecord(turn.strategy, turn.turn, turn.trace, turn.summary))
+        step = Step.SUMMARY if turn.summary else Step.EXPERIMENT
+        sample = Sample(step, turn.trace, cold=bool(turn.trace.new_connection), index=turn.turn)
+        self.store.add_sample(self.run_ids[turn.strategy], sample)
+
+
+def verify_conversation(
+    plan: VerifyPlan,
+    *,
+    store: Store,
+    on_progress: Callable[[str, int, int], None] | None = None,
+) -> ConversationVerdict:
+    """Hold the conversation under ``keep`` and each strategy of ``plan``; compare them."""
+    strategies = parse_strategies(plan.strategies)
+    describe = {KEEP: "the whole history every turn"}
+    describe |= {s.name: s.describe() for s in strategies}
+    keeper = _Keeper(store)
+    experiment = token_hex(4)
+    for name, text in describe.items():
+        keeper.run_ids[name] = store.new_run(
+            endpoint=plan.endpoint.base_url,
+            model=plan.endpoint.model,
+            scenario="",
+            kind="verify",
+            meta={
+                **host_meta(),
+                "experiment": experiment,
+                "remedy": "conversation",
+                "arm": name,
+                "arm_label": f"{name}: {text}",
+                "options": {
+                    "turns": plan.turns,
+                    "tokens_per_turn": plan.tokens_per_turn,
+                    "max_tokens": plan.max_tokens,
+                },
+            },
+        )
+    conversation = ConversationPlan(
+        endpoint=plan.endpoint,
+        connection=plan.connection,
+        strategies=strategies,
+        turns=plan.turns,
+        tokens_per_turn=plan.tokens_per_turn,
+        max_tokens=plan.max_tokens,
+        seed=plan.seed,
+    )
+    budget = Budget(plan.max_requests, plan.token_budget, plan.max_seconds)
+    notes: list[StepNote] = []
+    dropped: dict[str, str] = {}
+    interrupted = False
+
+    async def go() -> None:
+        rng = random.Random(plan.seed)
+        for words in calibration_words(plan.tokens_per_turn):
+            budget.reserve(prompt_cost(ASSUMED, words), 1)
+        async with plan.connection.session(plan.endpoint) as session:
+            try:
+                calibration, _ = await calibrate(session, rng, near_tokens=plan.tokens_per_turn)
+            except CalibrationError as exc:
+                notes.append(StepNote(Step.CALIBRATION, f"{exc}; 1 token per word assumed"))
+                calibration = ASSUMED
+        result = await run_conversations(
+            conversation,
+            calibration,
+            budget,
+            on_turn=keeper.keep,
+            on_progress=lambda done, total: (
+                on_progress("turns", done, total) if on_progress else None
+            ),
+        )
+        notes.extend(result.notes)
+        dropped.update(result.dropped)
+
+    try:
+        asyncio.run(go())
+    except KeyboardInterrupt:
+        interrupted = True
+        notes.append(StepNote(Step.RUN, "interrupted by the user; compared what was measured"))
+    for run_id in keeper.run_ids.values():
+        store.finish_run(
+            run_id, status="interrupted" if interrupted else "done", diagnosis=None, notes=notes
+        )
+    return ConversationVerdict(
+        outcomes=tuple(
+            outcomes(keeper.records, plan.turns, order=list(describe), seed=plan.seed or 0)
+        ),
+        descriptions=describe,
+        dropped=dropped,
+        run_ids=dict(keeper.run_ids),
+        turns=plan.turns,
+        notes=tuple(notes),
+        store_path=store.path,
+        interrupted=interrupted,
+    )

@@ -1,0 +1,101 @@
+"""``latdoc verify --remedy conversation``: strategies that bound a chat, against the lab."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from latdoc.cli import EXIT_OK, EXIT_USAGE, main
+from latdoc.errors import UsageError
+from latdoc.lab.sim import LabConfig, LabServer, LatencyModel
+from latdoc.pipeline import verify_conversation
+from latdoc.probe import Endpoint
+from latdoc.store import Store
+from latdoc.workload import Strategy, VerifyPlan, VerifyRemedy, parse_strategies
+
+LINEAR = LatencyModel(prefill_base_ms=10.0, prefill_ms_per_token=0.05, decode_ms_per_token=1.0)
+
+
+def test_strategies_parse_and_bad_ones_say_why() -> None:
+    assert parse_strategies("window:6, summary:10,reset:20") == (
+        Strategy("window", 6),
+        Strategy("summary", 10),
+        Strategy("reset", 20),
+    )
+    for bad in ("window", "window:0", "slide:3", "window:2,window:2", ""):
+        with pytest.raises(UsageError, match="--strategies"):
+            parse_strategies(bad)
+    with pytest.raises(UsageError, match="--turns"):
+        VerifyPlan(Endpoint("http://127.0.0.1:9/v1", "m"), VerifyRemedy.CONVERSATION, turns=1)
+
+
+def test_each_strategy_holds_the_chat_it_promises(tmp_path: Path) -> None:
+    plan_args = {"turns": 12, "tokens_per_turn": 150, "strategies": "window:4,summary:6,reset:8"}
+    with LabServer(LabConfig(latency=LINEAR)) as lab:
+        plan = VerifyPlan(
+            Endpoint(lab.base_url, "lab-sim"),
+            VerifyRemedy.CONVERSATION,
+            max_tokens=16,
+            seed=5,
+            **plan_args,  # type: ignore[arg-type]
+        )
+        with Store(tmp_path / "c.db") as store:
+            held = verify_conversation(plan, store=store)
+            stored = {name: store.load_run(run_id) for name, run_id in held.run_ids.items()}
+    by_name = {o.strategy: o for o in held.outcomes}
+    assert list(by_name) == ["keep", "window:4", "summary:6", "reset:8"]
+    keep, window = by_name["keep"], by_name["window:4"]
+    # keep sends the whole history: every turn's prompt is longer than the one before,
+    # and its first token comes when the lab's linear prefill says it does.
+    tokens = [t for t in keep.prompt_tokens_by_turn if t is not None]
+    assert len(tokens) == 12 and tokens == sorted(tokens) and tokens[-1] > 5 * tokens[0]
+    for prompt_tokens, ttft in zip(keep.prompt_tokens_by_turn, keep.ttft_by_turn, strict=True):
+        assert prompt_tokens is not None and ttft is not None
+        assert ttft == pytest.approx(LINEAR.prefill_ms(prompt_tokens), rel=0.15, abs=4.0)
+    # window:4 stops growing once four turns are kept.
+    plateau = window.prompt_tokens_by_turn[5:]
+    assert all(t is not None for t in plateau)
+    assert max(plateau) - min(plateau) < 0.2 * max(plateau)  # type: ignore[type-var, operator]
+    assert window.verdict == "better" and window.saving_ms is not None
+    assert window.prompt_tokens is not None and keep.prompt_tokens is not None
+    assert window.prompt_tokens < keep.prompt_tokens
+    # The summaries are counted against their strategies: two for summary:6, one for reset:8.
+    assert by_name["summary:6"].summary_calls == 2
+    assert by_name["reset:8"].summary_calls == 1
+    assert held.dropped["window:4"] == "8 turns left out of the window"
+    assert held.dropped["reset:8"] == "1 fresh start, each carrying a summary"
+    info, samples, _ = stored["summary:6"]
+    assert info.kind == "verify" and info.meta["remedy"] == "conversation"
+    assert [s.step for s in samples].count("summary") == 2
+    assert sum(s.trace.total_ms or 0 for s in samples) == pytest.approx(
+        by_name["summary:6"].total_ms
+    )
+
+
+def test_the_command_writes_json_and_a_page_with_the_plot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with LabServer(LabConfig(latency=LINEAR)) as lab:
+        argv = ["verify", lab.base_url, "-m", "lab-sim", "--remedy", "conversation",
+                "--turns", "6", "--tokens-per-turn", "100", "--strategies", "window:2",
+                "--db", str(tmp_path / "c.db"), "--max-tokens", "8"]  # fmt: skip
+        assert main([*argv, "--json"]) == EXIT_OK
+        document = json.loads(capsys.readouterr().out)
+        assert main([*argv, "--html", str(tmp_path / "c.html")]) == EXIT_OK
+    assert document["schema"] == "latdoc.conversation/1"
+    assert [s["strategy"] for s in document["strategies"]] == ["keep", "window:2"]
+    assert len(document["strategies"][0]["ttft_ms_by_turn"]) == 6
+    page = (tmp_path / "c.html").read_text()
+    assert 'aria-label="Time to first token by turn, per strategy"' in page
+    assert "window:2" in page and "<script" not in page
+    terminal = capsys.readouterr().out
+    assert "window:2: " in terminal and "It dropped" in terminal
+
+
+def test_a_bad_strategy_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["verify", "http://127.0.0.1:9/v1", "-m", "m", "--remedy", "conversation",
+            "--strategies", "forget:3"]  # fmt: skip
+    assert main(argv) == EXIT_USAGE
+    assert "forget:3" in capsys.readouterr().err
