@@ -273,3 +273,9 @@ def test_an_unknown_remedy_and_a_remedy_that_cannot_apply_exit_2(
     assert "Verdict: not applicable — the endpoint reported no cached prompt tokens" in (
         capsys.readouterr().out.replace("\n", " ")
     )
+
+
+def test_diagnose_names_only_remedies_verify_can_measure() -> None:
+    from latdoc.advice.verify import VERIFY_REMEDIES
+
+    assert {r.value for r in VerifyRemedy} == VERIFY_REMEDIES

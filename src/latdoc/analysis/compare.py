@@ -24,13 +24,22 @@ import numpy as np
 from latdoc.analysis.stats import difference_ci, mann_whitney_p, ratio_ci
 from latdoc.records import RequestTrace, Sample, Step
 
-ALPHA = 0.05
-"""Family-wise error rate of one comparison."""
+ALPHA = 0.01
+"""Family-wise error rate of one comparison of two runs: every metric of every group
+is tested, so a comparison of an endpoint with itself must stay quiet, as a whole,
+nearly always (Holm keeps the family below this)."""
+EXPERIMENT_ALPHA = 0.05
+"""An experiment's one headline test, chosen before it ran (no family to correct)."""
 NEGLIGIBLE_MS = 1.0
 NEGLIGIBLE_SHARE = 0.02
 """An experiment's difference below both this many ms and this share of A's median is
 too small to call a remedy better or worse, however significant: timer and event-loop
 noise of the measuring client alone is of this order."""
+RESOLUTION_MS = 0.1
+"""A compared metric's difference below both this and :data:`NEGLIGIBLE_SHARE` of A is
+reported as no significant difference: two runs of one unchanged endpoint on a shared
+machine differ by tens of microseconds in pool wait and server wait, consistently
+enough for a rank test, and no user can act on that."""
 
 Metric = Callable[[RequestTrace], float | None]
 
@@ -92,7 +101,10 @@ class MetricComparison:
 
     @property
     def significant(self) -> bool:
-        return self.p_adjusted is not None and self.p_adjusted < ALPHA
+        """Adjusted p below :data:`ALPHA`, and a difference above the clock's resolution."""
+        if self.p_adjusted is None or self.p_adjusted >= ALPHA:
+            return False
+        return abs(self.difference_ms) >= max(RESOLUTION_MS, NEGLIGIBLE_SHARE * self.a_ms)
 
     @property
     def faster(self) -> str | None:
@@ -218,13 +230,13 @@ def compare_values(
 
 def experiment_verdict(headline: MetricComparison | None) -> str:
     """``better`` when B is significantly faster on the headline metric (tested alone,
-    p < :data:`ALPHA`, the difference's interval clear of 0, the difference not
+    p < :data:`EXPERIMENT_ALPHA`, the difference's interval clear of 0, the difference not
     negligible), ``worse`` when slower, else ``no_difference``; ``not_applicable``
     without a comparison."""
     if headline is None:
         return "not_applicable"
     p, ci = headline.p_value, headline.difference_ci_ms
-    if p is None or p >= ALPHA or ci is None or ci[0] <= 0 <= ci[1]:
+    if p is None or p >= EXPERIMENT_ALPHA or ci is None or ci[0] <= 0 <= ci[1]:
         return "no_difference"
     margin = max(NEGLIGIBLE_MS, NEGLIGIBLE_SHARE * headline.a_ms)
     if abs(headline.difference_ms) < margin:
