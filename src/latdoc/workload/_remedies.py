@@ -200,10 +200,16 @@ def build_arms(
         prompt_cost=cost(SHORT_TOKENS),
         max_tokens=plan.max_tokens,
         target_prompt_tokens=SHORT_TOKENS,
+        warmup_trials=1,
     )
     if r is VerifyRemedy.KEEPALIVE:
         return (
-            replace(base, label="a new connection (DNS, TCP, TLS) per request", reuse=False),
+            replace(
+                base,
+                label="a new connection (DNS, TCP, TLS) per request",
+                reuse=False,
+                warmup_trials=0,
+            ),
             replace(base, name="B", label="one connection, kept alive and reused", warmup_trials=1),
         )
     if r in (VerifyRemedy.HTTP2, VerifyRemedy.POOL):
