@@ -88,6 +88,38 @@ def add_target_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_budget_arguments(
+    p: argparse.ArgumentParser, *, max_requests: int, max_seconds: float
+) -> argparse._ArgumentGroup:
+    """The hard caps every sending command takes; returns the group for more of its own."""
+    g = p.add_argument_group("budget")
+    g.add_argument(
+        "--max-requests", type=positive_int, default=max_requests, metavar="N",
+        help=f"hard cap on requests (default {max_requests})",
+    )  # fmt: skip
+    g.add_argument(
+        "--token-budget", type=positive_int, metavar="N",
+        help="hard cap on prompt + output tokens over the whole run",
+    )  # fmt: skip
+    g.add_argument(
+        "--max-seconds", type=positive_float, default=max_seconds, metavar="S",
+        help=f"wall-time budget; the plan adapts to it (default {max_seconds:g})",
+    )  # fmt: skip
+    return g
+
+
+def add_output_tokens_argument(p: argparse.ArgumentParser, default: int) -> None:
+    """``--max-tokens``: the output length of each request, in every command."""
+    p.add_argument(
+        "--max-tokens", type=positive_int, default=default, metavar="N",
+        help=f"max_tokens of each request: the output length (default {default})",
+    )  # fmt: skip
+
+
+def add_store_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", metavar="FILE", help="the SQLite store (default: user data dir)")
+
+
 def api_key(args: argparse.Namespace) -> str | None:
     """The API key from the environment: ``--api-key-env VAR`` must be set if named."""
     var = args.api_key_env

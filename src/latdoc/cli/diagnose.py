@@ -13,10 +13,11 @@ from latdoc.cli._options import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_REQUEST_FAILED,
+    add_budget_arguments,
+    add_store_argument,
     add_target_arguments,
     api_key,
     endpoint_and_connection,
-    positive_float,
     positive_int,
     target,
 )
@@ -46,19 +47,7 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
         default=Scenario.CHAT.value,
         help="chat: latency first; batch: cost first; longdoc: quality with long input",
     )
-    budget = d.add_argument_group("budget")
-    budget.add_argument(
-        "--max-requests", type=positive_int, default=DEFAULT_MAX_REQUESTS, metavar="N",
-        help=f"hard cap on requests (default {DEFAULT_MAX_REQUESTS})",
-    )  # fmt: skip
-    budget.add_argument(
-        "--token-budget", type=positive_int, metavar="N",
-        help="hard cap on prompt + output tokens over the whole run",
-    )  # fmt: skip
-    budget.add_argument(
-        "--max-seconds", type=positive_float, default=DEFAULT_MAX_SECONDS, metavar="S",
-        help=f"wall-time budget; the plan adapts to it (default {DEFAULT_MAX_SECONDS:g})",
-    )  # fmt: skip
+    add_budget_arguments(d, max_requests=DEFAULT_MAX_REQUESTS, max_seconds=DEFAULT_MAX_SECONDS)
     d.add_argument(
         "--max-tokens", "--output-tokens", dest="max_tokens", type=positive_int,
         default=DEFAULT_MAX_TOKENS, metavar="N",
@@ -75,11 +64,11 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
     )  # fmt: skip
     d.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
     d.add_argument("--json", action="store_true", help="print the diagnosis as JSON")
-    d.add_argument("--db", metavar="FILE", help="the SQLite store (default: user data dir)")
+    add_store_argument(d)
     d.add_argument("--seed", type=int, help="seed for generated prompts")
 
     runs = sub.add_parser("runs", help="list stored diagnosis runs")
-    runs.add_argument("--db", metavar="FILE")
+    add_store_argument(runs)
     runs.add_argument("--limit", type=positive_int, default=50)
 
     report = sub.add_parser("report", help="re-render a stored run without sending anything")
@@ -87,7 +76,7 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
     out = report.add_mutually_exclusive_group()
     out.add_argument("--html", metavar="FILE")
     out.add_argument("--json", action="store_true")
-    report.add_argument("--db", metavar="FILE")
+    add_store_argument(report)
 
 
 def plan_line(plan: DiagnosisPlan) -> str:

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 from latdoc.cli._options import (
     EXIT_OK,
     EXIT_REQUEST_FAILED,
+    add_output_tokens_argument,
+    add_store_argument,
     add_target_arguments,
     api_key,
     endpoint_and_connection,
@@ -44,13 +46,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         metavar="N",
         help="a unique prompt of N tokens as the endpoint counts them (calibrated on usage)",
     )
-    probe.add_argument(
-        "--max-tokens",
-        type=positive_int,
-        default=64,
-        metavar="N",
-        help="max_tokens of each request: the output length (default 64)",
-    )
+    add_output_tokens_argument(probe, 64)
     probe.add_argument("--repeat", "-n", type=positive_int, default=1, metavar="N")
     reuse = probe.add_mutually_exclusive_group()
     reuse.add_argument(
@@ -68,7 +64,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     )
     probe.add_argument("--json", action="store_true", help="one JSON object per request on stdout")
     probe.add_argument("--seed", type=int, help="seed for generated prompts")
-    probe.add_argument("--db", metavar="FILE", help="the SQLite store (default: user data dir)")
+    add_store_argument(probe)
 
 
 def run(args: argparse.Namespace) -> int:

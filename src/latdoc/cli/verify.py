@@ -12,6 +12,9 @@ from latdoc.cli._options import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
+    add_budget_arguments,
+    add_output_tokens_argument,
+    add_store_argument,
     add_target_arguments,
     api_key,
     endpoint_and_connection,
@@ -56,7 +59,7 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
     out = compare.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the comparison as JSON")
     out.add_argument("--html", metavar="FILE", help="write the comparison as an HTML page")
-    compare.add_argument("--db", metavar="FILE", help="the SQLite store (default: user data dir)")
+    add_store_argument(compare)
 
     v = sub.add_parser(
         "verify",
@@ -95,24 +98,17 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
     r.add_argument("--strategies", default="window:6,summary:10,reset:20", metavar="LIST",
                    help="conversation: window:N, summary:N, reset:N, comma-separated "
                    "(default window:6,summary:10,reset:20)")  # fmt: skip
-    v.add_argument("--max-tokens", type=positive_int, default=32, metavar="N",
-                   help="max_tokens of each request: the output length (default 32)")  # fmt: skip
-    budget = v.add_argument_group("budget")
-    budget.add_argument("--max-requests", type=positive_int, default=DEFAULT_VERIFY_REQUESTS,
-                        metavar="N",
-                        help=f"hard cap (default {DEFAULT_VERIFY_REQUESTS})")  # fmt: skip
-    budget.add_argument("--token-budget", type=positive_int, metavar="N",
-                        help="hard cap on prompt + output tokens")  # fmt: skip
-    budget.add_argument("--max-seconds", type=positive_float, default=DEFAULT_VERIFY_SECONDS,
-                        metavar="S",
-                        help=f"wall-time cap (default {DEFAULT_VERIFY_SECONDS:g})")  # fmt: skip
+    add_output_tokens_argument(v, 32)
+    budget = add_budget_arguments(
+        v, max_requests=DEFAULT_VERIFY_REQUESTS, max_seconds=DEFAULT_VERIFY_SECONDS
+    )
     budget.add_argument("--precision", type=positive_float, default=0.05, metavar="F",
                         help="stop once the 95%% interval of the headline ratio is within "
                         "± F (default 0.05)")  # fmt: skip
     out = v.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the result as JSON")
     out.add_argument("--html", metavar="FILE", help="write the comparison as an HTML page")
-    v.add_argument("--db", metavar="FILE", help="the SQLite store (default: user data dir)")
+    add_store_argument(v)
     v.add_argument("--seed", type=int, help="seed for prompts and the order of the arms")
 
 
