@@ -414,3 +414,24 @@ def test_everything_is_removed_after_ctrl_c() -> None:
             process.wait()
     assert process.returncode != 0
     assert_gone(name, pids)
+
+
+@needs_root
+def test_verify_keepalive_measures_the_round_trip_a_new_connection_pays(
+    network: tuple[LabNet, LabEndpoint],
+) -> None:
+    net, endpoint = network
+    net.set(LinkSettings(delay_ms=25), dns_delay_ms=0)
+    argv = [sys.executable, "-m", "latdoc", "verify", endpoint.ip_url, "-m", "lab-sim",
+            "--remedy", "keepalive", "--json", "--db", ":memory:", "--max-tokens", "4",
+            "--max-requests", "60", "--seed", "2"]  # fmt: skip
+    result = net.run_client(argv, capture_output=True, text=True, timeout=120)
+    net.set(LinkSettings(), dns_delay_ms=0)
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    # A new plain-HTTP connection pays one round trip (the TCP handshake) before the
+    # request leaves: 2 × 25 ms on this link.
+    assert doc["verdict"] == "better", doc["summary"]
+    assert doc["gain_ms"] == pytest.approx(50, rel=0.15)
+    low, high = doc["gain_interval_ms"]
+    assert low <= doc["gain_ms"] <= high
