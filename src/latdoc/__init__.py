@@ -17,7 +17,7 @@ from latdoc.analysis.diagnosis import Diagnosis, Finding, Kind, Remedy, Scenario
 from latdoc.analysis.stats import Distribution
 from latdoc.client import (
     FailureClass,
-    FirstByteTimeout,
+    FirstTokenTimeout,
     PhaseTimeouts,
     ResetPolicy,
     RetryBudget,
@@ -84,7 +84,7 @@ __all__ = [
     "ErrorKind",
     "FailureClass",
     "Finding",
-    "FirstByteTimeout",
+    "FirstTokenTimeout",
     "Kind",
     "LabError",
     "LatdocError",

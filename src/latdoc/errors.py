@@ -14,7 +14,7 @@ trace. Exceptions are for what a caller must handle, all rooted at
     │   ├── PolicyError         a client, policy or limit that cannot work as given
     │   ├── ContextTooLong      the messages that must be sent exceed the token budget
     │   ├── ClientTimeout       a phase of a request took longer than its limit
-    │   │   ├── FirstByteTimeout    no response headers within ``first_byte``
+    │   │   ├── FirstTokenTimeout   no output token within ``first_token``
     │   │   ├── StreamStalled       no body bytes within ``between_chunks``
     │   │   └── TotalTimeout        the whole request took longer than ``total``
     │   └── ClientStreamError   a response stream ended wrongly

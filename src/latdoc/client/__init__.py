@@ -4,7 +4,7 @@
   clients for the openai SDK with a sized pool (:func:`pool_size`), keep-alive,
   :class:`TcpKeepalive`, HTTP/2, timeouts per phase and retries.
 - ``_timeouts``: :class:`PhaseTimeouts` and the transports that enforce them,
-  raising :class:`FirstByteTimeout`, :class:`StreamStalled`, :class:`TotalTimeout`
+  raising :class:`FirstTokenTimeout`, :class:`StreamStalled`, :class:`TotalTimeout`
   and :class:`StreamTruncated`.
 - ``_retry``: :class:`RetryPolicy`, :class:`RetryBudget` and the
   :class:`RetryDecision` each failure gets; ``_retry_transport`` acts on them.
@@ -47,7 +47,7 @@ from latdoc.client._retry import (
 from latdoc.client._retry_transport import AsyncRetryTransport, RetryTransport
 from latdoc.client._timeouts import (
     AsyncTimeoutTransport,
-    FirstByteTimeout,
+    FirstTokenTimeout,
     PhaseTimeouts,
     StreamStalled,
     StreamTruncated,
@@ -61,7 +61,7 @@ __all__ = [
     "AsyncRetryTransport",
     "AsyncTimeoutTransport",
     "FailureClass",
-    "FirstByteTimeout",
+    "FirstTokenTimeout",
     "Message",
     "PhaseTimeouts",
     "ResetPolicy",

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from latdoc.client._reads import install
 from latdoc.client._retry import RetryPolicy
 from latdoc.client._retry_transport import AsyncRetryTransport, DecisionHook, RetryTransport
 from latdoc.client._timeouts import AsyncTimeoutTransport, PhaseTimeouts, TimeoutTransport
@@ -133,7 +134,7 @@ def make_client(
 
     - ``concurrency``: requests in flight at once; the pool holds
       :func:`pool_size` connections, kept alive ``keepalive_expiry`` seconds;
-    - ``timeouts``: :class:`PhaseTimeouts` (first byte, between chunks, total ...);
+    - ``timeouts``: :class:`PhaseTimeouts` (first token, between chunks, total ...);
     - ``retry``: a :class:`RetryPolicy`, its decisions passed to ``on_retry``
       (give the SDK ``max_retries=0`` so it does not retry on top);
     - ``http2``, ``tcp_keepalive`` (:class:`TcpKeepalive`; ``None`` turns it off),
@@ -144,12 +145,16 @@ def make_client(
     """
     phase = timeouts or PhaseTimeouts()
     limits = pool_limits(concurrency, keepalive_expiry=keepalive_expiry, cpu_count=cpu_count)
-    inner = transport or httpx.HTTPTransport(
-        verify=_ssl_context(verify),
-        http2=http2,
-        limits=limits,
-        socket_options=_socket_options(tcp_keepalive),
-    )
+    inner = transport
+    if inner is None:
+        pool = httpx.HTTPTransport(
+            verify=_ssl_context(verify),
+            http2=http2,
+            limits=limits,
+            socket_options=_socket_options(tcp_keepalive),
+        )
+        install(pool)
+        inner = pool
     wrapped: httpx.BaseTransport = TimeoutTransport(
         inner, phase, detect_truncation=detect_truncation
     )
@@ -186,12 +191,16 @@ def make_async_client(
     """
     phase = timeouts or PhaseTimeouts()
     limits = pool_limits(concurrency, keepalive_expiry=keepalive_expiry, cpu_count=cpu_count)
-    inner = transport or httpx.AsyncHTTPTransport(
-        verify=_ssl_context(verify),
-        http2=http2,
-        limits=limits,
-        socket_options=_socket_options(tcp_keepalive),
-    )
+    inner = transport
+    if inner is None:
+        pool = httpx.AsyncHTTPTransport(
+            verify=_ssl_context(verify),
+            http2=http2,
+            limits=limits,
+            socket_options=_socket_options(tcp_keepalive),
+        )
+        install(pool)
+        inner = pool
     wrapped: httpx.AsyncBaseTransport = AsyncTimeoutTransport(
         inner, phase, detect_truncation=detect_truncation
     )

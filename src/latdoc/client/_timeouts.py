@@ -1,16 +1,22 @@
 """Timeouts per phase of a streamed request, as an httpx transport wrapper.
 
 httpx's ``read`` timeout bounds each socket read, the wait for the response
-headers included, so one number cannot say "the first byte may take 60 s but a
+headers included, so one number cannot say "the first token may take 60 s but a
 stream that goes quiet for 10 s has stalled". :class:`TimeoutTransport` (and
-:class:`AsyncTimeoutTransport`) sets the read timeout of each attempt to
-``first_byte`` while the headers are awaited, then to ``between_chunks`` for the
-body: httpcore reads the request's ``timeout`` extension when it starts reading
-the body, so the limit is enforced by the socket read itself, in sync and async
-code alike. The ``total`` limit is checked at every chunk, and no read may wait
-past it.
+:class:`AsyncTimeoutTransport`) keeps each attempt's clock: until the first
+output token every read may wait what is left of ``first_token`` (the headers,
+the role-only event some servers send at once, the queue and the prefill); after
+it, ``between_chunks``; never past ``total``. The first token is the first chunk
+of an event stream that carries a non-empty ``content``, ``text``, reasoning or
+tool-call ``arguments`` string (an event split across chunks is seen one chunk
+later), or any body byte of a response that is not an event stream.
 
-A timeout becomes :class:`FirstByteTimeout`, :class:`StreamStalled` or
+The tuned clients bound the socket reads themselves (:mod:`latdoc.client._reads`),
+so a stall ends after the gap in sync and async code alike. Around another
+transport the wrapper still sets httpx's read timeout per phase, which httpcore
+fixes when the body starts (so the gap is then the wider of the two).
+
+A timeout becomes :class:`FirstTokenTimeout`, :class:`StreamStalled` or
 :class:`TotalTimeout`: ``latdoc`` errors that are also ``httpx.ReadTimeout``, so
 an SDK that handles httpx's timeouts (the openai SDK's ``APITimeoutError``)
 handles them too.
@@ -19,6 +25,7 @@ handles them too.
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
@@ -26,11 +33,12 @@ from typing import Any
 
 import httpx
 
+from latdoc.client._reads import READ_LIMIT
 from latdoc.errors import ClientStreamError, ClientTimeout, PolicyError
 
 __all__ = [
     "AsyncTimeoutTransport",
-    "FirstByteTimeout",
+    "FirstTokenTimeout",
     "PhaseTimeouts",
     "StreamStalled",
     "StreamTruncated",
@@ -40,9 +48,14 @@ __all__ = [
 
 Clock = Callable[[], float]
 
+_OUTPUT = re.compile(
+    rb'"(?:content|text|reasoning_content|reasoning|arguments)"\s*:\s*"(?:[^"\\]|\\.)'
+)
+"""A non-empty output string in a chunk: the first token, not the role-only event."""
 
-class FirstByteTimeout(ClientTimeout, httpx.ReadTimeout):
-    """No response headers arrived within ``first_byte`` seconds of the request."""
+
+class FirstTokenTimeout(ClientTimeout, httpx.ReadTimeout):
+    """No output token arrived within ``first_token`` seconds of the request."""
 
 
 class StreamStalled(ClientTimeout, httpx.ReadTimeout):
@@ -71,8 +84,9 @@ class PhaseTimeouts:
     """Limits in seconds for each phase of a request; ``None`` for no limit.
 
     - ``connect``: DNS, TCP and TLS to a new connection;
-    - ``first_byte``: from sending the request to its response headers (the
-      server's queue and prefill: set it above the slowest time to first token);
+    - ``first_token``: from sending the request to the first output token
+      (headers, the server's queue and prefill: set it above the slowest time
+      to first token you accept);
     - ``between_chunks``: the longest silence inside the body; a stalled stream
       fails after this gap, not after ``total``;
     - ``total``: the whole request, headers and body;
@@ -80,20 +94,20 @@ class PhaseTimeouts:
     """
 
     connect: float | None = 5.0
-    first_byte: float | None = 60.0
+    first_token: float | None = 60.0
     between_chunks: float | None = 30.0
     total: float | None = 600.0
     write: float | None = 30.0
     pool: float | None = 30.0
 
     def __post_init__(self) -> None:
-        for name in ("connect", "first_byte", "between_chunks", "total", "write", "pool"):
+        for name in ("connect", "first_token", "between_chunks", "total", "write", "pool"):
             _check_limit(name, getattr(self, name))
 
     def httpx_timeout(self) -> httpx.Timeout:
         """The client-wide :class:`httpx.Timeout`; the transport narrows ``read`` per phase."""
         return httpx.Timeout(
-            connect=self.connect, read=self.first_byte, write=self.write, pool=self.pool
+            connect=self.connect, read=self.first_token, write=self.write, pool=self.pool
         )
 
 
@@ -103,49 +117,62 @@ def _smallest(*values: float | None) -> float | None:
 
 
 class _Limits:
-    """One attempt's clock: when it started and what each read may wait."""
+    """One attempt's clock: when it started, whether a body byte came, what a read may wait."""
 
     def __init__(self, timeouts: PhaseTimeouts, clock: Clock, request: httpx.Request) -> None:
         self.timeouts = timeouts
         self.clock = clock
         self.request = request
         self.started = clock()
+        self.first_token_by = (
+            None if timeouts.first_token is None else self.started + timeouts.first_token
+        )
         self.deadline = None if timeouts.total is None else self.started + timeouts.total
-        # A fresh dict per attempt: a retried request must start again at first_byte.
+        self.body_seen = False
+        self.event_stream = False
+        # A fresh dict per attempt: a retried request must start again at first_token.
         current: dict[str, Any] = dict(request.extensions.get("timeout", {}))
-        current["read"] = _smallest(timeouts.first_byte, self.remaining())
+        current["read"] = self.read_timeout()
         request.extensions["timeout"] = current
         self.extension = current
 
-    def remaining(self) -> float | None:
-        if self.deadline is None:
-            return None
-        return max(self.deadline - self.clock(), 0.001)
+    def _left(self, until: float | None) -> float | None:
+        return None if until is None else max(until - self.clock(), 0.001)
 
-    def body_started(self) -> None:
-        self.extension["read"] = _smallest(self.timeouts.between_chunks, self.remaining())
+    def read_timeout(self) -> float | None:
+        """What the next read may wait: first token, then the gap, within the total."""
+        phase = self.timeouts.between_chunks if self.body_seen else self._left(self.first_token_by)
+        return _smallest(phase, self._left(self.deadline))
 
-    def past_deadline(self) -> bool:
-        return self.deadline is not None and self.clock() >= self.deadline
+    def headers_received(self, response: httpx.Response) -> None:
+        content_type = response.headers.get("content-type", "")
+        self.event_stream = content_type.startswith("text/event-stream")
+        # httpcore fixes the body's read timeout when the body starts: give it the
+        # widest limit the body can have; the bounded reads narrow it per read.
+        first, gap = self._left(self.first_token_by), self.timeouts.between_chunks
+        widest = None if first is None or gap is None else max(first, gap)
+        self.extension["read"] = _smallest(widest, self._left(self.deadline))
 
-    def first_byte_error(self, exc: httpx.ReadTimeout) -> httpx.ReadTimeout:
-        if self.past_deadline():
-            return self.total_error()
-        return FirstByteTimeout(
-            f"no response within first_byte={self.timeouts.first_byte:g} s", request=self.request
-        )
+    def chunk_received(self, chunk: bytes) -> None:
+        if not self.event_stream or _OUTPUT.search(chunk):
+            self.body_seen = True
 
-    def total_error(self) -> TotalTimeout:
-        return TotalTimeout(
-            f"the request took longer than total={self.timeouts.total:g} s", request=self.request
-        )
+    def past(self, until: float | None) -> bool:
+        return until is not None and self.clock() >= until
 
-    def stall_error(self) -> httpx.ReadTimeout:
-        if self.past_deadline():
-            return self.total_error()
+    def timeout_error(self) -> httpx.ReadTimeout:
+        """The phase's own timeout, for an ``httpx.ReadTimeout`` raised by a read."""
+        t = self.timeouts
+        if self.past(self.deadline):
+            return TotalTimeout(
+                f"the request took longer than total={t.total:g} s", request=self.request
+            )
+        if not self.body_seen:
+            return FirstTokenTimeout(
+                f"no response within first_token={t.first_token:g} s", request=self.request
+            )
         return StreamStalled(
-            f"the stream was silent for more than between_chunks="
-            f"{self.timeouts.between_chunks:g} s",
+            f"the stream was silent for more than between_chunks={t.between_chunks:g} s",
             request=self.request,
         )
 
@@ -184,17 +211,28 @@ class _Stream(httpx.SyncByteStream):
 
     def __iter__(self) -> Iterator[bytes]:
         limits = self.limits
-        try:
-            for chunk in self.inner:
-                if limits.past_deadline():
-                    raise limits.total_error()
-                if self.done is not None:
-                    self.done.feed(chunk)
-                yield chunk
-        except httpx.ReadTimeout as exc:
-            if isinstance(exc, ClientTimeout):
-                raise
-            raise limits.stall_error() from exc
+        chunks = iter(self.inner)
+        while True:
+            # Set and reset around each read, never across a yield: the caller's
+            # context is the one the next read runs in.
+            token = READ_LIMIT.set(limits)
+            try:
+                chunk = next(chunks)
+            except StopIteration:
+                break
+            except httpx.ReadTimeout as exc:
+                if isinstance(exc, ClientTimeout):
+                    raise
+                raise limits.timeout_error() from exc
+            finally:
+                READ_LIMIT.reset(token)
+            if limits.past(limits.deadline):
+                raise limits.timeout_error()
+            if chunk and not limits.body_seen:
+                limits.chunk_received(chunk)
+            if self.done is not None:
+                self.done.feed(chunk)
+            yield chunk
         if self.done is not None:
             self.done.check(limits.request)
 
@@ -212,17 +250,26 @@ class _AsyncStream(httpx.AsyncByteStream):
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         limits = self.limits
-        try:
-            async for chunk in self.inner:
-                if limits.past_deadline():
-                    raise limits.total_error()
-                if self.done is not None:
-                    self.done.feed(chunk)
-                yield chunk
-        except httpx.ReadTimeout as exc:
-            if isinstance(exc, ClientTimeout):
-                raise
-            raise limits.stall_error() from exc
+        chunks = aiter(self.inner)
+        while True:
+            token = READ_LIMIT.set(limits)
+            try:
+                chunk = await anext(chunks)
+            except StopAsyncIteration:
+                break
+            except httpx.ReadTimeout as exc:
+                if isinstance(exc, ClientTimeout):
+                    raise
+                raise limits.timeout_error() from exc
+            finally:
+                READ_LIMIT.reset(token)
+            if limits.past(limits.deadline):
+                raise limits.timeout_error()
+            if chunk and not limits.body_seen:
+                limits.chunk_received(chunk)
+            if self.done is not None:
+                self.done.feed(chunk)
+            yield chunk
         if self.done is not None:
             self.done.check(limits.request)
 
@@ -252,13 +299,16 @@ class TimeoutTransport(httpx.BaseTransport):
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         limits = _Limits(self.timeouts, self.clock, request)
+        token = READ_LIMIT.set(limits)
         try:
             response = self.inner.handle_request(request)
         except httpx.ReadTimeout as exc:
             if isinstance(exc, ClientTimeout):
                 raise
-            raise limits.first_byte_error(exc) from exc
-        limits.body_started()
+            raise limits.timeout_error() from exc
+        finally:
+            READ_LIMIT.reset(token)
+        limits.headers_received(response)
         assert isinstance(response.stream, httpx.SyncByteStream)
         done = _DoneWatch(request, response) if self.detect_truncation else None
         response.stream = _Stream(response.stream, limits, done)
@@ -286,13 +336,16 @@ class AsyncTimeoutTransport(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         limits = _Limits(self.timeouts, self.clock, request)
+        token = READ_LIMIT.set(limits)
         try:
             response = await self.inner.handle_async_request(request)
         except httpx.ReadTimeout as exc:
             if isinstance(exc, ClientTimeout):
                 raise
-            raise limits.first_byte_error(exc) from exc
-        limits.body_started()
+            raise limits.timeout_error() from exc
+        finally:
+            READ_LIMIT.reset(token)
+        limits.headers_received(response)
         assert isinstance(response.stream, httpx.AsyncByteStream)
         done = _DoneWatch(request, response) if self.detect_truncation else None
         response.stream = _AsyncStream(response.stream, limits, done)
