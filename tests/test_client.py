@@ -527,3 +527,49 @@ def test_responses_are_json(server: LabServer) -> None:
             f"{server.base_url}/chat/completions", json={**BODY, "stream": False}
         )
     assert json.loads(response.text)["choices"]
+
+
+def test_a_slow_first_token_after_early_headers_is_a_first_token_timeout(
+    lab: LabFactory,
+) -> None:
+    slow = LabConfig(latency=LatencyModel(prefill_base_ms=2000.0, decode_ms_per_token=1.0))
+    timeouts = PhaseTimeouts(first_token=0.4, between_chunks=5.0)
+    with lab(slow) as server:
+        out = _stream(server.base_url, timeouts=timeouts)
+        assert _count(server) == 1
+    # The headers and the role-only event came at once: the stream had begun.
+    assert out.status == 200
+    assert isinstance(out.error, FirstTokenTimeout)
+    assert 0.4 <= out.elapsed < 1.5
+    assert _actions(out) == [(FailureClass.STREAM, False)]
+
+
+def test_reset_before_the_first_token_after_headers_is_not_replayed(lab: LabFactory) -> None:
+    config = LabConfig(latency=FAST, fault_after_tokens=0)
+    with lab(config) as server:
+        out = _stream(server.base_url, headers={"x-lab-fault": "reset"})
+        assert _count(server) == 1
+    assert out.status == 200
+    assert isinstance(out.error, httpx.TransportError)
+    assert b'"content":"' not in out.body.replace(b'"content":""', b"")
+    assert _actions(out) == [(FailureClass.STREAM, False)]
+
+
+def test_openai_async_over_http2_with_tls(lab: LabFactory) -> None:
+    async def go(server: LabServer) -> tuple[str, str]:
+        assert server.ca_file is not None
+        http_client = make_async_client(http2=True, verify=server.ca_file, retry=QUICK)
+        client = openai.AsyncOpenAI(
+            base_url=server.base_url, api_key="x", http_client=http_client, max_retries=0
+        )
+        async with client:
+            raw = await client.chat.completions.with_raw_response.create(
+                model="lab-sim", messages=[{"role": "user", "content": "Hi"}], max_tokens=3
+            )
+            answer = raw.parse()
+        return raw.http_response.http_version, answer.choices[0].message.content or ""
+
+    with lab(tls=True, http2=True) as server:
+        version, text = asyncio.run(go(server))
+    assert version == "HTTP/2"
+    assert text
