@@ -574,3 +574,38 @@ def test_openai_async_over_http2_with_tls(lab: LabFactory) -> None:
         version, text = asyncio.run(go(server))
     assert version == "HTTP/2"
     assert text
+
+
+def test_injected_sleep_and_draw_make_backoff_exact() -> None:
+    from latdoc.client import RetryTransport, TimeoutTransport
+
+    slept: list[float] = []
+    policy = RetryPolicy(
+        max_attempts=4, server_base_s=0.5, server_cap_s=1.5, deadline_s=None, budget=None
+    )
+    with ScriptedServer(_json_status("500 Internal Server Error")) as srv:
+        inner = TimeoutTransport(httpx.HTTPTransport(), PhaseTimeouts())
+        transport = RetryTransport(inner, policy, sleep=slept.append, draw=lambda: 0.5)
+        with httpx.Client(transport=transport) as client:
+            response = client.post(f"{srv.base_url}/chat/completions", json=BODY)
+        assert len(srv.requests) == 4
+    assert response.status_code == 500
+    assert slept == [0.25, 0.5, 0.75]
+
+
+def test_async_retries_a_rate_limit_then_streams() -> None:
+    arrivals: list[float] = []
+    first = _json_status("429 Too Many Requests", "retry-after-ms: 300\r\n")
+    decisions: list[RetryDecision] = []
+
+    async def go(url: str) -> bytes:
+        client = make_async_client(retry=QUICK, on_retry=decisions.append)
+        async with client, client.stream("POST", f"{url}/chat/completions", json=BODY) as r:
+            return b"".join([chunk async for chunk in r.aiter_bytes()])
+
+    with ScriptedServer(_then_ok(first, arrivals)) as srv:
+        body = asyncio.run(go(srv.base_url))
+    assert body.endswith(b"data: [DONE]\n\n")
+    assert len(arrivals) == 2
+    assert arrivals[1] - arrivals[0] >= 0.3
+    assert [(d.failure, d.wait_s) for d in decisions] == [(FailureClass.RATE_LIMIT, 0.3)]

@@ -126,6 +126,7 @@ def make_client(
     tcp_keepalive: TcpKeepalive | None = DEFAULT_KEEPALIVE,
     headers: Mapping[str, str] | None = None,
     verify: ssl.SSLContext | str | bool = True,
+    proxy: str | None = None,
     detect_truncation: bool = True,
     cpu_count: int | None = None,
     transport: httpx.BaseTransport | None = None,
@@ -139,6 +140,8 @@ def make_client(
       (give the SDK ``max_retries=0`` so it does not retry on top);
     - ``http2``, ``tcp_keepalive`` (:class:`TcpKeepalive`; ``None`` turns it off),
       ``headers``, ``verify`` (an SSL context, a CA file or ``False``), ``base_url``;
+    - ``proxy``: the proxy URL; ``HTTP(S)_PROXY`` from the environment is not
+      read, so that no request bypasses the timeouts and retries;
     - ``detect_truncation``: a completion stream ending without ``[DONE]``
       raises :class:`StreamTruncated`;
     - ``transport``: the innermost transport, instead of httpx's pool (a seam).
@@ -149,6 +152,7 @@ def make_client(
     if inner is None:
         pool = httpx.HTTPTransport(
             verify=_ssl_context(verify),
+            proxy=proxy,
             http2=http2,
             limits=limits,
             socket_options=_socket_options(tcp_keepalive),
@@ -166,6 +170,9 @@ def make_client(
         timeout=phase.httpx_timeout(),
         limits=limits,
         transport=wrapped,
+        # Proxies from the environment would get transports of httpx's own,
+        # without these timeouts and retries: a proxy is named with ``proxy``.
+        trust_env=False,
     )
 
 
@@ -181,6 +188,7 @@ def make_async_client(
     tcp_keepalive: TcpKeepalive | None = DEFAULT_KEEPALIVE,
     headers: Mapping[str, str] | None = None,
     verify: ssl.SSLContext | str | bool = True,
+    proxy: str | None = None,
     detect_truncation: bool = True,
     cpu_count: int | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
@@ -195,6 +203,7 @@ def make_async_client(
     if inner is None:
         pool = httpx.AsyncHTTPTransport(
             verify=_ssl_context(verify),
+            proxy=proxy,
             http2=http2,
             limits=limits,
             socket_options=_socket_options(tcp_keepalive),
@@ -212,4 +221,7 @@ def make_async_client(
         timeout=phase.httpx_timeout(),
         limits=limits,
         transport=wrapped,
+        # Proxies from the environment would get transports of httpx's own,
+        # without these timeouts and retries: a proxy is named with ``proxy``.
+        trust_env=False,
     )

@@ -13,13 +13,13 @@ are parameters, so tests can be exact.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import random
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 
+import anyio
 import httpx
 
 from latdoc.client._retry import (
@@ -199,7 +199,7 @@ class AsyncRetryTransport(httpx.AsyncBaseTransport):
         policy: RetryPolicy,
         *,
         on_decision: DecisionHook | None = None,
-        sleep: Callable[[float], object] = asyncio.sleep,
+        sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
         draw: Callable[[], float] = random.random,
@@ -209,11 +209,6 @@ class AsyncRetryTransport(httpx.AsyncBaseTransport):
         self.on_decision = on_decision
         self.sleep = sleep
         self.seams = _Seams(clock, wall_clock, draw)
-
-    async def _sleep(self, seconds: float) -> None:
-        pending = self.sleep(seconds)
-        if asyncio.iscoroutine(pending) or isinstance(pending, asyncio.Future):
-            await pending
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         await request.aread()
@@ -226,7 +221,7 @@ class AsyncRetryTransport(httpx.AsyncBaseTransport):
                 decision = attempts.after_error(exc)
                 if not decision.retry or decision.wait_s is None:
                     raise
-                await self._sleep(decision.wait_s)
+                await self.sleep(decision.wait_s)
                 continue
             decision_or_none = attempts.after_response(response)
             if decision_or_none is None or not decision_or_none.retry:
@@ -242,7 +237,7 @@ class AsyncRetryTransport(httpx.AsyncBaseTransport):
             finally:
                 await response.aclose()
             assert decision_or_none.wait_s is not None
-            await self._sleep(decision_or_none.wait_s)
+            await self.sleep(decision_or_none.wait_s)
 
     async def aclose(self) -> None:
         await self.inner.aclose()
