@@ -609,3 +609,19 @@ def test_async_retries_a_rate_limit_then_streams() -> None:
     assert len(arrivals) == 2
     assert arrivals[1] - arrivals[0] >= 0.3
     assert [(d.failure, d.wait_s) for d in decisions] == [(FailureClass.RATE_LIMIT, 0.3)]
+
+
+def test_a_callers_read_timeout_caps_every_attempt(server: LabServer) -> None:
+    decisions: list[RetryDecision] = []
+    client = make_client(retry=QUICK, on_retry=decisions.append)
+    started = time.monotonic()
+    with client, pytest.raises(httpx.ReadTimeout) as info:
+        client.post(
+            f"{server.base_url}/chat/completions",
+            json={**BODY, "stream": False},
+            headers={"x-lab-fault": "hang"},
+            timeout=httpx.Timeout(5.0, read=0.2),
+        )
+    assert "read timeout of 0.2 s" in str(info.value)
+    assert [d.failure for d in decisions] == [FailureClass.TIMEOUT] * 3
+    assert 0.6 <= time.monotonic() - started < 2.0

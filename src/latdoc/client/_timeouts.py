@@ -105,10 +105,16 @@ class PhaseTimeouts:
             _check_limit(name, getattr(self, name))
 
     def httpx_timeout(self) -> httpx.Timeout:
-        """The client-wide :class:`httpx.Timeout`; the transport narrows ``read`` per phase."""
-        return httpx.Timeout(
-            connect=self.connect, read=self.first_token, write=self.write, pool=self.pool
-        )
+        """The client-wide :class:`httpx.Timeout`. ``read`` is left open: the transport
+        sets it per phase, and a ``read`` a caller gives one request caps every read."""
+        return httpx.Timeout(connect=self.connect, read=None, write=self.write, pool=self.pool)
+
+
+_CALLER_READ = "latdoc.caller_read"
+
+
+def _text(limit: float | None) -> str:
+    return "none (httpx's own read timeout)" if limit is None else f"{limit:g} s"
 
 
 def _smallest(*values: float | None) -> float | None:
@@ -117,7 +123,7 @@ def _smallest(*values: float | None) -> float | None:
 
 
 class _Limits:
-    """One attempt's clock: when it started, whether a body byte came, what a read may wait."""
+    """One attempt's clock: when it started, whether output came, what a read may wait."""
 
     def __init__(self, timeouts: PhaseTimeouts, clock: Clock, request: httpx.Request) -> None:
         self.timeouts = timeouts
@@ -128,10 +134,14 @@ class _Limits:
             None if timeouts.first_token is None else self.started + timeouts.first_token
         )
         self.deadline = None if timeouts.total is None else self.started + timeouts.total
-        self.body_seen = False
+        self.output_seen = False
         self.event_stream = False
         # A fresh dict per attempt: a retried request must start again at first_token.
         current: dict[str, Any] = dict(request.extensions.get("timeout", {}))
+        # The caller's own read timeout, kept from the first attempt: later attempts
+        # find the dict this transport rewrote.
+        caller = request.extensions.setdefault(_CALLER_READ, current.get("read"))
+        self.caller_read: float | None = caller if isinstance(caller, int | float) else None
         current["read"] = self.read_timeout()
         request.extensions["timeout"] = current
         self.extension = current
@@ -141,8 +151,11 @@ class _Limits:
 
     def read_timeout(self) -> float | None:
         """What the next read may wait: first token, then the gap, within the total."""
-        phase = self.timeouts.between_chunks if self.body_seen else self._left(self.first_token_by)
-        return _smallest(phase, self._left(self.deadline))
+        if self.output_seen:
+            phase = self.timeouts.between_chunks
+        else:
+            phase = self._left(self.first_token_by)
+        return _smallest(phase, self._left(self.deadline), self.caller_read)
 
     def headers_received(self, response: httpx.Response) -> None:
         content_type = response.headers.get("content-type", "")
@@ -151,11 +164,11 @@ class _Limits:
         # widest limit the body can have; the bounded reads narrow it per read.
         first, gap = self._left(self.first_token_by), self.timeouts.between_chunks
         widest = None if first is None or gap is None else max(first, gap)
-        self.extension["read"] = _smallest(widest, self._left(self.deadline))
+        self.extension["read"] = _smallest(widest, self._left(self.deadline), self.caller_read)
 
     def chunk_received(self, chunk: bytes) -> None:
         if not self.event_stream or _OUTPUT.search(chunk):
-            self.body_seen = True
+            self.output_seen = True
 
     def past(self, until: float | None) -> bool:
         return until is not None and self.clock() >= until
@@ -163,16 +176,23 @@ class _Limits:
     def timeout_error(self) -> httpx.ReadTimeout:
         """The phase's own timeout, for an ``httpx.ReadTimeout`` raised by a read."""
         t = self.timeouts
+        phase = t.between_chunks if self.output_seen else t.first_token
+        if self.caller_read is not None and (phase is None or self.caller_read < phase):
+            return httpx.ReadTimeout(
+                f"no byte within the request's read timeout of {self.caller_read:g} s",
+                request=self.request,
+            )
         if self.past(self.deadline):
             return TotalTimeout(
-                f"the request took longer than total={t.total:g} s", request=self.request
+                f"the request took longer than total={_text(t.total)}", request=self.request
             )
-        if not self.body_seen:
+        if not self.output_seen:
             return FirstTokenTimeout(
-                f"no response within first_token={t.first_token:g} s", request=self.request
+                f"no output token within first_token={_text(t.first_token)}",
+                request=self.request,
             )
         return StreamStalled(
-            f"the stream was silent for more than between_chunks={t.between_chunks:g} s",
+            f"the stream was silent for longer than between_chunks={_text(t.between_chunks)}",
             request=self.request,
         )
 
@@ -228,7 +248,7 @@ class _Stream(httpx.SyncByteStream):
                 READ_LIMIT.reset(token)
             if limits.past(limits.deadline):
                 raise limits.timeout_error()
-            if chunk and not limits.body_seen:
+            if chunk and not limits.output_seen:
                 limits.chunk_received(chunk)
             if self.done is not None:
                 self.done.feed(chunk)
@@ -265,7 +285,7 @@ class _AsyncStream(httpx.AsyncByteStream):
                 READ_LIMIT.reset(token)
             if limits.past(limits.deadline):
                 raise limits.timeout_error()
-            if chunk and not limits.body_seen:
+            if chunk and not limits.output_seen:
                 limits.chunk_received(chunk)
             if self.done is not None:
                 self.done.feed(chunk)
