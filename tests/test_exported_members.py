@@ -10,7 +10,7 @@ import pytest
 
 import latdoc
 
-FACES = ("latdoc", "latdoc.probe", "latdoc.workload", "latdoc.store", "latdoc.cli")
+FACES = ("latdoc", "latdoc.client", "latdoc.probe", "latdoc.workload", "latdoc.store", "latdoc.cli")
 """Packages whose ``__init__`` is the public face of private modules behind it."""
 
 

@@ -10,11 +10,24 @@ trace. Exceptions are for what a caller must handle, all rooted at
     ├── RequestFailed       a measured request failed; carries its TraceError
     ├── CalibrationError    the endpoint's token count could not be learned
     ├── LabError            the lab could not start what it was asked to
+    ├── ClientError         raised by ``latdoc.client``, the remedies in production
+    │   ├── PolicyError         a client, policy or limit that cannot work as given
+    │   ├── ContextTooLong      the messages that must be sent exceed the token budget
+    │   ├── ClientTimeout       a phase of a request took longer than its limit
+    │   │   ├── FirstTokenTimeout   no output token within ``first_token``
+    │   │   ├── StreamStalled       no body bytes within ``between_chunks``
+    │   │   └── TotalTimeout        the whole request took longer than ``total``
+    │   └── ClientStreamError   a response stream ended wrongly
+    │       └── StreamTruncated     an event stream ended cleanly without ``[DONE]``
     └── ProbeFault          inside the probe only, mapped to a TraceError
         ├── SSEError            bytes that are not a valid event stream
         ├── StreamFailure       the stream ended in a typed failure
         ├── DnsFailure          the name did not resolve
         └── DnsTimeout          the resolver did not answer in time
+
+The three timeouts and :class:`StreamTruncated` are defined in ``latdoc.client``
+as subclasses of these and of httpx's own ``ReadTimeout`` and
+``RemoteProtocolError``, so code (and SDKs) that handle httpx's errors handle them.
 
 Lower-level errors (httpcore, ssl, socket) and the :class:`ProbeFault` family
 are mapped to a :class:`TraceError` in one place, ``latdoc.probe._failures``,
@@ -96,6 +109,33 @@ class CalibrationError(LatdocError):
 
 class LabError(LatdocError):
     """A lab component (endpoint, network, engine) could not be started or used."""
+
+
+class ClientError(LatdocError):
+    """Raised by ``latdoc.client``: a tuned client, a retry policy, a trimmed history."""
+
+
+class PolicyError(ClientError, ValueError):
+    """A client or policy was built with values that cannot work (negative, unbounded)."""
+
+
+class ContextTooLong(ClientError):
+    """The messages that must be kept do not fit the token budget."""
+
+    def __init__(self, needed_tokens: int, budget_tokens: int, what: str) -> None:
+        super().__init__(
+            f"{what} need {needed_tokens} tokens, more than the budget of {budget_tokens}"
+        )
+        self.needed_tokens = needed_tokens
+        self.budget_tokens = budget_tokens
+
+
+class ClientTimeout(ClientError):
+    """A phase of a request took longer than the client allows."""
+
+
+class ClientStreamError(ClientError):
+    """A response stream ended in a way the client reports as a failure."""
 
 
 class ProbeFault(LatdocError):

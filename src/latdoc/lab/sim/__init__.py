@@ -20,7 +20,7 @@ when a server starts.
 
 from __future__ import annotations
 
-from latdoc.lab.sim._app import create_app, in_flight
+from latdoc.lab.sim._app import create_app, in_flight, requests_received
 from latdoc.lab.sim._config import Fault, LabConfig, LatencyModel
 from latdoc.lab.sim._demo import DEMO_CONFIG
 from latdoc.lab.sim._events import OUTPUT_WORDS, output_text, output_token
@@ -52,6 +52,7 @@ __all__ = [
     "in_flight",
     "output_text",
     "output_token",
+    "requests_received",
     "serve_forever",
     "tokenize",
 ]

@@ -74,7 +74,7 @@ from latdoc.lab.sim._request import ApiError, Kind, parse_call
 from latdoc.lab.sim._serve import Flight, serve_complete, serve_stream
 from latdoc.lab.sim._slots import BackgroundLoad, SlotPool
 
-__all__ = ["create_app", "end_streams", "in_flight"]
+__all__ = ["create_app", "end_streams", "in_flight", "requests_received"]
 
 
 def _subseed(seed: int | None, name: str) -> str | None:
@@ -121,6 +121,7 @@ class _Lab:
         self.ids = itertools.count(1)
         self.created = int(time.time())
         self.active: set[Flight] = set()
+        self.received = 0
         self.closing = False
         self.expected_auth = (
             None if config.api_key is None else b"Bearer " + config.api_key.encode()
@@ -249,6 +250,7 @@ class _Lab:
         return self.config.extended or _header(scope, FAULT_HEADER) is not None
 
     async def handle(self, kind: Kind, scope: Scope, receive: Receive, send: Send) -> None:
+        self.received += 1
         body = await _read_body(receive)
         if body is None:
             return
@@ -400,3 +402,12 @@ def in_flight(app: Starlette) -> int:
     """How many completion requests ``app`` is serving right now."""
     lab = getattr(app.state, "lab", None)
     return len(lab.active) if isinstance(lab, _Lab) else 0
+
+
+def requests_received(app: Starlette) -> int:
+    """How many completion requests ``app`` has received since it started, faulted or not.
+
+    The server's own count, so a client's retries can be checked against it.
+    """
+    lab = getattr(app.state, "lab", None)
+    return lab.received if isinstance(lab, _Lab) else 0

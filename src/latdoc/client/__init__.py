@@ -1,0 +1,90 @@
+"""The remedies as a library: the client and policies latdoc's advice recommends.
+
+- ``_factory``: :func:`make_client` and :func:`make_async_client`, plain httpx
+  clients for the openai SDK with a sized pool (:func:`pool_size`), keep-alive,
+  :class:`TcpKeepalive`, HTTP/2, timeouts per phase and retries.
+- ``_timeouts``: :class:`PhaseTimeouts` and the transports that enforce them,
+  raising :class:`FirstTokenTimeout`, :class:`StreamStalled`, :class:`TotalTimeout`
+  and :class:`StreamTruncated`.
+- ``_retry``: :class:`RetryPolicy`, :class:`RetryBudget` and the
+  :class:`RetryDecision` each failure gets; ``_retry_transport`` acts on them.
+- ``_conversation``: :func:`trim_messages`, :func:`summarize_history`,
+  :class:`ResetPolicy` and :class:`TokenEstimate`.
+
+Runtime code here needs httpx only, not the openai SDK.
+"""
+
+from __future__ import annotations
+
+from latdoc.client._conversation import (
+    SUMMARY_INSTRUCTION,
+    Message,
+    ResetPolicy,
+    TokenEstimate,
+    asummarize_history,
+    message_text,
+    summarize_history,
+    summary_prompt,
+    trim_messages,
+)
+from latdoc.client._factory import (
+    DEFAULT_KEEPALIVE,
+    TcpKeepalive,
+    make_async_client,
+    make_client,
+    pool_limits,
+    pool_size,
+)
+from latdoc.client._retry import (
+    FailureClass,
+    RetryBudget,
+    RetryDecision,
+    RetryPolicy,
+    classify_exception,
+    classify_status,
+    server_wait,
+)
+from latdoc.client._retry_transport import AsyncRetryTransport, RetryTransport
+from latdoc.client._timeouts import (
+    AsyncTimeoutTransport,
+    FirstTokenTimeout,
+    PhaseTimeouts,
+    StreamStalled,
+    StreamTruncated,
+    TimeoutTransport,
+    TotalTimeout,
+)
+
+__all__ = [
+    "DEFAULT_KEEPALIVE",
+    "SUMMARY_INSTRUCTION",
+    "AsyncRetryTransport",
+    "AsyncTimeoutTransport",
+    "FailureClass",
+    "FirstTokenTimeout",
+    "Message",
+    "PhaseTimeouts",
+    "ResetPolicy",
+    "RetryBudget",
+    "RetryDecision",
+    "RetryPolicy",
+    "RetryTransport",
+    "StreamStalled",
+    "StreamTruncated",
+    "TcpKeepalive",
+    "TimeoutTransport",
+    "TokenEstimate",
+    "TotalTimeout",
+    "asummarize_history",
+    "classify_exception",
+    "classify_status",
+    "make_async_client",
+    "make_client",
+    "message_text",
+    "pool_limits",
+    "pool_size",
+    "server_wait",
+    "summarize_history",
+    "summary_prompt",
+    "trim_messages",
+]
