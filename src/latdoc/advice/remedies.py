@@ -268,7 +268,7 @@ def _queueing(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remedy]:
         how_to_measure="run `latdoc diagnose` at a quiet hour and at a busy one and compare step 3",
     )
     yield _async_client(Kind.QUEUEING)
-    yield _retries(Kind.QUEUEING, None)
+    yield _retries(Kind.QUEUEING, None, ctx)
 
 
 def _async_client(kind: Kind) -> Remedy:
@@ -294,7 +294,7 @@ def _smaller_model(kind: Kind, change: str, ctx: RunContext) -> Remedy:
     )
 
 
-def _retries(kind: Kind, retry_after_s: float | None) -> Remedy:
+def _retries(kind: Kind, retry_after_s: float | None, ctx: RunContext) -> Remedy:
     wait = (
         f"429: wait the Retry-After the server sends ({retry_after_s:g} s here)"
         if retry_after_s is not None
@@ -305,14 +305,16 @@ def _retries(kind: Kind, retry_after_s: float | None) -> Remedy:
         "Retry by error class with exponential backoff",
         kind,
         "Timeouts and 5xx: retry with exponential backoff and jitter, a few tries at most; "
-        f"{wait}; other 4xx: never retry.\n"
-        "  openai.AsyncOpenAI(max_retries=3)  # the SDK backs off and honours Retry-After",
+        f"{wait}; other 4xx: never retry; never replay a stream that has begun.\n"
+        "  from latdoc.client import RetryPolicy, make_async_client\n"
+        "  openai.AsyncOpenAI(max_retries=0, http_client=make_async_client(retry=RetryPolicy()))",
         None,
+        verify_command=verify_command(ctx, "retry"),
     )
 
 
 def _errors(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remedy]:
-    yield _retries(Kind.ERRORS, f.evidence.get("retry_after_s"))
+    yield _retries(Kind.ERRORS, f.evidence.get("retry_after_s"), ctx)
     if any(code == "http:429" for code in f.evidence):
         yield Remedy(
             "spread_requests",

@@ -21,6 +21,7 @@ VERIFY_REMEDIES = frozenset(
         "conversation",
         "max-tokens",
         "prompt-cache",
+        "retry",
         "endpoint",
         "model",
     }

@@ -26,12 +26,14 @@ from latdoc.errors import UsageError
 from latdoc.pipeline import (
     NOT_APPLICABLE,
     ConversationVerdict,
+    RetryVerdict,
     RunComparison,
     VerifyResult,
     compare_runs,
     cpu_count,
     verify_conversation,
     verify_remedy,
+    verify_retry,
 )
 from latdoc.store import RunInfo, Store
 from latdoc.workload import VerifyPlan, VerifyRemedy, arm_summaries
@@ -91,6 +93,8 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
     r.add_argument("--alt", dest="alt_url", metavar="URL2",
                    help="endpoint: the other region or provider")  # fmt: skip
     r.add_argument("--alt-model", metavar="NAME", help="model: the model to try")
+    r.add_argument("--trials", type=positive_int, default=40, metavar="N",
+                   help="retry: logical requests per arm (default 40)")  # fmt: skip
     r.add_argument("--turns", type=positive_int, default=20, metavar="T",
                    help="conversation: turns in the chat (default 20)")  # fmt: skip
     r.add_argument("--tokens-per-turn", type=positive_int, default=200, metavar="K",
@@ -204,6 +208,7 @@ def run_verify(args: argparse.Namespace) -> int:
             alt_url=args.alt_url,
             alt_model=args.alt_model,
             turns=args.turns,
+            trials=args.trials,
             tokens_per_turn=args.tokens_per_turn,
             strategies=args.strategies,
             max_requests=args.max_requests,
@@ -215,6 +220,13 @@ def run_verify(args: argparse.Namespace) -> int:
         print(plan_line(plan), file=err)
         progress = ProgressBars(err)
         with Store(args.db, secrets=[key] if key else []) as store:
+            if remedy is VerifyRemedy.RETRY:
+                try:
+                    retried = verify_retry(plan, store=store, on_progress=progress)
+                finally:
+                    progress.close()
+                emit_retry(retried, args)
+                return EXIT_INTERRUPTED if retried.interrupted else EXIT_OK
             if remedy is VerifyRemedy.CONVERSATION:
                 try:
                     held = verify_conversation(plan, store=store, on_progress=progress)
@@ -385,5 +397,23 @@ def emit_conversation(held: ConversationVerdict, args: argparse.Namespace) -> No
     print(
         f"Runs kept in {held.store_path}: "
         + ", ".join(f"{name} {run_id}" for name, run_id in held.run_ids.items()),
+        file=sys.stderr,
+    )
+
+
+def emit_retry(verdict: RetryVerdict, args: argparse.Namespace) -> None:
+    from latdoc.report import make_console, render_retry, retry_to_dict
+
+    if args.json:
+        document = retry_to_dict(verdict.comparison, labels=verdict.labels, run_ids=verdict.run_ids)
+        document["notes"] = [{"step": str(n.step), "text": n.text} for n in verdict.notes]
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        return
+    console = make_console(sys.stdout)
+    console.print(render_retry(verdict.comparison, labels=verdict.labels))
+    for note in verdict.notes:
+        console.print(f"  Note: {note.text}")
+    print(
+        f"Runs {verdict.run_ids[0]} (A) and {verdict.run_ids[1]} (B) kept in {verdict.store_path}.",
         file=sys.stderr,
     )

@@ -26,6 +26,7 @@ from latdoc.pipeline._diagnose import (
     run_meta,
     tcp_settings,
 )
+from latdoc.pipeline._retry import RetryVerdict, verify_retry
 from latdoc.pipeline._runs import RunComparison, StoredProbe, compare_runs, probe_endpoint
 from latdoc.pipeline._verify import NOT_APPLICABLE, VerifyResult, verify_remedy
 
@@ -35,6 +36,7 @@ __all__ = [
     "TCP_SYSCTLS",
     "ConversationVerdict",
     "DiagnosisRun",
+    "RetryVerdict",
     "RunComparison",
     "StoredProbe",
     "VerifyResult",
@@ -50,4 +52,5 @@ __all__ = [
     "tcp_settings",
     "verify_conversation",
     "verify_remedy",
+    "verify_retry",
 ]

@@ -19,6 +19,7 @@ from latdoc.report._conversation import (
     render_conversation_html,
 )
 from latdoc.report._html import render_html
+from latdoc.report._retry import RETRY_SCHEMA, render_retry, retry_to_dict
 from latdoc.report._terminal_diagnosis import render_diagnosis
 from latdoc.report._terminal_probe import render_summary, render_waterfall
 from latdoc.report.json_out import (
@@ -33,6 +34,7 @@ __all__ = [
     "COMPARISON_SCHEMA",
     "CONVERSATION_SCHEMA",
     "DIAGNOSIS_SCHEMA",
+    "RETRY_SCHEMA",
     "TRACE_SCHEMA",
     "ProgressBars",
     "comparison_to_dict",
@@ -45,8 +47,10 @@ __all__ = [
     "render_conversation_html",
     "render_diagnosis",
     "render_html",
+    "render_retry",
     "render_summary",
     "render_text",
     "render_waterfall",
+    "retry_to_dict",
     "trace_to_dict",
 ]

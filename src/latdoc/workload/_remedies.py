@@ -46,6 +46,7 @@ class VerifyRemedy(enum.StrEnum):
     CONVERSATION = "conversation"
     MAX_TOKENS = "max-tokens"
     PROMPT_CACHE = "prompt-cache"
+    RETRY = "retry"
     ENDPOINT = "endpoint"
     MODEL = "model"
 
@@ -58,6 +59,7 @@ HEADLINE: dict[VerifyRemedy, tuple[str, str]] = {
     VerifyRemedy.CONVERSATION: ("ttft", "mean"),
     VerifyRemedy.MAX_TOKENS: ("ttft", "median"),
     VerifyRemedy.PROMPT_CACHE: ("ttft", "median"),
+    VerifyRemedy.RETRY: ("total", "median"),
     VerifyRemedy.ENDPOINT: ("ttft", "median"),
     VerifyRemedy.MODEL: ("ttft", "median"),
 }
@@ -97,6 +99,12 @@ def arm_summaries(plan: VerifyPlan) -> tuple[str, str]:
         )
     if r is VerifyRemedy.ENDPOINT:
         return plan.endpoint.base_url, str(plan.alt_url)
+    if r is VerifyRemedy.RETRY:
+        return (
+            "no retries: the first failure is the application's",
+            "latdoc.client.RetryPolicy(): connect errors and timeouts, 5xx, 529 and 429 "
+            "retried with backoff, Retry-After honoured, other 4xx never",
+        )
     if r is VerifyRemedy.CONVERSATION:
         return (
             f"a {plan.turns}-turn chat of {plan.tokens_per_turn} tokens a turn that keeps "
@@ -129,6 +137,8 @@ class VerifyPlan:
     alt_model: str | None = None
     turns: int = 20
     tokens_per_turn: int = 200
+    trials: int = 40
+    """retry: logical requests per arm."""
     strategies: str = "window:6,summary:10,reset:20"
     max_requests: int = 200
     token_budget: int | None = None
@@ -307,6 +317,11 @@ def build_arms(
                 target_prompt_tokens=total,
                 warmup_trials=1,
             ),
+        )
+    if r is VerifyRemedy.RETRY:
+        label_a, label_b = arm_summaries(plan)
+        return replace(base, label=label_a, warmup_trials=0), replace(
+            base, name="B", label=label_b, warmup_trials=0
         )
     if r is VerifyRemedy.ENDPOINT:
         assert plan.alt_url is not None

@@ -1,0 +1,104 @@
+"""``latdoc verify --remedy retry``: no retries against the retry policy, on the endpoint's
+own errors; both arms kept as runs, every attempt a sample (its index the trial's)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from secrets import token_hex
+
+from latdoc.analysis.retry import RetryComparison, TrialOutcome, compare_reliability
+from latdoc.client import RetryPolicy
+from latdoc.pipeline._diagnose import host_meta
+from latdoc.records import Sample, Step, StepNote
+from latdoc.store import Store
+from latdoc.workload import ASSUMED, Budget, VerifyPlan, build_arms
+from latdoc.workload._retry_trials import RetryTrial, run_retry_trials
+
+
+@dataclass(frozen=True)
+class RetryVerdict:
+    comparison: RetryComparison
+    labels: tuple[str, str]
+    run_ids: tuple[str, str]
+    notes: tuple[StepNote, ...] = ()
+    store_path: str = ""
+    interrupted: bool = False
+
+
+def verify_retry(
+    plan: VerifyPlan,
+    *,
+    store: Store,
+    policy: RetryPolicy | None = None,
+    on_progress: Callable[[str, int, int], None] | None = None,
+) -> RetryVerdict:
+    """``plan.trials`` logical requests per arm, A with no retries, B under ``policy``."""
+    policy = policy or RetryPolicy()
+    arms = build_arms(plan, ASSUMED)
+    experiment = token_hex(4)
+    run_ids = tuple(
+        store.new_run(
+            endpoint=arm.endpoint.base_url,
+            model=arm.endpoint.model,
+            scenario="",
+            kind="verify",
+            meta={
+                **host_meta(),
+                "experiment": experiment,
+                "remedy": "retry",
+                "arm": arm.name,
+                "arm_label": arm.label,
+                "options": {"trials": plan.trials, "max_tokens": arm.max_tokens},
+            },
+        )
+        for arm in arms
+    )
+    by_arm = dict(zip(("A", "B"), run_ids, strict=True))
+    trials: dict[str, list[RetryTrial]] = {"A": [], "B": []}
+    notes: list[StepNote] = []
+
+    def keep(trial: RetryTrial) -> None:
+        trials[trial.arm].append(trial)
+        for trace in trial.attempts:
+            sample = Sample(Step.EXPERIMENT, trace, index=trial.index)
+            store.add_sample(by_arm[trial.arm], sample)
+
+    interrupted = False
+    try:
+        result = asyncio.run(
+            run_retry_trials(
+                arms,
+                policy,
+                Budget(plan.max_requests, plan.token_budget, plan.max_seconds),
+                plan.trials,
+                seed=plan.seed,
+                on_trial=keep,
+                on_progress=lambda done, total: (
+                    on_progress("trials", done, total) if on_progress else None
+                ),
+            )
+        )
+        notes.extend(result.notes)
+    except KeyboardInterrupt:
+        interrupted = True
+        notes.append(StepNote(Step.RUN, "interrupted by the user; compared what was measured"))
+    for run_id in run_ids:
+        store.finish_run(
+            run_id, status="interrupted" if interrupted else "done", diagnosis=None, notes=notes
+        )
+
+    def outcomes(arm: str) -> list[TrialOutcome]:
+        return [
+            TrialOutcome(t.ok, t.end_to_end_ms, len(t.attempts), t.waited_s) for t in trials[arm]
+        ]
+
+    return RetryVerdict(
+        comparison=compare_reliability(outcomes("A"), outcomes("B"), seed=plan.seed or 0),
+        labels=(arms[0].label, arms[1].label),
+        run_ids=(run_ids[0], run_ids[1]),
+        notes=tuple(notes),
+        store_path=store.path,
+        interrupted=interrupted,
+    )

@@ -1,0 +1,141 @@
+"""``verify --remedy retry``: the same requests with no retries (A) and under a policy (B).
+
+A trial of B is one logical request: attempts until one succeeds or the
+:class:`~latdoc.client.RetryPolicy` says stop, with the waits it asks for. Its
+end-to-end time runs from the first attempt's start to the last one's end, waits
+included, which is what the application sees. Trials of A and B alternate in a
+shuffled order so both meet the endpoint's errors alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from latdoc.client import FailureClass, RetryPolicy, classify_status
+from latdoc.errors import ErrorKind
+from latdoc.probe import ProbeSession
+from latdoc.records import RequestTrace, Step, StepNote
+from latdoc.workload._budget import Budget
+from latdoc.workload._experiment import Arm
+
+_RETRY_AFTER = re.compile(r"\(Retry-After: ([^)]+)\)")
+"""The probe writes a 429's or 503's ``Retry-After`` into its error message."""
+
+
+@dataclass(frozen=True)
+class RetryTrial:
+    """One logical request of an arm: its attempts, and what the application saw."""
+
+    arm: str
+    index: int
+    attempts: tuple[RequestTrace, ...]
+    waited_s: float
+    end_to_end_ms: float
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.attempts) and self.attempts[-1].ok
+
+
+@dataclass
+class RetryTrialsResult:
+    trials: list[RetryTrial] = field(default_factory=list)
+    notes: list[StepNote] = field(default_factory=list)
+
+
+def failure_class(trace: RequestTrace) -> FailureClass:
+    """How the client's retry policy classes a failed attempt the probe recorded."""
+    error = trace.error
+    assert error is not None
+    if error.kind is ErrorKind.HTTP and error.status is not None:
+        return classify_status(error.status) or FailureClass.OTHER
+    if error.kind in (ErrorKind.DNS, ErrorKind.CONNECT, ErrorKind.TLS):
+        return FailureClass.CONNECTION
+    if error.kind is ErrorKind.TIMEOUT:
+        return FailureClass.TIMEOUT
+    if error.kind is ErrorKind.STREAM_BROKEN:
+        # Broken before anything came back is a connection failure; after, a stream's.
+        return FailureClass.STREAM if trace.first_byte_ns is not None else FailureClass.CONNECTION
+    return FailureClass.OTHER
+
+
+async def run_retry_trials(
+    arms: tuple[Arm, Arm],
+    policy: RetryPolicy,
+    budget: Budget,
+    trials: int,
+    *,
+    seed: int | None = None,
+    on_trial: Callable[[RetryTrial], None] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> RetryTrialsResult:
+    """``trials`` trials of each arm: A's first attempt is its last, B retries by ``policy``."""
+    rng = random.Random(seed)
+    result = RetryTrialsResult()
+    index = 0
+
+    async def trial(arm: Arm, session: ProbeSession, retry: bool) -> RetryTrial | None:
+        nonlocal index
+        started = time.monotonic()
+        attempts: list[RequestTrace] = []
+        waited = 0.0
+        while True:
+            if not budget.reserve(arm.prompt_cost, arm.max_tokens):
+                return None
+            trace = await session.request(arm.prompt(rng), arm.max_tokens)
+            attempts.append(trace)
+            if trace.ok or not retry:
+                break
+            match = _RETRY_AFTER.search(trace.error.message if trace.error else "")
+            decision = policy.decide(
+                len(attempts),
+                failure_class(trace),
+                elapsed_s=time.monotonic() - started,
+                headers={"retry-after": match.group(1)} if match else None,
+                status=trace.status,
+                now_wall=time.time(),
+                draw=rng.random,
+            )
+            if not decision.retry or decision.wait_s is None:
+                break
+            await asyncio.sleep(decision.wait_s)
+            waited += decision.wait_s
+        index += 1
+        return RetryTrial(
+            arm.name, index, tuple(attempts), waited, (time.monotonic() - started) * 1000
+        )
+
+    left = budget.seconds_left
+    a, b = arms
+    try:
+        async with (
+            a.session() as session_a,
+            b.session() as session_b,
+            asyncio.timeout(None if math.isinf(left) else left),
+        ):
+            plan = [(a, session_a, False), (b, session_b, True)]
+            for done in range(trials):
+                rng.shuffle(plan)
+                for arm, session, retry in plan:
+                    kept = await trial(arm, session, retry)
+                    if kept is None:
+                        result.notes.append(
+                            StepNote(Step.RUN, f"the budget ran out after {done} trials")
+                        )
+                        return result
+                    result.trials.append(kept)
+                    if on_trial is not None:
+                        on_trial(kept)
+                if on_progress is not None:
+                    on_progress(done + 1, trials)
+    except TimeoutError:
+        result.notes.append(
+            StepNote(Step.RUN, "the time budget ran out; the request in flight was abandoned")
+        )
+    return result

@@ -1,0 +1,110 @@
+"""``latdoc verify --remedy retry`` against the lab's own errors, with known rates."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from latdoc.cli import EXIT_OK, main
+from latdoc.client import FailureClass, RetryPolicy
+from latdoc.errors import ErrorKind, Phase, TraceError
+from latdoc.lab.sim import Fault, LabConfig, LabServer, LatencyModel
+from latdoc.pipeline import RetryVerdict, verify_retry
+from latdoc.probe import Endpoint
+from latdoc.records import RequestTrace
+from latdoc.store import Store
+from latdoc.workload import VerifyPlan, VerifyRemedy
+from latdoc.workload._retry_trials import failure_class
+
+QUICK = LatencyModel(prefill_base_ms=5.0, prefill_ms_per_token=0.0, decode_ms_per_token=1.0)
+
+
+def fast_policy() -> RetryPolicy:
+    """Short backoffs, and no retry budget: every failure gets its attempts, so the
+    answered share is the policy's own (a budget would cap it by design)."""
+    return RetryPolicy(server_base_s=0.01, server_cap_s=0.05, connect_base_s=0.01, budget=None)
+
+
+def run(config: LabConfig, tmp_path: Path, trials: int = 40) -> RetryVerdict:
+    with LabServer(config) as lab:
+        plan = VerifyPlan(
+            Endpoint(lab.base_url, "lab-sim"),
+            VerifyRemedy.RETRY,
+            max_tokens=4,
+            trials=trials,
+            seed=2,
+        )
+        with Store(tmp_path / "r.db") as store:
+            return verify_retry(plan, store=store, policy=fast_policy())
+
+
+def test_retries_answer_what_a_first_attempt_loses(tmp_path: Path) -> None:
+    config = LabConfig(latency=QUICK, fault=Fault("500"), fault_rate=0.3, seed=4)
+    verdict = run(config, tmp_path)
+    a, b = verdict.comparison.a, verdict.comparison.b
+    assert a.trials == b.trials == 40
+    assert a.success_ci is not None and a.success_ci[0] <= 0.7 <= a.success_ci[1]
+    # Four attempts each failing 30% of the time: 1 − 0.3⁴ ≈ 99% answered.
+    assert b.success_rate >= 0.9 and b.attempts_mean > 1.0
+    assert verdict.comparison.verdict == "better"
+    assert a.attempts_mean == 1.0 and a.waited_s == 0.0
+
+
+def test_an_endpoint_without_errors_shows_no_difference(tmp_path: Path) -> None:
+    verdict = run(LabConfig(latency=QUICK), tmp_path, trials=15)
+    assert verdict.comparison.a.success_rate == verdict.comparison.b.success_rate == 1.0
+    assert verdict.comparison.verdict == "no_difference"
+    assert verdict.comparison.b.attempts_mean == 1.0
+
+
+def test_a_401_is_never_retried(tmp_path: Path) -> None:
+    verdict = run(LabConfig(latency=QUICK, api_key="the-right-key"), tmp_path, trials=10)
+    b = verdict.comparison.b
+    assert b.succeeded == 0 and b.attempts_mean == 1.0 and b.waited_s == 0.0
+    assert verdict.comparison.verdict == "no_difference"
+
+
+def _failed(
+    kind: ErrorKind, status: int | None = None, *, first_byte: bool = False
+) -> RequestTrace:
+    from datetime import UTC, datetime
+
+    return RequestTrace(
+        started_at=datetime(2026, 11, 30, tzinfo=UTC), t0_ns=0, url="u", model="m",
+        dialect="chat", first_byte_ns=1000 if first_byte else None,
+        error=TraceError(kind, Phase.WAIT, "x", status),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("trace", "expected"),
+    [
+        (_failed(ErrorKind.HTTP, 429), FailureClass.RATE_LIMIT),
+        (_failed(ErrorKind.HTTP, 503), FailureClass.SERVER),
+        (_failed(ErrorKind.HTTP, 404), FailureClass.CLIENT),
+        (_failed(ErrorKind.CONNECT), FailureClass.CONNECTION),
+        (_failed(ErrorKind.TIMEOUT), FailureClass.TIMEOUT),
+        (_failed(ErrorKind.STREAM_BROKEN), FailureClass.CONNECTION),
+        (_failed(ErrorKind.STREAM_BROKEN, first_byte=True), FailureClass.STREAM),
+        (_failed(ErrorKind.MALFORMED), FailureClass.OTHER),
+    ],
+)
+def test_probe_failures_get_the_policys_classes(
+    trace: RequestTrace, expected: FailureClass
+) -> None:
+    assert failure_class(trace) == expected
+
+
+def test_the_command_prints_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = LabConfig(latency=QUICK, fault=Fault("503"), fault_rate=0.5, seed=1)
+    with LabServer(config) as lab:
+        code = main(["verify", lab.base_url, "-m", "lab-sim", "--remedy", "retry",
+                     "--trials", "6", "--json", "--db", str(tmp_path / "c.db"),
+                     "--max-tokens", "4"])  # fmt: skip
+    assert code == EXIT_OK
+    document = json.loads(capsys.readouterr().out)
+    assert document["schema"] == "latdoc.retry/1"
+    assert document["arms"]["A"]["trials"] == document["arms"]["B"]["trials"] == 6
+    assert document["arms"]["B"]["success_rate"] >= document["arms"]["A"]["success_rate"]
