@@ -3,13 +3,15 @@
 Time every phase of a real streaming request (DNS, TCP, TLS, send, server wait,
 first token, every chunk) into one :class:`RequestTrace` record; measure, keep
 and diagnose an endpoint with :func:`diagnose_endpoint` (or diagnose a stored run
-again with :func:`rediagnose`) and get a :class:`Diagnosis`: the kind of slow,
+again with :func:`rediagnose`; time an application's own requests with
+:func:`instrument`) and get a :class:`Diagnosis`: the kind of slow,
 its evidence and the ranked remedies.
 """
 
 from latdoc.analysis.attribution import RunContext
 from latdoc.analysis.diagnosis import Diagnosis, Finding, Kind, Remedy, Scenario, Verdict
 from latdoc.analysis.stats import Distribution
+from latdoc.client import Instrumentation, instrument
 from latdoc.errors import (
     CalibrationError,
     ErrorKind,
@@ -48,6 +50,7 @@ __all__ = [
     "Endpoint",
     "ErrorKind",
     "Finding",
+    "Instrumentation",
     "Kind",
     "LabError",
     "LatdocError",
@@ -73,6 +76,7 @@ __all__ = [
     "__version__",
     "build_diagnosis",
     "diagnose_endpoint",
+    "instrument",
     "rediagnose",
     "run_diagnosis",
     "run_probe",

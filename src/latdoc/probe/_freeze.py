@@ -47,7 +47,7 @@ def freeze_trace(
     started_at: datetime,
     ex: Exchange,
     error: TraceError | None,
-    request_body_bytes: int,
+    request_body_bytes: int | None,
     target: TraceTarget,
 ) -> RequestTrace:
     """Everything measured about one request, as a frozen :class:`RequestTrace`.
