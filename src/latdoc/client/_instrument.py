@@ -484,7 +484,7 @@ def _as_core(exc: Exception, core: ModuleType) -> Exception:
         return core.ConnectTimeout(str(exc))  # type: ignore[no-any-return]
     if isinstance(exc, DnsFailure):
         return core.ConnectError(str(exc))  # type: ignore[no-any-return]
-    if core is not httpcore and type(exc).__module__.startswith("httpcore."):
+    if core is not httpcore and type(exc).__module__.partition(".")[0] == "httpcore":
         same = getattr(core, type(exc).__name__, None)
         if isinstance(same, type) and issubclass(same, Exception):
             return same(str(exc))

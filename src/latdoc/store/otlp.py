@@ -25,6 +25,16 @@ from latdoc.records import RequestTrace, Step, StepNote
 _NS_PER_MS = 1_000_000
 _OPERATIONS = {"chat": "chat", "text_completion": "completions"}
 _STATUS_ERROR = (2, "STATUS_CODE_ERROR")
+_SDK_ERRORS = {
+    "RateLimitError": 429,
+    "InternalServerError": 500,
+    "BadRequestError": 400,
+    "AuthenticationError": 401,
+    "PermissionDeniedError": 403,
+    "NotFoundError": 404,
+    "UnprocessableEntityError": 422,
+}
+"""The openai SDK's exception names (``error.type`` in its instrumentation) by status."""
 
 
 @dataclass(frozen=True)
@@ -168,7 +178,7 @@ def _error(span: Mapping[str, Any], a: Mapping[str, Any]) -> TraceError | None:
     code = _int(a.get("http.response.status_code"))
     if code is None:
         digits = text.removeprefix("http:")
-        code = int(digits) if digits.isdigit() else None
+        code = int(digits) if digits.isdigit() else _SDK_ERRORS.get(text.rsplit(".", 1)[-1])
     lowered = text.lower()
     if "timeout" in lowered:
         return TraceError(ErrorKind.TIMEOUT, Phase.WAIT, message)
