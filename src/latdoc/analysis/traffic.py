@@ -156,6 +156,17 @@ def _length(calls: Sequence[RequestTrace]) -> tuple[list[Sample], list[StepNote]
             )
         )
     buckets = {_bucket(t.prompt_tokens or 1) for t in sized}
+    untimed = {_bucket(t.prompt_tokens) for t in calls if t.ok and t.prompt_tokens}
+    if len(buckets) < 2 and len(untimed) >= 2:
+        notes.append(
+            StepNote(
+                Step.LENGTH,
+                "prompt lengths varied, but the requests carry no time to first token: how "
+                "the wait for the first token grows with the input cannot be told (the "
+                "end-to-end time also holds the generation)",
+            )
+        )
+        return [], notes
     if len(buckets) < 2:
         notes.append(
             StepNote(
