@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import re
+import socket
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -254,3 +255,32 @@ def test_from_run_refuses_a_run_that_is_not_traffic(tmp_path: Path) -> None:
         run_id = store.new_run(endpoint="x", model="m", scenario="chat", meta={}, kind="probe")
         with pytest.raises(UsageError, match="not recorded traffic"):
             diagnose_traffic(store, run_id)
+
+
+def test_a_refused_connection_fails_as_it_would_and_is_kept_as_a_connect_error(
+    tmp_path: Path,
+) -> None:
+    with socket.socket() as placeholder:
+        placeholder.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{placeholder.getsockname()[1]}/v1/chat/completions"
+
+    async def raised(client: httpx.AsyncClient) -> type[BaseException]:
+        with pytest.raises(httpx.HTTPError) as caught:
+            await client.post(url, json={"model": "m"})
+        return caught.type
+
+    async def go() -> tuple[type[BaseException], type[BaseException], str]:
+        async with httpx.AsyncClient() as plain, httpx.AsyncClient() as timed:
+            with Store(tmp_path / "s.db") as store, instrument(timed, store=store) as inst:
+                expected = await raised(plain)
+                got = await raised(timed)
+                run_id = inst.run_id
+        return expected, got, run_id
+
+    expected, got, run_id = asyncio.run(go())
+    assert got is expected is httpx.ConnectError
+    with Store(tmp_path / "s.db") as store:
+        _, samples, _ = store.load_run(run_id)
+    (sample,) = samples
+    assert sample.trace.error is not None and sample.trace.error.code == "connect"
+    assert sample.trace.model == "m"
