@@ -82,12 +82,16 @@ def _network(calls: Sequence[RequestTrace]) -> tuple[list[Sample], list[StepNote
         (t for t in calls if t.new_connection is not None and t.ok),
         key=lambda t: t.started_at,
     )
+    if not known and any(t.new_connection is not None for t in calls):
+        return [], [StepNote(Step.NETWORK, "no request succeeded: the network cannot be judged")]
     if not known:
         return [], [
             StepNote(
                 Step.NETWORK,
-                "the recorded requests do not say whether they opened a connection: DNS, "
-                "TCP connect, TLS and connection reuse cannot be told apart",
+                "the recorded requests time each operation as a whole (as spans do): DNS, "
+                "TCP connect, TLS, sending and the server's wait are not told apart, nor "
+                "whether a request opened a connection, so network setup and reuse cannot "
+                "be judged",
             )
         ]
     last_end: dict[tuple[int | None, str | None], float] = {}

@@ -7,8 +7,9 @@ conventions, as the OpenTelemetry openai instrumentation writes them). Its trace
 has the span's start and end, the model, the token usage and the outcome; the
 time to first token only when the span carries one (``latdoc.ttft_ms`` or a
 ``first_token``/``first_chunk`` event); latdoc's own ``latdoc.*`` phase attributes
-when latdoc wrote the span. Every other phase is ``None``, and :class:`OtlpTraffic`
-notes name them.
+when latdoc wrote the span. Every other phase is ``None``; :class:`OtlpTraffic`
+notes name what spans lack beyond that (the network phases are noted wherever
+traffic is diagnosed, :mod:`latdoc.analysis.traffic`).
 """
 
 from __future__ import annotations
@@ -188,23 +189,14 @@ def _error(span: Mapping[str, Any], a: Mapping[str, Any]) -> TraceError | None:
 
 
 def _notes(traces: list[RequestTrace]) -> tuple[StepNote, ...]:
-    n = len(traces)
     notes = []
-    if all(t.new_connection is None for t in traces):
-        notes.append(
-            StepNote(
-                Step.NETWORK,
-                "the spans time each operation as a whole: DNS, TCP connect, TLS, sending "
-                "and the server's wait are not told apart, nor whether a request opened a "
-                "connection, so network setup and reuse cannot be judged",
-            )
-        )
+    ok = sum(1 for t in traces if t.ok)
     no_ttft = sum(1 for t in traces if t.ok and t.first_token_ns is None)
     if no_ttft:
         notes.append(
             StepNote(
                 Step.LOAD,
-                f"{no_ttft} of {n} spans carry no time to first chunk: prefill and "
+                f"{no_ttft} of {ok} successful spans carry no time to first chunk: prefill and "
                 "queueing cannot be told from generation in them",
             )
         )
