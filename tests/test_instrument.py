@@ -8,6 +8,7 @@ import asyncio
 import dataclasses
 import re
 import socket
+import ssl
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -284,3 +285,40 @@ def test_a_refused_connection_fails_as_it_would_and_is_kept_as_a_connect_error(
     (sample,) = samples
     assert sample.trace.error is not None and sample.trace.error.code == "connect"
     assert sample.trace.model == "m"
+
+
+@pytest.mark.parametrize("http2", [False, True])
+def test_tls_and_http2_phases_are_timed_like_the_probe(
+    lab: LabFactory, tmp_path: Path, http2: bool
+) -> None:
+    with lab(LabConfig(latency=FAST, seed=9), tls=True, http2=http2) as server:
+        assert server.ca_file is not None
+        context = ssl.create_default_context(cafile=server.ca_file)
+
+        async def go() -> str:
+            async with httpx.AsyncClient(verify=context, http2=http2) as http:
+                with Store(tmp_path / "s.db") as store, instrument(http, store=store) as inst:
+                    for _ in range(2):
+                        async with http.stream(
+                            "POST",
+                            server.base_url + "/chat/completions",
+                            json={
+                                "model": "lab-sim",
+                                "messages": [{"role": "user", "content": "hi"}],
+                                "max_tokens": 4,
+                                "stream": True,
+                            },
+                        ) as response:
+                            async for _ in response.aiter_bytes():
+                                pass
+                    return inst.run_id
+
+        run_id = asyncio.run(go())
+    with Store(tmp_path / "s.db") as store:
+        _, samples, _ = store.load_run(run_id)
+    cold, warm = (s.trace for s in samples)
+    assert cold.ok and warm.ok
+    assert cold.http_version == ("HTTP/2" if http2 else "HTTP/1.1")
+    assert cold.tls_ms is not None and cold.tls_ms > 0
+    assert warm.tls_ms == 0 and warm.new_connection is False
+    assert cold.first_token_ns is not None and len(cold.chunks) == 4
