@@ -3,7 +3,8 @@
 Time every phase of a real streaming request (DNS, TCP, TLS, send, server wait,
 first token, every chunk) into one :class:`RequestTrace` record; measure, keep
 and diagnose an endpoint with :func:`diagnose_endpoint` (or diagnose a stored run
-again with :func:`rediagnose`) and get a :class:`Diagnosis`: the kind of slow,
+again with :func:`rediagnose`; time an application's own requests with
+:func:`instrument`) and get a :class:`Diagnosis`: the kind of slow,
 its evidence and the ranked remedies.
 
 The remedies in production code are :mod:`latdoc.client`: :func:`make_client` and
@@ -18,6 +19,7 @@ from latdoc.analysis.stats import Distribution
 from latdoc.client import (
     FailureClass,
     FirstTokenTimeout,
+    Instrumentation,
     PhaseTimeouts,
     ResetPolicy,
     RetryBudget,
@@ -29,6 +31,7 @@ from latdoc.client import (
     TokenEstimate,
     TotalTimeout,
     asummarize_history,
+    instrument,
     make_async_client,
     make_client,
     pool_size,
@@ -85,6 +88,7 @@ __all__ = [
     "FailureClass",
     "Finding",
     "FirstTokenTimeout",
+    "Instrumentation",
     "Kind",
     "LabError",
     "LatdocError",
@@ -122,6 +126,7 @@ __all__ = [
     "asummarize_history",
     "build_diagnosis",
     "diagnose_endpoint",
+    "instrument",
     "make_async_client",
     "make_client",
     "pool_size",

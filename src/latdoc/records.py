@@ -230,6 +230,8 @@ class Step(enum.StrEnum):
     """``latdoc probe``: the same request repeated."""
     EXPERIMENT = "experiment"
     """``latdoc verify``: one arm of an A/B experiment."""
+    TRAFFIC = "traffic"
+    """``latdoc.instrument``: a request the application itself made, timed as it passed."""
     SUMMARY = "summary"
     """``latdoc verify --remedy conversation``: a summary the model wrote for a strategy
     (its time and tokens are that strategy's cost)."""

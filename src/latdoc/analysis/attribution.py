@@ -49,6 +49,7 @@ from latdoc.analysis.length_rule import (
 )
 from latdoc.analysis.noticeable import is_noticeable, noticeable_bar, request_parts
 from latdoc.analysis.stats import quantile
+from latdoc.analysis.traffic import StepViews
 from latdoc.records import RequestTrace, Sample, StepNote
 
 SLOW_DNS_MS = 200.0
@@ -328,12 +329,18 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def diagnose(samples: Sequence[Sample], context: RunContext) -> Diagnosis:
-    """The verdict, shares and findings for one run's samples. Remedies are added by advice."""
+def diagnose(
+    samples: Sequence[Sample], context: RunContext, views: StepViews | None = None
+) -> Diagnosis:
+    """The verdict, shares and findings for one run's samples. Remedies are added by advice.
+
+    ``views`` relabel recorded traffic by step (:func:`~.traffic.traffic_views`).
+    """
     reference = None if context.scenario is Scenario.LONGDOC else LONG_REFERENCE_TOKENS
-    facts = gather_facts(samples, reference)
+    steps = samples if views is None else views.samples
+    facts = gather_facts(samples, reference, steps)
     findings = tuple(f for rule in RULES if (f := rule(facts)) is not None)
-    bar = noticeable_bar(samples)
+    bar = noticeable_bar(samples if views is None else views.identical)
     verdict = _verdict(findings, facts, bar)
     shares = {f.kind: round(f.share_ms, 3) for f in findings}
     if not findings:
@@ -357,7 +364,7 @@ def diagnose(samples: Sequence[Sample], context: RunContext) -> Diagnosis:
         failed=sum(1 for t in measured if not t.ok),
         length_check=length_check(facts),
         noticeable=bar,
-        typical_request=request_parts(samples),
+        typical_request=request_parts(steps),
     )
 
 

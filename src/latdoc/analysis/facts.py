@@ -116,17 +116,24 @@ def _diff(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a - b
 
 
-def gather_facts(samples: Sequence[Sample], long_reference_tokens: int | None) -> Facts:
+def gather_facts(
+    samples: Sequence[Sample],
+    long_reference_tokens: int | None,
+    by_step: Sequence[Sample] | None = None,
+) -> Facts:
+    """``by_step``, when given, holds the samples the network, length and load summaries
+    read (recorded traffic relabelled by step); ``samples`` are the run's requests."""
+    steps = samples if by_step is None else by_step
     measured = [s for s in samples if s.step != Step.CALIBRATION]
     ok = [s.trace for s in measured if s.trace.ok]
-    curve = fit_length_curve(length_points(_length_pairs(samples)))
+    curve = fit_length_curve(length_points(_length_pairs(steps)))
     stalls = [(i, st.gap_ms) for i, t in enumerate(ok) for st in find_stalls(t.itl_ms)]
     failed = Counter(s.trace.error.code for s in measured if s.trace.error is not None)
     retry = [_retry_after(s.trace) for s in measured]
     retry_after = max((r for r in retry if r is not None), default=None)
     return Facts(
-        network=_network_facts(samples),
-        load=_load_facts(samples),
+        network=_network_facts(steps),
+        load=_load_facts(steps),
         curve=curve,
         stalls=stalls,
         measured=[s.trace for s in measured],

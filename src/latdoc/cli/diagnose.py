@@ -22,7 +22,14 @@ from latdoc.cli._options import (
     target,
 )
 from latdoc.errors import UsageError
-from latdoc.pipeline import DEFAULT_CONCURRENCY, DiagnosisRun, diagnose_endpoint, rediagnose
+from latdoc.pipeline import (
+    DEFAULT_CONCURRENCY,
+    DiagnosisRun,
+    diagnose_endpoint,
+    diagnose_otlp,
+    diagnose_traffic,
+    rediagnose,
+)
 from latdoc.report import ProgressBars
 from latdoc.store import Store
 from latdoc.workload import LENGTHS, DiagnosisPlan, planned_requests, planned_tokens
@@ -62,6 +69,15 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
         help="concurrent requests you expect in production, for pool sizing "
         f"(default {DEFAULT_CONCURRENCY})",
     )  # fmt: skip
+    recorded = d.add_mutually_exclusive_group()
+    recorded.add_argument(
+        "--from-run", metavar="RUN_ID",
+        help="diagnose an application's traffic recorded by latdoc.instrument; sends nothing",
+    )  # fmt: skip
+    recorded.add_argument(
+        "--from-otlp", metavar="FILE",
+        help="diagnose GenAI spans exported as OTLP JSON; sends nothing",
+    )  # fmt: skip
     d.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
     d.add_argument("--json", action="store_true", help="print the diagnosis as JSON")
     add_store_argument(d)
@@ -93,6 +109,8 @@ def plan_line(plan: DiagnosisPlan) -> str:
 
 
 def run_diagnose(args: argparse.Namespace) -> int:
+    if args.from_run or args.from_otlp:
+        return _diagnose_recorded(args)
     key = api_key(args)
     err = sys.stderr
     with target(args, err, engine=True) as where:
@@ -129,6 +147,22 @@ def run_diagnose(args: argparse.Namespace) -> int:
     if run.status == "interrupted":
         return EXIT_INTERRUPTED
     return EXIT_REQUEST_FAILED if run.all_failed else EXIT_OK
+
+
+def _diagnose_recorded(args: argparse.Namespace) -> int:
+    if args.url:
+        raise UsageError("--from-run and --from-otlp send nothing: give no URL")
+    with Store(args.db) as store:
+        if args.from_run:
+            run = diagnose_traffic(store, args.from_run)
+        else:
+            run = diagnose_otlp(store, args.from_otlp)
+    _emit(run, args, sys.stdout, terminal=True)
+    print(
+        f"Run {run.run_id}: {len(run.samples)} recorded requests in {run.store_path}.",
+        file=sys.stderr,
+    )
+    return EXIT_OK
 
 
 def run_runs(args: argparse.Namespace) -> int:

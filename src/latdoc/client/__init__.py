@@ -10,6 +10,10 @@
   :class:`RetryDecision` each failure gets; ``_retry_transport`` acts on them.
 - ``_conversation``: :func:`trim_messages`, :func:`summarize_history`,
   :class:`ResetPolicy` and :class:`TokenEstimate`.
+- ``_instrument``, ``_watch``, ``_otel``: :func:`instrument` times an application's
+  own requests with the probe's definitions and keeps them as a run that
+  ``latdoc diagnose --from-run`` reads (and, with ``otel=True``, emits them as
+  OpenTelemetry GenAI spans and metrics).
 
 Runtime code here needs httpx only, not the openai SDK.
 """
@@ -35,6 +39,7 @@ from latdoc.client._factory import (
     pool_limits,
     pool_size,
 )
+from latdoc.client._instrument import Instrumentation, instrument
 from latdoc.client._retry import (
     FailureClass,
     RetryBudget,
@@ -62,6 +67,7 @@ __all__ = [
     "AsyncTimeoutTransport",
     "FailureClass",
     "FirstTokenTimeout",
+    "Instrumentation",
     "Message",
     "PhaseTimeouts",
     "ResetPolicy",
@@ -78,6 +84,7 @@ __all__ = [
     "asummarize_history",
     "classify_exception",
     "classify_status",
+    "instrument",
     "make_async_client",
     "make_client",
     "message_text",

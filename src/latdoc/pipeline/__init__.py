@@ -3,7 +3,9 @@
 - :func:`diagnose_endpoint` runs the three measured steps against an endpoint,
   keeps every sample in the :class:`~latdoc.store.Store` as it finishes, and
   diagnoses them, also when the run is interrupted; :func:`rediagnose` diagnoses
-  a stored run again, sending nothing; :func:`build_diagnosis` is the pure part.
+  a stored run again, sending nothing; :func:`diagnose_traffic` diagnoses an
+  application's recorded traffic (``latdoc.instrument``) and :func:`diagnose_otlp`
+  the GenAI spans of an OTLP JSON file; :func:`build_diagnosis` is the pure part.
 - :func:`probe_endpoint` sends a series of probes and keeps them as a run;
   :func:`compare_runs` compares two stored runs like with like, sending nothing.
 - :func:`verify_remedy` measures one remedy as an A/B experiment on the endpoint.
@@ -28,6 +30,7 @@ from latdoc.pipeline._diagnose import (
 )
 from latdoc.pipeline._retry import RetryVerdict, verify_retry
 from latdoc.pipeline._runs import RunComparison, StoredProbe, compare_runs, probe_endpoint
+from latdoc.pipeline._traffic import diagnose_otlp, diagnose_traffic
 from latdoc.pipeline._verify import NOT_APPLICABLE, VerifyResult, verify_remedy
 
 __all__ = [
@@ -44,6 +47,8 @@ __all__ = [
     "compare_runs",
     "cpu_count",
     "diagnose_endpoint",
+    "diagnose_otlp",
+    "diagnose_traffic",
     "probe_endpoint",
     "rediagnose",
     "run_context",

@@ -129,6 +129,10 @@ def diagnose_endpoint(
 def rediagnose(store: Store, run_id: str) -> DiagnosisRun:
     """Diagnose a stored run (an id or a unique prefix of one) again, sending nothing."""
     info, samples, _ = store.load_run(run_id)
+    if info.kind == "instrument":
+        from latdoc.pipeline._traffic import diagnose_traffic
+
+        return diagnose_traffic(store, info.run_id)
     if info.kind != "diagnose":
         raise UsageError(
             f"run {info.run_id} is a {info.kind} run, not a diagnosis: "

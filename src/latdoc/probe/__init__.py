@@ -4,7 +4,9 @@ The rooms behind this face, in the order a request passes through them:
 
 - ``_endpoint``: where requests go (:class:`Endpoint`), how long they may take
   (:class:`Timeouts`), how TLS is trusted; ``_connection``: :class:`ConnectionOptions`.
-- ``_session``: :class:`ProbeSession`, one pool and the requests sent through it.
+- ``_session``: :class:`ProbeSession`, one pool and the requests sent through it;
+  ``_freeze``: what was measured of one request frozen into a trace (also used by
+  ``latdoc.client`` for an application's own requests).
 - ``_backend``, ``_aiostream``: the timed network backend (DNS, connect, TLS, every read).
 - ``_recorder``: the per-request stopwatch the backend and httpcore's trace events feed.
 - ``_dialects``, ``_sse``, ``_stream_state``: request bodies and the event stream decoded.
@@ -15,27 +17,43 @@ The rooms behind this face, in the order a request passes through them:
 This package computes no statistics and prints nothing.
 """
 
-from latdoc.probe._backend import Resolver, system_resolver
+from latdoc.probe._backend import Resolver, TimedBackend, TimedStream, system_resolver, warm_up
 from latdoc.probe._connection import ConnectionOptions
-from latdoc.probe._dialects import Dialect, Prompt
+from latdoc.probe._dialects import Dialect, Prompt, error_message, parse_event
 from latdoc.probe._endpoint import Endpoint, Timeouts
+from latdoc.probe._failures import classify
+from latdoc.probe._freeze import Exchange, TraceTarget, freeze_trace
 from latdoc.probe._looplag import LoopLagMonitor
-from latdoc.probe._recorder import now_ns
+from latdoc.probe._recorder import Recorder, now_ns
 from latdoc.probe._session import EventHook, ProbeSession
 from latdoc.probe._sse import SSEDecoder, SSEEvent
+from latdoc.probe._stream_state import StreamState
+from latdoc.probe._tcpinfo import read_tcp_info
 
 __all__ = [
     "ConnectionOptions",
     "Dialect",
     "Endpoint",
     "EventHook",
+    "Exchange",
     "LoopLagMonitor",
     "ProbeSession",
     "Prompt",
+    "Recorder",
     "Resolver",
     "SSEDecoder",
     "SSEEvent",
+    "StreamState",
+    "TimedBackend",
+    "TimedStream",
     "Timeouts",
+    "TraceTarget",
+    "classify",
+    "error_message",
+    "freeze_trace",
     "now_ns",
+    "parse_event",
+    "read_tcp_info",
     "system_resolver",
+    "warm_up",
 ]

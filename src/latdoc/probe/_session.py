@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
@@ -24,32 +23,19 @@ from latdoc.errors import ErrorKind, Phase, StreamFailure, TraceError
 from latdoc.probe._backend import Resolver, TimedBackend, TimedStream, system_resolver, warm_up
 from latdoc.probe._dialects import Prompt, error_message, request_body
 from latdoc.probe._endpoint import Endpoint, Timeouts, make_ssl_context
-from latdoc.probe._failures import classify, closed_before_answering, redact
+from latdoc.probe._failures import classify, closed_before_answering
+from latdoc.probe._freeze import Exchange, TraceTarget, freeze_trace
 from latdoc.probe._recorder import Recorder, now_ns
-from latdoc.probe._servertiming import parse_server_timing
 from latdoc.probe._sse import SSEDecoder
 from latdoc.probe._stream_state import EventHook, StreamState
 from latdoc.probe._tcpinfo import read_tcp_info
-from latdoc.records import Chunk, RequestTrace, TcpInfo
+from latdoc.records import RequestTrace
 
 __all__ = ["Endpoint", "EventHook", "ProbeSession", "Timeouts", "make_ssl_context"]
 
 _ERROR_BODY_LIMIT = 64 * 1024
 
 _USER_AGENT = b"latdoc"
-
-
-@dataclass
-class _Exchange:
-    """The protocol-level outcome of one request, before it is frozen."""
-
-    status: int | None = None
-    http_version: str | None = None
-    stream: TimedStream | None = None
-    headers: dict[str, str] = field(default_factory=dict)
-    state: StreamState | None = None
-    done: int | None = None
-    tcp_info: TcpInfo | None = None
 
 
 class ProbeSession:
@@ -182,7 +168,7 @@ class ProbeSession:
         )
         content = json.dumps(body).encode()
         started_at = datetime.now(UTC)
-        exchange = _Exchange()
+        exchange = Exchange()
         error: TraceError | None = None
         with Recorder() as rec:
             try:
@@ -194,14 +180,22 @@ class ProbeSession:
                 error = classify(exc, rec, self.timeouts)
             if exchange.done is None:
                 exchange.done = now_ns() if error is None else None
-        return self._freeze(rec, started_at, exchange, error, len(content))
+        ep = self.endpoint
+        return freeze_trace(
+            rec,
+            started_at,
+            exchange,
+            error,
+            len(content),
+            TraceTarget(ep.url, ep.model, str(ep.dialect), ep.is_tls, ep.api_key),
+        )
 
     async def _exchange(
         self,
         pool: httpcore.AsyncConnectionPool,
         rec: Recorder,
         content: bytes,
-        out: _Exchange,
+        out: Exchange,
         on_event: EventHook | None,
         extra_headers: list[tuple[bytes, bytes]],
     ) -> None:
@@ -260,7 +254,7 @@ class ProbeSession:
                 )
 
     async def _fail_on_status(
-        self, response: httpcore.Response, rec: Recorder, out: _Exchange
+        self, response: httpcore.Response, rec: Recorder, out: Exchange
     ) -> None:
         body = bytearray()
         try:
@@ -277,77 +271,4 @@ class ProbeSession:
             message += f" (Retry-After: {retry_after})"
         raise StreamFailure(
             TraceError(ErrorKind.HTTP, Phase.WAIT, f"HTTP {status}: {message}", status)
-        )
-
-    def _freeze(
-        self,
-        rec: Recorder,
-        started_at: datetime,
-        ex: _Exchange,
-        error: TraceError | None,
-        request_body_bytes: int,
-    ) -> RequestTrace:
-        t0 = rec.t0
-
-        def rel(mark: int | None) -> int | None:
-            return None if mark is None else mark - t0
-
-        dns_done, connect_done, tls_done = rec.dns_done, rec.connect_done, rec.tls_done
-        if not rec.new_connection and rec.queue_done is not None:
-            dns_done = connect_done = rec.queue_done
-            tls_done = rec.queue_done if self.endpoint.is_tls else None
-        sent, acked = rec.sent
-        state = ex.state
-        server_timing = parse_server_timing(ex.headers)
-        tokens: int | None = None
-        tokens_exact = False
-        chunk_exact = False
-        chunks: tuple[Chunk, ...] = ()
-        if state is not None:
-            server_timing.update(state.server_timing)
-            chunks = tuple(state.chunks)
-            usage = state.usage
-            if usage is not None and usage.completion_tokens is not None:
-                tokens, tokens_exact = usage.completion_tokens, True
-                chunk_exact = state.usage_on_chunks or tokens == len(chunks)
-            elif state.count_tokens is not None and state.text:
-                tokens = state.count_tokens("".join(state.text))
-            elif chunks:
-                tokens = len(chunks)
-        usage = state.usage if state is not None else None
-        stream = ex.stream
-        if error is not None:
-            error = redact(error, self.endpoint.api_key)
-        return RequestTrace(
-            started_at=started_at,
-            t0_ns=t0,
-            url=self.endpoint.url,
-            model=self.endpoint.model,
-            dialect=str(self.endpoint.dialect),
-            http_version=ex.http_version,
-            remote_ip=stream.remote_ip if stream is not None else None,
-            connection_id=stream.connection_id if stream is not None else None,
-            new_connection=rec.new_connection if rec.queue_done is not None else None,
-            queue_done_ns=rel(rec.queue_done),
-            dns_done_ns=rel(dns_done),
-            connect_done_ns=rel(connect_done),
-            tls_done_ns=rel(tls_done),
-            sent_ns=rel(sent),
-            sent_acked=acked,
-            first_byte_ns=rel(rec.first_byte),
-            first_token_ns=rel(state.first_token) if state is not None else None,
-            done_ns=rel(ex.done),
-            status=ex.status,
-            chunks=chunks,
-            chunk_tokens_exact=chunk_exact,
-            prompt_tokens=usage.prompt_tokens if usage is not None else None,
-            output_tokens=tokens,
-            output_tokens_exact=tokens_exact,
-            cached_prompt_tokens=usage.cached_prompt_tokens if usage is not None else None,
-            finish_reason=state.finish_reason if state is not None else None,
-            request_bytes=request_body_bytes,
-            response_bytes=rec.bytes_read or None,
-            server_timing=server_timing,
-            tcp_info=ex.tcp_info,
-            error=error,
         )

@@ -1,5 +1,10 @@
 """Keep every trace of a diagnosis run, so it can be listed and re-rendered later.
 
+A run's ``kind`` says what made it: ``diagnose``, ``probe``, ``verify`` (one arm of
+an experiment) or ``instrument`` (an application's own requests, recorded by
+``latdoc.instrument`` or read from OTLP spans, each a sample of step ``traffic``).
+The kind is a column, not part of the schema version: a new kind needs no migration.
+
 :class:`Store` is the SQLite file (:func:`default_path`); :mod:`.codec` turns
 traces and samples into lossless, versioned JSON records; :mod:`.exchange`
 writes and reads a whole run as one document; :mod:`.redact` keeps credentials

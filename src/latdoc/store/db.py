@@ -135,6 +135,16 @@ class Store:
                 raise self._missing(run_id)
             self._insert_sample(run_id, sample)
 
+    def add_samples(self, run_id: str, samples: Sequence[Sample]) -> None:
+        """Store several samples of ``run_id`` in one commit (one disk sync for all)."""
+        if not samples:
+            return
+        with self._transaction():
+            if not self._exists(run_id):
+                raise self._missing(run_id)
+            for sample in samples:
+                self._insert_sample(run_id, sample)
+
     def finish_run(
         self,
         run_id: str,
@@ -179,6 +189,14 @@ class Store:
             (limit,),
         )
         return [_run_info(row) for row in rows]
+
+    def run_info(self, run_id: str) -> RunInfo:
+        """A run's info by its id or a unique prefix of it, without its samples."""
+        full_id = self._resolve(run_id)
+        row = self._conn.execute(
+            f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", (full_id,)
+        ).fetchone()
+        return _run_info(row)
 
     def load_run(self, run_id: str) -> tuple[RunInfo, list[Sample], Mapping[str, Any] | None]:
         """A run by its id or a unique prefix of it: its info, samples in order, diagnosis."""

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from latdoc.client import FailureClass, RetryPolicy, classify_status
+from latdoc.client._retry import FailureClass, RetryPolicy, classify_status
 from latdoc.errors import ErrorKind
 from latdoc.probe import ProbeSession
 from latdoc.records import RequestTrace, Step, StepNote

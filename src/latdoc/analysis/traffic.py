@@ -1,0 +1,235 @@
+"""Recorded application traffic seen through the steps of a diagnosis.
+
+A diagnosis reads its samples by step: cold and warm requests (network), the same
+request at several prompt lengths (length), same-length requests one after another
+(load). Natural traffic was not sent that way, so :func:`traffic_views` labels
+only what the traffic can stand in for, and says in notes what it cannot:
+
+- network: a request that opened a connection while none of the earlier ones was
+  idle is a cold request (the pool grew); one that opened a connection although an
+  earlier connection had finished its last request is a warm request that could
+  not reuse it (the server, a proxy or the application dropped it); requests on a
+  reused connection are warm. Traces that do not know their connection are left out.
+- length: successful requests with a time to first token and a reported prompt
+  size, grouped into lengths within 25 % of each other, only when there are two
+  or more such lengths.
+- load: the largest group of requests whose prompt sizes lie within 5 % of each
+  other, for the dispersion of their time to first token; no concurrency probe.
+
+Every trace stays one sample of the run (errors, stalls and decode read those);
+the views only feed the step summaries.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+
+from latdoc.records import RequestTrace, Sample, Step, StepNote
+
+SAME_LENGTH_SPREAD = 1.05
+"""Prompt sizes within this ratio count as the same length for the dispersion of TTFT."""
+LENGTH_BUCKET = 1.25
+"""Prompt sizes within this ratio are one point of the length curve."""
+MIN_SAME_LENGTH = 5
+"""Fewer same-length requests than this say nothing about queueing."""
+
+_LLM_DIALECTS = frozenset({"chat", "completions"})
+
+
+@dataclass(frozen=True)
+class StepViews:
+    """Traffic relabelled for the step summaries, and what it could not stand in for."""
+
+    samples: tuple[Sample, ...]
+    """Samples by step (network, length, load) over the same traces as the run."""
+    identical: tuple[Sample, ...]
+    """The same-length requests: the spread a user would not notice is measured on them."""
+    notes: tuple[StepNote, ...]
+
+
+def traffic_views(samples: Sequence[Sample]) -> StepViews:
+    """The step views of a run of recorded traffic (samples of step ``traffic``)."""
+    calls = [
+        s.trace for s in samples if s.step is Step.TRAFFIC and s.trace.dialect in _LLM_DIALECTS
+    ]
+    network, network_notes = _network(calls)
+    length, length_notes = _length(calls)
+    load, load_notes = _load(calls)
+    notes = (
+        StepNote(
+            Step.RUN,
+            f"diagnosed from {len(samples)} recorded requests of the application's own "
+            "traffic; nothing was sent",
+        ),
+        *network_notes,
+        *length_notes,
+        *load_notes,
+    )
+    return StepViews(tuple(network + length + load), tuple(load), notes)
+
+
+def _end(trace: RequestTrace) -> float:
+    last = trace.done_ns or max((c.t_ns for c in trace.chunks), default=trace.first_byte_ns or 0)
+    return (trace.started_at + timedelta(microseconds=last / 1000)).timestamp()
+
+
+def _network(calls: Sequence[RequestTrace]) -> tuple[list[Sample], list[StepNote]]:
+    known = sorted(
+        (t for t in calls if t.new_connection is not None and t.ok),
+        key=lambda t: t.started_at,
+    )
+    if not known and any(t.new_connection is not None for t in calls):
+        return [], [StepNote(Step.NETWORK, "no request succeeded: the network cannot be judged")]
+    if not known:
+        return [], [
+            StepNote(
+                Step.NETWORK,
+                "the recorded requests time each operation as a whole (as spans do): DNS, "
+                "TCP connect, TLS, sending and the server's wait are not told apart, nor "
+                "whether a request opened a connection, so network setup and reuse cannot "
+                "be judged",
+            )
+        ]
+    last_end: dict[tuple[int | None, str | None], float] = {}
+    for t in known:
+        key = (t.connection_id, t.remote_ip)
+        last_end[key] = max(last_end.get(key, 0.0), _end(t))
+    opened: list[tuple[float, float]] = sorted(
+        (t.started_at.timestamp(), last_end[(t.connection_id, t.remote_ip)])
+        for t in known
+        if t.new_connection
+    )
+    opened_at = [o for o, _ in opened]
+    earliest_idle = _running_min(e for _, e in opened)
+    out: list[Sample] = []
+    growth = dropped = reused = 0
+    for t in known:
+        if not t.new_connection:
+            reused += 1
+            out.append(Sample(Step.NETWORK, t, cold=False))
+            continue
+        start = t.started_at.timestamp()
+        before = bisect.bisect_left(opened_at, start)
+        if before > 0 and earliest_idle[before - 1] < start:
+            dropped += 1
+            out.append(Sample(Step.NETWORK, t, cold=False))
+        else:
+            growth += 1
+            out.append(Sample(Step.NETWORK, t, cold=True))
+    return out, [
+        StepNote(
+            Step.NETWORK,
+            f"not paired on purpose: of {len(known)} successful requests, {reused} reused a "
+            f"connection, {growth} opened one while every earlier one was busy (or none "
+            f"existed), and {dropped} opened one although an earlier connection had gone "
+            "idle and was never used again; what keep-alive saves is read from requests "
+            "of different prompts and moments, and the application's first request also "
+            "carries its one-time start-up costs",
+        )
+    ]
+
+
+def _running_min(values: Iterable[float]) -> list[float]:
+    out: list[float] = []
+    low = math.inf
+    for v in values:
+        low = min(low, v)
+        out.append(low)
+    return out
+
+
+def _sized(calls: Sequence[RequestTrace]) -> list[RequestTrace]:
+    return sorted(
+        (t for t in calls if t.ok and t.ttft_ms is not None and t.prompt_tokens),
+        key=lambda t: t.prompt_tokens or 0,
+    )
+
+
+def _length(calls: Sequence[RequestTrace]) -> tuple[list[Sample], list[StepNote]]:
+    sized = _sized(calls)
+    unsized = sum(1 for t in calls if t.ok and t.prompt_tokens is None)
+    notes = []
+    if unsized:
+        notes.append(
+            StepNote(
+                Step.LENGTH,
+                f"{unsized} successful requests reported no prompt size (a streamed request "
+                "reports usage only when asked: stream_options include_usage)",
+            )
+        )
+    buckets = {_bucket(t.prompt_tokens or 1) for t in sized}
+    untimed = {_bucket(t.prompt_tokens) for t in calls if t.ok and t.prompt_tokens}
+    if len(buckets) < 2 and len(untimed) >= 2:
+        notes.append(
+            StepNote(
+                Step.LENGTH,
+                "prompt lengths varied, but the requests carry no time to first token: how "
+                "the wait for the first token grows with the input cannot be told (the "
+                "end-to-end time also holds the generation)",
+            )
+        )
+        return [], notes
+    if len(buckets) < 2:
+        notes.append(
+            StepNote(
+                Step.LENGTH,
+                "the traffic held fewer than two distinct prompt lengths: how time to first "
+                "token grows with the input cannot be told without active probes "
+                "(`latdoc diagnose URL`)",
+            )
+        )
+        return [], notes
+    samples = []
+    for t in sized:
+        bucket = _bucket(t.prompt_tokens or 1)
+        target = round(LENGTH_BUCKET**bucket)
+        samples.append(Sample(Step.LENGTH, t, target_prompt_tokens=target))
+    lo, hi = sized[0].prompt_tokens, sized[-1].prompt_tokens
+    notes.append(
+        StepNote(
+            Step.LENGTH,
+            f"the length curve is fitted on the prompt sizes that occurred ({len(buckets)} "
+            f"lengths, {lo} to {hi} tokens), not on controlled lengths: each length's "
+            "requests also differ in timing, connection and concurrency",
+        )
+    )
+    return samples, notes
+
+
+def _bucket(tokens: int) -> int:
+    return round(math.log(max(1, tokens)) / math.log(LENGTH_BUCKET))
+
+
+def _load(calls: Sequence[RequestTrace]) -> tuple[list[Sample], list[StepNote]]:
+    sized = _sized(calls)
+    best: tuple[int, int] = (0, 0)
+    lo = 0
+    for hi in range(len(sized)):
+        while (sized[hi].prompt_tokens or 0) > (sized[lo].prompt_tokens or 0) * SAME_LENGTH_SPREAD:
+            lo += 1
+        if hi + 1 - lo > best[1] - best[0]:
+            best = (lo, hi + 1)
+    group = sized[best[0] : best[1]]
+    no_probe = "no concurrency probe was sent, so the rise of TTFT under load is not measured"
+    if len(group) < MIN_SAME_LENGTH:
+        return [], [
+            StepNote(
+                Step.LOAD,
+                f"fewer than {MIN_SAME_LENGTH} successful requests of one prompt length "
+                f"(within {SAME_LENGTH_SPREAD - 1:.0%}): queueing cannot be judged from "
+                f"dispersion; {no_probe}",
+            )
+        ]
+    tokens = group[len(group) // 2].prompt_tokens
+    samples = [Sample(Step.LOAD, t) for t in group]
+    return samples, [
+        StepNote(
+            Step.LOAD,
+            f"queueing is judged from the dispersion of TTFT over {len(group)} requests of "
+            f"about {tokens} prompt tokens, sent whenever the application sent them; {no_probe}",
+        )
+    ]

@@ -1,0 +1,68 @@
+"""Diagnose recorded traffic, sending nothing: an ``instrument`` run, or OTLP spans."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from latdoc.advice.remedies import with_remedies
+from latdoc.analysis.attribution import diagnose
+from latdoc.analysis.diagnosis import Scenario
+from latdoc.analysis.traffic import traffic_views
+from latdoc.errors import UsageError
+from latdoc.pipeline._diagnose import DiagnosisRun, run_context
+from latdoc.records import Sample, Step
+from latdoc.store import Store
+from latdoc.store.otlp import read_otlp
+
+
+def diagnose_traffic(store: Store, run_id: str) -> DiagnosisRun:
+    """Diagnose an ``instrument`` run (an id or a unique prefix) from its recorded requests.
+
+    The notes say what natural traffic cannot tell: no cold and warm pairs on
+    purpose, no controlled prompt lengths, no concurrency probe.
+    """
+    info, samples, _ = store.load_run(run_id)
+    if info.kind != "instrument":
+        raise UsageError(
+            f"run {info.run_id} is a {info.kind} run, not recorded traffic: "
+            f"`latdoc report {info.run_id}` shows it"
+        )
+    if not any(s.step is Step.TRAFFIC for s in samples):
+        raise UsageError(f"run {info.run_id} holds no recorded requests yet")
+    views = traffic_views(samples)
+    concurrency = max((s.concurrency for s in samples), default=1)
+    meta = {**info.meta, "concurrency": info.meta.get("concurrency", concurrency)}
+    context = run_context(
+        info.run_id,
+        info.endpoint,
+        info.model,
+        Scenario(info.scenario),
+        meta,
+        (*info.notes, *views.notes),
+    )
+    diagnosis = with_remedies(diagnose(samples, context, views), context)
+    return DiagnosisRun(info.run_id, diagnosis, tuple(samples), info.status, store.path)
+
+
+def diagnose_otlp(store: Store, path: Path | str) -> DiagnosisRun:
+    """Keep the GenAI spans of an OTLP JSON file as a run of recorded traffic, and
+    diagnose it; the notes name the phases spans cannot tell apart."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot read {file}: {exc.strerror}") from None
+    spans = read_otlp(text, str(file))
+    first = spans.traces[0]
+    run_id = store.new_run(
+        endpoint=first.url,
+        model=first.model or "(spans)",
+        scenario=Scenario.CHAT,
+        meta={"source": "otlp", "file": file.name, "spans": len(spans.traces)},
+        kind="instrument",
+    )
+    store.add_samples(
+        run_id, [Sample(Step.TRAFFIC, t, index=i) for i, t in enumerate(spans.traces)]
+    )
+    store.finish_run(run_id, status="done", diagnosis=None, notes=spans.notes)
+    return diagnose_traffic(store, run_id)

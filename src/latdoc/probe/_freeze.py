@@ -1,0 +1,121 @@
+"""Freeze what was measured of one request into a :class:`RequestTrace`.
+
+Shared by :class:`~latdoc.probe.ProbeSession` and by instrumented application
+clients, so a trace means the same whichever of them sent the request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from latdoc.errors import TraceError
+from latdoc.probe._backend import TimedStream
+from latdoc.probe._failures import redact
+from latdoc.probe._recorder import Recorder
+from latdoc.probe._servertiming import parse_server_timing
+from latdoc.probe._stream_state import StreamState
+from latdoc.records import Chunk, RequestTrace, TcpInfo
+
+
+@dataclass
+class Exchange:
+    """The protocol-level outcome of one request, before it is frozen."""
+
+    status: int | None = None
+    http_version: str | None = None
+    stream: TimedStream | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    state: StreamState | None = None
+    done: int | None = None
+    tcp_info: TcpInfo | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TraceTarget:
+    """Where a request went, as the trace names it, and the secret kept out of it."""
+
+    url: str
+    model: str
+    dialect: str
+    is_tls: bool
+    secret: str | None = field(default=None, repr=False)
+
+
+def freeze_trace(
+    rec: Recorder,
+    started_at: datetime,
+    ex: Exchange,
+    error: TraceError | None,
+    request_body_bytes: int | None,
+    target: TraceTarget,
+) -> RequestTrace:
+    """Everything measured about one request, as a frozen :class:`RequestTrace`.
+
+    Marks become offsets from ``t0``; on a reused connection DNS, connect and TLS
+    end where the queue ended (zero, as curl reports them).
+    """
+    t0 = rec.t0
+
+    def rel(mark: int | None) -> int | None:
+        return None if mark is None else mark - t0
+
+    dns_done, connect_done, tls_done = rec.dns_done, rec.connect_done, rec.tls_done
+    if not rec.new_connection and rec.queue_done is not None:
+        dns_done = connect_done = rec.queue_done
+        tls_done = rec.queue_done if target.is_tls else None
+    sent, acked = rec.sent
+    state = ex.state
+    server_timing = parse_server_timing(ex.headers)
+    tokens: int | None = None
+    tokens_exact = False
+    chunk_exact = False
+    chunks: tuple[Chunk, ...] = ()
+    if state is not None:
+        server_timing.update(state.server_timing)
+        chunks = tuple(state.chunks)
+        usage = state.usage
+        if usage is not None and usage.completion_tokens is not None:
+            tokens, tokens_exact = usage.completion_tokens, True
+            chunk_exact = state.usage_on_chunks or tokens == len(chunks)
+        elif state.count_tokens is not None and state.text:
+            tokens = state.count_tokens("".join(state.text))
+        elif chunks:
+            tokens = len(chunks)
+    usage = state.usage if state is not None else None
+    stream = ex.stream
+    if error is not None:
+        error = redact(error, target.secret)
+    return RequestTrace(
+        started_at=started_at,
+        t0_ns=t0,
+        url=target.url,
+        model=target.model,
+        dialect=target.dialect,
+        http_version=ex.http_version,
+        remote_ip=stream.remote_ip if stream is not None else None,
+        connection_id=stream.connection_id if stream is not None else None,
+        new_connection=rec.new_connection if rec.queue_done is not None else None,
+        queue_done_ns=rel(rec.queue_done),
+        dns_done_ns=rel(dns_done),
+        connect_done_ns=rel(connect_done),
+        tls_done_ns=rel(tls_done),
+        sent_ns=rel(sent),
+        sent_acked=acked,
+        first_byte_ns=rel(rec.first_byte),
+        first_token_ns=rel(state.first_token) if state is not None else None,
+        done_ns=rel(ex.done),
+        status=ex.status,
+        chunks=chunks,
+        chunk_tokens_exact=chunk_exact,
+        prompt_tokens=usage.prompt_tokens if usage is not None else None,
+        output_tokens=tokens,
+        output_tokens_exact=tokens_exact,
+        cached_prompt_tokens=usage.cached_prompt_tokens if usage is not None else None,
+        finish_reason=state.finish_reason if state is not None else None,
+        request_bytes=request_body_bytes,
+        response_bytes=rec.bytes_read or None,
+        server_timing=server_timing,
+        tcp_info=ex.tcp_info,
+        error=error,
+    )

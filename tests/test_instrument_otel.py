@@ -1,0 +1,210 @@
+"""OpenTelemetry both ways: instrument(otel=True) emits GenAI spans and metrics through
+the application's own SDK providers, and `latdoc diagnose --from-otlp` reads spans
+exported as OTLP JSON, saying which phases they cannot tell apart."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from opentelemetry import metrics, trace
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from conftest import FAST, LabFactory
+from latdoc import instrument
+from latdoc.analysis.diagnosis import Kind
+from latdoc.cli import main
+from latdoc.errors import UsageError
+from latdoc.lab.sim import LabConfig
+from latdoc.store import Store
+from latdoc.store.otlp import read_otlp
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_otel_without_the_extra_is_a_one_line_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "opentelemetry", None)
+    with pytest.raises(UsageError, match=r"pip install 'llm-latency-doctor\[otel\]'"):
+        instrument(httpx.AsyncClient(), otel=True)
+
+
+@pytest.fixture(scope="module")
+def telemetry() -> tuple[InMemorySpanExporter, InMemoryMetricReader]:
+    """The application's own providers (set once per process, as an application does)."""
+    exporter = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    reader = InMemoryMetricReader()
+    trace.set_tracer_provider(tracer_provider)
+    metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
+    return exporter, reader
+
+
+def _traffic(base_url: str, db: Path, words: Sequence[int]) -> str:
+    async def go() -> str:
+        client = openai.AsyncOpenAI(api_key="sk-x", base_url=base_url, max_retries=0)
+        with Store(db) as store, instrument(client, store=store, otel=True) as inst:
+            for n in words:
+                stream = await client.chat.completions.create(
+                    model="lab-sim",
+                    messages=[{"role": "user", "content": "word " * n}],
+                    max_tokens=6,
+                    stream=True,
+                    stream_options={"include_usage": True},
+                )
+                async for _ in stream:
+                    pass
+            run_id = inst.run_id
+        await client.close()
+        return run_id
+
+    return asyncio.run(go())
+
+
+def _otlp_json(spans: Sequence[ReadableSpan]) -> str:
+    """The OTLP/JSON document an exporter writes for ``spans``."""
+
+    def value(v: Any) -> dict[str, Any]:
+        if isinstance(v, bool):
+            return {"boolValue": v}
+        if isinstance(v, int):
+            return {"intValue": str(v)}
+        if isinstance(v, float):
+            return {"doubleValue": v}
+        if isinstance(v, tuple | list):
+            return {"arrayValue": {"values": [value(x) for x in v]}}
+        return {"stringValue": str(v)}
+
+    def attributes(items: Any) -> list[dict[str, Any]]:
+        return [{"key": k, "value": value(v)} for k, v in (items or {}).items()]
+
+    out = []
+    for span in spans:
+        context = span.get_span_context()
+        assert context is not None
+        out.append(
+            {
+                "traceId": f"{context.trace_id:032x}",
+                "spanId": f"{context.span_id:016x}",
+                "name": span.name,
+                "kind": span.kind.value + 1,
+                "startTimeUnixNano": str(span.start_time),
+                "endTimeUnixNano": str(span.end_time),
+                "attributes": attributes(span.attributes),
+                "events": [{"name": e.name, "timeUnixNano": str(e.timestamp)} for e in span.events],
+                "status": {"code": span.status.status_code.value},
+            }
+        )
+    return json.dumps(
+        {"resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {}, "spans": out}]}]}
+    )
+
+
+def test_otel_spans_and_metrics_follow_the_genai_conventions(
+    lab: LabFactory,
+    tmp_path: Path,
+    telemetry: tuple[InMemorySpanExporter, InMemoryMetricReader],
+) -> None:
+    exporter, reader = telemetry
+    exporter.clear()
+    with lab(LabConfig(latency=FAST, seed=7)) as server:
+        _traffic(server.base_url, tmp_path / "s.db", (20, 20))
+    spans = exporter.get_finished_spans()
+    assert [s.name for s in spans] == ["chat lab-sim", "chat lab-sim"]
+    first = spans[0]
+    attrs = dict(first.attributes or {})
+    assert first.kind is trace.SpanKind.CLIENT
+    assert attrs["gen_ai.operation.name"] == "chat"
+    assert attrs["gen_ai.request.model"] == "lab-sim"
+    assert attrs["gen_ai.usage.input_tokens"] > 20
+    assert attrs["gen_ai.usage.output_tokens"] == 6
+    for phase in ("dns", "connect", "send", "wait", "ttfb", "ttft", "total"):
+        assert isinstance(attrs[f"latdoc.{phase}_ms"], float)
+    assert attrs["latdoc.new_connection"] is True
+    assert dict(spans[1].attributes or {})["latdoc.new_connection"] is False
+    assert first.end_time is not None and first.start_time is not None
+    assert first.end_time - first.start_time == pytest.approx(
+        attrs["latdoc.total_ms"] * 1e6, abs=1e3
+    )
+    data = reader.get_metrics_data()
+    assert data is not None
+    found = {
+        m.name: m for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics
+    }
+    for name in (
+        "gen_ai.client.operation.duration",
+        "gen_ai.client.operation.time_to_first_chunk",
+        "gen_ai.client.operation.time_per_output_chunk",
+    ):
+        assert found[name].unit == "s"
+    assert found["gen_ai.client.token.usage"].unit == "{token}"
+    duration = found["gen_ai.client.operation.duration"].data.data_points[0]
+    assert duration.count == 2 and 0 < duration.sum < 5
+    chunks = found["gen_ai.client.operation.time_per_output_chunk"].data.data_points[0]
+    assert chunks.count == 2 * 5
+    token_types = {
+        p.attributes["gen_ai.token.type"]
+        for p in found["gen_ai.client.token.usage"].data.data_points
+    }
+    assert token_types == {"input", "output"}
+
+
+def test_spans_exported_as_otlp_json_are_diagnosed_with_latdocs_phases(
+    lab: LabFactory,
+    tmp_path: Path,
+    telemetry: tuple[InMemorySpanExporter, InMemoryMetricReader],
+) -> None:
+    exporter, _ = telemetry
+    exporter.clear()
+    with lab(LabConfig(latency=FAST, keep_alive=False, seed=8)) as server:
+        _traffic(server.base_url, tmp_path / "s.db", (10,) * 6)
+    file = tmp_path / "spans.json"
+    file.write_text(_otlp_json(exporter.get_finished_spans()))
+    traffic = read_otlp(file.read_text())
+    assert len(traffic.traces) == 6
+    assert all(t.new_connection for t in traffic.traces)
+    assert all(t.ttft_ms is not None and t.connect_ms is not None for t in traffic.traces)
+    db = tmp_path / "otlp.db"
+    assert main(["diagnose", "--from-otlp", str(file), "--db", str(db), "--json"]) == 0
+    with Store(db) as store:
+        (info,) = store.list_runs()
+        assert info.kind == "instrument" and info.requests == 6
+
+
+def test_openai_instrumentation_spans_say_what_they_cannot_tell(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    file = DATA / "otlp_openai_v2.json"
+    traffic = read_otlp(file.read_text())
+    assert len(traffic.traces) == 6
+    limited = [t for t in traffic.traces if not t.ok]
+    assert [t.error.code for t in limited if t.error] == ["http:429"]
+    ok = [t for t in traffic.traces if t.ok]
+    assert all(t.dns_ms is None and t.ttfb_ms is None and t.ttft_ms is None for t in ok)
+    assert [t.total_ms for t in ok][:2] == [820.0, 790.0]
+    assert ok[2].prompt_tokens == 3900 and ok[2].model == "gpt-4o-mini"
+    db = tmp_path / "s.db"
+    assert main(["diagnose", "--from-otlp", str(file), "--db", str(db), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    kinds = {f["kind"] for f in report["findings"]}
+    assert Kind.ERRORS.value in kinds
+    assert not kinds & {Kind.NETWORK_SETUP.value, Kind.QUEUEING.value, Kind.DECODE.value}
+    notes = " ".join(n["text"] for n in report["notes"])
+    assert "DNS, TCP connect, TLS, sending and the server's wait are not told apart" in notes
+    assert "carry no time to first chunk" in notes
+    assert "no chunk times" in notes
+    assert "prompt lengths varied, but the requests carry no time to first token" in notes
+    with Store(db) as store:
+        (info,) = store.list_runs()
+    assert main(["diagnose", "--from-run", info.run_id, "--db", str(db), "--json"]) == 0
