@@ -6,6 +6,8 @@
   a stored run again, sending nothing; :func:`build_diagnosis` is the pure part.
 - :func:`probe_endpoint` sends a series of probes and keeps them as a run;
   :func:`compare_runs` compares two stored runs like with like, sending nothing.
+- :func:`read_host` reads the client host's facts for the checklist of
+  ``latdoc system``; :func:`host_meta` is what every run records about its host.
 - :func:`verify_remedy` measures one remedy as an A/B experiment on the endpoint.
 
 Progress and each finished sample reach the caller through hooks; nothing here
@@ -15,15 +17,21 @@ prints.
 from latdoc.pipeline._conversation import ConversationVerdict, verify_conversation
 from latdoc.pipeline._diagnose import (
     DEFAULT_CONCURRENCY,
-    TCP_SYSCTLS,
     DiagnosisRun,
     build_diagnosis,
-    cpu_count,
     diagnose_endpoint,
     rediagnose,
     run_context,
     run_diagnosis,
     run_meta,
+)
+from latdoc.pipeline._host import (
+    PROC_SYS,
+    TCP_SYSCTLS,
+    cpu_count,
+    host_facts_from_meta,
+    host_meta,
+    read_host,
     tcp_settings,
 )
 from latdoc.pipeline._runs import RunComparison, StoredProbe, compare_runs, probe_endpoint
@@ -32,6 +40,7 @@ from latdoc.pipeline._verify import NOT_APPLICABLE, VerifyResult, verify_remedy
 __all__ = [
     "DEFAULT_CONCURRENCY",
     "NOT_APPLICABLE",
+    "PROC_SYS",
     "TCP_SYSCTLS",
     "ConversationVerdict",
     "DiagnosisRun",
@@ -42,7 +51,10 @@ __all__ = [
     "compare_runs",
     "cpu_count",
     "diagnose_endpoint",
+    "host_facts_from_meta",
+    "host_meta",
     "probe_endpoint",
+    "read_host",
     "rediagnose",
     "run_context",
     "run_diagnosis",

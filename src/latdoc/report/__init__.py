@@ -19,6 +19,7 @@ from latdoc.report._conversation import (
     render_conversation_html,
 )
 from latdoc.report._html import render_html
+from latdoc.report._system import SYSTEM_SCHEMA, render_system, system_to_dict
 from latdoc.report._terminal_diagnosis import render_diagnosis
 from latdoc.report._terminal_probe import render_summary, render_waterfall
 from latdoc.report.json_out import (
@@ -33,6 +34,7 @@ __all__ = [
     "COMPARISON_SCHEMA",
     "CONVERSATION_SCHEMA",
     "DIAGNOSIS_SCHEMA",
+    "SYSTEM_SCHEMA",
     "TRACE_SCHEMA",
     "ProgressBars",
     "comparison_to_dict",
@@ -46,7 +48,9 @@ __all__ = [
     "render_diagnosis",
     "render_html",
     "render_summary",
+    "render_system",
     "render_text",
     "render_waterfall",
+    "system_to_dict",
     "trace_to_dict",
 ]
