@@ -281,7 +281,7 @@ def _python(f: HostFacts) -> SystemItem:
         ok=ok,
         why="CPython 3.11 runs asyncio code markedly faster and adds asyncio.TaskGroup and "
         "asyncio.timeout: less event-loop lag under many streams.",
-        command="uv python install 3.12  # or your distribution's python3.12",
+        command="uv python install 3.12",
         kinds=(Kind.CLIENT,),
     )
 
