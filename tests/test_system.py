@@ -28,6 +28,9 @@ from latdoc.report import (
 from report_samples import ENDPOINT, make_diagnosis
 
 WIDTHS = [80, 120]
+SYSTEM_ITEM_KEYS = {
+    "key", "name", "current", "recommended", "ok", "why", "command", "allows", "kinds",
+}  # fmt: skip
 
 LINUX_DEFAULTS = {
     "net/ipv4/tcp_slow_start_after_idle": "1\n",
@@ -222,6 +225,7 @@ def test_the_json_names_its_schema_and_keeps_nulls() -> None:
     assert doc["schema"] == SYSTEM_SCHEMA == "latdoc.system/1"
     assert doc["concurrency"] == 10
     items = {i["key"]: i for i in doc["items"]}
+    assert all(set(i) == SYSTEM_ITEM_KEYS for i in doc["items"])
     assert items["slow_start_after_idle"]["current"] is None
     assert items["slow_start_after_idle"]["ok"] is None
     assert items["keepalive_time"]["kinds"] == ["network_setup", "stalls"]
@@ -278,6 +282,8 @@ def test_a_diagnosis_lists_the_host_items_for_its_verdict() -> None:
     assert text.index("Remedies, ranked") < text.index("On this client host")
     doc = diagnosis_to_dict(linked)
     assert [i["key"] for i in doc["system"]] == keys
+    for item in doc["system"]:
+        assert set(item) == SYSTEM_ITEM_KEYS
     assert doc["system"][0]["command"] == "sysctl -w net.ipv4.tcp_keepalive_time=60"
     assert set(diagnosis_to_dict(d)) == set(doc)  # a key added, none renamed
     page = render_html(linked, [])

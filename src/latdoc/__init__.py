@@ -4,11 +4,14 @@ Time every phase of a real streaming request (DNS, TCP, TLS, send, server wait,
 first token, every chunk) into one :class:`RequestTrace` record; measure, keep
 and diagnose an endpoint with :func:`diagnose_endpoint` (or diagnose a stored run
 again with :func:`rediagnose`) and get a :class:`Diagnosis`: the kind of slow,
-its evidence and the ranked remedies.
+its evidence and the ranked remedies. :func:`checklist` of :func:`read_host` is the
+client host as ``latdoc system`` shows it.
 """
 
+from latdoc.advice.system import checklist
 from latdoc.analysis.attribution import RunContext
 from latdoc.analysis.diagnosis import Diagnosis, Finding, Kind, Remedy, Scenario, Verdict
+from latdoc.analysis.host import HostFacts, SystemItem
 from latdoc.analysis.stats import Distribution
 from latdoc.errors import (
     CalibrationError,
@@ -25,6 +28,7 @@ from latdoc.pipeline import (
     DiagnosisRun,
     build_diagnosis,
     diagnose_endpoint,
+    read_host,
     rediagnose,
     run_diagnosis,
 )
@@ -48,6 +52,7 @@ __all__ = [
     "Endpoint",
     "ErrorKind",
     "Finding",
+    "HostFacts",
     "Kind",
     "LabError",
     "LatdocError",
@@ -65,6 +70,7 @@ __all__ = [
     "Step",
     "StepNote",
     "Store",
+    "SystemItem",
     "TcpInfo",
     "Timeouts",
     "TraceError",
@@ -72,7 +78,9 @@ __all__ = [
     "Verdict",
     "__version__",
     "build_diagnosis",
+    "checklist",
     "diagnose_endpoint",
+    "read_host",
     "rediagnose",
     "run_diagnosis",
     "run_probe",

@@ -49,7 +49,8 @@ class DiagnosisRun:
 
 
 def build_diagnosis(samples: Sequence[Sample], context: RunContext) -> Diagnosis:
-    """Verdict, findings and ranked remedies for one run's samples."""
+    """Verdict, findings, ranked remedies, and the failing host settings that matter for
+    the verdict, for one run's samples."""
     return with_system(with_remedies(diagnose(samples, context), context), context)
 
 
