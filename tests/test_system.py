@@ -173,6 +173,18 @@ def test_bbr_does_not_restart_slow_start_so_the_setting_is_moot() -> None:
     assert item.current == "1 (bbr: not applied)"
 
 
+def test_under_bbr_diagnose_does_not_advise_the_slow_start_sysctl_either() -> None:
+    from latdoc.advice.remedies import recommend
+
+    d = replace(make_diagnosis(), verdict=Verdict(Kind.NETWORK_PATH, (), 0.8))
+    d = replace(d, findings=(replace(d.findings[0], kind=Kind.NETWORK_PATH, evidence={}),))
+    tcp = {"net.ipv4.tcp_slow_start_after_idle": 1}
+    cubic = RunContext("r", ENDPOINT, "m", tcp_settings=tcp, host=DEFAULTS)
+    bbr = replace(cubic, host=replace(DEFAULTS, congestion_control="bbr"))
+    assert "tcp_settings" in {r.key for r in recommend(d, cubic)}
+    assert "tcp_settings" not in {r.key for r in recommend(d, bbr)}
+
+
 def test_open_files_say_how_many_streams_they_allow() -> None:
     # 2 × 4 cores + 1000 streams = 1008 sockets, + 256 for the rest of the process
     items = by_key(checklist(DEFAULTS, 1000))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from latdoc.advice.remedies import pool_size
+from latdoc.advice.remedies import SELF_PACED, pool_size
 from latdoc.analysis.attribution import RunContext
 from latdoc.analysis.diagnosis import Diagnosis, Kind
 from latdoc.analysis.host import HostFacts, SystemItem
@@ -30,8 +30,6 @@ OPEN_FILES_TARGET = 65536
 WIDE_PORT_RANGE = (10240, 65535)
 """Leaves the ports below 10240 to the services that listen on them."""
 MIN_PYTHON = (3, 11)
-SELF_PACED = frozenset({"bbr"})
-"""Congestion controls that set their own rate: the kernel skips the restart after idle."""
 
 
 def checklist(facts: HostFacts, concurrency: int) -> tuple[SystemItem, ...]:
