@@ -17,7 +17,7 @@ from report_samples import make_diagnosis, make_trace, with_error
 DIAGNOSIS_KEYS = {
     "schema", "run_id", "endpoint", "model", "scenario", "requests", "failed", "verdict",
     "shares", "shares_ms", "findings", "remedies", "steps", "notes", "negligible",
-    "typical_request",
+    "typical_request", "system",
 }  # fmt: skip
 VERDICT_KEYS = {"primary", "contributing", "confidence", "negligible"}
 FINDING_KEYS = {

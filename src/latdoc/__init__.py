@@ -11,10 +11,14 @@ The remedies in production code are :mod:`latdoc.client`: :func:`make_client` an
 :func:`make_async_client` (tuned httpx clients for the openai SDK, with a
 :class:`RetryPolicy` and :class:`PhaseTimeouts`) and :func:`trim_messages`,
 :func:`summarize_history` and :class:`ResetPolicy` for long conversations.
+:func:`checklist` of :func:`read_host` is the client host as ``latdoc system``
+shows it.
 """
 
+from latdoc.advice.system import checklist
 from latdoc.analysis.attribution import RunContext
 from latdoc.analysis.diagnosis import Diagnosis, Finding, Kind, Remedy, Scenario, Verdict
+from latdoc.analysis.host import HostFacts, SystemItem
 from latdoc.analysis.stats import Distribution
 from latdoc.client import (
     FailureClass,
@@ -59,6 +63,7 @@ from latdoc.pipeline import (
     DiagnosisRun,
     build_diagnosis,
     diagnose_endpoint,
+    read_host,
     rediagnose,
     run_diagnosis,
 )
@@ -88,6 +93,7 @@ __all__ = [
     "FailureClass",
     "Finding",
     "FirstTokenTimeout",
+    "HostFacts",
     "Instrumentation",
     "Kind",
     "LabError",
@@ -114,6 +120,7 @@ __all__ = [
     "Store",
     "StreamStalled",
     "StreamTruncated",
+    "SystemItem",
     "TcpInfo",
     "TcpKeepalive",
     "Timeouts",
@@ -125,11 +132,13 @@ __all__ = [
     "__version__",
     "asummarize_history",
     "build_diagnosis",
+    "checklist",
     "diagnose_endpoint",
     "instrument",
     "make_async_client",
     "make_client",
     "pool_size",
+    "read_host",
     "rediagnose",
     "run_diagnosis",
     "run_probe",

@@ -53,6 +53,9 @@ WEIGHTS: dict[str, dict[Scenario, float]] = {
 }
 DEFAULT_WEIGHT = 0.5
 
+SELF_PACED = frozenset({"bbr"})
+"""Congestion controls that set their own rate: the kernel skips the restart after idle."""
+
 
 def pool_size(cpu_count: int, concurrency: int) -> int:
     """The seed's connection pool size: ``2 × CPU cores + expected concurrency``."""
@@ -158,7 +161,8 @@ def _network_path(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remedy]
             verify_command=verify_command(ctx, "endpoint", alt="URL2"),
         )
     slow_start = ctx.tcp_settings.get("net.ipv4.tcp_slow_start_after_idle")
-    if slow_start != 0:
+    self_paced = ctx.host is not None and ctx.host.congestion_control in SELF_PACED
+    if slow_start != 0 and not self_paced:
         yield Remedy(
             "tcp_settings",
             "No TCP slow start after idle on the client host",

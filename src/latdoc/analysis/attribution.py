@@ -41,6 +41,7 @@ from latdoc.analysis.diagnosis import (
     Verdict,
 )
 from latdoc.analysis.facts import Facts, gather_facts, median_of, steady_tpot_ms
+from latdoc.analysis.host import HostFacts
 from latdoc.analysis.length_rule import (
     LONG_REFERENCE_TOKENS,
     input_length_finding,
@@ -81,6 +82,8 @@ class RunContext:
     tcp_settings: Mapping[str, int] = field(default_factory=dict)
     """``net.ipv4.*`` values of the client host, by sysctl name."""
     notes: tuple[StepNote, ...] = ()
+    host: HostFacts | None = None
+    """The client host's checklist facts, as the run recorded them."""
 
 
 def _confidence(n: int, margin: float) -> float:

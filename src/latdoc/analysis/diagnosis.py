@@ -10,12 +10,15 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from latdoc.records import StepNote
+
+if TYPE_CHECKING:
+    from latdoc.analysis.host import SystemItem
 
 CURVE_CONFIDENCE = 0.95
 """The confidence level of the length curve's intervals."""
@@ -314,3 +317,6 @@ class Diagnosis:
     """The bar a finding's share had to clear to contribute; None when nothing succeeded."""
     typical_request: RequestParts | None = None
     """A request on a new connection, split into setup, send, prefill and decode."""
+    system: tuple[SystemItem, ...] = ()
+    """The client host's failing checklist items that matter for the verdict or a
+    contributing kind (``latdoc system`` lists them all)."""

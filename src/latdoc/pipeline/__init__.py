@@ -8,6 +8,8 @@
   the GenAI spans of an OTLP JSON file; :func:`build_diagnosis` is the pure part.
 - :func:`probe_endpoint` sends a series of probes and keeps them as a run;
   :func:`compare_runs` compares two stored runs like with like, sending nothing.
+- :func:`read_host` reads the client host's facts for the checklist of
+  ``latdoc system``; :func:`host_meta` is what every run records about its host.
 - :func:`verify_remedy` measures one remedy as an A/B experiment on the endpoint.
 
 Progress and each finished sample reach the caller through hooks; nothing here
@@ -17,15 +19,21 @@ prints.
 from latdoc.pipeline._conversation import ConversationVerdict, verify_conversation
 from latdoc.pipeline._diagnose import (
     DEFAULT_CONCURRENCY,
-    TCP_SYSCTLS,
     DiagnosisRun,
     build_diagnosis,
-    cpu_count,
     diagnose_endpoint,
     rediagnose,
     run_context,
     run_diagnosis,
     run_meta,
+)
+from latdoc.pipeline._host import (
+    PROC_SYS,
+    TCP_SYSCTLS,
+    cpu_count,
+    host_facts_from_meta,
+    host_meta,
+    read_host,
     tcp_settings,
 )
 from latdoc.pipeline._retry import RetryVerdict, verify_retry
@@ -36,6 +44,7 @@ from latdoc.pipeline._verify import NOT_APPLICABLE, VerifyResult, verify_remedy
 __all__ = [
     "DEFAULT_CONCURRENCY",
     "NOT_APPLICABLE",
+    "PROC_SYS",
     "TCP_SYSCTLS",
     "ConversationVerdict",
     "DiagnosisRun",
@@ -49,7 +58,10 @@ __all__ = [
     "diagnose_endpoint",
     "diagnose_otlp",
     "diagnose_traffic",
+    "host_facts_from_meta",
+    "host_meta",
     "probe_endpoint",
+    "read_host",
     "rediagnose",
     "run_context",
     "run_diagnosis",

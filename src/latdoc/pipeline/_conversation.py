@@ -14,7 +14,7 @@ from secrets import token_hex
 
 from latdoc.analysis.conversation import KEEP, StrategyOutcome, TurnRecord, outcomes
 from latdoc.errors import CalibrationError
-from latdoc.pipeline._diagnose import host_meta
+from latdoc.pipeline._host import host_meta
 from latdoc.records import Sample, Step, StepNote
 from latdoc.store import Store
 from latdoc.workload import (

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import platform
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from latdoc.advice.remedies import with_remedies
+from latdoc.advice.system import with_system
 from latdoc.analysis.attribution import RunContext, diagnose
 from latdoc.analysis.diagnosis import Diagnosis, Scenario
 from latdoc.errors import UsageError
+from latdoc.pipeline._host import host_facts_from_meta, host_meta
 from latdoc.records import Sample, Step, StepNote
 from latdoc.report import diagnosis_to_dict
 from latdoc.store import Store
@@ -28,14 +27,6 @@ from latdoc.workload import (
 
 DEFAULT_CONCURRENCY = 10
 """Concurrent requests a user expects in production, when they do not say."""
-
-TCP_SYSCTLS = (
-    "net.ipv4.tcp_slow_start_after_idle",
-    "net.ipv4.tcp_keepalive_time",
-    "net.ipv4.tcp_keepalive_intvl",
-    "net.ipv4.tcp_keepalive_probes",
-)
-"""The client host's TCP settings that matter to LLM calls (read for the advice)."""
 
 
 @dataclass(frozen=True)
@@ -58,8 +49,9 @@ class DiagnosisRun:
 
 
 def build_diagnosis(samples: Sequence[Sample], context: RunContext) -> Diagnosis:
-    """Verdict, findings and ranked remedies for one run's samples."""
-    return with_remedies(diagnose(samples, context), context)
+    """Verdict, findings, ranked remedies, and the failing host settings that matter for
+    the verdict, for one run's samples."""
+    return with_system(with_remedies(diagnose(samples, context), context), context)
 
 
 async def run_diagnosis(
@@ -163,6 +155,7 @@ def run_context(
         cpu_count=int(meta.get("cpu_count", 1)),
         tcp_settings={str(k): int(v) for k, v in dict(meta.get("tcp_settings", {})).items()},
         notes=tuple(notes),
+        host=host_facts_from_meta(meta),
     )
 
 
@@ -180,36 +173,3 @@ def run_meta(plan: DiagnosisPlan, concurrency: int) -> dict[str, Any]:
             "http2": plan.connection.http2,
         },
     }
-
-
-def host_meta() -> dict[str, Any]:
-    from latdoc import __version__
-
-    return {
-        "latdoc": __version__,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "host": platform.node(),
-        "cpu_count": cpu_count(),
-        "tcp_settings": tcp_settings(),
-    }
-
-
-def cpu_count() -> int:
-    """Cores this process may run on (its affinity, not the machine's total)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def tcp_settings(root: Path = Path("/proc/sys")) -> dict[str, int]:
-    """The TCP sysctls of :data:`TCP_SYSCTLS` that this platform exposes."""
-    values: dict[str, int] = {}
-    for name in TCP_SYSCTLS:
-        path = root.joinpath(*name.split("."))
-        try:
-            values[name] = int(path.read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            continue
-    return values

@@ -10,7 +10,7 @@ from secrets import token_hex
 
 from latdoc.analysis.retry import RetryComparison, TrialOutcome, compare_reliability
 from latdoc.client import RetryPolicy
-from latdoc.pipeline._diagnose import host_meta
+from latdoc.pipeline._host import host_meta
 from latdoc.records import Sample, Step, StepNote
 from latdoc.store import Store
 from latdoc.workload import ASSUMED, Budget, VerifyPlan, build_arms

@@ -9,7 +9,7 @@ from typing import Any
 
 from latdoc.analysis.compare import Comparison, compare_samples
 from latdoc.errors import UsageError
-from latdoc.pipeline._diagnose import host_meta
+from latdoc.pipeline._host import host_meta
 from latdoc.records import RequestTrace, Sample, Step
 from latdoc.store import RunInfo, Store
 from latdoc.workload import ProbePlan, ProbeRun, run_probe

@@ -27,7 +27,7 @@ from latdoc.analysis.compare import (
     ratio_precision,
 )
 from latdoc.errors import CalibrationError
-from latdoc.pipeline._diagnose import host_meta
+from latdoc.pipeline._host import host_meta
 from latdoc.probe import ProbeSession
 from latdoc.records import RequestTrace, Sample, Step, StepNote
 from latdoc.store import Store

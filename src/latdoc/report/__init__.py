@@ -20,6 +20,7 @@ from latdoc.report._conversation import (
 )
 from latdoc.report._html import render_html
 from latdoc.report._retry import RETRY_SCHEMA, render_retry, retry_to_dict
+from latdoc.report._system import SYSTEM_SCHEMA, render_system, system_to_dict
 from latdoc.report._terminal_diagnosis import render_diagnosis
 from latdoc.report._terminal_probe import render_summary, render_waterfall
 from latdoc.report.json_out import (
@@ -35,6 +36,7 @@ __all__ = [
     "CONVERSATION_SCHEMA",
     "DIAGNOSIS_SCHEMA",
     "RETRY_SCHEMA",
+    "SYSTEM_SCHEMA",
     "TRACE_SCHEMA",
     "ProgressBars",
     "comparison_to_dict",
@@ -49,8 +51,10 @@ __all__ = [
     "render_html",
     "render_retry",
     "render_summary",
+    "render_system",
     "render_text",
     "render_waterfall",
     "retry_to_dict",
+    "system_to_dict",
     "trace_to_dict",
 ]

@@ -12,7 +12,9 @@ from rich.table import Table
 from rich.text import Text
 
 from latdoc.analysis.diagnosis import Diagnosis, Finding, Kind, Remedy, RequestParts
+from latdoc.analysis.host import SystemItem
 from latdoc.report._console import side_by_side
+from latdoc.report._system import NOT_READABLE
 from latdoc.report._theme import KIND_COLOURS, PHASE_COLOURS
 from latdoc.report._truth import (
     gain_text,
@@ -203,6 +205,19 @@ def _remedy(i: int, r: Remedy) -> Group:
     return Group(head, *body)
 
 
+def _system_item(item: SystemItem) -> Group:
+    """A failing host setting: what it is now, what it should be, and the command."""
+    now = item.current if item.current is not None else NOT_READABLE
+    return Group(
+        Text.assemble(
+            ("✗ ", "red"), (item.name, "bold"), f"  {now} → {item.recommended}  [",
+            (", ".join(str(k) for k in item.kinds), "dim"), "]",
+        ),
+        _indent(Text(item.why, style="dim"), 2),
+        _indent(Text.assemble(("command: ", "dim"), (item.command, "bold")), 2),
+    )  # fmt: skip
+
+
 def render_diagnosis(d: Diagnosis) -> RenderableType:
     """The whole diagnosis, top to bottom: verdict first, what to change last."""
     v = d.verdict
@@ -267,6 +282,9 @@ def render_diagnosis(d: Diagnosis) -> RenderableType:
     if d.remedies:
         parts.append(_heading(f"Remedies, ranked for {d.scenario}:"))
         parts += [_indent(_remedy(i, r)) for i, r in enumerate(d.remedies, 1)]
+    if d.system:
+        parts.append(_heading("On this client host (`latdoc system` lists every check):"))
+        parts += [_indent(_system_item(i)) for i in d.system]
     if d.notes:
         parts.append(_heading("Left out:"))
         parts += [_indent(Text.assemble((f"{n.step}: ", "dim"), n.text), 2) for n in d.notes]

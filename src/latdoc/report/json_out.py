@@ -18,6 +18,7 @@ from typing import Any
 
 from latdoc.analysis.diagnosis import Diagnosis, Kind, Remedy
 from latdoc.records import RequestTrace
+from latdoc.report._system import item_to_dict
 
 DIAGNOSIS_SCHEMA = "latdoc.diagnosis/2"
 TRACE_SCHEMA = "latdoc.trace/1"
@@ -114,7 +115,9 @@ def diagnosis_to_dict(d: Diagnosis) -> dict[str, Any]:
     ``measured`` in this run or ``fitted`` from the length curve, with its
     ``gain_interval_ms``; ``verify_command`` is the experiment that would measure it.
     ``negligible`` names the kinds too small to matter and the bar they missed;
-    ``typical_request`` splits a request on a new connection into its phases."""
+    ``typical_request`` splits a request on a new connection into its phases;
+    ``system`` lists the client host's failing checklist items (as in
+    ``latdoc.system/1``) that matter for the verdict or a contributing kind."""
     top: dict[Kind, Remedy] = {}
     for r in d.remedies:
         top.setdefault(r.addresses, r)
@@ -189,6 +192,7 @@ def diagnosis_to_dict(d: Diagnosis) -> dict[str, Any]:
             "load": with_ms_twins(d.load),
         },
         "notes": [{"step": n.step, "text": n.text} for n in d.notes],
+        "system": [item_to_dict(i) for i in d.system],
     }
 
 
