@@ -206,9 +206,11 @@ def test_http2_multiplexes_what_a_small_http1_pool_queues(tmp_path: Path, pool: 
             max_requests=160,
         )
     if pool == 8:
-        # No queue on either side: what is left is HTTP/2 against HTTP/1.1 framing on
-        # one server, a millisecond or two, far below a queue's hundred.
-        assert result.gain_ms is not None and abs(result.gain_ms) < 5.0, result.headline
+        # No queue on either side: A's pool never held a request back, and what is left
+        # is HTTP/2 against HTTP/1.1 on one server (a few ms, more on a loaded machine),
+        # far below the queue's 135 ms.
+        assert median_of(result, 0, lambda t: t.queue_ms, tmp_path) < 5.0
+        assert result.gain_ms is not None and abs(result.gain_ms) < 45.0, result.headline
     else:
         assert_measures(result, queue_truth(result, tmp_path, pool, 8))
 
