@@ -145,6 +145,12 @@ class LengthCheck:
     """Why it fired or did not, in words with the thresholds."""
 
 
+BEFORE_FIRST_TOKEN = frozenset(
+    {Kind.NETWORK_SETUP, Kind.NETWORK_PATH, Kind.INPUT_LENGTH, Kind.QUEUEING, Kind.CLIENT}
+)
+"""Kinds whose share is time before the first token (the others act after it)."""
+
+
 @dataclass(frozen=True, slots=True)
 class NoticeableBar:
     """The share a kind must add to a typical request before it counts as contributing."""
@@ -155,10 +161,22 @@ class NoticeableBar:
     """How much identical requests' end-to-end times vary (scaled MAD)."""
     fraction: float
     """The least fraction of ``typical_ms`` a user would notice."""
+    ttft_noise_ms: float | None = None
+    """How much the same requests' times to first token vary (scaled MAD): the noise
+    of the kinds that act before the first token; ``None`` where not measured."""
 
     @property
     def min_share_ms(self) -> float:
         return max(self.fraction * self.typical_ms, self.noise_ms)
+
+    def noise_for(self, kind: Kind) -> float:
+        """The noise a kind's share is held against: its own metric's."""
+        if kind in BEFORE_FIRST_TOKEN and self.ttft_noise_ms is not None:
+            return self.ttft_noise_ms
+        return self.noise_ms
+
+    def min_share_for(self, kind: Kind) -> float:
+        return max(self.fraction * self.typical_ms, self.noise_for(kind))
 
 
 @dataclass(frozen=True, slots=True)

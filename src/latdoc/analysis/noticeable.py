@@ -5,12 +5,16 @@ A rule can fire on a real but tiny effect: a 1.4 ms connection setup paid by an
 gets no remedies. A finding contributes when its share of the typical request is
 
 - at least :data:`NOTICEABLE_FRACTION` of that request's end-to-end time, and
-- more than the run's noise: the scaled median absolute deviation of identical
-  requests' end-to-end times (the network step's warm requests; the load step's
-  sequential ones when there are fewer than three). Scaled by 1.4826 it is the
+- more than the run's noise in the same metric: the scaled median absolute
+  deviation of identical requests (the network step's warm requests; the load
+  step's sequential ones when there are fewer than three) — of their time to first
+  token for the kinds that act before it (setup, path, input length, queueing, the
+  client), of their end-to-end time for the others. Scaled by 1.4826 it is the
   standard deviation for normal data, and unlike the standard deviation it is not
   inflated by the one slow request the other rules are there to explain. A share
-  below it is smaller than what one identical request differs from the next.
+  below it is smaller than what one identical request differs from the next. (A
+  stream that stalls makes end-to-end times vary by seconds; that says nothing
+  about how much the first token varies.)
 
 Failed requests are never negligible: a user notices an error whatever its share.
 """
@@ -22,7 +26,7 @@ from collections.abc import Callable, Sequence
 
 from latdoc.analysis.diagnosis import Finding, Kind, NoticeableBar, RequestParts
 from latdoc.analysis.facts import median_of
-from latdoc.records import Sample, Step
+from latdoc.records import RequestTrace, Sample, Step
 
 NOTICEABLE_FRACTION = 0.05
 """The least share of a typical request's end-to-end time that counts: 5 %, the
@@ -36,23 +40,38 @@ MIN_SAME_CONDITION = 3
 
 def noticeable_bar(samples: Sequence[Sample]) -> NoticeableBar | None:
     """The bar of this run, or None when no identical requests succeeded."""
-    warm = _totals(samples, lambda s: s.step == Step.NETWORK and not s.cold)
-    sequential = _totals(samples, lambda s: s.step == Step.LOAD and s.concurrency == 1)
-    same = warm if len(warm) >= MIN_SAME_CONDITION else sequential
-    typical = median_of(warm) or median_of(sequential)
+
+    def warm(s: Sample) -> bool:
+        return s.step == Step.NETWORK and not s.cold
+
+    def sequential(s: Sample) -> bool:
+        return s.step == Step.LOAD and s.concurrency == 1
+
+    totals_warm = _values(samples, warm, lambda t: t.total_ms)
+    totals_seq = _values(samples, sequential, lambda t: t.total_ms)
+    typical = median_of(totals_warm) or median_of(totals_seq)
     if typical is None:
         return None
-    noise = 0.0
-    if len(same) >= MIN_SAME_CONDITION:
-        centre = statistics.median(same)
-        noise = MAD_TO_SIGMA * statistics.median(abs(v - centre) for v in same)
-    return NoticeableBar(typical, noise, NOTICEABLE_FRACTION)
+    use_warm = len(totals_warm) >= MIN_SAME_CONDITION
+    same = totals_warm if use_warm else totals_seq
+    ttfts = _values(samples, warm if use_warm else sequential, lambda t: t.ttft_ms)
+    return NoticeableBar(typical, _noise(same) or 0.0, NOTICEABLE_FRACTION, _noise(ttfts))
 
 
 def is_noticeable(finding: Finding, bar: NoticeableBar | None) -> bool:
     if finding.kind is Kind.ERRORS or bar is None:
         return True
-    return finding.share_ms >= bar.fraction * bar.typical_ms and finding.share_ms > bar.noise_ms
+    return finding.share_ms >= bar.fraction * bar.typical_ms and finding.share_ms > (
+        bar.noise_for(finding.kind)
+    )
+
+
+def _noise(values: Sequence[float]) -> float | None:
+    """The scaled MAD of ``values``; None with too few of them to say."""
+    if len(values) < MIN_SAME_CONDITION:
+        return None
+    centre = statistics.median(values)
+    return MAD_TO_SIGMA * statistics.median(abs(v - centre) for v in values)
 
 
 def request_parts(samples: Sequence[Sample]) -> RequestParts | None:
@@ -72,6 +91,10 @@ def request_parts(samples: Sequence[Sample]) -> RequestParts | None:
     return RequestParts(setup or 0.0, send or 0.0, prefill, decode, len(cold))
 
 
-def _totals(samples: Sequence[Sample], keep: Callable[[Sample], bool]) -> list[float]:
-    totals = (s.trace.total_ms for s in samples if keep(s) and s.trace.ok)
-    return [t for t in totals if t is not None]
+def _values(
+    samples: Sequence[Sample],
+    keep: Callable[[Sample], bool],
+    read: Callable[[RequestTrace], float | None],
+) -> list[float]:
+    values = (read(s.trace) for s in samples if keep(s) and s.trace.ok)
+    return [v for v in values if v is not None]

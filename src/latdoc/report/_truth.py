@@ -63,8 +63,11 @@ def negligible_bar_text(d: Diagnosis) -> str | None:
     bar = d.noticeable
     if bar is None:
         return None
+    noise = f"end to end {format_ms(bar.noise_ms)}"
+    if bar.ttft_noise_ms is not None:
+        noise = f"to first token {format_ms(bar.ttft_noise_ms)}, {noise}"
     return (
-        f"each adds less than {format_ms(bar.min_share_ms)} to a typical request: under "
-        f"{bar.fraction:.0%} of its {format_ms(bar.typical_ms)}, or within how much identical "
-        f"requests vary ({format_ms(bar.noise_ms)})"
+        f"each adds less than {bar.fraction:.0%} of a typical request's "
+        f"{format_ms(bar.typical_ms)}, or no more than identical requests vary "
+        f"({noise})"
     )

@@ -205,6 +205,7 @@ def _negligible(d: Diagnosis) -> dict[str, Any] | None:
         "kinds": [str(k) for k in d.verdict.negligible],
         "typical_ms": round(bar.typical_ms, 3),
         "noise_ms": round(bar.noise_ms, 3),
+        "ttft_noise_ms": None if bar.ttft_noise_ms is None else round(bar.ttft_noise_ms, 3),
         "fraction": bar.fraction,
         "min_share_ms": round(bar.min_share_ms, 3),
     }
