@@ -218,26 +218,20 @@ def run_verify(args: argparse.Namespace) -> int:
             seed=args.seed,
         )
         print(plan_line(plan), file=err)
-        progress = ProgressBars(err)
         with Store(args.db, secrets=[key] if key else []) as store:
-            if remedy is VerifyRemedy.RETRY:
-                try:
+            with ProgressBars(err) as progress:
+                if remedy is VerifyRemedy.RETRY:
                     retried = verify_retry(plan, store=store, on_progress=progress)
-                finally:
-                    progress.close()
+                elif remedy is VerifyRemedy.CONVERSATION:
+                    held = verify_conversation(plan, store=store, on_progress=progress)
+                else:
+                    result = verify_remedy(plan, store=store, on_progress=progress)
+            if remedy is VerifyRemedy.RETRY:
                 emit_retry(retried, args)
                 return EXIT_INTERRUPTED if retried.interrupted else EXIT_OK
             if remedy is VerifyRemedy.CONVERSATION:
-                try:
-                    held = verify_conversation(plan, store=store, on_progress=progress)
-                finally:
-                    progress.close()
                 emit_conversation(held, args)
                 return EXIT_INTERRUPTED if held.interrupted else EXIT_OK
-            try:
-                result = verify_remedy(plan, store=store, on_progress=progress)
-            finally:
-                progress.close()
             infos = (
                 None
                 if result.run_ids is None

@@ -10,11 +10,10 @@ import asyncio
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from secrets import token_hex
 
 from latdoc.analysis.conversation import KEEP, StrategyOutcome, TurnRecord, outcomes
 from latdoc.errors import CalibrationError
-from latdoc.pipeline._host import host_meta
+from latdoc.pipeline._verify import ArmRun, open_verify_runs
 from latdoc.records import Sample, Step, StepNote
 from latdoc.store import Store
 from latdoc.workload import (
@@ -69,26 +68,16 @@ def verify_conversation(
     describe = {KEEP: "the whole history every turn"}
     describe |= {s.name: s.describe() for s in strategies}
     keeper = _Keeper(store)
-    experiment = token_hex(4)
-    for name, text in describe.items():
-        keeper.run_ids[name] = store.new_run(
-            endpoint=plan.endpoint.base_url,
-            model=plan.endpoint.model,
-            scenario="",
-            kind="verify",
-            meta={
-                **host_meta(),
-                "experiment": experiment,
-                "remedy": "conversation",
-                "arm": name,
-                "arm_label": f"{name}: {text}",
-                "options": {
-                    "turns": plan.turns,
-                    "tokens_per_turn": plan.tokens_per_turn,
-                    "max_tokens": plan.max_tokens,
-                },
-            },
-        )
+    options = {
+        "turns": plan.turns,
+        "tokens_per_turn": plan.tokens_per_turn,
+        "max_tokens": plan.max_tokens,
+    }
+    arms = [
+        ArmRun(name, f"{name}: {text}", plan.endpoint.base_url, plan.endpoint.model, options)
+        for name, text in describe.items()
+    ]
+    keeper.run_ids.update(open_verify_runs(store, "conversation", arms))
     conversation = ConversationPlan(
         endpoint=plan.endpoint,
         connection=plan.connection,

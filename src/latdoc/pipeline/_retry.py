@@ -6,11 +6,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
-from secrets import token_hex
 
 from latdoc.analysis.retry import RetryComparison, TrialOutcome, compare_reliability
 from latdoc.client import RetryPolicy
-from latdoc.pipeline._host import host_meta
+from latdoc.pipeline._verify import ArmRun, open_verify_runs
 from latdoc.records import Sample, Step, StepNote
 from latdoc.store import Store
 from latdoc.workload import ASSUMED, Budget, VerifyPlan, build_arms
@@ -37,25 +36,21 @@ def verify_retry(
     """``plan.trials`` logical requests per arm, A with no retries, B under ``policy``."""
     policy = policy or RetryPolicy()
     arms = build_arms(plan, ASSUMED)
-    experiment = token_hex(4)
-    run_ids = tuple(
-        store.new_run(
-            endpoint=arm.endpoint.base_url,
-            model=arm.endpoint.model,
-            scenario="",
-            kind="verify",
-            meta={
-                **host_meta(),
-                "experiment": experiment,
-                "remedy": "retry",
-                "arm": arm.name,
-                "arm_label": arm.label,
-                "options": {"trials": plan.trials, "max_tokens": arm.max_tokens},
-            },
-        )
-        for arm in arms
+    by_arm = open_verify_runs(
+        store,
+        "retry",
+        [
+            ArmRun(
+                arm.name,
+                arm.label,
+                arm.endpoint.base_url,
+                arm.endpoint.model,
+                {"trials": plan.trials, "max_tokens": arm.max_tokens},
+            )
+            for arm in arms
+        ],
     )
-    by_arm = dict(zip(("A", "B"), run_ids, strict=True))
+    run_ids = (by_arm["A"], by_arm["B"])
     trials: dict[str, list[RetryTrial]] = {"A": [], "B": []}
     notes: list[StepNote] = []
 
@@ -97,7 +92,7 @@ def verify_retry(
     return RetryVerdict(
         comparison=compare_reliability(outcomes("A"), outcomes("B"), seed=plan.seed or 0),
         labels=(arms[0].label, arms[1].label),
-        run_ids=(run_ids[0], run_ids[1]),
+        run_ids=run_ids,
         notes=tuple(notes),
         store_path=store.path,
         interrupted=interrupted,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from secrets import token_hex
 from typing import Any
@@ -89,6 +89,39 @@ class VerifyResult:
 ProgressHook = Callable[[str, int, int], None]
 
 
+@dataclass(frozen=True)
+class ArmRun:
+    """One arm of an experiment, as its run is opened in the store."""
+
+    name: str
+    label: str
+    endpoint: str
+    model: str
+    options: Mapping[str, Any]
+
+
+def open_verify_runs(store: Store, remedy: str, arms: Sequence[ArmRun]) -> dict[str, str]:
+    """A ``verify`` run per arm, tied by one experiment id; run ids by arm name."""
+    experiment = token_hex(4)
+    return {
+        arm.name: store.new_run(
+            endpoint=arm.endpoint,
+            model=arm.model,
+            scenario="",
+            kind="verify",
+            meta={
+                **host_meta(),
+                "experiment": experiment,
+                "remedy": remedy,
+                "arm": arm.name,
+                "arm_label": arm.label,
+                "options": dict(arm.options),
+            },
+        )
+        for arm in arms
+    }
+
+
 def verify_remedy(
     plan: VerifyPlan,
     *,
@@ -158,23 +191,17 @@ class _State:
 
     def _open_runs(self) -> None:
         assert self.arms is not None
-        experiment = token_hex(4)
-        for arm in self.arms:
-            meta = {
-                **host_meta(),
-                "experiment": experiment,
-                "remedy": str(self.plan.remedy),
-                "arm": arm.name,
-                "arm_label": arm.label,
-                "options": _options(self.plan, arm),
-            }
-            self.run_ids[arm.name] = self.store.new_run(
-                endpoint=arm.endpoint.base_url,
-                model=arm.endpoint.model,
-                scenario="",
-                meta=meta,
-                kind="verify",
+        runs = [
+            ArmRun(
+                arm.name,
+                arm.label,
+                arm.endpoint.base_url,
+                arm.endpoint.model,
+                _options(self.plan, arm),
             )
+            for arm in self.arms
+        ]
+        self.run_ids.update(open_verify_runs(self.store, str(self.plan.remedy), runs))
 
     def keep(self, arm: str, sample: Sample) -> None:
         self.samples[arm].append(sample)

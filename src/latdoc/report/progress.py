@@ -57,6 +57,12 @@ class ProgressBars:
         """Stop updating and leave the bars on screen."""
         self._stop(keep=True)
 
+    def __enter__(self) -> ProgressBars:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def _start(self) -> Progress:
         from rich.progress import (
             BarColumn,
