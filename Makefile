@@ -36,6 +36,7 @@ format: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/probe_overhead.py
 	$(BIN)/python bench/compare_null.py
+	$(BIN)/python bench/instrument_overhead.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
