@@ -159,6 +159,7 @@ def test_report_and_compare_understand_a_load_run(
     page = html.read_text(encoding="utf-8")
     assert 'id="load-ttft-p50"' in page and 'id="load-knee"' in page
     assert 'id="load-throughput"' in page and 'id="load-goodput"' in page
+    assert 'id="load-plateau"' in page
     with Store(db) as store:
         again = reload_load(store, run.run_id)
         assert again.analysis == run.analysis

@@ -256,14 +256,16 @@ def render_load_html(
     from latdoc.report._html import environment
     from latdoc.report._plots import load_throughput_svg, load_ttft_svg
 
+    closed = not analysis.levels or analysis.levels[0].window.rate is None
+    axis = "streams at once" if closed else "asked arrival rate"
     labels = [lv.window.label for lv in analysis.levels]
     ttft = [(lv.ttft_ms.p50, lv.ttft_ms.p95) if lv.ttft_ms else None for lv in analysis.levels]
     knee = None if analysis.knee is None else analysis.levels.index(analysis.knee)
-    ttft_svg = load_ttft_svg(labels, ttft, knee)
+    ttft_svg = load_ttft_svg(labels, ttft, knee, axis)
     rps = [lv.requests_per_s for lv in analysis.levels]
     good = [lv.goodput_per_s for lv in analysis.levels]
-    throughput_svg = load_throughput_svg(labels, rps, good)
-    closed = not analysis.levels or analysis.levels[0].window.rate is None
+    plateau = None if analysis.plateau is None else analysis.levels.index(analysis.plateau)
+    throughput_svg = load_throughput_svg(labels, rps, good, plateau, axis)
     rows = [
         {
             "level": lv.window.label,

@@ -352,7 +352,10 @@ _SERIES_COLOURS = ("#d64545", "#3b7dd8", "#2e9e5b", "#a05ad0", "#e08a1e", "#4a4f
 
 
 def load_ttft_svg(
-    levels: Sequence[str], ttft_ms: Sequence[tuple[float, float] | None], knee: int | None
+    levels: Sequence[str],
+    ttft_ms: Sequence[tuple[float, float] | None],
+    knee: int | None,
+    axis: str = "load level",
 ) -> str | None:
     """TTFT p50 and p95 by load level, the knee marked."""
     points = [(k, v) for k, v in enumerate(ttft_ms) if v is not None]
@@ -380,7 +383,7 @@ def load_ttft_svg(
                 xytext=(4, -12), textcoords="offset points", color=_FG,
             )  # fmt: skip
         ax.set_xticks(range(len(levels)), list(levels))
-        ax.set_xlabel("load level")
+        ax.set_xlabel(axis)
         ax.set_ylabel("time to first token")
         ax.yaxis.set_major_formatter(_MsFormatter())
         ax.set_ylim(bottom=0)
@@ -390,9 +393,14 @@ def load_ttft_svg(
 
 
 def load_throughput_svg(
-    levels: Sequence[str], requests_per_s: Sequence[float], goodput_per_s: Sequence[float | None]
+    levels: Sequence[str],
+    requests_per_s: Sequence[float],
+    goodput_per_s: Sequence[float | None],
+    plateau: int | None,
+    axis: str = "load level",
 ) -> str | None:
-    """Requests per second by load level, and goodput when an SLO was given."""
+    """Requests per second by load level, the plateau marked, and goodput when an SLO
+    was given."""
     if not levels:
         return None
     with _style():
@@ -411,8 +419,16 @@ def load_throughput_svg(
                 linewidth=1.2, linestyle="--", label="goodput/s", color=_SERIES_COLOURS[3],
             )  # fmt: skip
             g.set_gid("load-goodput")
+        if plateau is not None:
+            mark = ax.axvline(plateau, color=_MUTED, linestyle=":", linewidth=1.2)
+            mark.set_gid("load-plateau")
+            ax.annotate(
+                f"plateau at {levels[plateau]}", (plateau, 1.0),
+                xycoords=("data", "axes fraction"), xytext=(4, -12),
+                textcoords="offset points", color=_FG,
+            )  # fmt: skip
         ax.set_xticks(xs, list(levels))
-        ax.set_xlabel("load level")
+        ax.set_xlabel(axis)
         ax.set_ylabel("requests per second")
         ax.set_ylim(bottom=0)
         ax.grid(axis="y")

@@ -55,7 +55,7 @@ class LoadPlan:
     token_budget: int | None = None
     max_seconds: float = 300.0
     max_error_rate: float = 0.5
-    max_in_flight: int = 256
+    max_in_flight: int = 64
     """Open loop: requests open at once, at most."""
     seed: int | None = None
 
