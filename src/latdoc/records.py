@@ -223,7 +223,11 @@ class Step(enum.StrEnum):
     LENGTH = "length"
     """Step 2: the same request at growing prompt lengths."""
     LOAD = "load"
-    """Step 3: repeats one after another, then several at once."""
+    """Step 3: repeats one after another, then several at once; in ``latdoc load``, one
+    level of a closed-loop sweep (``concurrency`` is the level)."""
+    ARRIVALS = "arrivals"
+    """``latdoc load --rate``: one level of an open-loop sweep, requests arriving at random
+    (``concurrency`` is the level's number, from 1; its rate is in the run's meta)."""
     RUN = "run"
     """The run as a whole (used by notes, never by a sample)."""
     PROBE = "probe"

@@ -67,7 +67,9 @@ class GroupKey:
         parts = [self.step]
         if self.prompt_tokens is not None:
             parts.append(f"{self.prompt_tokens} prompt tokens")
-        if self.concurrency > 1:
+        if self.step == "arrivals":
+            parts.append(f"rate level {self.concurrency}")
+        elif self.concurrency > 1:
             parts.append(f"{self.concurrency} at once")
         if self.step in _SPLIT_BY_CONNECTION:
             parts.append("new connection" if self.cold else "reused connection")

@@ -1,7 +1,7 @@
 """The ``latdoc`` command: parse, call one library function, render, exit.
 
 One module per command family (``probe``, ``diagnose`` with ``runs`` and
-``report``, ``verify`` with ``compare``, ``system``, ``lab``); what they parse alike is
+``report``, ``verify`` with ``compare``, ``load``, ``system``, ``lab``); what they parse alike is
 in ``_options``. A user mistake prints one ``Error: …`` line and exits 2; a failed
 request prints one ``Error: …`` line naming the phase and the cause, and the run goes
 on (exit 1 at the end). A traceback means a bug in latdoc.
@@ -13,7 +13,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from latdoc.cli import diagnose, lab, probe, system, verify
+from latdoc.cli import diagnose, lab, load, probe, system, verify
 from latdoc.cli._options import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -46,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     probe.add_parser(sub)
     diagnose.add_parsers(sub)
     verify.add_parsers(sub)
+    load.add_parser(sub)
     system.add_parser(sub)
     lab.add_lab_parser(sub, Parser)
     return parser
@@ -67,6 +68,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return verify.run_compare(args)
         if args.command == "verify":
             return verify.run_verify(args)
+        if args.command == "load":
+            return load.run(args)
         if args.command == "system":
             return system.run(args)
         if args.command == "lab":

@@ -32,7 +32,13 @@ from latdoc.pipeline import (
 )
 from latdoc.report import ProgressBars
 from latdoc.store import Store
-from latdoc.workload import LENGTHS, DiagnosisPlan, planned_requests, planned_tokens
+from latdoc.workload import (
+    CONCURRENCY,
+    LENGTHS,
+    DiagnosisPlan,
+    planned_requests,
+    planned_tokens,
+)
 
 DEFAULT_MAX_REQUESTS = 40
 DEFAULT_MAX_SECONDS = 120.0
@@ -65,8 +71,9 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
         help="the model's context window, to clip the long prompts",
     )  # fmt: skip
     d.add_argument(
-        "--concurrency", type=positive_int, default=DEFAULT_CONCURRENCY, metavar="N",
-        help="concurrent requests you expect in production, for pool sizing "
+        "--concurrency", type=positive_int, metavar="N",
+        help="concurrent requests you expect in production: the load step sends N at once "
+        f"(as the budget affords; default {CONCURRENCY}) and the pool is sized for N "
         f"(default {DEFAULT_CONCURRENCY})",
     )  # fmt: skip
     recorded = d.add_mutually_exclusive_group()
@@ -97,14 +104,14 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
 
 def plan_line(plan: DiagnosisPlan) -> str:
     """What the run may spend and what it will do, said before anything is sent."""
-    worst = planned_tokens(plan.max_tokens, plan.context_window)
+    worst = planned_tokens(plan.max_tokens, plan.context_window, plan.concurrency)
     tokens = min(worst, plan.token_budget) if plan.token_budget else worst
-    requests = min(planned_requests(), plan.max_requests)
+    requests = min(planned_requests(plan.concurrency), plan.max_requests)
     return (
         f"Plan: at most {requests} requests, {tokens:,} prompt + output tokens and "
         f"{plan.max_seconds:g} s — calibration, network (cold and warm), input length "
         f"({', '.join(str(n) for n in LENGTHS)} tokens, as the time allows), load "
-        "(sequential, then 4 at once)."
+        f"(sequential, then {plan.concurrency} at once)."
     )
 
 
@@ -124,6 +131,7 @@ def run_diagnose(args: argparse.Namespace) -> int:
             max_seconds=args.max_seconds,
             context_window=args.context_window,
             seed=args.seed,
+            concurrency=args.concurrency or CONCURRENCY,
         )
         print(plan_line(plan), file=err)
         progress = ProgressBars(err)
@@ -132,7 +140,7 @@ def run_diagnose(args: argparse.Namespace) -> int:
                 run = diagnose_endpoint(
                     plan,
                     scenario=Scenario(args.scenario),
-                    concurrency=args.concurrency,
+                    concurrency=args.concurrency or DEFAULT_CONCURRENCY,
                     store=store,
                     on_progress=progress,
                 )
@@ -183,6 +191,10 @@ def run_runs(args: argparse.Namespace) -> int:
 
 def run_report(args: argparse.Namespace) -> int:
     with Store(args.db) as store:
+        if store.run_info(args.run_id).kind == "load":
+            from latdoc.cli.load import run_report as report_load
+
+            return report_load(args, store)
         run = rediagnose(store, args.run_id)
     _emit(run, args, sys.stdout, terminal=False)
     return EXIT_OK

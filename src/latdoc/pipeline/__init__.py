@@ -10,6 +10,8 @@
   :func:`compare_runs` compares two stored runs like with like, sending nothing.
 - :func:`read_host` reads the client host's facts for the checklist of
   ``latdoc system``; :func:`host_meta` is what every run records about its host.
+- :func:`load_endpoint` runs a load sweep and keeps it as a run; :func:`reload_load`
+  analyses a stored sweep again.
 - :func:`verify_remedy` measures one remedy as an A/B experiment on the endpoint.
 
 Progress and each finished sample reach the caller through hooks; nothing here
@@ -36,6 +38,14 @@ from latdoc.pipeline._host import (
     read_host,
     tcp_settings,
 )
+from latdoc.pipeline._load import (
+    MAX_REMOTE_STREAMS,
+    LoadRun,
+    check_load_target,
+    is_loopback,
+    load_endpoint,
+    reload_load,
+)
 from latdoc.pipeline._retry import RetryVerdict, verify_retry
 from latdoc.pipeline._runs import RunComparison, StoredProbe, compare_runs, probe_endpoint
 from latdoc.pipeline._traffic import diagnose_otlp, diagnose_traffic
@@ -43,16 +53,19 @@ from latdoc.pipeline._verify import NOT_APPLICABLE, VerifyResult, verify_remedy
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
+    "MAX_REMOTE_STREAMS",
     "NOT_APPLICABLE",
     "PROC_SYS",
     "TCP_SYSCTLS",
     "ConversationVerdict",
     "DiagnosisRun",
+    "LoadRun",
     "RetryVerdict",
     "RunComparison",
     "StoredProbe",
     "VerifyResult",
     "build_diagnosis",
+    "check_load_target",
     "compare_runs",
     "cpu_count",
     "diagnose_endpoint",
@@ -60,9 +73,12 @@ __all__ = [
     "diagnose_traffic",
     "host_facts_from_meta",
     "host_meta",
+    "is_loopback",
+    "load_endpoint",
     "probe_endpoint",
     "read_host",
     "rediagnose",
+    "reload_load",
     "run_context",
     "run_diagnosis",
     "run_meta",

@@ -125,6 +125,10 @@ def rediagnose(store: Store, run_id: str) -> DiagnosisRun:
         from latdoc.pipeline._traffic import diagnose_traffic
 
         return diagnose_traffic(store, info.run_id)
+    if info.kind == "load":
+        raise UsageError(
+            f"run {info.run_id} is a load sweep, not a diagnosis: `latdoc report` renders it"
+        )
     if info.kind != "diagnose":
         raise UsageError(
             f"run {info.run_id} is a {info.kind} run, not a diagnosis: "

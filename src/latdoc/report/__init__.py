@@ -19,6 +19,7 @@ from latdoc.report._conversation import (
     render_conversation_html,
 )
 from latdoc.report._html import render_html
+from latdoc.report._load import LOAD_SCHEMA, load_to_dict, render_load, render_load_html
 from latdoc.report._retry import RETRY_SCHEMA, render_retry, retry_to_dict
 from latdoc.report._system import SYSTEM_SCHEMA, render_system, system_to_dict
 from latdoc.report._terminal_diagnosis import render_diagnosis
@@ -35,6 +36,7 @@ __all__ = [
     "COMPARISON_SCHEMA",
     "CONVERSATION_SCHEMA",
     "DIAGNOSIS_SCHEMA",
+    "LOAD_SCHEMA",
     "RETRY_SCHEMA",
     "SYSTEM_SCHEMA",
     "TRACE_SCHEMA",
@@ -42,6 +44,7 @@ __all__ = [
     "comparison_to_dict",
     "conversation_to_dict",
     "diagnosis_to_dict",
+    "load_to_dict",
     "make_console",
     "render_comparison",
     "render_comparison_html",
@@ -49,6 +52,8 @@ __all__ = [
     "render_conversation_html",
     "render_diagnosis",
     "render_html",
+    "render_load",
+    "render_load_html",
     "render_retry",
     "render_summary",
     "render_system",

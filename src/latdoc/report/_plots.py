@@ -349,3 +349,88 @@ def conversation_svg(series: Sequence[tuple[str, Sequence[float | None]]]) -> st
 
 
 _SERIES_COLOURS = ("#d64545", "#3b7dd8", "#2e9e5b", "#a05ad0", "#e08a1e", "#4a4f57")
+
+
+def load_ttft_svg(
+    levels: Sequence[str],
+    ttft_ms: Sequence[tuple[float, float] | None],
+    knee: int | None,
+    axis: str = "load level",
+) -> str | None:
+    """TTFT p50 and p95 by load level, the knee marked."""
+    points = [(k, v) for k, v in enumerate(ttft_ms) if v is not None]
+    if not points:
+        return None
+    with _style():
+        figure = _new_figure(3.2)
+        ax = figure.add_subplot()
+        xs = [k for k, _ in points]
+        (p50,) = ax.plot(
+            xs, [v[0] for _, v in points], marker="o", markersize=3, linewidth=1.6,
+            label="p50", color=_SERIES_COLOURS[1],
+        )  # fmt: skip
+        p50.set_gid("load-ttft-p50")
+        (p95,) = ax.plot(
+            xs, [v[1] for _, v in points], marker="o", markersize=3, linewidth=1.2,
+            linestyle="--", label="p95", color=_SERIES_COLOURS[0],
+        )  # fmt: skip
+        p95.set_gid("load-ttft-p95")
+        if knee is not None:
+            mark = ax.axvline(knee, color=_MUTED, linestyle=":", linewidth=1.2)
+            mark.set_gid("load-knee")
+            ax.annotate(
+                f"knee at {levels[knee]}", (knee, 1.0), xycoords=("data", "axes fraction"),
+                xytext=(4, -12), textcoords="offset points", color=_FG,
+            )  # fmt: skip
+        ax.set_xticks(range(len(levels)), list(levels))
+        ax.set_xlabel(axis)
+        ax.set_ylabel("time to first token")
+        ax.yaxis.set_major_formatter(_MsFormatter())
+        ax.set_ylim(bottom=0)
+        ax.grid(axis="y")
+        ax.legend(loc="upper left", frameon=False)
+        return _svg(figure, "Time to first token p50 and p95 by load level", "load-ttft")
+
+
+def load_throughput_svg(
+    levels: Sequence[str],
+    requests_per_s: Sequence[float],
+    goodput_per_s: Sequence[float | None],
+    plateau: int | None,
+    axis: str = "load level",
+) -> str | None:
+    """Requests per second by load level, the plateau marked, and goodput when an SLO
+    was given."""
+    if not levels:
+        return None
+    with _style():
+        figure = _new_figure(3.2)
+        ax = figure.add_subplot()
+        xs = list(range(len(levels)))
+        (line,) = ax.plot(
+            xs, list(requests_per_s), marker="o", markersize=3, linewidth=1.6,
+            label="requests/s", color=_SERIES_COLOURS[2],
+        )  # fmt: skip
+        line.set_gid("load-throughput")
+        good = [(k, v) for k, v in enumerate(goodput_per_s) if v is not None]
+        if good:
+            (g,) = ax.plot(
+                [k for k, _ in good], [v for _, v in good], marker="o", markersize=3,
+                linewidth=1.2, linestyle="--", label="goodput/s", color=_SERIES_COLOURS[3],
+            )  # fmt: skip
+            g.set_gid("load-goodput")
+        if plateau is not None:
+            mark = ax.axvline(plateau, color=_MUTED, linestyle=":", linewidth=1.2)
+            mark.set_gid("load-plateau")
+            ax.annotate(
+                f"plateau at {levels[plateau]}", (plateau, 1.0),
+                xycoords=("data", "axes fraction"), xytext=(4, -12),
+                textcoords="offset points", color=_FG,
+            )  # fmt: skip
+        ax.set_xticks(xs, list(levels))
+        ax.set_xlabel(axis)
+        ax.set_ylabel("requests per second")
+        ax.set_ylim(bottom=0)
+        ax.grid(axis="y")
+        ax.legend(loc="upper left", frameon=False)
+        return _svg(figure, "Requests per second by load level", "load-throughput")

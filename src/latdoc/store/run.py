@@ -10,10 +10,10 @@ from typing import Any
 from latdoc.records import Step, StepNote
 
 RUN_STATUSES = frozenset({"running", "done", "interrupted", "failed"})
-RUN_KINDS = frozenset({"diagnose", "probe", "verify", "instrument"})
-"""What made a run: ``latdoc diagnose``, ``latdoc probe``, one arm of ``latdoc verify``, or
-an application's own traffic recorded by ``latdoc.instrument`` (samples of step
-``traffic``)."""
+RUN_KINDS = frozenset({"diagnose", "probe", "verify", "instrument", "load"})
+"""What made a run: ``latdoc diagnose``, ``latdoc probe``, one arm of ``latdoc verify``, an
+application's own traffic recorded by ``latdoc.instrument`` (samples of step
+``traffic``), or a ``latdoc load`` sweep (samples of step ``load`` or ``arrivals``)."""
 """``running`` until :meth:`Store.finish_run` sets one of the other three."""
 
 

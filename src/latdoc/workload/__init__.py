@@ -28,6 +28,7 @@ from latdoc.workload._conversation import (
     run_conversations,
 )
 from latdoc.workload._experiment import Arm, ExperimentResult, run_experiment
+from latdoc.workload._load import LoadPlan, run_load
 from latdoc.workload._probe_loop import DEFAULT_PROMPT, ProbePlan, ProbeRun, run_probe
 from latdoc.workload._prompts import make_prompt
 from latdoc.workload._remedies import (
@@ -40,6 +41,7 @@ from latdoc.workload._remedies import (
     tight_max_tokens,
 )
 from latdoc.workload._steps import (
+    CONCURRENCY,
     LENGTHS,
     DiagnosisPlan,
     ProgressHook,
@@ -52,6 +54,7 @@ from latdoc.workload._steps import (
 
 __all__ = [
     "ASSUMED",
+    "CONCURRENCY",
     "DEFAULT_PROMPT",
     "HEADLINE",
     "LENGTHS",
@@ -61,6 +64,7 @@ __all__ = [
     "ConversationTurn",
     "DiagnosisPlan",
     "ExperimentResult",
+    "LoadPlan",
     "ProbePlan",
     "ProbeRun",
     "ProgressHook",
@@ -81,6 +85,7 @@ __all__ = [
     "prompt_cost",
     "run_conversations",
     "run_experiment",
+    "run_load",
     "run_probe",
     "run_steps",
     "short_question",

@@ -5,8 +5,9 @@
 2. **input length**: the same request at growing prompt lengths of exact token
    counts (each prompt unique), the longest chosen from the prefill rate measured
    on the short ones so the run fits its time and token budget.
-3. **load**: repeated same-length requests one after another (dispersion), then a
-   few at once (does TTFT rise with load?).
+3. **load**: repeated same-length requests one after another (dispersion), then
+   the plan's ``concurrency`` at once (does TTFT rise with load?), as many as the
+   budget affords.
 
 Each request is reserved in the :class:`Budget` before it is sent and handed to
 ``on_sample`` as soon as it finishes, so an interrupted run keeps every finished
@@ -42,6 +43,7 @@ WARM_REQUESTS = 4
 EXTRA_COLD = 2
 SEQUENTIAL_REPEATS = 6
 CONCURRENCY = 4
+"""Requests sent at once in the load step when the user names no concurrency."""
 LENGTH_TIME_SHARE = 0.6
 """Of the time left after the network step, what the length step may use."""
 SAFETY = 1.5
@@ -63,6 +65,8 @@ class DiagnosisPlan:
     max_seconds: float = 120.0
     context_window: int | None = None
     seed: int | None = None
+    concurrency: int = CONCURRENCY
+    """Requests the load step sends at once (fewer when the budget affords fewer)."""
 
 
 @dataclass
@@ -257,7 +261,8 @@ class _Runner:
         return max(decodes) if decodes else 1.0
 
     async def load(self) -> None:
-        total = SEQUENTIAL_REPEATS + CONCURRENCY
+        wanted = self.plan.concurrency
+        total = SEQUENTIAL_REPEATS + wanted
         done = 0
         self.progress(Step.LOAD, done, total)
         per_request = self._short_ttft_s() + self._decode_s()
@@ -273,37 +278,51 @@ class _Runner:
                     return
                 done += 1
                 self.progress(Step.LOAD, done, total)
-        if self.budget.seconds_left < per_request * CONCURRENCY * SAFETY:
+        # A server that serves them one by one takes a request's time per request: that is
+        # allowed for up to the default's size; a larger batch is cut by the run's time
+        # budget like any request, rather than left out whenever the server is slow.
+        if self.budget.seconds_left < per_request * min(wanted, CONCURRENCY) * SAFETY:
             self.note(Step.LOAD, "the concurrency probe left out: not enough time budget")
             return
         out = self.plan.max_tokens
         cost = self.cost(SHORT_TOKENS)
-        if not self.budget.can_afford(cost, out, count=CONCURRENCY):
+        at_once = wanted
+        while at_once >= 2 and not self.budget.can_afford(cost, out, count=at_once):
+            at_once -= 1
+        if at_once < 2:
             self.note(Step.LOAD, "the concurrency probe left out: request or token budget reached")
             return
-        async with self.session(max_connections=CONCURRENCY) as s:
-            for _ in range(CONCURRENCY):
+        if at_once < wanted:
+            self.note(
+                Step.LOAD,
+                f"{at_once} requests at once instead of {wanted}: "
+                "the request or token budget affords no more",
+            )
+        async with self.session(max_connections=at_once) as s:
+            for _ in range(at_once):
                 self.budget.reserve(cost, out)
-            prompts = [self.prompt(SHORT_TOKENS) for _ in range(CONCURRENCY)]
+            prompts = [self.prompt(SHORT_TOKENS) for _ in range(at_once)]
             traces = await asyncio.gather(*(s.request(p, out) for p in prompts))
         for t in traces:
             self.settle(cost + out, t)
-            self.keep(Sample(Step.LOAD, t, SHORT_TOKENS, CONCURRENCY))
+            self.keep(Sample(Step.LOAD, t, SHORT_TOKENS, at_once))
         self.progress(Step.LOAD, total, total)
 
 
-def planned_requests() -> int:
+def planned_requests(concurrency: int = CONCURRENCY) -> int:
     """Requests the full plan sends when no budget stops it."""
-    short = 1 + WARM_REQUESTS + EXTRA_COLD + SEQUENTIAL_REPEATS + CONCURRENCY
+    short = 1 + WARM_REQUESTS + EXTRA_COLD + SEQUENTIAL_REPEATS + concurrency
     return 2 + short + 2 * len(LENGTHS)
 
 
-def planned_tokens(max_tokens: int, context_window: int | None = None) -> int:
+def planned_tokens(
+    max_tokens: int, context_window: int | None = None, concurrency: int = CONCURRENCY
+) -> int:
     """Prompt + output tokens the full plan may spend, at the bounds it reserves."""
     near = calibration_words(CALIBRATION_NEAR_TOKENS)
     total = sum(prompt_cost(ASSUMED, w) + 1 for w in near)
     per_token = TokenCalibration(overhead=0.0, per_word=1.0, measured=True)
-    short = 1 + WARM_REQUESTS + EXTRA_COLD + SEQUENTIAL_REPEATS + CONCURRENCY
+    short = 1 + WARM_REQUESTS + EXTRA_COLD + SEQUENTIAL_REPEATS + concurrency
     total += short * (prompt_cost(per_token, SHORT_TOKENS) + max_tokens)
     for n in LENGTHS:
         if context_window is None or n <= context_window:

@@ -1,0 +1,292 @@
+"""A load sweep read level by level: latency percentiles, throughput, the knee, Little's law.
+
+Each level of ``latdoc load`` is a :class:`LevelWindow` (what the client meant to
+send and when) and the samples sent in it. The level's window runs from its start
+to the moment it stopped sending: throughput counts the requests finished in it,
+the achieved arrival rate those sent in it; requests that finish after it still
+count in the latency percentiles.
+
+- The **knee** is the first level whose TTFT p50 is more than :data:`KNEE_RATIO`
+  times that of the lowest level: requests start to wait for the server.
+- The **throughput plateau** is the first level whose requests/s grows less than
+  :data:`PLATEAU_GROWTH` over the previous level's: more load buys no more work.
+- **Little's law**: over a window, the mean number of requests in flight equals
+  throughput × mean latency. The in-flight mean is measured from the traces; a
+  gap beyond :data:`LITTLE_TOLERANCE` means the window is too short for its
+  latency, or the client did not keep the load it meant to.
+- **Goodput**: the requests per second (and the share) meeting every SLO.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from latdoc.records import RequestTrace, Sample, Step
+
+KNEE_RATIO = 1.5
+PLATEAU_GROWTH = 0.10
+LITTLE_TOLERANCE = 0.1
+SUSTAINED_SHARE = 0.9
+"""An open-loop level sustained its rate when at least this share of the scheduled
+arrivals were sent in the window ..."""
+SUSTAINED_LATE_MS = 50.0
+"""... and the median arrival left at most this late."""
+
+
+@dataclass(frozen=True, slots=True)
+class LevelWindow:
+    """One level of a sweep as the client ran it. Times are ``perf_counter_ns``."""
+
+    number: int
+    """From 1, in the order the levels ran."""
+    concurrency: int | None
+    """Closed loop: the workers sending back to back."""
+    rate: float | None
+    """Open loop: the asked arrival rate, requests per second."""
+    start_ns: int
+    end_ns: int
+    """When the level stopped sending (its duration, or an early stop)."""
+    scheduled: int | None = None
+    """Open loop: arrivals scheduled inside the window."""
+    late_ms_p50: float | None = None
+    """Open loop: how late arrivals left against their schedule, median."""
+
+    @property
+    def seconds(self) -> float:
+        return max(1e-9, (self.end_ns - self.start_ns) / 1e9)
+
+    @property
+    def step(self) -> Step:
+        return Step.LOAD if self.rate is None else Step.ARRIVALS
+
+    @property
+    def sample_concurrency(self) -> int:
+        """The ``concurrency`` its samples carry: the workers, or the level's number."""
+        return self.concurrency if self.concurrency is not None else self.number
+
+    @property
+    def label(self) -> str:
+        if self.rate is not None:
+            return f"{self.rate:g}/s"
+        return str(self.concurrency)
+
+
+@dataclass(frozen=True, slots=True)
+class Percentiles:
+    p50: float
+    p95: float
+    p99: float
+    mean: float
+
+
+@dataclass(frozen=True, slots=True)
+class Slo:
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+
+    def met_by(self, t: RequestTrace) -> bool:
+        """The request succeeded and met every objective set."""
+        if not t.ok:
+            return False
+        if self.ttft_ms is not None and (t.ttft_ms is None or t.ttft_ms > self.ttft_ms):
+            return False
+        return self.tpot_ms is None or t.tpot_ms is None or t.tpot_ms <= self.tpot_ms
+
+    @property
+    def any(self) -> bool:
+        return self.ttft_ms is not None or self.tpot_ms is not None
+
+
+@dataclass(frozen=True, slots=True)
+class LittlesLaw:
+    in_flight: float
+    """Mean requests in flight over the window, measured from the traces."""
+    predicted: float
+    """Throughput × mean latency."""
+
+    @property
+    def error(self) -> float:
+        """Relative gap between the two, as a share of the measured."""
+        return abs(self.predicted - self.in_flight) / max(self.in_flight, 1e-9)
+
+    @property
+    def holds(self) -> bool:
+        return self.error <= LITTLE_TOLERANCE
+
+
+@dataclass(frozen=True, slots=True)
+class LevelStats:
+    window: LevelWindow
+    requests: int
+    failed: int
+    ttft_ms: Percentiles | None
+    tpot_ms: Percentiles | None
+    total_ms: Percentiles | None
+    pool_wait_ms: Percentiles | None
+    """Client-side wait for a connection, not the server's time."""
+    requests_per_s: float
+    """Successful requests finished inside the window, per second (from the level's
+    start to its last departure)."""
+    output_tokens_per_s: float
+    sent_per_s: float
+    """Requests sent inside the window, per second: the achieved arrival rate."""
+    little: LittlesLaw | None
+    goodput_per_s: float | None
+    goodput_share: float | None
+
+    @property
+    def error_rate(self) -> float:
+        return self.failed / self.requests if self.requests else 0.0
+
+    @property
+    def sustained(self) -> bool | None:
+        """Open loop: did the client send at the asked rate? ``None`` for closed loop."""
+        w = self.window
+        if w.rate is None or w.scheduled is None:
+            return None
+        enough = round(self.sent_per_s * w.seconds) >= SUSTAINED_SHARE * w.scheduled
+        on_time = w.late_ms_p50 is None or w.late_ms_p50 <= SUSTAINED_LATE_MS
+        return enough and on_time
+
+
+@dataclass(frozen=True, slots=True)
+class LoadAnalysis:
+    levels: tuple[LevelStats, ...]
+    knee: LevelStats | None
+    """The first level whose TTFT p50 passed ``KNEE_RATIO`` × the lowest level's."""
+    plateau: LevelStats | None
+    """The first level whose requests/s grew less than ``PLATEAU_GROWTH``."""
+    peak_requests_per_s: float | None
+    slo: Slo
+
+    @property
+    def unloaded_ttft_ms(self) -> float | None:
+        first = self.levels[0] if self.levels else None
+        return None if first is None or first.ttft_ms is None else first.ttft_ms.p50
+
+
+def percentiles(values: Sequence[float | None]) -> Percentiles | None:
+    data = np.asarray([v for v in values if v is not None], dtype=float)
+    if data.size == 0:
+        return None
+    p50, p95, p99 = np.quantile(data, [0.50, 0.95, 0.99])
+    return Percentiles(float(p50), float(p95), float(p99), float(np.mean(data)))
+
+
+def level_stats(window: LevelWindow, samples: Sequence[Sample], slo: Slo) -> LevelStats:
+    """One level's numbers from the samples sent in it."""
+    traces = [s.trace for s in samples]
+    ok = [t for t in traces if t.ok]
+    start, end = window.start_ns, window.end_ns
+    sent_in = [t for t in traces if start <= t.t0_ns <= end]
+    departed = sorted(
+        (t for t in ok if t.done_ns is not None and t.t0_ns + t.done_ns <= end),
+        key=lambda t: t.t0_ns + (t.done_ns or 0),
+    )
+    counted, seconds = _departures(departed, window)
+    good_all = sum(1 for t in traces if slo.met_by(t)) if slo.any else None
+    return LevelStats(
+        window=window,
+        requests=len(traces),
+        failed=len(traces) - len(ok),
+        ttft_ms=percentiles([t.ttft_ms for t in ok]),
+        tpot_ms=percentiles([t.tpot_ms for t in ok]),
+        total_ms=percentiles([t.total_ms for t in ok]),
+        pool_wait_ms=percentiles([t.queue_ms for t in traces]),
+        requests_per_s=len(counted) / seconds,
+        output_tokens_per_s=sum(t.output_tokens or 0 for t in counted) / seconds,
+        sent_per_s=len(sent_in) / window.seconds,
+        little=_little(window, samples),
+        goodput_per_s=(None if not slo.any else sum(1 for t in counted if slo.met_by(t)) / seconds),
+        goodput_share=None if good_all is None else good_all / max(len(traces), 1),
+    )
+
+
+def _departures(
+    departed: Sequence[RequestTrace], window: LevelWindow
+) -> tuple[Sequence[RequestTrace], float]:
+    """The departures to count and the time they took: from the level's start to the
+    last departure in its window.
+
+    Not over the whole window: a level of a few request times holds a whole number
+    of rounds per stream, and the time after the last departure would make the rate
+    jump with where the rounds fall. Not from the first departure either: a server
+    with slots lets requests go in batches, and the first batch would be miscounted.
+    """
+    if not departed:
+        return departed, window.seconds
+    last = departed[-1].t0_ns + (departed[-1].done_ns or 0)
+    return departed, max(1e-9, (last - window.start_ns) / 1e9)
+
+
+def _little(window: LevelWindow, samples: Sequence[Sample]) -> LittlesLaw | None:
+    """Time in flight inside the window against throughput × mean latency.
+
+    Throughput is the mean of arrivals and departures in the window: counting only
+    arrivals overstates it by the requests still open at the window's end, counting
+    only departures understates it by as many, and their mean cancels that edge to
+    first order, so a short level is not mistaken for a broken law.
+    """
+    start, end = window.start_ns, window.end_ns
+    busy_ns = 0
+    latencies: list[float] = []
+    arrived = departed = 0
+    for s in samples:
+        t = s.trace
+        if t.done_ns is None or not start <= t.t0_ns <= end:
+            continue
+        finish = t.t0_ns + t.done_ns
+        busy_ns += max(0, min(finish, end) - t.t0_ns)
+        latencies.append(t.done_ns / 1e9)
+        arrived += 1
+        departed += 1 if finish <= end else 0
+    if not latencies:
+        return None
+    seconds = window.seconds
+    in_flight = busy_ns / 1e9 / seconds
+    predicted = (arrived + departed) / 2 / seconds * float(np.mean(latencies))
+    return LittlesLaw(in_flight, predicted)
+
+
+def analyse_load(
+    windows: Sequence[LevelWindow], samples: Sequence[Sample], slo: Slo | None = None
+) -> LoadAnalysis:
+    """Every level's numbers, then the knee and the plateau across them."""
+    slo = slo or Slo()
+    levels = []
+    for w in windows:
+        mine = [s for s in samples if s.step == w.step and s.concurrency == w.sample_concurrency]
+        levels.append(level_stats(w, mine, slo))
+    return LoadAnalysis(
+        levels=tuple(levels),
+        knee=find_knee(levels),
+        plateau=find_plateau(levels),
+        peak_requests_per_s=max((lv.requests_per_s for lv in levels), default=None),
+        slo=slo,
+    )
+
+
+def find_knee(levels: Sequence[LevelStats]) -> LevelStats | None:
+    measured = [lv for lv in levels if lv.ttft_ms is not None]
+    if len(measured) < 2:
+        return None
+    base = measured[0].ttft_ms
+    assert base is not None
+    for lv in measured[1:]:
+        assert lv.ttft_ms is not None
+        if lv.ttft_ms.p50 > KNEE_RATIO * base.p50:
+            return lv
+    return None
+
+
+def find_plateau(levels: Sequence[LevelStats]) -> LevelStats | None:
+    for previous, lv in itertools.pairwise(levels):
+        if previous.requests_per_s > 0 and lv.requests_per_s < previous.requests_per_s * (
+            1 + PLATEAU_GROWTH
+        ):
+            return lv
+    return None

@@ -1,0 +1,159 @@
+"""A load sweep kept as a run, analysed level by level, and analysed again from the store."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from latdoc.analysis.load import LevelWindow, LoadAnalysis, Slo, analyse_load
+from latdoc.errors import UsageError
+from latdoc.pipeline._host import host_meta
+from latdoc.records import Sample, Step, StepNote
+from latdoc.report import load_to_dict
+from latdoc.store import Store
+from latdoc.workload import LoadPlan, run_load
+
+MAX_REMOTE_STREAMS = 64
+"""Streams a sweep may hold open against an endpoint off this host without ``--yes``."""
+
+
+@dataclass(frozen=True)
+class LoadRun:
+    """A sweep's analysis and what it was made from."""
+
+    run_id: str
+    analysis: LoadAnalysis
+    samples: tuple[Sample, ...]
+    notes: tuple[StepNote, ...]
+    status: str
+    endpoint: str
+    model: str
+    store_path: str
+
+
+def is_loopback(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_load_target(plan: LoadPlan, *, confirmed: bool) -> None:
+    """Refuse, before anything is sent, a heavy sweep of someone else's endpoint unasked."""
+    streams = plan.peak_streams
+    if streams > MAX_REMOTE_STREAMS and not confirmed and not is_loopback(plan.endpoint.base_url):
+        what = "--concurrency" if plan.closed_loop else "--max-in-flight"
+        raise UsageError(
+            f"{what} {streams} would hold up to {streams} streams open against "
+            f"{urlsplit(plan.endpoint.base_url).hostname}, which is not this host; more than "
+            f"{MAX_REMOTE_STREAMS} needs --yes (make sure you may load it that hard)"
+        )
+
+
+def load_endpoint(
+    plan: LoadPlan,
+    *,
+    store: Store,
+    slo: Slo | None = None,
+    confirmed: bool = False,
+    on_sample: Callable[[Sample], None] | None = None,
+    on_progress: Callable[[str, int, int], None] | None = None,
+) -> LoadRun:
+    """Run ``plan``'s sweep, keep every sample as it finishes, and analyse each level.
+
+    ``on_sample`` sees each sample as it is kept (a metrics exporter hooks in
+    there). Ctrl-C stops the sending, not the report: the run is kept as
+    ``interrupted`` and the levels measured until then are analysed.
+    """
+    check_load_target(plan, confirmed=confirmed)
+    slo = slo or Slo()
+    meta = {**host_meta(), "load": _plan_meta(plan, slo)}
+    run_id = store.new_run(
+        endpoint=plan.endpoint.base_url,
+        model=plan.endpoint.model,
+        scenario="",
+        meta=meta,
+        kind="load",
+    )
+    samples: list[Sample] = []
+    windows: list[LevelWindow] = []
+
+    def keep(sample: Sample) -> None:
+        samples.append(sample)
+        store.add_sample(run_id, sample)
+        if on_sample is not None:
+            on_sample(sample)
+
+    status, notes = "done", []
+    try:
+        notes = asyncio.run(
+            run_load(plan, on_sample=keep, on_level=windows.append, on_progress=on_progress)
+        )
+    except KeyboardInterrupt:
+        status = "interrupted"
+        notes = [StepNote(Step.RUN, "interrupted by the user; reported what was measured")]
+    analysis = analyse_load(windows, samples, slo)
+    document = load_to_dict(analysis, notes=notes, run_id=run_id)
+    store.finish_run(run_id, status=status, notes=notes, diagnosis=document)
+    return LoadRun(
+        run_id, analysis, tuple(samples), tuple(notes), status,
+        plan.endpoint.base_url, plan.endpoint.model, store.path,
+    )  # fmt: skip
+
+
+def reload_load(store: Store, run_id: str) -> LoadRun:
+    """Analyse a stored sweep (an id or a unique prefix of one) again, sending nothing."""
+    info, samples, document = store.load_run(run_id)
+    if info.kind != "load":
+        raise UsageError(f"run {info.run_id} is a {info.kind} run, not a load sweep")
+    windows = windows_from_document(document or {})
+    load_meta = info.meta.get("load", {}) if isinstance(info.meta, Mapping) else {}
+    slo_meta = load_meta.get("slo", {}) if isinstance(load_meta, Mapping) else {}
+    slo = Slo(slo_meta.get("ttft_ms"), slo_meta.get("tpot_ms"))
+    analysis = analyse_load(windows, samples, slo)
+    return LoadRun(
+        info.run_id, analysis, tuple(samples), tuple(info.notes), info.status,
+        info.endpoint, info.model, store.path,
+    )  # fmt: skip
+
+
+def windows_from_document(document: Mapping[str, Any]) -> list[LevelWindow]:
+    """The levels as the sweep ran them, from its stored ``latdoc.load`` document."""
+    levels: Sequence[Mapping[str, Any]] = document.get("levels", [])
+    return [
+        LevelWindow(
+            number=int(w["number"]),
+            concurrency=w.get("concurrency"),
+            rate=w.get("rate"),
+            start_ns=int(w["start_ns"]),
+            end_ns=int(w["end_ns"]),
+            scheduled=w.get("scheduled"),
+            late_ms_p50=w.get("late_ms_p50"),
+        )
+        for w in (level["window"] for level in levels)
+    ]
+
+
+def _plan_meta(plan: LoadPlan, slo: Slo) -> dict[str, Any]:
+    return {
+        "mode": "concurrency" if plan.closed_loop else "rate",
+        "concurrency": list(plan.concurrency),
+        "rates": list(plan.rates),
+        "duration_per_level": plan.duration_per_level,
+        "prompt_tokens": plan.prompt_tokens,
+        "max_tokens": plan.max_tokens,
+        "max_requests": plan.max_requests,
+        "token_budget": plan.token_budget,
+        "max_seconds": plan.max_seconds,
+        "max_error_rate": plan.max_error_rate,
+        "max_in_flight": plan.max_in_flight,
+        "slo": {"ttft_ms": slo.ttft_ms, "tpot_ms": slo.tpot_ms},
+        "http2": plan.connection.http2,
+    }

@@ -1,0 +1,297 @@
+"""``latdoc load`` shown: two tables per level in the terminal, a JSON document, a page.
+
+The terminal view fits 80 columns: latency by level, then throughput by level,
+then the knee, the plateau, Little's law and goodput in sentences.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
+
+from latdoc.analysis.load import (
+    KNEE_RATIO,
+    LITTLE_TOLERANCE,
+    PLATEAU_GROWTH,
+    LevelStats,
+    LoadAnalysis,
+    Percentiles,
+)
+from latdoc.records import StepNote
+from latdoc.report.names import format_ms
+
+LOAD_SCHEMA = "latdoc.load/1"
+
+
+def _pct(p: Percentiles | None, which: str) -> str:
+    return "-" if p is None else format_ms(getattr(p, which))
+
+
+def _latency_unit(analysis: LoadAnalysis) -> str:
+    """One unit for the whole latency table: seconds once any value reaches 10 s."""
+    biggest = max(
+        (p.p99 for lv in analysis.levels for p in (lv.ttft_ms, lv.tpot_ms, lv.total_ms) if p),
+        default=0.0,
+    )
+    return "s" if biggest >= 10_000 else "ms"
+
+
+def _number(p: Percentiles | None, which: str, unit: str) -> str:
+    if p is None:
+        return "-"
+    value = getattr(p, which) / (1000 if unit == "s" else 1)
+    if value >= 100:
+        return f"{value:.0f}"
+    return f"{value:.1f}" if value >= 10 else f"{value:.2f}"
+
+
+def _rate(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.0f}" if value >= 100 else f"{value:.1f}"
+
+
+def _level_name(lv: LevelStats) -> str:
+    return lv.window.label
+
+
+def _table(headers: Sequence[str]) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for k, header in enumerate(headers):
+        table.add_column(header, justify="left" if k == 0 else "right", no_wrap=True)
+    return table
+
+
+def findings(analysis: LoadAnalysis) -> list[str]:
+    """The knee, the plateau, Little's law, goodput and unsustained rates, in sentences."""
+    lines: list[str] = []
+    base = analysis.unloaded_ttft_ms
+    knee = analysis.knee
+    if knee is not None and knee.ttft_ms is not None and base is not None:
+        lines.append(
+            f"Knee at {_level_name(knee)}: TTFT p50 {format_ms(knee.ttft_ms.p50)}, "
+            f"{knee.ttft_ms.p50 / base:.1f}× the {format_ms(base)} of the lowest level "
+            f"(more than {KNEE_RATIO:g}×): requests wait for the server from there."
+        )
+    elif base is not None:
+        lines.append(
+            f"No knee: TTFT p50 stayed within {KNEE_RATIO:g}× the lowest level's "
+            f"{format_ms(base)} at every level."
+        )
+    plateau = analysis.plateau
+    if plateau is not None and analysis.peak_requests_per_s is not None:
+        lines.append(
+            f"Throughput plateau at {_level_name(plateau)}: {_rate(plateau.requests_per_s)} "
+            f"requests/s, less than {PLATEAU_GROWTH:.0%} more than the level before "
+            f"(peak {_rate(analysis.peak_requests_per_s)}/s)."
+        )
+    elif analysis.levels:
+        lines.append("No throughput plateau: requests/s still grew at the highest level.")
+    off = [lv for lv in analysis.levels if lv.little is not None and not lv.little.holds]
+    checked = [lv for lv in analysis.levels if lv.little is not None]
+    if checked and not off:
+        worst = max(lv.little.error for lv in checked if lv.little is not None)
+        lines.append(
+            f"Little's law holds at every level (in flight ≈ throughput × latency, "
+            f"at most {worst:.0%} off)."
+        )
+    for lv in off:
+        assert lv.little is not None
+        lines.append(
+            f"Little's law is {lv.little.error:.0%} off at {_level_name(lv)} "
+            f"({lv.little.in_flight:.1f} in flight, throughput × latency "
+            f"{lv.little.predicted:.1f}; tolerance {LITTLE_TOLERANCE:.0%}): the level was "
+            "too short for its latency, or the client did not hold the load it meant to."
+        )
+    slo = analysis.slo
+    if slo.any:
+        asked = ", ".join(
+            part
+            for part in (
+                None if slo.ttft_ms is None else f"TTFT ≤ {format_ms(slo.ttft_ms)}",
+                None if slo.tpot_ms is None else f"TPOT ≤ {format_ms(slo.tpot_ms)}",
+            )
+            if part
+        )
+        best = max(
+            (lv for lv in analysis.levels if lv.goodput_per_s is not None),
+            key=lambda lv: lv.goodput_per_s or 0.0,
+            default=None,
+        )
+        if best is not None:
+            lines.append(
+                f"Goodput ({asked}): at most {_rate(best.goodput_per_s)} requests/s, at "
+                f"{_level_name(best)} ({best.goodput_share or 0:.0%} of its requests)."
+            )
+    for lv in analysis.levels:
+        if lv.sustained is False:
+            w = lv.window
+            lines.append(
+                f"The client could not sustain {w.rate:g}/s: it sent {_rate(lv.sent_per_s)}/s "
+                f"(arrivals a median {format_ms(w.late_ms_p50)} late); raise --max-in-flight "
+                "or lower the rate."
+            )
+    return lines
+
+
+def render_load(
+    analysis: LoadAnalysis, notes: Sequence[StepNote] = (), *, title: str = ""
+) -> RenderableType:
+    closed = not analysis.levels or analysis.levels[0].window.rate is None
+    level = "streams" if closed else "rate"
+    unit = _latency_unit(analysis)
+    latency = _table([level, "TTFT p50", "p95", "p99", "TPOT p50", "p95", "E2E p50", "p95", "p99"])
+    for lv in analysis.levels:
+        latency.add_row(
+            _level_name(lv),
+            *(_number(lv.ttft_ms, q, unit) for q in ("p50", "p95", "p99")),
+            *(_number(lv.tpot_ms, q, unit) for q in ("p50", "p95")),
+            *(_number(lv.total_ms, q, unit) for q in ("p50", "p95", "p99")),
+        )
+    heads = [level, "requests", "errors", "req/s", "tok/s", "sent/s", "goodput/s", "pool wait"]
+    throughput = _table(heads)
+    for lv in analysis.levels:
+        throughput.add_row(
+            _level_name(lv), str(lv.requests), f"{lv.error_rate:.0%}", _rate(lv.requests_per_s),
+            _rate(lv.output_tokens_per_s), _rate(lv.sent_per_s), _rate(lv.goodput_per_s),
+            _pct(lv.pool_wait_ms, "p95"),
+        )  # fmt: skip
+    parts: list[RenderableType] = []
+    if title:
+        parts += [Text(f"  {title}", style="bold"), Text("")]
+    parts += [
+        Text(f"  Latency by level, in {unit} (successful requests)"),
+        Padding(latency, (0, 0, 0, 2)),
+        Text(""),
+        Text("  Throughput by level (counted over the level's window)"),
+        Padding(throughput, (0, 0, 0, 2)),
+        Text(""),
+    ]
+    parts += [Padding(Text(line), (0, 0, 0, 2)) for line in findings(analysis)]
+    parts += [Padding(Text(f"Note: {n.text}", style="dim"), (0, 0, 0, 2)) for n in notes]
+    parts.append(
+        Padding(
+            Text(
+                "Pool wait: p95 of the time a request waited for a connection in the "
+                "client, apart from the server's time.",
+                style="dim",
+            ),
+            (0, 0, 0, 2),
+        )
+    )
+    return Group(*parts)
+
+
+def _pdict(p: Percentiles | None) -> dict[str, float] | None:
+    return None if p is None else {"p50": p.p50, "p95": p.p95, "p99": p.p99, "mean": p.mean}
+
+
+def _level_dict(lv: LevelStats) -> dict[str, Any]:
+    w = lv.window
+    return {
+        "label": w.label,
+        "window": {
+            "number": w.number,
+            "concurrency": w.concurrency,
+            "rate": w.rate,
+            "start_ns": w.start_ns,
+            "end_ns": w.end_ns,
+            "scheduled": w.scheduled,
+            "late_ms_p50": w.late_ms_p50,
+        },
+        "seconds": w.seconds,
+        "requests": lv.requests,
+        "failed": lv.failed,
+        "error_rate": lv.error_rate,
+        "ttft_ms": _pdict(lv.ttft_ms),
+        "tpot_ms": _pdict(lv.tpot_ms),
+        "total_ms": _pdict(lv.total_ms),
+        "pool_wait_ms": _pdict(lv.pool_wait_ms),
+        "requests_per_s": lv.requests_per_s,
+        "output_tokens_per_s": lv.output_tokens_per_s,
+        "sent_per_s": lv.sent_per_s,
+        "asked_rate": w.rate,
+        "sustained": lv.sustained,
+        "littles_law": None
+        if lv.little is None
+        else {
+            "in_flight": lv.little.in_flight,
+            "throughput_x_latency": lv.little.predicted,
+            "error": lv.little.error,
+            "holds": lv.little.holds,
+        },
+        "goodput_per_s": lv.goodput_per_s,
+        "goodput_share": lv.goodput_share,
+    }
+
+
+def load_to_dict(
+    analysis: LoadAnalysis, *, notes: Sequence[StepNote] = (), run_id: str | None = None
+) -> dict[str, Any]:
+    return {
+        "schema": LOAD_SCHEMA,
+        "run_id": run_id,
+        "slo": {"ttft_ms": analysis.slo.ttft_ms, "tpot_ms": analysis.slo.tpot_ms},
+        "levels": [_level_dict(lv) for lv in analysis.levels],
+        "knee": None if analysis.knee is None else analysis.knee.window.label,
+        "plateau": None if analysis.plateau is None else analysis.plateau.window.label,
+        "peak_requests_per_s": analysis.peak_requests_per_s,
+        "unloaded_ttft_ms": analysis.unloaded_ttft_ms,
+        "findings": findings(analysis),
+        "notes": [n.text for n in notes],
+    }
+
+
+def render_load_html(
+    analysis: LoadAnalysis, notes: Sequence[StepNote] = (), *, title: str = ""
+) -> str:
+    from markupsafe import Markup
+
+    from latdoc.report._html import environment
+    from latdoc.report._plots import load_throughput_svg, load_ttft_svg
+
+    closed = not analysis.levels or analysis.levels[0].window.rate is None
+    axis = "streams at once" if closed else "asked arrival rate"
+    labels = [lv.window.label for lv in analysis.levels]
+    ttft = [(lv.ttft_ms.p50, lv.ttft_ms.p95) if lv.ttft_ms else None for lv in analysis.levels]
+    knee = None if analysis.knee is None else analysis.levels.index(analysis.knee)
+    ttft_svg = load_ttft_svg(labels, ttft, knee, axis)
+    rps = [lv.requests_per_s for lv in analysis.levels]
+    good = [lv.goodput_per_s for lv in analysis.levels]
+    plateau = None if analysis.plateau is None else analysis.levels.index(analysis.plateau)
+    throughput_svg = load_throughput_svg(labels, rps, good, plateau, axis)
+    rows = [
+        {
+            "level": lv.window.label,
+            "requests": lv.requests,
+            "errors": f"{lv.error_rate:.0%}",
+            "ttft": " / ".join(_pct(lv.ttft_ms, q) for q in ("p50", "p95", "p99")),
+            "tpot": " / ".join(_pct(lv.tpot_ms, q) for q in ("p50", "p95", "p99")),
+            "total": " / ".join(_pct(lv.total_ms, q) for q in ("p50", "p95", "p99")),
+            "rps": _rate(lv.requests_per_s),
+            "tps": _rate(lv.output_tokens_per_s),
+            "sent": _rate(lv.sent_per_s),
+            "goodput": _rate(lv.goodput_per_s),
+            "pool": _pct(lv.pool_wait_ms, "p95"),
+        }
+        for lv in analysis.levels
+    ]
+    return (
+        environment()
+        .get_template("load.html.j2")
+        .render(
+            title=title or "latdoc: under load",
+            level_name="streams" if closed else "arrival rate",
+            rows=rows,
+            findings=findings(analysis),
+            notes=[n.text for n in notes],
+            ttft_plot=None if ttft_svg is None else Markup(ttft_svg),
+            throughput_plot=None if throughput_svg is None else Markup(throughput_svg),
+        )
+    )

@@ -1,0 +1,265 @@
+"""A load sweep: levels of closed-loop concurrency or of open-loop arrival rates.
+
+- **Closed loop** (``concurrency``): N workers each send the next request as soon
+  as the last one ends, for the level's duration. The load is what the server
+  lets through: a slow server slows the arrivals too.
+- **Open loop** (``rates``): arrivals at exponential gaps (a Poisson process,
+  seeded), each sent at its scheduled time whatever the server is doing, with at
+  most ``max_in_flight`` requests open at once. The schedule is kept so the rate
+  the client achieved can be told apart from the rate asked for.
+
+Every request is reserved in the :class:`Budget` before it is sent; a level ends
+at its duration, when the budget runs out, or when its share of failed requests
+passes ``max_error_rate`` (the sweep then stops). Each finished request reaches
+``on_sample`` at once and each level ``on_level`` as it ends, also when the run is
+cancelled, so an interrupted sweep keeps everything it finished. Sessions are
+sized to the level, so the client's pool never holds a request back by design.
+This module sends and labels; it computes no statistic and prints nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from latdoc.analysis.load import LevelWindow
+from latdoc.probe import ConnectionOptions, Endpoint, ProbeSession, now_ns
+from latdoc.records import RequestTrace, Sample, Step, StepNote
+from latdoc.workload._budget import Budget
+from latdoc.workload._calibration import ASSUMED, prompt_cost
+from latdoc.workload._prompts import make_prompt
+
+MIN_FOR_ERROR_RATE = 5
+"""Finished requests a level needs before its error rate may stop the sweep."""
+_NS = 1_000_000_000
+
+LevelHook = Callable[[LevelWindow], None]
+ProgressHook = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class LoadPlan:
+    endpoint: Endpoint
+    connection: ConnectionOptions = field(default_factory=ConnectionOptions)
+    concurrency: tuple[int, ...] = ()
+    """Closed-loop levels; exactly one of this and ``rates`` is set."""
+    rates: tuple[float, ...] = ()
+    """Open-loop levels, requests per second."""
+    duration_per_level: float = 10.0
+    prompt_tokens: int = 64
+    max_tokens: int = 64
+    max_requests: int = 2000
+    token_budget: int | None = None
+    max_seconds: float = 300.0
+    max_error_rate: float = 0.5
+    max_in_flight: int = 64
+    """Open loop: requests open at once, at most."""
+    seed: int | None = None
+
+    @property
+    def closed_loop(self) -> bool:
+        return bool(self.concurrency)
+
+    @property
+    def levels(self) -> int:
+        return len(self.concurrency) or len(self.rates)
+
+    @property
+    def peak_streams(self) -> int:
+        """The most streams the sweep may hold open at once."""
+        return max(self.concurrency) if self.concurrency else self.max_in_flight
+
+
+@dataclass
+class _Level:
+    """One level while it runs: what it sent, whether it must stop and why."""
+
+    number: int
+    deadline_ns: int
+    done: int = 0
+    failed: int = 0
+    stop_ns: int | None = None
+    reason: str | None = None
+    too_many_errors: bool = False
+
+    def stop(self, reason: str) -> None:
+        if self.stop_ns is None:
+            self.stop_ns = now_ns()
+            self.reason = reason
+
+    @property
+    def sending(self) -> bool:
+        return self.stop_ns is None and now_ns() < self.deadline_ns
+
+
+class _Sweep:
+    def __init__(
+        self,
+        plan: LoadPlan,
+        budget: Budget,
+        on_sample: Callable[[Sample], None],
+        on_level: LevelHook,
+        on_progress: ProgressHook | None,
+    ) -> None:
+        self.plan = plan
+        self.budget = budget
+        self.rng = random.Random(plan.seed)
+        self.on_sample = on_sample
+        self.on_level = on_level
+        self.on_progress = on_progress
+        self.notes: list[StepNote] = []
+        self.index = 0
+        self.words = ASSUMED.words_for(plan.prompt_tokens)
+        self.cost = prompt_cost(ASSUMED, self.words)
+
+    def note(self, text: str) -> None:
+        self.notes.append(StepNote(Step.RUN, text))
+
+    async def send(self, session: ProbeSession, level: _Level, step: Step, tag: int) -> None:
+        """Reserve, send and keep one request; stop the level when the budget or errors say so."""
+        out = self.plan.max_tokens
+        if not self.budget.reserve(self.cost, out):
+            level.stop("the request or token budget ran out")
+            return
+        trace = await session.request(make_prompt(self.words, self.rng), out)
+        self._settle(trace)
+        self.on_sample(Sample(step, trace, self.plan.prompt_tokens, tag, index=self.index))
+        self.index += 1
+        level.done += 1
+        level.failed += 0 if trace.ok else 1
+        if (
+            level.done >= MIN_FOR_ERROR_RATE
+            and level.failed / level.done > self.plan.max_error_rate
+        ):
+            level.too_many_errors = True
+            level.stop(
+                f"{level.failed} of {level.done} requests failed, more than the "
+                f"{self.plan.max_error_rate:.0%} --max-error-rate"
+            )
+
+    def _settle(self, trace: RequestTrace) -> None:
+        if trace.prompt_tokens is not None and trace.output_tokens_exact:
+            self.budget.settle(
+                self.cost + self.plan.max_tokens, trace.prompt_tokens + (trace.output_tokens or 0)
+            )
+
+    def _session(self, streams: int) -> ProbeSession:
+        return self.plan.connection.session(self.plan.endpoint, max_connections=max(1, streams))
+
+    async def closed(self, number: int, workers: int, seconds: float) -> _Level:
+        start = now_ns()
+        level = _Level(number, start + int(seconds * _NS))
+        try:
+            async with self._session(workers) as session:
+
+                async def worker() -> None:
+                    while level.sending:
+                        await self.send(session, level, Step.LOAD, workers)
+
+                async with asyncio.TaskGroup() as group:
+                    for _ in range(workers):
+                        group.create_task(worker())
+        finally:
+            self._level_done(
+                LevelWindow(number, workers, None, start, _end(level)),
+                level,
+            )
+        return level
+
+    async def open(self, number: int, rate: float, seconds: float) -> _Level:
+        rng = random.Random(None if self.plan.seed is None else self.plan.seed * 1000 + number)
+        schedule: list[float] = []
+        at = rng.expovariate(rate)
+        while at < seconds:
+            schedule.append(at)
+            at += rng.expovariate(rate)
+        start = now_ns()
+        level = _Level(number, start + int(seconds * _NS))
+        late_ms: list[float] = []
+        slots = asyncio.Semaphore(self.plan.max_in_flight)
+        try:
+            async with self._session(self.plan.max_in_flight) as session:
+
+                async def arrival() -> None:
+                    try:
+                        await self.send(session, level, Step.ARRIVALS, number)
+                    finally:
+                        slots.release()
+
+                async with asyncio.TaskGroup() as group:
+                    for offset in schedule:
+                        due = start + int(offset * _NS)
+                        wait = due - now_ns()
+                        if wait > 0:
+                            await asyncio.sleep(wait / _NS)
+                        await slots.acquire()
+                        if not level.sending:
+                            slots.release()
+                            break
+                        late_ms.append((now_ns() - due) / 1e6)
+                        group.create_task(arrival())
+        finally:
+            late = sorted(late_ms)[len(late_ms) // 2] if late_ms else None
+            self._level_done(
+                LevelWindow(number, None, rate, start, _end(level), len(schedule), late),
+                level,
+            )
+        return level
+
+    def _level_done(self, window: LevelWindow, level: _Level) -> None:
+        if level.reason is not None:
+            self.note(f"level {window.label} stopped early: {level.reason}")
+        self.on_level(window)
+
+    async def run(self) -> None:
+        plan = self.plan
+        levels: list[int | float] = list(plan.concurrency or plan.rates)
+        for number, value in enumerate(levels, start=1):
+            if self.on_progress is not None:
+                self.on_progress("levels", number - 1, len(levels))
+            seconds = min(plan.duration_per_level, self.budget.seconds_left)
+            if seconds <= 0 or self.budget.requests_left < 1:
+                self.note(f"levels from {value:g} on left out: the budget ran out")
+                return
+            if seconds < plan.duration_per_level:
+                self.note(f"level {value:g} cut to {seconds:.1f} s by the time budget")
+            if plan.closed_loop:
+                level = await self.closed(number, int(value), seconds)
+            else:
+                level = await self.open(number, float(value), seconds)
+            if level.too_many_errors:
+                if number < len(levels):
+                    self.note("the sweep stopped there: too many requests failed")
+                return
+        if self.on_progress is not None:
+            self.on_progress("levels", len(levels), len(levels))
+
+
+def _end(level: _Level) -> int:
+    return level.stop_ns if level.stop_ns is not None else min(now_ns(), level.deadline_ns)
+
+
+async def run_load(
+    plan: LoadPlan,
+    *,
+    on_sample: Callable[[Sample], None],
+    on_level: LevelHook,
+    on_progress: ProgressHook | None = None,
+    budget: Budget | None = None,
+) -> list[StepNote]:
+    """Run every level of ``plan`` in turn, within its budget; return what was left out.
+
+    The time budget bounds the levels' windows; requests still in flight when it
+    has run out ``max_seconds`` after the start are abandoned."""
+    budget = budget or Budget(plan.max_requests, plan.token_budget, plan.max_seconds)
+    sweep = _Sweep(plan, budget, on_sample, on_level, on_progress)
+    left = budget.seconds_left
+    try:
+        async with asyncio.timeout(None if math.isinf(left) else left):
+            await sweep.run()
+    except TimeoutError:
+        sweep.note("the time budget ran out; the requests in flight were abandoned")
+    return sweep.notes
