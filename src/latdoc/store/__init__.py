@@ -11,6 +11,7 @@ writes and reads a whole run as one document; :mod:`.redact` keeps credentials
 out of all of it.
 """
 
+from latdoc.store.aggregate import BucketStats
 from latdoc.store.codec import (
     sample_from_record,
     sample_to_record,
@@ -20,10 +21,13 @@ from latdoc.store.codec import (
 from latdoc.store.db import SCHEMA_VERSION, Store, default_path
 from latdoc.store.redact import redact_url
 from latdoc.store.run import RunInfo
+from latdoc.store.writer import SampleWriter
 
 __all__ = [
     "SCHEMA_VERSION",
+    "BucketStats",
     "RunInfo",
+    "SampleWriter",
     "Store",
     "default_path",
     "redact_url",

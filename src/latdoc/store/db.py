@@ -1,9 +1,11 @@
 """Runs and their traces in SQLite: :class:`Store`.
 
 One file (see :func:`default_path`) holds every diagnosis run: a ``runs`` row
-per run, a ``samples`` row per measured request with the full trace record as
-JSON beside a few indexed columns for queries. Each sample is committed as it
-is added, so a run that is interrupted keeps every trace it finished. The
+per run, a narrow ``samples`` row per measured request with the numbers reports
+aggregate (:meth:`Store.aggregate`), and its full trace record as JSON in
+``sample_traces``. Each sample is committed as it is added, so a run that is
+interrupted keeps every trace it finished; busy writers batch their commits
+(:meth:`Store.batch`). The
 journal is WAL, foreign keys are enforced, and the schema is versioned
 (:mod:`latdoc.store.schema`). Nothing that looks like a credential is written
 (:mod:`latdoc.store.redact`).
@@ -16,7 +18,7 @@ import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from secrets import token_hex
 from types import TracebackType
@@ -24,6 +26,7 @@ from typing import Any, Self
 
 from latdoc.errors import UsageError
 from latdoc.records import Sample, Step, StepNote
+from latdoc.store.aggregate import BucketStats, aggregate_samples
 from latdoc.store.codec import trace_from_record, trace_to_record
 from latdoc.store.exchange import dump_run, load_document
 from latdoc.store.redact import Redactor
@@ -36,12 +39,18 @@ from latdoc.store.run import (
     parse_utc,
     utc_text,
 )
-from latdoc.store.schema import SCHEMA_VERSION, check_version, migrate
+from latdoc.store.schema import SCHEMA_VERSION, check_version, epoch_ns, migrate
+from latdoc.store.writer import DEFAULT_MAX_DELAY, DEFAULT_MAX_SAMPLES, SampleWriter
 
-__all__ = ["SCHEMA_VERSION", "RunInfo", "Store", "default_path"]
+__all__ = ["SCHEMA_VERSION", "BucketStats", "RunInfo", "SampleWriter", "Store", "default_path"]
 
 BUSY_TIMEOUT_MS = 5000
 _MEMORY = ":memory:"
+_SAMPLE_INSERT = (
+    "INSERT INTO samples (seq, run_id, idx, step, target_prompt_tokens, concurrency, cold, "
+    "ok, error_code, prompt_tokens, ttft_ms, total_ms, loop_lag_ms, started_ns, tpot_ms, "
+    "output_tokens, status, attempt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
 _RUN_COLUMNS = (
     "run_id, started_at, finished_at, status, endpoint, model, scenario, verdict, meta, notes, "
     "kind, "
@@ -130,10 +139,7 @@ class Store:
 
     def add_sample(self, run_id: str, sample: Sample) -> None:
         """Store one sample of ``run_id`` and commit it at once."""
-        with self._transaction():
-            if not self._exists(run_id):
-                raise self._missing(run_id)
-            self._insert_sample(run_id, sample)
+        self.add_samples(run_id, (sample,))
 
     def add_samples(self, run_id: str, samples: Sequence[Sample]) -> None:
         """Store several samples of ``run_id`` in one commit (one disk sync for all)."""
@@ -142,8 +148,28 @@ class Store:
         with self._transaction():
             if not self._exists(run_id):
                 raise self._missing(run_id)
-            for sample in samples:
-                self._insert_sample(run_id, sample)
+            self._insert_samples(run_id, samples)
+
+    def batch(
+        self,
+        run_id: str,
+        *,
+        max_samples: int = DEFAULT_MAX_SAMPLES,
+        max_delay: float = DEFAULT_MAX_DELAY,
+    ) -> SampleWriter:
+        """A writer that adds samples of ``run_id`` in batches: committed every
+        ``max_samples`` samples, when the oldest held one has waited ``max_delay``
+        seconds, and when its ``with`` block ends.
+
+        ::
+
+            with store.batch(run_id) as writer:
+                for sample in samples:
+                    writer.add(sample)
+        """
+        if not self._exists(run_id):
+            raise self._missing(run_id)
+        return SampleWriter(self, run_id, max_samples=max_samples, max_delay=max_delay)
 
     def finish_run(
         self,
@@ -176,8 +202,7 @@ class Store:
             if self._exists(run_id):
                 raise UsageError(f"run {run_id} is already in {self.path}")
             self._insert_run(document.run, document.run.meta, document.diagnosis)
-            for sample in document.samples:
-                self._insert_sample(run_id, sample)
+            self._insert_samples(run_id, document.samples)
         return run_id
 
     # -- reading ---------------------------------------------------------------
@@ -206,7 +231,7 @@ class Store:
         ).fetchone()
         samples = self._conn.execute(
             "SELECT idx, step, target_prompt_tokens, concurrency, cold, loop_lag_ms, trace "
-            "FROM samples WHERE run_id = ? ORDER BY idx, seq",
+            "FROM samples JOIN sample_traces USING (seq) WHERE run_id = ? ORDER BY idx, seq",
             (full_id,),
         )
         diagnosis = row[-1]
@@ -214,6 +239,35 @@ class Store:
             _run_info(row[:-1]),
             [_sample(r) for r in samples],
             None if diagnosis is None else json.loads(diagnosis),
+        )
+
+    def aggregate(
+        self,
+        run_ids: str | Sequence[str],
+        *,
+        bucket: timedelta = timedelta(hours=1),
+        cycle: timedelta | None = None,
+        offset: timedelta = timedelta(0),
+        steps: Sequence[Step] | None = None,
+    ) -> tuple[BucketStats, ...]:
+        """The samples of one or more runs (ids or unique prefixes) summarised per bucket of
+        their wall-clock start, without reading a trace record.
+
+        ``bucket`` is the width; with a ``cycle`` buckets are counted around it
+        (``bucket=1 h, cycle=1 day`` gives the hours of the day, 0 to 23). Buckets
+        are in UTC; ``offset`` is added to every start first (``+2 h`` for a UTC+2
+        day). ``steps`` keeps only the samples of those steps. Samples without a
+        wall-clock start are left out.
+        """
+        wanted = [run_ids] if isinstance(run_ids, str) else list(run_ids)
+        full_ids = sorted({self._resolve(r) for r in wanted})
+        return aggregate_samples(
+            self._conn,
+            full_ids,
+            bucket=bucket,
+            cycle=cycle,
+            offset=offset,
+            steps=None if steps is None else [str(s) for s in steps],
         )
 
     def export_json(self, run_id: str) -> str:
@@ -258,29 +312,54 @@ class Store:
             ),
         )
 
-    def _insert_sample(self, run_id: str, sample: Sample) -> None:
+    def _insert_samples(self, run_id: str, samples: Sequence[Sample]) -> None:
+        # Sequence numbers are given here, under the write lock of the transaction,
+        # so that both tables take their rows in one executemany each.
+        last = self._conn.execute("SELECT coalesce(max(seq), 0) FROM samples").fetchone()[0]
+        summaries: list[tuple[Any, ...]] = []
+        traces: list[tuple[int, str]] = []
+        for seq, sample in enumerate(samples, start=last + 1):
+            summaries.append(self._summary_row(seq, run_id, sample))
+            traces.append((seq, self._trace_json(sample)))
+        self._conn.executemany(_SAMPLE_INSERT, summaries)
+        self._conn.executemany("INSERT INTO sample_traces (seq, trace) VALUES (?, ?)", traces)
+
+    def _summary_row(self, seq: int, run_id: str, sample: Sample) -> tuple[Any, ...]:
         trace = sample.trace
-        record = self._redactor.value(trace_to_record(trace))
-        self._conn.execute(
-            "INSERT INTO samples (run_id, idx, step, target_prompt_tokens, concurrency, cold, "
-            "ok, error_code, prompt_tokens, ttft_ms, total_ms, loop_lag_ms, trace) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                run_id,
-                sample.index,
-                self._redactor.text(sample.step),
-                sample.target_prompt_tokens,
-                sample.concurrency,
-                sample.cold,
-                trace.error is None,
-                None if trace.error is None else trace.error.code,
-                trace.prompt_tokens,
-                trace.ttft_ms,
-                trace.total_ms,
-                sample.loop_lag_ms,
-                _json(record),
-            ),
+        started_ns = trace.started_ns
+        if started_ns is None:
+            started_ns = epoch_ns(trace.started_at)
+            # SQLite integers are 64-bit: past 2262 the start stays in the trace only.
+            if not -(2**63) <= started_ns < 2**63:
+                started_ns = None
+        return (
+            seq,
+            run_id,
+            sample.index,
+            self._redactor.text(sample.step),
+            sample.target_prompt_tokens,
+            sample.concurrency,
+            sample.cold,
+            trace.error is None,
+            None if trace.error is None else trace.error.code,
+            trace.prompt_tokens,
+            trace.ttft_ms,
+            trace.total_ms,
+            sample.loop_lag_ms,
+            started_ns,
+            trace.tpot_ms,
+            trace.output_tokens,
+            trace.status,
+            trace.attempt,
         )
+
+    def _trace_json(self, sample: Sample) -> str:
+        record = trace_to_record(sample.trace)
+        # Chunks are integers only: nothing in them to redact, and walking them
+        # value by value would cost more than the rest of the record.
+        clean = self._redactor.value({**record, "chunks": None})
+        clean["chunks"] = record["chunks"]
+        return json.dumps(clean, separators=(",", ":"))
 
     def _exists(self, run_id: str) -> bool:
         row = self._conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone()
