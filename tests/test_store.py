@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import random
 import re
 import sqlite3
@@ -960,3 +961,35 @@ def test_a_writer_that_crashes_keeps_the_batches_it_committed(db: Path) -> None:
     assert _committed(db) == 5
     with pytest.raises(UsageError, match="no run"), Store(db) as store:
         store.batch("nope")
+
+
+def test_ids_and_repeated_texts_are_scrubbed_like_any_other(db: Path) -> None:
+    key = "sk-" + "a1" * 12
+    trace = dataclasses.replace(
+        make_trace(url=f"https://h/v1?api_key={key}"),
+        request_id=f"req-{key}",
+        response_id="chatcmpl-9f3a",
+    )
+    with Store(db, secrets=["hunter2-secret"]) as store:
+        run_id = new_run(store)
+        for i in range(3):
+            store.add_sample(run_id, Sample(Step.TRAFFIC, trace, index=i))
+        _, loaded, _ = store.load_run(run_id)
+    assert {s.trace.request_id for s in loaded} == {"req-sk-***"}
+    assert {s.trace.response_id for s in loaded} == {"chatcmpl-9f3a"}
+    assert {s.trace.url for s in loaded} == {"https://h/v1?api_key=***"}
+    assert key.encode() not in _file_bytes(db)
+
+
+def test_the_scale_benchmark_runs_and_prints_its_ratios() -> None:
+    bench = Path(__file__).parent.parent / "bench" / "store_scale.py"
+    done = subprocess.run(
+        [sys.executable, str(bench), "--traces", "2000"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert re.search(r"insert rate: +[\d,]+ traces/s .*× the 50,000/s target", done.stdout)
+    assert re.search(r"on disk: +[\d,]+ bytes per trace", done.stdout)
+    assert done.stdout.count("24 buckets") == 2, done.stdout

@@ -46,6 +46,7 @@ __all__ = ["SCHEMA_VERSION", "BucketStats", "RunInfo", "SampleWriter", "Store", 
 
 BUSY_TIMEOUT_MS = 5000
 _MEMORY = ":memory:"
+_ENCODE = json.JSONEncoder(separators=(",", ":")).encode
 _SAMPLE_INSERT = (
     "INSERT INTO samples (seq, run_id, idx, step, target_prompt_tokens, concurrency, cold, "
     "ok, error_code, prompt_tokens, ttft_ms, total_ms, loop_lag_ms, started_ns, tpot_ms, "
@@ -354,12 +355,8 @@ class Store:
         )
 
     def _trace_json(self, sample: Sample) -> str:
-        record = trace_to_record(sample.trace)
-        # Chunks are integers only: nothing in them to redact, and walking them
-        # value by value would cost more than the rest of the record.
-        clean = self._redactor.value({**record, "chunks": None})
-        clean["chunks"] = record["chunks"]
-        return json.dumps(clean, separators=(",", ":"))
+        clean = self._redactor.record(trace_to_record(sample.trace))
+        return _ENCODE(clean)
 
     def _exists(self, run_id: str) -> bool:
         row = self._conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone()
