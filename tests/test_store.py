@@ -418,6 +418,7 @@ def test_the_journal_is_wal_and_foreign_keys_hold(db: Path) -> None:
         new_run(store)
     conn = sqlite3.connect(db)
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA page_size").fetchone()[0] == 16384
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     conn.execute("PRAGMA foreign_keys = ON")
     with pytest.raises(sqlite3.IntegrityError):

@@ -45,6 +45,7 @@ from latdoc.store.writer import DEFAULT_MAX_DELAY, DEFAULT_MAX_SAMPLES, SampleWr
 __all__ = ["SCHEMA_VERSION", "BucketStats", "RunInfo", "SampleWriter", "Store", "default_path"]
 
 BUSY_TIMEOUT_MS = 5000
+PAGE_SIZE = 16384
 _MEMORY = ":memory:"
 _ENCODE = json.JSONEncoder(separators=(",", ":")).encode
 _SAMPLE_INSERT = (
@@ -393,6 +394,9 @@ def _open(path: str) -> sqlite3.Connection:
     try:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS:d}")
         check_version(conn, path)
+        # A trace record is about 2 KB: on 4 KB pages a third of the file would be
+        # the unused ends of pages. Only a new file takes the size; others keep theirs.
+        conn.execute(f"PRAGMA page_size = {PAGE_SIZE:d}")
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA journal_mode = WAL")
         migrate(conn, path)
