@@ -51,6 +51,7 @@ def freeze_trace(
     target: TraceTarget,
     *,
     started_ns: int | None = None,
+    request_id: str | None = None,
 ) -> RequestTrace:
     """Everything measured about one request, as a frozen :class:`RequestTrace`.
 
@@ -125,5 +126,6 @@ def freeze_trace(
         tcp_info=ex.tcp_info,
         error=error,
         started_ns=started_ns,
+        request_id=request_id,
         response_id=response_id,
     )

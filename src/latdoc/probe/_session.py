@@ -180,14 +180,16 @@ class ProbeSession:
         if self.reuse_connections:
             if self._pool is None:
                 self._pool = self._new_pool()
-            trace = await self._measure(self._pool, prompt, max_tokens, on_event, headers)
+            trace = await self._measure(
+                self._pool, prompt, max_tokens, on_event, headers, request_id
+            )
         else:
             pool = self._new_pool()
             try:
-                trace = await self._measure(pool, prompt, max_tokens, on_event, headers)
+                trace = await self._measure(pool, prompt, max_tokens, on_event, headers, request_id)
             finally:
                 await pool.aclose()
-        return replace(trace, request_id=request_id, attempt=attempt)
+        return replace(trace, attempt=attempt)
 
     async def _measure(
         self,
@@ -196,6 +198,7 @@ class ProbeSession:
         max_tokens: int,
         on_event: EventHook | None,
         extra_headers: list[tuple[bytes, bytes]],
+        request_id: str,
     ) -> RequestTrace:
         ep = self.endpoint
         body = request_body(
@@ -232,6 +235,7 @@ class ProbeSession:
             len(content),
             TraceTarget(ep.url, ep.model, str(ep.dialect), ep.is_tls, ep.api_key),
             started_ns=started_ns,
+            request_id=request_id,
         )
 
     async def _exchange(
