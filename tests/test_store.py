@@ -902,6 +902,22 @@ def test_aggregate_refuses_a_cycle_that_is_not_whole_buckets(store: Store) -> No
         store.aggregate(run_id, bucket=timedelta(0))
     with pytest.raises(UsageError, match="no run"):
         store.aggregate("nope")
+    with pytest.raises(UsageError, match="no run named 'nightly'"):
+        store.aggregate(name="nightly")
+    with pytest.raises(UsageError, match="name the runs"):
+        store.aggregate()
+
+
+def test_aggregate_by_name_takes_every_run_of_that_name(store: Store) -> None:
+    samples = _day_of_samples(90, seed=2)
+    first, second = new_run(store, name="nightly"), new_run(store, name="nightly")
+    other = new_run(store, name="other")
+    for run_id, part in ((first, samples[:30]), (second, samples[30:60]), (other, samples[60:])):
+        store.add_samples(run_id, part)
+    by_name = store.aggregate(name="nightly", cycle=timedelta(days=1))
+    by_ids = store.aggregate([first, second], cycle=timedelta(days=1))
+    assert by_name == by_ids
+    assert sum(b.requests for b in by_name) == 60
 
 
 class StepClock:

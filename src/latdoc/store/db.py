@@ -245,15 +245,17 @@ class Store:
 
     def aggregate(
         self,
-        run_ids: str | Sequence[str],
+        run_ids: str | Sequence[str] = (),
         *,
+        name: str | None = None,
         bucket: timedelta = timedelta(hours=1),
         cycle: timedelta | None = None,
         offset: timedelta = timedelta(0),
         steps: Sequence[Step] | None = None,
     ) -> tuple[BucketStats, ...]:
-        """The samples of one or more runs (ids or unique prefixes) summarised per bucket of
-        their wall-clock start, without reading a trace record.
+        """The samples of one or more runs (ids or unique prefixes), and of every run named
+        ``name`` (``meta["name"]``, as a resumable run records it), summarised per bucket
+        of their wall-clock start, without reading a trace record.
 
         ``bucket`` is the width; with a ``cycle`` buckets are counted around it
         (``bucket=1 h, cycle=1 day`` gives the hours of the day, 0 to 23). Buckets
@@ -262,10 +264,19 @@ class Store:
         wall-clock start are left out.
         """
         wanted = [run_ids] if isinstance(run_ids, str) else list(run_ids)
-        full_ids = sorted({self._resolve(r) for r in wanted})
+        full_ids = {self._resolve(r) for r in wanted}
+        if name is not None:
+            named = self._conn.execute(
+                "SELECT run_id FROM runs WHERE json_extract(meta, '$.name') = ?", (name,)
+            ).fetchall()
+            if not named:
+                raise UsageError(f"no run named {name!r} in {self.path}")
+            full_ids.update(row[0] for row in named)
+        if not full_ids:
+            raise UsageError("name the runs to aggregate: run ids or a name")
         return aggregate_samples(
             self._conn,
-            full_ids,
+            sorted(full_ids),
             bucket=bucket,
             cycle=cycle,
             offset=offset,
