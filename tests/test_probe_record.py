@@ -65,6 +65,19 @@ def test_each_attempt_sends_its_own_request_id_and_keeps_the_response_id() -> No
         assert trace.started_at.timestamp() == pytest.approx(trace.started_ns / 1e9, abs=1e-6)
 
 
+def test_a_request_id_given_by_the_caller_is_sent_once_instead() -> None:
+    async def go(endpoint: Endpoint) -> RequestTrace:
+        async with ProbeSession(endpoint) as session:
+            return await session.request("hi", 4, headers={"X-Request-ID": "load-17"})
+
+    with ScriptedServer(sse_response(EVENTS)) as server:
+        trace = asyncio.run(go(Endpoint(server.base_url, "m")))
+        (request,) = server.requests
+    assert trace.request_id == "load-17"
+    assert request.lower().count(b"x-request-id") == 1
+    assert _head(request)["x-request-id"] == "load-17"
+
+
 def test_the_response_id_falls_back_to_the_response_header() -> None:
     head, *rest = sse_response(NO_ID_EVENTS)
     assert isinstance(head, bytes)
@@ -105,11 +118,13 @@ def test_a_resend_is_recorded_as_two_attempts_with_two_ids() -> None:
 
 def test_a_refused_resend_returns_the_first_attempt() -> None:
     with ScriptedServer(_refuses_stream_options) as server:
-        (trace,) = asyncio.run(
-            _requests(Endpoint(server.base_url, "m"), 1, on_resend=lambda first: False)
+        first, then = asyncio.run(
+            _requests(Endpoint(server.base_url, "m"), 2, on_resend=lambda first: False)
         )
-        assert len(server.requests) == 1
-    assert (trace.attempt, trace.status) == (1, 400)
+        assert len(server.requests) == 2
+        assert "stream_options" not in _body(server.requests[1])
+    assert (first.attempt, first.status) == (1, 400)
+    assert (then.attempt, then.ok) == (1, True)
 
 
 def test_a_probe_run_stores_both_attempts_of_a_resent_request() -> None:

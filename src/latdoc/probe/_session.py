@@ -159,11 +159,11 @@ class ProbeSession:
         )
         if not (rejected_usage or closed_before_answering(trace)):
             return trace
+        if rejected_usage:
+            self.include_usage = False
         hook = on_resend if on_resend is not None else self.on_resend
         if hook is not None and not hook(trace):
             return trace
-        if rejected_usage:
-            self.include_usage = False
         return await self._send(prompt, max_tokens, on_event, extra, None, 2)
 
     async def _send(
