@@ -104,7 +104,7 @@ def build(path: Path, total: int, seed: int) -> tuple[str, float]:
 
 
 _QUERY = """
-import json, sys, time
+import json, sqlite3, sys, time
 from datetime import timedelta
 t = time.perf_counter()
 from latdoc.store import Store
@@ -114,7 +114,7 @@ with Store(path) as store:
         stats = store.aggregate(run_id, bucket=timedelta(hours=1), cycle=timedelta(days=1))
         rows = [(b.bucket, b.requests, b.errors, b.ttft_p50_ms, b.ttft_p95_ms) for b in stats]
     else:
-        rows = store._conn.execute(
+        rows = sqlite3.connect(path).execute(
             "WITH ranked AS (SELECT started_ns / 3600000000000 % 24 AS b, ttft_ms, "
             "row_number() OVER (PARTITION BY started_ns / 3600000000000 % 24 "
             "ORDER BY ttft_ms) AS r, count(*) OVER (PARTITION BY "

@@ -6,7 +6,10 @@ an experiment) or ``instrument`` (an application's own requests, recorded by
 The kind is a column, not part of the schema version: a new kind needs no migration.
 
 :class:`Store` is the SQLite file (:func:`default_path`); :mod:`.codec` turns
-traces and samples into lossless, versioned JSON records; :mod:`.exchange`
+traces and samples into lossless, versioned JSON records; :mod:`.rows` stores
+each sample as a narrow summary row beside its record, which :mod:`.aggregate`
+summarises per time bucket (:class:`BucketStats`) without reading a record;
+:class:`SampleWriter` batches the commits of a busy writer; :mod:`.exchange`
 writes and reads a whole run as one document; :mod:`.redact` keeps credentials
 out of all of it.
 """

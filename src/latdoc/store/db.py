@@ -27,9 +27,9 @@ from typing import Any, Self
 from latdoc.errors import UsageError
 from latdoc.records import Sample, Step, StepNote
 from latdoc.store.aggregate import BucketStats, aggregate_samples
-from latdoc.store.codec import trace_from_record, trace_to_record
 from latdoc.store.exchange import dump_run, load_document
 from latdoc.store.redact import Redactor
+from latdoc.store.rows import SAMPLE_COLUMNS, insert_samples, sample_from_row
 from latdoc.store.run import (
     RUN_KINDS,
     RUN_STATUSES,
@@ -39,7 +39,7 @@ from latdoc.store.run import (
     parse_utc,
     utc_text,
 )
-from latdoc.store.schema import SCHEMA_VERSION, check_version, epoch_ns, migrate
+from latdoc.store.schema import SCHEMA_VERSION, check_version, migrate
 from latdoc.store.writer import DEFAULT_MAX_DELAY, DEFAULT_MAX_SAMPLES, SampleWriter
 
 __all__ = ["SCHEMA_VERSION", "BucketStats", "RunInfo", "SampleWriter", "Store", "default_path"]
@@ -47,12 +47,6 @@ __all__ = ["SCHEMA_VERSION", "BucketStats", "RunInfo", "SampleWriter", "Store", 
 BUSY_TIMEOUT_MS = 5000
 PAGE_SIZE = 16384
 _MEMORY = ":memory:"
-_ENCODE = json.JSONEncoder(separators=(",", ":")).encode
-_SAMPLE_INSERT = (
-    "INSERT INTO samples (seq, run_id, idx, step, target_prompt_tokens, concurrency, cold, "
-    "ok, error_code, prompt_tokens, ttft_ms, total_ms, loop_lag_ms, started_ns, tpot_ms, "
-    "output_tokens, status, attempt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
 _RUN_COLUMNS = (
     "run_id, started_at, finished_at, status, endpoint, model, scenario, verdict, meta, notes, "
     "kind, "
@@ -232,14 +226,14 @@ class Store:
             f"SELECT {_RUN_COLUMNS}, diagnosis FROM runs WHERE run_id = ?", (full_id,)
         ).fetchone()
         samples = self._conn.execute(
-            "SELECT idx, step, target_prompt_tokens, concurrency, cold, loop_lag_ms, trace "
-            "FROM samples JOIN sample_traces USING (seq) WHERE run_id = ? ORDER BY idx, seq",
+            f"SELECT {SAMPLE_COLUMNS} FROM samples JOIN sample_traces USING (seq) "
+            "WHERE run_id = ? ORDER BY idx, seq",
             (full_id,),
         )
         diagnosis = row[-1]
         return (
             _run_info(row[:-1]),
-            [_sample(r) for r in samples],
+            [sample_from_row(r) for r in samples],
             None if diagnosis is None else json.loads(diagnosis),
         )
 
@@ -326,49 +320,7 @@ class Store:
         )
 
     def _insert_samples(self, run_id: str, samples: Sequence[Sample]) -> None:
-        # Sequence numbers are given here, under the write lock of the transaction,
-        # so that both tables take their rows in one executemany each.
-        last = self._conn.execute("SELECT coalesce(max(seq), 0) FROM samples").fetchone()[0]
-        summaries: list[tuple[Any, ...]] = []
-        traces: list[tuple[int, str]] = []
-        for seq, sample in enumerate(samples, start=last + 1):
-            summaries.append(self._summary_row(seq, run_id, sample))
-            traces.append((seq, self._trace_json(sample)))
-        self._conn.executemany(_SAMPLE_INSERT, summaries)
-        self._conn.executemany("INSERT INTO sample_traces (seq, trace) VALUES (?, ?)", traces)
-
-    def _summary_row(self, seq: int, run_id: str, sample: Sample) -> tuple[Any, ...]:
-        trace = sample.trace
-        started_ns = trace.started_ns
-        if started_ns is None:
-            started_ns = epoch_ns(trace.started_at)
-            # SQLite integers are 64-bit: past 2262 the start stays in the trace only.
-            if not -(2**63) <= started_ns < 2**63:
-                started_ns = None
-        return (
-            seq,
-            run_id,
-            sample.index,
-            self._redactor.text(sample.step),
-            sample.target_prompt_tokens,
-            sample.concurrency,
-            sample.cold,
-            trace.error is None,
-            None if trace.error is None else trace.error.code,
-            trace.prompt_tokens,
-            trace.ttft_ms,
-            trace.total_ms,
-            sample.loop_lag_ms,
-            started_ns,
-            trace.tpot_ms,
-            trace.output_tokens,
-            trace.status,
-            trace.attempt,
-        )
-
-    def _trace_json(self, sample: Sample) -> str:
-        clean = self._redactor.record(trace_to_record(sample.trace))
-        return _ENCODE(clean)
+        insert_samples(self._conn, self._redactor, run_id, samples)
 
     def _exists(self, run_id: str) -> bool:
         row = self._conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone()
@@ -447,17 +399,4 @@ def _run_info(row: tuple[Any, ...]) -> RunInfo:
         meta=json.loads(meta),
         notes=() if notes is None else notes_from_data(json.loads(notes)),
         kind=kind,
-    )
-
-
-def _sample(row: tuple[Any, ...]) -> Sample:
-    idx, step, target, concurrency, cold, loop_lag, trace = row
-    return Sample(
-        step=Step(step),
-        trace=trace_from_record(json.loads(trace)),
-        target_prompt_tokens=target,
-        concurrency=concurrency,
-        cold=bool(cold),
-        index=idx,
-        loop_lag_ms=loop_lag,
     )
