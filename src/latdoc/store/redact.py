@@ -26,7 +26,8 @@ _OPTION = re.compile(r"^(-{1,2}[A-Za-z0-9_-]+)=(.*)$", re.DOTALL)
 _SECRET_NAMES = frozenset(
     {"key", "sig", "signature", "auth", "authorization", "password", "passwd", "pwd", "secret"}
 )
-_PLAIN = re.compile(r"[A-Za-z0-9_.:-]*\Z")
+_PLAIN = re.compile(r"[A-Za-z0-9_.:+-]*\Z")
+_PLAIN_TYPES = (int, float, bool)
 _REMEMBER_CHARS = 512
 _REMEMBER_TEXTS = 4096
 _SECRET_ENDINGS = ("key", "token", "secret", "password", "credential", "credentials")
@@ -62,7 +63,7 @@ class Redactor:
         # each distinct short text is scrubbed once.
         clean = self._seen.get(text)
         if clean is None and _PLAIN.match(text) and "sk-" not in text and not self._secrets:
-            # Ids and names of letters, digits and ``._:-`` hold no URL, token or key.
+            # Ids, names and timestamps of letters, digits and ``._:+-`` hold no URL, token or key.
             return text
         if clean is None:
             clean = self._scrub(text)
@@ -76,16 +77,13 @@ class Redactor:
         """A codec record (fixed field names, numbers, strings, nested values) scrubbed
         like :meth:`value`, faster: its own field names and plain numbers are kept as
         they are, and the chunk lists, integers only, are not walked."""
-        out: dict[str, Any] = {}
+        out = dict(record)
+        seen = self._seen
         for name, item in record.items():
             kind = type(item)
-            if item is None or kind is int or kind is float or kind is bool:
-                out[name] = item
-            elif kind is str:
-                out[name] = self.text(item)
-            elif name == "chunks":
-                out[name] = item
-            else:
+            if kind is str:
+                out[name] = seen.get(item) or self.text(item)
+            elif item is not None and kind not in _PLAIN_TYPES and name != "chunks":
                 out[name] = self.value(item)
         return out
 
