@@ -5,9 +5,12 @@ its wall-clock start, whether it succeeded, its TTFT and TPOT) as numpy arrays
 and never decodes a trace record. Percentiles are numpy's default (linear
 interpolation between closest ranks), the same as :class:`~latdoc.analysis.stats.Distribution`.
 
-Fetching the columns into numpy beats ranking in SQL: a window query
-(``row_number() OVER (PARTITION BY bucket ORDER BY ttft_ms)``) sorts every row
-inside SQLite and still returns one per row (``bench/store_scale.py`` measures both).
+Fetching the columns into numpy is faster than ranking in SQL with a window query
+(``row_number() OVER (PARTITION BY bucket ORDER BY ttft_ms)``), which sorts every
+row inside SQLite: at a million samples 1.35 s against 1.59 s, for 135 MB of peak
+RSS against 71 MB, both well inside a report's 5 s and 500 MB
+(``bench/store_scale.py`` measures both), and numpy interpolates its percentiles
+the way every other latdoc summary does.
 """
 
 from __future__ import annotations
