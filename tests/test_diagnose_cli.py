@@ -87,7 +87,7 @@ def test_diagnose_speaks_the_completions_dialect(
     assert doc["failed"] == 0
     assert doc["endpoint"] == server.base_url
     with sqlite3.connect(tmp_path / "c.db") as conn:
-        urls = {json.loads(t)["url"] for (t,) in conn.execute("SELECT trace FROM samples")}
+        urls = {json.loads(t)["url"] for (t,) in conn.execute("SELECT trace FROM sample_traces")}
     assert urls == {server.base_url + "/completions"}
 
 
@@ -110,7 +110,7 @@ def test_budgets_are_hard_caps(
     doc = json.loads(capsys.readouterr().out)
     assert code == 0
     with sqlite3.connect(tmp_path / "b.db") as conn:
-        rows = conn.execute("SELECT trace FROM samples").fetchall()
+        rows = conn.execute("SELECT trace FROM sample_traces").fetchall()
     assert len(rows) <= 6
     spent = 0
     for (record,) in rows:

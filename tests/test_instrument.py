@@ -98,6 +98,10 @@ def test_openai_stream_becomes_a_trace_and_the_answer_is_unchanged(
     assert len(cold.chunks) == 8 and cold.output_tokens == 8 and cold.output_tokens_exact
     assert cold.prompt_tokens and cold.model == "lab-sim" and cold.dialect == "chat"
     assert SECRET not in str(samples)
+    assert cold.response_id and cold.response_id.startswith("chatcmpl-lab")
+    assert warm.response_id != cold.response_id
+    assert cold.started_ns is not None
+    assert cold.started_at.timestamp() == pytest.approx(cold.started_ns / 1e9, abs=1e-6)
 
 
 def test_httpx_client_body_passes_through_byte_for_byte(lab: LabFactory, tmp_path: Path) -> None:
@@ -322,3 +326,25 @@ def test_tls_and_http2_phases_are_timed_like_the_probe(
     assert cold.tls_ms is not None and cold.tls_ms > 0
     assert warm.tls_ms == 0 and warm.new_connection is False
     assert cold.first_token_ns is not None and len(cold.chunks) == 4
+
+
+def test_the_request_id_the_application_sends_is_kept(lab: LabFactory, tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    with lab(LabConfig(latency=FAST, seed=1)) as server:
+
+        async def traffic(client: openai.AsyncOpenAI) -> None:
+            stream = await client.chat.completions.create(
+                model="lab-sim",
+                messages=[{"role": "user", "content": "hi"}],
+                max_tokens=2,
+                stream=True,
+                extra_headers={"X-Request-ID": "app-req-1"},
+            )
+            async for _ in stream:
+                pass
+            await _chat(client, "hi")
+
+        run_id = _record(server.base_url, db, traffic)
+    with Store(db) as store:
+        _, samples, _ = store.load_run(run_id)
+    assert [s.trace.request_id for s in samples] == ["app-req-1", None]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import random
 import re
 import sqlite3
 import subprocess
@@ -13,6 +15,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from secrets import token_hex
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -21,7 +24,9 @@ from latdoc.errors import ErrorKind, LatdocError, Phase, TraceError, UsageError
 from latdoc.records import Chunk, RequestTrace, Sample, Step, StepNote, TcpInfo
 from latdoc.store import (
     SCHEMA_VERSION,
+    BucketStats,
     RunInfo,
+    SampleWriter,
     Store,
     default_path,
     redact_url,
@@ -107,6 +112,10 @@ def traces(
         ),
         tcp_info=st.none() | tcp_info,
         error=st.none() | errors,
+        started_ns=opt_int,
+        request_id=opt_text,
+        response_id=opt_text,
+        attempt=st.integers(min_value=1, max_value=2**31),
     )
 
 
@@ -229,7 +238,8 @@ def test_record_names_every_field_in_plain_json_types() -> None:
     )
     record = trace_to_record(trace)
     assert set(record) - {"v"} == {f.name for f in dataclasses.fields(RequestTrace)}
-    assert record["v"] == 1
+    assert record["v"] == 2
+    assert (record["request_id"], record["response_id"], record["attempt"]) == (None, None, 1)
     assert record["started_at"] == "2026-11-29T20:15:02+00:00"
     assert record["first_token_ns"] is None
     assert record["error"] == {
@@ -246,7 +256,9 @@ def test_record_names_every_field_in_plain_json_types() -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"v": 2}, "trace record version 2"),
+        ({"v": 3}, "trace record version 3"),
+        ({"attempt": 0}, "trace.attempt: expected 1 or more"),
+        ({"request_id": 7}, "trace.request_id: expected a string"),
         ({"t0_ns": "1"}, "trace.t0_ns: expected an integer"),
         ({"new_connection": 1}, "trace.new_connection: expected true or false"),
         ({"started_at": "yesterday"}, "trace.started_at: expected an ISO 8601"),
@@ -406,13 +418,16 @@ def test_the_journal_is_wal_and_foreign_keys_hold(db: Path) -> None:
         new_run(store)
     conn = sqlite3.connect(db)
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA page_size").fetchone()[0] == 16384
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     conn.execute("PRAGMA foreign_keys = ON")
     with pytest.raises(sqlite3.IntegrityError):
         conn.execute(
-            "INSERT INTO samples (run_id, idx, step, concurrency, cold, ok, trace) "
-            "VALUES ('nope', 0, 'x', 1, 0, 1, '{}')"
+            "INSERT INTO samples (run_id, idx, step, concurrency, cold, ok) "
+            "VALUES ('nope', 0, 'x', 1, 0, 1)"
         )
+    with pytest.raises(sqlite3.IntegrityError):
+        conn.execute("INSERT INTO sample_traces (seq, trace) VALUES (12345, '{}')")
     conn.close()
 
 
@@ -687,3 +702,311 @@ def test_run_info_is_a_frozen_record() -> None:
     info = RunInfo("r", T0, None, "done", URL, "m", "chat", 0, 0, None)
     with pytest.raises(dataclasses.FrozenInstanceError):
         info.status = "failed"  # type: ignore[misc]
+
+
+# -- version 4: summaries apart, aggregates, batched commits --------------------
+
+
+def test_a_version_1_trace_record_loads_without_ids_or_wall_clock_nanoseconds() -> None:
+    trace = dataclasses.replace(
+        make_trace(), started_ns=1_764_447_302_000_000_123, request_id="r1", attempt=2
+    )
+    old = {
+        k: v
+        for k, v in trace_to_record(trace).items()
+        if k not in ("started_ns", "request_id", "response_id", "attempt")
+    } | {"v": 1}
+    assert trace_from_record(old) == make_trace()
+
+
+def _trace_at(
+    start: datetime, ttft_ms: float, tokens: int, error: TraceError | None
+) -> RequestTrace:
+    first = round(ttft_ms * 1_000_000)
+    return dataclasses.replace(
+        make_trace(error=error),
+        started_at=start,
+        first_token_ns=None if error else first,
+        done_ns=None if error else first + tokens * 7_000_001,
+        output_tokens=None if error else tokens,
+    )
+
+
+def _v3_store(db: Path, traces: list[RequestTrace]) -> str:
+    conn = sqlite3.connect(db, isolation_level=None)
+    assert schema.migrate(conn, str(db), schema.MIGRATIONS[:3]) == 0
+    run_id = "20261129-201502-a1b2c3"
+    conn.execute(
+        "INSERT INTO runs (run_id, started_at, status, endpoint, model, scenario, meta) "
+        f"VALUES ('{run_id}', '2026-11-29T20:15:02.000000+00:00', 'done', "
+        "'https://api.example.com/v1', 'm', 'chat', '{}')"
+    )
+    for i, trace in enumerate(traces):
+        record = {
+            k: v
+            for k, v in trace_to_record(trace).items()
+            if k not in ("started_ns", "request_id", "response_id", "attempt")
+        } | {"v": 1}
+        conn.execute(
+            "INSERT INTO samples (run_id, idx, step, concurrency, cold, ok, error_code, "
+            "prompt_tokens, ttft_ms, total_ms, loop_lag_ms, trace) "
+            "VALUES (?, ?, 'load', 4, 0, ?, ?, ?, ?, ?, 1.5, ?)",
+            (
+                run_id,
+                i,
+                trace.ok,
+                None if trace.error is None else trace.error.code,
+                trace.prompt_tokens,
+                trace.ttft_ms,
+                trace.total_ms,
+                json.dumps(record),
+            ),
+        )
+    conn.close()
+    return run_id
+
+
+def test_a_version_3_store_is_migrated_with_its_summary_columns_filled(db: Path) -> None:
+    start = datetime(2026, 11, 29, 23, 59, 59, 999_999, tzinfo=timezone(timedelta(hours=-5)))
+    traces = [
+        _trace_at(start, 120.5, 10, None),
+        _trace_at(start + timedelta(hours=1), 80.0, 1, None),
+        _trace_at(start.replace(tzinfo=None), 0, 0, BROKEN),
+    ]
+    run_id = _v3_store(db, traces)
+    with Store(db) as store:
+        _, samples, _ = store.load_run(run_id)
+    assert [s.trace for s in samples] == traces
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+    rows = conn.execute(
+        "SELECT started_ns, ttft_ms, tpot_ms, output_tokens, status, attempt, ok, error_code, "
+        "loop_lag_ms FROM samples ORDER BY idx"
+    ).fetchall()
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    conn.close()
+    assert tables == {"runs", "samples", "sample_traces"}
+    utc_start = start.astimezone(UTC)
+    naive_as_utc = start.replace(tzinfo=UTC)
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    assert rows == [
+        (
+            (utc_start - epoch) // timedelta(microseconds=1) * 1000,
+            120.5,
+            traces[0].tpot_ms,
+            10,
+            200,
+            1,
+            1,
+            None,
+            1.5,
+        ),
+        (
+            (utc_start + timedelta(hours=1) - epoch) // timedelta(microseconds=1) * 1000,
+            80.0,
+            None,
+            1,
+            200,
+            1,
+            1,
+            None,
+            1.5,
+        ),
+        ((naive_as_utc - epoch) // timedelta(microseconds=1) * 1000, None, None, None, None, 1, 0,
+         BROKEN.code, 1.5),
+    ]  # fmt: skip
+
+
+def _day_of_samples(n: int, seed: int) -> list[Sample]:
+    rng = random.Random(seed)
+    day = datetime(2026, 11, 29, tzinfo=UTC)
+    out = []
+    for i in range(n):
+        start = day + timedelta(seconds=rng.uniform(0, 2 * 86_400))
+        failed = rng.random() < 0.1
+        error = TraceError(ErrorKind.HTTP, Phase.WAIT, "busy", status=rng.choice((429, 503)))
+        trace = _trace_at(
+            start, rng.lognormvariate(5, 0.5), rng.randint(1, 300), error if failed else None
+        )
+        if i % 3 == 0:
+            trace = dataclasses.replace(trace, started_ns=schema.epoch_ns(start) + 7)
+        out.append(Sample(Step.TRAFFIC if i % 5 else Step.LOAD, trace, index=i))
+    return out
+
+
+def test_aggregate_by_hour_of_day_equals_numpy_on_the_decoded_traces(store: Store) -> None:
+    samples = _day_of_samples(600, seed=4)
+    run_a, run_b = new_run(store), new_run(store)
+    store.add_samples(run_a, samples[:400])
+    store.add_samples(run_b, samples[400:])
+    got = store.aggregate([run_a, run_b[:17]], bucket=timedelta(hours=1), cycle=timedelta(days=1))
+
+    expected = []
+    for hour in range(24):
+        group = [
+            s.trace
+            for s in samples
+            if (s.trace.started_ns or schema.epoch_ns(s.trace.started_at)) // 3_600_000_000_000 % 24
+            == hour
+        ]
+        if not group:
+            continue
+        ttft = np.array([t.ttft_ms for t in group if t.ttft_ms is not None])
+        tpot = np.array([t.tpot_ms for t in group if t.tpot_ms is not None])
+        codes: dict[str, int] = {}
+        for t in group:
+            if t.error is not None:
+                codes[t.error.code] = codes.get(t.error.code, 0) + 1
+        expected.append(
+            BucketStats(
+                bucket=hour,
+                start=timedelta(hours=hour),
+                requests=len(group),
+                errors=sum(not t.ok for t in group),
+                ttft_p50_ms=float(np.percentile(ttft, 50)),
+                ttft_p95_ms=float(np.percentile(ttft, 95)),
+                tpot_p50_ms=float(np.percentile(tpot, 50)),
+                error_codes=codes,
+            )
+        )
+    assert list(got) == expected
+    assert sum(b.requests for b in got) == 600
+
+
+def test_aggregate_by_absolute_bucket_offset_and_steps(store: Store) -> None:
+    samples = _day_of_samples(200, seed=9)
+    run_id = new_run(store)
+    store.add_samples(run_id, samples)
+    got = store.aggregate(
+        run_id, bucket=timedelta(hours=6), offset=timedelta(hours=2), steps=[Step.LOAD]
+    )
+    loads = [s.trace for s in samples if s.step is Step.LOAD]
+    six_hours = 6 * 3_600_000_000_000
+    keys = sorted(
+        {
+            ((t.started_ns or schema.epoch_ns(t.started_at)) + 7_200_000_000_000) // six_hours
+            for t in loads
+        }
+    )
+    assert [b.bucket for b in got] == keys
+    assert got[0].start == timedelta(hours=6 * keys[0])
+    assert sum(b.requests for b in got) == len(loads)
+    assert store.aggregate(run_id, steps=[Step.NETWORK]) == ()
+
+
+def test_aggregate_refuses_a_cycle_that_is_not_whole_buckets(store: Store) -> None:
+    run_id = new_run(store)
+    with pytest.raises(ValueError, match="not a whole number of buckets"):
+        store.aggregate(run_id, bucket=timedelta(hours=5), cycle=timedelta(days=1))
+    with pytest.raises(ValueError, match="longer than zero"):
+        store.aggregate(run_id, bucket=timedelta(0))
+    with pytest.raises(UsageError, match="no run"):
+        store.aggregate("nope")
+    with pytest.raises(UsageError, match="no run named 'nightly'"):
+        store.aggregate(name="nightly")
+    with pytest.raises(UsageError, match="name the runs"):
+        store.aggregate()
+
+
+def test_aggregate_by_name_takes_every_run_of_that_name(store: Store) -> None:
+    samples = _day_of_samples(90, seed=2)
+    first, second = new_run(store, name="nightly"), new_run(store, name="nightly")
+    other = new_run(store, name="other")
+    for run_id, part in ((first, samples[:30]), (second, samples[30:60]), (other, samples[60:])):
+        store.add_samples(run_id, part)
+    by_name = store.aggregate(name="nightly", cycle=timedelta(days=1))
+    by_ids = store.aggregate([first, second], cycle=timedelta(days=1))
+    assert by_name == by_ids
+    assert sum(b.requests for b in by_name) == 60
+
+
+class StepClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _committed(db: Path) -> int:
+    reader = sqlite3.connect(db)
+    try:
+        return int(reader.execute("SELECT count(*) FROM samples").fetchone()[0])
+    finally:
+        reader.close()
+
+
+def test_a_batch_is_committed_when_full_and_when_its_oldest_sample_waited(db: Path) -> None:
+    clock = StepClock()
+    with Store(db) as store:
+        run_id = new_run(store)
+        writer = SampleWriter(store, run_id, max_samples=3, max_delay=0.25, clock=clock)
+        with writer:
+            writer.add(make_sample(0))
+            writer.add(make_sample(1))
+            assert (_committed(db), writer.pending) == (0, 2)
+            writer.add(make_sample(2))
+            assert (_committed(db), writer.pending) == (3, 0)
+            writer.add(make_sample(3))
+            clock.now = 0.24
+            writer.add(make_sample(4))
+            assert _committed(db) == 3
+            clock.now = 0.26
+            writer.add(make_sample(5))
+            assert (_committed(db), writer.pending) == (6, 0)
+            writer.add(make_sample(6))
+        assert _committed(db) == 7
+        _, loaded, _ = store.load_run(run_id)
+    assert loaded == [make_sample(i) for i in range(7)]
+
+
+def test_a_writer_that_crashes_keeps_the_batches_it_committed(db: Path) -> None:
+    with Store(db) as store:
+        run_id = new_run(store)
+        writer = store.batch(run_id, max_samples=2)
+
+        def crash() -> None:
+            with writer:
+                for i in range(5):
+                    writer.add(make_sample(i))
+                assert _committed(db) == 4
+                raise RuntimeError("crash")
+
+        with pytest.raises(RuntimeError, match="crash"):
+            crash()
+        assert writer.committed == 5
+    assert _committed(db) == 5
+    with pytest.raises(UsageError, match="no run"), Store(db) as store:
+        store.batch("nope")
+
+
+def test_ids_and_repeated_texts_are_scrubbed_like_any_other(db: Path) -> None:
+    key = "sk-" + "a1" * 12
+    trace = dataclasses.replace(
+        make_trace(url=f"https://h/v1?api_key={key}"),
+        request_id=f"req-{key}",
+        response_id="chatcmpl-9f3a",
+    )
+    with Store(db, secrets=["hunter2-secret"]) as store:
+        run_id = new_run(store)
+        for i in range(3):
+            store.add_sample(run_id, Sample(Step.TRAFFIC, trace, index=i))
+        _, loaded, _ = store.load_run(run_id)
+    assert {s.trace.request_id for s in loaded} == {"req-sk-***"}
+    assert {s.trace.response_id for s in loaded} == {"chatcmpl-9f3a"}
+    assert {s.trace.url for s in loaded} == {"https://h/v1?api_key=***"}
+    assert key.encode() not in _file_bytes(db)
+
+
+def test_the_scale_benchmark_runs_and_prints_its_ratios() -> None:
+    bench = Path(__file__).parent.parent / "bench" / "store_scale.py"
+    done = subprocess.run(
+        [sys.executable, str(bench), "--traces", "2000"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert re.search(r"insert rate: +[\d,]+ traces/s .*× the 50,000/s target", done.stdout)
+    assert re.search(r"on disk: +[\d,]+ bytes per trace", done.stdout)
+    assert done.stdout.count("24 buckets") == 2, done.stdout

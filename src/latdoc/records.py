@@ -112,6 +112,16 @@ class RequestTrace:
     llama.cpp ``timings``)."""
     tcp_info: TcpInfo | None = None
     error: TraceError | None = None
+    started_ns: int | None = None
+    """Wall-clock start (``time.time_ns()``, nanoseconds since the Unix epoch), read
+    beside ``t0_ns``: the exact instant to line requests up with other machines' logs."""
+    request_id: str | None = None
+    """The ``X-Request-ID`` sent with this attempt (a new one per attempt)."""
+    response_id: str | None = None
+    """The id the server gave the response: its events' ``id``, else its
+    ``X-Request-ID`` header."""
+    attempt: int = 1
+    """1 for the first send of a request, 2 for a resend of the same request, …"""
 
     # -- derived metrics, in milliseconds -------------------------------------
 

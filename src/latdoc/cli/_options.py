@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Any, TextIO
 
 from latdoc.errors import UsageError
-from latdoc.probe import ConnectionOptions, Dialect, Endpoint, Timeouts
+from latdoc.probe import ConnectionOptions, Dialect, Endpoint, Timeouts, check_extra_body
 
 EXIT_OK = 0
 EXIT_REQUEST_FAILED = 1
@@ -58,6 +59,22 @@ def positive_float(text: str) -> float:
     return value
 
 
+def json_object(text: str) -> dict[str, Any]:
+    """``--extra-body``: a JSON object of request fields latdoc does not write itself."""
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({exc}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(
+            f"expected a JSON object such as '{{\"ignore_eos\": true}}', got {text!r}"
+        )
+    try:
+        return check_extra_body(value)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--extra-body ")) from None
+
+
 def add_target_arguments(p: argparse.ArgumentParser) -> None:
     """The endpoint to measure and how to connect to it: the same flags on every command."""
     p.add_argument("url", nargs="?", help="base URL, e.g. https://api.openai.com/v1")
@@ -68,6 +85,11 @@ def add_target_arguments(p: argparse.ArgumentParser) -> None:
         default=Dialect.CHAT.value,
         help="API dialect: /chat/completions (default) or /completions",
     )
+    p.add_argument(
+        "--extra-body", type=json_object, default={}, metavar="JSON",
+        help="fields added to every request body, e.g. '{\"ignore_eos\": true, "
+        "\"temperature\": 0}' (not model, messages, prompt, stream or max_tokens)",
+    )  # fmt: skip
     g = p.add_argument_group("connection")
     g.add_argument("--http2", action="store_true", help="offer HTTP/2 (ALPN) as well as 1.1")
     g.add_argument("--cacert", metavar="FILE", help="CA certificates to verify the server with")
@@ -171,7 +193,9 @@ def endpoint_and_connection(
     """The endpoint to measure and how to connect to it, from the shared options."""
     if not where.model:
         raise UsageError("--model is required for an endpoint other than the built-in one")
-    endpoint = Endpoint(where.url, where.model, Dialect(args.api), api_key=key)
+    endpoint = Endpoint(
+        where.url, where.model, Dialect(args.api), api_key=key, extra_body=args.extra_body
+    )
     connection = ConnectionOptions(
         http2=args.http2,
         cacert=where.cacert,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
@@ -83,9 +84,9 @@ class TimedPool:
         await self._pool.aclose()
 
     async def handle_async_request(self, request: Any) -> Any:
-        started_at = datetime.now(UTC)
+        started_ns = time.time_ns()
         concurrency = self._handle.request_started()
-        watch = _Watch(request, started_at, concurrency, self._handle)
+        watch = _Watch(request, started_ns, concurrency, self._handle)
         rec = watch.rec
         user_trace = request.extensions.get("trace")
         request.extensions = {**request.extensions, "trace": _chain(rec.trace, user_trace)}
@@ -147,11 +148,11 @@ class _Watch:
     """What is seen of one request, until it is frozen and kept (once)."""
 
     def __init__(
-        self, request: Any, started_at: datetime, concurrency: int, handle: TrafficSink
+        self, request: Any, started_ns: int, concurrency: int, handle: TrafficSink
     ) -> None:
         self.rec = Recorder()
         self._request = request
-        self._started_at = started_at
+        self._started_ns = started_ns
         self._concurrency = concurrency
         self._handle = handle
         self._exchange = Exchange()
@@ -265,11 +266,15 @@ class _Watch:
         self._kept = True
         trace = freeze_trace(
             self.rec,
-            self._started_at,
+            datetime.fromtimestamp(self._started_ns // 1_000_000_000, UTC).replace(
+                microsecond=self._started_ns // 1000 % 1_000_000
+            ),
             self._exchange,
             error,
             _body_size(self._request),
             _target(self._request),
+            started_ns=self._started_ns,
+            request_id=_request_id(self._request),
         )
         self._handle.request_finished(trace, self._concurrency)
 
@@ -359,6 +364,12 @@ def _header(request: Any, name: bytes) -> bytes | None:
         if key.lower() == name:
             return value  # type: ignore[no-any-return]
     return None
+
+
+def _request_id(request: Any) -> str | None:
+    """The ``X-Request-ID`` the application sent, if it sent one."""
+    value = _header(request, b"x-request-id")
+    return None if value is None else value.decode("latin-1")
 
 
 def _bearer(request: Any) -> str | None:

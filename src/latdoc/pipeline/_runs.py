@@ -64,7 +64,12 @@ def probe_endpoint(
 
     try:
         result = asyncio.run(
-            run_probe(plan, on_probe, on_calibration=lambda t: keep(Step.CALIBRATION, t))
+            run_probe(
+                plan,
+                on_probe,
+                on_calibration=lambda t: keep(Step.CALIBRATION, t),
+                on_attempt=lambda t: keep(Step.PROBE, t),
+            )
         )
     except BaseException:
         store.finish_run(run_id, status="interrupted", diagnosis=None)

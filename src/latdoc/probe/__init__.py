@@ -19,13 +19,19 @@ This package computes no statistics and prints nothing.
 
 from latdoc.probe._backend import Resolver, TimedBackend, TimedStream, system_resolver, warm_up
 from latdoc.probe._connection import ConnectionOptions
-from latdoc.probe._dialects import Dialect, Prompt, error_message, parse_event
+from latdoc.probe._dialects import (
+    Dialect,
+    Prompt,
+    check_extra_body,
+    error_message,
+    parse_event,
+)
 from latdoc.probe._endpoint import Endpoint, Timeouts
 from latdoc.probe._failures import classify
 from latdoc.probe._freeze import Exchange, TraceTarget, freeze_trace
 from latdoc.probe._looplag import LoopLagMonitor
 from latdoc.probe._recorder import Recorder, now_ns
-from latdoc.probe._session import EventHook, ProbeSession
+from latdoc.probe._session import EventHook, ProbeSession, ResendHook
 from latdoc.probe._sse import SSEDecoder, SSEEvent
 from latdoc.probe._stream_state import StreamState
 from latdoc.probe._tcpinfo import read_tcp_info
@@ -40,6 +46,7 @@ __all__ = [
     "ProbeSession",
     "Prompt",
     "Recorder",
+    "ResendHook",
     "Resolver",
     "SSEDecoder",
     "SSEEvent",
@@ -48,6 +55,7 @@ __all__ = [
     "TimedStream",
     "Timeouts",
     "TraceTarget",
+    "check_extra_body",
     "classify",
     "error_message",
     "freeze_trace",

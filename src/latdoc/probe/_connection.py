@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from latdoc.probe._backend import Resolver, system_resolver
 from latdoc.probe._endpoint import Endpoint, Timeouts
-from latdoc.probe._session import ProbeSession
+from latdoc.probe._session import ProbeSession, ResendHook
 
 
 @dataclass(frozen=True)
@@ -22,9 +22,15 @@ class ConnectionOptions:
     resolver: Resolver = system_resolver
 
     def session(
-        self, endpoint: Endpoint, *, reuse: bool = True, max_connections: int = 16
+        self,
+        endpoint: Endpoint,
+        *,
+        reuse: bool = True,
+        max_connections: int = 16,
+        on_resend: ResendHook | None = None,
     ) -> ProbeSession:
-        """A probe session with these options."""
+        """A probe session with these options; ``on_resend`` hears every first attempt
+        it would send again (see :data:`~latdoc.probe.ResendHook`)."""
         return ProbeSession(
             endpoint,
             http2=self.http2,
@@ -34,4 +40,5 @@ class ConnectionOptions:
             reuse_connections=reuse,
             max_connections=max_connections,
             resolver=self.resolver,
+            on_resend=on_resend,
         )

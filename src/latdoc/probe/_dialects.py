@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from latdoc.errors import UsageError
+
 
 class Dialect(enum.StrEnum):
     CHAT = "chat"
@@ -43,6 +45,28 @@ class EventInfo:
     server_timing: dict[str, float] | None = None
 
 
+RESERVED_BODY_FIELDS = {
+    "model": "--model sets it",
+    "messages": "the prompt options set it",
+    "prompt": "the prompt options set it",
+    "stream": "latdoc always streams",
+    "stream_options": "latdoc asks for usage itself",
+    "max_tokens": "--max-tokens sets it",
+}
+"""Request fields latdoc writes itself, and why each may not be given again."""
+
+
+def check_extra_body(extra: Mapping[str, Any]) -> dict[str, Any]:
+    """``extra`` as fields to add to every request body; raises :class:`UsageError` for
+    one that latdoc writes itself (the model, the prompt, streaming, the output length)."""
+    if not isinstance(extra, Mapping):
+        raise UsageError(f"--extra-body must be a JSON object, got {type(extra).__name__}")
+    taken = [f"{k} ({RESERVED_BODY_FIELDS[k]})" for k in sorted(extra) if k in RESERVED_BODY_FIELDS]
+    if taken:
+        raise UsageError(f"--extra-body may not set {', '.join(taken)}")
+    return dict(extra)
+
+
 Prompt = str | Sequence[Mapping[str, str]]
 """The user's text, or a conversation as chat messages (``role`` and ``content``)."""
 
@@ -54,7 +78,10 @@ def request_body(
     max_tokens: int,
     *,
     include_usage: bool,
+    extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """The JSON body of a streamed request; ``extra`` fields (checked by
+    :func:`check_extra_body`) are added to it, such as ``ignore_eos`` or ``temperature``."""
     body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "stream": True}
     messages = (
         [{"role": "user", "content": prompt}]
@@ -67,6 +94,8 @@ def request_body(
         body["prompt"] = "\n\n".join(m["content"] for m in messages)
     if include_usage:
         body["stream_options"] = {"include_usage": True}
+    if extra:
+        body.update(check_extra_body(extra))
     return body
 
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import ssl
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlsplit
 
 from latdoc.errors import UsageError
-from latdoc.probe._dialects import Dialect
+from latdoc.probe._dialects import Dialect, check_extra_body
 
 
 @dataclass(frozen=True)
@@ -30,8 +32,12 @@ class Endpoint:
     model: str
     dialect: Dialect = Dialect.CHAT
     api_key: str | None = field(default=None, repr=False)
+    extra_body: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    """Fields added to every request body, for what an engine needs (``ignore_eos``,
+    ``temperature``); never the model, the prompt, ``stream`` or ``max_tokens``."""
 
     def __post_init__(self) -> None:
+        check_extra_body(self.extra_body)
         parts = urlsplit(self.base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise UsageError(

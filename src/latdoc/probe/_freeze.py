@@ -49,11 +49,15 @@ def freeze_trace(
     error: TraceError | None,
     request_body_bytes: int | None,
     target: TraceTarget,
+    *,
+    started_ns: int | None = None,
+    request_id: str | None = None,
 ) -> RequestTrace:
     """Everything measured about one request, as a frozen :class:`RequestTrace`.
 
     Marks become offsets from ``t0``; on a reused connection DNS, connect and TLS
-    end where the queue ended (zero, as curl reports them).
+    end where the queue ended (zero, as curl reports them). The response id is its
+    events' ``id``, else the response's ``X-Request-ID`` header.
     """
     t0 = rec.t0
 
@@ -84,6 +88,9 @@ def freeze_trace(
             tokens = len(chunks)
     usage = state.usage if state is not None else None
     stream = ex.stream
+    response_id = state.response_id if state is not None else None
+    if response_id is None:
+        response_id = ex.headers.get("x-request-id")
     if error is not None:
         error = redact(error, target.secret)
     return RequestTrace(
@@ -118,4 +125,7 @@ def freeze_trace(
         server_timing=server_timing,
         tcp_info=ex.tcp_info,
         error=error,
+        started_ns=started_ns,
+        request_id=request_id,
+        response_id=response_id,
     )

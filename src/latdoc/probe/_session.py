@@ -6,13 +6,23 @@ backend. Each call to :meth:`ProbeSession.request` binds a fresh
 event stream as it arrives and freezes everything measured into a trace. A failed
 request never raises: its trace carries a typed :class:`TraceError` naming the
 phase. Only cancellation propagates.
+
+Each attempt carries an ``X-Request-ID`` of its own (a uuid4), kept in its trace
+with the id the server gave the response. When an attempt fails in a way that
+says nothing about the endpoint's speed (``stream_options`` refused, or a
+kept-alive connection closed before answering) the request is sent again: the
+first attempt is handed to a :data:`ResendHook`, which keeps it and may refuse
+the resend (a spent budget), and the trace returned is the second, ``attempt=2``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import time
+import uuid
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
@@ -31,7 +41,12 @@ from latdoc.probe._stream_state import EventHook, StreamState
 from latdoc.probe._tcpinfo import read_tcp_info
 from latdoc.records import RequestTrace
 
-__all__ = ["Endpoint", "EventHook", "ProbeSession", "Timeouts", "make_ssl_context"]
+__all__ = ["Endpoint", "EventHook", "ProbeSession", "ResendHook", "Timeouts", "make_ssl_context"]
+
+ResendHook = Callable[[RequestTrace], bool]
+"""Called with an attempt the session would send again. True: send it again; the
+attempt is the hook's to keep and is not returned. False: the attempt is returned
+as the request's result."""
 
 _ERROR_BODY_LIMIT = 64 * 1024
 
@@ -53,8 +68,10 @@ class ProbeSession:
         reuse_connections: bool = True,
         count_tokens: Callable[[str], int] | None = None,
         resolver: Resolver = system_resolver,
+        on_resend: ResendHook | None = None,
     ) -> None:
         self.endpoint = endpoint
+        self.on_resend = on_resend
         self.http2 = http2
         self.timeouts = timeouts or Timeouts()
         self.max_connections = max_connections
@@ -110,6 +127,7 @@ class ProbeSession:
         *,
         on_event: EventHook | None = None,
         headers: Mapping[str, str] | None = None,
+        on_resend: ResendHook | None = None,
     ) -> RequestTrace:
         """Send one streamed request and return what was measured. Never raises
         for a failed request; the trace's ``error`` says what failed.
@@ -119,23 +137,34 @@ class ProbeSession:
 
         ``on_event`` sees every decoded JSON event with the arrival time the trace
         uses for it, for fields the trace does not keep. ``headers`` are sent with
-        this request only.
+        this request only (an ``X-Request-ID`` among them replaces the session's own).
+
+        ``on_resend`` (else the session's) hears a first attempt before it is sent
+        again; without one the resend is made and only ``attempt=2`` tells of it.
         """
         extra = [
-            (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()
+            (k.lower().encode("latin-1"), v.encode("latin-1"))
+            for k, v in (headers or {}).items()
+            if k.lower() != "x-request-id"
         ]
-        trace = await self._send(prompt, max_tokens, on_event, extra)
-        if (
+        given_id = next(
+            (v for k, v in (headers or {}).items() if k.lower() == "x-request-id"), None
+        )
+        trace = await self._send(prompt, max_tokens, on_event, extra, given_id, 1)
+        rejected_usage = (
             self.include_usage
             and trace.error is not None
             and trace.error.status in (400, 422)
             and "stream_options" in trace.error.message
-        ):
+        )
+        if not (rejected_usage or closed_before_answering(trace)):
+            return trace
+        if rejected_usage:
             self.include_usage = False
-            trace = await self._send(prompt, max_tokens, on_event, extra)
-        elif closed_before_answering(trace):
-            trace = await self._send(prompt, max_tokens, on_event, extra)
-        return trace
+        hook = on_resend if on_resend is not None else self.on_resend
+        if hook is not None and not hook(trace):
+            return trace
+        return await self._send(prompt, max_tokens, on_event, extra, None, 2)
 
     async def _send(
         self,
@@ -143,16 +172,24 @@ class ProbeSession:
         max_tokens: int,
         on_event: EventHook | None,
         extra: list[tuple[bytes, bytes]],
+        request_id: str | None,
+        attempt: int,
     ) -> RequestTrace:
+        request_id = request_id or str(uuid.uuid4())
+        headers = [*extra, (b"x-request-id", request_id.encode("latin-1"))]
         if self.reuse_connections:
             if self._pool is None:
                 self._pool = self._new_pool()
-            return await self._measure(self._pool, prompt, max_tokens, on_event, extra)
-        pool = self._new_pool()
-        try:
-            return await self._measure(pool, prompt, max_tokens, on_event, extra)
-        finally:
-            await pool.aclose()
+            trace = await self._measure(
+                self._pool, prompt, max_tokens, on_event, headers, request_id
+            )
+        else:
+            pool = self._new_pool()
+            try:
+                trace = await self._measure(pool, prompt, max_tokens, on_event, headers, request_id)
+            finally:
+                await pool.aclose()
+        return replace(trace, attempt=attempt)
 
     async def _measure(
         self,
@@ -161,13 +198,22 @@ class ProbeSession:
         max_tokens: int,
         on_event: EventHook | None,
         extra_headers: list[tuple[bytes, bytes]],
+        request_id: str,
     ) -> RequestTrace:
         ep = self.endpoint
         body = request_body(
-            ep.dialect, ep.model, prompt, max_tokens, include_usage=self.include_usage
+            ep.dialect,
+            ep.model,
+            prompt,
+            max_tokens,
+            include_usage=self.include_usage,
+            extra=ep.extra_body,
         )
         content = json.dumps(body).encode()
-        started_at = datetime.now(UTC)
+        started_ns = time.time_ns()
+        started_at = datetime.fromtimestamp(started_ns // 1_000_000_000, UTC).replace(
+            microsecond=started_ns // 1000 % 1_000_000
+        )
         exchange = Exchange()
         error: TraceError | None = None
         with Recorder() as rec:
@@ -188,6 +234,8 @@ class ProbeSession:
             error,
             len(content),
             TraceTarget(ep.url, ep.model, str(ep.dialect), ep.is_tls, ep.api_key),
+            started_ns=started_ns,
+            request_id=request_id,
         )
 
     async def _exchange(

@@ -32,6 +32,8 @@ class StreamState:
     done_marker: bool = False
     server_timing: dict[str, float] = field(default_factory=dict)
     text: list[str] = field(default_factory=list)
+    response_id: str | None = None
+    """The ``id`` of the response's events (OpenAI's ``chatcmpl-…``), from the first with one."""
     _last_completion_tokens: int = 0
 
     def on_event(self, event: SSEEvent, phase_of: Recorder) -> None:
@@ -51,6 +53,8 @@ class StreamState:
             ) from None
         if self.on_json is not None:
             self.on_json(obj, event.t_ns)
+        if self.response_id is None and isinstance(obj, dict) and isinstance(obj.get("id"), str):
+            self.response_id = obj["id"]
         info = parse_event(obj)
         if info.error is not None:
             raise StreamFailure(

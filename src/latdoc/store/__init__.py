@@ -6,11 +6,15 @@ an experiment) or ``instrument`` (an application's own requests, recorded by
 The kind is a column, not part of the schema version: a new kind needs no migration.
 
 :class:`Store` is the SQLite file (:func:`default_path`); :mod:`.codec` turns
-traces and samples into lossless, versioned JSON records; :mod:`.exchange`
+traces and samples into lossless, versioned JSON records; :mod:`.rows` stores
+each sample as a narrow summary row beside its record, which :mod:`.aggregate`
+summarises per time bucket (:class:`BucketStats`) without reading a record;
+:class:`SampleWriter` batches the commits of a busy writer; :mod:`.exchange`
 writes and reads a whole run as one document; :mod:`.redact` keeps credentials
 out of all of it.
 """
 
+from latdoc.store.aggregate import BucketStats
 from latdoc.store.codec import (
     sample_from_record,
     sample_to_record,
@@ -20,10 +24,13 @@ from latdoc.store.codec import (
 from latdoc.store.db import SCHEMA_VERSION, Store, default_path
 from latdoc.store.redact import redact_url
 from latdoc.store.run import RunInfo
+from latdoc.store.writer import SampleWriter
 
 __all__ = [
     "SCHEMA_VERSION",
+    "BucketStats",
     "RunInfo",
+    "SampleWriter",
     "Store",
     "default_path",
     "redact_url",

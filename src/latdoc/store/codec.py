@@ -22,8 +22,9 @@ from typing import Any, TypeVar
 from latdoc.errors import ErrorKind, Phase, TraceError
 from latdoc.records import Chunk, RequestTrace, Sample, Step, TcpInfo
 
-RECORD_VERSION = 1
-"""Version of trace records."""
+RECORD_VERSION = 2
+"""Version of trace records: 2 added the wall-clock start in nanoseconds, the request and
+response ids, and the attempt number."""
 SAMPLE_RECORD_VERSION = 2
 """Version of sample records: 2 added the client's event-loop lag."""
 """Version written by :func:`trace_to_record` and :func:`sample_to_record`."""
@@ -74,6 +75,10 @@ def trace_to_record(trace: RequestTrace) -> dict[str, Any]:
     record["server_timing"] = dict(trace.server_timing)
     record["tcp_info"] = None if trace.tcp_info is None else _tcp_to_record(trace.tcp_info)
     record["error"] = None if trace.error is None else _error_to_record(trace.error)
+    record["started_ns"] = trace.started_ns
+    record["request_id"] = trace.request_id
+    record["response_id"] = trace.response_id
+    record["attempt"] = trace.attempt
     return record
 
 
@@ -173,7 +178,24 @@ def _sample_v1(record: Mapping[str, Any]) -> Sample:
     )
 
 
-_TRACE_LOADERS: dict[int, Callable[[Mapping[str, Any]], RequestTrace]] = {1: _trace_v1}
+def _trace_v2(record: Mapping[str, Any]) -> RequestTrace:
+    r = _Fields(record, "trace")
+    attempt = r.integer("attempt")
+    if attempt < 1:
+        raise ValueError(f"trace.attempt: expected 1 or more, got {attempt}")
+    return replace(
+        _trace_v1(record),
+        started_ns=r.opt_integer("started_ns"),
+        request_id=r.opt_text("request_id"),
+        response_id=r.opt_text("response_id"),
+        attempt=attempt,
+    )
+
+
+_TRACE_LOADERS: dict[int, Callable[[Mapping[str, Any]], RequestTrace]] = {
+    1: _trace_v1,
+    2: _trace_v2,
+}
 
 
 def _sample_v2(record: Mapping[str, Any]) -> Sample:

@@ -1,9 +1,11 @@
 """Runs and their traces in SQLite: :class:`Store`.
 
 One file (see :func:`default_path`) holds every diagnosis run: a ``runs`` row
-per run, a ``samples`` row per measured request with the full trace record as
-JSON beside a few indexed columns for queries. Each sample is committed as it
-is added, so a run that is interrupted keeps every trace it finished. The
+per run, a narrow ``samples`` row per measured request with the numbers reports
+aggregate (:meth:`Store.aggregate`), and its full trace record as JSON in
+``sample_traces``. Each sample is committed as it is added, so a run that is
+interrupted keeps every trace it finished; busy writers batch their commits
+(:meth:`Store.batch`). The
 journal is WAL, foreign keys are enforced, and the schema is versioned
 (:mod:`latdoc.store.schema`). Nothing that looks like a credential is written
 (:mod:`latdoc.store.redact`).
@@ -16,7 +18,7 @@ import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from secrets import token_hex
 from types import TracebackType
@@ -24,9 +26,10 @@ from typing import Any, Self
 
 from latdoc.errors import UsageError
 from latdoc.records import Sample, Step, StepNote
-from latdoc.store.codec import trace_from_record, trace_to_record
+from latdoc.store.aggregate import BucketStats, aggregate_samples
 from latdoc.store.exchange import dump_run, load_document
 from latdoc.store.redact import Redactor
+from latdoc.store.rows import SAMPLE_COLUMNS, insert_samples, sample_from_row
 from latdoc.store.run import (
     RUN_KINDS,
     RUN_STATUSES,
@@ -37,10 +40,12 @@ from latdoc.store.run import (
     utc_text,
 )
 from latdoc.store.schema import SCHEMA_VERSION, check_version, migrate
+from latdoc.store.writer import DEFAULT_MAX_DELAY, DEFAULT_MAX_SAMPLES, SampleWriter
 
-__all__ = ["SCHEMA_VERSION", "RunInfo", "Store", "default_path"]
+__all__ = ["SCHEMA_VERSION", "BucketStats", "RunInfo", "SampleWriter", "Store", "default_path"]
 
 BUSY_TIMEOUT_MS = 5000
+PAGE_SIZE = 16384
 _MEMORY = ":memory:"
 _RUN_COLUMNS = (
     "run_id, started_at, finished_at, status, endpoint, model, scenario, verdict, meta, notes, "
@@ -130,10 +135,7 @@ class Store:
 
     def add_sample(self, run_id: str, sample: Sample) -> None:
         """Store one sample of ``run_id`` and commit it at once."""
-        with self._transaction():
-            if not self._exists(run_id):
-                raise self._missing(run_id)
-            self._insert_sample(run_id, sample)
+        self.add_samples(run_id, (sample,))
 
     def add_samples(self, run_id: str, samples: Sequence[Sample]) -> None:
         """Store several samples of ``run_id`` in one commit (one disk sync for all)."""
@@ -142,8 +144,28 @@ class Store:
         with self._transaction():
             if not self._exists(run_id):
                 raise self._missing(run_id)
-            for sample in samples:
-                self._insert_sample(run_id, sample)
+            self._insert_samples(run_id, samples)
+
+    def batch(
+        self,
+        run_id: str,
+        *,
+        max_samples: int = DEFAULT_MAX_SAMPLES,
+        max_delay: float = DEFAULT_MAX_DELAY,
+    ) -> SampleWriter:
+        """A writer that adds samples of ``run_id`` in batches: committed every
+        ``max_samples`` samples, when the oldest held one has waited ``max_delay``
+        seconds, and when its ``with`` block ends.
+
+        ::
+
+            with store.batch(run_id) as writer:
+                for sample in samples:
+                    writer.add(sample)
+        """
+        if not self._exists(run_id):
+            raise self._missing(run_id)
+        return SampleWriter(self, run_id, max_samples=max_samples, max_delay=max_delay)
 
     def finish_run(
         self,
@@ -176,8 +198,7 @@ class Store:
             if self._exists(run_id):
                 raise UsageError(f"run {run_id} is already in {self.path}")
             self._insert_run(document.run, document.run.meta, document.diagnosis)
-            for sample in document.samples:
-                self._insert_sample(run_id, sample)
+            self._insert_samples(run_id, document.samples)
         return run_id
 
     # -- reading ---------------------------------------------------------------
@@ -205,15 +226,55 @@ class Store:
             f"SELECT {_RUN_COLUMNS}, diagnosis FROM runs WHERE run_id = ?", (full_id,)
         ).fetchone()
         samples = self._conn.execute(
-            "SELECT idx, step, target_prompt_tokens, concurrency, cold, loop_lag_ms, trace "
-            "FROM samples WHERE run_id = ? ORDER BY idx, seq",
+            f"SELECT {SAMPLE_COLUMNS} FROM samples JOIN sample_traces USING (seq) "
+            "WHERE run_id = ? ORDER BY idx, seq",
             (full_id,),
         )
         diagnosis = row[-1]
         return (
             _run_info(row[:-1]),
-            [_sample(r) for r in samples],
+            [sample_from_row(r) for r in samples],
             None if diagnosis is None else json.loads(diagnosis),
+        )
+
+    def aggregate(
+        self,
+        run_ids: str | Sequence[str] = (),
+        *,
+        name: str | None = None,
+        bucket: timedelta = timedelta(hours=1),
+        cycle: timedelta | None = None,
+        offset: timedelta = timedelta(0),
+        steps: Sequence[Step] | None = None,
+    ) -> tuple[BucketStats, ...]:
+        """The samples of one or more runs (ids or unique prefixes), and of every run named
+        ``name`` (``meta["name"]``, as a resumable run records it), summarised per bucket
+        of their wall-clock start, without reading a trace record.
+
+        ``bucket`` is the width; with a ``cycle`` buckets are counted around it
+        (``bucket=1 h, cycle=1 day`` gives the hours of the day, 0 to 23). Buckets
+        are in UTC; ``offset`` is added to every start first (``+2 h`` for a UTC+2
+        day). ``steps`` keeps only the samples of those steps. Samples without a
+        wall-clock start are left out.
+        """
+        wanted = [run_ids] if isinstance(run_ids, str) else list(run_ids)
+        full_ids = {self._resolve(r) for r in wanted}
+        if name is not None:
+            named = self._conn.execute(
+                "SELECT run_id FROM runs WHERE json_extract(meta, '$.name') = ?", (name,)
+            ).fetchall()
+            if not named:
+                raise UsageError(f"no run named {name!r} in {self.path}")
+            full_ids.update(row[0] for row in named)
+        if not full_ids:
+            raise UsageError("name the runs to aggregate: run ids or a name")
+        return aggregate_samples(
+            self._conn,
+            sorted(full_ids),
+            bucket=bucket,
+            cycle=cycle,
+            offset=offset,
+            steps=None if steps is None else [str(s) for s in steps],
         )
 
     def export_json(self, run_id: str) -> str:
@@ -258,29 +319,8 @@ class Store:
             ),
         )
 
-    def _insert_sample(self, run_id: str, sample: Sample) -> None:
-        trace = sample.trace
-        record = self._redactor.value(trace_to_record(trace))
-        self._conn.execute(
-            "INSERT INTO samples (run_id, idx, step, target_prompt_tokens, concurrency, cold, "
-            "ok, error_code, prompt_tokens, ttft_ms, total_ms, loop_lag_ms, trace) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                run_id,
-                sample.index,
-                self._redactor.text(sample.step),
-                sample.target_prompt_tokens,
-                sample.concurrency,
-                sample.cold,
-                trace.error is None,
-                None if trace.error is None else trace.error.code,
-                trace.prompt_tokens,
-                trace.ttft_ms,
-                trace.total_ms,
-                sample.loop_lag_ms,
-                _json(record),
-            ),
-        )
+    def _insert_samples(self, run_id: str, samples: Sequence[Sample]) -> None:
+        insert_samples(self._conn, self._redactor, run_id, samples)
 
     def _exists(self, run_id: str) -> bool:
         row = self._conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone()
@@ -317,6 +357,9 @@ def _open(path: str) -> sqlite3.Connection:
     try:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS:d}")
         check_version(conn, path)
+        # A trace record is about 2 KB: on 4 KB pages a third of the file would be
+        # the unused ends of pages. Only a new file takes the size; others keep theirs.
+        conn.execute(f"PRAGMA page_size = {PAGE_SIZE:d}")
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA journal_mode = WAL")
         migrate(conn, path)
@@ -356,17 +399,4 @@ def _run_info(row: tuple[Any, ...]) -> RunInfo:
         meta=json.loads(meta),
         notes=() if notes is None else notes_from_data(json.loads(notes)),
         kind=kind,
-    )
-
-
-def _sample(row: tuple[Any, ...]) -> Sample:
-    idx, step, target, concurrency, cold, loop_lag, trace = row
-    return Sample(
-        step=Step(step),
-        trace=trace_from_record(json.loads(trace)),
-        target_prompt_tokens=target,
-        concurrency=concurrency,
-        cold=bool(cold),
-        index=idx,
-        loop_lag_ms=loop_lag,
     )

@@ -26,6 +26,10 @@ _OPTION = re.compile(r"^(-{1,2}[A-Za-z0-9_-]+)=(.*)$", re.DOTALL)
 _SECRET_NAMES = frozenset(
     {"key", "sig", "signature", "auth", "authorization", "password", "passwd", "pwd", "secret"}
 )
+_PLAIN = re.compile(r"[A-Za-z0-9_.:+-]*\Z")
+_PLAIN_TYPES = (int, float, bool)
+_REMEMBER_CHARS = 512
+_REMEMBER_TEXTS = 4096
 _SECRET_ENDINGS = ("key", "token", "secret", "password", "credential", "credentials")
 
 
@@ -51,9 +55,39 @@ class Redactor:
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         self._secrets = tuple(sorted({s for s in secrets if s}, key=len, reverse=True))
+        self._seen: dict[str, str] = {}
 
     def text(self, text: str) -> str:
         """``text`` with URLs redacted, bearer tokens, ``sk-`` keys and known secrets masked."""
+        # A busy run repeats the same URL, model and messages in every record:
+        # each distinct short text is scrubbed once.
+        clean = self._seen.get(text)
+        if clean is None and _PLAIN.match(text) and "sk-" not in text and not self._secrets:
+            # Ids, names and timestamps of letters, digits and ``._:+-`` hold no URL, token or key.
+            return text
+        if clean is None:
+            clean = self._scrub(text)
+            if len(text) <= _REMEMBER_CHARS:
+                if len(self._seen) >= _REMEMBER_TEXTS:
+                    self._seen.clear()
+                self._seen[text] = clean
+        return clean
+
+    def record(self, record: Mapping[str, Any]) -> dict[str, Any]:
+        """A codec record (fixed field names, numbers, strings, nested values) scrubbed
+        like :meth:`value`, faster: its own field names and plain numbers are kept as
+        they are, and the chunk lists, integers only, are not walked."""
+        out = dict(record)
+        seen = self._seen
+        for name, item in record.items():
+            kind = type(item)
+            if kind is str:
+                out[name] = seen.get(item) or self.text(item)
+            elif item is not None and kind not in _PLAIN_TYPES and name != "chunks":
+                out[name] = self.value(item)
+        return out
+
+    def _scrub(self, text: str) -> str:
         for secret in self._secrets:
             text = text.replace(secret, MASK)
         text = _URL.sub(lambda m: redact_url(m.group(0)), text)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 
 from latdoc.errors import LatdocError
 
@@ -83,7 +84,108 @@ def _notes_and_kinds_v3(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: tuple[Migration, ...] = (_create_v1, _loop_lag_v2, _notes_and_kinds_v3)
+_SAMPLES_V4 = """
+    CREATE TABLE samples (
+        seq                  INTEGER PRIMARY KEY,
+        run_id               TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+        idx                  INTEGER NOT NULL,
+        step                 TEXT NOT NULL,
+        target_prompt_tokens INTEGER,
+        concurrency          INTEGER NOT NULL,
+        cold                 INTEGER NOT NULL,
+        ok                   INTEGER NOT NULL,
+        error_code           TEXT,
+        prompt_tokens        INTEGER,
+        ttft_ms              REAL,
+        total_ms             REAL,
+        loop_lag_ms          REAL,
+        started_ns           INTEGER,
+        tpot_ms              REAL,
+        output_tokens        INTEGER,
+        status               INTEGER,
+        attempt              INTEGER NOT NULL DEFAULT 1
+    )
+"""
+
+_TRACES_V4 = """
+    CREATE TABLE sample_traces (
+        seq   INTEGER PRIMARY KEY REFERENCES samples (seq) ON DELETE CASCADE,
+        trace TEXT NOT NULL
+    )
+"""
+
+_TPOT_FROM_TRACE = """
+    CASE WHEN json_extract(trace, '$.first_token_ns') IS NOT NULL
+          AND json_extract(trace, '$.done_ns') IS NOT NULL
+          AND json_extract(trace, '$.output_tokens') >= 2
+    THEN CAST(json_extract(trace, '$.done_ns') - json_extract(trace, '$.first_token_ns') AS REAL)
+         / (json_extract(trace, '$.output_tokens') - 1) / 1000000.0
+    END
+"""
+
+
+def _summaries_apart_v4(conn: sqlite3.Connection) -> None:
+    """Version 4: the columns a report aggregates kept apart from the raw trace JSON.
+
+    ``samples`` holds one narrow row per request (wall-clock start in epoch
+    nanoseconds, TTFT, TPOT, total, outcome, tokens, the conditions it was sent
+    under), so a report over a million requests scans tens of megabytes; the
+    trace records, chunks and all, move to ``sample_traces``. Existing rows get
+    the new columns from their trace JSON in the same pass that moves them.
+    """
+    conn.create_function("latdoc_epoch_ns", 1, epoch_ns_from_text, deterministic=True)
+    conn.execute("ALTER TABLE samples RENAME TO samples_v3")
+    conn.execute(_SAMPLES_V4)
+    conn.execute(
+        "INSERT INTO samples (seq, run_id, idx, step, target_prompt_tokens, concurrency, cold, "
+        "ok, error_code, prompt_tokens, ttft_ms, total_ms, loop_lag_ms, started_ns, tpot_ms, "
+        "output_tokens, status, attempt) "
+        "SELECT seq, run_id, idx, step, target_prompt_tokens, concurrency, cold, ok, "
+        "error_code, prompt_tokens, ttft_ms, total_ms, loop_lag_ms, "
+        "latdoc_epoch_ns(json_extract(trace, '$.started_at')), "
+        f"{_TPOT_FROM_TRACE}, json_extract(trace, '$.output_tokens'), "
+        "json_extract(trace, '$.status'), coalesce(json_extract(trace, '$.attempt'), 1) "
+        "FROM samples_v3"
+    )
+    conn.execute(_TRACES_V4)
+    conn.execute("INSERT INTO sample_traces (seq, trace) SELECT seq, trace FROM samples_v3")
+    conn.execute("DROP TABLE samples_v3")
+    _sample_indexes_v4(conn)
+
+
+def _sample_indexes_v4(conn: sqlite3.Connection) -> None:
+    conn.execute("CREATE INDEX samples_run ON samples (run_id, idx)")
+    conn.execute("CREATE INDEX samples_step ON samples (run_id, step, target_prompt_tokens)")
+    conn.execute("CREATE INDEX samples_error ON samples (error_code) WHERE error_code IS NOT NULL")
+
+
+def epoch_ns(moment: datetime) -> int:
+    """Nanoseconds since the Unix epoch; a naive ``moment`` is taken as UTC."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    delta = moment - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000
+
+
+def epoch_ns_from_text(text: object) -> int | None:
+    """:func:`epoch_ns` of an ISO 8601 text, ``None`` for anything else."""
+    if not isinstance(text, str):
+        return None
+    try:
+        ns = epoch_ns(datetime.fromisoformat(text))
+    except ValueError:
+        return None
+    return ns if -(2**63) <= ns < 2**63 else None
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+MIGRATIONS: tuple[Migration, ...] = (
+    _create_v1,
+    _loop_lag_v2,
+    _notes_and_kinds_v3,
+    _summaries_apart_v4,
+)
 """``MIGRATIONS[n - 1]`` turns a version ``n - 1`` store into version ``n``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -48,6 +48,16 @@ class Budget:
         self.tokens += prompt_tokens + output_tokens
         return True
 
+    def count_resend(self) -> bool:
+        """Count a second attempt of a request already reserved, if one more request fits.
+
+        Its tokens are not counted again: an attempt that is resent ended before the
+        endpoint generated anything, and the reservation still covers the second."""
+        if self.requests >= self.max_requests:
+            return False
+        self.requests += 1
+        return True
+
     def settle(self, reserved_tokens: int, actual_tokens: int) -> None:
         """Count what a request really cost instead of its reservation."""
         self.tokens += actual_tokens - reserved_tokens

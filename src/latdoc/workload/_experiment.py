@@ -54,9 +54,14 @@ class Arm:
     """Trials sent before measuring (to open connections, fill a cache); not kept."""
     target_prompt_tokens: int | None = None
 
-    def session(self) -> ProbeSession:
+    def session(self, budget: Budget | None = None) -> ProbeSession:
+        """A session for this arm; a request it would send again is counted in ``budget``
+        (and not sent again once the budget has no request left)."""
         return self.connection.session(
-            self.endpoint, reuse=self.reuse, max_connections=self.max_connections
+            self.endpoint,
+            reuse=self.reuse,
+            max_connections=self.max_connections,
+            on_resend=None if budget is None else lambda first: budget.count_resend(),
         )
 
 
@@ -132,7 +137,7 @@ async def run_experiment(
             asyncio.timeout(None if math.isinf(left) else left),
         ):
             for arm in arms:
-                sessions[arm.name] = await stack.enter_async_context(arm.session())
+                sessions[arm.name] = await stack.enter_async_context(arm.session(budget))
             for arm in arms:
                 for _ in range(arm.warmup_trials):
                     if not await send(arm, keep=False):

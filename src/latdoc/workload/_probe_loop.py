@@ -53,12 +53,20 @@ async def run_probe(
     on_trace: Callable[[int, RequestTrace], None] | None = None,
     *,
     on_calibration: Callable[[RequestTrace], None] | None = None,
+    on_attempt: Callable[[RequestTrace], None] | None = None,
 ) -> ProbeRun:
     """Send ``plan.repeat`` requests one after another; the first is always cold.
 
     ``on_trace`` hears each probe as it finishes, ``on_calibration`` each of the
-    calibration requests a ``prompt_tokens`` plan sends first.
+    calibration requests a ``prompt_tokens`` plan sends first, ``on_attempt`` each
+    first attempt of a probe that was sent again (its ``trace.attempt`` is 2).
     """
+
+    def resend(first: RequestTrace) -> bool:
+        if on_attempt is not None:
+            on_attempt(first)
+        return True
+
     rng = random.Random(plan.seed)
     conn = plan.connection
     traces: list[RequestTrace] = []
@@ -71,7 +79,9 @@ async def run_probe(
         if on_calibration is not None:
             for trace in cal:
                 on_calibration(trace)
-    async with conn.session(plan.endpoint, reuse=plan.reuse_connections) as session:
+    async with conn.session(
+        plan.endpoint, reuse=plan.reuse_connections, on_resend=resend
+    ) as session:
         for index in range(plan.repeat):
             if calibration is not None and plan.prompt_tokens is not None:
                 prompt = make_prompt(calibration.words_for(plan.prompt_tokens), rng)

@@ -115,8 +115,8 @@ async def run_retry_trials(
     a, b = arms
     try:
         async with (
-            a.session() as session_a,
-            b.session() as session_b,
+            a.session(budget) as session_a,
+            b.session(budget) as session_b,
             asyncio.timeout(None if math.isinf(left) else left),
         ):
             plan = [(a, session_a, False), (b, session_b, True)]

@@ -92,11 +92,32 @@ class _Runner:
         self.on_progress = on_progress
         self.calibration: TokenCalibration = ASSUMED
         self.lag: LoopLagMonitor | None = None
+        self.current_step = Step.CALIBRATION
 
     def session(self, *, reuse: bool = True, max_connections: int = 16) -> ProbeSession:
         return self.plan.connection.session(
-            self.plan.endpoint, reuse=reuse, max_connections=max_connections
+            self.plan.endpoint,
+            reuse=reuse,
+            max_connections=max_connections,
+            on_resend=self.resend,
         )
+
+    def resend(self, first: RequestTrace) -> bool:
+        """Keep a first attempt the session would send again, if the budget has room for it."""
+        return self.resend_as(self.current_step, None, 1, cold=False)(first)
+
+    def resend_as(
+        self, step: Step, tokens: int | None, concurrency: int, *, cold: bool
+    ) -> Callable[[RequestTrace], bool]:
+        """A resend hook that keeps the first attempt labelled as the request it belongs to."""
+
+        def hook(first: RequestTrace) -> bool:
+            if not self.budget.count_resend():
+                return False
+            self.keep(Sample(step, first, tokens, concurrency, cold))
+            return True
+
+        return hook
 
     def note(self, step: Step, text: str) -> None:
         self.result.notes.append(StepNote(step, text))
@@ -111,6 +132,7 @@ class _Runner:
             self.on_sample(sample)
 
     def progress(self, step: Step, done: int, total: int) -> None:
+        self.current_step = step
         if self.on_progress is not None:
             self.on_progress(step, done, total)
 
@@ -133,7 +155,9 @@ class _Runner:
         cost = self.cost(tokens)
         if not self.budget.reserve(cost, out):
             return None
-        trace = await session.request(self.prompt(tokens), out)
+        trace = await session.request(
+            self.prompt(tokens), out, on_resend=self.resend_as(step, tokens, 1, cold=cold)
+        )
         self.settle(cost + out, trace)
         self.keep(Sample(step, trace, tokens, 1, cold))
         return trace
@@ -302,7 +326,8 @@ class _Runner:
             for _ in range(at_once):
                 self.budget.reserve(cost, out)
             prompts = [self.prompt(SHORT_TOKENS) for _ in range(at_once)]
-            traces = await asyncio.gather(*(s.request(p, out) for p in prompts))
+            hook = self.resend_as(Step.LOAD, SHORT_TOKENS, at_once, cold=False)
+            traces = await asyncio.gather(*(s.request(p, out, on_resend=hook) for p in prompts))
         for t in traces:
             self.settle(cost + out, t)
             self.keep(Sample(Step.LOAD, t, SHORT_TOKENS, at_once))

@@ -1,0 +1,149 @@
+"""Per-bucket summaries of stored samples, computed from the narrow ``samples`` columns.
+
+A report over a million requests reads four numbers per request (the bucket of
+its wall-clock start, whether it succeeded, its TTFT and TPOT) as numpy arrays
+and never decodes a trace record. Percentiles are numpy's default (linear
+interpolation between closest ranks), the same as :class:`~latdoc.analysis.stats.Distribution`.
+
+Fetching the columns into numpy is faster than ranking in SQL with a window query
+(``row_number() OVER (PARTITION BY bucket ORDER BY ttft_ms)``), which sorts every
+row inside SQLite: at a million samples 1.35 s against 1.59 s, for 135 MB of peak
+RSS against 71 MB, both well inside a report's 5 s and 500 MB
+(``bench/store_scale.py`` measures both), and numpy interpolates its percentiles
+the way every other latdoc summary does.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+import numpy as np
+import numpy.typing as npt
+
+_NS_PER_S = 1_000_000_000
+_FETCH_ROWS = 65_536
+
+
+@dataclass(frozen=True, slots=True)
+class BucketStats:
+    """The requests that started in one time bucket, summarised."""
+
+    bucket: int
+    """The bucket's number: with a cycle, its place in the cycle (an hour of the day
+    is 0 to 23); without, the number of whole buckets since the Unix epoch."""
+    start: timedelta
+    """Where the bucket starts: into the cycle, or since the Unix epoch."""
+    requests: int
+    errors: int
+    ttft_p50_ms: float | None
+    ttft_p95_ms: float | None
+    tpot_p50_ms: float | None
+    error_codes: Mapping[str, int] = field(default_factory=dict)
+    """How many requests failed with each error code."""
+
+
+def _whole_ns(span: timedelta, name: str) -> int:
+    ns = (span.days * 86_400 + span.seconds) * _NS_PER_S + span.microseconds * 1000
+    if ns <= 0:
+        raise ValueError(f"{name} must be longer than zero, got {span}")
+    return ns
+
+
+def aggregate_samples(
+    conn: sqlite3.Connection,
+    run_ids: Sequence[str],
+    *,
+    bucket: timedelta,
+    cycle: timedelta | None,
+    offset: timedelta,
+    steps: Sequence[str] | None,
+) -> tuple[BucketStats, ...]:
+    """The samples of ``run_ids`` summarised per bucket, in bucket order."""
+    bucket_ns = _whole_ns(bucket, "bucket")
+    offset_ns = (offset.days * 86_400 + offset.seconds) * _NS_PER_S + offset.microseconds * 1000
+    key = "(started_ns + ?) / ?"
+    params: list[object] = [offset_ns, bucket_ns]
+    if cycle is not None:
+        cycle_ns = _whole_ns(cycle, "cycle")
+        if cycle_ns % bucket_ns:
+            raise ValueError(f"the cycle ({cycle}) is not a whole number of buckets ({bucket})")
+        key = f"({key}) % ?"
+        params.append(cycle_ns // bucket_ns)
+    where = f"run_id IN ({', '.join('?' * len(run_ids))}) AND started_ns IS NOT NULL"
+    filters: list[object] = list(run_ids)
+    if steps is not None:
+        where += f" AND step IN ({', '.join('?' * len(steps))})"
+        filters.extend(steps)
+    columns = _fetch(
+        conn, f"SELECT {key}, ok, ttft_ms, tpot_ms FROM samples WHERE {where}", [*params, *filters]
+    )
+    codes = _error_codes(conn, key, where, [*params, *filters])
+    return _summarise(columns, codes, bucket_ns)
+
+
+def _fetch(
+    conn: sqlite3.Connection, query: str, params: Sequence[object]
+) -> npt.NDArray[np.float64]:
+    cursor = conn.execute(query, params)
+    parts: list[npt.NDArray[np.float64]] = []
+    while rows := cursor.fetchmany(_FETCH_ROWS):
+        # None becomes NaN: a TTFT or TPOT not measured.
+        parts.append(np.array(rows, dtype=np.float64))
+    if not parts:
+        return np.empty((0, 4), dtype=np.float64)
+    return np.concatenate(parts)
+
+
+def _error_codes(
+    conn: sqlite3.Connection, key: str, where: str, params: Sequence[object]
+) -> dict[int, dict[str, int]]:
+    out: dict[int, dict[str, int]] = {}
+    rows = conn.execute(
+        f"SELECT {key} AS b, coalesce(error_code, ''), count(*) FROM samples "
+        f"WHERE {where} AND NOT ok GROUP BY 1, 2",
+        params,
+    )
+    for number, code, count in rows:
+        out.setdefault(int(number), {})[str(code)] = int(count)
+    return out
+
+
+def _summarise(
+    columns: npt.NDArray[np.float64], codes: Mapping[int, Mapping[str, int]], bucket_ns: int
+) -> tuple[BucketStats, ...]:
+    if columns.shape[0] == 0:
+        return ()
+    keys = columns[:, 0].astype(np.int64)
+    order = np.argsort(keys, kind="stable")
+    keys = keys[order]
+    numbers, starts = np.unique(keys, return_index=True)
+    ends = [*starts[1:], keys.size]
+    ok, ttft, tpot = columns[order, 1], columns[order, 2], columns[order, 3]
+    out: list[BucketStats] = []
+    for number, start, end in zip(numbers, starts, ends, strict=True):
+        window = slice(int(start), int(end))
+        ttft_p50, ttft_p95 = _percentiles(ttft[window], (50, 95))
+        (tpot_p50,) = _percentiles(tpot[window], (50,))
+        out.append(
+            BucketStats(
+                bucket=int(number),
+                start=timedelta(microseconds=int(number) * bucket_ns // 1000),
+                requests=int(end - start),
+                errors=int(np.count_nonzero(ok[window] == 0)),
+                ttft_p50_ms=ttft_p50,
+                ttft_p95_ms=ttft_p95,
+                tpot_p50_ms=tpot_p50,
+                error_codes=dict(codes.get(int(number), {})),
+            )
+        )
+    return tuple(out)
+
+
+def _percentiles(values: npt.NDArray[np.float64], qs: tuple[int, ...]) -> tuple[float | None, ...]:
+    measured = values[~np.isnan(values)]
+    if measured.size == 0:
+        return tuple(None for _ in qs)
+    return tuple(float(v) for v in np.percentile(measured, qs))
