@@ -11,6 +11,8 @@
 - :func:`read_host` reads the client host's facts for the checklist of
   ``latdoc system``; :func:`host_meta` is what every run records about its host.
 - :func:`verify_remedy` measures one remedy as an A/B experiment on the endpoint.
+- :func:`watch_endpoint` runs or resumes a named watch; :func:`watch_clock` reads it
+  back by the clock (the peak against the rest), sending nothing.
 
 Progress and each finished sample reach the caller through hooks; nothing here
 prints.
@@ -40,6 +42,7 @@ from latdoc.pipeline._retry import RetryVerdict, verify_retry
 from latdoc.pipeline._runs import RunComparison, StoredProbe, compare_runs, probe_endpoint
 from latdoc.pipeline._traffic import diagnose_otlp, diagnose_traffic
 from latdoc.pipeline._verify import NOT_APPLICABLE, VerifyResult, verify_remedy
+from latdoc.pipeline._watch import WatchClock, WatchRun, latest_watch, watch_clock, watch_endpoint
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
@@ -52,6 +55,8 @@ __all__ = [
     "RunComparison",
     "StoredProbe",
     "VerifyResult",
+    "WatchClock",
+    "WatchRun",
     "build_diagnosis",
     "compare_runs",
     "cpu_count",
@@ -60,6 +65,7 @@ __all__ = [
     "diagnose_traffic",
     "host_facts_from_meta",
     "host_meta",
+    "latest_watch",
     "probe_endpoint",
     "read_host",
     "rediagnose",
@@ -70,4 +76,6 @@ __all__ = [
     "verify_conversation",
     "verify_remedy",
     "verify_retry",
+    "watch_clock",
+    "watch_endpoint",
 ]

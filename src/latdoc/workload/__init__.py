@@ -4,7 +4,8 @@
   them make N tokens on this endpoint, learned from its own usage.
 - ``_budget``: hard caps on requests, tokens and seconds, reserved before sending.
 - ``_steps``: the three measured steps of a diagnosis (network, input length, load).
-- ``_probe_loop``: a series of probes as ``latdoc probe`` sends them.
+- ``_probe_loop``: a series of probes as ``latdoc probe`` sends them;
+  ``_watch``: a cold short, a warm short and a long request on a schedule.
 - ``_experiment``: an A/B experiment, arms interleaved in shuffled blocks;
   ``_remedies``: each remedy ``latdoc verify`` tests, as its two arms;
   ``_conversation``: a multi-turn chat kept whole and under bounding strategies.
@@ -49,6 +50,13 @@ from latdoc.workload._steps import (
     planned_tokens,
     run_steps,
 )
+from latdoc.workload._watch import (
+    WatchPlan,
+    WatchResult,
+    WatchTooFast,
+    known_calibration,
+    run_watch,
+)
 
 __all__ = [
     "ASSUMED",
@@ -70,10 +78,14 @@ __all__ = [
     "TokenCalibration",
     "VerifyPlan",
     "VerifyRemedy",
+    "WatchPlan",
+    "WatchResult",
+    "WatchTooFast",
     "arm_summaries",
     "build_arms",
     "calibrate",
     "calibration_words",
+    "known_calibration",
     "make_prompt",
     "parse_strategies",
     "planned_requests",
@@ -83,6 +95,7 @@ __all__ = [
     "run_experiment",
     "run_probe",
     "run_steps",
+    "run_watch",
     "short_question",
     "tight_max_tokens",
 ]
