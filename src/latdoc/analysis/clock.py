@@ -9,8 +9,8 @@ buckets are hours of the day) or, with no cycle, by plain time.
 The peak: among buckets with at least :data:`MIN_BUCKET_TTFTS` TTFTs, those whose
 TTFT median is above the median of the bucket medians by more than
 :data:`PEAK_MARGIN`. Their requests are compared with those of every other bucket:
-the ratio of TTFT medians with a bootstrap interval and a Mann–Whitney p-value. A
-daily pattern is said only when ``p < ALPHA`` and the interval's low end is above
+the ratio of TTFT medians with a 95 % bootstrap interval and a Mann–Whitney p-value.
+A daily pattern is said only when ``p < ALPHA`` and the whole interval is above
 :data:`MIN_RATIO`; otherwise there is "no daily pattern". Pure: no I/O, no clock.
 """
 
@@ -31,8 +31,8 @@ MIN_BUCKET_TTFTS = 3
 PEAK_MARGIN = 0.2
 """A peak bucket's TTFT median is this fraction above the median of bucket medians."""
 ALPHA = 0.01
-MIN_RATIO = 1.1
-"""The peak must be at least 10 % slower (the interval's low end) to be a pattern."""
+MIN_RATIO = 1.0
+"""The interval's low end must be above this: the peak is slower, not possibly the same."""
 
 
 @dataclass(frozen=True, slots=True)

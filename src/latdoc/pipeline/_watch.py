@@ -16,10 +16,10 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from latdoc.analysis.clock import DAY_S, ClockPoint, ClockReport, clock_report
+from latdoc.analysis.clock import DAY_S, HOUR_S, ClockPoint, ClockReport, clock_report
 from latdoc.errors import UsageError
 from latdoc.pipeline._host import host_meta
-from latdoc.records import Sample, Step
+from latdoc.records import Sample, Step, StepNote
 from latdoc.store import RunInfo, Store
 from latdoc.workload import (
     Budget,
@@ -167,6 +167,20 @@ def latest_watch(store: Store, endpoint: str, model: str) -> RunInfo | None:
         if info.endpoint == endpoint and info.model == model and info.requests > 0:
             return info
     return None
+
+
+def watch_note(store: Store, endpoint: str, model: str) -> StepNote | None:
+    """What the newest watch of this endpoint and model says about the time of day, as a
+    note for the load step of a diagnosis (its single-moment measurement cannot tell)."""
+    info = latest_watch(store, endpoint, model)
+    if info is None:
+        return None
+    name = str(info.meta.get("name", info.run_id))
+    clock = watch_clock(store, name, bucket_s=HOUR_S)
+    return StepNote(
+        Step.LOAD,
+        f"watch {name!r} ({info.requests} requests by hour of day): {clock.report.verdict}",
+    )
 
 
 def _point(sample: Sample, short_tokens: int | None) -> ClockPoint:

@@ -13,7 +13,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from latdoc.analysis.clock import ClockReport, Peak, p_text
+from latdoc.analysis.clock import DAY_S, ClockReport, Peak, p_text
 from latdoc.report.names import format_ms
 
 WATCH_SCHEMA = "latdoc.watch/1"
@@ -21,8 +21,17 @@ WATCH_SCHEMA = "latdoc.watch/1"
 
 def _cycle_text(report: ClockReport) -> str:
     if report.cycle_s is None:
-        return f"by time, buckets of {report.bucket_s:g} s"
-    return f"buckets of {report.bucket_s:g} s over a {report.cycle_s:g} s cycle (UTC)"
+        return f"by time, buckets of {_span(report.bucket_s)}"
+    if report.cycle_s == DAY_S:
+        return f"buckets of {_span(report.bucket_s)} over the UTC day"
+    return f"buckets of {_span(report.bucket_s)} over a {_span(report.cycle_s)} cycle"
+
+
+def _span(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g} {unit}"
+    return f"{seconds:g} s"
 
 
 def peak_sentence(peak: Peak) -> str:
@@ -40,7 +49,7 @@ def render_clock(report: ClockReport, *, title: str) -> RenderableType:
         table.add_column(column, justify="left" if column == "bucket" else "right")
     peak_ids = set(report.peak.buckets) if report.pattern and report.peak else set()
     for b in report.buckets:
-        if b.requests == 0 and report.cycle_s is not None and len(report.buckets) > 48:
+        if b.requests == 0:
             continue
         rate = b.error_rate
         table.add_row(
@@ -54,6 +63,9 @@ def render_clock(report: ClockReport, *, title: str) -> RenderableType:
         )
     parts: list[RenderableType] = [table, Text(f"  {_cycle_text(report)}; TTFT of the short "
                                               "requests (cold and warm)")]  # fmt: skip
+    empty = sum(1 for b in report.buckets if b.requests == 0)
+    if empty:
+        parts.append(Text(f"  {empty} of {len(report.buckets)} buckets have no request yet."))
     if report.peak is not None:
         parts.append(Text("  " + peak_sentence(report.peak)))
     parts.append(Text(f"  Verdict: {report.verdict}", style="bold"))

@@ -355,7 +355,8 @@ def clock_heatmap_svg(
     labels: Sequence[str], rows: Sequence[tuple[str, Sequence[float | None]]]
 ) -> str | None:
     """A heat map: one column per bucket, one row per metric, each row coloured on its own
-    scale (its cells labelled with their value); empty buckets are left blank."""
+    scale (cells labelled with their value when they are few enough to read); empty
+    buckets are left blank, a row with one value throughout stays pale."""
     if not labels or not any(v is not None for _, values in rows for v in values):
         return None
     import numpy as np
@@ -370,14 +371,14 @@ def clock_heatmap_svg(
                 continue
             low, high = float(measured.min()), float(measured.max())
             scaled = (
-                (data - low) / (high - low) if high > low else np.where(np.isnan(data), data, 0.5)
+                (data - low) / (high - low) if high > low else np.where(np.isnan(data), data, 0.0)
             )
             mesh = ax.pcolormesh(
                 np.arange(len(labels) + 1), [r, r + 1], scaled[np.newaxis, :],
                 cmap="YlOrRd", vmin=0, vmax=1, edgecolors="none",
             )  # fmt: skip
             mesh.set_gid(f"heat-{r}")
-            if len(labels) <= 32:
+            if len(labels) <= 16:
                 for c, v in enumerate(values):
                     if v is not None:
                         text = f"{v:.0%}" if name.startswith("error") else format_ms(v)
