@@ -161,7 +161,8 @@ def test_watch_finds_the_lab_peak_and_a_flat_lab_has_none(
     busy = _busy_buckets(origin, day_s, profile, 8)
     peak = document["peak"]
     summary = json.dumps({"busy": sorted(busy), "peak": peak}, indent=None)
-    print(summary, file=sys.stderr)
+    with capsys.disabled():
+        print(f"\nlab busy buckets vs the report's peak: {summary}")
     assert document["pattern"], summary
     assert set(peak["buckets"]) <= busy, summary
     assert peak["ratio"] > 1.3 and peak["ratio_ci"][0] > 1 and peak["p_value"] < 0.01, summary
@@ -191,8 +192,15 @@ def test_resuming_a_watch_appends_and_counts_its_budget(
         common = ["watch", server.base_url, "--model", "lab-sim", "--name", "nightly",
                   "--long-tokens", "128", "--max-tokens", "4", "--db", str(db)]  # fmt: skip
         assert main([*common, "--once"]) == EXIT_OK
+        assert "Watch nightly by hour of day" in capsys.readouterr().out
         assert main([*common, "--once", "--max-requests", "8"]) == EXIT_OK
         assert main([*common, "--once", "--max-requests", "8"]) == EXIT_OK
+        capsys.readouterr()
+        diagnose = ["diagnose", server.base_url, "-m", "lab-sim", "--max-requests", "12",
+                    "--output-tokens", "4", "--json", "--db", str(db)]  # fmt: skip
+        assert main(diagnose) == EXIT_OK
+        notes = json.loads(capsys.readouterr().out)["notes"]
+        assert any("watch 'nightly' (8 requests by hour of day)" in n["text"] for n in notes)
     with Store(db) as store:
         (info,) = store.find_runs("watch", "nightly")
         _, samples, _ = store.load_run(info.run_id)
@@ -203,7 +211,6 @@ def test_resuming_a_watch_appends_and_counts_its_budget(
     assert [s.cold for s in watch[:3]] == [True, False, False]
     assert watch[0].trace.new_connection and not watch[1].trace.new_connection
     assert info.status == "done"
-    assert "Watch nightly by hour of day" in capsys.readouterr().out
 
 
 def test_a_watch_interval_shorter_than_a_tick_is_refused(
