@@ -362,3 +362,16 @@ def _check_page(browser: Any, path: Path, scheme: str, shot: Path) -> None:
     page.screenshot(path=str(shot), full_page=True)
     assert errors == [] and requests == [path.as_uri()], (errors, requests)
     page.close()
+
+
+def test_metrics_port_without_prometheus_client_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "prometheus_client", None)
+    code = main(["watch", "http://127.0.0.1:9/v1", "-m", "m", "--metrics-port", "0", "--once"])
+    assert code == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err == (
+        "Error: --metrics-port needs prometheus-client: "
+        "pip install 'llm-latency-doctor[metrics]'\n"
+    )

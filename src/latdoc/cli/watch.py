@@ -33,8 +33,7 @@ from latdoc.errors import UsageError
 from latdoc.pipeline import watch_clock, watch_endpoint
 from latdoc.records import Sample, Step
 from latdoc.store import Store
-from latdoc.workload import WatchPlan
-from latdoc.workload._watch import LONG_TOKENS, REQUESTS_PER_TICK, SHORT_TOKENS
+from latdoc.workload import LONG_TOKENS, REQUESTS_PER_TICK, SHORT_TOKENS, WatchPlan
 
 if TYPE_CHECKING:
     from latdoc.report.metrics import PrometheusMetrics

@@ -30,6 +30,7 @@ from latdoc.report.json_out import (
     diagnosis_to_dict,
     trace_to_dict,
 )
+from latdoc.report.metrics import PrometheusMetrics
 from latdoc.report.progress import ProgressBars
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "TRACE_SCHEMA",
     "WATCH_SCHEMA",
     "ProgressBars",
+    "PrometheusMetrics",
     "clock_to_dict",
     "comparison_to_dict",
     "conversation_to_dict",

@@ -51,6 +51,9 @@ from latdoc.workload._steps import (
     run_steps,
 )
 from latdoc.workload._watch import (
+    LONG_TOKENS,
+    REQUESTS_PER_TICK,
+    SHORT_TOKENS,
     WatchPlan,
     WatchResult,
     WatchTooFast,
@@ -63,6 +66,9 @@ __all__ = [
     "DEFAULT_PROMPT",
     "HEADLINE",
     "LENGTHS",
+    "LONG_TOKENS",
+    "REQUESTS_PER_TICK",
+    "SHORT_TOKENS",
     "Arm",
     "Budget",
     "ConversationPlan",
