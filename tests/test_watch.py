@@ -372,6 +372,5 @@ def test_metrics_port_without_prometheus_client_says_how_to_install_it(
     assert code == EXIT_USAGE
     err = capsys.readouterr().err
     assert err == (
-        "Error: --metrics-port needs prometheus-client: "
-        "pip install 'llm-latency-doctor[metrics]'\n"
+        "Error: --metrics-port needs prometheus-client: pip install 'llm-latency-doctor[metrics]'\n"
     )
