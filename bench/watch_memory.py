@@ -74,13 +74,14 @@ def main() -> None:
             max_tokens=8,
             seed=1,
         )
+        # The request cap ends the watch after exactly `ticks` ticks; the duration is a backstop.
         run = watch_endpoint(
             plan,
             name="bench",
             store=store,
             max_requests=args.ticks * 3 + 2,
             token_budget=None,
-            duration_s=args.ticks * args.every - args.every / 2,
+            duration_s=(args.ticks + 1) * args.every,
             on_sample=on_sample,
         )
         stored = store.run_info(run.run_id).requests
