@@ -374,3 +374,38 @@ def test_metrics_port_without_prometheus_client_says_how_to_install_it(
     assert err == (
         "Error: --metrics-port needs prometheus-client: pip install 'llm-latency-doctor[metrics]'\n"
     )
+
+
+def test_ticks_follow_the_schedule_with_jitter_and_an_ended_watch_sends_nothing(
+    lab: LabFactory,
+) -> None:
+    import asyncio
+
+    from latdoc.probe import Endpoint
+    from latdoc.workload import Budget, WatchPlan, run_watch
+
+    now = [1000.0]
+    sleeps: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        now[0] += seconds
+
+    kept = []
+    with lab(LabConfig(latency=FAST)) as server:
+        plan = WatchPlan(Endpoint(server.base_url, "lab-sim"), every_s=60, until=1300,
+                         long_tokens=128, max_tokens=4, seed=1)  # fmt: skip
+        result = asyncio.run(
+            run_watch(plan, Budget(100), kept.append, clock=lambda: now[0], sleep=sleep)
+        )
+        ended = WatchPlan(plan.endpoint, every_s=60, until=999)
+        nothing = asyncio.run(
+            run_watch(ended, Budget(100), kept.append, clock=lambda: now[0], sleep=sleep)
+        )
+    assert result.stopped_by == "time" and 5 <= result.ticks <= 6
+    assert len(kept) == 2 + 3 * result.ticks == result.requests
+    assert all(54 <= s <= 66 for s in sleeps[:1]), sleeps
+    starts = [1000 + sum(sleeps[:k]) for k in range(len(sleeps) + 1)]
+    assert all(abs(t - (1000 + 60 * k)) <= 6 for k, t in enumerate(starts)), starts
+    assert len({round(s, 6) for s in sleeps}) == len(sleeps)
+    assert (nothing.ticks, nothing.requests, nothing.stopped_by) == (0, 0, "time")

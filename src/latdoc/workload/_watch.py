@@ -104,6 +104,8 @@ async def run_watch(
         index += 1
         requests += 1
 
+    if plan.until is not None and clock() >= plan.until:
+        return WatchResult(0, 0, "time")
     calibration = plan.calibration or await _calibrate(plan, budget, rng, keep)
     start = clock()
     ticks = 0
