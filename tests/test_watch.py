@@ -128,7 +128,7 @@ def _watch_lab(config: LabConfig, name: str, seconds: float, db: Path) -> tuple[
     before = time.time()
     with LabProcess(config) as lab:
         origin = (before + time.time()) / 2
-        code = main(["watch", lab.base_url, "--model", "lab-sim", "--name", name, "--every", "1s",
+        code = main(["watch", lab.base_url, "--model", "lab-sim", "--name", name, "--every", "0.5s",
                      "--duration", f"{seconds:g}s", "--long-tokens", "256", "--max-tokens", "8",
                      "--seed", "3", "--db", str(db)])  # fmt: skip
     return origin, code
@@ -146,7 +146,7 @@ def test_watch_finds_the_lab_peak_and_a_flat_lab_has_none(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A 64 s day in 8 parts, background filling the one slot in parts 4 to 6 only (each
-    background request holds it 500 ms on average); a watch every second for one day.
+    background request holds it 500 ms on average); a watch every half second for one day.
     Then a flat day (5 % all day) for 32 s."""
     latency = LatencyModel(prefill_base_ms=8, prefill_ms_per_token=0.01, decode_ms_per_token=1)
     profile = (0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0)

@@ -43,9 +43,11 @@ class ClockPoint:
     ttft_ms: float | None
     tpot_ms: float | None
     ok: bool
-    short: bool = True
-    """A short request: its TTFT is the one compared across buckets (a long prompt's
-    prefill would only add the spread of prompt lengths)."""
+    compared: bool = True
+    """Its TTFT is the one compared across buckets: a watch's first request of each tick
+    (the cold short). Sent at a random moment (the schedule's jitter), it sees the server
+    as it is; the tick's next requests follow it at once and find the queue it just
+    waited through (and a long prompt's prefill would add its own spread)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,8 +136,8 @@ def clock_report(
     else:
         indices = []
     buckets = tuple(_bucket(i, grouped.get(i, []), bucket_s, cycle_s) for i in indices)
-    shorts = {i: _short_ttfts(grouped.get(i, [])) for i in indices}
-    peak = _peak(buckets, shorts, bucket_s, cycle_s, seed)
+    compared = {i: _compared_ttfts(grouped.get(i, [])) for i in indices}
+    peak = _peak(buckets, compared, bucket_s, cycle_s, seed)
     return ClockReport(cycle_s, bucket_s, buckets, peak)
 
 
@@ -146,14 +148,14 @@ def _bucket_index(at: datetime, bucket_s: float, cycle_s: float | None) -> int:
     return math.floor(seconds / bucket_s)
 
 
-def _short_ttfts(points: Sequence[ClockPoint]) -> list[float]:
-    return [p.ttft_ms for p in points if p.short and p.ok and p.ttft_ms is not None]
+def _compared_ttfts(points: Sequence[ClockPoint]) -> list[float]:
+    return [p.ttft_ms for p in points if p.compared and p.ok and p.ttft_ms is not None]
 
 
 def _bucket(
     index: int, points: Sequence[ClockPoint], bucket_s: float, cycle_s: float | None
 ) -> Bucket:
-    ttfts = _short_ttfts(points)
+    ttfts = _compared_ttfts(points)
     return Bucket(
         index=index,
         start_s=index * bucket_s,
@@ -216,7 +218,7 @@ def _runs(indices: Sequence[int], count: int, circular: bool) -> list[tuple[int,
 
 def _peak(
     buckets: Sequence[Bucket],
-    shorts: dict[int, list[float]],
+    compared: dict[int, list[float]],
     bucket_s: float,
     cycle_s: float | None,
     seed: int,
@@ -228,8 +230,8 @@ def _peak(
     peak_ids = sorted(i for i, m in ranked.items() if m > typical * (1 + PEAK_MARGIN))
     if not peak_ids or len(peak_ids) == len(ranked):
         return None
-    peak_values = [v for i in peak_ids for v in shorts[i]]
-    off_values = [v for i in ranked if i not in peak_ids for v in shorts[i]]
+    peak_values = [v for i in peak_ids for v in compared[i]]
+    off_values = [v for i in ranked if i not in peak_ids for v in compared[i]]
     peak_p50 = statistics.median(peak_values)
     off_p50 = statistics.median(off_values)
     interval = ratio_ci(peak_values, off_values, seed=seed)

@@ -61,8 +61,8 @@ def render_clock(report: ClockReport, *, title: str) -> RenderableType:
             "-" if rate is None else f"{rate:.0%}",
             style="bold" if b.index in peak_ids else None,
         )
-    parts: list[RenderableType] = [table, Text(f"  {_cycle_text(report)}; TTFT of the short "
-                                              "requests (cold and warm)")]  # fmt: skip
+    parts: list[RenderableType] = [table, Text(f"  {_cycle_text(report)}; TTFT of each tick's "
+                                              "first request (cold, short)")]  # fmt: skip
     empty = sum(1 for b in report.buckets if b.requests == 0)
     if empty:
         parts.append(Text(f"  {empty} of {len(report.buckets)} buckets have no request yet."))

@@ -5,7 +5,8 @@ TLS paid), the same length again (warm: the connection reused) and a long prompt
 an exact token count; then the connection is closed, so no tick inherits state from
 the one before. Ticks are due every ``every_s`` seconds from the watch's start, each
 moved by a uniform jitter of up to ``jitter`` of the interval, so that the probes do
-not lock onto another schedule (a provider's own minute-aligned jobs).
+not lock onto another schedule (a provider's own minute-aligned jobs); a tick that
+overruns its slot makes the watch skip to the next slot, so ticks stay even in time.
 
 Every request is reserved in the :class:`Budget` before it is sent and handed to
 ``on_sample`` when it finishes; nothing is kept here, so a watch of any length holds
@@ -15,6 +16,7 @@ one tick's traces at most. This module sends and labels; it prints nothing.
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 import time
 from collections.abc import Awaitable, Callable
@@ -108,7 +110,7 @@ async def run_watch(
         return WatchResult(0, 0, "time")
     calibration = plan.calibration or await _calibrate(plan, budget, rng, keep)
     start = clock()
-    ticks = 0
+    ticks = slot = 0
     while True:
         began = clock()
         sent = await _tick(plan, budget, calibration, rng, keep)
@@ -123,8 +125,12 @@ async def run_watch(
             )
         if plan.until is None:
             return WatchResult(ticks, requests, "once")
-        due = start + ticks * plan.every_s + rng.uniform(-plan.jitter, plan.jitter) * plan.every_s
         now = clock()
+        # A tick that overran skips the slots it covered rather than catching up with
+        # ticks back to back: a burst would sample the lull after a slow spell many times
+        # and the slow spell once, hiding the very peak the watch is looking for.
+        slot = max(slot + 1, math.floor((now - start) / plan.every_s) + 1)
+        due = start + slot * plan.every_s + rng.uniform(-plan.jitter, plan.jitter) * plan.every_s
         if due >= plan.until:
             return WatchResult(ticks, requests, "time")
         if due > now:
