@@ -145,15 +145,15 @@ def _report(db: Path, name: str, day_s: float, capsys: pytest.CaptureFixture[str
 def test_watch_finds_the_lab_peak_and_a_flat_lab_has_none(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A 64 s day in 8 parts, background filling the one slot in parts 4 to 6 only (each
-    background request holds it 500 ms on average); a watch every half second for one day.
+    """A 64 s day in 8 parts, background filling the one slot in parts 4 to 7 only (each
+    background request holds it 100 ms on average); a watch every half second for one day.
     Then a flat day (5 % all day) for 32 s."""
     latency = LatencyModel(prefill_base_ms=8, prefill_ms_per_token=0.01, decode_ms_per_token=1)
-    profile = (0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0)
+    profile = (0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0)
     day_s = 64.0
     db = tmp_path / "watch.db"
     peaked = LabConfig(latency=latency, slots=1, load_profile=profile, day_seconds=day_s,
-                       background_request_ms=500, seed=7)  # fmt: skip
+                       background_request_ms=100, seed=7)  # fmt: skip
     origin, code = _watch_lab(peaked, "peaked", day_s, db)
     assert code == EXIT_OK
     document = _report(db, "peaked", day_s, capsys)
@@ -170,7 +170,7 @@ def test_watch_finds_the_lab_peak_and_a_flat_lab_has_none(
 
     flat_day = 32.0
     flat = LabConfig(latency=latency, slots=1, load_profile=(0.05,), day_seconds=flat_day,
-                     background_request_ms=500, seed=7)  # fmt: skip
+                     background_request_ms=100, seed=7)  # fmt: skip
     _, code = _watch_lab(flat, "flat", flat_day, db)
     assert code == EXIT_OK
     document = _report(db, "flat", flat_day, capsys)
