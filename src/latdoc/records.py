@@ -246,6 +246,8 @@ class Step(enum.StrEnum):
     """``latdoc verify``: one arm of an A/B experiment."""
     TRAFFIC = "traffic"
     """``latdoc.instrument``: a request the application itself made, timed as it passed."""
+    WATCH = "watch"
+    """``latdoc watch``: a tick's cold short, warm short or long request, on a schedule."""
     SUMMARY = "summary"
     """``latdoc verify --remedy conversation``: a summary the model wrote for a strategy
     (its time and tokens are that strategy's cost)."""

@@ -1,7 +1,8 @@
 """The ``latdoc`` command: parse, call one library function, render, exit.
 
 One module per command family (``probe``, ``diagnose`` with ``runs`` and
-``report``, ``verify`` with ``compare``, ``load``, ``system``, ``lab``); what they parse alike is
+``report``, ``verify`` with ``compare``, ``load``, ``watch`` with ``report --watch``,
+``system``, ``lab``); what they parse alike is
 in ``_options``. A user mistake prints one ``Error: …`` line and exits 2; a failed
 request prints one ``Error: …`` line naming the phase and the cause, and the run goes
 on (exit 1 at the end). A traceback means a bug in latdoc.
@@ -13,7 +14,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from latdoc.cli import diagnose, lab, load, probe, system, verify
+from latdoc.cli import diagnose, lab, load, probe, system, verify, watch
 from latdoc.cli._options import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -47,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     diagnose.add_parsers(sub)
     verify.add_parsers(sub)
     load.add_parser(sub)
+    watch.add_parser(sub)
     system.add_parser(sub)
     lab.add_lab_parser(sub, Parser)
     return parser
@@ -63,7 +65,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "runs":
             return diagnose.run_runs(args)
         if args.command == "report":
+            if args.watch:
+                return watch.run_report(args)
             return diagnose.run_report(args)
+        if args.command == "watch":
+            return watch.run(args)
         if args.command == "compare":
             return verify.run_compare(args)
         if args.command == "verify":

@@ -203,3 +203,22 @@ def endpoint_and_connection(
         timeouts=Timeouts(total=args.timeout),
     )
     return endpoint, connection
+
+
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def duration(text: str) -> float:
+    """Seconds from ``30s``, ``5m``, ``1.5h``, ``24h``, ``2d`` or ``500ms`` (a bare number is
+    seconds): the one parser of every duration flag."""
+    import re
+
+    match = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h|d)?\s*", text)
+    if match is None:
+        raise argparse.ArgumentTypeError(
+            f"not a duration: {text!r} (give a number and a unit, e.g. 30s, 5m, 1h, 24h)"
+        )
+    seconds = float(match.group(1)) * _DURATION_UNITS[match.group(2) or "s"]
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text!r}")
+    return seconds

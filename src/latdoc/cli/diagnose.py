@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from latdoc.analysis.diagnosis import Scenario
+from latdoc.cli import watch
 from latdoc.cli._options import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -95,11 +96,14 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
     runs.add_argument("--limit", type=positive_int, default=50)
 
     report = sub.add_parser("report", help="re-render a stored run without sending anything")
-    report.add_argument("run_id", help="a run id (or a unique prefix) from `latdoc runs`")
+    report.add_argument(
+        "run_id", nargs="?", help="a run id (or a unique prefix) from `latdoc runs`"
+    )
     out = report.add_mutually_exclusive_group()
     out.add_argument("--html", metavar="FILE")
     out.add_argument("--json", action="store_true")
     add_store_argument(report)
+    watch.add_report_arguments(report)
 
 
 def plan_line(plan: DiagnosisPlan) -> str:
@@ -190,6 +194,8 @@ def run_runs(args: argparse.Namespace) -> int:
 
 
 def run_report(args: argparse.Namespace) -> int:
+    if not args.run_id:
+        raise UsageError("give a run id from `latdoc runs`, or --watch NAME")
     with Store(args.db) as store:
         if store.run_info(args.run_id).kind == "load":
             from latdoc.cli.load import run_report as report_load

@@ -13,6 +13,8 @@
 - :func:`load_endpoint` runs a load sweep and keeps it as a run; :func:`reload_load`
   analyses a stored sweep again.
 - :func:`verify_remedy` measures one remedy as an A/B experiment on the endpoint.
+- :func:`watch_endpoint` runs or resumes a named watch; :func:`watch_clock` reads it
+  back by the clock (the peak against the rest), sending nothing.
 
 Progress and each finished sample reach the caller through hooks; nothing here
 prints.
@@ -50,6 +52,7 @@ from latdoc.pipeline._retry import RetryVerdict, verify_retry
 from latdoc.pipeline._runs import RunComparison, StoredProbe, compare_runs, probe_endpoint
 from latdoc.pipeline._traffic import diagnose_otlp, diagnose_traffic
 from latdoc.pipeline._verify import NOT_APPLICABLE, VerifyResult, verify_remedy
+from latdoc.pipeline._watch import WatchClock, WatchRun, latest_watch, watch_clock, watch_endpoint
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
@@ -64,6 +67,8 @@ __all__ = [
     "RunComparison",
     "StoredProbe",
     "VerifyResult",
+    "WatchClock",
+    "WatchRun",
     "build_diagnosis",
     "check_load_target",
     "compare_runs",
@@ -74,6 +79,7 @@ __all__ = [
     "host_facts_from_meta",
     "host_meta",
     "is_loopback",
+    "latest_watch",
     "load_endpoint",
     "probe_endpoint",
     "read_host",
@@ -86,4 +92,6 @@ __all__ = [
     "verify_conversation",
     "verify_remedy",
     "verify_retry",
+    "watch_clock",
+    "watch_endpoint",
 ]

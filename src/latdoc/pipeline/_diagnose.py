@@ -13,6 +13,7 @@ from latdoc.analysis.attribution import RunContext, diagnose
 from latdoc.analysis.diagnosis import Diagnosis, Scenario
 from latdoc.errors import UsageError
 from latdoc.pipeline._host import host_facts_from_meta, host_meta
+from latdoc.pipeline._watch import watch_note
 from latdoc.records import Sample, Step, StepNote
 from latdoc.report import diagnosis_to_dict
 from latdoc.store import Store
@@ -110,6 +111,9 @@ def diagnose_endpoint(
     except KeyboardInterrupt:
         status = "interrupted"
         notes = [StepNote(Step.RUN, "interrupted by the user; diagnosed what was measured")]
+    watched = watch_note(store, plan.endpoint.base_url, plan.endpoint.model)
+    if watched is not None:
+        notes = [*notes, watched]
     context = run_context(
         run_id, plan.endpoint.base_url, plan.endpoint.model, scenario, meta, notes
     )

@@ -5,6 +5,7 @@ Renderers are pure: they return renderables, dicts or strings; only the CLI writ
 Importing this package does not load matplotlib; :func:`render_html` does, when called.
 """
 
+from latdoc.report._clock import WATCH_SCHEMA, clock_to_dict, render_clock, render_clock_html
 from latdoc.report._compare import (
     COMPARISON_SCHEMA,
     comparison_to_dict,
@@ -30,6 +31,7 @@ from latdoc.report.json_out import (
     diagnosis_to_dict,
     trace_to_dict,
 )
+from latdoc.report.metrics import PrometheusMetrics
 from latdoc.report.progress import ProgressBars
 
 __all__ = [
@@ -40,12 +42,17 @@ __all__ = [
     "RETRY_SCHEMA",
     "SYSTEM_SCHEMA",
     "TRACE_SCHEMA",
+    "WATCH_SCHEMA",
     "ProgressBars",
+    "PrometheusMetrics",
+    "clock_to_dict",
     "comparison_to_dict",
     "conversation_to_dict",
     "diagnosis_to_dict",
     "load_to_dict",
     "make_console",
+    "render_clock",
+    "render_clock_html",
     "render_comparison",
     "render_comparison_html",
     "render_conversation",

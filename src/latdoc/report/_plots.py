@@ -434,3 +434,48 @@ def load_throughput_svg(
         ax.grid(axis="y")
         ax.legend(loc="upper left", frameon=False)
         return _svg(figure, "Requests per second by load level", "load-throughput")
+
+
+def clock_heatmap_svg(
+    labels: Sequence[str], rows: Sequence[tuple[str, Sequence[float | None]]]
+) -> str | None:
+    """A heat map: one column per bucket, one row per metric, each row coloured on its own
+    scale (cells labelled with their value when they are few enough to read); empty
+    buckets are left blank, a row with one value throughout stays pale."""
+    if not labels or not any(v is not None for _, values in rows for v in values):
+        return None
+    import numpy as np
+
+    with _style():
+        figure = _new_figure(0.6 + 0.55 * len(rows))
+        ax = figure.add_subplot()
+        for r, (name, values) in enumerate(rows):
+            data = np.array([np.nan if v is None else v for v in values], dtype=float)
+            measured = data[~np.isnan(data)]
+            if measured.size == 0:
+                continue
+            low, high = float(measured.min()), float(measured.max())
+            scaled = (
+                (data - low) / (high - low) if high > low else np.where(np.isnan(data), data, 0.0)
+            )
+            mesh = ax.pcolormesh(
+                np.arange(len(labels) + 1), [r, r + 1], scaled[np.newaxis, :],
+                cmap="YlOrRd", vmin=0, vmax=1, edgecolors="none",
+            )  # fmt: skip
+            mesh.set_gid(f"heat-{r}")
+            if len(labels) <= 16:
+                for c, v in enumerate(values):
+                    if v is not None:
+                        text = f"{v:.0%}" if name.startswith("error") else format_ms(v)
+                        ax.text(c + 0.5, r + 0.5, text, ha="center", va="center", fontsize=7,
+                                color="#000000")  # fmt: skip
+        ax.set_ylim(len(rows), 0)
+        ax.set_yticks([r + 0.5 for r in range(len(rows))], [name for name, _ in rows])
+        step = max(1, math.ceil(len(labels) / 12))
+        ax.set_xticks(
+            [c + 0.5 for c in range(0, len(labels), step)], list(labels)[::step], fontsize=8
+        )
+        ax.tick_params(length=0)
+        for side in ("left", "bottom"):
+            ax.spines[side].set_visible(False)
+        return _svg(figure, "Latency by time bucket", "heatmap")

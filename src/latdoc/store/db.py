@@ -190,6 +190,16 @@ class Store:
             if updated == 0:
                 raise self._missing(run_id)
 
+    def reopen_run(self, run_id: str) -> None:
+        """Mark a finished run ``running`` again, to append samples (a resumed watch)."""
+        with self._transaction():
+            updated = self._conn.execute(
+                "UPDATE runs SET finished_at = NULL, status = 'running' WHERE run_id = ?",
+                (run_id,),
+            ).rowcount
+            if updated == 0:
+                raise self._missing(run_id)
+
     def import_json(self, text: str) -> str:
         """Add the run in an export document (see :mod:`latdoc.store.exchange`); return its id."""
         document = load_document(text)
@@ -210,6 +220,26 @@ class Store:
             (limit,),
         )
         return [_run_info(row) for row in rows]
+
+    def find_runs(self, kind: str, name: str | None = None) -> list[RunInfo]:
+        """Runs of ``kind`` (with ``meta["name"] == name`` if given), newest first."""
+        query = f"SELECT {_RUN_COLUMNS} FROM runs WHERE kind = ?"
+        params: tuple[str, ...] = (kind,)
+        if name is not None:
+            query += " AND json_extract(meta, '$.name') = ?"
+            params = (kind, name)
+        rows = self._conn.execute(query + " ORDER BY started_at DESC, run_id DESC", params)
+        return [_run_info(row) for row in rows]
+
+    def spent(self, run_id: str) -> tuple[int, int, int]:
+        """What a run has sent: requests, prompt + output tokens as counted, next sample index."""
+        requests, prompt, output, last = self._conn.execute(
+            "SELECT count(*), coalesce(sum(prompt_tokens), 0), "
+            "coalesce(sum(output_tokens), 0), max(idx) "
+            "FROM samples WHERE run_id = ?",
+            (self._resolve(run_id),),
+        ).fetchone()
+        return requests, prompt + output, 0 if last is None else last + 1
 
     def run_info(self, run_id: str) -> RunInfo:
         """A run's info by its id or a unique prefix of it, without its samples."""

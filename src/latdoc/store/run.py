@@ -10,10 +10,11 @@ from typing import Any
 from latdoc.records import Step, StepNote
 
 RUN_STATUSES = frozenset({"running", "done", "interrupted", "failed"})
-RUN_KINDS = frozenset({"diagnose", "probe", "verify", "instrument", "load"})
+RUN_KINDS = frozenset({"diagnose", "probe", "verify", "instrument", "load", "watch"})
 """What made a run: ``latdoc diagnose``, ``latdoc probe``, one arm of ``latdoc verify``, an
 application's own traffic recorded by ``latdoc.instrument`` (samples of step
-``traffic``), or a ``latdoc load`` sweep (samples of step ``load`` or ``arrivals``)."""
+``traffic``), a ``latdoc load`` sweep (samples of step ``load`` or ``arrivals``), or
+``latdoc watch`` (one run per watch name, ``meta["name"]``, resumed by appending)."""
 """``running`` until :meth:`Store.finish_run` sets one of the other three."""
 
 

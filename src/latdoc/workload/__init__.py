@@ -4,7 +4,8 @@
   them make N tokens on this endpoint, learned from its own usage.
 - ``_budget``: hard caps on requests, tokens and seconds, reserved before sending.
 - ``_steps``: the three measured steps of a diagnosis (network, input length, load).
-- ``_probe_loop``: a series of probes as ``latdoc probe`` sends them.
+- ``_probe_loop``: a series of probes as ``latdoc probe`` sends them;
+  ``_watch``: a cold short, a warm short and a long request on a schedule.
 - ``_experiment``: an A/B experiment, arms interleaved in shuffled blocks;
   ``_remedies``: each remedy ``latdoc verify`` tests, as its two arms;
   ``_conversation``: a multi-turn chat kept whole and under bounding strategies.
@@ -51,6 +52,16 @@ from latdoc.workload._steps import (
     planned_tokens,
     run_steps,
 )
+from latdoc.workload._watch import (
+    LONG_TOKENS,
+    REQUESTS_PER_TICK,
+    SHORT_TOKENS,
+    WatchPlan,
+    WatchResult,
+    WatchTooFast,
+    known_calibration,
+    run_watch,
+)
 
 __all__ = [
     "ASSUMED",
@@ -58,6 +69,9 @@ __all__ = [
     "DEFAULT_PROMPT",
     "HEADLINE",
     "LENGTHS",
+    "LONG_TOKENS",
+    "REQUESTS_PER_TICK",
+    "SHORT_TOKENS",
     "Arm",
     "Budget",
     "ConversationPlan",
@@ -74,10 +88,14 @@ __all__ = [
     "TokenCalibration",
     "VerifyPlan",
     "VerifyRemedy",
+    "WatchPlan",
+    "WatchResult",
+    "WatchTooFast",
     "arm_summaries",
     "build_arms",
     "calibrate",
     "calibration_words",
+    "known_calibration",
     "make_prompt",
     "parse_strategies",
     "planned_requests",
@@ -88,6 +106,7 @@ __all__ = [
     "run_load",
     "run_probe",
     "run_steps",
+    "run_watch",
     "short_question",
     "tight_max_tokens",
 ]

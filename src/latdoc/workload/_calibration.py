@@ -65,14 +65,20 @@ async def calibrate(
         if trace.prompt_tokens is None:
             return ASSUMED, traces
         counts.append(trace.prompt_tokens)
-    per_word = (counts[1] - counts[0]) / (long_words - short_words)
+    return fit_calibration((short_words, long_words), (counts[0], counts[1])), traces
+
+
+def fit_calibration(words: tuple[int, int], counts: tuple[int, int]) -> TokenCalibration:
+    """The line through two prompts' word counts and the prompt tokens the endpoint counted."""
+    (short_words, long_words), (short_count, long_count) = words, counts
+    per_word = (long_count - short_count) / (long_words - short_words)
     if per_word <= 0:
         raise CalibrationError(
-            f"the endpoint counted {counts[0]} and {counts[1]} prompt tokens for "
+            f"the endpoint counted {short_count} and {long_count} prompt tokens for "
             f"{short_words} and {long_words} words; cannot fit a token rate"
         )
-    overhead = counts[0] - per_word * short_words
-    return TokenCalibration(overhead=overhead, per_word=per_word, measured=True), traces
+    overhead = short_count - per_word * short_words
+    return TokenCalibration(overhead=overhead, per_word=per_word, measured=True)
 
 
 def prompt_cost(calibration: TokenCalibration, words: int) -> int:

@@ -1,0 +1,252 @@
+"""Latency by the clock: buckets over a repeating cycle (the day) or plain time, and the
+peak against the rest (the mission's step 3, "slow in the daytime, fast at night").
+
+Each request becomes a :class:`ClockPoint`; :func:`clock_report` cuts the points into
+buckets of ``bucket_s`` seconds, either by their phase in a cycle of ``cycle_s``
+seconds counted from the Unix epoch (so a cycle of 86 400 s is the UTC day and its
+buckets are hours of the day) or, with no cycle, by plain time.
+
+The peak: among buckets with at least :data:`MIN_BUCKET_TTFTS` TTFTs, those whose
+TTFT median is above the median of the bucket medians by more than
+:data:`PEAK_MARGIN`. Their requests are compared with those of every other bucket:
+the ratio of TTFT medians with a 95 % bootstrap interval and a Mann–Whitney p-value.
+A daily pattern is said only when ``p < ALPHA`` and the whole interval is above
+:data:`MIN_RATIO`; otherwise there is "no daily pattern". Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from latdoc.analysis.stats import Distribution, mann_whitney_p, ratio_ci
+
+DAY_S = 86_400.0
+HOUR_S = 3_600.0
+MIN_BUCKET_TTFTS = 3
+"""Buckets with fewer TTFTs have no median worth ranking."""
+PEAK_MARGIN = 0.2
+"""A peak bucket's TTFT median is this fraction above the median of bucket medians."""
+ALPHA = 0.01
+MIN_RATIO = 1.0
+"""The interval's low end must be above this: the peak is slower, not possibly the same."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClockPoint:
+    """One request as the clock report sees it."""
+
+    at: datetime
+    ttft_ms: float | None
+    tpot_ms: float | None
+    ok: bool
+    compared: bool = True
+    """Its TTFT is the one compared across buckets: a watch's first request of each tick
+    (the cold short). Sent at a random moment (the schedule's jitter), it sees the server
+    as it is; the tick's next requests follow it at once and find the queue it just
+    waited through (and a long prompt's prefill would add its own spread)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Bucket:
+    index: int
+    start_s: float
+    """Seconds into the cycle (or since the epoch, with no cycle) where it starts."""
+    label: str
+    requests: int
+    errors: int
+    ttft: Distribution | None
+    ttft_p95_ms: float | None
+    tpot: Distribution | None
+
+    @property
+    def error_rate(self) -> float | None:
+        return None if self.requests == 0 else self.errors / self.requests
+
+
+@dataclass(frozen=True, slots=True)
+class Peak:
+    """The peak buckets against the others."""
+
+    ranges: tuple[str, ...]
+    """Contiguous runs of peak buckets as time ranges, e.g. ``14:00–17:00 UTC``."""
+    buckets: tuple[int, ...]
+    peak_ttft_p50_ms: float
+    off_peak_ttft_p50_ms: float
+    ratio: float
+    ratio_ci: tuple[float, float] | None
+    p_value: float | None
+    peak_n: int
+    off_peak_n: int
+    significant: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ClockReport:
+    cycle_s: float | None
+    bucket_s: float
+    buckets: tuple[Bucket, ...]
+    peak: Peak | None
+    """``None`` when no bucket stands out (or too few buckets have TTFTs)."""
+
+    @property
+    def pattern(self) -> bool:
+        return self.peak is not None and self.peak.significant
+
+    @property
+    def verdict(self) -> str:
+        peak = self.peak
+        if peak is None or not peak.significant:
+            return "no daily pattern" if self.cycle_s is not None else "no slow period"
+        where = ", ".join(peak.ranges)
+        return (
+            f"{where}: TTFT p50 {peak.ratio:.1f}× off-peak ({p_text(peak.p_value)}): "
+            "queueing at the provider's peak — schedule batch work off-peak"
+        )
+
+
+def p_text(p: float | None) -> str:
+    if p is None:
+        return "p not computed"
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+
+
+def clock_report(
+    points: Iterable[ClockPoint],
+    *,
+    bucket_s: float,
+    cycle_s: float | None = DAY_S,
+    seed: int = 0,
+) -> ClockReport:
+    """Buckets of ``bucket_s`` over a ``cycle_s`` cycle (``None``: plain time) and the peak."""
+    if not (bucket_s > 0 and math.isfinite(bucket_s)):
+        raise ValueError(f"bucket_s must be a finite number > 0, got {bucket_s!r}")
+    if cycle_s is not None and not (bucket_s <= cycle_s and math.isfinite(cycle_s)):
+        raise ValueError(f"cycle_s must be finite and at least bucket_s, got {cycle_s!r}")
+    grouped: dict[int, list[ClockPoint]] = {}
+    for point in points:
+        grouped.setdefault(_bucket_index(point.at, bucket_s, cycle_s), []).append(point)
+    if cycle_s is not None:
+        indices = list(range(math.ceil(cycle_s / bucket_s)))
+    elif grouped:
+        indices = list(range(min(grouped), max(grouped) + 1))
+    else:
+        indices = []
+    buckets = tuple(_bucket(i, grouped.get(i, []), bucket_s, cycle_s) for i in indices)
+    compared = {i: _compared_ttfts(grouped.get(i, [])) for i in indices}
+    peak = _peak(buckets, compared, bucket_s, cycle_s, seed)
+    return ClockReport(cycle_s, bucket_s, buckets, peak)
+
+
+def _bucket_index(at: datetime, bucket_s: float, cycle_s: float | None) -> int:
+    seconds = at.timestamp()
+    if cycle_s is not None:
+        seconds %= cycle_s
+    return math.floor(seconds / bucket_s)
+
+
+def _compared_ttfts(points: Sequence[ClockPoint]) -> list[float]:
+    return [p.ttft_ms for p in points if p.compared and p.ok and p.ttft_ms is not None]
+
+
+def _bucket(
+    index: int, points: Sequence[ClockPoint], bucket_s: float, cycle_s: float | None
+) -> Bucket:
+    ttfts = _compared_ttfts(points)
+    return Bucket(
+        index=index,
+        start_s=index * bucket_s,
+        label=_label(index * bucket_s, bucket_s, cycle_s),
+        requests=len(points),
+        errors=sum(1 for p in points if not p.ok),
+        ttft=Distribution.of(ttfts),
+        ttft_p95_ms=float(statistics.quantiles(ttfts, n=20, method="inclusive")[18])
+        if len(ttfts) > 1
+        else (ttfts[0] if ttfts else None),
+        tpot=Distribution.of(p.tpot_ms for p in points if p.ok),
+    )
+
+
+def _label(start_s: float, bucket_s: float, cycle_s: float | None) -> str:
+    if cycle_s is None:
+        start = datetime.fromtimestamp(start_s, UTC)
+        return f"{start:%Y-%m-%d %H:%M}" if bucket_s < DAY_S else f"{start:%Y-%m-%d}"
+    if cycle_s == DAY_S:
+        return _clock_time(start_s)
+    return f"{start_s:g} s"
+
+
+def _clock_time(seconds: float) -> str:
+    seconds %= DAY_S
+    if seconds == 0:
+        return "00:00"
+    hours, rest = divmod(round(seconds), 3600)
+    return f"{hours:02d}:{rest // 60:02d}"
+
+
+def range_label(first: int, last: int, bucket_s: float, cycle_s: float | None) -> str:
+    """Buckets ``first`` to ``last`` (inclusive, in cycle order) as one time range."""
+    start = first * bucket_s
+    end = (last + 1) * bucket_s
+    if cycle_s is None:
+        a = datetime.fromtimestamp(start, UTC)
+        b = a + timedelta(seconds=end - start)
+        return f"{a:%Y-%m-%d %H:%M}–{b:%H:%M} UTC"
+    if cycle_s == DAY_S:
+        end_text = "24:00" if end % DAY_S == 0 else _clock_time(end)
+        return f"{_clock_time(start)}–{end_text} UTC"
+    end = end if end <= cycle_s else end - cycle_s
+    return f"{start:g}–{end:g} s of the {cycle_s:g} s cycle"
+
+
+def _runs(indices: Sequence[int], count: int, circular: bool) -> list[tuple[int, int]]:
+    """Contiguous runs of sorted bucket indices; a cycle's last bucket touches its first."""
+    runs: list[list[int]] = []
+    for i in indices:
+        if runs and runs[-1][1] + 1 == i:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    if circular and len(runs) > 1 and runs[0][0] == 0 and runs[-1][1] == count - 1:
+        first = runs.pop(0)
+        runs[-1][1] = first[1]
+    return [(a, b) for a, b in runs]
+
+
+def _peak(
+    buckets: Sequence[Bucket],
+    compared: dict[int, list[float]],
+    bucket_s: float,
+    cycle_s: float | None,
+    seed: int,
+) -> Peak | None:
+    ranked = {b.index: b.ttft.p50 for b in buckets if b.ttft and b.ttft.n >= MIN_BUCKET_TTFTS}
+    if len(ranked) < 3:
+        return None
+    typical = statistics.median(ranked.values())
+    peak_ids = sorted(i for i, m in ranked.items() if m > typical * (1 + PEAK_MARGIN))
+    if not peak_ids or len(peak_ids) == len(ranked):
+        return None
+    peak_values = [v for i in peak_ids for v in compared[i]]
+    off_values = [v for i in ranked if i not in peak_ids for v in compared[i]]
+    peak_p50 = statistics.median(peak_values)
+    off_p50 = statistics.median(off_values)
+    interval = ratio_ci(peak_values, off_values, seed=seed)
+    p = mann_whitney_p(peak_values, off_values)
+    significant = p is not None and p < ALPHA and interval is not None and interval[0] > MIN_RATIO
+    runs = _runs(peak_ids, len(buckets), circular=cycle_s is not None)
+    return Peak(
+        ranges=tuple(range_label(a, b, bucket_s, cycle_s) for a, b in runs),
+        buckets=tuple(peak_ids),
+        peak_ttft_p50_ms=peak_p50,
+        off_peak_ttft_p50_ms=off_p50,
+        ratio=peak_p50 / off_p50 if off_p50 > 0 else math.inf,
+        ratio_ci=interval,
+        p_value=p,
+        peak_n=len(peak_values),
+        off_peak_n=len(off_values),
+        significant=significant,
+    )

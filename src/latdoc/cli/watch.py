@@ -1,0 +1,290 @@
+"""``latdoc watch`` and ``latdoc report --watch``: latency across the day.
+
+``watch`` sends a cold short, a warm short and a long request on a schedule, each
+trace stored under the watch's name (resumed when the name is reused), optionally
+served as Prometheus metrics; ``report --watch`` reads it back by the clock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+from urllib.parse import urlsplit
+
+from latdoc.cli._options import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    add_output_tokens_argument,
+    add_store_argument,
+    add_target_arguments,
+    api_key,
+    duration,
+    endpoint_and_connection,
+    non_negative_float,
+    positive_int,
+    target,
+)
+from latdoc.errors import UsageError
+from latdoc.pipeline import watch_clock, watch_endpoint
+from latdoc.records import Sample, Step
+from latdoc.store import Store
+from latdoc.workload import LONG_TOKENS, REQUESTS_PER_TICK, SHORT_TOKENS, WatchPlan
+
+if TYPE_CHECKING:
+    from latdoc.report.metrics import PrometheusMetrics
+
+DEFAULT_EVERY = "5m"
+DEFAULT_DURATION = "24h"
+DEFAULT_MAX_REQUESTS = 1000
+HOUR_OF_DAY = "hour-of-day"
+
+
+def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
+    w = sub.add_parser(
+        "watch",
+        help="measure the endpoint on a schedule, to see how it changes across the day",
+        description="Every --every (with jitter) send a cold short, a warm short and a long "
+        "(token-counted) request, and keep every trace under the watch's --name; the same "
+        "name resumes the watch. Runs in the foreground until --duration from the watch's "
+        "first start, the budget, or Ctrl-C; --once sends one tick, for cron or a systemd "
+        "timer. `latdoc report --watch NAME --by hour-of-day` reads it back.",
+    )
+    add_target_arguments(w)
+    w.add_argument(
+        "--name",
+        help="the watch's name: reuse it to resume (default: MODEL@HOST)",
+    )
+    w.add_argument(
+        "--every", type=duration, default=duration(DEFAULT_EVERY), metavar="DURATION",
+        help=f"interval between ticks, e.g. 30s, 5m, 1h (default {DEFAULT_EVERY})",
+    )  # fmt: skip
+    w.add_argument(
+        "--duration", type=duration, default=duration(DEFAULT_DURATION), metavar="DURATION",
+        help=f"how long the watch lasts from its first start (default {DEFAULT_DURATION})",
+    )  # fmt: skip
+    w.add_argument(
+        "--once", action="store_true",
+        help="send one tick and exit (for cron or a systemd timer)",
+    )  # fmt: skip
+    w.add_argument(
+        "--jitter", type=non_negative_float, default=0.1, metavar="F",
+        help="move each tick by up to ± F of the interval, at random (default 0.1)",
+    )  # fmt: skip
+    g = w.add_argument_group("budget")
+    g.add_argument(
+        "--max-requests", type=positive_int, default=DEFAULT_MAX_REQUESTS, metavar="N",
+        help="hard cap on requests over the whole watch, resumes included "
+        f"(default {DEFAULT_MAX_REQUESTS})",
+    )  # fmt: skip
+    g.add_argument(
+        "--token-budget", type=positive_int, metavar="N",
+        help="hard cap on prompt + output tokens over the whole watch, resumes included",
+    )  # fmt: skip
+    add_output_tokens_argument(w, 32)
+    w.add_argument(
+        "--long-tokens", type=positive_int, default=LONG_TOKENS, metavar="N",
+        help=f"prompt length of the long request, in tokens (default {LONG_TOKENS})",
+    )  # fmt: skip
+    w.add_argument(
+        "--metrics-port", type=int, metavar="PORT",
+        help="serve Prometheus metrics on http://127.0.0.1:PORT/metrics while watching",
+    )  # fmt: skip
+    w.add_argument("--metrics-addr", default="127.0.0.1", metavar="ADDR",
+                   help="address the metrics listen on (default 127.0.0.1)")  # fmt: skip
+    w.add_argument("--seed", type=int, help="seed for generated prompts and the jitter")
+    add_store_argument(w)
+
+
+def add_report_arguments(report: argparse.ArgumentParser) -> None:
+    """``report --watch NAME`` and how its buckets are cut."""
+    g = report.add_argument_group("watch")
+    g.add_argument("--watch", metavar="NAME", help="report the watch NAME by the clock")
+    g.add_argument(
+        "--by", choices=[HOUR_OF_DAY],
+        help="hour-of-day: buckets of an hour over the UTC day (the default with --watch)",
+    )  # fmt: skip
+    g.add_argument(
+        "--bucket", type=duration, metavar="DURATION",
+        help="bucket width, e.g. 15m; alone: a plain time series",
+    )  # fmt: skip
+    g.add_argument(
+        "--cycle", type=duration, metavar="DURATION",
+        help="the repeating cycle buckets fold into (default 24h with --by hour-of-day)",
+    )  # fmt: skip
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
+        raise UsageError(f"--metrics-port must be between 0 and 65535, got {args.metrics_port}")
+    key = api_key(args)
+    err, out = sys.stderr, sys.stdout
+    metrics = _metrics(args, err)
+    try:
+        with target(args, err, engine=False) as where:
+            endpoint, connection = endpoint_and_connection(args, where, key)
+            name = args.name or f"{endpoint.model}@{urlsplit(endpoint.base_url).netloc}"
+            plan = WatchPlan(
+                endpoint=endpoint,
+                connection=connection,
+                every_s=args.every,
+                until=None,
+                jitter=args.jitter,
+                short_tokens=SHORT_TOKENS,
+                long_tokens=args.long_tokens,
+                max_tokens=args.max_tokens,
+                seed=args.seed,
+            )
+            with Store(args.db, secrets=[key] if key else []) as store:
+                interrupted = _watch(args, plan, name, store, metrics, err)
+                if store.find_runs("watch", name):
+                    _print_clock(store, name, out)
+    finally:
+        if metrics is not None:
+            metrics.close()
+    print(
+        f"`latdoc report --watch {name} --by hour-of-day --html FILE` renders it again.",
+        file=err,
+    )
+    return EXIT_INTERRUPTED if interrupted else EXIT_OK
+
+
+def _metrics(args: argparse.Namespace, err: TextIO) -> PrometheusMetrics | None:
+    if args.metrics_port is None:
+        return None
+    from latdoc.report.metrics import PrometheusMetrics
+
+    metrics = PrometheusMetrics()
+    port = metrics.start(args.metrics_port, args.metrics_addr)
+    print(f"Metrics on http://{args.metrics_addr}:{port}/metrics", file=err, flush=True)
+    return metrics
+
+
+def _watch(
+    args: argparse.Namespace,
+    plan: WatchPlan,
+    name: str,
+    store: Store,
+    metrics: PrometheusMetrics | None,
+    err: TextIO,
+) -> bool:
+    """Run the watch; True when Ctrl-C ended it (every finished trace is kept)."""
+    ticks = math.ceil(args.duration / args.every)
+    planned = "one tick" if args.once else f"every {_span(args.every)} ± {args.jitter:.0%}"
+
+    def on_start(run_id: str, resumed: bool) -> None:
+        how = "resumed" if resumed else "started"
+        limit = "" if args.once else f" for {_span(args.duration)} (~{ticks} ticks)"
+        print(
+            f"Watch {name!r} {how} (run {run_id}): {planned}{limit}, at most "
+            f"{args.max_requests} requests in all; Ctrl-C stops it and keeps every trace.",
+            file=err,
+            flush=True,
+        )
+
+    def on_sample(sample: Sample) -> None:
+        trace = sample.trace
+        if metrics is not None and sample.step == Step.WATCH:
+            metrics.observe(trace)
+        if trace.error is not None:
+            print(f"Error: {trace.error}", file=err, flush=True)
+
+    try:
+        run = watch_endpoint(
+            plan,
+            name=name,
+            store=store,
+            max_requests=args.max_requests,
+            token_budget=args.token_budget,
+            duration_s=None if args.once else args.duration,
+            on_sample=on_sample,
+            on_start=on_start,
+        )
+    except KeyboardInterrupt:
+        print("Interrupted: every finished trace is kept.", file=err, flush=True)
+        return True
+    result = run.result
+    if result is not None:
+        why = {"time": "its duration ended", "budget": "the budget ran out", "once": "--once"}
+        print(
+            f"Watch {name!r}: {_count(result.ticks, 'tick')}, "
+            f"{_count(result.requests, 'request')} this time; "
+            f"stopped because {why[result.stopped_by]}.",
+            file=err,
+        )
+        if result.stopped_by == "time" and result.ticks == 0:
+            print(
+                f"The watch's --duration has passed since it started; give a longer one "
+                f"or a new --name (a tick is {REQUESTS_PER_TICK} requests).",
+                file=err,
+            )
+    return False
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _span(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g}{unit}"
+    return f"{seconds:g}s"
+
+
+def _print_clock(store: Store, name: str, out: TextIO) -> None:
+    from latdoc.report import make_console, render_clock
+
+    clock = watch_clock(store, name, bucket_s=3600.0)
+    make_console(out).print(render_clock(clock.report, title=_title(clock.name)))
+
+
+def _title(name: str) -> str:
+    return f"Watch {name} by hour of day (UTC)"
+
+
+def buckets_asked(args: argparse.Namespace) -> tuple[float, float | None, str]:
+    """Bucket width, cycle (``None``: plain time) and a title, from ``report``'s flags."""
+    if args.cycle is not None:
+        bucket = args.bucket if args.bucket is not None else args.cycle / 24
+        if bucket > args.cycle:
+            raise UsageError("--bucket must not be longer than --cycle")
+        return bucket, args.cycle, f"buckets of {_span(bucket)} over a {_span(args.cycle)} cycle"
+    if args.by == HOUR_OF_DAY or args.bucket is None:
+        bucket = args.bucket if args.bucket is not None else 3600.0
+        if bucket > 86400:
+            raise UsageError("--bucket must not be longer than the day with --by hour-of-day")
+        return bucket, 86400.0, "by hour of day (UTC)"
+    return args.bucket, None, f"buckets of {_span(args.bucket)}"
+
+
+def run_report(args: argparse.Namespace) -> int:
+    if args.run_id:
+        raise UsageError("give a run id or --watch NAME, not both")
+    bucket, cycle, how = buckets_asked(args)
+    with Store(args.db) as store:
+        clock = watch_clock(store, args.watch, bucket_s=bucket, cycle_s=cycle)
+    from latdoc.report import clock_to_dict, make_console, render_clock, render_clock_html
+
+    report, run_id = clock.report, clock.info.run_id
+    if args.html:
+        path = Path(args.html)
+        page = render_clock_html(
+            report, name=clock.name, run_id=run_id, endpoint=clock.info.endpoint
+        )
+        try:
+            path.write_text(page, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+        print(f"HTML report written to {path}", file=sys.stderr)
+    if args.json:
+        document = clock_to_dict(report, name=clock.name, run_id=run_id)
+        document["generated_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+    elif not args.html:
+        make_console(sys.stdout).print(render_clock(report, title=f"Watch {clock.name} {how}"))
+    return EXIT_OK

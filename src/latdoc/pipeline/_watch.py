@@ -1,0 +1,196 @@
+"""A watch kept as one run under its name, resumed by name; and its clock report.
+
+:func:`watch_endpoint` finds the run of kind ``watch`` whose ``meta["name"]`` is the
+watch's name (or starts one), counts what it already spent against the budget, and
+appends every tick's samples as they finish. Ctrl-C (or any error) marks the run
+``interrupted``: every finished trace is already stored. :func:`watch_clock` reads a
+watch back and computes its report by the clock, sending nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from latdoc.analysis.clock import DAY_S, HOUR_S, ClockPoint, ClockReport, clock_report
+from latdoc.errors import UsageError
+from latdoc.pipeline._host import host_meta
+from latdoc.records import Sample, Step, StepNote
+from latdoc.store import RunInfo, Store
+from latdoc.workload import (
+    Budget,
+    TokenCalibration,
+    WatchPlan,
+    WatchResult,
+    known_calibration,
+    run_watch,
+)
+
+WATCH_KIND = "watch"
+
+
+@dataclass(frozen=True)
+class WatchRun:
+    run_id: str
+    name: str
+    resumed: bool
+    result: WatchResult | None
+    """``None`` when the watch was interrupted before it ended."""
+
+
+def watch_endpoint(
+    plan: WatchPlan,
+    *,
+    name: str,
+    store: Store,
+    max_requests: int,
+    token_budget: int | None,
+    duration_s: float | None,
+    on_sample: Callable[[Sample], None] | None = None,
+    on_start: Callable[[str, bool], None] | None = None,
+    clock: Callable[[], float] = time.time,
+) -> WatchRun:
+    """Run (or resume) the watch ``name``; its duration counts from its first start."""
+    if not name:
+        raise UsageError("--name must not be empty")
+    existing = store.find_runs(WATCH_KIND, name)
+    if existing:
+        info = existing[0]
+        _check_same_target(info, plan)
+        run_id = info.run_id
+        requests, tokens, first_index = store.spent(run_id)
+        plan = replace(plan, calibration=_stored_calibration(store, info, plan))
+        started = info.started_at.timestamp()
+        store.reopen_run(run_id)
+    else:
+        run_id = store.new_run(
+            endpoint=plan.endpoint.base_url,
+            model=plan.endpoint.model,
+            scenario="",
+            meta={**host_meta(), "name": name, "options": _options(plan)},
+            kind=WATCH_KIND,
+        )
+        requests, tokens, first_index = 0, 0, 0
+        started = clock()
+    if on_start is not None:
+        on_start(run_id, bool(existing))
+    budget = Budget(max_requests=max_requests, token_budget=token_budget)
+    budget.requests, budget.tokens = requests, tokens
+    if requests >= max_requests or (token_budget is not None and tokens >= token_budget):
+        store.finish_run(run_id, status="done", diagnosis=None)
+        return WatchRun(run_id, name, bool(existing), WatchResult(0, 0, "budget"))
+    until = None if duration_s is None else started + duration_s
+    plan = replace(plan, until=until, first_index=first_index)
+
+    def keep(sample: Sample) -> None:
+        store.add_sample(run_id, sample)
+        if on_sample is not None:
+            on_sample(sample)
+
+    try:
+        result = asyncio.run(run_watch(plan, budget, keep, clock=clock))
+    except BaseException:
+        store.finish_run(run_id, status="interrupted", diagnosis=None)
+        raise
+    store.finish_run(run_id, status="done", diagnosis=None)
+    return WatchRun(run_id, name, bool(existing), result)
+
+
+def _stored_calibration(store: Store, info: RunInfo, plan: WatchPlan) -> TokenCalibration | None:
+    """The calibration the watch made when it started, so a resume does not pay for it again
+    (only when the long prompt's length, which the calibration was fitted near, is the same)."""
+    if info.meta.get("options", {}).get("long_tokens") != plan.long_tokens:
+        return None
+    _, samples, _ = store.load_run(info.run_id)
+    counts = [s.trace.prompt_tokens for s in samples if s.step == Step.CALIBRATION]
+    return known_calibration(plan.long_tokens, counts[:2])
+
+
+def _check_same_target(info: RunInfo, plan: WatchPlan) -> None:
+    for what, stored, asked in (
+        ("endpoint", info.endpoint, plan.endpoint.base_url),
+        ("model", info.model, plan.endpoint.model),
+    ):
+        if stored != asked:
+            raise UsageError(
+                f"watch {info.meta.get('name')!r} measures {what} {stored}, not {asked}; "
+                "give another --name for a new watch"
+            )
+
+
+def _options(plan: WatchPlan) -> dict[str, Any]:
+    return {
+        "every_s": plan.every_s,
+        "jitter": plan.jitter,
+        "short_tokens": plan.short_tokens,
+        "long_tokens": plan.long_tokens,
+        "max_tokens": plan.max_tokens,
+        "http2": plan.connection.http2,
+    }
+
+
+@dataclass(frozen=True)
+class WatchClock:
+    info: RunInfo
+    name: str
+    report: ClockReport
+
+
+def watch_clock(
+    store: Store,
+    name: str,
+    *,
+    bucket_s: float,
+    cycle_s: float | None = DAY_S,
+    seed: int = 0,
+) -> WatchClock:
+    """The watch ``name``'s requests by the clock (see :func:`clock_report`)."""
+    runs = store.find_runs(WATCH_KIND, name)
+    if not runs:
+        known = sorted({str(r.meta.get("name")) for r in store.find_runs(WATCH_KIND)})
+        hint = f"; watches in {store.path}: {', '.join(known)}" if known else ""
+        raise UsageError(f"no watch named {name!r}{hint}")
+    info, samples, _ = store.load_run(runs[0].run_id)
+    short = info.meta.get("options", {}).get("short_tokens")
+    points = [_point(s, short) for s in samples if s.step == Step.WATCH]
+    report = clock_report(points, bucket_s=bucket_s, cycle_s=cycle_s, seed=seed)
+    return WatchClock(info, name, report)
+
+
+def latest_watch(store: Store, endpoint: str, model: str) -> RunInfo | None:
+    """The newest watch of this endpoint and model, if any."""
+    for info in store.find_runs(WATCH_KIND):
+        if info.endpoint == endpoint and info.model == model and info.requests > 0:
+            return info
+    return None
+
+
+def watch_note(store: Store, endpoint: str, model: str) -> StepNote | None:
+    """What the newest watch of this endpoint and model says about the time of day, as a
+    note for the load step of a diagnosis (its single-moment measurement cannot tell)."""
+    info = latest_watch(store, endpoint, model)
+    if info is None:
+        return None
+    name = str(info.meta.get("name", info.run_id))
+    clock = watch_clock(store, name, bucket_s=HOUR_S)
+    return StepNote(
+        Step.LOAD,
+        f"watch {name!r} ({info.requests} requests by hour of day): {clock.report.verdict}",
+    )
+
+
+def _point(sample: Sample, short_tokens: int | None) -> ClockPoint:
+    trace = sample.trace
+    started: datetime = trace.started_at
+    return ClockPoint(
+        at=started,
+        ttft_ms=trace.ttft_ms,
+        tpot_ms=trace.tpot_ms,
+        ok=trace.error is None,
+        compared=sample.cold
+        and (short_tokens is None or sample.target_prompt_tokens == short_tokens),
+    )

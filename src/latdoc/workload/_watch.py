@@ -1,0 +1,212 @@
+"""A watch: the same three requests on a schedule, for as long as asked, within a budget.
+
+Each tick opens a new connection and sends, on it, a short prompt (cold: DNS, TCP and
+TLS paid), the same length again (warm: the connection reused) and a long prompt of
+an exact token count; then the connection is closed, so no tick inherits state from
+the one before. Ticks are due every ``every_s`` seconds from the watch's start, each
+moved by a uniform jitter of up to ``jitter`` of the interval, so that the probes do
+not lock onto another schedule (a provider's own minute-aligned jobs); a tick that
+overruns its slot makes the watch skip to the next slot, so ticks stay even in time.
+
+Every request is reserved in the :class:`Budget` before it is sent and handed to
+``on_sample`` when it finishes; nothing is kept here, so a watch of any length holds
+one tick's traces at most. This module sends and labels; it prints nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from latdoc.errors import CalibrationError, UsageError
+from latdoc.probe import ConnectionOptions, Endpoint, ProbeSession
+from latdoc.records import RequestTrace, Sample, Step
+from latdoc.workload._budget import Budget
+from latdoc.workload._calibration import (
+    ASSUMED,
+    TokenCalibration,
+    calibrate,
+    calibration_words,
+    fit_calibration,
+    prompt_cost,
+)
+from latdoc.workload._prompts import make_prompt
+
+SHORT_TOKENS = 64
+LONG_TOKENS = 1024
+REQUESTS_PER_TICK = 3
+
+Clock = Callable[[], float]
+Sleep = Callable[[float], Awaitable[None]]
+
+
+class WatchTooFast(UsageError):
+    """A tick took longer than the interval between ticks."""
+
+
+@dataclass(frozen=True)
+class WatchPlan:
+    endpoint: Endpoint
+    every_s: float
+    until: float | None
+    """Wall-clock time (Unix seconds) after which no tick starts; ``None``: one tick."""
+    connection: ConnectionOptions = field(default_factory=ConnectionOptions)
+    jitter: float = 0.1
+    short_tokens: int = SHORT_TOKENS
+    long_tokens: int = LONG_TOKENS
+    max_tokens: int = 32
+    calibration: TokenCalibration | None = None
+    """How the endpoint counts prompts, when already known (a resumed watch's)."""
+    first_index: int = 0
+    """Index of the first sample this invocation stores (a resumed watch continues)."""
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if not self.every_s > 0:
+            raise UsageError("--every must be more than 0")
+        if not 0 <= self.jitter <= 0.5:
+            raise UsageError(f"--jitter must be between 0 and 0.5, got {self.jitter:g}")
+        if self.long_tokens <= self.short_tokens:
+            raise UsageError(
+                f"--long-tokens ({self.long_tokens}) must be more than the short prompt's "
+                f"{self.short_tokens} tokens"
+            )
+
+
+@dataclass(frozen=True)
+class WatchResult:
+    ticks: int
+    requests: int
+    stopped_by: str
+    """``time`` (the duration ended), ``budget``, or ``once`` (one tick was asked for)."""
+
+
+async def run_watch(
+    plan: WatchPlan,
+    budget: Budget,
+    on_sample: Callable[[Sample], None],
+    *,
+    clock: Clock = time.time,
+    sleep: Sleep = asyncio.sleep,
+) -> WatchResult:
+    """Tick until ``plan.until`` or the budget ends; raise :class:`WatchTooFast` when the
+    first tick is longer than the interval."""
+    rng = random.Random(plan.seed)
+    index = plan.first_index
+    requests = 0
+
+    def keep(sample: Sample) -> None:
+        nonlocal index, requests
+        on_sample(Sample(sample.step, sample.trace, sample.target_prompt_tokens, 1,
+                         sample.cold, index))  # fmt: skip
+        index += 1
+        requests += 1
+
+    if plan.until is not None and clock() >= plan.until:
+        return WatchResult(0, 0, "time")
+    calibration = plan.calibration or await _calibrate(plan, budget, rng, keep)
+    start = clock()
+    ticks = slot = 0
+    while True:
+        began = clock()
+        sent = await _tick(plan, budget, calibration, rng, keep)
+        if sent < REQUESTS_PER_TICK:
+            return WatchResult(ticks + (sent > 0), requests, "budget")
+        ticks += 1
+        took = clock() - began
+        if ticks == 1 and plan.until is not None and took > plan.every_s:
+            raise WatchTooFast(
+                f"one tick took {took:.1f} s, longer than --every {plan.every_s:g}s; "
+                "give an interval longer than three requests"
+            )
+        if plan.until is None:
+            return WatchResult(ticks, requests, "once")
+        now = clock()
+        # A tick that overran skips the slots it covered rather than catching up with
+        # ticks back to back: a burst would sample the lull after a slow spell many times
+        # and the slow spell once, hiding the very peak the watch is looking for.
+        slot = max(slot + 1, math.floor((now - start) / plan.every_s) + 1)
+        due = start + slot * plan.every_s + rng.uniform(-plan.jitter, plan.jitter) * plan.every_s
+        if due >= plan.until:
+            return WatchResult(ticks, requests, "time")
+        if due > now:
+            await sleep(due - now)
+
+
+async def _calibrate(
+    plan: WatchPlan, budget: Budget, rng: random.Random, keep: Callable[[Sample], None]
+) -> TokenCalibration:
+    costs = [prompt_cost(ASSUMED, w) for w in calibration_words(plan.long_tokens)]
+    if not budget.can_afford(max(costs), 1, count=2):
+        return ASSUMED
+    for cost in costs:
+        budget.reserve(cost, 1)
+    async with plan.connection.session(plan.endpoint) as session:
+        try:
+            calibration, traces = await calibrate(session, rng, near_tokens=plan.long_tokens)
+        except CalibrationError:
+            return ASSUMED
+    for cost, trace in zip(costs, traces, strict=False):
+        _settle(budget, cost + 1, trace)
+        keep(Sample(Step.CALIBRATION, trace, trace.prompt_tokens))
+    return calibration
+
+
+async def _tick(
+    plan: WatchPlan,
+    budget: Budget,
+    calibration: TokenCalibration,
+    rng: random.Random,
+    keep: Callable[[Sample], None],
+) -> int:
+    """One tick's three requests on one new connection; how many were sent."""
+    sent = 0
+    async with plan.connection.session(plan.endpoint) as session:
+        for tokens, cold in (
+            (plan.short_tokens, True),
+            (plan.short_tokens, False),
+            (plan.long_tokens, False),
+        ):
+            trace = await _send(plan, budget, calibration, rng, session, tokens)
+            if trace is None:
+                return sent
+            keep(Sample(Step.WATCH, trace, tokens, 1, cold))
+            sent += 1
+    return sent
+
+
+async def _send(
+    plan: WatchPlan,
+    budget: Budget,
+    calibration: TokenCalibration,
+    rng: random.Random,
+    session: ProbeSession,
+    tokens: int,
+) -> RequestTrace | None:
+    words = calibration.words_for(tokens)
+    cost = prompt_cost(calibration, words)
+    if not budget.reserve(cost, plan.max_tokens):
+        return None
+    trace = await session.request(make_prompt(words, rng), plan.max_tokens)
+    _settle(budget, cost + plan.max_tokens, trace)
+    return trace
+
+
+def _settle(budget: Budget, reserved: int, trace: RequestTrace) -> None:
+    if trace.prompt_tokens is not None and trace.output_tokens_exact:
+        budget.settle(reserved, trace.prompt_tokens + (trace.output_tokens or 0))
+
+
+def known_calibration(long_tokens: int, counts: list[int | None]) -> TokenCalibration | None:
+    """The calibration a watch's two stored calibration requests give (``counts``: the
+    prompt tokens the endpoint counted for each), or ``None`` if they cannot give one."""
+    if len(counts) != 2 or counts[0] is None or counts[1] is None:
+        return None
+    try:
+        return fit_calibration(calibration_words(long_tokens), (counts[0], counts[1]))
+    except CalibrationError:
+        return None

@@ -1,0 +1,411 @@
+"""``latdoc watch``, ``report --watch`` and the Prometheus metrics.
+
+The clock is exercised on points with fixed times; the watch itself runs against the
+lab with a compressed day (``day_seconds``) whose busy part is known, so the peak the
+report finds can be checked against the lab's own load profile.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from conftest import FAST, LabFactory
+from latdoc.analysis.clock import ClockPoint, clock_report, range_label
+from latdoc.cli import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, main
+from latdoc.cli._options import duration
+from latdoc.lab.sim import LabConfig, LabProcess, LatencyModel
+from latdoc.records import Step
+from latdoc.report import render_text
+from latdoc.report.metrics import PrometheusMetrics, endpoint_label
+from latdoc.store import Store
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+MIDNIGHT = datetime(2026, 11, 30, tzinfo=UTC)
+
+
+# -- durations and the clock --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("30s", 30), ("5m", 300), ("1h", 3600), ("24h", 86400), ("1.5h", 5400), ("500ms", 0.5),
+     ("2d", 172800), ("90", 90)],
+)  # fmt: skip
+def test_duration_parses_the_usual_units(text: str, seconds: float) -> None:
+    assert duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["5 minutes", "h", "-5m", "0s", "1y"])
+def test_duration_refuses_anything_else_in_one_line(text: str) -> None:
+    import argparse
+
+    with pytest.raises(argparse.ArgumentTypeError, match=r"duration|more than 0"):
+        duration(text)
+
+
+def _day(
+    peak_hours: range, *, peak_ms: float, quiet_ms: float, per_hour: int = 12
+) -> list[ClockPoint]:
+    points = []
+    for hour in range(24):
+        for k in range(per_hour):
+            base = peak_ms if hour in peak_hours else quiet_ms
+            at = MIDNIGHT + timedelta(hours=hour, minutes=k * 60 / per_hour)
+            points.append(ClockPoint(at, base * (1 + 0.05 * ((k * 7) % 5 - 2)), 10.0, True))
+    return points
+
+
+def test_hour_of_day_finds_the_afternoon_peak_with_its_ratio() -> None:
+    report = clock_report(_day(range(14, 17), peak_ms=230, quiet_ms=100), bucket_s=3600)
+    assert report.peak is not None and report.pattern
+    assert report.peak.ranges == ("14:00–17:00 UTC",)
+    assert report.peak.ratio == pytest.approx(2.3, rel=0.05)
+    assert report.peak.p_value is not None and report.peak.p_value < 0.001
+    assert report.verdict.startswith("14:00–17:00 UTC: TTFT p50 2.3× off-peak (p < 0.001)")
+    assert "schedule batch work off-peak" in report.verdict
+    assert [b.requests for b in report.buckets] == [12] * 24
+
+
+def test_a_peak_over_midnight_is_one_range() -> None:
+    report = clock_report(_day(range(0, 2), peak_ms=300, quiet_ms=100) + _day(
+        range(23, 24), peak_ms=300, quiet_ms=100), bucket_s=3600)  # fmt: skip
+    assert report.peak is not None
+    assert report.peak.ranges == ("23:00–02:00 UTC",)
+
+
+def test_a_flat_day_has_no_daily_pattern() -> None:
+    report = clock_report(_day(range(0), peak_ms=100, quiet_ms=100), bucket_s=3600)
+    assert not report.pattern
+    assert report.verdict == "no daily pattern"
+
+
+def test_a_compressed_cycle_and_a_plain_series() -> None:
+    points = [ClockPoint(MIDNIGHT + timedelta(seconds=s), 10.0 + (s % 120 >= 60) * 20, None,
+                         s % 7 != 0) for s in range(0, 480)]  # fmt: skip
+    folded = clock_report(points, bucket_s=15, cycle_s=120)
+    assert len(folded.buckets) == 8
+    assert folded.peak is not None and folded.peak.ranges == ("60–120 s of the 120 s cycle",)
+    assert folded.buckets[0].error_rate == pytest.approx(1 / 7, abs=0.02)
+    series = clock_report(points, bucket_s=60, cycle_s=None)
+    assert len(series.buckets) == 8
+    assert series.buckets[0].label == "2026-11-30 00:00"
+    assert range_label(2, 3, 3600, 86400) == "02:00–04:00 UTC"
+
+
+# -- the watch against the lab ------------------------------------------------
+
+
+def _busy_buckets(origin: float, day_s: float, profile: tuple[float, ...], n: int) -> set[int]:
+    """Buckets of the report's cycle (phase from the epoch) that lie within the lab's busy
+    parts, give or take the lab's start-up."""
+    part = day_s / len(profile)
+    width = day_s / n
+    busy: set[int] = set()
+    for index, load in enumerate(profile):
+        if load < 0.5:
+            continue
+        start = (origin + index * part) % day_s
+        for b in range(n):
+            lo = b * width
+            for shift in (-day_s, 0.0, day_s):
+                if lo + shift < start + part and start < lo + shift + width:
+                    busy.add(b)
+    return busy
+
+
+def _watch_lab(config: LabConfig, name: str, seconds: float, db: Path) -> tuple[float, int]:
+    before = time.time()
+    with LabProcess(config) as lab:
+        origin = (before + time.time()) / 2
+        code = main(["watch", lab.base_url, "--model", "lab-sim", "--name", name, "--every", "0.5s",
+                     "--duration", f"{seconds:g}s", "--long-tokens", "256", "--max-tokens", "8",
+                     "--seed", "3", "--db", str(db)])  # fmt: skip
+    return origin, code
+
+
+def _report(db: Path, name: str, day_s: float, capsys: pytest.CaptureFixture[str]) -> dict:
+    capsys.readouterr()
+    args = ["report", "--watch", name, "--cycle", f"{day_s:g}s", "--bucket", f"{day_s / 8:g}s"]
+    assert main([*args, "--json", "--db", str(db)]) == EXIT_OK
+    document: dict = json.loads(capsys.readouterr().out)
+    return document
+
+
+def test_watch_finds_the_lab_peak_and_a_flat_lab_has_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 64 s day in 8 parts, background filling the one slot in parts 4 to 7 only (each
+    background request holds it 100 ms on average); a watch every half second for one day.
+    Then a flat day (5 % all day) for 32 s."""
+    latency = LatencyModel(prefill_base_ms=8, prefill_ms_per_token=0.01, decode_ms_per_token=1)
+    profile = (0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0)
+    day_s = 64.0
+    db = tmp_path / "watch.db"
+    peaked = LabConfig(latency=latency, slots=1, load_profile=profile, day_seconds=day_s,
+                       background_request_ms=100, seed=7)  # fmt: skip
+    origin, code = _watch_lab(peaked, "peaked", day_s, db)
+    assert code == EXIT_OK
+    document = _report(db, "peaked", day_s, capsys)
+    assert document["schema"] == "latdoc.watch/1"
+    busy = _busy_buckets(origin, day_s, profile, 8)
+    peak = document["peak"]
+    summary = json.dumps({"busy": sorted(busy), "peak": peak}, indent=None)
+    with capsys.disabled():
+        print(f"\nlab busy buckets vs the report's peak: {summary}")
+    assert document["pattern"], summary
+    assert set(peak["buckets"]) <= busy, summary
+    assert peak["ratio"] > 1.3 and peak["ratio_ci"][0] > 1 and peak["p_value"] < 0.01, summary
+    assert "schedule batch work off-peak" in document["verdict"]
+
+    flat_day = 32.0
+    flat = LabConfig(latency=latency, slots=1, load_profile=(0.05,), day_seconds=flat_day,
+                     background_request_ms=100, seed=7)  # fmt: skip
+    _, code = _watch_lab(flat, "flat", flat_day, db)
+    assert code == EXIT_OK
+    document = _report(db, "flat", flat_day, capsys)
+    assert not document["pattern"], document["peak"]
+    assert document["verdict"] == "no daily pattern"
+
+    html = tmp_path / "watch.html"
+    args = ["report", "--watch", "peaked", "--cycle", "64s", "--bucket", "8s", "--html", str(html)]
+    assert main([*args, "--db", str(db)]) == EXIT_OK
+    page = html.read_text()
+    assert 'class="plot heatmap"' in page and "off-peak" in page
+
+
+def test_resuming_a_watch_appends_and_counts_its_budget(
+    lab: LabFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "w.db"
+    with lab(LabConfig(latency=FAST)) as server:
+        common = ["watch", server.base_url, "--model", "lab-sim", "--name", "nightly",
+                  "--long-tokens", "128", "--max-tokens", "4", "--db", str(db)]  # fmt: skip
+        assert main([*common, "--once"]) == EXIT_OK
+        assert "Watch nightly by hour of day" in capsys.readouterr().out
+        assert main([*common, "--once", "--max-requests", "8"]) == EXIT_OK
+        assert main([*common, "--once", "--max-requests", "8"]) == EXIT_OK
+        capsys.readouterr()
+        diagnose = ["diagnose", server.base_url, "-m", "lab-sim", "--max-requests", "12",
+                    "--output-tokens", "4", "--json", "--db", str(db)]  # fmt: skip
+        assert main(diagnose) == EXIT_OK
+        notes = json.loads(capsys.readouterr().out)["notes"]
+        assert any("watch 'nightly' (8 requests by hour of day)" in n["text"] for n in notes)
+    with Store(db) as store:
+        (info,) = store.find_runs("watch", "nightly")
+        _, samples, _ = store.load_run(info.run_id)
+    watch = [s for s in samples if s.step == Step.WATCH]
+    # 2 calibrations + 3 per tick; the third invocation found 8 already spent (budget).
+    assert len(watch) == 6 and len(samples) == 8
+    assert [s.index for s in samples] == sorted({s.index for s in samples})
+    assert [s.cold for s in watch[:3]] == [True, False, False]
+    assert watch[0].trace.new_connection and not watch[1].trace.new_connection
+    assert info.status == "done"
+
+
+def test_a_watch_interval_shorter_than_a_tick_is_refused(
+    lab: LabFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    slow = LatencyModel(prefill_base_ms=150, prefill_ms_per_token=0, decode_ms_per_token=1)
+    with lab(LabConfig(latency=slow)) as server:
+        code = main(["watch", server.base_url, "--model", "lab-sim", "--every", "200ms",
+                     "--duration", "10s", "--max-tokens", "4", "--long-tokens", "128",
+                     "--db", str(tmp_path / "w.db")])  # fmt: skip
+    assert code == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "longer than --every 0.2s" in err
+    assert err.count("\n") <= 4
+
+
+def test_report_watch_names_the_watches_it_knows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["report", "--watch", "nope", "--db", str(tmp_path / "x.db")]) == EXIT_USAGE
+    assert "no watch named 'nope'" in capsys.readouterr().err
+
+
+# -- Ctrl-C and metrics, as a user runs them ------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _start_watch(url: str, db: Path, *more: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": SRC, "OPENAI_API_KEY": "sk-watch-secret-0123456789"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "latdoc", "watch", url, "--model", "lab-sim", "--every", "0.5s",
+         "--duration", "60s", "--long-tokens", "128", "--max-tokens", "4", "--name", "m",
+         "--db", str(db), *more],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def test_metrics_are_scraped_while_a_watch_runs_and_ctrl_c_still_reports(
+    lab: LabFactory, tmp_path: Path
+) -> None:
+    port = _free_port()
+    db = tmp_path / "m.db"
+    config = LabConfig(latency=FAST, api_key="sk-watch-secret-0123456789")
+    with lab(config) as server:
+        watch = _start_watch(server.base_url, db, "--metrics-port", str(port))
+        try:
+            body = ""
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                try:
+                    body = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=2).text
+                except httpx.TransportError:
+                    body = ""
+                if 'latdoc_requests_total{endpoint="' in body and "lab-sim" in body:
+                    break
+                time.sleep(0.3)
+            watch.send_signal(2)
+            out, err = watch.communicate(timeout=30)
+        finally:
+            if watch.poll() is None:
+                watch.kill()
+    endpoint = f'endpoint="{endpoint_label(server.base_url + "/chat/completions")}"'
+    labels = f'{endpoint},model="lab-sim"'
+    assert f'latdoc_ttft_seconds_bucket{{{endpoint},le="0.25",model="lab-sim"}}' in body
+    for name in ("dns", "connect", "tls", "send", "wait", "tpot", "request_duration"):
+        assert f"# TYPE latdoc_{name}_seconds histogram" in body
+    assert f"latdoc_requests_total{{{labels}}}" in body
+    assert "gen_ai.client.operation.time_to_first_chunk" in body
+    assert "sk-watch-secret" not in body
+    assert watch.returncode == EXIT_INTERRUPTED
+    assert "Interrupted: every finished trace is kept." in err
+    assert "Watch m by hour of day" in out
+    with Store(db) as store:
+        (info,) = store.find_runs("watch", "m")
+    assert info.status == "interrupted" and info.requests >= 3
+
+
+def test_metrics_count_errors_by_kind_and_never_carry_credentials() -> None:
+    from latdoc.errors import ErrorKind, Phase, TraceError
+    from latdoc.records import RequestTrace
+
+    metrics = PrometheusMetrics()
+    ok = RequestTrace(datetime.now(UTC), 0, "https://user:pw@api.example/v1/chat/completions?key=x",
+                      "m", "chat", first_token_ns=200_000_000, done_ns=400_000_000)  # fmt: skip
+    limited = TraceError(ErrorKind.HTTP, Phase.WAIT, "rate limited", 429)
+    bad = RequestTrace(datetime.now(UTC), 0, ok.url, "m", "chat", error=limited)
+    for trace in (ok, ok, bad):
+        metrics.observe(trace)
+    from prometheus_client import generate_latest
+
+    text = generate_latest(metrics.registry).decode()
+    label = 'endpoint="https://api.example/v1/chat/completions",model="m"'
+    assert f"latdoc_requests_total{{{label}}} 3.0" in text
+    endpoint = 'endpoint="https://api.example/v1/chat/completions"'
+    assert f'latdoc_errors_total{{{endpoint},kind="http",model="m",phase="wait"}} 1.0' in text
+    assert f'latdoc_ttft_seconds_bucket{{{endpoint},le="0.25",model="m"}} 2.0' in text
+    assert "pw" not in text and "key=x" not in text
+
+
+def test_render_clock_in_the_terminal() -> None:
+    from latdoc.report import render_clock
+
+    report = clock_report(_day(range(14, 17), peak_ms=230, quiet_ms=100), bucket_s=3600)
+    text = render_text(render_clock(report, title="Watch w"), width=120)
+    assert "14:00" in text and "Verdict: 14:00–17:00 UTC: TTFT p50 2.3× off-peak" in text
+
+
+def test_the_watch_page_loads_offline_in_a_browser_with_its_heat_map(tmp_path: Path) -> None:
+    """The page in headless chromium, as ``tests/test_report_browser.py`` checks the report:
+    no console error, no request beyond the file, a heat map with a real size."""
+    import shutil
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed")
+    if chromium is None:
+        pytest.skip("chromium not installed: apt-get install chromium")
+    from latdoc.report import render_clock_html
+
+    report = clock_report(_day(range(14, 17), peak_ms=230, quiet_ms=100), bucket_s=3600)
+    path = tmp_path / "watch.html"
+    path.write_text(render_clock_html(report, name="prod", run_id="r1", endpoint="https://x/v1"))
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        try:
+            for scheme in ("light", "dark"):
+                _check_page(browser, path, scheme, tmp_path / f"watch-{scheme}.png")
+        finally:
+            browser.close()
+
+
+def _check_page(browser: Any, path: Path, scheme: str, shot: Path) -> None:
+    page = browser.new_page(viewport={"width": 1200, "height": 900}, color_scheme=scheme)
+    errors: list[str] = []
+    requests: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(path.as_uri(), wait_until="load")
+    box = page.locator("svg.heatmap").bounding_box()
+    assert box is not None and box["width"] > 600 and box["height"] > 100, box
+    assert "14:00–17:00 UTC" in page.locator("#verdict").inner_text()
+    assert page.locator("#buckets tr.significant").count() == 3
+    page.screenshot(path=str(shot), full_page=True)
+    assert errors == [] and requests == [path.as_uri()], (errors, requests)
+    page.close()
+
+
+def test_metrics_port_without_prometheus_client_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "prometheus_client", None)
+    code = main(["watch", "http://127.0.0.1:9/v1", "-m", "m", "--metrics-port", "0", "--once"])
+    assert code == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err == (
+        "Error: --metrics-port needs prometheus-client: pip install 'llm-latency-doctor[metrics]'\n"
+    )
+
+
+def test_ticks_follow_the_schedule_with_jitter_and_an_ended_watch_sends_nothing(
+    lab: LabFactory,
+) -> None:
+    import asyncio
+
+    from latdoc.probe import Endpoint
+    from latdoc.workload import Budget, WatchPlan, run_watch
+
+    now = [1000.0]
+    sleeps: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        now[0] += seconds
+
+    kept = []
+    with lab(LabConfig(latency=FAST)) as server:
+        plan = WatchPlan(Endpoint(server.base_url, "lab-sim"), every_s=60, until=1300,
+                         long_tokens=128, max_tokens=4, seed=1)  # fmt: skip
+        result = asyncio.run(
+            run_watch(plan, Budget(100), kept.append, clock=lambda: now[0], sleep=sleep)
+        )
+        ended = WatchPlan(plan.endpoint, every_s=60, until=999)
+        nothing = asyncio.run(
+            run_watch(ended, Budget(100), kept.append, clock=lambda: now[0], sleep=sleep)
+        )
+    assert result.stopped_by == "time" and 5 <= result.ticks <= 6
+    assert len(kept) == 2 + 3 * result.ticks == result.requests
+    assert all(54 <= s <= 66 for s in sleeps[:1]), sleeps
+    starts = [1000 + sum(sleeps[:k]) for k in range(len(sleeps) + 1)]
+    assert all(abs(t - (1000 + 60 * k)) <= 6 for k, t in enumerate(starts)), starts
+    assert len({round(s, 6) for s in sleeps}) == len(sleeps)
+    assert (nothing.ticks, nothing.requests, nothing.stopped_by) == (0, 0, "time")
