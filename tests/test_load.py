@@ -302,3 +302,40 @@ def test_the_budget_bounds_the_sweep(slotted: str, tmp_path: Path) -> None:
         run = load_endpoint(_plan(slotted, concurrency=(2, 4), max_requests=10), store=store)
     assert len(run.samples) == 10
     assert any("budget" in n.text for n in run.notes)
+
+
+def test_metrics_serve_the_sweep_while_it_runs(lab: LabFactory, tmp_path: Path) -> None:
+    """``--metrics-port``: Prometheus exposition of every request the sweep sends."""
+    import socket
+    import threading
+
+    import httpx
+
+    pytest.importorskip("prometheus_client")
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    scraped: list[str] = []
+
+    def scrape() -> None:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not scraped:
+            try:
+                text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=1).text
+            except httpx.HTTPError:
+                time.sleep(0.05)
+                continue
+            if "latdoc_requests_total{" in text:
+                scraped.append(text)
+            time.sleep(0.05)
+
+    with lab(LabConfig(latency=LatencyModel(prefill_base_ms=5, decode_ms_per_token=5))) as server:
+        poller = threading.Thread(target=scrape)
+        poller.start()
+        code = main(["load", server.base_url, "-m", "lab-sim", "--concurrency", "1,2",
+                     "--duration-per-level", "1", "--max-tokens", "8", "--metrics-port",
+                     str(port), "--db", str(tmp_path / "m.db")])  # fmt: skip
+        poller.join()
+    assert code == 0
+    assert scraped, "no scrape saw a request counted"
+    assert 'model="lab-sim"' in scraped[0] and "latdoc_ttft_seconds_bucket{" in scraped[0]

@@ -11,10 +11,13 @@ import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from latdoc.errors import UsageError
 from latdoc.probe import ConnectionOptions, Dialect, Endpoint, Timeouts, check_extra_body
+
+if TYPE_CHECKING:
+    from latdoc.report.metrics import PrometheusMetrics
 
 EXIT_OK = 0
 EXIT_REQUEST_FAILED = 1
@@ -136,6 +139,30 @@ def add_output_tokens_argument(p: argparse.ArgumentParser, default: int) -> None
         "--max-tokens", type=positive_int, default=default, metavar="N",
         help=f"max_tokens of each request: the output length (default {default})",
     )  # fmt: skip
+
+
+def add_metrics_arguments(p: argparse.ArgumentParser, while_: str) -> None:
+    """``--metrics-port`` and ``--metrics-addr``: Prometheus metrics while a command sends."""
+    p.add_argument(
+        "--metrics-port", type=int, metavar="PORT",
+        help=f"serve Prometheus metrics on http://127.0.0.1:PORT/metrics while {while_}",
+    )  # fmt: skip
+    p.add_argument("--metrics-addr", default="127.0.0.1", metavar="ADDR",
+                   help="address the metrics listen on (default 127.0.0.1)")  # fmt: skip
+
+
+def start_metrics(args: argparse.Namespace, err: TextIO) -> PrometheusMetrics | None:
+    """The metrics exporter ``--metrics-port`` asked for, serving; None when not asked."""
+    if args.metrics_port is None:
+        return None
+    if not 0 <= args.metrics_port <= 65535:
+        raise UsageError(f"--metrics-port must be between 0 and 65535, got {args.metrics_port}")
+    from latdoc.report.metrics import PrometheusMetrics
+
+    metrics = PrometheusMetrics()
+    port = metrics.start(args.metrics_port, args.metrics_addr)
+    print(f"Metrics on http://{args.metrics_addr}:{port}/metrics", file=err, flush=True)
+    return metrics
 
 
 def add_store_argument(p: argparse.ArgumentParser) -> None:

@@ -15,6 +15,7 @@ from latdoc.cli._options import (
     EXIT_OK,
     EXIT_REQUEST_FAILED,
     add_budget_arguments,
+    add_metrics_arguments,
     add_output_tokens_argument,
     add_store_argument,
     add_target_arguments,
@@ -22,6 +23,7 @@ from latdoc.cli._options import (
     endpoint_and_connection,
     positive_float,
     positive_int,
+    start_metrics,
     target,
 )
 from latdoc.errors import UsageError
@@ -140,6 +142,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
     p.add_argument("--json", action="store_true", help="print the sweep as JSON")
     p.add_argument("--seed", type=int, help="seed for prompts and arrival times")
+    add_metrics_arguments(p, "loading")
     add_store_argument(p)
 
 
@@ -165,13 +168,21 @@ def run(args: argparse.Namespace) -> int:
             seed=args.seed,
         )
         progress = ProgressBars(err)
+        metrics = start_metrics(args, err)
         with Store(args.db, secrets=[key] if key else []) as store:
             try:
                 result = load_endpoint(
-                    plan, store=store, slo=args.slo, confirmed=args.yes, on_progress=progress
+                    plan,
+                    store=store,
+                    slo=args.slo,
+                    confirmed=args.yes,
+                    on_progress=progress,
+                    on_sample=None if metrics is None else (lambda s: metrics.observe(s.trace)),
                 )
             finally:
                 progress.clear()
+                if metrics is not None:
+                    metrics.close()
     emit(result, args, sys.stdout, terminal=True)
     print(
         f"Run {result.run_id}: {len(result.samples)} traces kept in {result.store_path}; "

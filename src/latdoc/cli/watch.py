@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from latdoc.cli._options import (
     EXIT_INTERRUPTED,
     EXIT_OK,
+    add_metrics_arguments,
     add_output_tokens_argument,
     add_store_argument,
     add_target_arguments,
@@ -27,6 +28,7 @@ from latdoc.cli._options import (
     endpoint_and_connection,
     non_negative_float,
     positive_int,
+    start_metrics,
     target,
 )
 from latdoc.errors import UsageError
@@ -90,12 +92,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         "--long-tokens", type=positive_int, default=LONG_TOKENS, metavar="N",
         help=f"prompt length of the long request, in tokens (default {LONG_TOKENS})",
     )  # fmt: skip
-    w.add_argument(
-        "--metrics-port", type=int, metavar="PORT",
-        help="serve Prometheus metrics on http://127.0.0.1:PORT/metrics while watching",
-    )  # fmt: skip
-    w.add_argument("--metrics-addr", default="127.0.0.1", metavar="ADDR",
-                   help="address the metrics listen on (default 127.0.0.1)")  # fmt: skip
+    add_metrics_arguments(w, "watching")
     w.add_argument("--seed", type=int, help="seed for generated prompts and the jitter")
     add_store_argument(w)
 
@@ -119,11 +116,9 @@ def add_report_arguments(report: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
-        raise UsageError(f"--metrics-port must be between 0 and 65535, got {args.metrics_port}")
     key = api_key(args)
     err, out = sys.stderr, sys.stdout
-    metrics = _metrics(args, err)
+    metrics = start_metrics(args, err)
     try:
         with target(args, err, engine=False) as where:
             endpoint, connection = endpoint_and_connection(args, where, key)
@@ -151,17 +146,6 @@ def run(args: argparse.Namespace) -> int:
         file=err,
     )
     return EXIT_INTERRUPTED if interrupted else EXIT_OK
-
-
-def _metrics(args: argparse.Namespace, err: TextIO) -> PrometheusMetrics | None:
-    if args.metrics_port is None:
-        return None
-    from latdoc.report.metrics import PrometheusMetrics
-
-    metrics = PrometheusMetrics()
-    port = metrics.start(args.metrics_port, args.metrics_addr)
-    print(f"Metrics on http://{args.metrics_addr}:{port}/metrics", file=err, flush=True)
-    return metrics
 
 
 def _watch(
