@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from latdoc.cli import diagnose, lab, load, probe, system, verify, watch
 from latdoc.cli._options import (
@@ -54,32 +54,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _report(args: argparse.Namespace) -> int:
+    return watch.run_report(args) if args.watch else diagnose.run_report(args)
+
+
+_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "probe": probe.run,
+    "diagnose": diagnose.run_diagnose,
+    "runs": diagnose.run_runs,
+    "report": _report,
+    "watch": watch.run,
+    "compare": verify.run_compare,
+    "verify": verify.run_verify,
+    "load": load.run,
+    "system": system.run,
+    "lab": lab.run_lab,
+}
+"""Each command's module function: parse has happened, it runs and returns the exit code."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-        if args.command == "probe":
-            return probe.run(args)
-        if args.command == "diagnose":
-            return diagnose.run_diagnose(args)
-        if args.command == "runs":
-            return diagnose.run_runs(args)
-        if args.command == "report":
-            if args.watch:
-                return watch.run_report(args)
-            return diagnose.run_report(args)
-        if args.command == "watch":
-            return watch.run(args)
-        if args.command == "compare":
-            return verify.run_compare(args)
-        if args.command == "verify":
-            return verify.run_verify(args)
-        if args.command == "load":
-            return load.run(args)
-        if args.command == "system":
-            return system.run(args)
-        if args.command == "lab":
-            return lab.run_lab(args)
+        command = _COMMANDS.get(args.command)
+        if command is not None:
+            return command(args)
         raise UsageError(f"unknown command {args.command!r}")
     except UsageError as exc:
         print(f"Error: {exc}", file=sys.stderr)
