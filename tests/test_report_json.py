@@ -42,7 +42,7 @@ TRACE_KEYS = {
     "send_ms", "send_acked", "wait_ms", "ttfb_ms", "ttft_ms", "tpot_ms", "total_ms", "rtt_ms",
     "prompt_tokens", "cached_prompt_tokens", "output_tokens", "output_tokens_exact",
     "chunk_tokens_exact", "finish_reason", "request_bytes", "response_bytes", "server_timing",
-    "tcp_info", "error", "chunks",
+    "tcp_info", "error", "chunks", "started_ns", "request_id", "response_id", "attempt",
 }  # fmt: skip
 TCP_INFO_KEYS = {
     "rtt_us", "rtt_ms", "rttvar_us", "rttvar_ms", "min_rtt_us", "min_rtt_ms", "retransmits",
