@@ -270,8 +270,7 @@ def verdict_line(result: VerifyResult) -> str:
         return f"Verdict: not applicable — {result.reason}"
     m, gain, ci = result.headline, result.gain_ms, result.gain_interval_ms
     assert m is not None and gain is not None
-    from latdoc.report._compare import format_p
-    from latdoc.report.names import format_ms
+    from latdoc.report import format_ms, format_p
 
     interval = "" if ci is None else f" (95% CI {format_ms(ci[0])} … {format_ms(ci[1])})"
     what = "saves" if gain >= 0 else "adds"

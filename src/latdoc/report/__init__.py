@@ -9,6 +9,7 @@ from latdoc.report._clock import WATCH_SCHEMA, clock_to_dict, render_clock, rend
 from latdoc.report._compare import (
     COMPARISON_SCHEMA,
     comparison_to_dict,
+    format_p,
     render_comparison,
     render_comparison_html,
 )
@@ -32,6 +33,7 @@ from latdoc.report.json_out import (
     trace_to_dict,
 )
 from latdoc.report.metrics import PrometheusMetrics
+from latdoc.report.names import format_ms
 from latdoc.report.progress import ProgressBars
 
 __all__ = [
@@ -49,6 +51,8 @@ __all__ = [
     "comparison_to_dict",
     "conversation_to_dict",
     "diagnosis_to_dict",
+    "format_ms",
+    "format_p",
     "load_to_dict",
     "make_console",
     "render_clock",
