@@ -10,8 +10,9 @@
   :func:`compare_runs` compares two stored runs like with like, sending nothing.
 - :func:`read_host` reads the client host's facts for the checklist of
   ``latdoc system``; :func:`host_meta` is what every run records about its host.
-- :func:`load_endpoint` runs a load sweep and keeps it as a run; :func:`reload_load`
-  analyses a stored sweep again.
+- :func:`load_endpoint` runs a load sweep and keeps it as a run, from this process or
+  from :class:`Workers` (local processes or Ray actors) merged into one run;
+  :func:`reload_load` analyses a stored sweep again.
 - :func:`verify_remedy` measures one remedy as an A/B experiment on the endpoint.
 - :func:`watch_endpoint` runs or resumes a named watch; :func:`watch_clock` reads it
   back by the clock (the peak against the rest), sending nothing.
@@ -43,6 +44,7 @@ from latdoc.pipeline._host import (
 from latdoc.pipeline._load import (
     MAX_REMOTE_STREAMS,
     LoadRun,
+    Workers,
     check_load_target,
     is_loopback,
     load_endpoint,
@@ -69,6 +71,7 @@ __all__ = [
     "VerifyResult",
     "WatchClock",
     "WatchRun",
+    "Workers",
     "build_diagnosis",
     "check_load_target",
     "compare_runs",

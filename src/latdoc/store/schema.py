@@ -186,6 +186,7 @@ def _workers_v5(conn: sqlite3.Connection) -> None:
     ``NULL`` for a sample the measuring process sent itself, as every earlier one was."""
     conn.execute("ALTER TABLE samples ADD COLUMN worker INTEGER")
 
+
 MIGRATIONS: tuple[Migration, ...] = (
     _create_v1,
     _loop_lag_v2,

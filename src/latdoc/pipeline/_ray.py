@@ -1,0 +1,128 @@
+"""Load workers as Ray actors (``latdoc load --ray ADDRESS --workers N``).
+
+Each actor is a :class:`~latdoc.workload.LoadWorker`, the same worker loop a local
+process runs, placed by Ray with the ``SPREAD`` strategy so the streams leave
+from as many nodes as there are; its batches come back through a Ray streaming
+generator. An actor that dies ends its generator with a Ray error, which is
+the :class:`~._fleet.WorkerLost` the driver counts. Ray is imported only here,
+and only when ``--ray`` is used: ``import latdoc`` never imports it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Sequence
+from types import ModuleType, TracebackType
+from typing import Any, Self
+
+from latdoc.errors import UsageError
+from latdoc.pipeline._fleet import WorkerLost
+from latdoc.workload import Batch, LevelOrder, LoadPlan, LoadWorker
+
+INSTALL_HINT = "--ray needs Ray, an optional extra: pip install 'llm-latency-doctor[ray]'"
+WORKER_CPUS = 1.0
+"""CPUs each load actor asks of Ray: a worker's event loop keeps one core busy."""
+
+
+def import_ray() -> ModuleType:
+    """The ``ray`` module, or a :class:`UsageError` saying how to install it."""
+    try:
+        import ray
+    except ImportError:
+        raise UsageError(INSTALL_HINT) from None
+    return ray
+
+
+def connect(address: str) -> ModuleType:
+    """Join the Ray cluster at ``address`` (``auto``: the one this machine is part of)."""
+    ray = import_ray()
+    if not ray.is_initialized():
+        try:
+            ray.init(
+                address=address,
+                logging_level=logging.WARNING,
+                log_to_driver=False,
+                configure_logging=False,
+            )
+        except (ConnectionError, ValueError, RuntimeError) as exc:
+            raise UsageError(f"cannot join the Ray cluster at {address}: {exc}") from None
+    return ray
+
+
+class RayWorker:
+    """The driver's end of one load actor."""
+
+    def __init__(self, ray: ModuleType, actor: Any, worker: int) -> None:
+        self.worker = worker
+        self.actor = actor
+        self._ray = ray
+
+    async def clock(self) -> tuple[int, int]:
+        value: tuple[int, int] = await self._call(self.actor.clock.remote())
+        return value
+
+    async def where(self) -> dict[str, Any]:
+        value: dict[str, Any] = await self._call(self.actor.where.remote())
+        return value
+
+    async def run_level(self, order: LevelOrder) -> AsyncIterator[Batch]:
+        try:
+            stream = self.actor.run_level.options(num_returns="streaming").remote(order)
+            async for ref in stream:
+                batch: Batch = await ref
+                yield batch
+                if batch.window is not None:
+                    return
+        except self._ray.exceptions.RayError as exc:
+            raise WorkerLost(_first_line(exc)) from None
+        raise WorkerLost("its actor ended the level without its last batch")
+
+    def stop(self) -> None:
+        self._ray.kill(self.actor, no_restart=True)
+
+    async def _call(self, ref: Any) -> Any:
+        try:
+            return await ref
+        except self._ray.exceptions.RayError as exc:
+            raise WorkerLost(_first_line(exc)) from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"Ray: {text[0] if text else type(exc).__name__}"
+
+
+class RayFleet:
+    """One load actor per plan on the cluster at ``address``; a context manager whose
+    exit kills every actor and leaves the cluster."""
+
+    backend = "ray"
+
+    def __init__(self, address: str, plans: Sequence[LoadPlan]) -> None:
+        self._ray = connect(address)
+        self.handles: list[RayWorker] = []
+        try:
+            actor = self._ray.remote(LoadWorker).options(
+                num_cpus=WORKER_CPUS, max_restarts=0, scheduling_strategy="SPREAD"
+            )
+            for i, plan in enumerate(plans):
+                self.handles.append(RayWorker(self._ray, actor.remote(plan, i), i))
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        for handle in self.handles:
+            handle.stop()
+        self._ray.shutdown()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
