@@ -31,6 +31,7 @@ from datetime import timedelta
 from typing import Any, Protocol
 
 from latdoc.analysis.load import LevelWindow
+from latdoc.errors import LatdocError
 from latdoc.probe import now_ns
 from latdoc.records import Sample, Step, StepNote
 from latdoc.workload import Batch, LevelOrder, LoadPlan, split, worker_clocks, worker_host
@@ -144,9 +145,12 @@ async def join(handles: Sequence[WorkerHandle]) -> list[Member]:
     mine = worker_host()
 
     async def one(handle: WorkerHandle) -> Member:
-        where = await handle.where()
-        same = bool(where.get("boot_id")) and where.get("boot_id") == mine.get("boot_id")
-        return Member(handle, where, await estimate_offset(handle, same_clock=same))
+        try:
+            where = await handle.where()
+            same = bool(where.get("boot_id")) and where.get("boot_id") == mine.get("boot_id")
+            return Member(handle, where, await estimate_offset(handle, same_clock=same))
+        except WorkerLost as exc:
+            raise LatdocError(f"load worker {handle.worker} did not start: {exc}") from None
 
     return list(await asyncio.gather(*(one(h) for h in handles)))
 
