@@ -13,6 +13,8 @@
 - :func:`load_endpoint` runs a load sweep and keeps it as a run, from this process or
   from :class:`Workers` (local processes or Ray actors) merged into one run;
   :func:`reload_load` analyses a stored sweep again.
+- :func:`probe_vantages` and :func:`diagnose_vantages` measure from Ray nodes labelled
+  as vantage points, keep a run per vantage and compare them (:class:`VantageRuns`).
 - :func:`verify_remedy` measures one remedy as an A/B experiment on the endpoint.
 - :func:`watch_endpoint` runs or resumes a named watch; :func:`watch_clock` reads it
   back by the clock (the peak against the rest), sending nothing.
@@ -53,6 +55,7 @@ from latdoc.pipeline._load import (
 from latdoc.pipeline._retry import RetryVerdict, verify_retry
 from latdoc.pipeline._runs import RunComparison, StoredProbe, compare_runs, probe_endpoint
 from latdoc.pipeline._traffic import diagnose_otlp, diagnose_traffic
+from latdoc.pipeline._vantage import VantageRuns, diagnose_vantages, probe_vantages
 from latdoc.pipeline._verify import NOT_APPLICABLE, VerifyResult, verify_remedy
 from latdoc.pipeline._watch import WatchClock, WatchRun, latest_watch, watch_clock, watch_endpoint
 
@@ -68,6 +71,7 @@ __all__ = [
     "RetryVerdict",
     "RunComparison",
     "StoredProbe",
+    "VantageRuns",
     "VerifyResult",
     "WatchClock",
     "WatchRun",
@@ -79,12 +83,14 @@ __all__ = [
     "diagnose_endpoint",
     "diagnose_otlp",
     "diagnose_traffic",
+    "diagnose_vantages",
     "host_facts_from_meta",
     "host_meta",
     "is_loopback",
     "latest_watch",
     "load_endpoint",
     "probe_endpoint",
+    "probe_vantages",
     "read_host",
     "rediagnose",
     "reload_load",

@@ -1,27 +1,34 @@
-"""Load workers as Ray actors (``latdoc load --ray ADDRESS --workers N``).
+"""Load workers as Ray actors (``latdoc load --ray ADDRESS --workers N``), and the
+measuring done on vantage nodes (``latdoc probe|diagnose --ray ADDRESS --vantage a,b``).
 
 Each actor is a :class:`~latdoc.workload.LoadWorker`, the same worker loop a local
 process runs, placed by Ray with the ``SPREAD`` strategy so the streams leave
 from as many nodes as there are; its batches come back through a Ray streaming
 generator. An actor that dies ends its generator with a Ray error, which is
-the :class:`~._fleet.WorkerLost` the driver counts. Ray is imported only here,
+the :class:`~._fleet.WorkerLost` the driver counts. A vantage's measuring is a
+Ray task that asks for a sliver of the node's ``vantage:NAME`` resource, so it runs
+on a node labelled so and nowhere else. Ray is imported only here,
 and only when ``--ray`` is used: ``import latdoc`` never imports it.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from types import ModuleType, TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
-from latdoc.errors import UsageError
+from latdoc.errors import LatdocError, UsageError
 from latdoc.pipeline._fleet import WorkerLost
 from latdoc.workload import Batch, LevelOrder, LoadPlan, LoadWorker
 
 INSTALL_HINT = "--ray needs Ray, an optional extra: pip install 'llm-latency-doctor[ray]'"
 WORKER_CPUS = 1.0
 """CPUs each load actor asks of Ray: a worker's event loop keeps one core busy."""
+VANTAGE_SHARE = 0.001
+"""How much of a node's ``vantage:NAME`` resource one measuring task takes."""
+_Plan = TypeVar("_Plan")
+_Result = TypeVar("_Result")
 
 
 def import_ray() -> ModuleType:
@@ -126,3 +133,50 @@ class RayFleet:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def run_at_vantages(
+    address: str,
+    vantages: Sequence[str],
+    measure: Callable[[_Plan, str], _Result],
+    plan: _Plan,
+) -> list[_Result]:
+    """``measure(plan, name)`` on a node carrying ``vantage:NAME``, for every name at once;
+    the results in the order of ``vantages``. Ctrl-C cancels every task."""
+    ray = connect(address)
+    try:
+        have = ray.cluster_resources()
+        missing = [n for n in vantages if f"vantage:{n}" not in have]
+        if missing:
+            labels = ", ".join(f"vantage:{n}" for n in missing)
+            raise UsageError(
+                f"no node of the Ray cluster at {address} carries {labels}; start one with "
+                f"ray start --address ... --resources '{{\"vantage:{missing[0]}\": 1}}'"
+            )
+        task = ray.remote(measure)
+        refs = [
+            task.options(
+                num_cpus=0, max_retries=0, resources={f"vantage:{n}": VANTAGE_SHARE}
+            ).remote(plan, n)
+            for n in vantages
+        ]
+        try:
+            return [_result(ray, ref, name) for ref, name in zip(refs, vantages, strict=True)]
+        except BaseException:
+            for ref in refs:
+                ray.cancel(ref, force=True)
+            raise
+    finally:
+        ray.shutdown()
+
+
+def _result(ray: ModuleType, ref: Any, name: str) -> Any:
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayTaskError as exc:
+        cause = exc.cause if isinstance(exc.cause, BaseException) else None
+        if isinstance(cause, LatdocError):
+            raise cause from None
+        raise LatdocError(f"the measuring at vantage {name} failed: {_first_line(exc)}") from None
+    except ray.exceptions.RayError as exc:
+        raise LatdocError(f"the measuring at vantage {name} was lost: {_first_line(exc)}") from None
