@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from latdoc.analysis.load import LevelWindow
-from latdoc.probe import ConnectionOptions, Endpoint, ProbeSession, now_ns
+from latdoc.probe import ConnectionOptions, Endpoint, EventHook, ProbeSession, now_ns
 from latdoc.records import RequestTrace, Sample, Step, StepNote
 from latdoc.workload._budget import Budget
 from latdoc.workload._calibration import ASSUMED, prompt_cost
@@ -58,6 +58,10 @@ class LoadPlan:
     max_in_flight: int = 64
     """Open loop: requests open at once, at most."""
     seed: int | None = None
+    on_event: EventHook | None = field(default=None, compare=False, repr=False)
+    """Sees every decoded event of every request with the arrival time its trace uses,
+    for fields a trace does not keep (a benchmark reads a server's own stamps there).
+    Sent to each worker process or actor, so it must pickle."""
 
     @property
     def closed_loop(self) -> bool:
@@ -129,7 +133,8 @@ class _Sweep:
             level.stop("the request or token budget ran out")
             return
         self.started += 1
-        trace = await session.request(make_prompt(self.words, self.rng), out)
+        prompt = make_prompt(self.words, self.rng)
+        trace = await session.request(prompt, out, on_event=self.plan.on_event)
         self._settle(trace)
         self.on_sample(
             Sample(step, trace, self.plan.prompt_tokens, tag, index=self.index, worker=self.worker)
