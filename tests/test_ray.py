@@ -209,3 +209,17 @@ def test_diagnose_from_two_vantages_keeps_a_diagnosis_each(
             _, samples, document = store.load_run(info.run_id)
             assert document is not None and document["schema"].startswith("latdoc.diagnosis/")
             assert any(s.step == "network" for s in samples)
+
+
+def test_more_workers_than_the_cluster_has_cpus_is_refused(
+    cluster: LocalRayCluster, lab_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        ["load", lab_url, "-m", "lab-sim", "--concurrency", "9", "--ray", cluster.address,
+         "--workers", "9"]
+    )  # fmt: skip
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(
+        f"Error: 9 load workers need 9 CPUs; the Ray cluster at {cluster.address} has 3"
+    )

@@ -31,7 +31,9 @@ from latdoc.lab._service import Service
 
 __all__ = ["LocalRayCluster", "RayNode"]
 
-STOP_GRACE_S = 5.0
+STOP_GRACE_S = 2.0
+"""How long the nodes may take to exit on SIGTERM before SIGKILL: a lab cluster keeps
+nothing worth a longer wait."""
 _POLL_S = 1.0
 
 

@@ -38,6 +38,8 @@ from latdoc.workload import Batch, LevelOrder, LoadPlan, split, worker_clocks, w
 
 CLOCK_ROUNDS = 8
 """Round trips per worker to estimate its clock offset; the fastest is kept."""
+START_TIMEOUT_S = 120.0
+"""How long the workers may take to start (a Ray cluster may have to find CPUs)."""
 MIN_FOR_ERROR_RATE = 5
 START_LEAD_NS = 100_000_000
 """How far ahead of now a level's start is set, so every worker hears of it in time."""
@@ -152,7 +154,14 @@ async def join(handles: Sequence[WorkerHandle]) -> list[Member]:
         except WorkerLost as exc:
             raise LatdocError(f"load worker {handle.worker} did not start: {exc}") from None
 
-    return list(await asyncio.gather(*(one(h) for h in handles)))
+    try:
+        async with asyncio.timeout(START_TIMEOUT_S):
+            return list(await asyncio.gather(*(one(h) for h in handles)))
+    except TimeoutError:
+        raise LatdocError(
+            f"the {len(handles)} load workers did not all start within {START_TIMEOUT_S:g} s "
+            "(on Ray: does the cluster have a free CPU for each?)"
+        ) from None
 
 
 @dataclass

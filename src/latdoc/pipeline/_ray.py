@@ -109,6 +109,12 @@ class RayFleet:
         self._ray = connect(address)
         self.handles: list[RayWorker] = []
         try:
+            cpus = float(self._ray.cluster_resources().get("CPU", 0.0))
+            if cpus < len(plans) * WORKER_CPUS:
+                raise UsageError(
+                    f"{len(plans)} load workers need {len(plans) * WORKER_CPUS:g} CPUs; the Ray "
+                    f"cluster at {address} has {cpus:g}"
+                )
             actor = self._ray.remote(LoadWorker).options(
                 num_cpus=WORKER_CPUS, max_restarts=0, scheduling_strategy="SPREAD"
             )
