@@ -19,14 +19,13 @@ The lab shares the machine's cores with the client, so on a small machine it is
 part of what is measured: read the columns against each other, from one run.
 
 Bounded: one level of ``--seconds`` per way, requests capped. Run:
-``.venv/bin/python bench/load_workers.py`` (about 1 to 2 minutes).
+``.venv/bin/python bench/load_workers.py`` (under a minute on 2 cores).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import threading
 import time
@@ -35,16 +34,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from probe_overhead import ContentStamps, Observed, summarize  # noqa: E402
-
-import latdoc  # noqa: E402
-from latdoc.lab.sim import LabConfig, LabProcess, LatencyModel  # noqa: E402
-from latdoc.pipeline import LoadRun, Workers, load_endpoint  # noqa: E402
-from latdoc.probe import Endpoint  # noqa: E402
-from latdoc.store import Store  # noqa: E402
-from latdoc.workload import LoadPlan  # noqa: E402
+import latdoc
+from latdoc.lab.sim import LabConfig, LabProcess, LatencyModel
+from latdoc.pipeline import LoadRun, Workers, load_endpoint
+from latdoc.probe import Endpoint
+from latdoc.store import Store
+from latdoc.workload import LoadPlan
+from probe_overhead import ContentStamps, Observed, summarize
 
 ITL_MS = 50.0
 OUTPUT_TOKENS = 32
@@ -83,7 +79,7 @@ def read_stamps(directory: str) -> dict[str, tuple[list[int], list[int]]]:
     found = {}
     for path in Path(directory).glob("*.txt"):
         for line in path.read_text().splitlines():
-            rid, server, client = (line.split(" ") + ["", ""])[:3]
+            rid, server, client = [*line.split(" "), "", ""][:3]
             found[rid] = (
                 [int(x) for x in server.split(",") if x],
                 [int(x) for x in client.split(",") if x],
@@ -199,24 +195,26 @@ def main() -> None:
     print(f"{'sent from':<14} {'requests':>9} {'sent/s':>7} {'CPU ms/req':>11} "
           f"{'TTFT err p50':>13} {'TTFT err p99':>13} {'ITL err p99':>12}")  # fmt: skip
     try:
-        with LabProcess(LabConfig(latency=model, stamp_chunks=True)) as server:
-            with tempfile.TemporaryDirectory(prefix="ldbench-") as tmp:
-                for k, (name, workers) in enumerate(ways):
-                    db = Path(tmp, f"{k}.db")
-                    run, cpu, observed = one_way(
-                        server.base_url, args.streams, args.seconds, workers, db
-                    )
-                    itl, ttft, failed = summarize(observed)
-                    n = len(run.samples)
-                    (level,) = run.analysis.levels
-                    print(
-                        f"{name:<14} {n:>9} {level.sent_per_s:>7.0f} "
-                        f"{cpu / max(n, 1) * 1000:>11.2f} "
-                        f"{_ms(ttft.p50 if ttft else None):>13} "
-                        f"{_ms(ttft.p99 if ttft else None):>13} "
-                        f"{_ms(itl.p99 if itl else None):>12}"
-                        + (f"   ({failed} without stamps)" if failed else "")
-                    )
+        with (
+            LabProcess(LabConfig(latency=model, stamp_chunks=True)) as server,
+            tempfile.TemporaryDirectory(prefix="ldbench-") as tmp,
+        ):
+            for k, (name, workers) in enumerate(ways):
+                db = Path(tmp, f"{k}.db")
+                run, cpu, observed = one_way(
+                    server.base_url, args.streams, args.seconds, workers, db
+                )
+                itl, ttft, failed = summarize(observed)
+                n = len(run.samples)
+                (level,) = run.analysis.levels
+                print(
+                    f"{name:<14} {n:>9} {level.sent_per_s:>7.0f} "
+                    f"{cpu / max(n, 1) * 1000:>11.2f} "
+                    f"{_ms(ttft.p50 if ttft else None):>13} "
+                    f"{_ms(ttft.p99 if ttft else None):>13} "
+                    f"{_ms(itl.p99 if itl else None):>12}"
+                    + (f"   ({failed} without stamps)" if failed else "")
+                )
     finally:
         if cluster is not None:
             cluster.stop()
