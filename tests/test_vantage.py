@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from latdoc.analysis.vantage import compare_vantages, vantage_row
+from latdoc.cli import main
 from latdoc.records import RequestTrace
 from latdoc.report import render_text, render_vantages, vantages_to_dict
 
@@ -82,3 +83,18 @@ def test_setup_phases_come_from_new_connections_only() -> None:
     comparison = compare_vantages([only_warm, vantage_row("z", warm)])
     assert comparison.nearest_by == "ttft"
     assert compare_vantages([row]).nearest is None
+
+
+def test_vantage_flags_that_do_not_fit_are_refused(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert main(["probe", "http://127.0.0.1:9/v1", "-m", "m", "--vantage", "a"]) == 2
+    assert capsys.readouterr().err == "Error: --ray ADDRESS and --vantage NAME,NAME go together\n"
+    assert main(["diagnose", "--ray", "auto", "--vantage", "a,b"]) == 2
+    assert "give the endpoint's URL" in capsys.readouterr().err
+    assert (
+        main(["probe", "http://127.0.0.1:9/v1", "-m", "m", "--ray", "auto", "--vantage", "a,a"])
+        == 2
+    )
+    assert "distinct names" in capsys.readouterr().err

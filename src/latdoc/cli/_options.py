@@ -201,6 +201,11 @@ def vantages(args: argparse.Namespace) -> tuple[str, ...] | None:
     if (args.ray is None) != (args.vantage is None):
         raise UsageError("--ray ADDRESS and --vantage NAME,NAME go together")
     names: tuple[str, ...] | None = args.vantage
+    if names is not None and not (args.url or os.environ.get(BASE_URL_VARIABLE)):
+        raise UsageError(
+            "--vantage measures from other machines: give the endpoint's URL (the built-in "
+            "endpoint runs on this machine only)"
+        )
     return names
 
 
