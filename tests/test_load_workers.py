@@ -6,6 +6,8 @@ The lab runs in a process of its own with 8 slots; a request takes about
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import json
 import multiprocessing
 import os
@@ -16,17 +18,20 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
+from latdoc.analysis.load import LevelWindow
 from latdoc.cli import main
 from latdoc.errors import UsageError
 from latdoc.lab.sim import LabConfig, LabProcess, LatencyModel
 from latdoc.pipeline import LoadRun, Workers, load_endpoint, reload_load
+from latdoc.pipeline._fleet import estimate_offset
 from latdoc.probe import Endpoint
 from latdoc.store import Store
-from latdoc.workload import LoadPlan, split, worker_plans
+from latdoc.workload import LoadPlan, split, worker_clocks, worker_plans
 
 OUTPUT = 16
 LATENCY = LatencyModel(prefill_base_ms=20.0, prefill_ms_per_token=0.0, decode_ms_per_token=10.0)
@@ -109,6 +114,63 @@ def test_each_workers_clock_offset_is_estimated_and_recorded(
         assert abs(offset["monotonic_ns"]) <= offset["uncertainty_ns"]
         assert offset["applied_monotonic_ns"] == 0
     assert [s.worker for s in again.samples] == [s.worker for s in run.samples]
+    assert any(
+        n.text.startswith("sent from 2 worker processes on ") and "no offset was applied" in n.text
+        for n in run.notes
+    )
+
+
+class _AheadClock:
+    """A worker on a host whose clocks run ahead of this one's, 2 ms away each way."""
+
+    worker = 0
+    monotonic_ahead = 3_600 * 10**9
+    wall_ahead = -250 * 10**6
+
+    async def clock(self) -> tuple[int, int]:
+        await asyncio.sleep(0.002)
+        mono, wall = worker_clocks()
+        await asyncio.sleep(0.002)
+        return mono + self.monotonic_ahead, wall + self.wall_ahead
+
+
+def test_another_hosts_clocks_are_estimated_within_their_uncertainty_and_undone(
+    closed: tuple[LoadRun, Path],
+) -> None:
+    ahead = _AheadClock()
+    offset = asyncio.run(estimate_offset(ahead, same_clock=False))  # type: ignore[arg-type]
+    assert 2_000_000 <= offset.uncertainty_ns < 50_000_000
+    assert abs(offset.monotonic_ns - ahead.monotonic_ahead) <= offset.uncertainty_ns
+    assert abs(offset.wall_ns - ahead.wall_ahead) <= offset.uncertainty_ns
+    assert (offset.applied_monotonic_ns, offset.applied_wall_ns) == (
+        offset.monotonic_ns, offset.wall_ns
+    )  # fmt: skip
+    # A sample and a level as that worker saw them come back onto this host's clocks.
+    run, _ = closed
+    here = run.samples[0]
+    there = dataclasses.replace(
+        here,
+        trace=dataclasses.replace(
+            here.trace,
+            t0_ns=here.trace.t0_ns + ahead.monotonic_ahead,
+            started_ns=(here.trace.started_ns or 0) + ahead.wall_ahead,
+            started_at=here.trace.started_at + timedelta(microseconds=ahead.wall_ahead / 1000),
+        ),
+    )
+    back = offset.to_driver(there).trace
+    assert abs(back.t0_ns - here.trace.t0_ns) <= offset.uncertainty_ns
+    assert abs((back.started_ns or 0) - (here.trace.started_ns or 0)) <= offset.uncertainty_ns
+    assert abs(back.started_at - here.trace.started_at) <= timedelta(
+        microseconds=offset.uncertainty_ns / 1000 + 1
+    )
+    window = LevelWindow(
+        1, 4, None, 10**9 + ahead.monotonic_ahead, 2 * 10**9 + ahead.monotonic_ahead
+    )
+    moved = offset.window(window)
+    assert abs(moved.start_ns - 10**9) <= offset.uncertainty_ns
+    assert moved.end_ns - moved.start_ns == 10**9
+    same = asyncio.run(estimate_offset(ahead, same_clock=True))  # type: ignore[arg-type]
+    assert (same.applied_monotonic_ns, same.applied_wall_ns) == (0, 0)
 
 
 def test_open_loop_rates_add_up_over_the_workers(lab_url: str, tmp_path: Path) -> None:

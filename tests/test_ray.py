@@ -99,7 +99,8 @@ def test_load_from_ray_actors_lands_in_one_run_like_a_local_load(
     for member in workers["members"]:
         offset = member["clock_offset"]
         assert abs(offset["monotonic_ns"]) <= offset["uncertainty_ns"] < 100_000_000
-    assert "Latency by level" in render_text(render_load(run.analysis, run.notes))
+    text = " ".join(render_text(render_load(run.analysis, run.notes)).split())
+    assert "Latency by level" in text and "Note: sent from 2 Ray actors on " in text
 
 
 def test_a_dead_actor_loses_only_its_in_flight_requests(

@@ -182,6 +182,8 @@ class FleetSweep:
         on_sample: Callable[[Sample], None],
         on_level: Callable[[LevelWindow], None],
         on_progress: Callable[[str, int, int], None] | None,
+        *,
+        kind: str = "workers",
     ) -> None:
         self.plan = plan
         self.members = list(members)
@@ -191,6 +193,7 @@ class FleetSweep:
         self.notes: list[StepNote] = []
         self.index = 0
         self.started_ns = now_ns()
+        self.note(sent_from(self.members, kind))
 
     def note(self, text: str) -> None:
         self.notes.append(StepNote(Step.RUN, text))
@@ -312,6 +315,23 @@ class FleetSweep:
             # The workers' medians, the latest of them: an upper bound of the whole median.
             late_ms_p50=max(late) if late else None,
         )
+
+
+def sent_from(members: Sequence[Member], kind: str) -> str:
+    """Where the streams left from, and how well the workers' clocks are known."""
+    hosts = sorted({str(m.where.get("host")) for m in members})
+    worst_us = max((m.offset.uncertainty_ns for m in members), default=0) / 1000
+    applied = any(m.offset.applied_monotonic_ns or m.offset.applied_wall_ns for m in members)
+    how = (
+        "their traces were moved onto this machine's clocks"
+        if applied
+        else "they share this machine's clock, so no offset was applied"
+    )
+    return (
+        f"sent from {len(members)} {kind} on {', '.join(hosts)}; their clock offsets were "
+        f"estimated to ±{worst_us:.0f} µs (the fastest of {CLOCK_ROUNDS} round trips each) "
+        f"and {how}"
+    )
 
 
 def _place(where: dict[str, Any]) -> str:

@@ -141,7 +141,8 @@ def _fleet_sweep(
     def sweep(
         keep: Callable[[Sample], None], on_level: Callable[[LevelWindow], None]
     ) -> Coroutine[Any, Any, list[StepNote]]:
-        return FleetSweep(plan, members, keep, on_level, on_progress).run()
+        kind = "worker processes" if workers.ray is None else "Ray actors"
+        return FleetSweep(plan, members, keep, on_level, on_progress, kind=kind).run()
 
     return sweep
 
