@@ -250,7 +250,9 @@ def test_ctrl_c_stops_every_worker_process(lab_url: str, tmp_path: Path) -> None
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
-    assert "interrupted by the user" in out and "Traceback" not in err
+    said = " ".join(out.split())
+    assert "interrupted by the user" in said and "Traceback" not in err
+    assert "Note: sent from 2 worker processes on " in said
     with sqlite3.connect(db) as conn:
         status, meta = conn.execute("SELECT status, meta FROM runs").fetchone()
     assert status == "interrupted"

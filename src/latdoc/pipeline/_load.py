@@ -95,8 +95,18 @@ def load_endpoint(
     with ExitStack() as stack:
         if workers is None:
             return _run_sweep(plan, _local_sweep(plan, on_progress), store, slo, meta, on_sample)
-        sweep = _fleet_sweep(plan, workers, on_progress, stack, meta)
-        return _run_sweep(plan, sweep, store, slo, meta, on_sample, batched=True)
+        running: list[FleetSweep] = []
+        sweep = _fleet_sweep(plan, workers, on_progress, stack, meta, running)
+        return _run_sweep(
+            plan,
+            sweep,
+            store,
+            slo,
+            meta,
+            on_sample,
+            batched=True,
+            notes_so_far=lambda: running[0].notes if running else [],
+        )
 
 
 Sweep = Callable[
@@ -120,6 +130,7 @@ def _fleet_sweep(
     on_progress: Callable[[str, int, int], None] | None,
     stack: ExitStack,
     meta: dict[str, Any],
+    running: list[FleetSweep],
 ) -> Sweep:
     """Start the workers (stopped when ``stack`` closes), align their clocks, and record
     where each runs and its clock offset in ``meta``."""
@@ -142,7 +153,8 @@ def _fleet_sweep(
         keep: Callable[[Sample], None], on_level: Callable[[LevelWindow], None]
     ) -> Coroutine[Any, Any, list[StepNote]]:
         kind = "worker processes" if workers.ray is None else "Ray actors"
-        return FleetSweep(plan, members, keep, on_level, on_progress, kind=kind).run()
+        running.append(FleetSweep(plan, members, keep, on_level, on_progress, kind=kind))
+        return running[-1].run()
 
     return sweep
 
@@ -156,9 +168,11 @@ def _run_sweep(
     on_sample: Callable[[Sample], None] | None,
     *,
     batched: bool = False,
+    notes_so_far: Callable[[], list[StepNote]] = list,
 ) -> LoadRun:
     """Run ``sweep``, keeping each sample as it comes: committed one by one, or, when
-    many workers send (``batched``), a batch at a time (see :meth:`Store.batch`)."""
+    many workers send (``batched``), a batch at a time (see :meth:`Store.batch`).
+    On Ctrl-C the notes said until then (``notes_so_far``: a lost worker) are kept."""
     run_id = store.new_run(
         endpoint=plan.endpoint.base_url,
         model=plan.endpoint.model,
@@ -183,7 +197,10 @@ def _run_sweep(
             notes = asyncio.run(sweep(keep, windows.append))
     except KeyboardInterrupt:
         status = "interrupted"
-        notes = [StepNote(Step.RUN, "interrupted by the user; reported what was measured")]
+        notes = [
+            *notes_so_far(),
+            StepNote(Step.RUN, "interrupted by the user; reported what was measured"),
+        ]
     analysis = analyse_load(windows, samples, slo)
     document = load_to_dict(analysis, notes=notes, run_id=run_id)
     store.finish_run(run_id, status=status, notes=notes, diagnosis=document)
