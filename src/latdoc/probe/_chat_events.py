@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from latdoc.errors import status_of_error_type
 from latdoc.probe._events import EventInfo, Usage, int_or_none
 
 __all__ = ["chat_usage", "parse_chat_event", "sniff_dialect"]
@@ -39,8 +40,11 @@ def parse_chat_event(obj: Any, event: str | None = None) -> EventInfo:
         return EventInfo(error=f"event is a JSON {type(obj).__name__}, not an object")
     error = obj.get("error")
     if error is not None:
-        message = error.get("message") if isinstance(error, dict) else None
-        return EventInfo(error=str(message or error))
+        if not isinstance(error, dict):
+            return EventInfo(error=str(error))
+        kind = error.get("code") or error.get("type")
+        status = status_of_error_type(kind) if isinstance(kind, str) else None
+        return EventInfo(error=str(error.get("message") or error), error_status=status)
     choices = obj.get("choices")
     if choices is None and "usage" not in obj:
         other = sniff_dialect(obj, event)

@@ -155,14 +155,15 @@ class _Lab:
         return value is not None and hmac.compare_digest(value, self.expected_auth)
 
     def check_headers(self, kind: Kind, scope: Scope) -> None:
-        """The key (``Authorization: Bearer``, or Anthropic's ``x-api-key``) and, for
-        Anthropic, the ``anthropic-version`` header; raises :class:`ApiError`."""
+        """The key (``Authorization: Bearer``; on Anthropic's route also ``x-api-key``)
+        and, for Anthropic, the ``anthropic-version`` header; raises :class:`ApiError`."""
+        bearer = _header(scope, b"authorization")
         if kind != "anthropic":
-            if not self.authorized(_header(scope, b"authorization")):
+            if not self.authorized(bearer):
                 raise _UNAUTHORIZED
             return
         key = _header(scope, b"x-api-key")
-        if not self.authorized(None if key is None else b"Bearer " + key):
+        if not self.authorized(bearer if key is None else b"Bearer " + key):
             raise ApiError(401, "invalid x-api-key")
         if _header(scope, b"anthropic-version") is None:
             raise ApiError(400, "anthropic-version: header is required")
