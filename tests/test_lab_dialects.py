@@ -81,14 +81,14 @@ def test_anthropic_sdk_raises_the_overloaded_error_event(lab: LabFactory) -> Non
     config = LabConfig(latency=FAST, fault_after_tokens=0)
     with lab(config) as server:
         client = _anthropic(server.base_url)
-        with pytest.raises(anthropic.APIStatusError, match="overloaded_error"):  # noqa: PT012
-            with client.messages.stream(
-                model="lab-sim",
-                max_tokens=4,
-                messages=[{"role": "user", "content": "hi"}],
-                extra_headers={"x-lab-fault": "overloaded"},
-            ) as stream:
-                stream.until_done()
+        stream = client.messages.stream(
+            model="lab-sim",
+            max_tokens=4,
+            messages=[{"role": "user", "content": "hi"}],
+            extra_headers={"x-lab-fault": "overloaded"},
+        )
+        with pytest.raises(anthropic.APIStatusError, match="overloaded_error"), stream as events:
+            events.until_done()
 
 
 def test_anthropic_route_wants_its_own_key_header_and_error_body(lab: LabFactory) -> None:

@@ -92,13 +92,25 @@ def _anthropic_events(*events: tuple[str, dict[str, Any]]) -> list[bytes]:
     return [f"event: {name}\ndata: {json.dumps(data)}\n\n".encode() for name, data in events]
 
 
-START = ("message_start", {"type": "message_start", "message": {"id": "msg_1", "usage": {"input_tokens": 7, "output_tokens": 1}}})  # fmt: skip
-BLOCK = ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})  # fmt: skip
-TEXT = ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}})  # fmt: skip
-END = (
-    ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}}),
-    ("message_stop", {"type": "message_stop"}),
-)  # fmt: skip
+def _delta(delta: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    return ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta})
+
+
+START = (
+    "message_start",
+    {"type": "message_start", "message": {"id": "msg_1", "usage": {"input_tokens": 7}}},
+)
+BLOCK = (
+    "content_block_start",
+    {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+)
+TEXT = _delta({"type": "text_delta", "text": "Hi"})
+STOP = {
+    "type": "message_delta",
+    "delta": {"stop_reason": "end_turn"},
+    "usage": {"output_tokens": 2},
+}
+END = (("message_delta", STOP), ("message_stop", {"type": "message_stop"}))
 
 
 def test_unknown_event_types_are_counted_not_fatal() -> None:
@@ -109,7 +121,7 @@ def test_unknown_event_types_are_counted_not_fatal() -> None:
             ("content_block_sparkle", {"type": "content_block_sparkle", "index": 0}),
             BLOCK,
             TEXT,
-            ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "glitter_delta"}}),
+            _delta({"type": "glitter_delta"}),
             TEXT,
             *END,
         )
@@ -145,19 +157,28 @@ def test_an_anthropic_error_body_names_its_type() -> None:
     ) as server:
         trace = _probe(server.base_url, Dialect.ANTHROPIC)
     assert trace.error is not None and trace.error.status == 529
-    assert "overloaded_error: Overloaded" in trace.error.message  # fmt: skip
+    assert "overloaded_error: Overloaded" in trace.error.message
 
 
 @pytest.mark.parametrize(
     ("spoken", "asked"),
-    [(Dialect.ANTHROPIC, Dialect.CHAT), (Dialect.RESPONSES, Dialect.ANTHROPIC), (Dialect.CHAT, Dialect.RESPONSES)],
-)  # fmt: skip
+    [
+        (Dialect.ANTHROPIC, Dialect.CHAT),
+        (Dialect.RESPONSES, Dialect.ANTHROPIC),
+        (Dialect.CHAT, Dialect.RESPONSES),
+    ],
+)
 def test_a_wrong_dialect_is_named(spoken: Dialect, asked: Dialect) -> None:
+    created = {"type": "response.created", "response": {"id": "r"}}
+    chunk = {
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": {"content": "Hi"}}],
+    }
     events = {
         Dialect.ANTHROPIC: _anthropic_events(START, BLOCK, TEXT, *END),
-        Dialect.RESPONSES: [b'event: response.created\ndata: {"type":"response.created","response":{"id":"r"}}\n\n'],
-        Dialect.CHAT: [b'data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"Hi"}}]}\n\n'],
-    }[spoken]  # fmt: skip
+        Dialect.RESPONSES: _anthropic_events(("response.created", created)),
+        Dialect.CHAT: [b"data: %s\n\n" % json.dumps(chunk).encode()],
+    }[spoken]
     with ScriptedServer(sse_response(events)) as server:
         trace = _probe(server.base_url, asked)
     assert trace.error is not None and trace.error.kind is ErrorKind.MALFORMED
