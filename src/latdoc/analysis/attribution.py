@@ -18,7 +18,11 @@ input_length   TTFT at a long prompt (~2K tokens; the longest for longdoc)
                minus TTFT at the shortest (the rule: :mod:`.length_rule`)
 queueing       TTFT p95 − p50 at a fixed length, or the rise under concurrency
                (TTFT here excludes the client's pool wait and connection setup)
-decode         (output tokens − 1) × the steady time per token
+decode         (answer tokens − 1) × the steady time per token (reasoning
+               tokens left to ``reasoning``)
+reasoning      median time thinking before the first answer token: first
+               reasoning output to first answer token, or, when the thinking is
+               not streamed, reported reasoning tokens × the steady time per token
 stalls         mid-stream pause time per request
 client         the measuring client's event-loop lag, or the wait for a free
                connection in its pool
@@ -62,6 +66,7 @@ QUEUE_P95_P50 = 2.0
 QUEUE_LOAD_RATIO = 1.5
 QUEUE_MIN_MS = 100.0
 SLOW_TPOT_MS = 50.0
+REASONING_MIN_MS = 100.0
 CLIENT_QUEUE_MS = 10.0
 CLIENT_LOOP_LAG_MS = 20.0
 ERROR_RATE = 0.05
@@ -216,7 +221,7 @@ def _queueing(f: Facts) -> Finding | None:
 def _decode(f: Facts) -> Finding | None:
     ok = [t for t in f.measured if t.ok]
     tpot = median_of(steady_tpot_ms(t) for t in ok)
-    tokens = median_of(float(t.output_tokens) for t in ok if t.output_tokens)
+    tokens = median_of(float(t.answer_tokens) for t in ok if t.answer_tokens)
     if tpot is None or tokens is None or tpot <= SLOW_TPOT_MS:
         return None
     decode = tpot * max(0.0, tokens - 1)
@@ -228,6 +233,31 @@ def _decode(f: Facts) -> Finding | None:
         {"tpot_ms": tpot, "decode_ms": decode, "output_tokens": tokens},
         share_ms=decode,
         confidence=_confidence(len(ok), tpot / SLOW_TPOT_MS - 1),
+    )
+
+
+def _reasoning(f: Facts) -> Finding | None:
+    r = f.reasoning
+    share = r.get("reasoning_ms")
+    if share is None or share < REASONING_MIN_MS:
+        return None
+    n = int(r.get("reasoning_n") or 0)
+    hidden = int(r.get("hidden_n") or 0)
+    how = (
+        "from the first reasoning output to the first answer token"
+        if not hidden
+        else f"({hidden} of {n} not streamed: reported reasoning tokens × time per token)"
+    )
+    tokens = r.get("reasoning_tokens")
+    told = f", {tokens:.0f} reasoning tokens" if tokens is not None else ""
+    return Finding(
+        Kind.REASONING,
+        "The model thinks before it answers",
+        f"median {share:.0f} ms thinking before the first answer token "
+        f"(≥ {REASONING_MIN_MS:.0f} ms), {how}{told}",
+        {k: v for k, v in r.items() if v is not None},
+        share_ms=share,
+        confidence=_confidence(n, share / REASONING_MIN_MS - 1),
     )
 
 
@@ -328,6 +358,7 @@ RULES: tuple[Rule, ...] = (
     _queueing,
     _stalls,
     _decode,
+    _reasoning,
     _client,
 )
 
@@ -368,6 +399,7 @@ def diagnose(
         length_check=length_check(facts),
         noticeable=bar,
         typical_request=request_parts(steps),
+        reasoning=facts.reasoning,
     )
 
 

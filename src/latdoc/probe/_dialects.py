@@ -30,6 +30,7 @@ from latdoc.probe._responses_events import parse_responses_event
 __all__ = [
     "ANTHROPIC_VERSION",
     "RESERVED_BODY_FIELDS",
+    "THINKING_BUDGETS",
     "Dialect",
     "EventInfo",
     "Prompt",
@@ -43,6 +44,16 @@ __all__ = [
 
 ANTHROPIC_VERSION = "2023-06-01"
 """The ``anthropic-version`` header sent with Anthropic requests."""
+
+
+THINKING_BUDGETS: Mapping[str, int | None] = {
+    "none": None,
+    "minimal": None,
+    "low": 1024,
+    "medium": 4096,
+    "high": 16384,
+}
+"""Anthropic's thinking budget for each reasoning effort (1024 is its smallest)."""
 
 
 class Dialect(enum.StrEnum):
@@ -64,6 +75,24 @@ class Dialect(enum.StrEnum):
     def end_marker(self) -> str:
         """What ends a complete stream in this dialect, for messages."""
         return _END_MARKERS[self]
+
+    def reasoning_fields(self, effort: str) -> dict[str, Any]:
+        """Request fields that ask for ``effort`` (``none``, ``minimal``, ``low``,
+        ``medium``, ``high``): chat's ``reasoning_effort``, the Responses
+        ``reasoning.effort``, Anthropic's ``thinking`` (disabled for none and minimal,
+        else a budget of :data:`THINKING_BUDGETS` tokens)."""
+        if effort not in THINKING_BUDGETS:
+            raise UsageError(f"unknown reasoning effort {effort!r}: {', '.join(THINKING_BUDGETS)}")
+        if self is Dialect.ANTHROPIC:
+            budget = THINKING_BUDGETS[effort]
+            if budget is None:
+                return {"thinking": {"type": "disabled"}}
+            return {"thinking": {"type": "enabled", "budget_tokens": budget}}
+        if self is Dialect.RESPONSES:
+            return {"reasoning": {"effort": effort}}
+        if self is Dialect.COMPLETIONS:
+            raise UsageError("the completions dialect has no reasoning effort")
+        return {"reasoning_effort": effort}
 
     def auth_headers(self, api_key: str | None) -> list[tuple[bytes, bytes]]:
         """The headers that carry ``api_key`` (and the API version) in this dialect."""
