@@ -7,14 +7,19 @@ its usage, the lab is faithful enough for latdoc's probe to be tested against it
 
 from __future__ import annotations
 
+import asyncio
 import json
+from pathlib import Path
 
 import anthropic
 import openai
 import pytest
 
 from conftest import FAST, LabFactory
+from latdoc import instrument
 from latdoc.lab.sim import LabConfig, LatencyModel, output_text
+from latdoc.records import RequestTrace
+from latdoc.store import Store
 
 THINKING = LatencyModel(
     prefill_base_ms=5.0, prefill_ms_per_token=0.01, decode_ms_per_token=1.0, reasoning_tokens=6
@@ -177,3 +182,30 @@ def test_chat_reasoning_content_and_usage_details_reach_the_openai_sdk(lab: LabF
     assert usage is not None and usage.completion_tokens == 5
     assert usage.completion_tokens_details is not None
     assert usage.completion_tokens_details.reasoning_tokens == 2
+
+
+def test_an_instrumented_anthropic_client_keeps_its_thinking_apart(
+    lab: LabFactory, tmp_path: Path
+) -> None:
+    async def go(base_url: str) -> tuple[str, list[RequestTrace]]:
+        client = anthropic.AsyncAnthropic(
+            base_url=base_url.removesuffix("/v1"), api_key="sk-ant-secret", max_retries=0
+        )
+        with Store(tmp_path / "s.db") as store, instrument(client, store=store) as inst:
+            async with client.messages.stream(
+                model="lab-sim", max_tokens=3, messages=[{"role": "user", "content": "hi"}]
+            ) as stream:
+                text = await stream.get_final_text()
+            run_id = inst.run_id
+        with Store(tmp_path / "s.db") as store:
+            _, samples, _ = store.load_run(run_id)
+        await client.close()
+        return text, [s.trace for s in samples]
+
+    with lab(LabConfig(latency=THINKING)) as server:
+        text, (trace,) = asyncio.run(go(server.base_url))
+    assert text == output_text(3)
+    assert trace.dialect == "anthropic" and trace.error is None, trace.error
+    assert trace.reasoning_tokens == 6 and trace.output_tokens == 9
+    assert trace.first_token_ns == trace.first_reasoning_ns
+    assert trace.first_answer_ns is not None and trace.reasoning_ms is not None

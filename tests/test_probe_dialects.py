@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from conftest import FAST, LabFactory
-from latdoc.client import FailureClass, classify_status
+from latdoc.client import FailureClass, classify_error_type, classify_status
 from latdoc.errors import ErrorKind
 from latdoc.lab.sim import LabConfig, LatencyModel, chat_prompt_tokens
 from latdoc.probe import Dialect, Endpoint, ProbeSession
@@ -146,6 +146,10 @@ def test_an_overloaded_error_event_is_a_529_the_retry_policy_retries(lab: LabFac
     assert "overloaded_error" in trace.error.message
     assert trace.error.code == "http:529"
     assert classify_status(trace.error.status) is FailureClass.SERVER
+    assert classify_error_type("overloaded_error") is FailureClass.SERVER
+    assert classify_error_type("rate_limit_error") is FailureClass.RATE_LIMIT
+    assert classify_error_type("invalid_request_error") is FailureClass.CLIENT
+    assert classify_error_type("sparkle_error") is None
 
 
 def test_an_anthropic_error_body_names_its_type() -> None:
