@@ -1,11 +1,13 @@
-"""The reasoning phase in every rendering: the probe's waterfall, the diagnosis in the
-terminal, JSON and HTML, and the reasoning fields kept by the store's trace codec."""
+"""The reasoning phase: how thinking is timed (streamed or not), and how it shows in every
+rendering (the probe's waterfall, the diagnosis in the terminal, JSON and HTML) and is
+kept by the store's trace codec."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 from latdoc.analysis.diagnosis import Diagnosis, Finding, Kind, RequestParts, Verdict
+from latdoc.analysis.facts import reasoning_facts, thinking_ms
 from latdoc.records import RequestTrace
 from latdoc.report import render_diagnosis, render_html, render_text, render_waterfall
 from latdoc.report._html import page_context
@@ -80,3 +82,17 @@ def test_diagnosis_shows_the_reasoning_phase_in_the_terminal_json_and_html() -> 
     assert ("ttfa_ms", format_ms(1350.0)) in rows
     page = render_html(d, [])
     assert "p-reasoning" in page and "Reasoning" in page
+
+
+def test_unstreamed_thinking_is_reported_tokens_times_the_time_per_token() -> None:
+    trace = make_trace(first_token=35.0, stream=900.0)  # ten chunks of 11 tokens, 100 ms apart
+    hidden = replace(trace, reasoning_tokens=50, output_tokens=160)
+    seen, _, _ = _thinking_trace()
+    assert thinking_ms(trace) is None
+    ms, streamed = thinking_ms(hidden) or (0.0, True)
+    assert not streamed and ms == 50 * (100.0 / 11)
+    assert thinking_ms(seen) == (900.0, True)
+    facts = reasoning_facts([hidden, trace, seen])
+    assert facts["reasoning_n"] == 2 and facts["hidden_n"] == 1
+    assert facts["reasoning_ms"] == ms
+    assert reasoning_facts([trace]) == {}
