@@ -53,6 +53,7 @@ from latdoc.analysis.length_rule import (
     length_confidence_margin,
 )
 from latdoc.analysis.noticeable import is_noticeable, noticeable_bar, request_parts
+from latdoc.analysis.reasoning_rule import REASONING_MIN_MS, reasoning_finding
 from latdoc.analysis.stats import quantile
 from latdoc.analysis.traffic import StepViews
 from latdoc.records import RequestTrace, Sample, StepNote
@@ -66,7 +67,6 @@ QUEUE_P95_P50 = 2.0
 QUEUE_LOAD_RATIO = 1.5
 QUEUE_MIN_MS = 100.0
 SLOW_TPOT_MS = 50.0
-REASONING_MIN_MS = 100.0
 CLIENT_QUEUE_MS = 10.0
 CLIENT_LOOP_LAG_MS = 20.0
 ERROR_RATE = 0.05
@@ -237,28 +237,11 @@ def _decode(f: Facts) -> Finding | None:
 
 
 def _reasoning(f: Facts) -> Finding | None:
-    r = f.reasoning
-    share = r.get("reasoning_ms")
-    if share is None or share < REASONING_MIN_MS:
+    share = f.reasoning.get("reasoning_ms")
+    n = int(f.reasoning.get("reasoning_n") or 0)
+    if share is None:
         return None
-    n = int(r.get("reasoning_n") or 0)
-    hidden = int(r.get("hidden_n") or 0)
-    how = (
-        "from the first reasoning output to the first answer token"
-        if not hidden
-        else f"({hidden} of {n} not streamed: reported reasoning tokens × time per token)"
-    )
-    tokens = r.get("reasoning_tokens")
-    told = f", {tokens:.0f} reasoning tokens" if tokens is not None else ""
-    return Finding(
-        Kind.REASONING,
-        "The model thinks before it answers",
-        f"median {share:.0f} ms thinking before the first answer token "
-        f"(≥ {REASONING_MIN_MS:.0f} ms), {how}{told}",
-        {k: v for k, v in r.items() if v is not None},
-        share_ms=share,
-        confidence=_confidence(n, share / REASONING_MIN_MS - 1),
-    )
+    return reasoning_finding(f, _confidence(n, share / REASONING_MIN_MS - 1))
 
 
 def _stalls(f: Facts) -> Finding | None:
