@@ -293,3 +293,6 @@ def test_reasoning_effort_measures_the_thinking_it_saves(tmp_path: Path) -> None
         thought = median_of(result, 1, lambda t: t.reasoning_tokens, tmp_path)
     assert thought == 10
     assert_measures(result, (40 - 10) * 3.0)
+    assert result.comparison is not None
+    rows = [m for g in result.comparison.groups for m in g.metrics if m.key == "reasoning"]
+    assert rows and all(m.b_ms < m.a_ms for m in rows), rows
