@@ -314,3 +314,30 @@ def test_a_lagging_client_is_named_and_not_blamed_on_the_server() -> None:
     assert d.verdict.primary is Kind.CLIENT
     (finding,) = d.findings
     assert finding.evidence["loop_lag_ms"] == 80.0
+
+
+@pytest.mark.parametrize("n", [7, 8])
+def test_a_large_samples_median_bootstrap_has_the_resampled_medians_distribution(n: int) -> None:
+    from latdoc.analysis import stats
+
+    data = np.random.default_rng(1).lognormal(4, 0.5, n)
+    drawn = stats._resampled_medians(data, np.random.default_rng(2), 100_000)
+    picks = np.random.default_rng(3).integers(0, n, (100_000, n))
+    resampled = np.median(data[picks], axis=1)
+    qs = [2.5, 25, 50, 75, 97.5]
+    assert np.percentile(drawn, qs) == pytest.approx(np.percentile(resampled, qs), rel=0.02)
+
+
+def test_a_large_samples_median_ratio_interval_agrees_with_scipys_resampling(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from latdoc.analysis import stats
+
+    rng = np.random.default_rng(4)
+    slow, fast = rng.lognormal(5, 0.4, 6000), rng.lognormal(4.5, 0.4, 3000)
+    drawn = ratio_ci(slow, fast)
+    monkeypatch.setattr(stats, "LARGE_SAMPLE", 10**9)
+    resampled = ratio_ci(slow, fast)
+    assert drawn is not None and resampled is not None
+    assert drawn == pytest.approx(resampled, rel=0.005)
+    assert drawn[0] < math.exp(0.5) < drawn[1]

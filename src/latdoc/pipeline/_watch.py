@@ -13,10 +13,16 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import timedelta
 from typing import Any
 
-from latdoc.analysis.clock import DAY_S, HOUR_S, ClockPoint, ClockReport, clock_report
+from latdoc.analysis.clock import (
+    DAY_S,
+    HOUR_S,
+    BucketCounts,
+    ClockReport,
+    clock_report_of_buckets,
+)
 from latdoc.errors import UsageError
 from latdoc.pipeline._host import host_meta
 from latdoc.records import Sample, Step, StepNote
@@ -148,17 +154,45 @@ def watch_clock(
     cycle_s: float | None = DAY_S,
     seed: int = 0,
 ) -> WatchClock:
-    """The watch ``name``'s requests by the clock (see :func:`clock_report`)."""
+    """The watch ``name``'s requests by the clock (see
+    :func:`~latdoc.analysis.clock.clock_report`), summarised by the store per bucket."""
     runs = store.find_runs(WATCH_KIND, name)
     if not runs:
         known = sorted({str(r.meta.get("name")) for r in store.find_runs(WATCH_KIND)})
         hint = f"; watches in {store.path}: {', '.join(known)}" if known else ""
         raise UsageError(f"no watch named {name!r}{hint}")
-    info, samples, _ = store.load_run(runs[0].run_id)
+    info = runs[0]
+    bucket, cycle = _spans(bucket_s, cycle_s)
+    # Counted and ranked by the store from its narrow rows: no trace record is decoded.
+    counts = [
+        BucketCounts(b.bucket, b.requests, b.errors, b.tpot_p50_ms)
+        for b in store.aggregate(info.run_id, bucket=bucket, cycle=cycle, steps=[Step.WATCH])
+    ]
     short = info.meta.get("options", {}).get("short_tokens")
-    points = [_point(s, short) for s in samples if s.step == Step.WATCH]
-    report = clock_report(points, bucket_s=bucket_s, cycle_s=cycle_s, seed=seed)
+    ttfts = store.bucket_ttfts(
+        info.run_id,
+        bucket=bucket,
+        cycle=cycle,
+        steps=[Step.WATCH],
+        cold=True,
+        target_prompt_tokens=short if isinstance(short, int) else None,
+    )
+    report = clock_report_of_buckets(counts, ttfts, bucket_s=bucket_s, cycle_s=cycle_s, seed=seed)
     return WatchClock(info, name, report)
+
+
+def _spans(bucket_s: float, cycle_s: float | None) -> tuple[timedelta, timedelta | None]:
+    """The bucket and cycle to the microsecond; a cycle must be a whole number of buckets."""
+    bucket_us = max(1, round(bucket_s * 1e6))
+    if cycle_s is None:
+        return timedelta(microseconds=bucket_us), None
+    cycle_us = round(cycle_s * 1e6)
+    if cycle_us % bucket_us:
+        raise UsageError(
+            f"the cycle ({cycle_s:g} s) is not a whole number of buckets ({bucket_s:g} s); "
+            "give a --bucket that divides --cycle"
+        )
+    return timedelta(microseconds=bucket_us), timedelta(microseconds=cycle_us)
 
 
 def latest_watch(store: Store, endpoint: str, model: str) -> RunInfo | None:
@@ -180,17 +214,4 @@ def watch_note(store: Store, endpoint: str, model: str) -> StepNote | None:
     return StepNote(
         Step.LOAD,
         f"watch {name!r} ({info.requests} requests by hour of day): {clock.report.verdict}",
-    )
-
-
-def _point(sample: Sample, short_tokens: int | None) -> ClockPoint:
-    trace = sample.trace
-    started: datetime = trace.started_at
-    return ClockPoint(
-        at=started,
-        ttft_ms=trace.ttft_ms,
-        tpot_ms=trace.tpot_ms,
-        ok=trace.error is None,
-        compared=sample.cold
-        and (short_tokens is None or sample.target_prompt_tokens == short_tokens),
     )

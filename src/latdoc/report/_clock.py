@@ -57,7 +57,7 @@ def render_clock(report: ClockReport, *, title: str) -> RenderableType:
             str(b.requests),
             format_ms(None if b.ttft is None else b.ttft.p50),
             format_ms(b.ttft_p95_ms),
-            format_ms(None if b.tpot is None else b.tpot.p50),
+            format_ms(b.tpot_p50_ms),
             "-" if rate is None else f"{rate:.0%}",
             style="bold" if b.index in peak_ids else None,
         )
@@ -92,7 +92,7 @@ def clock_to_dict(report: ClockReport, *, name: str, run_id: str) -> dict[str, A
                 "ttft_p50": None if b.ttft is None else b.ttft.p50,
                 "ttft_p95": b.ttft_p95_ms,
                 "ttft_n": 0 if b.ttft is None else b.ttft.n,
-                "tpot_p50": None if b.tpot is None else b.tpot.p50,
+                "tpot_p50": b.tpot_p50_ms,
             }
             for b in report.buckets
         ],
@@ -125,7 +125,7 @@ def render_clock_html(report: ClockReport, *, name: str, run_id: str, endpoint: 
         [
             ("TTFT p50", [None if b.ttft is None else b.ttft.p50 for b in report.buckets]),
             ("TTFT p95", [b.ttft_p95_ms for b in report.buckets]),
-            ("TPOT p50", [None if b.tpot is None else b.tpot.p50 for b in report.buckets]),
+            ("TPOT p50", [b.tpot_p50_ms for b in report.buckets]),
             ("error rate", [b.error_rate for b in report.buckets]),
         ],
     )
