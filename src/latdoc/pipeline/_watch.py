@@ -3,8 +3,10 @@
 :func:`watch_endpoint` finds the run of kind ``watch`` whose ``meta["name"]`` is the
 watch's name (or starts one), counts what it already spent against the budget, and
 appends every tick's samples as they finish. Ctrl-C (or any error) marks the run
-``interrupted``: every finished trace is already stored. :func:`watch_clock` reads a
-watch back and computes its report by the clock, sending nothing.
+``interrupted``: every finished trace is already stored. The ticks skipped because
+the one before them overran are counted in ``meta["skipped_ticks"]``, resumes
+included. :func:`watch_clock` reads a watch back and computes its report by the
+clock, sending nothing.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from latdoc.workload import (
 )
 
 WATCH_KIND = "watch"
+SKIPPED_TICKS = "skipped_ticks"
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,7 @@ def watch_endpoint(
         _check_same_target(info, plan)
         run_id = info.run_id
         requests, tokens, first_index = store.spent(run_id)
+        skipped_before = _skipped_ticks(info) or 0
         plan = replace(plan, calibration=_stored_calibration(store, info, plan))
         started = info.started_at.timestamp()
         store.reopen_run(run_id)
@@ -77,10 +81,10 @@ def watch_endpoint(
             endpoint=plan.endpoint.base_url,
             model=plan.endpoint.model,
             scenario="",
-            meta={**host_meta(), "name": name, "options": _options(plan)},
+            meta={**host_meta(), "name": name, "options": _options(plan), SKIPPED_TICKS: 0},
             kind=WATCH_KIND,
         )
-        requests, tokens, first_index = 0, 0, 0
+        requests, tokens, first_index, skipped_before = 0, 0, 0, 0
         started = clock()
     if on_start is not None:
         on_start(run_id, bool(existing))
@@ -97,13 +101,28 @@ def watch_endpoint(
         if on_sample is not None:
             on_sample(sample)
 
+    skipped = skipped_before
+
+    def count_skipped(ticks: int) -> None:
+        nonlocal skipped
+        skipped += ticks
+
     try:
-        result = asyncio.run(run_watch(plan, budget, keep, clock=clock))
+        result = asyncio.run(run_watch(plan, budget, keep, clock=clock, on_skip=count_skipped))
     except BaseException:
+        store.update_meta(run_id, {SKIPPED_TICKS: skipped})
         store.finish_run(run_id, status="interrupted", diagnosis=None)
         raise
+    store.update_meta(run_id, {SKIPPED_TICKS: skipped})
     store.finish_run(run_id, status="done", diagnosis=None)
     return WatchRun(run_id, name, bool(existing), result)
+
+
+def _skipped_ticks(info: RunInfo) -> int | None:
+    """The ticks a watch skipped, all runs of it together; ``None`` for a watch stored
+    before they were counted."""
+    value = info.meta.get(SKIPPED_TICKS)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _stored_calibration(store: Store, info: RunInfo, plan: WatchPlan) -> TokenCalibration | None:
@@ -144,6 +163,9 @@ class WatchClock:
     info: RunInfo
     name: str
     report: ClockReport
+    skipped_ticks: int | None = None
+    """Ticks not sent because the one before them ran past their slot (``None``: a
+    watch stored before they were counted)."""
 
 
 def watch_clock(
@@ -178,7 +200,7 @@ def watch_clock(
         target_prompt_tokens=short if isinstance(short, int) else None,
     )
     report = clock_report_of_buckets(counts, ttfts, bucket_s=bucket_s, cycle_s=cycle_s, seed=seed)
-    return WatchClock(info, name, report)
+    return WatchClock(info, name, report, _skipped_ticks(info))
 
 
 def _spans(bucket_s: float, cycle_s: float | None) -> tuple[timedelta, timedelta | None]:
