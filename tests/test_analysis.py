@@ -341,3 +341,21 @@ def test_a_large_samples_median_ratio_interval_agrees_with_scipys_resampling(
     assert drawn is not None and resampled is not None
     assert drawn == pytest.approx(resampled, rel=0.005)
     assert drawn[0] < math.exp(0.5) < drawn[1]
+
+
+def test_the_diagnosis_reads_the_asked_wait_from_the_error_not_its_message() -> None:
+    from datetime import UTC, datetime
+
+    from latdoc.analysis.facts import gather_facts
+    from latdoc.errors import ErrorKind, Phase, TraceError
+    from latdoc.records import RequestTrace, Sample, Step
+
+    def failed(message: str, wait: float | None) -> RequestTrace:
+        error = TraceError(ErrorKind.HTTP, Phase.WAIT, message, 429, wait)
+        return RequestTrace(datetime(2026, 11, 30, tzinfo=UTC), 0, "u", "m", "chat", error=error)
+
+    traces = [failed("HTTP 429: slow down", 3.0), failed("HTTP 429 (Retry-After: 99)", 1.5)]
+    samples = [Sample(Step.NETWORK, t, index=i) for i, t in enumerate(traces)]
+    assert gather_facts(samples, None).retry_after_s == 3.0
+    assert gather_facts(samples[1:2], None).retry_after_s == 1.5
+    assert gather_facts([Sample(Step.NETWORK, failed("x", None))], None).retry_after_s is None
