@@ -49,7 +49,7 @@ TCP_INFO_KEYS = {
     "rtt_us", "rtt_ms", "rttvar_us", "rttvar_ms", "min_rtt_us", "min_rtt_ms", "retransmits",
     "snd_cwnd",
 }  # fmt: skip
-ERROR_KEYS = {"code", "kind", "phase", "message", "status"}
+ERROR_KEYS = {"code", "kind", "phase", "message", "status", "retry_after_s"}
 CHUNK_KEYS = {"t_ms", "tokens"}
 
 

@@ -166,13 +166,7 @@ def _length_pairs(samples: Sequence[Sample]) -> list[tuple[int, float]]:
 
 
 def _retry_after(trace: RequestTrace) -> float | None:
-    if trace.error is None or "Retry-After:" not in trace.error.message:
-        return None
-    value = trace.error.message.rsplit("Retry-After:", 1)[1].strip(" )")
-    try:
-        return float(value)
-    except ValueError:
-        return None
+    return None if trace.error is None else trace.error.retry_after_s
 
 
 def thinking_ms(trace: RequestTrace) -> tuple[float, bool] | None:

@@ -25,7 +25,6 @@ from latdoc.errors import (
     DnsFailure,
     DnsTimeout,
     ErrorKind,
-    Phase,
     SSEError,
     StreamFailure,
     TraceError,
@@ -42,6 +41,7 @@ from latdoc.probe import (
     classify,
     error_message,
     freeze_trace,
+    http_error,
     now_ns,
     parse_event,
     read_tcp_info,
@@ -234,10 +234,7 @@ class _Watch:
         body = bytes(self._copy) if self._copy is not None else b""
         if status >= 400:
             message = error_message(body, ex.headers.get("content-type"))
-            retry_after = ex.headers.get("retry-after")
-            if retry_after:
-                message += f" (Retry-After: {retry_after})"
-            return TraceError(ErrorKind.HTTP, Phase.WAIT, f"HTTP {status}: {message}", status)
+            return http_error(status, message, ex.headers.get("retry-after"))
         state = ex.state
         if state is not None:
             if not state.done_marker and state.finish_reason is None:

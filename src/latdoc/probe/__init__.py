@@ -29,7 +29,7 @@ from latdoc.probe._dialects import (
     parse_event,
 )
 from latdoc.probe._endpoint import Endpoint, Timeouts
-from latdoc.probe._failures import classify
+from latdoc.probe._failures import classify, http_error
 from latdoc.probe._freeze import Exchange, TraceTarget, freeze_trace
 from latdoc.probe._looplag import LoopLagMonitor
 from latdoc.probe._recorder import Recorder, now_ns
@@ -61,6 +61,7 @@ __all__ = [
     "classify",
     "error_message",
     "freeze_trace",
+    "http_error",
     "now_ns",
     "parse_event",
     "read_tcp_info",

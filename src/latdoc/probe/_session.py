@@ -29,11 +29,11 @@ from typing import Any
 
 import httpcore
 
-from latdoc.errors import ErrorKind, Phase, StreamFailure, TraceError
+from latdoc.errors import ErrorKind, StreamFailure, TraceError
 from latdoc.probe._backend import Resolver, TimedBackend, TimedStream, system_resolver, warm_up
 from latdoc.probe._dialects import Prompt, dialect_hint, error_message, request_body
 from latdoc.probe._endpoint import Endpoint, Timeouts, make_ssl_context
-from latdoc.probe._failures import classify, closed_before_answering
+from latdoc.probe._failures import classify, closed_before_answering, http_error
 from latdoc.probe._freeze import Exchange, TraceTarget, freeze_trace
 from latdoc.probe._recorder import Recorder, now_ns
 from latdoc.probe._sse import SSEDecoder
@@ -316,9 +316,4 @@ class ProbeSession:
         hint = dialect_hint(ep.url, ep.dialect, status, message)
         if hint is not None:
             message += f" ({hint})"
-        retry_after = out.headers.get("retry-after")
-        if retry_after:
-            message += f" (Retry-After: {retry_after})"
-        raise StreamFailure(
-            TraceError(ErrorKind.HTTP, Phase.WAIT, f"HTTP {status}: {message}", status)
-        )
+        raise StreamFailure(http_error(status, message, out.headers.get("retry-after")))

@@ -112,6 +112,7 @@ def trace_to_dict(trace: RequestTrace) -> dict[str, Any]:
             "phase": str(error.phase),
             "message": error.message,
             "status": error.status,
+            "retry_after_s": error.retry_after_s,
         },
         "chunks": [{"t_ms": round(c.t_ns / 1e6, 4), "tokens": c.tokens} for c in trace.chunks],
     }

@@ -22,9 +22,9 @@ from typing import Any, TypeVar
 from latdoc.errors import ErrorKind, Phase, TraceError
 from latdoc.records import Chunk, RequestTrace, Sample, Step, TcpInfo
 
-RECORD_VERSION = 2
+RECORD_VERSION = 3
 """Version of trace records: 2 added the wall-clock start in nanoseconds, the request and
-response ids, and the attempt number."""
+response ids, and the attempt number; 3 the wait an error's ``Retry-After`` asked for."""
 SAMPLE_RECORD_VERSION = 2
 """Version of sample records: 2 added the client's event-loop lag."""
 """Version written by :func:`trace_to_record` and :func:`sample_to_record`."""
@@ -120,6 +120,7 @@ def _error_to_record(error: TraceError) -> dict[str, Any]:
         "phase": error.phase.value,
         "message": error.message,
         "status": error.status,
+        "retry_after_s": error.retry_after_s,
     }
 
 
@@ -201,9 +202,18 @@ def _added_v2(r: _Fields, record: Mapping[str, Any]) -> dict[str, Any]:
     return {name: r.opt_integer(name) for name in _ADDED_V2 if name in record}
 
 
+def _trace_v3(record: Mapping[str, Any]) -> RequestTrace:
+    trace = _trace_v2(record)
+    if trace.error is None:
+        return trace
+    wait = _Fields(record["error"], "trace.error").opt_number("retry_after_s")
+    return replace(trace, error=replace(trace.error, retry_after_s=wait))
+
+
 _TRACE_LOADERS: dict[int, Callable[[Mapping[str, Any]], RequestTrace]] = {
     1: _trace_v1,
     2: _trace_v2,
+    3: _trace_v3,
 }
 
 
@@ -261,6 +271,14 @@ class _Fields:
 
     def opt_integer(self, name: str) -> int | None:
         return None if self._get(name) is None else self.integer(name)
+
+    def opt_number(self, name: str) -> float | None:
+        value = self._get(name)
+        if value is None:
+            return None
+        if type(value) not in (int, float):
+            raise self._bad(name, "a number")
+        return float(value)
 
     def text(self, name: str) -> str:
         value = self._get(name)
