@@ -238,7 +238,7 @@ def test_record_names_every_field_in_plain_json_types() -> None:
     )
     record = trace_to_record(trace)
     assert set(record) - {"v"} == {f.name for f in dataclasses.fields(RequestTrace)}
-    assert record["v"] == 2
+    assert record["v"] == 3
     assert (record["request_id"], record["response_id"], record["attempt"]) == (None, None, 1)
     assert record["started_at"] == "2026-11-29T20:15:02+00:00"
     assert record["first_token_ns"] is None
@@ -256,7 +256,8 @@ def test_record_names_every_field_in_plain_json_types() -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"v": 3}, "trace record version 3"),
+        ({"v": 4}, "trace record version 4"),
+        ({"proxy_headers": {"server": 1}}, "trace.proxy_headers: expected an object of strings"),
         ({"attempt": 0}, "trace.attempt: expected 1 or more"),
         ({"request_id": 7}, "trace.request_id: expected a string"),
         ({"t0_ns": "1"}, "trace.t0_ns: expected an integer"),
@@ -269,6 +270,14 @@ def test_bad_trace_records_are_refused_by_field(change: dict[str, object], messa
     record = trace_to_record(make_trace()) | change
     with pytest.raises(ValueError, match=re.escape(message)):
         trace_from_record(record)
+
+
+def test_a_version_2_trace_record_loads_without_proxy_headers() -> None:
+    trace = dataclasses.replace(make_trace(), proxy_headers={"server": "nginx/1.22.1"})
+    record = trace_to_record(trace)
+    assert trace_from_record(record) == trace
+    old = {k: v for k, v in record.items() if k != "proxy_headers"} | {"v": 2}
+    assert trace_from_record(old) == make_trace()
 
 
 def test_missing_field_is_named() -> None:

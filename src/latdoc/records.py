@@ -122,6 +122,10 @@ class RequestTrace:
     ``X-Request-ID`` header."""
     attempt: int = 1
     """1 for the first send of a request, 2 for a resend of the same request, …"""
+    proxy_headers: Mapping[str, str] = field(default_factory=dict)
+    """Response headers that tell what stands between client and server (``server``,
+    ``via``, CDN headers, ``x-accel-buffering``, ``content-length``), by lower-case
+    name: a fixed list of names, none that can carry a secret."""
 
     # -- derived metrics, in milliseconds -------------------------------------
 

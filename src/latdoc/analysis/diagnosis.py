@@ -19,6 +19,7 @@ from latdoc.records import StepNote
 
 if TYPE_CHECKING:
     from latdoc.analysis.host import SystemItem
+    from latdoc.analysis.servertime import ServerAccount
 
 CURVE_CONFIDENCE = 0.95
 """The confidence level of the length curve's intervals."""
@@ -39,6 +40,8 @@ class Kind(enum.StrEnum):
     """Slow generation or long outputs."""
     STALLS = "stalls"
     """Pauses in the middle of a stream."""
+    BUFFERING = "buffering"
+    """A proxy, gateway or CDN holds the stream back and delivers it in bursts."""
     CLIENT = "client"
     """The client's own pool or event loop holds requests back."""
     ERRORS = "errors"
@@ -146,7 +149,14 @@ class LengthCheck:
 
 
 BEFORE_FIRST_TOKEN = frozenset(
-    {Kind.NETWORK_SETUP, Kind.NETWORK_PATH, Kind.INPUT_LENGTH, Kind.QUEUEING, Kind.CLIENT}
+    {
+        Kind.NETWORK_SETUP,
+        Kind.NETWORK_PATH,
+        Kind.INPUT_LENGTH,
+        Kind.QUEUEING,
+        Kind.CLIENT,
+        Kind.BUFFERING,
+    }
 )
 """Kinds whose share is time before the first token (the others act after it)."""
 
@@ -184,22 +194,30 @@ class RequestParts:
     """A request on a new connection split into its phases (medians over the network
     step's cold requests), as the trace defines them: setup = DNS + TCP + TLS,
     send = writing the request, prefill = first token − setup − send − the client's
-    pool wait (the server's wait and first-token delay), decode = first token to the end."""
+    pool wait (the server's wait and first-token delay), decode = first token to the end.
+
+    Where the server tells its own prefill (:mod:`.servertime`), prefill is the
+    server's and ``server_wait_ms`` the rest of that wait: the server's queue, its
+    overhead and the round trip."""
 
     setup_ms: float
     send_ms: float
     prefill_ms: float
     decode_ms: float
     requests: int
+    server_wait_ms: float | None = None
 
     @property
     def total_ms(self) -> float:
-        return self.setup_ms + self.send_ms + self.prefill_ms + self.decode_ms
+        wait = self.server_wait_ms or 0.0
+        return self.setup_ms + self.send_ms + wait + self.prefill_ms + self.decode_ms
 
     def items(self) -> tuple[tuple[str, float], ...]:
+        wait = () if self.server_wait_ms is None else (("server wait", self.server_wait_ms),)
         return (
             ("network setup", self.setup_ms),
             ("send", self.send_ms),
+            *wait,
             ("prefill", self.prefill_ms),
             ("decode", self.decode_ms),
         )
@@ -338,3 +356,6 @@ class Diagnosis:
     system: tuple[SystemItem, ...] = ()
     """The client host's failing checklist items that matter for the verdict or a
     contributing kind (``latdoc system`` lists them all)."""
+    server: ServerAccount | None = None
+    """The requests as the server itself timed them, and where it and the client
+    disagree; None when the server told nothing."""

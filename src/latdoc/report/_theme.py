@@ -24,6 +24,7 @@ KIND_COLOURS = {
     "queueing": "#d9a521",
     "decode": "#46a85c",
     "stalls": "#d95892",
+    "buffering": "#a0673a",
     "client": "#33a9bb",
     "errors": "#d64545",
     "healthy": "#9aa1aa",

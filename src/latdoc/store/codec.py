@@ -22,9 +22,9 @@ from typing import Any, TypeVar
 from latdoc.errors import ErrorKind, Phase, TraceError
 from latdoc.records import Chunk, RequestTrace, Sample, Step, TcpInfo
 
-RECORD_VERSION = 2
+RECORD_VERSION = 3
 """Version of trace records: 2 added the wall-clock start in nanoseconds, the request and
-response ids, and the attempt number."""
+response ids, and the attempt number; 3 the headers that name proxies on the way."""
 SAMPLE_RECORD_VERSION = 2
 """Version of sample records: 2 added the client's event-loop lag."""
 """Version written by :func:`trace_to_record` and :func:`sample_to_record`."""
@@ -79,6 +79,7 @@ def trace_to_record(trace: RequestTrace) -> dict[str, Any]:
     record["request_id"] = trace.request_id
     record["response_id"] = trace.response_id
     record["attempt"] = trace.attempt
+    record["proxy_headers"] = dict(trace.proxy_headers)
     return record
 
 
@@ -192,9 +193,15 @@ def _trace_v2(record: Mapping[str, Any]) -> RequestTrace:
     )
 
 
+def _trace_v3(record: Mapping[str, Any]) -> RequestTrace:
+    r = _Fields(record, "trace")
+    return replace(_trace_v2(record), proxy_headers=r.texts("proxy_headers"))
+
+
 _TRACE_LOADERS: dict[int, Callable[[Mapping[str, Any]], RequestTrace]] = {
     1: _trace_v1,
     2: _trace_v2,
+    3: _trace_v3,
 }
 
 
@@ -291,6 +298,12 @@ class _Fields:
         for key, number in value.items():
             if not isinstance(key, str) or type(number) not in (int, float):
                 raise self._bad(name, "an object of numbers")
+        return dict(value)
+
+    def texts(self, name: str) -> dict[str, str]:
+        value = self.mapping(name)
+        if any(not isinstance(k, str) or not isinstance(v, str) for k, v in value.items()):
+            raise self._bad(name, "an object of strings")
         return dict(value)
 
     def timestamp(self, name: str) -> datetime:
