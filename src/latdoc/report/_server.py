@@ -15,7 +15,7 @@ _LABELS = (
     ("decode_ms", "decode"),
     ("processing_ms", "processing"),
     ("wait_beyond_prefill_ms", "wait beyond prefill"),
-    ("network_and_client_ms", "network + client (TTFT − queue − prefill)"),
+    ("network_and_client_ms", "network + client"),
 )
 
 
