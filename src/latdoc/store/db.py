@@ -190,6 +190,15 @@ class Store:
             if updated == 0:
                 raise self._missing(run_id)
 
+    def add_meta(self, run_id: str, values: Mapping[str, Any]) -> None:
+        """Add ``values`` to a run's metadata (what was learnt only after it began)."""
+        meta = {**self.run_info(run_id).meta, **values}
+        with self._transaction():
+            self._conn.execute(
+                "UPDATE runs SET meta = ? WHERE run_id = ?",
+                (_json(self._redactor.value(meta, mask_names=True)), run_id),
+            )
+
     def reopen_run(self, run_id: str) -> None:
         """Mark a finished run ``running`` again, to append samples (a resumed watch)."""
         with self._transaction():
