@@ -96,7 +96,7 @@ def test_a_restarted_engine_leaves_its_counters_unknown() -> None:
     assert numbers["prefill_total_ms"] is None and numbers["prompt_tokens"] == 100.0
     assert "prefill_ms_per_1k_tokens" not in numbers
     assert engine_delta({}, parse_exposition("# TYPE up gauge\nup 1\n")) is None
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="not in the Prometheus text format"):
         parse_exposition("this is { not prometheus")
 
 

@@ -61,11 +61,14 @@ def parse_exposition(text: str) -> dict[str, float]:
     from prometheus_client.parser import text_string_to_metric_families
 
     out: dict[str, float] = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name.endswith("_bucket") or "le" in sample.labels:
-                continue
-            out[sample.name] = out.get(sample.name, 0.0) + float(sample.value)
+    try:
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name.endswith("_bucket") or "le" in sample.labels:
+                    continue
+                out[sample.name] = out.get(sample.name, 0.0) + float(sample.value)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"not in the Prometheus text format ({exc})") from None
     return out
 
 
