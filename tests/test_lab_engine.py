@@ -198,8 +198,8 @@ def test_prefill_is_attributed_within_5_percent_of_the_engines_own_accounting(
 
 def test_a_queue_on_one_slot_is_attributed_to_queueing_not_prefill(engine: EngineServer) -> None:
     rng = random.Random(12)
-    alone = _probe(engine, [_prompt_of(engine, 200, rng) for _ in range(2)], max_tokens=4)
-    crowd = _probe_together(engine, [_prompt_of(engine, 200, rng) for _ in range(3)])
+    alone = _probe(engine, [_prompt_of(engine, 120, rng) for _ in range(2)], max_tokens=4)
+    crowd = _probe_together(engine, [_prompt_of(engine, 120, rng) for _ in range(3)])
     samples = [Sample(Step.LOAD, t, index=i) for i, t in enumerate(alone)]
     samples += [Sample(Step.LOAD, t, concurrency=3, index=10 + i) for i, t in enumerate(crowd)]
     assert all(t.error is None for t in alone + crowd)
