@@ -184,7 +184,10 @@ def test_prefill_is_attributed_within_5_percent_of_the_engines_own_accounting(
     processed = (counted["prompt_tokens"] or 0) + (counted["prompt_tokens_cached"] or 0)
     assert processed == sum(t.prompt_tokens or 0 for t in traces)
     samples = [Sample(Step.NETWORK, t, cold=True, index=i) for i, t in enumerate(traces)]
-    d = build_diagnosis(samples, RunContext("engine", engine.base_url, engine.model))
+    context = RunContext(
+        "engine", engine.base_url, engine.model, server_metrics=counted, server_metrics_source="x"
+    )
+    d = build_diagnosis(samples, context)
     parts = d.typical_request
     assert parts is not None and parts.server_wait_ms is not None
     assert parts.prefill_ms == pytest.approx(sorted(told)[1], rel=0.05)

@@ -96,6 +96,21 @@ def test_a_server_that_claims_more_than_the_client_waited_is_flagged_everywhere(
     assert build_diagnosis(honest, CONTEXT).server.disagreements == ()  # type: ignore[union-attr]
 
 
+def test_an_engine_that_counted_more_prefill_than_told_is_shared() -> None:
+    samples = [
+        Sample(Step.NETWORK, _told({"prompt_ms": 300.0}), cold=True, index=i) for i in range(3)
+    ]
+    source = "llama.cpp /metrics at http://h/metrics"
+    shared = dataclasses.replace(CONTEXT, server_metrics={"prefill_total_ms": 1500.0},
+                                 server_metrics_source=source)  # fmt: skip
+    account = build_diagnosis(samples, shared).server
+    assert account is not None and account.metrics["told_prefill_total_ms"] == 900.0
+    (flag,) = account.disagreements
+    assert "others share this server" in flag.what and flag.worst_ms == 600.0
+    alone = dataclasses.replace(shared, server_metrics={"prefill_total_ms": 905.0})
+    assert build_diagnosis(samples, alone).server.disagreements == ()  # type: ignore[union-attr]
+
+
 def test_the_typical_request_takes_its_prefill_from_the_server() -> None:
     samples = [
         Sample(Step.NETWORK, _told({"prompt_ms": 300.0}), cold=True, index=i) for i in range(3)

@@ -194,13 +194,45 @@ def server_account(
         "concurrent_prefill_ms": _median(sp.prefill_ms for sp in concurrent),
     }
     sources = sorted({t.source for _, t in timed})
+    shown = dict(metrics or {})
+    disagreements = _disagreements(timed, [sp for _, sp in splits])
+    counted = shown.get("prefill_total_ms")
+    told = _told_prefill_total(samples)
+    if counted is not None and told is not None:
+        shown["told_prefill_total_ms"] = told
+        gap = counted - told
+        if abs(gap) > max(DISAGREE_MS * len(samples), DISAGREE_FRACTION * told):
+            why = (
+                "others share this server, and their requests queue with these"
+                if gap > 0
+                else "the engine's counter and its responses do not agree"
+            )
+            disagreements += (
+                Disagreement(
+                    f"the engine counted {counted:.0f} ms of prefill during the run, its "
+                    f"responses to this run told {told:.0f} ms: {why}",
+                    len(samples),
+                    len(samples),
+                    abs(gap),
+                ),
+            )
     return ServerAccount(
         source=", ".join(sources) if sources else "none in the responses",
         numbers={k: v for k, v in numbers.items() if v is not None},
-        disagreements=_disagreements(timed, [sp for _, sp in splits]),
-        metrics=dict(metrics or {}),
+        disagreements=disagreements,
+        metrics=shown,
         metrics_source=metrics_source,
     )
+
+
+def _told_prefill_total(samples: Sequence[Sample]) -> float | None:
+    """The prefill every request of the run told (calibration too: the engine counted it),
+    or ``None`` unless every request succeeded and told it."""
+    if any(not s.trace.ok for s in samples):
+        return None
+    told = [server_timing_of(s.trace) for s in samples]
+    values = [t.prefill_ms for t in told if t is not None and t.prefill_ms is not None]
+    return sum(values) if told and len(values) == len(told) else None
 
 
 def _disagreements(
