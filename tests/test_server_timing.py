@@ -120,6 +120,11 @@ def test_the_typical_request_takes_its_prefill_from_the_server() -> None:
     assert parts.prefill_ms == 300.0
     assert parts.server_wait_ms == pytest.approx(380.0 + 35.0 - 300.0)
     assert parts.total_ms == pytest.approx(make_trace().total_ms - 0.15)
+    d = build_diagnosis(samples, CONTEXT)
+    assert d.verdict.primary is Kind.HEALTHY
+    assert 'class="share p-queue"' in render_html(d, samples)
+    text = " ".join(render_text(render_diagnosis(d), 120).split())
+    assert "server wait 115.0 ms" in text and "prefill 300.0 ms" in text
     plain = build_diagnosis([dataclasses.replace(s, trace=make_trace()) for s in samples], CONTEXT)
     assert plain.typical_request is not None and plain.typical_request.server_wait_ms is None
     assert plain.server is None
