@@ -2,7 +2,9 @@
 
 One engine serves the whole module (starting it loads the model). The prefill
 curve, queueing on one slot, and the server's own token counts are checked
-against the probe's traces. Prompts of an exact length are sized with the engine's
+against the probe's traces; the attribution's prefill against llama.cpp's own
+accounting (its ``timings`` and its ``/metrics`` counter), and a queue on one slot
+against the attribution's queueing. Prompts of an exact length are sized with the engine's
 own tokenizer: its chat template (``/apply-template``) then ``/tokenize``, which
 counts what a request is charged. Timing checks take the fastest of two
 interleaved samples, so a burst of load on the machine does not decide them.
