@@ -87,6 +87,30 @@ class TraceError:
         return f"{self.code} during {self.phase}: {self.message}"
 
 
+ERROR_TYPE_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "rate_limit_exceeded": 429,
+    "api_error": 500,
+    "server_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+"""The HTTP status a provider answers with for each error type it names (Anthropic's
+``error.type``, OpenAI's Responses ``code``): an ``error`` event inside a stream is
+classed as its status would be (``overloaded_error`` is 529, retried as a 5xx)."""
+
+
+def status_of_error_type(error_type: str) -> int | None:
+    """The HTTP status of a provider's error type, ``None`` for one not known."""
+    return ERROR_TYPE_STATUS.get(error_type)
+
+
 class LatdocError(Exception):
     """Base of every error latdoc raises on purpose."""
 

@@ -38,6 +38,8 @@ class Kind(enum.StrEnum):
     """Server-side wait that follows load, not length."""
     DECODE = "decode"
     """Slow generation or long outputs."""
+    REASONING = "reasoning"
+    """A reasoning model thinking before its first answer token."""
     STALLS = "stalls"
     """Pauses in the middle of a stream."""
     BUFFERING = "buffering"
@@ -194,7 +196,8 @@ class RequestParts:
     """A request on a new connection split into its phases (medians over the network
     step's cold requests), as the trace defines them: setup = DNS + TCP + TLS,
     send = writing the request, prefill = first token − setup − send − the client's
-    pool wait (the server's wait and first-token delay), decode = first token to the end.
+    pool wait (the server's wait and first-token delay), reasoning = first reasoning
+    output to first answer token, decode = the rest of the stream to the end.
 
     Where the server tells its own prefill (:mod:`.servertime`), prefill is the
     server's and ``server_wait_ms`` the rest of that wait: the server's queue, its
@@ -205,20 +208,26 @@ class RequestParts:
     prefill_ms: float
     decode_ms: float
     requests: int
+    reasoning_ms: float = 0.0
     server_wait_ms: float | None = None
 
     @property
     def total_ms(self) -> float:
         wait = self.server_wait_ms or 0.0
-        return self.setup_ms + self.send_ms + wait + self.prefill_ms + self.decode_ms
+        before = self.setup_ms + self.send_ms + wait + self.prefill_ms
+        return before + self.reasoning_ms + self.decode_ms
 
     def items(self) -> tuple[tuple[str, float], ...]:
+        """The phases in order; reasoning only when the requests reasoned, the server's
+        wait only when it told its prefill."""
         wait = () if self.server_wait_ms is None else (("server wait", self.server_wait_ms),)
+        thinking = (("reasoning", self.reasoning_ms),) if self.reasoning_ms > 0 else ()
         return (
             ("network setup", self.setup_ms),
             ("send", self.send_ms),
             *wait,
             ("prefill", self.prefill_ms),
+            *thinking,
             ("decode", self.decode_ms),
         )
 
@@ -359,3 +368,7 @@ class Diagnosis:
     server: ServerAccount | None = None
     """The requests as the server itself timed them, and where it and the client
     disagree; None when the server told nothing."""
+    reasoning: Mapping[str, float | None] = field(default_factory=dict)
+    """The reasoning phase (medians over successful requests): time to first reasoning,
+    time to first answer token, time thinking, reasoning tokens; empty when no request
+    reasoned (:func:`~latdoc.analysis.facts.reasoning_facts`)."""

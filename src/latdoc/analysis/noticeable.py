@@ -86,16 +86,24 @@ def request_parts(samples: Sequence[Sample]) -> RequestParts | None:
         for t in cold
         if t.ttft_ms is not None
     )
-    decode = median_of(t.stream_ms for t in cold)
-    if prefill is None or decode is None:
+    thinking = median_of(t.reasoning_ms or 0.0 for t in cold) or 0.0
+    stream = median_of(t.stream_ms for t in cold)
+    if prefill is None or stream is None:
         return None
+    decode = max(0.0, stream - thinking)
     told = [sp.prefill_ms for t in cold if (sp := split_ttft(t)) is not None]
     if told and len(told) == len(cold):
         server_prefill = statistics.median(told)
         return RequestParts(
-            setup or 0.0, send or 0.0, server_prefill, decode, len(cold), prefill - server_prefill
+            setup or 0.0,
+            send or 0.0,
+            server_prefill,
+            decode,
+            len(cold),
+            thinking,
+            prefill - server_prefill,
         )
-    return RequestParts(setup or 0.0, send or 0.0, prefill, decode, len(cold))
+    return RequestParts(setup or 0.0, send or 0.0, prefill, decode, len(cold), thinking)
 
 
 def _values(

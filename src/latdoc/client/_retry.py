@@ -8,6 +8,8 @@ turns it into a :class:`RetryDecision` (retry or not, the wait, the reason):
   ``uniform(0, min(connect_cap_s, connect_base_s · 2^(n−1)))`` before retry ``n``;
 - ``server`` (5xx but 501 and 505, and 529 "overloaded"): the same with the
   longer ``server_base_s`` and ``server_cap_s``, unless the server says when;
+  an ``error`` event inside a stream is classed by the status of its type
+  (:func:`classify_error_type`: Anthropic's ``overloaded_error`` is a 529);
 - ``rate_limit`` (429): the server's own wait: ``retry-after-ms``, then
   ``Retry-After`` in seconds or as an HTTP date, then the ``x-ratelimit-reset-*``
   headers; the server backoff when it names none. A wait longer than
@@ -33,13 +35,14 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from latdoc.errors import PolicyError
+from latdoc.errors import PolicyError, status_of_error_type
 
 __all__ = [
     "FailureClass",
     "RetryBudget",
     "RetryDecision",
     "RetryPolicy",
+    "classify_error_type",
     "classify_exception",
     "classify_status",
     "server_wait",
@@ -71,6 +74,14 @@ def classify_status(status: int) -> FailureClass | None:
     if 400 <= status < 500:
         return FailureClass.CLIENT
     return None
+
+
+def classify_error_type(error_type: str) -> FailureClass | None:
+    """The failure a provider's error type is (Anthropic's ``error.type`` such as
+    ``overloaded_error`` or ``rate_limit_error``, in an error body or an ``error``
+    event), as the HTTP status it stands for; ``None`` for a type not known."""
+    status = status_of_error_type(error_type)
+    return None if status is None else classify_status(status)
 
 
 def classify_exception(exc: BaseException) -> FailureClass:

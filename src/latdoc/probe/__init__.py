@@ -9,7 +9,9 @@ The rooms behind this face, in the order a request passes through them:
   ``latdoc.client`` for an application's own requests).
 - ``_backend``, ``_aiostream``: the timed network backend (DNS, connect, TLS, every read).
 - ``_recorder``: the per-request stopwatch the backend and httpcore's trace events feed.
-- ``_dialects``, ``_sse``, ``_stream_state``: request bodies and the event stream decoded.
+- ``_dialects``, ``_sse``, ``_stream_state``: request bodies and the event stream decoded;
+  ``_chat_events``, ``_anthropic_events``, ``_responses_events``: each dialect's events
+  read into one ``_events.EventInfo`` (answer and reasoning apart).
 - ``_failures``: every lower-level error mapped to a typed failure, once.
 - ``_tcpinfo``, ``_servertiming``, ``_looplag``: the kernel's, the server's and the
   client's own view of the time; ``_metrics``: an engine's ``/metrics`` page, read.

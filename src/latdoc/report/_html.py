@@ -94,6 +94,7 @@ def page_context(diagnosis: Diagnosis, samples: Sequence[Sample]) -> dict[str, A
             for title, numbers in (
                 ("Network", diagnosis.network),
                 ("Load", diagnosis.load),
+                ("Reasoning", diagnosis.reasoning),
                 *_server_cards(diagnosis),
             )
             if numbers
@@ -109,8 +110,11 @@ _PART_PHASES = {
     "send": "send",
     "queue": "queue",
     "prefill": "wait",
+    "reasoning": "reasoning",
     "decode": "stream",
 }
+_PART_KEYS = {"network setup": "setup", "server wait": "queue"}
+"""A part's CSS key where it differs from its name."""
 """Each part of a request drawn in the colour of the waterfall phase it ends with."""
 
 
@@ -190,7 +194,6 @@ def _parts(parts: RequestParts) -> dict[str, Any]:
     """The "where the time goes" bar of a healthy run: a request on a new connection,
     phase by phase, in the order it passes them."""
     total = parts.total_ms
-    keys = {"network setup": "setup", "server wait": "queue"}
     return {
         "title": "Where the time of a request on a new connection goes "
         f"(median of each phase over {parts.requests})",
@@ -206,7 +209,7 @@ def _parts(parts: RequestParts) -> dict[str, Any]:
             }
             for name, ms in parts.items()
             if ms > 0
-            for key in (keys.get(name, name),)
+            for key in (_PART_KEYS.get(name, name),)
         ]
         if total > 0
         else [],

@@ -50,6 +50,8 @@ _OPTIONAL_INTS = (
 )
 _OPTIONAL_STRS = ("http_version", "remote_ip", "finish_reason")
 _FLAGS = ("sent_acked", "chunk_tokens_exact", "output_tokens_exact")
+_ADDED_V2 = ("first_reasoning_ns", "first_answer_ns", "reasoning_tokens", "unknown_events")
+"""Optional integers added to version 2 records later: absent from older ones, read as None."""
 _TCP_INTS = ("rtt_us", "rttvar_us", "retransmits", "snd_cwnd")
 _TCP_OPTIONAL_INTS = ("min_rtt_us", "bytes_acked", "bytes_received")
 
@@ -79,6 +81,8 @@ def trace_to_record(trace: RequestTrace) -> dict[str, Any]:
     record["request_id"] = trace.request_id
     record["response_id"] = trace.response_id
     record["attempt"] = trace.attempt
+    for name in _ADDED_V2:
+        record[name] = getattr(trace, name)
     record["proxy_headers"] = dict(trace.proxy_headers)
     return record
 
@@ -190,12 +194,17 @@ def _trace_v2(record: Mapping[str, Any]) -> RequestTrace:
         request_id=r.opt_text("request_id"),
         response_id=r.opt_text("response_id"),
         attempt=attempt,
+        **_added_v2(r, record),
     )
 
 
 def _trace_v3(record: Mapping[str, Any]) -> RequestTrace:
     r = _Fields(record, "trace")
     return replace(_trace_v2(record), proxy_headers=r.texts("proxy_headers"))
+
+
+def _added_v2(r: _Fields, record: Mapping[str, Any]) -> dict[str, Any]:
+    return {name: r.opt_integer(name) for name in _ADDED_V2 if name in record}
 
 
 _TRACE_LOADERS: dict[int, Callable[[Mapping[str, Any]], RequestTrace]] = {
