@@ -278,6 +278,7 @@ def test_record_names_every_field_in_plain_json_types() -> None:
     ("change", "message"),
     [
         ({"v": 4}, "trace record version 4"),
+        ({"proxy_headers": {"server": 1}}, "trace.proxy_headers: expected an object of strings"),
         ({"attempt": 0}, "trace.attempt: expected 1 or more"),
         (
             {
@@ -302,6 +303,14 @@ def test_bad_trace_records_are_refused_by_field(change: dict[str, object], messa
     record = trace_to_record(make_trace()) | change
     with pytest.raises(ValueError, match=re.escape(message)):
         trace_from_record(record)
+
+
+def test_a_version_2_trace_record_loads_without_proxy_headers() -> None:
+    trace = dataclasses.replace(make_trace(), proxy_headers={"server": "nginx/1.22.1"})
+    record = trace_to_record(trace)
+    assert trace_from_record(record) == trace
+    old = {k: v for k, v in record.items() if k != "proxy_headers"} | {"v": 2}
+    assert trace_from_record(old) == make_trace()
 
 
 def test_missing_field_is_named() -> None:

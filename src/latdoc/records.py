@@ -135,6 +135,10 @@ class RequestTrace:
     """Reasoning tokens as the server reports them in its usage (part of ``output_tokens``)."""
     unknown_events: int | None = None
     """Events of a type the dialect does not define, skipped; ``None`` when no stream was read."""
+    proxy_headers: Mapping[str, str] = field(default_factory=dict)
+    """Response headers that tell what stands between client and server (``server``,
+    ``via``, CDN headers, ``x-accel-buffering``, ``content-length``), by lower-case
+    name: a fixed list of names, none that can carry a secret."""
 
     # -- derived metrics, in milliseconds -------------------------------------
 
