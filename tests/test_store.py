@@ -1052,3 +1052,19 @@ def test_the_scale_benchmark_runs_and_prints_its_ratios() -> None:
     assert re.search(r"insert rate: +[\d,]+ traces/s .*× the 50,000/s target", done.stdout)
     assert re.search(r"on disk: +[\d,]+ bytes per trace", done.stdout)
     assert done.stdout.count("24 buckets") == 2, done.stdout
+
+
+def test_update_meta_sets_whole_values_and_keeps_the_rest(tmp_path: Path) -> None:
+    with Store(tmp_path / "m.db") as store:
+        run_id = store.new_run(
+            endpoint=URL, model="m", scenario="chat", meta={"keep": 1, "counts": {"a": 1}}
+        )
+        store.update_meta(run_id, {"counts": {"b": None}, "skipped_ticks": 3})
+        store.update_meta(run_id, {"skipped_ticks": 4})
+        assert store.run_info(run_id).meta == {
+            "keep": 1,
+            "counts": {"b": None},
+            "skipped_ticks": 4,
+        }
+        with pytest.raises(UsageError, match="no run"):
+            store.update_meta("20260101-000000-000000", {"x": 1})
