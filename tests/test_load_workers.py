@@ -230,6 +230,17 @@ def _has_run(db: Path) -> bool:
             return False
 
 
+def _stored(db: Path) -> int:
+    """Samples stored so far; 0 while the file exists before its tables do."""
+    if not db.exists():
+        return 0
+    with sqlite3.connect(db) as conn:
+        try:
+            return int(conn.execute("SELECT count(*) FROM samples").fetchone()[0])
+        except sqlite3.OperationalError:
+            return 0
+
+
 def test_ctrl_c_stops_every_worker_process(lab_url: str, tmp_path: Path) -> None:
     db = tmp_path / "int.db"
     proc = subprocess.Popen(
@@ -243,9 +254,7 @@ def test_ctrl_c_stops_every_worker_process(lab_url: str, tmp_path: Path) -> None
     stored = 0
     while time.monotonic() < deadline and stored < 4:
         time.sleep(0.2)
-        if db.exists():
-            with sqlite3.connect(db) as conn:
-                stored = conn.execute("SELECT count(*) FROM samples").fetchone()[0]
+        stored = _stored(db)
     assert stored >= 4, "the run did not store traces in time"
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)

@@ -76,6 +76,7 @@ def traces(
         phase=st.sampled_from(Phase),
         message=text,
         status=opt_int,
+        retry_after_s=st.none() | st.floats(min_value=0, max_value=1e9),
     )
     return st.builds(
         RequestTrace,
@@ -243,13 +244,32 @@ def test_a_version_2_sample_record_loads_without_a_worker() -> None:
         sample_from_record(record | {"worker": -1})
 
 
+def test_a_version_2_trace_record_loads_without_the_asked_wait(db: Path) -> None:
+    asked = dataclasses.replace(BROKEN, retry_after_s=2.5)
+    record = trace_to_record(make_trace(error=asked))
+    assert record["v"] == 3 and record["error"]["retry_after_s"] == 2.5
+    assert trace_from_record(record).error == asked
+    old_error = {k: v for k, v in record["error"].items() if k != "retry_after_s"}
+    old = record | {"v": 2, "error": old_error}
+    assert trace_from_record(old) == make_trace(error=BROKEN)
+    # As a store written before version 3 holds it: the row's JSON is read back as is.
+    with Store(db) as store:
+        run_id = new_run(store)
+        store.add_sample(run_id, make_sample(0, error=asked))
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE sample_traces SET trace = ?", (json.dumps(old),))
+    with Store(db) as store:
+        _, (sample,), _ = store.load_run(run_id)
+    assert sample.trace.error == BROKEN and sample.trace.error.retry_after_s is None
+
+
 def test_record_names_every_field_in_plain_json_types() -> None:
     trace = dataclasses.replace(
         make_trace(error=BROKEN), tcp_info=TcpInfo(1500, 200, None, 0, 10, None, 4096)
     )
     record = trace_to_record(trace)
     assert set(record) - {"v"} == {f.name for f in dataclasses.fields(RequestTrace)}
-    assert record["v"] == 2
+    assert record["v"] == 3
     assert (record["request_id"], record["response_id"], record["attempt"]) == (None, None, 1)
     assert record["started_at"] == "2026-11-29T20:15:02+00:00"
     assert record["first_token_ns"] is None
@@ -258,6 +278,7 @@ def test_record_names_every_field_in_plain_json_types() -> None:
         "phase": "wait",
         "message": "rate limited",
         "status": 429,
+        "retry_after_s": None,
     }
     assert record["tcp_info"]["min_rtt_us"] is None
     ok = trace_to_record(make_trace())
@@ -267,8 +288,21 @@ def test_record_names_every_field_in_plain_json_types() -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"v": 3}, "trace record version 3"),
+        ({"v": 4}, "trace record version 4"),
+        ({"proxy_headers": {"server": 1}}, "trace.proxy_headers: expected an object of strings"),
         ({"attempt": 0}, "trace.attempt: expected 1 or more"),
+        (
+            {
+                "error": {
+                    "kind": "http",
+                    "phase": "wait",
+                    "message": "m",
+                    "status": 429,
+                    "retry_after_s": "2",
+                }
+            },
+            "trace.error.retry_after_s: expected a number",
+        ),
         ({"request_id": 7}, "trace.request_id: expected a string"),
         ({"t0_ns": "1"}, "trace.t0_ns: expected an integer"),
         ({"new_connection": 1}, "trace.new_connection: expected true or false"),
@@ -280,6 +314,14 @@ def test_bad_trace_records_are_refused_by_field(change: dict[str, object], messa
     record = trace_to_record(make_trace()) | change
     with pytest.raises(ValueError, match=re.escape(message)):
         trace_from_record(record)
+
+
+def test_a_version_2_trace_record_loads_without_proxy_headers() -> None:
+    trace = dataclasses.replace(make_trace(), proxy_headers={"server": "nginx/1.22.1"})
+    record = trace_to_record(trace)
+    assert trace_from_record(record) == trace
+    old = {k: v for k, v in record.items() if k != "proxy_headers"} | {"v": 2}
+    assert trace_from_record(old) == make_trace()
 
 
 def test_missing_field_is_named() -> None:
@@ -1049,3 +1091,19 @@ def test_the_scale_benchmark_runs_and_prints_its_ratios() -> None:
     assert re.search(r"insert rate: +[\d,]+ traces/s .*× the 50,000/s target", done.stdout)
     assert re.search(r"on disk: +[\d,]+ bytes per trace", done.stdout)
     assert done.stdout.count("24 buckets") == 2, done.stdout
+
+
+def test_update_meta_sets_whole_values_and_keeps_the_rest(tmp_path: Path) -> None:
+    with Store(tmp_path / "m.db") as store:
+        run_id = store.new_run(
+            endpoint=URL, model="m", scenario="chat", meta={"keep": 1, "counts": {"a": 1}}
+        )
+        store.update_meta(run_id, {"counts": {"b": None}, "skipped_ticks": 3})
+        store.update_meta(run_id, {"skipped_ticks": 4})
+        assert store.run_info(run_id).meta == {
+            "keep": 1,
+            "counts": {"b": None},
+            "skipped_ticks": 4,
+        }
+        with pytest.raises(UsageError, match="no run"):
+            store.update_meta("20260101-000000-000000", {"x": 1})

@@ -18,8 +18,13 @@ input_length   TTFT at a long prompt (~2K tokens; the longest for longdoc)
                minus TTFT at the shortest (the rule: :mod:`.length_rule`)
 queueing       TTFT p95 − p50 at a fixed length, or the rise under concurrency
                (TTFT here excludes the client's pool wait and connection setup)
-decode         (output tokens − 1) × the steady time per token
+decode         (answer tokens − 1) × the steady time per token (reasoning
+               tokens left to ``reasoning``)
+reasoning      median time thinking before the first answer token: first
+               reasoning output to first answer token, or, when the thinking is
+               not streamed, reported reasoning tokens × the steady time per token
 stalls         mid-stream pause time per request
+buffering      how long a hop on the way held the stream's tokens back
 client         the measuring client's event-loop lag, or the wait for a free
                connection in its pool
 errors         the failed fraction of a typical request's end-to-end time
@@ -49,6 +54,9 @@ from latdoc.analysis.length_rule import (
     length_confidence_margin,
 )
 from latdoc.analysis.noticeable import is_noticeable, noticeable_bar, request_parts
+from latdoc.analysis.reasoning_rule import REASONING_MIN_MS, reasoning_finding
+from latdoc.analysis.server_rules import buffering, with_server_queueing
+from latdoc.analysis.servertime import server_account
 from latdoc.analysis.stats import quantile
 from latdoc.analysis.traffic import StepViews
 from latdoc.records import RequestTrace, Sample, StepNote
@@ -84,6 +92,10 @@ class RunContext:
     notes: tuple[StepNote, ...] = ()
     host: HostFacts | None = None
     """The client host's checklist facts, as the run recorded them."""
+    server_metrics: Mapping[str, float | None] = field(default_factory=dict)
+    """What the engine's own metrics counted during the run (after − before)."""
+    server_metrics_source: str | None = None
+    """Where those metrics were scraped, in words."""
 
 
 def _confidence(n: int, margin: float) -> float:
@@ -180,6 +192,10 @@ def _input_length(f: Facts) -> Finding | None:
 
 
 def _queueing(f: Facts) -> Finding | None:
+    return with_server_queueing(_client_queueing(f), f)
+
+
+def _client_queueing(f: Facts) -> Finding | None:
     ld = f.load
     cv, spread, p50 = ld["ttft_cv"], ld["ttft_p95_over_p50"], ld["ttft_p50_ms"]
     ratio, conc = ld["concurrent_over_sequential"], ld["concurrent_ttft_p50_ms"]
@@ -216,7 +232,7 @@ def _queueing(f: Facts) -> Finding | None:
 def _decode(f: Facts) -> Finding | None:
     ok = [t for t in f.measured if t.ok]
     tpot = median_of(steady_tpot_ms(t) for t in ok)
-    tokens = median_of(float(t.output_tokens) for t in ok if t.output_tokens)
+    tokens = median_of(float(t.answer_tokens) for t in ok if t.answer_tokens)
     if tpot is None or tokens is None or tpot <= SLOW_TPOT_MS:
         return None
     decode = tpot * max(0.0, tokens - 1)
@@ -229,6 +245,14 @@ def _decode(f: Facts) -> Finding | None:
         share_ms=decode,
         confidence=_confidence(len(ok), tpot / SLOW_TPOT_MS - 1),
     )
+
+
+def _reasoning(f: Facts) -> Finding | None:
+    share = f.reasoning.get("reasoning_ms")
+    n = int(f.reasoning.get("reasoning_n") or 0)
+    if share is None:
+        return None
+    return reasoning_finding(f, _confidence(n, share / REASONING_MIN_MS - 1))
 
 
 def _stalls(f: Facts) -> Finding | None:
@@ -327,7 +351,9 @@ RULES: tuple[Rule, ...] = (
     _input_length,
     _queueing,
     _stalls,
+    buffering,
     _decode,
+    _reasoning,
     _client,
 )
 
@@ -342,6 +368,10 @@ def diagnose(
     reference = None if context.scenario is Scenario.LONGDOC else LONG_REFERENCE_TOKENS
     steps = samples if views is None else views.samples
     facts = gather_facts(samples, reference, steps)
+    if context.server_metrics:
+        facts.server = server_account(
+            samples, context.server_metrics, context.server_metrics_source
+        )
     findings = tuple(f for rule in RULES if (f := rule(facts)) is not None)
     bar = noticeable_bar(samples if views is None else views.identical)
     verdict = _verdict(findings, facts, bar)
@@ -368,6 +398,8 @@ def diagnose(
         length_check=length_check(facts),
         noticeable=bar,
         typical_request=request_parts(steps),
+        server=facts.server,
+        reasoning=facts.reasoning,
     )
 
 

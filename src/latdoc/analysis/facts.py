@@ -14,10 +14,12 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from latdoc.analysis.buffering import MIN_CHUNKS, Burst, stream_burst
 from latdoc.analysis.diagnosis import LengthCurve
 from latdoc.analysis.length import fit_length_curve, length_points
+from latdoc.analysis.servertime import ServerAccount, server_account
 from latdoc.analysis.signals import dispersion, find_stalls
 from latdoc.analysis.stats import bootstrap_ci, difference_ci
 from latdoc.records import RequestTrace, Sample, Step
@@ -43,6 +45,14 @@ class Facts:
     """The "long prompt" of the input-length rule; None for the longest measured."""
     loop_lag_ms: float | None = None
     """Median over requests of the measuring client's worst event-loop lag."""
+    bursts: list[Burst] = field(default_factory=list)
+    """Streams that arrived held back by a buffering hop (:mod:`.buffering`)."""
+    long_streams: int = 0
+    """Successful streams long enough to tell whether they were held back."""
+    server: ServerAccount | None = None
+    """The requests as the server itself timed them (:mod:`.servertime`)."""
+    reasoning: dict[str, float | None] = field(default_factory=dict)
+    """The reasoning phase (:func:`reasoning_facts`); empty when no request reasoned."""
 
 
 def _network_facts(samples: Sequence[Sample]) -> dict[str, float | None]:
@@ -127,7 +137,11 @@ def gather_facts(
     measured = [s for s in samples if s.step != Step.CALIBRATION]
     ok = [s.trace for s in measured if s.trace.ok]
     curve = fit_length_curve(length_points(_length_pairs(steps)))
-    stalls = [(i, st.gap_ms) for i, t in enumerate(ok) for st in find_stalls(t.itl_ms)]
+    bursts = {i: b for i, t in enumerate(ok) if (b := stream_burst(t)) is not None}
+    # A held-back stream's gaps are the hop's flushes, not the server's pauses.
+    stalls = [
+        (i, st.gap_ms) for i, t in enumerate(ok) if i not in bursts for st in find_stalls(t.itl_ms)
+    ]
     failed = Counter(s.trace.error.code for s in measured if s.trace.error is not None)
     retry = [_retry_after(s.trace) for s in measured]
     retry_after = max((r for r in retry if r is not None), default=None)
@@ -141,6 +155,10 @@ def gather_facts(
         retry_after_s=retry_after,
         long_reference_tokens=long_reference_tokens,
         loop_lag_ms=median_of(s.loop_lag_ms for s in measured),
+        bursts=list(bursts.values()),
+        long_streams=sum(1 for t in ok if len(t.chunks) >= MIN_CHUNKS),
+        server=server_account(samples),
+        reasoning=reasoning_facts(ok),
     )
 
 
@@ -163,13 +181,52 @@ def _length_pairs(samples: Sequence[Sample]) -> list[tuple[int, float]]:
 
 
 def _retry_after(trace: RequestTrace) -> float | None:
-    if trace.error is None or "Retry-After:" not in trace.error.message:
-        return None
-    value = trace.error.message.rsplit("Retry-After:", 1)[1].strip(" )")
-    try:
-        return float(value)
-    except ValueError:
-        return None
+    return None if trace.error is None else trace.error.retry_after_s
+
+
+def thinking_ms(trace: RequestTrace) -> tuple[float, bool] | None:
+    """Time a request spent reasoning before its answer, and whether it was seen.
+
+    Seen: from its first reasoning output to its first answer token. Hidden (the
+    server reports reasoning tokens but streams none): the reported reasoning tokens
+    times the stream's steady time per token, as they were decoded before the first
+    visible token. ``None`` for a request that did not reason.
+    """
+    seen = trace.reasoning_ms
+    if seen is not None:
+        return seen, True
+    tokens = trace.reasoning_tokens
+    tpot = steady_tpot_ms(trace)
+    if tokens and tpot is not None:
+        return tokens * tpot, False
+    return None
+
+
+def reasoning_facts(traces: Sequence[RequestTrace]) -> dict[str, float | None]:
+    """Medians of the reasoning phase over successful requests; empty when none reasoned.
+
+    ``reasoning_ms`` is the median over every request (0 for one that did not think),
+    so it is what thinking adds to a typical request; ``hidden_n`` counts requests whose
+    thinking was not streamed, timed as tokens × steady time per token."""
+    thought = [(t, thinking_ms(t)) for t in traces]
+    reasoned = [(t, v) for t, v in thought if v is not None]
+    if not reasoned:
+        return {}
+    return {
+        "reasoning_n": float(len(reasoned)),
+        "requests_n": float(len(traces)),
+        "hidden_n": float(sum(1 for _, (_, seen) in reasoned if not seen)),
+        "reasoning_ms": statistics.median(v[0] if v else 0.0 for _, v in thought),
+        "ttfr_ms": median_of(t.ttfr_ms for t, _ in reasoned),
+        "ttfa_ms": median_of(t.ttfa_ms for t, _ in reasoned),
+        "ttft_ms": median_of(t.ttft_ms for t, _ in reasoned),
+        "reasoning_tokens": median_of(
+            float(t.reasoning_tokens) for t, _ in reasoned if t.reasoning_tokens is not None
+        ),
+        "answer_tokens": median_of(
+            float(t.answer_tokens) for t, _ in reasoned if t.answer_tokens is not None
+        ),
+    }
 
 
 def steady_tpot_ms(trace: RequestTrace) -> float | None:

@@ -33,6 +33,7 @@ from latdoc.pipeline import (
     diagnose_otlp,
     diagnose_traffic,
     diagnose_vantages,
+    metrics_target,
     rediagnose,
 )
 from latdoc.report import ProgressBars
@@ -80,6 +81,11 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
         help="concurrent requests you expect in production: the load step sends N at once "
         f"(as the budget affords; default {CONCURRENCY}) and the pool is sized for N "
         f"(default {DEFAULT_CONCURRENCY})",
+    )  # fmt: skip
+    d.add_argument(
+        "--server-metrics", metavar="URL|off", default="auto",
+        help="the engine's Prometheus page, read before and after the run (llama.cpp, "
+        "vLLM); default /metrics on the endpoint's host",
     )  # fmt: skip
     recorded = d.add_mutually_exclusive_group()
     recorded.add_argument(
@@ -130,6 +136,9 @@ def run_diagnose(args: argparse.Namespace) -> int:
     key = api_key(args)
     err = sys.stderr
     places = vantages(args)
+    if places is not None and args.server_metrics not in ("auto", "off"):
+        raise UsageError("--server-metrics reads an engine from this machine: not with --vantage")
+    metrics_target(args.server_metrics, "http://localhost/")
     with target(args, err, engine=True) as where:
         endpoint, connection = endpoint_and_connection(args, where, key)
         plan = DiagnosisPlan(
@@ -164,6 +173,7 @@ def run_diagnose(args: argparse.Namespace) -> int:
                     concurrency=args.concurrency or DEFAULT_CONCURRENCY,
                     store=store,
                     on_progress=progress,
+                    server_metrics=args.server_metrics,
                 )
             finally:
                 progress.close()

@@ -182,11 +182,13 @@ class FleetSweep:
         on_sample: Callable[[Sample], None],
         on_level: Callable[[LevelWindow], None],
         on_progress: Callable[[str, int, int], None] | None,
+        on_note: Callable[[StepNote], None] | None = None,
         *,
         kind: str = "workers",
     ) -> None:
         self.plan = plan
         self.members = list(members)
+        self.on_note = on_note
         self.on_sample = on_sample
         self.on_level = on_level
         self.on_progress = on_progress
@@ -196,7 +198,10 @@ class FleetSweep:
         self.note(sent_from(self.members, kind))
 
     def note(self, text: str) -> None:
-        self.notes.append(StepNote(Step.RUN, text))
+        note = StepNote(Step.RUN, text)
+        self.notes.append(note)
+        if self.on_note is not None:
+            self.on_note(note)
 
     @property
     def lost(self) -> int:
@@ -264,8 +269,16 @@ class FleetSweep:
             for i, m in enumerate(live)
             if not closed or streams[i] > 0
         ]
-        await asyncio.gather(*(self._consume(m, order, count) for m, order in orders))
-        self.on_level(self._window(number, value, start, count))
+        partial = False
+        try:
+            await asyncio.gather(*(self._consume(m, order, count) for m, order in orders))
+        except BaseException:
+            partial = True
+            raise
+        finally:
+            # A level cut short, or one a worker was lost in, did not hold its load.
+            lost = any(not m.alive for m, _ in orders)
+            self.on_level(self._window(number, value, start, count, partial=partial or lost))
         return count
 
     async def _consume(self, member: Member, order: LevelOrder, count: _LevelCount) -> None:
@@ -299,7 +312,7 @@ class FleetSweep:
         self.on_sample(merged)
 
     def _window(
-        self, number: int, value: int | float, start: int, count: _LevelCount
+        self, number: int, value: int | float, start: int, count: _LevelCount, *, partial: bool
     ) -> LevelWindow:
         closed = self.plan.closed_loop
         ws = count.windows
@@ -314,6 +327,7 @@ class FleetSweep:
             scheduled=sum(scheduled) if scheduled else None,
             # The workers' medians, the latest of them: an upper bound of the whole median.
             late_ms_p50=max(late) if late else None,
+            partial=partial or any(w.partial for w in ws),
         )
 
 

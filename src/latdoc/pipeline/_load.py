@@ -85,9 +85,10 @@ def load_endpoint(
 
     ``on_sample`` sees each sample as it is kept (a metrics exporter hooks in
     there). Ctrl-C stops the sending, not the report: the run is kept as
-    ``interrupted`` and the levels measured until then are analysed. With
-    ``workers`` the streams are sent from worker processes or Ray actors; every
-    one of them is stopped when this returns, also on Ctrl-C.
+    ``interrupted`` with the notes made until then, and the levels measured are
+    analysed, the one it cut short marked partial. With ``workers`` the streams are
+    sent from worker processes or Ray actors; every one of them is stopped when
+    this returns, also on Ctrl-C.
     """
     check_load_target(plan, confirmed=confirmed)
     slo = slo or Slo()
@@ -95,31 +96,26 @@ def load_endpoint(
     with ExitStack() as stack:
         if workers is None:
             return _run_sweep(plan, _local_sweep(plan, on_progress), store, slo, meta, on_sample)
-        running: list[FleetSweep] = []
-        sweep = _fleet_sweep(plan, workers, on_progress, stack, meta, running)
-        return _run_sweep(
-            plan,
-            sweep,
-            store,
-            slo,
-            meta,
-            on_sample,
-            batched=True,
-            notes_so_far=lambda: running[0].notes if running else [],
-        )
+        sweep = _fleet_sweep(plan, workers, on_progress, stack, meta)
+        return _run_sweep(plan, sweep, store, slo, meta, on_sample, batched=True)
 
 
 Sweep = Callable[
-    [Callable[[Sample], None], Callable[[LevelWindow], None]],
+    [Callable[[Sample], None], Callable[[LevelWindow], None], Callable[[StepNote], None]],
     Coroutine[Any, Any, list[StepNote]],
 ]
+"""Runs a sweep: each sample, level and note reaches its hook as it is made."""
 
 
 def _local_sweep(plan: LoadPlan, on_progress: Callable[[str, int, int], None] | None) -> Sweep:
     def sweep(
-        keep: Callable[[Sample], None], on_level: Callable[[LevelWindow], None]
+        keep: Callable[[Sample], None],
+        on_level: Callable[[LevelWindow], None],
+        on_note: Callable[[StepNote], None],
     ) -> Coroutine[Any, Any, list[StepNote]]:
-        return run_load(plan, on_sample=keep, on_level=on_level, on_progress=on_progress)
+        return run_load(
+            plan, on_sample=keep, on_level=on_level, on_progress=on_progress, on_note=on_note
+        )
 
     return sweep
 
@@ -130,7 +126,6 @@ def _fleet_sweep(
     on_progress: Callable[[str, int, int], None] | None,
     stack: ExitStack,
     meta: dict[str, Any],
-    running: list[FleetSweep],
 ) -> Sweep:
     """Start the workers (stopped when ``stack`` closes), align their clocks, and record
     where each runs and its clock offset in ``meta``."""
@@ -148,13 +143,14 @@ def _fleet_sweep(
         "count": workers.count,
         "members": [m.meta() for m in members],
     }
+    kind = "worker processes" if workers.ray is None else "Ray actors"
 
     def sweep(
-        keep: Callable[[Sample], None], on_level: Callable[[LevelWindow], None]
+        keep: Callable[[Sample], None],
+        on_level: Callable[[LevelWindow], None],
+        on_note: Callable[[StepNote], None],
     ) -> Coroutine[Any, Any, list[StepNote]]:
-        kind = "worker processes" if workers.ray is None else "Ray actors"
-        running.append(FleetSweep(plan, members, keep, on_level, on_progress, kind=kind))
-        return running[-1].run()
+        return FleetSweep(plan, members, keep, on_level, on_progress, on_note, kind=kind).run()
 
     return sweep
 
@@ -168,11 +164,9 @@ def _run_sweep(
     on_sample: Callable[[Sample], None] | None,
     *,
     batched: bool = False,
-    notes_so_far: Callable[[], list[StepNote]] = list,
 ) -> LoadRun:
     """Run ``sweep``, keeping each sample as it comes: committed one by one, or, when
-    many workers send (``batched``), a batch at a time (see :meth:`Store.batch`).
-    On Ctrl-C the notes said until then (``notes_so_far``: a lost worker) are kept."""
+    many workers send (``batched``), a batch at a time (see :meth:`Store.batch`)."""
     run_id = store.new_run(
         endpoint=plan.endpoint.base_url,
         model=plan.endpoint.model,
@@ -182,7 +176,6 @@ def _run_sweep(
     )
     samples: list[Sample] = []
     windows: list[LevelWindow] = []
-
     writer = store.batch(run_id, max_samples=5000 if batched else 1)
 
     def keep(sample: Sample) -> None:
@@ -191,16 +184,14 @@ def _run_sweep(
         if on_sample is not None:
             on_sample(sample)
 
-    status, notes = "done", []
+    status = "done"
+    notes: list[StepNote] = []
     try:
         with writer:
-            notes = asyncio.run(sweep(keep, windows.append))
+            asyncio.run(sweep(keep, windows.append, notes.append))
     except KeyboardInterrupt:
         status = "interrupted"
-        notes = [
-            *notes_so_far(),
-            StepNote(Step.RUN, "interrupted by the user; reported what was measured"),
-        ]
+        notes.append(StepNote(Step.RUN, "interrupted by the user; reported what was measured"))
     analysis = analyse_load(windows, samples, slo)
     document = load_to_dict(analysis, notes=notes, run_id=run_id)
     store.finish_run(run_id, status=status, notes=notes, diagnosis=document)
@@ -238,6 +229,7 @@ def windows_from_document(document: Mapping[str, Any]) -> list[LevelWindow]:
             end_ns=int(w["end_ns"]),
             scheduled=w.get("scheduled"),
             late_ms_p50=w.get("late_ms_p50"),
+            partial=w.get("partial") is True,
         )
         for w in (level["window"] for level in levels)
     ]

@@ -9,10 +9,12 @@ The rooms behind this face, in the order a request passes through them:
   ``latdoc.client`` for an application's own requests).
 - ``_backend``, ``_aiostream``: the timed network backend (DNS, connect, TLS, every read).
 - ``_recorder``: the per-request stopwatch the backend and httpcore's trace events feed.
-- ``_dialects``, ``_sse``, ``_stream_state``: request bodies and the event stream decoded.
+- ``_dialects``, ``_sse``, ``_stream_state``: request bodies and the event stream decoded;
+  ``_chat_events``, ``_anthropic_events``, ``_responses_events``: each dialect's events
+  read into one ``_events.EventInfo`` (answer and reasoning apart).
 - ``_failures``: every lower-level error mapped to a typed failure, once.
 - ``_tcpinfo``, ``_servertiming``, ``_looplag``: the kernel's, the server's and the
-  client's own view of the time.
+  client's own view of the time; ``_metrics``: an engine's ``/metrics`` page, read.
 
 This package computes no statistics and prints nothing.
 """
@@ -27,9 +29,10 @@ from latdoc.probe._dialects import (
     parse_event,
 )
 from latdoc.probe._endpoint import Endpoint, Timeouts
-from latdoc.probe._failures import classify
+from latdoc.probe._failures import classify, http_error
 from latdoc.probe._freeze import Exchange, TraceTarget, freeze_trace
 from latdoc.probe._looplag import LoopLagMonitor
+from latdoc.probe._metrics import metrics_url, scrape_metrics
 from latdoc.probe._recorder import Recorder, now_ns
 from latdoc.probe._session import EventHook, ProbeSession, ResendHook
 from latdoc.probe._sse import SSEDecoder, SSEEvent
@@ -59,9 +62,12 @@ __all__ = [
     "classify",
     "error_message",
     "freeze_trace",
+    "http_error",
+    "metrics_url",
     "now_ns",
     "parse_event",
     "read_tcp_info",
+    "scrape_metrics",
     "system_resolver",
     "warm_up",
 ]

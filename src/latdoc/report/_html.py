@@ -21,6 +21,7 @@ from latdoc.analysis.diagnosis import Diagnosis, Finding, Kind, RequestParts, Sc
 from latdoc.analysis.stats import quantile
 from latdoc.records import Sample, Step
 from latdoc.report._plot_data import MAX_ROWS, ttft_values
+from latdoc.report._server import disagreement_texts
 from latdoc.report._theme import KIND_COLOURS, PHASE_COLOURS
 from latdoc.report._truth import (
     gain_text,
@@ -90,16 +91,42 @@ def page_context(diagnosis: Diagnosis, samples: Sequence[Sample]) -> dict[str, A
         ],
         "measurements": [
             (title, [(k, _measured(v, k)) for k, v in numbers.items()])
-            for title, numbers in (("Network", diagnosis.network), ("Load", diagnosis.load))
+            for title, numbers in (
+                ("Network", diagnosis.network),
+                ("Load", diagnosis.load),
+                ("Reasoning", diagnosis.reasoning),
+                *_server_cards(diagnosis),
+            )
             if numbers
         ],
+        "disagreements": disagreement_texts(diagnosis.server),
         "kind_colours": KIND_COLOURS,
         "part_colours": {key: PHASE_COLOURS[phase] for key, phase in _PART_PHASES.items()},
     }
 
 
-_PART_PHASES = {"setup": "connect", "send": "send", "prefill": "wait", "decode": "stream"}
+_PART_PHASES = {
+    "setup": "connect",
+    "send": "send",
+    "queue": "queue",
+    "prefill": "wait",
+    "reasoning": "reasoning",
+    "decode": "stream",
+}
+_PART_KEYS = {"network setup": "setup", "server wait": "queue"}
+"""A part's CSS key where it differs from its name."""
 """Each part of a request drawn in the colour of the waterfall phase it ends with."""
+
+
+def _server_cards(diagnosis: Diagnosis) -> list[tuple[str, Mapping[str, float | None]]]:
+    """The server's own timing and its engine metrics, each as a card of numbers."""
+    account = diagnosis.server
+    if account is None:
+        return []
+    return [
+        (f"The server's own timing ({account.source})", account.numbers),
+        (f"Engine metrics ({account.metrics_source})", account.metrics),
+    ]
 
 
 def _finding(f: Finding) -> dict[str, Any]:
@@ -167,7 +194,6 @@ def _parts(parts: RequestParts) -> dict[str, Any]:
     """The "where the time goes" bar of a healthy run: a request on a new connection,
     phase by phase, in the order it passes them."""
     total = parts.total_ms
-    keys = ("setup", "send", "prefill", "decode")
     return {
         "title": "Where the time of a request on a new connection goes "
         f"(median of each phase over {parts.requests})",
@@ -181,8 +207,9 @@ def _parts(parts: RequestParts) -> dict[str, Any]:
                 "width": f"{ms / total * 100:.2f}",
                 "labelled": ms / total >= 0.12,
             }
-            for key, (name, ms) in zip(keys, parts.items(), strict=True)
+            for name, ms in parts.items()
             if ms > 0
+            for key in (_PART_KEYS.get(name, name),)
         ]
         if total > 0
         else [],

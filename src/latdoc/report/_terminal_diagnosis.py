@@ -14,6 +14,7 @@ from rich.text import Text
 from latdoc.analysis.diagnosis import Diagnosis, Finding, Kind, Remedy, RequestParts
 from latdoc.analysis.host import SystemItem
 from latdoc.report._console import side_by_side
+from latdoc.report._server import disagreement_texts, server_lines
 from latdoc.report._system import NOT_READABLE
 from latdoc.report._theme import KIND_COLOURS, PHASE_COLOURS
 from latdoc.report._truth import (
@@ -82,6 +83,30 @@ def _network_lines(n: Mapping[str, float | None]) -> list[RenderableType]:
     return lines
 
 
+def reasoning_lines(r: Mapping[str, float | None]) -> list[RenderableType]:
+    """Time to first reasoning, to first answer token, thinking time and tokens."""
+    parts = []
+    for key, label in (
+        ("ttfr_ms", "first reasoning"),
+        ("ttfa_ms", "first answer token"),
+        ("reasoning_ms", "thinking"),
+    ):
+        value = r.get(key)
+        if value is not None:
+            parts.append(Text.assemble((label, "dim"), " ", (format_ms(value), "bold")))
+    tokens = r.get("reasoning_tokens")
+    if tokens is not None:
+        parts.append(Text.assemble(("reasoning tokens", "dim"), " ", (f"{tokens:.0f}", "bold")))
+    lines: list[RenderableType] = [side_by_side(parts)]
+    n, total, hidden = r.get("reasoning_n"), r.get("requests_n"), r.get("hidden_n")
+    if n is not None and total is not None:
+        said = f"{n:.0f} of {total:.0f} requests reasoned (medians over them; thinking over all)"
+        if hidden:
+            said += f"; {hidden:.0f} did not stream it: reported tokens × time per token"
+        lines.append(Text(said, style="dim"))
+    return lines
+
+
 def _length_lines(d: Diagnosis) -> list[RenderableType]:
     curve = d.length
     if curve is None:
@@ -143,7 +168,9 @@ def _shares(shares_ms: Mapping[Kind, float]) -> Table:
 _PART_COLOURS = {
     "network setup": PHASE_COLOURS["connect"],
     "send": PHASE_COLOURS["send"],
+    "server wait": PHASE_COLOURS["queue"],
     "prefill": PHASE_COLOURS["wait"],
+    "reasoning": PHASE_COLOURS["reasoning"],
     "decode": PHASE_COLOURS["stream"],
 }
 
@@ -248,6 +275,8 @@ def render_diagnosis(d: Diagnosis) -> RenderableType:
     negligible = set(v.negligible)
     if negligible:
         parts.append(_indent(Text("Negligible here: " + ", ".join(map(str, v.negligible)))))
+    for text in disagreement_texts(d.server):
+        parts.append(_indent(Text.assemble(("Client and server disagree: ", "bold yellow"), text)))
     if v.primary is Kind.HEALTHY and d.typical_request is not None:
         parts += [
             _heading(
@@ -262,12 +291,18 @@ def render_diagnosis(d: Diagnosis) -> RenderableType:
             _heading("What each kind adds to a typical request:"),
             _indent(_shares(shares), 2),
         ]
-    for title, lines in (
+    steps = [
         ("Step 1 — network", _network_lines(d.network)),
         ("Step 2 — input length", _length_lines(d)),
         ("Step 3 — fluctuation and load", _load_lines(d.load)),
-    ):
+    ]
+    if d.reasoning:
+        steps.append(("Reasoning — thinking before the answer", reasoning_lines(d.reasoning)))
+    for title, lines in steps:
         parts += [_heading(title), *(_indent(line, 2) for line in lines)]
+    if d.server is not None:
+        parts.append(_heading("The server's own timing:"))
+        parts += [_indent(Text(line), 2) for line in server_lines(d.server)]
     found = [f for f in d.findings if f.kind not in negligible]
     if found:
         parts.append(_heading("Findings:"))

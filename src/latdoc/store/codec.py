@@ -22,9 +22,10 @@ from typing import Any, TypeVar
 from latdoc.errors import ErrorKind, Phase, TraceError
 from latdoc.records import Chunk, RequestTrace, Sample, Step, TcpInfo
 
-RECORD_VERSION = 2
+RECORD_VERSION = 3
 """Version of trace records: 2 added the wall-clock start in nanoseconds, the request and
-response ids, and the attempt number."""
+response ids, and the attempt number; 3 the wait an error's ``Retry-After`` asked for and
+the headers that name proxies on the way."""
 SAMPLE_RECORD_VERSION = 3
 """Version of sample records: 2 added the client's event-loop lag, 3 the load worker."""
 """Version written by :func:`trace_to_record` and :func:`sample_to_record`."""
@@ -50,6 +51,8 @@ _OPTIONAL_INTS = (
 )
 _OPTIONAL_STRS = ("http_version", "remote_ip", "finish_reason")
 _FLAGS = ("sent_acked", "chunk_tokens_exact", "output_tokens_exact")
+_ADDED_V2 = ("first_reasoning_ns", "first_answer_ns", "reasoning_tokens", "unknown_events")
+"""Optional integers added to version 2 records later: absent from older ones, read as None."""
 _TCP_INTS = ("rtt_us", "rttvar_us", "retransmits", "snd_cwnd")
 _TCP_OPTIONAL_INTS = ("min_rtt_us", "bytes_acked", "bytes_received")
 
@@ -79,6 +82,9 @@ def trace_to_record(trace: RequestTrace) -> dict[str, Any]:
     record["request_id"] = trace.request_id
     record["response_id"] = trace.response_id
     record["attempt"] = trace.attempt
+    for name in _ADDED_V2:
+        record[name] = getattr(trace, name)
+    record["proxy_headers"] = dict(trace.proxy_headers)
     return record
 
 
@@ -117,6 +123,7 @@ def _error_to_record(error: TraceError) -> dict[str, Any]:
         "phase": error.phase.value,
         "message": error.message,
         "status": error.status,
+        "retry_after_s": error.retry_after_s,
     }
 
 
@@ -190,12 +197,28 @@ def _trace_v2(record: Mapping[str, Any]) -> RequestTrace:
         request_id=r.opt_text("request_id"),
         response_id=r.opt_text("response_id"),
         attempt=attempt,
+        **_added_v2(r, record),
     )
+
+
+def _added_v2(r: _Fields, record: Mapping[str, Any]) -> dict[str, Any]:
+    return {name: r.opt_integer(name) for name in _ADDED_V2 if name in record}
+
+
+def _trace_v3(record: Mapping[str, Any]) -> RequestTrace:
+    trace = replace(
+        _trace_v2(record), proxy_headers=_Fields(record, "trace").texts("proxy_headers")
+    )
+    if trace.error is None:
+        return trace
+    wait = _Fields(record["error"], "trace.error").opt_number("retry_after_s")
+    return replace(trace, error=replace(trace.error, retry_after_s=wait))
 
 
 _TRACE_LOADERS: dict[int, Callable[[Mapping[str, Any]], RequestTrace]] = {
     1: _trace_v1,
     2: _trace_v2,
+    3: _trace_v3,
 }
 
 
@@ -262,6 +285,14 @@ class _Fields:
     def opt_integer(self, name: str) -> int | None:
         return None if self._get(name) is None else self.integer(name)
 
+    def opt_number(self, name: str) -> float | None:
+        value = self._get(name)
+        if value is None:
+            return None
+        if type(value) not in (int, float):
+            raise self._bad(name, "a number")
+        return float(value)
+
     def text(self, name: str) -> str:
         value = self._get(name)
         if not isinstance(value, str):
@@ -300,6 +331,12 @@ class _Fields:
         for key, number in value.items():
             if not isinstance(key, str) or type(number) not in (int, float):
                 raise self._bad(name, "an object of numbers")
+        return dict(value)
+
+    def texts(self, name: str) -> dict[str, str]:
+        value = self.mapping(name)
+        if any(not isinstance(k, str) or not isinstance(v, str) for k, v in value.items()):
+            raise self._bad(name, "an object of strings")
         return dict(value)
 
     def timestamp(self, name: str) -> datetime:

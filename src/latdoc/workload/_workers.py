@@ -122,7 +122,7 @@ class LoadWorker:
         self._window: LevelWindow | None = None
         budget = Budget(plan.max_requests, plan.token_budget, plan.max_seconds)
         self._sweep = _Sweep(
-            plan, budget, self._pending.append, self._keep_window, None, worker=worker
+            plan, budget, self._pending.append, self._keep_window, None, None, worker=worker
         )
 
     def _keep_window(self, window: LevelWindow) -> None:
