@@ -218,6 +218,8 @@ def test_a_dead_worker_loses_only_its_in_flight_requests_and_says_how_many(
     assert "2 requests it had started were lost in flight" in lost[0]
     assert {s.worker for s in run.samples} == {0}
     assert run.samples and all(s.trace.ok for s in run.samples)
+    (level,) = run.analysis.levels
+    assert level.window.partial  # it did not hold its load: no knee or plateau from it
 
 
 def _has_run(db: Path) -> bool:
