@@ -61,6 +61,7 @@ def trace_to_dict(trace: RequestTrace) -> dict[str, Any]:
         "new_connection": trace.new_connection,
         "status": trace.status,
         "queue_ms": _r(trace.queue_ms),
+        "client_delay_ms": _r(trace.client_delay_ms),
         "dns_ms": _r(trace.dns_ms),
         "connect_ms": _r(trace.connect_ms),
         "tls_ms": _r(trace.tls_ms),
@@ -69,6 +70,7 @@ def trace_to_dict(trace: RequestTrace) -> dict[str, Any]:
         "wait_ms": _r(trace.wait_ms),
         "ttfb_ms": _r(trace.ttfb_ms),
         "ttft_ms": _r(trace.ttft_ms),
+        "server_ttft_ms": _r(trace.server_ttft_ms),
         "tpot_ms": _r(trace.tpot_ms),
         "total_ms": _r(trace.total_ms),
         "rtt_ms": _r(trace.rtt_ms),
@@ -84,6 +86,7 @@ def trace_to_dict(trace: RequestTrace) -> dict[str, Any]:
         "attempt": trace.attempt,
         "request_bytes": trace.request_bytes,
         "response_bytes": trace.response_bytes,
+        "arrival_clock": trace.arrival_clock,
         "server_timing": dict(trace.server_timing),
         "tcp_info": None
         if tcp is None

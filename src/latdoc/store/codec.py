@@ -24,7 +24,8 @@ from latdoc.records import Chunk, RequestTrace, Sample, Step, TcpInfo
 
 RECORD_VERSION = 2
 """Version of trace records: 2 added the wall-clock start in nanoseconds, the request and
-response ids, and the attempt number."""
+response ids, and the attempt number. Later additions to version 2 (the pool's grant,
+the first write, the arrival clock) are read as ``None`` where a record lacks them."""
 SAMPLE_RECORD_VERSION = 2
 """Version of sample records: 2 added the client's event-loop lag."""
 """Version written by :func:`trace_to_record` and :func:`sample_to_record`."""
@@ -49,6 +50,8 @@ _OPTIONAL_INTS = (
     "response_bytes",
 )
 _OPTIONAL_STRS = ("http_version", "remote_ip", "finish_reason")
+_ADDED_V2_INTS = ("pool_granted_ns", "write_start_ns")
+"""Marks added to version 2 records after it was first written: absent from older ones."""
 _FLAGS = ("sent_acked", "chunk_tokens_exact", "output_tokens_exact")
 _TCP_INTS = ("rtt_us", "rttvar_us", "retransmits", "snd_cwnd")
 _TCP_OPTIONAL_INTS = ("min_rtt_us", "bytes_acked", "bytes_received")
@@ -79,6 +82,9 @@ def trace_to_record(trace: RequestTrace) -> dict[str, Any]:
     record["request_id"] = trace.request_id
     record["response_id"] = trace.response_id
     record["attempt"] = trace.attempt
+    for name in _ADDED_V2_INTS:
+        record[name] = getattr(trace, name)
+    record["arrival_clock"] = trace.arrival_clock
     return record
 
 
@@ -183,12 +189,15 @@ def _trace_v2(record: Mapping[str, Any]) -> RequestTrace:
     attempt = r.integer("attempt")
     if attempt < 1:
         raise ValueError(f"trace.attempt: expected 1 or more, got {attempt}")
+    added: dict[str, Any] = {name: r.opt_integer(name) for name in _ADDED_V2_INTS if name in record}
     return replace(
         _trace_v1(record),
         started_ns=r.opt_integer("started_ns"),
         request_id=r.opt_text("request_id"),
         response_id=r.opt_text("response_id"),
         attempt=attempt,
+        arrival_clock=r.opt_text("arrival_clock") if "arrival_clock" in record else None,
+        **added,
     )
 
 
