@@ -43,6 +43,7 @@ TRACE_KEYS = {
     "prompt_tokens", "cached_prompt_tokens", "output_tokens", "output_tokens_exact",
     "chunk_tokens_exact", "finish_reason", "request_bytes", "response_bytes", "server_timing",
     "tcp_info", "error", "chunks", "started_ns", "request_id", "response_id", "attempt",
+    "client_delay_ms", "server_ttft_ms", "arrival_clock",
 }  # fmt: skip
 TCP_INFO_KEYS = {
     "rtt_us", "rtt_ms", "rttvar_us", "rttvar_ms", "min_rtt_us", "min_rtt_ms", "retransmits",
