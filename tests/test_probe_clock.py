@@ -33,8 +33,13 @@ async def _blocked_before_send(session: ProbeSession) -> RequestTrace:
     """One request whose task is started, then held back by a blocked loop before it writes."""
     task = asyncio.create_task(session.request("hi", 4))
     await asyncio.sleep(0)  # the request starts its clock and waits its turn on the loop
-    time.sleep(BLOCK_S)  # the loop is busy elsewhere
+    _busy_loop()
     return await task
+
+
+def _busy_loop() -> None:
+    """What a CPU-heavy callback does to every other task on the loop."""
+    time.sleep(BLOCK_S)
 
 
 @pytest.mark.parametrize("tls", [False, True])
@@ -91,7 +96,7 @@ def test_arrivals_are_the_kernels_stamps_never_later_than_the_loops(
         delta = (obj.get("choices") or [{}])[0].get("delta") or {}
         seen.append((t_ns, time.perf_counter_ns(), bool(delta.get("content"))))
         if len(seen) == 1:
-            time.sleep(BLOCK_S)
+            _busy_loop()
 
     async def go(url: str, cacert: str | None) -> RequestTrace:
         endpoint = Endpoint(url, "lab-sim")
