@@ -12,10 +12,12 @@ METRICS: tuple[tuple[str, Callable[[RequestTrace], float | None]], ...] = (
     ("DNS", lambda t: t.dns_ms),
     ("TCP connect", lambda t: t.connect_ms),
     ("TLS", lambda t: t.tls_ms),
+    ("Client delay", lambda t: t.client_delay_ms),
     ("Send", lambda t: t.send_ms),
     ("Server wait", lambda t: t.wait_ms),
     ("TTFB", lambda t: t.ttfb_ms),
     ("TTFT", lambda t: t.ttft_ms),
+    ("Server TTFT", lambda t: t.server_ttft_ms),
     ("TPOT", lambda t: t.tpot_ms),
     ("Total", lambda t: t.total_ms),
 )

@@ -169,7 +169,7 @@ def render_load(
             *(_number(lv.tpot_ms, q, unit) for q in ("p50", "p95")),
             *(_number(lv.total_ms, q, unit) for q in ("p50", "p95", "p99")),
         )
-    heads = [level, "requests", "errors", "req/s", "tok/s", "sent/s", "goodput/s", "pool", "client"]
+    heads = [level, "reqs", "errors", "req/s", "tok/s", "sent/s", "goodput/s", "pool", "client"]
     throughput = _table(heads)
     for lv in analysis.levels:
         throughput.add_row(
