@@ -15,8 +15,12 @@ measured ones). Per level:
   microseconds). "user" is the old reading, TTFT from the request's start with the
   first token stamped when the loop ran its read; "wire" is ``server_ttft_ms``,
   from ``sent`` to the kernel's receive stamp;
-- ITL error p99: measured gap minus the lab's gap, for loop-stamped and for
-  kernel-stamped arrivals.
+- ITL error p99: the size of (measured gap minus the lab's gap), for loop-stamped
+  and for kernel-stamped arrivals;
+- merged: the share of content chunks that arrived in the same read as the one
+  before. When the loop is later than a chunk gap the kernel merges the segments
+  and keeps only the last one's stamp, so a merged chunk's arrival is known only
+  to be no later than its stamp.
 
 Every loop is bounded in count, every level in time (``--level-timeout``).
 Run: ``make bench`` or ``.venv/bin/python bench/probe_overhead.py``.
@@ -101,6 +105,8 @@ class Errors:
     loop_itl: list[float] = field(default_factory=list)
     kernel_itl: list[float] = field(default_factory=list)
     client_delay: list[float] = field(default_factory=list)
+    merged: int = 0
+    chunks: int = 0
     failed: int = 0
 
 
@@ -125,8 +131,10 @@ def errors_of(observed: Sequence[Observed]) -> Errors:
         out.client_delay.append(t.client_delay_ms)
         for k in range(1, len(o.server_ns)):
             true_gap = o.server_ns[k] - o.server_ns[k - 1]
-            out.loop_itl.append((o.loop_ns[k] - o.loop_ns[k - 1] - true_gap) / 1e6)
-            out.kernel_itl.append((o.kernel_ns[k] - o.kernel_ns[k - 1] - true_gap) / 1e6)
+            out.loop_itl.append(abs(o.loop_ns[k] - o.loop_ns[k - 1] - true_gap) / 1e6)
+            out.kernel_itl.append(abs(o.kernel_ns[k] - o.kernel_ns[k - 1] - true_gap) / 1e6)
+            out.merged += o.kernel_ns[k] == o.kernel_ns[k - 1]
+        out.chunks += len(o.server_ns) - 1
     return out
 
 
@@ -166,7 +174,7 @@ def main() -> None:
             )
             print(
                 f"{'streams':>7} {'reqs':>5} {'CPU/req':>8} {'client delay':>15} "
-                f"{'TTFT err user':>15} {'TTFT err wire':>15} {'ITL err p99':>15}"
+                f"{'TTFT err user':>15} {'TTFT err wire':>15} {'|ITL err| p99':>15} {'merged':>7}"
             )
             print(
                 f"{'':>7} {'':>5} {'ms':>8} {'p50 / p99':>15} {'p50 / p99':>15} "
@@ -184,7 +192,8 @@ def main() -> None:
                     f"{level:>7} {len(observed):>5} {cpu * 1000:>8.2f} "
                     f"{_pair(e.client_delay):>15} {_pair(e.user_ttft):>15} "
                     f"{_pair(e.wire_ttft):>15} "
-                    f"{_p99(e.loop_itl):>7} / {_p99(e.kernel_itl):<5}{note}"
+                    f"{_p99(e.loop_itl):>7} / {_p99(e.kernel_itl):<5} "
+                    f"{e.merged / max(1, e.chunks):>7.0%}{note}"
                 )
     finally:
         server.stop()
