@@ -18,7 +18,7 @@ import pytest
 from conftest import LabFactory
 from latdoc.lab.sim import LabConfig, LatencyModel
 from latdoc.probe import Endpoint, ProbeSession
-from latdoc.probe._kstream import RealtimeToMonotonic
+from latdoc.probe._arrivals import RealtimeToMonotonic
 from latdoc.records import RequestTrace
 
 PREFILL_MS = 30.0

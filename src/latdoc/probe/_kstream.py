@@ -1,19 +1,18 @@
-"""A TCP (or TLS) connection read with ``recvmsg``, so each read carries the kernel's stamp.
+"""A TCP (or TLS) connection whose reads carry the kernel's receive stamps.
 
 When the event loop is busy, a read runs late, and a stamp taken when it returns
 counts the loop's lateness as the server's. The kernel stamps every segment as it
-arrives (software receive timestamps, ``SO_TIMESTAMPNS``) and hands the stamp of
-the last segment read to ``recvmsg`` as ancillary data. asyncio's transports read
-with ``recv_into`` and drop ancillary data, and no library reads a TCP socket's
-receive stamps, so this stream is written by hand: a non-blocking socket read
-with ``recvmsg`` when the loop says it is readable, and TLS in an
-``ssl.SSLObject`` over memory BIOs, so the stamped reads are the raw ones.
+arrives (software receive timestamps, ``SO_TIMESTAMPNS``) and hands the stamp to
+``recvmsg`` as ancillary data; asyncio's transports read with ``recv_into`` and
+drop it, and no library reads a TCP socket's receive stamps, so this stream is
+written by hand. The socket is read as data arrives by the reader thread of
+:mod:`~latdoc.probe._arrivals`, each read queued with its stamp; the stream hands
+the reads to httpcore in order, and TLS runs in an ``ssl.SSLObject`` over memory
+BIOs, so the stamped reads are the raw ones.
 
-The kernel's stamps are ``CLOCK_REALTIME``; :class:`RealtimeToMonotonic` converts
-them to the probe's ``perf_counter_ns`` (``CLOCK_MONOTONIC``). A converted stamp
-is never later than the moment the read returned. Where the socket refuses the
-option, reads are stamped by the loop and :attr:`KernelStream.kernel_stamps` is
-False.
+A stamp is converted to the probe's ``perf_counter_ns`` and is never later than the
+moment the read returned. Where the socket refuses the option, reads carry no
+stamp, they are stamped by the loop, and :attr:`KernelStream.kernel_stamps` is False.
 """
 
 from __future__ import annotations
@@ -23,73 +22,25 @@ import contextlib
 import select
 import socket
 import ssl
-import struct
 import sys
-import time
 from collections.abc import Iterable
 from typing import Any
 
 import httpcore
 
 from latdoc.probe._aiostream import deadline
+from latdoc.probe._arrivals import SO_TIMESTAMPNS, Inbox, watch
 
-__all__ = ["KernelStream", "RealtimeToMonotonic", "kernel_stamps_possible", "open_kernel_stream"]
+__all__ = ["KernelStream", "kernel_stamps_possible", "open_kernel_stream"]
 
-SO_TIMESTAMPNS = 35
-"""Linux ``SO_TIMESTAMPNS`` (also ``SCM_TIMESTAMPNS``), absent from the socket module."""
-_TIMESPEC = struct.Struct("qq")
-_ANCILLARY_SPACE = socket.CMSG_SPACE(_TIMESPEC.size) if hasattr(socket, "CMSG_SPACE") else 0
 _TLS_READ = 65536
-_CALIBRATION_READS = 7
-_RECALIBRATE_NS = 1_000_000_000
 
 
 def kernel_stamps_possible() -> bool:
-    """Linux with ``recvmsg``: the platforms this stream serves."""
-    return sys.platform == "linux" and hasattr(socket.socket, "recvmsg")
-
-
-class RealtimeToMonotonic:
-    """Converts ``CLOCK_REALTIME`` nanoseconds to ``perf_counter_ns``.
-
-    The offset between the two clocks is read as the closest of several
-    (monotonic, realtime, monotonic) triples: the realtime read sits between two
-    monotonic ones, and the narrowest pair bounds its error by half their gap (a
-    few hundred nanoseconds). Read again after a second, so a stepped wall clock
-    is followed.
-    """
-
-    def __init__(self) -> None:
-        self._offset = 0
-        self._read_at: int | None = None
-
-    def calibrate(self) -> None:
-        best_gap: int | None = None
-        for _ in range(_CALIBRATION_READS):
-            before = time.perf_counter_ns()
-            real = time.clock_gettime_ns(time.CLOCK_REALTIME)
-            after = time.perf_counter_ns()
-            if best_gap is None or after - before < best_gap:
-                best_gap = after - before
-                self._offset = real - (before + after) // 2
-        self._read_at = time.perf_counter_ns()
-
-    def __call__(self, realtime_ns: int, now: int) -> int:
-        """``realtime_ns`` on the monotonic clock, no later than ``now``."""
-        if self._read_at is None or now - self._read_at > _RECALIBRATE_NS:
-            self.calibrate()
-        return min(realtime_ns - self._offset, now)
-
-
-_to_monotonic = RealtimeToMonotonic()
-
-
-def _kernel_stamp(ancillary: list[tuple[int, int, bytes]]) -> int | None:
-    for level, kind, data in ancillary:
-        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= _TIMESPEC.size:
-            seconds, nanos = _TIMESPEC.unpack_from(data)
-            return int(seconds) * 1_000_000_000 + int(nanos)
-    return None
+    """Linux with ``epoll`` and ``recvmsg``: the platforms this stream serves."""
+    return (
+        sys.platform == "linux" and hasattr(select, "epoll") and hasattr(socket.socket, "recvmsg")
+    )
 
 
 class KernelStream(httpcore.AsyncNetworkStream):
@@ -103,6 +54,9 @@ class KernelStream(httpcore.AsyncNetworkStream):
         self.arrival_ns: int | None = None
         """The kernel's receive stamp (``perf_counter_ns``) of the last raw read that
         delivered the data returned; ``None`` without kernel stamps."""
+        self._inbox: Inbox = watch(sock, kernel_stamps)
+        self._left = b""
+        self._left_stamp: int | None = None
         self._tls: ssl.SSLObject | None = None
         self._incoming = ssl.MemoryBIO()
         self._outgoing = ssl.MemoryBIO()
@@ -110,27 +64,19 @@ class KernelStream(httpcore.AsyncNetworkStream):
 
     # -- raw socket ------------------------------------------------------------
 
-    async def _readable(self) -> None:
-        fd = self._sock.fileno()
-        ready = self._loop.create_future()
-        self._loop.add_reader(fd, _set_once, ready)
-        try:
-            await ready
-        finally:
-            self._loop.remove_reader(fd)
-
     async def _recv(self, max_bytes: int) -> bytes:
-        """Bytes from the socket; sets :attr:`arrival_ns` from the kernel's stamp."""
-        while True:
-            try:
-                data, ancillary, _flags, _addr = self._sock.recvmsg(max_bytes, _ANCILLARY_SPACE)
-            except (BlockingIOError, InterruptedError):
-                await self._readable()
-                continue
-            now = time.perf_counter_ns()
-            stamp = _kernel_stamp(ancillary) if self.kernel_stamps else None
-            self.arrival_ns = None if stamp is None else _to_monotonic(stamp, now)
-            return data
+        """The next read the reader thread made, at most ``max_bytes`` of it; sets
+        :attr:`arrival_ns` to its stamp."""
+        if self._left:
+            data, stamp = self._left, self._left_stamp
+        else:
+            arrival = await self._inbox.get()
+            if arrival.error is not None:
+                raise arrival.error
+            data, stamp = arrival.data, arrival.stamp_ns
+        self._left, self._left_stamp = data[max_bytes:], stamp
+        self.arrival_ns = stamp
+        return data[:max_bytes]
 
     async def _flush(self) -> None:
         """Send what TLS wrote; one flush at a time, so a read's flush (a TLS key
@@ -190,7 +136,7 @@ class KernelStream(httpcore.AsyncNetworkStream):
             raise httpcore.WriteError(str(exc) or type(exc).__name__) from exc
 
     async def aclose(self) -> None:
-        self._sock.close()
+        self._inbox.close()
 
     async def start_tls(
         self,
@@ -203,10 +149,10 @@ class KernelStream(httpcore.AsyncNetworkStream):
             async with deadline(timeout):
                 await self._handshake(tls)
         except TimeoutError:
-            self._sock.close()
+            self._inbox.close()
             raise httpcore.ConnectTimeout(f"TLS handshake took longer than {timeout:g} s") from None
         except (OSError, ssl.SSLError) as exc:
-            self._sock.close()
+            self._inbox.close()
             raise httpcore.ConnectError(str(exc) or type(exc).__name__) from exc
         self._tls = tls
         return self
@@ -242,6 +188,8 @@ class KernelStream(httpcore.AsyncNetworkStream):
 
     def _is_readable(self) -> bool:
         """True when an idle connection has something to read: the peer closed it."""
+        if self._left or self._inbox.reads or self._inbox.ended:
+            return True
         if self._sock.fileno() < 0:
             return True
         try:
@@ -249,11 +197,6 @@ class KernelStream(httpcore.AsyncNetworkStream):
         except (OSError, ValueError):
             return True
         return bool(readable)
-
-
-def _set_once(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
 
 
 async def open_kernel_stream(
