@@ -115,6 +115,41 @@ def test_arrivals_are_the_kernels_stamps_never_later_than_the_loops(
     assert trace.first_token_ns == first_token[0] - trace.t0_ns
 
 
+@LINUX
+def test_chunks_that_arrive_while_the_loop_is_blocked_keep_their_own_gaps(
+    lab: LabFactory,
+) -> None:
+    """Several tokens arrive while the loop is blocked: the loop then sees them at
+    once, yet each keeps the moment it came, ``DECODE_MS`` apart."""
+    decode_ms = 10.0
+    model = LatencyModel(
+        prefill_base_ms=5.0, prefill_ms_per_token=0.0, decode_ms_per_token=decode_ms
+    )
+    loop_seen: list[int] = []
+
+    def on_event(obj: Any, _t_ns: int) -> None:
+        delta = (obj.get("choices") or [{}])[0].get("delta") or {}
+        if delta.get("content"):
+            loop_seen.append(time.perf_counter_ns())
+            if len(loop_seen) == 1:
+                _busy_loop()
+
+    async def go(url: str) -> RequestTrace:
+        async with ProbeSession(Endpoint(url, "lab-sim")) as session:
+            await session.request("warm up", 1)
+            return await session.request("hi", 12, on_event=on_event)
+
+    with lab(LabConfig(latency=model)) as server:
+        trace = asyncio.run(go(server.base_url))
+    assert trace.error is None, trace.error
+    late_ms = [
+        (seen - trace.t0_ns - c.t_ns) / 1e6 for seen, c in zip(loop_seen, trace.chunks, strict=True)
+    ]
+    assert min(late_ms[1:4]) > BLOCK_S * 1000 / 2  # the loop saw these tokens long after
+    gaps = trace.itl_ms[1:6]
+    assert gaps == pytest.approx([decode_ms] * len(gaps), abs=decode_ms * 0.4)
+
+
 def test_the_kernels_realtime_stamps_convert_to_the_probes_clock() -> None:
     convert = RealtimeToMonotonic()
     now = time.perf_counter_ns()
