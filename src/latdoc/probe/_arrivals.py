@@ -10,8 +10,9 @@ stamp) as soon as it is readable, queueing each read in the socket's
 whenever it gets round to them. Written by hand: no library reads sockets with
 their receive stamps.
 
-One thread serves every socket of the process, started on first use; it blocks in
-``epoll`` (without the interpreter lock) while nothing arrives.
+One thread serves every socket of the process, started on first use (again in a
+forked child); it blocks in ``epoll`` (without the interpreter lock) while nothing
+arrives.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import os
 import select
 import socket
 import struct
@@ -180,6 +182,7 @@ class _Reader:
     """The one thread that waits on every watched socket."""
 
     def __init__(self) -> None:
+        self.pid = os.getpid()
         self._epoll = select.epoll()
         self._inboxes: dict[int, Inbox] = {}
         self._thread = threading.Thread(target=self._run, name="latdoc-arrivals", daemon=True)
@@ -218,12 +221,15 @@ _start_lock = threading.Lock()
 
 
 def _reader() -> _Reader:
+    """The process's reader thread; a forked child, which has none, starts its own."""
     global _the_reader
-    if _the_reader is None:
+    reader = _the_reader
+    if reader is None or reader.pid != os.getpid():
         with _start_lock:
-            if _the_reader is None:
-                _the_reader = _Reader()
-    return _the_reader
+            reader = _the_reader
+            if reader is None or reader.pid != os.getpid():
+                reader = _the_reader = _Reader()
+    return reader
 
 
 def watch(sock: socket.socket, stamps: bool) -> Inbox:
