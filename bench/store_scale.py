@@ -1,12 +1,15 @@
 """The store at a million traces: insert rate, bytes per trace, and an hour-of-day report.
 
 Generates synthetic traces (one chunk per output token, 32 to 128 tokens, 5 % of
-them failed) spread over a simulated 24 h into a temporary store, through the
+them failed) spread over a simulated 24 h into a temporary store as one watch
+(``scale``: ticks of a cold short, a warm short and a long request), through the
 batched writer (``Store.batch``). Prints the insert rate (store time only: the
 traces are built in between, off the clock), the file size per trace, then the
 time and peak RSS of ``Store.aggregate(run, bucket=1 h, cycle=1 day)``, the
 query behind ``latdoc report --by hour-of-day``, each in a fresh process, beside
-the same percentiles ranked inside SQLite by a window query, for comparison.
+the same percentiles ranked inside SQLite by a window query, for comparison; and
+the whole command, ``latdoc report --watch scale --by hour-of-day``, in a fresh
+process (wall time from start to exit, peak RSS from the kernel's ``wait4``).
 Ratios are against the targets: >= 50,000 inserts/s, <= 5 s, <= 500 MB.
 
 Run: ``.venv/bin/python bench/store_scale.py [--traces N]`` (1,000,000 by default;
@@ -37,10 +40,14 @@ RSS_TARGET_MB = 500.0
 BUILD_BATCH = 10_000
 DAY = datetime(2026, 11, 29, tzinfo=UTC)
 URL = "https://api.example.com/v1/chat/completions"
+WATCH = "scale"
+TICK = ((64, True), (64, False), (1024, False))
+"""A watch tick's requests: prompt tokens and whether it opens the connection."""
 
 
 def synthetic(rng: random.Random, index: int, total: int) -> Sample:
     """One request of the simulated day: slower TTFT in the busy afternoon hours."""
+    target, cold = TICK[index % len(TICK)]
     offset_s = index * 86_400 / total + rng.random() * 0.05
     start = DAY + timedelta(seconds=offset_s)
     hour = offset_s / 3600
@@ -57,7 +64,7 @@ def synthetic(rng: random.Random, index: int, total: int) -> Sample:
             started_ns=int(start.timestamp()) * 1_000_000_000 + int(offset_s % 1 * 1e9),
             request_id=f"{index:032x}",
         )  # fmt: skip
-        return Sample(Step.TRAFFIC, trace, concurrency=64, index=index)
+        return Sample(Step.WATCH, trace, target, 1, cold, index)
     tokens = rng.randint(32, 128)
     itl_ns = int(rng.uniform(8, 25) * 1_000_000)
     chunks = tuple(
@@ -77,7 +84,7 @@ def synthetic(rng: random.Random, index: int, total: int) -> Sample:
         started_ns=int(start.timestamp()) * 1_000_000_000 + int(offset_s % 1 * 1e9),
         request_id=f"{index:032x}", response_id=f"chatcmpl-{index:x}",
     )  # fmt: skip
-    return Sample(Step.TRAFFIC, trace, concurrency=64, index=index)
+    return Sample(Step.WATCH, trace, target, 1, cold, index)
 
 
 def build(path: Path, total: int, seed: int) -> tuple[str, float]:
@@ -85,7 +92,8 @@ def build(path: Path, total: int, seed: int) -> tuple[str, float]:
     rng = random.Random(seed)
     in_store = 0.0
     with Store(path) as store:
-        run_id = store.new_run(endpoint=URL, model="m", scenario="chat", meta={}, kind="instrument")
+        meta = {"name": WATCH, "options": {"short_tokens": TICK[0][0], "long_tokens": TICK[2][0]}}
+        run_id = store.new_run(endpoint=URL, model="m", scenario="", meta=meta, kind="watch")
         with store.batch(run_id, max_samples=BUILD_BATCH, max_delay=60.0) as writer:
             for first in range(0, total, BUILD_BATCH):
                 batch = [
@@ -146,6 +154,38 @@ def query(mode: str, path: Path, run_id: str) -> dict[str, float]:
     return result
 
 
+_COMMAND = """
+import json, os, subprocess, sys, time
+t = time.perf_counter()
+child = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+_, status, usage = os.wait4(child.pid, 0)
+seconds = time.perf_counter() - t
+out, err = child.stdout.read().decode(), child.stderr.read().decode()
+code = os.waitstatus_to_exitcode(status)
+print(json.dumps({"seconds": seconds, "rss": usage.ru_maxrss * 1024, "code": code,
+                  "out": out, "err": err}))
+"""
+"""Runs a command and reports its wall time and its own peak RSS (``wait4``'s ``ru_maxrss``,
+KiB on Linux). A small process of its own, because a child's ``ru_maxrss`` counts the
+memory it had before ``exec``: forked from this one, holding a built store's worth of
+traces, the command would be charged for them. The report is small, so it cannot fill
+the pipes before the child exits."""
+
+
+def command(path: Path) -> tuple[float, float]:
+    """Wall seconds and peak RSS (bytes) of ``latdoc report --watch`` in a fresh process."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    report = ["-m", "latdoc", "report", "--watch", WATCH, "--by", "hour-of-day", "--db", str(path)]
+    done = subprocess.run(
+        [sys.executable, "-c", _COMMAND, sys.executable, *report],
+        capture_output=True, text=True, check=True, env=env,
+    )  # fmt: skip
+    got = json.loads(done.stdout)
+    if got["code"] != 0 or "Verdict:" not in got["out"]:
+        raise SystemExit(f"latdoc report failed:\n{got['err']}")
+    return float(got["seconds"]), float(got["rss"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--traces", type=int, default=1_000_000)
@@ -174,6 +214,14 @@ def main() -> None:
                 f"peak RSS {rss_mb:5.0f} MB ({rss_mb / RSS_TARGET_MB:.2f}× the "
                 f"{RSS_TARGET_MB:g} MB limit), {got['buckets']} buckets"
             )
+        seconds, rss = command(path)
+        rss_mb = rss / 1e6
+        print(
+            f"latdoc report --watch {WATCH} --by hour-of-day: {seconds:6.2f} s "
+            f"({seconds / QUERY_TARGET_S:.2f}× the {QUERY_TARGET_S:g} s limit), "
+            f"peak RSS {rss_mb:5.0f} MB ({rss_mb / RSS_TARGET_MB:.2f}× the "
+            f"{RSS_TARGET_MB:g} MB limit)"
+        )
 
 
 if __name__ == "__main__":

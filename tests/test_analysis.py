@@ -314,3 +314,48 @@ def test_a_lagging_client_is_named_and_not_blamed_on_the_server() -> None:
     assert d.verdict.primary is Kind.CLIENT
     (finding,) = d.findings
     assert finding.evidence["loop_lag_ms"] == 80.0
+
+
+@pytest.mark.parametrize("n", [7, 8])
+def test_a_large_samples_median_bootstrap_has_the_resampled_medians_distribution(n: int) -> None:
+    from latdoc.analysis import stats
+
+    data = np.random.default_rng(1).lognormal(4, 0.5, n)
+    drawn = stats._resampled_medians(data, np.random.default_rng(2), 100_000)
+    picks = np.random.default_rng(3).integers(0, n, (100_000, n))
+    resampled = np.median(data[picks], axis=1)
+    qs = [2.5, 25, 50, 75, 97.5]
+    assert np.percentile(drawn, qs) == pytest.approx(np.percentile(resampled, qs), rel=0.02)
+
+
+def test_a_large_samples_median_ratio_interval_agrees_with_scipys_resampling(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from latdoc.analysis import stats
+
+    rng = np.random.default_rng(4)
+    slow, fast = rng.lognormal(5, 0.4, 6000), rng.lognormal(4.5, 0.4, 3000)
+    drawn = ratio_ci(slow, fast)
+    monkeypatch.setattr(stats, "LARGE_SAMPLE", 10**9)
+    resampled = ratio_ci(slow, fast)
+    assert drawn is not None and resampled is not None
+    assert drawn == pytest.approx(resampled, rel=0.005)
+    assert drawn[0] < math.exp(0.5) < drawn[1]
+
+
+def test_the_diagnosis_reads_the_asked_wait_from_the_error_not_its_message() -> None:
+    from datetime import UTC, datetime
+
+    from latdoc.analysis.facts import gather_facts
+    from latdoc.errors import ErrorKind, Phase, TraceError
+    from latdoc.records import RequestTrace, Sample, Step
+
+    def failed(message: str, wait: float | None) -> RequestTrace:
+        error = TraceError(ErrorKind.HTTP, Phase.WAIT, message, 429, wait)
+        return RequestTrace(datetime(2026, 11, 30, tzinfo=UTC), 0, "u", "m", "chat", error=error)
+
+    traces = [failed("HTTP 429: slow down", 3.0), failed("HTTP 429 (Retry-After: 99)", 1.5)]
+    samples = [Sample(Step.NETWORK, t, index=i) for i, t in enumerate(traces)]
+    assert gather_facts(samples, None).retry_after_s == 3.0
+    assert gather_facts(samples[1:2], None).retry_after_s == 1.5
+    assert gather_facts([Sample(Step.NETWORK, failed("x", None))], None).retry_after_s is None

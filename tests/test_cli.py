@@ -101,6 +101,7 @@ def test_failed_requests_print_one_error_line_and_exit_1(
     monkeypatch.setenv("OPENAI_API_KEY", secret)
     body = json.dumps({"error": {"message": f"rate limited for {secret}"}}).encode()
     script = plain_response("429 Too Many Requests", "application/json", body)
+    script[0] = script[0].replace(b"\r\n\r\n", b"\r\nretry-after: 3\r\n\r\n")
     with ScriptedServer(script) as server:
         code = main(["probe", server.base_url, "-m", "x", "-n", "2", "--json"])
         assert secret.encode() in server.requests[0]
@@ -115,6 +116,7 @@ def test_failed_requests_print_one_error_line_and_exit_1(
         "http:429",
         "http:429",
     ]
+    assert json.loads(captured.out.splitlines()[0])["error"]["retry_after_s"] == 3.0
 
 
 @pytest.mark.parametrize(

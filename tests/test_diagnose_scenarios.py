@@ -18,7 +18,7 @@ from latdoc.analysis.attribution import RunContext
 from latdoc.analysis.diagnosis import Diagnosis, Kind, Scenario
 from latdoc.lab.sim import Fault, LabConfig, LabProcess, LatencyModel
 from latdoc.pipeline import build_diagnosis, run_diagnosis
-from latdoc.probe import ConnectionOptions, Endpoint
+from latdoc.probe import ConnectionOptions, Dialect, Endpoint
 from latdoc.workload import DiagnosisPlan
 
 BASE = LatencyModel(prefill_base_ms=15.0, prefill_ms_per_token=0.01, decode_ms_per_token=4.0)
@@ -33,11 +33,12 @@ def _diagnose(
     scenario: Scenario = Scenario.CHAT,
     max_seconds: float = 40.0,
     context_window: int = 8192,
+    dialect: Dialect = Dialect.CHAT,
 ) -> Diagnosis:
     with LabProcess(config) as lab:
         url = lab.base_url if host is None else lab.base_url.replace("127.0.0.1", host)
         plan = DiagnosisPlan(
-            Endpoint(url, config.model),
+            Endpoint(url, config.model, dialect),
             connection=connection or ConnectionOptions(),
             max_tokens=OUTPUT,
             max_seconds=max_seconds,
@@ -63,6 +64,26 @@ def test_healthy_endpoint_has_no_network_verdict() -> None:
     parts = d.typical_request
     assert parts is not None and parts.decode_ms > parts.prefill_ms > parts.setup_ms > 0
     assert d.length_check is not None and not d.length_check.fired
+    assert Kind.REASONING not in _kinds(d) and not d.reasoning
+
+
+def test_thinking_before_the_answer_is_reasoning() -> None:
+    thinker = dataclasses.replace(BASE, reasoning_tokens=60)
+    d = _diagnose(LabConfig(latency=thinker), dialect=Dialect.ANTHROPIC)
+    assert d.verdict.primary is Kind.REASONING, d.findings
+    assert Kind.DECODE not in _kinds(d)
+    (finding,) = [f for f in d.findings if f.kind is Kind.REASONING]
+    assert finding.share_ms == pytest.approx(60 * 4.0, rel=0.25)
+    assert d.reasoning["reasoning_tokens"] == 60
+    assert d.reasoning["hidden_n"] == 0
+    ttfr, ttfa = d.reasoning["ttfr_ms"], d.reasoning["ttfa_ms"]
+    assert ttfr is not None and ttfa is not None and ttfa - ttfr > 200
+    parts = d.typical_request
+    assert parts is not None and parts.reasoning_ms > parts.decode_ms
+    keys = [r.key for r in d.remedies if r.addresses is Kind.REASONING]
+    assert keys == ["reasoning_effort", "non_reasoning_model"]
+    (effort,) = [r for r in d.remedies if r.key == "reasoning_effort"]
+    assert "--remedy reasoning-effort --reasoning-effort low" in str(effort.verify_command)
 
 
 def test_slow_dns_is_network_setup() -> None:

@@ -400,12 +400,16 @@ def _serve_args(argv: list[str]) -> argparse.Namespace:
 def test_serve_flags_for_the_effects() -> None:
     argv = (
         "--prefill-base-ms 20 --decode-ms-per-token 2 --jitter-ms 1 "
-        "--reserve-ms-per-1k-max-tokens 50 --answer-tokens 64 "
+        "--reserve-ms-per-1k-max-tokens 50 --answer-tokens 64 --reasoning-tokens 120 "
         "--alt-model lab-big:200:25 --alt-model llama3:8b:30:4.5"
     )
     config = config_from_args(_serve_args(argv.split()))
     base = LatencyModel(
-        prefill_base_ms=20, decode_ms_per_token=2, jitter_ms=1, reserve_ms_per_1k_max_tokens=50
+        prefill_base_ms=20,
+        decode_ms_per_token=2,
+        jitter_ms=1,
+        reserve_ms_per_1k_max_tokens=50,
+        reasoning_tokens=120,
     )
     assert config == LabConfig(
         latency=base,
@@ -431,6 +435,7 @@ def test_serve_flags_for_the_effects() -> None:
     ("argv", "needle"),
     [
         ("--answer-tokens 0", "--answer-tokens must be >= 1"),
+        ("--reasoning-tokens -1", "--reasoning-tokens must be >= 0"),
         ("--reserve-ms-per-1k-max-tokens -1", "--reserve-ms-per-1k-max-tokens must be"),
         ("--alt-model lab-sim:1:2", "--alt-model lab-sim: that is the --model"),
         ("--alt-model a:1:2 --alt-model a:3:4", "--alt-model a: given more than once"),

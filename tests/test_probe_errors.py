@@ -169,6 +169,34 @@ def test_http_errors_carry_status_and_body_message(
     assert expect in trace.error.message
     if status.startswith("429"):
         assert "Retry-After: 7" in trace.error.message
+        assert trace.error.retry_after_s == 7.0
+    else:
+        assert trace.error.retry_after_s is None
+
+
+@pytest.mark.parametrize(
+    ("header", "expected_s"),
+    [("2.5", 2.5), ("in 30 s", None), ("-1", None), (None, 30.0),
+     ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0)],
+)  # fmt: skip
+def test_retry_after_is_read_in_seconds_or_as_an_http_date(
+    header: str | None, expected_s: float | None
+) -> None:
+    """``None`` stands for an HTTP date 30 s from now; a date past asks for no wait."""
+    import email.utils
+    import time
+
+    value = header or email.utils.formatdate(time.time() + 30, usegmt=True)
+    script = plain_response("503 Service Unavailable", "text/plain", b"busy")
+    script[0] = script[0].replace(b"\r\n\r\n", f"\r\nretry-after: {value}\r\n\r\n".encode())
+    trace = _scripted(script)
+    assert trace.error is not None and trace.error.status == 503
+    if expected_s is None:
+        assert trace.error.retry_after_s is None
+    else:
+        assert trace.error.retry_after_s == pytest.approx(
+            expected_s, abs=2.0 if header is None else 0
+        )
 
 
 def test_a_body_that_is_not_an_event_stream_is_malformed() -> None:

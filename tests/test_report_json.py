@@ -28,7 +28,7 @@ REMEDY_KEYS = {
     "key", "title", "addresses", "change", "predicted_gain_ms", "tradeoff", "gain_interval_ms",
     "gain_source", "verify_command", "how_to_measure",
 }  # fmt: skip
-STEPS_KEYS = {"network", "length", "load"}
+STEPS_KEYS = {"network", "length", "load", "reasoning"}
 LENGTH_KEYS = {
     "points", "a_ms", "b_ms_per_1k", "c_ms_per_1k2", "prefill_ms_per_1k", "shape",
     "ratio_long_short", "rule",
@@ -43,13 +43,14 @@ TRACE_KEYS = {
     "prompt_tokens", "cached_prompt_tokens", "output_tokens", "output_tokens_exact",
     "chunk_tokens_exact", "finish_reason", "request_bytes", "response_bytes", "server_timing",
     "tcp_info", "error", "chunks", "started_ns", "request_id", "response_id", "attempt",
+    "ttfr_ms", "ttfa_ms", "reasoning_ms", "reasoning_tokens", "unknown_events",
     "client_delay_ms", "server_ttft_ms", "arrival_clock",
 }  # fmt: skip
 TCP_INFO_KEYS = {
     "rtt_us", "rtt_ms", "rttvar_us", "rttvar_ms", "min_rtt_us", "min_rtt_ms", "retransmits",
     "snd_cwnd",
 }  # fmt: skip
-ERROR_KEYS = {"code", "kind", "phase", "message", "status"}
+ERROR_KEYS = {"code", "kind", "phase", "message", "status", "retry_after_s"}
 CHUNK_KEYS = {"t_ms", "tokens"}
 
 

@@ -76,6 +76,7 @@ def traces(
         phase=st.sampled_from(Phase),
         message=text,
         status=opt_int,
+        retry_after_s=st.none() | st.floats(min_value=0, max_value=1e9),
     )
     return st.builds(
         RequestTrace,
@@ -254,13 +255,32 @@ def test_a_version_2_trace_from_before_the_client_delay_loads_with_none() -> Non
         trace_from_record(record | {"write_start_ns": "soon"})
 
 
+def test_a_version_2_trace_record_loads_without_the_asked_wait(db: Path) -> None:
+    asked = dataclasses.replace(BROKEN, retry_after_s=2.5)
+    record = trace_to_record(make_trace(error=asked))
+    assert record["v"] == 3 and record["error"]["retry_after_s"] == 2.5
+    assert trace_from_record(record).error == asked
+    old_error = {k: v for k, v in record["error"].items() if k != "retry_after_s"}
+    old = record | {"v": 2, "error": old_error}
+    assert trace_from_record(old) == make_trace(error=BROKEN)
+    # As a store written before version 3 holds it: the row's JSON is read back as is.
+    with Store(db) as store:
+        run_id = new_run(store)
+        store.add_sample(run_id, make_sample(0, error=asked))
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE sample_traces SET trace = ?", (json.dumps(old),))
+    with Store(db) as store:
+        _, (sample,), _ = store.load_run(run_id)
+    assert sample.trace.error == BROKEN and sample.trace.error.retry_after_s is None
+
+
 def test_record_names_every_field_in_plain_json_types() -> None:
     trace = dataclasses.replace(
         make_trace(error=BROKEN), tcp_info=TcpInfo(1500, 200, None, 0, 10, None, 4096)
     )
     record = trace_to_record(trace)
     assert set(record) - {"v"} == {f.name for f in dataclasses.fields(RequestTrace)}
-    assert record["v"] == 2
+    assert record["v"] == 3
     assert (record["request_id"], record["response_id"], record["attempt"]) == (None, None, 1)
     assert record["started_at"] == "2026-11-29T20:15:02+00:00"
     assert record["first_token_ns"] is None
@@ -269,6 +289,7 @@ def test_record_names_every_field_in_plain_json_types() -> None:
         "phase": "wait",
         "message": "rate limited",
         "status": 429,
+        "retry_after_s": None,
     }
     assert record["tcp_info"]["min_rtt_us"] is None
     ok = trace_to_record(make_trace())
@@ -278,8 +299,20 @@ def test_record_names_every_field_in_plain_json_types() -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"v": 3}, "trace record version 3"),
+        ({"v": 4}, "trace record version 4"),
         ({"attempt": 0}, "trace.attempt: expected 1 or more"),
+        (
+            {
+                "error": {
+                    "kind": "http",
+                    "phase": "wait",
+                    "message": "m",
+                    "status": 429,
+                    "retry_after_s": "2",
+                }
+            },
+            "trace.error.retry_after_s: expected a number",
+        ),
         ({"request_id": 7}, "trace.request_id: expected a string"),
         ({"t0_ns": "1"}, "trace.t0_ns: expected an integer"),
         ({"new_connection": 1}, "trace.new_connection: expected true or false"),

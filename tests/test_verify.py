@@ -281,3 +281,18 @@ def test_diagnose_names_only_remedies_verify_can_measure() -> None:
     from latdoc.advice.verify import VERIFY_REMEDIES
 
     assert {r.value for r in VerifyRemedy} == VERIFY_REMEDIES
+
+
+def test_reasoning_effort_measures_the_thinking_it_saves(tmp_path: Path) -> None:
+    thinker = replace(QUICK, decode_ms_per_token=3.0, reasoning_tokens=40)
+    with serving(LabConfig(latency=thinker)) as lab:
+        result = verify(
+            lab.base_url, VerifyRemedy.REASONING_EFFORT, tmp_path, max_requests=40,
+            reasoning_effort="low",
+        )  # fmt: skip
+        thought = median_of(result, 1, lambda t: t.reasoning_tokens, tmp_path)
+    assert thought == 10
+    assert_measures(result, (40 - 10) * 3.0)
+    assert result.comparison is not None
+    rows = [m for g in result.comparison.groups for m in g.metrics if m.key == "reasoning"]
+    assert rows and all(m.b_ms < m.a_ms for m in rows), rows

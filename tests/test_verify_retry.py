@@ -108,3 +108,24 @@ def test_the_command_prints_json(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert document["schema"] == "latdoc.retry/1"
     assert document["arms"]["A"]["trials"] == document["arms"]["B"]["trials"] == 6
     assert document["arms"]["B"]["success_rate"] >= document["arms"]["A"]["success_rate"]
+
+
+def _retry_run(config: LabConfig, tmp_path: Path, policy: RetryPolicy) -> RetryVerdict:
+    with LabServer(config) as lab:
+        plan = VerifyPlan(
+            Endpoint(lab.base_url, "lab-sim"), VerifyRemedy.RETRY, max_tokens=4, trials=8, seed=2
+        )
+        with Store(tmp_path / "ra.db") as store:
+            return verify_retry(plan, store=store, policy=policy)
+
+
+def test_the_experiment_waits_the_retry_after_the_probe_recorded(tmp_path: Path) -> None:
+    """The lab's 429s ask for 0 s: every wait is exactly that, not the policy's jittered
+    backoff; asking for 1 s of a policy that waits at most 0.5 s stops the retries."""
+    limited = LabConfig(latency=QUICK, fault=Fault("429"), fault_rate=0.5, retry_after_s=0, seed=5)
+    b = _retry_run(limited, tmp_path, fast_policy()).comparison.b
+    assert b.attempts_mean > 1.0 and b.waited_s == 0.0
+    patient = RetryPolicy(server_base_s=0.01, server_cap_s=0.05, max_retry_after_s=0.5, budget=None)
+    longer = LabConfig(latency=QUICK, fault=Fault("429"), fault_rate=0.5, retry_after_s=1, seed=5)
+    b = _retry_run(longer, tmp_path / "long", patient).comparison.b
+    assert b.attempts_mean == 1.0 and b.waited_s == 0.0 and b.succeeded < b.trials

@@ -36,7 +36,9 @@ which always names the phase that failed.
 
 from __future__ import annotations
 
+import email.utils
 import enum
+import math
 from dataclasses import dataclass
 
 
@@ -73,6 +75,9 @@ class TraceError:
     phase: Phase
     message: str
     status: int | None = None
+    retry_after_s: float | None = None
+    """The wait the server asked for before another attempt, from its ``Retry-After``
+    header (see :func:`parse_retry_after`); ``None`` when it named none."""
 
     @property
     def code(self) -> str:
@@ -85,6 +90,49 @@ class TraceError:
 
     def __str__(self) -> str:
         return f"{self.code} during {self.phase}: {self.message}"
+
+
+ERROR_TYPE_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "rate_limit_exceeded": 429,
+    "api_error": 500,
+    "server_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+"""The HTTP status a provider answers with for each error type it names (Anthropic's
+``error.type``, OpenAI's Responses ``code``): an ``error`` event inside a stream is
+classed as its status would be (``overloaded_error`` is 529, retried as a 5xx)."""
+
+
+def status_of_error_type(error_type: str) -> int | None:
+    """The HTTP status of a provider's error type, ``None`` for one not known."""
+    return ERROR_TYPE_STATUS.get(error_type)
+
+
+def parse_retry_after(value: str, now_wall: float) -> float | None:
+    """A ``Retry-After`` header's wait in seconds: a number of seconds, or an HTTP date
+    counted from the wall clock ``now_wall`` (a date past is 0); ``None`` for anything else."""
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        pass
+    else:
+        return seconds if math.isfinite(seconds) and seconds >= 0 else None
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(when.timestamp() - now_wall, 0.0)
 
 
 class LatdocError(Exception):

@@ -37,8 +37,14 @@ send        from the first request byte handed to the kernel to the end of send:
             written *and acknowledged by the peer*
 wait        server wait: first response byte minus end of send
 ttfb        first response byte, from t0 (curl's ``time_starttransfer``)
-ttft        first chunk carrying output or reasoning text, from t0 (user-side)
-server_ttft first chunk carrying output or reasoning text, from ``sent``
+ttft        first chunk carrying output of any kind (reasoning, answer text or a
+            tool call), from t0 (user-side)
+server_ttft the same first chunk, from ``sent`` (the server's side)
+ttfr        first chunk carrying reasoning (thinking), from t0
+ttfa        first chunk carrying the answer (text, tool call, structured output),
+            from t0
+reasoning   thinking before the answer: first answer (else the end) minus first
+            reasoning
 tpot        (done - first_token) / (output_tokens - 1)
 itl         gaps between consecutive content chunks
 total       end of the response, from t0 (curl's ``time_total``)
@@ -136,6 +142,15 @@ class RequestTrace:
     ``X-Request-ID`` header."""
     attempt: int = 1
     """1 for the first send of a request, 2 for a resend of the same request, …"""
+    first_reasoning_ns: int | None = None
+    """The first chunk carrying reasoning: ``reasoning_content``, a thinking delta or a
+    reasoning summary delta. ``None`` when the response showed no reasoning."""
+    first_answer_ns: int | None = None
+    """The first chunk carrying the answer: text, a tool call's arguments or a refusal."""
+    reasoning_tokens: int | None = None
+    """Reasoning tokens as the server reports them in its usage (part of ``output_tokens``)."""
+    unknown_events: int | None = None
+    """Events of a type the dialect does not define, skipped; ``None`` when no stream was read."""
     pool_granted_ns: int | None = None
     """When a pooled connection was free for this request: up to here the pool held it
     back (``queue``); from here to ``queue_done`` it waited on the client's own event
@@ -234,6 +249,36 @@ class RequestTrace:
         """Server-side TTFT: from the request reaching the wire (``sent``) to the first
         token's arrival; no pool wait, setup or client delay in it."""
         return _span(self.sent_ns, self.first_token_ns)
+
+    @property
+    def ttfr_ms(self) -> float | None:
+        """Time to the first reasoning output."""
+        return _ms(self.first_reasoning_ns)
+
+    @property
+    def ttfa_ms(self) -> float | None:
+        """Time to the first answer token (reasoning excluded)."""
+        return _ms(self.first_answer_ns)
+
+    @property
+    def reasoning_ms(self) -> float | None:
+        """Time spent thinking before the answer: from the first reasoning output to the
+        first answer token (to the end when no answer came); ``None`` without reasoning
+        output before the answer."""
+        start = self.first_reasoning_ns
+        if start is None:
+            return None
+        end = self.first_answer_ns if self.first_answer_ns is not None else self.done_ns
+        if end is None or end < start:
+            return None
+        return (end - start) / _NS_PER_MS
+
+    @property
+    def answer_tokens(self) -> int | None:
+        """Output tokens that are the answer: output minus reported reasoning tokens."""
+        if self.output_tokens is None:
+            return None
+        return self.output_tokens - min(self.reasoning_tokens or 0, self.output_tokens)
 
     @property
     def total_ms(self) -> float | None:

@@ -24,6 +24,7 @@ VERIFY_REMEDIES = frozenset(
         "retry",
         "endpoint",
         "model",
+        "reasoning-effort",
     }
 )
 """The remedies ``latdoc verify --remedy`` can measure."""

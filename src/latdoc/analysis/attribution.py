@@ -18,7 +18,11 @@ input_length   TTFT at a long prompt (~2K tokens; the longest for longdoc)
                minus TTFT at the shortest (the rule: :mod:`.length_rule`)
 queueing       TTFT p95 − p50 at a fixed length, or the rise under concurrency
                (TTFT here counts from the request reaching the wire)
-decode         (output tokens − 1) × the steady time per token
+decode         (answer tokens − 1) × the steady time per token (reasoning
+               tokens left to ``reasoning``)
+reasoning      median time thinking before the first answer token: first
+               reasoning output to first answer token, or, when the thinking is
+               not streamed, reported reasoning tokens × the steady time per token
 stalls         mid-stream pause time per request
 client         the measuring client's event-loop lag, its own delay before a
                request left, or the wait for a free connection in its pool
@@ -49,6 +53,7 @@ from latdoc.analysis.length_rule import (
     length_confidence_margin,
 )
 from latdoc.analysis.noticeable import is_noticeable, noticeable_bar, request_parts
+from latdoc.analysis.reasoning_rule import REASONING_MIN_MS, reasoning_finding
 from latdoc.analysis.stats import quantile
 from latdoc.analysis.traffic import StepViews
 from latdoc.records import RequestTrace, Sample, StepNote
@@ -217,7 +222,7 @@ def _queueing(f: Facts) -> Finding | None:
 def _decode(f: Facts) -> Finding | None:
     ok = [t for t in f.measured if t.ok]
     tpot = median_of(steady_tpot_ms(t) for t in ok)
-    tokens = median_of(float(t.output_tokens) for t in ok if t.output_tokens)
+    tokens = median_of(float(t.answer_tokens) for t in ok if t.answer_tokens)
     if tpot is None or tokens is None or tpot <= SLOW_TPOT_MS:
         return None
     decode = tpot * max(0.0, tokens - 1)
@@ -230,6 +235,14 @@ def _decode(f: Facts) -> Finding | None:
         share_ms=decode,
         confidence=_confidence(len(ok), tpot / SLOW_TPOT_MS - 1),
     )
+
+
+def _reasoning(f: Facts) -> Finding | None:
+    share = f.reasoning.get("reasoning_ms")
+    n = int(f.reasoning.get("reasoning_n") or 0)
+    if share is None:
+        return None
+    return reasoning_finding(f, _confidence(n, share / REASONING_MIN_MS - 1))
 
 
 def _stalls(f: Facts) -> Finding | None:
@@ -341,6 +354,7 @@ RULES: tuple[Rule, ...] = (
     _queueing,
     _stalls,
     _decode,
+    _reasoning,
     _client,
 )
 
@@ -381,6 +395,7 @@ def diagnose(
         length_check=length_check(facts),
         noticeable=bar,
         typical_request=request_parts(steps),
+        reasoning=facts.reasoning,
     )
 
 

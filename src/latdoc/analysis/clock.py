@@ -4,7 +4,10 @@ peak against the rest (the mission's step 3, "slow in the daytime, fast at night
 Each request becomes a :class:`ClockPoint`; :func:`clock_report` cuts the points into
 buckets of ``bucket_s`` seconds, either by their phase in a cycle of ``cycle_s``
 seconds counted from the Unix epoch (so a cycle of 86 400 s is the UTC day and its
-buckets are hours of the day) or, with no cycle, by plain time.
+buckets are hours of the day) or, with no cycle, by plain time. A store that has
+already cut its requests into buckets gives :func:`clock_report_of_buckets` a
+:class:`BucketCounts` per bucket and the compared TTFTs of each, and gets the same
+report without a point per request.
 
 The peak: among buckets with at least :data:`MIN_BUCKET_TTFTS` TTFTs, those whose
 TTFT median is above the median of the bucket medians by more than
@@ -18,9 +21,12 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import numpy.typing as npt
 
 from latdoc.analysis.stats import Distribution, mann_whitney_p, ratio_ci
 
@@ -51,6 +57,17 @@ class ClockPoint:
 
 
 @dataclass(frozen=True, slots=True)
+class BucketCounts:
+    """One bucket's requests as counted elsewhere (a store), without their TTFTs."""
+
+    index: int
+    requests: int
+    errors: int
+    tpot_p50_ms: float | None
+    """The median TPOT of the bucket's successful requests."""
+
+
+@dataclass(frozen=True, slots=True)
 class Bucket:
     index: int
     start_s: float
@@ -59,8 +76,9 @@ class Bucket:
     requests: int
     errors: int
     ttft: Distribution | None
+    """Of the compared requests (see :attr:`ClockPoint.compared`) that succeeded."""
     ttft_p95_ms: float | None
-    tpot: Distribution | None
+    tpot_p50_ms: float | None
 
     @property
     def error_rate(self) -> float | None:
@@ -122,23 +140,53 @@ def clock_report(
     seed: int = 0,
 ) -> ClockReport:
     """Buckets of ``bucket_s`` over a ``cycle_s`` cycle (``None``: plain time) and the peak."""
+    _check_spans(bucket_s, cycle_s)
+    grouped: dict[int, list[ClockPoint]] = {}
+    for point in points:
+        grouped.setdefault(_bucket_index(point.at, bucket_s, cycle_s), []).append(point)
+    counts = [
+        BucketCounts(
+            index=i,
+            requests=len(group),
+            errors=sum(1 for p in group if not p.ok),
+            tpot_p50_ms=_p50(p.tpot_ms for p in group if p.ok),
+        )
+        for i, group in grouped.items()
+    ]
+    compared = {i: _compared_ttfts(group) for i, group in grouped.items()}
+    return clock_report_of_buckets(counts, compared, bucket_s=bucket_s, cycle_s=cycle_s, seed=seed)
+
+
+def clock_report_of_buckets(
+    counts: Iterable[BucketCounts],
+    ttfts: Mapping[int, Sequence[float] | npt.NDArray[np.float64]],
+    *,
+    bucket_s: float,
+    cycle_s: float | None = DAY_S,
+    seed: int = 0,
+) -> ClockReport:
+    """:func:`clock_report` of requests already counted per bucket: ``counts`` of every
+    bucket with a request, ``ttfts`` the compared TTFTs of each (successful requests
+    only), buckets numbered as :func:`clock_report` numbers them."""
+    _check_spans(bucket_s, cycle_s)
+    counted = {c.index: c for c in counts}
+    if cycle_s is not None:
+        indices = list(range(math.ceil(cycle_s / bucket_s)))
+    elif counted:
+        indices = list(range(min(counted), max(counted) + 1))
+    else:
+        indices = []
+    compared = {i: np.asarray(ttfts.get(i, ()), dtype=np.float64) for i in indices}
+    buckets = tuple(_bucket(i, counted.get(i), compared[i], bucket_s, cycle_s) for i in indices)
+    peak = _peak(buckets, compared, bucket_s, cycle_s, seed)
+    return ClockReport(cycle_s, bucket_s, buckets, peak)
+
+
+def _check_spans(bucket_s: float, cycle_s: float | None) -> None:
     if not (bucket_s > 0 and math.isfinite(bucket_s)):
         raise ValueError(f"bucket_s must be a finite number > 0, got {bucket_s!r}")
     if cycle_s is not None and not (bucket_s <= cycle_s and math.isfinite(cycle_s)):
         raise ValueError(f"cycle_s must be finite and at least bucket_s, got {cycle_s!r}")
-    grouped: dict[int, list[ClockPoint]] = {}
-    for point in points:
-        grouped.setdefault(_bucket_index(point.at, bucket_s, cycle_s), []).append(point)
-    if cycle_s is not None:
-        indices = list(range(math.ceil(cycle_s / bucket_s)))
-    elif grouped:
-        indices = list(range(min(grouped), max(grouped) + 1))
-    else:
-        indices = []
-    buckets = tuple(_bucket(i, grouped.get(i, []), bucket_s, cycle_s) for i in indices)
-    compared = {i: _compared_ttfts(grouped.get(i, [])) for i in indices}
-    peak = _peak(buckets, compared, bucket_s, cycle_s, seed)
-    return ClockReport(cycle_s, bucket_s, buckets, peak)
 
 
 def _bucket_index(at: datetime, bucket_s: float, cycle_s: float | None) -> int:
@@ -152,21 +200,33 @@ def _compared_ttfts(points: Sequence[ClockPoint]) -> list[float]:
     return [p.ttft_ms for p in points if p.compared and p.ok and p.ttft_ms is not None]
 
 
+def _p50(values: Iterable[float | None]) -> float | None:
+    summary = Distribution.of(values)
+    return None if summary is None else summary.p50
+
+
+def _p95(values: list[float]) -> float | None:
+    if len(values) > 1:
+        return float(statistics.quantiles(values, n=20, method="inclusive")[18])
+    return values[0] if values else None
+
+
 def _bucket(
-    index: int, points: Sequence[ClockPoint], bucket_s: float, cycle_s: float | None
+    index: int,
+    counts: BucketCounts | None,
+    ttfts: npt.NDArray[np.float64],
+    bucket_s: float,
+    cycle_s: float | None,
 ) -> Bucket:
-    ttfts = _compared_ttfts(points)
     return Bucket(
         index=index,
         start_s=index * bucket_s,
         label=_label(index * bucket_s, bucket_s, cycle_s),
-        requests=len(points),
-        errors=sum(1 for p in points if not p.ok),
+        requests=0 if counts is None else counts.requests,
+        errors=0 if counts is None else counts.errors,
         ttft=Distribution.of(ttfts),
-        ttft_p95_ms=float(statistics.quantiles(ttfts, n=20, method="inclusive")[18])
-        if len(ttfts) > 1
-        else (ttfts[0] if ttfts else None),
-        tpot=Distribution.of(p.tpot_ms for p in points if p.ok),
+        ttft_p95_ms=_p95(ttfts.tolist()),
+        tpot_p50_ms=None if counts is None else counts.tpot_p50_ms,
     )
 
 
@@ -218,7 +278,7 @@ def _runs(indices: Sequence[int], count: int, circular: bool) -> list[tuple[int,
 
 def _peak(
     buckets: Sequence[Bucket],
-    compared: dict[int, list[float]],
+    compared: Mapping[int, npt.NDArray[np.float64]],
     bucket_s: float,
     cycle_s: float | None,
     seed: int,
@@ -230,10 +290,10 @@ def _peak(
     peak_ids = sorted(i for i, m in ranked.items() if m > typical * (1 + PEAK_MARGIN))
     if not peak_ids or len(peak_ids) == len(ranked):
         return None
-    peak_values = [v for i in peak_ids for v in compared[i]]
-    off_values = [v for i in ranked if i not in peak_ids for v in compared[i]]
-    peak_p50 = statistics.median(peak_values)
-    off_p50 = statistics.median(off_values)
+    peak_values = np.concatenate([compared[i] for i in peak_ids])
+    off_values = np.concatenate([compared[i] for i in ranked if i not in peak_ids])
+    peak_p50 = float(np.median(peak_values))
+    off_p50 = float(np.median(off_values))
     interval = ratio_ci(peak_values, off_values, seed=seed)
     p = mann_whitney_p(peak_values, off_values)
     significant = p is not None and p < ALPHA and interval is not None and interval[0] > MIN_RATIO
@@ -246,7 +306,7 @@ def _peak(
         ratio=peak_p50 / off_p50 if off_p50 > 0 else math.inf,
         ratio_ci=interval,
         p_value=p,
-        peak_n=len(peak_values),
-        off_peak_n=len(off_values),
+        peak_n=int(peak_values.size),
+        off_peak_n=int(off_values.size),
         significant=significant,
     )

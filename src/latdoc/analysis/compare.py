@@ -50,8 +50,10 @@ METRICS: tuple[tuple[str, str, Metric], ...] = (
     ("setup", "network setup", lambda t: t.setup_ms),
     ("server_wait", "server wait", lambda t: t.wait_ms),
     ("queue", "client queue", lambda t: t.queue_ms),
+    ("reasoning", "reasoning", lambda t: t.reasoning_ms),
 )
-"""(key, label, how to read it from a trace), in milliseconds."""
+"""(key, label, how to read it from a trace), in milliseconds. A metric no trace of a
+side measured (reasoning, where nothing thinks) gives no row."""
 
 
 @dataclass(frozen=True, slots=True, order=True)

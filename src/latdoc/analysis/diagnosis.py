@@ -37,6 +37,8 @@ class Kind(enum.StrEnum):
     """Server-side wait that follows load, not length."""
     DECODE = "decode"
     """Slow generation or long outputs."""
+    REASONING = "reasoning"
+    """A reasoning model thinking before its first answer token."""
     STALLS = "stalls"
     """Pauses in the middle of a stream."""
     CLIENT = "client"
@@ -184,23 +186,28 @@ class RequestParts:
     """A request on a new connection split into its phases (medians over the network
     step's cold requests), as the trace defines them: setup = DNS + TCP + TLS,
     send = writing the request, prefill = first token − setup − send − the client's
-    pool wait (the server's wait and first-token delay), decode = first token to the end."""
+    pool wait (the server's wait and first-token delay), reasoning = first reasoning
+    output to first answer token, decode = the rest of the stream to the end."""
 
     setup_ms: float
     send_ms: float
     prefill_ms: float
     decode_ms: float
     requests: int
+    reasoning_ms: float = 0.0
 
     @property
     def total_ms(self) -> float:
-        return self.setup_ms + self.send_ms + self.prefill_ms + self.decode_ms
+        return self.setup_ms + self.send_ms + self.prefill_ms + self.reasoning_ms + self.decode_ms
 
     def items(self) -> tuple[tuple[str, float], ...]:
+        """The phases in order; reasoning only when the requests reasoned."""
+        thinking = (("reasoning", self.reasoning_ms),) if self.reasoning_ms > 0 else ()
         return (
             ("network setup", self.setup_ms),
             ("send", self.send_ms),
             ("prefill", self.prefill_ms),
+            *thinking,
             ("decode", self.decode_ms),
         )
 
@@ -338,3 +345,7 @@ class Diagnosis:
     system: tuple[SystemItem, ...] = ()
     """The client host's failing checklist items that matter for the verdict or a
     contributing kind (``latdoc system`` lists them all)."""
+    reasoning: Mapping[str, float | None] = field(default_factory=dict)
+    """The reasoning phase (medians over successful requests): time to first reasoning,
+    time to first answer token, time thinking, reasoning tokens; empty when no request
+    reasoned (:func:`~latdoc.analysis.facts.reasoning_facts`)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from latdoc.analysis.diagnosis import LengthCurve
 from latdoc.analysis.length import fit_length_curve, length_points
@@ -46,6 +46,8 @@ class Facts:
     """Median over requests of the measuring client's worst event-loop lag."""
     client_delay_ms: float | None = None
     """Median over requests of the client's own delay before the request left."""
+    reasoning: dict[str, float | None] = field(default_factory=dict)
+    """The reasoning phase (:func:`reasoning_facts`); empty when no request reasoned."""
 
 
 def _network_facts(samples: Sequence[Sample]) -> dict[str, float | None]:
@@ -150,6 +152,7 @@ def gather_facts(
         long_reference_tokens=long_reference_tokens,
         loop_lag_ms=median_of(s.loop_lag_ms for s in measured),
         client_delay_ms=median_of(s.trace.client_delay_ms for s in measured),
+        reasoning=reasoning_facts(ok),
     )
 
 
@@ -172,13 +175,52 @@ def _length_pairs(samples: Sequence[Sample]) -> list[tuple[int, float]]:
 
 
 def _retry_after(trace: RequestTrace) -> float | None:
-    if trace.error is None or "Retry-After:" not in trace.error.message:
-        return None
-    value = trace.error.message.rsplit("Retry-After:", 1)[1].strip(" )")
-    try:
-        return float(value)
-    except ValueError:
-        return None
+    return None if trace.error is None else trace.error.retry_after_s
+
+
+def thinking_ms(trace: RequestTrace) -> tuple[float, bool] | None:
+    """Time a request spent reasoning before its answer, and whether it was seen.
+
+    Seen: from its first reasoning output to its first answer token. Hidden (the
+    server reports reasoning tokens but streams none): the reported reasoning tokens
+    times the stream's steady time per token, as they were decoded before the first
+    visible token. ``None`` for a request that did not reason.
+    """
+    seen = trace.reasoning_ms
+    if seen is not None:
+        return seen, True
+    tokens = trace.reasoning_tokens
+    tpot = steady_tpot_ms(trace)
+    if tokens and tpot is not None:
+        return tokens * tpot, False
+    return None
+
+
+def reasoning_facts(traces: Sequence[RequestTrace]) -> dict[str, float | None]:
+    """Medians of the reasoning phase over successful requests; empty when none reasoned.
+
+    ``reasoning_ms`` is the median over every request (0 for one that did not think),
+    so it is what thinking adds to a typical request; ``hidden_n`` counts requests whose
+    thinking was not streamed, timed as tokens × steady time per token."""
+    thought = [(t, thinking_ms(t)) for t in traces]
+    reasoned = [(t, v) for t, v in thought if v is not None]
+    if not reasoned:
+        return {}
+    return {
+        "reasoning_n": float(len(reasoned)),
+        "requests_n": float(len(traces)),
+        "hidden_n": float(sum(1 for _, (_, seen) in reasoned if not seen)),
+        "reasoning_ms": statistics.median(v[0] if v else 0.0 for _, v in thought),
+        "ttfr_ms": median_of(t.ttfr_ms for t, _ in reasoned),
+        "ttfa_ms": median_of(t.ttfa_ms for t, _ in reasoned),
+        "ttft_ms": median_of(t.ttft_ms for t, _ in reasoned),
+        "reasoning_tokens": median_of(
+            float(t.reasoning_tokens) for t, _ in reasoned if t.reasoning_tokens is not None
+        ),
+        "answer_tokens": median_of(
+            float(t.answer_tokens) for t, _ in reasoned if t.answer_tokens is not None
+        ),
+    }
 
 
 def steady_tpot_ms(trace: RequestTrace) -> float | None:

@@ -17,6 +17,9 @@ count in the latency percentiles.
   gap beyond :data:`LITTLE_TOLERANCE` means the window is too short for its
   latency, or the client did not keep the load it meant to.
 - **Goodput**: the requests per second (and the share) meeting every SLO.
+
+A level cut short from outside (an interrupted sweep) is kept and marked
+``partial``; the knee and the plateau are found among the other levels.
 """
 
 from __future__ import annotations
@@ -56,6 +59,9 @@ class LevelWindow:
     """Open loop: arrivals scheduled inside the window."""
     late_ms_p50: float | None = None
     """Open loop: how late arrivals left against their schedule, median."""
+    partial: bool = False
+    """Cut short from outside (Ctrl-C, the time budget) before it ended: its finished
+    requests are kept, but it is left out of the knee and the plateau."""
 
     @property
     def seconds(self) -> float:
@@ -287,8 +293,13 @@ def analyse_load(
 
 
 def find_knee(levels: Sequence[LevelStats]) -> LevelStats | None:
-    """The first level whose server-side TTFT p50 passed ``KNEE_RATIO`` × the lowest's."""
-    measured = [(lv, p) for lv in levels if (p := lv.server_side_ttft_ms) is not None]
+    """The first level whose server-side TTFT p50 passed ``KNEE_RATIO`` × the lowest's;
+    a level cut short is never the knee."""
+    measured = [
+        (lv, p)
+        for lv in levels
+        if (p := lv.server_side_ttft_ms) is not None and not lv.window.partial
+    ]
     if len(measured) < 2:
         return None
     base = measured[0][1]
@@ -299,7 +310,8 @@ def find_knee(levels: Sequence[LevelStats]) -> LevelStats | None:
 
 
 def find_plateau(levels: Sequence[LevelStats]) -> LevelStats | None:
-    for previous, lv in itertools.pairwise(levels):
+    whole = [lv for lv in levels if not lv.window.partial]
+    for previous, lv in itertools.pairwise(whole):
         if previous.requests_per_s > 0 and lv.requests_per_s < previous.requests_per_s * (
             1 + PLATEAU_GROWTH
         ):

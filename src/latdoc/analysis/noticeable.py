@@ -89,10 +89,12 @@ def request_parts(samples: Sequence[Sample]) -> RequestParts | None:
         for t in cold
         if t.ttft_ms is not None
     )
-    decode = median_of(t.stream_ms for t in cold)
-    if prefill is None or decode is None:
+    thinking = median_of(t.reasoning_ms or 0.0 for t in cold) or 0.0
+    stream = median_of(t.stream_ms for t in cold)
+    if prefill is None or stream is None:
         return None
-    return RequestParts(setup or 0.0, send or 0.0, prefill, decode, len(cold))
+    decode = max(0.0, stream - thinking)
+    return RequestParts(setup or 0.0, send or 0.0, prefill, decode, len(cold), thinking)
 
 
 def _values(

@@ -18,10 +18,13 @@ METRICS: tuple[tuple[str, Callable[[RequestTrace], float | None]], ...] = (
     ("TTFB", lambda t: t.ttfb_ms),
     ("TTFT", lambda t: t.ttft_ms),
     ("Server TTFT", lambda t: t.server_ttft_ms),
+    ("Reasoning", lambda t: t.reasoning_ms),
+    ("TTFA", lambda t: t.ttfa_ms if t.first_reasoning_ns is not None else None),
     ("TPOT", lambda t: t.tpot_ms),
     ("Total", lambda t: t.total_ms),
 )
-"""The rows of a summary, in the order a request passes through them."""
+"""The rows of a summary, in the order a request passes through them (reasoning and
+the first answer token only for requests that reasoned)."""
 
 SETUP_METRICS = frozenset({"DNS", "TCP connect", "TLS"})
 

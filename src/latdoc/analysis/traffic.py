@@ -37,7 +37,7 @@ LENGTH_BUCKET = 1.25
 MIN_SAME_LENGTH = 5
 """Fewer same-length requests than this say nothing about queueing."""
 
-_LLM_DIALECTS = frozenset({"chat", "completions"})
+_LLM_DIALECTS = frozenset({"chat", "completions", "anthropic", "responses"})
 
 
 @dataclass(frozen=True)

@@ -92,7 +92,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="NAME:PREFILL_BASE_MS:DECODE_MS_PER_TOKEN",
         help="another model on the same endpoint, timed like --model but with this prefill "
-        "base and decode time (repeatable)",
+        "base and decode time, and no reasoning (repeatable)",
     )
     server.add_argument("--api-key-env", metavar="VAR", help="require the key in this variable")
     server.add_argument("--seed", type=_whole, help="seed jitter, stalls, faults and load")
@@ -146,6 +146,14 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         default=_LATENCY.reserve_ms_per_1k_max_tokens,
         metavar="MS",
         help="time before the prefill per 1000 tokens of the max_tokens asked for",
+    )
+    latency.add_argument(
+        "--reasoning-tokens",
+        type=_whole,
+        default=_LATENCY.reasoning_tokens,
+        metavar="N",
+        help="the model thinks N tokens (at medium effort; low ¼, high 2×) before its "
+        "answer, streamed as reasoning at the decode rate; --alt-model models do not think",
     )
     latency.add_argument(
         "--kv-threshold-tokens",
@@ -294,9 +302,12 @@ def config_from_args(args: argparse.Namespace) -> LabConfig:
             kv_threshold_tokens=args.kv_threshold_tokens,
             kv_penalty=args.kv_penalty,
             reserve_ms_per_1k_max_tokens=args.reserve_ms_per_1k_max_tokens,
+            reasoning_tokens=args.reasoning_tokens,
         )
         alt_models = {
-            name: dataclasses.replace(latency, prefill_base_ms=prefill, decode_ms_per_token=decode)
+            name: dataclasses.replace(
+                latency, prefill_base_ms=prefill, decode_ms_per_token=decode, reasoning_tokens=0
+            )
             for name, prefill, decode in args.alt_models
         }
         return LabConfig(

@@ -86,7 +86,8 @@ def add_target_arguments(p: argparse.ArgumentParser) -> None:
         "--api",
         choices=[d.value for d in Dialect],
         default=Dialect.CHAT.value,
-        help="API dialect: /chat/completions (default) or /completions",
+        help="API dialect: chat (/chat/completions, the default), completions, anthropic "
+        "(Anthropic's /messages) or responses (OpenAI's /responses)",
     )
     p.add_argument(
         "--extra-body", type=json_object, default={}, metavar="JSON",
@@ -102,7 +103,8 @@ def add_target_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--api-key-env",
         metavar="VAR",
-        help=f"environment variable holding the API key (default: {DEFAULT_KEY_VARIABLE})",
+        help=f"environment variable holding the API key (default: {DEFAULT_KEY_VARIABLE}; "
+        f"{Dialect.ANTHROPIC.key_variable} with --api anthropic)",
     )
     g.add_argument(
         "--timeout",
@@ -170,14 +172,16 @@ def add_store_argument(p: argparse.ArgumentParser) -> None:
 
 
 def api_key(args: argparse.Namespace) -> str | None:
-    """The API key from the environment: ``--api-key-env VAR`` must be set if named."""
+    """The API key from the environment: ``--api-key-env VAR`` must be set if named;
+    else the dialect's own variable (``ANTHROPIC_API_KEY`` for ``--api anthropic``)."""
     var = args.api_key_env
     if var is not None:
         value = os.environ.get(var)
         if not value:
             raise UsageError(f"--api-key-env {var}: the variable is not set")
         return value
-    return os.environ.get(DEFAULT_KEY_VARIABLE) or None
+    dialect = Dialect(getattr(args, "api", Dialect.CHAT.value))
+    return os.environ.get(dialect.key_variable) or None
 
 
 @dataclass(frozen=True)

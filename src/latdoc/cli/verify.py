@@ -93,6 +93,10 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
     r.add_argument("--alt", dest="alt_url", metavar="URL2",
                    help="endpoint: the other region or provider")  # fmt: skip
     r.add_argument("--alt-model", metavar="NAME", help="model: the model to try")
+    r.add_argument("--reasoning-effort", default="low", metavar="EFFORT",
+                   choices=["none", "minimal", "low", "medium", "high"],
+                   help="reasoning-effort: the effort B asks for (default low; Anthropic: "
+                   "a thinking budget, none disabling it)")  # fmt: skip
     r.add_argument("--trials", type=positive_int, default=40, metavar="N",
                    help="retry: logical requests per arm (default 40)")  # fmt: skip
     r.add_argument("--turns", type=positive_int, default=20, metavar="T",
@@ -211,6 +215,7 @@ def run_verify(args: argparse.Namespace) -> int:
             trials=args.trials,
             tokens_per_turn=args.tokens_per_turn,
             strategies=args.strategies,
+            reasoning_effort=args.reasoning_effort,
             max_requests=args.max_requests,
             token_budget=args.token_budget,
             max_seconds=args.max_seconds,

@@ -200,6 +200,12 @@ def _watch(
             f"stopped because {why[result.stopped_by]}.",
             file=err,
         )
+        if result.skipped_ticks:
+            print(
+                f"{_count(result.skipped_ticks, 'tick')} skipped this time: a tick took "
+                "longer than --every; give a longer --every to keep them even.",
+                file=err,
+            )
         if result.stopped_by == "time" and result.ticks == 0:
             print(
                 f"The watch's --duration has passed since it started; give a longer one "
@@ -224,7 +230,9 @@ def _print_clock(store: Store, name: str, out: TextIO) -> None:
     from latdoc.report import make_console, render_clock
 
     clock = watch_clock(store, name, bucket_s=3600.0)
-    make_console(out).print(render_clock(clock.report, title=_title(clock.name)))
+    make_console(out).print(
+        render_clock(clock.report, title=_title(clock.name), skipped_ticks=clock.skipped_ticks)
+    )
 
 
 def _title(name: str) -> str:
@@ -258,7 +266,11 @@ def run_report(args: argparse.Namespace) -> int:
     if args.html:
         path = Path(args.html)
         page = render_clock_html(
-            report, name=clock.name, run_id=run_id, endpoint=clock.info.endpoint
+            report,
+            name=clock.name,
+            run_id=run_id,
+            endpoint=clock.info.endpoint,
+            skipped_ticks=clock.skipped_ticks,
         )
         try:
             path.write_text(page, encoding="utf-8")
@@ -266,9 +278,14 @@ def run_report(args: argparse.Namespace) -> int:
             raise UsageError(f"cannot write {path}: {exc.strerror}") from None
         print(f"HTML report written to {path}", file=sys.stderr)
     if args.json:
-        document = clock_to_dict(report, name=clock.name, run_id=run_id)
+        document = clock_to_dict(
+            report, name=clock.name, run_id=run_id, skipped_ticks=clock.skipped_ticks
+        )
         document["generated_at"] = datetime.now(UTC).isoformat(timespec="seconds")
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
     elif not args.html:
-        make_console(sys.stdout).print(render_clock(report, title=f"Watch {clock.name} {how}"))
+        title = f"Watch {clock.name} {how}"
+        make_console(sys.stdout).print(
+            render_clock(report, title=title, skipped_ticks=clock.skipped_ticks)
+        )
     return EXIT_OK

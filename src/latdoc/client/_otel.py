@@ -74,9 +74,9 @@ class GenAiTelemetry:
         )
 
     def record(self, trace: RequestTrace) -> None:
-        operation = "chat" if trace.dialect == "chat" else "text_completion"
-        if trace.dialect not in ("chat", "completions"):
+        if trace.dialect not in ("chat", "completions", "anthropic", "responses"):
             return
+        operation = "text_completion" if trace.dialect == "completions" else "chat"
         common = _common_attributes(trace, operation)
         start = int(trace.started_at.astimezone(UTC).timestamp() * _NS_PER_S)
         end_mark = trace.done_ns or max(

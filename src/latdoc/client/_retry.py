@@ -8,6 +8,8 @@ turns it into a :class:`RetryDecision` (retry or not, the wait, the reason):
   ``uniform(0, min(connect_cap_s, connect_base_s · 2^(n−1)))`` before retry ``n``;
 - ``server`` (5xx but 501 and 505, and 529 "overloaded"): the same with the
   longer ``server_base_s`` and ``server_cap_s``, unless the server says when;
+  an ``error`` event inside a stream is classed by the status of its type
+  (:func:`classify_error_type`: Anthropic's ``overloaded_error`` is a 529);
 - ``rate_limit`` (429): the server's own wait: ``retry-after-ms``, then
   ``Retry-After`` in seconds or as an HTTP date, then the ``x-ratelimit-reset-*``
   headers; the server backoff when it names none. A wait longer than
@@ -22,7 +24,6 @@ turns it into a :class:`RetryDecision` (retry or not, the wait, the reason):
 
 from __future__ import annotations
 
-import email.utils
 import enum
 import math
 import random
@@ -33,13 +34,14 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from latdoc.errors import PolicyError
+from latdoc.errors import PolicyError, parse_retry_after, status_of_error_type
 
 __all__ = [
     "FailureClass",
     "RetryBudget",
     "RetryDecision",
     "RetryPolicy",
+    "classify_error_type",
     "classify_exception",
     "classify_status",
     "server_wait",
@@ -71,6 +73,14 @@ def classify_status(status: int) -> FailureClass | None:
     if 400 <= status < 500:
         return FailureClass.CLIENT
     return None
+
+
+def classify_error_type(error_type: str) -> FailureClass | None:
+    """The failure a provider's error type is (Anthropic's ``error.type`` such as
+    ``overloaded_error`` or ``rate_limit_error``, in an error body or an ``error``
+    event), as the HTTP status it stands for; ``None`` for a type not known."""
+    status = status_of_error_type(error_type)
+    return None if status is None else classify_status(status)
 
 
 def classify_exception(exc: BaseException) -> FailureClass:
@@ -109,19 +119,6 @@ def _duration(value: str) -> float | None:
     return sum(float(n) * _UNIT_S[u] for n, u in parts)
 
 
-def _retry_after(value: str, now_wall: float) -> float | None:
-    seconds = _seconds(value.strip())
-    if seconds is not None:
-        return seconds
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:
-        return None
-    return max(when.timestamp() - now_wall, 0.0)
-
-
 def server_wait(headers: Mapping[str, str], now_wall: float) -> float | None:
     """The wait the server asks for, in seconds, or ``None`` when it names none.
 
@@ -135,7 +132,7 @@ def server_wait(headers: Mapping[str, str], now_wall: float) -> float | None:
     if ms is not None and (value := _seconds(ms)) is not None:
         return value / 1000
     after = lower.get("retry-after")
-    if after is not None and (value := _retry_after(after, now_wall)) is not None:
+    if after is not None and (value := parse_retry_after(after, now_wall)) is not None:
         return value
     resets: dict[str, float] = {}
     for kind in ("requests", "tokens"):
@@ -290,12 +287,15 @@ class RetryPolicy:
         error: str | None = None,
         now_wall: float = 0.0,
         draw: Callable[[], float] = random.random,
+        asked_wait_s: float | None = None,
     ) -> RetryDecision:
         """Whether attempt ``attempt`` (from 1), which failed as ``failure``, is retried.
 
         ``elapsed_s`` is the time since the first attempt started; ``headers`` the
         failed response's; ``now_wall`` the wall clock (for an HTTP-date
-        ``Retry-After``); ``draw`` the jitter's uniform draw.
+        ``Retry-After``); ``draw`` the jitter's uniform draw. ``asked_wait_s`` is the
+        wait the server asked for when it was already read from the headers (a
+        recorded :attr:`~latdoc.errors.TraceError.retry_after_s`); it stands for them.
         """
 
         def decision(retry: bool, wait: float | None, reason: str) -> RetryDecision:
@@ -310,8 +310,11 @@ class RetryPolicy:
         if self.max_attempts is not None and attempt >= self.max_attempts:
             return decision(False, None, f"max_attempts={self.max_attempts} reached")
         asked = None
-        if failure not in _SHORT and headers is not None:
-            asked = server_wait(headers, now_wall)
+        if failure not in _SHORT:
+            if asked_wait_s is not None:
+                asked = asked_wait_s
+            elif headers is not None:
+                asked = server_wait(headers, now_wall)
         if asked is not None:
             if asked > self.max_retry_after_s:
                 return decision(

@@ -25,12 +25,12 @@ from latdoc.errors import (
     DnsFailure,
     DnsTimeout,
     ErrorKind,
-    Phase,
     SSEError,
     StreamFailure,
     TraceError,
 )
 from latdoc.probe import (
+    Dialect,
     Exchange,
     Recorder,
     SSEDecoder,
@@ -41,6 +41,7 @@ from latdoc.probe import (
     classify,
     error_message,
     freeze_trace,
+    http_error,
     now_ns,
     parse_event,
     read_tcp_info,
@@ -178,7 +179,9 @@ class _Watch:
             return
         if response.status == 200 and "text/event-stream" in ex.headers.get("content-type", ""):
             self._decoder = SSEDecoder()
-            ex.state = StreamState(self.rec.t0, None)
+            spoken = _dialect_of(_url_text(self._request.url))
+            dialect = Dialect(spoken) if spoken in set(Dialect) else Dialect.CHAT
+            ex.state = StreamState(self.rec.t0, None, dialect=dialect)
         else:
             self._copy = bytearray()
 
@@ -231,10 +234,7 @@ class _Watch:
         body = bytes(self._copy) if self._copy is not None else b""
         if status >= 400:
             message = error_message(body, ex.headers.get("content-type"))
-            retry_after = ex.headers.get("retry-after")
-            if retry_after:
-                message += f" (Retry-After: {retry_after})"
-            return TraceError(ErrorKind.HTTP, Phase.WAIT, f"HTTP {status}: {message}", status)
+            return http_error(status, message, ex.headers.get("retry-after"))
         state = ex.state
         if state is not None:
             if not state.done_marker and state.finish_reason is None:
@@ -338,14 +338,10 @@ def _target(request: Any) -> TraceTarget:
     url = request.url
     scheme = url.scheme.decode("ascii") if isinstance(url.scheme, bytes) else str(url.scheme)
     text = _url_text(url)
-    path = text.split("?", 1)[0]
-    dialect = "chat" if path.endswith("/chat/completions") else "completions"
-    if not path.endswith("/completions"):
-        dialect = path.rsplit("/", 1)[-1] or "http"
     return TraceTarget(
         url=redact_url(text),
         model=_model_of(request),
-        dialect=dialect,
+        dialect=_dialect_of(text),
         is_tls=scheme == "https",
         secret=_bearer(request),
     )
@@ -372,10 +368,20 @@ def _request_id(request: Any) -> str | None:
     return None if value is None else value.decode("latin-1")
 
 
+def _dialect_of(url: str) -> str:
+    """The dialect a request's path speaks (``http`` and the last path part for others)."""
+    path = url.split("?", 1)[0]
+    for dialect in (Dialect.CHAT, Dialect.COMPLETIONS, Dialect.ANTHROPIC, Dialect.RESPONSES):
+        if path.endswith(dialect.path):
+            return str(dialect)
+    return path.rsplit("/", 1)[-1] or "http"
+
+
 def _bearer(request: Any) -> str | None:
     value = _header(request, b"authorization")
     if value is None:
-        return None
+        value = _header(request, b"x-api-key")
+        return None if value is None else value.decode("latin-1") or None
     scheme, _, token = value.decode("latin-1").partition(" ")
     return token or scheme or None
 

@@ -70,7 +70,8 @@ def load_endpoint(
 
     ``on_sample`` sees each sample as it is kept (a metrics exporter hooks in
     there). Ctrl-C stops the sending, not the report: the run is kept as
-    ``interrupted`` and the levels measured until then are analysed.
+    ``interrupted`` with the notes made until then, and the levels measured are
+    analysed, the one it cut short marked partial.
     """
     check_load_target(plan, confirmed=confirmed)
     slo = slo or Slo()
@@ -91,14 +92,21 @@ def load_endpoint(
         if on_sample is not None:
             on_sample(sample)
 
-    status, notes = "done", []
+    status = "done"
+    notes: list[StepNote] = []
     try:
-        notes = asyncio.run(
-            run_load(plan, on_sample=keep, on_level=windows.append, on_progress=on_progress)
+        asyncio.run(
+            run_load(
+                plan,
+                on_sample=keep,
+                on_level=windows.append,
+                on_progress=on_progress,
+                on_note=notes.append,
+            )
         )
     except KeyboardInterrupt:
         status = "interrupted"
-        notes = [StepNote(Step.RUN, "interrupted by the user; reported what was measured")]
+        notes.append(StepNote(Step.RUN, "interrupted by the user; reported what was measured"))
     analysis = analyse_load(windows, samples, slo)
     document = load_to_dict(analysis, notes=notes, run_id=run_id)
     store.finish_run(run_id, status=status, notes=notes, diagnosis=document)
@@ -136,6 +144,7 @@ def windows_from_document(document: Mapping[str, Any]) -> list[LevelWindow]:
             end_ns=int(w["end_ns"]),
             scheduled=w.get("scheduled"),
             late_ms_p50=w.get("late_ms_p50"),
+            partial=w.get("partial") is True,
         )
         for w in (level["window"] for level in levels)
     ]

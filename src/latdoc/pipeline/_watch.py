@@ -3,8 +3,10 @@
 :func:`watch_endpoint` finds the run of kind ``watch`` whose ``meta["name"]`` is the
 watch's name (or starts one), counts what it already spent against the budget, and
 appends every tick's samples as they finish. Ctrl-C (or any error) marks the run
-``interrupted``: every finished trace is already stored. :func:`watch_clock` reads a
-watch back and computes its report by the clock, sending nothing.
+``interrupted``: every finished trace is already stored. The ticks skipped because
+the one before them overran are counted in ``meta["skipped_ticks"]``, resumes
+included. :func:`watch_clock` reads a watch back and computes its report by the
+clock, sending nothing.
 """
 
 from __future__ import annotations
@@ -13,10 +15,16 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import timedelta
 from typing import Any
 
-from latdoc.analysis.clock import DAY_S, HOUR_S, ClockPoint, ClockReport, clock_report
+from latdoc.analysis.clock import (
+    DAY_S,
+    HOUR_S,
+    BucketCounts,
+    ClockReport,
+    clock_report_of_buckets,
+)
 from latdoc.errors import UsageError
 from latdoc.pipeline._host import host_meta
 from latdoc.records import Sample, Step, StepNote
@@ -31,6 +39,7 @@ from latdoc.workload import (
 )
 
 WATCH_KIND = "watch"
+SKIPPED_TICKS = "skipped_ticks"
 
 
 @dataclass(frozen=True)
@@ -63,6 +72,7 @@ def watch_endpoint(
         _check_same_target(info, plan)
         run_id = info.run_id
         requests, tokens, first_index = store.spent(run_id)
+        skipped_before = _skipped_ticks(info) or 0
         plan = replace(plan, calibration=_stored_calibration(store, info, plan))
         started = info.started_at.timestamp()
         store.reopen_run(run_id)
@@ -71,10 +81,10 @@ def watch_endpoint(
             endpoint=plan.endpoint.base_url,
             model=plan.endpoint.model,
             scenario="",
-            meta={**host_meta(), "name": name, "options": _options(plan)},
+            meta={**host_meta(), "name": name, "options": _options(plan), SKIPPED_TICKS: 0},
             kind=WATCH_KIND,
         )
-        requests, tokens, first_index = 0, 0, 0
+        requests, tokens, first_index, skipped_before = 0, 0, 0, 0
         started = clock()
     if on_start is not None:
         on_start(run_id, bool(existing))
@@ -91,13 +101,28 @@ def watch_endpoint(
         if on_sample is not None:
             on_sample(sample)
 
+    skipped = skipped_before
+
+    def count_skipped(ticks: int) -> None:
+        nonlocal skipped
+        skipped += ticks
+
     try:
-        result = asyncio.run(run_watch(plan, budget, keep, clock=clock))
+        result = asyncio.run(run_watch(plan, budget, keep, clock=clock, on_skip=count_skipped))
     except BaseException:
+        store.update_meta(run_id, {SKIPPED_TICKS: skipped})
         store.finish_run(run_id, status="interrupted", diagnosis=None)
         raise
+    store.update_meta(run_id, {SKIPPED_TICKS: skipped})
     store.finish_run(run_id, status="done", diagnosis=None)
     return WatchRun(run_id, name, bool(existing), result)
+
+
+def _skipped_ticks(info: RunInfo) -> int | None:
+    """The ticks a watch skipped, all runs of it together; ``None`` for a watch stored
+    before they were counted."""
+    value = info.meta.get(SKIPPED_TICKS)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _stored_calibration(store: Store, info: RunInfo, plan: WatchPlan) -> TokenCalibration | None:
@@ -138,6 +163,9 @@ class WatchClock:
     info: RunInfo
     name: str
     report: ClockReport
+    skipped_ticks: int | None = None
+    """Ticks not sent because the one before them ran past their slot (``None``: a
+    watch stored before they were counted)."""
 
 
 def watch_clock(
@@ -148,17 +176,45 @@ def watch_clock(
     cycle_s: float | None = DAY_S,
     seed: int = 0,
 ) -> WatchClock:
-    """The watch ``name``'s requests by the clock (see :func:`clock_report`)."""
+    """The watch ``name``'s requests by the clock (see
+    :func:`~latdoc.analysis.clock.clock_report`), summarised by the store per bucket."""
     runs = store.find_runs(WATCH_KIND, name)
     if not runs:
         known = sorted({str(r.meta.get("name")) for r in store.find_runs(WATCH_KIND)})
         hint = f"; watches in {store.path}: {', '.join(known)}" if known else ""
         raise UsageError(f"no watch named {name!r}{hint}")
-    info, samples, _ = store.load_run(runs[0].run_id)
+    info = runs[0]
+    bucket, cycle = _spans(bucket_s, cycle_s)
+    # Counted and ranked by the store from its narrow rows: no trace record is decoded.
+    counts = [
+        BucketCounts(b.bucket, b.requests, b.errors, b.tpot_p50_ms)
+        for b in store.aggregate(info.run_id, bucket=bucket, cycle=cycle, steps=[Step.WATCH])
+    ]
     short = info.meta.get("options", {}).get("short_tokens")
-    points = [_point(s, short) for s in samples if s.step == Step.WATCH]
-    report = clock_report(points, bucket_s=bucket_s, cycle_s=cycle_s, seed=seed)
-    return WatchClock(info, name, report)
+    ttfts = store.bucket_ttfts(
+        info.run_id,
+        bucket=bucket,
+        cycle=cycle,
+        steps=[Step.WATCH],
+        cold=True,
+        target_prompt_tokens=short if isinstance(short, int) else None,
+    )
+    report = clock_report_of_buckets(counts, ttfts, bucket_s=bucket_s, cycle_s=cycle_s, seed=seed)
+    return WatchClock(info, name, report, _skipped_ticks(info))
+
+
+def _spans(bucket_s: float, cycle_s: float | None) -> tuple[timedelta, timedelta | None]:
+    """The bucket and cycle to the microsecond; a cycle must be a whole number of buckets."""
+    bucket_us = max(1, round(bucket_s * 1e6))
+    if cycle_s is None:
+        return timedelta(microseconds=bucket_us), None
+    cycle_us = round(cycle_s * 1e6)
+    if cycle_us % bucket_us:
+        raise UsageError(
+            f"the cycle ({cycle_s:g} s) is not a whole number of buckets ({bucket_s:g} s); "
+            "give a --bucket that divides --cycle"
+        )
+    return timedelta(microseconds=bucket_us), timedelta(microseconds=cycle_us)
 
 
 def latest_watch(store: Store, endpoint: str, model: str) -> RunInfo | None:
@@ -180,17 +236,4 @@ def watch_note(store: Store, endpoint: str, model: str) -> StepNote | None:
     return StepNote(
         Step.LOAD,
         f"watch {name!r} ({info.requests} requests by hour of day): {clock.report.verdict}",
-    )
-
-
-def _point(sample: Sample, short_tokens: int | None) -> ClockPoint:
-    trace = sample.trace
-    started: datetime = trace.started_at
-    return ClockPoint(
-        at=started,
-        ttft_ms=trace.ttft_ms,
-        tpot_ms=trace.tpot_ms,
-        ok=trace.error is None,
-        compared=sample.cold
-        and (short_tokens is None or sample.target_prompt_tokens == short_tokens),
     )

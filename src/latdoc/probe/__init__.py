@@ -9,7 +9,9 @@ The rooms behind this face, in the order a request passes through them:
   ``latdoc.client`` for an application's own requests).
 - ``_backend``, ``_aiostream``: the timed network backend (DNS, connect, TLS, every read).
 - ``_recorder``: the per-request stopwatch the backend and httpcore's trace events feed.
-- ``_dialects``, ``_sse``, ``_stream_state``: request bodies and the event stream decoded.
+- ``_dialects``, ``_sse``, ``_stream_state``: request bodies and the event stream decoded;
+  ``_chat_events``, ``_anthropic_events``, ``_responses_events``: each dialect's events
+  read into one ``_events.EventInfo`` (answer and reasoning apart).
 - ``_failures``: every lower-level error mapped to a typed failure, once.
 - ``_tcpinfo``, ``_servertiming``, ``_looplag``: the kernel's, the server's and the
   client's own view of the time.
@@ -27,7 +29,7 @@ from latdoc.probe._dialects import (
     parse_event,
 )
 from latdoc.probe._endpoint import Endpoint, Timeouts
-from latdoc.probe._failures import classify
+from latdoc.probe._failures import classify, http_error
 from latdoc.probe._freeze import Exchange, TraceTarget, freeze_trace
 from latdoc.probe._looplag import LoopLagMonitor
 from latdoc.probe._recorder import Recorder, now_ns
@@ -59,6 +61,7 @@ __all__ = [
     "classify",
     "error_message",
     "freeze_trace",
+    "http_error",
     "now_ns",
     "parse_event",
     "read_tcp_info",

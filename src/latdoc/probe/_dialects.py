@@ -1,9 +1,15 @@
-"""API dialects: how to ask for a streamed completion, and how to read each event.
+"""API dialects: how to ask for a streamed answer, and how to read each event.
 
-OpenAI chat completions and (legacy) completions, as served by OpenAI, vLLM,
-llama.cpp, SGLang, Ollama and most gateways. An event's output is the text it
-carries in ``delta.content``, ``delta.reasoning_content``/``delta.reasoning`` or
-``text``; a role-only or empty delta carries none and never counts as a token.
+- ``chat`` and ``completions``: OpenAI chat completions and (legacy) completions,
+  as served by OpenAI, vLLM, llama.cpp, SGLang, Ollama and most gateways
+  (:mod:`._chat_events`);
+- ``anthropic``: Anthropic's Messages API, ``x-api-key`` and ``anthropic-version``
+  headers, ``ANTHROPIC_API_KEY`` (:mod:`._anthropic_events`);
+- ``responses``: OpenAI's Responses API (:mod:`._responses_events`).
+
+Each event becomes an :class:`EventInfo`: its answer and reasoning characters, its
+usage, finish reason or error. An event of another dialect says which one the
+endpoint speaks, so a wrong ``--api`` is named rather than timed.
 """
 
 from __future__ import annotations
@@ -11,38 +17,109 @@ from __future__ import annotations
 import enum
 import json
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from latdoc.errors import UsageError
+from latdoc.probe._anthropic_events import parse_anthropic_event
+from latdoc.probe._chat_events import parse_chat_event
+from latdoc.probe._events import EventInfo, Usage
+from latdoc.probe._responses_events import parse_responses_event
+
+__all__ = [
+    "ANTHROPIC_VERSION",
+    "RESERVED_BODY_FIELDS",
+    "THINKING_BUDGETS",
+    "Dialect",
+    "EventInfo",
+    "Prompt",
+    "Usage",
+    "check_extra_body",
+    "dialect_hint",
+    "error_message",
+    "parse_event",
+    "request_body",
+]
+
+ANTHROPIC_VERSION = "2023-06-01"
+"""The ``anthropic-version`` header sent with Anthropic requests."""
+
+
+THINKING_BUDGETS: Mapping[str, int | None] = {
+    "none": None,
+    "minimal": None,
+    "low": 1024,
+    "medium": 4096,
+    "high": 16384,
+}
+"""Anthropic's thinking budget for each reasoning effort (1024 is its smallest)."""
 
 
 class Dialect(enum.StrEnum):
     CHAT = "chat"
     COMPLETIONS = "completions"
+    ANTHROPIC = "anthropic"
+    RESPONSES = "responses"
 
     @property
     def path(self) -> str:
-        return "/chat/completions" if self is Dialect.CHAT else "/completions"
+        return _PATHS[self]
+
+    @property
+    def key_variable(self) -> str:
+        """The environment variable the API key is read from by default."""
+        return "ANTHROPIC_API_KEY" if self is Dialect.ANTHROPIC else "OPENAI_API_KEY"
+
+    @property
+    def end_marker(self) -> str:
+        """What ends a complete stream in this dialect, for messages."""
+        return _END_MARKERS[self]
+
+    def reasoning_fields(self, effort: str) -> dict[str, Any]:
+        """Request fields that ask for ``effort`` (``none``, ``minimal``, ``low``,
+        ``medium``, ``high``): chat's ``reasoning_effort``, the Responses
+        ``reasoning.effort``, Anthropic's ``thinking`` (disabled for none and minimal,
+        else a budget of :data:`THINKING_BUDGETS` tokens)."""
+        if effort not in THINKING_BUDGETS:
+            raise UsageError(f"unknown reasoning effort {effort!r}: {', '.join(THINKING_BUDGETS)}")
+        if self is Dialect.ANTHROPIC:
+            budget = THINKING_BUDGETS[effort]
+            if budget is None:
+                return {"thinking": {"type": "disabled"}}
+            return {"thinking": {"type": "enabled", "budget_tokens": budget}}
+        if self is Dialect.RESPONSES:
+            return {"reasoning": {"effort": effort}}
+        if self is Dialect.COMPLETIONS:
+            raise UsageError("the completions dialect has no reasoning effort")
+        return {"reasoning_effort": effort}
+
+    def auth_headers(self, api_key: str | None) -> list[tuple[bytes, bytes]]:
+        """The headers that carry ``api_key`` (and the API version) in this dialect."""
+        if self is Dialect.ANTHROPIC:
+            version = [(b"anthropic-version", ANTHROPIC_VERSION.encode())]
+            return version + ([(b"x-api-key", api_key.encode())] if api_key else [])
+        return [(b"authorization", b"Bearer " + api_key.encode())] if api_key else []
 
 
-@dataclass(frozen=True, slots=True)
-class Usage:
-    prompt_tokens: int | None
-    completion_tokens: int | None
-    cached_prompt_tokens: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class EventInfo:
-    """What one decoded stream event says."""
-
-    output_chars: int = 0
-    finish_reason: str | None = None
-    usage: Usage | None = None
-    error: str | None = None
-    server_timing: dict[str, float] | None = None
+_PATHS = {
+    Dialect.CHAT: "/chat/completions",
+    Dialect.COMPLETIONS: "/completions",
+    Dialect.ANTHROPIC: "/messages",
+    Dialect.RESPONSES: "/responses",
+}
+_END_MARKERS = {
+    Dialect.CHAT: "[DONE] or a finish_reason",
+    Dialect.COMPLETIONS: "[DONE] or a finish_reason",
+    Dialect.ANTHROPIC: "message_stop or a stop_reason",
+    Dialect.RESPONSES: "response.completed",
+}
+_PARSERS: dict[Dialect, Callable[[Any, str | None], EventInfo]] = {
+    Dialect.CHAT: parse_chat_event,
+    Dialect.COMPLETIONS: parse_chat_event,
+    Dialect.ANTHROPIC: parse_anthropic_event,
+    Dialect.RESPONSES: parse_responses_event,
+}
 
 
 RESERVED_BODY_FIELDS = {
@@ -52,6 +129,8 @@ RESERVED_BODY_FIELDS = {
     "stream": "latdoc always streams",
     "stream_options": "latdoc asks for usage itself",
     "max_tokens": "--max-tokens sets it",
+    "input": "the prompt options set it",
+    "max_output_tokens": "--max-tokens sets it",
 }
 """Request fields latdoc writes itself, and why each may not be given again."""
 
@@ -81,8 +160,13 @@ def request_body(
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The JSON body of a streamed request; ``extra`` fields (checked by
-    :func:`check_extra_body`) are added to it, such as ``ignore_eos`` or ``temperature``."""
-    body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "stream": True}
+    :func:`check_extra_body`) are added to it, such as ``ignore_eos``, ``temperature``
+    or a reasoning effort. Anthropic takes system messages as its top-level
+    ``system``; the Responses API takes the messages as ``input``."""
+    if dialect is Dialect.RESPONSES:
+        body: dict[str, Any] = {"model": model, "max_output_tokens": max_tokens, "stream": True}
+    else:
+        body = {"model": model, "max_tokens": max_tokens, "stream": True}
     messages = (
         [{"role": "user", "content": prompt}]
         if isinstance(prompt, str)
@@ -90,81 +174,42 @@ def request_body(
     )
     if dialect is Dialect.CHAT:
         body["messages"] = messages
-    else:
+    elif dialect is Dialect.COMPLETIONS:
         body["prompt"] = "\n\n".join(m["content"] for m in messages)
-    if include_usage:
+    elif dialect is Dialect.ANTHROPIC:
+        system = [m["content"] for m in messages if m.get("role") == "system"]
+        if system:
+            body["system"] = "\n\n".join(system)
+        body["messages"] = [m for m in messages if m.get("role") != "system"]
+    else:
+        body["input"] = messages
+    if include_usage and dialect in (Dialect.CHAT, Dialect.COMPLETIONS):
         body["stream_options"] = {"include_usage": True}
     if extra:
         body.update(check_extra_body(extra))
     return body
 
 
-def parse_event(obj: Any) -> EventInfo:
-    """Interpret one JSON event of either dialect."""
-    if not isinstance(obj, dict):
-        return EventInfo(error=f"event is a JSON {type(obj).__name__}, not an object")
-    error = obj.get("error")
-    if error is not None:
-        message = error.get("message") if isinstance(error, dict) else None
-        return EventInfo(error=str(message or error))
-    chars = 0
-    finish: str | None = None
-    choices = obj.get("choices")
-    if isinstance(choices, list):
-        for choice in choices:
-            if not isinstance(choice, dict):
-                continue
-            chars += _choice_chars(choice)
-            reason = choice.get("finish_reason")
-            if isinstance(reason, str):
-                finish = reason
-    return EventInfo(
-        output_chars=chars,
-        finish_reason=finish,
-        usage=_usage(obj.get("usage")),
-        server_timing=_llamacpp_timings(obj.get("timings")),
-    )
+def parse_event(obj: Any, dialect: Dialect = Dialect.CHAT, event: str | None = None) -> EventInfo:
+    """Interpret one JSON event of ``dialect``; ``event`` is its SSE ``event:`` name."""
+    return _PARSERS[dialect](obj, event)
 
 
-def _choice_chars(choice: dict[str, Any]) -> int:
-    chars = 0
-    delta = choice.get("delta")
-    if isinstance(delta, dict):
-        for key in ("content", "reasoning_content", "reasoning"):
-            value = delta.get(key)
-            if isinstance(value, str):
-                chars += len(value)
-    text = choice.get("text")
-    if isinstance(text, str):
-        chars += len(text)
-    return chars
+_HOST_DIALECTS = (("anthropic.com", Dialect.ANTHROPIC),)
 
 
-def _int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _usage(raw: Any) -> Usage | None:
-    if not isinstance(raw, dict):
-        return None
-    details = raw.get("prompt_tokens_details")
-    cached = _int_or_none(details.get("cached_tokens")) if isinstance(details, dict) else None
-    return Usage(
-        prompt_tokens=_int_or_none(raw.get("prompt_tokens")),
-        completion_tokens=_int_or_none(raw.get("completion_tokens")),
-        cached_prompt_tokens=cached,
-    )
-
-
-def _llamacpp_timings(raw: Any) -> dict[str, float] | None:
-    if not isinstance(raw, dict):
-        return None
-    out: dict[str, float] = {}
-    for key in ("prompt_ms", "predicted_ms", "predicted_per_token_ms"):
-        value = raw.get(key)
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            out[key] = float(value)
-    return out or None
+def dialect_hint(url: str, dialect: Dialect, status: int | None, message: str = "") -> str | None:
+    """A hint naming the likely dialect when a request to ``url`` in ``dialect`` was
+    refused as a request of the wrong API would be: 400 to 405 from a host known for
+    another dialect, or a 404 (not about the model) or 405 from any host."""
+    host = (urlsplit(url).hostname or "").lower()
+    likely = next((d for suffix, d in _HOST_DIALECTS if host.endswith(suffix)), None)
+    if likely is not None and likely is not dialect and status in (400, 401, 403, 404, 405):
+        return f"{host} speaks the {likely} dialect: try --api {likely}"
+    if status == 405 or (status == 404 and "model" not in message.lower()):
+        others = ", ".join(str(d) for d in Dialect if d is not dialect)
+        return f"no {dialect.path} here: is the base URL right, or is the dialect {others}?"
+    return None
 
 
 def error_message(body: bytes, content_type: str | None) -> str:
@@ -180,6 +225,8 @@ def error_message(body: bytes, content_type: str | None) -> str:
                 err = obj.get("error", obj)
                 if isinstance(err, dict):
                     msg = err.get("message") or err.get("detail") or err.get("type")
+                    if msg and obj.get("type") == "error" and err.get("type") not in (None, msg):
+                        msg = f"{err['type']}: {msg}"  # Anthropic's error body names its type
                     if msg:
                         return _one_line(str(msg))
                 elif isinstance(err, str):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ssl
+import time
+from dataclasses import replace
 
 import httpcore
 
@@ -14,6 +16,7 @@ from latdoc.errors import (
     SSEError,
     StreamFailure,
     TraceError,
+    parse_retry_after,
 )
 from latdoc.probe._endpoint import Timeouts
 from latdoc.probe._recorder import Recorder
@@ -34,7 +37,17 @@ def closed_before_answering(trace: RequestTrace) -> bool:
 def redact(error: TraceError, secret: str | None) -> TraceError:
     if not secret or secret not in error.message:
         return error
-    return TraceError(error.kind, error.phase, error.message.replace(secret, "***"), error.status)
+    return replace(error, message=error.message.replace(secret, "***"))
+
+
+def http_error(status: int, message: str, retry_after: str | None) -> TraceError:
+    """An error status, with the wait its ``Retry-After`` header asks for (an HTTP date
+    counted from now, when the response came). The header's text stays in the message,
+    for people; code reads :attr:`TraceError.retry_after_s`."""
+    if retry_after:
+        message += f" (Retry-After: {retry_after})"
+    wait = None if not retry_after else parse_retry_after(retry_after, time.time())
+    return TraceError(ErrorKind.HTTP, Phase.WAIT, f"HTTP {status}: {message}", status, wait)
 
 
 def classify(exc: BaseException, rec: Recorder, timeouts: Timeouts) -> TraceError:

@@ -29,11 +29,11 @@ from typing import Any
 
 import httpcore
 
-from latdoc.errors import ErrorKind, Phase, StreamFailure, TraceError
+from latdoc.errors import ErrorKind, StreamFailure, TraceError
 from latdoc.probe._backend import Resolver, TimedBackend, TimedStream, system_resolver, warm_up
-from latdoc.probe._dialects import Prompt, error_message, request_body
+from latdoc.probe._dialects import Prompt, dialect_hint, error_message, request_body
 from latdoc.probe._endpoint import Endpoint, Timeouts, make_ssl_context
-from latdoc.probe._failures import classify, closed_before_answering
+from latdoc.probe._failures import classify, closed_before_answering, http_error
 from latdoc.probe._freeze import Exchange, TraceTarget, freeze_trace
 from latdoc.probe._poolline import PoolLine
 from latdoc.probe._recorder import Recorder, now_ns
@@ -91,9 +91,7 @@ class ProbeSession:
             (b"accept", b"text/event-stream"),
             (b"user-agent", _USER_AGENT),
         ]
-        if self.endpoint.api_key:
-            headers.append((b"authorization", b"Bearer " + self.endpoint.api_key.encode()))
-        return headers
+        return headers + self.endpoint.dialect.auth_headers(self.endpoint.api_key)
 
     def _new_pool(self) -> httpcore.AsyncConnectionPool:
         return httpcore.AsyncConnectionPool(
@@ -288,7 +286,7 @@ class ProbeSession:
                         f"response is not an event stream (content-type: {ctype or 'none'})",
                     )
                 )
-            state = StreamState(rec.t0, self._count_tokens, on_event)
+            state = StreamState(rec.t0, self._count_tokens, on_event, self.endpoint.dialect)
             out.state = state
             decoder = SSEDecoder()
             stream = out.stream
@@ -306,7 +304,7 @@ class ProbeSession:
                     TraceError(
                         ErrorKind.STREAM_BROKEN,
                         rec.phase,
-                        "the stream ended without [DONE] or a finish_reason",
+                        f"the stream ended without {self.endpoint.dialect.end_marker}",
                     )
                 )
 
@@ -323,9 +321,8 @@ class ProbeSession:
             pass
         status = response.status
         message = error_message(bytes(body), out.headers.get("content-type"))
-        retry_after = out.headers.get("retry-after")
-        if retry_after:
-            message += f" (Retry-After: {retry_after})"
-        raise StreamFailure(
-            TraceError(ErrorKind.HTTP, Phase.WAIT, f"HTTP {status}: {message}", status)
-        )
+        ep = self.endpoint
+        hint = dialect_hint(ep.url, ep.dialect, status, message)
+        if hint is not None:
+            message += f" ({hint})"
+        raise StreamFailure(http_error(status, message, out.headers.get("retry-after")))

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from latdoc.errors import ErrorKind, Phase, StreamFailure, TraceError
-from latdoc.probe._dialects import EventInfo, Usage, parse_event
+from latdoc.probe._dialects import Dialect, EventInfo, Usage, parse_event
+from latdoc.probe._events import merge_usage
 from latdoc.probe._recorder import Recorder
 from latdoc.probe._sse import SSEEvent
 from latdoc.records import Chunk
@@ -24,16 +25,23 @@ class StreamState:
     t0: int
     count_tokens: Callable[[str], int] | None
     on_json: EventHook | None = None
+    dialect: Dialect = Dialect.CHAT
     chunks: list[Chunk] = field(default_factory=list)
     first_token: int | None = None
+    """The first output of any kind: reasoning, answer text or a tool call."""
+    first_reasoning: int | None = None
+    first_answer: int | None = None
     finish_reason: str | None = None
     usage: Usage | None = None
     usage_on_chunks: bool = False
     done_marker: bool = False
+    """``[DONE]``, or the dialect's own end (``message_stop``, ``response.completed``)."""
+    unknown_events: int = 0
+    """Events of a type the dialect does not define, skipped."""
     server_timing: dict[str, float] = field(default_factory=dict)
     text: list[str] = field(default_factory=list)
     response_id: str | None = None
-    """The ``id`` of the response's events (OpenAI's ``chatcmpl-…``), from the first with one."""
+    """The id the response's events give it (``chatcmpl-…``, ``msg_…``, ``resp_…``)."""
     _last_completion_tokens: int = 0
 
     def on_event(self, event: SSEEvent, phase_of: Recorder) -> None:
@@ -53,45 +61,59 @@ class StreamState:
             ) from None
         if self.on_json is not None:
             self.on_json(obj, event.t_ns)
-        if self.response_id is None and isinstance(obj, dict) and isinstance(obj.get("id"), str):
-            self.response_id = obj["id"]
-        info = parse_event(obj)
+        info = parse_event(obj, self.dialect, event.event)
+        if self.response_id is None and info.response_id is not None:
+            self.response_id = info.response_id
         if info.error is not None:
             raise StreamFailure(
-                TraceError(ErrorKind.HTTP, phase_of.phase, f"error event: {info.error}")
+                TraceError(
+                    ErrorKind.HTTP, phase_of.phase, f"error event: {info.error}", info.error_status
+                )
             )
-        self._apply(info, event.t_ns, obj, phase_of)
+        if info.other_dialect is not None and self.first_token is None:
+            raise StreamFailure(
+                TraceError(
+                    ErrorKind.MALFORMED,
+                    phase_of.phase,
+                    f"the endpoint answers in the {info.other_dialect} dialect "
+                    f"({_event_type(obj, event)} events), not {self.dialect}: "
+                    f"try --api {info.other_dialect}",
+                )
+            )
+        if info.unknown:
+            self.unknown_events += 1
+            return
+        self._apply(info, event.t_ns, phase_of)
 
-    def _apply(self, info: EventInfo, t_ns: int, obj: Any, rec: Recorder) -> None:
+    def _apply(self, info: EventInfo, t_ns: int, rec: Recorder) -> None:
         if info.finish_reason is not None:
             self.finish_reason = info.finish_reason
+        if info.ends_stream:
+            self.done_marker = True
         if info.server_timing:
             self.server_timing.update(info.server_timing)
+        chars = info.output_chars + info.reasoning_chars
         tokens = 1
         if info.usage is not None:
-            self.usage = info.usage
+            self.usage = merge_usage(self.usage, info.usage)
             completed = info.usage.completion_tokens
-            if info.output_chars and completed is not None:
+            if chars and completed is not None:
                 self.usage_on_chunks = True
                 tokens = max(0, completed - self._last_completion_tokens)
                 self._last_completion_tokens = completed
-        if info.output_chars:
+        if chars:
             if self.first_token is None:
                 self.first_token = t_ns
                 rec.phase = Phase.STREAM
-            self.chunks.append(Chunk(t_ns - self.t0, info.output_chars, tokens))
+            if info.reasoning_chars and self.first_reasoning is None:
+                self.first_reasoning = t_ns
+            if info.output_chars and self.first_answer is None:
+                self.first_answer = t_ns
+            self.chunks.append(Chunk(t_ns - self.t0, chars, tokens))
             if self.count_tokens is not None:
-                self.text.append(_output_text(obj))
+                self.text.append(info.text)
 
 
-def _output_text(obj: Any) -> str:
-    parts: list[str] = []
-    for choice in obj.get("choices") or ():
-        delta = choice.get("delta") or {}
-        for key in ("content", "reasoning_content", "reasoning"):
-            value = delta.get(key)
-            if isinstance(value, str):
-                parts.append(value)
-        if isinstance(choice.get("text"), str):
-            parts.append(choice["text"])
-    return "".join(parts)
+def _event_type(obj: Any, event: Any) -> str:
+    kind = (obj.get("type") or obj.get("object")) if isinstance(obj, dict) else None
+    return str(kind or getattr(event, "event", None) or "unnamed")

@@ -43,7 +43,17 @@ def peak_sentence(peak: Peak) -> str:
     )
 
 
-def render_clock(report: ClockReport, *, title: str) -> RenderableType:
+def skipped_sentence(skipped_ticks: int | None) -> str | None:
+    """What the watch did not send, or ``None`` when it sent every tick (or did not count)."""
+    if not skipped_ticks:
+        return None
+    ticks = "1 tick" if skipped_ticks == 1 else f"{skipped_ticks} ticks"
+    return f"{ticks} skipped: a tick took longer than --every"
+
+
+def render_clock(
+    report: ClockReport, *, title: str, skipped_ticks: int | None = None
+) -> RenderableType:
     table = Table(box=box.SIMPLE_HEAD, title=title, title_justify="left")
     for column in ("bucket", "requests", "TTFT p50", "TTFT p95", "TPOT p50", "errors"):
         table.add_column(column, justify="left" if column == "bucket" else "right")
@@ -57,7 +67,7 @@ def render_clock(report: ClockReport, *, title: str) -> RenderableType:
             str(b.requests),
             format_ms(None if b.ttft is None else b.ttft.p50),
             format_ms(b.ttft_p95_ms),
-            format_ms(None if b.tpot is None else b.tpot.p50),
+            format_ms(b.tpot_p50_ms),
             "-" if rate is None else f"{rate:.0%}",
             style="bold" if b.index in peak_ids else None,
         )
@@ -66,13 +76,17 @@ def render_clock(report: ClockReport, *, title: str) -> RenderableType:
     empty = sum(1 for b in report.buckets if b.requests == 0)
     if empty:
         parts.append(Text(f"  {empty} of {len(report.buckets)} buckets have no request yet."))
+    if skipped := skipped_sentence(skipped_ticks):
+        parts.append(Text(f"  {skipped}."))
     if report.peak is not None:
         parts.append(Text("  " + peak_sentence(report.peak)))
     parts.append(Text(f"  Verdict: {report.verdict}", style="bold"))
     return Group(*parts)
 
 
-def clock_to_dict(report: ClockReport, *, name: str, run_id: str) -> dict[str, Any]:
+def clock_to_dict(
+    report: ClockReport, *, name: str, run_id: str, skipped_ticks: int | None = None
+) -> dict[str, Any]:
     peak = report.peak
     return {
         "schema": WATCH_SCHEMA,
@@ -81,6 +95,7 @@ def clock_to_dict(report: ClockReport, *, name: str, run_id: str) -> dict[str, A
         "unit": "ms",
         "cycle_s": report.cycle_s,
         "bucket_s": report.bucket_s,
+        "skipped_ticks": skipped_ticks,
         "buckets": [
             {
                 "index": b.index,
@@ -92,7 +107,7 @@ def clock_to_dict(report: ClockReport, *, name: str, run_id: str) -> dict[str, A
                 "ttft_p50": None if b.ttft is None else b.ttft.p50,
                 "ttft_p95": b.ttft_p95_ms,
                 "ttft_n": 0 if b.ttft is None else b.ttft.n,
-                "tpot_p50": None if b.tpot is None else b.tpot.p50,
+                "tpot_p50": b.tpot_p50_ms,
             }
             for b in report.buckets
         ],
@@ -114,7 +129,14 @@ def clock_to_dict(report: ClockReport, *, name: str, run_id: str) -> dict[str, A
     }
 
 
-def render_clock_html(report: ClockReport, *, name: str, run_id: str, endpoint: str) -> str:
+def render_clock_html(
+    report: ClockReport,
+    *,
+    name: str,
+    run_id: str,
+    endpoint: str,
+    skipped_ticks: int | None = None,
+) -> str:
     """The watch by the clock as one self-contained HTML page (no script, nothing fetched)."""
     from latdoc.report._html import environment
     from latdoc.report._plots import clock_heatmap_svg
@@ -125,11 +147,11 @@ def render_clock_html(report: ClockReport, *, name: str, run_id: str, endpoint: 
         [
             ("TTFT p50", [None if b.ttft is None else b.ttft.p50 for b in report.buckets]),
             ("TTFT p95", [b.ttft_p95_ms for b in report.buckets]),
-            ("TPOT p50", [None if b.tpot is None else b.tpot.p50 for b in report.buckets]),
+            ("TPOT p50", [b.tpot_p50_ms for b in report.buckets]),
             ("error rate", [b.error_rate for b in report.buckets]),
         ],
     )
-    document = clock_to_dict(report, name=name, run_id=run_id)
+    document = clock_to_dict(report, name=name, run_id=run_id, skipped_ticks=skipped_ticks)
     return (
         environment()
         .get_template("watch.html.j2")
@@ -144,6 +166,7 @@ def render_clock_html(report: ClockReport, *, name: str, run_id: str, endpoint: 
             peak=None if report.peak is None else peak_sentence(report.peak),
             verdict=report.verdict,
             pattern=report.pattern,
+            skipped=skipped_sentence(skipped_ticks),
         )
     )
 

@@ -90,7 +90,11 @@ def page_context(diagnosis: Diagnosis, samples: Sequence[Sample]) -> dict[str, A
         ],
         "measurements": [
             (title, [(k, _measured(v, k)) for k, v in numbers.items()])
-            for title, numbers in (("Network", diagnosis.network), ("Load", diagnosis.load))
+            for title, numbers in (
+                ("Network", diagnosis.network),
+                ("Load", diagnosis.load),
+                ("Reasoning", diagnosis.reasoning),
+            )
             if numbers
         ],
         "kind_colours": KIND_COLOURS,
@@ -98,7 +102,15 @@ def page_context(diagnosis: Diagnosis, samples: Sequence[Sample]) -> dict[str, A
     }
 
 
-_PART_PHASES = {"setup": "connect", "send": "send", "prefill": "wait", "decode": "stream"}
+_PART_PHASES = {
+    "setup": "connect",
+    "send": "send",
+    "prefill": "wait",
+    "reasoning": "reasoning",
+    "decode": "stream",
+}
+_PART_KEYS = {"network setup": "setup"}
+"""A part's CSS key where it differs from its name."""
 """Each part of a request drawn in the colour of the waterfall phase it ends with."""
 
 
@@ -167,7 +179,6 @@ def _parts(parts: RequestParts) -> dict[str, Any]:
     """The "where the time goes" bar of a healthy run: a request on a new connection,
     phase by phase, in the order it passes them."""
     total = parts.total_ms
-    keys = ("setup", "send", "prefill", "decode")
     return {
         "title": "Where the time of a request on a new connection goes "
         f"(median of each phase over {parts.requests})",
@@ -181,8 +192,9 @@ def _parts(parts: RequestParts) -> dict[str, Any]:
                 "width": f"{ms / total * 100:.2f}",
                 "labelled": ms / total >= 0.12,
             }
-            for key, (name, ms) in zip(keys, parts.items(), strict=True)
+            for name, ms in parts.items()
             if ms > 0
+            for key in (_PART_KEYS.get(name, name),)
         ]
         if total > 0
         else [],

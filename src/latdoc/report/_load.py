@@ -60,7 +60,7 @@ def _rate(value: float | None) -> str:
 
 
 def _level_name(lv: LevelStats) -> str:
-    return lv.window.label
+    return f"{lv.window.label} (partial)" if lv.window.partial else lv.window.label
 
 
 def _table(headers: Sequence[str]) -> Table:
@@ -220,6 +220,7 @@ def _level_dict(lv: LevelStats) -> dict[str, Any]:
             "end_ns": w.end_ns,
             "scheduled": w.scheduled,
             "late_ms_p50": w.late_ms_p50,
+            "partial": w.partial,
         },
         "seconds": w.seconds,
         "requests": lv.requests,
@@ -286,7 +287,7 @@ def render_load_html(
     throughput_svg = load_throughput_svg(labels, rps, good, plateau, axis)
     rows = [
         {
-            "level": lv.window.label,
+            "level": _level_name(lv),
             "requests": lv.requests,
             "errors": f"{lv.error_rate:.0%}",
             "ttft": " / ".join(_pct(lv.ttft_ms, q) for q in ("p50", "p95", "p99")),

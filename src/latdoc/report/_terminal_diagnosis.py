@@ -82,6 +82,30 @@ def _network_lines(n: Mapping[str, float | None]) -> list[RenderableType]:
     return lines
 
 
+def reasoning_lines(r: Mapping[str, float | None]) -> list[RenderableType]:
+    """Time to first reasoning, to first answer token, thinking time and tokens."""
+    parts = []
+    for key, label in (
+        ("ttfr_ms", "first reasoning"),
+        ("ttfa_ms", "first answer token"),
+        ("reasoning_ms", "thinking"),
+    ):
+        value = r.get(key)
+        if value is not None:
+            parts.append(Text.assemble((label, "dim"), " ", (format_ms(value), "bold")))
+    tokens = r.get("reasoning_tokens")
+    if tokens is not None:
+        parts.append(Text.assemble(("reasoning tokens", "dim"), " ", (f"{tokens:.0f}", "bold")))
+    lines: list[RenderableType] = [side_by_side(parts)]
+    n, total, hidden = r.get("reasoning_n"), r.get("requests_n"), r.get("hidden_n")
+    if n is not None and total is not None:
+        said = f"{n:.0f} of {total:.0f} requests reasoned (medians over them; thinking over all)"
+        if hidden:
+            said += f"; {hidden:.0f} did not stream it: reported tokens × time per token"
+        lines.append(Text(said, style="dim"))
+    return lines
+
+
 def _length_lines(d: Diagnosis) -> list[RenderableType]:
     curve = d.length
     if curve is None:
@@ -144,6 +168,7 @@ _PART_COLOURS = {
     "network setup": PHASE_COLOURS["connect"],
     "send": PHASE_COLOURS["send"],
     "prefill": PHASE_COLOURS["wait"],
+    "reasoning": PHASE_COLOURS["reasoning"],
     "decode": PHASE_COLOURS["stream"],
 }
 
@@ -262,11 +287,14 @@ def render_diagnosis(d: Diagnosis) -> RenderableType:
             _heading("What each kind adds to a typical request:"),
             _indent(_shares(shares), 2),
         ]
-    for title, lines in (
+    steps = [
         ("Step 1 — network", _network_lines(d.network)),
         ("Step 2 — input length", _length_lines(d)),
         ("Step 3 — fluctuation and load", _load_lines(d.load)),
-    ):
+    ]
+    if d.reasoning:
+        steps.append(("Reasoning — thinking before the answer", reasoning_lines(d.reasoning)))
+    for title, lines in steps:
         parts += [_heading(title), *(_indent(line, 2) for line in lines)]
     found = [f for f in d.findings if f.kind not in negligible]
     if found:

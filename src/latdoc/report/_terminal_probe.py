@@ -55,8 +55,17 @@ def _phases(trace: RequestTrace) -> list[tuple[str, str, float | None, float | N
         ("wait", "Server wait", trace.wait_ms, trace.ttfb_ms, "first byte"),
         ("first_token", "First token", _diff(trace.ttft_ms, trace.ttfb_ms), trace.ttft_ms,
          "first token"),
-        ("stream", "Streaming", _diff(trace.total_ms, trace.ttft_ms), trace.total_ms, "total"),
     ]  # fmt: skip
+    thinking = trace.reasoning_ms
+    start: float | None = trace.ttft_ms
+    if (
+        thinking is not None
+        and trace.ttfa_ms is not None
+        and trace.first_token_ns == trace.first_reasoning_ns
+    ):
+        phases.append(("reasoning", "Reasoning", thinking, trace.ttfa_ms, "first answer token"))
+        start = trace.ttfa_ms
+    phases.append(("stream", "Streaming", _diff(trace.total_ms, start), trace.total_ms, "total"))
     return phases
 
 
@@ -113,8 +122,12 @@ def _tokens_line(trace: RequestTrace) -> RenderableType:
     if trace.output_tokens is not None:
         source = "usage" if trace.output_tokens_exact else "approx., counted from chunks"
         parts.append(f"{trace.output_tokens} output tokens ({source})")
+    if trace.reasoning_tokens:
+        parts.append(f"{trace.reasoning_tokens} of them reasoning")
     if trace.prompt_tokens is not None:
         parts.append(f"{trace.prompt_tokens} prompt tokens")
+    if trace.unknown_events:
+        parts.append(f"{trace.unknown_events} events of unknown type skipped")
     if trace.rtt_ms is not None:
         parts.append(f"RTT {format_ms(trace.rtt_ms)}")
     if trace.tcp_info is not None and trace.tcp_info.retransmits:

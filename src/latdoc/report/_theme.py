@@ -15,6 +15,7 @@ PHASE_COLOURS = {
     "send": "#33a9bb",
     "wait": "#4a80e0",
     "first_token": "#d95892",
+    "reasoning": "#b36bc9",
     "stream": "#46a85c",
 }
 
@@ -24,6 +25,7 @@ KIND_COLOURS = {
     "input_length": "#4a80e0",
     "queueing": "#d9a521",
     "decode": "#46a85c",
+    "reasoning": "#b36bc9",
     "stalls": "#d95892",
     "client": "#33a9bb",
     "errors": "#d64545",

@@ -5,10 +5,11 @@ measured. Keys that older versions wrote in another unit (``shares`` and
 ``share_s`` in seconds, ``retry_after_s``, TCP_INFO's ``*_us``) stay as they
 were, for the scripts that read them, with an ``_ms`` twin beside them.
 
-In a trace, ``dns_ms``, ``connect_ms``, ``tls_ms``, ``send_ms`` and ``wait_ms``
-are phase durations; ``ttfb_ms``, ``ttft_ms``, ``total_ms`` and each chunk's
-``t_ms`` count from the start of the request, as curl's ``time_starttransfer``
-and ``time_total`` do.
+In a trace, ``dns_ms``, ``connect_ms``, ``tls_ms``, ``send_ms``, ``wait_ms`` and
+``reasoning_ms`` are phase durations; ``ttfb_ms``, ``ttft_ms``, ``ttfr_ms`` (first
+reasoning), ``ttfa_ms`` (first answer token), ``total_ms`` and each chunk's ``t_ms``
+count from the start of the request, as curl's ``time_starttransfer`` and
+``time_total`` do.
 """
 
 from __future__ import annotations
@@ -71,6 +72,9 @@ def trace_to_dict(trace: RequestTrace) -> dict[str, Any]:
         "ttfb_ms": _r(trace.ttfb_ms),
         "ttft_ms": _r(trace.ttft_ms),
         "server_ttft_ms": _r(trace.server_ttft_ms),
+        "ttfr_ms": _r(trace.ttfr_ms),
+        "ttfa_ms": _r(trace.ttfa_ms),
+        "reasoning_ms": _r(trace.reasoning_ms),
         "tpot_ms": _r(trace.tpot_ms),
         "total_ms": _r(trace.total_ms),
         "rtt_ms": _r(trace.rtt_ms),
@@ -78,6 +82,8 @@ def trace_to_dict(trace: RequestTrace) -> dict[str, Any]:
         "cached_prompt_tokens": trace.cached_prompt_tokens,
         "output_tokens": trace.output_tokens,
         "output_tokens_exact": trace.output_tokens_exact,
+        "reasoning_tokens": trace.reasoning_tokens,
+        "unknown_events": trace.unknown_events,
         "chunk_tokens_exact": trace.chunk_tokens_exact,
         "finish_reason": trace.finish_reason,
         "started_ns": trace.started_ns,
@@ -109,6 +115,7 @@ def trace_to_dict(trace: RequestTrace) -> dict[str, Any]:
             "phase": str(error.phase),
             "message": error.message,
             "status": error.status,
+            "retry_after_s": error.retry_after_s,
         },
         "chunks": [{"t_ms": round(c.t_ns / 1e6, 4), "tokens": c.tokens} for c in trace.chunks],
     }
@@ -197,6 +204,7 @@ def diagnosis_to_dict(d: Diagnosis) -> dict[str, Any]:
                 "rule": _length_rule(d),
             },
             "load": with_ms_twins(d.load),
+            "reasoning": dict(d.reasoning) or None,
         },
         "notes": [{"step": n.step, "text": n.text} for n in d.notes],
         "system": [item_to_dict(i) for i in d.system],
@@ -227,6 +235,7 @@ def _typical_request(d: Diagnosis) -> dict[str, Any] | None:
         "setup_ms": round(parts.setup_ms, 3),
         "send_ms": round(parts.send_ms, 3),
         "prefill_ms": round(parts.prefill_ms, 3),
+        "reasoning_ms": round(parts.reasoning_ms, 3),
         "decode_ms": round(parts.decode_ms, 3),
         "total_ms": round(parts.total_ms, 3),
         "requests": parts.requests,

@@ -12,6 +12,7 @@ KIND_NAMES: Mapping[Kind, tuple[str, str]] = {
     Kind.INPUT_LENGTH: ("Input length", "prefill grows with the prompt"),
     Kind.QUEUEING: ("Server queueing", "server-side wait that follows load, not length"),
     Kind.DECODE: ("Decode", "slow generation or long outputs"),
+    Kind.REASONING: ("Reasoning", "the model thinks before its first answer token"),
     Kind.STALLS: ("Mid-stream stalls", "pauses in the middle of the stream"),
     Kind.CLIENT: ("Client", "the pool or event loop holds requests back"),
     Kind.ERRORS: ("Errors", "rate limits, server errors, timeouts"),

@@ -3,7 +3,11 @@
 A report over a million requests reads four numbers per request (the bucket of
 its wall-clock start, whether it succeeded, its TTFT and TPOT) as numpy arrays
 and never decodes a trace record. Percentiles are numpy's default (linear
-interpolation between closest ranks), the same as :class:`~latdoc.analysis.stats.Distribution`.
+interpolation between closest ranks), the same as :class:`~latdoc.analysis.stats.Distribution`,
+over the requests that succeeded: a failed request's TTFT or TPOT is not the
+endpoint's latency, and every other latdoc summary leaves it out too.
+:func:`bucket_ttfts` reads the TTFTs themselves, per bucket, for a test that
+needs the values (the watch's peak against off-peak).
 
 Fetching the columns into numpy is faster than ranking in SQL with a window query
 (``row_number() OVER (PARTITION BY bucket ORDER BY ttft_ms)``), which sorts every
@@ -63,6 +67,60 @@ def aggregate_samples(
 ) -> tuple[BucketStats, ...]:
     """The samples of ``run_ids`` summarised per bucket, in bucket order."""
     bucket_ns = _whole_ns(bucket, "bucket")
+    key, params = _bucket_key(bucket_ns, bucket, cycle, offset)
+    where, filters = _where(run_ids, steps)
+    columns = _fetch(
+        conn,
+        f"SELECT {key}, ok, ttft_ms, tpot_ms FROM samples WHERE {where}",
+        [*params, *filters],
+        width=4,
+    )
+    codes = _error_codes(conn, key, where, [*params, *filters])
+    return _summarise(columns, codes, bucket_ns)
+
+
+def bucket_ttfts(
+    conn: sqlite3.Connection,
+    run_ids: Sequence[str],
+    *,
+    bucket: timedelta,
+    cycle: timedelta | None,
+    offset: timedelta,
+    steps: Sequence[str] | None,
+    cold: bool | None,
+    target_prompt_tokens: int | None,
+) -> dict[int, npt.NDArray[np.float64]]:
+    """The TTFTs of the successful samples of ``run_ids`` per bucket (numbered as
+    :func:`aggregate_samples` numbers them), in sample order; only
+    cold (or warm) samples with ``cold``, only those of that prompt length with
+    ``target_prompt_tokens``."""
+    bucket_ns = _whole_ns(bucket, "bucket")
+    key, params = _bucket_key(bucket_ns, bucket, cycle, offset)
+    where, filters = _where(run_ids, steps)
+    where += " AND ok AND ttft_ms IS NOT NULL"
+    if cold is not None:
+        where += " AND cold = ?"
+        filters.append(int(cold))
+    if target_prompt_tokens is not None:
+        where += " AND target_prompt_tokens = ?"
+        filters.append(target_prompt_tokens)
+    columns = _fetch(
+        conn,
+        f"SELECT {key}, ttft_ms FROM samples WHERE {where} ORDER BY idx, seq",
+        [*params, *filters],
+        width=2,
+    )
+    keys = columns[:, 0].astype(np.int64)
+    order = np.argsort(keys, kind="stable")
+    numbers, starts = np.unique(keys[order], return_index=True)
+    groups = np.split(columns[order, 1], starts[1:])
+    return {int(n): g for n, g in zip(numbers, groups, strict=True)}
+
+
+def _bucket_key(
+    bucket_ns: int, bucket: timedelta, cycle: timedelta | None, offset: timedelta
+) -> tuple[str, list[object]]:
+    """The SQL expression numbering a sample's bucket, and its parameters."""
     offset_ns = (offset.days * 86_400 + offset.seconds) * _NS_PER_S + offset.microseconds * 1000
     key = "(started_ns + ?) / ?"
     params: list[object] = [offset_ns, bucket_ns]
@@ -72,20 +130,20 @@ def aggregate_samples(
             raise ValueError(f"the cycle ({cycle}) is not a whole number of buckets ({bucket})")
         key = f"({key}) % ?"
         params.append(cycle_ns // bucket_ns)
+    return key, params
+
+
+def _where(run_ids: Sequence[str], steps: Sequence[str] | None) -> tuple[str, list[object]]:
     where = f"run_id IN ({', '.join('?' * len(run_ids))}) AND started_ns IS NOT NULL"
     filters: list[object] = list(run_ids)
     if steps is not None:
         where += f" AND step IN ({', '.join('?' * len(steps))})"
         filters.extend(steps)
-    columns = _fetch(
-        conn, f"SELECT {key}, ok, ttft_ms, tpot_ms FROM samples WHERE {where}", [*params, *filters]
-    )
-    codes = _error_codes(conn, key, where, [*params, *filters])
-    return _summarise(columns, codes, bucket_ns)
+    return where, filters
 
 
 def _fetch(
-    conn: sqlite3.Connection, query: str, params: Sequence[object]
+    conn: sqlite3.Connection, query: str, params: Sequence[object], *, width: int
 ) -> npt.NDArray[np.float64]:
     cursor = conn.execute(query, params)
     parts: list[npt.NDArray[np.float64]] = []
@@ -93,7 +151,7 @@ def _fetch(
         # None becomes NaN: a TTFT or TPOT not measured.
         parts.append(np.array(rows, dtype=np.float64))
     if not parts:
-        return np.empty((0, 4), dtype=np.float64)
+        return np.empty((0, width), dtype=np.float64)
     return np.concatenate(parts)
 
 
@@ -122,6 +180,8 @@ def _summarise(
     numbers, starts = np.unique(keys, return_index=True)
     ends = [*starts[1:], keys.size]
     ok, ttft, tpot = columns[order, 1], columns[order, 2], columns[order, 3]
+    ttft[ok == 0] = np.nan
+    tpot[ok == 0] = np.nan
     out: list[BucketStats] = []
     for number, start, end in zip(numbers, starts, ends, strict=True):
         window = slice(int(start), int(end))

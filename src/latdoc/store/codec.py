@@ -22,10 +22,11 @@ from typing import Any, TypeVar
 from latdoc.errors import ErrorKind, Phase, TraceError
 from latdoc.records import Chunk, RequestTrace, Sample, Step, TcpInfo
 
-RECORD_VERSION = 2
+RECORD_VERSION = 3
 """Version of trace records: 2 added the wall-clock start in nanoseconds, the request and
-response ids, and the attempt number. Later additions to version 2 (the pool's grant,
-the first write, the arrival clock) are read as ``None`` where a record lacks them."""
+response ids, and the attempt number; 3 the wait an error's ``Retry-After`` asked for.
+Later additions to version 2 (reasoning, the pool's grant, the first write, the arrival
+clock) are read as ``None`` where a record lacks them."""
 SAMPLE_RECORD_VERSION = 2
 """Version of sample records: 2 added the client's event-loop lag."""
 """Version written by :func:`trace_to_record` and :func:`sample_to_record`."""
@@ -50,9 +51,16 @@ _OPTIONAL_INTS = (
     "response_bytes",
 )
 _OPTIONAL_STRS = ("http_version", "remote_ip", "finish_reason")
-_ADDED_V2_INTS = ("pool_granted_ns", "write_start_ns")
-"""Marks added to version 2 records after it was first written: absent from older ones."""
 _FLAGS = ("sent_acked", "chunk_tokens_exact", "output_tokens_exact")
+_ADDED_V2 = (
+    "first_reasoning_ns",
+    "first_answer_ns",
+    "reasoning_tokens",
+    "unknown_events",
+    "pool_granted_ns",
+    "write_start_ns",
+)
+"""Optional integers added to version 2 records later: absent from older ones, read as None."""
 _TCP_INTS = ("rtt_us", "rttvar_us", "retransmits", "snd_cwnd")
 _TCP_OPTIONAL_INTS = ("min_rtt_us", "bytes_acked", "bytes_received")
 
@@ -82,7 +90,7 @@ def trace_to_record(trace: RequestTrace) -> dict[str, Any]:
     record["request_id"] = trace.request_id
     record["response_id"] = trace.response_id
     record["attempt"] = trace.attempt
-    for name in _ADDED_V2_INTS:
+    for name in _ADDED_V2:
         record[name] = getattr(trace, name)
     record["arrival_clock"] = trace.arrival_clock
     return record
@@ -122,6 +130,7 @@ def _error_to_record(error: TraceError) -> dict[str, Any]:
         "phase": error.phase.value,
         "message": error.message,
         "status": error.status,
+        "retry_after_s": error.retry_after_s,
     }
 
 
@@ -189,7 +198,6 @@ def _trace_v2(record: Mapping[str, Any]) -> RequestTrace:
     attempt = r.integer("attempt")
     if attempt < 1:
         raise ValueError(f"trace.attempt: expected 1 or more, got {attempt}")
-    added: dict[str, Any] = {name: r.opt_integer(name) for name in _ADDED_V2_INTS if name in record}
     return replace(
         _trace_v1(record),
         started_ns=r.opt_integer("started_ns"),
@@ -197,13 +205,26 @@ def _trace_v2(record: Mapping[str, Any]) -> RequestTrace:
         response_id=r.opt_text("response_id"),
         attempt=attempt,
         arrival_clock=r.opt_text("arrival_clock") if "arrival_clock" in record else None,
-        **added,
+        **_added_v2(r, record),
     )
+
+
+def _added_v2(r: _Fields, record: Mapping[str, Any]) -> dict[str, Any]:
+    return {name: r.opt_integer(name) for name in _ADDED_V2 if name in record}
+
+
+def _trace_v3(record: Mapping[str, Any]) -> RequestTrace:
+    trace = _trace_v2(record)
+    if trace.error is None:
+        return trace
+    wait = _Fields(record["error"], "trace.error").opt_number("retry_after_s")
+    return replace(trace, error=replace(trace.error, retry_after_s=wait))
 
 
 _TRACE_LOADERS: dict[int, Callable[[Mapping[str, Any]], RequestTrace]] = {
     1: _trace_v1,
     2: _trace_v2,
+    3: _trace_v3,
 }
 
 
@@ -261,6 +282,14 @@ class _Fields:
 
     def opt_integer(self, name: str) -> int | None:
         return None if self._get(name) is None else self.integer(name)
+
+    def opt_number(self, name: str) -> float | None:
+        value = self._get(name)
+        if value is None:
+            return None
+        if type(value) not in (int, float):
+            raise self._bad(name, "a number")
+        return float(value)
 
     def text(self, name: str) -> str:
         value = self._get(name)

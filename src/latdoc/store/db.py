@@ -24,9 +24,12 @@ from secrets import token_hex
 from types import TracebackType
 from typing import Any, Self
 
+import numpy as np
+import numpy.typing as npt
+
 from latdoc.errors import UsageError
 from latdoc.records import Sample, Step, StepNote
-from latdoc.store.aggregate import BucketStats, aggregate_samples
+from latdoc.store.aggregate import BucketStats, aggregate_samples, bucket_ttfts
 from latdoc.store.exchange import dump_run, load_document
 from latdoc.store.redact import Redactor
 from latdoc.store.rows import SAMPLE_COLUMNS, insert_samples, sample_from_row
@@ -190,6 +193,16 @@ class Store:
             if updated == 0:
                 raise self._missing(run_id)
 
+    def update_meta(self, run_id: str, values: Mapping[str, Any]) -> None:
+        """Set keys of a run's ``meta`` (what a long run counts as it goes)."""
+        clean = _json(self._redactor.value(values, mask_names=True))
+        with self._transaction():
+            updated = self._conn.execute(
+                "UPDATE runs SET meta = json_patch(meta, ?) WHERE run_id = ?", (clean, run_id)
+            ).rowcount
+            if updated == 0:
+                raise self._missing(run_id)
+
     def reopen_run(self, run_id: str) -> None:
         """Mark a finished run ``running`` again, to append samples (a resumed watch)."""
         with self._transaction():
@@ -279,7 +292,8 @@ class Store:
     ) -> tuple[BucketStats, ...]:
         """The samples of one or more runs (ids or unique prefixes), and of every run named
         ``name`` (``meta["name"]``, as a resumable run records it), summarised per bucket
-        of their wall-clock start, without reading a trace record.
+        of their wall-clock start, without reading a trace record: requests and errors
+        of all, TTFT and TPOT percentiles of the successful ones.
 
         ``bucket`` is the width; with a ``cycle`` buckets are counted around it
         (``bucket=1 h, cycle=1 day`` gives the hours of the day, 0 to 23). Buckets
@@ -287,24 +301,40 @@ class Store:
         day). ``steps`` keeps only the samples of those steps. Samples without a
         wall-clock start are left out.
         """
-        wanted = [run_ids] if isinstance(run_ids, str) else list(run_ids)
-        full_ids = {self._resolve(r) for r in wanted}
-        if name is not None:
-            named = self._conn.execute(
-                "SELECT run_id FROM runs WHERE json_extract(meta, '$.name') = ?", (name,)
-            ).fetchall()
-            if not named:
-                raise UsageError(f"no run named {name!r} in {self.path}")
-            full_ids.update(row[0] for row in named)
-        if not full_ids:
-            raise UsageError("name the runs to aggregate: run ids or a name")
         return aggregate_samples(
             self._conn,
-            sorted(full_ids),
+            self._run_ids(run_ids, name),
             bucket=bucket,
             cycle=cycle,
             offset=offset,
             steps=None if steps is None else [str(s) for s in steps],
+        )
+
+    def bucket_ttfts(
+        self,
+        run_ids: str | Sequence[str] = (),
+        *,
+        name: str | None = None,
+        bucket: timedelta = timedelta(hours=1),
+        cycle: timedelta | None = None,
+        offset: timedelta = timedelta(0),
+        steps: Sequence[Step] | None = None,
+        cold: bool | None = None,
+        target_prompt_tokens: int | None = None,
+    ) -> dict[int, npt.NDArray[np.float64]]:
+        """The TTFTs (ms) of the successful samples of the runs chosen as :meth:`aggregate`
+        chooses them, per bucket numbered as it numbers them, in sample order, read from
+        the narrow ``samples`` rows. ``cold`` keeps only cold (``True``) or warm samples,
+        ``target_prompt_tokens`` only those of that prompt length."""
+        return bucket_ttfts(
+            self._conn,
+            self._run_ids(run_ids, name),
+            bucket=bucket,
+            cycle=cycle,
+            offset=offset,
+            steps=None if steps is None else [str(s) for s in steps],
+            cold=cold,
+            target_prompt_tokens=target_prompt_tokens,
         )
 
     def export_json(self, run_id: str) -> str:
@@ -351,6 +381,20 @@ class Store:
 
     def _insert_samples(self, run_id: str, samples: Sequence[Sample]) -> None:
         insert_samples(self._conn, self._redactor, run_id, samples)
+
+    def _run_ids(self, run_ids: str | Sequence[str], name: str | None) -> list[str]:
+        wanted = [run_ids] if isinstance(run_ids, str) else list(run_ids)
+        full_ids = {self._resolve(r) for r in wanted}
+        if name is not None:
+            named = self._conn.execute(
+                "SELECT run_id FROM runs WHERE json_extract(meta, '$.name') = ?", (name,)
+            ).fetchall()
+            if not named:
+                raise UsageError(f"no run named {name!r} in {self.path}")
+            full_ids.update(row[0] for row in named)
+        if not full_ids:
+            raise UsageError("name the runs to aggregate: run ids or a name")
+        return sorted(full_ids)
 
     def _exists(self, run_id: str) -> bool:
         row = self._conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone()

@@ -11,8 +11,9 @@
 Every request is reserved in the :class:`Budget` before it is sent; a level ends
 at its duration, when the budget runs out, or when its share of failed requests
 passes ``max_error_rate`` (the sweep then stops). Each finished request reaches
-``on_sample`` at once and each level ``on_level`` as it ends, also when the run is
-cancelled, so an interrupted sweep keeps everything it finished. Sessions are
+``on_sample`` at once, each level ``on_level`` as it ends and each note ``on_note``
+as it is made, also when the run is cancelled, so an interrupted sweep keeps
+everything it finished: the level it was in is marked ``partial``. Sessions are
 sized to the level, so the client's pool never holds a request back by design.
 This module sends and labels; it computes no statistic and prints nothing.
 """
@@ -103,8 +104,10 @@ class _Sweep:
         on_sample: Callable[[Sample], None],
         on_level: LevelHook,
         on_progress: ProgressHook | None,
+        on_note: Callable[[StepNote], None] | None,
     ) -> None:
         self.plan = plan
+        self.on_note = on_note
         self.budget = budget
         self.rng = random.Random(plan.seed)
         self.on_sample = on_sample
@@ -116,7 +119,10 @@ class _Sweep:
         self.cost = prompt_cost(ASSUMED, self.words)
 
     def note(self, text: str) -> None:
-        self.notes.append(StepNote(Step.RUN, text))
+        note = StepNote(Step.RUN, text)
+        self.notes.append(note)
+        if self.on_note is not None:
+            self.on_note(note)
 
     async def send(self, session: ProbeSession, level: _Level, step: Step, tag: int) -> None:
         """Reserve, send and keep one request; stop the level when the budget or errors say so."""
@@ -152,6 +158,7 @@ class _Sweep:
     async def closed(self, number: int, workers: int, seconds: float) -> _Level:
         start = now_ns()
         level = _Level(number, start + int(seconds * _NS))
+        partial = False
         try:
             async with self._session(workers) as session:
 
@@ -162,9 +169,12 @@ class _Sweep:
                 async with asyncio.TaskGroup() as group:
                     for _ in range(workers):
                         group.create_task(worker())
+        except BaseException:
+            partial = True
+            raise
         finally:
             self._level_done(
-                LevelWindow(number, workers, None, start, _end(level)),
+                LevelWindow(number, workers, None, start, _end(level), partial=partial),
                 level,
             )
         return level
@@ -180,6 +190,7 @@ class _Sweep:
         level = _Level(number, start + int(seconds * _NS))
         late_ms: list[float] = []
         slots = asyncio.Semaphore(self.plan.max_in_flight)
+        partial = False
         try:
             async with self._session(self.plan.max_in_flight) as session:
 
@@ -201,17 +212,27 @@ class _Sweep:
                             break
                         late_ms.append((now_ns() - due) / 1e6)
                         group.create_task(arrival())
+        except BaseException:
+            partial = True
+            raise
         finally:
             late = sorted(late_ms)[len(late_ms) // 2] if late_ms else None
-            self._level_done(
-                LevelWindow(number, None, rate, start, _end(level), len(schedule), late),
-                level,
+            window = LevelWindow(
+                number, None, rate, start, _end(level), len(schedule), late, partial=partial
             )
+            self._level_done(window, level)
         return level
 
     def _level_done(self, window: LevelWindow, level: _Level) -> None:
         if level.reason is not None:
             self.note(f"level {window.label} stopped early: {level.reason}")
+        if window.partial:
+            self.note(
+                f"level {window.label} was cut short after {window.seconds:.1f} s of "
+                f"{(level.deadline_ns - window.start_ns) / _NS:.1f} s: its {level.done} "
+                "finished requests are kept, marked partial, and left out of the knee "
+                "and the plateau"
+            )
         self.on_level(window)
 
     async def run(self) -> None:
@@ -249,13 +270,15 @@ async def run_load(
     on_level: LevelHook,
     on_progress: ProgressHook | None = None,
     budget: Budget | None = None,
+    on_note: Callable[[StepNote], None] | None = None,
 ) -> list[StepNote]:
-    """Run every level of ``plan`` in turn, within its budget; return what was left out.
+    """Run every level of ``plan`` in turn, within its budget; return what was left out
+    (each note also reaches ``on_note`` as it is made, so a cancelled sweep keeps them).
 
     The time budget bounds the levels' windows; requests still in flight when it
     has run out ``max_seconds`` after the start are abandoned."""
     budget = budget or Budget(plan.max_requests, plan.token_budget, plan.max_seconds)
-    sweep = _Sweep(plan, budget, on_sample, on_level, on_progress)
+    sweep = _Sweep(plan, budget, on_sample, on_level, on_progress, on_note)
     left = budget.seconds_left
     try:
         async with asyncio.timeout(None if math.isinf(left) else left):

@@ -49,6 +49,7 @@ class VerifyRemedy(enum.StrEnum):
     RETRY = "retry"
     ENDPOINT = "endpoint"
     MODEL = "model"
+    REASONING_EFFORT = "reasoning-effort"
 
 
 HEADLINE: dict[VerifyRemedy, tuple[str, str]] = {
@@ -62,6 +63,7 @@ HEADLINE: dict[VerifyRemedy, tuple[str, str]] = {
     VerifyRemedy.RETRY: ("total", "median"),
     VerifyRemedy.ENDPOINT: ("ttft", "median"),
     VerifyRemedy.MODEL: ("ttft", "median"),
+    VerifyRemedy.REASONING_EFFORT: ("total", "median"),
 }
 """The metric each remedy is judged by, and the statistic: the mean where requests sent
 at once finish in waves of the pool's size, since a median would fall anywhere between
@@ -111,6 +113,8 @@ def arm_summaries(plan: VerifyPlan) -> tuple[str, str]:
             "everything",
             f"the same chat under each of {plan.strategies}",
         )
+    if r is VerifyRemedy.REASONING_EFFORT:
+        return "reasoning as the requests ask today", f"reasoning effort {plan.reasoning_effort}"
     return f"model {plan.endpoint.model}", f"model {plan.alt_model}"
 
 
@@ -140,6 +144,8 @@ class VerifyPlan:
     trials: int = 40
     """retry: logical requests per arm."""
     strategies: str = "window:6,summary:10,reset:20"
+    reasoning_effort: str = "low"
+    """reasoning-effort: the effort arm B asks for (Anthropic: a thinking budget)."""
     max_requests: int = 200
     token_budget: int | None = None
     max_seconds: float = 180.0
@@ -164,6 +170,8 @@ class VerifyPlan:
             raise UsageError("--remedy model needs --alt-model NAME: the model to try")
         if r is VerifyRemedy.MODEL and self.alt_model == self.endpoint.model:
             raise UsageError("--alt-model names the model under test: name another one")
+        if r is VerifyRemedy.REASONING_EFFORT:
+            self.endpoint.dialect.reasoning_fields(self.reasoning_effort)
         if r is VerifyRemedy.CONVERSATION:
             parse_strategies(self.strategies)
             if self.turns < 2:
@@ -334,6 +342,15 @@ def build_arms(
         return (
             replace(base, label=f"{plan.endpoint.base_url}", warmup_trials=1),
             replace(base, name="B", label=f"{plan.alt_url}", endpoint=alt, warmup_trials=1),
+        )
+    if r is VerifyRemedy.REASONING_EFFORT:
+        ep = plan.endpoint
+        asked = ep.dialect.reasoning_fields(plan.reasoning_effort)
+        lighter = replace(ep, extra_body={**ep.extra_body, **asked})
+        label_a, label_b = arm_summaries(plan)
+        return (
+            replace(base, label=label_a, warmup_trials=1),
+            replace(base, name="B", label=f"{label_b}: {asked}", endpoint=lighter),
         )
     assert plan.alt_model is not None
     alt_model = replace(plan.endpoint, model=plan.alt_model)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import math
 import random
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,9 +22,6 @@ from latdoc.probe import ProbeSession
 from latdoc.records import RequestTrace, Step, StepNote
 from latdoc.workload._budget import Budget
 from latdoc.workload._experiment import Arm
-
-_RETRY_AFTER = re.compile(r"\(Retry-After: ([^)]+)\)")
-"""The probe writes a 429's or 503's ``Retry-After`` into its error message."""
 
 
 @dataclass(frozen=True)
@@ -92,15 +88,14 @@ async def run_retry_trials(
             attempts.append(trace)
             if trace.ok or not retry:
                 break
-            match = _RETRY_AFTER.search(trace.error.message if trace.error else "")
             decision = policy.decide(
                 len(attempts),
                 failure_class(trace),
                 elapsed_s=time.monotonic() - started,
-                headers={"retry-after": match.group(1)} if match else None,
                 status=trace.status,
                 now_wall=time.time(),
                 draw=rng.random,
+                asked_wait_s=None if trace.error is None else trace.error.retry_after_s,
             )
             if not decision.retry or decision.wait_s is None:
                 break

@@ -6,7 +6,8 @@ an exact token count; then the connection is closed, so no tick inherits state f
 the one before. Ticks are due every ``every_s`` seconds from the watch's start, each
 moved by a uniform jitter of up to ``jitter`` of the interval, so that the probes do
 not lock onto another schedule (a provider's own minute-aligned jobs); a tick that
-overruns its slot makes the watch skip to the next slot, so ticks stay even in time.
+overruns its slot makes the watch skip to the next slot, so ticks stay even in time;
+the slots skipped so are counted (:attr:`WatchResult.skipped_ticks`, ``on_skip``).
 
 Every request is reserved in the :class:`Budget` before it is sent and handed to
 ``on_sample`` when it finishes; nothing is kept here, so a watch of any length holds
@@ -83,6 +84,8 @@ class WatchResult:
     requests: int
     stopped_by: str
     """``time`` (the duration ended), ``budget``, or ``once`` (one tick was asked for)."""
+    skipped_ticks: int = 0
+    """Ticks not sent because the tick before them ran past their slot."""
 
 
 async def run_watch(
@@ -92,12 +95,14 @@ async def run_watch(
     *,
     clock: Clock = time.time,
     sleep: Sleep = asyncio.sleep,
+    on_skip: Callable[[int], None] | None = None,
 ) -> WatchResult:
     """Tick until ``plan.until`` or the budget ends; raise :class:`WatchTooFast` when the
-    first tick is longer than the interval."""
+    first tick is longer than the interval. ``on_skip`` hears of each overrun, with the
+    number of ticks it skipped, as it happens (a watch stopped by Ctrl-C keeps count)."""
     rng = random.Random(plan.seed)
     index = plan.first_index
-    requests = 0
+    requests = skipped = 0
 
     def keep(sample: Sample) -> None:
         nonlocal index, requests
@@ -115,7 +120,7 @@ async def run_watch(
         began = clock()
         sent = await _tick(plan, budget, calibration, rng, keep)
         if sent < REQUESTS_PER_TICK:
-            return WatchResult(ticks + (sent > 0), requests, "budget")
+            return WatchResult(ticks + (sent > 0), requests, "budget", skipped)
         ticks += 1
         took = clock() - began
         if ticks == 1 and plan.until is not None and took > plan.every_s:
@@ -124,15 +129,22 @@ async def run_watch(
                 "give an interval longer than three requests"
             )
         if plan.until is None:
-            return WatchResult(ticks, requests, "once")
+            return WatchResult(ticks, requests, "once", skipped)
         now = clock()
         # A tick that overran skips the slots it covered rather than catching up with
         # ticks back to back: a burst would sample the lull after a slow spell many times
         # and the slow spell once, hiding the very peak the watch is looking for.
-        slot = max(slot + 1, math.floor((now - start) / plan.every_s) + 1)
+        following = max(slot + 1, math.floor((now - start) / plan.every_s) + 1)
+        last = math.ceil((plan.until - start) / plan.every_s)  # slots due before the end
+        missed = max(0, min(following, last) - slot - 1)
+        slot = following
+        if missed:
+            skipped += missed
+            if on_skip is not None:
+                on_skip(missed)
         due = start + slot * plan.every_s + rng.uniform(-plan.jitter, plan.jitter) * plan.every_s
         if due >= plan.until:
-            return WatchResult(ticks, requests, "time")
+            return WatchResult(ticks, requests, "time", skipped)
         if due > now:
             await sleep(due - now)
 

@@ -1,5 +1,11 @@
 """A simulated OpenAI-compatible endpoint whose latency follows known parameters.
 
+It speaks OpenAI chat completions (``/v1/chat/completions``) and completions
+(``/v1/completions``), OpenAI's Responses API (``/v1/responses``) and Anthropic's
+Messages API (``/v1/messages``, with ``x-api-key`` and ``anthropic-version``);
+:mod:`latdoc.lab.sim._writers` builds each dialect's events. A model with
+reasoning thinks before it answers (:class:`~latdoc.lab.sim.LatencyModel`).
+
 Prefill of ``n`` prompt tokens takes ``a + b·n + c·n²`` ms; output token ``k`` is
 written at ``prefill_end + k · decode_ms_per_token`` on an absolute monotonic
 schedule, one server-sent event per write, so a client measuring it can be
@@ -148,6 +154,20 @@ class _Lab:
             return True
         return value is not None and hmac.compare_digest(value, self.expected_auth)
 
+    def check_headers(self, kind: Kind, scope: Scope) -> None:
+        """The key (``Authorization: Bearer``; on Anthropic's route also ``x-api-key``)
+        and, for Anthropic, the ``anthropic-version`` header; raises :class:`ApiError`."""
+        bearer = _header(scope, b"authorization")
+        if kind != "anthropic":
+            if not self.authorized(bearer):
+                raise _UNAUTHORIZED
+            return
+        key = _header(scope, b"x-api-key")
+        if not self.authorized(bearer if key is None else b"Bearer " + key):
+            raise ApiError(401, "invalid x-api-key")
+        if _header(scope, b"anthropic-version") is None:
+            raise ApiError(400, "anthropic-version: header is required")
+
     def jittered(self, latency: LatencyModel, ms: float) -> float:
         j = latency.jitter_ms
         if j == 0:
@@ -177,7 +197,7 @@ class _Lab:
             self.background.start()
             plan.load = self.background.fraction_now()
         after = config.stall_after_token
-        if after is not None and config.stall_ms > 0 and call.output_tokens > after:
+        if after is not None and config.stall_ms > 0 and call.total_tokens > after:
             rate = config.stall_rate
             if rate >= 1.0 or self.stall_rng.random() < rate:
                 plan.stall_after, plan.stall_ms = after, config.stall_ms
@@ -239,8 +259,8 @@ class _Lab:
         call = plan.call
         usage: dict[str, Any] = {
             "prompt_tokens": call.prompt_tokens,
-            "completion_tokens": call.output_tokens,
-            "total_tokens": call.prompt_tokens + call.output_tokens,
+            "completion_tokens": call.total_tokens,
+            "total_tokens": call.prompt_tokens + call.total_tokens,
         }
         if self.cache is not None:
             usage["prompt_tokens_details"] = {"cached_tokens": plan.cached_tokens}
@@ -257,11 +277,11 @@ class _Lab:
         try:
             if self.closing:
                 raise _SHUTTING_DOWN
-            if not self.authorized(_header(scope, b"authorization")):
-                raise _UNAUTHORIZED
+            self.check_headers(kind, scope)
             plan = self.plan(kind, body, scope)
         except ApiError as error:
-            await _send_json(send, error.status, error.body)
+            answer = error.anthropic_body() if kind == "anthropic" else error.body
+            await _send_json(send, error.status, answer)
             return
         if plan.fault in IMMEDIATE_FAULTS:
             assert plan.fault is not None
@@ -347,7 +367,8 @@ def _error_response(error: ApiError, headers: Mapping[str, str] | None = None) -
 
 
 def create_app(config: LabConfig, *, reset_connection: ResetConnection | None = None) -> Starlette:
-    """The simulated endpoint as an ASGI app: ``/v1/models``, chat and completions.
+    """The simulated endpoint as an ASGI app: ``/v1/models``, chat, completions,
+    Anthropic messages and responses.
 
     ``reset_connection`` lets the ``reset`` fault find the request's socket (the lab
     server passes its listener's); without it a reset ends the response abruptly
@@ -373,6 +394,8 @@ def create_app(config: LabConfig, *, reset_connection: ResetConnection | None = 
     fast = {
         "/v1/chat/completions": _Endpoint(lab, "chat"),
         "/v1/completions": _Endpoint(lab, "completions"),
+        "/v1/messages": _Endpoint(lab, "anthropic"),
+        "/v1/responses": _Endpoint(lab, "responses"),
     }
     app = _LabApp(
         fast,

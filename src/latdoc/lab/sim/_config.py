@@ -40,7 +40,10 @@ class Fault(enum.StrEnum):
       without a finish reason or ``[DONE]``;
     - ``malformed``: after ``fault_after_tokens`` tokens one event's data is not
       valid JSON; the stream then goes on;
-    - ``drip``: the body is sent one byte at a time, ``drip_interval_ms`` apart.
+    - ``drip``: the body is sent one byte at a time, ``drip_interval_ms`` apart;
+    - ``overloaded``: after ``fault_after_tokens`` output tokens the stream carries an
+      error event of type ``overloaded_error`` (Anthropic's, or its likeness in the
+      other dialects) and ends.
     """
 
     RATE_LIMIT = "429"
@@ -52,6 +55,7 @@ class Fault(enum.StrEnum):
     TRUNCATE = "truncate"
     MALFORMED = "malformed"
     DRIP = "drip"
+    OVERLOADED = "overloaded"
 
 
 def _check_finite(owner: object, names: tuple[str, ...], *, positive: bool = False) -> None:
@@ -96,6 +100,16 @@ class LatencyModel:
     request that names none is charged for the limit it gets), as a server that sets
     aside KV-cache memory for the whole limit up front. It is exact (no jitter, no
     KV penalty) and reported apart from the prefill.
+
+    Reasoning: a model with ``reasoning_tokens`` > 0 thinks that many tokens before
+    its answer at the default (medium) effort, streamed as reasoning (chat's
+    ``reasoning_content``, Anthropic's thinking, a Responses reasoning summary) at
+    ``decode_ms_per_token`` each, and reported in the usage as output tokens of
+    which that many are reasoning. The request's effort scales it
+    (:func:`~latdoc.lab.sim._request.reasoning_for`): ``minimal``/``none`` 0,
+    ``low`` ¼, ``medium`` 1, ``high`` 2 times; Anthropic's ``thinking`` budget caps it
+    and ``{"type": "disabled"}`` turns it off. Thinking does not count against the
+    answer's output limit.
     """
 
     prefill_base_ms: float = 20.0
@@ -106,6 +120,7 @@ class LatencyModel:
     kv_threshold_tokens: int | None = None
     kv_penalty: float = 1.0
     reserve_ms_per_1k_max_tokens: float = 0.0
+    reasoning_tokens: int = 0
 
     def __post_init__(self) -> None:
         _check_finite(
@@ -121,6 +136,7 @@ class LatencyModel:
         )
         _check_finite(self, ("kv_penalty",), positive=True)
         _check_at_least(self, "kv_threshold_tokens", 0)
+        _check_at_least(self, "reasoning_tokens", 0)
 
     def over_threshold(self, context_tokens: int) -> bool:
         """Whether a context of ``context_tokens`` is past the KV-cache threshold."""

@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from starlette.types import Message
 
-from latdoc.lab.sim._request import FinishReason
+from latdoc.lab.sim._request import Call, FinishReason
 
 __all__ = [
     "CHAT",
@@ -22,8 +23,10 @@ __all__ = [
     "OUTPUT_WORDS",
     "Events",
     "Fragments",
+    "arguments",
     "output_text",
     "output_token",
+    "sse",
 ]
 
 OUTPUT_WORDS = (
@@ -117,13 +120,35 @@ class Events:
         )
         self.stamp = stamp
 
-    def message(self, choices: bytes, extra: bytes = b"") -> Message:
+    def body(self, choices: bytes, extra: bytes = b"") -> bytes:
         """The event whose ``choices`` are ``choices``, then ``extra`` (``,"key":value``)."""
         tail = b',"lab_t_ns":%d}\n\n' % time.perf_counter_ns() if self.stamp else b"}\n\n"
-        body = self.head + choices + extra + tail
-        return {"type": "http.response.body", "body": body, "more_body": True}
+        return self.head + choices + extra + tail
+
+    def message(self, choices: bytes, extra: bytes = b"") -> Message:
+        """:meth:`body` as the server's message."""
+        return {"type": "http.response.body", "body": self.body(choices, extra), "more_body": True}
+
+    def malformed_body(self) -> bytes:
+        """An event whose data is cut off mid-object: not valid JSON."""
+        return self.head + b'[{"index":0,"delta":{"content":" lor\n\n'
 
     def malformed(self) -> Message:
-        """An event whose data is cut off mid-object: not valid JSON."""
-        body = self.head + b'[{"index":0,"delta":{"content":" lor\n\n'
-        return {"type": "http.response.body", "body": body, "more_body": True}
+        """:meth:`malformed_body` as the server's message."""
+        return {"type": "http.response.body", "body": self.malformed_body(), "more_body": True}
+
+
+def arguments(call: Call, k: int) -> str:
+    """Answer token ``k`` of a tool call's arguments."""
+    last = k == call.output_tokens - 1 and call.finish_reason == "stop"
+    return ('{"words":"' if k == 0 else "") + output_token(k) + ('"}' if last else "")
+
+
+def _dump(obj: dict[str, Any], stamp: bool) -> bytes:
+    if stamp:
+        obj = {**obj, "lab_t_ns": time.perf_counter_ns()}
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def sse(name: str, obj: dict[str, Any], stamp: bool = False) -> bytes:
+    return b"event: %s\ndata: %s\n\n" % (name.encode(), _dump(obj, stamp))

@@ -45,7 +45,7 @@ FAULT_HEADER = b"x-lab-fault"
 IMMEDIATE_FAULTS = frozenset({Fault.RATE_LIMIT, Fault.SERVER_ERROR, Fault.UNAVAILABLE, Fault.HTML})
 """Faults answered at once, before the request takes a slot."""
 
-STREAM_FAULTS = frozenset({Fault.RESET, Fault.TRUNCATE, Fault.MALFORMED})
+STREAM_FAULTS = frozenset({Fault.RESET, Fault.TRUNCATE, Fault.MALFORMED, Fault.OVERLOADED})
 """Faults that strike when output token ``fault_after_tokens`` is due."""
 
 ResetConnection = Callable[[tuple[str, int]], bool]

@@ -115,7 +115,7 @@ def lab_object(plan: Plan) -> dict[str, Any]:
         "stall_after_token": plan.stall_after,
         "cached_tokens": plan.cached_tokens,
         "kv_prefill_penalty": latency.kv_penalty if latency.over_threshold(prompt) else 1.0,
-        "kv_slow_from_token": slow if slow is not None and slow < plan.call.output_tokens else None,
+        "kv_slow_from_token": slow if slow is not None and slow < plan.call.total_tokens else None,
         "load": plan.load,
         "slots_busy": plan.slots_busy,
         "queue_ahead": plan.queue_ahead,

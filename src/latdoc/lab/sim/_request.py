@@ -1,8 +1,11 @@
-"""Validating a completion request the way an OpenAI server does.
+"""Validating a completion request the way an OpenAI (or Anthropic) server does.
 
 :func:`parse_call` turns a request body into a :class:`Call` (what drives the
-simulation) or raises :class:`ApiError` carrying OpenAI's error JSON, including
-``context_length_exceeded`` when the prompt and the requested output do not fit.
+simulation) or raises :class:`ApiError` carrying OpenAI's error JSON (Anthropic's on
+its route, :meth:`ApiError.anthropic_body`), including ``context_length_exceeded``
+when the prompt and the requested output do not fit. Anthropic's ``messages`` and
+``system`` and the Responses API's ``input`` are counted as chat messages are; a
+request with ``tools`` is answered with a call to its first tool.
 """
 
 from __future__ import annotations
@@ -20,9 +23,9 @@ from latdoc.lab.sim._tokenizer import (
     tokenize,
 )
 
-__all__ = ["ApiError", "Call", "FinishReason", "Kind", "parse_call"]
+__all__ = ["ApiError", "Call", "FinishReason", "Kind", "parse_call", "reasoning_for"]
 
-Kind = Literal["chat", "completions"]
+Kind = Literal["chat", "completions", "anthropic", "responses"]
 FinishReason = Literal["stop", "length"]
 
 
@@ -40,9 +43,32 @@ class ApiError(Exception):
     ) -> None:
         super().__init__(message)
         self.status = status
+        self.message = message
         self.body = json.dumps(
             {"error": {"message": message, "type": type_, "param": param, "code": code}}
         ).encode()
+
+    def anthropic_body(self) -> bytes:
+        """The error as Anthropic's API words it: ``{"type": "error", "error": {...}}``."""
+        kind = _ANTHROPIC_ERROR_TYPES.get(self.status, "api_error")
+        return json.dumps(
+            {"type": "error", "error": {"type": kind, "message": self.message}}
+        ).encode()
+
+
+_ANTHROPIC_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    503: "overloaded_error",
+    529: "overloaded_error",
+}
+
+_EFFORT_SCALE = {"none": 0.0, "minimal": 0.0, "low": 0.25, "medium": 1.0, "high": 2.0}
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +90,15 @@ class Call:
     stream: bool
     include_usage: bool
     prompt: tuple[Hashable, ...] | None = None
+    reasoning_tokens: int = 0
+    """Tokens thought before the answer (not counted against ``max_tokens``)."""
+    tool_name: str | None = None
+    """The tool the answer calls (the request's first), or ``None`` for a text answer."""
+
+    @property
+    def total_tokens(self) -> int:
+        """Every output token: the reasoning, then the answer."""
+        return self.reasoning_tokens + self.output_tokens
 
 
 def parse_call(body: bytes, kind: Kind, config: LabConfig) -> Call:
@@ -88,12 +123,19 @@ def parse_call(body: bytes, kind: Kind, config: LabConfig) -> Call:
         raise ApiError(
             400, "Unrecognized request argument supplied: stream_options", param="stream_options"
         )
-    prompt_tokens = _chat_prompt(data) if kind == "chat" else _completion_prompt(data)
+    if kind == "completions":
+        prompt_tokens = _completion_prompt(data)
+    else:
+        prompt_tokens = _chat_prompt({"messages": _messages(data, kind)})
     stream = data.get("stream")
     if stream is not None and not isinstance(stream, bool):
         raise ApiError(400, "'stream' must be a boolean.", param="stream")
     options = data.get("stream_options")
-    include_usage = isinstance(options, dict) and options.get("include_usage") is True
+    include_usage = kind in ("anthropic", "responses") or (
+        isinstance(options, dict) and options.get("include_usage") is True
+    )
+    if kind == "anthropic" and data.get("max_tokens") is None:
+        raise ApiError(400, "max_tokens: Field required", param="max_tokens")
     max_tokens = _output_limit(data, kind, prompt_tokens, config)
     answer = config.answer_tokens
     finish_reason: FinishReason
@@ -102,6 +144,7 @@ def parse_call(body: bytes, kind: Kind, config: LabConfig) -> Call:
     else:
         output_tokens, finish_reason = max_tokens, "length"
     prompt = _prompt_sequence(data, kind) if config.prefix_cache else None
+    thinks = config.latency_for(model).reasoning_tokens
     return Call(
         kind,
         model,
@@ -112,7 +155,64 @@ def parse_call(body: bytes, kind: Kind, config: LabConfig) -> Call:
         bool(stream),
         include_usage,
         prompt,
+        reasoning_for(data, kind, thinks) if kind != "completions" else 0,
+        _tool_name(data.get("tools")),
     )
+
+
+def reasoning_for(data: dict[str, object], kind: Kind, medium: int) -> int:
+    """Reasoning tokens for a request to a model that thinks ``medium`` at medium effort:
+    chat's ``reasoning_effort``, the Responses ``reasoning.effort``, Anthropic's
+    ``thinking`` (``disabled``, or its ``budget_tokens`` as a cap)."""
+    if kind == "anthropic":
+        thinking = data.get("thinking")
+        if not isinstance(thinking, dict):
+            return medium
+        if thinking.get("type") == "disabled":
+            return 0
+        budget = thinking.get("budget_tokens")
+        if isinstance(budget, int) and not isinstance(budget, bool):
+            return max(0, min(medium, budget))
+        return medium
+    if kind == "responses":
+        reasoning = data.get("reasoning")
+        effort = reasoning.get("effort") if isinstance(reasoning, dict) else None
+    else:
+        effort = data.get("reasoning_effort")
+    if effort is None:
+        return medium
+    if not isinstance(effort, str) or effort not in _EFFORT_SCALE:
+        names = ", ".join(_EFFORT_SCALE)
+        raise ApiError(400, f"Invalid reasoning effort {effort!r}: expected one of {names}.")
+    return round(medium * _EFFORT_SCALE[effort])
+
+
+def _tool_name(tools: object) -> str | None:
+    if not isinstance(tools, list) or not tools or not isinstance(tools[0], dict):
+        return None
+    tool = tools[0]
+    function = tool.get("function")
+    name = function.get("name") if isinstance(function, dict) else tool.get("name")
+    return name if isinstance(name, str) and name else None
+
+
+def _messages(data: dict[str, object], kind: Kind) -> object:
+    """The request's prompt as chat messages: Anthropic's ``system`` and ``messages``, the
+    Responses ``instructions`` and ``input`` (a string or a list of messages)."""
+    if kind == "chat":
+        return data.get("messages")
+    if kind == "anthropic":
+        messages = data.get("messages")
+        system = data.get("system")
+        if system is None or not isinstance(messages, list):
+            return messages
+        return [{"role": "system", "content": system}, *messages]
+    given = data.get("input")
+    messages = [{"role": "user", "content": given}] if isinstance(given, str) else given
+    instructions = data.get("instructions")
+    if isinstance(instructions, str) and isinstance(messages, list):
+        return [{"role": "system", "content": instructions}, *messages]
+    return messages
 
 
 def _chat_prompt(data: dict[str, object]) -> int:
@@ -143,8 +243,8 @@ def _completion_prompt(data: dict[str, object]) -> int:
 
 def _prompt_sequence(data: dict[str, object], kind: Kind) -> tuple[Hashable, ...]:
     """The prompt's tokens (already validated by the counting functions)."""
-    if kind == "chat":
-        messages = data["messages"]
+    if kind != "completions":
+        messages = _messages(data, kind)
         assert isinstance(messages, list)
         return tuple(chat_prompt_token_list(messages))
     prompt = data["prompt"]
@@ -181,7 +281,7 @@ def _output_limit(
 
 
 def _max_tokens(data: dict[str, object]) -> int | None:
-    for name in ("max_completion_tokens", "max_tokens"):
+    for name in ("max_completion_tokens", "max_tokens", "max_output_tokens"):
         value = data.get(name)
         if value is None:
             continue

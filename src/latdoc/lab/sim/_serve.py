@@ -18,9 +18,11 @@ from typing import Any, Protocol
 from starlette.types import Message, Scope, Send
 
 from latdoc.lab.sim._config import Fault, LabConfig, LatencyModel
-from latdoc.lab.sim._events import CHAT, COMPLETIONS, DONE, Events, output_text
+from latdoc.lab.sim._events import output_text
 from latdoc.lab.sim._faults import STREAM_FAULTS, ResetConnection
 from latdoc.lab.sim._plan import Plan, lab_object
+from latdoc.lab.sim._request import Call
+from latdoc.lab.sim._writers import StreamWriter, make_writer
 
 __all__ = ["Flight", "Lab", "serve_complete", "serve_stream"]
 
@@ -78,7 +80,7 @@ def _compact(value: object) -> bytes:
 def _strike_point(plan: Plan, config: LabConfig) -> int | None:
     if plan.fault not in STREAM_FAULTS:
         return None
-    return min(config.fault_after_tokens, plan.call.output_tokens)
+    return min(config.fault_after_tokens, plan.call.total_tokens)
 
 
 async def _reset(lab: Lab, flight: Flight) -> None:
@@ -92,21 +94,30 @@ async def _reset(lab: Lab, flight: Flight) -> None:
     await asyncio.sleep(_RESET_WAIT_S)
 
 
-async def _strike(lab: Lab, plan: Plan, flight: Flight, send: Send, events: Events) -> bool:
+def _body(data: bytes, *, more: bool = True) -> Message:
+    return {"type": "http.response.body", "body": data, "more_body": more}
+
+
+async def _strike(lab: Lab, plan: Plan, flight: Flight, send: Send, writer: StreamWriter) -> bool:
     """Apply a stream fault now; say whether the response is over."""
     if plan.fault is Fault.MALFORMED:
-        await send(events.malformed())
+        await send(_body(writer.malformed()))
         return False
+    if plan.fault is Fault.OVERLOADED:
+        flight.finished = True
+        await send(_body(writer.overloaded(), more=False))
+        return True
     if plan.fault is Fault.TRUNCATE:
         flight.finished = True
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        await send(_body(b"", more=False))
         return True
     await _reset(lab, flight)
     return True
 
 
 async def serve_stream(lab: Lab, plan: Plan, flight: Flight, send: Send) -> None:
-    """Stream the answer as server-sent events, one event per output token."""
+    """Stream the answer as server-sent events, one write per output token (reasoning
+    tokens first, then the answer's)."""
     await lab.admit(plan)
     loop = asyncio.get_running_loop()
     start_ns = time.perf_counter_ns()
@@ -114,32 +125,29 @@ async def serve_stream(lab: Lab, plan: Plan, flight: Flight, send: Send) -> None
     config = lab.config
     latency = plan.latency
     call = plan.call
-    chat = call.kind == "chat"
-    fragments = CHAT if chat else COMPLETIONS
-    events = Events(
-        f"{'chatcmpl' if chat else 'cmpl'}-lab{lab.next_id()}",
-        "chat.completion.chunk" if chat else "text_completion",
-        int(time.time()),
-        call.model,
-        config.stamp_chunks,
-    )
+    writer = make_writer(call, lab.next_id(), config.stamp_chunks, plan.cached_tokens)
     head: Message = {
         "type": "http.response.start",
         "status": 200,
         "headers": lab.headers(plan, start_ns, b"text/event-stream"),
     }
-    if not config.headers_after_prefill:
+
+    async def begin() -> None:
         flight.started = True
         await send(head)
-        if fragments.role is not None:
-            await send(events.message(fragments.role))
+        opening = writer.opening()
+        if opening:
+            await send(_body(opening))
+
+    if not config.headers_after_prefill:
+        await begin()
     first = start + (plan.reserve_ms + plan.prefill_ms) / 1000
     decode_s = latency.decode_ms_per_token / 1000
     jitter = latency.jitter_ms > 0
     target = first
-    tokens = fragments.tokens
+    total = call.total_tokens
     strike_at = _strike_point(plan, config)
-    for k in range(call.output_tokens):
+    for k in range(total):
         if k:
             if jitter:
                 gap = lab.jittered(latency, plan.gap_ms(k))
@@ -155,25 +163,19 @@ async def serve_stream(lab: Lab, plan: Plan, flight: Flight, send: Send) -> None
         if k == 0:
             lab.prefilled(plan)
         if not flight.started:
-            flight.started = True
-            await send(head)
-            if fragments.role is not None:
-                await send(events.message(fragments.role))
-        if k == strike_at and await _strike(lab, plan, flight, send, events):
+            await begin()
+        if k == strike_at and await _strike(lab, plan, flight, send, writer):
             return
-        await send(events.message(tokens[k % len(tokens)]))
+        await send(_body(writer.token(k)))
     lab.release(plan)
-    if strike_at == call.output_tokens and await _strike(lab, plan, flight, send, events):
+    if strike_at == total and await _strike(lab, plan, flight, send, writer):
         return
-    truth = b',"lab":%s' % _compact(lab_object(plan)) if flight.truth else b""
-    finish = fragments.finish(call.finish_reason)
-    if call.include_usage:
-        await send(events.message(finish))
-        await send(events.message(b'[],"usage":%s' % _compact(lab.usage(plan)), truth))
-    else:
-        await send(events.message(finish, truth))
+    truth = lab_object(plan) if flight.truth else None
+    closing = writer.closing(lab.usage(plan), truth)
+    for piece in closing[:-1]:
+        await send(_body(piece))
     flight.finished = True
-    await send({"type": "http.response.body", "body": DONE, "more_body": False})
+    await send(_body(closing[-1], more=False))
 
 
 async def serve_complete(lab: Lab, plan: Plan, flight: Flight, send: Send) -> None:
@@ -184,7 +186,7 @@ async def serve_complete(lab: Lab, plan: Plan, flight: Flight, send: Send) -> No
     start = loop.time()
     latency = plan.latency
     call = plan.call
-    gaps = call.output_tokens - 1
+    gaps = call.total_tokens - 1
     if latency.jitter_ms > 0:
         plan.decode_ms = sum(lab.jittered(latency, plan.gap_ms(k)) for k in range(1, gaps + 1))
     else:
@@ -200,23 +202,7 @@ async def serve_complete(lab: Lab, plan: Plan, flight: Flight, send: Send) -> No
     if delay > 0:
         await asyncio.sleep(delay)
     lab.release(plan)
-    text = output_text(call.output_tokens)
-    choice: dict[str, object]
-    if call.kind == "chat":
-        call_id, obj = "chatcmpl", "chat.completion"
-        choice = {"index": 0, "message": {"role": "assistant", "content": text}}
-    else:
-        call_id, obj = "cmpl", "text_completion"
-        choice = {"index": 0, "text": text}
-    choice.update(logprobs=None, finish_reason=call.finish_reason)
-    document: dict[str, object] = {
-        "id": f"{call_id}-lab{lab.next_id()}",
-        "object": obj,
-        "created": int(time.time()),
-        "model": call.model,
-        "choices": [choice],
-        "usage": lab.usage(plan),
-    }
+    document = _document(call, lab.next_id(), lab.usage(plan), plan.cached_tokens)
     if flight.truth:
         document["lab"] = lab_object(plan)
     flight.finished = True
@@ -235,3 +221,48 @@ async def serve_complete(lab: Lab, plan: Plan, flight: Flight, send: Send) -> No
         await _reset(lab, flight)
         return
     await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+def _document(call: Call, number: int, usage: dict[str, Any], cached: int) -> dict[str, object]:
+    """The whole answer as one JSON document, in the call's dialect (text answers)."""
+    text = output_text(call.output_tokens)
+    if call.kind == "anthropic":
+        stop = "end_turn" if call.finish_reason == "stop" else "max_tokens"
+        return {
+            "id": f"msg_lab{number}", "type": "message", "role": "assistant",
+            "model": call.model, "content": [{"type": "text", "text": text}],
+            "stop_reason": stop, "stop_sequence": None,
+            "usage": {"input_tokens": call.prompt_tokens - cached,
+                      "output_tokens": call.total_tokens,
+                      "cache_read_input_tokens": cached, "cache_creation_input_tokens": 0},
+        }  # fmt: skip
+    if call.kind == "responses":
+        done = call.finish_reason == "stop"
+        item = {"id": "msg_lab", "type": "message", "role": "assistant", "status": "completed",
+                "content": [{"type": "output_text", "text": text, "annotations": []}]}  # fmt: skip
+        return {
+            "id": f"resp_lab{number}", "object": "response", "created_at": int(time.time()),
+            "status": "completed" if done else "incomplete", "model": call.model,
+            "output": [item],
+            "incomplete_details": None if done else {"reason": "max_output_tokens"},
+            "usage": {"input_tokens": call.prompt_tokens, "output_tokens": call.total_tokens,
+                      "input_tokens_details": {"cached_tokens": cached},
+                      "output_tokens_details": {"reasoning_tokens": call.reasoning_tokens},
+                      "total_tokens": call.prompt_tokens + call.total_tokens},
+        }  # fmt: skip
+    choice: dict[str, object]
+    if call.kind == "chat":
+        call_id, obj = "chatcmpl", "chat.completion"
+        choice = {"index": 0, "message": {"role": "assistant", "content": text}}
+    else:
+        call_id, obj = "cmpl", "text_completion"
+        choice = {"index": 0, "text": text}
+    choice.update(logprobs=None, finish_reason=call.finish_reason)
+    return {
+        "id": f"{call_id}-lab{number}",
+        "object": obj,
+        "created": int(time.time()),
+        "model": call.model,
+        "choices": [choice],
+        "usage": usage,
+    }

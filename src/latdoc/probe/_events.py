@@ -1,0 +1,70 @@
+"""What one decoded stream event says, in any dialect: :class:`EventInfo` and its :class:`Usage`.
+
+Each dialect's parser (``_chat_events``, ``_anthropic_events``, ``_responses_events``)
+reduces its events to these, so the stream state reads one shape. Finish reasons
+are told in the OpenAI chat words every layer reads: ``stop`` (the answer ended by
+itself), ``length`` (cut at the output limit), ``tool_calls``, ``content_filter``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["EventInfo", "Usage", "int_or_none", "merge_usage"]
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    cached_prompt_tokens: int | None
+    reasoning_tokens: int | None = None
+    """Output tokens spent reasoning, as reported (part of ``completion_tokens``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EventInfo:
+    """What one decoded stream event says."""
+
+    output_chars: int = 0
+    """Characters of the answer: text, a tool call's name and arguments, a refusal."""
+    reasoning_chars: int = 0
+    """Characters of reasoning: ``reasoning_content``, thinking, a reasoning summary."""
+    text: str = ""
+    """The reasoning and answer text the event carried, for a tokenizer."""
+    finish_reason: str | None = None
+    usage: Usage | None = None
+    error: str | None = None
+    error_status: int | None = None
+    """The HTTP status the provider gives the error's type (Anthropic's
+    ``overloaded_error`` is 529), so retry policies class it as they class the status."""
+    server_timing: dict[str, float] | None = None
+    response_id: str | None = None
+    ends_stream: bool = False
+    """The dialect's own end of stream (``message_stop``, ``response.completed``)."""
+    unknown: bool = False
+    """An event of a type the dialect does not define: skipped, and counted."""
+    other_dialect: str | None = None
+    """The dialect the event belongs to when it is clearly not this one's."""
+
+
+def int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def merge_usage(old: Usage | None, new: Usage) -> Usage:
+    """``new``, with what it leaves out (``None``) kept from ``old``: Anthropic reports
+    the prompt at the start and the output at the end."""
+    if old is None:
+        return new
+    return Usage(
+        prompt_tokens=_first(new.prompt_tokens, old.prompt_tokens),
+        completion_tokens=_first(new.completion_tokens, old.completion_tokens),
+        cached_prompt_tokens=_first(new.cached_prompt_tokens, old.cached_prompt_tokens),
+        reasoning_tokens=_first(new.reasoning_tokens, old.reasoning_tokens),
+    )
+
+
+def _first(a: int | None, b: int | None) -> int | None:
+    return a if a is not None else b
