@@ -9,15 +9,17 @@ moment the loop got round to the read).
 from __future__ import annotations
 
 import asyncio
+import gc
 import sys
 import time
+import warnings
 from typing import Any
 
 import pytest
 
 from conftest import LabFactory
 from latdoc.lab.sim import LabConfig, LatencyModel
-from latdoc.probe import Endpoint, ProbeSession
+from latdoc.probe import Endpoint, ProbeSession, _arrivals
 from latdoc.probe._arrivals import RealtimeToMonotonic
 from latdoc.records import RequestTrace
 
@@ -148,6 +150,26 @@ def test_chunks_that_arrive_while_the_loop_is_blocked_keep_their_own_gaps(
     assert min(late_ms[1:4]) > BLOCK_S * 1000 / 2  # the loop saw these tokens long after
     gaps = trace.itl_ms[1:6]
     assert gaps == pytest.approx([decode_ms] * len(gaps), abs=decode_ms * 0.4)
+
+
+@LINUX
+def test_a_session_dropped_without_closing_leaves_no_socket_behind(lab: LabFactory) -> None:
+    """The reader thread holds sockets weakly, as asyncio's transports are held."""
+    watched = _arrivals._reader()._inboxes
+
+    async def go(url: str) -> None:
+        session = ProbeSession(Endpoint(url, "lab-sim"))
+        await session.__aenter__()
+        assert (await session.request("hi", 2)).error is None
+        assert len(watched) >= 1
+
+    with lab() as server:
+        before = len(watched)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
+            asyncio.run(go(server.base_url))
+            gc.collect()
+        assert len(watched) == before
 
 
 def test_the_kernels_realtime_stamps_convert_to_the_probes_clock() -> None:

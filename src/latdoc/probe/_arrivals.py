@@ -26,6 +26,7 @@ import socket
 import struct
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 
 __all__ = ["SO_TIMESTAMPNS", "Arrival", "Inbox", "RealtimeToMonotonic", "watch"]
@@ -184,7 +185,10 @@ class _Reader:
     def __init__(self) -> None:
         self.pid = os.getpid()
         self._epoll = select.epoll()
-        self._inboxes: dict[int, Inbox] = {}
+        self._inboxes: weakref.WeakValueDictionary[int, Inbox] = weakref.WeakValueDictionary()
+        """Held weakly: a stream dropped without being closed takes its inbox and socket
+        with it (closing the socket takes it out of the epoll set), as asyncio's own
+        transports are collected."""
         self._thread = threading.Thread(target=self._run, name="latdoc-arrivals", daemon=True)
         self._thread.start()
 
@@ -194,7 +198,7 @@ class _Reader:
 
     def forget(self, inbox: Inbox) -> None:
         if self._inboxes.get(inbox.fd) is inbox:
-            del self._inboxes[inbox.fd]
+            self._inboxes.pop(inbox.fd, None)
             with contextlib.suppress(OSError, ValueError):
                 self._epoll.unregister(inbox.fd)
 
@@ -211,9 +215,14 @@ class _Reader:
             except InterruptedError:
                 continue
             for fd, _mask in events:
-                inbox = self._inboxes.get(fd)
-                if inbox is not None:
-                    inbox.pull()
+                self._pull(fd)
+
+    def _pull(self, fd: int) -> None:
+        """One socket's read; holds its inbox no longer than that, so a dropped stream
+        can be collected while the thread waits."""
+        inbox = self._inboxes.get(fd)
+        if inbox is not None:
+            inbox.pull()
 
 
 _the_reader: _Reader | None = None
