@@ -37,6 +37,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/probe_overhead.py
 	$(BIN)/python bench/compare_null.py
 	$(BIN)/python bench/instrument_overhead.py
+	$(BIN)/python bench/server_accounting.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

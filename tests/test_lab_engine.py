@@ -2,7 +2,9 @@
 
 One engine serves the whole module (starting it loads the model). The prefill
 curve, queueing on one slot, and the server's own token counts are checked
-against the probe's traces. Prompts of an exact length are sized with the engine's
+against the probe's traces; the attribution's prefill against llama.cpp's own
+accounting (its ``timings`` and its ``/metrics`` counter), and a queue on one slot
+against the attribution's queueing. Prompts of an exact length are sized with the engine's
 own tokenizer: its chat template (``/apply-template``) then ``/tokenize``, which
 counts what a request is charged. Timing checks take the fastest of two
 interleaved samples, so a burst of load on the machine does not decide them.
@@ -24,11 +26,16 @@ from collections.abc import Iterator, Mapping, Sequence
 import httpx
 import pytest
 
+from latdoc.analysis.attribution import RunContext
+from latdoc.analysis.diagnosis import Kind
+from latdoc.analysis.engine_metrics import engine_delta, parse_exposition
+from latdoc.analysis.servertime import split_ttft
 from latdoc.cli.lab import add_lab_parser, run_lab
 from latdoc.errors import LabError, UsageError
 from latdoc.lab.engine import EngineServer, engine_available, find_model
+from latdoc.pipeline import build_diagnosis
 from latdoc.probe import Endpoint, ProbeSession
-from latdoc.records import RequestTrace
+from latdoc.records import RequestTrace, Sample, Step
 from latdoc.workload import make_prompt
 
 _MISSING = engine_available()
@@ -158,6 +165,65 @@ def test_one_slot_queues_concurrent_requests(engine: EngineServer) -> None:
     assert waited >= 0.8 * first.server_timing["prompt_ms"] / 1000
 
 
+def _metrics(engine: EngineServer) -> dict[str, float]:
+    return parse_exposition(httpx.get(engine.root_url + "/metrics", timeout=10).text)
+
+
+def test_prefill_is_attributed_within_5_percent_of_the_engines_own_accounting(
+    engine: EngineServer,
+) -> None:
+    rng = random.Random(11)
+    prompts = [_prompt_of(engine, 200, rng) for _ in range(3)]
+    before = _metrics(engine)
+    traces = _probe(engine, prompts, max_tokens=4)
+    found = engine_delta(before, _metrics(engine))
+    assert found is not None and found[0] == "llama.cpp"
+    counted = found[1]
+    told = [t.server_timing["prompt_ms"] for t in traces]
+    # The engine's two accounts of the same prefills: per response and its counter.
+    assert counted["prefill_total_ms"] == pytest.approx(sum(told), rel=0.05)
+    # The counter leaves out the prompt prefix the engine kept in its cache.
+    processed = (counted["prompt_tokens"] or 0) + (counted["prompt_tokens_cached"] or 0)
+    assert processed == sum(t.prompt_tokens or 0 for t in traces)
+    samples = [Sample(Step.NETWORK, t, cold=True, index=i) for i, t in enumerate(traces)]
+    context = RunContext(
+        "engine", engine.base_url, engine.model, server_metrics=counted, server_metrics_source="x"
+    )
+    d = build_diagnosis(samples, context)
+    parts = d.typical_request
+    assert parts is not None and parts.server_wait_ms is not None
+    assert parts.prefill_ms == pytest.approx(sorted(told)[1], rel=0.05)
+    for trace in traces:
+        # The client saw the prefill inside its wait between the headers and the first token.
+        assert trace.first_token_ns is not None and trace.first_byte_ns is not None
+        waited_ms = (trace.first_token_ns - trace.first_byte_ns) / 1e6
+        assert waited_ms >= 0.95 * trace.server_timing["prompt_ms"]
+    assert d.server is not None and d.server.disagreements == ()
+
+
+def test_a_queue_on_one_slot_is_attributed_to_queueing_not_prefill(engine: EngineServer) -> None:
+    rng = random.Random(12)
+    alone = _probe(engine, [_prompt_of(engine, 120, rng) for _ in range(2)], max_tokens=4)
+    crowd = _probe_together(engine, [_prompt_of(engine, 120, rng) for _ in range(3)])
+    samples = [Sample(Step.LOAD, t, index=i) for i, t in enumerate(alone)]
+    samples += [Sample(Step.LOAD, t, concurrency=3, index=10 + i) for i, t in enumerate(crowd)]
+    assert all(t.error is None for t in alone + crowd)
+    d = build_diagnosis(samples, RunContext("engine", engine.base_url, engine.model))
+    (queueing,) = [f for f in d.findings if f.kind is Kind.QUEUEING]
+    assert Kind.INPUT_LENGTH not in {f.kind for f in d.findings}
+    ev = queueing.evidence
+    prefill = ev["server_concurrent_prefill_ms"]
+    assert ev["server_concurrent_wait_ms"] > prefill, ev
+    assert "queueing, not prefill" in queueing.rule
+    last = max(crowd, key=lambda t: t.first_token_ns or 0)
+    split = split_ttft(last)
+    assert split is not None and not split.queue_told
+    # The last of three on one slot waited for both others: two prefills and decodes.
+    others = [t for t in crowd if t is not last]
+    assert split.queue_ms >= 0.8 * sum(t.server_timing["prompt_ms"] for t in others)
+    assert split.prefill_ms == last.server_timing["prompt_ms"]
+
+
 @pytest.mark.parametrize(
     "messages",
     [
@@ -219,6 +285,10 @@ def test_engine_command_rejects_bad_options(flags: list[str], message: str) -> N
 _SERVE = """
 import argparse, signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)
+from latdoc.analysis.attribution import RunContext
+from latdoc.analysis.diagnosis import Kind
+from latdoc.analysis.engine_metrics import engine_delta, parse_exposition
+from latdoc.analysis.servertime import split_ttft
 from latdoc.cli.lab import add_lab_parser, run_lab
 parser = argparse.ArgumentParser(prog="latdoc")
 add_lab_parser(parser.add_subparsers(dest="command"), argparse.ArgumentParser)

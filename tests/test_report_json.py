@@ -17,7 +17,7 @@ from report_samples import make_diagnosis, make_trace, with_error
 DIAGNOSIS_KEYS = {
     "schema", "run_id", "endpoint", "model", "scenario", "requests", "failed", "verdict",
     "shares", "shares_ms", "findings", "remedies", "steps", "notes", "negligible",
-    "typical_request", "system",
+    "typical_request", "system", "server",
 }  # fmt: skip
 VERDICT_KEYS = {"primary", "contributing", "confidence", "negligible"}
 FINDING_KEYS = {
@@ -44,6 +44,7 @@ TRACE_KEYS = {
     "chunk_tokens_exact", "finish_reason", "request_bytes", "response_bytes", "server_timing",
     "tcp_info", "error", "chunks", "started_ns", "request_id", "response_id", "attempt",
     "ttfr_ms", "ttfa_ms", "reasoning_ms", "reasoning_tokens", "unknown_events",
+    "proxy_headers",
     "client_delay_ms", "server_ttft_ms", "arrival_clock",
 }  # fmt: skip
 TCP_INFO_KEYS = {

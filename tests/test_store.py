@@ -300,6 +300,7 @@ def test_record_names_every_field_in_plain_json_types() -> None:
     ("change", "message"),
     [
         ({"v": 4}, "trace record version 4"),
+        ({"proxy_headers": {"server": 1}}, "trace.proxy_headers: expected an object of strings"),
         ({"attempt": 0}, "trace.attempt: expected 1 or more"),
         (
             {
@@ -324,6 +325,14 @@ def test_bad_trace_records_are_refused_by_field(change: dict[str, object], messa
     record = trace_to_record(make_trace()) | change
     with pytest.raises(ValueError, match=re.escape(message)):
         trace_from_record(record)
+
+
+def test_a_version_2_trace_record_loads_without_proxy_headers() -> None:
+    trace = dataclasses.replace(make_trace(), proxy_headers={"server": "nginx/1.22.1"})
+    record = trace_to_record(trace)
+    assert trace_from_record(record) == trace
+    old = {k: v for k, v in record.items() if k != "proxy_headers"} | {"v": 2}
+    assert trace_from_record(old) == make_trace()
 
 
 def test_missing_field_is_named() -> None:
@@ -1065,3 +1074,19 @@ def test_the_scale_benchmark_runs_and_prints_its_ratios() -> None:
     assert re.search(r"insert rate: +[\d,]+ traces/s .*× the 50,000/s target", done.stdout)
     assert re.search(r"on disk: +[\d,]+ bytes per trace", done.stdout)
     assert done.stdout.count("24 buckets") == 2, done.stdout
+
+
+def test_update_meta_sets_whole_values_and_keeps_the_rest(tmp_path: Path) -> None:
+    with Store(tmp_path / "m.db") as store:
+        run_id = store.new_run(
+            endpoint=URL, model="m", scenario="chat", meta={"keep": 1, "counts": {"a": 1}}
+        )
+        store.update_meta(run_id, {"counts": {"b": None}, "skipped_ticks": 3})
+        store.update_meta(run_id, {"skipped_ticks": 4})
+        assert store.run_info(run_id).meta == {
+            "keep": 1,
+            "counts": {"b": None},
+            "skipped_ticks": 4,
+        }
+        with pytest.raises(UsageError, match="no run"):
+            store.update_meta("20260101-000000-000000", {"x": 1})

@@ -151,6 +151,10 @@ class RequestTrace:
     """Reasoning tokens as the server reports them in its usage (part of ``output_tokens``)."""
     unknown_events: int | None = None
     """Events of a type the dialect does not define, skipped; ``None`` when no stream was read."""
+    proxy_headers: Mapping[str, str] = field(default_factory=dict)
+    """Response headers that tell what stands between client and server (``server``,
+    ``via``, CDN headers, ``x-accel-buffering``, ``content-length``), by lower-case
+    name: a fixed list of names, none that can carry a secret."""
     pool_granted_ns: int | None = None
     """When a pooled connection was free for this request: up to here the pool held it
     back (``queue``); from here to ``queue_done`` it waited on the client's own event

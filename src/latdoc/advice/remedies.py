@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 
+from latdoc.advice._buffering import buffering_remedies
 from latdoc.advice._reasoning import reasoning_remedies
 from latdoc.advice._stall import stall_timeout
 from latdoc.advice.verify import CONVERSATION_STRATEGIES, verify_command
@@ -51,6 +52,7 @@ WEIGHTS: dict[str, dict[Scenario, float]] = {
     "max_tokens": {Scenario.CHAT: 0.8, Scenario.BATCH: 1.0, Scenario.LONGDOC: 0.6},
     "smaller_model": {Scenario.CHAT: 1.0, Scenario.BATCH: 0.9, Scenario.LONGDOC: 0.2},
     "client_cpu": {Scenario.CHAT: 1.0, Scenario.BATCH: 1.0, Scenario.LONGDOC: 1.0},
+    "unbuffer_stream": {Scenario.CHAT: 1.0, Scenario.BATCH: 0.4, Scenario.LONGDOC: 0.8},
     "reasoning_effort": {Scenario.CHAT: 1.0, Scenario.BATCH: 0.8, Scenario.LONGDOC: 0.5},
     "non_reasoning_model": {Scenario.CHAT: 0.9, Scenario.BATCH: 0.7, Scenario.LONGDOC: 0.3},
 }
@@ -407,6 +409,7 @@ _BUILDERS: dict[Kind, Callable[[Finding, Diagnosis, RunContext], Iterator[Remedy
     Kind.ERRORS: _errors,
     Kind.DECODE: _decode,
     Kind.STALLS: _stalls,
+    Kind.BUFFERING: buffering_remedies,
     Kind.CLIENT: _client,
     Kind.REASONING: reasoning_remedies,
 }

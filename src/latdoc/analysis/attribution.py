@@ -24,6 +24,7 @@ reasoning      median time thinking before the first answer token: first
                reasoning output to first answer token, or, when the thinking is
                not streamed, reported reasoning tokens × the steady time per token
 stalls         mid-stream pause time per request
+buffering      how long a hop on the way held the stream's tokens back
 client         the measuring client's event-loop lag, its own delay before a
                request left, or the wait for a free connection in its pool
 errors         the failed fraction of a typical request's end-to-end time
@@ -54,6 +55,8 @@ from latdoc.analysis.length_rule import (
 )
 from latdoc.analysis.noticeable import is_noticeable, noticeable_bar, request_parts
 from latdoc.analysis.reasoning_rule import REASONING_MIN_MS, reasoning_finding
+from latdoc.analysis.server_rules import buffering, with_server_queueing
+from latdoc.analysis.servertime import server_account
 from latdoc.analysis.stats import quantile
 from latdoc.analysis.traffic import StepViews
 from latdoc.records import RequestTrace, Sample, StepNote
@@ -90,6 +93,10 @@ class RunContext:
     notes: tuple[StepNote, ...] = ()
     host: HostFacts | None = None
     """The client host's checklist facts, as the run recorded them."""
+    server_metrics: Mapping[str, float | None] = field(default_factory=dict)
+    """What the engine's own metrics counted during the run (after − before)."""
+    server_metrics_source: str | None = None
+    """Where those metrics were scraped, in words."""
 
 
 def _confidence(n: int, margin: float) -> float:
@@ -186,6 +193,10 @@ def _input_length(f: Facts) -> Finding | None:
 
 
 def _queueing(f: Facts) -> Finding | None:
+    return with_server_queueing(_client_queueing(f), f)
+
+
+def _client_queueing(f: Facts) -> Finding | None:
     ld = f.load
     cv, spread, p50 = ld["ttft_cv"], ld["ttft_p95_over_p50"], ld["ttft_p50_ms"]
     ratio, conc = ld["concurrent_over_sequential"], ld["concurrent_ttft_p50_ms"]
@@ -353,6 +364,7 @@ RULES: tuple[Rule, ...] = (
     _input_length,
     _queueing,
     _stalls,
+    buffering,
     _decode,
     _reasoning,
     _client,
@@ -369,6 +381,10 @@ def diagnose(
     reference = None if context.scenario is Scenario.LONGDOC else LONG_REFERENCE_TOKENS
     steps = samples if views is None else views.samples
     facts = gather_facts(samples, reference, steps)
+    if context.server_metrics:
+        facts.server = server_account(
+            samples, context.server_metrics, context.server_metrics_source
+        )
     findings = tuple(f for rule in RULES if (f := rule(facts)) is not None)
     bar = noticeable_bar(samples if views is None else views.identical)
     verdict = _verdict(findings, facts, bar)
@@ -395,6 +411,7 @@ def diagnose(
         length_check=length_check(facts),
         noticeable=bar,
         typical_request=request_parts(steps),
+        server=facts.server,
         reasoning=facts.reasoning,
     )
 

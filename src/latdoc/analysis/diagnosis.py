@@ -19,6 +19,7 @@ from latdoc.records import StepNote
 
 if TYPE_CHECKING:
     from latdoc.analysis.host import SystemItem
+    from latdoc.analysis.servertime import ServerAccount
 
 CURVE_CONFIDENCE = 0.95
 """The confidence level of the length curve's intervals."""
@@ -41,6 +42,8 @@ class Kind(enum.StrEnum):
     """A reasoning model thinking before its first answer token."""
     STALLS = "stalls"
     """Pauses in the middle of a stream."""
+    BUFFERING = "buffering"
+    """A proxy, gateway or CDN holds the stream back and delivers it in bursts."""
     CLIENT = "client"
     """The client's own pool or event loop holds requests back."""
     ERRORS = "errors"
@@ -148,7 +151,14 @@ class LengthCheck:
 
 
 BEFORE_FIRST_TOKEN = frozenset(
-    {Kind.NETWORK_SETUP, Kind.NETWORK_PATH, Kind.INPUT_LENGTH, Kind.QUEUEING, Kind.CLIENT}
+    {
+        Kind.NETWORK_SETUP,
+        Kind.NETWORK_PATH,
+        Kind.INPUT_LENGTH,
+        Kind.QUEUEING,
+        Kind.CLIENT,
+        Kind.BUFFERING,
+    }
 )
 """Kinds whose share is time before the first token (the others act after it)."""
 
@@ -187,7 +197,11 @@ class RequestParts:
     step's cold requests), as the trace defines them: setup = DNS + TCP + TLS,
     send = writing the request, prefill = first token − setup − send − the client's
     pool wait (the server's wait and first-token delay), reasoning = first reasoning
-    output to first answer token, decode = the rest of the stream to the end."""
+    output to first answer token, decode = the rest of the stream to the end.
+
+    Where the server tells its own prefill (:mod:`.servertime`), prefill is the
+    server's and ``server_wait_ms`` the rest of that wait: the server's queue, its
+    overhead and the round trip."""
 
     setup_ms: float
     send_ms: float
@@ -195,17 +209,23 @@ class RequestParts:
     decode_ms: float
     requests: int
     reasoning_ms: float = 0.0
+    server_wait_ms: float | None = None
 
     @property
     def total_ms(self) -> float:
-        return self.setup_ms + self.send_ms + self.prefill_ms + self.reasoning_ms + self.decode_ms
+        wait = self.server_wait_ms or 0.0
+        before = self.setup_ms + self.send_ms + wait + self.prefill_ms
+        return before + self.reasoning_ms + self.decode_ms
 
     def items(self) -> tuple[tuple[str, float], ...]:
-        """The phases in order; reasoning only when the requests reasoned."""
+        """The phases in order; reasoning only when the requests reasoned, the server's
+        wait only when it told its prefill."""
+        wait = () if self.server_wait_ms is None else (("server wait", self.server_wait_ms),)
         thinking = (("reasoning", self.reasoning_ms),) if self.reasoning_ms > 0 else ()
         return (
             ("network setup", self.setup_ms),
             ("send", self.send_ms),
+            *wait,
             ("prefill", self.prefill_ms),
             *thinking,
             ("decode", self.decode_ms),
@@ -345,6 +365,9 @@ class Diagnosis:
     system: tuple[SystemItem, ...] = ()
     """The client host's failing checklist items that matter for the verdict or a
     contributing kind (``latdoc system`` lists them all)."""
+    server: ServerAccount | None = None
+    """The requests as the server itself timed them, and where it and the client
+    disagree; None when the server told nothing."""
     reasoning: Mapping[str, float | None] = field(default_factory=dict)
     """The reasoning phase (medians over successful requests): time to first reasoning,
     time to first answer token, time thinking, reasoning tokens; empty when no request

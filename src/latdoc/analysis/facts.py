@@ -17,8 +17,10 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from latdoc.analysis.buffering import MIN_CHUNKS, Burst, stream_burst
 from latdoc.analysis.diagnosis import LengthCurve
 from latdoc.analysis.length import fit_length_curve, length_points
+from latdoc.analysis.servertime import ServerAccount, server_account
 from latdoc.analysis.signals import dispersion, find_stalls
 from latdoc.analysis.stats import bootstrap_ci, difference_ci
 from latdoc.records import RequestTrace, Sample, Step
@@ -46,6 +48,12 @@ class Facts:
     """Median over requests of the measuring client's worst event-loop lag."""
     client_delay_ms: float | None = None
     """Median over requests of the client's own delay before the request left."""
+    bursts: list[Burst] = field(default_factory=list)
+    """Streams that arrived held back by a buffering hop (:mod:`.buffering`)."""
+    long_streams: int = 0
+    """Successful streams long enough to tell whether they were held back."""
+    server: ServerAccount | None = None
+    """The requests as the server itself timed them (:mod:`.servertime`)."""
     reasoning: dict[str, float | None] = field(default_factory=dict)
     """The reasoning phase (:func:`reasoning_facts`); empty when no request reasoned."""
 
@@ -137,7 +145,11 @@ def gather_facts(
     measured = [s for s in samples if s.step != Step.CALIBRATION]
     ok = [s.trace for s in measured if s.trace.ok]
     curve = fit_length_curve(length_points(_length_pairs(steps)))
-    stalls = [(i, st.gap_ms) for i, t in enumerate(ok) for st in find_stalls(t.itl_ms)]
+    bursts = {i: b for i, t in enumerate(ok) if (b := stream_burst(t)) is not None}
+    # A held-back stream's gaps are the hop's flushes, not the server's pauses.
+    stalls = [
+        (i, st.gap_ms) for i, t in enumerate(ok) if i not in bursts for st in find_stalls(t.itl_ms)
+    ]
     failed = Counter(s.trace.error.code for s in measured if s.trace.error is not None)
     retry = [_retry_after(s.trace) for s in measured]
     retry_after = max((r for r in retry if r is not None), default=None)
@@ -152,6 +164,9 @@ def gather_facts(
         long_reference_tokens=long_reference_tokens,
         loop_lag_ms=median_of(s.loop_lag_ms for s in measured),
         client_delay_ms=median_of(s.trace.client_delay_ms for s in measured),
+        bursts=list(bursts.values()),
+        long_streams=sum(1 for t in ok if len(t.chunks) >= MIN_CHUNKS),
+        server=server_account(samples),
         reasoning=reasoning_facts(ok),
     )
 

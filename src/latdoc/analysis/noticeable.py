@@ -9,7 +9,7 @@ gets no remedies. A finding contributes when its share of the typical request is
   deviation of identical requests (the network step's warm requests; the load
   step's sequential ones when there are fewer than three) — of their time to first
   token for the kinds that act before it (setup, path, input length, queueing, the
-  client), of their end-to-end time for the others. Scaled by 1.4826 it is the
+  client, buffering), of their end-to-end time for the others. Scaled by 1.4826 it is the
   standard deviation for normal data, and unlike the standard deviation it is not
   inflated by the one slow request the other rules are there to explain. A share
   below it is smaller than what one identical request differs from the next. (A
@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 
 from latdoc.analysis.diagnosis import Finding, Kind, NoticeableBar, RequestParts
 from latdoc.analysis.facts import median_of
+from latdoc.analysis.servertime import split_ttft
 from latdoc.records import RequestTrace, Sample, Step
 
 NOTICEABLE_FRACTION = 0.05
@@ -94,6 +95,18 @@ def request_parts(samples: Sequence[Sample]) -> RequestParts | None:
     if prefill is None or stream is None:
         return None
     decode = max(0.0, stream - thinking)
+    told = [sp.prefill_ms for t in cold if (sp := split_ttft(t)) is not None]
+    if told and len(told) == len(cold):
+        server_prefill = statistics.median(told)
+        return RequestParts(
+            setup or 0.0,
+            send or 0.0,
+            server_prefill,
+            decode,
+            len(cold),
+            thinking,
+            prefill - server_prefill,
+        )
     return RequestParts(setup or 0.0, send or 0.0, prefill, decode, len(cold), thinking)
 
 

@@ -29,6 +29,7 @@ from latdoc.pipeline import (
     diagnose_endpoint,
     diagnose_otlp,
     diagnose_traffic,
+    metrics_target,
     rediagnose,
 )
 from latdoc.report import ProgressBars
@@ -77,6 +78,11 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
         f"(as the budget affords; default {CONCURRENCY}) and the pool is sized for N "
         f"(default {DEFAULT_CONCURRENCY})",
     )  # fmt: skip
+    d.add_argument(
+        "--server-metrics", metavar="URL|off", default="auto",
+        help="the engine's Prometheus page, read before and after the run (llama.cpp, "
+        "vLLM); default /metrics on the endpoint's host",
+    )  # fmt: skip
     recorded = d.add_mutually_exclusive_group()
     recorded.add_argument(
         "--from-run", metavar="RUN_ID",
@@ -124,6 +130,7 @@ def run_diagnose(args: argparse.Namespace) -> int:
         return _diagnose_recorded(args)
     key = api_key(args)
     err = sys.stderr
+    metrics_target(args.server_metrics, "http://localhost/")
     with target(args, err, engine=True) as where:
         endpoint, connection = endpoint_and_connection(args, where, key)
         plan = DiagnosisPlan(
@@ -147,6 +154,7 @@ def run_diagnose(args: argparse.Namespace) -> int:
                     concurrency=args.concurrency or DEFAULT_CONCURRENCY,
                     store=store,
                     on_progress=progress,
+                    server_metrics=args.server_metrics,
                 )
             finally:
                 progress.close()

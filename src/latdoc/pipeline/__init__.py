@@ -50,6 +50,7 @@ from latdoc.pipeline._load import (
 )
 from latdoc.pipeline._retry import RetryVerdict, verify_retry
 from latdoc.pipeline._runs import RunComparison, StoredProbe, compare_runs, probe_endpoint
+from latdoc.pipeline._server_metrics import metrics_target
 from latdoc.pipeline._traffic import diagnose_otlp, diagnose_traffic
 from latdoc.pipeline._verify import NOT_APPLICABLE, VerifyResult, verify_remedy
 from latdoc.pipeline._watch import WatchClock, WatchRun, latest_watch, watch_clock, watch_endpoint
@@ -81,6 +82,7 @@ __all__ = [
     "is_loopback",
     "latest_watch",
     "load_endpoint",
+    "metrics_target",
     "probe_endpoint",
     "read_host",
     "rediagnose",

@@ -13,6 +13,7 @@ from latdoc.analysis.attribution import RunContext, diagnose
 from latdoc.analysis.diagnosis import Diagnosis, Scenario
 from latdoc.errors import UsageError
 from latdoc.pipeline._host import host_facts_from_meta, host_meta
+from latdoc.pipeline._server_metrics import AUTO, MetricsReading, metrics_from_meta, metrics_target
 from latdoc.pipeline._watch import watch_note
 from latdoc.records import Sample, Step, StepNote
 from latdoc.report import diagnosis_to_dict
@@ -74,12 +75,15 @@ def diagnose_endpoint(
     store: Store | None = None,
     on_sample: SampleHook | None = None,
     on_progress: ProgressHook | None = None,
+    server_metrics: str | None = AUTO,
 ) -> DiagnosisRun:
     """Measure ``plan``'s endpoint, keep every sample, and diagnose it.
 
     ``store`` defaults to the user's store (the API key of the plan's endpoint is
     masked in it). Ctrl-C stops the measuring, not the diagnosis: the run is kept
-    as ``interrupted`` and what was measured is diagnosed.
+    as ``interrupted`` and what was measured is diagnosed. ``server_metrics`` is the
+    engine's Prometheus page to read before and after the run (``auto``: ``/metrics``
+    on the endpoint's host; ``None`` or ``off``: none).
     """
     if store is None:
         secrets = [plan.endpoint.api_key] if plan.endpoint.api_key else []
@@ -91,7 +95,9 @@ def diagnose_endpoint(
                 store=own,
                 on_sample=on_sample,
                 on_progress=on_progress,
+                server_metrics=server_metrics,
             )
+    target = metrics_target(server_metrics, plan.endpoint.base_url)
     meta = run_meta(plan, concurrency)
     run_id = store.new_run(
         endpoint=plan.endpoint.base_url, model=plan.endpoint.model, scenario=scenario, meta=meta
@@ -104,6 +110,7 @@ def diagnose_endpoint(
         if on_sample is not None:
             on_sample(sample)
 
+    reading = None if target is None else MetricsReading(target, plan.connection)
     status, notes = "done", []
     try:
         result = asyncio.run(run_diagnosis(plan, on_sample=keep, on_progress=on_progress))
@@ -111,6 +118,13 @@ def diagnose_endpoint(
     except KeyboardInterrupt:
         status = "interrupted"
         notes = [StepNote(Step.RUN, "interrupted by the user; diagnosed what was measured")]
+    if reading is not None:
+        record = reading.finish()
+        if record is not None:
+            meta["server_metrics"] = record
+            store.update_meta(run_id, {"server_metrics": record})
+        if reading.note is not None:
+            notes = [*notes, StepNote(Step.RUN, reading.note)]
     watched = watch_note(store, plan.endpoint.base_url, plan.endpoint.model)
     if watched is not None:
         notes = [*notes, watched]
@@ -154,6 +168,7 @@ def run_context(
     notes: Sequence[StepNote],
 ) -> RunContext:
     """What the analysis needs to know beyond the samples, from a run's metadata."""
+    metrics, metrics_source = metrics_from_meta(meta)
     return RunContext(
         run_id=run_id,
         endpoint=endpoint,
@@ -164,6 +179,8 @@ def run_context(
         tcp_settings={str(k): int(v) for k, v in dict(meta.get("tcp_settings", {})).items()},
         notes=tuple(notes),
         host=host_facts_from_meta(meta),
+        server_metrics=metrics,
+        server_metrics_source=metrics_source,
     )
 
 

@@ -14,7 +14,7 @@ The rooms behind this face, in the order a request passes through them:
   read into one ``_events.EventInfo`` (answer and reasoning apart).
 - ``_failures``: every lower-level error mapped to a typed failure, once.
 - ``_tcpinfo``, ``_servertiming``, ``_looplag``: the kernel's, the server's and the
-  client's own view of the time.
+  client's own view of the time; ``_metrics``: an engine's ``/metrics`` page, read.
 
 This package computes no statistics and prints nothing.
 """
@@ -32,6 +32,7 @@ from latdoc.probe._endpoint import Endpoint, Timeouts
 from latdoc.probe._failures import classify, http_error
 from latdoc.probe._freeze import Exchange, TraceTarget, freeze_trace
 from latdoc.probe._looplag import LoopLagMonitor
+from latdoc.probe._metrics import metrics_url, scrape_metrics
 from latdoc.probe._recorder import Recorder, now_ns
 from latdoc.probe._session import EventHook, ProbeSession, ResendHook
 from latdoc.probe._sse import SSEDecoder, SSEEvent
@@ -62,9 +63,11 @@ __all__ = [
     "error_message",
     "freeze_trace",
     "http_error",
+    "metrics_url",
     "now_ns",
     "parse_event",
     "read_tcp_info",
+    "scrape_metrics",
     "system_resolver",
     "warm_up",
 ]

@@ -17,6 +17,25 @@ from latdoc.probe._servertiming import parse_server_timing
 from latdoc.probe._stream_state import StreamState
 from latdoc.records import Chunk, RequestTrace, TcpInfo
 
+PROXY_HEADERS = (
+    "akamai-grn",
+    "cf-cache-status",
+    "cf-ray",
+    "content-length",
+    "server",
+    "transfer-encoding",
+    "via",
+    "x-accel-buffering",
+    "x-amz-cf-id",
+    "x-amz-cf-pop",
+    "x-azure-ref",
+    "x-cache",
+    "x-cdn",
+    "x-served-by",
+)
+"""Response headers kept with a trace: they name proxies, gateways and CDNs on the
+way, or say the body was held back (a length known before the stream was sent)."""
+
 
 @dataclass
 class Exchange:
@@ -135,6 +154,7 @@ def freeze_trace(
         first_answer_ns=rel(state.first_answer) if state is not None else None,
         reasoning_tokens=usage.reasoning_tokens if usage is not None else None,
         unknown_events=state.unknown_events if state is not None else None,
+        proxy_headers={k: ex.headers[k][:200] for k in PROXY_HEADERS if k in ex.headers},
         pool_granted_ns=rel(granted),
         write_start_ns=rel(rec.write_start),
         arrival_clock=None if stream is None else ("kernel" if stream.kernel_stamps else "loop"),

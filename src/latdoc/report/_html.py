@@ -21,6 +21,7 @@ from latdoc.analysis.diagnosis import Diagnosis, Finding, Kind, RequestParts, Sc
 from latdoc.analysis.stats import quantile
 from latdoc.records import Sample, Step
 from latdoc.report._plot_data import MAX_ROWS, ttft_values
+from latdoc.report._server import disagreement_texts
 from latdoc.report._theme import KIND_COLOURS, PHASE_COLOURS
 from latdoc.report._truth import (
     gain_text,
@@ -94,9 +95,11 @@ def page_context(diagnosis: Diagnosis, samples: Sequence[Sample]) -> dict[str, A
                 ("Network", diagnosis.network),
                 ("Load", diagnosis.load),
                 ("Reasoning", diagnosis.reasoning),
+                *_server_cards(diagnosis),
             )
             if numbers
         ],
+        "disagreements": disagreement_texts(diagnosis.server),
         "kind_colours": KIND_COLOURS,
         "part_colours": {key: PHASE_COLOURS[phase] for key, phase in _PART_PHASES.items()},
     }
@@ -105,13 +108,25 @@ def page_context(diagnosis: Diagnosis, samples: Sequence[Sample]) -> dict[str, A
 _PART_PHASES = {
     "setup": "connect",
     "send": "send",
+    "queue": "queue",
     "prefill": "wait",
     "reasoning": "reasoning",
     "decode": "stream",
 }
-_PART_KEYS = {"network setup": "setup"}
+_PART_KEYS = {"network setup": "setup", "server wait": "queue"}
 """A part's CSS key where it differs from its name."""
 """Each part of a request drawn in the colour of the waterfall phase it ends with."""
+
+
+def _server_cards(diagnosis: Diagnosis) -> list[tuple[str, Mapping[str, float | None]]]:
+    """The server's own timing and its engine metrics, each as a card of numbers."""
+    account = diagnosis.server
+    if account is None:
+        return []
+    return [
+        (f"The server's own timing ({account.source})", account.numbers),
+        (f"Engine metrics ({account.metrics_source})", account.metrics),
+    ]
 
 
 def _finding(f: Finding) -> dict[str, Any]:

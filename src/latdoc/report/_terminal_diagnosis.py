@@ -14,6 +14,7 @@ from rich.text import Text
 from latdoc.analysis.diagnosis import Diagnosis, Finding, Kind, Remedy, RequestParts
 from latdoc.analysis.host import SystemItem
 from latdoc.report._console import side_by_side
+from latdoc.report._server import disagreement_texts, server_lines
 from latdoc.report._system import NOT_READABLE
 from latdoc.report._theme import KIND_COLOURS, PHASE_COLOURS
 from latdoc.report._truth import (
@@ -167,6 +168,7 @@ def _shares(shares_ms: Mapping[Kind, float]) -> Table:
 _PART_COLOURS = {
     "network setup": PHASE_COLOURS["connect"],
     "send": PHASE_COLOURS["send"],
+    "server wait": PHASE_COLOURS["queue"],
     "prefill": PHASE_COLOURS["wait"],
     "reasoning": PHASE_COLOURS["reasoning"],
     "decode": PHASE_COLOURS["stream"],
@@ -273,6 +275,8 @@ def render_diagnosis(d: Diagnosis) -> RenderableType:
     negligible = set(v.negligible)
     if negligible:
         parts.append(_indent(Text("Negligible here: " + ", ".join(map(str, v.negligible)))))
+    for text in disagreement_texts(d.server):
+        parts.append(_indent(Text.assemble(("Client and server disagree: ", "bold yellow"), text)))
     if v.primary is Kind.HEALTHY and d.typical_request is not None:
         parts += [
             _heading(
@@ -296,6 +300,9 @@ def render_diagnosis(d: Diagnosis) -> RenderableType:
         steps.append(("Reasoning — thinking before the answer", reasoning_lines(d.reasoning)))
     for title, lines in steps:
         parts += [_heading(title), *(_indent(line, 2) for line in lines)]
+    if d.server is not None:
+        parts.append(_heading("The server's own timing:"))
+        parts += [_indent(Text(line), 2) for line in server_lines(d.server)]
     found = [f for f in d.findings if f.kind not in negligible]
     if found:
         parts.append(_heading("Findings:"))

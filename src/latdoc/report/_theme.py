@@ -27,6 +27,7 @@ KIND_COLOURS = {
     "decode": "#46a85c",
     "reasoning": "#b36bc9",
     "stalls": "#d95892",
+    "buffering": "#a0673a",
     "client": "#33a9bb",
     "errors": "#d64545",
     "healthy": "#9aa1aa",

@@ -19,6 +19,7 @@ from typing import Any
 
 from latdoc.analysis.diagnosis import Diagnosis, Kind, Remedy
 from latdoc.records import RequestTrace
+from latdoc.report._server import server_to_dict
 from latdoc.report._system import item_to_dict
 
 DIAGNOSIS_SCHEMA = "latdoc.diagnosis/2"
@@ -94,6 +95,7 @@ def trace_to_dict(trace: RequestTrace) -> dict[str, Any]:
         "response_bytes": trace.response_bytes,
         "arrival_clock": trace.arrival_clock,
         "server_timing": dict(trace.server_timing),
+        "proxy_headers": dict(trace.proxy_headers),
         "tcp_info": None
         if tcp is None
         else {
@@ -131,7 +133,9 @@ def diagnosis_to_dict(d: Diagnosis) -> dict[str, Any]:
     ``negligible`` names the kinds too small to matter and the bar they missed;
     ``typical_request`` splits a request on a new connection into its phases;
     ``system`` lists the client host's failing checklist items (as in
-    ``latdoc.system/1``) that matter for the verdict or a contributing kind."""
+    ``latdoc.system/1``) that matter for the verdict or a contributing kind;
+    ``server`` is the server's own timing (medians, the engine metrics scraped around
+    the run, and where client and server disagree), null when it told nothing."""
     top: dict[Kind, Remedy] = {}
     for r in d.remedies:
         top.setdefault(r.addresses, r)
@@ -208,6 +212,7 @@ def diagnosis_to_dict(d: Diagnosis) -> dict[str, Any]:
         },
         "notes": [{"step": n.step, "text": n.text} for n in d.notes],
         "system": [item_to_dict(i) for i in d.system],
+        "server": server_to_dict(d.server),
     }
 
 
@@ -234,6 +239,7 @@ def _typical_request(d: Diagnosis) -> dict[str, Any] | None:
     return {
         "setup_ms": round(parts.setup_ms, 3),
         "send_ms": round(parts.send_ms, 3),
+        "server_wait_ms": None if parts.server_wait_ms is None else round(parts.server_wait_ms, 3),
         "prefill_ms": round(parts.prefill_ms, 3),
         "reasoning_ms": round(parts.reasoning_ms, 3),
         "decode_ms": round(parts.decode_ms, 3),

@@ -14,6 +14,7 @@ KIND_NAMES: Mapping[Kind, tuple[str, str]] = {
     Kind.DECODE: ("Decode", "slow generation or long outputs"),
     Kind.REASONING: ("Reasoning", "the model thinks before its first answer token"),
     Kind.STALLS: ("Mid-stream stalls", "pauses in the middle of the stream"),
+    Kind.BUFFERING: ("Buffered stream", "a proxy or gateway holds the stream back"),
     Kind.CLIENT: ("Client", "the pool or event loop holds requests back"),
     Kind.ERRORS: ("Errors", "rate limits, server errors, timeouts"),
     Kind.HEALTHY: ("Healthy", "no kind of slow stands out"),

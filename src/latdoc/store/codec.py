@@ -24,9 +24,10 @@ from latdoc.records import Chunk, RequestTrace, Sample, Step, TcpInfo
 
 RECORD_VERSION = 3
 """Version of trace records: 2 added the wall-clock start in nanoseconds, the request and
-response ids, and the attempt number; 3 the wait an error's ``Retry-After`` asked for.
-Later additions to version 2 (reasoning, the pool's grant, the first write, the arrival
-clock) are read as ``None`` where a record lacks them."""
+response ids, and the attempt number; 3 the wait an error's ``Retry-After`` asked for and
+the headers that name proxies on the way. Later additions to version 2 (reasoning, the
+pool's grant, the first write, the arrival clock) are read as ``None`` where a record
+lacks them."""
 SAMPLE_RECORD_VERSION = 2
 """Version of sample records: 2 added the client's event-loop lag."""
 """Version written by :func:`trace_to_record` and :func:`sample_to_record`."""
@@ -92,6 +93,7 @@ def trace_to_record(trace: RequestTrace) -> dict[str, Any]:
     record["attempt"] = trace.attempt
     for name in _ADDED_V2:
         record[name] = getattr(trace, name)
+    record["proxy_headers"] = dict(trace.proxy_headers)
     record["arrival_clock"] = trace.arrival_clock
     return record
 
@@ -214,7 +216,9 @@ def _added_v2(r: _Fields, record: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _trace_v3(record: Mapping[str, Any]) -> RequestTrace:
-    trace = _trace_v2(record)
+    trace = replace(
+        _trace_v2(record), proxy_headers=_Fields(record, "trace").texts("proxy_headers")
+    )
     if trace.error is None:
         return trace
     wait = _Fields(record["error"], "trace.error").opt_number("retry_after_s")
@@ -329,6 +333,12 @@ class _Fields:
         for key, number in value.items():
             if not isinstance(key, str) or type(number) not in (int, float):
                 raise self._bad(name, "an object of numbers")
+        return dict(value)
+
+    def texts(self, name: str) -> dict[str, str]:
+        value = self.mapping(name)
+        if any(not isinstance(k, str) or not isinstance(v, str) for k, v in value.items()):
+            raise self._bad(name, "an object of strings")
         return dict(value)
 
     def timestamp(self, name: str) -> datetime:

@@ -194,14 +194,17 @@ class Store:
                 raise self._missing(run_id)
 
     def update_meta(self, run_id: str, values: Mapping[str, Any]) -> None:
-        """Set keys of a run's ``meta`` (what a long run counts as it goes)."""
-        clean = _json(self._redactor.value(values, mask_names=True))
+        """Set top-level keys of a run's ``meta`` (what a long run counts as it goes, what
+        was learnt only after it began); each value is stored whole, nulls included."""
+        clean = self._redactor.value(dict(values), mask_names=True)
         with self._transaction():
-            updated = self._conn.execute(
-                "UPDATE runs SET meta = json_patch(meta, ?) WHERE run_id = ?", (clean, run_id)
-            ).rowcount
-            if updated == 0:
-                raise self._missing(run_id)
+            for key, value in clean.items():
+                updated = self._conn.execute(
+                    "UPDATE runs SET meta = json_set(meta, ?, json(?)) WHERE run_id = ?",
+                    (f'$."{key}"', _json(value), run_id),
+                ).rowcount
+                if updated == 0:
+                    raise self._missing(run_id)
 
     def reopen_run(self, run_id: str) -> None:
         """Mark a finished run ``running`` again, to append samples (a resumed watch)."""

@@ -121,8 +121,10 @@ class EngineServer(Service):
 
     After :meth:`start`, :attr:`base_url` is the OpenAI-compatible API
     (``http://127.0.0.1:PORT/v1``) and :attr:`model` the name the server reports
-    in ``/v1/models``. :meth:`start` returns when ``/health`` answers ready, within
-    :data:`READY_TIMEOUT_S`; :meth:`stop` ends the server and joins its threads.
+    in ``/v1/models``; ``/metrics`` serves llama.cpp's own counters (prompt and
+    generation time, tokens) in the Prometheus text format. :meth:`start` returns
+    when ``/health`` answers ready, within :data:`READY_TIMEOUT_S`; :meth:`stop`
+    ends the server and joins its threads.
 
     What llama.cpp does that a client sees: response headers come at once and the
     first event only after prefill (TTFB is not TTFT); with
@@ -221,6 +223,7 @@ class EngineServer(Service):
         params.ui = False
         params.fit_params = False
         params.verbosity = _LOG_ERRORS_ONLY
+        params.endpoint_metrics = True
         if self.threads is not None:
             params.cpuparams.n_threads = self.threads
             params.cpuparams_batch.n_threads = self.threads

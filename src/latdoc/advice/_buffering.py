@@ -1,0 +1,29 @@
+"""The remedy for a stream a proxy, gateway or CDN holds back: stop it buffering the route."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from latdoc.analysis.attribution import RunContext
+from latdoc.analysis.diagnosis import Diagnosis, Finding, Kind, Remedy
+
+__all__ = ["buffering_remedies"]
+
+
+def buffering_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remedy]:
+    held = f.evidence.get("held_ms", 0.0)
+    yield Remedy(
+        "unbuffer_stream",
+        "Turn response buffering off for the streaming route",
+        Kind.BUFFERING,
+        f"Tokens were held back ~{held:.0f} ms per request by a hop that buffers the "
+        "event stream. Let it pass each event on at once:\n"
+        "  the server's response: X-Accel-Buffering: no   (nginx honours it per response)\n"
+        "  nginx, in the route's location:  proxy_buffering off;  proxy_cache off;\n"
+        "    proxy_http_version 1.1;  (gzip off for text/event-stream)\n"
+        "  an API gateway or CDN: its streaming / response-streaming setting for the route\n"
+        "  (e.g. no response buffering or compression of text/event-stream).",
+        None,
+        how_to_measure="run `latdoc diagnose` again: the buffering finding should be gone and "
+        "the time to first token fall by about the time held back",
+    )

@@ -1,0 +1,143 @@
+"""Streams that do not stream: a proxy, gateway or CDN that holds the event stream back.
+
+A buffering hop between client and server passes the events on when its buffer is
+full or the response is over, so they arrive in bursts, often all at once at the
+end, and the time to first token is nearly the whole request whatever the model
+does. :func:`stream_burst` reads that from one trace's chunk arrivals:
+
+- the stream is long enough to tell (:data:`MIN_CHUNKS` content events or more: a
+  server may send a short answer in one piece itself);
+- few socket reads carry its many events (:data:`EVENTS_PER_READ` or more each);
+- the events arrived within a small fraction (:data:`SPAN_FRACTION`) of the time
+  the server says it took to produce them; where the server does not say, within
+  that fraction of the client's own wait for the first token.
+
+Response headers that name a hop on the way (``Server: nginx``, ``Via``, a CDN's
+id, ``X-Accel-Buffering: yes``, a ``Content-Length`` on an event stream) are kept
+as evidence beside the pattern; they never fire the rule alone.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from latdoc.analysis.servertime import server_timing_of
+from latdoc.records import RequestTrace
+
+__all__ = [
+    "EVENTS_PER_READ",
+    "MIN_CHUNKS",
+    "MIN_HELD_MS",
+    "SPAN_FRACTION",
+    "Burst",
+    "median_burst",
+    "proxy_named",
+    "stream_burst",
+]
+
+MIN_CHUNKS = 16
+"""Streams with fewer content events are not judged."""
+EVENTS_PER_READ = 8.0
+"""A healthy stream arrives about one event per read; a held one many per read."""
+SPAN_FRACTION = 0.1
+"""The events arrived within this fraction of the time it took to produce them."""
+MIN_HELD_MS = 100.0
+"""Tokens held back for less than this are not worth naming."""
+
+_CDN_HEADERS = (
+    "cf-ray",
+    "x-amz-cf-id",
+    "x-served-by",
+    "akamai-grn",
+    "x-azure-ref",
+    "x-cdn",
+    "x-cache",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Burst:
+    """One stream that arrived in bursts, with the numbers that show it."""
+
+    chunks: int
+    """Content events in the stream."""
+    reads: int
+    """Socket reads that carried them."""
+    span_ms: float
+    """From the first content event's arrival to the last one's."""
+    produced_ms: float | None
+    """How long the server says it took to produce the tokens after the first;
+    ``None`` when it does not say."""
+    held_ms: float
+    """How long the tokens were held back: the server's production time minus the
+    arrival span; where the server does not say, the client's wait from the end of
+    sending to the first token (an upper bound: prefill is in it)."""
+    ttft_over_total: float
+    """Time to first token over the whole request: near 1 when the stream was held."""
+    proxy: str | None
+    """The response headers that name a hop on the way, as ``name: value`` text."""
+
+
+def proxy_named(headers: Mapping[str, str]) -> str | None:
+    """What the response headers say stands between client and server, or ``None``."""
+    found = []
+    server = headers.get("server")
+    if server:
+        found.append(f"Server: {server}")
+    for name in ("via", "x-accel-buffering", "content-length", *_CDN_HEADERS):
+        value = headers.get(name)
+        if value:
+            found.append(f"{name}: {value}")
+    return "; ".join(found) or None
+
+
+def stream_burst(trace: RequestTrace) -> Burst | None:
+    """``trace``'s stream as a :class:`Burst` when it arrived held back, else ``None``."""
+    chunks = trace.chunks
+    if not trace.ok or len(chunks) < MIN_CHUNKS:
+        return None
+    if trace.first_token_ns is None or trace.done_ns is None or not trace.done_ns:
+        return None
+    reads = len({c.t_ns for c in chunks})
+    if len(chunks) / reads < EVENTS_PER_READ:
+        return None
+    span = (chunks[-1].t_ns - chunks[0].t_ns) / 1e6
+    timing = server_timing_of(trace)
+    produced = timing.decode_ms if timing is not None else None
+    if produced is not None:
+        if span > SPAN_FRACTION * produced:
+            return None
+        held = produced - span
+    else:
+        waited = trace.first_token_ns - (trace.sent_ns or 0)
+        if span > SPAN_FRACTION * waited / 1e6:
+            return None
+        held = waited / 1e6
+    if held < MIN_HELD_MS:
+        return None
+    return Burst(
+        chunks=len(chunks),
+        reads=reads,
+        span_ms=span,
+        produced_ms=produced,
+        held_ms=held,
+        ttft_over_total=trace.first_token_ns / trace.done_ns,
+        proxy=proxy_named(trace.proxy_headers),
+    )
+
+
+def median_burst(bursts: list[Burst]) -> dict[str, float]:
+    """The evidence numbers of a set of bursts: medians of each."""
+    produced = [b.produced_ms for b in bursts if b.produced_ms is not None]
+    out = {
+        "events_per_stream": statistics.median(b.chunks for b in bursts),
+        "reads_per_stream": statistics.median(b.reads for b in bursts),
+        "arrival_span_ms": statistics.median(b.span_ms for b in bursts),
+        "held_ms": statistics.median(b.held_ms for b in bursts),
+        "ttft_over_total": statistics.median(b.ttft_over_total for b in bursts),
+    }
+    if produced:
+        out["server_decode_ms"] = statistics.median(produced)
+    return {k: float(v) for k, v in out.items()}

@@ -1,0 +1,276 @@
+"""The server's own account of a request, beside the client's, and where they disagree.
+
+Servers tell their timing in different words: ``Server-Timing`` entries (``queue``,
+``prefill``, ``decode``, ``tpot``), llama.cpp's ``timings`` (``prompt_ms``,
+``predicted_ms``), OpenAI's ``openai-processing-ms``. :func:`server_timing_of`
+reads them into one :class:`ServerTiming`; :func:`split_ttft` then splits one
+request's time to first token by who spent it:
+
+=========== ==================================================================
+client      the measuring client's wait for a pooled connection
+network     DNS + TCP + TLS, sending the request, and the response's way back
+queue       the server's queue as it tells it, else the server-side wait its
+            prefill does not explain (queueing, or the server's own overhead)
+prefill     the server's prefill, as it tells it
+residual    what is left; below zero the server claims more time than the
+            client waited, and the two disagree
+=========== ==================================================================
+
+:func:`server_account` summarises a run: medians of each part over the requests
+that carry server timing, and the :class:`Disagreement` of client and server
+beyond the measurement's resolution. Where no server timing exists it is ``None``
+and nothing else changes.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from latdoc.records import RequestTrace, Sample, Step
+
+__all__ = [
+    "DISAGREE_FRACTION",
+    "DISAGREE_MS",
+    "Disagreement",
+    "ServerAccount",
+    "ServerTiming",
+    "TtftSplit",
+    "server_account",
+    "server_timing_of",
+    "split_ttft",
+]
+
+DISAGREE_MS = 2.0
+"""Client and server disagree only beyond this many ms: servers report whole or
+rounded ms, and the client's first-token mark is the read that carried it."""
+DISAGREE_FRACTION = 0.05
+"""... and beyond this fraction of what the server claims."""
+
+_QUEUE_KEYS = ("queue", "queue_time", "queueing", "wait")
+_PREFILL_KEYS = ("prefill", "prompt_ms", "prompt")
+_DECODE_KEYS = ("decode", "predicted_ms", "generation")
+
+
+@dataclass(frozen=True, slots=True)
+class ServerTiming:
+    """One request's timing as the server tells it, in ms; ``None`` where it does not."""
+
+    queue_ms: float | None
+    prefill_ms: float | None
+    decode_ms: float | None
+    """First token to last, as the server counts it (``predicted_ms``, ``decode``, or
+    ``tpot`` × the output tokens after the first)."""
+    processing_ms: float | None
+    """The provider's whole processing time (``openai-processing-ms``)."""
+    source: str
+    """Where the numbers came from: ``llama.cpp timings``, ``Server-Timing`` or
+    ``openai-processing-ms``."""
+
+
+def _first(timing: Mapping[str, float], keys: Iterable[str]) -> float | None:
+    return next((timing[k] for k in keys if k in timing), None)
+
+
+def server_timing_of(trace: RequestTrace) -> ServerTiming | None:
+    """The server's own timing of ``trace``, or ``None`` when it told nothing usable."""
+    st = {k.lower(): v for k, v in trace.server_timing.items()}
+    queue = _first(st, _QUEUE_KEYS)
+    prefill = _first(st, _PREFILL_KEYS)
+    decode = _first(st, _DECODE_KEYS)
+    if decode is None and "tpot" in st and trace.output_tokens is not None:
+        decode = st["tpot"] * max(0, trace.output_tokens - 1)
+    processing = st.get("openai-processing")
+    if queue is None and prefill is None and decode is None and processing is None:
+        return None
+    if "prompt_ms" in st or "predicted_ms" in st:
+        source = "llama.cpp timings"
+    elif queue is not None or prefill is not None or decode is not None:
+        source = "Server-Timing"
+    else:
+        source = "openai-processing-ms"
+    return ServerTiming(queue, prefill, decode, processing, source)
+
+
+@dataclass(frozen=True, slots=True)
+class TtftSplit:
+    """One request's time to first token, split by who spent it (ms)."""
+
+    client_ms: float
+    network_ms: float
+    queue_ms: float
+    queue_told: bool
+    """The server told its queue; otherwise ``queue_ms`` is the wait its prefill does
+    not explain."""
+    prefill_ms: float
+    residual_ms: float
+
+    @property
+    def disagrees(self) -> bool:
+        """The server claims more time than the client waited, beyond the resolution."""
+        claimed = self.prefill_ms + (self.queue_ms if self.queue_told else 0.0)
+        return self.residual_ms < -max(DISAGREE_MS, DISAGREE_FRACTION * claimed)
+
+
+def split_ttft(trace: RequestTrace) -> TtftSplit | None:
+    """Split ``trace``'s TTFT by the server's own timing; ``None`` without a told prefill."""
+    timing = server_timing_of(trace)
+    ttft = trace.ttft_ms
+    if timing is None or timing.prefill_ms is None or ttft is None or not trace.ok:
+        return None
+    client = trace.queue_ms or 0.0
+    # The response's way back: half a round trip when the send was timed to the peer's
+    # ACK (the request's way there is in it), else a whole one.
+    back = (trace.rtt_ms or 0.0) * (0.5 if trace.sent_acked else 1.0)
+    network = (trace.setup_ms or 0.0) + (trace.send_ms or 0.0) + back
+    rest = ttft - client - network - timing.prefill_ms
+    if timing.queue_ms is not None:
+        told = timing.queue_ms
+        return TtftSplit(client, network, told, True, timing.prefill_ms, rest - told)
+    return TtftSplit(client, network, max(0.0, rest), False, timing.prefill_ms, min(0.0, rest))
+
+
+@dataclass(frozen=True, slots=True)
+class Disagreement:
+    """Client and server tell different stories about the same requests."""
+
+    what: str
+    """In words, with the numbers of the worst request."""
+    requests: int
+    """How many requests disagree."""
+    of: int
+    """Out of how many that carry server timing."""
+    worst_ms: float
+    """The largest gap between the two accounts, ms."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServerAccount:
+    """A run's requests as the server accounts for them: medians in ms, and disagreements."""
+
+    source: str
+    numbers: Mapping[str, float | None]
+    disagreements: tuple[Disagreement, ...] = ()
+    metrics: Mapping[str, float | None] = field(default_factory=dict)
+    """Engine metrics scraped before and after the run (their difference), when scraped."""
+    metrics_source: str | None = None
+    """Where the metrics came from (``llama.cpp /metrics at URL``), when scraped."""
+
+
+def _median(values: Iterable[float | None]) -> float | None:
+    data = [v for v in values if v is not None]
+    return statistics.median(data) if data else None
+
+
+def server_account(
+    samples: Sequence[Sample],
+    metrics: Mapping[str, float | None] | None = None,
+    metrics_source: str | None = None,
+) -> ServerAccount | None:
+    """The run's requests as the server told them; ``None`` when none told anything."""
+    measured = [s for s in samples if s.step is not Step.CALIBRATION and s.trace.ok]
+    timed = [(s, t) for s in measured if (t := server_timing_of(s.trace)) is not None]
+    if not timed and not metrics:
+        return None
+    splits = [(s, sp) for s, _ in timed if (sp := split_ttft(s.trace)) is not None]
+    concurrent = [sp for s, sp in splits if s.concurrency > 1]
+    alone = [sp for s, sp in splits if s.concurrency == 1]
+    numbers: dict[str, float | None] = {
+        "requests": float(len(timed)),
+        "queue_ms": _median(t.queue_ms for _, t in timed),
+        "prefill_ms": _median(t.prefill_ms for _, t in timed),
+        "decode_ms": _median(t.decode_ms for _, t in timed),
+        "processing_ms": _median(t.processing_ms for _, t in timed),
+        "wait_beyond_prefill_ms": _median(sp.queue_ms for _, sp in splits),
+        "network_and_client_ms": _median(
+            s.trace.ttft_ms - sp.queue_ms - sp.prefill_ms
+            for s, sp in splits
+            if s.trace.ttft_ms is not None
+        ),
+        "alone_wait_ms": _median(sp.queue_ms for sp in alone),
+        "alone_prefill_ms": _median(sp.prefill_ms for sp in alone),
+        "concurrent_wait_ms": _median(sp.queue_ms for sp in concurrent),
+        "concurrent_prefill_ms": _median(sp.prefill_ms for sp in concurrent),
+    }
+    sources = sorted({t.source for _, t in timed})
+    shown = dict(metrics or {})
+    disagreements = _disagreements(timed, [sp for _, sp in splits])
+    counted = shown.get("prefill_total_ms")
+    told = _told_prefill_total(samples)
+    if counted is not None and told is not None:
+        shown["told_prefill_total_ms"] = told
+        gap = counted - told
+        if abs(gap) > max(DISAGREE_MS * len(samples), DISAGREE_FRACTION * told):
+            why = (
+                "others share this server, and their requests queue with these"
+                if gap > 0
+                else "the engine's counter and its responses do not agree"
+            )
+            disagreements += (
+                Disagreement(
+                    f"the engine counted {counted:.0f} ms of prefill during the run, its "
+                    f"responses to this run told {told:.0f} ms: {why}",
+                    len(samples),
+                    len(samples),
+                    abs(gap),
+                ),
+            )
+    return ServerAccount(
+        source=", ".join(sources) if sources else "none in the responses",
+        numbers={k: v for k, v in numbers.items() if v is not None},
+        disagreements=disagreements,
+        metrics=shown,
+        metrics_source=metrics_source,
+    )
+
+
+def _told_prefill_total(samples: Sequence[Sample]) -> float | None:
+    """The prefill every request of the run told (calibration too: the engine counted it),
+    or ``None`` unless every request succeeded and told it."""
+    if any(not s.trace.ok for s in samples):
+        return None
+    told = [server_timing_of(s.trace) for s in samples]
+    values = [t.prefill_ms for t in told if t is not None and t.prefill_ms is not None]
+    return sum(values) if told and len(values) == len(told) else None
+
+
+def _disagreements(
+    timed: Sequence[tuple[Sample, ServerTiming]], splits: Sequence[TtftSplit]
+) -> tuple[Disagreement, ...]:
+    out = []
+    wrong = [sp for sp in splits if sp.disagrees]
+    if wrong:
+        worst = min(wrong, key=lambda sp: sp.residual_ms)
+        told = "queue + prefill" if worst.queue_told else "prefill"
+        waited = worst.prefill_ms + (worst.queue_ms if worst.queue_told else 0.0)
+        out.append(
+            Disagreement(
+                f"the server's {told} ({waited:.1f} ms) is longer than the client's whole "
+                f"wait for the first token after network and pool "
+                f"({waited + worst.residual_ms:.1f} ms): the server's clock or its "
+                "accounting is off, or the client's marks are late",
+                len(wrong),
+                len(splits),
+                -worst.residual_ms,
+            )
+        )
+    over = [
+        (t.processing_ms - total, t.processing_ms, total)
+        for s, t in timed
+        if t.processing_ms is not None
+        and (total := s.trace.total_ms) is not None
+        and t.processing_ms - total > max(DISAGREE_MS, DISAGREE_FRACTION * t.processing_ms)
+    ]
+    if over:
+        gap, claimed, total = max(over)
+        out.append(
+            Disagreement(
+                f"the server says it processed for {claimed:.1f} ms, longer than the "
+                f"whole request took at the client ({total:.1f} ms)",
+                len(over),
+                sum(1 for _, t in timed if t.processing_ms is not None),
+                gap,
+            )
+        )
+    return tuple(out)

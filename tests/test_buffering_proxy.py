@@ -1,0 +1,86 @@
+"""Streams that do not stream, through a real nginx from Debian on loopback.
+
+nginx proxies to the simulated endpoint (which paces its tokens and tells its
+prefill and per-token time in ``Server-Timing``). With ``proxy_buffering on`` and
+nginx's default HTTP/1.0 to the upstream, nginx holds the whole event stream and
+sends it at the end; the diagnosis must name ``buffering`` with its evidence and
+remedy. The same nginx with ``proxy_buffering off`` passes each event on at once,
+and the diagnosis must not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from latdoc.analysis.attribution import RunContext
+from latdoc.analysis.diagnosis import Diagnosis, Kind
+from latdoc.lab.sim import LabConfig, LabServer, LatencyModel
+from latdoc.pipeline import build_diagnosis, run_diagnosis
+from latdoc.probe import Endpoint
+from latdoc.report import render_diagnosis
+from latdoc.report._console import render_text
+from latdoc.workload import DiagnosisPlan
+from nginx_proxy import nginx_binary, nginx_proxy
+
+if nginx_binary() is None:
+    pytest.skip(
+        "nginx is not installed (.ci/run installs Debian's nginx-light as root)",
+        allow_module_level=True,
+    )
+
+LATENCY = LatencyModel(prefill_base_ms=20.0, prefill_ms_per_token=0.01, decode_ms_per_token=12.0)
+OUTPUT = 24
+
+
+def _diagnose_through_nginx(tmp_path: Path, *, buffering: bool) -> Diagnosis:
+    config = LabConfig(latency=LATENCY)
+    with (
+        LabServer(config) as lab,
+        nginx_proxy(
+            lab.base_url.removesuffix("/v1"),
+            tmp_path / "nginx",
+            buffering=buffering,
+            http_version="1.0",
+        ) as proxy,
+    ):
+        url = proxy + "/v1"
+        plan = DiagnosisPlan(
+            Endpoint(url, config.model),
+            max_tokens=OUTPUT,
+            max_requests=14,
+            max_seconds=25.0,
+            context_window=2048,
+            seed=5,
+        )
+        result = asyncio.run(run_diagnosis(plan))
+    context = RunContext("test", url, config.model, cpu_count=2, notes=tuple(result.notes))
+    return build_diagnosis(result.samples, context)
+
+
+def test_a_buffering_nginx_is_named_with_its_evidence_and_remedy(tmp_path: Path) -> None:
+    d = _diagnose_through_nginx(tmp_path, buffering=True)
+    assert d.verdict.primary is Kind.BUFFERING, d.findings
+    (finding,) = [f for f in d.findings if f.kind is Kind.BUFFERING]
+    ev = finding.evidence
+    assert ev["streams_held"] >= 0.5 * ev["long_streams"] > 0
+    assert ev["reads_per_stream"] <= 2
+    assert ev["arrival_span_ms"] < 10.0
+    produced = (OUTPUT - 1) * LATENCY.decode_ms_per_token
+    assert ev["server_decode_ms"] == pytest.approx(produced)
+    assert ev["held_ms"] == pytest.approx(produced, abs=10.0)
+    assert ev["ttft_over_total"] > 0.95
+    assert "Server: nginx/" in finding.rule
+    assert Kind.STALLS not in {f.kind for f in d.findings}
+    (remedy,) = [r for r in d.remedies if r.addresses is Kind.BUFFERING]
+    assert "X-Accel-Buffering: no" in remedy.change and "proxy_buffering off;" in remedy.change
+    text = render_text(render_diagnosis(d), 120)
+    assert "Buffered stream" in text and "held_ms" in text
+
+
+def test_the_same_nginx_without_buffering_streams(tmp_path: Path) -> None:
+    d = _diagnose_through_nginx(tmp_path, buffering=False)
+    assert Kind.BUFFERING not in {f.kind for f in d.findings}, d.findings
+    assert d.verdict.primary is not Kind.BUFFERING
