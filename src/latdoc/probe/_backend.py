@@ -117,9 +117,10 @@ async def system_resolver(host: str, port: int) -> list[str]:
 class TimedBackend(httpcore.AsyncNetworkBackend):
     """Resolve (timed), connect (timed), and hand back a :class:`TimedStream`."""
 
-    def __init__(self, resolver: Resolver = system_resolver) -> None:
+    def __init__(self, resolver: Resolver = system_resolver, *, kernel_stamps: bool = True) -> None:
         self._inner = httpcore.AnyIOBackend()
         self._resolver = resolver
+        self._kernel_stamps = kernel_stamps
 
     async def connect_tcp(
         self,
@@ -140,7 +141,9 @@ class TimedBackend(httpcore.AsyncNetworkBackend):
         last_error: Exception | None = None
         for address in addresses:
             try:
-                stream = await _open(address, port, remaining, local_address, socket_options)
+                stream = await _open(
+                    address, port, remaining, local_address, socket_options, self._kernel_stamps
+                )
             except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
                 last_error = exc
                 continue
@@ -184,8 +187,9 @@ async def _open(
     timeout: float | None,
     local_address: str | None,
     socket_options: Iterable[Any] | None,
+    kernel_stamps: bool,
 ) -> httpcore.AsyncNetworkStream:
-    if kernel_stamps_possible():
+    if kernel_stamps and kernel_stamps_possible():
         return await open_kernel_stream(ip, port, timeout, local_address, socket_options)
     return await open_stream(ip, port, timeout, local_address, socket_options)
 
