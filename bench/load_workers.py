@@ -7,10 +7,14 @@ a local Ray cluster (``--ray``; the cluster starts first and is stopped after).
 The lab runs in its own process and stamps every chunk with the moment it wrote it
 (``perf_counter_ns``, one clock for every process on Linux). A picklable event
 hook in every worker keeps each request's chunk stamps beside its own arrival
-stamps, so the probe's errors are computed as in ``bench/probe_overhead.py``, by
-its own ``summarize``:
+stamps, so the probe's errors are computed by ``bench/probe_overhead.py``'s own
+``errors_of``:
 
-- TTFT error: the first chunk's arrival minus the server's write of it;
+- user TTFT error: TTFT from the request's start, the first token stamped when the
+  loop handed it over, minus the truth (the lab's write of the first token minus the
+  moment the request went to the kernel);
+- wire TTFT error: ``server_ttft_ms`` (from ``sent`` to the kernel's receive stamp)
+  minus the same truth;
 - CPU per request: this process's CPU plus the workers' (local processes: their
   CPU once joined; Ray actors: their ``/proc`` CPU, read until they end), per request,
   start-up of the workers included.
@@ -35,12 +39,13 @@ from pathlib import Path
 from typing import Any
 
 import latdoc
+from latdoc.analysis.stats import Distribution
 from latdoc.lab.sim import LabConfig, LabProcess, LatencyModel
 from latdoc.pipeline import LoadRun, Workers, load_endpoint
 from latdoc.probe import Endpoint
 from latdoc.store import Store
 from latdoc.workload import LoadPlan
-from probe_overhead import ContentStamps, Observed, summarize
+from probe_overhead import Observed, errors_of
 
 ITL_MS = 50.0
 OUTPUT_TOKENS = 32
@@ -48,12 +53,13 @@ _TICKS = os.sysconf("SC_CLK_TCK")
 
 
 class StampFile:
-    """An event hook that appends each finished request's chunk stamps to a file of its
-    process: ``response_id server_ns,... client_ns,...`` per line."""
+    """An event hook that appends each finished request's stamps to a file of its
+    process: ``response_id`` then the lab's, the kernel's and the loop's stamp of each
+    content chunk, as ``bench/probe_overhead.py``'s :class:`Observed` collects them."""
 
     def __init__(self, directory: str) -> None:
         self.directory = directory
-        self._open: dict[str, ContentStamps] = {}
+        self._open: dict[str, Observed] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         return {"directory": self.directory, "_open": {}}
@@ -61,29 +67,24 @@ class StampFile:
     def __call__(self, obj: Any, t_ns: int) -> None:
         if not isinstance(obj, dict) or "id" not in obj:
             return
-        stamps = self._open.setdefault(obj["id"], ContentStamps())
-        stamps(obj, t_ns)
+        seen = self._open.setdefault(obj["id"], Observed(trace=None))  # type: ignore[arg-type]
+        seen(obj, t_ns)
         choices = obj.get("choices") or [{}]
         if choices[0].get("finish_reason") is not None:
             del self._open[obj["id"]]
-            line = "{} {} {}\n".format(
-                obj["id"],
-                ",".join(map(str, stamps.server_ns)),
-                ",".join(map(str, stamps.client_ns)),
-            )
+            lists = (seen.server_ns, seen.kernel_ns, seen.loop_ns)
+            line = " ".join([obj["id"], *(",".join(map(str, v)) for v in lists)])
             with open(Path(self.directory, f"{os.getpid()}.txt"), "a") as f:
-                f.write(line)
+                f.write(line + "\n")
 
 
-def read_stamps(directory: str) -> dict[str, tuple[list[int], list[int]]]:
+def read_stamps(directory: str) -> dict[str, tuple[list[int], list[int], list[int]]]:
     found = {}
     for path in Path(directory).glob("*.txt"):
         for line in path.read_text().splitlines():
-            rid, server, client = [*line.split(" "), "", ""][:3]
-            found[rid] = (
-                [int(x) for x in server.split(",") if x],
-                [int(x) for x in client.split(",") if x],
-            )
+            rid, *lists = [*line.split(" "), "", "", ""][:4]
+            server, kernel, loop = ([int(x) for x in v.split(",") if x] for v in lists)
+            found[rid] = (server, kernel, loop)
     return found
 
 
@@ -192,8 +193,9 @@ def main() -> None:
             print("Ray is not installed: the Ray way is left out")
     print(f"load of {args.streams} streams for {args.seconds:g} s against the lab "
           f"(ITL {ITL_MS:g} ms, {OUTPUT_TOKENS} tokens), {os.cpu_count()} cores")  # fmt: skip
+    print(f"{'':<14} {'':>9} {'':>7} {'':>11} {'user TTFT error':>21} {'wire TTFT error':>21}")
     print(f"{'sent from':<14} {'requests':>9} {'sent/s':>7} {'CPU ms/req':>11} "
-          f"{'TTFT err p50':>13} {'TTFT err p99':>13} {'ITL err p99':>12}")  # fmt: skip
+          f"{'p50':>10} {'p99':>10} {'p50':>10} {'p99':>10}")  # fmt: skip
     try:
         with (
             LabProcess(LabConfig(latency=model, stamp_chunks=True)) as server,
@@ -204,24 +206,24 @@ def main() -> None:
                 run, cpu, observed = one_way(
                     server.base_url, args.streams, args.seconds, workers, db
                 )
-                itl, ttft, failed = summarize(observed)
+                errors = errors_of(observed)
+                user, wire = Distribution.of(errors.user_ttft), Distribution.of(errors.wire_ttft)
                 n = len(run.samples)
                 (level,) = run.analysis.levels
                 print(
                     f"{name:<14} {n:>9} {level.sent_per_s:>7.0f} "
                     f"{cpu / max(n, 1) * 1000:>11.2f} "
-                    f"{_ms(ttft.p50 if ttft else None):>13} "
-                    f"{_ms(ttft.p99 if ttft else None):>13} "
-                    f"{_ms(itl.p99 if itl else None):>12}"
-                    + (f"   ({failed} without stamps)" if failed else "")
+                    f"{_ms(user, 'p50'):>10} {_ms(user, 'p99'):>10} "
+                    f"{_ms(wire, 'p50'):>10} {_ms(wire, 'p99'):>10}"
+                    + (f"   ({errors.failed} without stamps)" if errors.failed else "")
                 )
     finally:
         if cluster is not None:
             cluster.stop()
 
 
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f} ms"
+def _ms(d: Distribution | None, which: str) -> str:
+    return "-" if d is None else f"{getattr(d, which):.2f} ms"
 
 
 if __name__ == "__main__":

@@ -348,3 +348,31 @@ def test_the_request_id_the_application_sends_is_kept(lab: LabFactory, tmp_path:
     with Store(db) as store:
         _, samples, _ = store.load_run(run_id)
     assert [s.trace.request_id for s in samples] == ["app-req-1", None]
+
+
+@pytest.mark.parametrize(("kernel_stamps", "clock"), [(False, "loop"), (True, "kernel")])
+def test_arrivals_are_stamped_by_the_loop_unless_kernel_stamps_are_asked_for(
+    lab: LabFactory, tmp_path: Path, kernel_stamps: bool, clock: str
+) -> None:
+    from latdoc.probe._kstream import kernel_stamps_possible
+
+    if kernel_stamps and not kernel_stamps_possible():
+        pytest.skip("this platform gives no kernel receive stamps")
+    db = tmp_path / "s.db"
+
+    async def go(base_url: str) -> str:
+        client = _openai(base_url)
+        with (
+            Store(db) as store,
+            instrument(client, store=store, kernel_stamps=kernel_stamps) as inst,
+        ):
+            await _chat(client, "hello there")
+            run_id = inst.run_id
+        await client.close()
+        return run_id
+
+    with lab(LabConfig(latency=FAST, seed=1)) as server:
+        run_id = asyncio.run(go(server.base_url))
+    with Store(db) as store:
+        _, samples, _ = store.load_run(run_id)
+    assert [s.trace.arrival_clock for s in samples] == [clock]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 import subprocess
@@ -249,6 +250,23 @@ def test_waterfall_caps_rows_and_says_how_many_were_left_out() -> None:
 def test_phase_segments_skip_unmeasured_phases() -> None:
     trace = make_trace(dns=None, connect=None, tls=None, first_token=None, stream=None)
     assert [s.phase for s in phase_segments(trace)] == ["queue", "send", "wait"]
+
+
+def test_phase_segments_draw_the_client_delay_where_it_happened() -> None:
+    trace = dataclasses.replace(
+        make_trace(dns=None, connect=None, tls=None, first_token=None, stream=None),
+        pool_granted_ns=0,
+    )
+    assert trace.queue_done_ns is not None and trace.sent_ns is not None
+    trace = dataclasses.replace(
+        trace,
+        pool_granted_ns=trace.queue_done_ns // 2,
+        write_start_ns=(trace.queue_done_ns + trace.sent_ns) // 2,
+    )
+    segments = phase_segments(trace)
+    assert [s.phase for s in segments] == ["queue", "client", "client", "send", "wait"]
+    client = sum(s.duration_ms for s in segments if s.phase == "client")
+    assert client == pytest.approx(trace.client_delay_ms)
 
 
 def test_row_labels_say_step_length_and_load() -> None:

@@ -45,6 +45,7 @@ TRACE_KEYS = {
     "tcp_info", "error", "chunks", "started_ns", "request_id", "response_id", "attempt",
     "ttfr_ms", "ttfa_ms", "reasoning_ms", "reasoning_tokens", "unknown_events",
     "proxy_headers",
+    "client_delay_ms", "server_ttft_ms", "arrival_clock",
 }  # fmt: skip
 TCP_INFO_KEYS = {
     "rtt_us", "rtt_ms", "rttvar_us", "rttvar_ms", "min_rtt_us", "min_rtt_ms", "retransmits",

@@ -76,6 +76,18 @@ def test_ttft_splits_into_network_queue_and_prefill() -> None:
     assert told.residual_ms == pytest.approx(494.5 - 103.5 - 350.0)
 
 
+def test_the_clients_own_delay_is_the_clients_share_never_the_servers_queue() -> None:
+    plain = _told({"prompt_ms": 300.0})
+    assert plain.tls_done_ns is not None and plain.sent_ns is not None
+    # The last 2 ms before the send: the client's event loop held the request back.
+    late = dataclasses.replace(plain, write_start_ns=plain.tls_done_ns + 2_000_000)
+    before, after = split_ttft(plain), split_ttft(late)
+    assert before is not None and after is not None
+    assert after.client_ms == pytest.approx(before.client_ms + 2.0)
+    assert after.network_ms == pytest.approx(before.network_ms - 2.0)
+    assert after.queue_ms == pytest.approx(before.queue_ms)
+
+
 def test_a_server_that_claims_more_than_the_client_waited_is_flagged_everywhere() -> None:
     samples = [
         Sample(Step.NETWORK, _told({"prompt_ms": 2000.0}), cold=True, index=i) for i in range(3)

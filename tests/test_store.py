@@ -117,6 +117,9 @@ def traces(
         request_id=opt_text,
         response_id=opt_text,
         attempt=st.integers(min_value=1, max_value=2**31),
+        pool_granted_ns=opt_int,
+        write_start_ns=opt_int,
+        arrival_clock=st.none() | st.sampled_from(["kernel", "loop"]),
     )
 
 
@@ -242,6 +245,25 @@ def test_a_version_2_sample_record_loads_without_a_worker() -> None:
     assert sample_from_record(old) == sample
     with pytest.raises(ValueError, match=r"sample\.worker"):
         sample_from_record(record | {"worker": -1})
+
+
+def test_a_version_2_trace_from_before_the_client_delay_loads_with_none() -> None:
+    trace = dataclasses.replace(
+        make_trace(), pool_granted_ns=0, write_start_ns=9_100_000, arrival_clock="kernel"
+    )
+    record = trace_to_record(trace)
+    assert trace_from_record(record) == trace
+    added = ("pool_granted_ns", "write_start_ns", "arrival_clock")
+    old = {k: v for k, v in record.items() if k not in added}
+    loaded = trace_from_record(old)
+    assert loaded == make_trace()
+    assert (loaded.pool_granted_ns, loaded.write_start_ns, loaded.arrival_clock) == (None,) * 3
+    assert loaded.client_delay_ms is None
+    assert loaded.send_ms == pytest.approx(0.5)
+    assert trace.client_delay_ms == pytest.approx(0.1)
+    assert trace.send_ms == pytest.approx(0.4)
+    with pytest.raises(ValueError, match="write_start_ns"):
+        trace_from_record(record | {"write_start_ns": "soon"})
 
 
 def test_a_version_2_trace_record_loads_without_the_asked_wait(db: Path) -> None:

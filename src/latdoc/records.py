@@ -14,25 +14,41 @@ cumulative, as curl's ``-w`` variables are: ``connect_done`` includes DNS,
 ``tls_done`` includes connect, and so on. ``None`` always means "not measured",
 never zero.
 
+Two clocks of TTFT. ``ttft`` counts from ``t0``: what the user waits, the client's
+own delay included. ``server_ttft`` counts from ``sent``, the moment the request
+reached the wire (the peer's ACK of its last byte where the kernel tells): what the
+server and the path back took. Every rule about the server's speed reads the
+second; the client's own delay (event-loop lateness, the time before the request
+leaves) is the phase ``client_delay``, never the server's time. Response arrivals
+(``first_byte``, every chunk) are the kernel's receive stamps where the platform
+gives them (``arrival_clock`` says which clock stamped them), so a late event loop
+does not delay them either.
+
 Derived metrics are defined once, here, as properties returning milliseconds:
 
-========== ==========================================================
-queue      client-side wait before the request reached a connection
-dns        DNS resolution (0 on a reused connection)
-connect    TCP handshake (0 on a reused connection)
-tls        TLS handshake (0 on a reused connection, ``None`` over plain TCP)
-send       request headers and body written *and acknowledged by the peer*
-wait       server wait: first response byte minus end of send
-ttfb       first response byte, from t0 (curl's ``time_starttransfer``)
-ttft       first chunk carrying output of any kind (reasoning, answer text or a
-           tool call), from t0
-ttfr       first chunk carrying reasoning (thinking), from t0
-ttfa       first chunk carrying the answer (text, tool call, structured output), from t0
-reasoning  thinking before the answer: first answer (else the end) minus first reasoning
-tpot       (done - first_token) / (output_tokens - 1)
-itl        gaps between consecutive content chunks
-total      end of the response, from t0 (curl's ``time_total``)
-========== ==========================================================
+=========== ==========================================================
+queue       client-side wait for a pooled connection (all were busy)
+client      the client's own delay before the request left: event-loop
+            lateness between steps, not a wait for the pool or the network
+dns         DNS resolution (0 on a reused connection)
+connect     TCP handshake (0 on a reused connection)
+tls         TLS handshake (0 on a reused connection, ``None`` over plain TCP)
+send        from the first request byte handed to the kernel to the end of send:
+            written *and acknowledged by the peer*
+wait        server wait: first response byte minus end of send
+ttfb        first response byte, from t0 (curl's ``time_starttransfer``)
+ttft        first chunk carrying output of any kind (reasoning, answer text or a
+            tool call), from t0 (user-side)
+server_ttft the same first chunk, from ``sent`` (the server's side)
+ttfr        first chunk carrying reasoning (thinking), from t0
+ttfa        first chunk carrying the answer (text, tool call, structured output),
+            from t0
+reasoning   thinking before the answer: first answer (else the end) minus first
+            reasoning
+tpot        (done - first_token) / (output_tokens - 1)
+itl         gaps between consecutive content chunks
+total       end of the response, from t0 (curl's ``time_total``)
+=========== ==========================================================
 """
 
 from __future__ import annotations
@@ -139,6 +155,19 @@ class RequestTrace:
     """Response headers that tell what stands between client and server (``server``,
     ``via``, CDN headers, ``x-accel-buffering``, ``content-length``), by lower-case
     name: a fixed list of names, none that can carry a secret."""
+    pool_granted_ns: int | None = None
+    """When a pooled connection was free for this request: up to here the pool held it
+    back (``queue``); from here to ``queue_done`` it waited on the client's own event
+    loop (part of ``client_delay``). ``None`` when not tracked: then ``queue`` runs to
+    ``queue_done``, as in traces recorded before this mark existed."""
+    write_start_ns: int | None = None
+    """When the first byte of the request was handed to the kernel. From the
+    connection being ready to here is the client's own delay; from here to ``sent``
+    is the send."""
+    arrival_clock: str | None = None
+    """What stamped the response's arrivals (``first_byte``, chunks): ``"kernel"``, the
+    socket's software receive stamps, or ``"loop"``, the event loop when it ran the
+    read. ``None`` when not recorded."""
 
     # -- derived metrics, in milliseconds -------------------------------------
 
@@ -154,7 +183,25 @@ class RequestTrace:
 
     @property
     def queue_ms(self) -> float | None:
+        """Wait for a pooled connection while all were busy."""
+        if self.pool_granted_ns is not None:
+            return _ms(self.pool_granted_ns)
         return _ms(self.queue_done_ns)
+
+    @property
+    def client_delay_ms(self) -> float | None:
+        """The client's own delay before the request left: from the pool's grant to the
+        task picking the connection up, and from the connection being ready to the first
+        byte handed to the kernel. Never part of the server's time."""
+        if self.write_start_ns is None:
+            return None
+        ready = self._ready_ns
+        if ready is None:
+            return None
+        picked_up = 0
+        if self.pool_granted_ns is not None and self.queue_done_ns is not None:
+            picked_up = max(0, self.queue_done_ns - self.pool_granted_ns)
+        return (picked_up + max(0, self.write_start_ns - ready)) / _NS_PER_MS
 
     @property
     def dns_ms(self) -> float | None:
@@ -183,7 +230,10 @@ class RequestTrace:
 
     @property
     def send_ms(self) -> float | None:
-        return _span(self._ready_ns, self.sent_ns)
+        """From the first request byte handed to the kernel (else the connection being
+        ready, in traces without that mark) to the end of send."""
+        start = self.write_start_ns if self.write_start_ns is not None else self._ready_ns
+        return _span(start, self.sent_ns)
 
     @property
     def wait_ms(self) -> float | None:
@@ -195,7 +245,14 @@ class RequestTrace:
 
     @property
     def ttft_ms(self) -> float | None:
+        """User-side TTFT: from ``t0``, the client's own delay and setup included."""
         return _ms(self.first_token_ns)
+
+    @property
+    def server_ttft_ms(self) -> float | None:
+        """Server-side TTFT: from the request reaching the wire (``sent``) to the first
+        token's arrival; no pool wait, setup or client delay in it."""
+        return _span(self.sent_ns, self.first_token_ns)
 
     @property
     def ttfr_ms(self) -> float | None:

@@ -364,7 +364,7 @@ def _stalls(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remedy]:
 
 
 def _client(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remedy]:
-    if "loop_lag_ms" in f.evidence:
+    if "loop_lag_ms" in f.evidence or "client_delay_ms" in f.evidence:
         yield Remedy(
             "client_cpu",
             "Give the client spare CPU before trusting its timings",
@@ -374,7 +374,8 @@ def _client(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remedy]:
             "work off the event loop (loop.run_in_executor).",
             None,
             how_to_measure="run `latdoc diagnose` again from a quieter machine: the "
-            "event-loop lag in its findings should fall below 20 ms",
+            "event-loop lag and the client delay in its findings should fall below 20 and "
+            "10 ms",
         )
         return
     size = pool_size(ctx.cpu_count, ctx.concurrency)

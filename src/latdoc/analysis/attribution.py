@@ -17,7 +17,7 @@ network_path   one round trip plus the time to upload the prompt
 input_length   TTFT at a long prompt (~2K tokens; the longest for longdoc)
                minus TTFT at the shortest (the rule: :mod:`.length_rule`)
 queueing       TTFT p95 − p50 at a fixed length, or the rise under concurrency
-               (TTFT here excludes the client's pool wait and connection setup)
+               (TTFT here counts from the request reaching the wire)
 decode         (answer tokens − 1) × the steady time per token (reasoning
                tokens left to ``reasoning``)
 reasoning      median time thinking before the first answer token: first
@@ -25,8 +25,8 @@ reasoning      median time thinking before the first answer token: first
                not streamed, reported reasoning tokens × the steady time per token
 stalls         mid-stream pause time per request
 buffering      how long a hop on the way held the stream's tokens back
-client         the measuring client's event-loop lag, or the wait for a free
-               connection in its pool
+client         the measuring client's event-loop lag, its own delay before a
+               request left, or the wait for a free connection in its pool
 errors         the failed fraction of a typical request's end-to-end time
 ============== ============================================================
 """
@@ -72,6 +72,7 @@ QUEUE_MIN_MS = 100.0
 SLOW_TPOT_MS = 50.0
 CLIENT_QUEUE_MS = 10.0
 CLIENT_LOOP_LAG_MS = 20.0
+CLIENT_DELAY_MS = 10.0
 ERROR_RATE = 0.05
 ERRORS_FIRST = 0.25
 
@@ -308,6 +309,18 @@ def _client(f: Facts) -> Finding | None:
             {"loop_lag_ms": lag},
             share_ms=lag,
             confidence=_confidence(len(f.measured), lag / CLIENT_LOOP_LAG_MS - 1),
+        )
+    delay = f.client_delay_ms
+    if delay is not None and delay > CLIENT_DELAY_MS:
+        return Finding(
+            Kind.CLIENT,
+            "The measuring client holds requests back before they leave",
+            f"median client delay before the request reached the wire {delay:.0f} ms > "
+            f"{CLIENT_DELAY_MS:.0f} ms: its event loop was busy; the server's TTFT is "
+            "counted from the wire without it",
+            {"client_delay_ms": delay},
+            share_ms=delay,
+            confidence=_confidence(len(f.measured), delay / CLIENT_DELAY_MS - 1),
         )
     queue = f.load["client_queue_ms"]
     if queue is None or queue <= CLIENT_QUEUE_MS:

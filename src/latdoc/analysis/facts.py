@@ -3,10 +3,11 @@
 The network step: medians of DNS, connect, TLS and setup over cold requests, and of
 send, wait, TTFB and TTFT over warm ones; what keep-alive saves (cold − warm TTFB on
 reused connections, and the setup every new connection pays) with 95% bootstrap
-intervals. The load step: dispersion of same-length
-TTFTs and the rise under concurrency, on server-side TTFT (without the client's
-pool wait and the connection's setup). The length step: the fitted curve. And
-across all steps: stalls, failures, Retry-After and the client's event-loop lag.
+intervals. The load step: dispersion of same-length TTFTs and the rise under
+concurrency, on server-side TTFT (from the request reaching the wire: without the
+client's pool wait, its own delay and the connection's setup). The length step: the
+fitted curve. And across all steps: stalls, failures, Retry-After, the client's
+event-loop lag and its own delay before requests left.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ class Facts:
     """The "long prompt" of the input-length rule; None for the longest measured."""
     loop_lag_ms: float | None = None
     """Median over requests of the measuring client's worst event-loop lag."""
+    client_delay_ms: float | None = None
+    """Median over requests of the client's own delay before the request left."""
     bursts: list[Burst] = field(default_factory=list)
     """Streams that arrived held back by a buffering hop (:mod:`.buffering`)."""
     long_streams: int = 0
@@ -95,7 +98,12 @@ def _network_facts(samples: Sequence[Sample]) -> dict[str, float | None]:
 
 
 def server_ttft_ms(trace: RequestTrace) -> float | None:
-    """TTFT without the client's pool wait and the connection's setup: what the server took."""
+    """What the server took to the first token: from the request reaching the wire
+    (:attr:`RequestTrace.server_ttft_ms`), so neither the client's pool wait, its own
+    delay nor the connection's setup is in it; without a wire mark, TTFT minus the
+    pool wait and the setup."""
+    if trace.sent_ns is not None and trace.first_token_ns is not None:
+        return trace.server_ttft_ms
     if trace.ttft_ms is None:
         return None
     return trace.ttft_ms - (trace.queue_ms or 0.0) - (trace.setup_ms or 0.0)
@@ -155,6 +163,7 @@ def gather_facts(
         retry_after_s=retry_after,
         long_reference_tokens=long_reference_tokens,
         loop_lag_ms=median_of(s.loop_lag_ms for s in measured),
+        client_delay_ms=median_of(s.trace.client_delay_ms for s in measured),
         bursts=list(bursts.values()),
         long_streams=sum(1 for t in ok if len(t.chunks) >= MIN_CHUNKS),
         server=server_account(samples),

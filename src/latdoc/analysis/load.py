@@ -6,8 +6,10 @@ to the moment it stopped sending: throughput counts the requests finished in it,
 the achieved arrival rate those sent in it; requests that finish after it still
 count in the latency percentiles.
 
-- The **knee** is the first level whose TTFT p50 is more than :data:`KNEE_RATIO`
-  times that of the lowest level: requests start to wait for the server.
+- The **knee** is the first level whose server-side TTFT p50 (from the request
+  reaching the wire, so the client's own delay cannot make one) is more than
+  :data:`KNEE_RATIO` times that of the lowest level: requests start to wait for the
+  server. Traces without the wire mark fall back to TTFT from the request's start.
 - The **throughput plateau** is the first level whose requests/s grows less than
   :data:`PLATEAU_GROWTH` over the previous level's: more load buys no more work.
 - **Little's law**: over a window, the mean number of requests in flight equals
@@ -143,6 +145,16 @@ class LevelStats:
     little: LittlesLaw | None
     goodput_per_s: float | None
     goodput_share: float | None
+    server_ttft_ms: Percentiles | None = None
+    """TTFT from the request reaching the wire: the server's time, no client delay in it."""
+    client_delay_ms: Percentiles | None = None
+    """The client's own delay before each request left (event-loop lateness), not the
+    server's time."""
+
+    @property
+    def server_side_ttft_ms(self) -> Percentiles | None:
+        """Server TTFT where measured, else TTFT from the request's start."""
+        return self.server_ttft_ms if self.server_ttft_ms is not None else self.ttft_ms
 
     @property
     def error_rate(self) -> float:
@@ -171,8 +183,10 @@ class LoadAnalysis:
 
     @property
     def unloaded_ttft_ms(self) -> float | None:
+        """The lowest level's server-side TTFT p50: the knee's reference."""
         first = self.levels[0] if self.levels else None
-        return None if first is None or first.ttft_ms is None else first.ttft_ms.p50
+        p = None if first is None else first.server_side_ttft_ms
+        return None if p is None else p.p50
 
 
 def percentiles(values: Sequence[float | None]) -> Percentiles | None:
@@ -209,6 +223,8 @@ def level_stats(window: LevelWindow, samples: Sequence[Sample], slo: Slo) -> Lev
         little=_little(window, samples),
         goodput_per_s=(None if not slo.any else sum(1 for t in counted if slo.met_by(t)) / seconds),
         goodput_share=None if good_all is None else good_all / max(len(traces), 1),
+        server_ttft_ms=percentiles([t.server_ttft_ms for t in ok]),
+        client_delay_ms=percentiles([t.client_delay_ms for t in traces]),
     )
 
 
@@ -277,14 +293,18 @@ def analyse_load(
 
 
 def find_knee(levels: Sequence[LevelStats]) -> LevelStats | None:
-    measured = [lv for lv in levels if lv.ttft_ms is not None and not lv.window.partial]
+    """The first level whose server-side TTFT p50 passed ``KNEE_RATIO`` × the lowest's;
+    a level cut short is never the knee."""
+    measured = [
+        (lv, p)
+        for lv in levels
+        if (p := lv.server_side_ttft_ms) is not None and not lv.window.partial
+    ]
     if len(measured) < 2:
         return None
-    base = measured[0].ttft_ms
-    assert base is not None
-    for lv in measured[1:]:
-        assert lv.ttft_ms is not None
-        if lv.ttft_ms.p50 > KNEE_RATIO * base.p50:
+    base = measured[0][1]
+    for lv, p in measured[1:]:
+        if p.p50 > KNEE_RATIO * base.p50:
             return lv
     return None
 

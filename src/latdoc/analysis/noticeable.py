@@ -82,7 +82,11 @@ def request_parts(samples: Sequence[Sample]) -> RequestParts | None:
     setup = median_of(t.setup_ms for t in cold)
     send = median_of(t.send_ms for t in cold)
     prefill = median_of(
-        t.ttft_ms - (t.queue_ms or 0.0) - (t.setup_ms or 0.0) - (t.send_ms or 0.0)
+        t.ttft_ms
+        - (t.queue_ms or 0.0)
+        - (t.client_delay_ms or 0.0)
+        - (t.setup_ms or 0.0)
+        - (t.send_ms or 0.0)
         for t in cold
         if t.ttft_ms is not None
     )

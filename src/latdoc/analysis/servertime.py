@@ -119,7 +119,7 @@ def split_ttft(trace: RequestTrace) -> TtftSplit | None:
     ttft = trace.ttft_ms
     if timing is None or timing.prefill_ms is None or ttft is None or not trace.ok:
         return None
-    client = trace.queue_ms or 0.0
+    client = (trace.queue_ms or 0.0) + (trace.client_delay_ms or 0.0)
     # The response's way back: half a round trip when the send was timed to the peer's
     # ACK (the request's way there is in it), else a whole one.
     back = (trace.rtt_ms or 0.0) * (0.5 if trace.sent_acked else 1.0)

@@ -112,6 +112,7 @@ def instrument(
     store: Store | None = None,
     run: str | None = None,
     otel: bool = False,
+    kernel_stamps: bool = False,
 ) -> Instrumentation:
     """Time every request ``client`` makes from now on, and keep each as a trace.
 
@@ -120,6 +121,11 @@ def instrument(
     existing ``instrument`` run to add to, else a new one is started. With
     ``otel=True`` every request is also reported as an OpenTelemetry GenAI span and
     metrics through the application's own OpenTelemetry providers.
+
+    ``kernel_stamps=True`` stamps arrivals with the kernel's receive time, read by a
+    thread of latdoc's, rather than when the application's event loop reads them:
+    exact when the loop runs late, at about 1 ms more CPU a request
+    (``bench/instrument_overhead.py``), so it is off by default in an application.
     """
     pools = _pools_of(_http_client(client))
     otel_hook = None
@@ -139,7 +145,7 @@ def instrument(
     if otel_hook is not None:
         handle._hooks.append(otel_hook.record)
     for owner, pool in pools:
-        pool._network_backend = TimedBackend()
+        pool._network_backend = TimedBackend(kernel_stamps=kernel_stamps)
         owner._pool = TimedPool(pool, handle)
     return handle
 

@@ -20,7 +20,20 @@ from latdoc.records import RequestTrace
 
 _SCOPE = "latdoc"
 _NS_PER_S = 1_000_000_000
-_PHASES = ("queue", "dns", "connect", "tls", "send", "wait", "ttfb", "ttft", "tpot", "total")
+_PHASES = (
+    "queue",
+    "client_delay",
+    "dns",
+    "connect",
+    "tls",
+    "send",
+    "wait",
+    "ttfb",
+    "ttft",
+    "server_ttft",
+    "tpot",
+    "total",
+)
 
 
 def _api() -> tuple[Any, Any]:

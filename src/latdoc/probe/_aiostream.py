@@ -20,7 +20,7 @@ import httpcore
 
 
 @contextlib.asynccontextmanager
-async def _deadline(timeout: float | None) -> AsyncIterator[None]:
+async def deadline(timeout: float | None) -> AsyncIterator[None]:
     if timeout is None:
         yield
     else:
@@ -37,7 +37,7 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         try:
-            async with _deadline(timeout):
+            async with deadline(timeout):
                 return await self._reader.read(max_bytes)
         except TimeoutError:
             raise httpcore.ReadTimeout(f"no data within {timeout:g} s") from None
@@ -48,7 +48,7 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         if not buffer:
             return
         try:
-            async with _deadline(timeout):
+            async with deadline(timeout):
                 self._writer.write(buffer)
                 await self._writer.drain()
         except TimeoutError:
@@ -66,7 +66,7 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         timeout: float | None = None,
     ) -> httpcore.AsyncNetworkStream:
         try:
-            async with _deadline(timeout):
+            async with deadline(timeout):
                 await self._writer.start_tls(ssl_context, server_hostname=server_hostname)
         except TimeoutError:
             self._writer.transport.abort()
@@ -109,7 +109,7 @@ async def open_stream(
     """Connect to ``ip``:``port`` (no name resolution here) with TCP_NODELAY."""
     local = (local_address, 0) if local_address else None
     try:
-        async with _deadline(timeout):
+        async with deadline(timeout):
             reader, writer = await asyncio.open_connection(ip, port, local_addr=local)
     except TimeoutError:
         raise httpcore.ConnectTimeout(f"TCP connect took longer than {timeout:g} s") from None

@@ -23,6 +23,7 @@ import httpcore
 from latdoc.errors import DnsFailure, DnsTimeout
 from latdoc.probe import _recorder as recorder
 from latdoc.probe._aiostream import open_stream
+from latdoc.probe._kstream import KernelStream, kernel_stamps_possible, open_kernel_stream
 from latdoc.probe._recorder import now_ns
 
 _connection_ids = itertools.count(1)
@@ -41,7 +42,14 @@ class TimedStream(httpcore.AsyncNetworkStream):
         self.connection_id = connection_id
         self.remote_ip = remote_ip
         self.last_read_ns: int | None = None
+        """Arrival of the last read: the kernel's stamp where there is one, else the loop's."""
         self.multiplexed = False
+
+    @property
+    def kernel_stamps(self) -> bool:
+        """Whether reads are stamped by the kernel rather than the event loop."""
+        inner = self._inner
+        return isinstance(inner, KernelStream) and inner.kernel_stamps
 
     @property
     def socket(self) -> Any:
@@ -50,6 +58,9 @@ class TimedStream(httpcore.AsyncNetworkStream):
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         data = await self._inner.read(max_bytes, timeout)
         t = now_ns()
+        inner = self._inner
+        if isinstance(inner, KernelStream) and inner.arrival_ns is not None:
+            t = min(t, inner.arrival_ns)
         self.last_read_ns = t
         if not self.multiplexed:
             rec = recorder.current()
@@ -106,9 +117,10 @@ async def system_resolver(host: str, port: int) -> list[str]:
 class TimedBackend(httpcore.AsyncNetworkBackend):
     """Resolve (timed), connect (timed), and hand back a :class:`TimedStream`."""
 
-    def __init__(self, resolver: Resolver = system_resolver) -> None:
+    def __init__(self, resolver: Resolver = system_resolver, *, kernel_stamps: bool = True) -> None:
         self._inner = httpcore.AnyIOBackend()
         self._resolver = resolver
+        self._kernel_stamps = kernel_stamps
 
     async def connect_tcp(
         self,
@@ -129,7 +141,9 @@ class TimedBackend(httpcore.AsyncNetworkBackend):
         last_error: Exception | None = None
         for address in addresses:
             try:
-                stream = await open_stream(address, port, remaining, local_address, socket_options)
+                stream = await _open(
+                    address, port, remaining, local_address, socket_options, self._kernel_stamps
+                )
             except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
                 last_error = exc
                 continue
@@ -165,6 +179,19 @@ async def warm_up() -> None:
 
     await anyio.lowlevel.checkpoint()
     await asyncio.get_running_loop().run_in_executor(None, _load_resolver)
+
+
+async def _open(
+    ip: str,
+    port: int,
+    timeout: float | None,
+    local_address: str | None,
+    socket_options: Iterable[Any] | None,
+    kernel_stamps: bool,
+) -> httpcore.AsyncNetworkStream:
+    if kernel_stamps and kernel_stamps_possible():
+        return await open_kernel_stream(ip, port, timeout, local_address, socket_options)
+    return await open_stream(ip, port, timeout, local_address, socket_options)
 
 
 def _load_resolver() -> None:

@@ -88,6 +88,9 @@ def freeze_trace(
         dns_done = connect_done = rec.queue_done
         tls_done = rec.queue_done if target.is_tls else None
     sent, acked = rec.sent
+    granted = rec.pool_granted
+    if granted is not None and rec.queue_done is not None:
+        granted = min(granted, rec.queue_done)
     state = ex.state
     server_timing = parse_server_timing(ex.headers)
     tokens: int | None = None
@@ -152,4 +155,7 @@ def freeze_trace(
         reasoning_tokens=usage.reasoning_tokens if usage is not None else None,
         unknown_events=state.unknown_events if state is not None else None,
         proxy_headers={k: ex.headers[k][:200] for k in PROXY_HEADERS if k in ex.headers},
+        pool_granted_ns=rel(granted),
+        write_start_ns=rel(rec.write_start),
+        arrival_clock=None if stream is None else ("kernel" if stream.kernel_stamps else "loop"),
     )

@@ -21,10 +21,13 @@ from latdoc.probe import _tcpinfo as tcpinfo
 
 
 class SocketStream(Protocol):
-    """What the recorder needs of a network stream: the socket under it, for TCP_INFO."""
+    """What the recorder needs of a network stream: the socket under it, for TCP_INFO,
+    and when its last read arrived."""
 
     @property
     def socket(self) -> Any: ...
+
+    last_read_ns: int | None
 
 
 now_ns = time.perf_counter_ns
@@ -49,10 +52,13 @@ class Recorder:
     def __init__(self) -> None:
         self.t0 = now_ns()
         self.phase = Phase.QUEUE
+        self.pool_granted: int | None = None
+        """When the pool had a connection free for this request (set by the session)."""
         self.queue_done: int | None = None
         self.dns_done: int | None = None
         self.connect_done: int | None = None
         self.tls_done: int | None = None
+        self.write_start: int | None = None
         self.body_written: int | None = None
         self.acked: int | None = None
         self.first_byte: int | None = None
@@ -97,6 +103,8 @@ class Recorder:
         self.tls_done = now_ns()
 
     def on_write(self, stream: SocketStream, nbytes: int) -> None:
+        if self.write_start is None:
+            self.write_start = now_ns()
         if self.stream is None:
             state = tcpinfo.send_state(stream.socket)
             self.unacked_before = state.unacked_segments if state is not None else 0
@@ -127,6 +135,10 @@ class Recorder:
             self._start_ack_watch()
         elif event == "receive_response_headers.complete":
             t = now_ns()
+            arrived = self.stream.last_read_ns if self.stream is not None else None
+            if arrived is not None and self.body_written is not None:
+                # The headers came in the connection's last read or an earlier one.
+                t = max(self.body_written, min(t, arrived))
             if self.first_byte is None:
                 self.first_byte = t
             self.phase = Phase.FIRST_TOKEN
@@ -170,9 +182,14 @@ class Recorder:
         """End of the send phase and whether it is the peer's acknowledgement."""
         if self.body_written is None:
             return None, False
+        written = self.body_written
+        if self.first_byte is not None:
+            # A kernel-stamped first byte can precede the loop's stamp of the write's
+            # return: the request was on the wire before its answer arrived.
+            written = min(written, self.first_byte)
         if self.acked is not None:
             end = self.acked if self.first_byte is None else min(self.acked, self.first_byte)
-            return max(end, self.body_written), True
+            return max(end, written), True
         if self.first_byte is not None and self._ack_task is not None:
             return self.first_byte, True
-        return self.body_written, False
+        return written, False

@@ -35,6 +35,7 @@ from latdoc.probe._dialects import Prompt, dialect_hint, error_message, request_
 from latdoc.probe._endpoint import Endpoint, Timeouts, make_ssl_context
 from latdoc.probe._failures import classify, closed_before_answering, http_error
 from latdoc.probe._freeze import Exchange, TraceTarget, freeze_trace
+from latdoc.probe._poolline import PoolLine
 from latdoc.probe._recorder import Recorder, now_ns
 from latdoc.probe._sse import SSEDecoder
 from latdoc.probe._stream_state import EventHook, StreamState
@@ -81,6 +82,7 @@ class ProbeSession:
         self._resolver = resolver
         self._ssl = make_ssl_context(cacert, insecure=insecure) if endpoint.is_tls else None
         self._pool: httpcore.AsyncConnectionPool | None = None
+        self._line = PoolLine(max_connections, multiplexed=http2)
         self._headers = self._build_headers()
 
     def _build_headers(self) -> list[tuple[bytes, bytes]]:
@@ -179,12 +181,15 @@ class ProbeSession:
             if self._pool is None:
                 self._pool = self._new_pool()
             trace = await self._measure(
-                self._pool, prompt, max_tokens, on_event, headers, request_id
+                self._pool, self._line, prompt, max_tokens, on_event, headers, request_id
             )
         else:
             pool = self._new_pool()
+            line = PoolLine(1, multiplexed=False)
             try:
-                trace = await self._measure(pool, prompt, max_tokens, on_event, headers, request_id)
+                trace = await self._measure(
+                    pool, line, prompt, max_tokens, on_event, headers, request_id
+                )
             finally:
                 await pool.aclose()
         return replace(trace, attempt=attempt)
@@ -192,6 +197,7 @@ class ProbeSession:
     async def _measure(
         self,
         pool: httpcore.AsyncConnectionPool,
+        line: PoolLine,
         prompt: Prompt,
         max_tokens: int,
         on_event: EventHook | None,
@@ -215,6 +221,7 @@ class ProbeSession:
         exchange = Exchange()
         error: TraceError | None = None
         with Recorder() as rec:
+            line.enter(rec)
             try:
                 async with asyncio.timeout(self.timeouts.total):
                     await self._exchange(pool, rec, content, exchange, on_event, extra_headers)
@@ -222,6 +229,8 @@ class ProbeSession:
                 raise
             except Exception as exc:
                 error = classify(exc, rec, self.timeouts)
+            finally:
+                line.leave(rec)
             if exchange.done is None:
                 exchange.done = now_ns() if error is None else None
         ep = self.endpoint

@@ -27,6 +27,8 @@ from latdoc.records import StepNote
 from latdoc.report.names import format_ms
 
 LOAD_SCHEMA = "latdoc.load/1"
+CLIENT_DELAY_NOTE_MS = 5.0
+"""A client delay p95 from which the findings say so."""
 
 
 def _pct(p: Percentiles | None, which: str) -> str:
@@ -73,17 +75,30 @@ def findings(analysis: LoadAnalysis) -> list[str]:
     lines: list[str] = []
     base = analysis.unloaded_ttft_ms
     knee = analysis.knee
-    if knee is not None and knee.ttft_ms is not None and base is not None:
+    what = "TTFT p50"
+    if analysis.levels and analysis.levels[0].server_ttft_ms is not None:
+        what = "server TTFT p50 (from the wire)"
+    knee_ttft = None if knee is None else knee.server_side_ttft_ms
+    if knee is not None and knee_ttft is not None and base is not None:
         lines.append(
-            f"Knee at {_level_name(knee)}: TTFT p50 {format_ms(knee.ttft_ms.p50)}, "
-            f"{knee.ttft_ms.p50 / base:.1f}× the {format_ms(base)} of the lowest level "
+            f"Knee at {_level_name(knee)}: {what} {format_ms(knee_ttft.p50)}, "
+            f"{knee_ttft.p50 / base:.1f}× the {format_ms(base)} of the lowest level "
             f"(more than {KNEE_RATIO:g}×): requests wait for the server from there."
         )
     elif base is not None:
         lines.append(
-            f"No knee: TTFT p50 stayed within {KNEE_RATIO:g}× the lowest level's "
+            f"No knee: {what} stayed within {KNEE_RATIO:g}× the lowest level's "
             f"{format_ms(base)} at every level."
         )
+    delays = [(lv, p.p95) for lv in analysis.levels if (p := lv.client_delay_ms) is not None]
+    if delays:
+        slowest, delay = max(delays, key=lambda pair: pair[1])
+        if delay >= CLIENT_DELAY_NOTE_MS:
+            lines.append(
+                f"The client's own delay reached p95 {format_ms(delay)} at "
+                f"{_level_name(slowest)}: its event loop held requests back before they left. "
+                "TTFT includes it; the knee and the server's time do not."
+            )
     plateau = analysis.plateau
     if plateau is not None and analysis.peak_requests_per_s is not None:
         lines.append(
@@ -154,13 +169,13 @@ def render_load(
             *(_number(lv.tpot_ms, q, unit) for q in ("p50", "p95")),
             *(_number(lv.total_ms, q, unit) for q in ("p50", "p95", "p99")),
         )
-    heads = [level, "requests", "errors", "req/s", "tok/s", "sent/s", "goodput/s", "pool wait"]
+    heads = [level, "reqs", "errors", "req/s", "tok/s", "sent/s", "goodput/s", "pool", "client"]
     throughput = _table(heads)
     for lv in analysis.levels:
         throughput.add_row(
             _level_name(lv), str(lv.requests), f"{lv.error_rate:.0%}", _rate(lv.requests_per_s),
             _rate(lv.output_tokens_per_s), _rate(lv.sent_per_s), _rate(lv.goodput_per_s),
-            _pct(lv.pool_wait_ms, "p95"),
+            _pct(lv.pool_wait_ms, "p95"), _pct(lv.client_delay_ms, "p95"),
         )  # fmt: skip
     parts: list[RenderableType] = []
     if title:
@@ -178,8 +193,9 @@ def render_load(
     parts.append(
         Padding(
             Text(
-                "Pool wait: p95 of the time a request waited for a connection in the "
-                "client, apart from the server's time.",
+                "Pool: p95 of the time a request waited for a connection in the client; "
+                "client: p95 of the client's own delay before a request left. Neither is "
+                "the server's time.",
                 style="dim",
             ),
             (0, 0, 0, 2),
@@ -214,6 +230,8 @@ def _level_dict(lv: LevelStats) -> dict[str, Any]:
         "tpot_ms": _pdict(lv.tpot_ms),
         "total_ms": _pdict(lv.total_ms),
         "pool_wait_ms": _pdict(lv.pool_wait_ms),
+        "server_ttft_ms": _pdict(lv.server_ttft_ms),
+        "client_delay_ms": _pdict(lv.client_delay_ms),
         "requests_per_s": lv.requests_per_s,
         "output_tokens_per_s": lv.output_tokens_per_s,
         "sent_per_s": lv.sent_per_s,

@@ -14,6 +14,7 @@ from latdoc.report.names import format_ms, pick_unit
 
 PHASES: tuple[tuple[str, str], ...] = (
     ("queue", "Pool queue"),
+    ("client", "Client delay"),
     ("dns", "DNS"),
     ("connect", "TCP"),
     ("tls", "TLS"),
@@ -45,21 +46,28 @@ def phase_segments(trace: RequestTrace) -> list[Segment]:
     """The measured phases of a request, left to right; unmeasured phases are skipped.
 
     Each phase runs from the previous measured mark to its own (curl ``-w``
-    semantics), so the segments tile the request from 0 to its last mark.
+    semantics), so the segments tile the request from 0 to its last mark. The
+    client's own delay shows where it happened: between the pool's grant and the
+    request picking its connection up, and between the connection being ready and
+    the first byte written.
     """
-    marks = (
-        trace.queue_done_ns,
-        trace.dns_done_ns,
-        trace.connect_done_ns,
-        trace.tls_done_ns,
-        trace.sent_ns,
-        trace.first_byte_ns,
-        trace.first_token_ns,
-        trace.done_ns,
-    )
+    before_setup = [("queue", trace.queue_done_ns)]
+    if trace.pool_granted_ns is not None:
+        before_setup = [("queue", trace.pool_granted_ns), ("client", trace.queue_done_ns)]
+    marks = [
+        *before_setup,
+        ("dns", trace.dns_done_ns),
+        ("connect", trace.connect_done_ns),
+        ("tls", trace.tls_done_ns),
+        ("client", trace.write_start_ns),
+        ("send", trace.sent_ns),
+        ("wait", trace.first_byte_ns),
+        ("first_token", trace.first_token_ns),
+        ("stream", trace.done_ns),
+    ]
     segments: list[Segment] = []
     previous = 0.0
-    for (phase, _), mark in zip(PHASES, marks, strict=True):
+    for phase, mark in marks:
         if mark is None:
             continue
         end = mark / 1e6

@@ -46,6 +46,10 @@ def _phases(trace: RequestTrace) -> list[tuple[str, str, float | None, float | N
     ]
     if trace.tls_done_ns is not None:
         phases.append(("tls", "TLS", trace.tls_ms, _ms(trace.tls_done_ns), "tls"))
+    if trace.client_delay_ms is not None:
+        phases.append(
+            ("client", "Client delay", trace.client_delay_ms, _ms(trace.write_start_ns), "wrote")
+        )
     phases += [
         ("send", "Send", trace.send_ms, _ms(trace.sent_ns), "sent"),
         ("wait", "Server wait", trace.wait_ms, trace.ttfb_ms, "first byte"),
@@ -111,7 +115,10 @@ def render_waterfall(trace: RequestTrace) -> RenderableType:
 
 
 def _tokens_line(trace: RequestTrace) -> RenderableType:
-    parts = [f"TTFT {format_ms(trace.ttft_ms)}", f"TPOT {format_ms(trace.tpot_ms)}"]
+    parts = [f"TTFT {format_ms(trace.ttft_ms)}"]
+    if trace.server_ttft_ms is not None:
+        parts.append(f"server TTFT {format_ms(trace.server_ttft_ms)} (from the wire)")
+    parts.append(f"TPOT {format_ms(trace.tpot_ms)}")
     if trace.output_tokens is not None:
         source = "usage" if trace.output_tokens_exact else "approx., counted from chunks"
         parts.append(f"{trace.output_tokens} output tokens ({source})")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 PHASE_COLOURS = {
     "queue": "#9aa1aa",
+    "client": "#b07cc6",
     "dns": "#8b6ee0",
     "connect": "#e6843f",
     "tls": "#d9a521",

@@ -63,6 +63,7 @@ def trace_to_dict(trace: RequestTrace) -> dict[str, Any]:
         "new_connection": trace.new_connection,
         "status": trace.status,
         "queue_ms": _r(trace.queue_ms),
+        "client_delay_ms": _r(trace.client_delay_ms),
         "dns_ms": _r(trace.dns_ms),
         "connect_ms": _r(trace.connect_ms),
         "tls_ms": _r(trace.tls_ms),
@@ -71,6 +72,7 @@ def trace_to_dict(trace: RequestTrace) -> dict[str, Any]:
         "wait_ms": _r(trace.wait_ms),
         "ttfb_ms": _r(trace.ttfb_ms),
         "ttft_ms": _r(trace.ttft_ms),
+        "server_ttft_ms": _r(trace.server_ttft_ms),
         "ttfr_ms": _r(trace.ttfr_ms),
         "ttfa_ms": _r(trace.ttfa_ms),
         "reasoning_ms": _r(trace.reasoning_ms),
@@ -91,6 +93,7 @@ def trace_to_dict(trace: RequestTrace) -> dict[str, Any]:
         "attempt": trace.attempt,
         "request_bytes": trace.request_bytes,
         "response_bytes": trace.response_bytes,
+        "arrival_clock": trace.arrival_clock,
         "server_timing": dict(trace.server_timing),
         "proxy_headers": dict(trace.proxy_headers),
         "tcp_info": None

@@ -42,12 +42,18 @@ PHASE_METRICS: tuple[tuple[str, str, tuple[float, ...], Callable[[RequestTrace],
      _NETWORK_BUCKETS, lambda t: t.connect_ms),
     ("latdoc_tls_seconds", "TLS handshake (curl time_appconnect minus time_connect).",
      _NETWORK_BUCKETS, lambda t: t.tls_ms),
+    ("latdoc_client_delay_seconds", "The client's own delay before the request left "
+     "(event-loop lateness; never the server's time).", _NETWORK_BUCKETS,
+     lambda t: t.client_delay_ms),
     ("latdoc_send_seconds", "Sending the request body.", _NETWORK_BUCKETS, lambda t: t.send_ms),
     ("latdoc_wait_seconds", "From the request sent to the first response byte (server time).",
      _WAIT_BUCKETS, lambda t: t.wait_ms),
     ("latdoc_ttft_seconds", "Time to first token from the start of the request; "
      "OpenTelemetry GenAI: gen_ai.client.operation.time_to_first_chunk.",
      _WAIT_BUCKETS, lambda t: t.ttft_ms),
+    ("latdoc_server_ttft_seconds", "Time to first token from the request reaching the wire: "
+     "the server's time, without the client's own delay.", _WAIT_BUCKETS,
+     lambda t: t.server_ttft_ms),
     ("latdoc_tpot_seconds", "Time per output token after the first; "
      "OpenTelemetry GenAI: gen_ai.client.operation.time_per_output_chunk.",
      _TPOT_BUCKETS, lambda t: t.tpot_ms),

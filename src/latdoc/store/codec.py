@@ -25,7 +25,9 @@ from latdoc.records import Chunk, RequestTrace, Sample, Step, TcpInfo
 RECORD_VERSION = 3
 """Version of trace records: 2 added the wall-clock start in nanoseconds, the request and
 response ids, and the attempt number; 3 the wait an error's ``Retry-After`` asked for and
-the headers that name proxies on the way."""
+the headers that name proxies on the way. Later additions to version 2 (reasoning, the
+pool's grant, the first write, the arrival clock) are read as ``None`` where a record
+lacks them."""
 SAMPLE_RECORD_VERSION = 3
 """Version of sample records: 2 added the client's event-loop lag, 3 the load worker."""
 """Version written by :func:`trace_to_record` and :func:`sample_to_record`."""
@@ -51,7 +53,14 @@ _OPTIONAL_INTS = (
 )
 _OPTIONAL_STRS = ("http_version", "remote_ip", "finish_reason")
 _FLAGS = ("sent_acked", "chunk_tokens_exact", "output_tokens_exact")
-_ADDED_V2 = ("first_reasoning_ns", "first_answer_ns", "reasoning_tokens", "unknown_events")
+_ADDED_V2 = (
+    "first_reasoning_ns",
+    "first_answer_ns",
+    "reasoning_tokens",
+    "unknown_events",
+    "pool_granted_ns",
+    "write_start_ns",
+)
 """Optional integers added to version 2 records later: absent from older ones, read as None."""
 _TCP_INTS = ("rtt_us", "rttvar_us", "retransmits", "snd_cwnd")
 _TCP_OPTIONAL_INTS = ("min_rtt_us", "bytes_acked", "bytes_received")
@@ -85,6 +94,7 @@ def trace_to_record(trace: RequestTrace) -> dict[str, Any]:
     for name in _ADDED_V2:
         record[name] = getattr(trace, name)
     record["proxy_headers"] = dict(trace.proxy_headers)
+    record["arrival_clock"] = trace.arrival_clock
     return record
 
 
@@ -197,6 +207,7 @@ def _trace_v2(record: Mapping[str, Any]) -> RequestTrace:
         request_id=r.opt_text("request_id"),
         response_id=r.opt_text("response_id"),
         attempt=attempt,
+        arrival_clock=r.opt_text("arrival_clock") if "arrival_clock" in record else None,
         **_added_v2(r, record),
     )
 

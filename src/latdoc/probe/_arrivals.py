@@ -1,0 +1,248 @@
+"""A thread that reads the probe's sockets as data arrives, so each read keeps its own stamp.
+
+The kernel stamps each segment as it arrives, but keeps the stamp only while the
+segment waits alone: a segment that finds the previous one still unread is merged
+into it, and the merged data carries the later stamp. A busy event loop reads
+late, so chunks that came 20 ms apart would look simultaneous. This thread waits
+on every watched socket (``epoll``) and reads it (``recvmsg``, with the kernel's
+stamp) as soon as it is readable, queueing each read in the socket's
+:class:`Inbox`; the event loop takes the reads in order, each with its own stamp,
+whenever it gets round to them. Written by hand: no library reads sockets with
+their receive stamps.
+
+One thread serves every socket of the process, started on first use (again in a
+forked child); it blocks in ``epoll`` (without the interpreter lock) while nothing
+arrives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import os
+import select
+import socket
+import struct
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+
+__all__ = ["SO_TIMESTAMPNS", "Arrival", "Inbox", "RealtimeToMonotonic", "watch"]
+
+SO_TIMESTAMPNS = 35
+"""Linux ``SO_TIMESTAMPNS`` (also ``SCM_TIMESTAMPNS``), absent from the socket module."""
+READ_SIZE = 65536
+PAUSE_BYTES = 4 * 1024 * 1024
+"""Reads queued for a socket beyond which the thread stops reading it until the loop
+catches up: memory stays bounded when the loop falls far behind."""
+_TIMESPEC = struct.Struct("qq")
+_ANCILLARY_SPACE = socket.CMSG_SPACE(_TIMESPEC.size) if hasattr(socket, "CMSG_SPACE") else 0
+_CALIBRATION_READS = 7
+_RECALIBRATE_NS = 1_000_000_000
+_EVENTS = getattr(select, "EPOLLIN", 1) | getattr(select, "EPOLLRDHUP", 0x2000)
+
+
+class RealtimeToMonotonic:
+    """Converts ``CLOCK_REALTIME`` nanoseconds to ``perf_counter_ns``.
+
+    The offset between the two clocks is read as the closest of several
+    (monotonic, realtime, monotonic) triples: the realtime read sits between two
+    monotonic ones, and the narrowest pair bounds its error by half their gap (a
+    few hundred nanoseconds). Read again after a second, so a stepped wall clock
+    is followed.
+    """
+
+    def __init__(self) -> None:
+        self._offset = 0
+        self._read_at: int | None = None
+
+    def calibrate(self) -> None:
+        best_gap: int | None = None
+        offset = 0
+        for _ in range(_CALIBRATION_READS):
+            before = time.perf_counter_ns()
+            real = time.clock_gettime_ns(time.CLOCK_REALTIME)
+            after = time.perf_counter_ns()
+            if best_gap is None or after - before < best_gap:
+                best_gap = after - before
+                offset = real - (before + after) // 2
+        self._offset = offset
+        self._read_at = time.perf_counter_ns()
+
+    def __call__(self, realtime_ns: int, now: int) -> int:
+        """``realtime_ns`` on the monotonic clock, no later than ``now``."""
+        if self._read_at is None or now - self._read_at > _RECALIBRATE_NS:
+            self.calibrate()
+        return min(realtime_ns - self._offset, now)
+
+
+_to_monotonic = RealtimeToMonotonic()
+
+
+def _kernel_stamp(ancillary: list[tuple[int, int, bytes]]) -> int | None:
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= _TIMESPEC.size:
+            seconds, nanos = _TIMESPEC.unpack_from(data)
+            return int(seconds) * 1_000_000_000 + int(nanos)
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Arrival:
+    """One read: its bytes (empty at the end of the stream), when the kernel received
+    them (``perf_counter_ns``; ``None`` without kernel stamps) or the error it met."""
+
+    data: bytes
+    stamp_ns: int | None
+    error: OSError | None = None
+
+
+class Inbox:
+    """The reads of one socket, queued by the reader thread for its event loop."""
+
+    def __init__(self, sock: socket.socket, loop: asyncio.AbstractEventLoop, stamps: bool) -> None:
+        self.sock = sock
+        self.loop = loop
+        self.stamps = stamps
+        self.fd = sock.fileno()
+        self.reads: collections.deque[Arrival] = collections.deque()
+        self.ended = False
+        """The end of the stream or an error is queued: nothing more will come."""
+        self._waiter: asyncio.Future[None] | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+        self._queued_bytes = 0
+        self._paused = False
+
+    async def get(self) -> Arrival:
+        """The next read, in arrival order, waiting for one if none is queued."""
+        while not self.reads:
+            waiter = self.loop.create_future()
+            self._waiter = waiter
+            try:
+                if not self.reads:  # a read queued before the waiter was set
+                    await waiter
+            finally:
+                self._waiter = None
+        arrival = self.reads.popleft()
+        self._queued_bytes -= len(arrival.data)
+        if self._paused and self._queued_bytes < PAUSE_BYTES // 2:
+            with self._lock:
+                if self._paused and not self._closed:
+                    self._paused = False
+                    _reader().resume(self)
+        return arrival
+
+    def close(self) -> None:
+        """Stop watching and close the socket; the thread never reads it again."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            _reader().forget(self)
+            self.sock.close()
+
+    # -- in the reader thread -------------------------------------------------
+
+    def pull(self) -> None:
+        with self._lock:
+            if self._closed or self.ended:
+                return
+            try:
+                data, ancillary, _flags, _addr = self.sock.recvmsg(READ_SIZE, _ANCILLARY_SPACE)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                arrival = Arrival(b"", None, exc)
+            else:
+                now = time.perf_counter_ns()
+                stamp = _kernel_stamp(ancillary) if self.stamps else None
+                arrival = Arrival(data, None if stamp is None else _to_monotonic(stamp, now))
+            if not arrival.data:
+                self.ended = True
+                _reader().forget(self)
+            self.reads.append(arrival)
+            self._queued_bytes += len(arrival.data)
+            if self._queued_bytes > PAUSE_BYTES and not self.ended:
+                self._paused = True
+                _reader().pause(self)
+        waiter = self._waiter
+        if waiter is not None:
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
+                self.loop.call_soon_threadsafe(_wake, waiter)
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
+class _Reader:
+    """The one thread that waits on every watched socket."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self._epoll = select.epoll()
+        self._inboxes: weakref.WeakValueDictionary[int, Inbox] = weakref.WeakValueDictionary()
+        """Held weakly: a stream dropped without being closed takes its inbox and socket
+        with it (closing the socket takes it out of the epoll set), as asyncio's own
+        transports are collected."""
+        self._thread = threading.Thread(target=self._run, name="latdoc-arrivals", daemon=True)
+        self._thread.start()
+
+    def watch(self, inbox: Inbox) -> None:
+        self._inboxes[inbox.fd] = inbox
+        self._epoll.register(inbox.fd, _EVENTS)
+
+    def forget(self, inbox: Inbox) -> None:
+        if self._inboxes.get(inbox.fd) is inbox:
+            self._inboxes.pop(inbox.fd, None)
+            with contextlib.suppress(OSError, ValueError):
+                self._epoll.unregister(inbox.fd)
+
+    def pause(self, inbox: Inbox) -> None:
+        self._epoll.modify(inbox.fd, 0)
+
+    def resume(self, inbox: Inbox) -> None:
+        self._epoll.modify(inbox.fd, _EVENTS)
+
+    def _run(self) -> None:
+        while True:
+            try:
+                events = self._epoll.poll()
+            except InterruptedError:
+                continue
+            for fd, _mask in events:
+                self._pull(fd)
+
+    def _pull(self, fd: int) -> None:
+        """One socket's read; holds its inbox no longer than that, so a dropped stream
+        can be collected while the thread waits."""
+        inbox = self._inboxes.get(fd)
+        if inbox is not None:
+            inbox.pull()
+
+
+_the_reader: _Reader | None = None
+_start_lock = threading.Lock()
+
+
+def _reader() -> _Reader:
+    """The process's reader thread; a forked child, which has none, starts its own."""
+    global _the_reader
+    reader = _the_reader
+    if reader is None or reader.pid != os.getpid():
+        with _start_lock:
+            reader = _the_reader
+            if reader is None or reader.pid != os.getpid():
+                reader = _the_reader = _Reader()
+    return reader
+
+
+def watch(sock: socket.socket, stamps: bool) -> Inbox:
+    """Start reading ``sock`` in the reader thread; its reads queue in the returned inbox."""
+    inbox = Inbox(sock, asyncio.get_running_loop(), stamps)
+    _reader().watch(inbox)
+    return inbox

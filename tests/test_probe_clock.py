@@ -1,0 +1,183 @@
+"""The client's own delay is a phase of its own, and arrivals carry the kernel's stamps.
+
+A busy event loop is simulated by blocking it on purpose: before the request
+leaves (the delay must land in ``client_delay``, never in the server's TTFT), and
+while the first token arrives (the kernel's stamp must be the arrival, not the
+moment the loop got round to the read).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import sys
+import time
+import warnings
+from typing import Any
+
+import pytest
+
+from conftest import LabFactory
+from latdoc.lab.sim import LabConfig, LatencyModel
+from latdoc.probe import Endpoint, ProbeSession, _arrivals
+from latdoc.probe._arrivals import RealtimeToMonotonic
+from latdoc.records import RequestTrace
+
+PREFILL_MS = 30.0
+BLOCK_S = 0.15
+SLOW_FIRST_TOKEN = LatencyModel(
+    prefill_base_ms=PREFILL_MS, prefill_ms_per_token=0.0, decode_ms_per_token=2.0
+)
+LINUX = pytest.mark.skipif(sys.platform != "linux", reason="kernel receive stamps are Linux's")
+
+
+async def _blocked_before_send(session: ProbeSession) -> RequestTrace:
+    """One request whose task is started, then held back by a blocked loop before it writes."""
+    task = asyncio.create_task(session.request("hi", 4))
+    await asyncio.sleep(0)  # the request starts its clock and waits its turn on the loop
+    _busy_loop()
+    return await task
+
+
+def _busy_loop() -> None:
+    """What a CPU-heavy callback does to every other task on the loop."""
+    time.sleep(BLOCK_S)
+
+
+@pytest.mark.parametrize("tls", [False, True])
+def test_a_blocked_loop_before_the_send_is_client_delay_not_server_time(
+    lab: LabFactory, tls: bool
+) -> None:
+    async def go(url: str, cacert: str | None) -> RequestTrace:
+        async with ProbeSession(Endpoint(url, "lab-sim"), cacert=cacert) as session:
+            await session.request("warm up", 1)
+            return await _blocked_before_send(session)
+
+    with lab(LabConfig(latency=SLOW_FIRST_TOKEN), tls=tls) as server:
+        trace = asyncio.run(go(server.base_url, server.ca_file))
+    assert trace.error is None, trace.error
+    assert trace.new_connection is False
+    block_ms = BLOCK_S * 1000
+    assert trace.client_delay_ms is not None and trace.client_delay_ms >= block_ms * 0.9
+    assert trace.queue_ms is not None and trace.queue_ms < 5
+    assert trace.server_ttft_ms is not None and trace.ttft_ms is not None
+    assert PREFILL_MS <= trace.server_ttft_ms < PREFILL_MS + 40
+    assert trace.ttft_ms >= block_ms + PREFILL_MS
+    phases = [trace.queue_ms, trace.client_delay_ms, trace.send_ms]
+    assert trace.sent_ns is not None
+    assert sum(p or 0.0 for p in phases) == pytest.approx(trace.sent_ns / 1e6, abs=0.01)
+
+
+def test_waiting_for_the_only_connection_is_pool_wait_not_client_delay(lab: LabFactory) -> None:
+    async def go(url: str) -> list[RequestTrace]:
+        endpoint = Endpoint(url, "lab-sim")
+        async with ProbeSession(endpoint, max_connections=1) as session:
+            await session.request("warm up", 1)
+            return list(await asyncio.gather(*(session.request("hi", 4) for _ in range(2))))
+
+    with lab(LabConfig(latency=SLOW_FIRST_TOKEN)) as server:
+        first, second = asyncio.run(go(server.base_url))
+    assert first.error is None and second.error is None
+    assert first.queue_ms is not None and first.queue_ms < 5
+    assert second.queue_ms is not None and first.total_ms is not None
+    assert second.queue_ms >= PREFILL_MS
+    assert second.queue_ms == pytest.approx(first.total_ms, abs=5)
+    assert second.client_delay_ms is not None and second.client_delay_ms < 5
+
+
+@LINUX
+@pytest.mark.parametrize(("tls", "http2"), [(False, False), (True, False), (True, True)])
+def test_arrivals_are_the_kernels_stamps_never_later_than_the_loops(
+    lab: LabFactory, tls: bool, http2: bool
+) -> None:
+    """The loop is blocked after the role event, while the first token is on its way:
+    the kernel stamped the token when it came, the loop saw it ``BLOCK_S`` later."""
+    seen: list[tuple[int, int, bool]] = []
+
+    def on_event(obj: Any, t_ns: int) -> None:
+        delta = (obj.get("choices") or [{}])[0].get("delta") or {}
+        seen.append((t_ns, time.perf_counter_ns(), bool(delta.get("content"))))
+        if len(seen) == 1:
+            _busy_loop()
+
+    async def go(url: str, cacert: str | None) -> RequestTrace:
+        endpoint = Endpoint(url, "lab-sim")
+        async with ProbeSession(endpoint, cacert=cacert, http2=http2) as session:
+            await session.request("warm up", 1)
+            return await session.request("hi", 4, on_event=on_event)
+
+    with lab(LabConfig(latency=SLOW_FIRST_TOKEN), tls=tls, http2=http2) as server:
+        trace = asyncio.run(go(server.base_url, server.ca_file))
+    assert trace.error is None, trace.error
+    assert trace.arrival_clock == "kernel"
+    assert all(stamp <= loop for stamp, loop, _ in seen)
+    first_token = next((stamp, loop) for stamp, loop, content in seen if content)
+    assert (first_token[1] - first_token[0]) / 1e6 > BLOCK_S * 1000 / 2
+    assert trace.server_ttft_ms is not None and trace.server_ttft_ms < BLOCK_S * 1000 / 2
+    assert trace.first_token_ns == first_token[0] - trace.t0_ns
+
+
+@LINUX
+def test_chunks_that_arrive_while_the_loop_is_blocked_keep_their_own_gaps(
+    lab: LabFactory,
+) -> None:
+    """Several tokens arrive while the loop is blocked: the loop then sees them at
+    once, yet each keeps the moment it came, ``DECODE_MS`` apart."""
+    decode_ms = 10.0
+    model = LatencyModel(
+        prefill_base_ms=5.0, prefill_ms_per_token=0.0, decode_ms_per_token=decode_ms
+    )
+    loop_seen: list[int] = []
+
+    def on_event(obj: Any, _t_ns: int) -> None:
+        delta = (obj.get("choices") or [{}])[0].get("delta") or {}
+        if delta.get("content"):
+            loop_seen.append(time.perf_counter_ns())
+            if len(loop_seen) == 1:
+                _busy_loop()
+
+    async def go(url: str) -> RequestTrace:
+        async with ProbeSession(Endpoint(url, "lab-sim")) as session:
+            await session.request("warm up", 1)
+            return await session.request("hi", 12, on_event=on_event)
+
+    with lab(LabConfig(latency=model)) as server:
+        trace = asyncio.run(go(server.base_url))
+    assert trace.error is None, trace.error
+    late_ms = [
+        (seen - trace.t0_ns - c.t_ns) / 1e6 for seen, c in zip(loop_seen, trace.chunks, strict=True)
+    ]
+    assert min(late_ms[1:4]) > BLOCK_S * 1000 / 2  # the loop saw these tokens long after
+    gaps = trace.itl_ms[1:6]
+    assert gaps == pytest.approx([decode_ms] * len(gaps), abs=decode_ms * 0.4)
+
+
+@LINUX
+def test_a_session_dropped_without_closing_leaves_no_socket_behind(lab: LabFactory) -> None:
+    """The reader thread holds sockets weakly, as asyncio's transports are held."""
+    watched = _arrivals._reader()._inboxes
+
+    async def go(url: str) -> None:
+        session = ProbeSession(Endpoint(url, "lab-sim"))
+        await session.__aenter__()
+        assert (await session.request("hi", 2)).error is None
+        assert len(watched) >= 1
+
+    with lab() as server:
+        before = len(watched)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
+            asyncio.run(go(server.base_url))
+            gc.collect()
+        assert len(watched) == before
+
+
+def test_the_kernels_realtime_stamps_convert_to_the_probes_clock() -> None:
+    convert = RealtimeToMonotonic()
+    now = time.perf_counter_ns()
+    real = time.clock_gettime_ns(time.CLOCK_REALTIME)
+    after = time.perf_counter_ns()
+    converted = convert(real, after)
+    assert now - 1_000_000 <= converted <= after
+    assert convert(real + 10**9, after) == after  # never later than the loop's own stamp
+    assert convert(real - 5_000_000, after) == pytest.approx(converted - 5_000_000, abs=10)
