@@ -38,6 +38,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/compare_null.py
 	$(BIN)/python bench/instrument_overhead.py
 	$(BIN)/python bench/server_accounting.py
+	$(BIN)/python bench/load_workers.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

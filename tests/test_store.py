@@ -137,6 +137,7 @@ def samples(
         cold=st.booleans(),
         index=ints,
         loop_lag_ms=st.none() | st.floats(0, 1e6, allow_nan=False),
+        worker=st.none() | st.integers(0, 10_000),
     )
 
 
@@ -230,10 +231,20 @@ def test_any_sample_survives_its_record_and_json(sample: Sample) -> None:
 def test_a_version_1_sample_record_loads_without_loop_lag() -> None:
     sample = make_sample(3)
     record = sample_to_record(dataclasses.replace(sample, loop_lag_ms=12.5))
-    assert record["v"] == 2
+    assert record["v"] == 3
     assert sample_from_record(record).loop_lag_ms == 12.5
-    old = {k: v for k, v in record.items() if k != "loop_lag_ms"} | {"v": 1}
+    old = {k: v for k, v in record.items() if k not in ("loop_lag_ms", "worker")} | {"v": 1}
     assert sample_from_record(old) == sample
+
+
+def test_a_version_2_sample_record_loads_without_a_worker() -> None:
+    sample = make_sample(3)
+    record = sample_to_record(dataclasses.replace(sample, worker=2))
+    assert sample_from_record(record).worker == 2
+    old = {k: v for k, v in record.items() if k != "worker"} | {"v": 2}
+    assert sample_from_record(old) == sample
+    with pytest.raises(ValueError, match=r"sample\.worker"):
+        sample_from_record(record | {"worker": -1})
 
 
 def test_a_version_2_trace_from_before_the_client_delay_loads_with_none() -> None:
@@ -579,6 +590,34 @@ def test_a_file_that_is_not_sqlite_is_refused(db: Path) -> None:
         Store(db)
 
 
+def test_a_version_4_store_gains_the_worker_column_and_keeps_its_samples(db: Path) -> None:
+    conn = sqlite3.connect(db, isolation_level=None)
+    schema.migrate(conn, str(db), schema.MIGRATIONS[:4])
+    trace = make_trace()
+    conn.execute(
+        "INSERT INTO runs (run_id, started_at, status, endpoint, model, scenario, meta, kind) "
+        "VALUES ('r4', '2026-11-29T20:15:02.000000+00:00', 'done', ?, 'm', '', '{}', 'load')",
+        (URL,),
+    )
+    conn.execute(
+        "INSERT INTO samples (seq, run_id, idx, step, concurrency, cold, ok) "
+        "VALUES (1, 'r4', 0, 'load', 2, 0, 1)"
+    )
+    conn.execute(
+        "INSERT INTO sample_traces (seq, trace) VALUES (1, ?)",
+        (json.dumps(trace_to_record(trace)),),
+    )
+    conn.close()
+    with Store(db) as store:
+        store.add_sample("r4", Sample(Step.LOAD, trace, concurrency=2, index=1, worker=3))
+        _, kept, _ = store.load_run("r4")
+    assert [(s.index, s.worker) for s in kept] == [(0, None), (1, 3)]
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+    assert conn.execute("SELECT worker FROM samples ORDER BY idx").fetchall() == [(None,), (3,)]
+    conn.close()
+
+
 def test_migrations_run_in_order_from_the_version_found(db: Path) -> None:
     with Store(db) as store:
         run_id = new_run(store)
@@ -842,7 +881,7 @@ def test_a_version_3_store_is_migrated_with_its_summary_columns_filled(db: Path)
         _, samples, _ = store.load_run(run_id)
     assert [s.trace for s in samples] == traces
     conn = sqlite3.connect(db)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
     rows = conn.execute(
         "SELECT started_ns, ttft_ms, tpot_ms, output_tokens, status, attempt, ok, error_code, "
         "loop_lag_ms FROM samples ORDER BY idx"

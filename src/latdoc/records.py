@@ -373,6 +373,9 @@ class Sample:
     """Order within the run."""
     loop_lag_ms: float | None = None
     """How late the measuring client's event loop ran at worst during this request."""
+    worker: int | None = None
+    """Which load worker sent it (a local process or a Ray actor, from 0); ``None`` when
+    the measuring process sent it itself."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
@@ -165,6 +166,49 @@ def start_metrics(args: argparse.Namespace, err: TextIO) -> PrometheusMetrics | 
     port = metrics.start(args.metrics_port, args.metrics_addr)
     print(f"Metrics on http://{args.metrics_addr}:{port}/metrics", file=err, flush=True)
     return metrics
+
+
+_VANTAGE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def vantage_list(text: str) -> tuple[str, ...]:
+    """``a,b``: vantage names, each a Ray custom resource ``vantage:NAME``, once each."""
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    bad = [n for n in names if not _VANTAGE_NAME.match(n)]
+    if not names or bad or len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(
+            f"--vantage {text!r}: expected distinct names of letters, digits, '.', '_' or '-', "
+            "e.g. us-east,eu-west"
+        )
+    return names
+
+
+def add_vantage_arguments(p: argparse.ArgumentParser, what: str) -> None:
+    """``--ray ADDRESS --vantage a,b``: measure from Ray nodes labelled as vantage points."""
+    g = p.add_argument_group("vantage points: measure from other places, on Ray nodes")
+    g.add_argument(
+        "--ray", metavar="ADDRESS",
+        help="the Ray cluster whose vantage nodes measure (auto: the one this machine is "
+        "part of); needs the [ray] extra",
+    )  # fmt: skip
+    g.add_argument(
+        "--vantage", type=vantage_list, metavar="NAME,NAME",
+        help=f"run {what} on the nodes carrying the Ray resource vantage:NAME, one run each, "
+        "and compare DNS, connect, TLS, RTT and TTFT side by side",
+    )  # fmt: skip
+
+
+def vantages(args: argparse.Namespace) -> tuple[str, ...] | None:
+    """The vantage names asked for, or None; ``--ray`` and ``--vantage`` go together."""
+    if (args.ray is None) != (args.vantage is None):
+        raise UsageError("--ray ADDRESS and --vantage NAME,NAME go together")
+    names: tuple[str, ...] | None = args.vantage
+    if names is not None and not (args.url or os.environ.get(BASE_URL_VARIABLE)):
+        raise UsageError(
+            "--vantage measures from other machines: give the endpoint's URL (the built-in "
+            "endpoint runs on this machine only)"
+        )
+    return names
 
 
 def add_store_argument(p: argparse.ArgumentParser) -> None:

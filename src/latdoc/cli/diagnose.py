@@ -17,11 +17,14 @@ from latdoc.cli._options import (
     add_budget_arguments,
     add_store_argument,
     add_target_arguments,
+    add_vantage_arguments,
     api_key,
     endpoint_and_connection,
     positive_int,
     target,
+    vantages,
 )
+from latdoc.cli.vantage import emit_vantages
 from latdoc.errors import UsageError
 from latdoc.pipeline import (
     DEFAULT_CONCURRENCY,
@@ -29,6 +32,7 @@ from latdoc.pipeline import (
     diagnose_endpoint,
     diagnose_otlp,
     diagnose_traffic,
+    diagnose_vantages,
     metrics_target,
     rediagnose,
 )
@@ -96,6 +100,7 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
     d.add_argument("--json", action="store_true", help="print the diagnosis as JSON")
     add_store_argument(d)
     d.add_argument("--seed", type=int, help="seed for generated prompts")
+    add_vantage_arguments(d, "every step")
 
     runs = sub.add_parser("runs", help="list stored diagnosis runs")
     add_store_argument(runs)
@@ -130,6 +135,9 @@ def run_diagnose(args: argparse.Namespace) -> int:
         return _diagnose_recorded(args)
     key = api_key(args)
     err = sys.stderr
+    places = vantages(args)
+    if places is not None and args.server_metrics not in ("auto", "off"):
+        raise UsageError("--server-metrics reads an engine from this machine: not with --vantage")
     metrics_target(args.server_metrics, "http://localhost/")
     with target(args, err, engine=True) as where:
         endpoint, connection = endpoint_and_connection(args, where, key)
@@ -145,6 +153,17 @@ def run_diagnose(args: argparse.Namespace) -> int:
             concurrency=args.concurrency or CONCURRENCY,
         )
         print(plan_line(plan), file=err)
+        if places is not None:
+            with Store(args.db, secrets=[key] if key else []) as store:
+                runs = diagnose_vantages(
+                    plan,
+                    ray=args.ray,
+                    vantages=places,
+                    store=store,
+                    scenario=Scenario(args.scenario),
+                    concurrency=args.concurrency or DEFAULT_CONCURRENCY,
+                )
+            return emit_vantages(runs, args, sys.stdout, err)
         progress = ProgressBars(err)
         with Store(args.db, secrets=[key] if key else []) as store:
             try:

@@ -27,7 +27,7 @@ from latdoc.cli._options import (
     target,
 )
 from latdoc.errors import UsageError
-from latdoc.pipeline import LoadRun, load_endpoint, reload_load
+from latdoc.pipeline import LoadRun, Workers, load_endpoint, reload_load
 from latdoc.report import ProgressBars
 from latdoc.store import Store
 from latdoc.workload import LoadPlan
@@ -40,6 +40,7 @@ DEFAULT_MAX_TOKENS = 64
 DEFAULT_PROMPT_TOKENS = 64
 DEFAULT_MAX_IN_FLIGHT = 64
 DEFAULT_MAX_ERROR_RATE = 0.5
+DEFAULT_RAY_WORKERS = 2
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(us|µs|ms|s)?\s*$")
 _TO_MS = {"us": 0.001, "µs": 0.001, "ms": 1.0, "s": 1000.0, None: 1000.0}
 
@@ -139,6 +140,21 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         "--yes", action="store_true",
         help="allow more than 64 streams against an endpoint that is not on this host",
     )  # fmt: skip
+    w = p.add_argument_group("workers: when one process cannot keep the streams up")
+    spread = w.add_mutually_exclusive_group()
+    spread.add_argument(
+        "--processes", type=positive_int, metavar="N",
+        help="send from N local worker processes, each with its share of every level",
+    )  # fmt: skip
+    spread.add_argument(
+        "--ray", metavar="ADDRESS",
+        help="send from Ray actors on the cluster at ADDRESS (auto: the cluster this "
+        "machine is part of); needs the [ray] extra",
+    )  # fmt: skip
+    w.add_argument(
+        "--workers", type=positive_int, metavar="N",
+        help="with --ray: how many actors (default: 2)",
+    )  # fmt: skip
     p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
     p.add_argument("--json", action="store_true", help="print the sweep as JSON")
     p.add_argument("--seed", type=int, help="seed for prompts and arrival times")
@@ -146,8 +162,20 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     add_store_argument(p)
 
 
+def workers(args: argparse.Namespace) -> Workers | None:
+    """The workers ``--processes`` or ``--ray``/``--workers`` ask for, if any."""
+    if args.workers is not None and args.ray is None:
+        raise UsageError("--workers counts Ray actors: give --ray ADDRESS too")
+    if args.ray is not None:
+        return Workers(args.workers or DEFAULT_RAY_WORKERS, ray=args.ray)
+    if args.processes is not None:
+        return Workers(args.processes)
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     key = api_key(args)
+    spread = workers(args)
     err = sys.stderr
     concurrency = () if args.rate else (args.concurrency or DEFAULT_CONCURRENCY)
     with target(args, err, engine=False) as where:
@@ -178,6 +206,7 @@ def run(args: argparse.Namespace) -> int:
                     confirmed=args.yes,
                     on_progress=progress,
                     on_sample=None if metrics is None else (lambda s: metrics.observe(s.trace)),
+                    workers=spread,
                 )
             finally:
                 progress.clear()

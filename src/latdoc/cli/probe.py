@@ -14,12 +14,15 @@ from latdoc.cli._options import (
     add_output_tokens_argument,
     add_store_argument,
     add_target_arguments,
+    add_vantage_arguments,
     api_key,
     endpoint_and_connection,
     positive_int,
     target,
+    vantages,
 )
-from latdoc.pipeline import probe_endpoint
+from latdoc.cli.vantage import emit_vantages
+from latdoc.pipeline import probe_endpoint, probe_vantages
 from latdoc.records import RequestTrace
 from latdoc.report import ProgressBars, make_console, trace_to_dict
 from latdoc.store import Store
@@ -64,12 +67,14 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     )
     probe.add_argument("--json", action="store_true", help="one JSON object per request on stdout")
     probe.add_argument("--seed", type=int, help="seed for generated prompts")
+    add_vantage_arguments(probe, "the probes")
     add_store_argument(probe)
 
 
 def run(args: argparse.Namespace) -> int:
     key = api_key(args)
     err, out = sys.stderr, sys.stdout
+    places = vantages(args)
     with target(args, err, engine=False) as where:
         endpoint, connection = endpoint_and_connection(args, where, key)
         plan = ProbePlan(
@@ -82,6 +87,10 @@ def run(args: argparse.Namespace) -> int:
             reuse_connections=args.reuse,
             seed=args.seed,
         )
+        if places is not None:
+            with Store(args.db, secrets=[key] if key else []) as store:
+                runs = probe_vantages(plan, ray=args.ray, vantages=places, store=store)
+            return emit_vantages(runs, args, out, err)
         progress = ProgressBars(err, enabled=args.repeat > 1)
 
         def on_trace(index: int, trace: RequestTrace) -> None:

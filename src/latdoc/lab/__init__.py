@@ -9,6 +9,9 @@ Three rooms, each a package with its own map:
   user-space link with delay, jitter, rate and loss, and a slow DNS server.
 - :mod:`latdoc.lab.engine`: llama.cpp's server on a small shipped model
   (:class:`EngineServer`).
+- :mod:`latdoc.lab.raycluster`: a real Ray cluster of several nodes on loopback,
+  with custom resources (:class:`~latdoc.lab.raycluster.LocalRayCluster`), for load
+  workers and vantage points.
 
 Shared by the rooms: :mod:`latdoc.lab.tls`, the lab's certificate authority, and
 ``_service``, the one way every lab service starts and stops (``with`` or

@@ -10,8 +10,11 @@
   :func:`compare_runs` compares two stored runs like with like, sending nothing.
 - :func:`read_host` reads the client host's facts for the checklist of
   ``latdoc system``; :func:`host_meta` is what every run records about its host.
-- :func:`load_endpoint` runs a load sweep and keeps it as a run; :func:`reload_load`
-  analyses a stored sweep again.
+- :func:`load_endpoint` runs a load sweep and keeps it as a run, from this process or
+  from :class:`Workers` (local processes or Ray actors) merged into one run;
+  :func:`reload_load` analyses a stored sweep again.
+- :func:`probe_vantages` and :func:`diagnose_vantages` measure from Ray nodes labelled
+  as vantage points, keep a run per vantage and compare them (:class:`VantageRuns`).
 - :func:`verify_remedy` measures one remedy as an A/B experiment on the endpoint.
 - :func:`watch_endpoint` runs or resumes a named watch; :func:`watch_clock` reads it
   back by the clock (the peak against the rest), sending nothing.
@@ -43,6 +46,7 @@ from latdoc.pipeline._host import (
 from latdoc.pipeline._load import (
     MAX_REMOTE_STREAMS,
     LoadRun,
+    Workers,
     check_load_target,
     is_loopback,
     load_endpoint,
@@ -52,6 +56,7 @@ from latdoc.pipeline._retry import RetryVerdict, verify_retry
 from latdoc.pipeline._runs import RunComparison, StoredProbe, compare_runs, probe_endpoint
 from latdoc.pipeline._server_metrics import metrics_target
 from latdoc.pipeline._traffic import diagnose_otlp, diagnose_traffic
+from latdoc.pipeline._vantage import VantageRuns, diagnose_vantages, probe_vantages
 from latdoc.pipeline._verify import NOT_APPLICABLE, VerifyResult, verify_remedy
 from latdoc.pipeline._watch import WatchClock, WatchRun, latest_watch, watch_clock, watch_endpoint
 
@@ -67,9 +72,11 @@ __all__ = [
     "RetryVerdict",
     "RunComparison",
     "StoredProbe",
+    "VantageRuns",
     "VerifyResult",
     "WatchClock",
     "WatchRun",
+    "Workers",
     "build_diagnosis",
     "check_load_target",
     "compare_runs",
@@ -77,6 +84,7 @@ __all__ = [
     "diagnose_endpoint",
     "diagnose_otlp",
     "diagnose_traffic",
+    "diagnose_vantages",
     "host_facts_from_meta",
     "host_meta",
     "is_loopback",
@@ -84,6 +92,7 @@ __all__ = [
     "load_endpoint",
     "metrics_target",
     "probe_endpoint",
+    "probe_vantages",
     "read_host",
     "rediagnose",
     "reload_load",

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 from latdoc.analysis.load import LevelWindow, LoadAnalysis, Slo, analyse_load
 from latdoc.errors import UsageError
+from latdoc.pipeline._fleet import FleetSweep, join
 from latdoc.pipeline._host import host_meta
+from latdoc.pipeline._processes import ProcessFleet
 from latdoc.records import Sample, Step, StepNote
 from latdoc.report import load_to_dict
 from latdoc.store import Store
-from latdoc.workload import LoadPlan, run_load
+from latdoc.workload import LoadPlan, run_load, worker_plans
 
 MAX_REMOTE_STREAMS = 64
 """Streams a sweep may hold open against an endpoint off this host without ``--yes``."""
@@ -33,6 +36,17 @@ class LoadRun:
     endpoint: str
     model: str
     store_path: str
+
+
+@dataclass(frozen=True)
+class Workers:
+    """Where a sweep's streams are sent from, when not from this process alone."""
+
+    count: int
+    """Workers, each with its own event loop and connections."""
+    ray: str | None = None
+    """A Ray cluster's address (``auto``: the one this machine is part of), for Ray
+    actors; ``None`` for local processes."""
 
 
 def is_loopback(url: str) -> bool:
@@ -65,17 +79,94 @@ def load_endpoint(
     confirmed: bool = False,
     on_sample: Callable[[Sample], None] | None = None,
     on_progress: Callable[[str, int, int], None] | None = None,
+    workers: Workers | None = None,
 ) -> LoadRun:
     """Run ``plan``'s sweep, keep every sample as it finishes, and analyse each level.
 
     ``on_sample`` sees each sample as it is kept (a metrics exporter hooks in
     there). Ctrl-C stops the sending, not the report: the run is kept as
     ``interrupted`` with the notes made until then, and the levels measured are
-    analysed, the one it cut short marked partial.
+    analysed, the one it cut short marked partial. With ``workers`` the streams are
+    sent from worker processes or Ray actors; every one of them is stopped when
+    this returns, also on Ctrl-C.
     """
     check_load_target(plan, confirmed=confirmed)
     slo = slo or Slo()
-    meta = {**host_meta(), "load": _plan_meta(plan, slo)}
+    meta: dict[str, Any] = {**host_meta(), "load": _plan_meta(plan, slo)}
+    with ExitStack() as stack:
+        if workers is None:
+            return _run_sweep(plan, _local_sweep(plan, on_progress), store, slo, meta, on_sample)
+        sweep = _fleet_sweep(plan, workers, on_progress, stack, meta)
+        return _run_sweep(plan, sweep, store, slo, meta, on_sample, batched=True)
+
+
+Sweep = Callable[
+    [Callable[[Sample], None], Callable[[LevelWindow], None], Callable[[StepNote], None]],
+    Coroutine[Any, Any, list[StepNote]],
+]
+"""Runs a sweep: each sample, level and note reaches its hook as it is made."""
+
+
+def _local_sweep(plan: LoadPlan, on_progress: Callable[[str, int, int], None] | None) -> Sweep:
+    def sweep(
+        keep: Callable[[Sample], None],
+        on_level: Callable[[LevelWindow], None],
+        on_note: Callable[[StepNote], None],
+    ) -> Coroutine[Any, Any, list[StepNote]]:
+        return run_load(
+            plan, on_sample=keep, on_level=on_level, on_progress=on_progress, on_note=on_note
+        )
+
+    return sweep
+
+
+def _fleet_sweep(
+    plan: LoadPlan,
+    workers: Workers,
+    on_progress: Callable[[str, int, int], None] | None,
+    stack: ExitStack,
+    meta: dict[str, Any],
+) -> Sweep:
+    """Start the workers (stopped when ``stack`` closes), align their clocks, and record
+    where each runs and its clock offset in ``meta``."""
+    plans = worker_plans(plan, workers.count)
+    if workers.ray is None:
+        fleet: ProcessFleet | Any = stack.enter_context(ProcessFleet(plans))
+    else:
+        from latdoc.pipeline._ray import RayFleet
+
+        fleet = stack.enter_context(RayFleet(workers.ray, plans))
+    members = asyncio.run(join(fleet.handles))
+    meta["workers"] = {
+        "backend": fleet.backend,
+        "address": workers.ray,
+        "count": workers.count,
+        "members": [m.meta() for m in members],
+    }
+    kind = "worker processes" if workers.ray is None else "Ray actors"
+
+    def sweep(
+        keep: Callable[[Sample], None],
+        on_level: Callable[[LevelWindow], None],
+        on_note: Callable[[StepNote], None],
+    ) -> Coroutine[Any, Any, list[StepNote]]:
+        return FleetSweep(plan, members, keep, on_level, on_progress, on_note, kind=kind).run()
+
+    return sweep
+
+
+def _run_sweep(
+    plan: LoadPlan,
+    sweep: Sweep,
+    store: Store,
+    slo: Slo,
+    meta: Mapping[str, Any],
+    on_sample: Callable[[Sample], None] | None,
+    *,
+    batched: bool = False,
+) -> LoadRun:
+    """Run ``sweep``, keeping each sample as it comes: committed one by one, or, when
+    many workers send (``batched``), a batch at a time (see :meth:`Store.batch`)."""
     run_id = store.new_run(
         endpoint=plan.endpoint.base_url,
         model=plan.endpoint.model,
@@ -85,25 +176,19 @@ def load_endpoint(
     )
     samples: list[Sample] = []
     windows: list[LevelWindow] = []
+    writer = store.batch(run_id, max_samples=5000 if batched else 1)
 
     def keep(sample: Sample) -> None:
         samples.append(sample)
-        store.add_sample(run_id, sample)
+        writer.add(sample)
         if on_sample is not None:
             on_sample(sample)
 
     status = "done"
     notes: list[StepNote] = []
     try:
-        asyncio.run(
-            run_load(
-                plan,
-                on_sample=keep,
-                on_level=windows.append,
-                on_progress=on_progress,
-                on_note=notes.append,
-            )
-        )
+        with writer:
+            asyncio.run(sweep(keep, windows.append, notes.append))
     except KeyboardInterrupt:
         status = "interrupted"
         notes.append(StepNote(Step.RUN, "interrupted by the user; reported what was measured"))

@@ -26,6 +26,7 @@ from latdoc.report._retry import RETRY_SCHEMA, render_retry, retry_to_dict
 from latdoc.report._system import SYSTEM_SCHEMA, render_system, system_to_dict
 from latdoc.report._terminal_diagnosis import render_diagnosis
 from latdoc.report._terminal_probe import render_summary, render_waterfall
+from latdoc.report._vantage import VANTAGE_SCHEMA, render_vantages, vantages_to_dict
 from latdoc.report.json_out import (
     DIAGNOSIS_SCHEMA,
     TRACE_SCHEMA,
@@ -44,6 +45,7 @@ __all__ = [
     "RETRY_SCHEMA",
     "SYSTEM_SCHEMA",
     "TRACE_SCHEMA",
+    "VANTAGE_SCHEMA",
     "WATCH_SCHEMA",
     "ProgressBars",
     "PrometheusMetrics",
@@ -69,8 +71,10 @@ __all__ = [
     "render_summary",
     "render_system",
     "render_text",
+    "render_vantages",
     "render_waterfall",
     "retry_to_dict",
     "system_to_dict",
     "trace_to_dict",
+    "vantages_to_dict",
 ]

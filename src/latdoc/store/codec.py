@@ -28,8 +28,8 @@ response ids, and the attempt number; 3 the wait an error's ``Retry-After`` aske
 the headers that name proxies on the way. Later additions to version 2 (reasoning, the
 pool's grant, the first write, the arrival clock) are read as ``None`` where a record
 lacks them."""
-SAMPLE_RECORD_VERSION = 2
-"""Version of sample records: 2 added the client's event-loop lag."""
+SAMPLE_RECORD_VERSION = 3
+"""Version of sample records: 2 added the client's event-loop lag, 3 the load worker."""
 """Version written by :func:`trace_to_record` and :func:`sample_to_record`."""
 
 _TIMES = (
@@ -113,6 +113,7 @@ def sample_to_record(sample: Sample) -> dict[str, Any]:
         "concurrency": sample.concurrency,
         "cold": sample.cold,
         "loop_lag_ms": sample.loop_lag_ms,
+        "worker": sample.worker,
         "trace": trace_to_record(sample.trace),
     }
 
@@ -239,9 +240,17 @@ def _sample_v2(record: Mapping[str, Any]) -> Sample:
     return replace(_sample_v1(record), loop_lag_ms=None if lag is None else float(lag))
 
 
+def _sample_v3(record: Mapping[str, Any]) -> Sample:
+    worker = _Fields(record, "sample").opt_integer("worker")
+    if worker is not None and worker < 0:
+        raise ValueError(f"sample.worker: expected 0 or more, got {worker}")
+    return replace(_sample_v2(record), worker=worker)
+
+
 _SAMPLE_LOADERS: dict[int, Callable[[Mapping[str, Any]], Sample]] = {
     1: _sample_v1,
     2: _sample_v2,
+    3: _sample_v3,
 }
 
 _T = TypeVar("_T")

@@ -22,7 +22,8 @@ _ENCODE = json.JSONEncoder(separators=(",", ":")).encode
 _SAMPLE_INSERT = (
     "INSERT INTO samples (seq, run_id, idx, step, target_prompt_tokens, concurrency, cold, "
     "ok, error_code, prompt_tokens, ttft_ms, total_ms, loop_lag_ms, started_ns, tpot_ms, "
-    "output_tokens, status, attempt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "output_tokens, status, attempt, worker) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _INT64 = range(-(2**63), 2**63)
 
@@ -70,16 +71,17 @@ def _summary_row(redactor: Redactor, seq: int, run_id: str, sample: Sample) -> t
         trace.output_tokens,
         trace.status,
         trace.attempt,
+        sample.worker,
     )
 
 
-SAMPLE_COLUMNS = "idx, step, target_prompt_tokens, concurrency, cold, loop_lag_ms, trace"
+SAMPLE_COLUMNS = "idx, step, target_prompt_tokens, concurrency, cold, loop_lag_ms, worker, trace"
 """What :func:`sample_from_row` reads, from ``samples JOIN sample_traces USING (seq)``."""
 
 
 def sample_from_row(row: tuple[Any, ...]) -> Sample:
     """The sample of one row of :data:`SAMPLE_COLUMNS`."""
-    idx, step, target, concurrency, cold, loop_lag, trace = row
+    idx, step, target, concurrency, cold, loop_lag, worker, trace = row
     return Sample(
         step=Step(step),
         trace=trace_from_record(json.loads(trace)),
@@ -88,4 +90,5 @@ def sample_from_row(row: tuple[Any, ...]) -> Sample:
         cold=bool(cold),
         index=idx,
         loop_lag_ms=loop_lag,
+        worker=worker,
     )

@@ -180,11 +180,19 @@ def epoch_ns_from_text(text: object) -> int | None:
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
+
+def _workers_v5(conn: sqlite3.Connection) -> None:
+    """Version 5: which load worker (a local process or a Ray actor) sent each sample;
+    ``NULL`` for a sample the measuring process sent itself, as every earlier one was."""
+    conn.execute("ALTER TABLE samples ADD COLUMN worker INTEGER")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     _create_v1,
     _loop_lag_v2,
     _notes_and_kinds_v3,
     _summaries_apart_v4,
+    _workers_v5,
 )
 """``MIGRATIONS[n - 1]`` turns a version ``n - 1`` store into version ``n``."""
 

@@ -9,6 +9,8 @@
 - ``_experiment``: an A/B experiment, arms interleaved in shuffled blocks;
   ``_remedies``: each remedy ``latdoc verify`` tests, as its two arms;
   ``_conversation``: a multi-turn chat kept whole and under bounding strategies.
+- ``_load``: a load sweep, level by level; ``_workers``: one worker's share of it,
+  sent from a process or Ray actor of its own, its traces sent back in batches.
 
 A workload sends and labels; it computes no verdict and prints nothing.
 """
@@ -62,6 +64,16 @@ from latdoc.workload._watch import (
     known_calibration,
     run_watch,
 )
+from latdoc.workload._workers import (
+    Batch,
+    LevelOrder,
+    LoadWorker,
+    serve_pipe,
+    split,
+    worker_clocks,
+    worker_host,
+    worker_plans,
+)
 
 __all__ = [
     "ASSUMED",
@@ -73,12 +85,15 @@ __all__ = [
     "REQUESTS_PER_TICK",
     "SHORT_TOKENS",
     "Arm",
+    "Batch",
     "Budget",
     "ConversationPlan",
     "ConversationTurn",
     "DiagnosisPlan",
     "ExperimentResult",
+    "LevelOrder",
     "LoadPlan",
+    "LoadWorker",
     "ProbePlan",
     "ProbeRun",
     "ProgressHook",
@@ -107,6 +122,11 @@ __all__ = [
     "run_probe",
     "run_steps",
     "run_watch",
+    "serve_pipe",
     "short_question",
+    "split",
     "tight_max_tokens",
+    "worker_clocks",
+    "worker_host",
+    "worker_plans",
 ]

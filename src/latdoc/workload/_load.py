@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from latdoc.analysis.load import LevelWindow
-from latdoc.probe import ConnectionOptions, Endpoint, ProbeSession, now_ns
+from latdoc.probe import ConnectionOptions, Endpoint, EventHook, ProbeSession, now_ns
 from latdoc.records import RequestTrace, Sample, Step, StepNote
 from latdoc.workload._budget import Budget
 from latdoc.workload._calibration import ASSUMED, prompt_cost
@@ -59,6 +59,10 @@ class LoadPlan:
     max_in_flight: int = 64
     """Open loop: requests open at once, at most."""
     seed: int | None = None
+    on_event: EventHook | None = field(default=None, compare=False, repr=False)
+    """Sees every decoded event of every request with the arrival time its trace uses,
+    for fields a trace does not keep (a benchmark reads a server's own stamps there).
+    Sent to each worker process or actor, so it must pickle."""
 
     @property
     def closed_loop(self) -> bool:
@@ -105,16 +109,20 @@ class _Sweep:
         on_level: LevelHook,
         on_progress: ProgressHook | None,
         on_note: Callable[[StepNote], None] | None,
+        worker: int | None = None,
     ) -> None:
         self.plan = plan
         self.on_note = on_note
         self.budget = budget
-        self.rng = random.Random(plan.seed)
+        self.worker = worker
+        self.rng = random.Random(_seed(plan.seed, worker))
         self.on_sample = on_sample
         self.on_level = on_level
         self.on_progress = on_progress
         self.notes: list[StepNote] = []
         self.index = 0
+        self.started = 0
+        """Requests reserved and sent so far, finished or not."""
         self.words = ASSUMED.words_for(plan.prompt_tokens)
         self.cost = prompt_cost(ASSUMED, self.words)
 
@@ -130,9 +138,13 @@ class _Sweep:
         if not self.budget.reserve(self.cost, out):
             level.stop("the request or token budget ran out")
             return
-        trace = await session.request(make_prompt(self.words, self.rng), out)
+        self.started += 1
+        prompt = make_prompt(self.words, self.rng)
+        trace = await session.request(prompt, out, on_event=self.plan.on_event)
         self._settle(trace)
-        self.on_sample(Sample(step, trace, self.plan.prompt_tokens, tag, index=self.index))
+        self.on_sample(
+            Sample(step, trace, self.plan.prompt_tokens, tag, index=self.index, worker=self.worker)
+        )
         self.index += 1
         level.done += 1
         level.failed += 0 if trace.ok else 1
@@ -155,32 +167,50 @@ class _Sweep:
     def _session(self, streams: int) -> ProbeSession:
         return self.plan.connection.session(self.plan.endpoint, max_connections=max(1, streams))
 
-    async def closed(self, number: int, workers: int, seconds: float) -> _Level:
+    async def closed(
+        self, number: int, streams: int, seconds: float, *, level_streams: int | None = None
+    ) -> _Level:
+        """Closed loop: ``streams`` back to back; ``level_streams`` is the level's whole
+        concurrency when this process sends only its share of it."""
+        label = streams if level_streams is None else level_streams
         start = now_ns()
         level = _Level(number, start + int(seconds * _NS))
         partial = False
         try:
-            async with self._session(workers) as session:
+            async with self._session(streams) as session:
 
-                async def worker() -> None:
+                async def stream() -> None:
                     while level.sending:
-                        await self.send(session, level, Step.LOAD, workers)
+                        await self.send(session, level, Step.LOAD, label)
 
                 async with asyncio.TaskGroup() as group:
-                    for _ in range(workers):
-                        group.create_task(worker())
+                    for _ in range(streams):
+                        group.create_task(stream())
         except BaseException:
             partial = True
             raise
         finally:
             self._level_done(
-                LevelWindow(number, workers, None, start, _end(level), partial=partial),
+                LevelWindow(number, label, None, start, _end(level), partial=partial),
                 level,
             )
         return level
 
-    async def open(self, number: int, rate: float, seconds: float) -> _Level:
-        rng = random.Random(None if self.plan.seed is None else self.plan.seed * 1000 + number)
+    async def open(
+        self,
+        number: int,
+        rate: float,
+        seconds: float,
+        *,
+        level_rate: float | None = None,
+        max_in_flight: int | None = None,
+    ) -> _Level:
+        """Open loop: Poisson arrivals at ``rate``; ``level_rate`` is the level's whole rate
+        when this process sends only its share of it (independent Poisson shares add up
+        to a Poisson process at the sum of their rates)."""
+        seed = None if self.plan.seed is None else self.plan.seed * 1000 + number
+        rng = random.Random(_seed(seed, self.worker))
+        in_flight = max_in_flight or self.plan.max_in_flight
         schedule: list[float] = []
         at = rng.expovariate(rate)
         while at < seconds:
@@ -189,10 +219,10 @@ class _Sweep:
         start = now_ns()
         level = _Level(number, start + int(seconds * _NS))
         late_ms: list[float] = []
-        slots = asyncio.Semaphore(self.plan.max_in_flight)
+        slots = asyncio.Semaphore(in_flight)
         partial = False
         try:
-            async with self._session(self.plan.max_in_flight) as session:
+            async with self._session(in_flight) as session:
 
                 async def arrival() -> None:
                     try:
@@ -218,7 +248,14 @@ class _Sweep:
         finally:
             late = sorted(late_ms)[len(late_ms) // 2] if late_ms else None
             window = LevelWindow(
-                number, None, rate, start, _end(level), len(schedule), late, partial=partial
+                number,
+                None,
+                level_rate or rate,
+                start,
+                _end(level),
+                len(schedule),
+                late,
+                partial=partial,
             )
             self._level_done(window, level)
         return level
@@ -257,6 +294,14 @@ class _Sweep:
                 return
         if self.on_progress is not None:
             self.on_progress("levels", len(levels), len(levels))
+
+
+def _seed(seed: int | None, worker: int | None) -> int | None:
+    """Each worker its own random stream: the same prompts and arrival gaps in every
+    worker would send the same load in lockstep."""
+    if seed is None or worker is None:
+        return seed
+    return seed * 10_007 + worker + 1
 
 
 def _end(level: _Level) -> int:

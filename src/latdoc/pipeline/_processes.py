@@ -1,0 +1,138 @@
+"""Load workers as local processes (``latdoc load --processes N``), for when one core
+cannot keep up with the streams.
+
+Each worker is a fresh interpreter (multiprocessing's ``spawn``: no state of the
+driver's event loop or connections is inherited) that runs
+:func:`~latdoc.workload.serve_pipe` behind a pipe. The driver reads the pipe
+from its event loop (``add_reader``, no thread, so an interrupted loop never waits
+on a blocked read); a pipe that closes is a worker that died.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import multiprocessing
+from collections.abc import AsyncIterator, Sequence
+from multiprocessing.process import BaseProcess
+from types import TracebackType
+from typing import Any, Self
+
+from latdoc.pipeline._fleet import WorkerLost
+from latdoc.workload import Batch, LevelOrder, LoadPlan, serve_pipe
+
+STOP_WAIT_S = 2.0
+"""How long a worker may take to exit when asked, before it is killed."""
+
+
+class ProcessWorker:
+    """The driver's end of one worker process."""
+
+    def __init__(self, plan: LoadPlan, worker: int) -> None:
+        context = multiprocessing.get_context("spawn")
+        self.worker = worker
+        self._conn, child = context.Pipe()
+        self.process: BaseProcess = context.Process(
+            target=serve_pipe,
+            args=(child, plan, worker),
+            name=f"latdoc-load-worker-{worker}",
+            daemon=True,
+        )
+        self.process.start()
+        # Only the child holds its end now: when it dies, reads here see the end of file.
+        child.close()
+
+    async def clock(self) -> tuple[int, int]:
+        self._send(("clock",))
+        value: tuple[int, int] = await self._recv()
+        return value
+
+    async def where(self) -> dict[str, Any]:
+        self._send(("where",))
+        value: dict[str, Any] = await self._recv()
+        return value
+
+    async def run_level(self, order: LevelOrder) -> AsyncIterator[Batch]:
+        self._send(("level", order))
+        while True:
+            batch: Batch = await self._recv()
+            yield batch
+            if batch.window is not None:
+                return
+
+    def ask_to_stop(self) -> None:
+        with contextlib.suppress(WorkerLost):
+            self._send(("stop",))
+
+    def stop(self) -> None:
+        """Wait for the process to exit, and end it by its own id if it does not."""
+        self.process.join(STOP_WAIT_S)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(STOP_WAIT_S)
+        self._conn.close()
+
+    def _send(self, message: tuple[Any, ...]) -> None:
+        try:
+            self._conn.send(message)
+        except (OSError, ValueError):
+            raise self._lost() from None
+
+    async def _recv(self) -> Any:
+        conn = self._conn
+        loop = asyncio.get_running_loop()
+        try:
+            while not conn.poll():
+                ready = loop.create_future()
+                loop.add_reader(conn.fileno(), _set, ready)
+                try:
+                    await ready
+                finally:
+                    loop.remove_reader(conn.fileno())
+            return conn.recv()
+        except (EOFError, OSError):
+            raise self._lost() from None
+
+    def _lost(self) -> WorkerLost:
+        self.process.join(0.5)
+        code = self.process.exitcode
+        how = "is gone" if code is None else f"exited with code {code}"
+        return WorkerLost(f"its process {how}")
+
+
+def _set(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+class ProcessFleet:
+    """``count`` worker processes, each with its share of ``plan``; a context manager
+    whose exit stops every one of them."""
+
+    backend = "processes"
+
+    def __init__(self, plans: Sequence[LoadPlan]) -> None:
+        self.handles: list[ProcessWorker] = []
+        try:
+            for i, plan in enumerate(plans):
+                self.handles.append(ProcessWorker(plan, i))
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        for handle in self.handles:
+            handle.ask_to_stop()
+        for handle in self.handles:
+            handle.stop()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

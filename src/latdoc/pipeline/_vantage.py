@@ -1,0 +1,150 @@
+"""The network step, or a whole diagnosis, measured from other places: Ray nodes that
+carry a ``vantage:NAME`` custom resource.
+
+:func:`probe_here` and :func:`diagnose_here` run on the vantage node itself (Ray
+ships them there, :func:`~._ray.run_at_vantages`) and send back the samples and
+that node's host facts. The driver then keeps one run per vantage in its own
+store, labelled ``meta["vantage"]``, and compares them side by side
+(:mod:`latdoc.analysis.vantage`). This module imports no Ray.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from latdoc.analysis.diagnosis import Scenario
+from latdoc.analysis.vantage import VantageComparison, compare_vantages, vantage_row
+from latdoc.pipeline._diagnose import build_diagnosis, run_context, run_diagnosis, run_meta
+from latdoc.pipeline._host import host_meta
+from latdoc.records import RequestTrace, Sample, Step, StepNote
+from latdoc.report import diagnosis_to_dict
+from latdoc.store import Store
+from latdoc.workload import DiagnosisPlan, ProbePlan, run_probe
+
+
+@dataclass(frozen=True)
+class FromVantage:
+    """What one vantage measured, and the facts of the host it measured from."""
+
+    name: str
+    host: dict[str, Any]
+    samples: tuple[Sample, ...]
+    notes: tuple[StepNote, ...] = ()
+
+
+def probe_here(plan: ProbePlan, name: str) -> FromVantage:
+    """Send ``plan``'s probes from this host (on the vantage node)."""
+    samples: list[Sample] = []
+
+    def keep(step: Step, trace: RequestTrace) -> None:
+        cold = bool(trace.new_connection)
+        samples.append(Sample(step, trace, plan.prompt_tokens, cold=cold, index=len(samples)))
+
+    asyncio.run(
+        run_probe(
+            plan,
+            lambda _, trace: keep(Step.PROBE, trace),
+            on_calibration=lambda t: keep(Step.CALIBRATION, t),
+            on_attempt=lambda t: keep(Step.PROBE, t),
+        )
+    )
+    return FromVantage(name, host_meta(), tuple(samples))
+
+
+def diagnose_here(plan: DiagnosisPlan, name: str) -> FromVantage:
+    """Measure every step of a diagnosis from this host (on the vantage node)."""
+    samples: list[Sample] = []
+    result = asyncio.run(run_diagnosis(plan, on_sample=samples.append))
+    return FromVantage(name, host_meta(), tuple(samples), tuple(result.notes))
+
+
+@dataclass(frozen=True)
+class VantageRuns:
+    """One stored run per vantage, and their comparison."""
+
+    run_ids: dict[str, str]
+    comparison: VantageComparison
+    store_path: str
+
+
+def probe_vantages(
+    plan: ProbePlan, *, ray: str, vantages: Sequence[str], store: Store
+) -> VantageRuns:
+    """Probe ``plan``'s endpoint from each vantage at once; keep a ``probe`` run of each."""
+    from latdoc.pipeline._ray import run_at_vantages
+
+    found = run_at_vantages(ray, vantages, probe_here, plan)
+    options = {
+        "prompt_tokens": plan.prompt_tokens,
+        "max_tokens": plan.max_tokens,
+        "repeat": plan.repeat,
+        "reuse_connections": plan.reuse_connections,
+        "http2": plan.connection.http2,
+    }
+    run_ids = {}
+    for one in found:
+        meta = {**one.host, "options": options, "vantage": one.name, "ray": ray}
+        run_ids[one.name] = _keep(store, plan.endpoint.base_url, plan.endpoint.model, one, meta)
+        store.finish_run(run_ids[one.name], status="done", diagnosis=None)
+    return VantageRuns(run_ids, _compare(found, run_ids), store.path)
+
+
+def diagnose_vantages(
+    plan: DiagnosisPlan,
+    *,
+    ray: str,
+    vantages: Sequence[str],
+    store: Store,
+    scenario: Scenario,
+    concurrency: int,
+) -> VantageRuns:
+    """Diagnose ``plan``'s endpoint from each vantage at once; keep a diagnosis of each."""
+    from latdoc.pipeline._ray import run_at_vantages
+
+    found = run_at_vantages(ray, vantages, diagnose_here, plan)
+    endpoint, model = plan.endpoint.base_url, plan.endpoint.model
+    run_ids = {}
+    for one in found:
+        meta = {**run_meta(plan, concurrency), **one.host, "vantage": one.name, "ray": ray}
+        run_id = _keep(store, endpoint, model, one, meta, scenario=scenario, kind="diagnose")
+        context = run_context(run_id, endpoint, model, scenario, meta, one.notes)
+        document = diagnosis_to_dict(build_diagnosis(one.samples, context))
+        store.finish_run(run_id, status="done", notes=one.notes, diagnosis=document)
+        run_ids[one.name] = run_id
+    return VantageRuns(run_ids, _compare(found, run_ids), store.path)
+
+
+def _keep(
+    store: Store,
+    endpoint: str,
+    model: str,
+    one: FromVantage,
+    meta: dict[str, Any],
+    *,
+    scenario: str = "",
+    kind: str = "probe",
+) -> str:
+    run_id = store.new_run(endpoint=endpoint, model=model, scenario=scenario, meta=meta, kind=kind)
+    store.add_samples(run_id, one.samples)
+    return run_id
+
+
+def _compare(found: Sequence[FromVantage], run_ids: dict[str, str]) -> VantageComparison:
+    def measured(one: FromVantage) -> list[RequestTrace]:
+        # The network step's requests, or a probe's: what each vantage sent alike.
+        steps = (Step.NETWORK, Step.PROBE)
+        return [s.trace for s in one.samples if s.step in steps]
+
+    rows = [
+        vantage_row(
+            one.name,
+            measured(one),
+            run_id=run_ids[one.name],
+            host=one.host.get("host"),
+        )
+        for one in found
+    ]
+    return compare_vantages(rows)
