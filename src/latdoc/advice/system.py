@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from latdoc.advice.remedies import SELF_PACED, pool_size
+from latdoc.advice._sizing import SELF_PACED, pool_size
 from latdoc.analysis.attribution import RunContext
 from latdoc.analysis.diagnosis import Diagnosis, Kind
 from latdoc.analysis.host import HostFacts, SystemItem

@@ -1,11 +1,13 @@
-"""``latdoc compare`` and ``latdoc verify``: prove a remedy by measurement."""
+"""``latdoc compare`` and ``latdoc verify``: prove a remedy by measurement. This module
+owns the two commands' options and runs them: compare reads two stored runs, verify
+plans the A/B experiment on the endpoint and runs it into the store; what they print
+is :mod:`._verify_output`'s.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from latdoc.cli._options import (
@@ -22,20 +24,16 @@ from latdoc.cli._options import (
     positive_int,
     target,
 )
-from latdoc.errors import UsageError
+from latdoc.cli._verify_output import emit_comparison, emit_conversation, emit_retry, emit_verify
 from latdoc.pipeline import (
     NOT_APPLICABLE,
-    ConversationVerdict,
-    RetryVerdict,
-    RunComparison,
-    VerifyResult,
     compare_runs,
     cpu_count,
     verify_conversation,
     verify_remedy,
     verify_retry,
 )
-from latdoc.store import RunInfo, Store
+from latdoc.store import Store
 from latdoc.workload import VerifyPlan, VerifyRemedy, arm_summaries
 
 DEFAULT_VERIFY_REQUESTS = 200
@@ -127,67 +125,6 @@ def run_compare(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def describe(info: RunInfo) -> str:
-    """One line that says what a run was."""
-    what = info.meta.get("arm_label") if isinstance(info.meta, dict) else None
-    label = f"{what}; " if what else ""
-    return (
-        f"{label}{info.kind} run {info.run_id} of {info.model} at {info.endpoint}, "
-        f"{info.started_at:%Y-%m-%d %H:%M} UTC, {info.requests} requests"
-    )
-
-
-def run_dict(info: RunInfo) -> dict[str, Any]:
-    return {
-        "run_id": info.run_id,
-        "kind": info.kind,
-        "endpoint": info.endpoint,
-        "model": info.model,
-        "started_at": info.started_at.isoformat(),
-        "requests": info.requests,
-        "failed": info.failed,
-        "label": info.meta.get("arm_label") if isinstance(info.meta, dict) else None,
-    }
-
-
-def emit_comparison(
-    result: RunComparison, args: argparse.Namespace, names: tuple[str, str]
-) -> None:
-    from latdoc.report import comparison_to_dict, make_console, render_comparison
-
-    document = comparison_to_dict(
-        result.comparison, a=run_dict(result.a), b=run_dict(result.b), names=names
-    )
-    if args.json:
-        sys.stdout.write(json.dumps(document, indent=2) + "\n")
-        return
-    if args.html:
-        from latdoc.report import render_comparison_html
-
-        path = Path(args.html)
-        try:
-            path.write_text(
-                render_comparison_html(
-                    result.comparison, a_label=describe(result.a), b_label=describe(result.b)
-                ),
-                encoding="utf-8",
-            )
-        except OSError as exc:
-            raise UsageError(f"cannot write {path}: {exc.strerror}") from None
-        print(f"HTML comparison written to {path}", file=sys.stderr)
-    make_console(sys.stdout).print(
-        render_comparison(
-            result.comparison,
-            a_label=describe(result.a),
-            b_label=describe(result.b),
-            names=names,
-        )
-    )
-
-
-VERIFY_SCHEMA = "latdoc.verify/1"
-
-
 def run_verify(args: argparse.Namespace) -> int:
     from latdoc.report import ProgressBars
 
@@ -266,152 +203,4 @@ def plan_line(plan: VerifyPlan) -> str:
         f"  Trials of A and B interleaved in shuffled blocks; at most {plan.max_requests} "
         f"requests{tokens} and {plan.max_seconds:g} s; stops early once the 95% interval of "
         f"A ÷ B is within ±{plan.precision:.0%}."
-    )
-
-
-def verdict_line(result: VerifyResult) -> str:
-    """The answer in one line: the verdict and what B saves, with its interval."""
-    if result.verdict == NOT_APPLICABLE:
-        return f"Verdict: not applicable — {result.reason}"
-    m, gain, ci = result.headline, result.gain_ms, result.gain_interval_ms
-    assert m is not None and gain is not None
-    from latdoc.report import format_ms, format_p
-
-    interval = "" if ci is None else f" (95% CI {format_ms(ci[0])} … {format_ms(ci[1])})"
-    what = "saves" if gain >= 0 else "adds"
-    return (
-        f"Verdict: {result.verdict} — B {what} {format_ms(abs(gain))} of {m.statistic} "
-        f"{m.label} per request{interval}, {format_p(m.p_value)}, n = {m.n_a}/{m.n_b}"
-    )
-
-
-def emit_verify(
-    result: VerifyResult, infos: tuple[RunInfo, RunInfo] | None, args: argparse.Namespace
-) -> None:
-    from latdoc.report import comparison_to_dict, make_console, render_comparison
-
-    line = verdict_line(result)
-    if args.json:
-        document: dict[str, Any] = {
-            "schema": VERIFY_SCHEMA,
-            "remedy": str(result.remedy),
-            "verdict": result.verdict,
-            "reason": result.reason,
-            "headline": None if result.headline is None else result.headline.key,
-            "statistic": None if result.headline is None else result.headline.statistic,
-            "gain_ms": result.gain_ms,
-            "gain_interval_ms": None
-            if result.gain_interval_ms is None
-            else list(result.gain_interval_ms),
-            "p_value": None if result.headline is None else result.headline.p_value,
-            "arms": {"A": result.labels[0], "B": result.labels[1]},
-            "run_ids": None if result.run_ids is None else list(result.run_ids),
-            "cached_tokens_b": result.cached_tokens_b,
-            "stopped_because": result.stopped_because,
-            "notes": [{"step": str(n.step), "text": n.text} for n in result.notes],
-            "summary": line,
-            "comparison": None
-            if result.comparison is None or infos is None
-            else comparison_to_dict(result.comparison, a=run_dict(infos[0]), b=run_dict(infos[1])),
-        }
-        sys.stdout.write(json.dumps(document, indent=2) + "\n")
-        return
-    console = make_console(sys.stdout)
-    if result.comparison is not None and infos is not None:
-        if args.html:
-            from latdoc.report import render_comparison_html
-
-            path = Path(args.html)
-            try:
-                path.write_text(
-                    render_comparison_html(
-                        result.comparison,
-                        a_label=result.labels[0],
-                        b_label=result.labels[1],
-                        heading=f"verify {result.remedy}: {line}",
-                    ),
-                    encoding="utf-8",
-                )
-            except OSError as exc:
-                raise UsageError(f"cannot write {path}: {exc.strerror}") from None
-            print(f"HTML comparison written to {path}", file=sys.stderr)
-        console.print(
-            render_comparison(result.comparison, a_label=result.labels[0], b_label=result.labels[1])
-        )
-    for note in result.notes:
-        console.print(f"  Note: {note.text}")
-    if result.cached_tokens_b is not None:
-        console.print(f"  B: the server reported {result.cached_tokens_b} prompt tokens cached.")
-    if result.remedy is VerifyRemedy.MODEL:
-        console.print(
-            "  Speed is measured here; whether the answers are as good is yours to check."
-        )
-    console.print(line)
-    if result.run_ids is not None:
-        print(
-            f"Runs {result.run_ids[0]} (A) and {result.run_ids[1]} (B) kept in "
-            f"{result.store_path}; `latdoc compare {result.run_ids[0]} {result.run_ids[1]}` "
-            "shows them again.",
-            file=sys.stderr,
-        )
-
-
-def emit_conversation(held: ConversationVerdict, args: argparse.Namespace) -> None:
-    from latdoc.report import (
-        conversation_to_dict,
-        make_console,
-        render_conversation,
-        render_conversation_html,
-    )
-
-    turns, descriptions, dropped = held.turns, held.descriptions, held.dropped
-    if args.json:
-        document = conversation_to_dict(
-            held.outcomes,
-            turns=turns,
-            descriptions=descriptions,
-            dropped=dropped,
-            run_ids=held.run_ids,
-        )
-        document["notes"] = [{"step": str(n.step), "text": n.text} for n in held.notes]
-        sys.stdout.write(json.dumps(document, indent=2) + "\n")
-        return
-    if args.html:
-        path = Path(args.html)
-        try:
-            page = render_conversation_html(
-                held.outcomes, turns=turns, descriptions=descriptions, dropped=dropped
-            )
-            path.write_text(page, encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"cannot write {path}: {exc.strerror}") from None
-        print(f"HTML report written to {path}", file=sys.stderr)
-    console = make_console(sys.stdout)
-    console.print(
-        render_conversation(held.outcomes, turns=turns, descriptions=descriptions, dropped=dropped)
-    )
-    for note in held.notes:
-        console.print(f"  Note: {note.text}")
-    print(
-        f"Runs kept in {held.store_path}: "
-        + ", ".join(f"{name} {run_id}" for name, run_id in held.run_ids.items()),
-        file=sys.stderr,
-    )
-
-
-def emit_retry(verdict: RetryVerdict, args: argparse.Namespace) -> None:
-    from latdoc.report import make_console, render_retry, retry_to_dict
-
-    if args.json:
-        document = retry_to_dict(verdict.comparison, labels=verdict.labels, run_ids=verdict.run_ids)
-        document["notes"] = [{"step": str(n.step), "text": n.text} for n in verdict.notes]
-        sys.stdout.write(json.dumps(document, indent=2) + "\n")
-        return
-    console = make_console(sys.stdout)
-    console.print(render_retry(verdict.comparison, labels=verdict.labels))
-    for note in verdict.notes:
-        console.print(f"  Note: {note.text}")
-    print(
-        f"Runs {verdict.run_ids[0]} (A) and {verdict.run_ids[1]} (B) kept in {verdict.store_path}.",
-        file=sys.stderr,
     )

@@ -13,7 +13,7 @@ the endpoint as it was before the knob existed:
   compressed day (``load_profile``), a prefix cache, mid-stream stalls;
 - failures: one :class:`Fault` per request, at ``fault_rate``.
 
-:mod:`latdoc.lab.sim._app` documents how each is reported to the client.
+:func:`~latdoc.lab.sim.create_app` documents how each is reported to the client.
 """
 
 from __future__ import annotations

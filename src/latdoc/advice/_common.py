@@ -1,0 +1,53 @@
+"""The remedies that answer several kinds alike, built once: an asynchronous client, a
+smaller or quantised model (a trade-off), and retries by error class with backoff.
+"""
+
+from __future__ import annotations
+
+from latdoc.advice.verify import verify_command
+from latdoc.analysis.attribution import RunContext
+from latdoc.analysis.diagnosis import Kind, Remedy
+
+__all__ = ["async_client", "retries", "smaller_model"]
+
+
+def async_client(kind: Kind) -> Remedy:
+    return Remedy(
+        "async_client",
+        "Use an asynchronous client",
+        kind,
+        "httpx.AsyncClient or openai.AsyncOpenAI with one shared client, so waiting "
+        "requests do not hold threads.",
+        None,
+    )
+
+
+def smaller_model(kind: Kind, change: str, ctx: RunContext) -> Remedy:
+    return Remedy(
+        "smaller_model",
+        "A smaller or quantised model of the same family",
+        kind,
+        change,
+        None,
+        tradeoff="lower quality; know your priority order of latency, cost and quality",
+        verify_command=verify_command(ctx, "model", alt_model="NAME"),
+    )
+
+
+def retries(kind: Kind, retry_after_s: float | None, ctx: RunContext) -> Remedy:
+    wait = (
+        f"429: wait the Retry-After the server sends ({retry_after_s:g} s here)"
+        if retry_after_s is not None
+        else "429: wait for Retry-After"
+    )
+    return Remedy(
+        "retries",
+        "Retry by error class with exponential backoff",
+        kind,
+        "Timeouts and 5xx: retry with exponential backoff and jitter, a few tries at most; "
+        f"{wait}; other 4xx: never retry; never replay a stream that has begun.\n"
+        "  from latdoc.client import RetryPolicy, make_async_client\n"
+        "  openai.AsyncOpenAI(max_retries=0, http_client=make_async_client(retry=RetryPolicy()))",
+        None,
+        verify_command=verify_command(ctx, "retry"),
+    )

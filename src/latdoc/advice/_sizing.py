@@ -1,0 +1,32 @@
+"""The numbers a remedy computes for this machine and the user's settings: the seed's
+connection pool size (``2 × cores + concurrency``), the congestion controls that skip
+TCP's restart after idle, and the sliding window a long prompt is trimmed to.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "SELF_PACED",
+    "SUMMARY_AFTER_TURNS",
+    "TRIM_WINDOW_TOKENS",
+    "pool_size",
+    "trim_window",
+]
+
+TRIM_WINDOW_TOKENS = 2000
+"""The sliding window the seed suggests: keep the last 2K tokens of history."""
+SUMMARY_AFTER_TURNS = 10
+"""The seed summarises history beyond 10 turns; the conversation experiment's history
+reaches the long prompt measured here at that turn."""
+
+SELF_PACED = frozenset({"bbr"})
+"""Congestion controls that set their own rate: the kernel skips the restart after idle."""
+
+
+def pool_size(cpu_count: int, concurrency: int) -> int:
+    """The seed's connection pool size: ``2 × CPU cores + expected concurrency``."""
+    return 2 * max(1, cpu_count) + max(1, concurrency)
+
+
+def trim_window(long_tokens: int) -> int:
+    return min(TRIM_WINDOW_TOKENS, max(256, long_tokens // 2))

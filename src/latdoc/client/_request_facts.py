@@ -1,0 +1,121 @@
+"""What an application's request says about itself, read from the httpcore request the
+pool is handed: its URL (credentials redacted) and the dialect its path speaks, the
+model named in its JSON body, its key, body size and ``X-Request-ID``, and the
+timeouts httpx set on it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from latdoc.probe import Dialect, Timeouts, TraceTarget
+from latdoc.store import redact_url
+
+__all__ = [
+    "body_size",
+    "dialect_of",
+    "request_id",
+    "request_timeouts",
+    "trace_target",
+    "url_text",
+]
+
+
+def request_timeouts(request: Any) -> Timeouts:
+    raw = request.extensions.get("timeout") or {}
+    default = Timeouts()
+
+    def pick(name: str, fallback: float) -> float:
+        value = raw.get(name)
+        return float(value) if isinstance(value, int | float) else fallback
+
+    return Timeouts(
+        connect=pick("connect", default.connect),
+        read=pick("read", default.read),
+        write=pick("write", default.write),
+        pool=pick("pool", default.pool),
+        total=default.total,
+    )
+
+
+def trace_target(request: Any) -> TraceTarget:
+    url = request.url
+    scheme = url.scheme.decode("ascii") if isinstance(url.scheme, bytes) else str(url.scheme)
+    text = url_text(url)
+    return TraceTarget(
+        url=redact_url(text),
+        model=_model_of(request),
+        dialect=dialect_of(text),
+        is_tls=scheme == "https",
+        secret=_bearer(request),
+    )
+
+
+def url_text(url: Any) -> str:
+    def text(part: Any) -> str:
+        return part.decode("ascii") if isinstance(part, bytes) else str(part)
+
+    port = f":{url.port}" if url.port is not None else ""
+    return f"{text(url.scheme)}://{text(url.host)}{port}{text(url.target)}"
+
+
+def _header(request: Any, name: bytes) -> bytes | None:
+    for key, value in request.headers:
+        if key.lower() == name:
+            return value  # type: ignore[no-any-return]
+    return None
+
+
+def request_id(request: Any) -> str | None:
+    """The ``X-Request-ID`` the application sent, if it sent one."""
+    value = _header(request, b"x-request-id")
+    return None if value is None else value.decode("latin-1")
+
+
+def dialect_of(url: str) -> str:
+    """The dialect a request's path speaks (``http`` and the last path part for others)."""
+    path = url.split("?", 1)[0]
+    for dialect in (Dialect.CHAT, Dialect.COMPLETIONS, Dialect.ANTHROPIC, Dialect.RESPONSES):
+        if path.endswith(dialect.path):
+            return str(dialect)
+    return path.rsplit("/", 1)[-1] or "http"
+
+
+def _bearer(request: Any) -> str | None:
+    value = _header(request, b"authorization")
+    if value is None:
+        value = _header(request, b"x-api-key")
+        return None if value is None else value.decode("latin-1") or None
+    scheme, _, token = value.decode("latin-1").partition(" ")
+    return token or scheme or None
+
+
+def body_size(request: Any) -> int | None:
+    value = _header(request, b"content-length")
+    return int(value) if value is not None and value.isdigit() else None
+
+
+def _model_of(request: Any) -> str:
+    """The ``model`` of a JSON request body, read from its bytes when it has them."""
+    body = _request_body(request)
+    if body is None:
+        return ""
+    try:
+        obj = json.loads(body)
+    except ValueError:
+        return ""
+    model = obj.get("model") if isinstance(obj, dict) else None
+    return model if isinstance(model, str) else ""
+
+
+def _request_body(request: Any) -> bytes | None:
+    stream = request.stream
+    if isinstance(stream, bytes):
+        return stream
+    # httpx hands httpcore its request body as a byte stream over the bytes it holds.
+    for attr in ("_stream", "_content"):
+        held = getattr(stream, attr, None)
+        if isinstance(held, bytes):
+            return held
+    return None
