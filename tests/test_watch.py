@@ -124,13 +124,17 @@ def _busy_buckets(origin: float, day_s: float, profile: tuple[float, ...], n: in
     return busy
 
 
+def _watch_args(url: str, name: str, seconds: float, db: Path) -> list[str]:
+    return ["watch", url, "--model", "lab-sim", "--name", name, "--every", "0.5s",
+            "--duration", f"{seconds:g}s", "--long-tokens", "256", "--max-tokens", "8",
+            "--seed", "3", "--db", str(db)]  # fmt: skip
+
+
 def _watch_lab(config: LabConfig, name: str, seconds: float, db: Path) -> tuple[float, int]:
     before = time.time()
     with LabProcess(config) as lab:
         origin = (before + time.time()) / 2
-        code = main(["watch", lab.base_url, "--model", "lab-sim", "--name", name, "--every", "0.5s",
-                     "--duration", f"{seconds:g}s", "--long-tokens", "256", "--max-tokens", "8",
-                     "--seed", "3", "--db", str(db)])  # fmt: skip
+        code = main(_watch_args(lab.base_url, name, seconds, db))
     return origin, code
 
 
@@ -147,15 +151,36 @@ def test_watch_finds_the_lab_peak_and_a_flat_lab_has_none(
 ) -> None:
     """A 64 s day in 8 parts, background filling the one slot in parts 4 to 7 only (each
     background request holds it 100 ms on average); a watch every half second for one day.
-    Then a flat day (5 % all day) for 32 s."""
+    A flat day (5 % all day) for 32 s is watched at the same time by another process,
+    into a store of its own."""
     latency = LatencyModel(prefill_base_ms=8, prefill_ms_per_token=0.01, decode_ms_per_token=1)
     profile = (0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0)
     day_s = 64.0
     db = tmp_path / "watch.db"
     peaked = LabConfig(latency=latency, slots=1, load_profile=profile, day_seconds=day_s,
                        background_request_ms=100, seed=7)  # fmt: skip
-    origin, code = _watch_lab(peaked, "peaked", day_s, db)
+    flat_day = 32.0
+    flat_db = tmp_path / "flat.db"
+    flat = LabConfig(latency=latency, slots=1, load_profile=(0.05,), day_seconds=flat_day,
+                     background_request_ms=100, seed=7)  # fmt: skip
+    with LabProcess(flat) as flat_lab:
+        flat_watch = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "latdoc",
+                *_watch_args(flat_lab.base_url, "flat", flat_day, flat_db),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            origin, code = _watch_lab(peaked, "peaked", day_s, db)
+        finally:
+            _, flat_err = flat_watch.communicate(timeout=120)
     assert code == EXIT_OK
+    assert flat_watch.returncode == EXIT_OK, flat_err
     document = _report(db, "peaked", day_s, capsys)
     assert document["schema"] == "latdoc.watch/1"
     busy = _busy_buckets(origin, day_s, profile, 8)
@@ -168,12 +193,7 @@ def test_watch_finds_the_lab_peak_and_a_flat_lab_has_none(
     assert peak["ratio"] > 1.3 and peak["ratio_ci"][0] > 1 and peak["p_value"] < 0.01, summary
     assert "schedule batch work off-peak" in document["verdict"]
 
-    flat_day = 32.0
-    flat = LabConfig(latency=latency, slots=1, load_profile=(0.05,), day_seconds=flat_day,
-                     background_request_ms=100, seed=7)  # fmt: skip
-    _, code = _watch_lab(flat, "flat", flat_day, db)
-    assert code == EXIT_OK
-    document = _report(db, "flat", flat_day, capsys)
+    document = _report(flat_db, "flat", flat_day, capsys)
     assert not document["pattern"], document["peak"]
     assert document["verdict"] == "no daily pattern"
 
