@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from latdoc.analysis.buffering import MIN_CHUNKS, Burst, stream_burst
@@ -138,9 +138,13 @@ def gather_facts(
     samples: Sequence[Sample],
     long_reference_tokens: int | None,
     by_step: Sequence[Sample] | None = None,
+    server_metrics: Mapping[str, float | None] | None = None,
+    server_metrics_source: str | None = None,
 ) -> Facts:
     """``by_step``, when given, holds the samples the network, length and load summaries
-    read (recorded traffic relabelled by step); ``samples`` are the run's requests."""
+    read (recorded traffic relabelled by step); ``samples`` are the run's requests.
+    ``server_metrics`` are the engine's counters over the run, read beside the server's
+    own timing (:func:`~.servertime.server_account`)."""
     steps = samples if by_step is None else by_step
     measured = [s for s in samples if s.step != Step.CALIBRATION]
     ok = [s.trace for s in measured if s.trace.ok]
@@ -166,7 +170,7 @@ def gather_facts(
         client_delay_ms=median_of(s.trace.client_delay_ms for s in measured),
         bursts=list(bursts.values()),
         long_streams=sum(1 for t in ok if len(t.chunks) >= MIN_CHUNKS),
-        server=server_account(samples),
+        server=server_account(samples, server_metrics, server_metrics_source),
         reasoning=reasoning_facts(ok),
     )
 

@@ -168,7 +168,8 @@ def server_account(
     metrics: Mapping[str, float | None] | None = None,
     metrics_source: str | None = None,
 ) -> ServerAccount | None:
-    """The run's requests as the server told them; ``None`` when none told anything."""
+    """The run's requests as the server told them; ``None`` when none told anything.
+    ``metrics_source`` names where ``metrics`` were scraped, so it is kept only with them."""
     measured = [s for s in samples if s.step is not Step.CALIBRATION and s.trace.ok]
     timed = [(s, t) for s in measured if (t := server_timing_of(s.trace)) is not None]
     if not timed and not metrics:
@@ -221,7 +222,7 @@ def server_account(
         numbers={k: v for k, v in numbers.items() if v is not None},
         disagreements=disagreements,
         metrics=shown,
-        metrics_source=metrics_source,
+        metrics_source=metrics_source if metrics else None,
     )
 
 
