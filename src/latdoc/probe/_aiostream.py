@@ -89,14 +89,19 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         """True when an idle connection has something to read: the peer closed it."""
         if self._reader.at_eof() or self._writer.is_closing():
             return True
-        sock = self._writer.get_extra_info("socket")
-        if sock is None:
-            return True
-        try:
-            readable, _, _ = select.select([sock.fileno()], [], [], 0)
-        except (OSError, ValueError):
-            return True
-        return bool(readable)
+        return socket_readable(self._writer.get_extra_info("socket"))
+
+
+def socket_readable(sock: socket.socket | None) -> bool:
+    """True when ``sock`` has something to read now, or is gone (none, closed or not
+    pollable): on an idle connection, that the peer closed it."""
+    if sock is None:
+        return True
+    try:
+        readable, _, _ = select.select([sock.fileno()], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
 
 
 async def open_stream(

@@ -28,7 +28,7 @@ from typing import Any
 
 import httpcore
 
-from latdoc.probe._aiostream import deadline
+from latdoc.probe._aiostream import deadline, socket_readable
 from latdoc.probe._arrivals import SO_TIMESTAMPNS, Inbox, watch
 
 __all__ = ["KernelStream", "kernel_stamps_possible", "open_kernel_stream"]
@@ -190,13 +190,7 @@ class KernelStream(httpcore.AsyncNetworkStream):
         """True when an idle connection has something to read: the peer closed it."""
         if self._left or self._inbox.reads or self._inbox.ended:
             return True
-        if self._sock.fileno() < 0:
-            return True
-        try:
-            readable, _, _ = select.select([self._sock.fileno()], [], [], 0)
-        except (OSError, ValueError):
-            return True
-        return bool(readable)
+        return socket_readable(self._sock)
 
 
 async def open_kernel_stream(
