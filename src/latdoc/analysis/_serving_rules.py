@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from latdoc.analysis._rule import confidence
 from latdoc.analysis.diagnosis import Finding, Kind
-from latdoc.analysis.facts import Facts, median_of, steady_tpot_ms
+from latdoc.analysis.facts import Facts, steady_tpot_ms
 from latdoc.analysis.length_rule import (
     input_length_finding,
     length_check,
@@ -19,7 +19,7 @@ from latdoc.analysis.length_rule import (
 )
 from latdoc.analysis.reasoning_rule import REASONING_MIN_MS, reasoning_finding
 from latdoc.analysis.server_rules import with_server_queueing
-from latdoc.analysis.stats import quantile
+from latdoc.analysis.stats import median_of, quantile
 from latdoc.records import RequestTrace
 
 __all__ = [

@@ -27,11 +27,12 @@ from latdoc.analysis.diagnosis import (
     Scenario,
     Verdict,
 )
-from latdoc.analysis.facts import Facts, gather_facts, median_of
+from latdoc.analysis.facts import Facts, gather_facts
 from latdoc.analysis.host import HostFacts
 from latdoc.analysis.length_rule import LONG_REFERENCE_TOKENS, length_check
 from latdoc.analysis.noticeable import is_noticeable, noticeable_bar, request_parts
 from latdoc.analysis.server_rules import buffering
+from latdoc.analysis.stats import median_of
 from latdoc.analysis.traffic import StepViews
 from latdoc.records import Sample, StepNote
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from latdoc.analysis.buffering import MIN_CHUNKS, Burst, stream_burst
@@ -22,13 +22,8 @@ from latdoc.analysis.diagnosis import LengthCurve
 from latdoc.analysis.length import fit_length_curve, length_points
 from latdoc.analysis.servertime import ServerAccount, server_account
 from latdoc.analysis.signals import dispersion, find_stalls
-from latdoc.analysis.stats import bootstrap_ci, difference_ci
+from latdoc.analysis.stats import bootstrap_ci, difference_ci, median_of
 from latdoc.records import RequestTrace, Sample, Step
-
-
-def median_of(values: Iterable[float | None]) -> float | None:
-    data = [v for v in values if v is not None]
-    return statistics.median(data) if data else None
 
 
 @dataclass

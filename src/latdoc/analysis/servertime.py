@@ -24,10 +24,10 @@ and nothing else changes.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from latdoc.analysis.stats import median_of
 from latdoc.records import RequestTrace, Sample, Step
 
 __all__ = [
@@ -158,11 +158,6 @@ class ServerAccount:
     """Where the metrics came from (``llama.cpp /metrics at URL``), when scraped."""
 
 
-def _median(values: Iterable[float | None]) -> float | None:
-    data = [v for v in values if v is not None]
-    return statistics.median(data) if data else None
-
-
 def server_account(
     samples: Sequence[Sample],
     metrics: Mapping[str, float | None] | None = None,
@@ -179,20 +174,20 @@ def server_account(
     alone = [sp for s, sp in splits if s.concurrency == 1]
     numbers: dict[str, float | None] = {
         "requests": float(len(timed)),
-        "queue_ms": _median(t.queue_ms for _, t in timed),
-        "prefill_ms": _median(t.prefill_ms for _, t in timed),
-        "decode_ms": _median(t.decode_ms for _, t in timed),
-        "processing_ms": _median(t.processing_ms for _, t in timed),
-        "wait_beyond_prefill_ms": _median(sp.queue_ms for _, sp in splits),
-        "network_and_client_ms": _median(
+        "queue_ms": median_of(t.queue_ms for _, t in timed),
+        "prefill_ms": median_of(t.prefill_ms for _, t in timed),
+        "decode_ms": median_of(t.decode_ms for _, t in timed),
+        "processing_ms": median_of(t.processing_ms for _, t in timed),
+        "wait_beyond_prefill_ms": median_of(sp.queue_ms for _, sp in splits),
+        "network_and_client_ms": median_of(
             s.trace.ttft_ms - sp.queue_ms - sp.prefill_ms
             for s, sp in splits
             if s.trace.ttft_ms is not None
         ),
-        "alone_wait_ms": _median(sp.queue_ms for sp in alone),
-        "alone_prefill_ms": _median(sp.prefill_ms for sp in alone),
-        "concurrent_wait_ms": _median(sp.queue_ms for sp in concurrent),
-        "concurrent_prefill_ms": _median(sp.prefill_ms for sp in concurrent),
+        "alone_wait_ms": median_of(sp.queue_ms for sp in alone),
+        "alone_prefill_ms": median_of(sp.prefill_ms for sp in alone),
+        "concurrent_wait_ms": median_of(sp.queue_ms for sp in concurrent),
+        "concurrent_prefill_ms": median_of(sp.prefill_ms for sp in concurrent),
     }
     sources = sorted({t.source for _, t in timed})
     shown = dict(metrics or {})
