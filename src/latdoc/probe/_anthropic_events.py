@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from latdoc.errors import status_of_error_type
-from latdoc.probe._events import EventInfo, Usage, int_or_none
+from latdoc.probe._events import EventInfo, Usage, error_event, int_or_none
 
 __all__ = ["anthropic_usage", "parse_anthropic_event"]
 
@@ -110,12 +109,7 @@ def _block_start(block: Any) -> EventInfo:
 def _error(error: Any) -> EventInfo:
     if not isinstance(error, dict):
         return EventInfo(error=str(error or "error event without details"))
-    kind = error.get("type")
-    message = error.get("message")
-    text = ": ".join(str(p) for p in (kind, message) if p) or "error event without details"
-    return EventInfo(
-        error=text, error_status=status_of_error_type(kind) if isinstance(kind, str) else None
-    )
+    return error_event(error.get("type"), error.get("message"))
 
 
 def anthropic_usage(raw: Any) -> Usage | None:

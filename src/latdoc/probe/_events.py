@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["EventInfo", "Usage", "int_or_none", "merge_usage"]
+from latdoc.errors import status_of_error_type
+
+__all__ = ["EventInfo", "Usage", "error_event", "int_or_none", "merge_usage"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +49,15 @@ class EventInfo:
     """An event of a type the dialect does not define: skipped, and counted."""
     other_dialect: str | None = None
     """The dialect the event belongs to when it is clearly not this one's."""
+
+
+def error_event(code: Any, message: Any) -> EventInfo:
+    """An error event that names its type (or code) and message: ``type: message``, with
+    the HTTP status the provider gives that type, where it has one."""
+    text = ": ".join(str(p) for p in (code, message) if p) or "error event without details"
+    return EventInfo(
+        error=text, error_status=status_of_error_type(code) if isinstance(code, str) else None
+    )
 
 
 def int_or_none(value: Any) -> int | None:

@@ -16,8 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from latdoc.errors import status_of_error_type
-from latdoc.probe._events import EventInfo, Usage, int_or_none
+from latdoc.probe._events import EventInfo, Usage, error_event, int_or_none
 
 __all__ = ["parse_responses_event", "responses_usage"]
 
@@ -69,7 +68,7 @@ def parse_responses_event(obj: Any, event: str | None = None) -> EventInfo:
     if kind in _LIFECYCLE:
         return EventInfo()
     if kind == "error":
-        return _error(obj.get("code"), obj.get("message"))
+        return error_event(obj.get("code"), obj.get("message"))
     response = obj.get("response")
     response = response if isinstance(response, dict) else {}
     rid = response.get("id") if isinstance(response.get("id"), str) else None
@@ -95,19 +94,12 @@ def parse_responses_event(obj: Any, event: str | None = None) -> EventInfo:
     if kind == "response.failed":
         error = response.get("error")
         error = error if isinstance(error, dict) else {}
-        return _error(error.get("code"), error.get("message") or "response.failed")
+        return error_event(error.get("code"), error.get("message") or "response.failed")
     if kind in ("message_start", "content_block_delta", "content_block_start"):
         return EventInfo(unknown=True, other_dialect="anthropic")
     if kind is None and isinstance(obj.get("choices"), list):
         return EventInfo(unknown=True, other_dialect="chat")
     return EventInfo(unknown=True)
-
-
-def _error(code: Any, message: Any) -> EventInfo:
-    text = ": ".join(str(p) for p in (code, message) if p) or "error event without details"
-    return EventInfo(
-        error=text, error_status=status_of_error_type(code) if isinstance(code, str) else None
-    )
 
 
 def responses_usage(raw: Any) -> Usage | None:
