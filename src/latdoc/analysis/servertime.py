@@ -115,7 +115,10 @@ class TtftSplit:
 
 def split_ttft(trace: RequestTrace) -> TtftSplit | None:
     """Split ``trace``'s TTFT by the server's own timing; ``None`` without a told prefill."""
-    timing = server_timing_of(trace)
+    return _split(trace, server_timing_of(trace))
+
+
+def _split(trace: RequestTrace, timing: ServerTiming | None) -> TtftSplit | None:
     ttft = trace.ttft_ms
     if timing is None or timing.prefill_ms is None or ttft is None or not trace.ok:
         return None
@@ -165,11 +168,15 @@ def server_account(
 ) -> ServerAccount | None:
     """The run's requests as the server told them; ``None`` when none told anything.
     ``metrics_source`` names where ``metrics`` were scraped, so it is kept only with them."""
-    measured = [s for s in samples if s.step is not Step.CALIBRATION and s.trace.ok]
-    timed = [(s, t) for s in measured if (t := server_timing_of(s.trace)) is not None]
+    told_by = [(s, server_timing_of(s.trace)) for s in samples]
+    timed = [
+        (s, t)
+        for s, t in told_by
+        if t is not None and s.step is not Step.CALIBRATION and s.trace.ok
+    ]
     if not timed and not metrics:
         return None
-    splits = [(s, sp) for s, _ in timed if (sp := split_ttft(s.trace)) is not None]
+    splits = [(s, sp) for s, t in timed if (sp := _split(s.trace, t)) is not None]
     concurrent = [sp for s, sp in splits if s.concurrency > 1]
     alone = [sp for s, sp in splits if s.concurrency == 1]
     numbers: dict[str, float | None] = {
@@ -193,7 +200,7 @@ def server_account(
     shown = dict(metrics or {})
     disagreements = _disagreements(timed, [sp for _, sp in splits])
     counted = shown.get("prefill_total_ms")
-    told = _told_prefill_total(samples)
+    told = _told_prefill_total(told_by)
     if counted is not None and told is not None:
         shown["told_prefill_total_ms"] = told
         gap = counted - told
@@ -221,12 +228,12 @@ def server_account(
     )
 
 
-def _told_prefill_total(samples: Sequence[Sample]) -> float | None:
+def _told_prefill_total(told_by: Sequence[tuple[Sample, ServerTiming | None]]) -> float | None:
     """The prefill every request of the run told (calibration too: the engine counted it),
     or ``None`` unless every request succeeded and told it."""
-    if any(not s.trace.ok for s in samples):
+    if any(not s.trace.ok for s, _ in told_by):
         return None
-    told = [server_timing_of(s.trace) for s in samples]
+    told = [t for _, t in told_by]
     values = [t.prefill_ms for t in told if t is not None and t.prefill_ms is not None]
     return sum(values) if told and len(values) == len(told) else None
 
