@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from latdoc.probe._events import EventInfo, Usage, error_event, int_or_none
+from latdoc.probe._events import EventInfo, Usage, detail_int, error_event, int_or_none
 
 __all__ = ["anthropic_usage", "parse_anthropic_event"]
 
@@ -122,11 +122,9 @@ def anthropic_usage(raw: Any) -> Usage | None:
     read = int_or_none(raw.get("cache_read_input_tokens"))
     written = int_or_none(raw.get("cache_creation_input_tokens"))
     prompt = None if fresh is None else fresh + (read or 0) + (written or 0)
-    details = raw.get("output_tokens_details")
-    thought = int_or_none(details.get("thinking_tokens")) if isinstance(details, dict) else None
     return Usage(
         prompt_tokens=prompt,
         completion_tokens=int_or_none(raw.get("output_tokens")),
         cached_prompt_tokens=read,
-        reasoning_tokens=thought,
+        reasoning_tokens=detail_int(raw, "output_tokens_details", "thinking_tokens"),
     )

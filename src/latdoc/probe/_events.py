@@ -13,7 +13,7 @@ from typing import Any
 
 from latdoc.errors import status_of_error_type
 
-__all__ = ["EventInfo", "Usage", "error_event", "int_or_none", "merge_usage"]
+__all__ = ["EventInfo", "Usage", "detail_int", "error_event", "int_or_none", "merge_usage"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +62,13 @@ def error_event(code: Any, message: Any) -> EventInfo:
 
 def int_or_none(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def detail_int(usage: dict[str, Any], details: str, key: str) -> int | None:
+    """``usage[details][key]`` as a count (``prompt_tokens_details.cached_tokens``,
+    ``output_tokens_details.reasoning_tokens`` ...), ``None`` where either is missing."""
+    inner = usage.get(details)
+    return int_or_none(inner.get(key)) if isinstance(inner, dict) else None
 
 
 def merge_usage(old: Usage | None, new: Usage) -> Usage:

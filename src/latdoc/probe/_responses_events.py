@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from latdoc.probe._events import EventInfo, Usage, error_event, int_or_none
+from latdoc.probe._events import EventInfo, Usage, detail_int, error_event, int_or_none
 
 __all__ = ["parse_responses_event", "responses_usage"]
 
@@ -106,15 +106,9 @@ def responses_usage(raw: Any) -> Usage | None:
     """The Responses ``usage``: input (cached among it) and output (reasoning among it)."""
     if not isinstance(raw, dict):
         return None
-    cached_in = raw.get("input_tokens_details")
-    out = raw.get("output_tokens_details")
     return Usage(
         prompt_tokens=int_or_none(raw.get("input_tokens")),
         completion_tokens=int_or_none(raw.get("output_tokens")),
-        cached_prompt_tokens=int_or_none(cached_in.get("cached_tokens"))
-        if isinstance(cached_in, dict)
-        else None,
-        reasoning_tokens=int_or_none(out.get("reasoning_tokens"))
-        if isinstance(out, dict)
-        else None,
+        cached_prompt_tokens=detail_int(raw, "input_tokens_details", "cached_tokens"),
+        reasoning_tokens=detail_int(raw, "output_tokens_details", "reasoning_tokens"),
     )
