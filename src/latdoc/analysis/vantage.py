@@ -66,6 +66,8 @@ def vantage_row(
 ) -> VantageRow:
     ok = [t for t in traces if t.ok]
     cold = [t for t in ok if t.new_connection]
+    rtts = tuple(v for t in ok if (v := t.rtt_ms) is not None)
+    ttfts = tuple(v for t in ok if (v := t.ttft_ms) is not None)
     return VantageRow(
         name=name,
         run_id=run_id,
@@ -75,10 +77,10 @@ def vantage_row(
         dns_ms=median_of([t.dns_ms for t in cold]),
         connect_ms=median_of([t.connect_ms for t in cold]),
         tls_ms=median_of([t.tls_ms for t in cold]),
-        rtt_ms=median_of([t.rtt_ms for t in ok]),
-        ttft_ms=median_of([t.ttft_ms for t in ok]),
-        rtt_samples=tuple(v for v in (t.rtt_ms for t in ok) if v is not None),
-        ttft_samples=tuple(v for v in (t.ttft_ms for t in ok) if v is not None),
+        rtt_ms=median_of(rtts),
+        ttft_ms=median_of(ttfts),
+        rtt_samples=rtts,
+        ttft_samples=ttfts,
     )
 
 
