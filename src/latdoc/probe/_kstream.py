@@ -54,7 +54,7 @@ class KernelStream(httpcore.AsyncNetworkStream):
         self.arrival_ns: int | None = None
         """The kernel's receive stamp (``perf_counter_ns``) of the last raw read that
         delivered the data returned; ``None`` without kernel stamps."""
-        self._inbox: Inbox = watch(sock, kernel_stamps)
+        self._inbox: Inbox = watch(sock)
         self._left = b""
         self._left_stamp: int | None = None
         self._tls: ssl.SSLObject | None = None
