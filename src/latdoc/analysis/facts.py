@@ -97,8 +97,9 @@ def server_ttft_ms(trace: RequestTrace) -> float | None:
     (:attr:`RequestTrace.server_ttft_ms`), so neither the client's pool wait, its own
     delay nor the connection's setup is in it; without a wire mark, TTFT minus the
     pool wait and the setup."""
-    if trace.sent_ns is not None and trace.first_token_ns is not None:
-        return trace.server_ttft_ms
+    server = trace.server_ttft_ms
+    if server is not None:
+        return server
     if trace.ttft_ms is None:
         return None
     return trace.ttft_ms - (trace.queue_ms or 0.0) - (trace.setup_ms or 0.0)
