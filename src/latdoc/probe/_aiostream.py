@@ -122,8 +122,13 @@ async def open_stream(
         raise httpcore.ConnectError(str(exc) or type(exc).__name__) from exc
     sock = writer.get_extra_info("socket")
     if sock is not None:
-        with contextlib.suppress(OSError):
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        for option in socket_options or ():
-            sock.setsockopt(*option)
+        set_socket_options(sock, socket_options)
     return AsyncioStream(reader, writer)
+
+
+def set_socket_options(sock: socket.socket, socket_options: Iterable[Any] | None) -> None:
+    """TCP_NODELAY where the socket takes it, then the caller's own options."""
+    with contextlib.suppress(OSError):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    for option in socket_options or ():
+        sock.setsockopt(*option)

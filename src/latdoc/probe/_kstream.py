@@ -28,7 +28,7 @@ from typing import Any
 
 import httpcore
 
-from latdoc.probe._aiostream import deadline, socket_readable
+from latdoc.probe._aiostream import deadline, set_socket_options, socket_readable
 from latdoc.probe._arrivals import SO_TIMESTAMPNS, Inbox, watch
 
 __all__ = ["KernelStream", "kernel_stamps_possible", "open_kernel_stream"]
@@ -220,10 +220,7 @@ async def open_kernel_stream(
     except BaseException:
         sock.close()
         raise
-    with contextlib.suppress(OSError):
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    for option in socket_options or ():
-        sock.setsockopt(*option)
+    set_socket_options(sock, socket_options)
     try:
         sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
         stamps = True
