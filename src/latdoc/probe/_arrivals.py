@@ -29,11 +29,12 @@ import time
 import weakref
 from dataclasses import dataclass
 
-__all__ = ["SO_TIMESTAMPNS", "Arrival", "Inbox", "RealtimeToMonotonic", "watch"]
+__all__ = ["READ_SIZE", "SO_TIMESTAMPNS", "Arrival", "Inbox", "RealtimeToMonotonic", "watch"]
 
 SO_TIMESTAMPNS = 35
 """Linux ``SO_TIMESTAMPNS`` (also ``SCM_TIMESTAMPNS``), absent from the socket module."""
 READ_SIZE = 65536
+"""The most one read of the thread takes from a socket."""
 PAUSE_BYTES = 4 * 1024 * 1024
 """Reads queued for a socket beyond which the thread stops reading it until the loop
 catches up: memory stays bounded when the loop falls far behind."""

@@ -29,11 +29,9 @@ from typing import Any
 import httpcore
 
 from latdoc.probe._aiostream import deadline, set_socket_options, socket_readable
-from latdoc.probe._arrivals import SO_TIMESTAMPNS, Inbox, watch
+from latdoc.probe._arrivals import READ_SIZE, SO_TIMESTAMPNS, Inbox, watch
 
 __all__ = ["KernelStream", "kernel_stamps_possible", "open_kernel_stream"]
-
-_TLS_READ = 65536
 
 
 def kernel_stamps_possible() -> bool:
@@ -114,7 +112,7 @@ class KernelStream(httpcore.AsyncNetworkStream):
                 if self._outgoing.pending:
                     await self._flush()
                 return data
-            raw = await self._recv(_TLS_READ)
+            raw = await self._recv(READ_SIZE)
             if raw:
                 self._incoming.write(raw)
             else:
@@ -167,7 +165,7 @@ class KernelStream(httpcore.AsyncNetworkStream):
             await self._flush()
             if done:
                 return
-            raw = await self._recv(_TLS_READ)
+            raw = await self._recv(READ_SIZE)
             if not raw:
                 raise ConnectionResetError("the peer closed the connection during TLS")
             self._incoming.write(raw)
