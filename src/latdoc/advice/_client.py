@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from latdoc.advice._common import async_client, retries
 from latdoc.advice._sizing import pool_size
 from latdoc.advice.verify import verify_command
+from latdoc.analysis._client_rules import CLIENT_DELAY_MS, CLIENT_LOOP_LAG_MS
 from latdoc.analysis.attribution import RunContext
 from latdoc.analysis.diagnosis import Diagnosis, Finding, Kind, Remedy
 
@@ -40,8 +41,8 @@ def client_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remed
             "work off the event loop (loop.run_in_executor).",
             None,
             how_to_measure="run `latdoc diagnose` again from a quieter machine: the "
-            "event-loop lag and the client delay in its findings should fall below 20 and "
-            "10 ms",
+            "event-loop lag and the client delay in its findings should fall below "
+            f"{CLIENT_LOOP_LAG_MS:.0f} and {CLIENT_DELAY_MS:.0f} ms",
         )
         return
     size = pool_size(ctx.cpu_count, ctx.concurrency)

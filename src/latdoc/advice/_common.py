@@ -1,5 +1,6 @@
 """The remedies that answer several kinds alike, built once: an asynchronous client, a
-smaller or quantised model (a trade-off), and retries by error class with backoff.
+smaller or quantised model (one of the trade-offs :func:`another_model` builds), and
+retries by error class with backoff.
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from latdoc.advice.verify import verify_command
 from latdoc.analysis.attribution import RunContext
 from latdoc.analysis.diagnosis import Kind, Remedy
 
-__all__ = ["async_client", "retries", "smaller_model"]
+__all__ = ["another_model", "async_client", "retries", "smaller_model"]
 
 
 def async_client(kind: Kind) -> Remedy:
@@ -22,15 +23,30 @@ def async_client(kind: Kind) -> Remedy:
     )
 
 
-def smaller_model(kind: Kind, change: str, ctx: RunContext) -> Remedy:
+def another_model(
+    key: str, title: str, kind: Kind, change: str, tradeoff: str, ctx: RunContext
+) -> Remedy:
+    """A remedy that swaps the model: always a trade-off, its gain measured by
+    ``latdoc verify --remedy model`` against the model the user names."""
     return Remedy(
+        key,
+        title,
+        kind,
+        change,
+        None,
+        tradeoff=tradeoff,
+        verify_command=verify_command(ctx, "model", alt_model="NAME"),
+    )
+
+
+def smaller_model(kind: Kind, change: str, ctx: RunContext) -> Remedy:
+    return another_model(
         "smaller_model",
         "A smaller or quantised model of the same family",
         kind,
         change,
-        None,
-        tradeoff="lower quality; know your priority order of latency, cost and quality",
-        verify_command=verify_command(ctx, "model", alt_model="NAME"),
+        "lower quality; know your priority order of latency, cost and quality",
+        ctx,
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from latdoc.advice._common import another_model
 from latdoc.advice.verify import verify_command
 from latdoc.analysis.attribution import RunContext
 from latdoc.analysis.diagnosis import Diagnosis, Finding, Kind, Remedy
@@ -32,13 +33,12 @@ def reasoning_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Re
         tradeoff="less thinking can mean worse answers on hard questions",
         verify_command=verify_command(ctx, "reasoning-effort", reasoning_effort="low"),
     )
-    yield Remedy(
+    yield another_model(
         "non_reasoning_model",
         "A non-reasoning model on the latency-critical path",
         Kind.REASONING,
         "Route the requests a user waits for to a model that answers at once; keep the "
         "reasoning model for the questions that need it.",
-        None,
-        tradeoff="lower quality on questions that need reasoning",
-        verify_command=verify_command(ctx, "model", alt_model="NAME"),
+        "lower quality on questions that need reasoning",
+        ctx,
     )

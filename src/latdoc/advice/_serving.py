@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from latdoc.advice._common import async_client, retries, smaller_model
+from latdoc.advice._common import another_model, async_client, retries, smaller_model
 from latdoc.advice._sizing import SUMMARY_AFTER_TURNS, TRIM_WINDOW_TOKENS, trim_window
 from latdoc.advice._stall import stall_timeout
 from latdoc.advice.verify import CONVERSATION_STRATEGIES, verify_command
@@ -77,15 +77,14 @@ def input_length_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator
             None,
             verify_command=verify_command(ctx, "prompt-cache", prefix_tokens=long_tokens - window),
         )
-    yield Remedy(
+    yield another_model(
         "long_context_model",
         "Prefer a model served for long context",
         Kind.INPUT_LENGTH,
         "A model and server built for 128K+ context (FlashAttention/PagedAttention "
         "serving) keep prefill linear where classic serving degrades past ~4K tokens.",
-        None,
-        tradeoff="another model: check quality and price on your own task first",
-        verify_command=verify_command(ctx, "model", alt_model="NAME"),
+        "another model: check quality and price on your own task first",
+        ctx,
     )
     yield smaller_model(
         Kind.INPUT_LENGTH,

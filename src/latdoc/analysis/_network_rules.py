@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from latdoc.analysis._rule import confidence
 from latdoc.analysis.diagnosis import Finding, Kind
-from latdoc.analysis.facts import Facts, median_of
+from latdoc.analysis.facts import Facts
+from latdoc.analysis.stats import median_of
 
 __all__ = [
     "HIGH_RTT_MS",

@@ -11,15 +11,15 @@ from collections.abc import Sequence
 
 from latdoc.analysis._rule import confidence
 from latdoc.analysis.diagnosis import Finding, Kind
-from latdoc.analysis.facts import Facts, median_of, steady_tpot_ms
+from latdoc.analysis.facts import Facts, steady_tpot_ms
 from latdoc.analysis.length_rule import (
     input_length_finding,
     length_check,
     length_confidence_margin,
 )
-from latdoc.analysis.reasoning_rule import REASONING_MIN_MS, reasoning_finding
+from latdoc.analysis.reasoning_rule import reasoning_finding as reasoning
 from latdoc.analysis.server_rules import with_server_queueing
-from latdoc.analysis.stats import quantile
+from latdoc.analysis.stats import median_of, quantile
 from latdoc.records import RequestTrace
 
 __all__ = [
@@ -104,14 +104,6 @@ def decode(f: Facts) -> Finding | None:
         share_ms=decode,
         confidence=confidence(len(ok), tpot / SLOW_TPOT_MS - 1),
     )
-
-
-def reasoning(f: Facts) -> Finding | None:
-    share = f.reasoning.get("reasoning_ms")
-    n = int(f.reasoning.get("reasoning_n") or 0)
-    if share is None:
-        return None
-    return reasoning_finding(f, confidence(n, share / REASONING_MIN_MS - 1))
 
 
 def stalls(f: Facts) -> Finding | None:

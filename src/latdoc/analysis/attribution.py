@@ -27,12 +27,12 @@ from latdoc.analysis.diagnosis import (
     Scenario,
     Verdict,
 )
-from latdoc.analysis.facts import Facts, gather_facts, median_of
+from latdoc.analysis.facts import Facts, gather_facts
 from latdoc.analysis.host import HostFacts
 from latdoc.analysis.length_rule import LONG_REFERENCE_TOKENS, length_check
 from latdoc.analysis.noticeable import is_noticeable, noticeable_bar, request_parts
 from latdoc.analysis.server_rules import buffering
-from latdoc.analysis.servertime import server_account
+from latdoc.analysis.stats import median_of
 from latdoc.analysis.traffic import StepViews
 from latdoc.records import Sample, StepNote
 
@@ -130,11 +130,9 @@ def diagnose(
     """
     reference = None if context.scenario is Scenario.LONGDOC else LONG_REFERENCE_TOKENS
     steps = samples if views is None else views.samples
-    facts = gather_facts(samples, reference, steps)
-    if context.server_metrics:
-        facts.server = server_account(
-            samples, context.server_metrics, context.server_metrics_source
-        )
+    facts = gather_facts(
+        samples, reference, steps, context.server_metrics, context.server_metrics_source
+    )
     findings = tuple(f for rule in RULES if (f := rule(facts)) is not None)
     bar = noticeable_bar(samples if views is None else views.identical)
     verdict = _verdict(findings, facts, bar)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from latdoc.analysis.buffering import MIN_CHUNKS, Burst, stream_burst
@@ -22,13 +22,8 @@ from latdoc.analysis.diagnosis import LengthCurve
 from latdoc.analysis.length import fit_length_curve, length_points
 from latdoc.analysis.servertime import ServerAccount, server_account
 from latdoc.analysis.signals import dispersion, find_stalls
-from latdoc.analysis.stats import bootstrap_ci, difference_ci
+from latdoc.analysis.stats import bootstrap_ci, difference_ci, median_of
 from latdoc.records import RequestTrace, Sample, Step
-
-
-def median_of(values: Iterable[float | None]) -> float | None:
-    data = [v for v in values if v is not None]
-    return statistics.median(data) if data else None
 
 
 @dataclass
@@ -102,8 +97,9 @@ def server_ttft_ms(trace: RequestTrace) -> float | None:
     (:attr:`RequestTrace.server_ttft_ms`), so neither the client's pool wait, its own
     delay nor the connection's setup is in it; without a wire mark, TTFT minus the
     pool wait and the setup."""
-    if trace.sent_ns is not None and trace.first_token_ns is not None:
-        return trace.server_ttft_ms
+    server = trace.server_ttft_ms
+    if server is not None:
+        return server
     if trace.ttft_ms is None:
         return None
     return trace.ttft_ms - (trace.queue_ms or 0.0) - (trace.setup_ms or 0.0)
@@ -138,9 +134,13 @@ def gather_facts(
     samples: Sequence[Sample],
     long_reference_tokens: int | None,
     by_step: Sequence[Sample] | None = None,
+    server_metrics: Mapping[str, float | None] | None = None,
+    server_metrics_source: str | None = None,
 ) -> Facts:
     """``by_step``, when given, holds the samples the network, length and load summaries
-    read (recorded traffic relabelled by step); ``samples`` are the run's requests."""
+    read (recorded traffic relabelled by step); ``samples`` are the run's requests.
+    ``server_metrics`` are the engine's counters over the run, read beside the server's
+    own timing (:func:`~.servertime.server_account`)."""
     steps = samples if by_step is None else by_step
     measured = [s for s in samples if s.step != Step.CALIBRATION]
     ok = [s.trace for s in measured if s.trace.ok]
@@ -166,7 +166,7 @@ def gather_facts(
         client_delay_ms=median_of(s.trace.client_delay_ms for s in measured),
         bursts=list(bursts.values()),
         long_streams=sum(1 for t in ok if len(t.chunks) >= MIN_CHUNKS),
-        server=server_account(samples),
+        server=server_account(samples, server_metrics, server_metrics_source),
         reasoning=reasoning_facts(ok),
     )
 

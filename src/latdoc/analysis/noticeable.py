@@ -25,8 +25,8 @@ import statistics
 from collections.abc import Callable, Sequence
 
 from latdoc.analysis.diagnosis import Finding, Kind, NoticeableBar, RequestParts
-from latdoc.analysis.facts import median_of
 from latdoc.analysis.servertime import split_ttft
+from latdoc.analysis.stats import median_of
 from latdoc.records import RequestTrace, Sample, Step
 
 NOTICEABLE_FRACTION = 0.05

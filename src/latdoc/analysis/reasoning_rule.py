@@ -9,6 +9,7 @@ times the steady time per token), 0 for a request that did not think. It fires f
 
 from __future__ import annotations
 
+from latdoc.analysis._rule import confidence
 from latdoc.analysis.diagnosis import Finding, Kind
 from latdoc.analysis.facts import Facts
 
@@ -17,7 +18,7 @@ __all__ = ["REASONING_MIN_MS", "reasoning_finding"]
 REASONING_MIN_MS = 100.0
 
 
-def reasoning_finding(f: Facts, confidence: float) -> Finding | None:
+def reasoning_finding(f: Facts) -> Finding | None:
     """The reasoning finding, or ``None`` when thinking adds less than the threshold."""
     r = f.reasoning
     share = r.get("reasoning_ms")
@@ -39,5 +40,5 @@ def reasoning_finding(f: Facts, confidence: float) -> Finding | None:
         f"(≥ {REASONING_MIN_MS:.0f} ms), {how}{told}",
         {k: v for k, v in r.items() if v is not None},
         share_ms=share,
-        confidence=confidence,
+        confidence=confidence(n, share / REASONING_MIN_MS - 1),
     )

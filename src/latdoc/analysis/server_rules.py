@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
+from latdoc.analysis._rule import confidence
 from latdoc.analysis.buffering import median_burst
 from latdoc.analysis.diagnosis import Finding, Kind
 from latdoc.analysis.facts import Facts
@@ -23,12 +24,6 @@ SERVER_QUEUE_MIN_MS = 100.0
 """A queue the server reports (or a wait its prefill does not explain) counts from here."""
 BUFFERED_SHARE = 0.5
 """The rule fires when at least this share of the long streams arrived held back."""
-
-
-def _confidence(n: int, margin: float) -> float:
-    sample_factor = min(1.0, n / 5.0)
-    margin_factor = min(1.0, 0.6 + 0.4 * max(0.0, margin))
-    return round(max(0.1, sample_factor * margin_factor), 2)
 
 
 def with_server_queueing(found: Finding | None, f: Facts) -> Finding | None:
@@ -72,7 +67,7 @@ def with_server_queueing(found: Finding | None, f: Facts) -> Finding | None:
             f"(≥ {SERVER_QUEUE_MIN_MS:.0f} ms)",
             {"server_queue_ms": told, **evidence},
             share_ms=told,
-            confidence=_confidence(requests, told / SERVER_QUEUE_MIN_MS - 1),
+            confidence=confidence(requests, told / SERVER_QUEUE_MIN_MS - 1),
         )
     if rise is not None and rise >= SERVER_QUEUE_MIN_MS:
         return Finding(
@@ -83,7 +78,7 @@ def with_server_queueing(found: Finding | None, f: Facts) -> Finding | None:
             "over a request sent alone: queueing, not prefill",
             evidence,
             share_ms=rise,
-            confidence=_confidence(requests, rise / SERVER_QUEUE_MIN_MS - 1),
+            confidence=confidence(requests, rise / SERVER_QUEUE_MIN_MS - 1),
         )
     return None
 
@@ -114,5 +109,5 @@ def buffering(f: Facts) -> Finding | None:
         f"way buffers the response{named}",
         evidence,
         share_ms=evidence["held_ms"],
-        confidence=_confidence(len(bursts), len(bursts) / max(1, f.long_streams)),
+        confidence=confidence(len(bursts), len(bursts) / max(1, f.long_streams)),
     )

@@ -24,10 +24,10 @@ and nothing else changes.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from latdoc.analysis.stats import median_of
 from latdoc.records import RequestTrace, Sample, Step
 
 __all__ = [
@@ -115,7 +115,10 @@ class TtftSplit:
 
 def split_ttft(trace: RequestTrace) -> TtftSplit | None:
     """Split ``trace``'s TTFT by the server's own timing; ``None`` without a told prefill."""
-    timing = server_timing_of(trace)
+    return _split(trace, server_timing_of(trace))
+
+
+def _split(trace: RequestTrace, timing: ServerTiming | None) -> TtftSplit | None:
     ttft = trace.ttft_ms
     if timing is None or timing.prefill_ms is None or ttft is None or not trace.ok:
         return None
@@ -158,46 +161,46 @@ class ServerAccount:
     """Where the metrics came from (``llama.cpp /metrics at URL``), when scraped."""
 
 
-def _median(values: Iterable[float | None]) -> float | None:
-    data = [v for v in values if v is not None]
-    return statistics.median(data) if data else None
-
-
 def server_account(
     samples: Sequence[Sample],
     metrics: Mapping[str, float | None] | None = None,
     metrics_source: str | None = None,
 ) -> ServerAccount | None:
-    """The run's requests as the server told them; ``None`` when none told anything."""
-    measured = [s for s in samples if s.step is not Step.CALIBRATION and s.trace.ok]
-    timed = [(s, t) for s in measured if (t := server_timing_of(s.trace)) is not None]
+    """The run's requests as the server told them; ``None`` when none told anything.
+    ``metrics_source`` names where ``metrics`` were scraped, so it is kept only with them."""
+    told_by = [(s, server_timing_of(s.trace)) for s in samples]
+    timed = [
+        (s, t)
+        for s, t in told_by
+        if t is not None and s.step is not Step.CALIBRATION and s.trace.ok
+    ]
     if not timed and not metrics:
         return None
-    splits = [(s, sp) for s, _ in timed if (sp := split_ttft(s.trace)) is not None]
+    splits = [(s, sp) for s, t in timed if (sp := _split(s.trace, t)) is not None]
     concurrent = [sp for s, sp in splits if s.concurrency > 1]
     alone = [sp for s, sp in splits if s.concurrency == 1]
     numbers: dict[str, float | None] = {
         "requests": float(len(timed)),
-        "queue_ms": _median(t.queue_ms for _, t in timed),
-        "prefill_ms": _median(t.prefill_ms for _, t in timed),
-        "decode_ms": _median(t.decode_ms for _, t in timed),
-        "processing_ms": _median(t.processing_ms for _, t in timed),
-        "wait_beyond_prefill_ms": _median(sp.queue_ms for _, sp in splits),
-        "network_and_client_ms": _median(
+        "queue_ms": median_of(t.queue_ms for _, t in timed),
+        "prefill_ms": median_of(t.prefill_ms for _, t in timed),
+        "decode_ms": median_of(t.decode_ms for _, t in timed),
+        "processing_ms": median_of(t.processing_ms for _, t in timed),
+        "wait_beyond_prefill_ms": median_of(sp.queue_ms for _, sp in splits),
+        "network_and_client_ms": median_of(
             s.trace.ttft_ms - sp.queue_ms - sp.prefill_ms
             for s, sp in splits
             if s.trace.ttft_ms is not None
         ),
-        "alone_wait_ms": _median(sp.queue_ms for sp in alone),
-        "alone_prefill_ms": _median(sp.prefill_ms for sp in alone),
-        "concurrent_wait_ms": _median(sp.queue_ms for sp in concurrent),
-        "concurrent_prefill_ms": _median(sp.prefill_ms for sp in concurrent),
+        "alone_wait_ms": median_of(sp.queue_ms for sp in alone),
+        "alone_prefill_ms": median_of(sp.prefill_ms for sp in alone),
+        "concurrent_wait_ms": median_of(sp.queue_ms for sp in concurrent),
+        "concurrent_prefill_ms": median_of(sp.prefill_ms for sp in concurrent),
     }
     sources = sorted({t.source for _, t in timed})
     shown = dict(metrics or {})
     disagreements = _disagreements(timed, [sp for _, sp in splits])
     counted = shown.get("prefill_total_ms")
-    told = _told_prefill_total(samples)
+    told = _told_prefill_total(told_by)
     if counted is not None and told is not None:
         shown["told_prefill_total_ms"] = told
         gap = counted - told
@@ -221,16 +224,16 @@ def server_account(
         numbers={k: v for k, v in numbers.items() if v is not None},
         disagreements=disagreements,
         metrics=shown,
-        metrics_source=metrics_source,
+        metrics_source=metrics_source if metrics else None,
     )
 
 
-def _told_prefill_total(samples: Sequence[Sample]) -> float | None:
+def _told_prefill_total(told_by: Sequence[tuple[Sample, ServerTiming | None]]) -> float | None:
     """The prefill every request of the run told (calibration too: the engine counted it),
     or ``None`` unless every request succeeded and told it."""
-    if any(not s.trace.ok for s in samples):
+    if any(not s.trace.ok for s, _ in told_by):
         return None
-    told = [server_timing_of(s.trace) for s in samples]
+    told = [t for _, t in told_by]
     values = [t.prefill_ms for t in told if t is not None and t.prefill_ms is not None]
     return sum(values) if told and len(values) == len(told) else None
 

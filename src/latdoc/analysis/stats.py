@@ -10,6 +10,7 @@ about half a second, which ``import latdoc`` should not pay.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -61,6 +62,12 @@ class Distribution:
             p99=float(p99),
             max=float(np.max(data)),
         )
+
+
+def median_of(values: Iterable[float | None]) -> float | None:
+    """The median of the measured values (``None`` entries are skipped); ``None`` if none."""
+    data = [v for v in values if v is not None]
+    return statistics.median(data) if data else None
 
 
 def quantile(sorted_data: Sequence[float], q: float) -> float:

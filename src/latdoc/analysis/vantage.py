@@ -18,9 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-
-from latdoc.analysis.stats import difference_ci, mann_whitney_p
+from latdoc.analysis.stats import difference_ci, mann_whitney_p, median_of
 from latdoc.records import RequestTrace
 
 SIGNIFICANCE = 0.05
@@ -63,29 +61,26 @@ class VantageComparison:
         return self.p_value is not None and self.p_value < SIGNIFICANCE
 
 
-def _median(values: Sequence[float | None]) -> float | None:
-    data = [v for v in values if v is not None]
-    return float(np.median(data)) if data else None
-
-
 def vantage_row(
     name: str, traces: Sequence[RequestTrace], *, run_id: str | None = None, host: str | None = None
 ) -> VantageRow:
     ok = [t for t in traces if t.ok]
     cold = [t for t in ok if t.new_connection]
+    rtts = tuple(v for t in ok if (v := t.rtt_ms) is not None)
+    ttfts = tuple(v for t in ok if (v := t.ttft_ms) is not None)
     return VantageRow(
         name=name,
         run_id=run_id,
         host=host,
         requests=len(traces),
         failed=len(traces) - len(ok),
-        dns_ms=_median([t.dns_ms for t in cold]),
-        connect_ms=_median([t.connect_ms for t in cold]),
-        tls_ms=_median([t.tls_ms for t in cold]),
-        rtt_ms=_median([t.rtt_ms for t in ok]),
-        ttft_ms=_median([t.ttft_ms for t in ok]),
-        rtt_samples=tuple(v for v in (t.rtt_ms for t in ok) if v is not None),
-        ttft_samples=tuple(v for v in (t.ttft_ms for t in ok) if v is not None),
+        dns_ms=median_of([t.dns_ms for t in cold]),
+        connect_ms=median_of([t.connect_ms for t in cold]),
+        tls_ms=median_of([t.tls_ms for t in cold]),
+        rtt_ms=median_of(rtts),
+        ttft_ms=median_of(ttfts),
+        rtt_samples=rtts,
+        ttft_samples=ttfts,
     )
 
 

@@ -89,14 +89,19 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         """True when an idle connection has something to read: the peer closed it."""
         if self._reader.at_eof() or self._writer.is_closing():
             return True
-        sock = self._writer.get_extra_info("socket")
-        if sock is None:
-            return True
-        try:
-            readable, _, _ = select.select([sock.fileno()], [], [], 0)
-        except (OSError, ValueError):
-            return True
-        return bool(readable)
+        return socket_readable(self._writer.get_extra_info("socket"))
+
+
+def socket_readable(sock: socket.socket | None) -> bool:
+    """True when ``sock`` has something to read now, or is gone (none, closed or not
+    pollable): on an idle connection, that the peer closed it."""
+    if sock is None:
+        return True
+    try:
+        readable, _, _ = select.select([sock.fileno()], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
 
 
 async def open_stream(
@@ -117,8 +122,13 @@ async def open_stream(
         raise httpcore.ConnectError(str(exc) or type(exc).__name__) from exc
     sock = writer.get_extra_info("socket")
     if sock is not None:
-        with contextlib.suppress(OSError):
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        for option in socket_options or ():
-            sock.setsockopt(*option)
+        set_socket_options(sock, socket_options)
     return AsyncioStream(reader, writer)
+
+
+def set_socket_options(sock: socket.socket, socket_options: Iterable[Any] | None) -> None:
+    """TCP_NODELAY where the socket takes it, then the caller's own options."""
+    with contextlib.suppress(OSError):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    for option in socket_options or ():
+        sock.setsockopt(*option)

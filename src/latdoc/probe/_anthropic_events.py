@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from latdoc.errors import status_of_error_type
-from latdoc.probe._events import EventInfo, Usage, int_or_none
+from latdoc.probe._events import EventInfo, Usage, detail_int, error_event, int_or_none
 
 __all__ = ["anthropic_usage", "parse_anthropic_event"]
 
@@ -110,12 +109,7 @@ def _block_start(block: Any) -> EventInfo:
 def _error(error: Any) -> EventInfo:
     if not isinstance(error, dict):
         return EventInfo(error=str(error or "error event without details"))
-    kind = error.get("type")
-    message = error.get("message")
-    text = ": ".join(str(p) for p in (kind, message) if p) or "error event without details"
-    return EventInfo(
-        error=text, error_status=status_of_error_type(kind) if isinstance(kind, str) else None
-    )
+    return error_event(error.get("type"), error.get("message"))
 
 
 def anthropic_usage(raw: Any) -> Usage | None:
@@ -128,11 +122,9 @@ def anthropic_usage(raw: Any) -> Usage | None:
     read = int_or_none(raw.get("cache_read_input_tokens"))
     written = int_or_none(raw.get("cache_creation_input_tokens"))
     prompt = None if fresh is None else fresh + (read or 0) + (written or 0)
-    details = raw.get("output_tokens_details")
-    thought = int_or_none(details.get("thinking_tokens")) if isinstance(details, dict) else None
     return Usage(
         prompt_tokens=prompt,
         completion_tokens=int_or_none(raw.get("output_tokens")),
         cached_prompt_tokens=read,
-        reasoning_tokens=thought,
+        reasoning_tokens=detail_int(raw, "output_tokens_details", "thinking_tokens"),
     )

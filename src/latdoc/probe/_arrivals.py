@@ -29,11 +29,12 @@ import time
 import weakref
 from dataclasses import dataclass
 
-__all__ = ["SO_TIMESTAMPNS", "Arrival", "Inbox", "RealtimeToMonotonic", "watch"]
+__all__ = ["READ_SIZE", "SO_TIMESTAMPNS", "Arrival", "Inbox", "RealtimeToMonotonic", "watch"]
 
 SO_TIMESTAMPNS = 35
 """Linux ``SO_TIMESTAMPNS`` (also ``SCM_TIMESTAMPNS``), absent from the socket module."""
 READ_SIZE = 65536
+"""The most one read of the thread takes from a socket."""
 PAUSE_BYTES = 4 * 1024 * 1024
 """Reads queued for a socket beyond which the thread stops reading it until the loop
 catches up: memory stays bounded when the loop falls far behind."""
@@ -102,10 +103,9 @@ class Arrival:
 class Inbox:
     """The reads of one socket, queued by the reader thread for its event loop."""
 
-    def __init__(self, sock: socket.socket, loop: asyncio.AbstractEventLoop, stamps: bool) -> None:
+    def __init__(self, sock: socket.socket, loop: asyncio.AbstractEventLoop) -> None:
         self.sock = sock
         self.loop = loop
-        self.stamps = stamps
         self.fd = sock.fileno()
         self.reads: collections.deque[Arrival] = collections.deque()
         self.ended = False
@@ -158,7 +158,7 @@ class Inbox:
                 arrival = Arrival(b"", None, exc)
             else:
                 now = time.perf_counter_ns()
-                stamp = _kernel_stamp(ancillary) if self.stamps else None
+                stamp = _kernel_stamp(ancillary)
                 arrival = Arrival(data, None if stamp is None else _to_monotonic(stamp, now))
             if not arrival.data:
                 self.ended = True
@@ -241,8 +241,9 @@ def _reader() -> _Reader:
     return reader
 
 
-def watch(sock: socket.socket, stamps: bool) -> Inbox:
-    """Start reading ``sock`` in the reader thread; its reads queue in the returned inbox."""
-    inbox = Inbox(sock, asyncio.get_running_loop(), stamps)
+def watch(sock: socket.socket) -> Inbox:
+    """Start reading ``sock`` in the reader thread; its reads queue in the returned inbox,
+    stamped where ``SO_TIMESTAMPNS`` is set on it (without it the kernel sends no stamp)."""
+    inbox = Inbox(sock, asyncio.get_running_loop())
     _reader().watch(inbox)
     return inbox

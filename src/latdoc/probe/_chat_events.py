@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from latdoc.errors import status_of_error_type
-from latdoc.probe._events import EventInfo, Usage, int_or_none
+from latdoc.probe._events import EventInfo, Usage, detail_int, int_or_none
 
 __all__ = ["chat_usage", "parse_chat_event", "sniff_dialect"]
 
@@ -104,15 +104,11 @@ def chat_usage(raw: Any) -> Usage | None:
     """``usage`` of chat completions: prompt, completion, cached and reasoning tokens."""
     if not isinstance(raw, dict):
         return None
-    details = raw.get("prompt_tokens_details")
-    cached = int_or_none(details.get("cached_tokens")) if isinstance(details, dict) else None
-    out = raw.get("completion_tokens_details")
-    thought = int_or_none(out.get("reasoning_tokens")) if isinstance(out, dict) else None
     return Usage(
         prompt_tokens=int_or_none(raw.get("prompt_tokens")),
         completion_tokens=int_or_none(raw.get("completion_tokens")),
-        cached_prompt_tokens=cached,
-        reasoning_tokens=thought,
+        cached_prompt_tokens=detail_int(raw, "prompt_tokens_details", "cached_tokens"),
+        reasoning_tokens=detail_int(raw, "completion_tokens_details", "reasoning_tokens"),
     )
 
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["EventInfo", "Usage", "int_or_none", "merge_usage"]
+from latdoc.errors import status_of_error_type
+
+__all__ = ["EventInfo", "Usage", "detail_int", "error_event", "int_or_none", "merge_usage"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,8 +51,24 @@ class EventInfo:
     """The dialect the event belongs to when it is clearly not this one's."""
 
 
+def error_event(code: Any, message: Any) -> EventInfo:
+    """An error event that names its type (or code) and message: ``type: message``, with
+    the HTTP status the provider gives that type, where it has one."""
+    text = ": ".join(str(p) for p in (code, message) if p) or "error event without details"
+    return EventInfo(
+        error=text, error_status=status_of_error_type(code) if isinstance(code, str) else None
+    )
+
+
 def int_or_none(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def detail_int(usage: dict[str, Any], details: str, key: str) -> int | None:
+    """``usage[details][key]`` as a count (``prompt_tokens_details.cached_tokens``,
+    ``output_tokens_details.reasoning_tokens`` ...), ``None`` where either is missing."""
+    inner = usage.get(details)
+    return int_or_none(inner.get(key)) if isinstance(inner, dict) else None
 
 
 def merge_usage(old: Usage | None, new: Usage) -> Usage:

@@ -28,12 +28,10 @@ from typing import Any
 
 import httpcore
 
-from latdoc.probe._aiostream import deadline
-from latdoc.probe._arrivals import SO_TIMESTAMPNS, Inbox, watch
+from latdoc.probe._aiostream import deadline, set_socket_options, socket_readable
+from latdoc.probe._arrivals import READ_SIZE, SO_TIMESTAMPNS, Inbox, watch
 
 __all__ = ["KernelStream", "kernel_stamps_possible", "open_kernel_stream"]
-
-_TLS_READ = 65536
 
 
 def kernel_stamps_possible() -> bool:
@@ -54,7 +52,7 @@ class KernelStream(httpcore.AsyncNetworkStream):
         self.arrival_ns: int | None = None
         """The kernel's receive stamp (``perf_counter_ns``) of the last raw read that
         delivered the data returned; ``None`` without kernel stamps."""
-        self._inbox: Inbox = watch(sock, kernel_stamps)
+        self._inbox: Inbox = watch(sock)
         self._left = b""
         self._left_stamp: int | None = None
         self._tls: ssl.SSLObject | None = None
@@ -114,7 +112,7 @@ class KernelStream(httpcore.AsyncNetworkStream):
                 if self._outgoing.pending:
                     await self._flush()
                 return data
-            raw = await self._recv(_TLS_READ)
+            raw = await self._recv(READ_SIZE)
             if raw:
                 self._incoming.write(raw)
             else:
@@ -167,7 +165,7 @@ class KernelStream(httpcore.AsyncNetworkStream):
             await self._flush()
             if done:
                 return
-            raw = await self._recv(_TLS_READ)
+            raw = await self._recv(READ_SIZE)
             if not raw:
                 raise ConnectionResetError("the peer closed the connection during TLS")
             self._incoming.write(raw)
@@ -190,13 +188,7 @@ class KernelStream(httpcore.AsyncNetworkStream):
         """True when an idle connection has something to read: the peer closed it."""
         if self._left or self._inbox.reads or self._inbox.ended:
             return True
-        if self._sock.fileno() < 0:
-            return True
-        try:
-            readable, _, _ = select.select([self._sock.fileno()], [], [], 0)
-        except (OSError, ValueError):
-            return True
-        return bool(readable)
+        return socket_readable(self._sock)
 
 
 async def open_kernel_stream(
@@ -226,10 +218,7 @@ async def open_kernel_stream(
     except BaseException:
         sock.close()
         raise
-    with contextlib.suppress(OSError):
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    for option in socket_options or ():
-        sock.setsockopt(*option)
+    set_socket_options(sock, socket_options)
     try:
         sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
         stamps = True

@@ -16,8 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from latdoc.errors import status_of_error_type
-from latdoc.probe._events import EventInfo, Usage, int_or_none
+from latdoc.probe._events import EventInfo, Usage, detail_int, error_event, int_or_none
 
 __all__ = ["parse_responses_event", "responses_usage"]
 
@@ -69,7 +68,7 @@ def parse_responses_event(obj: Any, event: str | None = None) -> EventInfo:
     if kind in _LIFECYCLE:
         return EventInfo()
     if kind == "error":
-        return _error(obj.get("code"), obj.get("message"))
+        return error_event(obj.get("code"), obj.get("message"))
     response = obj.get("response")
     response = response if isinstance(response, dict) else {}
     rid = response.get("id") if isinstance(response.get("id"), str) else None
@@ -95,7 +94,7 @@ def parse_responses_event(obj: Any, event: str | None = None) -> EventInfo:
     if kind == "response.failed":
         error = response.get("error")
         error = error if isinstance(error, dict) else {}
-        return _error(error.get("code"), error.get("message") or "response.failed")
+        return error_event(error.get("code"), error.get("message") or "response.failed")
     if kind in ("message_start", "content_block_delta", "content_block_start"):
         return EventInfo(unknown=True, other_dialect="anthropic")
     if kind is None and isinstance(obj.get("choices"), list):
@@ -103,26 +102,13 @@ def parse_responses_event(obj: Any, event: str | None = None) -> EventInfo:
     return EventInfo(unknown=True)
 
 
-def _error(code: Any, message: Any) -> EventInfo:
-    text = ": ".join(str(p) for p in (code, message) if p) or "error event without details"
-    return EventInfo(
-        error=text, error_status=status_of_error_type(code) if isinstance(code, str) else None
-    )
-
-
 def responses_usage(raw: Any) -> Usage | None:
     """The Responses ``usage``: input (cached among it) and output (reasoning among it)."""
     if not isinstance(raw, dict):
         return None
-    cached_in = raw.get("input_tokens_details")
-    out = raw.get("output_tokens_details")
     return Usage(
         prompt_tokens=int_or_none(raw.get("input_tokens")),
         completion_tokens=int_or_none(raw.get("output_tokens")),
-        cached_prompt_tokens=int_or_none(cached_in.get("cached_tokens"))
-        if isinstance(cached_in, dict)
-        else None,
-        reasoning_tokens=int_or_none(out.get("reasoning_tokens"))
-        if isinstance(out, dict)
-        else None,
+        cached_prompt_tokens=detail_int(raw, "input_tokens_details", "cached_tokens"),
+        reasoning_tokens=detail_int(raw, "output_tokens_details", "reasoning_tokens"),
     )
