@@ -24,11 +24,13 @@ flight, says so in a note, and goes on with the workers left.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from typing import Any, Protocol
+from types import TracebackType
+from typing import Any, Protocol, Self
 
 from latdoc.analysis.load import LevelWindow
 from latdoc.errors import LatdocError
@@ -60,6 +62,41 @@ class WorkerHandle(Protocol):
     async def where(self) -> dict[str, Any]: ...
 
     def run_level(self, order: LevelOrder) -> AsyncIterator[Batch]: ...
+
+
+class Fleet:
+    """The workers of one sweep, whatever runs them (:class:`~._processes.ProcessFleet`,
+    :class:`~._ray.RayFleet`); a context manager whose exit stops every one of them."""
+
+    backend: str
+    """What the run's ``meta["workers"]`` calls it."""
+    kind: str
+    """What the run's notes call its workers."""
+    handles: Sequence[WorkerHandle]
+
+    def close(self) -> None:
+        """Stop every worker started so far."""
+        raise NotImplementedError
+
+    @contextlib.contextmanager
+    def _closed_on_error(self) -> Iterator[None]:
+        """Around the starting: a fleet that fails to start stops what it started."""
+        try:
+            yield
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
 
 
 @dataclass(frozen=True)
