@@ -36,13 +36,20 @@ from latdoc.analysis.load import LevelWindow
 from latdoc.errors import LatdocError
 from latdoc.probe import now_ns
 from latdoc.records import Sample, Step, StepNote
-from latdoc.workload import Batch, LevelOrder, LoadPlan, split, worker_clocks, worker_host
+from latdoc.workload import (
+    Batch,
+    LevelOrder,
+    LoadPlan,
+    split,
+    too_many_failed,
+    worker_clocks,
+    worker_host,
+)
 
 CLOCK_ROUNDS = 8
 """Round trips per worker to estimate its clock offset; the fastest is kept."""
 START_TIMEOUT_S = 120.0
 """How long the workers may take to start (a Ray cluster may have to find CPUs)."""
-MIN_FOR_ERROR_RATE = 5
 START_LEAD_NS = 100_000_000
 """How far ahead of now a level's start is set, so every worker hears of it in time."""
 _NS = 1_000_000_000
@@ -269,8 +276,8 @@ class FleetSweep:
                 self.note(f"levels from {value:g} on left out: every worker was lost")
                 return
             count = await self._level(number, value, seconds, live)
-            if count.too_many_errors or (
-                count.done >= MIN_FOR_ERROR_RATE and count.failed / count.done > plan.max_error_rate
+            if count.too_many_errors or too_many_failed(
+                count.done, count.failed, plan.max_error_rate
             ):
                 if number < len(levels):
                     self.note("the sweep stopped there: too many requests failed")

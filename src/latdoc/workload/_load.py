@@ -148,10 +148,7 @@ class _Sweep:
         self.index += 1
         level.done += 1
         level.failed += 0 if trace.ok else 1
-        if (
-            level.done >= MIN_FOR_ERROR_RATE
-            and level.failed / level.done > self.plan.max_error_rate
-        ):
+        if too_many_failed(level.done, level.failed, self.plan.max_error_rate):
             level.too_many_errors = True
             level.stop(
                 f"{level.failed} of {level.done} requests failed, more than the "
@@ -294,6 +291,12 @@ class _Sweep:
                 return
         if self.on_progress is not None:
             self.on_progress("levels", len(levels), len(levels))
+
+
+def too_many_failed(done: int, failed: int, max_error_rate: float) -> bool:
+    """Whether a level's failed share is past ``max_error_rate``, once it has finished
+    enough requests for the share to say so."""
+    return done >= MIN_FOR_ERROR_RATE and failed / done > max_error_rate
 
 
 def _seed(seed: int | None, worker: int | None) -> int | None:
