@@ -310,7 +310,7 @@ class Store:
             bucket=bucket,
             cycle=cycle,
             offset=offset,
-            steps=None if steps is None else [str(s) for s in steps],
+            steps=steps,
         )
 
     def bucket_ttfts(
@@ -335,7 +335,7 @@ class Store:
             bucket=bucket,
             cycle=cycle,
             offset=offset,
-            steps=None if steps is None else [str(s) for s in steps],
+            steps=steps,
             cold=cold,
             target_prompt_tokens=target_prompt_tokens,
         )
