@@ -153,8 +153,9 @@ def run_diagnose(args: argparse.Namespace) -> int:
             concurrency=args.concurrency or CONCURRENCY,
         )
         print(plan_line(plan), file=err)
-        if places is not None:
-            with Store(args.db, secrets=[key] if key else []) as store:
+        progress = ProgressBars(err)
+        with Store(args.db, secrets=[key] if key else []) as store:
+            if places is not None:
                 runs = diagnose_vantages(
                     plan,
                     ray=args.ray,
@@ -163,9 +164,7 @@ def run_diagnose(args: argparse.Namespace) -> int:
                     scenario=Scenario(args.scenario),
                     concurrency=args.concurrency or DEFAULT_CONCURRENCY,
                 )
-            return emit_vantages(runs, args, sys.stdout, err)
-        progress = ProgressBars(err)
-        with Store(args.db, secrets=[key] if key else []) as store:
+                return emit_vantages(runs, args, sys.stdout, err)
             try:
                 run = diagnose_endpoint(
                     plan,
