@@ -33,7 +33,7 @@ from latdoc.pipeline import (
     diagnose_otlp,
     diagnose_traffic,
     diagnose_vantages,
-    metrics_target,
+    named_metrics_url,
     rediagnose,
 )
 from latdoc.report import ProgressBars
@@ -138,7 +138,7 @@ def run_diagnose(args: argparse.Namespace) -> int:
     places = vantages(args)
     if places is not None and args.server_metrics not in ("auto", "off"):
         raise UsageError("--server-metrics reads an engine from this machine: not with --vantage")
-    metrics_target(args.server_metrics, "http://localhost/")
+    named_metrics_url(args.server_metrics)
     with target(args, err, engine=True) as where:
         endpoint, connection = endpoint_and_connection(args, where, key)
         plan = DiagnosisPlan(
