@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
@@ -42,6 +41,7 @@ from latdoc.workload import (
     LoadPlan,
     split,
     too_many_failed,
+    within_time_budget,
     worker_clocks,
     worker_host,
 )
@@ -254,11 +254,7 @@ class FleetSweep:
     async def run(self) -> list[StepNote]:
         plan = self.plan
         levels: list[int | float] = list(plan.concurrency or plan.rates)
-        try:
-            async with asyncio.timeout(None if math.isinf(plan.max_seconds) else plan.max_seconds):
-                await self._levels(levels)
-        except TimeoutError:
-            self.note("the time budget ran out; the requests in flight were abandoned")
+        await within_time_budget(plan.max_seconds, self._levels(levels), self.note)
         return self.notes
 
     async def _levels(self, levels: Sequence[int | float]) -> None:

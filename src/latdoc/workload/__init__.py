@@ -31,7 +31,7 @@ from latdoc.workload._conversation import (
     run_conversations,
 )
 from latdoc.workload._experiment import Arm, ExperimentResult, run_experiment
-from latdoc.workload._load import LoadPlan, run_load, too_many_failed
+from latdoc.workload._load import LoadPlan, run_load, too_many_failed, within_time_budget
 from latdoc.workload._probe_loop import DEFAULT_PROMPT, ProbePlan, ProbeRun, run_probe
 from latdoc.workload._prompts import make_prompt
 from latdoc.workload._remedies import (
@@ -127,6 +127,7 @@ __all__ = [
     "split",
     "tight_max_tokens",
     "too_many_failed",
+    "within_time_budget",
     "worker_clocks",
     "worker_host",
     "worker_plans",

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 
 from latdoc.analysis.load import LevelWindow
@@ -327,10 +327,17 @@ async def run_load(
     has run out ``max_seconds`` after the start are abandoned."""
     budget = budget or Budget(plan.max_requests, plan.token_budget, plan.max_seconds)
     sweep = _Sweep(plan, budget, on_sample, on_level, on_progress, on_note)
-    left = budget.seconds_left
-    try:
-        async with asyncio.timeout(None if math.isinf(left) else left):
-            await sweep.run()
-    except TimeoutError:
-        sweep.note("the time budget ran out; the requests in flight were abandoned")
+    await within_time_budget(budget.seconds_left, sweep.run(), sweep.note)
     return sweep.notes
+
+
+async def within_time_budget(
+    seconds: float, sweep: Coroutine[object, object, None], note: Callable[[str], None]
+) -> None:
+    """Await ``sweep`` for at most ``seconds`` (``inf``: no bound); when they run out, the
+    requests in flight are abandoned and ``note`` says so."""
+    try:
+        async with asyncio.timeout(None if math.isinf(seconds) else seconds):
+            await sweep
+    except TimeoutError:
+        note("the time budget ran out; the requests in flight were abandoned")
