@@ -119,6 +119,9 @@ class ClockOffset:
 
     def to_driver(self, sample: Sample) -> Sample:
         """``sample`` with its trace's start moved onto the driver's clocks."""
+        if not self.applied_monotonic_ns and not self.applied_wall_ns:
+            # A worker on the driver's own boot: its clocks are the driver's.
+            return sample
         t = sample.trace
         wall = self.applied_wall_ns
         trace = replace(
