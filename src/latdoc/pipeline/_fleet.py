@@ -178,7 +178,6 @@ class Member:
     offset: ClockOffset
     started: int = 0
     received: int = 0
-    lost: int = 0
     alive: bool = True
 
     def meta(self) -> dict[str, Any]:
@@ -249,10 +248,6 @@ class FleetSweep:
         self.notes.append(note)
         if self.on_note is not None:
             self.on_note(note)
-
-    @property
-    def lost(self) -> int:
-        return sum(m.lost for m in self.members)
 
     async def run(self) -> list[StepNote]:
         plan = self.plan
@@ -338,11 +333,11 @@ class FleetSweep:
                     return
         except WorkerLost as exc:
             member.alive = False
-            member.lost = member.started - member.received
+            lost = member.started - member.received
             label = f"{order.concurrency}" if order.rate is None else f"{order.rate:g}/s"
             self.note(
                 f"worker {member.handle.worker} ({_place(member.where)}) was lost during "
-                f"level {label}: {exc}; {member.lost} requests it had started were lost in "
+                f"level {label}: {exc}; {lost} requests it had started were lost in "
                 "flight, never measured"
             )
 
