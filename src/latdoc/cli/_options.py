@@ -183,14 +183,18 @@ def vantage_list(text: str) -> tuple[str, ...]:
     return names
 
 
+def add_ray_argument(g: argparse._ActionsContainer, what: str) -> None:
+    """``--ray ADDRESS``: the Ray cluster ``what`` runs on."""
+    g.add_argument(
+        "--ray", metavar="ADDRESS",
+        help=f"{what} (auto: the cluster this machine is part of); needs the [ray] extra",
+    )  # fmt: skip
+
+
 def add_vantage_arguments(p: argparse.ArgumentParser, what: str) -> None:
     """``--ray ADDRESS --vantage a,b``: measure from Ray nodes labelled as vantage points."""
     g = p.add_argument_group("vantage points: measure from other places, on Ray nodes")
-    g.add_argument(
-        "--ray", metavar="ADDRESS",
-        help="the Ray cluster whose vantage nodes measure (auto: the one this machine is "
-        "part of); needs the [ray] extra",
-    )  # fmt: skip
+    add_ray_argument(g, "the Ray cluster whose vantage nodes measure")
     g.add_argument(
         "--vantage", type=vantage_list, metavar="NAME,NAME",
         help=f"run {what} on the nodes carrying the Ray resource vantage:NAME, one run each, "

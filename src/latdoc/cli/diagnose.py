@@ -33,7 +33,7 @@ from latdoc.pipeline import (
     diagnose_otlp,
     diagnose_traffic,
     diagnose_vantages,
-    metrics_target,
+    named_metrics_url,
     rediagnose,
 )
 from latdoc.report import ProgressBars
@@ -138,7 +138,7 @@ def run_diagnose(args: argparse.Namespace) -> int:
     places = vantages(args)
     if places is not None and args.server_metrics not in ("auto", "off"):
         raise UsageError("--server-metrics reads an engine from this machine: not with --vantage")
-    metrics_target(args.server_metrics, "http://localhost/")
+    named_metrics_url(args.server_metrics)
     with target(args, err, engine=True) as where:
         endpoint, connection = endpoint_and_connection(args, where, key)
         plan = DiagnosisPlan(
@@ -153,8 +153,9 @@ def run_diagnose(args: argparse.Namespace) -> int:
             concurrency=args.concurrency or CONCURRENCY,
         )
         print(plan_line(plan), file=err)
-        if places is not None:
-            with Store(args.db, secrets=[key] if key else []) as store:
+        progress = ProgressBars(err)
+        with Store(args.db, secrets=[key] if key else []) as store:
+            if places is not None:
                 runs = diagnose_vantages(
                     plan,
                     ray=args.ray,
@@ -163,9 +164,7 @@ def run_diagnose(args: argparse.Namespace) -> int:
                     scenario=Scenario(args.scenario),
                     concurrency=args.concurrency or DEFAULT_CONCURRENCY,
                 )
-            return emit_vantages(runs, args, sys.stdout, err)
-        progress = ProgressBars(err)
-        with Store(args.db, secrets=[key] if key else []) as store:
+                return emit_vantages(runs, args, sys.stdout, err)
             try:
                 run = diagnose_endpoint(
                     plan,

@@ -17,6 +17,7 @@ from latdoc.cli._options import (
     add_budget_arguments,
     add_metrics_arguments,
     add_output_tokens_argument,
+    add_ray_argument,
     add_store_argument,
     add_target_arguments,
     api_key,
@@ -146,14 +147,10 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         "--processes", type=positive_int, metavar="N",
         help="send from N local worker processes, each with its share of every level",
     )  # fmt: skip
-    spread.add_argument(
-        "--ray", metavar="ADDRESS",
-        help="send from Ray actors on the cluster at ADDRESS (auto: the cluster this "
-        "machine is part of); needs the [ray] extra",
-    )  # fmt: skip
+    add_ray_argument(spread, "send from Ray actors on the cluster at ADDRESS")
     w.add_argument(
         "--workers", type=positive_int, metavar="N",
-        help="with --ray: how many actors (default: 2)",
+        help=f"with --ray: how many actors (default: {DEFAULT_RAY_WORKERS})",
     )  # fmt: skip
     p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
     p.add_argument("--json", action="store_true", help="print the sweep as JSON")

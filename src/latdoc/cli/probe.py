@@ -87,10 +87,6 @@ def run(args: argparse.Namespace) -> int:
             reuse_connections=args.reuse,
             seed=args.seed,
         )
-        if places is not None:
-            with Store(args.db, secrets=[key] if key else []) as store:
-                runs = probe_vantages(plan, ray=args.ray, vantages=places, store=store)
-            return emit_vantages(runs, args, out, err)
         progress = ProgressBars(err, enabled=args.repeat > 1)
 
         def on_trace(index: int, trace: RequestTrace) -> None:
@@ -102,6 +98,9 @@ def run(args: argparse.Namespace) -> int:
             progress("requests", index + 1, args.repeat)
 
         with Store(args.db, secrets=[key] if key else []) as store:
+            if places is not None:
+                runs = probe_vantages(plan, ray=args.ray, vantages=places, store=store)
+                return emit_vantages(runs, args, out, err)
             try:
                 stored = probe_endpoint(plan, store=store, on_trace=on_trace)
             finally:

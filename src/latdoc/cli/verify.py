@@ -177,7 +177,7 @@ def run_verify(args: argparse.Namespace) -> int:
             infos = (
                 None
                 if result.run_ids is None
-                else (store.load_run(result.run_ids[0])[0], store.load_run(result.run_ids[1])[0])
+                else (store.run_info(result.run_ids[0]), store.run_info(result.run_ids[1]))
             )
     emit_verify(result, infos, args)
     if result.verdict == NOT_APPLICABLE:

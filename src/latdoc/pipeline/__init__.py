@@ -54,7 +54,7 @@ from latdoc.pipeline._load import (
 )
 from latdoc.pipeline._retry import RetryVerdict, verify_retry
 from latdoc.pipeline._runs import RunComparison, StoredProbe, compare_runs, probe_endpoint
-from latdoc.pipeline._server_metrics import metrics_target
+from latdoc.pipeline._server_metrics import metrics_target, named_metrics_url
 from latdoc.pipeline._traffic import diagnose_otlp, diagnose_traffic
 from latdoc.pipeline._vantage import VantageRuns, diagnose_vantages, probe_vantages
 from latdoc.pipeline._verify import NOT_APPLICABLE, VerifyResult, verify_remedy
@@ -91,6 +91,7 @@ __all__ = [
     "latest_watch",
     "load_endpoint",
     "metrics_target",
+    "named_metrics_url",
     "probe_endpoint",
     "probe_vantages",
     "read_host",

@@ -24,23 +24,32 @@ flight, says so in a note, and goes on with the workers left.
 from __future__ import annotations
 
 import asyncio
-import math
-from collections.abc import AsyncIterator, Callable, Sequence
+import contextlib
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from typing import Any, Protocol
+from types import TracebackType
+from typing import Any, Protocol, Self
 
 from latdoc.analysis.load import LevelWindow
 from latdoc.errors import LatdocError
 from latdoc.probe import now_ns
 from latdoc.records import Sample, Step, StepNote
-from latdoc.workload import Batch, LevelOrder, LoadPlan, split, worker_clocks, worker_host
+from latdoc.workload import (
+    Batch,
+    LevelOrder,
+    LoadPlan,
+    split,
+    too_many_failed,
+    within_time_budget,
+    worker_clocks,
+    worker_host,
+)
 
 CLOCK_ROUNDS = 8
 """Round trips per worker to estimate its clock offset; the fastest is kept."""
 START_TIMEOUT_S = 120.0
 """How long the workers may take to start (a Ray cluster may have to find CPUs)."""
-MIN_FOR_ERROR_RATE = 5
 START_LEAD_NS = 100_000_000
 """How far ahead of now a level's start is set, so every worker hears of it in time."""
 _NS = 1_000_000_000
@@ -62,6 +71,41 @@ class WorkerHandle(Protocol):
     def run_level(self, order: LevelOrder) -> AsyncIterator[Batch]: ...
 
 
+class Fleet:
+    """The workers of one sweep, whatever runs them (:class:`~._processes.ProcessFleet`,
+    :class:`~._ray.RayFleet`); a context manager whose exit stops every one of them."""
+
+    backend: str
+    """What the run's ``meta["workers"]`` calls it."""
+    kind: str
+    """What the run's notes call its workers."""
+    handles: Sequence[WorkerHandle]
+
+    def close(self) -> None:
+        """Stop every worker started so far."""
+        raise NotImplementedError
+
+    @contextlib.contextmanager
+    def _closed_on_error(self) -> Iterator[None]:
+        """Around the starting: a fleet that fails to start stops what it started."""
+        try:
+            yield
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
 @dataclass(frozen=True)
 class ClockOffset:
     """A worker's clocks minus the driver's, as estimated and as applied."""
@@ -75,6 +119,9 @@ class ClockOffset:
 
     def to_driver(self, sample: Sample) -> Sample:
         """``sample`` with its trace's start moved onto the driver's clocks."""
+        if not self.applied_monotonic_ns and not self.applied_wall_ns:
+            # A worker on the driver's own boot: its clocks are the driver's.
+            return sample
         t = sample.trace
         wall = self.applied_wall_ns
         trace = replace(
@@ -131,7 +178,6 @@ class Member:
     offset: ClockOffset
     started: int = 0
     received: int = 0
-    lost: int = 0
     alive: bool = True
 
     def meta(self) -> dict[str, Any]:
@@ -203,18 +249,10 @@ class FleetSweep:
         if self.on_note is not None:
             self.on_note(note)
 
-    @property
-    def lost(self) -> int:
-        return sum(m.lost for m in self.members)
-
     async def run(self) -> list[StepNote]:
         plan = self.plan
         levels: list[int | float] = list(plan.concurrency or plan.rates)
-        try:
-            async with asyncio.timeout(None if math.isinf(plan.max_seconds) else plan.max_seconds):
-                await self._levels(levels)
-        except TimeoutError:
-            self.note("the time budget ran out; the requests in flight were abandoned")
+        await within_time_budget(plan.max_seconds, self._levels(levels), self.note)
         return self.notes
 
     async def _levels(self, levels: Sequence[int | float]) -> None:
@@ -232,8 +270,8 @@ class FleetSweep:
                 self.note(f"levels from {value:g} on left out: every worker was lost")
                 return
             count = await self._level(number, value, seconds, live)
-            if count.too_many_errors or (
-                count.done >= MIN_FOR_ERROR_RATE and count.failed / count.done > plan.max_error_rate
+            if count.too_many_errors or too_many_failed(
+                count.done, count.failed, plan.max_error_rate
             ):
                 if number < len(levels):
                     self.note("the sweep stopped there: too many requests failed")
@@ -295,11 +333,11 @@ class FleetSweep:
                     return
         except WorkerLost as exc:
             member.alive = False
-            member.lost = member.started - member.received
+            lost = member.started - member.received
             label = f"{order.concurrency}" if order.rate is None else f"{order.rate:g}/s"
             self.note(
                 f"worker {member.handle.worker} ({_place(member.where)}) was lost during "
-                f"level {label}: {exc}; {member.lost} requests it had started were lost in "
+                f"level {label}: {exc}; {lost} requests it had started were lost in "
                 "flight, never measured"
             )
 

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from latdoc.analysis.load import LevelWindow, LoadAnalysis, Slo, analyse_load
 from latdoc.errors import UsageError
-from latdoc.pipeline._fleet import FleetSweep, join
+from latdoc.pipeline._fleet import Fleet, FleetSweep, join
 from latdoc.pipeline._host import host_meta
 from latdoc.pipeline._processes import ProcessFleet
 from latdoc.records import Sample, Step, StepNote
@@ -131,7 +131,7 @@ def _fleet_sweep(
     where each runs and its clock offset in ``meta``."""
     plans = worker_plans(plan, workers.count)
     if workers.ray is None:
-        fleet: ProcessFleet | Any = stack.enter_context(ProcessFleet(plans))
+        fleet: Fleet = stack.enter_context(ProcessFleet(plans))
     else:
         from latdoc.pipeline._ray import RayFleet
 
@@ -143,14 +143,15 @@ def _fleet_sweep(
         "count": workers.count,
         "members": [m.meta() for m in members],
     }
-    kind = "worker processes" if workers.ray is None else "Ray actors"
 
     def sweep(
         keep: Callable[[Sample], None],
         on_level: Callable[[LevelWindow], None],
         on_note: Callable[[StepNote], None],
     ) -> Coroutine[Any, Any, list[StepNote]]:
-        return FleetSweep(plan, members, keep, on_level, on_progress, on_note, kind=kind).run()
+        return FleetSweep(
+            plan, members, keep, on_level, on_progress, on_note, kind=fleet.kind
+        ).run()
 
     return sweep
 

@@ -15,10 +15,9 @@ import contextlib
 import multiprocessing
 from collections.abc import AsyncIterator, Sequence
 from multiprocessing.process import BaseProcess
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
-from latdoc.pipeline._fleet import WorkerLost
+from latdoc.pipeline._fleet import Fleet, WorkerLost
 from latdoc.workload import Batch, LevelOrder, LoadPlan, serve_pipe
 
 STOP_WAIT_S = 2.0
@@ -105,34 +104,20 @@ def _set(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
-class ProcessFleet:
-    """``count`` worker processes, each with its share of ``plan``; a context manager
-    whose exit stops every one of them."""
+class ProcessFleet(Fleet):
+    """A worker process per plan, each sending its share of the sweep."""
 
     backend = "processes"
+    kind = "worker processes"
 
     def __init__(self, plans: Sequence[LoadPlan]) -> None:
         self.handles: list[ProcessWorker] = []
-        try:
+        with self._closed_on_error():
             for i, plan in enumerate(plans):
                 self.handles.append(ProcessWorker(plan, i))
-        except BaseException:
-            self.close()
-            raise
 
     def close(self) -> None:
         for handle in self.handles:
             handle.ask_to_stop()
         for handle in self.handles:
             handle.stop()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()

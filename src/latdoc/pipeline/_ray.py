@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
-from types import ModuleType, TracebackType
-from typing import Any, Self, TypeVar
+from types import ModuleType
+from typing import Any, TypeVar
 
 from latdoc.errors import LatdocError, UsageError
-from latdoc.pipeline._fleet import WorkerLost
+from latdoc.pipeline._fleet import Fleet, WorkerLost
 from latdoc.workload import Batch, LevelOrder, LoadPlan, LoadWorker
 
 INSTALL_HINT = "--ray needs Ray, an optional extra: pip install 'llm-latency-doctor[ray]'"
@@ -99,16 +99,17 @@ def _first_line(exc: BaseException) -> str:
     return f"Ray: {text[0] if text else type(exc).__name__}"
 
 
-class RayFleet:
-    """One load actor per plan on the cluster at ``address``; a context manager whose
-    exit kills every actor and leaves the cluster."""
+class RayFleet(Fleet):
+    """One load actor per plan on the cluster at ``address``; closing it kills every
+    actor and leaves the cluster."""
 
     backend = "ray"
+    kind = "Ray actors"
 
     def __init__(self, address: str, plans: Sequence[LoadPlan]) -> None:
         self._ray = connect(address)
         self.handles: list[RayWorker] = []
-        try:
+        with self._closed_on_error():
             cpus = float(self._ray.cluster_resources().get("CPU", 0.0))
             if cpus < len(plans) * WORKER_CPUS:
                 raise UsageError(
@@ -120,25 +121,11 @@ class RayFleet:
             )
             for i, plan in enumerate(plans):
                 self.handles.append(RayWorker(self._ray, actor.remote(plan, i), i))
-        except BaseException:
-            self.close()
-            raise
 
     def close(self) -> None:
         for handle in self.handles:
             handle.stop()
         self._ray.shutdown()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def run_at_vantages(

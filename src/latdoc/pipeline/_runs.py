@@ -35,7 +35,7 @@ def probe_endpoint(
     The run can be compared with another (:func:`compare_runs`); Ctrl-C keeps the
     traces that finished and marks the run ``interrupted`` before it propagates.
     """
-    meta = {**host_meta(), "options": _probe_options(plan)}
+    meta = {**host_meta(), "options": probe_options(plan)}
     run_id = store.new_run(
         endpoint=plan.endpoint.base_url,
         model=plan.endpoint.model,
@@ -43,34 +43,8 @@ def probe_endpoint(
         meta=meta,
         kind="probe",
     )
-    index = 0
-
-    def keep(step: Step, trace: RequestTrace) -> None:
-        nonlocal index
-        sample = Sample(
-            step,
-            trace,
-            target_prompt_tokens=plan.prompt_tokens,
-            cold=bool(trace.new_connection),
-            index=index,
-        )
-        index += 1
-        store.add_sample(run_id, sample)
-
-    def on_probe(i: int, trace: RequestTrace) -> None:
-        keep(Step.PROBE, trace)
-        if on_trace is not None:
-            on_trace(i, trace)
-
     try:
-        result = asyncio.run(
-            run_probe(
-                plan,
-                on_probe,
-                on_calibration=lambda t: keep(Step.CALIBRATION, t),
-                on_attempt=lambda t: keep(Step.PROBE, t),
-            )
-        )
+        result = send_probes(plan, lambda s: store.add_sample(run_id, s), on_trace)
     except BaseException:
         store.finish_run(run_id, status="interrupted", diagnosis=None)
         raise
@@ -117,7 +91,38 @@ def compare_runs(
     return RunComparison(info_a, info_b, comparison)
 
 
-def _probe_options(plan: ProbePlan) -> dict[str, Any]:
+def send_probes(
+    plan: ProbePlan,
+    keep: Callable[[Sample], None],
+    on_trace: Callable[[int, RequestTrace], None] | None = None,
+) -> ProbeRun:
+    """Send ``plan``'s probes; every request, the calibration's and each attempt's too,
+    reaches ``keep`` as a sample as it finishes, numbered in that order."""
+    index = 0
+
+    def sample(step: Step, trace: RequestTrace) -> None:
+        nonlocal index
+        cold = bool(trace.new_connection)
+        keep(Sample(step, trace, target_prompt_tokens=plan.prompt_tokens, cold=cold, index=index))
+        index += 1
+
+    def on_probe(i: int, trace: RequestTrace) -> None:
+        sample(Step.PROBE, trace)
+        if on_trace is not None:
+            on_trace(i, trace)
+
+    return asyncio.run(
+        run_probe(
+            plan,
+            on_probe,
+            on_calibration=lambda t: sample(Step.CALIBRATION, t),
+            on_attempt=lambda t: sample(Step.PROBE, t),
+        )
+    )
+
+
+def probe_options(plan: ProbePlan) -> dict[str, Any]:
+    """The options of a probe run, as its ``meta["options"]`` records them."""
     return {
         "prompt_tokens": plan.prompt_tokens,
         "max_tokens": plan.max_tokens,

@@ -15,7 +15,14 @@ from latdoc.analysis.engine_metrics import engine_delta, parse_exposition
 from latdoc.errors import UsageError
 from latdoc.probe import ConnectionOptions, metrics_url, scrape_metrics
 
-__all__ = ["AUTO", "OFF", "MetricsReading", "metrics_from_meta", "metrics_target"]
+__all__ = [
+    "AUTO",
+    "OFF",
+    "MetricsReading",
+    "metrics_from_meta",
+    "metrics_target",
+    "named_metrics_url",
+]
 
 AUTO = "auto"
 """``/metrics`` on the endpoint's own host."""
@@ -26,10 +33,16 @@ _HINT = "pip install 'llm-latency-doctor[metrics]'"
 
 def metrics_target(option: str | None, base_url: str) -> str | None:
     """The URL to read, or ``None`` when turned off; a bad URL is a usage error."""
-    if option is None or option == OFF:
-        return None
     if option == AUTO:
         return metrics_url(base_url)
+    return named_metrics_url(option)
+
+
+def named_metrics_url(option: str | None) -> str | None:
+    """The URL ``--server-metrics`` names itself, ``None`` for ``auto`` or ``off``; a bad
+    URL is a usage error (checked before anything is sent or started)."""
+    if option is None or option in (OFF, AUTO):
+        return None
     parts = urlsplit(option)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UsageError(

@@ -19,10 +19,11 @@ from latdoc.analysis.diagnosis import Scenario
 from latdoc.analysis.vantage import VantageComparison, compare_vantages, vantage_row
 from latdoc.pipeline._diagnose import build_diagnosis, run_context, run_diagnosis, run_meta
 from latdoc.pipeline._host import host_meta
+from latdoc.pipeline._runs import probe_options, send_probes
 from latdoc.records import RequestTrace, Sample, Step, StepNote
 from latdoc.report import diagnosis_to_dict
 from latdoc.store import Store
-from latdoc.workload import DiagnosisPlan, ProbePlan, run_probe
+from latdoc.workload import DiagnosisPlan, ProbePlan
 
 
 @dataclass(frozen=True)
@@ -38,19 +39,7 @@ class FromVantage:
 def probe_here(plan: ProbePlan, name: str) -> FromVantage:
     """Send ``plan``'s probes from this host (on the vantage node)."""
     samples: list[Sample] = []
-
-    def keep(step: Step, trace: RequestTrace) -> None:
-        cold = bool(trace.new_connection)
-        samples.append(Sample(step, trace, plan.prompt_tokens, cold=cold, index=len(samples)))
-
-    asyncio.run(
-        run_probe(
-            plan,
-            lambda _, trace: keep(Step.PROBE, trace),
-            on_calibration=lambda t: keep(Step.CALIBRATION, t),
-            on_attempt=lambda t: keep(Step.PROBE, t),
-        )
-    )
+    send_probes(plan, samples.append)
     return FromVantage(name, host_meta(), tuple(samples))
 
 
@@ -77,13 +66,7 @@ def probe_vantages(
     from latdoc.pipeline._ray import run_at_vantages
 
     found = run_at_vantages(ray, vantages, probe_here, plan)
-    options = {
-        "prompt_tokens": plan.prompt_tokens,
-        "max_tokens": plan.max_tokens,
-        "repeat": plan.repeat,
-        "reuse_connections": plan.reuse_connections,
-        "http2": plan.connection.http2,
-    }
+    options = probe_options(plan)
     run_ids = {}
     for one in found:
         meta = {**one.host, "options": options, "vantage": one.name, "ray": ray}

@@ -107,14 +107,13 @@ def watch_endpoint(
         nonlocal skipped
         skipped += ticks
 
+    status = "interrupted"
     try:
         result = asyncio.run(run_watch(plan, budget, keep, clock=clock, on_skip=count_skipped))
-    except BaseException:
+        status = "done"
+    finally:
         store.update_meta(run_id, {SKIPPED_TICKS: skipped})
-        store.finish_run(run_id, status="interrupted", diagnosis=None)
-        raise
-    store.update_meta(run_id, {SKIPPED_TICKS: skipped})
-    store.finish_run(run_id, status="done", diagnosis=None)
+        store.finish_run(run_id, status=status, diagnosis=None)
     return WatchRun(run_id, name, bool(existing), result)
 
 

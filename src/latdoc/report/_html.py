@@ -113,9 +113,9 @@ _PART_PHASES = {
     "reasoning": "reasoning",
     "decode": "stream",
 }
+"""Each part of a request drawn in the colour of the waterfall phase it ends with."""
 _PART_KEYS = {"network setup": "setup", "server wait": "queue"}
 """A part's CSS key where it differs from its name."""
-"""Each part of a request drawn in the colour of the waterfall phase it ends with."""
 
 
 def _server_cards(diagnosis: Diagnosis) -> list[tuple[str, Mapping[str, float | None]]]:

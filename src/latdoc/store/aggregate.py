@@ -27,6 +27,8 @@ from datetime import timedelta
 import numpy as np
 import numpy.typing as npt
 
+from latdoc.records import Step
+
 _NS_PER_S = 1_000_000_000
 _FETCH_ROWS = 65_536
 
@@ -49,8 +51,12 @@ class BucketStats:
     """How many requests failed with each error code."""
 
 
+def _ns(span: timedelta) -> int:
+    return (span.days * 86_400 + span.seconds) * _NS_PER_S + span.microseconds * 1000
+
+
 def _whole_ns(span: timedelta, name: str) -> int:
-    ns = (span.days * 86_400 + span.seconds) * _NS_PER_S + span.microseconds * 1000
+    ns = _ns(span)
     if ns <= 0:
         raise ValueError(f"{name} must be longer than zero, got {span}")
     return ns
@@ -63,19 +69,14 @@ def aggregate_samples(
     bucket: timedelta,
     cycle: timedelta | None,
     offset: timedelta,
-    steps: Sequence[str] | None,
+    steps: Sequence[Step] | None,
 ) -> tuple[BucketStats, ...]:
     """The samples of ``run_ids`` summarised per bucket, in bucket order."""
-    bucket_ns = _whole_ns(bucket, "bucket")
-    key, params = _bucket_key(bucket_ns, bucket, cycle, offset)
-    where, filters = _where(run_ids, steps)
+    bucket_ns, key, where, params = _chosen(run_ids, bucket, cycle, offset, steps)
     columns = _fetch(
-        conn,
-        f"SELECT {key}, ok, ttft_ms, tpot_ms FROM samples WHERE {where}",
-        [*params, *filters],
-        width=4,
+        conn, f"SELECT {key}, ok, ttft_ms, tpot_ms FROM samples WHERE {where}", params, width=4
     )
-    codes = _error_codes(conn, key, where, [*params, *filters])
+    codes = _error_codes(conn, key, where, params)
     return _summarise(columns, codes, bucket_ns)
 
 
@@ -86,7 +87,7 @@ def bucket_ttfts(
     bucket: timedelta,
     cycle: timedelta | None,
     offset: timedelta,
-    steps: Sequence[str] | None,
+    steps: Sequence[Step] | None,
     cold: bool | None,
     target_prompt_tokens: int | None,
 ) -> dict[int, npt.NDArray[np.float64]]:
@@ -94,52 +95,60 @@ def bucket_ttfts(
     :func:`aggregate_samples` numbers them), in sample order; only
     cold (or warm) samples with ``cold``, only those of that prompt length with
     ``target_prompt_tokens``."""
-    bucket_ns = _whole_ns(bucket, "bucket")
-    key, params = _bucket_key(bucket_ns, bucket, cycle, offset)
-    where, filters = _where(run_ids, steps)
+    _, key, where, params = _chosen(run_ids, bucket, cycle, offset, steps)
     where += " AND ok AND ttft_ms IS NOT NULL"
     if cold is not None:
         where += " AND cold = ?"
-        filters.append(int(cold))
+        params.append(int(cold))
     if target_prompt_tokens is not None:
         where += " AND target_prompt_tokens = ?"
-        filters.append(target_prompt_tokens)
+        params.append(target_prompt_tokens)
     columns = _fetch(
         conn,
         f"SELECT {key}, ttft_ms FROM samples WHERE {where} ORDER BY idx, seq",
-        [*params, *filters],
+        params,
         width=2,
     )
-    keys = columns[:, 0].astype(np.int64)
-    order = np.argsort(keys, kind="stable")
-    numbers, starts = np.unique(keys[order], return_index=True)
+    order, numbers, starts = _by_bucket(columns)
     groups = np.split(columns[order, 1], starts[1:])
     return {int(n): g for n, g in zip(numbers, groups, strict=True)}
 
 
-def _bucket_key(
-    bucket_ns: int, bucket: timedelta, cycle: timedelta | None, offset: timedelta
-) -> tuple[str, list[object]]:
-    """The SQL expression numbering a sample's bucket, and its parameters."""
-    offset_ns = (offset.days * 86_400 + offset.seconds) * _NS_PER_S + offset.microseconds * 1000
+def _chosen(
+    run_ids: Sequence[str],
+    bucket: timedelta,
+    cycle: timedelta | None,
+    offset: timedelta,
+    steps: Sequence[Step] | None,
+) -> tuple[int, str, str, list[object]]:
+    """The bucket's width in ns, the SQL expression numbering a sample's bucket, the
+    condition choosing the samples, and the parameters of the two, in that order."""
+    bucket_ns = _whole_ns(bucket, "bucket")
     key = "(started_ns + ?) / ?"
-    params: list[object] = [offset_ns, bucket_ns]
+    params: list[object] = [_ns(offset), bucket_ns]
     if cycle is not None:
         cycle_ns = _whole_ns(cycle, "cycle")
         if cycle_ns % bucket_ns:
             raise ValueError(f"the cycle ({cycle}) is not a whole number of buckets ({bucket})")
         key = f"({key}) % ?"
         params.append(cycle_ns // bucket_ns)
-    return key, params
-
-
-def _where(run_ids: Sequence[str], steps: Sequence[str] | None) -> tuple[str, list[object]]:
     where = f"run_id IN ({', '.join('?' * len(run_ids))}) AND started_ns IS NOT NULL"
-    filters: list[object] = list(run_ids)
+    params.extend(run_ids)
     if steps is not None:
         where += f" AND step IN ({', '.join('?' * len(steps))})"
-        filters.extend(steps)
-    return where, filters
+        params.extend(str(s) for s in steps)
+    return bucket_ns, key, where, params
+
+
+def _by_bucket(
+    columns: npt.NDArray[np.float64],
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.int64], npt.NDArray[np.intp]]:
+    """The rows in bucket order (sample order kept within a bucket), the bucket numbers,
+    and where each bucket starts in that order."""
+    keys = columns[:, 0].astype(np.int64)
+    order = np.argsort(keys, kind="stable")
+    numbers, starts = np.unique(keys[order], return_index=True)
+    return order, numbers, starts
 
 
 def _fetch(
@@ -174,11 +183,8 @@ def _summarise(
 ) -> tuple[BucketStats, ...]:
     if columns.shape[0] == 0:
         return ()
-    keys = columns[:, 0].astype(np.int64)
-    order = np.argsort(keys, kind="stable")
-    keys = keys[order]
-    numbers, starts = np.unique(keys, return_index=True)
-    ends = [*starts[1:], keys.size]
+    order, numbers, starts = _by_bucket(columns)
+    ends = [*starts[1:], order.size]
     ok, ttft, tpot = columns[order, 1], columns[order, 2], columns[order, 3]
     ttft[ok == 0] = np.nan
     tpot[ok == 0] = np.nan

@@ -7,15 +7,14 @@ aggregate (:meth:`Store.aggregate`), and its full trace record as JSON in
 interrupted keeps every trace it finished; busy writers batch their commits
 (:meth:`Store.batch`). The
 journal is WAL, foreign keys are enforced, and the schema is versioned
-(:mod:`latdoc.store.schema`). Nothing that looks like a credential is written
-(:mod:`latdoc.store.redact`).
+(:mod:`latdoc.store.schema`; the file is opened in :mod:`._file`). How a run and a
+sample become rows is :mod:`latdoc.store.rows`. Nothing that looks like a credential
+is written (:mod:`latdoc.store.redact`).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -29,48 +28,25 @@ import numpy.typing as npt
 
 from latdoc.errors import UsageError
 from latdoc.records import Sample, Step, StepNote
+from latdoc.store._file import default_path, open_store
 from latdoc.store.aggregate import BucketStats, aggregate_samples, bucket_ttfts
 from latdoc.store.exchange import dump_run, load_document
 from latdoc.store.redact import Redactor
-from latdoc.store.rows import SAMPLE_COLUMNS, insert_samples, sample_from_row
-from latdoc.store.run import (
-    RUN_KINDS,
-    RUN_STATUSES,
-    RunInfo,
-    notes_from_data,
-    notes_to_data,
-    parse_utc,
-    utc_text,
+from latdoc.store.rows import (
+    RUN_COLUMNS,
+    SAMPLE_COLUMNS,
+    insert_run,
+    insert_samples,
+    json_text,
+    run_from_row,
+    sample_from_row,
+    verdict_of,
 )
-from latdoc.store.schema import SCHEMA_VERSION, check_version, migrate
+from latdoc.store.run import RUN_KINDS, RUN_STATUSES, RunInfo, notes_to_data, utc_text
+from latdoc.store.schema import SCHEMA_VERSION
 from latdoc.store.writer import DEFAULT_MAX_DELAY, DEFAULT_MAX_SAMPLES, SampleWriter
 
 __all__ = ["SCHEMA_VERSION", "BucketStats", "RunInfo", "SampleWriter", "Store", "default_path"]
-
-BUSY_TIMEOUT_MS = 5000
-PAGE_SIZE = 16384
-_MEMORY = ":memory:"
-_RUN_COLUMNS = (
-    "run_id, started_at, finished_at, status, endpoint, model, scenario, verdict, meta, notes, "
-    "kind, "
-    "(SELECT count(*) FROM samples s WHERE s.run_id = runs.run_id), "
-    "(SELECT count(*) FROM samples s WHERE s.run_id = runs.run_id AND NOT s.ok)"
-)
-
-
-def default_path() -> Path:
-    """``$LATDOC_DB``, else ``$XDG_DATA_HOME/latdoc/latdoc.db``, else
-    ``~/.local/share/latdoc/latdoc.db``; its directory is created."""
-    override = os.environ.get("LATDOC_DB")
-    if override:
-        path = Path(override).expanduser()
-    else:
-        data_home = os.environ.get("XDG_DATA_HOME", "")
-        base = Path(data_home) if os.path.isabs(data_home) else Path.home() / ".local" / "share"
-        path = base / "latdoc" / "latdoc.db"
-    if str(path) != _MEMORY:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def _utc_now() -> datetime:
@@ -95,7 +71,7 @@ class Store:
         self.path = str(default_path() if path is None else path)
         self._redactor = Redactor(secrets)
         self._clock = clock
-        self._conn = _open(self.path)
+        self._conn = open_store(self.path)
 
     def close(self) -> None:
         self._conn.close()
@@ -183,12 +159,13 @@ class Store:
         if status not in RUN_STATUSES - {"running"}:
             raise ValueError(f"status {status!r}: use done, interrupted or failed")
         clean = None if diagnosis is None else self._redactor.value(diagnosis)
-        kept = _json(self._redactor.value(notes_to_data(notes)))
+        kept = json_text(self._redactor.value(notes_to_data(notes)))
         with self._transaction():
+            finished = utc_text(self._clock())
             updated = self._conn.execute(
                 "UPDATE runs SET finished_at = ?, status = ?, verdict = ?, diagnosis = ?, "
                 "notes = ? WHERE run_id = ?",
-                (utc_text(self._clock()), status, _verdict(clean), _json(clean), kept, run_id),
+                (finished, status, verdict_of(clean), json_text(clean), kept, run_id),
             ).rowcount
             if updated == 0:
                 raise self._missing(run_id)
@@ -201,7 +178,7 @@ class Store:
             for key, value in clean.items():
                 updated = self._conn.execute(
                     "UPDATE runs SET meta = json_set(meta, ?, json(?)) WHERE run_id = ?",
-                    (f'$."{key}"', _json(value), run_id),
+                    (f'$."{key}"', json_text(value), run_id),
                 ).rowcount
                 if updated == 0:
                     raise self._missing(run_id)
@@ -232,20 +209,20 @@ class Store:
     def list_runs(self, limit: int = 50) -> list[RunInfo]:
         """Up to ``limit`` runs, newest first."""
         rows = self._conn.execute(
-            f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY started_at DESC, run_id DESC LIMIT ?",
+            f"SELECT {RUN_COLUMNS} FROM runs ORDER BY started_at DESC, run_id DESC LIMIT ?",
             (limit,),
         )
-        return [_run_info(row) for row in rows]
+        return [run_from_row(row) for row in rows]
 
     def find_runs(self, kind: str, name: str | None = None) -> list[RunInfo]:
         """Runs of ``kind`` (with ``meta["name"] == name`` if given), newest first."""
-        query = f"SELECT {_RUN_COLUMNS} FROM runs WHERE kind = ?"
+        query = f"SELECT {RUN_COLUMNS} FROM runs WHERE kind = ?"
         params: tuple[str, ...] = (kind,)
         if name is not None:
             query += " AND json_extract(meta, '$.name') = ?"
             params = (kind, name)
         rows = self._conn.execute(query + " ORDER BY started_at DESC, run_id DESC", params)
-        return [_run_info(row) for row in rows]
+        return [run_from_row(row) for row in rows]
 
     def spent(self, run_id: str) -> tuple[int, int, int]:
         """What a run has sent: requests, prompt + output tokens as counted, next sample index."""
@@ -261,15 +238,15 @@ class Store:
         """A run's info by its id or a unique prefix of it, without its samples."""
         full_id = self._resolve(run_id)
         row = self._conn.execute(
-            f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", (full_id,)
+            f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?", (full_id,)
         ).fetchone()
-        return _run_info(row)
+        return run_from_row(row)
 
     def load_run(self, run_id: str) -> tuple[RunInfo, list[Sample], Mapping[str, Any] | None]:
         """A run by its id or a unique prefix of it: its info, samples in order, diagnosis."""
         full_id = self._resolve(run_id)
         row = self._conn.execute(
-            f"SELECT {_RUN_COLUMNS}, diagnosis FROM runs WHERE run_id = ?", (full_id,)
+            f"SELECT {RUN_COLUMNS}, diagnosis FROM runs WHERE run_id = ?", (full_id,)
         ).fetchone()
         samples = self._conn.execute(
             f"SELECT {SAMPLE_COLUMNS} FROM samples JOIN sample_traces USING (seq) "
@@ -278,7 +255,7 @@ class Store:
         )
         diagnosis = row[-1]
         return (
-            _run_info(row[:-1]),
+            run_from_row(row[:-1]),
             [sample_from_row(r) for r in samples],
             None if diagnosis is None else json.loads(diagnosis),
         )
@@ -310,7 +287,7 @@ class Store:
             bucket=bucket,
             cycle=cycle,
             offset=offset,
-            steps=None if steps is None else [str(s) for s in steps],
+            steps=steps,
         )
 
     def bucket_ttfts(
@@ -335,7 +312,7 @@ class Store:
             bucket=bucket,
             cycle=cycle,
             offset=offset,
-            steps=None if steps is None else [str(s) for s in steps],
+            steps=steps,
             cold=cold,
             target_prompt_tokens=target_prompt_tokens,
         )
@@ -360,27 +337,7 @@ class Store:
     def _insert_run(
         self, info: RunInfo, meta: Mapping[str, Any], diagnosis: Mapping[str, Any] | None
     ) -> None:
-        text = self._redactor.text
-        clean = None if diagnosis is None else self._redactor.value(diagnosis)
-        self._conn.execute(
-            "INSERT INTO runs (run_id, started_at, finished_at, status, endpoint, model, "
-            "scenario, verdict, meta, diagnosis, notes, kind) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                info.run_id,
-                utc_text(info.started_at),
-                None if info.finished_at is None else utc_text(info.finished_at),
-                info.status,
-                text(info.endpoint),
-                text(info.model),
-                text(info.scenario),
-                info.verdict if clean is None else _verdict(clean),
-                _json(self._redactor.value(meta, mask_names=True)),
-                _json(clean),
-                _json(self._redactor.value(notes_to_data(info.notes))),
-                info.kind,
-            ),
-        )
+        insert_run(self._conn, self._redactor, info, meta, diagnosis)
 
     def _insert_samples(self, run_id: str, samples: Sequence[Sample]) -> None:
         insert_samples(self._conn, self._redactor, run_id, samples)
@@ -422,58 +379,3 @@ class Store:
 
     def _missing(self, run_id: str) -> UsageError:
         return UsageError(f"no run {run_id} in {self.path}; `latdoc runs` lists them")
-
-
-def _open(path: str) -> sqlite3.Connection:
-    if path != _MEMORY:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-    try:
-        conn = sqlite3.connect(path, isolation_level=None)
-    except sqlite3.Error as exc:
-        raise UsageError(f"cannot open the latdoc store {path}: {exc}") from None
-    try:
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS:d}")
-        check_version(conn, path)
-        # A trace record is about 2 KB: on 4 KB pages a third of the file would be
-        # the unused ends of pages. Only a new file takes the size; others keep theirs.
-        conn.execute(f"PRAGMA page_size = {PAGE_SIZE:d}")
-        conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute("PRAGMA journal_mode = WAL")
-        migrate(conn, path)
-    except sqlite3.DatabaseError as exc:
-        conn.close()
-        raise UsageError(f"cannot use {path} as a latdoc store: {exc}") from None
-    except BaseException:
-        conn.close()
-        raise
-    return conn
-
-
-def _json(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, separators=(",", ":"))
-
-
-def _verdict(diagnosis: Mapping[str, Any] | None) -> str | None:
-    verdict = None if diagnosis is None else diagnosis.get("verdict")
-    primary = verdict.get("primary") if isinstance(verdict, Mapping) else None
-    return primary if isinstance(primary, str) else None
-
-
-def _run_info(row: tuple[Any, ...]) -> RunInfo:
-    (run_id, started, finished, status, endpoint, model, scenario, verdict, meta, notes, kind,
-     n, bad) = row  # fmt: skip
-    return RunInfo(
-        run_id=run_id,
-        started_at=parse_utc(started),
-        finished_at=None if finished is None else parse_utc(finished),
-        status=status,
-        endpoint=endpoint,
-        model=model,
-        scenario=scenario,
-        requests=n,
-        failed=bad,
-        verdict=verdict,
-        meta=json.loads(meta),
-        notes=() if notes is None else notes_from_data(json.loads(notes)),
-        kind=kind,
-    )

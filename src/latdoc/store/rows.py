@@ -1,21 +1,23 @@
-"""How a sample becomes its two rows, and comes back from them.
+"""How a sample becomes its two rows, and a run its row, and how they come back.
 
 A sample is one narrow ``samples`` row (what reports aggregate: start, TTFT, TPOT,
 total, outcome, tokens, the conditions it was sent under) and one
 ``sample_traces`` row holding its full trace record as JSON, scrubbed of
-credentials (:mod:`latdoc.store.redact`).
+credentials (:mod:`latdoc.store.redact`). A run is one ``runs`` row; its info is
+read back with the counts of its samples (:data:`RUN_COLUMNS`).
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from latdoc.records import Sample, Step
 from latdoc.store.codec import trace_from_record, trace_to_record
 from latdoc.store.redact import Redactor
+from latdoc.store.run import RunInfo, notes_from_data, notes_to_data, parse_utc, utc_text
 from latdoc.store.schema import epoch_ns
 
 _ENCODE = json.JSONEncoder(separators=(",", ":")).encode
@@ -92,3 +94,76 @@ def sample_from_row(row: tuple[Any, ...]) -> Sample:
         loop_lag_ms=loop_lag,
         worker=worker,
     )
+
+
+RUN_COLUMNS = (
+    "run_id, started_at, finished_at, status, endpoint, model, scenario, verdict, meta, notes, "
+    "kind, "
+    "(SELECT count(*) FROM samples s WHERE s.run_id = runs.run_id), "
+    "(SELECT count(*) FROM samples s WHERE s.run_id = runs.run_id AND NOT s.ok)"
+)
+"""What :func:`run_from_row` reads, from ``runs``."""
+
+
+def insert_run(
+    conn: sqlite3.Connection,
+    redactor: Redactor,
+    info: RunInfo,
+    meta: Mapping[str, Any],
+    diagnosis: Mapping[str, Any] | None,
+) -> None:
+    """Insert the row of run ``info``; the caller holds the write transaction."""
+    text = redactor.text
+    clean = None if diagnosis is None else redactor.value(diagnosis)
+    conn.execute(
+        "INSERT INTO runs (run_id, started_at, finished_at, status, endpoint, model, "
+        "scenario, verdict, meta, diagnosis, notes, kind) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            info.run_id,
+            utc_text(info.started_at),
+            None if info.finished_at is None else utc_text(info.finished_at),
+            info.status,
+            text(info.endpoint),
+            text(info.model),
+            text(info.scenario),
+            info.verdict if clean is None else verdict_of(clean),
+            json_text(redactor.value(meta, mask_names=True)),
+            json_text(clean),
+            json_text(redactor.value(notes_to_data(info.notes))),
+            info.kind,
+        ),
+    )
+
+
+def run_from_row(row: tuple[Any, ...]) -> RunInfo:
+    """The info of one row of :data:`RUN_COLUMNS`."""
+    (run_id, started, finished, status, endpoint, model, scenario, verdict, meta, notes, kind,
+     n, bad) = row  # fmt: skip
+    return RunInfo(
+        run_id=run_id,
+        started_at=parse_utc(started),
+        finished_at=None if finished is None else parse_utc(finished),
+        status=status,
+        endpoint=endpoint,
+        model=model,
+        scenario=scenario,
+        requests=n,
+        failed=bad,
+        verdict=verdict,
+        meta=json.loads(meta),
+        notes=() if notes is None else notes_from_data(json.loads(notes)),
+        kind=kind,
+    )
+
+
+def json_text(value: Any) -> str | None:
+    """``value`` as compact JSON, ``None`` as SQL ``NULL``."""
+    return None if value is None else _ENCODE(value)
+
+
+def verdict_of(diagnosis: Mapping[str, Any] | None) -> str | None:
+    """The primary verdict of a diagnosis document, as the ``verdict`` column keeps it."""
+    verdict = None if diagnosis is None else diagnosis.get("verdict")
+    primary = verdict.get("primary") if isinstance(verdict, Mapping) else None
+    return primary if isinstance(primary, str) else None

@@ -31,7 +31,7 @@ from latdoc.workload._conversation import (
     run_conversations,
 )
 from latdoc.workload._experiment import Arm, ExperimentResult, run_experiment
-from latdoc.workload._load import LoadPlan, run_load
+from latdoc.workload._load import LoadPlan, run_load, too_many_failed, within_time_budget
 from latdoc.workload._probe_loop import DEFAULT_PROMPT, ProbePlan, ProbeRun, run_probe
 from latdoc.workload._prompts import make_prompt
 from latdoc.workload._remedies import (
@@ -126,6 +126,8 @@ __all__ = [
     "short_question",
     "split",
     "tight_max_tokens",
+    "too_many_failed",
+    "within_time_budget",
     "worker_clocks",
     "worker_host",
     "worker_plans",

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 
 from latdoc.analysis.load import LevelWindow
@@ -148,10 +148,7 @@ class _Sweep:
         self.index += 1
         level.done += 1
         level.failed += 0 if trace.ok else 1
-        if (
-            level.done >= MIN_FOR_ERROR_RATE
-            and level.failed / level.done > self.plan.max_error_rate
-        ):
+        if too_many_failed(level.done, level.failed, self.plan.max_error_rate):
             level.too_many_errors = True
             level.stop(
                 f"{level.failed} of {level.done} requests failed, more than the "
@@ -296,6 +293,12 @@ class _Sweep:
             self.on_progress("levels", len(levels), len(levels))
 
 
+def too_many_failed(done: int, failed: int, max_error_rate: float) -> bool:
+    """Whether a level's failed share is past ``max_error_rate``, once it has finished
+    enough requests for the share to say so."""
+    return done >= MIN_FOR_ERROR_RATE and failed / done > max_error_rate
+
+
 def _seed(seed: int | None, worker: int | None) -> int | None:
     """Each worker its own random stream: the same prompts and arrival gaps in every
     worker would send the same load in lockstep."""
@@ -324,10 +327,17 @@ async def run_load(
     has run out ``max_seconds`` after the start are abandoned."""
     budget = budget or Budget(plan.max_requests, plan.token_budget, plan.max_seconds)
     sweep = _Sweep(plan, budget, on_sample, on_level, on_progress, on_note)
-    left = budget.seconds_left
-    try:
-        async with asyncio.timeout(None if math.isinf(left) else left):
-            await sweep.run()
-    except TimeoutError:
-        sweep.note("the time budget ran out; the requests in flight were abandoned")
+    await within_time_budget(budget.seconds_left, sweep.run(), sweep.note)
     return sweep.notes
+
+
+async def within_time_budget(
+    seconds: float, sweep: Coroutine[object, object, None], note: Callable[[str], None]
+) -> None:
+    """Await ``sweep`` for at most ``seconds`` (``inf``: no bound); when they run out, the
+    requests in flight are abandoned and ``note`` says so."""
+    try:
+        async with asyncio.timeout(None if math.isinf(seconds) else seconds):
+            await sweep
+    except TimeoutError:
+        note("the time budget ran out; the requests in flight were abandoned")
