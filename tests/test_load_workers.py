@@ -298,3 +298,15 @@ def test_importing_latdoc_never_imports_ray() -> None:
         "assert 'ray' not in sys.modules, 'ray was imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_a_level_the_time_budget_shortens_says_so_as_a_local_load_does(
+    lab_url: str, tmp_path: Path
+) -> None:
+    plan = _plan(lab_url, concurrency=(2,), duration_per_level=30.0, max_seconds=1.0)
+    with Store(tmp_path / "cut.db") as store:
+        run = load_endpoint(plan, store=store, workers=Workers(2))
+    assert any(n.text.startswith("level 2 cut to 1.0 s by the time budget") for n in run.notes), [
+        n.text for n in run.notes
+    ]
+    assert run.samples

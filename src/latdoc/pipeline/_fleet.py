@@ -269,6 +269,8 @@ class FleetSweep:
             if not live:
                 self.note(f"levels from {value:g} on left out: every worker was lost")
                 return
+            if seconds < plan.duration_per_level:
+                self.note(f"level {value:g} cut to {seconds:.1f} s by the time budget")
             count = await self._level(number, value, seconds, live)
             if count.too_many_errors or too_many_failed(
                 count.done, count.failed, plan.max_error_rate
