@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from latdoc.errors import UsageError
 from latdoc.probe import ConnectionOptions, Dialect, Endpoint, Timeouts, check_extra_body
+from latdoc.store import Store
 
 if TYPE_CHECKING:
     from latdoc.report.metrics import PrometheusMetrics
@@ -217,6 +218,11 @@ def vantages(args: argparse.Namespace) -> tuple[str, ...] | None:
 
 def add_store_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", metavar="FILE", help="the SQLite store (default: user data dir)")
+
+
+def open_store(args: argparse.Namespace, key: str | None) -> Store:
+    """The ``--db`` store, masking ``key`` wherever it would be written."""
+    return Store(args.db, secrets=[key] if key else [])
 
 
 def api_key(args: argparse.Namespace) -> str | None:

@@ -20,6 +20,7 @@ from latdoc.cli._options import (
     add_vantage_arguments,
     api_key,
     endpoint_and_connection,
+    open_store,
     positive_int,
     target,
     vantages,
@@ -154,7 +155,7 @@ def run_diagnose(args: argparse.Namespace) -> int:
         )
         print(plan_line(plan), file=err)
         progress = ProgressBars(err)
-        with Store(args.db, secrets=[key] if key else []) as store:
+        with open_store(args, key) as store:
             if places is not None:
                 runs = diagnose_vantages(
                     plan,

@@ -22,6 +22,7 @@ from latdoc.cli._options import (
     add_target_arguments,
     api_key,
     endpoint_and_connection,
+    open_store,
     positive_float,
     positive_int,
     start_metrics,
@@ -194,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
         )
         progress = ProgressBars(err)
         metrics = start_metrics(args, err)
-        with Store(args.db, secrets=[key] if key else []) as store:
+        with open_store(args, key) as store:
             try:
                 result = load_endpoint(
                     plan,

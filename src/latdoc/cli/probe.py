@@ -17,6 +17,7 @@ from latdoc.cli._options import (
     add_vantage_arguments,
     api_key,
     endpoint_and_connection,
+    open_store,
     positive_int,
     target,
     vantages,
@@ -25,7 +26,6 @@ from latdoc.cli.vantage import emit_vantages
 from latdoc.pipeline import probe_endpoint, probe_vantages
 from latdoc.records import RequestTrace
 from latdoc.report import ProgressBars, make_console, trace_to_dict
-from latdoc.store import Store
 from latdoc.workload import ProbePlan, TokenCalibration
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
                 out.flush()
             progress("requests", index + 1, args.repeat)
 
-        with Store(args.db, secrets=[key] if key else []) as store:
+        with open_store(args, key) as store:
             if places is not None:
                 runs = probe_vantages(plan, ray=args.ray, vantages=places, store=store)
                 return emit_vantages(runs, args, out, err)

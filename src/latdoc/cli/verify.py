@@ -20,6 +20,7 @@ from latdoc.cli._options import (
     add_target_arguments,
     api_key,
     endpoint_and_connection,
+    open_store,
     positive_float,
     positive_int,
     target,
@@ -160,7 +161,7 @@ def run_verify(args: argparse.Namespace) -> int:
             seed=args.seed,
         )
         print(plan_line(plan), file=err)
-        with Store(args.db, secrets=[key] if key else []) as store:
+        with open_store(args, key) as store:
             with ProgressBars(err) as progress:
                 if remedy is VerifyRemedy.RETRY:
                     retried = verify_retry(plan, store=store, on_progress=progress)

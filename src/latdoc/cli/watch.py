@@ -27,6 +27,7 @@ from latdoc.cli._options import (
     duration,
     endpoint_and_connection,
     non_negative_float,
+    open_store,
     positive_int,
     start_metrics,
     target,
@@ -134,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
                 max_tokens=args.max_tokens,
                 seed=args.seed,
             )
-            with Store(args.db, secrets=[key] if key else []) as store:
+            with open_store(args, key) as store:
                 interrupted = _watch(args, plan, name, store, metrics, err)
                 if store.find_runs("watch", name):
                     _print_clock(store, name, out)
