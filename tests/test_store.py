@@ -1129,3 +1129,14 @@ def test_update_meta_sets_whole_values_and_keeps_the_rest(tmp_path: Path) -> Non
         }
         with pytest.raises(UsageError, match="no run"):
             store.update_meta("20260101-000000-000000", {"x": 1})
+
+
+def test_prompt_tokens_of_a_step_come_from_the_narrow_rows_in_order(store: Store) -> None:
+    run_id = new_run(store)
+    counted = [
+        Sample(Step.CALIBRATION, dataclasses.replace(make_trace(), prompt_tokens=n), index=i)
+        for i, n in enumerate((40, None, 9))
+    ]
+    store.add_samples(run_id, [*counted, Sample(Step.NETWORK, make_trace(), index=3)])
+    assert store.prompt_tokens(run_id, Step.CALIBRATION) == [40, None, 9]
+    assert store.prompt_tokens(run_id, Step.LOAD) == []

@@ -129,8 +129,7 @@ def _stored_calibration(store: Store, info: RunInfo, plan: WatchPlan) -> TokenCa
     (only when the long prompt's length, which the calibration was fitted near, is the same)."""
     if info.meta.get("options", {}).get("long_tokens") != plan.long_tokens:
         return None
-    _, samples, _ = store.load_run(info.run_id)
-    counts = [s.trace.prompt_tokens for s in samples if s.step == Step.CALIBRATION]
+    counts = store.prompt_tokens(info.run_id, Step.CALIBRATION)
     return known_calibration(plan.long_tokens, counts[:2])
 
 

@@ -234,6 +234,15 @@ class Store:
         ).fetchone()
         return requests, prompt + output, 0 if last is None else last + 1
 
+    def prompt_tokens(self, run_id: str, step: Step) -> list[int | None]:
+        """The prompt tokens each of a run's samples of ``step`` was counted at, in order,
+        from the narrow rows (no trace is decoded)."""
+        rows = self._conn.execute(
+            "SELECT prompt_tokens FROM samples WHERE run_id = ? AND step = ? ORDER BY idx, seq",
+            (self._resolve(run_id), step.value),
+        )
+        return [row[0] for row in rows]
+
     def run_info(self, run_id: str) -> RunInfo:
         """A run's info by its id or a unique prefix of it, without its samples."""
         full_id = self._resolve(run_id)
