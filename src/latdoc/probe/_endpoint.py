@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import ssl
 from collections.abc import Mapping
@@ -61,6 +62,15 @@ def make_ssl_context(cacert: str | None = None, *, insecure: bool = False) -> ss
     cafile = cacert or os.environ.get("SSL_CERT_FILE") or None
     if cafile is not None and not os.path.isfile(cafile):
         raise UsageError(f"CA certificate file not found: {cafile}")
+    changed = None if cafile is None else os.stat(cafile).st_mtime_ns
+    return _ssl_context(cafile, changed, insecure)
+
+
+@functools.lru_cache(maxsize=16)
+def _ssl_context(cafile: str | None, changed: int | None, insecure: bool) -> ssl.SSLContext:
+    """One context per CA file (as last modified) and setting, shared by every session:
+    loading the system's CA store costs about 15 ms, and a load sweep opens a session per
+    stream."""
     try:
         ctx = ssl.create_default_context(cafile=cafile)
     except ssl.SSLError as exc:

@@ -174,15 +174,19 @@ class _Sweep:
         level = _Level(number, start + int(seconds * _NS))
         partial = False
         try:
-            async with self._session(streams) as session:
+            # A pool of its own for each stream: httpcore's pool scans every connection it
+            # holds each time a request comes or goes (O(n²) in connections at once), which
+            # at 128 streams in one pool was most of the client's CPU. A stream sends one
+            # request at a time, so its own one-connection pool never holds it back.
 
-                async def stream() -> None:
+            async def stream() -> None:
+                async with self._session(1) as session:
                     while level.sending:
                         await self.send(session, level, Step.LOAD, label)
 
-                async with asyncio.TaskGroup() as group:
-                    for _ in range(streams):
-                        group.create_task(stream())
+            async with asyncio.TaskGroup() as group:
+                for _ in range(streams):
+                    group.create_task(stream())
         except BaseException:
             partial = True
             raise
