@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
+from pathlib import Path
 
 import pytest
+import trustme
 
 from conftest import FAST, LabFactory
 from latdoc.lab.sim import LabConfig, LatencyModel, chat_prompt_tokens, count_tokens
 from latdoc.probe import Dialect, Endpoint, ProbeSession
+from latdoc.probe._endpoint import make_ssl_context
 from latdoc.records import RequestTrace
 from latdoc.workload import ProbePlan, make_prompt, run_probe
 
@@ -172,3 +176,15 @@ def test_without_usage_a_tokenizer_counts_the_output(lab: LabFactory) -> None:
     # The tokenizer here counts characters, so its count differs from the chunk count.
     assert trace.output_tokens == sum(c.chars for c in trace.chunks) > 7
     assert not trace.output_tokens_exact
+
+
+def test_one_tls_context_serves_every_session_until_the_ca_file_changes(tmp_path: Path) -> None:
+    ca = trustme.CA()
+    pem = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(pem))
+    first = make_ssl_context(str(pem))
+    assert make_ssl_context(str(pem)) is first
+    assert make_ssl_context(str(pem), insecure=True) is not first
+    stat = pem.stat()
+    os.utime(pem, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    assert make_ssl_context(str(pem)) is not first
