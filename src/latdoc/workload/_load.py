@@ -13,14 +13,16 @@ at its duration, when the budget runs out, or when its share of failed requests
 passes ``max_error_rate`` (the sweep then stops). Each finished request reaches
 ``on_sample`` at once, each level ``on_level`` as it ends and each note ``on_note``
 as it is made, also when the run is cancelled, so an interrupted sweep keeps
-everything it finished: the level it was in is marked ``partial``. Sessions are
-sized to the level, so the client's pool never holds a request back by design.
+everything it finished: the level it was in is marked ``partial``. Every stream (or
+open-loop request in flight) has a one-connection session of its own, so the
+client's pool never holds a request back by design.
 This module sends and labels; it computes no statistic and prints nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import random
 from collections.abc import Callable, Coroutine
@@ -161,8 +163,9 @@ class _Sweep:
                 self.cost + self.plan.max_tokens, trace.prompt_tokens + (trace.output_tokens or 0)
             )
 
-    def _session(self, streams: int) -> ProbeSession:
-        return self.plan.connection.session(self.plan.endpoint, max_connections=max(1, streams))
+    def _session(self) -> ProbeSession:
+        """A session of one connection: one stream's, or one request's at a time."""
+        return self.plan.connection.session(self.plan.endpoint, max_connections=1)
 
     async def closed(
         self, number: int, streams: int, seconds: float, *, level_streams: int | None = None
@@ -180,7 +183,7 @@ class _Sweep:
             # request at a time, so its own one-connection pool never holds it back.
 
             async def stream() -> None:
-                async with self._session(1) as session:
+                async with self._session() as session:
                     while level.sending:
                         await self.send(session, level, Step.LOAD, label)
 
@@ -220,16 +223,21 @@ class _Sweep:
         start = now_ns()
         level = _Level(number, start + int(seconds * _NS))
         late_ms: list[float] = []
-        slots = asyncio.Semaphore(in_flight)
         partial = False
         try:
-            async with self._session(in_flight) as session:
+            # ``in_flight`` one-connection sessions, each lent to one arrival at a time:
+            # the bound on requests open at once, without one pool scanning them all on
+            # every request (see :meth:`closed`).
+            async with contextlib.AsyncExitStack() as sessions:
+                idle: asyncio.Queue[ProbeSession] = asyncio.Queue()
+                for _ in range(in_flight):
+                    idle.put_nowait(await sessions.enter_async_context(self._session()))
 
-                async def arrival() -> None:
+                async def arrival(session: ProbeSession) -> None:
                     try:
                         await self.send(session, level, Step.ARRIVALS, number)
                     finally:
-                        slots.release()
+                        idle.put_nowait(session)
 
                 async with asyncio.TaskGroup() as group:
                     for offset in schedule:
@@ -237,12 +245,12 @@ class _Sweep:
                         wait = due - now_ns()
                         if wait > 0:
                             await asyncio.sleep(wait / _NS)
-                        await slots.acquire()
+                        session = await idle.get()
                         if not level.sending:
-                            slots.release()
+                            idle.put_nowait(session)
                             break
                         late_ms.append((now_ns() - due) / 1e6)
-                        group.create_task(arrival())
+                        group.create_task(arrival(session))
         except BaseException:
             partial = True
             raise
