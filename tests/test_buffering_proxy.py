@@ -4,8 +4,8 @@ nginx proxies to the simulated endpoint (which paces its tokens and tells its
 prefill and per-token time in ``Server-Timing``). With ``proxy_buffering on`` and
 nginx's default HTTP/1.0 to the upstream, nginx holds the whole event stream and
 sends it at the end; the diagnosis must name ``buffering`` with its evidence and
-remedy. The same nginx with ``proxy_buffering off`` passes each event on at once,
-and the diagnosis must not.
+remedy. The same nginx with ``proxy_buffering off``, or with the endpoint answering
+``X-Accel-Buffering: no``, passes each event on at once, and the diagnosis must not.
 """
 
 from __future__ import annotations
@@ -35,8 +35,10 @@ LATENCY = LatencyModel(prefill_base_ms=20.0, prefill_ms_per_token=0.01, decode_m
 OUTPUT = 24
 
 
-def _diagnose_through_nginx(tmp_path: Path, *, buffering: bool) -> Diagnosis:
-    config = LabConfig(latency=LATENCY)
+def _diagnose_through_nginx(
+    tmp_path: Path, *, buffering: bool, headers: tuple[tuple[str, str], ...] = ()
+) -> Diagnosis:
+    config = LabConfig(latency=LATENCY, extra_headers=headers)
     with (
         LabServer(config) as lab,
         nginx_proxy(
@@ -82,5 +84,14 @@ def test_a_buffering_nginx_is_named_with_its_evidence_and_remedy(tmp_path: Path)
 
 def test_the_same_nginx_without_buffering_streams(tmp_path: Path) -> None:
     d = _diagnose_through_nginx(tmp_path, buffering=False)
+    assert Kind.BUFFERING not in {f.kind for f in d.findings}, d.findings
+    assert d.verdict.primary is not Kind.BUFFERING
+
+
+def test_the_remedys_header_from_the_server_makes_the_same_nginx_stream(tmp_path: Path) -> None:
+    """The first remedy, applied where the stream comes from: with ``proxy_buffering on``
+    still set, an upstream that answers ``X-Accel-Buffering: no`` is passed on as it is
+    written."""
+    d = _diagnose_through_nginx(tmp_path, buffering=True, headers=(("X-Accel-Buffering", "no"),))
     assert Kind.BUFFERING not in {f.kind for f in d.findings}, d.findings
     assert d.verdict.primary is not Kind.BUFFERING

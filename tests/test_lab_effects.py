@@ -446,6 +446,26 @@ def test_serve_flags_for_the_effects_reject_bad_values(argv: str, needle: str) -
         config_from_args(_serve_args(argv.split()))
 
 
+def test_header_flag_adds_a_header_to_every_response() -> None:
+    args = _serve_args(["--header", "X-Accel-Buffering: no", "--header", "Via:1.1 edge"])
+    config = config_from_args(args)
+    assert config.extra_headers == (("X-Accel-Buffering", "no"), ("Via", "1.1 edge"))
+    with LabServer(config) as lab:
+        response = httpx.post(
+            lab.base_url + "/chat/completions",
+            json={"model": "lab-sim", "messages": [{"role": "user", "content": "hi"}],
+                  "max_tokens": 2, "stream": True},
+        )  # fmt: skip
+    assert response.headers["x-accel-buffering"] == "no" and response.headers["via"] == "1.1 edge"
+
+
+@pytest.mark.parametrize("value", ["no-colon", ": empty name"])
+def test_header_flag_names_its_format(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        _serve_args(["--header", value])
+    assert "expected NAME: VALUE" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("value", ["big:1", ":1:2", "big:x:2", "big:1:-2", "big:nan:2"])
 def test_alt_model_flag_names_its_format(value: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):

@@ -21,6 +21,14 @@ _LATENCY = LatencyModel()
 _CONFIG = LabConfig()
 
 
+def _header(text: str) -> tuple[str, str]:
+    """``NAME: VALUE``, a header every response carries."""
+    name, colon, value = text.partition(":")
+    if not colon or not name.strip() or any(c in text for c in "\r\n"):
+        raise argparse.ArgumentTypeError(f"expected NAME: VALUE, got {text!r}")
+    return name.strip(), value.strip()
+
+
 def _finite(text: str) -> float:
     """A finite number: ``serve`` refuses inf and nan as it parses them."""
     try:
@@ -123,6 +131,15 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         dest="keep_alive",
         action="store_false",
         help="close the connection after every response (Connection: close)",
+    )
+    server.add_argument(
+        "--header",
+        dest="extra_headers",
+        type=_header,
+        action="append",
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="a header every response carries, e.g. 'X-Accel-Buffering: no' (repeatable)",
     )
 
     latency = parser.add_argument_group("latency (ms)")
@@ -320,6 +337,7 @@ def config_from_args(args: argparse.Namespace) -> LabConfig:
             reject_stream_options=args.reject_stream_options,
             stamp_chunks=args.stamp_chunks,
             keep_alive=args.keep_alive,
+            extra_headers=tuple(args.extra_headers),
             api_key=_api_key(args.api_key_env),
             seed=args.seed,
             max_context_tokens=args.max_context_tokens,

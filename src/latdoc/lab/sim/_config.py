@@ -213,6 +213,9 @@ class LabConfig:
     - ``keep_alive``: when False, every response says ``Connection: close`` and the
       server closes the connection after it, as some proxies do; each request then
       pays DNS, TCP and TLS again.
+    - ``extra_headers``: (name, value) pairs every response carries, as a server or
+      gateway might add them (``X-Accel-Buffering: no`` asks a proxy in front not to
+      buffer the stream).
     - ``seed``: seeds the jitter, the stall and fault draws and the background load.
 
     Input length:
@@ -263,6 +266,7 @@ class LabConfig:
     stamp_chunks: bool = False
     api_key: str | None = None
     keep_alive: bool = True
+    extra_headers: tuple[tuple[str, str], ...] = ()
     seed: int | None = None
     max_context_tokens: int | None = None
     slots: int | None = None
@@ -288,6 +292,9 @@ class LabConfig:
         if self.default_max_tokens < 1:
             raise ValueError(f"default_max_tokens must be >= 1, got {self.default_max_tokens}")
         self._check_alt_models()
+        for header, text in self.extra_headers:
+            if not header or ":" in header or any(c in header + text for c in "\r\n"):
+                raise ValueError(f"extra header {header!r}: {text!r} is not a valid header")
         for name, minimum in (
             ("answer_tokens", 1),
             ("max_context_tokens", 1),

@@ -46,6 +46,8 @@ def config_from_json(text: str) -> LabConfig:
     fields["alt_models"] = {name: LatencyModel(**model) for name, model in alt_models.items()}
     if "load_profile" in fields:
         fields["load_profile"] = tuple(fields["load_profile"])
+    if "extra_headers" in fields:
+        fields["extra_headers"] = tuple((name, value) for name, value in fields["extra_headers"])
     if fields.get("fault") is not None:
         fields["fault"] = Fault(fields["fault"])
     return LabConfig(**fields)

@@ -206,6 +206,9 @@ class LabState:
             headers.append((b"x-lab-start-ns", b"%d" % start_ns))
         if not self.config.keep_alive:
             headers.append((b"connection", b"close"))
+        headers.extend(
+            (name.lower().encode(), value.encode()) for name, value in self.config.extra_headers
+        )
         return headers
 
     def usage(self, plan: Plan) -> dict[str, Any]:
