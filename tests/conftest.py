@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -36,3 +39,31 @@ def lab() -> LabFactory:
             yield server
 
     return start
+
+
+def stored_samples(db: Path, concurrency: int | None = None) -> int:
+    """Samples a running command has stored so far (of one concurrency level, if named);
+    0 before the file exists, and while it exists before its tables do."""
+    if not db.exists():
+        return 0
+    query, params = "SELECT count(*) FROM samples", ()
+    if concurrency is not None:
+        query, params = query + " WHERE concurrency = ?", (concurrency,)
+    with sqlite3.connect(db) as conn:
+        try:
+            return int(conn.execute(query, params).fetchone()[0])
+        except sqlite3.OperationalError:
+            return 0
+
+
+def wait_for_samples(
+    db: Path, at_least: int, seconds: float, concurrency: int | None = None
+) -> int:
+    """Poll :func:`stored_samples` until ``at_least`` are stored or ``seconds`` pass;
+    the last count."""
+    deadline = time.monotonic() + seconds
+    stored = stored_samples(db, concurrency)
+    while stored < at_least and time.monotonic() < deadline:
+        time.sleep(0.05)
+        stored = stored_samples(db, concurrency)
+    return stored

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import signal
@@ -17,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import LabFactory
+from conftest import LabFactory, wait_for_samples
 from latdoc.cli import main
 from latdoc.lab.sim import LabConfig, LabProcess, LatencyModel
 from latdoc.workload import planned_requests
@@ -131,14 +130,7 @@ def test_ctrl_c_keeps_every_finished_trace(tmp_path: Path) -> None:
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )  # fmt: skip
-        deadline = time.monotonic() + 60
-        stored = 0
-        while time.monotonic() < deadline and stored < 4:
-            time.sleep(0.2)
-            if db.exists():
-                with sqlite3.connect(db) as conn, contextlib.suppress(sqlite3.OperationalError):
-                    # The file exists a moment before its tables do.
-                    stored = conn.execute("SELECT count(*) FROM samples").fetchone()[0]
+        stored = wait_for_samples(db, 4, 60)
         assert stored >= 4, "the run did not store traces in time"
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)

@@ -8,7 +8,6 @@ do not share an interpreter lock and the timing is real.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -21,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import LabFactory
+from conftest import LabFactory, wait_for_samples
 from latdoc.analysis.load import LITTLE_TOLERANCE, LevelStats, Slo, find_knee, find_plateau
 from latdoc.cli import main
 from latdoc.cli.load import parse_slo
@@ -249,14 +248,7 @@ def test_ctrl_c_keeps_every_finished_trace_and_reports(slotted: str, tmp_path: P
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )  # fmt: skip
-    deadline = time.monotonic() + 30
-    stored = 0
-    while time.monotonic() < deadline and stored < 8:
-        time.sleep(0.2)
-        if db.exists():
-            with sqlite3.connect(db) as conn, contextlib.suppress(sqlite3.OperationalError):
-                # The file exists a moment before its tables do.
-                stored = conn.execute("SELECT count(*) FROM samples").fetchone()[0]
+    stored = wait_for_samples(db, 8, 30)
     assert stored >= 8, "the run did not store traces in time"
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)

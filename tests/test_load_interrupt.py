@@ -9,29 +9,15 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import FAST, LabFactory
+from conftest import FAST, LabFactory, stored_samples, wait_for_samples
 from latdoc.cli import EXIT_OK, main
 from latdoc.lab.sim import LabConfig
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
-
-
-def _stored(db: Path, concurrency: int) -> int:
-    if not db.exists():
-        return 0
-    with sqlite3.connect(db) as conn:
-        try:
-            row = conn.execute(
-                "SELECT count(*) FROM samples WHERE concurrency = ?", (concurrency,)
-            ).fetchone()
-        except sqlite3.OperationalError:  # the schema is not there yet
-            return 0
-    return int(row[0])
 
 
 def test_ctrl_c_in_the_second_level_keeps_the_first_and_marks_the_second_partial(
@@ -47,10 +33,9 @@ def test_ctrl_c_in_the_second_level_keeps_the_first_and_marks_the_second_partial
             env={**os.environ, "PYTHONPATH": SRC, "PYTHONUNBUFFERED": "1"},
         )  # fmt: skip
         try:
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and _stored(db, 2) < 5:
-                time.sleep(0.05)
-            assert _stored(db, 2) >= 5, "the second level did not start in time"
+            assert wait_for_samples(db, 5, 30, concurrency=2) >= 5, (
+                "the second level did not start in time"
+            )
             proc.send_signal(signal.SIGINT)
             out, err = proc.communicate(timeout=30)
         finally:
@@ -60,7 +45,7 @@ def test_ctrl_c_in_the_second_level_keeps_the_first_and_marks_the_second_partial
     assert "2 (partial)" in out
     with sqlite3.connect(db) as conn:
         (run_id,) = conn.execute("SELECT run_id FROM runs").fetchone()
-    first, second = _stored(db, 1), _stored(db, 2)
+    first, second = stored_samples(db, 1), stored_samples(db, 2)
 
     capsys.readouterr()
     assert main(["report", run_id, "--json", "--db", str(db)]) == EXIT_OK

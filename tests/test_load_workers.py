@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import wait_for_samples
 from latdoc.analysis.load import LevelWindow
 from latdoc.cli import main
 from latdoc.errors import UsageError
@@ -232,17 +233,6 @@ def _has_run(db: Path) -> bool:
             return False
 
 
-def _stored(db: Path) -> int:
-    """Samples stored so far; 0 while the file exists before its tables do."""
-    if not db.exists():
-        return 0
-    with sqlite3.connect(db) as conn:
-        try:
-            return int(conn.execute("SELECT count(*) FROM samples").fetchone()[0])
-        except sqlite3.OperationalError:
-            return 0
-
-
 def test_ctrl_c_stops_every_worker_process(lab_url: str, tmp_path: Path) -> None:
     db = tmp_path / "int.db"
     proc = subprocess.Popen(
@@ -252,11 +242,7 @@ def test_ctrl_c_stops_every_worker_process(lab_url: str, tmp_path: Path) -> None
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )  # fmt: skip
-    deadline = time.monotonic() + 30
-    stored = 0
-    while time.monotonic() < deadline and stored < 4:
-        time.sleep(0.2)
-        stored = _stored(db)
+    stored = wait_for_samples(db, 4, 30)
     assert stored >= 4, "the run did not store traces in time"
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
