@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from conftest import LabFactory
-from latdoc.analysis.compare import compare_samples
+from latdoc.analysis.compare import TRIAL_MEAN, compare_arms, compare_samples, trial_means
 from latdoc.cli import EXIT_OK, EXIT_USAGE, main
+from latdoc.errors import ErrorKind, Phase, TraceError
 from latdoc.records import RequestTrace, Sample, Step
 from latdoc.report import render_text
 from latdoc.report._compare import render_comparison, sentence
@@ -56,6 +57,50 @@ def test_a_real_speedup_is_significant_and_its_interval_covers_the_truth() -> No
     assert ttft.difference_ci_ms is not None and ttft.difference_ci_ms[1] < 0
     line = sentence(ttft)
     assert line.startswith("B: TTFT ") and "× faster than A (p < 0.001, n = 30/30)" in line
+
+
+TIMEOUT = TraceError(ErrorKind.TIMEOUT, Phase.WAIT, "timed out")
+
+
+def ttft(t: RequestTrace) -> float | None:
+    return t.ttft_ms
+
+
+def waves(base_ms: float, wave_ms: float, trials: int, seed: int, *, pool: int) -> list[Sample]:
+    """Trials of 8 requests sent at once through ``pool`` connections: waves of ``pool``."""
+    rng = random.Random(seed)
+    out = []
+    for t in range(trials):
+        for k in range(8):
+            ttft = (base_ms + wave_ms * (k // pool)) * rng.lognormvariate(0, 0.02)
+            out.append(
+                Sample(Step.EXPERIMENT, trace(ttft, ttft + 70), concurrency=8, index=t * 8 + k)
+            )
+    return out
+
+
+def test_a_trial_mean_counts_every_wave_once_and_a_stalled_trial_moves_it_not() -> None:
+    a, b = waves(20, 100, 9, 1, pool=2), waves(20, 0, 9, 2, pool=8)
+    # One trial of A held up 2 s before it was sent; two of B's requests failed.
+    stalled = [
+        replace(s, trace=replace(s.trace, first_token_ns=s.trace.first_token_ns + 2000 * NS))
+        if 16 <= s.index < 24
+        else s
+        for s in a
+    ]
+    failed = [
+        replace(s, trace=replace(s.trace, error=TIMEOUT)) if s.index in (3, 40) else s for s in b
+    ]
+    assert len(trial_means(failed, ttft)) == 9
+    assert trial_means(stalled, ttft)[2] == pytest.approx(2020 + 150, rel=0.05)
+    headline = compare_arms("ttft", "TTFT", stalled, failed, ttft, statistic=TRIAL_MEAN)
+    assert headline is not None and (headline.n_a, headline.n_b) == (9, 9)
+    # The waves of 2 of 8 requests add 0, 0, 1, 1, 2, 2, 3, 3 waves of 100 ms: 150 on average.
+    assert -headline.difference_ms == pytest.approx(150, rel=0.05)
+    mean_of_all = compare_arms("ttft", "TTFT", stalled, failed, ttft)
+    assert mean_of_all is not None and mean_of_all.n_a == 72 and mean_of_all.n_b == 70
+    low, high = headline.difference_ci_ms or (0.0, 0.0)
+    assert low < -140 and high > -160
 
 
 def test_the_same_distribution_is_no_significant_difference() -> None:

@@ -43,6 +43,14 @@ enough for a rank test, and no user can act on that."""
 
 Metric = Callable[[RequestTrace], float | None]
 
+MEDIAN = "median"
+TRIAL_MEAN = "trial mean"
+"""Each trial's mean, then the median over trials. Requests sent at once through a
+pool smaller than their number finish in waves: the mean of a trial counts every wave
+once, and the median over trials keeps one stalled trial (a machine's pause, a slow
+request that held its connection) from moving the answer, as it moves a mean over
+every request."""
+
 METRICS: tuple[tuple[str, str, Metric], ...] = (
     ("ttft", "TTFT", lambda t: t.ttft_ms),
     ("tpot", "TPOT", lambda t: t.tpot_ms),
@@ -100,8 +108,9 @@ class MetricComparison:
     p_adjusted: float | None
     """Holm-adjusted over every test of the comparison."""
     statistic: str = "median"
-    """``median``, or ``mean`` where requests come in waves (a median would fall
-    anywhere between two waves)."""
+    """:data:`MEDIAN` of the requests, or :data:`TRIAL_MEAN` where requests sent at once
+    come in waves (a median would fall anywhere between two waves); ``n_a`` and ``n_b``
+    then count trials."""
 
     @property
     def significant(self) -> bool:
@@ -205,16 +214,37 @@ def compare_values(
     b: Sequence[RequestTrace],
     read: Metric,
     seed: int = 0,
-    statistic: str = "median",
 ) -> MetricComparison | None:
-    """One metric of A against B; ``None`` when a side has fewer than two measured values,
-    or every value on both sides is zero (a reused connection's setup: nothing to compare)."""
+    """One metric of A against B by its median; ``None`` when a side has fewer than two
+    measured values, or every value on both sides is zero (a reused connection's setup:
+    nothing to compare)."""
     xs = [v for v in (read(t) for t in a) if v is not None]
     ys = [v for v in (read(t) for t in b) if v is not None]
+    return _compare(key, label, xs, ys, seed, MEDIAN)
+
+
+def compare_arms(
+    key: str,
+    label: str,
+    a: Sequence[Sample],
+    b: Sequence[Sample],
+    read: Metric,
+    *,
+    seed: int = 0,
+    statistic: str = MEDIAN,
+) -> MetricComparison | None:
+    """An experiment's headline: :func:`compare_values` over the successful requests, or,
+    with :data:`TRIAL_MEAN`, the median over trials of each trial's mean."""
+    xs, ys = _arm_values(a, read, statistic), _arm_values(b, read, statistic)
+    return _compare(key, label, xs, ys, seed, statistic)
+
+
+def _compare(
+    key: str, label: str, xs: list[float], ys: list[float], seed: int, statistic: str
+) -> MetricComparison | None:
     if len(xs) < 2 or len(ys) < 2 or not any(xs + ys):
         return None
-    center = np.mean if statistic == "mean" else np.median
-    med_a, med_b = float(center(xs)), float(center(ys))
+    med_a, med_b = float(np.median(xs)), float(np.median(ys))
     return MetricComparison(
         key=key,
         label=label,
@@ -223,13 +253,36 @@ def compare_values(
         a_ms=med_a,
         b_ms=med_b,
         difference_ms=med_b - med_a,
-        difference_ci_ms=difference_ci(ys, xs, seed=seed, statistic=center),
+        difference_ci_ms=difference_ci(ys, xs, seed=seed),
         ratio=med_a / med_b if med_b > 0 else None,
-        ratio_ci=ratio_ci(xs, ys, seed=seed, statistic=center),
+        ratio_ci=ratio_ci(xs, ys, seed=seed),
         p_value=mann_whitney_p(xs, ys),
         p_adjusted=None,
         statistic=statistic,
     )
+
+
+def trial_means(samples: Sequence[Sample], read: Metric) -> list[float]:
+    """Each trial's mean of ``read`` over its successful requests, in the order sent. A
+    trial's ``concurrency`` requests were sent at once and numbered one after another."""
+    ordered = sorted((s for s in samples if s.step != Step.CALIBRATION), key=lambda s: s.index)
+    out: list[float] = []
+    start = 0
+    while start < len(ordered):
+        trial = ordered[start : start + max(1, ordered[start].concurrency)]
+        values = _measured(trial, read)
+        if values:
+            out.append(float(np.mean(values)))
+        start += len(trial)
+    return out
+
+
+def _arm_values(samples: Sequence[Sample], read: Metric, statistic: str) -> list[float]:
+    return trial_means(samples, read) if statistic == TRIAL_MEAN else _measured(samples, read)
+
+
+def _measured(samples: Sequence[Sample], read: Metric) -> list[float]:
+    return [v for s in samples if s.trace.ok and (v := read(s.trace)) is not None]
 
 
 def experiment_verdict(headline: MetricComparison | None) -> str:
@@ -249,22 +302,21 @@ def experiment_verdict(headline: MetricComparison | None) -> str:
 
 
 def ratio_precision(
-    a: Sequence[RequestTrace],
-    b: Sequence[RequestTrace],
+    a: Sequence[Sample],
+    b: Sequence[Sample],
     read: Metric,
     *,
     seed: int = 0,
-    statistic: str = "median",
+    statistic: str = MEDIAN,
 ) -> float:
-    """Half the width of the 95% interval of A ÷ B, relative to the ratio: how precisely
-    the experiment knows its answer so far (``inf`` while unknown)."""
-    xs = [v for v in (read(t) for t in a) if v is not None]
-    ys = [v for v in (read(t) for t in b) if v is not None]
+    """Half the width of the 95% interval of A ÷ B, relative to the ratio, for the
+    headline :func:`compare_arms` would give: how precisely the experiment knows its
+    answer so far (``inf`` while unknown)."""
+    xs, ys = _arm_values(a, read, statistic), _arm_values(b, read, statistic)
     if len(xs) < 2 or len(ys) < 2:
         return float("inf")
-    center = np.mean if statistic == "mean" else np.median
-    ci = ratio_ci(xs, ys, seed=seed, resamples=500, statistic=center)
-    ratio = float(center(xs)) / float(center(ys)) if center(ys) > 0 else 0.0
+    ci = ratio_ci(xs, ys, seed=seed, resamples=500)
+    ratio = float(np.median(xs)) / float(np.median(ys)) if np.median(ys) > 0 else 0.0
     if ci is None or ratio <= 0:
         return float("inf")
     return (ci[1] - ci[0]) / 2 / ratio

@@ -101,13 +101,17 @@ def verdict_line(result: VerifyResult) -> str:
         return f"Verdict: not applicable — {result.reason}"
     m, gain, ci = result.headline, result.gain_ms, result.gain_interval_ms
     assert m is not None and gain is not None
+    from latdoc.analysis.compare import TRIAL_MEAN
     from latdoc.report import format_ms, format_p
 
     interval = "" if ci is None else f" (95% CI {format_ms(ci[0])} … {format_ms(ci[1])})"
     what = "saves" if gain >= 0 else "adds"
+    statistic, counted = m.statistic, ""
+    if statistic == TRIAL_MEAN:
+        statistic, counted = "mean", " trials (each trial's mean, the median over trials)"
     return (
-        f"Verdict: {result.verdict} — B {what} {format_ms(abs(gain))} of {m.statistic} "
-        f"{m.label} per request{interval}, {format_p(m.p_value)}, n = {m.n_a}/{m.n_b}"
+        f"Verdict: {result.verdict} — B {what} {format_ms(abs(gain))} of {statistic} "
+        f"{m.label} per request{interval}, {format_p(m.p_value)}, n = {m.n_a}/{m.n_b}{counted}"
     )
 
 

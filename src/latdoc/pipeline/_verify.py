@@ -21,15 +21,15 @@ from latdoc.analysis.compare import (
     METRICS,
     Comparison,
     MetricComparison,
+    compare_arms,
     compare_samples,
-    compare_values,
     experiment_verdict,
     ratio_precision,
 )
 from latdoc.errors import CalibrationError
 from latdoc.pipeline._host import host_meta
 from latdoc.probe import ProbeSession
-from latdoc.records import RequestTrace, Sample, Step, StepNote
+from latdoc.records import Sample, Step, StepNote
 from latdoc.store import Store
 from latdoc.workload import (
     ASSUMED,
@@ -224,9 +224,7 @@ class _State:
         run_ids = (self.run_ids["A"], self.run_ids["B"])
         key, statistic = HEADLINE[plan.remedy]
         label, read = next((lbl, r) for k, lbl, r in METRICS if k == key)
-        headline = compare_values(
-            key, label, _ok(a), _ok(b), read, seed=plan.seed or 0, statistic=statistic
-        )
+        headline = compare_arms(key, label, a, b, read, seed=plan.seed or 0, statistic=statistic)
         comparison = compare_samples(a, b, seed=plan.seed or 0)
         verdict, reason = experiment_verdict(headline), None
         cached = _median([s.trace.cached_prompt_tokens for s in b])
@@ -269,7 +267,7 @@ async def _experiment(state: _State, budget: Budget) -> ExperimentResult:
     read = next(r for k, _, r in METRICS if k == key)
 
     def precise(a: Sequence[Sample], b: Sequence[Sample]) -> bool:
-        return ratio_precision(_ok(a), _ok(b), read, statistic=statistic) <= plan.precision
+        return ratio_precision(a, b, read, statistic=statistic) <= plan.precision
 
     return await run_experiment(
         state.arms,
@@ -312,10 +310,6 @@ async def _answers(arm: Arm) -> int | str | None:
         where = arm.endpoint.base_url
         return f"arm B ({arm.endpoint.model} at {where}) does not answer: {trace.error}"
     return None
-
-
-def _ok(samples: Sequence[Sample]) -> list[RequestTrace]:
-    return [s.trace for s in samples if s.trace.ok]
 
 
 def _median(values: Sequence[int | None]) -> float | None:
