@@ -39,9 +39,10 @@ http {{
             proxy_http_version {http_version};
             proxy_set_header Connection "";
             proxy_buffering {buffering};
-            proxy_buffer_size 64k;
-            proxy_buffers 16 64k;
-            proxy_busy_buffers_size 512k;
+            proxy_buffer_size {buffer};
+            proxy_buffers {buffers} {buffer};
+            proxy_busy_buffers_size {busy};
+            proxy_max_temp_file_size {temp_file};
             proxy_read_timeout 60s;
         }}
     }}
@@ -64,9 +65,17 @@ def _free_port() -> int:
 
 @contextmanager
 def nginx_proxy(
-    upstream: str, run_dir: Path, *, buffering: bool, http_version: str = "1.1"
+    upstream: str,
+    run_dir: Path,
+    *,
+    buffering: bool,
+    http_version: str = "1.1",
+    buffer_kb: int = 64,
 ) -> Iterator[str]:
-    """``http://127.0.0.1:PORT`` of an nginx proxying to ``upstream`` (``http://host:port``)."""
+    """``http://127.0.0.1:PORT`` of an nginx proxying to ``upstream`` (``http://host:port``).
+
+    With ``buffering``, nginx holds up to 16 buffers of ``buffer_kb`` in memory and none on
+    disk: a response larger than that is passed on a buffer at a time."""
     binary = nginx_binary()
     if binary is None:
         raise RuntimeError("nginx is not installed")
@@ -80,6 +89,10 @@ def nginx_proxy(
             upstream=upstream,
             buffering="on" if buffering else "off",
             http_version=http_version,
+            buffer=f"{buffer_kb}k",
+            buffers=16,
+            busy=f"{buffer_kb * 8}k",
+            temp_file="0",
         )
     )
     child = subprocess.Popen(

@@ -11,6 +11,7 @@ remedy. The same nginx with ``proxy_buffering off``, or with the endpoint answer
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -33,12 +34,19 @@ if nginx_binary() is None:
 
 LATENCY = LatencyModel(prefill_base_ms=20.0, prefill_ms_per_token=0.01, decode_ms_per_token=12.0)
 OUTPUT = 24
+LONG_OUTPUT = 128
 
 
 def _diagnose_through_nginx(
-    tmp_path: Path, *, buffering: bool, headers: tuple[tuple[str, str], ...] = ()
+    tmp_path: Path,
+    *,
+    buffering: bool,
+    headers: tuple[tuple[str, str], ...] = (),
+    latency: LatencyModel = LATENCY,
+    output: int = OUTPUT,
+    buffer_kb: int = 64,
 ) -> Diagnosis:
-    config = LabConfig(latency=LATENCY, extra_headers=headers)
+    config = LabConfig(latency=latency, extra_headers=headers)
     with (
         LabServer(config) as lab,
         nginx_proxy(
@@ -46,12 +54,13 @@ def _diagnose_through_nginx(
             tmp_path / "nginx",
             buffering=buffering,
             http_version="1.0",
+            buffer_kb=buffer_kb,
         ) as proxy,
     ):
         url = proxy + "/v1"
         plan = DiagnosisPlan(
             Endpoint(url, config.model),
-            max_tokens=OUTPUT,
+            max_tokens=output,
             max_requests=14,
             max_seconds=25.0,
             context_window=2048,
@@ -80,6 +89,26 @@ def test_a_buffering_nginx_is_named_with_its_evidence_and_remedy(tmp_path: Path)
     assert "X-Accel-Buffering: no" in remedy.change and "proxy_buffering off;" in remedy.change
     text = render_text(render_diagnosis(d), 120)
     assert "Buffered stream" in text and "held_ms" in text
+
+
+def test_a_hop_that_passes_the_stream_on_a_buffer_at_a_time_is_named(tmp_path: Path) -> None:
+    """nginx with 8 KB buffers and no temporary file passes a longer answer on a buffer
+    at a time: the bursts come over the whole production time, and the first token waits
+    while the rest of its buffer is produced."""
+    latency = replace(LATENCY, decode_ms_per_token=6.0)
+    d = _diagnose_through_nginx(
+        tmp_path, buffering=True, latency=latency, output=LONG_OUTPUT, buffer_kb=8
+    )
+    assert d.verdict.primary is Kind.BUFFERING, d.findings
+    (finding,) = [f for f in d.findings if f.kind is Kind.BUFFERING]
+    ev = finding.evidence
+    assert ev["held_whole"] == 0 and ev["reads_per_stream"] >= 3
+    # An event of the lab's chat stream is about 200 bytes: some 40 to a buffer of 8 KB.
+    assert 20 <= ev["first_burst_events"] <= 60
+    held = (ev["first_burst_events"] - 1) * latency.decode_ms_per_token
+    assert ev["held_ms"] == pytest.approx(held, rel=0.1)
+    assert "a buffer at a time" in finding.rule and "Server: nginx/" in finding.rule
+    assert Kind.STALLS not in {f.kind for f in d.findings}
 
 
 def test_the_same_nginx_without_buffering_streams(tmp_path: Path) -> None:

@@ -154,6 +154,29 @@ def test_a_short_stream_sent_in_one_piece_is_not_buffering() -> None:
     assert stream_burst(fast) is None, "a server that made them in 30 ms held nothing back"
 
 
+def test_a_stream_passed_on_a_buffer_at_a_time_is_held_by_its_first_burst() -> None:
+    """Bursts of 20 events every 200 ms: the hop's buffer fills at one token each 10 ms, so
+    the first token waited 19 tokens' time, read from the arrivals' own pace where the
+    server does not tell, and from the server's time per token where it does."""
+    base = make_trace()
+    assert base.first_token_ns is not None
+    step_ns = 200 * 1_000_000
+    bursts = tuple(
+        Chunk(base.first_token_ns + b * step_ns, 4, 1) for b in range(4) for _ in range(20)
+    )
+    untold = stream_burst(dataclasses.replace(base, chunks=bursts, server_timing={}))
+    assert untold is not None and not untold.whole and untold.first_burst == 20
+    assert untold.held_ms == pytest.approx(19 * 600 / 60)
+    told = stream_burst(_told({"prompt_ms": 20.0, "predicted_ms": 79 * 8.0}, chunks=bursts))
+    assert told is not None and told.held_ms == pytest.approx(19 * 8.0)
+    # The same events with reads of two at a time (a client's loop late by a token) are no
+    # buffer; nor is a first read that carried one event.
+    pairs = tuple(Chunk(base.first_token_ns + (i // 2) * 20_000_000, 4, 1) for i in range(80))
+    assert stream_burst(dataclasses.replace(base, chunks=pairs, server_timing={})) is None
+    lone = (Chunk(base.first_token_ns - step_ns, 4, 1), *bursts[1:])
+    assert stream_burst(dataclasses.replace(base, chunks=lone, server_timing={})) is None
+
+
 def test_a_queue_on_one_slot_is_queueing_by_the_servers_own_account() -> None:
     latency = LatencyModel(prefill_base_ms=60.0, prefill_ms_per_token=0.0, decode_ms_per_token=8.0)
     config = LabConfig(latency=latency, slots=1)

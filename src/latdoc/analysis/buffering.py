@@ -3,14 +3,22 @@
 A buffering hop between client and server passes the events on when its buffer is
 full or the response is over, so they arrive in bursts, often all at once at the
 end, and the time to first token is nearly the whole request whatever the model
-does. :func:`stream_burst` reads that from one trace's chunk arrivals:
+does. :func:`stream_burst` reads that from one trace's chunk arrivals. The stream
+must be long enough to tell (:data:`MIN_CHUNKS` content events or more: a server
+may send a short answer in one piece itself), and few socket reads must carry its
+many events (:data:`EVENTS_PER_READ` or more each, the first read too). Then:
 
-- the stream is long enough to tell (:data:`MIN_CHUNKS` content events or more: a
-  server may send a short answer in one piece itself);
-- few socket reads carry its many events (:data:`EVENTS_PER_READ` or more each);
-- the events arrived within a small fraction (:data:`SPAN_FRACTION`) of the time
-  the server says it took to produce them; where the server does not say, within
-  that fraction of the client's own wait for the first token.
+- **held whole**: the events arrived within a small fraction (:data:`SPAN_FRACTION`)
+  of the time the server says it took to produce them; where the server does not
+  say, within that fraction of the client's own wait for the first token. The
+  tokens were held for the production time, less the arrival span.
+- **passed on a buffer at a time** (a hop whose buffer is smaller than the answer):
+  the bursts came over the production time, each a buffer's worth of events. The
+  first token waited while the rest of its buffer was produced: the first burst's
+  events after it, times the time per token (the server's, where it says; else
+  the arrivals' own pace, events after the first burst over the time they took).
+
+Either way the tokens held back must come to :data:`MIN_HELD_MS` or more.
 
 Response headers that name a hop on the way (``Server: nginx``, ``Via``, a CDN's
 id, ``X-Accel-Buffering: yes``, a ``Content-Length`` on an event stream) are kept
@@ -67,13 +75,19 @@ class Burst:
     """Socket reads that carried them."""
     span_ms: float
     """From the first content event's arrival to the last one's."""
+    first_burst: int
+    """Content events the first read carried: the first token's buffer."""
+    whole: bool
+    """Held whole, the stream passed on at the end; else a buffer at a time."""
     produced_ms: float | None
     """How long the server says it took to produce the tokens after the first;
     ``None`` when it does not say."""
     held_ms: float
-    """How long the tokens were held back: the server's production time minus the
-    arrival span; where the server does not say, the client's wait from the end of
-    sending to the first token (an upper bound: prefill is in it)."""
+    """How long the first token was held back. Held whole: the server's production
+    time minus the arrival span; where the server does not say, the client's wait from
+    the end of sending to the first token (an upper bound: prefill is in it). A buffer
+    at a time: the first burst's events after the first token, times the time per
+    token."""
     ttft_over_total: float
     """Time to first token over the whole request: near 1 when the stream was held."""
     proxy: str | None
@@ -101,26 +115,29 @@ def stream_burst(trace: RequestTrace) -> Burst | None:
     if trace.first_token_ns is None or trace.done_ns is None or not trace.done_ns:
         return None
     reads = len({c.t_ns for c in chunks})
-    if len(chunks) / reads < EVENTS_PER_READ:
+    first = sum(1 for c in chunks if c.t_ns == chunks[0].t_ns)
+    if len(chunks) / reads < EVENTS_PER_READ or first < EVENTS_PER_READ:
         return None
     span = (chunks[-1].t_ns - chunks[0].t_ns) / 1e6
     timing = server_timing_of(trace)
     produced = timing.decode_ms if timing is not None else None
     if produced is not None:
-        if span > SPAN_FRACTION * produced:
-            return None
-        held = produced - span
+        whole = span <= SPAN_FRACTION * produced
+        per_token = produced / (len(chunks) - 1)
+        held = produced - span if whole else (first - 1) * per_token
     else:
-        waited = trace.first_token_ns - (trace.sent_ns or 0)
-        if span > SPAN_FRACTION * waited / 1e6:
-            return None
-        held = waited / 1e6
+        waited = (trace.first_token_ns - (trace.sent_ns or 0)) / 1e6
+        whole = span <= SPAN_FRACTION * waited
+        later = len(chunks) - first
+        held = waited if whole else (first - 1) * span / later if later else 0.0
     if held < MIN_HELD_MS:
         return None
     return Burst(
         chunks=len(chunks),
         reads=reads,
         span_ms=span,
+        first_burst=first,
+        whole=whole,
         produced_ms=produced,
         held_ms=held,
         ttft_over_total=trace.first_token_ns / trace.done_ns,
@@ -135,6 +152,8 @@ def median_burst(bursts: list[Burst]) -> dict[str, float]:
         "events_per_stream": statistics.median(b.chunks for b in bursts),
         "reads_per_stream": statistics.median(b.reads for b in bursts),
         "arrival_span_ms": statistics.median(b.span_ms for b in bursts),
+        "first_burst_events": statistics.median(b.first_burst for b in bursts),
+        "held_whole": sum(b.whole for b in bursts) / len(bursts),
         "held_ms": statistics.median(b.held_ms for b in bursts),
         "ttft_over_total": statistics.median(b.ttft_over_total for b in bursts),
     }

@@ -93,20 +93,31 @@ def buffering(f: Facts) -> Finding | None:
     evidence["long_streams"] = float(f.long_streams)
     proxies = Counter(b.proxy for b in bursts if b.proxy is not None)
     named = f" ({proxies.most_common(1)[0][0]})" if proxies else ""
-    produced = evidence.get("server_decode_ms")
-    over = (
-        f"though the server says it produced them over {produced:.0f} ms"
-        if produced is not None
-        else "and the first token came only with the rest (time to first token "
-        f"{evidence['ttft_over_total']:.0%} of the whole request)"
-    )
+    if evidence["held_whole"] >= 0.5:
+        produced = evidence.get("server_decode_ms")
+        over = (
+            f"though the server says it produced them over {produced:.0f} ms"
+            if produced is not None
+            else "and the first token came only with the rest (time to first token "
+            f"{evidence['ttft_over_total']:.0%} of the whole request)"
+        )
+        pattern = (
+            f"{evidence['events_per_stream']:.0f} events in {evidence['reads_per_stream']:.0f} "
+            f"read(s), within {evidence['arrival_span_ms']:.1f} ms, {over}; something on the "
+            f"way buffers the response{named}"
+        )
+    else:
+        pattern = (
+            f"{evidence['events_per_stream']:.0f} events in {evidence['reads_per_stream']:.0f} "
+            f"reads over {evidence['arrival_span_ms']:.0f} ms, the first "
+            f"{evidence['first_burst_events']:.0f} together, so the first token waited "
+            f"~{evidence['held_ms']:.0f} ms for the rest of its burst; something on the way "
+            f"passes the response on a buffer at a time{named}"
+        )
     return Finding(
         Kind.BUFFERING,
         "A proxy or gateway holds the stream back",
-        f"{len(bursts)} of {f.long_streams} streams of 16+ events arrived in bursts: "
-        f"{evidence['events_per_stream']:.0f} events in {evidence['reads_per_stream']:.0f} "
-        f"read(s), within {evidence['arrival_span_ms']:.1f} ms, {over}; something on the "
-        f"way buffers the response{named}",
+        f"{len(bursts)} of {f.long_streams} streams of 16+ events arrived in bursts: {pattern}",
         evidence,
         share_ms=evidence["held_ms"],
         confidence=confidence(len(bursts), len(bursts) / max(1, f.long_streams)),
