@@ -167,9 +167,10 @@ def test_an_anthropic_error_body_names_its_type() -> None:
 @pytest.mark.parametrize(
     ("spoken", "asked"),
     [
-        (Dialect.ANTHROPIC, Dialect.CHAT),
-        (Dialect.RESPONSES, Dialect.ANTHROPIC),
-        (Dialect.CHAT, Dialect.RESPONSES),
+        (spoken, asked)
+        for spoken in (Dialect.ANTHROPIC, Dialect.RESPONSES, Dialect.CHAT)
+        for asked in (Dialect.ANTHROPIC, Dialect.RESPONSES, Dialect.CHAT)
+        if spoken is not asked
     ],
 )
 def test_a_wrong_dialect_is_named(spoken: Dialect, asked: Dialect) -> None:

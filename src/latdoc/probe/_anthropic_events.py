@@ -17,7 +17,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from latdoc.probe._events import EventInfo, Usage, detail_int, error_event, int_or_none
+from latdoc.probe._events import (
+    EventInfo,
+    Usage,
+    detail_int,
+    error_event,
+    int_or_none,
+    other_dialect,
+)
 
 __all__ = ["anthropic_usage", "parse_anthropic_event"]
 
@@ -64,11 +71,7 @@ def parse_anthropic_event(obj: Any, event: str | None = None) -> EventInfo:
         return EventInfo(ends_stream=True)
     if kind in _SILENT:
         return EventInfo()
-    if isinstance(kind, str) and kind.startswith("response."):
-        return EventInfo(unknown=True, other_dialect="responses")
-    if kind is None and isinstance(obj.get("choices"), list):
-        return EventInfo(unknown=True, other_dialect="chat")
-    return EventInfo(unknown=True)
+    return EventInfo(unknown=True, other_dialect=other_dialect(obj, event, "anthropic"))
 
 
 def _delta(delta: Any) -> EventInfo:

@@ -14,24 +14,12 @@ from __future__ import annotations
 from typing import Any
 
 from latdoc.errors import status_of_error_type
-from latdoc.probe._events import EventInfo, Usage, detail_int, int_or_none
+from latdoc.probe._events import EventInfo, Usage, detail_int, int_or_none, other_dialect
 
-__all__ = ["chat_usage", "parse_chat_event", "sniff_dialect"]
+__all__ = ["chat_usage", "parse_chat_event"]
 
 _ANSWER_KEYS = ("content", "refusal")
 _REASONING_KEYS = ("reasoning_content", "reasoning")
-
-
-def sniff_dialect(obj: dict[str, Any], event: str | None) -> str | None:
-    """The dialect an event of another API belongs to, from its ``type`` or SSE name."""
-    kind = obj.get("type") if isinstance(obj.get("type"), str) else event
-    if not isinstance(kind, str):
-        return None
-    if kind in ("message_start", "content_block_start", "content_block_delta", "message_delta"):
-        return "anthropic"
-    if kind.startswith("response."):
-        return "responses"
-    return None
 
 
 def parse_chat_event(obj: Any, event: str | None = None) -> EventInfo:
@@ -47,7 +35,7 @@ def parse_chat_event(obj: Any, event: str | None = None) -> EventInfo:
         return EventInfo(error=str(error.get("message") or error), error_status=status)
     choices = obj.get("choices")
     if choices is None and "usage" not in obj:
-        other = sniff_dialect(obj, event)
+        other = other_dialect(obj, event, "chat")
         if other is not None:
             return EventInfo(other_dialect=other, unknown=True)
     answer: list[str] = []

@@ -13,7 +13,15 @@ from typing import Any
 
 from latdoc.errors import status_of_error_type
 
-__all__ = ["EventInfo", "Usage", "detail_int", "error_event", "int_or_none", "merge_usage"]
+__all__ = [
+    "EventInfo",
+    "Usage",
+    "detail_int",
+    "error_event",
+    "int_or_none",
+    "merge_usage",
+    "other_dialect",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,3 +94,22 @@ def merge_usage(old: Usage | None, new: Usage) -> Usage:
 
 def _first(a: int | None, b: int | None) -> int | None:
     return a if a is not None else b
+
+
+_ANTHROPIC_TYPES = frozenset(
+    {"message_start", "content_block_start", "content_block_delta", "message_delta"}
+)
+
+
+def other_dialect(obj: dict[str, Any], event: str | None, own: str) -> str | None:
+    """The dialect an event belongs to when it is not ``own``, from its ``type`` (or its
+    SSE ``event:`` name) and shape; ``None`` when it is ``own``'s or nobody's."""
+    kind = obj.get("type") if isinstance(obj.get("type"), str) else event
+    found: str | None = None
+    if kind in _ANTHROPIC_TYPES:
+        found = "anthropic"
+    elif isinstance(kind, str) and kind.startswith("response."):
+        found = "responses"
+    elif "type" not in obj and isinstance(obj.get("choices"), list):
+        found = "chat"
+    return None if found == own else found

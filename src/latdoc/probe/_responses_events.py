@@ -16,7 +16,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from latdoc.probe._events import EventInfo, Usage, detail_int, error_event, int_or_none
+from latdoc.probe._events import (
+    EventInfo,
+    Usage,
+    detail_int,
+    error_event,
+    int_or_none,
+    other_dialect,
+)
 
 __all__ = ["parse_responses_event", "responses_usage"]
 
@@ -95,11 +102,7 @@ def parse_responses_event(obj: Any, event: str | None = None) -> EventInfo:
         error = response.get("error")
         error = error if isinstance(error, dict) else {}
         return error_event(error.get("code"), error.get("message") or "response.failed")
-    if kind in ("message_start", "content_block_delta", "content_block_start"):
-        return EventInfo(unknown=True, other_dialect="anthropic")
-    if kind is None and isinstance(obj.get("choices"), list):
-        return EventInfo(unknown=True, other_dialect="chat")
-    return EventInfo(unknown=True)
+    return EventInfo(unknown=True, other_dialect=other_dialect(obj, event, "responses"))
 
 
 def responses_usage(raw: Any) -> Usage | None:
