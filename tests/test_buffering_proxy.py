@@ -19,11 +19,12 @@ import pytest
 from latdoc.analysis.attribution import RunContext
 from latdoc.analysis.diagnosis import Diagnosis, Kind
 from latdoc.lab.sim import LabConfig, LabServer, LatencyModel
-from latdoc.pipeline import build_diagnosis, run_diagnosis
+from latdoc.pipeline import build_diagnosis, run_diagnosis, verify_remedy
 from latdoc.probe import Endpoint
 from latdoc.report import render_diagnosis
 from latdoc.report._console import render_text
-from latdoc.workload import DiagnosisPlan
+from latdoc.store import Store
+from latdoc.workload import DiagnosisPlan, VerifyPlan, VerifyRemedy
 from nginx_proxy import nginx_binary, nginx_proxy
 
 if nginx_binary() is None:
@@ -87,6 +88,8 @@ def test_a_buffering_nginx_is_named_with_its_evidence_and_remedy(tmp_path: Path)
     assert Kind.STALLS not in {f.kind for f in d.findings}
     (remedy,) = [r for r in d.remedies if r.addresses is Kind.BUFFERING]
     assert "X-Accel-Buffering: no" in remedy.change and "proxy_buffering off;" in remedy.change
+    assert remedy.verify_command is not None
+    assert remedy.verify_command.endswith("--remedy endpoint --alt URL2")
     text = render_text(render_diagnosis(d), 120)
     assert "Buffered stream" in text and "held_ms" in text
 
@@ -124,3 +127,33 @@ def test_the_remedys_header_from_the_server_makes_the_same_nginx_stream(tmp_path
     d = _diagnose_through_nginx(tmp_path, buffering=True, headers=(("X-Accel-Buffering", "no"),))
     assert Kind.BUFFERING not in {f.kind for f in d.findings}, d.findings
     assert d.verdict.primary is not Kind.BUFFERING
+
+
+def test_verify_measures_the_remedy_as_one_route_against_the_other(tmp_path: Path) -> None:
+    """The remedy, proved before and after: the same endpoint through a buffering nginx
+    (A) and through one with ``proxy_buffering off`` (B). B saves the tokens' hold: the
+    time the server took to produce the answer after its first token."""
+    config = LabConfig(latency=LATENCY)
+    with (
+        LabServer(config) as lab,
+        nginx_proxy(
+            lab.base_url.removesuffix("/v1"), tmp_path / "held", buffering=True, http_version="1.0"
+        ) as held,
+        nginx_proxy(
+            lab.base_url.removesuffix("/v1"), tmp_path / "free", buffering=False, http_version="1.0"
+        ) as free,
+        Store(tmp_path / "v.db") as store,
+    ):
+        plan = VerifyPlan(
+            endpoint=Endpoint(held + "/v1", config.model),
+            remedy=VerifyRemedy.ENDPOINT,
+            alt_url=free + "/v1",
+            max_tokens=OUTPUT,
+            max_requests=40,
+            max_seconds=30.0,
+            seed=2,
+        )
+        result = verify_remedy(plan, store=store)
+    assert result.verdict == "better", result
+    produced = (OUTPUT - 1) * LATENCY.decode_ms_per_token
+    assert result.gain_ms == pytest.approx(produced, rel=0.15), (result.gain_ms, produced)

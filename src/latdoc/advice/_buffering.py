@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from latdoc.advice.verify import verify_command
 from latdoc.analysis.attribution import RunContext
 from latdoc.analysis.diagnosis import Diagnosis, Finding, Kind, Remedy
 
@@ -16,14 +17,14 @@ def buffering_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Re
         "unbuffer_stream",
         "Turn response buffering off for the streaming route",
         Kind.BUFFERING,
-        f"Tokens were held back ~{held:.0f} ms per request by a hop that buffers the "
+        f"The first token was held back ~{held:.0f} ms per request by a hop that buffers the "
         "event stream. Let it pass each event on at once:\n"
         "  the server's response: X-Accel-Buffering: no   (nginx honours it per response)\n"
         "  nginx, in the route's location:  proxy_buffering off;  proxy_cache off;\n"
         "    proxy_http_version 1.1;  (gzip off for text/event-stream)\n"
         "  an API gateway or CDN: its streaming / response-streaming setting for the route\n"
-        "  (e.g. no response buffering or compression of text/event-stream).",
+        "  (e.g. no response buffering or compression of text/event-stream).\n"
+        "To measure it, serve the route unbuffered at a second URL (URL2) beside this one.",
         None,
-        how_to_measure="run `latdoc diagnose` again: the buffering finding should be gone and "
-        "the time to first token fall by about the time held back",
+        verify_command=verify_command(ctx, "endpoint", alt="URL2"),
     )
