@@ -39,7 +39,9 @@ from latdoc.workload import (
     Batch,
     LevelOrder,
     LoadPlan,
+    level_schedule,
     split,
+    stopped_for_errors,
     too_many_failed,
     within_time_budget,
     worker_clocks,
@@ -250,36 +252,29 @@ class FleetSweep:
             self.on_note(note)
 
     async def run(self) -> list[StepNote]:
-        plan = self.plan
-        levels: list[int | float] = list(plan.concurrency or plan.rates)
-        await within_time_budget(plan.max_seconds, self._levels(levels), self.note)
+        await within_time_budget(self.plan.max_seconds, self._levels(), self.note)
         return self.notes
 
-    async def _levels(self, levels: Sequence[int | float]) -> None:
+    async def _levels(self) -> None:
         plan = self.plan
-        for number, value in enumerate(levels, start=1):
-            if self.on_progress is not None:
-                self.on_progress("levels", number - 1, len(levels))
-            left = plan.max_seconds - (now_ns() - self.started_ns) / _NS
-            seconds = min(plan.duration_per_level, left)
-            if seconds <= 0 or sum(m.started for m in self.members) >= plan.max_requests:
-                self.note(f"levels from {value:g} on left out: the budget ran out")
-                return
+
+        def seconds_left() -> float:
+            return plan.max_seconds - (now_ns() - self.started_ns) / _NS
+
+        def blocked() -> str | None:
+            if sum(m.started for m in self.members) >= plan.max_requests:
+                return "the budget ran out"
+            return None if any(m.alive for m in self.members) else "every worker was lost"
+
+        levels = level_schedule(plan, seconds_left, blocked, self.note, self.on_progress)
+        for number, value, seconds in levels:
             live = [m for m in self.members if m.alive]
-            if not live:
-                self.note(f"levels from {value:g} on left out: every worker was lost")
-                return
-            if seconds < plan.duration_per_level:
-                self.note(f"level {value:g} cut to {seconds:.1f} s by the time budget")
             count = await self._level(number, value, seconds, live)
             if count.too_many_errors or too_many_failed(
                 count.done, count.failed, plan.max_error_rate
             ):
-                if number < len(levels):
-                    self.note("the sweep stopped there: too many requests failed")
+                stopped_for_errors(plan, number, self.note)
                 return
-        if self.on_progress is not None:
-            self.on_progress("levels", len(levels), len(levels))
 
     async def _level(
         self, number: int, value: int | float, seconds: float, live: Sequence[Member]

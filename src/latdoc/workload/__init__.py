@@ -31,7 +31,14 @@ from latdoc.workload._conversation import (
     run_conversations,
 )
 from latdoc.workload._experiment import Arm, ExperimentResult, run_experiment
-from latdoc.workload._load import LoadPlan, run_load, too_many_failed, within_time_budget
+from latdoc.workload._load import (
+    LoadPlan,
+    level_schedule,
+    run_load,
+    stopped_for_errors,
+    too_many_failed,
+    within_time_budget,
+)
 from latdoc.workload._probe_loop import DEFAULT_PROMPT, ProbePlan, ProbeRun, run_probe
 from latdoc.workload._prompts import make_prompt
 from latdoc.workload._remedies import (
@@ -111,6 +118,7 @@ __all__ = [
     "calibrate",
     "calibration_words",
     "known_calibration",
+    "level_schedule",
     "make_prompt",
     "parse_strategies",
     "planned_requests",
@@ -125,6 +133,7 @@ __all__ = [
     "serve_pipe",
     "short_question",
     "split",
+    "stopped_for_errors",
     "tight_max_tokens",
     "too_many_failed",
     "within_time_budget",

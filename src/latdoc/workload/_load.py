@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import math
 import random
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 
 from latdoc.analysis.load import LevelWindow
@@ -282,27 +282,52 @@ class _Sweep:
         self.on_level(window)
 
     async def run(self) -> None:
-        plan = self.plan
-        levels: list[int | float] = list(plan.concurrency or plan.rates)
-        for number, value in enumerate(levels, start=1):
-            if self.on_progress is not None:
-                self.on_progress("levels", number - 1, len(levels))
-            seconds = min(plan.duration_per_level, self.budget.seconds_left)
-            if seconds <= 0 or self.budget.requests_left < 1:
-                self.note(f"levels from {value:g} on left out: the budget ran out")
-                return
-            if seconds < plan.duration_per_level:
-                self.note(f"level {value:g} cut to {seconds:.1f} s by the time budget")
-            if plan.closed_loop:
+        def blocked() -> str | None:
+            return None if self.budget.requests_left >= 1 else "the budget ran out"
+
+        levels = level_schedule(
+            self.plan, lambda: self.budget.seconds_left, blocked, self.note, self.on_progress
+        )
+        for number, value, seconds in levels:
+            if self.plan.closed_loop:
                 level = await self.closed(number, int(value), seconds)
             else:
                 level = await self.open(number, float(value), seconds)
             if level.too_many_errors:
-                if number < len(levels):
-                    self.note("the sweep stopped there: too many requests failed")
+                stopped_for_errors(self.plan, number, self.note)
                 return
-        if self.on_progress is not None:
-            self.on_progress("levels", len(levels), len(levels))
+
+
+def level_schedule(
+    plan: LoadPlan,
+    seconds_left: Callable[[], float],
+    blocked: Callable[[], str | None],
+    note: Callable[[str], None],
+    on_progress: ProgressHook | None,
+) -> Iterator[tuple[int, int | float, float]]:
+    """Each level of ``plan`` to run, as (number from 1, concurrency or rate, seconds), while
+    the time budget lasts and ``blocked`` names no reason to stop; the levels left out, and
+    a level the time budget cuts, are said through ``note``."""
+    levels: list[int | float] = list(plan.concurrency or plan.rates)
+    for number, value in enumerate(levels, start=1):
+        if on_progress is not None:
+            on_progress("levels", number - 1, len(levels))
+        seconds = min(plan.duration_per_level, seconds_left())
+        reason = "the budget ran out" if seconds <= 0 else blocked()
+        if reason is not None:
+            note(f"levels from {value:g} on left out: {reason}")
+            return
+        if seconds < plan.duration_per_level:
+            note(f"level {value:g} cut to {seconds:.1f} s by the time budget")
+        yield number, value, seconds
+    if on_progress is not None:
+        on_progress("levels", len(levels), len(levels))
+
+
+def stopped_for_errors(plan: LoadPlan, number: int, note: Callable[[str], None]) -> None:
+    """Say the sweep ended at level ``number`` for its errors, unless it was the last."""
+    if number < len(plan.concurrency or plan.rates):
+        note("the sweep stopped there: too many requests failed")
 
 
 def too_many_failed(done: int, failed: int, max_error_rate: float) -> bool:
