@@ -23,6 +23,7 @@ import httpcore
 from latdoc.errors import DnsFailure, DnsTimeout
 from latdoc.probe import _recorder as recorder
 from latdoc.probe._aiostream import open_stream
+from latdoc.probe._h2frames import FrameClock
 from latdoc.probe._kstream import KernelStream, kernel_stamps_possible, open_kernel_stream
 from latdoc.probe._recorder import now_ns
 
@@ -43,7 +44,30 @@ class TimedStream(httpcore.AsyncNetworkStream):
         self.remote_ip = remote_ip
         self.last_read_ns: int | None = None
         """Arrival of the last read: the kernel's stamp where there is one, else the loop's."""
-        self.multiplexed = False
+        self.frames: FrameClock | None = None
+        """Where each HTTP/2 frame arrived, on a multiplexed connection."""
+
+    def data_arrival(self, stream_id: int | None) -> int | None:
+        """When the piece of a response body just handed over arrived: its HTTP/2 DATA
+        frame's read for ``stream_id`` on a multiplexed connection, else the last read."""
+        if self.frames is not None and stream_id is not None:
+            t = self.frames.data_ns(stream_id)
+            if t is not None:
+                return t
+        return self.last_read_ns
+
+    def forget(self, stream_id: int | None) -> None:
+        """Drop the frame arrivals kept for a request that is over."""
+        if self.frames is not None and stream_id is not None:
+            self.frames.forget(stream_id)
+
+    def headers_arrival(self, stream_id: int | None) -> int | None:
+        """When the response headers arrived, as :meth:`data_arrival` tells a body piece's."""
+        if self.frames is not None and stream_id is not None:
+            t = self.frames.headers_ns(stream_id)
+            if t is not None:
+                return t
+        return self.last_read_ns
 
     @property
     def kernel_stamps(self) -> bool:
@@ -62,7 +86,9 @@ class TimedStream(httpcore.AsyncNetworkStream):
         if isinstance(inner, KernelStream) and inner.arrival_ns is not None:
             t = min(t, inner.arrival_ns)
         self.last_read_ns = t
-        if not self.multiplexed:
+        if self.frames is not None:
+            self.frames.feed(data, t)
+        else:
             rec = recorder.current()
             if rec is not None:
                 rec.on_read(t, len(data))
@@ -92,7 +118,7 @@ class TimedStream(httpcore.AsyncNetworkStream):
         wrapped = TimedStream(inner, self.connection_id, self.remote_ip)
         ssl_object = inner.get_extra_info("ssl_object")
         if ssl_object is not None and ssl_object.selected_alpn_protocol() == "h2":
-            wrapped.multiplexed = True
+            wrapped.frames = FrameClock()
         return wrapped
 
     def get_extra_info(self, info: str) -> Any:

@@ -6,7 +6,8 @@ writes) and httpcore's ``trace`` extension both run in that task, so each writes
 its timestamps straight into the request's own recorder; no lookup by connection
 is needed. The one exception is HTTP/2, where a socket read may run in another
 request's task: multiplexed streams therefore do not report reads here, and the
-first byte comes from the response-headers trace event instead.
+first byte comes from the response-headers trace event instead, stamped with the
+arrival of the stream's own HEADERS frame.
 """
 
 from __future__ import annotations
@@ -22,12 +23,12 @@ from latdoc.probe import _tcpinfo as tcpinfo
 
 class SocketStream(Protocol):
     """What the recorder needs of a network stream: the socket under it, for TCP_INFO,
-    and when its last read arrived."""
+    and when a response's headers arrived."""
 
     @property
     def socket(self) -> Any: ...
 
-    last_read_ns: int | None
+    def headers_arrival(self, stream_id: int | None) -> int | None: ...
 
 
 now_ns = time.perf_counter_ns
@@ -64,6 +65,8 @@ class Recorder:
         self.first_byte: int | None = None
         self.new_connection = False
         self.stream: SocketStream | None = None
+        self.stream_id: int | None = None
+        """The request's HTTP/2 stream on a multiplexed connection."""
         self.bytes_written = 0
         self.unacked_before = 0
         self.bytes_read = 0
@@ -133,9 +136,12 @@ class Recorder:
             self.body_written = now_ns()
             self.phase = Phase.WAIT
             self._start_ack_watch()
+        elif event == "receive_response_headers.started":
+            self.stream_id = info.get("stream_id")
         elif event == "receive_response_headers.complete":
             t = now_ns()
-            arrived = self.stream.last_read_ns if self.stream is not None else None
+            stream = self.stream
+            arrived = stream.headers_arrival(self.stream_id) if stream is not None else None
             if arrived is not None and self.body_written is not None:
                 # The headers came in the connection's last read or an earlier one.
                 t = max(self.body_written, min(t, arrived))

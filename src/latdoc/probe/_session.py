@@ -231,6 +231,8 @@ class ProbeSession:
                 error = classify(exc, rec, self.timeouts)
             finally:
                 line.leave(rec)
+                if exchange.stream is not None:
+                    exchange.stream.forget(rec.stream_id)
             if exchange.done is None:
                 exchange.done = now_ns() if error is None else None
         ep = self.endpoint
@@ -291,7 +293,7 @@ class ProbeSession:
             decoder = SSEDecoder()
             stream = out.stream
             async for raw in response.aiter_stream():
-                t_read = stream.last_read_ns if stream is not None else None
+                t_read = stream.data_arrival(rec.stream_id) if stream is not None else None
                 for event in decoder.feed(raw, t_read or now_ns()):
                     state.on_event(event, rec)
             for event in decoder.close(now_ns()):
