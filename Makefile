@@ -39,6 +39,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/instrument_overhead.py
 	$(BIN)/python bench/server_accounting.py
 	$(BIN)/python bench/load_workers.py
+	$(BIN)/python bench/h2_arrivals.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
