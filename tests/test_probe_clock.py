@@ -223,6 +223,14 @@ def test_each_http2_data_frame_keeps_the_arrival_of_the_read_that_completed_it()
         assert clock.headers_ns(3) is None and clock.data_ns(3) is None
 
 
+def test_bytes_that_are_no_http2_frame_end_the_following_without_failing_the_read() -> None:
+    clock = FrameClock()
+    clock.feed(_frames(_data(3, b"one")), 100)
+    settings_on_a_stream = bytes.fromhex("000000040000000001")
+    clock.feed(settings_on_a_stream + _frames(_data(3, b"two")), 200)
+    assert clock.data_ns(3) is None and clock.headers_ns(3) is None
+
+
 def _frame_ends(wire: bytes) -> list[int]:
     ends, at = [], 0
     while at < len(wire):

@@ -50,24 +50,20 @@ class TimedStream(httpcore.AsyncNetworkStream):
     def data_arrival(self, stream_id: int | None) -> int | None:
         """When the piece of a response body just handed over arrived: its HTTP/2 DATA
         frame's read for ``stream_id`` on a multiplexed connection, else the last read."""
-        if self.frames is not None and stream_id is not None:
-            t = self.frames.data_ns(stream_id)
-            if t is not None:
-                return t
-        return self.last_read_ns
+        frames = self.frames
+        t = frames.data_ns(stream_id) if frames is not None and stream_id is not None else None
+        return self.last_read_ns if t is None else t
+
+    def headers_arrival(self, stream_id: int | None) -> int | None:
+        """When the response headers arrived, as :meth:`data_arrival` tells a body piece's."""
+        frames = self.frames
+        t = frames.headers_ns(stream_id) if frames is not None and stream_id is not None else None
+        return self.last_read_ns if t is None else t
 
     def forget(self, stream_id: int | None) -> None:
         """Drop the frame arrivals kept for a request that is over."""
         if self.frames is not None and stream_id is not None:
             self.frames.forget(stream_id)
-
-    def headers_arrival(self, stream_id: int | None) -> int | None:
-        """When the response headers arrived, as :meth:`data_arrival` tells a body piece's."""
-        if self.frames is not None and stream_id is not None:
-            t = self.frames.headers_ns(stream_id)
-            if t is not None:
-                return t
-        return self.last_read_ns
 
     @property
     def kernel_stamps(self) -> bool:

@@ -9,13 +9,15 @@ parser ``h2`` itself uses) and keeps, for every stream, the stamp of the read th
 completed each of its DATA frames and its response HEADERS, in order. ``h2`` turns
 every DATA frame into one event and httpcore hands every such event to the
 stream's reader as one piece, so the n-th piece a stream's reader gets is its n-th
-DATA frame.
+DATA frame. Bytes that are no frame (which ``h2`` refuses too) end the following:
+the connection's last read stands in from then on.
 """
 
 from __future__ import annotations
 
 from collections import deque
 
+from hyperframe.exceptions import HyperframeError
 from hyperframe.frame import Frame
 
 __all__ = ["FrameClock"]
@@ -28,7 +30,7 @@ _HEADERS = 0x1
 class FrameClock:
     """The arrival of each DATA frame and the first HEADERS frame of every stream."""
 
-    __slots__ = ("_data", "_head", "_headers", "_left", "_stream", "_type")
+    __slots__ = ("_data", "_head", "_headers", "_left", "_lost", "_stream", "_type")
 
     def __init__(self) -> None:
         self._head = bytearray()
@@ -38,9 +40,12 @@ class FrameClock:
         self._stream = 0
         self._data: dict[int, deque[int]] = {}
         self._headers: dict[int, int] = {}
+        self._lost = False
 
     def feed(self, data: bytes, t_ns: int) -> None:
         """Follow the frames in ``data``, the bytes of one read that arrived at ``t_ns``."""
+        if self._lost:
+            return
         view = memoryview(data)
         i, end = 0, len(view)
         while i < end:
@@ -50,7 +55,13 @@ class FrameClock:
                 i += take
                 if len(self._head) < _HEADER:
                     return
-                frame, self._left = Frame.parse_frame_header(memoryview(bytes(self._head)))
+                try:
+                    frame, self._left = Frame.parse_frame_header(memoryview(bytes(self._head)))
+                except HyperframeError:
+                    self._lost = True
+                    self._data.clear()
+                    self._headers.clear()
+                    return
                 self._head.clear()
                 self._type, self._stream = frame.type, frame.stream_id
             take = min(self._left, end - i)
