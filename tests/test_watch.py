@@ -101,6 +101,13 @@ def test_a_compressed_cycle_and_a_plain_series() -> None:
     assert len(series.buckets) == 8
     assert series.buckets[0].label == "2026-11-30 00:00"
     assert range_label(2, 3, 3600, 86400) == "02:00–04:00 UTC"
+    # Buckets of seconds are told apart by their seconds.
+    seconds = clock_report(points, bucket_s=5, cycle_s=None)
+    labels = [b.label for b in seconds.buckets]
+    assert labels[:3] == ["2026-11-30 00:00:00", "2026-11-30 00:00:05", "2026-11-30 00:00:10"]
+    assert len(set(labels)) == len(labels)
+    assert range_label(1, 2, 5, None) == "1970-01-01 00:00:05–00:00:15 UTC"
+    assert range_label(1, 2, 30, 86400) == "00:00:30–00:01:30 UTC"
 
 
 # -- the watch against the lab ------------------------------------------------

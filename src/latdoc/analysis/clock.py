@@ -233,18 +233,23 @@ def _bucket(
 def _label(start_s: float, bucket_s: float, cycle_s: float | None) -> str:
     if cycle_s is None:
         start = datetime.fromtimestamp(start_s, UTC)
-        return f"{start:%Y-%m-%d %H:%M}" if bucket_s < DAY_S else f"{start:%Y-%m-%d}"
+        if bucket_s >= DAY_S:
+            return f"{start:%Y-%m-%d}"
+        return f"{start:%Y-%m-%d} {start.strftime(_time_format(bucket_s))}"
     if cycle_s == DAY_S:
-        return _clock_time(start_s)
+        return _clock_time(start_s, bucket_s)
     return f"{start_s:g} s"
 
 
-def _clock_time(seconds: float) -> str:
+def _time_format(bucket_s: float) -> str:
+    """Minutes, or seconds too where buckets do not fall on whole minutes."""
+    return "%H:%M" if bucket_s % 60 == 0 else "%H:%M:%S"
+
+
+def _clock_time(seconds: float, bucket_s: float) -> str:
     seconds %= DAY_S
-    if seconds == 0:
-        return "00:00"
-    hours, rest = divmod(round(seconds), 3600)
-    return f"{hours:02d}:{rest // 60:02d}"
+    day_start = datetime(1970, 1, 1, tzinfo=UTC)
+    return (day_start + timedelta(seconds=round(seconds))).strftime(_time_format(bucket_s))
 
 
 def range_label(first: int, last: int, bucket_s: float, cycle_s: float | None) -> str:
@@ -254,10 +259,11 @@ def range_label(first: int, last: int, bucket_s: float, cycle_s: float | None) -
     if cycle_s is None:
         a = datetime.fromtimestamp(start, UTC)
         b = a + timedelta(seconds=end - start)
-        return f"{a:%Y-%m-%d %H:%M}–{b:%H:%M} UTC"
+        shown = _time_format(bucket_s)
+        return f"{a:%Y-%m-%d} {a.strftime(shown)}–{b.strftime(shown)} UTC"
     if cycle_s == DAY_S:
-        end_text = "24:00" if end % DAY_S == 0 else _clock_time(end)
-        return f"{_clock_time(start)}–{end_text} UTC"
+        end_text = "24:00" if end % DAY_S == 0 else _clock_time(end, bucket_s)
+        return f"{_clock_time(start, bucket_s)}–{end_text} UTC"
     end = end if end <= cycle_s else end - cycle_s
     return f"{start:g}–{end:g} s of the {cycle_s:g} s cycle"
 
