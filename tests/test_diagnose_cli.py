@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 
 from conftest import LabFactory, wait_for_samples
 from latdoc.cli import main
+from latdoc.errors import cannot_answer
 from latdoc.lab.sim import LabConfig, LabProcess, LatencyModel
 from latdoc.workload import planned_requests
 
@@ -185,3 +187,46 @@ def test_the_time_budget_bounds_the_wall_time(lab: LabFactory) -> None:
     assert elapsed < 2.5
     assert result.samples, "nothing finished within the budget"
     assert any("time budget" in note.text for note in result.notes)
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.mark.parametrize("refusal", ["connect", "http:401"])
+def test_an_endpoint_that_cannot_answer_stops_the_run_at_its_first_request(
+    lab: LabFactory,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    refusal: str,
+) -> None:
+    """Nothing listening on the port, or a key the server refuses: every request would
+    fail alike, so one is sent, it is kept, and the remedy is what to check, not retries."""
+    db = tmp_path / "runs.db"
+    args = ["-m", "lab-sim", "--db", str(db), "--json", "--max-requests", "30"]
+    if refusal == "connect":
+        code = main(["diagnose", f"http://127.0.0.1:{_closed_port()}/v1", *args])
+    else:
+        with lab(LabConfig(latency=QUICK, api_key=SECRET)) as server:
+            code = main(["diagnose", server.base_url, *args])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    doc = json.loads(captured.out)
+    assert doc["requests"] == 1 and doc["verdict"]["primary"] == "errors"
+    (finding,) = doc["findings"]
+    assert finding["evidence"] == {"failed": 1.0, "requests": 1.0, refusal: 1.0}
+    assert [r["key"] for r in doc["remedies"]] == ["fix_endpoint"]
+    hint = cannot_answer(refusal)
+    assert hint is not None and hint in doc["remedies"][0]["change"]
+    (stop,) = [n["text"] for n in doc["notes"] if n["text"].startswith("stopped at the first")]
+    assert hint in stop and "none was sent" in stop
+    with sqlite3.connect(db) as conn:
+        (kept,) = conn.execute("SELECT COUNT(*) FROM samples").fetchone()
+    assert kept == 1, "the calibration request that failed is kept"
+
+
+def test_failures_that_may_pass_are_still_retried_by_the_remedy() -> None:
+    assert cannot_answer("http:429") is None and cannot_answer("timeout:wait") is None
+    assert cannot_answer("http:503") is None and cannot_answer("stream_broken") is None

@@ -91,6 +91,38 @@ class TraceError:
     def __str__(self) -> str:
         return f"{self.code} during {self.phase}: {self.message}"
 
+    @property
+    def cannot_answer(self) -> str | None:
+        """What to check when every request like this one will fail the same way (see
+        :func:`cannot_answer`); ``None`` for a failure that may pass."""
+        return cannot_answer(self.code)
+
+
+CANNOT_ANSWER = {
+    "dns": "the host name does not resolve: check the URL's host, and this machine's DNS",
+    "connect": "nothing accepts connections there: check the URL's host and port, and that "
+    "the server runs",
+    "tls": "the TLS handshake failed: check the server's certificate, or name a private CA "
+    "with --cacert FILE",
+    "http:401": "the endpoint refused the credentials: check the API key (OPENAI_API_KEY, "
+    "ANTHROPIC_API_KEY for --api anthropic, or --api-key-env VAR)",
+    "http:403": "the endpoint refused the credentials: check the API key and what it is "
+    "allowed to use",
+    "http:404": "no such path or model: check the base URL (the part before "
+    "/chat/completions, e.g. https://api.openai.com/v1), --api and --model",
+    "http:405": "the endpoint does not take this request there: check the base URL and --api",
+}
+"""For each failure that every request to the same URL, model and key meets alike (a
+name that does not resolve, a port nobody listens on, a certificate the client
+refuses, a key or path the server refuses), what to check. A timeout, a rate limit,
+a server error or a broken stream may pass, and is not here."""
+
+
+def cannot_answer(code: str) -> str | None:
+    """What to check for a :attr:`TraceError.code` that every like request meets alike,
+    ``None`` for a failure that may pass."""
+    return CANNOT_ANSWER.get(code)
+
 
 ERROR_TYPE_STATUS = {
     "invalid_request_error": 400,

@@ -13,11 +13,29 @@ from latdoc.advice.verify import verify_command
 from latdoc.analysis._client_rules import CLIENT_DELAY_MS, CLIENT_LOOP_LAG_MS
 from latdoc.analysis.attribution import RunContext
 from latdoc.analysis.diagnosis import Diagnosis, Finding, Kind, Remedy
+from latdoc.errors import cannot_answer
 
 __all__ = ["client_remedies", "errors_remedies"]
 
+_NOT_CODES = frozenset({"failed", "requests", "retry_after_s"})
+"""The errors finding's evidence that counts no error code."""
+
 
 def errors_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remedy]:
+    codes = [code for code in f.evidence if code not in _NOT_CODES]
+    checks = {code: hint for code in codes if (hint := cannot_answer(code)) is not None}
+    if checks:
+        yield Remedy(
+            "fix_endpoint",
+            "Fix the endpoint's address or credentials",
+            Kind.ERRORS,
+            "These failures meet every request alike, and no retry passes them:\n"
+            + "\n".join(f"  {code}: {hint}" for code, hint in checks.items()),
+            None,
+            how_to_measure="run `latdoc probe` on the corrected URL, model and key: it answers",
+        )
+    if len(checks) == len(codes):
+        return
     yield retries(Kind.ERRORS, f.evidence.get("retry_after_s"), ctx)
     if any(code == "http:429" for code in f.evidence):
         yield Remedy(

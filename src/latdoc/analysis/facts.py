@@ -142,7 +142,9 @@ def gather_facts(
     ``server_metrics`` are the engine's counters over the run, read beside the server's
     own timing (:func:`~.servertime.server_account`)."""
     steps = samples if by_step is None else by_step
-    measured = [s for s in samples if s.step != Step.CALIBRATION]
+    # A calibration request's latency is not the run's (it asks for one token), but its
+    # failure is one: a run whose first request already failed is judged by it.
+    measured = [s for s in samples if s.step != Step.CALIBRATION or not s.trace.ok]
     ok = [s.trace for s in measured if s.trace.ok]
     curve = fit_length_curve(length_points(_length_pairs(steps)))
     bursts = {i: b for i, t in enumerate(ok) if (b := stream_burst(t)) is not None}

@@ -134,7 +134,7 @@ def _finding(f: Finding) -> dict[str, Any]:
         "finding": f,
         "kind": f.kind.value,
         "short": KIND_NAMES[f.kind][0],
-        "share": format_ms(f.share_ms),
+        "share": format_ms(f.share_ms) if f.share_ms > 0 else "",
         "confidence": _percent(f.confidence),
         "evidence": [(k, format_value(k, v)) for k, v in f.evidence.items()],
     }

@@ -197,7 +197,8 @@ def _finding(f: Finding) -> Group:
         "  [",
         (str(f.kind), KIND_COLOURS[f.kind.value]),
         "]  ",
-        f"adds ~{format_ms(f.share_ms)}, confidence {f.confidence:.2f}",
+        f"adds ~{format_ms(f.share_ms)}, " if f.share_ms > 0 else "",
+        f"confidence {f.confidence:.2f}",
     )
     evidence = [
         Text.assemble((key, "dim"), " ", (format_value(key, value), "bold"))
@@ -252,7 +253,8 @@ def render_diagnosis(d: Diagnosis) -> RenderableType:
     parts: list[RenderableType] = [
         _indent(
             Text.assemble(
-                f"{d.requests} requests to {d.endpoint} (model {d.model}), ",
+                f"{d.requests} request{'' if d.requests == 1 else 's'} to {d.endpoint} "
+                f"(model {d.model}), ",
                 (f"{d.failed} failed", failed_style),
             )
         ),
@@ -285,8 +287,7 @@ def render_diagnosis(d: Diagnosis) -> RenderableType:
             ),
             _indent(_parts(d.typical_request), 2),
         ]
-    else:
-        shares = {k: ms for k, ms in d.shares_ms.items() if k not in negligible}
+    elif shares := {k: ms for k, ms in d.shares_ms.items() if k not in negligible and ms > 0}:
         parts += [
             _heading("What each kind adds to a typical request:"),
             _indent(_shares(shares), 2),

@@ -16,7 +16,7 @@ KIND_NAMES: Mapping[Kind, tuple[str, str]] = {
     Kind.STALLS: ("Mid-stream stalls", "pauses in the middle of the stream"),
     Kind.BUFFERING: ("Buffered stream", "a proxy or gateway holds the stream back"),
     Kind.CLIENT: ("Client", "the pool or event loop holds requests back"),
-    Kind.ERRORS: ("Errors", "rate limits, server errors, timeouts"),
+    Kind.ERRORS: ("Errors", "requests fail: refused, rate-limited, timed out or cut off"),
     Kind.HEALTHY: ("Healthy", "no kind of slow stands out"),
 }
 """Each kind's short name and what it means, in the user's words."""

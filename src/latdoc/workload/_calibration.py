@@ -18,6 +18,15 @@ from latdoc.records import RequestTrace
 from latdoc.workload._prompts import make_prompt
 
 
+class CalibrationFailed(CalibrationError):
+    """The calibration could not learn the token count; :attr:`traces` holds the
+    requests it sent, so a caller keeps them."""
+
+    def __init__(self, message: str, traces: list[RequestTrace]) -> None:
+        super().__init__(message)
+        self.traces = traces
+
+
 @dataclass(frozen=True, slots=True)
 class TokenCalibration:
     """How the endpoint counts a prompt of ``w`` words: ``overhead + per_word * w``."""
@@ -61,11 +70,14 @@ async def calibrate(
         trace = await session.request(make_prompt(words, rng), max_tokens=1)
         traces.append(trace)
         if trace.error is not None:
-            raise CalibrationError(f"calibration request failed: {trace.error}")
+            raise CalibrationFailed(f"calibration request failed: {trace.error}", traces)
         if trace.prompt_tokens is None:
             return ASSUMED, traces
         counts.append(trace.prompt_tokens)
-    return fit_calibration((short_words, long_words), (counts[0], counts[1])), traces
+    try:
+        return fit_calibration((short_words, long_words), (counts[0], counts[1])), traces
+    except CalibrationError as exc:
+        raise CalibrationFailed(str(exc), traces) from exc
 
 
 def fit_calibration(words: tuple[int, int], counts: tuple[int, int]) -> TokenCalibration:

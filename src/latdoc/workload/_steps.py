@@ -22,12 +22,13 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from latdoc.errors import CalibrationError
+from latdoc.errors import TraceError
 from latdoc.probe import ConnectionOptions, Endpoint, LoopLagMonitor, ProbeSession, now_ns
 from latdoc.records import RequestTrace, Sample, Step, StepNote
 from latdoc.workload._budget import Budget
 from latdoc.workload._calibration import (
     ASSUMED,
+    CalibrationFailed,
     TokenCalibration,
     calibrate,
     calibration_words,
@@ -93,6 +94,8 @@ class _Runner:
         self.calibration: TokenCalibration = ASSUMED
         self.lag: LoopLagMonitor | None = None
         self.current_step = Step.CALIBRATION
+        self.answered = False
+        """Whether any request has succeeded yet."""
 
     def session(self, *, reuse: bool = True, max_connections: int = 16) -> ProbeSession:
         return self.plan.connection.session(
@@ -123,6 +126,8 @@ class _Runner:
         self.result.notes.append(StepNote(step, text))
 
     def keep(self, sample: Sample) -> None:
+        """Keep a finished request; raise :class:`_CannotAnswer` when it failed as every
+        request to this endpoint would, before any has succeeded."""
         t = sample.trace
         end = t.t0_ns + (t.done_ns if t.done_ns is not None else now_ns() - t.t0_ns)
         lag = self.lag.max_between(t.t0_ns, end) if self.lag is not None else None
@@ -130,6 +135,9 @@ class _Runner:
         self.result.samples.append(sample)
         if self.on_sample is not None:
             self.on_sample(sample)
+        self.answered = self.answered or t.ok
+        if not self.answered and t.error is not None and t.error.cannot_answer is not None:
+            raise _CannotAnswer(t.error)
 
     def progress(self, step: Step, done: int, total: int) -> None:
         self.current_step = step
@@ -180,8 +188,8 @@ class _Runner:
                 calibration, traces = await calibrate(
                     s, self.rng, near_tokens=CALIBRATION_NEAR_TOKENS
                 )
-            except CalibrationError as exc:
-                calibration, traces = ASSUMED, []
+            except CalibrationFailed as exc:
+                calibration, traces = ASSUMED, exc.traces
                 self.note(Step.CALIBRATION, f"{exc}; 1 token per word assumed")
         for c, t in zip(costs, traces, strict=False):
             self.settle(c + 1, t)
@@ -384,4 +392,19 @@ async def run_steps(
             await runner.load()
     except TimeoutError:
         runner.note(Step.RUN, "the time budget ran out; the request in flight was abandoned")
+    except _CannotAnswer as stop:
+        runner.note(
+            Step.RUN,
+            f"stopped at the first request: {stop.error}; {stop.error.cannot_answer}. Every "
+            "other request would fail the same way, so none was sent",
+        )
     return runner.result
+
+
+class _CannotAnswer(Exception):
+    """A request failed as every request to this endpoint would (see
+    :attr:`~latdoc.errors.TraceError.cannot_answer`): the steps stop."""
+
+    def __init__(self, error: TraceError) -> None:
+        super().__init__(str(error))
+        self.error = error
