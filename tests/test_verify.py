@@ -10,6 +10,7 @@ round trip is checked in ``test_lab_net.py``.
 from __future__ import annotations
 
 import json
+import socket
 import statistics
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -296,3 +297,15 @@ def test_reasoning_effort_measures_the_thinking_it_saves(tmp_path: Path) -> None
     assert result.comparison is not None
     rows = [m for g in result.comparison.groups for m in g.metrics if m.key == "reasoning"]
     assert rows and all(m.b_ms < m.a_ms for m in rows), rows
+
+
+def test_an_endpoint_that_cannot_answer_is_not_applicable_before_the_experiment(
+    tmp_path: Path,
+) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+    result = verify(closed, VerifyRemedy.KEEPALIVE, tmp_path)
+    assert result.verdict == "not_applicable" and result.run_ids is None
+    assert result.reason is not None and result.reason.startswith("the endpoint cannot answer")
+    assert "nothing accepts connections there" in result.reason

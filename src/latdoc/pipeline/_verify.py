@@ -26,7 +26,6 @@ from latdoc.analysis.compare import (
     experiment_verdict,
     ratio_precision,
 )
-from latdoc.errors import CalibrationError
 from latdoc.pipeline._host import host_meta
 from latdoc.probe import ProbeSession
 from latdoc.records import Sample, Step, StepNote
@@ -36,6 +35,7 @@ from latdoc.workload import (
     HEADLINE,
     Arm,
     Budget,
+    CalibrationFailed,
     ExperimentResult,
     TokenCalibration,
     VerifyPlan,
@@ -177,7 +177,10 @@ class _State:
         async with plan.connection.session(plan.endpoint) as session:
             try:
                 calibration, _ = await calibrate(session, rng, near_tokens=CALIBRATION_NEAR_TOKENS)
-            except CalibrationError as exc:
+            except CalibrationFailed as exc:
+                error = exc.traces[-1].error if exc.traces else None
+                if error is not None and error.cannot_answer is not None:
+                    return ASSUMED, (f"the endpoint cannot answer: {error}; {error.cannot_answer}")
                 self.notes.append(StepNote(Step.CALIBRATION, f"{exc}; 1 token per word assumed"))
                 calibration = ASSUMED
             if plan.remedy is VerifyRemedy.MAX_TOKENS:
@@ -242,7 +245,7 @@ class _State:
                     f"{len(cut)} of {len(b)} answers in B were cut at the limit: the tight "
                     "max_tokens changed the answers, not only the limit"
                 )
-        if headline is None and verdict != NOT_APPLICABLE:
+        if headline is None and reason is None:
             verdict = NOT_APPLICABLE
             reason = "fewer than two successful requests in an arm: nothing to compare"
         return VerifyResult(

@@ -18,6 +18,7 @@ A workload sends and labels; it computes no verdict and prints nothing.
 from latdoc.workload._budget import Budget
 from latdoc.workload._calibration import (
     ASSUMED,
+    CalibrationFailed,
     TokenCalibration,
     calibrate,
     calibration_words,
@@ -94,6 +95,7 @@ __all__ = [
     "Arm",
     "Batch",
     "Budget",
+    "CalibrationFailed",
     "ConversationPlan",
     "ConversationTurn",
     "DiagnosisPlan",
