@@ -20,9 +20,10 @@ import pytest
 from hyperframe.frame import DataFrame, Frame, HeadersFrame, SettingsFrame
 
 from conftest import LabFactory
-from latdoc.lab.sim import LabConfig, LatencyModel
+from latdoc.lab.sim import LabConfig, LabProcess, LatencyModel
 from latdoc.probe import Endpoint, ProbeSession, _arrivals
 from latdoc.probe._arrivals import RealtimeToMonotonic
+from latdoc.probe._backend import TimedStream
 from latdoc.probe._h2frames import FrameClock
 from latdoc.records import RequestTrace
 
@@ -240,20 +241,33 @@ def _frame_ends(wire: bytes) -> list[int]:
 
 
 def test_http2_chunks_carry_their_own_frames_arrival_not_the_connections_last_read(
-    lab: LabFactory,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """32 streams on one connection, each read by whichever task holds the read: a chunk's
-    stamp is its own frame's arrival, never before the lab wrote it and, at the median,
-    within a small fraction of a token's 5 ms. The connection's last read when the chunk
-    is handed over was 1.3 ms late at the median here, 0.1 ms for the frame's own."""
+    stamp is its own frame's arrival, never before the lab wrote it, within a fraction of a
+    token's 5 ms at the median, and well ahead of the connection's last read when the chunk
+    was handed over (noted beside it in the same run: 1.3 ms late at the median on a quiet
+    machine, where the frame's own was 0.1)."""
     latency = LatencyModel(prefill_base_ms=10.0, prefill_ms_per_token=0.0, decode_ms_per_token=5.0)
     streams = 32
-    late_ms: list[float] = []
+    own_ms: list[float] = []
+    last_read_ms: list[float] = []
+    handed: dict[asyncio.Task[Any] | None, int | None] = {}
+    frame_arrival = TimedStream.data_arrival
+
+    def noted(self: TimedStream, stream_id: int | None) -> int | None:
+        handed[asyncio.current_task()] = self.last_read_ns
+        return frame_arrival(self, stream_id)
+
+    monkeypatch.setattr(TimedStream, "data_arrival", noted)
 
     def hook(obj: Any, t_ns: int) -> None:
         choices = obj.get("choices") if isinstance(obj, dict) else None
         if choices and (choices[0].get("delta") or {}).get("content"):
-            late_ms.append((t_ns - obj["lab_t_ns"]) / 1e6)
+            own_ms.append((t_ns - obj["lab_t_ns"]) / 1e6)
+            last = handed[asyncio.current_task()]
+            assert last is not None and last >= t_ns
+            last_read_ms.append((last - obj["lab_t_ns"]) / 1e6)
 
     async def go(url: str, ca_file: str) -> list[RequestTrace]:
         async with ProbeSession(Endpoint(url, "lab-sim"), http2=True, cacert=ca_file) as session:
@@ -264,10 +278,13 @@ def test_http2_chunks_carry_their_own_frames_arrival_not_the_connections_last_re
                 )
             )
 
-    with lab(LabConfig(latency=latency, stamp_chunks=True), tls=True, http2=True) as server:
+    # The lab in a process of its own, so its writes do not wait on this one's.
+    config = LabConfig(latency=latency, stamp_chunks=True)
+    with LabProcess(config, tls=True, http2=True) as server:
         assert server.ca_file is not None
         traces = asyncio.run(go(server.base_url, server.ca_file))
     assert all(t.ok and t.http_version == "HTTP/2" for t in traces)
-    assert len(late_ms) == sum(t.output_tokens or 0 for t in traces) == streams * 24
-    assert min(late_ms) >= 0, "a chunk stamped before the lab wrote it: frames misread"
-    assert statistics.median(late_ms) < 0.75, statistics.median(late_ms)
+    assert len(own_ms) == sum(t.output_tokens or 0 for t in traces) == streams * 24
+    assert min(own_ms) >= 0, "a chunk stamped before the lab wrote it: frames misread"
+    own, last_read = statistics.median(own_ms), statistics.median(last_read_ms)
+    assert own < 1.0 and own < 0.5 * last_read, (own, last_read)
