@@ -128,6 +128,10 @@ def test_queueing_under_background_load() -> None:
     d = _diagnose(config)
     assert d.verdict.primary is Kind.QUEUEING, d.findings
     assert not any(k in (Kind.NETWORK_SETUP, Kind.NETWORK_PATH) for k in _kinds(d))
+    (spread,) = [r for r in d.remedies if r.key == "spread_requests"]
+    measure = spread.how_to_measure or ""
+    assert "latdoc watch " in measure and "--every 15m --duration 24h" in measure
+    assert "latdoc report --watch peak --by hour-of-day" in measure
 
 
 def test_mid_stream_stalls() -> None:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from latdoc.advice._common import another_model, async_client, retries, smaller_model
 from latdoc.advice._sizing import SUMMARY_AFTER_TURNS, TRIM_WINDOW_TOKENS, trim_window
 from latdoc.advice._stall import stall_timeout
-from latdoc.advice.verify import CONVERSATION_STRATEGIES, verify_command
+from latdoc.advice.verify import CONVERSATION_STRATEGIES, WATCH_NAME, verify_command, watch_command
 from latdoc.analysis.attribution import RunContext
 from latdoc.analysis.diagnosis import Diagnosis, Finding, Kind, Remedy
 
@@ -101,7 +101,9 @@ def queueing_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Rem
         "Send through an asyncio.Semaphore sized to the provider's limit instead of "
         "bursts (asyncio.gather of everything at once); schedule batch work off-peak.",
         None,
-        how_to_measure="run `latdoc diagnose` at a quiet hour and at a busy one and compare step 3",
+        how_to_measure=f"`{watch_command(ctx)}` for a day, then `latdoc report --watch "
+        f"{WATCH_NAME} --by hour-of-day`: the peak hours' TTFT against the off-peak ones, "
+        "with the ratio, its interval and significance",
     )
     yield async_client(Kind.QUEUEING)
     yield retries(Kind.QUEUEING, None, ctx)

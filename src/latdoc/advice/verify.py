@@ -1,4 +1,4 @@
-"""The ``latdoc verify`` command that would measure a remedy on the diagnosed endpoint.
+"""The ``latdoc verify`` (or ``watch``) command that measures a remedy on the endpoint.
 
 A remedy whose gain this run could not measure names the experiment that would:
 ``latdoc verify ENDPOINT --model MODEL --remedy R [options]``, its options computed
@@ -41,4 +41,16 @@ def verify_command(ctx: RunContext, remedy: str, **options: object) -> str:
     words = ["latdoc", "verify", ctx.endpoint, "--model", ctx.model, "--remedy", remedy]
     for name, value in options.items():
         words += ["--" + name.replace("_", "-"), str(value)]
+    return " ".join(shlex.quote(w) for w in words)
+
+
+WATCH_NAME = "peak"
+"""The watch name the queueing remedy's commands use."""
+
+
+def watch_command(ctx: RunContext) -> str:
+    """``latdoc watch`` of ``ctx``'s endpoint every 15 minutes for a day, named
+    :data:`WATCH_NAME`: the data of the peak against off-peak comparison."""
+    words = ["latdoc", "watch", ctx.endpoint, "--model", ctx.model, "--name", WATCH_NAME]
+    words += ["--every", "15m", "--duration", "24h"]
     return " ".join(shlex.quote(w) for w in words)
