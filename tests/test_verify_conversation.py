@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import numpy as np
@@ -101,3 +102,17 @@ def test_a_bad_strategy_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> 
             "--strategies", "forget:3"]  # fmt: skip
     assert main(argv) == EXIT_USAGE
     assert "forget:3" in capsys.readouterr().err
+
+
+def test_a_conversation_with_an_endpoint_that_cannot_answer_stops_at_once(tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+    plan = VerifyPlan(Endpoint(closed, "m"), VerifyRemedy.CONVERSATION, turns=6)
+    with Store(tmp_path / "c.db") as store:
+        held = verify_conversation(plan, store=store)
+        kept = sum(len(store.load_run(run_id)[1]) for run_id in held.run_ids.values())
+    assert kept == 0, "no turn was sent"
+    (note,) = [n.text for n in held.notes]
+    assert note.startswith("stopped at the first request: connect")
+    assert "nothing accepts connections there" in note

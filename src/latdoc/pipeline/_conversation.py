@@ -12,18 +12,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from latdoc.analysis.conversation import KEEP, StrategyOutcome, TurnRecord, outcomes
-from latdoc.errors import CalibrationError
 from latdoc.pipeline._verify import ArmRun, open_verify_runs
 from latdoc.records import Sample, Step, StepNote
 from latdoc.store import Store
 from latdoc.workload import (
     ASSUMED,
     Budget,
+    CalibrationFailed,
     ConversationPlan,
     ConversationTurn,
     VerifyPlan,
     calibrate,
     calibration_words,
+    cannot_answer_note,
     parse_strategies,
     prompt_cost,
     run_conversations,
@@ -99,7 +100,11 @@ def verify_conversation(
         async with plan.connection.session(plan.endpoint) as session:
             try:
                 calibration, _ = await calibrate(session, rng, near_tokens=plan.tokens_per_turn)
-            except CalibrationError as exc:
+            except CalibrationFailed as exc:
+                error = exc.traces[-1].error if exc.traces else None
+                if error is not None and error.cannot_answer is not None:
+                    notes.append(StepNote(Step.RUN, cannot_answer_note(error)))
+                    return
                 notes.append(StepNote(Step.CALIBRATION, f"{exc}; 1 token per word assumed"))
                 calibration = ASSUMED
         result = await run_conversations(

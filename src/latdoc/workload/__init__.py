@@ -22,6 +22,7 @@ from latdoc.workload._calibration import (
     TokenCalibration,
     calibrate,
     calibration_words,
+    cannot_answer_note,
     prompt_cost,
 )
 from latdoc.workload._conversation import (
@@ -119,6 +120,7 @@ __all__ = [
     "build_arms",
     "calibrate",
     "calibration_words",
+    "cannot_answer_note",
     "known_calibration",
     "level_schedule",
     "make_prompt",

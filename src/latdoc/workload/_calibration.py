@@ -12,10 +12,18 @@ import math
 import random
 from dataclasses import dataclass
 
-from latdoc.errors import CalibrationError
+from latdoc.errors import CalibrationError, TraceError
 from latdoc.probe import ProbeSession
 from latdoc.records import RequestTrace
 from latdoc.workload._prompts import make_prompt
+
+
+def cannot_answer_note(error: TraceError) -> str:
+    """What a run that stopped at ``error``, a failure every request meets alike, says."""
+    return (
+        f"stopped at the first request: {error}; {error.cannot_answer}. Every other request "
+        "would fail the same way, so none was sent"
+    )
 
 
 class CalibrationFailed(CalibrationError):

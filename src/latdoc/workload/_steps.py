@@ -32,6 +32,7 @@ from latdoc.workload._calibration import (
     TokenCalibration,
     calibrate,
     calibration_words,
+    cannot_answer_note,
     prompt_cost,
 )
 from latdoc.workload._prompts import make_prompt
@@ -393,11 +394,7 @@ async def run_steps(
     except TimeoutError:
         runner.note(Step.RUN, "the time budget ran out; the request in flight was abandoned")
     except _CannotAnswer as stop:
-        runner.note(
-            Step.RUN,
-            f"stopped at the first request: {stop.error}; {stop.error.cannot_answer}. Every "
-            "other request would fail the same way, so none was sent",
-        )
+        runner.note(Step.RUN, cannot_answer_note(stop.error))
     return runner.result
 
 
