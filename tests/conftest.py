@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
@@ -39,6 +40,13 @@ def lab() -> LabFactory:
             yield server
 
     return start
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound for a moment, then released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def stored_samples(db: Path, concurrency: int | None = None) -> int:

@@ -6,7 +6,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -17,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import LabFactory, wait_for_samples
+from conftest import LabFactory, closed_port, wait_for_samples
 from latdoc.cli import main
 from latdoc.errors import cannot_answer
 from latdoc.lab.sim import LabConfig, LabProcess, LatencyModel
@@ -189,12 +188,6 @@ def test_the_time_budget_bounds_the_wall_time(lab: LabFactory) -> None:
     assert any("time budget" in note.text for note in result.notes)
 
 
-def _closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.mark.parametrize("refusal", ["connect", "http:401"])
 def test_an_endpoint_that_cannot_answer_stops_the_run_at_its_first_request(
     lab: LabFactory,
@@ -207,7 +200,7 @@ def test_an_endpoint_that_cannot_answer_stops_the_run_at_its_first_request(
     db = tmp_path / "runs.db"
     args = ["-m", "lab-sim", "--db", str(db), "--json", "--max-requests", "30"]
     if refusal == "connect":
-        code = main(["diagnose", f"http://127.0.0.1:{_closed_port()}/v1", *args])
+        code = main(["diagnose", f"http://127.0.0.1:{closed_port()}/v1", *args])
     else:
         with lab(LabConfig(latency=QUICK, api_key=SECRET)) as server:
             code = main(["diagnose", server.base_url, *args])

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import re
-import socket
 import ssl
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -16,7 +15,7 @@ import httpx
 import openai
 import pytest
 
-from conftest import FAST, LabFactory
+from conftest import FAST, LabFactory, closed_port
 from latdoc import instrument
 from latdoc.analysis.diagnosis import Kind
 from latdoc.errors import UsageError
@@ -265,9 +264,7 @@ def test_from_run_refuses_a_run_that_is_not_traffic(tmp_path: Path) -> None:
 def test_a_refused_connection_fails_as_it_would_and_is_kept_as_a_connect_error(
     tmp_path: Path,
 ) -> None:
-    with socket.socket() as placeholder:
-        placeholder.bind(("127.0.0.1", 0))
-        url = f"http://127.0.0.1:{placeholder.getsockname()[1]}/v1/chat/completions"
+    url = f"http://127.0.0.1:{closed_port()}/v1/chat/completions"
 
     async def raised(client: httpx.AsyncClient) -> type[BaseException]:
         with pytest.raises(httpx.HTTPError) as caught:

@@ -10,7 +10,6 @@ round trip is checked in ``test_lab_net.py``.
 from __future__ import annotations
 
 import json
-import socket
 import statistics
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from conftest import closed_port
 from latdoc.cli import EXIT_OK, EXIT_USAGE, main
 from latdoc.errors import UsageError
 from latdoc.lab.sim import LabConfig, LabProcess, LabServer, LatencyModel
@@ -302,9 +302,7 @@ def test_reasoning_effort_measures_the_thinking_it_saves(tmp_path: Path) -> None
 def test_an_endpoint_that_cannot_answer_is_not_applicable_before_the_experiment(
     tmp_path: Path,
 ) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        closed = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+    closed = f"http://127.0.0.1:{closed_port()}/v1"
     result = verify(closed, VerifyRemedy.KEEPALIVE, tmp_path)
     assert result.verdict == "not_applicable" and result.run_ids is None
     assert result.reason is not None and result.reason.startswith("the endpoint cannot answer")

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from conftest import closed_port
 from latdoc.cli import EXIT_OK, EXIT_USAGE, main
 from latdoc.errors import UsageError
 from latdoc.lab.sim import LabConfig, LabProcess, LabServer, LatencyModel
@@ -105,9 +105,7 @@ def test_a_bad_strategy_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_a_conversation_with_an_endpoint_that_cannot_answer_stops_at_once(tmp_path: Path) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        closed = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+    closed = f"http://127.0.0.1:{closed_port()}/v1"
     plan = VerifyPlan(Endpoint(closed, "m"), VerifyRemedy.CONVERSATION, turns=6)
     with Store(tmp_path / "c.db") as store:
         held = verify_conversation(plan, store=store)
