@@ -7,6 +7,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,12 @@ def lab() -> LabFactory:
             yield server
 
     return start
+
+
+def micros_since_epoch(at: datetime) -> int:
+    """``at`` in whole microseconds since the epoch, in integers (a float timestamp near
+    2026 rounds to a quarter of a microsecond)."""
+    return (at - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
 
 
 def closed_port() -> int:

@@ -15,7 +15,7 @@ import httpx
 import openai
 import pytest
 
-from conftest import FAST, LabFactory, closed_port
+from conftest import FAST, LabFactory, closed_port, micros_since_epoch
 from latdoc import instrument
 from latdoc.analysis.diagnosis import Kind
 from latdoc.errors import UsageError
@@ -100,7 +100,7 @@ def test_openai_stream_becomes_a_trace_and_the_answer_is_unchanged(
     assert cold.response_id and cold.response_id.startswith("chatcmpl-lab")
     assert warm.response_id != cold.response_id
     assert cold.started_ns is not None
-    assert cold.started_at.timestamp() == pytest.approx(cold.started_ns / 1e9, abs=1e-6)
+    assert micros_since_epoch(cold.started_at) == cold.started_ns // 1000
 
 
 def test_httpx_client_body_passes_through_byte_for_byte(lab: LabFactory, tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import micros_since_epoch
 from latdoc.cli import EXIT_OK, EXIT_USAGE, main
 from latdoc.errors import UsageError
 from latdoc.pipeline import probe_endpoint
@@ -62,7 +63,7 @@ def test_each_attempt_sends_its_own_request_id_and_keeps_the_response_id() -> No
     assert [t.attempt for t in traces] == [1, 1, 1]
     for trace in traces:
         assert trace.started_ns is not None and before <= trace.started_ns <= after
-        assert trace.started_at.timestamp() == pytest.approx(trace.started_ns / 1e9, abs=1e-6)
+        assert micros_since_epoch(trace.started_at) == trace.started_ns // 1000
 
 
 def test_a_request_id_given_by_the_caller_is_sent_once_instead() -> None:
