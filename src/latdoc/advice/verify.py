@@ -41,7 +41,7 @@ def verify_command(ctx: RunContext, remedy: str, **options: object) -> str:
     words = ["latdoc", "verify", ctx.endpoint, "--model", ctx.model, "--remedy", remedy]
     for name, value in options.items():
         words += ["--" + name.replace("_", "-"), str(value)]
-    return " ".join(shlex.quote(w) for w in words)
+    return _command(words)
 
 
 WATCH_NAME = "peak"
@@ -53,4 +53,9 @@ def watch_command(ctx: RunContext) -> str:
     :data:`WATCH_NAME`: the data of the peak against off-peak comparison."""
     words = ["latdoc", "watch", ctx.endpoint, "--model", ctx.model, "--name", WATCH_NAME]
     words += ["--every", "15m", "--duration", "24h"]
+    return _command(words)
+
+
+def _command(words: list[str]) -> str:
+    """A command line a shell reads back as ``words``."""
     return " ".join(shlex.quote(w) for w in words)

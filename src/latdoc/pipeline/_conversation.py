@@ -101,8 +101,7 @@ def verify_conversation(
             try:
                 calibration, _ = await calibrate(session, rng, near_tokens=plan.tokens_per_turn)
             except CalibrationFailed as exc:
-                error = exc.traces[-1].error if exc.traces else None
-                if error is not None and error.cannot_answer is not None:
+                if (error := exc.cannot_answer) is not None:
                     notes.append(StepNote(Step.RUN, cannot_answer_note(error)))
                     return
                 notes.append(StepNote(Step.CALIBRATION, f"{exc}; 1 token per word assumed"))

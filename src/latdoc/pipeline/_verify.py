@@ -178,9 +178,8 @@ class _State:
             try:
                 calibration, _ = await calibrate(session, rng, near_tokens=CALIBRATION_NEAR_TOKENS)
             except CalibrationFailed as exc:
-                error = exc.traces[-1].error if exc.traces else None
-                if error is not None and error.cannot_answer is not None:
-                    return ASSUMED, (f"the endpoint cannot answer: {error}; {error.cannot_answer}")
+                if (error := exc.cannot_answer) is not None:
+                    return ASSUMED, f"the endpoint cannot answer: {error}; {error.cannot_answer}"
                 self.notes.append(StepNote(Step.CALIBRATION, f"{exc}; 1 token per word assumed"))
                 calibration = ASSUMED
             if plan.remedy is VerifyRemedy.MAX_TOKENS:

@@ -34,6 +34,13 @@ class CalibrationFailed(CalibrationError):
         super().__init__(message)
         self.traces = traces
 
+    @property
+    def cannot_answer(self) -> TraceError | None:
+        """The last request's failure when every request to the endpoint would meet it
+        alike (:attr:`~latdoc.errors.TraceError.cannot_answer`), else ``None``."""
+        error = self.traces[-1].error if self.traces else None
+        return error if error is not None and error.cannot_answer is not None else None
+
 
 @dataclass(frozen=True, slots=True)
 class TokenCalibration:
