@@ -42,11 +42,10 @@ from typing import Any
 
 import latdoc
 from latdoc.analysis.stats import Distribution
+from latdoc.features.load import LoadPlan, LoadRun, Workers, load_endpoint
 from latdoc.lab.sim import LabConfig, LabProcess, LatencyModel
-from latdoc.pipeline import LoadRun, Workers, load_endpoint
 from latdoc.probe import Endpoint
 from latdoc.store import Store
-from latdoc.workload import LoadPlan
 from probe_overhead import Observed, errors_of
 
 ITL_MS = 50.0

@@ -19,13 +19,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from latdoc.features.watch import WatchPlan, watch_endpoint
 from latdoc.lab.sim import LabConfig, LabProcess, LatencyModel
-from latdoc.pipeline import watch_endpoint
 from latdoc.probe import Endpoint
 from latdoc.records import Sample, Step
 from latdoc.report.metrics import PrometheusMetrics
 from latdoc.store import Store
-from latdoc.workload import WatchPlan
 
 FAST = LatencyModel(prefill_base_ms=2, prefill_ms_per_token=0.001, decode_ms_per_token=0.2)
 

@@ -18,13 +18,14 @@ import pytest
 
 from latdoc.analysis.attribution import RunContext
 from latdoc.analysis.diagnosis import Diagnosis, Kind
+from latdoc.features.verify import VerifyPlan, VerifyRemedy, verify_remedy
 from latdoc.lab.sim import LabConfig, LabServer, LatencyModel
-from latdoc.pipeline import build_diagnosis, run_diagnosis, verify_remedy
+from latdoc.pipeline import build_diagnosis, run_diagnosis
 from latdoc.probe import Endpoint
 from latdoc.report import render_diagnosis
 from latdoc.report._console import render_text
 from latdoc.store import Store
-from latdoc.workload import DiagnosisPlan, VerifyPlan, VerifyRemedy
+from latdoc.workload import DiagnosisPlan
 from nginx_proxy import nginx_binary, nginx_proxy
 
 if nginx_binary() is None:

@@ -21,16 +21,22 @@ from pathlib import Path
 import pytest
 
 from conftest import LabFactory, wait_for_samples
-from latdoc.analysis.load import LITTLE_TOLERANCE, LevelStats, Slo, find_knee, find_plateau
 from latdoc.cli import main
 from latdoc.cli.load import parse_slo
+from latdoc.features.load import (
+    LoadPlan,
+    LoadRun,
+    is_loopback,
+    load_endpoint,
+    reload_load,
+    render_load,
+)
+from latdoc.features.load.analysis import LITTLE_TOLERANCE, LevelStats, Slo, find_knee, find_plateau
 from latdoc.lab.sim import Fault, LabConfig, LabProcess, LatencyModel
-from latdoc.pipeline import LoadRun, is_loopback, load_endpoint, reload_load
 from latdoc.probe import Endpoint, ProbeSession
 from latdoc.records import Step
-from latdoc.report import render_load, render_text
+from latdoc.report import render_text
 from latdoc.store import Store
-from latdoc.workload import LoadPlan
 
 SLOTS = 4
 LATENCY = LatencyModel(prefill_base_ms=20.0, prefill_ms_per_token=0.0, decode_ms_per_token=10.0)

@@ -24,15 +24,14 @@ from pathlib import Path
 import pytest
 
 from conftest import wait_for_samples
-from latdoc.analysis.load import LevelWindow
 from latdoc.cli import main
 from latdoc.errors import UsageError
+from latdoc.features.load import LevelWindow, LoadPlan, LoadRun, Workers, load_endpoint, reload_load
+from latdoc.features.load.fleet import estimate_offset
+from latdoc.features.load.workers import split, worker_clocks, worker_plans
 from latdoc.lab.sim import LabConfig, LabProcess, LatencyModel
-from latdoc.pipeline import LoadRun, Workers, load_endpoint, reload_load
-from latdoc.pipeline._fleet import estimate_offset
 from latdoc.probe import Endpoint
 from latdoc.store import Store
-from latdoc.workload import LoadPlan, split, worker_clocks, worker_plans
 
 OUTPUT = 16
 LATENCY = LatencyModel(prefill_base_ms=20.0, prefill_ms_per_token=0.0, decode_ms_per_token=10.0)

@@ -22,13 +22,12 @@ import pytest
 
 import latdoc
 from latdoc.cli import main
+from latdoc.features.load import LoadPlan, Workers, load_endpoint, render_load
 from latdoc.lab.raycluster import LocalRayCluster, RayNode
 from latdoc.lab.sim import LabConfig, LabProcess, LatencyModel
-from latdoc.pipeline import Workers, load_endpoint
 from latdoc.probe import Endpoint
-from latdoc.report import render_load, render_text
+from latdoc.report import render_text
 from latdoc.store import Store
-from latdoc.workload import LoadPlan
 
 pytest.importorskip("ray", reason="the [ray] extra is not installed")
 

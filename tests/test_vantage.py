@@ -7,10 +7,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from latdoc.analysis.vantage import compare_vantages, vantage_row
 from latdoc.cli import main
+from latdoc.features.vantage import render_vantages, vantages_to_dict
+from latdoc.features.vantage.analysis import compare_vantages, vantage_row
 from latdoc.records import RequestTrace
-from latdoc.report import render_text, render_vantages, vantages_to_dict
+from latdoc.report import render_text
 
 MS = 1_000_000
 

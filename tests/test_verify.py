@@ -22,11 +22,11 @@ import pytest
 from conftest import closed_port
 from latdoc.cli import EXIT_OK, EXIT_USAGE, main
 from latdoc.errors import UsageError
+from latdoc.features.verify import VerifyResult, verify_remedy
+from latdoc.features.verify.remedies import VerifyPlan, VerifyRemedy, tight_max_tokens
 from latdoc.lab.sim import LabConfig, LabProcess, LabServer, LatencyModel
-from latdoc.pipeline import VerifyResult, verify_remedy
 from latdoc.probe import ConnectionOptions, Endpoint
 from latdoc.store import Store
-from latdoc.workload import VerifyPlan, VerifyRemedy, tight_max_tokens
 
 TOLERANCE = 0.15
 """How close verify's measured gain must come to the lab's planned one."""

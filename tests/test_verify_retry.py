@@ -10,13 +10,12 @@ import pytest
 from latdoc.cli import EXIT_OK, main
 from latdoc.client import FailureClass, RetryPolicy
 from latdoc.errors import ErrorKind, Phase, TraceError
+from latdoc.features.verify import RetryVerdict, VerifyPlan, VerifyRemedy, verify_retry
+from latdoc.features.verify.retry.send import failure_class
 from latdoc.lab.sim import Fault, LabConfig, LabServer, LatencyModel
-from latdoc.pipeline import RetryVerdict, verify_retry
 from latdoc.probe import Endpoint
 from latdoc.records import RequestTrace
 from latdoc.store import Store
-from latdoc.workload import VerifyPlan, VerifyRemedy
-from latdoc.workload._retry_trials import failure_class
 
 QUICK = LatencyModel(prefill_base_ms=5.0, prefill_ms_per_token=0.0, decode_ms_per_token=1.0)
 

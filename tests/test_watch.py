@@ -408,8 +408,9 @@ def test_ticks_follow_the_schedule_with_jitter_and_an_ended_watch_sends_nothing(
 ) -> None:
     import asyncio
 
+    from latdoc.features.watch.send import WatchPlan, run_watch
     from latdoc.probe import Endpoint
-    from latdoc.workload import Budget, WatchPlan, run_watch
+    from latdoc.workload import Budget
 
     now = [1000.0]
     sleeps: list[float] = []

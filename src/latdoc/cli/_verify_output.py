@@ -13,15 +13,15 @@ from pathlib import Path
 from typing import Any
 
 from latdoc.errors import UsageError
-from latdoc.pipeline import (
+from latdoc.features.verify import (
     NOT_APPLICABLE,
     ConversationVerdict,
     RetryVerdict,
-    RunComparison,
+    VerifyRemedy,
     VerifyResult,
 )
+from latdoc.pipeline import RunComparison
 from latdoc.store import RunInfo
-from latdoc.workload import VerifyRemedy
 
 __all__ = [
     "VERIFY_SCHEMA",
@@ -187,12 +187,12 @@ def emit_verify(
 
 
 def emit_conversation(held: ConversationVerdict, args: argparse.Namespace) -> None:
-    from latdoc.report import (
+    from latdoc.features.verify.conversation import (
         conversation_to_dict,
-        make_console,
         render_conversation,
         render_conversation_html,
     )
+    from latdoc.report import make_console
 
     turns, descriptions, dropped = held.turns, held.descriptions, held.dropped
     if args.json:
@@ -230,7 +230,8 @@ def emit_conversation(held: ConversationVerdict, args: argparse.Namespace) -> No
 
 
 def emit_retry(verdict: RetryVerdict, args: argparse.Namespace) -> None:
-    from latdoc.report import make_console, render_retry, retry_to_dict
+    from latdoc.features.verify.retry import render_retry, retry_to_dict
+    from latdoc.report import make_console
 
     if args.json:
         document = retry_to_dict(verdict.comparison, labels=verdict.labels, run_ids=verdict.run_ids)

@@ -27,13 +27,13 @@ from latdoc.cli._options import (
 )
 from latdoc.cli.vantage import emit_vantages
 from latdoc.errors import UsageError
+from latdoc.features.vantage import diagnose_vantages
 from latdoc.pipeline import (
     DEFAULT_CONCURRENCY,
     DiagnosisRun,
     diagnose_endpoint,
     diagnose_otlp,
     diagnose_traffic,
-    diagnose_vantages,
     named_metrics_url,
     rediagnose,
 )

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from latdoc.analysis.load import Slo
 from latdoc.cli._options import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -29,10 +28,9 @@ from latdoc.cli._options import (
     target,
 )
 from latdoc.errors import UsageError
-from latdoc.pipeline import LoadRun, Workers, load_endpoint, reload_load
+from latdoc.features.load import LoadPlan, LoadRun, Slo, Workers, load_endpoint, reload_load
 from latdoc.report import ProgressBars
 from latdoc.store import Store
-from latdoc.workload import LoadPlan
 
 DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16)
 DEFAULT_DURATION_S = 10.0
@@ -229,7 +227,8 @@ def run_report(args: argparse.Namespace, store: Store) -> int:
 
 
 def emit(result: LoadRun, args: argparse.Namespace, out: TextIO, *, terminal: bool) -> None:
-    from latdoc.report import load_to_dict, make_console, render_load, render_load_html
+    from latdoc.features.load import load_to_dict, render_load, render_load_html
+    from latdoc.report import make_console
 
     title = f"{result.model} at {result.endpoint} under load"
     if args.html:

@@ -23,7 +23,8 @@ from latdoc.cli._options import (
     vantages,
 )
 from latdoc.cli.vantage import emit_vantages
-from latdoc.pipeline import probe_endpoint, probe_vantages
+from latdoc.features.vantage import probe_vantages
+from latdoc.pipeline import probe_endpoint
 from latdoc.records import RequestTrace
 from latdoc.report import ProgressBars, make_console, trace_to_dict
 from latdoc.workload import ProbePlan, TokenCalibration

@@ -7,8 +7,8 @@ import json
 from typing import TextIO
 
 from latdoc.cli._options import EXIT_OK, EXIT_REQUEST_FAILED
-from latdoc.pipeline import VantageRuns
-from latdoc.report import make_console, render_vantages, vantages_to_dict
+from latdoc.features.vantage import VantageRuns, render_vantages, vantages_to_dict
+from latdoc.report import make_console
 
 
 def emit_vantages(runs: VantageRuns, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

@@ -26,16 +26,17 @@ from latdoc.cli._options import (
     target,
 )
 from latdoc.cli._verify_output import emit_comparison, emit_conversation, emit_retry, emit_verify
-from latdoc.pipeline import (
+from latdoc.features.verify import (
     NOT_APPLICABLE,
-    compare_runs,
-    cpu_count,
+    VerifyPlan,
+    VerifyRemedy,
+    arm_summaries,
     verify_conversation,
     verify_remedy,
     verify_retry,
 )
+from latdoc.pipeline import compare_runs, cpu_count
 from latdoc.store import Store
-from latdoc.workload import VerifyPlan, VerifyRemedy, arm_summaries
 
 DEFAULT_VERIFY_REQUESTS = 200
 DEFAULT_VERIFY_SECONDS = 180.0

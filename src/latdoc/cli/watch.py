@@ -33,10 +33,16 @@ from latdoc.cli._options import (
     target,
 )
 from latdoc.errors import UsageError
-from latdoc.pipeline import watch_clock, watch_endpoint
+from latdoc.features.watch import (
+    LONG_TOKENS,
+    REQUESTS_PER_TICK,
+    SHORT_TOKENS,
+    WatchPlan,
+    watch_endpoint,
+)
+from latdoc.pipeline import watch_clock
 from latdoc.records import Sample, Step
 from latdoc.store import Store
-from latdoc.workload import LONG_TOKENS, REQUESTS_PER_TICK, SHORT_TOKENS, WatchPlan
 
 if TYPE_CHECKING:
     from latdoc.report.metrics import PrometheusMetrics

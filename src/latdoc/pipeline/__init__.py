@@ -23,7 +23,7 @@ Progress and each finished sample reach the caller through hooks; nothing here
 prints.
 """
 
-from latdoc.pipeline._conversation import ConversationVerdict, verify_conversation
+from latdoc.pipeline._clock import WatchClock, latest_watch, watch_clock
 from latdoc.pipeline._diagnose import (
     DEFAULT_CONCURRENCY,
     DiagnosisRun,
@@ -43,67 +43,35 @@ from latdoc.pipeline._host import (
     read_host,
     tcp_settings,
 )
-from latdoc.pipeline._load import (
-    MAX_REMOTE_STREAMS,
-    LoadRun,
-    Workers,
-    check_load_target,
-    is_loopback,
-    load_endpoint,
-    reload_load,
-)
-from latdoc.pipeline._retry import RetryVerdict, verify_retry
 from latdoc.pipeline._runs import RunComparison, StoredProbe, compare_runs, probe_endpoint
 from latdoc.pipeline._server_metrics import metrics_target, named_metrics_url
 from latdoc.pipeline._traffic import diagnose_otlp, diagnose_traffic
-from latdoc.pipeline._vantage import VantageRuns, diagnose_vantages, probe_vantages
-from latdoc.pipeline._verify import NOT_APPLICABLE, VerifyResult, verify_remedy
-from latdoc.pipeline._watch import WatchClock, WatchRun, latest_watch, watch_clock, watch_endpoint
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
-    "MAX_REMOTE_STREAMS",
-    "NOT_APPLICABLE",
     "PROC_SYS",
     "TCP_SYSCTLS",
-    "ConversationVerdict",
     "DiagnosisRun",
-    "LoadRun",
-    "RetryVerdict",
     "RunComparison",
     "StoredProbe",
-    "VantageRuns",
-    "VerifyResult",
     "WatchClock",
-    "WatchRun",
-    "Workers",
     "build_diagnosis",
-    "check_load_target",
     "compare_runs",
     "cpu_count",
     "diagnose_endpoint",
     "diagnose_otlp",
     "diagnose_traffic",
-    "diagnose_vantages",
     "host_facts_from_meta",
     "host_meta",
-    "is_loopback",
     "latest_watch",
-    "load_endpoint",
     "metrics_target",
     "named_metrics_url",
     "probe_endpoint",
-    "probe_vantages",
     "read_host",
     "rediagnose",
-    "reload_load",
     "run_context",
     "run_diagnosis",
     "run_meta",
     "tcp_settings",
-    "verify_conversation",
-    "verify_remedy",
-    "verify_retry",
     "watch_clock",
-    "watch_endpoint",
 ]

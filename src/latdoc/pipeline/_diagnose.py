@@ -12,9 +12,9 @@ from latdoc.advice.system import with_system
 from latdoc.analysis.attribution import RunContext, diagnose
 from latdoc.analysis.diagnosis import Diagnosis, Scenario
 from latdoc.errors import UsageError
+from latdoc.pipeline._clock import watch_note
 from latdoc.pipeline._host import host_facts_from_meta, host_meta
 from latdoc.pipeline._server_metrics import AUTO, MetricsReading, metrics_from_meta, metrics_target
-from latdoc.pipeline._watch import watch_note
 from latdoc.records import Sample, Step, StepNote
 from latdoc.report import diagnosis_to_dict
 from latdoc.store import Store

@@ -1,30 +1,23 @@
-"""Load workers as Ray actors (``latdoc load --ray ADDRESS --workers N``), and the
-measuring done on vantage nodes (``latdoc probe|diagnose --ray ADDRESS --vantage a,b``).
+"""Ray, joined when ``--ray`` is used: the cluster's connection, and the measuring done
+on vantage nodes (``latdoc probe|diagnose --ray ADDRESS --vantage a,b``).
 
-Each actor is a :class:`~latdoc.workload.LoadWorker`, the same worker loop a local
-process runs, placed by Ray with the ``SPREAD`` strategy so the streams leave
-from as many nodes as there are; its batches come back through a Ray streaming
-generator. An actor that dies ends its generator with a Ray error, which is
-the :class:`~._fleet.WorkerLost` the driver counts. A vantage's measuring is a
-Ray task that asks for a sliver of the node's ``vantage:NAME`` resource, so it runs
-on a node labelled so and nowhere else. Ray is imported only here,
-and only when ``--ray`` is used: ``import latdoc`` never imports it.
+A vantage's measuring is a Ray task that asks for a sliver of the node's
+``vantage:NAME`` resource, so it runs on a node labelled so and nowhere else. Ray is
+imported only here and in the load workers' Ray backend
+(:mod:`latdoc.features.load.ray`), and only when ``--ray`` is used: ``import latdoc``
+never imports it.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any, TypeVar
 
 from latdoc.errors import LatdocError, UsageError
-from latdoc.pipeline._fleet import Fleet, WorkerLost
-from latdoc.workload import Batch, LevelOrder, LoadPlan, LoadWorker
 
 INSTALL_HINT = "--ray needs Ray, an optional extra: pip install 'llm-latency-doctor[ray]'"
-WORKER_CPUS = 1.0
-"""CPUs each load actor asks of Ray: a worker's event loop keeps one core busy."""
 VANTAGE_SHARE = 0.001
 """How much of a node's ``vantage:NAME`` resource one measuring task takes."""
 _Plan = TypeVar("_Plan")
@@ -54,78 +47,6 @@ def connect(address: str) -> ModuleType:
         except (ConnectionError, ValueError, RuntimeError) as exc:
             raise UsageError(f"cannot join the Ray cluster at {address}: {exc}") from None
     return ray
-
-
-class RayWorker:
-    """The driver's end of one load actor."""
-
-    def __init__(self, ray: ModuleType, actor: Any, worker: int) -> None:
-        self.worker = worker
-        self.actor = actor
-        self._ray = ray
-
-    async def clock(self) -> tuple[int, int]:
-        value: tuple[int, int] = await self._call(self.actor.clock.remote())
-        return value
-
-    async def where(self) -> dict[str, Any]:
-        value: dict[str, Any] = await self._call(self.actor.where.remote())
-        return value
-
-    async def run_level(self, order: LevelOrder) -> AsyncIterator[Batch]:
-        try:
-            stream = self.actor.run_level.options(num_returns="streaming").remote(order)
-            async for ref in stream:
-                batch: Batch = await ref
-                yield batch
-                if batch.window is not None:
-                    return
-        except self._ray.exceptions.RayError as exc:
-            raise WorkerLost(_first_line(exc)) from None
-        raise WorkerLost("its actor ended the level without its last batch")
-
-    def stop(self) -> None:
-        self._ray.kill(self.actor, no_restart=True)
-
-    async def _call(self, ref: Any) -> Any:
-        try:
-            return await ref
-        except self._ray.exceptions.RayError as exc:
-            raise WorkerLost(_first_line(exc)) from None
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"Ray: {text[0] if text else type(exc).__name__}"
-
-
-class RayFleet(Fleet):
-    """One load actor per plan on the cluster at ``address``; closing it kills every
-    actor and leaves the cluster."""
-
-    backend = "ray"
-    kind = "Ray actors"
-
-    def __init__(self, address: str, plans: Sequence[LoadPlan]) -> None:
-        self._ray = connect(address)
-        self.handles: list[RayWorker] = []
-        with self._closed_on_error():
-            cpus = float(self._ray.cluster_resources().get("CPU", 0.0))
-            if cpus < len(plans) * WORKER_CPUS:
-                raise UsageError(
-                    f"{len(plans)} load workers need {len(plans) * WORKER_CPUS:g} CPUs; the Ray "
-                    f"cluster at {address} has {cpus:g}"
-                )
-            actor = self._ray.remote(LoadWorker).options(
-                num_cpus=WORKER_CPUS, max_restarts=0, scheduling_strategy="SPREAD"
-            )
-            for i, plan in enumerate(plans):
-                self.handles.append(RayWorker(self._ray, actor.remote(plan, i), i))
-
-    def close(self) -> None:
-        for handle in self.handles:
-            handle.stop()
-        self._ray.shutdown()
 
 
 def run_at_vantages(
@@ -170,6 +91,12 @@ def _result(ray: ModuleType, ref: Any, name: str) -> Any:
         cause = exc.cause if isinstance(exc.cause, BaseException) else None
         if isinstance(cause, LatdocError):
             raise cause from None
-        raise LatdocError(f"the measuring at vantage {name} failed: {_first_line(exc)}") from None
+        raise LatdocError(f"the measuring at vantage {name} failed: {first_line(exc)}") from None
     except ray.exceptions.RayError as exc:
-        raise LatdocError(f"the measuring at vantage {name} was lost: {_first_line(exc)}") from None
+        raise LatdocError(f"the measuring at vantage {name} was lost: {first_line(exc)}") from None
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of what ``exc`` says, or its type's name when it says nothing."""
+    text = str(exc).strip().splitlines()
+    return f"Ray: {text[0] if text else type(exc).__name__}"

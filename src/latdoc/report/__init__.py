@@ -14,19 +14,10 @@ from latdoc.report._compare import (
     render_comparison_html,
 )
 from latdoc.report._console import make_console, render_text
-from latdoc.report._conversation import (
-    CONVERSATION_SCHEMA,
-    conversation_to_dict,
-    render_conversation,
-    render_conversation_html,
-)
 from latdoc.report._html import render_html
-from latdoc.report._load import LOAD_SCHEMA, load_to_dict, render_load, render_load_html
-from latdoc.report._retry import RETRY_SCHEMA, render_retry, retry_to_dict
 from latdoc.report._system import SYSTEM_SCHEMA, render_system, system_to_dict
 from latdoc.report._terminal_diagnosis import render_diagnosis
 from latdoc.report._terminal_probe import render_summary, render_waterfall
-from latdoc.report._vantage import VANTAGE_SCHEMA, render_vantages, vantages_to_dict
 from latdoc.report.json_out import (
     DIAGNOSIS_SCHEMA,
     TRACE_SCHEMA,
@@ -39,42 +30,28 @@ from latdoc.report.progress import ProgressBars
 
 __all__ = [
     "COMPARISON_SCHEMA",
-    "CONVERSATION_SCHEMA",
     "DIAGNOSIS_SCHEMA",
-    "LOAD_SCHEMA",
-    "RETRY_SCHEMA",
     "SYSTEM_SCHEMA",
     "TRACE_SCHEMA",
-    "VANTAGE_SCHEMA",
     "WATCH_SCHEMA",
     "ProgressBars",
     "PrometheusMetrics",
     "clock_to_dict",
     "comparison_to_dict",
-    "conversation_to_dict",
     "diagnosis_to_dict",
     "format_ms",
     "format_p",
-    "load_to_dict",
     "make_console",
     "render_clock",
     "render_clock_html",
     "render_comparison",
     "render_comparison_html",
-    "render_conversation",
-    "render_conversation_html",
     "render_diagnosis",
     "render_html",
-    "render_load",
-    "render_load_html",
-    "render_retry",
     "render_summary",
     "render_system",
     "render_text",
-    "render_vantages",
     "render_waterfall",
-    "retry_to_dict",
     "system_to_dict",
     "trace_to_dict",
-    "vantages_to_dict",
 ]

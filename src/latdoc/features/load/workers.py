@@ -28,12 +28,12 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from latdoc.analysis.load import LevelWindow
 from latdoc.errors import UsageError
+from latdoc.features.load.analysis import LevelWindow
+from latdoc.features.load.send import LoadPlan, _Level, _Sweep
 from latdoc.probe import now_ns
 from latdoc.records import Sample, StepNote
-from latdoc.workload._budget import Budget
-from latdoc.workload._load import LoadPlan, _Level, _Sweep
+from latdoc.workload import Budget
 
 FLUSH_S = 0.05
 """How often a worker sends what it has finished (and started) back to the driver."""

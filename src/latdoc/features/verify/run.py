@@ -26,26 +26,26 @@ from latdoc.analysis.compare import (
     experiment_verdict,
     ratio_precision,
 )
-from latdoc.pipeline._host import host_meta
+from latdoc.features.verify.remedies import (
+    HEADLINE,
+    VerifyPlan,
+    VerifyRemedy,
+    build_arms,
+    short_question,
+)
+from latdoc.features.verify.send import Arm, ExperimentResult, run_experiment
+from latdoc.pipeline import host_meta
 from latdoc.probe import ProbeSession
 from latdoc.records import Sample, Step, StepNote
 from latdoc.store import Store
 from latdoc.workload import (
     ASSUMED,
-    HEADLINE,
-    Arm,
     Budget,
     CalibrationFailed,
-    ExperimentResult,
     TokenCalibration,
-    VerifyPlan,
-    VerifyRemedy,
-    build_arms,
     calibrate,
     calibration_words,
     prompt_cost,
-    run_experiment,
-    short_question,
 )
 
 NOT_APPLICABLE = "not_applicable"

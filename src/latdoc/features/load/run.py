@@ -10,15 +10,16 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from latdoc.analysis.load import LevelWindow, LoadAnalysis, Slo, analyse_load
 from latdoc.errors import UsageError
-from latdoc.pipeline._fleet import Fleet, FleetSweep, join
-from latdoc.pipeline._host import host_meta
-from latdoc.pipeline._processes import ProcessFleet
+from latdoc.features.load.analysis import LevelWindow, LoadAnalysis, Slo, analyse_load
+from latdoc.features.load.fleet import Fleet, FleetSweep, join
+from latdoc.features.load.processes import ProcessFleet
+from latdoc.features.load.render import load_to_dict
+from latdoc.features.load.send import LoadPlan, run_load
+from latdoc.features.load.workers import worker_plans
+from latdoc.pipeline import host_meta
 from latdoc.records import Sample, Step, StepNote
-from latdoc.report import load_to_dict
 from latdoc.store import Store
-from latdoc.workload import LoadPlan, run_load, worker_plans
 
 MAX_REMOTE_STREAMS = 64
 """Streams a sweep may hold open against an endpoint off this host without ``--yes``."""
@@ -133,7 +134,7 @@ def _fleet_sweep(
     if workers.ray is None:
         fleet: Fleet = stack.enter_context(ProcessFleet(plans))
     else:
-        from latdoc.pipeline._ray import RayFleet
+        from latdoc.features.load.ray import RayFleet
 
         fleet = stack.enter_context(RayFleet(workers.ray, plans))
     members = asyncio.run(join(fleet.handles))

@@ -11,23 +11,25 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from latdoc.analysis.conversation import KEEP, StrategyOutcome, TurnRecord, outcomes
-from latdoc.pipeline._verify import ArmRun, open_verify_runs
+from latdoc.features.verify.conversation.analysis import KEEP, StrategyOutcome, TurnRecord, outcomes
+from latdoc.features.verify.conversation.send import (
+    ConversationPlan,
+    ConversationTurn,
+    parse_strategies,
+    run_conversations,
+)
+from latdoc.features.verify.remedies import VerifyPlan
+from latdoc.features.verify.run import ArmRun, open_verify_runs
 from latdoc.records import Sample, Step, StepNote
 from latdoc.store import Store
 from latdoc.workload import (
     ASSUMED,
     Budget,
     CalibrationFailed,
-    ConversationPlan,
-    ConversationTurn,
-    VerifyPlan,
     calibrate,
     calibration_words,
     cannot_answer_note,
-    parse_strategies,
     prompt_cost,
-    run_conversations,
 )
 
 

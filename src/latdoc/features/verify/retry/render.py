@@ -10,8 +10,8 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from latdoc.analysis.retry import Reliability, RetryComparison
-from latdoc.report._compare import format_p
+from latdoc.features.verify.retry.analysis import Reliability, RetryComparison
+from latdoc.report import format_p
 from latdoc.report.names import format_ms
 
 RETRY_SCHEMA = "latdoc.retry/1"

@@ -10,7 +10,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from latdoc.analysis.vantage import VantageComparison
+from latdoc.features.vantage.analysis import VantageComparison
 from latdoc.report.names import format_ms
 
 VANTAGE_SCHEMA = "latdoc.vantages/1"

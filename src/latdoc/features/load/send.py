@@ -28,12 +28,10 @@ import random
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 
-from latdoc.analysis.load import LevelWindow
+from latdoc.features.load.analysis import LevelWindow
 from latdoc.probe import ConnectionOptions, Endpoint, EventHook, ProbeSession, now_ns
 from latdoc.records import RequestTrace, Sample, Step, StepNote
-from latdoc.workload._budget import Budget
-from latdoc.workload._calibration import ASSUMED, prompt_cost
-from latdoc.workload._prompts import make_prompt
+from latdoc.workload import ASSUMED, Budget, make_prompt, prompt_cost
 
 MIN_FOR_ERROR_RATE = 5
 """Finished requests a level needs before its error rate may stop the sweep."""

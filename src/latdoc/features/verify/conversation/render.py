@@ -11,8 +11,8 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from latdoc.analysis.conversation import StrategyOutcome
-from latdoc.report._compare import format_p
+from latdoc.features.verify.conversation.analysis import StrategyOutcome
+from latdoc.report import format_p
 from latdoc.report.names import format_ms
 
 CONVERSATION_SCHEMA = "latdoc.conversation/1"

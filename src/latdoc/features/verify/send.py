@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from latdoc.probe import ConnectionOptions, Endpoint, ProbeSession, Prompt
 from latdoc.records import RequestTrace, Sample, Step, StepNote
-from latdoc.workload._budget import Budget
+from latdoc.workload import Budget
 
 ARM_NAMES = ("A", "B")
 MIN_TRIALS = 10

@@ -1,12 +1,11 @@
-"""A watch kept as one run under its name, resumed by name; and its clock report.
+"""A watch kept as one run under its name, resumed by name.
 
 :func:`watch_endpoint` finds the run of kind ``watch`` whose ``meta["name"]`` is the
 watch's name (or starts one), counts what it already spent against the budget, and
 appends every tick's samples as they finish. Ctrl-C (or any error) marks the run
 ``interrupted``: every finished trace is already stored. The ticks skipped because
 the one before them overran are counted in ``meta["skipped_ticks"]``, resumes
-included. :func:`watch_clock` reads a watch back and computes its report by the
-clock, sending nothing.
+included. :func:`latdoc.pipeline.watch_clock` reads a watch back by the clock.
 """
 
 from __future__ import annotations
@@ -15,31 +14,15 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import timedelta
 from typing import Any
 
-from latdoc.analysis.clock import (
-    DAY_S,
-    HOUR_S,
-    BucketCounts,
-    ClockReport,
-    clock_report_of_buckets,
-)
 from latdoc.errors import UsageError
-from latdoc.pipeline._host import host_meta
-from latdoc.records import Sample, Step, StepNote
+from latdoc.features.watch.send import WatchPlan, WatchResult, known_calibration, run_watch
+from latdoc.pipeline import host_meta
+from latdoc.pipeline._clock import SKIPPED_TICKS, WATCH_KIND, skipped_ticks
+from latdoc.records import Sample, Step
 from latdoc.store import RunInfo, Store
-from latdoc.workload import (
-    Budget,
-    TokenCalibration,
-    WatchPlan,
-    WatchResult,
-    known_calibration,
-    run_watch,
-)
-
-WATCH_KIND = "watch"
-SKIPPED_TICKS = "skipped_ticks"
+from latdoc.workload import Budget, TokenCalibration
 
 
 @dataclass(frozen=True)
@@ -72,7 +55,7 @@ def watch_endpoint(
         _check_same_target(info, plan)
         run_id = info.run_id
         requests, tokens, first_index = store.spent(run_id)
-        skipped_before = _skipped_ticks(info) or 0
+        skipped_before = skipped_ticks(info) or 0
         plan = replace(plan, calibration=_stored_calibration(store, info, plan))
         started = info.started_at.timestamp()
         store.reopen_run(run_id)
@@ -117,13 +100,6 @@ def watch_endpoint(
     return WatchRun(run_id, name, bool(existing), result)
 
 
-def _skipped_ticks(info: RunInfo) -> int | None:
-    """The ticks a watch skipped, all runs of it together; ``None`` for a watch stored
-    before they were counted."""
-    value = info.meta.get(SKIPPED_TICKS)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def _stored_calibration(store: Store, info: RunInfo, plan: WatchPlan) -> TokenCalibration | None:
     """The calibration the watch made when it started, so a resume does not pay for it again
     (only when the long prompt's length, which the calibration was fitted near, is the same)."""
@@ -154,84 +130,3 @@ def _options(plan: WatchPlan) -> dict[str, Any]:
         "max_tokens": plan.max_tokens,
         "http2": plan.connection.http2,
     }
-
-
-@dataclass(frozen=True)
-class WatchClock:
-    info: RunInfo
-    name: str
-    report: ClockReport
-    skipped_ticks: int | None = None
-    """Ticks not sent because the one before them ran past their slot (``None``: a
-    watch stored before they were counted)."""
-
-
-def watch_clock(
-    store: Store,
-    name: str,
-    *,
-    bucket_s: float,
-    cycle_s: float | None = DAY_S,
-    seed: int = 0,
-) -> WatchClock:
-    """The watch ``name``'s requests by the clock (see
-    :func:`~latdoc.analysis.clock.clock_report`), summarised by the store per bucket."""
-    runs = store.find_runs(WATCH_KIND, name)
-    if not runs:
-        known = sorted({str(r.meta.get("name")) for r in store.find_runs(WATCH_KIND)})
-        hint = f"; watches in {store.path}: {', '.join(known)}" if known else ""
-        raise UsageError(f"no watch named {name!r}{hint}")
-    info = runs[0]
-    bucket, cycle = _spans(bucket_s, cycle_s)
-    # Counted and ranked by the store from its narrow rows: no trace record is decoded.
-    counts = [
-        BucketCounts(b.bucket, b.requests, b.errors, b.tpot_p50_ms)
-        for b in store.aggregate(info.run_id, bucket=bucket, cycle=cycle, steps=[Step.WATCH])
-    ]
-    short = info.meta.get("options", {}).get("short_tokens")
-    ttfts = store.bucket_ttfts(
-        info.run_id,
-        bucket=bucket,
-        cycle=cycle,
-        steps=[Step.WATCH],
-        cold=True,
-        target_prompt_tokens=short if isinstance(short, int) else None,
-    )
-    report = clock_report_of_buckets(counts, ttfts, bucket_s=bucket_s, cycle_s=cycle_s, seed=seed)
-    return WatchClock(info, name, report, _skipped_ticks(info))
-
-
-def _spans(bucket_s: float, cycle_s: float | None) -> tuple[timedelta, timedelta | None]:
-    """The bucket and cycle to the microsecond; a cycle must be a whole number of buckets."""
-    bucket_us = max(1, round(bucket_s * 1e6))
-    if cycle_s is None:
-        return timedelta(microseconds=bucket_us), None
-    cycle_us = round(cycle_s * 1e6)
-    if cycle_us % bucket_us:
-        raise UsageError(
-            f"the cycle ({cycle_s:g} s) is not a whole number of buckets ({bucket_s:g} s); "
-            "give a --bucket that divides --cycle"
-        )
-    return timedelta(microseconds=bucket_us), timedelta(microseconds=cycle_us)
-
-
-def latest_watch(store: Store, endpoint: str, model: str) -> RunInfo | None:
-    """The newest watch of this endpoint and model, if any."""
-    for info in store.find_runs(WATCH_KIND):
-        if info.endpoint == endpoint and info.model == model and info.requests > 0:
-            return info
-    return None
-
-
-def watch_note(store: Store, endpoint: str, model: str) -> StepNote | None:
-    """What the newest watch of this endpoint and model says about the time of day, as a
-    note for the load step of a diagnosis (its single-moment measurement cannot tell)."""
-    info = latest_watch(store, endpoint, model)
-    if info is None:
-        return None
-    name = str(info.meta.get("name", info.run_id))
-    clock = watch_clock(store, name, bucket_s=HOUR_S)
-    return StepNote(
-        Step.LOAD,
-        f"watch {name!r} ({info.requests} requests by hour of day): {clock.report.verdict}",
-    )

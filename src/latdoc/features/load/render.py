@@ -15,7 +15,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from latdoc.analysis.load import (
+from latdoc.features.load.analysis import (
     KNEE_RATIO,
     LITTLE_TOLERANCE,
     PLATEAU_GROWTH,

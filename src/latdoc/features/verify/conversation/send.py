@@ -29,9 +29,7 @@ from typing import Any
 from latdoc.errors import UsageError
 from latdoc.probe import ConnectionOptions, Endpoint, ProbeSession
 from latdoc.records import RequestTrace, Step, StepNote
-from latdoc.workload._budget import Budget
-from latdoc.workload._calibration import TokenCalibration, prompt_cost
-from latdoc.workload._prompts import make_prompt
+from latdoc.workload import Budget, TokenCalibration, make_prompt, prompt_cost
 
 KEEP = "keep"
 KINDS = ("window", "summary", "reset")

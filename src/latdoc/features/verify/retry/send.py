@@ -16,12 +16,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from latdoc.client._retry import FailureClass, RetryPolicy, classify_status
+from latdoc.client import FailureClass, RetryPolicy, classify_status
 from latdoc.errors import ErrorKind
+from latdoc.features.verify.send import Arm
 from latdoc.probe import ProbeSession
 from latdoc.records import RequestTrace, Step, StepNote
-from latdoc.workload._budget import Budget
-from latdoc.workload._experiment import Arm
+from latdoc.workload import Budget
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,10 @@ from dataclasses import dataclass, field, replace
 
 from latdoc.analysis.compare import MEDIAN, TRIAL_MEAN
 from latdoc.errors import UsageError
+from latdoc.features.verify.conversation.send import parse_strategies
+from latdoc.features.verify.send import Arm
 from latdoc.probe import ConnectionOptions, Endpoint, Prompt
-from latdoc.workload._calibration import TokenCalibration, prompt_cost
-from latdoc.workload._conversation import parse_strategies
-from latdoc.workload._experiment import Arm
-from latdoc.workload._prompts import make_prompt
+from latdoc.workload import TokenCalibration, make_prompt, prompt_cost
 
 SHORT_TOKENS = 64
 """The prompt length of remedies that are not about the prompt."""

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from latdoc.errors import CalibrationError, UsageError
 from latdoc.probe import ConnectionOptions, Endpoint, ProbeSession
 from latdoc.records import RequestTrace, Sample, Step
-from latdoc.workload._budget import Budget
+from latdoc.workload import Budget, make_prompt
 from latdoc.workload._calibration import (
     ASSUMED,
     TokenCalibration,
@@ -35,7 +35,6 @@ from latdoc.workload._calibration import (
     fit_calibration,
     prompt_cost,
 )
-from latdoc.workload._prompts import make_prompt
 
 SHORT_TOKENS = 64
 LONG_TOKENS = 1024

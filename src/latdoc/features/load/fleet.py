@@ -1,7 +1,7 @@
 """A load sent from many workers: levels split, clocks aligned, traces merged into one run.
 
-The driver (this module) owns the sweep; workers (:class:`~latdoc.workload.LoadWorker`,
-in local processes or Ray actors, see :mod:`._processes` and :mod:`._ray`) only
+The driver (this module) owns the sweep; workers (:class:`~latdoc.features.load.workers.LoadWorker`,
+in local processes or Ray actors, see :mod:`.processes` and :mod:`.ray`) only
 send. For each level the driver splits the concurrency (or the arrival rate and
 the cap on requests in flight) between the workers still alive, tells each when
 to start on its own clock, and keeps every batch of samples as it arrives, on
@@ -31,22 +31,18 @@ from datetime import timedelta
 from types import TracebackType
 from typing import Any, Protocol, Self
 
-from latdoc.analysis.load import LevelWindow
 from latdoc.errors import LatdocError
-from latdoc.probe import now_ns
-from latdoc.records import Sample, Step, StepNote
-from latdoc.workload import (
-    Batch,
-    LevelOrder,
+from latdoc.features.load.analysis import LevelWindow
+from latdoc.features.load.send import (
     LoadPlan,
     level_schedule,
-    split,
     stopped_for_errors,
     too_many_failed,
     within_time_budget,
-    worker_clocks,
-    worker_host,
 )
+from latdoc.features.load.workers import Batch, LevelOrder, split, worker_clocks, worker_host
+from latdoc.probe import now_ns
+from latdoc.records import Sample, Step, StepNote
 
 CLOCK_ROUNDS = 8
 """Round trips per worker to estimate its clock offset; the fastest is kept."""
@@ -74,8 +70,8 @@ class WorkerHandle(Protocol):
 
 
 class Fleet:
-    """The workers of one sweep, whatever runs them (:class:`~._processes.ProcessFleet`,
-    :class:`~._ray.RayFleet`); a context manager whose exit stops every one of them."""
+    """The workers of one sweep, whatever runs them (:class:`~.processes.ProcessFleet`,
+    :class:`~.ray.RayFleet`); a context manager whose exit stops every one of them."""
 
     backend: str
     """What the run's ``meta["workers"]`` calls it."""

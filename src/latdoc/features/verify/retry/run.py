@@ -7,13 +7,14 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from latdoc.analysis.retry import RetryComparison, TrialOutcome, compare_reliability
 from latdoc.client import RetryPolicy
-from latdoc.pipeline._verify import ArmRun, open_verify_runs
+from latdoc.features.verify.remedies import VerifyPlan, build_arms
+from latdoc.features.verify.retry.analysis import RetryComparison, TrialOutcome, compare_reliability
+from latdoc.features.verify.retry.send import RetryTrial, run_retry_trials
+from latdoc.features.verify.run import ArmRun, open_verify_runs
 from latdoc.records import Sample, Step, StepNote
 from latdoc.store import Store
-from latdoc.workload import ASSUMED, Budget, VerifyPlan, build_arms
-from latdoc.workload._retry_trials import RetryTrial, run_retry_trials
+from latdoc.workload import ASSUMED, Budget
 
 
 @dataclass(frozen=True)

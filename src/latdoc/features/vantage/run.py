@@ -2,10 +2,10 @@
 carry a ``vantage:NAME`` custom resource.
 
 :func:`probe_here` and :func:`diagnose_here` run on the vantage node itself (Ray
-ships them there, :func:`~._ray.run_at_vantages`) and send back the samples and
+ships them there, :func:`~latdoc.pipeline._ray.run_at_vantages`) and send back the samples and
 that node's host facts. The driver then keeps one run per vantage in its own
 store, labelled ``meta["vantage"]``, and compares them side by side
-(:mod:`latdoc.analysis.vantage`). This module imports no Ray.
+(:mod:`latdoc.features.vantage.analysis`). This module imports no Ray.
 """
 
 from __future__ import annotations
@@ -16,9 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from latdoc.analysis.diagnosis import Scenario
-from latdoc.analysis.vantage import VantageComparison, compare_vantages, vantage_row
-from latdoc.pipeline._diagnose import build_diagnosis, run_context, run_diagnosis, run_meta
-from latdoc.pipeline._host import host_meta
+from latdoc.features.vantage.analysis import VantageComparison, compare_vantages, vantage_row
+from latdoc.pipeline import build_diagnosis, host_meta, run_context, run_diagnosis, run_meta
 from latdoc.pipeline._runs import probe_options, send_probes
 from latdoc.records import RequestTrace, Sample, Step, StepNote
 from latdoc.report import diagnosis_to_dict

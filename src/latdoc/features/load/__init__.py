@@ -1,0 +1,40 @@
+"""``latdoc load``: a sweep of closed-loop concurrency or open-loop arrival rates.
+
+- ``send``: the levels and what each sends; ``workers``: one worker's share of a level,
+  from a process or Ray actor of its own;
+- ``analysis``: percentiles, throughput, the knee, the plateau and Little's law;
+- ``run``: the sweep kept as a run (``fleet``, ``processes`` and ``ray`` when it is sent
+  from many workers), and analysed again from the store;
+- ``render``: two tables per level, a JSON document, a page.
+"""
+
+from latdoc.features.load.analysis import LevelWindow, LoadAnalysis, Slo
+from latdoc.features.load.render import LOAD_SCHEMA, load_to_dict, render_load, render_load_html
+from latdoc.features.load.run import (
+    MAX_REMOTE_STREAMS,
+    LoadRun,
+    Workers,
+    check_load_target,
+    is_loopback,
+    load_endpoint,
+    reload_load,
+)
+from latdoc.features.load.send import LoadPlan
+
+__all__ = [
+    "LOAD_SCHEMA",
+    "MAX_REMOTE_STREAMS",
+    "LevelWindow",
+    "LoadAnalysis",
+    "LoadPlan",
+    "LoadRun",
+    "Slo",
+    "Workers",
+    "check_load_target",
+    "is_loopback",
+    "load_endpoint",
+    "load_to_dict",
+    "reload_load",
+    "render_load",
+    "render_load_html",
+]

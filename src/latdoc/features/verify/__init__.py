@@ -1,0 +1,27 @@
+"""``latdoc verify``: one remedy measured as an A/B experiment on the endpoint.
+
+- ``send``: an experiment's arms, interleaved in shuffled blocks within a budget;
+- ``remedies``: each remedy as its two arms, today's way (A) and the remedy (B);
+- ``run``: the experiment run and both arms kept as runs, then compared;
+- :mod:`~latdoc.features.verify.conversation` and :mod:`~latdoc.features.verify.retry`:
+  the two experiments that are not one request against another, each with its own
+  layers.
+"""
+
+from latdoc.features.verify.conversation import ConversationVerdict, verify_conversation
+from latdoc.features.verify.remedies import VerifyPlan, VerifyRemedy, arm_summaries
+from latdoc.features.verify.retry import RetryVerdict, verify_retry
+from latdoc.features.verify.run import NOT_APPLICABLE, VerifyResult, verify_remedy
+
+__all__ = [
+    "NOT_APPLICABLE",
+    "ConversationVerdict",
+    "RetryVerdict",
+    "VerifyPlan",
+    "VerifyRemedy",
+    "VerifyResult",
+    "arm_summaries",
+    "verify_conversation",
+    "verify_remedy",
+    "verify_retry",
+]
