@@ -19,6 +19,7 @@ import pytest
 from latdoc.analysis.attribution import RunContext
 from latdoc.analysis.diagnosis import Diagnosis, Kind
 from latdoc.features.verify import VerifyPlan, VerifyRemedy, verify_remedy
+from latdoc.features.verify.experiments.endpoint import EndpointOptions
 from latdoc.lab.sim import LabConfig, LabServer, LatencyModel
 from latdoc.pipeline import build_diagnosis, run_diagnosis
 from latdoc.probe import Endpoint
@@ -148,7 +149,7 @@ def test_verify_measures_the_remedy_as_one_route_against_the_other(tmp_path: Pat
         plan = VerifyPlan(
             endpoint=Endpoint(held + "/v1", config.model),
             remedy=VerifyRemedy.ENDPOINT,
-            alt_url=free + "/v1",
+            options=EndpointOptions(alt_url=free + "/v1"),
             max_tokens=OUTPUT,
             max_requests=40,
             max_seconds=30.0,

@@ -23,7 +23,15 @@ from conftest import closed_port
 from latdoc.cli import EXIT_OK, EXIT_USAGE, main
 from latdoc.errors import UsageError
 from latdoc.features.verify import VerifyResult, verify_remedy
-from latdoc.features.verify.remedies import VerifyPlan, VerifyRemedy, tight_max_tokens
+from latdoc.features.verify.experiments.endpoint import EndpointOptions
+from latdoc.features.verify.experiments.http2 import Http2Options
+from latdoc.features.verify.experiments.max_tokens import MaxTokensOptions, tight_max_tokens
+from latdoc.features.verify.experiments.model import ModelOptions
+from latdoc.features.verify.experiments.pool import PoolOptions
+from latdoc.features.verify.experiments.prompt_cache import PromptCacheOptions
+from latdoc.features.verify.experiments.reasoning_effort import ReasoningEffortOptions
+from latdoc.features.verify.experiments.trim import TrimOptions
+from latdoc.features.verify.remedies import VerifyPlan, VerifyRemedy
 from latdoc.lab.sim import LabConfig, LabProcess, LabServer, LatencyModel
 from latdoc.probe import ConnectionOptions, Endpoint
 from latdoc.store import Store
@@ -47,17 +55,19 @@ def verify(
     *,
     model: str = "lab-sim",
     cacert: str | None = None,
-    **options: Any,
+    max_tokens: int = 8,
+    max_requests: int = 80,
+    options: object = None,
 ) -> VerifyResult:
     plan = VerifyPlan(
         endpoint=Endpoint(url, model),
         remedy=remedy,
         connection=ConnectionOptions(cacert=cacert),
-        max_tokens=options.pop("max_tokens", 8),
-        max_requests=options.pop("max_requests", 80),
+        max_tokens=max_tokens,
+        max_requests=max_requests,
         max_seconds=60.0,
         seed=3,
-        **options,
+        options=options,
     )
     with Store(tmp_path / "v.db") as store:
         return verify_remedy(plan, store=store)
@@ -80,7 +90,7 @@ def assert_measures(result: VerifyResult, truth_ms: float) -> None:
 def test_trim_measures_the_prefill_it_saves(tmp_path: Path) -> None:
     latency = replace(QUICK, prefill_ms_per_token=0.1)
     with serving(LabConfig(latency=latency)) as lab:
-        result = verify(lab.base_url, VerifyRemedy.TRIM, tmp_path, from_tokens=2000, to_tokens=500)
+        result = verify(lab.base_url, VerifyRemedy.TRIM, tmp_path, options=TrimOptions(2000, 500))
     tokens_a = median_of(result, 0, lambda t: t.prompt_tokens, tmp_path)
     tokens_b = median_of(result, 1, lambda t: t.prompt_tokens, tmp_path)
     assert tokens_a == pytest.approx(2000, rel=0.05) and tokens_b == pytest.approx(500, rel=0.1)
@@ -89,7 +99,7 @@ def test_trim_measures_the_prefill_it_saves(tmp_path: Path) -> None:
 
 def test_trim_without_prefill_growth_is_no_difference(tmp_path: Path) -> None:
     with serving(LabConfig(latency=QUICK)) as lab:
-        result = verify(lab.base_url, VerifyRemedy.TRIM, tmp_path, from_tokens=2000, to_tokens=500)
+        result = verify(lab.base_url, VerifyRemedy.TRIM, tmp_path, options=TrimOptions(2000, 500))
     assert result.verdict == "no_difference", result.headline
 
 
@@ -111,7 +121,9 @@ def test_max_tokens_measures_the_reservation_cost(tmp_path: Path, reserve: float
 
 def test_max_tokens_needs_an_answer_that_ends_by_itself(tmp_path: Path) -> None:
     with serving(LabConfig(latency=QUICK)) as lab:
-        result = verify(lab.base_url, VerifyRemedy.MAX_TOKENS, tmp_path, generous_max_tokens=64)
+        result = verify(
+            lab.base_url, VerifyRemedy.MAX_TOKENS, tmp_path, options=MaxTokensOptions(64)
+        )
     assert result.verdict == "not_applicable"
     assert result.reason is not None and "did not end by itself" in result.reason
     assert result.run_ids is None and result.gain_ms is None
@@ -122,7 +134,9 @@ def test_model_measures_the_other_models_prefill(tmp_path: Path, extra_ms: float
     small = replace(QUICK, prefill_base_ms=QUICK.prefill_base_ms + extra_ms)
     config = LabConfig(latency=small, alt_models={"lab-small": QUICK})
     with serving(config) as lab:
-        result = verify(lab.base_url, VerifyRemedy.MODEL, tmp_path, alt_model="lab-small")
+        result = verify(
+            lab.base_url, VerifyRemedy.MODEL, tmp_path, options=ModelOptions("lab-small")
+        )
     if extra_ms == 0:
         assert result.verdict == "no_difference", result.headline
     else:
@@ -131,7 +145,9 @@ def test_model_measures_the_other_models_prefill(tmp_path: Path, extra_ms: float
 
 def test_a_model_the_endpoint_does_not_serve_is_not_applicable(tmp_path: Path) -> None:
     with serving(LabConfig(latency=QUICK)) as lab:
-        result = verify(lab.base_url, VerifyRemedy.MODEL, tmp_path, alt_model="no-such-model")
+        result = verify(
+            lab.base_url, VerifyRemedy.MODEL, tmp_path, options=ModelOptions("no-such-model")
+        )
     assert result.verdict == "not_applicable"
     assert result.reason is not None and "does not answer" in result.reason
 
@@ -141,7 +157,9 @@ def test_endpoint_measures_the_other_endpoint(tmp_path: Path, faster: bool) -> N
     slow = replace(QUICK, prefill_base_ms=110.0)
     other = QUICK if faster else slow
     with serving(LabConfig(latency=slow)) as a, serving(LabConfig(latency=other)) as b:
-        result = verify(a.base_url, VerifyRemedy.ENDPOINT, tmp_path, alt_url=b.base_url)
+        result = verify(
+            a.base_url, VerifyRemedy.ENDPOINT, tmp_path, options=EndpointOptions(b.base_url)
+        )
     if faster:
         assert_measures(result, slow.prefill_base_ms - QUICK.prefill_base_ms)
     else:
@@ -152,7 +170,9 @@ def test_prompt_cache_measures_the_prefill_of_the_cached_prefix(tmp_path: Path) 
     latency = replace(QUICK, prefill_ms_per_token=0.2)
     config = LabConfig(latency=latency, prefix_cache=True)
     with serving(config) as lab:
-        result = verify(lab.base_url, VerifyRemedy.PROMPT_CACHE, tmp_path, prefix_tokens=1024)
+        result = verify(
+            lab.base_url, VerifyRemedy.PROMPT_CACHE, tmp_path, options=PromptCacheOptions(1024)
+        )
     cached = result.cached_tokens_b
     assert cached is not None and cached >= 900
     assert_measures(result, latency.prefill_ms_per_token * cached)
@@ -160,7 +180,9 @@ def test_prompt_cache_measures_the_prefill_of_the_cached_prefix(tmp_path: Path) 
 
 def test_prompt_cache_without_a_cache_is_not_applicable(tmp_path: Path) -> None:
     with serving(LabConfig(latency=replace(QUICK, prefill_ms_per_token=0.2))) as lab:
-        result = verify(lab.base_url, VerifyRemedy.PROMPT_CACHE, tmp_path, prefix_tokens=1024)
+        result = verify(
+            lab.base_url, VerifyRemedy.PROMPT_CACHE, tmp_path, options=PromptCacheOptions(1024)
+        )
     assert result.verdict == "not_applicable"
     assert result.reason is not None and "no cached prompt tokens" in result.reason
 
@@ -184,8 +206,7 @@ def test_pool_measures_the_client_queue(tmp_path: Path, pool: int | None) -> Non
             lab.base_url,
             VerifyRemedy.POOL,
             tmp_path,
-            pool_size=pool or 16,
-            concurrency=8,
+            options=PoolOptions(concurrency=8, pool_size=pool or 16),
             max_requests=160,
         )
     if pool is None:
@@ -202,8 +223,7 @@ def test_http2_multiplexes_what_a_small_http1_pool_queues(tmp_path: Path, pool: 
             VerifyRemedy.HTTP2,
             tmp_path,
             cacert=lab.ca_file,
-            pool_size=pool,
-            concurrency=8,
+            options=Http2Options(concurrency=8, pool_size=pool),
             max_requests=160,
         )
     if pool == 8:
@@ -219,7 +239,11 @@ def test_http2_multiplexes_what_a_small_http1_pool_queues(tmp_path: Path, pool: 
 def test_http2_is_not_applicable_where_it_is_not_offered(tmp_path: Path) -> None:
     with serving(LabConfig(latency=QUICK), tls=True) as lab:
         result = verify(
-            lab.base_url, VerifyRemedy.HTTP2, tmp_path, cacert=lab.ca_file, concurrency=4
+            lab.base_url,
+            VerifyRemedy.HTTP2,
+            tmp_path,
+            cacert=lab.ca_file,
+            options=Http2Options(concurrency=4),
         )
     assert result.verdict == "not_applicable"
     assert result.reason is not None and "does not serve HTTP/2" in result.reason
@@ -235,9 +259,9 @@ def test_bad_input_is_refused_before_anything_is_sent() -> None:
     endpoint = Endpoint("http://127.0.0.1:9/v1", "m")
     for options, message in (
         ({"remedy": VerifyRemedy.POOL}, "--pool-size"),
-        ({"remedy": VerifyRemedy.TRIM, "from_tokens": 100, "to_tokens": 500}, "--to"),
+        ({"remedy": VerifyRemedy.TRIM, "options": TrimOptions(100, 500)}, "--to"),
         ({"remedy": VerifyRemedy.ENDPOINT}, "--alt"),
-        ({"remedy": VerifyRemedy.MODEL, "alt_model": "m"}, "another"),
+        ({"remedy": VerifyRemedy.MODEL, "options": ModelOptions("m")}, "another"),
     ):
         with pytest.raises(UsageError, match=message):
             VerifyPlan(endpoint=endpoint, **options)
@@ -289,7 +313,7 @@ def test_reasoning_effort_measures_the_thinking_it_saves(tmp_path: Path) -> None
     with serving(LabConfig(latency=thinker)) as lab:
         result = verify(
             lab.base_url, VerifyRemedy.REASONING_EFFORT, tmp_path, max_requests=40,
-            reasoning_effort="low",
+            options=ReasoningEffortOptions("low"),
         )  # fmt: skip
         thought = median_of(result, 1, lambda t: t.reasoning_tokens, tmp_path)
     assert thought == 10

@@ -12,7 +12,11 @@ from conftest import closed_port
 from latdoc.cli import EXIT_OK, EXIT_USAGE, main
 from latdoc.errors import UsageError
 from latdoc.features.verify import VerifyPlan, VerifyRemedy, verify_conversation
-from latdoc.features.verify.conversation.send import Strategy, parse_strategies
+from latdoc.features.verify.conversation.send import (
+    ConversationOptions,
+    Strategy,
+    parse_strategies,
+)
 from latdoc.lab.sim import LabConfig, LabProcess, LabServer, LatencyModel
 from latdoc.probe import Endpoint
 from latdoc.store import Store
@@ -30,18 +34,24 @@ def test_strategies_parse_and_bad_ones_say_why() -> None:
         with pytest.raises(UsageError, match="--strategies"):
             parse_strategies(bad)
     with pytest.raises(UsageError, match="--turns"):
-        VerifyPlan(Endpoint("http://127.0.0.1:9/v1", "m"), VerifyRemedy.CONVERSATION, turns=1)
+        VerifyPlan(
+            Endpoint("http://127.0.0.1:9/v1", "m"),
+            VerifyRemedy.CONVERSATION,
+            options=ConversationOptions(turns=1),
+        )
 
 
 def test_each_strategy_holds_the_chat_it_promises(tmp_path: Path) -> None:
-    plan_args = {"turns": 12, "tokens_per_turn": 150, "strategies": "window:4,summary:6,reset:8"}
+    chat = ConversationOptions(
+        turns=12, tokens_per_turn=150, strategies="window:4,summary:6,reset:8"
+    )
     with LabProcess(LabConfig(latency=LINEAR)) as lab:
         plan = VerifyPlan(
             Endpoint(lab.base_url, "lab-sim"),
             VerifyRemedy.CONVERSATION,
             max_tokens=16,
             seed=5,
-            **plan_args,  # type: ignore[arg-type]
+            options=chat,
         )
         with Store(tmp_path / "c.db") as store:
             held = verify_conversation(plan, store=store)
@@ -106,7 +116,9 @@ def test_a_bad_strategy_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> 
 
 def test_a_conversation_with_an_endpoint_that_cannot_answer_stops_at_once(tmp_path: Path) -> None:
     closed = f"http://127.0.0.1:{closed_port()}/v1"
-    plan = VerifyPlan(Endpoint(closed, "m"), VerifyRemedy.CONVERSATION, turns=6)
+    plan = VerifyPlan(
+        Endpoint(closed, "m"), VerifyRemedy.CONVERSATION, options=ConversationOptions(turns=6)
+    )
     with Store(tmp_path / "c.db") as store:
         held = verify_conversation(plan, store=store)
         kept = sum(len(store.load_run(run_id)[1]) for run_id in held.run_ids.values())

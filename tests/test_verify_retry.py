@@ -11,7 +11,7 @@ from latdoc.cli import EXIT_OK, main
 from latdoc.client import FailureClass, RetryPolicy
 from latdoc.errors import ErrorKind, Phase, TraceError
 from latdoc.features.verify import RetryVerdict, VerifyPlan, VerifyRemedy, verify_retry
-from latdoc.features.verify.retry.send import failure_class
+from latdoc.features.verify.retry.send import RetryOptions, failure_class
 from latdoc.lab.sim import Fault, LabConfig, LabServer, LatencyModel
 from latdoc.probe import Endpoint
 from latdoc.records import RequestTrace
@@ -32,8 +32,8 @@ def run(config: LabConfig, tmp_path: Path, trials: int = 40) -> RetryVerdict:
             Endpoint(lab.base_url, "lab-sim"),
             VerifyRemedy.RETRY,
             max_tokens=4,
-            trials=trials,
             seed=2,
+            options=RetryOptions(trials=trials),
         )
         with Store(tmp_path / "r.db") as store:
             return verify_retry(plan, store=store, policy=fast_policy())
@@ -117,7 +117,11 @@ def test_the_command_prints_json(tmp_path: Path, capsys: pytest.CaptureFixture[s
 def _retry_run(config: LabConfig, tmp_path: Path, policy: RetryPolicy) -> RetryVerdict:
     with LabServer(config) as lab:
         plan = VerifyPlan(
-            Endpoint(lab.base_url, "lab-sim"), VerifyRemedy.RETRY, max_tokens=4, trials=8, seed=2
+            Endpoint(lab.base_url, "lab-sim"),
+            VerifyRemedy.RETRY,
+            max_tokens=4,
+            seed=2,
+            options=RetryOptions(trials=8),
         )
         with Store(tmp_path / "ra.db") as store:
             return verify_retry(plan, store=store, policy=policy)

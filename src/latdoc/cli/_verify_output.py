@@ -17,7 +17,6 @@ from latdoc.features.verify import (
     NOT_APPLICABLE,
     ConversationVerdict,
     RetryVerdict,
-    VerifyRemedy,
     VerifyResult,
 )
 from latdoc.pipeline import RunComparison
@@ -172,7 +171,7 @@ def emit_verify(
         console.print(f"  Note: {note.text}")
     if result.cached_tokens_b is not None:
         console.print(f"  B: the server reported {result.cached_tokens_b} prompt tokens cached.")
-    if result.remedy is VerifyRemedy.MODEL:
+    if result.remedy == "model":
         console.print(
             "  Speed is measured here; whether the answers are as good is yours to check."
         )

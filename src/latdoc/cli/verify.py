@@ -35,7 +35,8 @@ from latdoc.features.verify import (
     verify_remedy,
     verify_retry,
 )
-from latdoc.pipeline import compare_runs, cpu_count
+from latdoc.features.verify import experiments as registry
+from latdoc.pipeline import compare_runs
 from latdoc.store import Store
 
 DEFAULT_VERIFY_REQUESTS = 200
@@ -133,7 +134,7 @@ def run_verify(args: argparse.Namespace) -> int:
     key = api_key(args)
     err = sys.stderr
     remedy = VerifyRemedy(args.remedy)
-    http2 = True if remedy is VerifyRemedy.HTTP2 else None
+    http2 = True if remedy == "http2" else None
     with target(args, err, engine=False, http2=http2) as where:
         endpoint, connection = endpoint_and_connection(args, where, key)
         plan = VerifyPlan(
@@ -141,39 +142,26 @@ def run_verify(args: argparse.Namespace) -> int:
             remedy=remedy,
             connection=connection,
             max_tokens=args.max_tokens,
-            concurrency=args.concurrency,
-            pool_size=args.pool_size,
-            cpu_count=cpu_count(),
-            from_tokens=args.from_tokens,
-            to_tokens=args.to_tokens,
-            prefix_tokens=args.prefix_tokens,
-            generous_max_tokens=args.generous_max_tokens,
-            alt_url=args.alt_url,
-            alt_model=args.alt_model,
-            turns=args.turns,
-            trials=args.trials,
-            tokens_per_turn=args.tokens_per_turn,
-            strategies=args.strategies,
-            reasoning_effort=args.reasoning_effort,
             max_requests=args.max_requests,
             token_budget=args.token_budget,
             max_seconds=args.max_seconds,
             precision=args.precision,
             seed=args.seed,
+            options=registry.experiment(remedy).read(args),
         )
         print(plan_line(plan), file=err)
         with open_store(args, key) as store:
             with ProgressBars(err) as progress:
-                if remedy is VerifyRemedy.RETRY:
+                if remedy == "retry":
                     retried = verify_retry(plan, store=store, on_progress=progress)
-                elif remedy is VerifyRemedy.CONVERSATION:
+                elif remedy == "conversation":
                     held = verify_conversation(plan, store=store, on_progress=progress)
                 else:
                     result = verify_remedy(plan, store=store, on_progress=progress)
-            if remedy is VerifyRemedy.RETRY:
+            if remedy == "retry":
                 emit_retry(retried, args)
                 return EXIT_INTERRUPTED if retried.interrupted else EXIT_OK
-            if remedy is VerifyRemedy.CONVERSATION:
+            if remedy == "conversation":
                 emit_conversation(held, args)
                 return EXIT_INTERRUPTED if held.interrupted else EXIT_OK
             infos = (
@@ -192,7 +180,7 @@ def run_verify(args: argparse.Namespace) -> int:
 def plan_line(plan: VerifyPlan) -> str:
     a, b = arm_summaries(plan)
     tokens = f", {plan.token_budget:,} tokens" if plan.token_budget else ""
-    if plan.remedy is VerifyRemedy.CONVERSATION:
+    if plan.remedy == "conversation":
         return (
             f"Plan: verify conversation on {plan.endpoint.model} at {plan.endpoint.base_url}\n"
             f"  A: {a}\n  B: {b}\n"

@@ -1,8 +1,11 @@
-"""``latdoc verify``: one remedy measured as an A/B experiment on the endpoint.
+"""``latdoc verify``: one remedy measured as an experiment on the endpoint.
 
+- :mod:`~latdoc.features.verify.experiments`: the registry, one module per remedy
+  experiment: its options, its arms, how it is judged;
+- ``remedies``: the plan of an experiment, and the remedies the registry names;
+- ``arms``: what the arms send, and the arm most experiments start from;
 - ``send``: an experiment's arms, interleaved in shuffled blocks within a budget;
-- ``remedies``: each remedy as its two arms, today's way (A) and the remedy (B);
-- ``run``: the experiment run and both arms kept as runs, then compared;
+- ``run``: the experiment run and both arms kept as runs (``runs``), then compared;
 - :mod:`~latdoc.features.verify.conversation` and :mod:`~latdoc.features.verify.retry`:
   the two experiments that are not one request against another, each with its own
   layers.

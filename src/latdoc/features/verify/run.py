@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from secrets import token_hex
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from latdoc.analysis.compare import (
@@ -26,22 +25,19 @@ from latdoc.analysis.compare import (
     experiment_verdict,
     ratio_precision,
 )
-from latdoc.features.verify.remedies import (
-    HEADLINE,
-    VerifyPlan,
-    VerifyRemedy,
-    build_arms,
-    short_question,
-)
+from latdoc.features.verify import experiments
+from latdoc.features.verify.analysis import cached_prompt_tokens
+from latdoc.features.verify.experiments import Before, Experiment
+from latdoc.features.verify.remedies import VerifyPlan
+from latdoc.features.verify.runs import ArmRun, open_verify_runs
 from latdoc.features.verify.send import Arm, ExperimentResult, run_experiment
-from latdoc.pipeline import host_meta
-from latdoc.probe import ProbeSession
 from latdoc.records import Sample, Step, StepNote
 from latdoc.store import Store
 from latdoc.workload import (
     ASSUMED,
     Budget,
     CalibrationFailed,
+    ProgressHook,
     TokenCalibration,
     calibrate,
     calibration_words,
@@ -50,15 +46,13 @@ from latdoc.workload import (
 
 NOT_APPLICABLE = "not_applicable"
 CALIBRATION_NEAR_TOKENS = 256
-CUT_ANSWERS_ALLOWED = 0.1
-"""Above this share of B's answers cut at the limit, max-tokens changed the answer."""
 
 
 @dataclass(frozen=True)
 class VerifyResult:
     """What the experiment found, and where its arms are kept."""
 
-    remedy: VerifyRemedy
+    remedy: str
     verdict: str
     """``better``, ``worse``, ``no_difference`` or ``not_applicable``."""
     reason: str | None = None
@@ -86,42 +80,6 @@ class VerifyResult:
         return None if ci is None else (-ci[1], -ci[0])
 
 
-ProgressHook = Callable[[str, int, int], None]
-
-
-@dataclass(frozen=True)
-class ArmRun:
-    """One arm of an experiment, as its run is opened in the store."""
-
-    name: str
-    label: str
-    endpoint: str
-    model: str
-    options: Mapping[str, Any]
-
-
-def open_verify_runs(store: Store, remedy: str, arms: Sequence[ArmRun]) -> dict[str, str]:
-    """A ``verify`` run per arm, tied by one experiment id; run ids by arm name."""
-    experiment = token_hex(4)
-    return {
-        arm.name: store.new_run(
-            endpoint=arm.endpoint,
-            model=arm.model,
-            scenario="",
-            kind="verify",
-            meta={
-                **host_meta(),
-                "experiment": experiment,
-                "remedy": remedy,
-                "arm": arm.name,
-                "arm_label": arm.label,
-                "options": dict(arm.options),
-            },
-        )
-        for arm in arms
-    }
-
-
 def verify_remedy(
     plan: VerifyPlan,
     *,
@@ -129,8 +87,8 @@ def verify_remedy(
     on_progress: ProgressHook | None = None,
     on_sample: Callable[[str, Sample], None] | None = None,
 ) -> VerifyResult:
-    """Run ``plan``'s experiment; Ctrl-C stops the sending, not the comparison."""
-    state = _State(plan, store, on_progress, on_sample)
+    """Run ``plan``'s experiment as two arms; Ctrl-C stops the sending, not the comparison."""
+    state = _State(plan, experiments.experiment(plan.remedy), store, on_progress, on_sample)
     try:
         return asyncio.run(state.run())
     except KeyboardInterrupt:
@@ -143,6 +101,7 @@ def verify_remedy(
 @dataclass
 class _State:
     plan: VerifyPlan
+    spec: Experiment[Any]
     store: Store
     on_progress: ProgressHook | None
     on_sample: Callable[[str, Sample], None] | None
@@ -157,39 +116,47 @@ class _State:
         budget = Budget(plan.max_requests, plan.token_budget, plan.max_seconds)
         rng = random.Random(plan.seed)
         self._progress("calibration", 0, 1)
-        calibration, answer = await self._prepare(budget, rng)
-        if isinstance(answer, str):
-            return VerifyResult(plan.remedy, NOT_APPLICABLE, reason=answer, notes=tuple(self.notes))
-        self.arms = build_arms(plan, calibration, answer_tokens=answer)
+        calibration, options = await self._prepare(budget, rng)
+        if isinstance(options, str):
+            return VerifyResult(
+                plan.remedy, NOT_APPLICABLE, reason=options, notes=tuple(self.notes)
+            )
+        assert self.spec.arms is not None, f"--remedy {plan.remedy} has no arms to send"
+        self.arms = self.spec.arms(plan, options, calibration)
         self._open_runs()
         result = await _experiment(self, budget)
         self.stopped_because = result.stopped_because
         self.notes.extend(result.notes)
         return self.finish("done")
 
-    async def _prepare(
-        self, budget: Budget, rng: random.Random
-    ) -> tuple[TokenCalibration, int | str | None]:
-        """Calibrate, and check the remedy's precondition; a string is why it cannot apply."""
-        plan = self.plan
-        for words in calibration_words(CALIBRATION_NEAR_TOKENS):
-            budget.reserve(prompt_cost(ASSUMED, words), 1)
+    async def _prepare(self, budget: Budget, rng: random.Random) -> tuple[TokenCalibration, Any]:
+        """Calibrate, and check the experiment's precondition on the endpoint: the options
+        the arms are built from, or (a string) why the remedy cannot apply."""
+        plan, spec = self.plan, self.spec
+        options = spec.options_of(plan)
+        if not spec.calibration and spec.precondition is None:
+            return ASSUMED, options
+        calibration = ASSUMED
+        if spec.calibration:
+            for words in calibration_words(CALIBRATION_NEAR_TOKENS):
+                budget.reserve(prompt_cost(ASSUMED, words), 1)
         async with plan.connection.session(plan.endpoint) as session:
-            try:
-                calibration, _ = await calibrate(session, rng, near_tokens=CALIBRATION_NEAR_TOKENS)
-            except CalibrationFailed as exc:
-                if (error := exc.cannot_answer) is not None:
-                    return ASSUMED, f"the endpoint cannot answer: {error}; {error.cannot_answer}"
-                self.notes.append(StepNote(Step.CALIBRATION, f"{exc}; 1 token per word assumed"))
-                calibration = ASSUMED
-            if plan.remedy is VerifyRemedy.MAX_TOKENS:
-                return calibration, await _answer_length(session, plan, rng)
-        if plan.remedy is VerifyRemedy.HTTP2:
-            return calibration, await _http2_offered(plan)
-        if plan.remedy in (VerifyRemedy.ENDPOINT, VerifyRemedy.MODEL):
-            arms = build_arms(plan, calibration)
-            return calibration, await _answers(arms[1])
-        return calibration, None
+            if spec.calibration:
+                try:
+                    calibration, _ = await calibrate(
+                        session, rng, near_tokens=CALIBRATION_NEAR_TOKENS
+                    )
+                except CalibrationFailed as exc:
+                    if (error := exc.cannot_answer) is not None:
+                        why = f"the endpoint cannot answer: {error}; {error.cannot_answer}"
+                        return ASSUMED, why
+                    note = f"{exc}; 1 token per word assumed"
+                    self.notes.append(StepNote(Step.CALIBRATION, note))
+            if spec.precondition is None:
+                return calibration, options
+            return calibration, await spec.precondition(
+                Before(plan, calibration, session, rng), options
+            )
 
     def _open_runs(self) -> None:
         assert self.arms is not None
@@ -224,26 +191,17 @@ class _State:
         a, b = self.samples["A"], self.samples["B"]
         labels = (self.arms[0].label, self.arms[1].label)
         run_ids = (self.run_ids["A"], self.run_ids["B"])
-        key, statistic = HEADLINE[plan.remedy]
+        spec, key = self.spec, self.spec.headline
         label, read = next((lbl, r) for k, lbl, r in METRICS if k == key)
-        headline = compare_arms(key, label, a, b, read, seed=plan.seed or 0, statistic=statistic)
-        comparison = compare_samples(a, b, seed=plan.seed or 0)
+        seed = plan.seed or 0
+        headline = compare_arms(key, label, a, b, read, seed=seed, statistic=spec.statistic)
+        comparison = compare_samples(a, b, seed=seed)
         verdict, reason = experiment_verdict(headline), None
-        cached = _median([s.trace.cached_prompt_tokens for s in b])
-        if plan.remedy is VerifyRemedy.PROMPT_CACHE and not cached:
-            verdict = NOT_APPLICABLE
-            reason = (
-                "the endpoint reported no cached prompt tokens for the stable prefix: it "
-                "offers no prompt cache to this client, or does not say when it uses one"
-            )
-        if plan.remedy is VerifyRemedy.MAX_TOKENS:
-            cut = [s for s in b if s.trace.ok and s.trace.finish_reason != "stop"]
-            if b and len(cut) > CUT_ANSWERS_ALLOWED * len(b):
+        cached = cached_prompt_tokens(b)
+        if spec.judge is not None:
+            reason = spec.judge(spec.options_of(plan), a, b)
+            if reason is not None:
                 verdict = NOT_APPLICABLE
-                reason = (
-                    f"{len(cut)} of {len(b)} answers in B were cut at the limit: the tight "
-                    "max_tokens changed the answers, not only the limit"
-                )
         if headline is None and reason is None:
             verdict = NOT_APPLICABLE
             reason = "fewer than two successful requests in an arm: nothing to compare"
@@ -264,12 +222,11 @@ class _State:
 
 async def _experiment(state: _State, budget: Budget) -> ExperimentResult:
     assert state.arms is not None
-    plan = state.plan
-    key, statistic = HEADLINE[plan.remedy]
-    read = next(r for k, _, r in METRICS if k == key)
+    plan, spec = state.plan, state.spec
+    read = next(r for k, _, r in METRICS if k == spec.headline)
 
     def precise(a: Sequence[Sample], b: Sequence[Sample]) -> bool:
-        return ratio_precision(a, b, read, statistic=statistic) <= plan.precision
+        return ratio_precision(a, b, read, statistic=spec.statistic) <= plan.precision
 
     return await run_experiment(
         state.arms,
@@ -279,47 +236,6 @@ async def _experiment(state: _State, budget: Budget) -> ExperimentResult:
         on_sample=state.keep,
         on_progress=lambda done, total: state._progress("trials", done, total),
     )
-
-
-async def _answer_length(session: ProbeSession, plan: VerifyPlan, rng: random.Random) -> int | str:
-    """The natural length of an answer, or why there is none to measure."""
-    trace = (await session.request(short_question(rng), plan.generous_max_tokens)).raise_for_error()
-    if trace.finish_reason != "stop" or not trace.output_tokens:
-        return (
-            f"the answer did not end by itself within max_tokens={plan.generous_max_tokens} "
-            f"(finish reason {trace.finish_reason or 'none'}): with an answer as long as the "
-            "limit, only the limit could differ between the arms, so nothing can be verified"
-        )
-    return trace.output_tokens
-
-
-async def _http2_offered(plan: VerifyPlan) -> int | str | None:
-    connection = replace(plan.connection, http2=True)
-    async with connection.session(plan.endpoint, max_connections=1) as session:
-        trace = (await session.request("Hello", 1)).raise_for_error()
-    if trace.http_version != "HTTP/2":
-        return (
-            f"the endpoint answered over {trace.http_version or 'HTTP/1.1'} when offered "
-            "HTTP/2 (ALPN): it does not serve HTTP/2 to this client"
-        )
-    return None
-
-
-async def _answers(arm: Arm) -> int | str | None:
-    async with arm.session() as session:
-        trace = await session.request("Hello", 1)
-    if trace.error is not None:
-        where = arm.endpoint.base_url
-        return f"arm B ({arm.endpoint.model} at {where}) does not answer: {trace.error}"
-    return None
-
-
-def _median(values: Sequence[int | None]) -> float | None:
-    known = sorted(v for v in values if v is not None)
-    if not known:
-        return None
-    mid = len(known) // 2
-    return float(known[mid]) if len(known) % 2 else (known[mid - 1] + known[mid]) / 2
 
 
 def _options(plan: VerifyPlan, arm: Arm) -> dict[str, Any]:

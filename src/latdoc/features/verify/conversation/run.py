@@ -8,29 +8,40 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from latdoc.features.verify.conversation.analysis import KEEP, StrategyOutcome, TurnRecord, outcomes
+from latdoc.features.verify.conversation.render import (
+    conversation_to_dict,
+    render_conversation,
+    render_conversation_html,
+)
 from latdoc.features.verify.conversation.send import (
+    ConversationOptions,
     ConversationPlan,
     ConversationTurn,
     parse_strategies,
     run_conversations,
 )
-from latdoc.features.verify.remedies import VerifyPlan
-from latdoc.features.verify.run import ArmRun, open_verify_runs
+from latdoc.features.verify.runs import ArmRun, open_verify_runs
 from latdoc.records import Sample, Step, StepNote
 from latdoc.store import Store
 from latdoc.workload import (
     ASSUMED,
     Budget,
     CalibrationFailed,
+    ProgressHook,
     calibrate,
     calibration_words,
     cannot_answer_note,
     prompt_cost,
 )
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+    from latdoc.features.verify.remedies import VerifyPlan
 
 
 @dataclass(frozen=True)
@@ -45,6 +56,31 @@ class ConversationVerdict:
     notes: tuple[StepNote, ...] = ()
     store_path: str = ""
     interrupted: bool = False
+
+    def document(self) -> dict[str, Any]:
+        document = conversation_to_dict(
+            self.outcomes,
+            turns=self.turns,
+            descriptions=self.descriptions,
+            dropped=self.dropped,
+            run_ids=self.run_ids,
+        )
+        document["notes"] = [{"step": str(n.step), "text": n.text} for n in self.notes]
+        return document
+
+    def renderable(self) -> RenderableType:
+        return render_conversation(
+            self.outcomes, turns=self.turns, descriptions=self.descriptions, dropped=self.dropped
+        )
+
+    def page(self) -> str:
+        return render_conversation_html(
+            self.outcomes, turns=self.turns, descriptions=self.descriptions, dropped=self.dropped
+        )
+
+    def kept(self) -> str:
+        runs = ", ".join(f"{name} {run_id}" for name, run_id in self.run_ids.items())
+        return f"Runs kept in {self.store_path}: {runs}"
 
 
 @dataclass
@@ -64,16 +100,17 @@ def verify_conversation(
     plan: VerifyPlan,
     *,
     store: Store,
-    on_progress: Callable[[str, int, int], None] | None = None,
+    on_progress: ProgressHook | None = None,
 ) -> ConversationVerdict:
     """Hold the conversation under ``keep`` and each strategy of ``plan``; compare them."""
-    strategies = parse_strategies(plan.strategies)
+    chat = plan.options_as(ConversationOptions)
+    strategies = parse_strategies(chat.strategies)
     describe = {KEEP: "the whole history every turn"}
     describe |= {s.name: s.describe() for s in strategies}
     keeper = _Keeper(store)
     options = {
-        "turns": plan.turns,
-        "tokens_per_turn": plan.tokens_per_turn,
+        "turns": chat.turns,
+        "tokens_per_turn": chat.tokens_per_turn,
         "max_tokens": plan.max_tokens,
     }
     arms = [
@@ -85,8 +122,8 @@ def verify_conversation(
         endpoint=plan.endpoint,
         connection=plan.connection,
         strategies=strategies,
-        turns=plan.turns,
-        tokens_per_turn=plan.tokens_per_turn,
+        turns=chat.turns,
+        tokens_per_turn=chat.tokens_per_turn,
         max_tokens=plan.max_tokens,
         seed=plan.seed,
     )
@@ -97,11 +134,11 @@ def verify_conversation(
 
     async def go() -> None:
         rng = random.Random(plan.seed)
-        for words in calibration_words(plan.tokens_per_turn):
+        for words in calibration_words(chat.tokens_per_turn):
             budget.reserve(prompt_cost(ASSUMED, words), 1)
         async with plan.connection.session(plan.endpoint) as session:
             try:
-                calibration, _ = await calibrate(session, rng, near_tokens=plan.tokens_per_turn)
+                calibration, _ = await calibrate(session, rng, near_tokens=chat.tokens_per_turn)
             except CalibrationFailed as exc:
                 if (error := exc.cannot_answer) is not None:
                     notes.append(StepNote(Step.RUN, cannot_answer_note(error)))
@@ -131,12 +168,12 @@ def verify_conversation(
         )
     return ConversationVerdict(
         outcomes=tuple(
-            outcomes(keeper.records, plan.turns, order=list(describe), seed=plan.seed or 0)
+            outcomes(keeper.records, chat.turns, order=list(describe), seed=plan.seed or 0)
         ),
         descriptions=describe,
         dropped=dropped,
         run_ids=dict(keeper.run_ids),
-        turns=plan.turns,
+        turns=chat.turns,
         notes=tuple(notes),
         store_path=store.path,
         interrupted=interrupted,

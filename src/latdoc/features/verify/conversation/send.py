@@ -139,6 +139,17 @@ class _Chat:
 
 
 @dataclass(frozen=True)
+class ConversationOptions:
+    """``--remedy conversation``'s own options: the chat, and the strategies that bound it."""
+
+    turns: int = 20
+    tokens_per_turn: int = 200
+    """Tokens the user adds each turn."""
+    strategies: str = "window:6,summary:10,reset:20"
+    """``window:N``, ``summary:N``, ``reset:N``, comma-separated."""
+
+
+@dataclass(frozen=True)
 class ConversationPlan:
     endpoint: Endpoint
     connection: ConnectionOptions

@@ -4,17 +4,42 @@ own errors; both arms kept as runs, every attempt a sample (its index the trial'
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from latdoc.client import RetryPolicy
-from latdoc.features.verify.remedies import VerifyPlan, build_arms
+from latdoc.features.verify.arms import base_arm
 from latdoc.features.verify.retry.analysis import RetryComparison, TrialOutcome, compare_reliability
-from latdoc.features.verify.retry.send import RetryTrial, run_retry_trials
-from latdoc.features.verify.run import ArmRun, open_verify_runs
+from latdoc.features.verify.retry.render import render_retry, retry_to_dict
+from latdoc.features.verify.retry.send import RetryOptions, RetryTrial, run_retry_trials
+from latdoc.features.verify.runs import ArmRun, open_verify_runs
+from latdoc.features.verify.send import Arm
 from latdoc.records import Sample, Step, StepNote
 from latdoc.store import Store
-from latdoc.workload import ASSUMED, Budget
+from latdoc.workload import ASSUMED, Budget, ProgressHook, TokenCalibration
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+    from latdoc.features.verify.remedies import VerifyPlan
+
+
+NO_RETRIES = "no retries: the first failure is the application's"
+UNDER_POLICY = (
+    "latdoc.client.RetryPolicy(): connect errors and timeouts, 5xx, 529 and 429 "
+    "retried with backoff, Retry-After honoured, other 4xx never"
+)
+
+
+def retry_arms(
+    plan: VerifyPlan, options: RetryOptions, calibration: TokenCalibration
+) -> tuple[Arm, Arm]:
+    """The same short requests without retries (A) and under the policy (B)."""
+    base = base_arm(plan, calibration)
+    return (
+        replace(base, label=NO_RETRIES, warmup_trials=0),
+        replace(base, name="B", label=UNDER_POLICY, warmup_trials=0),
+    )
 
 
 @dataclass(frozen=True)
@@ -26,17 +51,34 @@ class RetryVerdict:
     store_path: str = ""
     interrupted: bool = False
 
+    def document(self) -> dict[str, Any]:
+        document = retry_to_dict(self.comparison, labels=self.labels, run_ids=self.run_ids)
+        document["notes"] = [{"step": str(n.step), "text": n.text} for n in self.notes]
+        return document
+
+    def renderable(self) -> RenderableType:
+        return render_retry(self.comparison, labels=self.labels)
+
+    def page(self) -> None:
+        return None
+
+    def kept(self) -> str:
+        a, b = self.run_ids
+        return f"Runs {a} (A) and {b} (B) kept in {self.store_path}."
+
 
 def verify_retry(
     plan: VerifyPlan,
     *,
     store: Store,
     policy: RetryPolicy | None = None,
-    on_progress: Callable[[str, int, int], None] | None = None,
+    on_progress: ProgressHook | None = None,
 ) -> RetryVerdict:
-    """``plan.trials`` logical requests per arm, A with no retries, B under ``policy``."""
+    """``trials`` logical requests per arm (the plan's options), A with no retries, B under
+    ``policy``."""
     policy = policy or RetryPolicy()
-    arms = build_arms(plan, ASSUMED)
+    options = plan.options_as(RetryOptions)
+    arms = retry_arms(plan, options, ASSUMED)
     by_arm = open_verify_runs(
         store,
         "retry",
@@ -46,7 +88,7 @@ def verify_retry(
                 arm.label,
                 arm.endpoint.base_url,
                 arm.endpoint.model,
-                {"trials": plan.trials, "max_tokens": arm.max_tokens},
+                {"trials": options.trials, "max_tokens": arm.max_tokens},
             )
             for arm in arms
         ],
@@ -68,7 +110,7 @@ def verify_retry(
                 arms,
                 policy,
                 Budget(plan.max_requests, plan.token_budget, plan.max_seconds),
-                plan.trials,
+                options.trials,
                 seed=plan.seed,
                 on_trial=keep,
                 on_progress=lambda done, total: (

@@ -25,6 +25,14 @@ from latdoc.workload import Budget
 
 
 @dataclass(frozen=True)
+class RetryOptions:
+    """``--remedy retry``'s own options."""
+
+    trials: int = 40
+    """Logical requests per arm."""
+
+
+@dataclass(frozen=True)
 class RetryTrial:
     """One logical request of an arm: its attempts, and what the application saw."""
 

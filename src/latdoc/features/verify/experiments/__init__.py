@@ -1,0 +1,79 @@
+"""The experiments ``latdoc verify --remedy`` can run, one module each.
+
+:data:`EXPERIMENTS` is the one list: the ``--remedy`` choices, their options on the
+command line, :class:`~latdoc.features.verify.VerifyRemedy` and every dispatch read
+it. A new experiment is a module defining one :class:`Experiment` and a line here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from latdoc.errors import UsageError
+from latdoc.features.verify.experiments._spec import (
+    Argument,
+    Before,
+    Experiment,
+    NoOptions,
+    Outcome,
+    Runner,
+)
+from latdoc.features.verify.experiments.conversation import CONVERSATION
+from latdoc.features.verify.experiments.endpoint import ENDPOINT
+from latdoc.features.verify.experiments.http2 import HTTP2
+from latdoc.features.verify.experiments.keepalive import KEEPALIVE
+from latdoc.features.verify.experiments.max_tokens import MAX_TOKENS
+from latdoc.features.verify.experiments.model import MODEL
+from latdoc.features.verify.experiments.pool import POOL
+from latdoc.features.verify.experiments.prompt_cache import PROMPT_CACHE
+from latdoc.features.verify.experiments.reasoning_effort import REASONING_EFFORT
+from latdoc.features.verify.experiments.retry import RETRY
+from latdoc.features.verify.experiments.trim import TRIM
+
+__all__ = [
+    "EXPERIMENTS",
+    "Argument",
+    "Before",
+    "Experiment",
+    "NoOptions",
+    "Outcome",
+    "Runner",
+    "arguments",
+    "experiment",
+    "names",
+]
+
+EXPERIMENTS: tuple[Experiment[Any], ...] = (
+    KEEPALIVE,
+    HTTP2,
+    POOL,
+    TRIM,
+    CONVERSATION,
+    MAX_TOKENS,
+    PROMPT_CACHE,
+    RETRY,
+    ENDPOINT,
+    MODEL,
+    REASONING_EFFORT,
+)
+
+
+def names() -> tuple[str, ...]:
+    """The ``--remedy`` values, in the registry's order."""
+    return tuple(e.name for e in EXPERIMENTS)
+
+
+def experiment(name: str) -> Experiment[Any]:
+    """The experiment of ``--remedy name``."""
+    for e in EXPERIMENTS:
+        if e.name == name:
+            return e
+    raise UsageError(f"latdoc verify has no remedy {name!r}; one of {', '.join(names())}")
+
+
+def arguments() -> tuple[Argument, ...]:
+    """Every experiment's options, each once (experiments may share one), in order."""
+    out: list[Argument] = []
+    for e in EXPERIMENTS:
+        out += [a for a in e.arguments if a not in out]
+    return tuple(out)

@@ -1,0 +1,166 @@
+"""One ``latdoc verify --remedy`` experiment, as data: :class:`Experiment`.
+
+An experiment names its remedy, the command-line options it adds and the small
+record it reads them into, its two arms (today's way, A, and the remedy, B), the
+metric and statistic it is judged by, and what it checks on the endpoint before
+the arms and on B's answers after them. One that is not one request against
+another (a conversation, retries) names its own :class:`Runner` instead of the
+shared A/B engine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+
+from latdoc.analysis.compare import MEDIAN
+from latdoc.features.verify.send import Arm
+from latdoc.probe import ProbeSession
+from latdoc.records import Sample, StepNote
+from latdoc.store import Store
+from latdoc.workload import ProgressHook, TokenCalibration
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+    from latdoc.features.verify.remedies import VerifyPlan
+
+Opts = TypeVar("Opts")
+
+
+@dataclass(frozen=True)
+class NoOptions:
+    """The options of an experiment that has none of its own."""
+
+
+@dataclass(frozen=True)
+class Argument:
+    """One ``latdoc verify`` option of an experiment. Experiments that share an option
+    (``--concurrency`` for http2 and pool) name the same :class:`Argument`, and the
+    command adds it once."""
+
+    flag: str
+    help: str
+    dest: str | None = None
+    kind: type[int] | type[float] | type[str] = str
+    """A whole number or a number (both more than 0 on the command line), or text."""
+    default: int | float | str | None = None
+    metavar: str | None = None
+    choices: tuple[str, ...] | None = None
+
+    @property
+    def name(self) -> str:
+        """The attribute the parsed value is read from: ``--pool-size`` is ``pool_size``."""
+        return self.dest or self.flag.removeprefix("--").replace("-", "_")
+
+
+@dataclass(frozen=True)
+class Before:
+    """What an experiment's check on the endpoint has to hand before its arms run."""
+
+    plan: VerifyPlan
+    calibration: TokenCalibration
+    session: ProbeSession
+    """A session already open on the plan's endpoint (the calibration's)."""
+    rng: random.Random
+
+
+class Outcome(Protocol):
+    """What an experiment with its own :class:`Runner` returns, as the command shows it."""
+
+    @property
+    def notes(self) -> tuple[StepNote, ...]: ...
+
+    @property
+    def interrupted(self) -> bool: ...
+
+    def document(self) -> dict[str, Any]:
+        """The outcome as JSON, naming its schema, notes included."""
+        ...
+
+    def renderable(self) -> RenderableType:
+        """The outcome for the terminal."""
+        ...
+
+    def page(self) -> str | None:
+        """The outcome as a self-contained HTML page, if it has one."""
+        ...
+
+    def kept(self) -> str:
+        """Where its runs are kept, in one line."""
+        ...
+
+
+class Runner(Protocol):
+    """How an experiment runs when it is not one request against another."""
+
+    def __call__(
+        self, plan: VerifyPlan, *, store: Store, on_progress: ProgressHook | None = None
+    ) -> Outcome: ...
+
+
+@dataclass(frozen=True)
+class Experiment(Generic[Opts]):
+    """One remedy ``latdoc verify`` can measure, and everything that is its own."""
+
+    name: str
+    """The ``--remedy`` value."""
+    summary: str
+    """What B does, in a few words, for ``--help``."""
+    options: type[Opts]
+    """Its own options record; every field has a default."""
+    describe: Callable[[VerifyPlan, Opts], tuple[str, str]]
+    """What arms A and B will be, said before anything is sent."""
+    arms: Callable[[VerifyPlan, Opts, TokenCalibration], tuple[Arm, Arm]] | None = None
+    """Arm A (today) and arm B (the remedy), from the shared plan and its options."""
+    arguments: tuple[Argument, ...] = ()
+    read_options: Callable[[argparse.Namespace], Opts] | None = None
+    """Its options from the parsed command line; ``None``: it has no arguments."""
+    check: Callable[[VerifyPlan, Opts], None] | None = None
+    """Raise :class:`~latdoc.errors.UsageError` for options that cannot make an
+    experiment, before anything is sent."""
+    headline: str = "ttft"
+    """The metric it is judged by (a key of :data:`~latdoc.analysis.compare.METRICS`)."""
+    statistic: str = MEDIAN
+    """How the headline metric is compared: the median, or the trial mean where requests
+    sent at once finish in waves of the pool's size."""
+    calibration: bool = True
+    """Count prompts on the endpoint's own tokenizer first (its first request, which also
+    tells an endpoint that cannot answer); else one token a word is assumed."""
+    precondition: Callable[[Before, Opts], Awaitable[Opts | str]] | None = None
+    """Check on the endpoint that it can show the remedy at all: the options the arms are
+    built from (with anything measured for them), or why the remedy cannot apply."""
+    judge: Callable[[Opts, Sequence[Sample], Sequence[Sample]], str | None] | None = None
+    """After the arms, from A's and B's samples: why the remedy could not be shown after
+    all (``not_applicable``), or ``None``."""
+    runner: Runner | None = None
+    """Runs the experiment instead of the A/B engine, and owns what it returns."""
+    schedule: str | None = None
+    """How the plan says its requests are sent, for a runner that does not send A/B
+    trials until the headline is precise."""
+    builtin_http2: bool = False
+    """The built-in endpoint must offer HTTP/2 for this experiment."""
+    caveat: str | None = None
+    """What the measurement cannot say, shown under the verdict."""
+
+    def __post_init__(self) -> None:
+        if self.arms is None and self.runner is None:
+            raise ValueError(f"experiment {self.name!r} needs arms or a runner of its own")
+        if self.arguments and self.read_options is None:
+            raise ValueError(f"experiment {self.name!r} has arguments but does not read them")
+
+    def options_of(self, plan: VerifyPlan) -> Opts:
+        """The plan's options record, as this experiment's own type."""
+        return plan.options_as(self.options)
+
+    def read(self, args: argparse.Namespace) -> Opts:
+        """Its options from the parsed command line."""
+        return self.options() if self.read_options is None else self.read_options(args)
+
+    def build_arms(self, plan: VerifyPlan, calibration: TokenCalibration) -> tuple[Arm, Arm]:
+        if self.arms is None:
+            raise ValueError(f"--remedy {self.name} runs its own experiment, not two arms")
+        return self.arms(plan, self.options_of(plan), calibration)

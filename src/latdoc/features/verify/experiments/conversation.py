@@ -1,0 +1,73 @@
+"""``--remedy conversation``: a multi-turn chat that keeps everything, against the same
+chat under strategies that bound it; run by :mod:`latdoc.features.verify.conversation`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from latdoc.analysis.compare import TRIAL_MEAN
+from latdoc.errors import UsageError
+from latdoc.features.verify.conversation import verify_conversation
+from latdoc.features.verify.conversation.send import ConversationOptions, parse_strategies
+from latdoc.features.verify.experiments._spec import Argument, Experiment
+
+if TYPE_CHECKING:
+    import argparse
+
+    from latdoc.features.verify.remedies import VerifyPlan
+
+
+def _read(args: argparse.Namespace) -> ConversationOptions:
+    return ConversationOptions(
+        turns=args.turns, tokens_per_turn=args.tokens_per_turn, strategies=args.strategies
+    )
+
+
+def _check(plan: VerifyPlan, options: ConversationOptions) -> None:
+    parse_strategies(options.strategies)
+    if options.turns < 2:
+        raise UsageError("--turns must be at least 2: a conversation needs history")
+
+
+def _describe(plan: VerifyPlan, options: ConversationOptions) -> tuple[str, str]:
+    return (
+        f"a {options.turns}-turn chat of {options.tokens_per_turn} tokens a turn that keeps "
+        "everything",
+        f"the same chat under each of {options.strategies}",
+    )
+
+
+CONVERSATION = Experiment(
+    name="conversation",
+    summary="bound the chat history: window, summary, reset",
+    options=ConversationOptions,
+    describe=_describe,
+    arguments=(
+        Argument(
+            "--turns",
+            "conversation: turns in the chat (default 20)",
+            kind=int,
+            default=20,
+            metavar="T",
+        ),
+        Argument(
+            "--tokens-per-turn",
+            "conversation: tokens the user adds each turn (default 200)",
+            kind=int,
+            default=200,
+            metavar="K",
+        ),
+        Argument(
+            "--strategies",
+            "conversation: window:N, summary:N, reset:N, comma-separated "
+            "(default window:6,summary:10,reset:20)",
+            default="window:6,summary:10,reset:20",
+            metavar="LIST",
+        ),
+    ),
+    read_options=_read,
+    check=_check,
+    statistic=TRIAL_MEAN,
+    runner=verify_conversation,
+    schedule="Every strategy answers the same user turns, turn by turn in a shuffled order",
+)

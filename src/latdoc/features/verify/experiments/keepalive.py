@@ -1,0 +1,37 @@
+"""``--remedy keepalive``: a new connection per request, against one kept alive."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from latdoc.features.verify.arms import base_arm
+from latdoc.features.verify.experiments._spec import Experiment, NoOptions
+from latdoc.features.verify.send import Arm
+from latdoc.workload import TokenCalibration
+
+if TYPE_CHECKING:
+    from latdoc.features.verify.remedies import VerifyPlan
+
+
+def _describe(plan: VerifyPlan, options: NoOptions) -> tuple[str, str]:
+    return "a new connection per request", "one connection, kept alive and reused"
+
+
+def _arms(plan: VerifyPlan, options: NoOptions, calibration: TokenCalibration) -> tuple[Arm, Arm]:
+    base = base_arm(plan, calibration)
+    return (
+        replace(
+            base, label="a new connection (DNS, TCP, TLS) per request", reuse=False, warmup_trials=0
+        ),
+        replace(base, name="B", label="one connection, kept alive and reused", warmup_trials=1),
+    )
+
+
+KEEPALIVE = Experiment(
+    name="keepalive",
+    summary="reuse one connection",
+    options=NoOptions,
+    describe=_describe,
+    arms=_arms,
+)

@@ -1,0 +1,75 @@
+"""``--remedy model``: the model of today against another on the same endpoint. Only a
+model the endpoint serves can show it; whether its answers are as good is the user's
+to judge."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from latdoc.errors import UsageError
+from latdoc.features.verify.arms import base_arm
+from latdoc.features.verify.experiments._shared import ALT_MODEL, unanswered
+from latdoc.features.verify.experiments._spec import Before, Experiment
+from latdoc.features.verify.send import Arm
+from latdoc.workload import TokenCalibration
+
+if TYPE_CHECKING:
+    import argparse
+
+    from latdoc.features.verify.remedies import VerifyPlan
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    alt_model: str | None = None
+    """The model to try (required)."""
+
+
+def _read(args: argparse.Namespace) -> ModelOptions:
+    return ModelOptions(alt_model=args.alt_model)
+
+
+def _check(plan: VerifyPlan, options: ModelOptions) -> None:
+    if not options.alt_model:
+        raise UsageError("--remedy model needs --alt-model NAME: the model to try")
+    if options.alt_model == plan.endpoint.model:
+        raise UsageError("--alt-model names the model under test: name another one")
+
+
+def _describe(plan: VerifyPlan, options: ModelOptions) -> tuple[str, str]:
+    return f"model {plan.endpoint.model}", f"model {options.alt_model}"
+
+
+def _arms(
+    plan: VerifyPlan, options: ModelOptions, calibration: TokenCalibration
+) -> tuple[Arm, Arm]:
+    assert options.alt_model is not None
+    other = replace(plan.endpoint, model=options.alt_model)
+    base = base_arm(plan, calibration)
+    return (
+        replace(base, label=f"model {plan.endpoint.model}", warmup_trials=1),
+        replace(
+            base, name="B", label=f"model {options.alt_model}", endpoint=other, warmup_trials=1
+        ),
+    )
+
+
+async def _answers(before: Before, options: ModelOptions) -> ModelOptions | str:
+    _, b = _arms(before.plan, options, before.calibration)
+    why = await unanswered(b)
+    return options if why is None else why
+
+
+MODEL = Experiment(
+    name="model",
+    summary="another model",
+    options=ModelOptions,
+    describe=_describe,
+    arms=_arms,
+    arguments=(ALT_MODEL,),
+    read_options=_read,
+    check=_check,
+    precondition=_answers,
+    caveat="Speed is measured here; whether the answers are as good is yours to check.",
+)

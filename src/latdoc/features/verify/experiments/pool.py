@@ -1,0 +1,87 @@
+"""``--remedy pool``: requests at once on today's pool, against the pool the advice
+gives, ``2 × cores + concurrency``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from latdoc.analysis.compare import TRIAL_MEAN
+from latdoc.errors import UsageError
+from latdoc.features.verify.experiments._shared import (
+    CONCURRENCY,
+    POOL_SIZE,
+    check_pool_size,
+    http1_pool_arm,
+)
+from latdoc.features.verify.experiments._spec import Experiment
+from latdoc.features.verify.send import Arm
+from latdoc.pipeline import cpu_count
+from latdoc.workload import TokenCalibration
+
+if TYPE_CHECKING:
+    import argparse
+
+    from latdoc.features.verify.remedies import VerifyPlan
+
+
+@dataclass(frozen=True)
+class PoolOptions:
+    concurrency: int = 8
+    """Requests at once per trial."""
+    pool_size: int | None = None
+    """Arm A's pool: the one the client has today (required)."""
+    cpu_count: int = 1
+    """Cores of this host, for the advised pool."""
+
+    @property
+    def advised_pool(self) -> int:
+        """The pool the advice gives: ``2 × cores + concurrency``."""
+        return 2 * max(1, self.cpu_count) + self.concurrency
+
+
+def _read(args: argparse.Namespace) -> PoolOptions:
+    return PoolOptions(
+        concurrency=args.concurrency, pool_size=args.pool_size, cpu_count=cpu_count()
+    )
+
+
+def _check(plan: VerifyPlan, options: PoolOptions) -> None:
+    if options.pool_size is None:
+        raise UsageError("--remedy pool needs --pool-size: the pool your client has today")
+    check_pool_size(options.pool_size)
+
+
+def _describe(plan: VerifyPlan, options: PoolOptions) -> tuple[str, str]:
+    n = options.concurrency
+    return (
+        f"a pool of {options.pool_size} (today), {n} requests at once",
+        f"a pool of {options.advised_pool} (2 × {options.cpu_count} cores + {n}), "
+        f"{n} requests at once",
+    )
+
+
+def _arms(plan: VerifyPlan, options: PoolOptions, calibration: TokenCalibration) -> tuple[Arm, Arm]:
+    n, size = options.concurrency, options.advised_pool
+    a = http1_pool_arm(plan, calibration, n, options.pool_size)
+    b = replace(
+        a,
+        name="B",
+        label=f"HTTP/1.1, a pool of {size} connections (2 × {options.cpu_count} cores + "
+        f"{n}), {n} requests at once",
+        max_connections=size,
+    )
+    return a, b
+
+
+POOL = Experiment(
+    name="pool",
+    summary="a pool of 2 × cores + concurrency",
+    options=PoolOptions,
+    describe=_describe,
+    arms=_arms,
+    arguments=(CONCURRENCY, POOL_SIZE),
+    read_options=_read,
+    check=_check,
+    statistic=TRIAL_MEAN,
+)

@@ -1,0 +1,73 @@
+"""``--remedy reasoning-effort``: reasoning as the requests ask today, against a lower
+effort (Anthropic: a thinking budget), judged on the whole request."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from latdoc.features.verify.arms import base_arm
+from latdoc.features.verify.experiments._spec import Argument, Experiment
+from latdoc.features.verify.send import Arm
+from latdoc.workload import TokenCalibration
+
+if TYPE_CHECKING:
+    import argparse
+
+    from latdoc.features.verify.remedies import VerifyPlan
+
+TODAY = "reasoning as the requests ask today"
+
+
+@dataclass(frozen=True)
+class ReasoningEffortOptions:
+    reasoning_effort: str = "low"
+    """The effort arm B asks for."""
+
+
+def _read(args: argparse.Namespace) -> ReasoningEffortOptions:
+    return ReasoningEffortOptions(reasoning_effort=args.reasoning_effort)
+
+
+def _check(plan: VerifyPlan, options: ReasoningEffortOptions) -> None:
+    plan.endpoint.dialect.reasoning_fields(options.reasoning_effort)
+
+
+def _describe(plan: VerifyPlan, options: ReasoningEffortOptions) -> tuple[str, str]:
+    return TODAY, f"reasoning effort {options.reasoning_effort}"
+
+
+def _arms(
+    plan: VerifyPlan, options: ReasoningEffortOptions, calibration: TokenCalibration
+) -> tuple[Arm, Arm]:
+    ep = plan.endpoint
+    asked = ep.dialect.reasoning_fields(options.reasoning_effort)
+    lighter = replace(ep, extra_body={**ep.extra_body, **asked})
+    _, effort = _describe(plan, options)
+    base = base_arm(plan, calibration)
+    return (
+        replace(base, label=TODAY, warmup_trials=1),
+        replace(base, name="B", label=f"{effort}: {asked}", endpoint=lighter),
+    )
+
+
+REASONING_EFFORT = Experiment(
+    name="reasoning-effort",
+    summary="a lower reasoning effort",
+    options=ReasoningEffortOptions,
+    describe=_describe,
+    arms=_arms,
+    arguments=(
+        Argument(
+            "--reasoning-effort",
+            "reasoning-effort: the effort B asks for (default low; "
+            "Anthropic: a thinking budget, none disabling it)",
+            default="low",
+            metavar="EFFORT",
+            choices=("none", "minimal", "low", "medium", "high"),
+        ),
+    ),
+    read_options=_read,
+    check=_check,
+    headline="total",
+)

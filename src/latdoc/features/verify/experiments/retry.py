@@ -1,0 +1,46 @@
+"""``--remedy retry``: no retries against the retry policy, on the endpoint's own
+failures; run by :mod:`latdoc.features.verify.retry`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from latdoc.features.verify.experiments._spec import Argument, Experiment
+from latdoc.features.verify.retry import verify_retry
+from latdoc.features.verify.retry.run import NO_RETRIES, UNDER_POLICY, retry_arms
+from latdoc.features.verify.retry.send import RetryOptions
+
+if TYPE_CHECKING:
+    import argparse
+
+    from latdoc.features.verify.remedies import VerifyPlan
+
+
+def _read(args: argparse.Namespace) -> RetryOptions:
+    return RetryOptions(trials=args.trials)
+
+
+def _describe(plan: VerifyPlan, options: RetryOptions) -> tuple[str, str]:
+    return NO_RETRIES, UNDER_POLICY
+
+
+RETRY = Experiment(
+    name="retry",
+    summary="retry by latdoc.client.RetryPolicy",
+    options=RetryOptions,
+    describe=_describe,
+    arms=retry_arms,
+    arguments=(
+        Argument(
+            "--trials",
+            "retry: logical requests per arm (default 40)",
+            kind=int,
+            default=40,
+            metavar="N",
+        ),
+    ),
+    read_options=_read,
+    headline="total",
+    calibration=False,
+    runner=verify_retry,
+)
