@@ -1,7 +1,7 @@
 """What ``latdoc compare`` and ``latdoc verify`` print: a comparison of two runs, each
 described in one line; a verify result with its verdict line, as text, as JSON
-(:data:`VERIFY_SCHEMA`) or as an HTML page; and the conversation and retry
-experiments' own tables and documents.
+(:data:`VERIFY_SCHEMA`) or as an HTML page; and the outcome of an experiment with a
+runner of its own (conversation, retry), as its own document, table and page.
 """
 
 from __future__ import annotations
@@ -13,12 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from latdoc.errors import UsageError
-from latdoc.features.verify import (
-    NOT_APPLICABLE,
-    ConversationVerdict,
-    RetryVerdict,
-    VerifyResult,
-)
+from latdoc.features.verify import NOT_APPLICABLE, VerifyResult
+from latdoc.features.verify import experiments as registry
+from latdoc.features.verify.experiments import Outcome
 from latdoc.pipeline import RunComparison
 from latdoc.store import RunInfo
 
@@ -26,8 +23,7 @@ __all__ = [
     "VERIFY_SCHEMA",
     "describe",
     "emit_comparison",
-    "emit_conversation",
-    "emit_retry",
+    "emit_outcome",
     "emit_verify",
     "run_dict",
     "verdict_line",
@@ -171,10 +167,8 @@ def emit_verify(
         console.print(f"  Note: {note.text}")
     if result.cached_tokens_b is not None:
         console.print(f"  B: the server reported {result.cached_tokens_b} prompt tokens cached.")
-    if result.remedy == "model":
-        console.print(
-            "  Speed is measured here; whether the answers are as good is yours to check."
-        )
+    if (caveat := registry.experiment(result.remedy).caveat) is not None:
+        console.print(f"  {caveat}")
     console.print(line)
     if result.run_ids is not None:
         print(
@@ -185,63 +179,23 @@ def emit_verify(
         )
 
 
-def emit_conversation(held: ConversationVerdict, args: argparse.Namespace) -> None:
-    from latdoc.features.verify.conversation import (
-        conversation_to_dict,
-        render_conversation,
-        render_conversation_html,
-    )
+def emit_outcome(outcome: Outcome, args: argparse.Namespace) -> None:
+    """An experiment's own outcome: its JSON document, or its table (and its HTML page
+    when asked for and it has one), its notes, and where its runs are kept."""
     from latdoc.report import make_console
 
-    turns, descriptions, dropped = held.turns, held.descriptions, held.dropped
     if args.json:
-        document = conversation_to_dict(
-            held.outcomes,
-            turns=turns,
-            descriptions=descriptions,
-            dropped=dropped,
-            run_ids=held.run_ids,
-        )
-        document["notes"] = [{"step": str(n.step), "text": n.text} for n in held.notes]
-        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        sys.stdout.write(json.dumps(outcome.document(), indent=2) + "\n")
         return
-    if args.html:
+    if args.html and (page := outcome.page()) is not None:
         path = Path(args.html)
         try:
-            page = render_conversation_html(
-                held.outcomes, turns=turns, descriptions=descriptions, dropped=dropped
-            )
             path.write_text(page, encoding="utf-8")
         except OSError as exc:
             raise UsageError(f"cannot write {path}: {exc.strerror}") from None
         print(f"HTML report written to {path}", file=sys.stderr)
     console = make_console(sys.stdout)
-    console.print(
-        render_conversation(held.outcomes, turns=turns, descriptions=descriptions, dropped=dropped)
-    )
-    for note in held.notes:
+    console.print(outcome.renderable())
+    for note in outcome.notes:
         console.print(f"  Note: {note.text}")
-    print(
-        f"Runs kept in {held.store_path}: "
-        + ", ".join(f"{name} {run_id}" for name, run_id in held.run_ids.items()),
-        file=sys.stderr,
-    )
-
-
-def emit_retry(verdict: RetryVerdict, args: argparse.Namespace) -> None:
-    from latdoc.features.verify.retry import render_retry, retry_to_dict
-    from latdoc.report import make_console
-
-    if args.json:
-        document = retry_to_dict(verdict.comparison, labels=verdict.labels, run_ids=verdict.run_ids)
-        document["notes"] = [{"step": str(n.step), "text": n.text} for n in verdict.notes]
-        sys.stdout.write(json.dumps(document, indent=2) + "\n")
-        return
-    console = make_console(sys.stdout)
-    console.print(render_retry(verdict.comparison, labels=verdict.labels))
-    for note in verdict.notes:
-        console.print(f"  Note: {note.text}")
-    print(
-        f"Runs {verdict.run_ids[0]} (A) and {verdict.run_ids[1]} (B) kept in {verdict.store_path}.",
-        file=sys.stderr,
-    )
+    print(outcome.kept(), file=sys.stderr)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from latdoc.cli._options import (
@@ -25,16 +26,8 @@ from latdoc.cli._options import (
     positive_int,
     target,
 )
-from latdoc.cli._verify_output import emit_comparison, emit_conversation, emit_retry, emit_verify
-from latdoc.features.verify import (
-    NOT_APPLICABLE,
-    VerifyPlan,
-    VerifyRemedy,
-    arm_summaries,
-    verify_conversation,
-    verify_remedy,
-    verify_retry,
-)
+from latdoc.cli._verify_output import emit_comparison, emit_outcome, emit_verify
+from latdoc.features.verify import NOT_APPLICABLE, VerifyPlan, arm_summaries, verify_remedy
 from latdoc.features.verify import experiments as registry
 from latdoc.pipeline import compare_runs
 from latdoc.store import Store
@@ -75,38 +68,7 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
         "OPENAI_BASE_URL) the built-in simulated endpoint is used.",
     )
     add_target_arguments(v)
-    v.add_argument(
-        "--remedy", required=True, choices=[r.value for r in VerifyRemedy], help="what to test"
-    )
-    r = v.add_argument_group("remedy options")
-    r.add_argument("--concurrency", type=positive_int, default=8, metavar="N",
-                   help="requests at once, for http2 and pool (default 8)")  # fmt: skip
-    r.add_argument("--pool-size", type=positive_int, metavar="P",
-                   help="your client's pool today (pool: required; http2: default N)")  # fmt: skip
-    r.add_argument("--from", dest="from_tokens", type=positive_int, metavar="N",
-                   help="trim: the prompt length today, in tokens")  # fmt: skip
-    r.add_argument("--to", dest="to_tokens", type=positive_int, metavar="M",
-                   help="trim: the trimmed prompt length, in tokens")  # fmt: skip
-    r.add_argument("--prefix-tokens", type=positive_int, default=2048, metavar="N",
-                   help="prompt-cache: the shared prefix (default 2048)")  # fmt: skip
-    r.add_argument("--generous-max-tokens", type=positive_int, default=4096, metavar="N",
-                   help="max-tokens: arm A's limit (default 4096)")  # fmt: skip
-    r.add_argument("--alt", dest="alt_url", metavar="URL2",
-                   help="endpoint: the other region or provider")  # fmt: skip
-    r.add_argument("--alt-model", metavar="NAME", help="model: the model to try")
-    r.add_argument("--reasoning-effort", default="low", metavar="EFFORT",
-                   choices=["none", "minimal", "low", "medium", "high"],
-                   help="reasoning-effort: the effort B asks for (default low; Anthropic: "
-                   "a thinking budget, none disabling it)")  # fmt: skip
-    r.add_argument("--trials", type=positive_int, default=40, metavar="N",
-                   help="retry: logical requests per arm (default 40)")  # fmt: skip
-    r.add_argument("--turns", type=positive_int, default=20, metavar="T",
-                   help="conversation: turns in the chat (default 20)")  # fmt: skip
-    r.add_argument("--tokens-per-turn", type=positive_int, default=200, metavar="K",
-                   help="conversation: tokens the user adds each turn (default 200)")  # fmt: skip
-    r.add_argument("--strategies", default="window:6,summary:10,reset:20", metavar="LIST",
-                   help="conversation: window:N, summary:N, reset:N, comma-separated "
-                   "(default window:6,summary:10,reset:20)")  # fmt: skip
+    add_remedy_arguments(v)
     add_output_tokens_argument(v, 32)
     budget = add_budget_arguments(
         v, max_requests=DEFAULT_VERIFY_REQUESTS, max_seconds=DEFAULT_VERIFY_SECONDS
@@ -121,6 +83,32 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
     v.add_argument("--seed", type=int, help="seed for prompts and the order of the arms")
 
 
+CONVERTERS: dict[type, Callable[[str], Any]] = {int: positive_int, float: positive_float, str: str}
+"""How an experiment's option of each kind is read: numbers more than 0, or text."""
+
+
+def add_remedy_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--remedy`` with a choice per experiment of the registry, and their own options."""
+    listed = "; ".join(f"{e.name}: {e.summary}" for e in registry.EXPERIMENTS)
+    parser.add_argument(
+        "--remedy",
+        required=True,
+        choices=registry.names(),
+        help=f"what to test ({listed})".replace("%", "%%"),
+    )
+    group = parser.add_argument_group("remedy options")
+    for a in registry.arguments():
+        group.add_argument(
+            a.flag,
+            dest=a.name,
+            type=CONVERTERS[a.kind],
+            default=a.default,
+            metavar=a.metavar,
+            choices=a.choices,
+            help=a.help.replace("%", "%%"),
+        )
+
+
 def run_compare(args: argparse.Namespace) -> int:
     with Store(args.db) as store:
         result = compare_runs(store, args.run_a, args.run_b, allow_different=args.allow_different)
@@ -133,13 +121,12 @@ def run_verify(args: argparse.Namespace) -> int:
 
     key = api_key(args)
     err = sys.stderr
-    remedy = VerifyRemedy(args.remedy)
-    http2 = True if remedy == "http2" else None
-    with target(args, err, engine=False, http2=http2) as where:
+    spec = registry.experiment(args.remedy)
+    with target(args, err, engine=False, http2=True if spec.builtin_http2 else None) as where:
         endpoint, connection = endpoint_and_connection(args, where, key)
         plan = VerifyPlan(
             endpoint=endpoint,
-            remedy=remedy,
+            remedy=spec.name,
             connection=connection,
             max_tokens=args.max_tokens,
             max_requests=args.max_requests,
@@ -147,23 +134,19 @@ def run_verify(args: argparse.Namespace) -> int:
             max_seconds=args.max_seconds,
             precision=args.precision,
             seed=args.seed,
-            options=registry.experiment(remedy).read(args),
+            options=spec.read(args),
         )
         print(plan_line(plan), file=err)
         with open_store(args, key) as store:
+            runner = spec.runner
             with ProgressBars(err) as progress:
-                if remedy == "retry":
-                    retried = verify_retry(plan, store=store, on_progress=progress)
-                elif remedy == "conversation":
-                    held = verify_conversation(plan, store=store, on_progress=progress)
+                if runner is not None:
+                    outcome = runner(plan, store=store, on_progress=progress)
                 else:
                     result = verify_remedy(plan, store=store, on_progress=progress)
-            if remedy == "retry":
-                emit_retry(retried, args)
-                return EXIT_INTERRUPTED if retried.interrupted else EXIT_OK
-            if remedy == "conversation":
-                emit_conversation(held, args)
-                return EXIT_INTERRUPTED if held.interrupted else EXIT_OK
+            if runner is not None:
+                emit_outcome(outcome, args)
+                return EXIT_INTERRUPTED if outcome.interrupted else EXIT_OK
             infos = (
                 None
                 if result.run_ids is None
@@ -180,17 +163,15 @@ def run_verify(args: argparse.Namespace) -> int:
 def plan_line(plan: VerifyPlan) -> str:
     a, b = arm_summaries(plan)
     tokens = f", {plan.token_budget:,} tokens" if plan.token_budget else ""
-    if plan.remedy == "conversation":
-        return (
-            f"Plan: verify conversation on {plan.endpoint.model} at {plan.endpoint.base_url}\n"
-            f"  A: {a}\n  B: {b}\n"
-            f"  Every strategy answers the same user turns, turn by turn in a shuffled order; "
-            f"at most {plan.max_requests} requests{tokens} and {plan.max_seconds:g} s."
-        )
+    within = f"at most {plan.max_requests} requests{tokens} and {plan.max_seconds:g} s"
+    schedule = registry.experiment(plan.remedy).schedule
+    how = (
+        f"{schedule}; {within}."
+        if schedule is not None
+        else f"Trials of A and B interleaved in shuffled blocks; {within}; stops early once "
+        f"the 95% interval of A ÷ B is within ±{plan.precision:.0%}."
+    )
     return (
         f"Plan: verify {plan.remedy} on {plan.endpoint.model} at {plan.endpoint.base_url}\n"
-        f"  A: {a}\n  B: {b}\n"
-        f"  Trials of A and B interleaved in shuffled blocks; at most {plan.max_requests} "
-        f"requests{tokens} and {plan.max_seconds:g} s; stops early once the 95% interval of "
-        f"A ÷ B is within ±{plan.precision:.0%}."
+        f"  A: {a}\n  B: {b}\n  {how}"
     )
