@@ -105,7 +105,7 @@ def add_remedy_arguments(parser: argparse.ArgumentParser) -> None:
             default=a.default,
             metavar=a.metavar,
             choices=a.choices,
-            help=a.help.replace("%", "%%"),
+            help=a.help,
         )
 
 

@@ -1,11 +1,12 @@
 """One remedy measured as an A/B experiment on the endpoint, both arms kept as runs.
 
-Before the arms run, the endpoint's token count is calibrated, and the remedy's
-precondition is checked on the endpoint itself (HTTP/2 offered, an answer that
-ends by itself, the other endpoint or model answering). A remedy the endpoint
-cannot show is ``not_applicable`` with the reason, never a made-up gain. After
-them: both arms compared like with like, and the verdict on the remedy's
-headline metric.
+The experiment (:mod:`~latdoc.features.verify.experiments`) says what is done
+around its arms. Before them, the endpoint's token count is calibrated, and the
+experiment's precondition is checked on the endpoint itself (HTTP/2 offered, an
+answer that ends by itself, the other endpoint or model answering). A remedy the
+endpoint cannot show is ``not_applicable`` with the reason, never a made-up gain.
+After them: both arms compared like with like, the verdict on the experiment's
+headline metric, and its judgement of B's answers.
 """
 
 from __future__ import annotations
@@ -88,7 +89,10 @@ def verify_remedy(
     on_sample: Callable[[str, Sample], None] | None = None,
 ) -> VerifyResult:
     """Run ``plan``'s experiment as two arms; Ctrl-C stops the sending, not the comparison."""
-    state = _State(plan, experiments.experiment(plan.remedy), store, on_progress, on_sample)
+    spec = experiments.experiment(plan.remedy)
+    if spec.arms is None:
+        raise ValueError(f"--remedy {spec.name} runs its own experiment, not two arms")
+    state = _State(plan, spec, store, on_progress, on_sample)
     try:
         return asyncio.run(state.run())
     except KeyboardInterrupt:
@@ -121,8 +125,7 @@ class _State:
             return VerifyResult(
                 plan.remedy, NOT_APPLICABLE, reason=options, notes=tuple(self.notes)
             )
-        assert self.spec.arms is not None, f"--remedy {plan.remedy} has no arms to send"
-        self.arms = self.spec.arms(plan, options, calibration)
+        self.arms = self.spec.build_arms(plan, calibration, options)
         self._open_runs()
         result = await _experiment(self, budget)
         self.stopped_because = result.stopped_because

@@ -16,11 +16,12 @@ from latdoc.workload import TokenCalibration
 if TYPE_CHECKING:
     from latdoc.features.verify.remedies import VerifyPlan
 
+DEFAULT_CONCURRENCY = 8
 CONCURRENCY = Argument(
     "--concurrency",
-    "requests at once, for http2 and pool (default 8)",
+    "requests at once, for http2 and pool (default %(default)s)",
     kind=int,
-    default=8,
+    default=DEFAULT_CONCURRENCY,
     metavar="N",
 )
 POOL_SIZE = Argument(

@@ -44,6 +44,7 @@ class Argument:
 
     flag: str
     help: str
+    """As argparse reads it: ``%(default)s`` is the default."""
     dest: str | None = None
     kind: type[int] | type[float] | type[str] = str
     """A whole number or a number (both more than 0 on the command line), or text."""
@@ -117,6 +118,7 @@ class Experiment(Generic[Opts]):
     arms: Callable[[VerifyPlan, Opts, TokenCalibration], tuple[Arm, Arm]] | None = None
     """Arm A (today) and arm B (the remedy), from the shared plan and its options."""
     arguments: tuple[Argument, ...] = ()
+    """Its own ``latdoc verify`` options."""
     read_options: Callable[[argparse.Namespace], Opts] | None = None
     """Its options from the parsed command line; ``None``: it has no arguments."""
     check: Callable[[VerifyPlan, Opts], None] | None = None
@@ -129,7 +131,8 @@ class Experiment(Generic[Opts]):
     sent at once finish in waves of the pool's size."""
     calibration: bool = True
     """Count prompts on the endpoint's own tokenizer first (its first request, which also
-    tells an endpoint that cannot answer); else one token a word is assumed."""
+    tells an endpoint that cannot answer); else one token a word is assumed. A runner
+    calibrates as it needs: the conversation near a turn's length, retry not at all."""
     precondition: Callable[[Before, Opts], Awaitable[Opts | str]] | None = None
     """Check on the endpoint that it can show the remedy at all: the options the arms are
     built from (with anything measured for them), or why the remedy cannot apply."""
@@ -160,7 +163,11 @@ class Experiment(Generic[Opts]):
         """Its options from the parsed command line."""
         return self.options() if self.read_options is None else self.read_options(args)
 
-    def build_arms(self, plan: VerifyPlan, calibration: TokenCalibration) -> tuple[Arm, Arm]:
+    def build_arms(
+        self, plan: VerifyPlan, calibration: TokenCalibration, options: Opts | None = None
+    ) -> tuple[Arm, Arm]:
+        """Arms A and B from the plan and ``options`` (by default the plan's own)."""
         if self.arms is None:
             raise ValueError(f"--remedy {self.name} runs its own experiment, not two arms")
-        return self.arms(plan, self.options_of(plan), calibration)
+        chosen = self.options_of(plan) if options is None else options
+        return self.arms(plan, chosen, calibration)

@@ -45,23 +45,22 @@ CONVERSATION = Experiment(
     arguments=(
         Argument(
             "--turns",
-            "conversation: turns in the chat (default 20)",
+            "conversation: turns in the chat (default %(default)s)",
             kind=int,
-            default=20,
+            default=ConversationOptions.turns,
             metavar="T",
         ),
         Argument(
             "--tokens-per-turn",
-            "conversation: tokens the user adds each turn (default 200)",
+            "conversation: tokens the user adds each turn (default %(default)s)",
             kind=int,
-            default=200,
+            default=ConversationOptions.tokens_per_turn,
             metavar="K",
         ),
         Argument(
             "--strategies",
-            "conversation: window:N, summary:N, reset:N, comma-separated "
-            "(default window:6,summary:10,reset:20)",
-            default="window:6,summary:10,reset:20",
+            "conversation: window:N, summary:N, reset:N, comma-separated (default %(default)s)",
+            default=ConversationOptions.strategies,
             metavar="LIST",
         ),
     ),

@@ -108,7 +108,7 @@ MAX_TOKENS = Experiment(
     arguments=(
         Argument(
             "--generous-max-tokens",
-            "max-tokens: arm A's limit (default 4096)",
+            "max-tokens: arm A's limit (default %(default)s)",
             kind=int,
             default=GENEROUS_MAX_TOKENS,
             metavar="N",

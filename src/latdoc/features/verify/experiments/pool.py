@@ -10,6 +10,7 @@ from latdoc.analysis.compare import TRIAL_MEAN
 from latdoc.errors import UsageError
 from latdoc.features.verify.experiments._shared import (
     CONCURRENCY,
+    DEFAULT_CONCURRENCY,
     POOL_SIZE,
     check_pool_size,
     http1_pool_arm,
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class PoolOptions:
-    concurrency: int = 8
+    concurrency: int = DEFAULT_CONCURRENCY
     """Requests at once per trial."""
     pool_size: int | None = None
     """Arm A's pool: the one the client has today (required)."""

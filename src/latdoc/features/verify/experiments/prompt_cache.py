@@ -80,7 +80,7 @@ PROMPT_CACHE = Experiment(
     arguments=(
         Argument(
             "--prefix-tokens",
-            "prompt-cache: the shared prefix (default 2048)",
+            "prompt-cache: the shared prefix (default %(default)s)",
             kind=int,
             default=DEFAULT_PREFIX_TOKENS,
             metavar="N",

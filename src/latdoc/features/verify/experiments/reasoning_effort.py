@@ -60,9 +60,9 @@ REASONING_EFFORT = Experiment(
     arguments=(
         Argument(
             "--reasoning-effort",
-            "reasoning-effort: the effort B asks for (default low; "
+            "reasoning-effort: the effort B asks for (default %(default)s; "
             "Anthropic: a thinking budget, none disabling it)",
-            default="low",
+            default=ReasoningEffortOptions.reasoning_effort,
             metavar="EFFORT",
             choices=("none", "minimal", "low", "medium", "high"),
         ),

@@ -33,9 +33,9 @@ RETRY = Experiment(
     arguments=(
         Argument(
             "--trials",
-            "retry: logical requests per arm (default 40)",
+            "retry: logical requests per arm (default %(default)s)",
             kind=int,
-            default=40,
+            default=RetryOptions.trials,
             metavar="N",
         ),
     ),
