@@ -15,6 +15,7 @@ from datetime import UTC
 from typing import Any
 from urllib.parse import urlsplit
 
+from latdoc._version import __version__
 from latdoc.errors import UsageError
 from latdoc.records import RequestTrace
 
@@ -51,8 +52,6 @@ class GenAiTelemetry:
 
     def __init__(self) -> None:
         trace, metrics = _api()
-        from latdoc import __version__
-
         self._trace = trace
         self._tracer = trace.get_tracer(_SCOPE, __version__)
         meter = metrics.get_meter(_SCOPE, __version__)
