@@ -16,10 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from latdoc.analysis.attribution import RunContext
-from latdoc.analysis.diagnosis import Diagnosis, Kind
 from latdoc.features.verify import VerifyPlan, VerifyRemedy, verify_remedy
 from latdoc.lab.sim import LabConfig, LabServer, LatencyModel
+from latdoc.model import Diagnosis, Kind, RunContext
 from latdoc.pipeline import build_diagnosis, run_diagnosis
 from latdoc.probe import Endpoint
 from latdoc.report import render_diagnosis

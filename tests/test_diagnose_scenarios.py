@@ -14,9 +14,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from latdoc.analysis.attribution import RunContext
-from latdoc.analysis.diagnosis import Diagnosis, Kind, Scenario
 from latdoc.lab.sim import Fault, LabConfig, LabProcess, LatencyModel
+from latdoc.model import Diagnosis, Kind, RunContext, Scenario
 from latdoc.pipeline import build_diagnosis, run_diagnosis
 from latdoc.probe import ConnectionOptions, Dialect, Endpoint
 from latdoc.workload import DiagnosisPlan

@@ -17,9 +17,9 @@ import pytest
 
 from conftest import FAST, LabFactory, closed_port, micros_since_epoch
 from latdoc import instrument
-from latdoc.analysis.diagnosis import Kind
 from latdoc.errors import UsageError
 from latdoc.lab.sim import LabConfig
+from latdoc.model import Kind
 from latdoc.pipeline import diagnose_traffic
 from latdoc.records import Step
 from latdoc.store import Store

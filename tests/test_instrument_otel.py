@@ -23,10 +23,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from conftest import FAST, LabFactory
 from latdoc import instrument
-from latdoc.analysis.diagnosis import Kind
 from latdoc.cli import main
 from latdoc.errors import UsageError
 from latdoc.lab.sim import LabConfig
+from latdoc.model import Kind
 from latdoc.store import Store
 from latdoc.store.otlp import read_otlp
 

@@ -27,13 +27,12 @@ from collections.abc import Iterator, Mapping, Sequence
 import httpx
 import pytest
 
-from latdoc.analysis.attribution import RunContext
-from latdoc.analysis.diagnosis import Kind
 from latdoc.analysis.engine_metrics import engine_delta, parse_exposition
 from latdoc.analysis.servertime import split_ttft
 from latdoc.cli.lab import add_lab_parser, run_lab
 from latdoc.errors import LabError, UsageError
 from latdoc.lab.engine import EngineServer, engine_available, find_model
+from latdoc.model import Kind, RunContext
 from latdoc.pipeline import build_diagnosis
 from latdoc.probe import Endpoint, ProbeSession
 from latdoc.records import RequestTrace, Sample, Step
@@ -291,8 +290,7 @@ def test_engine_command_rejects_bad_options(flags: list[str], message: str) -> N
 _SERVE = """
 import argparse, signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)
-from latdoc.analysis.attribution import RunContext
-from latdoc.analysis.diagnosis import Kind
+from latdoc.model import Kind, RunContext
 from latdoc.analysis.engine_metrics import engine_delta, parse_exposition
 from latdoc.analysis.servertime import split_ttft
 from latdoc.cli.lab import add_lab_parser, run_lab

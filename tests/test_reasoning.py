@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from latdoc.analysis.diagnosis import Diagnosis, Finding, Kind, RequestParts, Verdict
 from latdoc.analysis.facts import reasoning_facts, thinking_ms
+from latdoc.model import Diagnosis, Finding, Kind, RequestParts, Verdict
 from latdoc.records import RequestTrace
 from latdoc.report import render_diagnosis, render_html, render_text, render_waterfall
 from latdoc.report._html import page_context

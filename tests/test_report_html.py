@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from latdoc.analysis.diagnosis import Diagnosis, Kind
 from latdoc.errors import ErrorKind, Phase, TraceError
+from latdoc.model import Diagnosis, Kind
 from latdoc.records import Sample
 from latdoc.report import render_html
 from latdoc.report._plot_data import (

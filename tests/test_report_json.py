@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from latdoc.analysis.diagnosis import Finding, Kind
 from latdoc.errors import ErrorKind, Phase, TraceError
+from latdoc.model import Finding, Kind
 from latdoc.records import TcpInfo
 from latdoc.report import DIAGNOSIS_SCHEMA, TRACE_SCHEMA, diagnosis_to_dict, trace_to_dict
 from report_samples import make_diagnosis, make_trace, with_error

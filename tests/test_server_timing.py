@@ -12,11 +12,10 @@ import dataclasses
 
 import pytest
 
-from latdoc.analysis.attribution import RunContext
 from latdoc.analysis.buffering import stream_burst
-from latdoc.analysis.diagnosis import Kind
 from latdoc.analysis.servertime import server_account, server_timing_of, split_ttft
 from latdoc.lab.sim import LabConfig, LabServer, LatencyModel
+from latdoc.model import Kind, RunContext
 from latdoc.pipeline import build_diagnosis
 from latdoc.probe import Endpoint, ProbeSession
 from latdoc.records import Chunk, RequestTrace, Sample, Step

@@ -11,10 +11,8 @@ from pathlib import Path
 import pytest
 
 from latdoc.advice.system import checklist, for_verdict, with_system
-from latdoc.analysis.attribution import RunContext
-from latdoc.analysis.diagnosis import Kind, Scenario, Verdict
-from latdoc.analysis.host import HostFacts, SystemItem
 from latdoc.cli import main
+from latdoc.model import HostFacts, Kind, RunContext, Scenario, SystemItem, Verdict
 from latdoc.pipeline import host_facts_from_meta, host_meta, read_host, run_context
 from latdoc.report import (
     SYSTEM_SCHEMA,

@@ -17,9 +17,6 @@ shows it.
 
 from latdoc._version import __version__
 from latdoc.advice.system import checklist
-from latdoc.analysis.attribution import RunContext
-from latdoc.analysis.diagnosis import Diagnosis, Finding, Kind, Remedy, Scenario, Verdict
-from latdoc.analysis.host import HostFacts, SystemItem
 from latdoc.analysis.stats import Distribution
 from latdoc.client import (
     FailureClass,
@@ -59,6 +56,17 @@ from latdoc.errors import (
     SSEError,
     TraceError,
     UsageError,
+)
+from latdoc.model import (
+    Diagnosis,
+    Finding,
+    HostFacts,
+    Kind,
+    Remedy,
+    RunContext,
+    Scenario,
+    SystemItem,
+    Verdict,
 )
 from latdoc.pipeline import (
     DiagnosisRun,

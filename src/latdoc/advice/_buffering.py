@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from latdoc.advice.verify import verify_command
-from latdoc.analysis.attribution import RunContext
-from latdoc.analysis.diagnosis import Diagnosis, Finding, Kind, Remedy
+from latdoc.model import Diagnosis, Finding, Kind, Remedy, RunContext
 
 __all__ = ["buffering_remedies"]
 

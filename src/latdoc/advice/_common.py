@@ -6,8 +6,7 @@ retries by error class with backoff.
 from __future__ import annotations
 
 from latdoc.advice.verify import verify_command
-from latdoc.analysis.attribution import RunContext
-from latdoc.analysis.diagnosis import Kind, Remedy
+from latdoc.model import Kind, Remedy, RunContext
 
 __all__ = ["another_model", "async_client", "retries", "smaller_model"]
 

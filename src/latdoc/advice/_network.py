@@ -10,8 +10,7 @@ from collections.abc import Iterator
 
 from latdoc.advice._sizing import SELF_PACED, pool_size, trim_window
 from latdoc.advice.verify import verify_command
-from latdoc.analysis.attribution import RunContext
-from latdoc.analysis.diagnosis import Diagnosis, Finding, Kind, Remedy
+from latdoc.model import Diagnosis, Finding, Kind, Remedy, RunContext
 
 __all__ = ["network_path_remedies", "network_setup_remedies"]
 

@@ -12,8 +12,7 @@ from collections.abc import Iterator
 
 from latdoc.advice._common import another_model
 from latdoc.advice.verify import verify_command
-from latdoc.analysis.attribution import RunContext
-from latdoc.analysis.diagnosis import Diagnosis, Finding, Kind, Remedy
+from latdoc.model import Diagnosis, Finding, Kind, Remedy, RunContext
 
 __all__ = ["reasoning_remedies"]
 

@@ -12,8 +12,7 @@ from latdoc.advice._common import another_model, async_client, retries, smaller_
 from latdoc.advice._sizing import SUMMARY_AFTER_TURNS, TRIM_WINDOW_TOKENS, trim_window
 from latdoc.advice._stall import stall_timeout
 from latdoc.advice.verify import CONVERSATION_STRATEGIES, WATCH_NAME, verify_command, watch_command
-from latdoc.analysis.attribution import RunContext
-from latdoc.analysis.diagnosis import Diagnosis, Finding, Kind, Remedy
+from latdoc.model import Diagnosis, Finding, Kind, Remedy, RunContext
 
 __all__ = [
     "decode_remedies",

@@ -22,8 +22,7 @@ from latdoc.advice._serving import (
     queueing_remedies,
     stalls_remedies,
 )
-from latdoc.analysis.attribution import RunContext
-from latdoc.analysis.diagnosis import Diagnosis, Finding, Kind, Remedy, Scenario
+from latdoc.model import Diagnosis, Finding, Kind, Remedy, RunContext, Scenario
 
 WEIGHTS: dict[str, dict[Scenario, float]] = {
     "keep_alive": {Scenario.CHAT: 1.0, Scenario.BATCH: 0.8, Scenario.LONGDOC: 0.8},

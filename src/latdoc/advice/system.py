@@ -12,9 +12,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from latdoc.advice._sizing import SELF_PACED, pool_size
-from latdoc.analysis.attribution import RunContext
-from latdoc.analysis.diagnosis import Diagnosis, Kind
-from latdoc.analysis.host import HostFacts, SystemItem
+from latdoc.model import Diagnosis, HostFacts, Kind, RunContext, SystemItem
 
 KEEPALIVE_TIME_S = 60
 """Probe an idle connection after a minute: below the idle timeouts of NAT gateways and

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import shlex
 
-from latdoc.analysis.attribution import RunContext
+from latdoc.model import RunContext
 
 VERIFY_REMEDIES = frozenset(
     {

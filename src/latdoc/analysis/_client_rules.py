@@ -6,8 +6,8 @@ for a free connection in its pool, each with its threshold.
 from __future__ import annotations
 
 from latdoc.analysis._rule import confidence
-from latdoc.analysis.diagnosis import Finding, Kind
 from latdoc.analysis.facts import Facts
+from latdoc.model import Finding, Kind
 
 __all__ = ["CLIENT_DELAY_MS", "CLIENT_LOOP_LAG_MS", "CLIENT_QUEUE_MS", "client"]
 

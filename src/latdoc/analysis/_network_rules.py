@@ -7,9 +7,9 @@ trip and the upload of long prompts), each with its threshold.
 from __future__ import annotations
 
 from latdoc.analysis._rule import confidence
-from latdoc.analysis.diagnosis import Finding, Kind
 from latdoc.analysis.facts import Facts
 from latdoc.analysis.stats import median_of
+from latdoc.model import Finding, Kind
 
 __all__ = [
     "HIGH_RTT_MS",

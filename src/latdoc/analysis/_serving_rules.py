@@ -10,7 +10,6 @@ from collections import Counter
 from collections.abc import Sequence
 
 from latdoc.analysis._rule import confidence
-from latdoc.analysis.diagnosis import Finding, Kind
 from latdoc.analysis.facts import Facts, steady_tpot_ms
 from latdoc.analysis.length_rule import (
     input_length_finding,
@@ -20,6 +19,7 @@ from latdoc.analysis.length_rule import (
 from latdoc.analysis.reasoning_rule import reasoning_finding as reasoning
 from latdoc.analysis.server_rules import with_server_queueing
 from latdoc.analysis.stats import median_of, quantile
+from latdoc.model import Finding, Kind
 from latdoc.records import RequestTrace
 
 __all__ = [

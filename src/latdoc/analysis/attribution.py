@@ -12,54 +12,23 @@ nothing else matters until they succeed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 
 from latdoc.analysis._client_rules import client
 from latdoc.analysis._network_rules import network_path, network_setup
 from latdoc.analysis._rule import Rule, confidence
 from latdoc.analysis._serving_rules import decode, input_length, queueing, reasoning, stalls
-from latdoc.analysis.diagnosis import (
-    Diagnosis,
-    Finding,
-    Kind,
-    NoticeableBar,
-    Scenario,
-    Verdict,
-)
 from latdoc.analysis.facts import Facts, gather_facts
-from latdoc.analysis.host import HostFacts
 from latdoc.analysis.length_rule import LONG_REFERENCE_TOKENS, length_check
 from latdoc.analysis.noticeable import is_noticeable, noticeable_bar, request_parts
 from latdoc.analysis.server_rules import buffering
 from latdoc.analysis.stats import median_of
 from latdoc.analysis.traffic import StepViews
-from latdoc.records import Sample, StepNote
+from latdoc.model import Diagnosis, Finding, Kind, NoticeableBar, RunContext, Scenario, Verdict
+from latdoc.records import Sample
 
 ERROR_RATE = 0.05
 ERRORS_FIRST = 0.25
-
-
-@dataclass(frozen=True)
-class RunContext:
-    """What the analysis needs besides traces; gathered by the caller (no I/O here)."""
-
-    run_id: str
-    endpoint: str
-    model: str
-    scenario: Scenario = Scenario.CHAT
-    concurrency: int = 1
-    """The concurrency the user expects in production (for pool sizing)."""
-    cpu_count: int = 1
-    tcp_settings: Mapping[str, int] = field(default_factory=dict)
-    """``net.ipv4.*`` values of the client host, by sysctl name."""
-    notes: tuple[StepNote, ...] = ()
-    host: HostFacts | None = None
-    """The client host's checklist facts, as the run recorded them."""
-    server_metrics: Mapping[str, float | None] = field(default_factory=dict)
-    """What the engine's own metrics counted during the run (after − before)."""
-    server_metrics_source: str | None = None
-    """Where those metrics were scraped, in words."""
 
 
 def _errors(f: Facts) -> Finding | None:

@@ -11,8 +11,8 @@ what the rule compared in the rule's own numbers.
 
 from __future__ import annotations
 
-from latdoc.analysis.diagnosis import Finding, Kind, LengthCheck, LengthCurve, LengthPoint
 from latdoc.analysis.facts import Facts
+from latdoc.model import Finding, Kind, LengthCheck, LengthCurve, LengthPoint
 
 LENGTH_RATIO = 5.0
 LENGTH_MIN_RATIO = 2.0

@@ -24,9 +24,9 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Sequence
 
-from latdoc.analysis.diagnosis import Finding, Kind, NoticeableBar, RequestParts
 from latdoc.analysis.servertime import split_ttft
 from latdoc.analysis.stats import median_of
+from latdoc.model import Finding, Kind, NoticeableBar, RequestParts
 from latdoc.records import RequestTrace, Sample, Step
 
 NOTICEABLE_FRACTION = 0.05

@@ -10,8 +10,8 @@ times the steady time per token), 0 for a request that did not think. It fires f
 from __future__ import annotations
 
 from latdoc.analysis._rule import confidence
-from latdoc.analysis.diagnosis import Finding, Kind
 from latdoc.analysis.facts import Facts
+from latdoc.model import Finding, Kind
 
 __all__ = ["REASONING_MIN_MS", "reasoning_finding"]
 

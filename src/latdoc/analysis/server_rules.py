@@ -15,8 +15,8 @@ from dataclasses import replace
 
 from latdoc.analysis._rule import confidence
 from latdoc.analysis.buffering import median_burst
-from latdoc.analysis.diagnosis import Finding, Kind
 from latdoc.analysis.facts import Facts
+from latdoc.model import Finding, Kind
 
 __all__ = ["BUFFERED_SHARE", "SERVER_QUEUE_MIN_MS", "buffering", "with_server_queueing"]
 

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from latdoc.analysis.diagnosis import Scenario
 from latdoc.cli import watch
 from latdoc.cli._options import (
     EXIT_INTERRUPTED,
@@ -28,6 +27,7 @@ from latdoc.cli._options import (
 from latdoc.cli.vantage import emit_vantages
 from latdoc.errors import UsageError
 from latdoc.features.vantage import diagnose_vantages
+from latdoc.model import Scenario
 from latdoc.pipeline import (
     DEFAULT_CONCURRENCY,
     DiagnosisRun,

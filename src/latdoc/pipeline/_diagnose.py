@@ -9,9 +9,9 @@ from typing import Any
 
 from latdoc.advice.remedies import with_remedies
 from latdoc.advice.system import with_system
-from latdoc.analysis.attribution import RunContext, diagnose
-from latdoc.analysis.diagnosis import Diagnosis, Scenario
+from latdoc.analysis.attribution import diagnose
 from latdoc.errors import UsageError
+from latdoc.model import Diagnosis, RunContext, Scenario
 from latdoc.pipeline._clock import watch_note
 from latdoc.pipeline._host import host_facts_from_meta, host_meta
 from latdoc.pipeline._server_metrics import AUTO, MetricsReading, metrics_from_meta, metrics_target

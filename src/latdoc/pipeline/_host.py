@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from latdoc._version import __version__
-from latdoc.analysis.host import HostFacts
+from latdoc.model import HostFacts
 
 PROC_SYS = Path("/proc/sys")
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from latdoc.advice.remedies import with_remedies
 from latdoc.analysis.attribution import diagnose
-from latdoc.analysis.diagnosis import Scenario
 from latdoc.analysis.traffic import traffic_views
 from latdoc.errors import UsageError
+from latdoc.model import Scenario
 from latdoc.pipeline._diagnose import DiagnosisRun, run_context
 from latdoc.records import Sample, Step
 from latdoc.store import Store

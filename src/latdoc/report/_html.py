@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup
 
-from latdoc.analysis.diagnosis import Diagnosis, Finding, Kind, RequestParts, Scenario
 from latdoc.analysis.stats import quantile
+from latdoc.model import Diagnosis, Finding, Kind, RequestParts, Scenario
 from latdoc.records import Sample, Step
 from latdoc.report._plot_data import MAX_ROWS, ttft_values
 from latdoc.report._server import disagreement_texts

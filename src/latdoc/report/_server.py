@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from latdoc.analysis.servertime import ServerAccount
+from latdoc.model import ServerAccount
 from latdoc.report.names import format_ms, format_value
 
 __all__ = ["disagreement_texts", "server_lines", "server_to_dict"]

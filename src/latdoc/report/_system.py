@@ -12,7 +12,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from latdoc.analysis.host import SystemItem
+from latdoc.model import SystemItem
 
 SYSTEM_SCHEMA = "latdoc.system/1"
 

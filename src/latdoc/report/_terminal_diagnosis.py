@@ -11,8 +11,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from latdoc.analysis.diagnosis import Diagnosis, Finding, Kind, Remedy, RequestParts
-from latdoc.analysis.host import SystemItem
+from latdoc.model import Diagnosis, Finding, Kind, Remedy, RequestParts, SystemItem
 from latdoc.report._console import side_by_side
 from latdoc.report._server import disagreement_texts, server_lines
 from latdoc.report._system import NOT_READABLE

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from latdoc.analysis.diagnosis import Diagnosis, Kind, Remedy
+from latdoc.model import Diagnosis, Kind, Remedy
 from latdoc.records import RequestTrace
 from latdoc.report._server import server_to_dict
 from latdoc.report._system import item_to_dict

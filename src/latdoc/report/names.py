@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from latdoc.analysis.diagnosis import Kind
+from latdoc.model import Kind
 
 KIND_NAMES: Mapping[Kind, tuple[str, str]] = {
     Kind.NETWORK_SETUP: ("Network setup", "DNS, TCP and TLS handshakes, connections not reused"),

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from latdoc.analysis.diagnosis import Scenario
 from latdoc.features.vantage.analysis import VantageComparison, compare_vantages, vantage_row
+from latdoc.model import Scenario
 from latdoc.pipeline import build_diagnosis, host_meta, run_context, run_diagnosis, run_meta
 from latdoc.pipeline._runs import probe_options, send_probes
 from latdoc.records import RequestTrace, Sample, Step, StepNote

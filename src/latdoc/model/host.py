@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from latdoc.analysis.diagnosis import Kind
+from latdoc.model.kind import Kind
 
 
 @dataclass(frozen=True, slots=True)
