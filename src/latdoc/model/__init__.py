@@ -21,6 +21,7 @@ from latdoc.model.diagnosis import (
     Scenario,
     Verdict,
 )
+from latdoc.model.document import DIAGNOSIS_SCHEMA, diagnosis_to_dict
 from latdoc.model.host import HostFacts, SystemItem
 from latdoc.model.kind import Kind
 from latdoc.model.length import CURVE_CONFIDENCE, LengthCurve, LengthPoint
@@ -29,6 +30,7 @@ from latdoc.model.server import Disagreement, ServerAccount
 __all__ = [
     "BEFORE_FIRST_TOKEN",
     "CURVE_CONFIDENCE",
+    "DIAGNOSIS_SCHEMA",
     "Diagnosis",
     "Disagreement",
     "Finding",
@@ -46,4 +48,5 @@ __all__ = [
     "ServerAccount",
     "SystemItem",
     "Verdict",
+    "diagnosis_to_dict",
 ]

@@ -16,8 +16,7 @@ from latdoc.pipeline._clock import watch_note
 from latdoc.pipeline._host import host_facts_from_meta, host_meta
 from latdoc.pipeline._server_metrics import AUTO, MetricsReading, metrics_from_meta, metrics_target
 from latdoc.records import Sample, Step, StepNote
-from latdoc.report import diagnosis_to_dict
-from latdoc.store import Store
+from latdoc.store import Store, diagnosis_to_record
 from latdoc.workload import (
     Budget,
     DiagnosisPlan,
@@ -132,7 +131,7 @@ def diagnose_endpoint(
         run_id, plan.endpoint.base_url, plan.endpoint.model, scenario, meta, notes
     )
     diagnosis = build_diagnosis(samples, context)
-    store.finish_run(run_id, status=status, notes=notes, diagnosis=diagnosis_to_dict(diagnosis))
+    store.finish_run(run_id, status=status, notes=notes, diagnosis=diagnosis_to_record(diagnosis))
     return DiagnosisRun(run_id, diagnosis, tuple(samples), status, store.path)
 
 

@@ -20,8 +20,7 @@ from latdoc.model import Scenario
 from latdoc.pipeline import build_diagnosis, host_meta, run_context, run_diagnosis, run_meta
 from latdoc.pipeline._runs import probe_options, send_probes
 from latdoc.records import RequestTrace, Sample, Step, StepNote
-from latdoc.report import diagnosis_to_dict
-from latdoc.store import Store
+from latdoc.store import Store, diagnosis_to_record
 from latdoc.workload import DiagnosisPlan, ProbePlan
 
 
@@ -93,7 +92,7 @@ def diagnose_vantages(
         meta = {**run_meta(plan, concurrency), **one.host, "vantage": one.name, "ray": ray}
         run_id = _keep(store, endpoint, model, one, meta, scenario=scenario, kind="diagnose")
         context = run_context(run_id, endpoint, model, scenario, meta, one.notes)
-        document = diagnosis_to_dict(build_diagnosis(one.samples, context))
+        document = diagnosis_to_record(build_diagnosis(one.samples, context))
         store.finish_run(run_id, status="done", notes=one.notes, diagnosis=document)
         run_ids[one.name] = run_id
     return VantageRuns(run_ids, _compare(found, run_ids), store.path)
