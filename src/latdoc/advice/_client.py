@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from latdoc.advice._common import async_client, retries
 from latdoc.advice._sizing import pool_size
 from latdoc.advice.verify import verify_command
-from latdoc.analysis._client_rules import CLIENT_DELAY_MS, CLIENT_LOOP_LAG_MS
+from latdoc.analysis.kinds.client import CLIENT_DELAY_MS, CLIENT_LOOP_LAG_MS
 from latdoc.errors import cannot_answer
 from latdoc.model import Diagnosis, Finding, Kind, Remedy, RunContext
 

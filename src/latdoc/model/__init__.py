@@ -10,7 +10,6 @@ This package imports nothing of latdoc but its records and errors.
 
 from latdoc.model.context import RunContext
 from latdoc.model.diagnosis import (
-    BEFORE_FIRST_TOKEN,
     Diagnosis,
     Finding,
     GainSource,
@@ -28,7 +27,6 @@ from latdoc.model.length import CURVE_CONFIDENCE, LengthCurve, LengthPoint
 from latdoc.model.server import Disagreement, ServerAccount
 
 __all__ = [
-    "BEFORE_FIRST_TOKEN",
     "CURVE_CONFIDENCE",
     "DIAGNOSIS_SCHEMA",
     "Diagnosis",

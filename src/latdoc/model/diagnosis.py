@@ -117,19 +117,6 @@ class LengthCheck:
     """Why it fired or did not, in words with the thresholds."""
 
 
-BEFORE_FIRST_TOKEN = frozenset(
-    {
-        Kind.NETWORK_SETUP,
-        Kind.NETWORK_PATH,
-        Kind.INPUT_LENGTH,
-        Kind.QUEUEING,
-        Kind.CLIENT,
-        Kind.BUFFERING,
-    }
-)
-"""Kinds whose share is time before the first token (the others act after it)."""
-
-
 @dataclass(frozen=True, slots=True)
 class NoticeableBar:
     """The share a kind must add to a typical request before it counts as contributing."""
@@ -148,14 +135,12 @@ class NoticeableBar:
     def min_share_ms(self) -> float:
         return max(self.fraction * self.typical_ms, self.noise_ms)
 
-    def noise_for(self, kind: Kind) -> float:
-        """The noise a kind's share is held against: its own metric's."""
-        if kind in BEFORE_FIRST_TOKEN and self.ttft_noise_ms is not None:
+    def noise_for(self, before_first_token: bool) -> float:
+        """The noise a kind's share is held against: its own metric's, the first
+        token's for a kind that acts before it."""
+        if before_first_token and self.ttft_noise_ms is not None:
             return self.ttft_noise_ms
         return self.noise_ms
-
-    def min_share_for(self, kind: Kind) -> float:
-        return max(self.fraction * self.typical_ms, self.noise_for(kind))
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""The client rule: the measuring client's own delay, never the server's time. Its
+"""``client``: the measuring client's own delay, never the server's time. Its
 event loop running late, requests held back before they reach the wire, and waits
 for a free connection in its pool, each with its threshold.
 """
@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from latdoc.analysis._rule import confidence
 from latdoc.analysis.facts import Facts
+from latdoc.analysis.kinds._spec import KindSpec
 from latdoc.model import Finding, Kind
 
-__all__ = ["CLIENT_DELAY_MS", "CLIENT_LOOP_LAG_MS", "CLIENT_QUEUE_MS", "client"]
+__all__ = ["CLIENT_DELAY_MS", "CLIENT_LOOP_LAG_MS", "CLIENT_QUEUE_MS", "SPEC", "client"]
 
 CLIENT_QUEUE_MS = 10.0
 CLIENT_LOOP_LAG_MS = 20.0
@@ -51,3 +52,13 @@ def client(f: Facts) -> Finding | None:
         share_ms=queue,
         confidence=confidence(int(f.load["sequential_n"] or 0), queue / CLIENT_QUEUE_MS - 1),
     )
+
+
+SPEC = KindSpec(
+    Kind.CLIENT,
+    "Client",
+    "the pool or event loop holds requests back",
+    colour="#33a9bb",
+    rule=client,
+    before_first_token=True,
+)

@@ -1,4 +1,4 @@
-"""The reasoning rule: a model that thinks before its first answer token.
+"""``reasoning``: a model that thinks before its first answer token.
 
 Its share is the median over successful requests of the time thinking before the
 answer (:func:`~latdoc.analysis.facts.thinking_ms`: streamed, from the first
@@ -11,14 +11,15 @@ from __future__ import annotations
 
 from latdoc.analysis._rule import confidence
 from latdoc.analysis.facts import Facts
+from latdoc.analysis.kinds._spec import KindSpec
 from latdoc.model import Finding, Kind
 
-__all__ = ["REASONING_MIN_MS", "reasoning_finding"]
+__all__ = ["REASONING_MIN_MS", "SPEC", "reasoning"]
 
 REASONING_MIN_MS = 100.0
 
 
-def reasoning_finding(f: Facts) -> Finding | None:
+def reasoning(f: Facts) -> Finding | None:
     """The reasoning finding, or ``None`` when thinking adds less than the threshold."""
     r = f.reasoning
     share = r.get("reasoning_ms")
@@ -42,3 +43,12 @@ def reasoning_finding(f: Facts) -> Finding | None:
         share_ms=share,
         confidence=confidence(n, share / REASONING_MIN_MS - 1),
     )
+
+
+SPEC = KindSpec(
+    Kind.REASONING,
+    "Reasoning",
+    "the model thinks before its first answer token",
+    colour="#b36bc9",
+    rule=reasoning,
+)

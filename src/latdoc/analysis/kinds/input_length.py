@@ -1,4 +1,4 @@
-"""Step 2 of the seed's method: does input length make it slow?
+"""``input_length``, step 2 of the seed's method: does input length make it slow?
 
 The rule compares the fastest TTFT at a long prompt (the seed's ~5,000 characters,
 :data:`LONG_REFERENCE_TOKENS`; the longest measured for longdoc) with the fastest
@@ -6,13 +6,27 @@ at the shortest. It fires at ≥ :data:`LENGTH_RATIO`×, or at ≥ :data:`LENGTH
 with at least :data:`LENGTH_MIN_GROWTH_MS` more, when the growth exceeds how much
 same-length requests vary (TTFT p95 − p50) and follows the length. Its comparison
 is kept as a :class:`LengthCheck` whether it fires or not, so the report states
-what the rule compared in the rule's own numbers.
+what the rule compared in the rule's own numbers. Its share is the fastest TTFT at the
+long prompt minus the fastest at the shortest.
 """
 
 from __future__ import annotations
 
+from latdoc.analysis._rule import confidence
 from latdoc.analysis.facts import Facts
+from latdoc.analysis.kinds._spec import KindSpec
 from latdoc.model import Finding, Kind, LengthCheck, LengthCurve, LengthPoint
+
+__all__ = [
+    "LENGTH_MIN_GROWTH_MS",
+    "LENGTH_MIN_RATIO",
+    "LENGTH_RATIO",
+    "LONG_REFERENCE_TOKENS",
+    "MONOTONIC_TOLERANCE",
+    "SPEC",
+    "input_length",
+    "length_check",
+]
 
 LENGTH_RATIO = 5.0
 LENGTH_MIN_RATIO = 2.0
@@ -85,10 +99,14 @@ def length_check(f: Facts) -> LengthCheck | None:
     )
 
 
-def input_length_finding(f: Facts, check: LengthCheck | None, confidence: float) -> Finding | None:
-    """The finding when the rule fired; ``confidence`` is computed by the caller."""
+def input_length(f: Facts) -> Finding | None:
+    """The finding when the rule fired, its confidence by the requests on the curve and
+    the ratio's margin over :data:`LENGTH_RATIO`."""
+    check = length_check(f)
     if check is None or not check.fired or f.curve is None:
         return None
+    n = sum(p.n for p in f.curve.points)
+    certain = confidence(n, check.ratio / LENGTH_RATIO - 0.5)
     curve = f.curve
     return Finding(
         Kind.INPUT_LENGTH,
@@ -105,9 +123,15 @@ def input_length_finding(f: Facts, check: LengthCheck | None, confidence: float)
             "prefill_per_1k_ms": curve.prefill_ms_per_1k,
         },
         share_ms=check.growth_ms,
-        confidence=confidence,
+        confidence=certain,
     )
 
 
-def length_confidence_margin(check: LengthCheck) -> float:
-    return check.ratio / LENGTH_RATIO - 0.5
+SPEC = KindSpec(
+    Kind.INPUT_LENGTH,
+    "Input length",
+    "prefill grows with the prompt",
+    colour="#4a80e0",
+    rule=input_length,
+    before_first_token=True,
+)
