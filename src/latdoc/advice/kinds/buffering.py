@@ -1,21 +1,25 @@
-"""The remedy for a stream a proxy, gateway or CDN holds back: stop it buffering the route."""
+"""Remedies for ``buffering``: a stream a proxy, gateway or CDN holds back gets its route
+unbuffered.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from latdoc.advice.verify import verify_command
+from latdoc.advice import keys
+from latdoc.advice.kinds._builder import RemedyBuilder
+from latdoc.advice.verify import VERIFY_ENDPOINT, verify_command
 from latdoc.model import Diagnosis, Finding, Kind, Remedy, RunContext
 
-__all__ = ["buffering_remedies"]
+__all__ = ["BUILDER", "buffering_remedies"]
 
 
 def buffering_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remedy]:
     held = f.evidence.get("held_ms", 0.0)
     yield Remedy(
-        "unbuffer_stream",
+        keys.UNBUFFER_STREAM,
         "Turn response buffering off for the streaming route",
-        Kind.BUFFERING,
+        f.kind,
         f"The first token was held back ~{held:.0f} ms per request by a hop that buffers the "
         "event stream. Let it pass each event on at once:\n"
         "  the server's response: X-Accel-Buffering: no   (nginx honours it per response)\n"
@@ -25,5 +29,8 @@ def buffering_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Re
         "  (e.g. no response buffering or compression of text/event-stream).\n"
         "To measure it, serve the route unbuffered at a second URL (URL2) beside this one.",
         None,
-        verify_command=verify_command(ctx, "endpoint", alt="URL2"),
+        verify_command=verify_command(ctx, VERIFY_ENDPOINT, alt="URL2"),
     )
+
+
+BUILDER = RemedyBuilder(Kind.BUFFERING, buffering_remedies)
