@@ -10,7 +10,15 @@ import pytest
 
 import latdoc
 
-FACES = ("latdoc", "latdoc.client", "latdoc.probe", "latdoc.workload", "latdoc.store", "latdoc.cli")
+FACES = (
+    "latdoc",
+    "latdoc.client",
+    "latdoc.model",
+    "latdoc.probe",
+    "latdoc.workload",
+    "latdoc.store",
+    "latdoc.cli",
+)
 """Packages whose ``__init__`` is the public face of private modules behind it."""
 
 
