@@ -110,10 +110,11 @@ def add_target_arguments(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--timeout",
-        type=positive_float,
+        type=duration,
         default=300.0,
-        metavar="S",
-        help="give up on one request after S seconds (default 300)",
+        metavar="DURATION",
+        help="give up on one request after DURATION (30s, 5m; a bare number is seconds; "
+        "default 300s)",
     )
 
 
@@ -131,8 +132,9 @@ def add_budget_arguments(
         help="hard cap on prompt + output tokens over the whole run",
     )  # fmt: skip
     g.add_argument(
-        "--max-seconds", type=positive_float, default=max_seconds, metavar="S",
-        help=f"wall-time budget; the plan adapts to it (default {max_seconds:g})",
+        "--max-seconds", type=duration, default=max_seconds, metavar="DURATION",
+        help=f"wall-time budget (90s, 10m; a bare number is seconds); the plan adapts to it "
+        f"(default {max_seconds:g}s)",
     )  # fmt: skip
     return g
 
@@ -290,15 +292,23 @@ def endpoint_and_connection(
     return endpoint, connection
 
 
-_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_DURATION_UNITS = {
+    "us": 1e-6,
+    "µs": 1e-6,
+    "ms": 0.001,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+    "d": 86400.0,
+}
 
 
 def duration(text: str) -> float:
-    """Seconds from ``30s``, ``5m``, ``1.5h``, ``24h``, ``2d`` or ``500ms`` (a bare number is
-    seconds): the one parser of every duration flag."""
+    """Seconds from ``30s``, ``5m``, ``1.5h``, ``24h``, ``2d``, ``500ms`` or ``250us`` (a bare
+    number is seconds): the one parser of every flag that takes a duration."""
     import re
 
-    match = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h|d)?\s*", text)
+    match = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(us|µs|ms|s|m|h|d)?\s*", text)
     if match is None:
         raise argparse.ArgumentTypeError(
             f"not a duration: {text!r} (give a number and a unit, e.g. 30s, 5m, 1h, 24h)"
