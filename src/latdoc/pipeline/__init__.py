@@ -25,7 +25,6 @@ prints.
 
 from latdoc.pipeline._clock import WatchClock, latest_watch, watch_clock
 from latdoc.pipeline._diagnose import (
-    DEFAULT_CONCURRENCY,
     DiagnosisRun,
     build_diagnosis,
     diagnose_endpoint,
@@ -48,7 +47,6 @@ from latdoc.pipeline._server_metrics import metrics_target, named_metrics_url
 from latdoc.pipeline._traffic import diagnose_otlp, diagnose_traffic
 
 __all__ = [
-    "DEFAULT_CONCURRENCY",
     "PROC_SYS",
     "TCP_SYSCTLS",
     "DiagnosisRun",

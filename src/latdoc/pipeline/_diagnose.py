@@ -27,9 +27,6 @@ from latdoc.workload import (
     run_steps,
 )
 
-DEFAULT_CONCURRENCY = 10
-"""Concurrent requests a user expects in production, when they do not say."""
-
 
 @dataclass(frozen=True)
 class DiagnosisRun:
@@ -71,7 +68,7 @@ def diagnose_endpoint(
     plan: DiagnosisPlan,
     *,
     scenario: Scenario = Scenario.CHAT,
-    concurrency: int = DEFAULT_CONCURRENCY,
+    concurrency: int | None = None,
     store: Store | None = None,
     on_sample: SampleHook | None = None,
     on_progress: ProgressHook | None = None,
@@ -83,8 +80,11 @@ def diagnose_endpoint(
     masked in it). Ctrl-C stops the measuring, not the diagnosis: the run is kept
     as ``interrupted`` and what was measured is diagnosed. ``server_metrics`` is the
     engine's Prometheus page to read before and after the run (``auto``: ``/metrics``
-    on the endpoint's host; ``None`` or ``off``: none).
+    on the endpoint's host; ``None`` or ``off``: none). ``concurrency`` is the plan's
+    (the one the load step sends and the pool is sized for) unless given.
     """
+    if concurrency is None:
+        concurrency = plan.concurrency
     if store is None:
         secrets = [plan.endpoint.api_key] if plan.endpoint.api_key else []
         with Store(None, secrets=secrets) as own:

@@ -28,7 +28,7 @@ from latdoc.workload._calibration import (
 from latdoc.workload._probe_loop import DEFAULT_PROMPT, ProbePlan, ProbeRun, run_probe
 from latdoc.workload._prompts import make_prompt
 from latdoc.workload._steps import (
-    CONCURRENCY,
+    DEFAULT_CONCURRENCY,
     LENGTHS,
     DiagnosisPlan,
     ProgressHook,
@@ -41,7 +41,7 @@ from latdoc.workload._steps import (
 
 __all__ = [
     "ASSUMED",
-    "CONCURRENCY",
+    "DEFAULT_CONCURRENCY",
     "DEFAULT_PROMPT",
     "LENGTHS",
     "Budget",

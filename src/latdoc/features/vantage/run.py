@@ -81,16 +81,16 @@ def diagnose_vantages(
     vantages: Sequence[str],
     store: Store,
     scenario: Scenario,
-    concurrency: int,
 ) -> VantageRuns:
-    """Diagnose ``plan``'s endpoint from each vantage at once; keep a diagnosis of each."""
+    """Diagnose ``plan``'s endpoint from each vantage at once; keep a diagnosis of each (the
+    pool is sized for the plan's concurrency, as the load step sends it)."""
     from latdoc.pipeline._ray import run_at_vantages
 
     found = run_at_vantages(ray, vantages, diagnose_here, plan)
     endpoint, model = plan.endpoint.base_url, plan.endpoint.model
     run_ids = {}
     for one in found:
-        meta = {**run_meta(plan, concurrency), **one.host, "vantage": one.name, "ray": ray}
+        meta = {**run_meta(plan, plan.concurrency), **one.host, "vantage": one.name, "ray": ray}
         run_id = _keep(store, endpoint, model, one, meta, scenario=scenario, kind="diagnose")
         context = run_context(run_id, endpoint, model, scenario, meta, one.notes)
         document = diagnosis_to_dict(build_diagnosis(one.samples, context))
