@@ -15,6 +15,7 @@ The remedies in production code are :mod:`latdoc.client`: :func:`make_client` an
 shows it.
 """
 
+from latdoc._version import __version__
 from latdoc.advice.system import checklist
 from latdoc.analysis.attribution import RunContext
 from latdoc.analysis.diagnosis import Diagnosis, Finding, Kind, Remedy, Scenario, Verdict
@@ -71,8 +72,6 @@ from latdoc.probe import ConnectionOptions, Dialect, Endpoint, ProbeSession, Tim
 from latdoc.records import Chunk, RequestTrace, Sample, Step, StepNote, TcpInfo
 from latdoc.store import Store
 from latdoc.workload import Budget, DiagnosisPlan, ProbePlan, ProbeRun, run_probe
-
-__version__ = "0.1.0"
 
 __all__ = [
     "Budget",

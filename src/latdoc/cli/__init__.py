@@ -35,7 +35,7 @@ __all__ = [
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from latdoc import __version__
+    from latdoc._version import __version__
 
     parser = Parser(
         prog="latdoc",

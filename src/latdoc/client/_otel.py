@@ -51,7 +51,7 @@ class GenAiTelemetry:
 
     def __init__(self) -> None:
         trace, metrics = _api()
-        from latdoc import __version__
+        from latdoc._version import __version__
 
         self._trace = trace
         self._tracer = trace.get_tracer(_SCOPE, __version__)

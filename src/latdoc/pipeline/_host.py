@@ -120,7 +120,7 @@ def read_host(root: Path = PROC_SYS) -> HostFacts:
 
 def host_meta(root: Path = PROC_SYS) -> dict[str, Any]:
     """What every run records about its host: versions, cores, and the checklist's facts."""
-    from latdoc import __version__
+    from latdoc._version import __version__
 
     facts = read_host(root)
     return {
