@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -53,6 +54,18 @@ def build_diagnosis(samples: Sequence[Sample], context: RunContext) -> Diagnosis
     return with_system(with_remedies(diagnose(samples, context), context), context)
 
 
+async def measure_steps(
+    plan: DiagnosisPlan,
+    *,
+    budget: Budget | None = None,
+    on_sample: SampleHook | None = None,
+    on_progress: ProgressHook | None = None,
+) -> StepsResult:
+    """Measure the network, input-length and load steps within the plan's budget; it keeps
+    and diagnoses nothing (:func:`diagnose_endpoint` does)."""
+    return await run_steps(plan, budget, on_sample, on_progress)
+
+
 async def run_diagnosis(
     plan: DiagnosisPlan,
     *,
@@ -60,8 +73,14 @@ async def run_diagnosis(
     on_sample: SampleHook | None = None,
     on_progress: ProgressHook | None = None,
 ) -> StepsResult:
-    """Measure the network, input-length and load steps within the plan's budget."""
-    return await run_steps(plan, budget, on_sample, on_progress)
+    """Deprecated name of :func:`measure_steps`, which it calls: it only measures."""
+    warnings.warn(
+        "run_diagnosis only measures and is now measure_steps; the old name goes in the "
+        "next release",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return await measure_steps(plan, budget=budget, on_sample=on_sample, on_progress=on_progress)
 
 
 def diagnose_endpoint(
@@ -113,7 +132,7 @@ def diagnose_endpoint(
     reading = None if target is None else MetricsReading(target, plan.connection)
     status, notes = "done", []
     try:
-        result = asyncio.run(run_diagnosis(plan, on_sample=keep, on_progress=on_progress))
+        result = asyncio.run(measure_steps(plan, on_sample=keep, on_progress=on_progress))
         notes = result.notes
     except KeyboardInterrupt:
         status = "interrupted"

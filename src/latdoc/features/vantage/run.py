@@ -17,7 +17,7 @@ from typing import Any
 
 from latdoc.analysis.diagnosis import Scenario
 from latdoc.features.vantage.analysis import VantageComparison, compare_vantages, vantage_row
-from latdoc.pipeline import build_diagnosis, host_meta, run_context, run_diagnosis, run_meta
+from latdoc.pipeline import build_diagnosis, host_meta, measure_steps, run_context, run_meta
 from latdoc.pipeline._runs import probe_options, send_probes
 from latdoc.records import RequestTrace, Sample, Step, StepNote
 from latdoc.report import diagnosis_to_dict
@@ -45,7 +45,7 @@ def probe_here(plan: ProbePlan, name: str) -> FromVantage:
 def diagnose_here(plan: DiagnosisPlan, name: str) -> FromVantage:
     """Measure every step of a diagnosis from this host (on the vantage node)."""
     samples: list[Sample] = []
-    result = asyncio.run(run_diagnosis(plan, on_sample=samples.append))
+    result = asyncio.run(measure_steps(plan, on_sample=samples.append))
     return FromVantage(name, host_meta(), tuple(samples), tuple(result.notes))
 
 
