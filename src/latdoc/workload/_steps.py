@@ -58,6 +58,9 @@ SampleHook = Callable[[Sample], None]
 
 @dataclass(frozen=True)
 class DiagnosisPlan:
+    """What a diagnosis sends: the endpoint, the output length, the budget, and the
+    concurrency the load step sends and the pool is sized for."""
+
     endpoint: Endpoint
     connection: ConnectionOptions = field(default_factory=ConnectionOptions)
     max_tokens: int = 32
@@ -74,6 +77,9 @@ class DiagnosisPlan:
 
 @dataclass
 class StepsResult:
+    """What the three measured steps sent: every sample, the notes of what was left out
+    and why, and the token calibration."""
+
     samples: list[Sample] = field(default_factory=list)
     notes: list[StepNote] = field(default_factory=list)
     calibration: TokenCalibration | None = None
