@@ -151,7 +151,7 @@ class RequestWatch:
                 return TraceError(
                     ErrorKind.STREAM_BROKEN,
                     self.rec.phase,
-                    "the stream ended without [DONE] or a finish_reason",
+                    f"the stream ended without {state.dialect.end_marker}",
                 )
             return None
         ex.state = _whole_body_state(body, self.rec.t0)
