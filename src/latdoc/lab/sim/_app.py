@@ -22,11 +22,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from latdoc.lab.sim import dialects
 from latdoc.lab.sim._config import LabConfig
 from latdoc.lab.sim._faults import ResetConnection
 from latdoc.lab.sim._request import UNAUTHORIZED, ApiError
 from latdoc.lab.sim._state import LabState
-from latdoc.lab.sim.dialects import STAND_INS, StandIn
+from latdoc.lab.sim.dialects import StandIn
 
 __all__ = ["create_app", "end_streams", "in_flight", "requests_received"]
 
@@ -43,7 +44,9 @@ class _Endpoint:
 
 
 class _LabApp(Starlette):
-    """Starlette, with the completion routes' POSTs dispatched ahead of its middleware."""
+    """Starlette, with the completion routes' POSTs dispatched ahead of its middleware
+    (a route that names the model in its path goes through starlette's router, which
+    gives the model as the ``model`` path parameter)."""
 
     def __init__(self, fast: dict[str, _Endpoint], **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -128,12 +131,12 @@ def create_app(config: LabConfig, *, reset_connection: ResetConnection | None = 
         error = ApiError(exc.status_code, exc.detail)
         return _error_response(error, exc.headers)
 
-    fast = {api.path: _Endpoint(lab, api) for api in STAND_INS}
+    served = {api.path: _Endpoint(lab, api) for api in dialects.STAND_INS}
     app = _LabApp(
-        fast,
+        {path: endpoint for path, endpoint in served.items() if "{model}" not in path},
         routes=[
             Route("/v1/models", models, methods=["GET"]),
-            *(Route(path, endpoint, methods=["POST"]) for path, endpoint in fast.items()),
+            *(Route(path, endpoint, methods=["POST"]) for path, endpoint in served.items()),
         ],
         exception_handlers={HTTPException: http_error},
     )

@@ -91,15 +91,16 @@ class Call:
         return self.reasoning_tokens + self.output_tokens
 
 
-def parse_call(body: bytes, api: StandIn, config: LabConfig) -> Call:
-    """Validate a request body to ``api`` like its server would; raise :class:`ApiError`."""
+def parse_call(body: bytes, api: StandIn, config: LabConfig, path_model: str | None = None) -> Call:
+    """Validate a request body to ``api`` like its server would; raise :class:`ApiError`.
+    ``path_model`` is the model the route names, which a body's ``model`` cannot change."""
     try:
         data = json.loads(body)
     except ValueError:
         raise ApiError(400, "We could not parse the JSON body of your request.") from None
     if not isinstance(data, dict):
         raise ApiError(400, "The request body must be a JSON object.")
-    model = data.get("model")
+    model = data.get("model") if path_model is None else path_model
     if model is None:
         raise ApiError(404, "You must provide a model parameter.", code="model_not_found")
     if not isinstance(model, str) or model not in config.models:
@@ -117,7 +118,7 @@ def parse_call(body: bytes, api: StandIn, config: LabConfig) -> Call:
         prompt_tokens = _completion_prompt(data)
     else:
         prompt_tokens = _chat_prompt({"messages": api.messages(data)})
-    stream = data.get("stream")
+    stream = True if api.streams else data.get("stream")
     if stream is not None and not isinstance(stream, bool):
         raise ApiError(400, "'stream' must be a boolean.", param="stream")
     options = data.get("stream_options")

@@ -128,7 +128,7 @@ class LabState:
     def plan(self, api: StandIn, body: bytes, scope: Scope) -> Plan:
         """Validate the request and plan what happens to it at arrival."""
         config = self.config
-        call = parse_call(body, api, config)
+        call = parse_call(body, api, config, scope.get("path_params", {}).get("model"))
         fault = choose_fault(config, _header(scope, FAULT_HEADER), self.fault_rng)
         plan = Plan(call, config.latency_for(call.model), fault=fault)
         if self.pool is not None:

@@ -46,7 +46,8 @@ class StandIn:
     name: str
     """The API dialect it stands in for (``chat``, ``anthropic`` …)."""
     path: str
-    """Its route (``/v1/chat/completions``)."""
+    """Its route (``/v1/chat/completions``); ``{model}`` stands where a route names the
+    model (``/v1/models/{model}:streamGenerateContent``), which then is the request's."""
     messages: Callable[[dict[str, object]], object] | None
     """The request's prompt as chat messages (before validation); ``None`` when it is a
     completion's ``prompt`` (text, texts or token ids)."""
@@ -61,6 +62,9 @@ class StandIn:
     medium effort; ``None`` when the API has no reasoning."""
     prompt_param: str = "prompt"
     """What the context-length error calls the prompt."""
+    streams: bool = False
+    """The route always streams (``:streamGenerateContent``); else the body's ``stream``
+    asks for it."""
     usage_always: bool = False
     """Usage comes with every stream, not only when ``stream_options`` asks for it."""
     requires_max_tokens: bool = False
