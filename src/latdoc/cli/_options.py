@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
 from latdoc.errors import UsageError
-from latdoc.probe import ConnectionOptions, Dialect, Endpoint, Timeouts, check_extra_body
+from latdoc.probe import ConnectionOptions, Dialect, Endpoint, Timeouts, check_extra_body, dialects
 from latdoc.store import Store
 
 if TYPE_CHECKING:
@@ -26,7 +26,6 @@ EXIT_REQUEST_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
-DEFAULT_KEY_VARIABLE = "OPENAI_API_KEY"
 BASE_URL_VARIABLE = "OPENAI_BASE_URL"
 
 
@@ -86,10 +85,9 @@ def add_target_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", "-m", help="model name (required for a real endpoint)")
     p.add_argument(
         "--api",
-        choices=[d.value for d in Dialect],
-        default=Dialect.CHAT.value,
-        help="API dialect: chat (/chat/completions, the default), completions, anthropic "
-        "(Anthropic's /messages) or responses (OpenAI's /responses)",
+        choices=dialects.names(),
+        default=dialects.DEFAULT.name,
+        help=f"API dialect: {_dialect_help()}",
     )
     p.add_argument(
         "--extra-body", type=json_object, default={}, metavar="JSON",
@@ -105,8 +103,7 @@ def add_target_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--api-key-env",
         metavar="VAR",
-        help=f"environment variable holding the API key (default: {DEFAULT_KEY_VARIABLE}; "
-        f"{Dialect.ANTHROPIC.key_variable} with --api anthropic)",
+        help=f"environment variable holding the API key (default: {_key_help()})",
     )
     g.add_argument(
         "--timeout",
@@ -116,6 +113,27 @@ def add_target_arguments(p: argparse.ArgumentParser) -> None:
         help="give up on one request after DURATION (30s, 5m; a bare number is seconds; "
         "default 300s)",
     )
+
+
+def _dialect_help() -> str:
+    """Each dialect's name, what it is and its route: ``chat (OpenAI chat completions,
+    /chat/completions; the default), …``."""
+    default = dialects.DEFAULT
+    return ", ".join(
+        f"{d.name} ({d.title}, {d.route.path}{'; the default' if d is default else ''})"
+        for d in dialects.DIALECTS
+    )
+
+
+def _key_help() -> str:
+    """The default dialect's key variable, then each other one with its dialects:
+    ``OPENAI_API_KEY; ANTHROPIC_API_KEY with --api anthropic``."""
+    default = dialects.DEFAULT.key_variable
+    others: dict[str, list[str]] = {}
+    for d in dialects.DIALECTS:
+        if d.key_variable != default:
+            others.setdefault(d.key_variable, []).append(f"--api {d.name}")
+    return "; ".join([default, *(f"{v} with {' or '.join(a)}" for v, a in others.items())])
 
 
 def add_budget_arguments(
@@ -236,7 +254,7 @@ def api_key(args: argparse.Namespace) -> str | None:
         if not value:
             raise UsageError(f"--api-key-env {var}: the variable is not set")
         return value
-    dialect = Dialect(getattr(args, "api", Dialect.CHAT.value))
+    dialect = dialects.get(getattr(args, "api", dialects.DEFAULT.name))
     return os.environ.get(dialect.key_variable) or None
 
 
