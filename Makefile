@@ -39,6 +39,7 @@ docs: $(STAMP)
 	$(BIN)/mkdocs build --strict
 
 bench: $(STAMP)
+	$(BIN)/python bench/startup.py
 	$(BIN)/python bench/probe_overhead.py
 	$(BIN)/python bench/compare_null.py
 	$(BIN)/python bench/instrument_overhead.py
