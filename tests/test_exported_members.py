@@ -93,7 +93,7 @@ HEAVY = (
     "trustme",
     "uvicorn",
 )
-"""Libraries that load when a public name first needs them, never at ``import latdoc``."""
+"""Libraries that load when a command or a public name first needs them, never before."""
 
 
 def _modules_after(code: str) -> tuple[str, set[str]]:
@@ -108,3 +108,11 @@ def test_import_latdoc_loads_no_heavy_library() -> None:
     _, loaded = _modules_after("import latdoc")
     assert not loaded & set(HEAVY)
 
+
+@pytest.mark.parametrize(("flag", "says"), [("--version", "latdoc "), ("--help", "usage: latdoc")])
+def test_version_and_help_load_no_heavy_library(flag: str, says: str) -> None:
+    printed, loaded = _modules_after(
+        f"from latdoc.cli import main\ntry:\n    main([{flag!r}])\nexcept SystemExit:\n    pass"
+    )
+    assert printed.startswith(says)
+    assert not loaded & set(HEAVY)

@@ -1,6 +1,7 @@
 """What every command parses alike: validators, connection options, the API key, the target.
 
-Each is written once here; the command modules only declare their own flags.
+Each is written once here; the command modules only declare their own flags. The
+exit codes are ``_parser``'s, named here too for the command modules.
 """
 
 from __future__ import annotations
@@ -14,6 +15,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
+from latdoc.cli._parser import EXIT_INTERRUPTED as EXIT_INTERRUPTED
+from latdoc.cli._parser import EXIT_OK as EXIT_OK
+from latdoc.cli._parser import EXIT_REQUEST_FAILED as EXIT_REQUEST_FAILED
+from latdoc.cli._parser import EXIT_USAGE as EXIT_USAGE
 from latdoc.errors import UsageError
 from latdoc.probe import ConnectionOptions, Dialect, Endpoint, Timeouts, check_extra_body
 from latdoc.store import Store
@@ -21,20 +26,8 @@ from latdoc.store import Store
 if TYPE_CHECKING:
     from latdoc.report.metrics import PrometheusMetrics
 
-EXIT_OK = 0
-EXIT_REQUEST_FAILED = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
-
 DEFAULT_KEY_VARIABLE = "OPENAI_API_KEY"
 BASE_URL_VARIABLE = "OPENAI_BASE_URL"
-
-
-class Parser(argparse.ArgumentParser):
-    """An argument parser whose mistakes are :class:`UsageError` (one ``Error:`` line, exit 2)."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(message)
 
 
 def positive_int(text: str) -> int:
