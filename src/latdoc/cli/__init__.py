@@ -9,7 +9,8 @@ on (exit 1 at the end). A traceback means a bug in latdoc.
 
 Only the family of the command that runs is imported: ``_COMMANDS`` names every
 command with its one-line help, which is all ``latdoc --help`` shows of it, so
-``--help`` and ``--version`` import none of them.
+``--help`` and ``--version`` import none of them. ``latdoc lab`` needs the
+``[lab]`` extra and says how to install it when it is missing.
 """
 
 from __future__ import annotations
@@ -82,6 +83,9 @@ def _system() -> _Family:
 
 
 def _lab() -> _Family:
+    from latdoc.cli._lab_extra import require_lab
+
+    require_lab("latdoc lab")
     from latdoc.cli import lab
 
     return (lambda sub: lab.add_lab_parser(sub, Parser), {"lab": lab.run_lab})

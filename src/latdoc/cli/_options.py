@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
+from latdoc.cli._lab_extra import require_lab
 from latdoc.cli._parser import EXIT_INTERRUPTED as EXIT_INTERRUPTED
 from latdoc.cli._parser import EXIT_OK as EXIT_OK
 from latdoc.cli._parser import EXIT_REQUEST_FAILED as EXIT_REQUEST_FAILED
@@ -250,12 +251,16 @@ def target(
 
     The built-in one is the real llama.cpp engine when ``engine`` is asked for and
     installed, else the simulated endpoint (offering HTTP/2 with ``http2``, by
-    default when ``--http2`` was given); it runs until the block ends.
+    default when ``--http2`` was given); it runs until the block ends. It needs the
+    ``[lab]`` extra: without it, a :class:`UsageError` says how to install it.
     """
     url = args.url or os.environ.get(BASE_URL_VARIABLE)
     if url:
         yield Target(url, args.model, args.cacert)
         return
+    require_lab(
+        "the built-in endpoint (measured when no URL is given)", ", or give an endpoint's URL"
+    )
     from latdoc.lab import builtin_endpoint
 
     offer_http2 = args.http2 if http2 is None else http2
