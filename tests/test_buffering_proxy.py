@@ -19,7 +19,7 @@ import pytest
 from latdoc.features.verify import VerifyPlan, VerifyRemedy, verify_remedy
 from latdoc.lab.sim import LabConfig, LabServer, LatencyModel
 from latdoc.model import Diagnosis, Kind, RunContext
-from latdoc.pipeline import build_diagnosis, run_diagnosis
+from latdoc.pipeline import build_diagnosis, measure_steps
 from latdoc.probe import Endpoint
 from latdoc.report import render_diagnosis
 from latdoc.report._console import render_text
@@ -67,7 +67,7 @@ def _diagnose_through_nginx(
             context_window=2048,
             seed=5,
         )
-        result = asyncio.run(run_diagnosis(plan))
+        result = asyncio.run(measure_steps(plan))
     context = RunContext("test", url, config.model, cpu_count=2, notes=tuple(result.notes))
     return build_diagnosis(result.samples, context)
 

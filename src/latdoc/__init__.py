@@ -13,73 +13,153 @@ The remedies in production code are :mod:`latdoc.client`: :func:`make_client` an
 :func:`summarize_history` and :class:`ResetPolicy` for long conversations.
 :func:`checklist` of :func:`read_host` is the client host as ``latdoc system``
 shows it.
+
+Importing ``latdoc`` imports none of these: each name is imported from the module
+it lives in (``_EXPORTS``) the first time it is used, so the libraries behind a
+diagnosis (numpy, scipy, httpx, rich, jinja2, matplotlib) load only when needed.
 """
 
+from __future__ import annotations
+
 from latdoc._version import __version__
-from latdoc.advice.system import checklist
-from latdoc.analysis.stats import Distribution
-from latdoc.client import (
-    FailureClass,
-    FirstTokenTimeout,
-    Instrumentation,
-    PhaseTimeouts,
-    ResetPolicy,
-    RetryBudget,
-    RetryDecision,
-    RetryPolicy,
-    StreamStalled,
-    StreamTruncated,
-    TcpKeepalive,
-    TokenEstimate,
-    TotalTimeout,
-    asummarize_history,
-    instrument,
-    make_async_client,
-    make_client,
-    pool_size,
-    summarize_history,
-    summary_prompt,
-    trim_messages,
-)
-from latdoc.errors import (
-    CalibrationError,
-    ClientError,
-    ClientStreamError,
-    ClientTimeout,
-    ContextTooLong,
-    ErrorKind,
-    LabError,
-    LatdocError,
-    Phase,
-    PolicyError,
-    RequestFailed,
-    SSEError,
-    TraceError,
-    UsageError,
-)
-from latdoc.model import (
-    Diagnosis,
-    Finding,
-    HostFacts,
-    Kind,
-    Remedy,
-    RunContext,
-    Scenario,
-    SystemItem,
-    Verdict,
-)
-from latdoc.pipeline import (
-    DiagnosisRun,
-    build_diagnosis,
-    diagnose_endpoint,
-    read_host,
-    rediagnose,
-    run_diagnosis,
-)
-from latdoc.probe import ConnectionOptions, Dialect, Endpoint, ProbeSession, Timeouts
-from latdoc.records import Chunk, RequestTrace, Sample, Step, StepNote, TcpInfo
-from latdoc.store import Store
-from latdoc.workload import Budget, DiagnosisPlan, ProbePlan, ProbeRun, run_probe
+
+TYPE_CHECKING = False
+"""``typing.TYPE_CHECKING``, without importing typing, which ``import latdoc`` does not need."""
+if TYPE_CHECKING:
+    from latdoc.advice.system import checklist
+    from latdoc.analysis.stats import Distribution
+    from latdoc.client import (
+        FailureClass,
+        FirstTokenTimeout,
+        Instrumentation,
+        PhaseTimeouts,
+        ResetPolicy,
+        RetryBudget,
+        RetryDecision,
+        RetryPolicy,
+        StreamStalled,
+        StreamTruncated,
+        TcpKeepalive,
+        TokenEstimate,
+        TotalTimeout,
+        asummarize_history,
+        instrument,
+        make_async_client,
+        make_client,
+        pool_size,
+        summarize_history,
+        summary_prompt,
+        trim_messages,
+    )
+    from latdoc.errors import (
+        CalibrationError,
+        ClientError,
+        ClientStreamError,
+        ClientTimeout,
+        ContextTooLong,
+        ErrorKind,
+        LabError,
+        LatdocError,
+        Phase,
+        PolicyError,
+        RequestFailed,
+        SSEError,
+        TraceError,
+        UsageError,
+    )
+    from latdoc.model import (
+        Diagnosis,
+        Finding,
+        HostFacts,
+        Kind,
+        Remedy,
+        RunContext,
+        Scenario,
+        SystemItem,
+        Verdict,
+    )
+    from latdoc.pipeline import (
+        DiagnosisRun,
+        build_diagnosis,
+        diagnose_endpoint,
+        read_host,
+        rediagnose,
+        run_diagnosis,
+    )
+    from latdoc.probe import ConnectionOptions, Dialect, Endpoint, ProbeSession, Timeouts
+    from latdoc.records import Chunk, RequestTrace, Sample, Step, StepNote, TcpInfo
+    from latdoc.store import Store
+    from latdoc.workload import Budget, DiagnosisPlan, ProbePlan, ProbeRun, run_probe
+
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "latdoc.advice.system": ("checklist",),
+    "latdoc.analysis.stats": ("Distribution",),
+    "latdoc.client": (
+        "FailureClass",
+        "FirstTokenTimeout",
+        "Instrumentation",
+        "PhaseTimeouts",
+        "ResetPolicy",
+        "RetryBudget",
+        "RetryDecision",
+        "RetryPolicy",
+        "StreamStalled",
+        "StreamTruncated",
+        "TcpKeepalive",
+        "TokenEstimate",
+        "TotalTimeout",
+        "asummarize_history",
+        "instrument",
+        "make_async_client",
+        "make_client",
+        "pool_size",
+        "summarize_history",
+        "summary_prompt",
+        "trim_messages",
+    ),
+    "latdoc.errors": (
+        "CalibrationError",
+        "ClientError",
+        "ClientStreamError",
+        "ClientTimeout",
+        "ContextTooLong",
+        "ErrorKind",
+        "LabError",
+        "LatdocError",
+        "Phase",
+        "PolicyError",
+        "RequestFailed",
+        "SSEError",
+        "TraceError",
+        "UsageError",
+    ),
+    "latdoc.model": (
+        "Diagnosis",
+        "Finding",
+        "HostFacts",
+        "Kind",
+        "Remedy",
+        "RunContext",
+        "Scenario",
+        "SystemItem",
+        "Verdict",
+    ),
+    "latdoc.pipeline": (
+        "DiagnosisRun",
+        "build_diagnosis",
+        "diagnose_endpoint",
+        "read_host",
+        "rediagnose",
+        "run_diagnosis",
+    ),
+    "latdoc.probe": ("ConnectionOptions", "Dialect", "Endpoint", "ProbeSession", "Timeouts"),
+    "latdoc.records": ("Chunk", "RequestTrace", "Sample", "Step", "StepNote", "TcpInfo"),
+    "latdoc.store": ("Store",),
+    "latdoc.workload": ("Budget", "DiagnosisPlan", "ProbePlan", "ProbeRun", "run_probe"),
+}
+"""Each module behind the public namespace and the names imported from it, on first use."""
+
+_HOME = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = [
     "Budget",
@@ -153,3 +233,20 @@ __all__ = [
     "summary_prompt",
     "trim_messages",
 ]
+
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> object:
+        """A public name, imported from its module the first time it is asked for."""
+        module = _HOME.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        from importlib import import_module
+
+        value = getattr(import_module(module), name)
+        globals()[name] = value
+        return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,4 +1,4 @@
-"""latdoc's version, in a module of its own so that any module can name it without
-importing the root package (which re-exports everything above it)."""
+"""The version of latdoc, in one place: the root package, the store's run records, the
+OpenTelemetry scope and ``latdoc --version`` read it from here."""
 
 __version__ = "0.1.0"

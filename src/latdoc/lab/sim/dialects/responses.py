@@ -1,8 +1,11 @@
-"""The OpenAI Responses stream of one answer: :class:`ResponsesWriter`.
+"""OpenAI's Responses API as the lab serves it (``/v1/responses``): the prompt as
+``instructions`` and ``input`` (a text or messages), reasoning asked by
+``reasoning.effort``, usage with every stream.
 
-``response.created`` and ``response.in_progress``; with reasoning, a ``reasoning``
-item whose summary streams one token a delta; then a ``message`` item whose
-``output_text`` streams (or a ``function_call`` item whose arguments do); then
+The stream (:class:`ResponsesWriter`) is ``response.created`` and
+``response.in_progress``; with reasoning, a ``reasoning`` item whose summary streams
+one token a delta; then a ``message`` item whose ``output_text`` streams (or a
+``function_call`` item whose arguments do); then
 ``response.completed``, or ``response.incomplete`` when the answer was cut at
 ``max_output_tokens``, with the whole output and the usage.
 """
@@ -13,9 +16,11 @@ import time
 from typing import Any
 
 from latdoc.lab.sim._events import arguments, output_text, output_token, sse
-from latdoc.lab.sim._request import Call
+from latdoc.lab.sim._request import Call, effort_tokens
+from latdoc.lab.sim._writers import StreamWriter
+from latdoc.lab.sim.dialects._stand_in import StandIn
 
-__all__ = ["ResponsesWriter"]
+__all__ = ["STAND_IN", "ResponsesWriter"]
 
 _REASONING = {"item_id": "rs_lab", "output_index": 0, "summary_index": 0}
 
@@ -172,3 +177,49 @@ class ResponsesWriter:
 
     def overloaded(self) -> bytes:
         return self._event("error", code="overloaded_error", message="Overloaded", param=None)
+
+
+def _messages(data: dict[str, object]) -> object:
+    given = data.get("input")
+    messages = [{"role": "user", "content": given}] if isinstance(given, str) else given
+    instructions = data.get("instructions")
+    if isinstance(instructions, str) and isinstance(messages, list):
+        return [{"role": "system", "content": instructions}, *messages]
+    return messages
+
+
+def _reasoning(data: dict[str, object], medium: int) -> int:
+    reasoning = data.get("reasoning")
+    return effort_tokens(reasoning.get("effort") if isinstance(reasoning, dict) else None, medium)
+
+
+def _writer(call: Call, number: int, stamp: bool, cached_tokens: int) -> StreamWriter:
+    return ResponsesWriter(call, f"resp_lab{number}", stamp, cached_tokens)
+
+
+def _document(call: Call, number: int, usage: dict[str, Any], cached: int) -> dict[str, object]:
+    done = call.finish_reason == "stop"
+    text = output_text(call.output_tokens)
+    item = {"id": "msg_lab", "type": "message", "role": "assistant", "status": "completed",
+            "content": [{"type": "output_text", "text": text, "annotations": []}]}  # fmt: skip
+    return {
+        "id": f"resp_lab{number}", "object": "response", "created_at": int(time.time()),
+        "status": "completed" if done else "incomplete", "model": call.model,
+        "output": [item],
+        "incomplete_details": None if done else {"reason": "max_output_tokens"},
+        "usage": {"input_tokens": call.prompt_tokens, "output_tokens": call.total_tokens,
+                  "input_tokens_details": {"cached_tokens": cached},
+                  "output_tokens_details": {"reasoning_tokens": call.reasoning_tokens},
+                  "total_tokens": call.prompt_tokens + call.total_tokens},
+    }  # fmt: skip
+
+
+STAND_IN = StandIn(
+    name="responses",
+    path="/v1/responses",
+    messages=_messages,
+    writer=_writer,
+    document=_document,
+    reasoning=_reasoning,
+    usage_always=True,
+)

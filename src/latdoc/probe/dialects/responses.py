@@ -1,4 +1,8 @@
-"""OpenAI Responses streaming events (``POST /v1/responses`` with ``"stream": true``).
+"""OpenAI's Responses API (``POST /v1/responses`` with ``"stream": true``).
+
+The key is a bearer token from ``OPENAI_API_KEY``; the messages go as ``input`` and
+the output limit as ``max_output_tokens``; the usage always comes with the end. A
+reasoning effort is ``reasoning.effort``.
 
 Every event names its ``type``. The answer is ``response.output_text.delta``,
 ``response.refusal.delta`` and a tool call's ``response.function_call_arguments.delta``
@@ -16,16 +20,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from latdoc.probe._events import (
-    EventInfo,
-    Usage,
-    detail_int,
-    error_event,
-    int_or_none,
-    other_dialect,
+from latdoc.probe._events import EventInfo, Usage, detail_int, error_event, int_or_none
+from latdoc.probe.dialects._spec import (
+    BY_MAX_TOKENS,
+    BY_MODEL,
+    BY_PROMPT,
+    STREAMING,
+    DialectSpec,
+    Foreign,
+    Messages,
+    Route,
+    bearer_auth,
+    event_type,
 )
 
-__all__ = ["parse_responses_event", "responses_usage"]
+__all__ = ["SPEC", "parse_responses_event", "responses_usage"]
 
 _ANSWER = frozenset(
     {
@@ -60,11 +69,11 @@ _LIFECYCLE = frozenset(
 _INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
 
 
-def parse_responses_event(obj: Any, event: str | None = None) -> EventInfo:
+def parse_responses_event(obj: Any, event: str | None, foreign: Foreign) -> EventInfo:
     """Interpret one JSON event of the Responses stream (``event`` is the SSE name)."""
     if not isinstance(obj, dict):
         return EventInfo(error=f"event is a JSON {type(obj).__name__}, not an object")
-    kind = obj.get("type") if isinstance(obj.get("type"), str) else event
+    kind = event_type(obj, event)
     if kind in _ANSWER or kind in _REASONING:
         delta = obj.get("delta")
         if not isinstance(delta, str) or not delta:
@@ -102,7 +111,7 @@ def parse_responses_event(obj: Any, event: str | None = None) -> EventInfo:
         error = response.get("error")
         error = error if isinstance(error, dict) else {}
         return error_event(error.get("code"), error.get("message") or "response.failed")
-    return EventInfo(unknown=True, other_dialect=other_dialect(obj, event, "responses"))
+    return EventInfo(unknown=True, other_dialect=foreign(obj, event))
 
 
 def responses_usage(raw: Any) -> Usage | None:
@@ -115,3 +124,32 @@ def responses_usage(raw: Any) -> Usage | None:
         cached_prompt_tokens=detail_int(raw, "input_tokens_details", "cached_tokens"),
         reasoning_tokens=detail_int(raw, "output_tokens_details", "reasoning_tokens"),
     )
+
+
+def _body(model: str, messages: Messages, max_tokens: int, include_usage: bool) -> dict[str, Any]:
+    return {"model": model, "max_output_tokens": max_tokens, "stream": True, "input": messages}
+
+
+def _claims(obj: dict[str, Any], event: str | None) -> bool:
+    kind = event_type(obj, event)
+    return kind is not None and kind.startswith("response.")
+
+
+SPEC = DialectSpec(
+    name="responses",
+    title="OpenAI's Responses API",
+    route=Route("/responses"),
+    key_variable="OPENAI_API_KEY",
+    auth_headers=bearer_auth,
+    body=_body,
+    body_fields={
+        "model": BY_MODEL,
+        "input": BY_PROMPT,
+        "stream": STREAMING,
+        "max_output_tokens": BY_MAX_TOKENS,
+    },
+    parse=parse_responses_event,
+    end_marker="response.completed",
+    claims=_claims,
+    reasoning=lambda effort: {"reasoning": {"effort": effort}},
+)

@@ -1,12 +1,17 @@
-"""OpenAI chat completions and (legacy) completions events, as served by OpenAI, vLLM,
-llama.cpp, SGLang, Ollama and most gateways.
+"""OpenAI chat completions (``POST /chat/completions``), as served by OpenAI, vLLM,
+llama.cpp, SGLang, Ollama and most gateways; its events are read the same way for
+(legacy) completions (:mod:`.completions`).
+
+The key is a bearer token from ``OPENAI_API_KEY``; the stream ends with ``[DONE]``
+(or a finish reason) and reports its usage when ``stream_options.include_usage``
+asks for it. A reasoning effort is ``reasoning_effort``.
 
 An event's answer is ``delta.content``, a tool call's ``function.name`` and
 ``function.arguments`` in ``delta.tool_calls``, a ``delta.refusal`` or a completion's
 ``text``; its reasoning is ``delta.reasoning_content`` or ``delta.reasoning``. A
 role-only or empty delta carries none and never counts as a token. An event with a
 ``type`` of another dialect's (``message_start``, ``response.created``) says the
-endpoint speaks that dialect.
+endpoint speaks that dialect. llama.cpp's ``timings`` are the server's own times.
 """
 
 from __future__ import annotations
@@ -14,15 +19,27 @@ from __future__ import annotations
 from typing import Any
 
 from latdoc.errors import status_of_error_type
-from latdoc.probe._events import EventInfo, Usage, detail_int, int_or_none, other_dialect
+from latdoc.probe._events import EventInfo, Usage, detail_int, int_or_none
+from latdoc.probe.dialects._spec import (
+    BY_MAX_TOKENS,
+    BY_MODEL,
+    BY_PROMPT,
+    STREAMING,
+    USAGE_ASKED,
+    DialectSpec,
+    Foreign,
+    Messages,
+    Route,
+    bearer_auth,
+)
 
-__all__ = ["chat_usage", "parse_chat_event"]
+__all__ = ["SPEC", "chat_usage", "parse_chat_event"]
 
 _ANSWER_KEYS = ("content", "refusal")
 _REASONING_KEYS = ("reasoning_content", "reasoning")
 
 
-def parse_chat_event(obj: Any, event: str | None = None) -> EventInfo:
+def parse_chat_event(obj: Any, event: str | None, foreign: Foreign) -> EventInfo:
     """Interpret one JSON event of chat completions or completions."""
     if not isinstance(obj, dict):
         return EventInfo(error=f"event is a JSON {type(obj).__name__}, not an object")
@@ -35,7 +52,7 @@ def parse_chat_event(obj: Any, event: str | None = None) -> EventInfo:
         return EventInfo(error=str(error.get("message") or error), error_status=status)
     choices = obj.get("choices")
     if choices is None and "usage" not in obj:
-        other = other_dialect(obj, event, "chat")
+        other = foreign(obj, event)
         if other is not None:
             return EventInfo(other_dialect=other, unknown=True)
     answer: list[str] = []
@@ -109,3 +126,40 @@ def _llamacpp_timings(raw: Any) -> dict[str, float] | None:
         if isinstance(value, int | float) and not isinstance(value, bool):
             out[key] = float(value)
     return out or None
+
+
+def _body(model: str, messages: Messages, max_tokens: int, include_usage: bool) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": model,
+        "max_tokens": max_tokens,
+        "stream": True,
+        "messages": messages,
+    }
+    if include_usage:
+        body["stream_options"] = {"include_usage": True}
+    return body
+
+
+def _claims(obj: dict[str, Any], event: str | None) -> bool:
+    return "type" not in obj and isinstance(obj.get("choices"), list)
+
+
+SPEC = DialectSpec(
+    name="chat",
+    title="OpenAI chat completions",
+    route=Route("/chat/completions"),
+    key_variable="OPENAI_API_KEY",
+    auth_headers=bearer_auth,
+    body=_body,
+    body_fields={
+        "model": BY_MODEL,
+        "messages": BY_PROMPT,
+        "stream": STREAMING,
+        "stream_options": USAGE_ASKED,
+        "max_tokens": BY_MAX_TOKENS,
+    },
+    parse=parse_chat_event,
+    end_marker="[DONE] or a finish_reason",
+    claims=_claims,
+    reasoning=lambda effort: {"reasoning_effort": effort},
+)

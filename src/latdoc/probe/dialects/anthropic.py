@@ -1,5 +1,8 @@
-"""Anthropic Messages streaming events (``POST /v1/messages`` with ``"stream": true``).
+"""Anthropic's Messages API (``POST /v1/messages`` with ``"stream": true``).
 
+The key is ``x-api-key`` from ``ANTHROPIC_API_KEY``, sent with ``anthropic-version``;
+system messages go in the top-level ``system``; the usage always comes on the
+stream. A reasoning effort is a ``thinking`` budget (:data:`THINKING_BUDGETS`).
 The stream is ``message_start`` (the message id and the prompt's usage), then for
 each content block ``content_block_start``, ``content_block_delta``\\ s and
 ``content_block_stop``, then ``message_delta`` (the stop reason and the output's
@@ -15,18 +18,41 @@ skipped and counted.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from latdoc.probe._events import (
-    EventInfo,
-    Usage,
-    detail_int,
-    error_event,
-    int_or_none,
-    other_dialect,
+from latdoc.probe._events import EventInfo, Usage, detail_int, error_event, int_or_none
+from latdoc.probe.dialects._spec import (
+    BY_MAX_TOKENS,
+    BY_MODEL,
+    BY_PROMPT,
+    STREAMING,
+    DialectSpec,
+    Foreign,
+    Messages,
+    Route,
+    event_type,
 )
 
-__all__ = ["anthropic_usage", "parse_anthropic_event"]
+__all__ = [
+    "ANTHROPIC_VERSION",
+    "SPEC",
+    "THINKING_BUDGETS",
+    "anthropic_usage",
+    "parse_anthropic_event",
+]
+
+ANTHROPIC_VERSION = "2023-06-01"
+"""The ``anthropic-version`` header sent with Anthropic requests."""
+
+THINKING_BUDGETS: Mapping[str, int | None] = {
+    "none": None,
+    "minimal": None,
+    "low": 1024,
+    "medium": 4096,
+    "high": 16384,
+}
+"""Anthropic's thinking budget for each reasoning effort (1024 is its smallest)."""
 
 _STOP_REASONS = {
     "end_turn": "stop",
@@ -38,14 +64,16 @@ _STOP_REASONS = {
     "refusal": "content_filter",
 }
 _SILENT = frozenset({"ping", "content_block_stop"})
+_OWN = frozenset({"message_start", "content_block_start", "content_block_delta", "message_delta"})
+"""Event types only Anthropic's stream has."""
 _QUIET_DELTAS = frozenset({"signature_delta", "citations_delta"})
 
 
-def parse_anthropic_event(obj: Any, event: str | None = None) -> EventInfo:
+def parse_anthropic_event(obj: Any, event: str | None, foreign: Foreign) -> EventInfo:
     """Interpret one JSON event of the Messages stream (``event`` is the SSE name)."""
     if not isinstance(obj, dict):
         return EventInfo(error=f"event is a JSON {type(obj).__name__}, not an object")
-    kind = obj.get("type") if isinstance(obj.get("type"), str) else event
+    kind = event_type(obj, event)
     if kind == "error" or (kind is None and isinstance(obj.get("error"), dict)):
         return _error(obj.get("error"))
     if kind == "content_block_delta":
@@ -71,7 +99,7 @@ def parse_anthropic_event(obj: Any, event: str | None = None) -> EventInfo:
         return EventInfo(ends_stream=True)
     if kind in _SILENT:
         return EventInfo()
-    return EventInfo(unknown=True, other_dialect=other_dialect(obj, event, "anthropic"))
+    return EventInfo(unknown=True, other_dialect=foreign(obj, event))
 
 
 def _delta(delta: Any) -> EventInfo:
@@ -131,3 +159,45 @@ def anthropic_usage(raw: Any) -> Usage | None:
         cached_prompt_tokens=read,
         reasoning_tokens=detail_int(raw, "output_tokens_details", "thinking_tokens"),
     )
+
+
+def _auth_headers(api_key: str | None) -> list[tuple[bytes, bytes]]:
+    version = [(b"anthropic-version", ANTHROPIC_VERSION.encode())]
+    return version + ([(b"x-api-key", api_key.encode())] if api_key else [])
+
+
+def _body(model: str, messages: Messages, max_tokens: int, include_usage: bool) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "stream": True}
+    system = [m["content"] for m in messages if m.get("role") == "system"]
+    if system:
+        body["system"] = "\n\n".join(system)
+    body["messages"] = [m for m in messages if m.get("role") != "system"]
+    return body
+
+
+def _thinking(effort: str) -> dict[str, Any]:
+    budget = THINKING_BUDGETS[effort]
+    if budget is None:
+        return {"thinking": {"type": "disabled"}}
+    return {"thinking": {"type": "enabled", "budget_tokens": budget}}
+
+
+SPEC = DialectSpec(
+    name="anthropic",
+    title="Anthropic's Messages API",
+    route=Route("/messages"),
+    key_variable="ANTHROPIC_API_KEY",
+    auth_headers=_auth_headers,
+    body=_body,
+    body_fields={
+        "model": BY_MODEL,
+        "messages": BY_PROMPT,
+        "stream": STREAMING,
+        "max_tokens": BY_MAX_TOKENS,
+    },
+    parse=parse_anthropic_event,
+    end_marker="message_stop or a stop_reason",
+    claims=lambda obj, event: event_type(obj, event) in _OWN,
+    reasoning=_thinking,
+    hosts=("anthropic.com",),
+)
