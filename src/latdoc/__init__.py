@@ -1,11 +1,23 @@
 """latdoc: which kind of slow is your LLM API call?
 
 Time every phase of a real streaming request (DNS, TCP, TLS, send, server wait,
-first token, every chunk) into one :class:`RequestTrace` record; measure, keep
-and diagnose an endpoint with :func:`diagnose_endpoint` (or diagnose a stored run
-again with :func:`rediagnose`; time an application's own requests with
-:func:`instrument`) and get a :class:`Diagnosis`: the kind of slow,
-its evidence and the ranked remedies.
+first token, every chunk) into one :class:`RequestTrace` record. The verbs:
+
+- :func:`diagnose_endpoint` measures, keeps and diagnoses an endpoint into a
+  :class:`Diagnosis` (the kind of slow, its evidence and the ranked remedies);
+  :func:`rediagnose` diagnoses a stored run again; :func:`diagnose_traffic` and
+  :func:`diagnose_otlp` diagnose an application's own requests, recorded by
+  :func:`instrument` or as OpenTelemetry spans; :func:`measure_steps` only measures.
+- :func:`verify_remedy` measures one remedy as an A/B experiment on the endpoint.
+- :func:`compare_runs` compares two stored runs like with like.
+- :func:`load_endpoint` sweeps concurrency or arrival rates; :func:`watch_endpoint`
+  measures on a schedule and :func:`watch_clock` reads a watch back by the clock.
+- :func:`probe_endpoint` and :func:`run_probe` time single requests.
+
+The renderers are pure: :func:`render_diagnosis`, :func:`render_comparison`,
+:func:`render_load`, :func:`render_summary` and :func:`render_waterfall` return
+terminal renderables (:func:`render_text` makes them text), :func:`render_html` and its
+siblings return pages, and :func:`diagnosis_to_dict` and its siblings JSON documents.
 
 The remedies in production code are :mod:`latdoc.client`: :func:`make_client` and
 :func:`make_async_client` (tuned httpx clients for the openai SDK, with a
@@ -67,6 +79,19 @@ if TYPE_CHECKING:
         TraceError,
         UsageError,
     )
+    from latdoc.features.load import (
+        LoadPlan,
+        LoadRun,
+        Slo,
+        Workers,
+        load_endpoint,
+        load_to_dict,
+        reload_load,
+        render_load,
+        render_load_html,
+    )
+    from latdoc.features.verify import VerifyPlan, VerifyRemedy, VerifyResult, verify_remedy
+    from latdoc.features.watch import WatchPlan, WatchRun, watch_endpoint
     from latdoc.model import (
         Diagnosis,
         Finding,
@@ -80,14 +105,36 @@ if TYPE_CHECKING:
     )
     from latdoc.pipeline import (
         DiagnosisRun,
+        RunComparison,
+        StoredProbe,
+        WatchClock,
         build_diagnosis,
+        compare_runs,
         diagnose_endpoint,
+        diagnose_otlp,
+        diagnose_traffic,
+        measure_steps,
+        probe_endpoint,
         read_host,
         rediagnose,
         run_diagnosis,
+        watch_clock,
     )
     from latdoc.probe import ConnectionOptions, Dialect, Endpoint, ProbeSession, Timeouts
-    from latdoc.records import Chunk, RequestTrace, Sample, Step, StepNote, TcpInfo
+    from latdoc.records import Chunk, RequestTrace, Sample, Step
+    from latdoc.report import (
+        comparison_to_dict,
+        diagnosis_to_dict,
+        make_console,
+        render_comparison,
+        render_comparison_html,
+        render_diagnosis,
+        render_html,
+        render_summary,
+        render_text,
+        render_waterfall,
+        trace_to_dict,
+    )
     from latdoc.store import Store
     from latdoc.workload import Budget, DiagnosisPlan, ProbePlan, ProbeRun, run_probe
 
@@ -133,6 +180,19 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "TraceError",
         "UsageError",
     ),
+    "latdoc.features.load": (
+        "LoadPlan",
+        "LoadRun",
+        "Slo",
+        "Workers",
+        "load_endpoint",
+        "load_to_dict",
+        "reload_load",
+        "render_load",
+        "render_load_html",
+    ),
+    "latdoc.features.verify": ("VerifyPlan", "VerifyRemedy", "VerifyResult", "verify_remedy"),
+    "latdoc.features.watch": ("WatchPlan", "WatchRun", "watch_endpoint"),
     "latdoc.model": (
         "Diagnosis",
         "Finding",
@@ -146,14 +206,36 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "latdoc.pipeline": (
         "DiagnosisRun",
+        "RunComparison",
+        "StoredProbe",
+        "WatchClock",
         "build_diagnosis",
+        "compare_runs",
         "diagnose_endpoint",
+        "diagnose_otlp",
+        "diagnose_traffic",
+        "measure_steps",
+        "probe_endpoint",
         "read_host",
         "rediagnose",
         "run_diagnosis",
+        "watch_clock",
     ),
     "latdoc.probe": ("ConnectionOptions", "Dialect", "Endpoint", "ProbeSession", "Timeouts"),
-    "latdoc.records": ("Chunk", "RequestTrace", "Sample", "Step", "StepNote", "TcpInfo"),
+    "latdoc.records": ("Chunk", "RequestTrace", "Sample", "Step"),
+    "latdoc.report": (
+        "comparison_to_dict",
+        "diagnosis_to_dict",
+        "make_console",
+        "render_comparison",
+        "render_comparison_html",
+        "render_diagnosis",
+        "render_html",
+        "render_summary",
+        "render_text",
+        "render_waterfall",
+        "trace_to_dict",
+    ),
     "latdoc.store": ("Store",),
     "latdoc.workload": ("Budget", "DiagnosisPlan", "ProbePlan", "ProbeRun", "run_probe"),
 }
@@ -185,6 +267,8 @@ __all__ = [
     "Kind",
     "LabError",
     "LatdocError",
+    "LoadPlan",
+    "LoadRun",
     "Phase",
     "PhaseTimeouts",
     "PolicyError",
@@ -198,17 +282,18 @@ __all__ = [
     "RetryBudget",
     "RetryDecision",
     "RetryPolicy",
+    "RunComparison",
     "RunContext",
     "SSEError",
     "Sample",
     "Scenario",
+    "Slo",
     "Step",
-    "StepNote",
     "Store",
+    "StoredProbe",
     "StreamStalled",
     "StreamTruncated",
     "SystemItem",
-    "TcpInfo",
     "TcpKeepalive",
     "Timeouts",
     "TokenEstimate",
@@ -216,22 +301,53 @@ __all__ = [
     "TraceError",
     "UsageError",
     "Verdict",
+    "VerifyPlan",
+    "VerifyRemedy",
+    "VerifyResult",
+    "WatchClock",
+    "WatchPlan",
+    "WatchRun",
+    "Workers",
     "__version__",
     "asummarize_history",
     "build_diagnosis",
     "checklist",
+    "compare_runs",
+    "comparison_to_dict",
     "diagnose_endpoint",
+    "diagnose_otlp",
+    "diagnose_traffic",
+    "diagnosis_to_dict",
     "instrument",
+    "load_endpoint",
+    "load_to_dict",
     "make_async_client",
     "make_client",
+    "make_console",
+    "measure_steps",
     "pool_size",
+    "probe_endpoint",
     "read_host",
     "rediagnose",
+    "reload_load",
+    "render_comparison",
+    "render_comparison_html",
+    "render_diagnosis",
+    "render_html",
+    "render_load",
+    "render_load_html",
+    "render_summary",
+    "render_text",
+    "render_waterfall",
     "run_diagnosis",
     "run_probe",
     "summarize_history",
     "summary_prompt",
+    "trace_to_dict",
     "trim_messages",
+    "verify_remedy",
+    "watch_clock",
+    "watch_endpoint",
 ]
 
 if not TYPE_CHECKING:
