@@ -88,6 +88,10 @@ class Remedy:
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
+    """Which kind of slow this is: the primary kind, the other noticeable kinds that
+    contribute (largest share first), how sure the primary kind's rule is, and the kinds
+    found too small to notice."""
+
     primary: Kind
     contributing: tuple[Kind, ...]
     confidence: float
