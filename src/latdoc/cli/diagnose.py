@@ -27,7 +27,7 @@ from latdoc.cli._options import (
 from latdoc.cli.vantage import emit_vantages
 from latdoc.errors import UsageError
 from latdoc.features.vantage import diagnose_vantages
-from latdoc.model import Scenario
+from latdoc.model import DEFAULT_CONCURRENCY, Scenario
 from latdoc.pipeline import (
     DiagnosisRun,
     diagnose_endpoint,
@@ -39,7 +39,6 @@ from latdoc.pipeline import (
 from latdoc.report import ProgressBars
 from latdoc.store import Store
 from latdoc.workload import (
-    DEFAULT_CONCURRENCY,
     LENGTHS,
     DiagnosisPlan,
     planned_requests,

@@ -12,9 +12,9 @@ from typing import Any, TextIO
 
 from latdoc.advice.system import checklist
 from latdoc.cli._options import EXIT_OK, positive_int
+from latdoc.model import DEFAULT_CONCURRENCY
 from latdoc.pipeline import read_host
 from latdoc.report import make_console, render_system, system_to_dict
-from latdoc.workload import DEFAULT_CONCURRENCY
 
 
 def add_parser(sub: argparse._SubParsersAction[Any]) -> None:

@@ -25,9 +25,11 @@ from latdoc.model.host import HostFacts, SystemItem
 from latdoc.model.kind import Kind
 from latdoc.model.length import CURVE_CONFIDENCE, LengthCurve, LengthPoint
 from latdoc.model.server import Disagreement, ServerAccount
+from latdoc.model.sizing import DEFAULT_CONCURRENCY, pool_size
 
 __all__ = [
     "CURVE_CONFIDENCE",
+    "DEFAULT_CONCURRENCY",
     "DIAGNOSIS_SCHEMA",
     "Diagnosis",
     "Disagreement",
@@ -47,4 +49,5 @@ __all__ = [
     "SystemItem",
     "Verdict",
     "diagnosis_to_dict",
+    "pool_size",
 ]

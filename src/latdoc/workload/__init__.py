@@ -24,7 +24,6 @@ from latdoc.workload._calibration import (
 from latdoc.workload._probe_loop import DEFAULT_PROMPT, ProbePlan, ProbeRun, run_probe
 from latdoc.workload._prompts import make_prompt
 from latdoc.workload._steps import (
-    DEFAULT_CONCURRENCY,
     LENGTHS,
     DiagnosisPlan,
     ProgressHook,
@@ -37,7 +36,6 @@ from latdoc.workload._steps import (
 
 __all__ = [
     "ASSUMED",
-    "DEFAULT_CONCURRENCY",
     "DEFAULT_PROMPT",
     "LENGTHS",
     "Budget",

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from latdoc.errors import TraceError
+from latdoc.model import DEFAULT_CONCURRENCY
 from latdoc.probe import ConnectionOptions, Endpoint, LoopLagMonitor, ProbeSession, now_ns
 from latdoc.records import RequestTrace, Sample, Step, StepNote
 from latdoc.workload._budget import Budget
@@ -44,9 +45,6 @@ CALIBRATION_NEAR_TOKENS = 256
 WARM_REQUESTS = 4
 EXTRA_COLD = 2
 SEQUENTIAL_REPEATS = 6
-DEFAULT_CONCURRENCY = 4
-"""The concurrency a user expects in production when they do not say: the load step
-sends it at once and the connection pool is sized for it."""
 LENGTH_TIME_SHARE = 0.6
 """Of the time left after the network step, what the length step may use."""
 SAFETY = 1.5

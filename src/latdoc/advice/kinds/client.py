@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from latdoc.advice import keys
 from latdoc.advice._common import async_client
-from latdoc.advice._sizing import pool_size
+from latdoc.advice._sizing import advised_pool
 from latdoc.advice.kinds._builder import RemedyBuilder
 from latdoc.advice.verify import VERIFY_HTTP2, VERIFY_POOL, verify_command
 from latdoc.analysis.kinds.client import CLIENT_DELAY_MS, CLIENT_LOOP_LAG_MS
@@ -32,7 +32,7 @@ def client_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remed
             f"{CLIENT_LOOP_LAG_MS:.0f} and {CLIENT_DELAY_MS:.0f} ms",
         )
         return
-    size = pool_size(ctx.cpu_count, ctx.concurrency)
+    size = advised_pool(ctx.cpu_count, ctx.concurrency)
     yield Remedy(
         keys.POOL_SIZE,
         f"Size the connection pool to {size}",

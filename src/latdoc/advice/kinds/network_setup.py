@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from latdoc.advice import keys
-from latdoc.advice._sizing import pool_size
+from latdoc.advice._sizing import advised_pool
 from latdoc.advice.kinds._builder import RemedyBuilder
 from latdoc.advice.verify import VERIFY_KEEPALIVE, verify_command
 from latdoc.model import Diagnosis, Finding, Kind, Remedy, RunContext
@@ -49,7 +49,7 @@ def network_setup_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterato
             how_to_measure=f"compare the DNS phase of `latdoc probe {ctx.endpoint} --model "
             f"{ctx.model}` before and after the change",
         )
-    size = pool_size(ctx.cpu_count, ctx.concurrency)
+    size = advised_pool(ctx.cpu_count, ctx.concurrency)
     measured = keep_alive_gain(d)
     yield Remedy(
         keys.KEEP_ALIVE,
