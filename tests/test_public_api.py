@@ -19,11 +19,14 @@ from latdoc.lab.sim import LabConfig, LatencyModel
 QUICK = LatencyModel(prefill_base_ms=5.0, prefill_ms_per_token=0.02, decode_ms_per_token=1.0)
 FACES = (
     "latdoc",
+    "latdoc.advice",
+    "latdoc.analysis",
     "latdoc.client",
     "latdoc.features.load",
     "latdoc.features.vantage",
     "latdoc.features.verify",
     "latdoc.features.watch",
+    "latdoc.model",
     "latdoc.pipeline",
     "latdoc.report",
 )

@@ -65,6 +65,7 @@ def _rank(r: Remedy, scenario: Scenario, shares: Mapping[Kind, float]) -> tuple[
 
 
 def with_remedies(diagnosis: Diagnosis, context: RunContext) -> Diagnosis:
+    """``diagnosis`` with its remedies, ranked for the run's scenario."""
     return replace(diagnosis, remedies=recommend(diagnosis, context))
 
 
