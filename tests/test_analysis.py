@@ -10,19 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from latdoc import Budget, Distribution, UsageError
 from latdoc.analysis.length import RESAMPLES, fit_length_curve, length_points
 from latdoc.analysis.signals import dispersion, find_stalls, modified_z
-from latdoc.analysis.stats import (
-    Distribution,
-    bootstrap_ci,
-    difference_ci,
-    mann_whitney_p,
-    quantile,
-    ratio_ci,
-)
-from latdoc.errors import UsageError
+from latdoc.analysis.stats import bootstrap_ci, difference_ci, mann_whitney_p, quantile, ratio_ci
 from latdoc.model import LengthPoint
-from latdoc.workload import Budget
 
 
 def _points(a: float, b: float, c: float, lengths: tuple[int, ...]) -> list[LengthPoint]:

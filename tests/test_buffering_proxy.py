@@ -16,15 +16,22 @@ from pathlib import Path
 
 import pytest
 
-from latdoc.features.verify import VerifyPlan, VerifyRemedy, verify_remedy
+from latdoc import (
+    Diagnosis,
+    DiagnosisPlan,
+    Endpoint,
+    Kind,
+    RunContext,
+    Store,
+    VerifyPlan,
+    VerifyRemedy,
+    build_diagnosis,
+    measure_steps,
+    render_diagnosis,
+    render_text,
+    verify_remedy,
+)
 from latdoc.lab.sim import LabConfig, LabServer, LatencyModel
-from latdoc.model import Diagnosis, Kind, RunContext
-from latdoc.pipeline import build_diagnosis, measure_steps
-from latdoc.probe import Endpoint
-from latdoc.report import render_diagnosis
-from latdoc.report._console import render_text
-from latdoc.store import Store
-from latdoc.workload import DiagnosisPlan
 from nginx_proxy import nginx_binary, nginx_proxy
 
 if nginx_binary() is None:

@@ -15,14 +15,14 @@ import pytest
 
 import latdoc.lab.sim.dialects as lab_dialects
 from conftest import LabFactory
+from latdoc import Dialect, Endpoint, UsageError
 from latdoc.cli import build_parser, main
 from latdoc.cli._options import api_key
 from latdoc.client._request_facts import dialect_of
-from latdoc.errors import UsageError
 from latdoc.lab.sim import output_token
 from latdoc.lab.sim.dialects import StandIn
 from latdoc.lab.sim.dialects.chat import STAND_IN as CHAT_STAND_IN
-from latdoc.probe import Dialect, Endpoint, check_extra_body, dialects, parse_event
+from latdoc.probe import check_extra_body, dialects, parse_event
 from latdoc.probe._dialects import request_body
 from latdoc.probe._events import EventInfo
 from latdoc.probe.dialects import DialectSpec, Route

@@ -15,12 +15,20 @@ from rich.console import Console
 
 import latdoc.advice.builders
 import latdoc.analysis.kinds
+from latdoc import (
+    Diagnosis,
+    Finding,
+    Kind,
+    Remedy,
+    RunContext,
+    build_diagnosis,
+    diagnosis_to_dict,
+    render_diagnosis,
+    render_text,
+)
 from latdoc.advice.builders import BUILDERS, RemedyBuilder
 from latdoc.analysis.facts import Facts
 from latdoc.analysis.kinds import KINDS, KindSpec, spec_of
-from latdoc.model import Diagnosis, Finding, Kind, Remedy, RunContext
-from latdoc.pipeline import build_diagnosis
-from latdoc.report import diagnosis_to_dict, render_diagnosis, render_text
 from latdoc.report._html import page_context
 from report_samples import run_samples
 

@@ -118,3 +118,112 @@ def test_the_verbs_and_renderers_through_latdoc(lab: LabFactory, tmp_path: Path)
     assert watched.result is not None and watched.result.ticks == 1
     assert clock.report.buckets and sum(b.requests for b in clock.report.buckets) > 0
     assert measured.samples, "measure_steps sent nothing"
+
+
+def test_the_exception_tree_is_the_one_its_docstring_draws() -> None:
+    import latdoc.client
+    import latdoc.errors
+
+    drawn = [
+        (len(m.group(1)) // 4, m.group(2))
+        for m in re.finditer(r"^    ((?:[│ ]   |[├└]── )*)(\w+)", latdoc.errors.__doc__ or "", re.M)
+        if m.group(2)[0].isupper()
+    ]
+    assert drawn[0] == (0, "LatdocError") and len(drawn) > 15
+    parents: dict[int, type] = {}
+    checked = 0
+    for depth, name in drawn:
+        source = latdoc if name in latdoc.__all__ else latdoc.client
+        cls = getattr(source, name, None) or getattr(latdoc.errors, name)
+        if depth:
+            assert issubclass(cls, parents[depth - 1]), f"{name} under {parents[depth - 1]}"
+            checked += 1
+        parents[depth] = cls
+    assert checked == len(drawn) - 1
+
+
+def test_the_public_exceptions_are_caught_as_they_say() -> None:
+    import httpx
+
+    # An application that handles httpx's errors, or latdoc's client errors, handles them.
+    assert issubclass(latdoc.TotalTimeout, latdoc.ClientTimeout)
+    assert issubclass(latdoc.TotalTimeout, httpx.ReadTimeout)
+    assert issubclass(latdoc.StreamTruncated, latdoc.ClientStreamError)
+    assert issubclass(latdoc.StreamTruncated, httpx.RemoteProtocolError)
+    assert issubclass(latdoc.ClientStreamError, latdoc.ClientError)
+    assert issubclass(latdoc.CalibrationError, latdoc.LatdocError)
+    error = latdoc.TraceError(latdoc.ErrorKind.CONNECT, latdoc.Phase.CONNECT, "refused")
+    failed = latdoc.RequestFailed(error)
+    assert failed.error is error and "refused" in str(failed)
+
+
+def test_recorded_traffic_through_latdoc(lab: LabFactory, tmp_path: Path) -> None:
+    import httpx
+
+    body = {"model": "lab-sim", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}
+
+    async def send(base_url: str, store: latdoc.Store) -> str:
+        async with httpx.AsyncClient() as client:
+            with latdoc.instrument(client, store=store) as attached:
+                assert isinstance(attached, latdoc.Instrumentation)
+                for _ in range(3):
+                    async with client.stream(
+                        "POST", f"{base_url}/chat/completions", json={**body, "stream": True}
+                    ) as response:
+                        await response.aread()
+                return attached.run_id
+
+    with lab(LabConfig(latency=QUICK)) as server, latdoc.Store(str(tmp_path / "t.db")) as store:
+        run_id = asyncio.run(send(server.base_url, store))
+        recorded = latdoc.diagnose_traffic(store, run_id)
+        spans = latdoc.diagnose_otlp(store, TESTS / "data" / "otlp_openai_v2.json")
+    assert isinstance(recorded, latdoc.DiagnosisRun)
+    assert recorded.diagnosis.requests == 3
+    assert latdoc.Kind.ERRORS in {f.kind for f in spans.diagnosis.findings}
+
+
+def test_the_pages_and_records_of_the_verbs(lab: LabFactory, tmp_path: Path) -> None:
+    with lab(LabConfig(latency=QUICK)) as server, latdoc.Store(str(tmp_path / "p.db")) as store:
+        endpoint = latdoc.Endpoint(server.base_url, "lab-sim")
+        probe = latdoc.ProbePlan(endpoint, max_tokens=4, repeat=3)
+        first = latdoc.probe_endpoint(probe, store=store)
+        second = latdoc.probe_endpoint(probe, store=store)
+        comparison = latdoc.compare_runs(store, first.run_id, second.run_id)
+        sweep = latdoc.LoadPlan(
+            endpoint, concurrency=(1,), duration_per_level=0.3, max_tokens=4, max_requests=100
+        )
+        loaded = latdoc.load_endpoint(sweep, store=store)
+        watched = latdoc.watch_endpoint(
+            latdoc.WatchPlan(endpoint, every_s=60.0, until=None, max_tokens=4),
+            name="pages",
+            store=store,
+            max_requests=10,
+            token_budget=None,
+            duration_s=None,
+        )
+        clock = latdoc.watch_clock(store, "pages", bucket_s=3600.0)
+    assert isinstance(first, latdoc.StoredProbe) and isinstance(first.result, latdoc.ProbeRun)
+    assert isinstance(comparison, latdoc.RunComparison)
+    assert isinstance(loaded, latdoc.LoadRun)
+    assert isinstance(watched, latdoc.WatchRun) and isinstance(clock, latdoc.WatchClock)
+    page = latdoc.render_comparison_html(comparison.comparison, a_label="first", b_label="second")
+    assert "<svg" in page or "<table" in page
+    assert "<svg" in latdoc.render_load_html(loaded.analysis)
+
+
+def test_tcp_keepalive_reaches_the_clients_socket(lab: LabFactory) -> None:
+    import socket
+
+    keepalive = latdoc.TcpKeepalive(idle_s=7, interval_s=3, probes=2)
+    with (
+        lab() as server,
+        latdoc.make_client(tcp_keepalive=keepalive) as client,
+        client.stream("GET", f"{server.base_url}/models") as response,
+    ):
+        sock = response.extensions["network_stream"].get_extra_info("socket")
+        assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE) == 7
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL) == 3
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT) == 2
+    with pytest.raises(latdoc.PolicyError):
+        latdoc.TcpKeepalive(idle_s=0)

@@ -10,21 +10,18 @@ from typing import Any
 
 import pytest
 
-from latdoc.model import (
+from latdoc import (
     Diagnosis,
-    Disagreement,
     Kind,
-    LengthCheck,
-    NoticeableBar,
-    RequestParts,
     RunContext,
-    ServerAccount,
+    Store,
     SystemItem,
+    build_diagnosis,
     diagnosis_to_dict,
 )
-from latdoc.pipeline import build_diagnosis
+from latdoc.model import Disagreement, LengthCheck, NoticeableBar, RequestParts, ServerAccount
 from latdoc.report import diagnosis_to_dict as report_diagnosis_to_dict
-from latdoc.store import Store, diagnosis_from_record, diagnosis_to_record
+from latdoc.store import diagnosis_from_record, diagnosis_to_record
 from report_samples import make_diagnosis, run_samples
 
 DERIVED = ("ratio_long_short", "total_ms")
