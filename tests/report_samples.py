@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from latdoc.analysis.diagnosis import (
+from latdoc.errors import ErrorKind, Phase, TraceError
+from latdoc.model import (
     Diagnosis,
     Finding,
     Kind,
@@ -15,7 +16,6 @@ from latdoc.analysis.diagnosis import (
     Scenario,
     Verdict,
 )
-from latdoc.errors import ErrorKind, Phase, TraceError
 from latdoc.records import Chunk, RequestTrace, Sample, StepNote
 
 ENDPOINT = "https://api.example.com/v1/chat/completions"

@@ -10,19 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from latdoc.analysis.diagnosis import LengthPoint
+from latdoc import Budget, Distribution, UsageError
 from latdoc.analysis.length import RESAMPLES, fit_length_curve, length_points
 from latdoc.analysis.signals import dispersion, find_stalls, modified_z
-from latdoc.analysis.stats import (
-    Distribution,
-    bootstrap_ci,
-    difference_ci,
-    mann_whitney_p,
-    quantile,
-    ratio_ci,
-)
-from latdoc.errors import UsageError
-from latdoc.workload import Budget
+from latdoc.analysis.stats import bootstrap_ci, difference_ci, mann_whitney_p, quantile, ratio_ci
+from latdoc.model import LengthPoint
 
 
 def _points(a: float, b: float, c: float, lengths: tuple[int, ...]) -> list[LengthPoint]:
@@ -294,8 +286,8 @@ def test_the_loop_lag_monitor_sees_a_blocked_loop() -> None:
 def test_a_lagging_client_is_named_and_not_blamed_on_the_server() -> None:
     from datetime import UTC, datetime
 
-    from latdoc.analysis.attribution import RunContext, diagnose
-    from latdoc.analysis.diagnosis import Kind
+    from latdoc.analysis.attribution import diagnose
+    from latdoc.model import Kind, RunContext
     from latdoc.records import Chunk, RequestTrace, Sample
 
     def trace(ttft_ms: float) -> RequestTrace:

@@ -16,17 +16,23 @@ from pathlib import Path
 
 import pytest
 
-from latdoc.analysis.attribution import RunContext
-from latdoc.analysis.diagnosis import Diagnosis, Kind
-from latdoc.features.verify import VerifyPlan, VerifyRemedy, verify_remedy
+from latdoc import (
+    Diagnosis,
+    DiagnosisPlan,
+    Endpoint,
+    Kind,
+    RunContext,
+    Store,
+    VerifyPlan,
+    VerifyRemedy,
+    build_diagnosis,
+    measure_steps,
+    render_diagnosis,
+    render_text,
+    verify_remedy,
+)
 from latdoc.features.verify.experiments.endpoint import EndpointOptions
 from latdoc.lab.sim import LabConfig, LabServer, LatencyModel
-from latdoc.pipeline import build_diagnosis, run_diagnosis
-from latdoc.probe import Endpoint
-from latdoc.report import render_diagnosis
-from latdoc.report._console import render_text
-from latdoc.store import Store
-from latdoc.workload import DiagnosisPlan
 from nginx_proxy import nginx_binary, nginx_proxy
 
 if nginx_binary() is None:
@@ -69,7 +75,7 @@ def _diagnose_through_nginx(
             context_window=2048,
             seed=5,
         )
-        result = asyncio.run(run_diagnosis(plan))
+        result = asyncio.run(measure_steps(plan))
     context = RunContext("test", url, config.model, cpu_count=2, notes=tuple(result.notes))
     return build_diagnosis(result.samples, context)
 

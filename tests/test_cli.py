@@ -169,3 +169,41 @@ def test_no_url_probes_the_built_in_endpoint() -> None:
     assert row["tls_ms"] > 0
     assert row["output_tokens"] == 3
     assert "built-in simulated endpoint" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "dest", "seconds"),
+    [
+        (["probe", "--timeout", "5m"], "timeout", 300.0),
+        (["probe", "--timeout", "90"], "timeout", 90.0),
+        (["diagnose", "--max-seconds", "2m"], "max_seconds", 120.0),
+        (["load", "--duration-per-level", "10s"], "duration_per_level", 10.0),
+        (["load", "--duration-per-level", "1500ms"], "duration_per_level", 1.5),
+        (["verify", "--remedy", "keepalive", "--max-seconds", "1h"], "max_seconds", 3600.0),
+        (["watch", "--name", "w", "--every", "15m"], "every", 900.0),
+    ],
+)
+def test_every_duration_flag_takes_units_and_bare_seconds(
+    argv: list[str], dest: str, seconds: float
+) -> None:
+    from latdoc.cli import build_parser
+
+    assert getattr(build_parser().parse_args(argv), dest) == pytest.approx(seconds)
+
+
+def test_an_slo_takes_the_same_durations_in_milliseconds() -> None:
+    from latdoc.cli import build_parser
+
+    args = build_parser().parse_args(["load", "--slo", "ttft=2s,tpot=250us"])
+    assert args.slo.ttft_ms == pytest.approx(2000.0)
+    assert args.slo.tpot_ms == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize("flag", ["--timeout", "--max-seconds", "--duration-per-level"])
+def test_a_duration_flag_refuses_a_word_in_one_line(
+    flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["load", flag, "ten seconds"]) == EXIT_USAGE
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert "not a duration" in err[0]

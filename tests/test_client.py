@@ -625,3 +625,22 @@ def test_a_callers_read_timeout_caps_every_attempt(server: LabServer) -> None:
     assert "read timeout of 0.2 s" in str(info.value)
     assert [d.failure for d in decisions] == [FailureClass.TIMEOUT] * 3
     assert 0.6 <= time.monotonic() - started < 2.0
+
+
+@pytest.mark.parametrize(("cores", "concurrency", "size"), [(4, 10, 18), (2, 4, 8), (1, 1, 3)])
+def test_the_pool_is_the_methods_one_rule_wherever_it_is_read(
+    cores: int, concurrency: int, size: int
+) -> None:
+    from latdoc.advice._sizing import advised_pool
+    from latdoc.client import pool_size as client_pool_size
+    from latdoc.model import pool_size
+
+    assert pool_size(cores, concurrency) == size
+    assert client_pool_size(concurrency, cpu_count=cores) == size
+    assert advised_pool(cores, concurrency) == size
+
+
+def test_the_advice_counts_an_unread_host_as_one_core() -> None:
+    from latdoc.advice._sizing import advised_pool
+
+    assert advised_pool(0, 0) == 3

@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import LabFactory
+from latdoc import ContextTooLong, PolicyError
 from latdoc.client import (
     Message,
     ResetPolicy,
@@ -24,7 +25,6 @@ from latdoc.client import (
     summary_prompt,
     trim_messages,
 )
-from latdoc.errors import ContextTooLong, PolicyError
 from latdoc.lab.sim import LabServer, requests_received
 
 

@@ -11,12 +11,19 @@ from pathlib import Path
 import pytest
 
 from conftest import LabFactory
+from latdoc import (
+    ErrorKind,
+    Phase,
+    RequestTrace,
+    Sample,
+    Step,
+    TraceError,
+    render_comparison,
+    render_text,
+)
 from latdoc.analysis.compare import TRIAL_MEAN, compare_arms, compare_samples, trial_means
 from latdoc.cli import EXIT_OK, EXIT_USAGE, main
-from latdoc.errors import ErrorKind, Phase, TraceError
-from latdoc.records import RequestTrace, Sample, Step
-from latdoc.report import render_text
-from latdoc.report._compare import render_comparison, sentence
+from latdoc.report._compare import sentence
 
 NS = 1_000_000
 

@@ -20,11 +20,10 @@ import subprocess
 import pytest
 
 from conftest import LabFactory
+from latdoc import Dialect, Endpoint, ProbeSession, RequestTrace
 from latdoc.analysis.noticeable import MAD_TO_SIGMA
 from latdoc.lab.sim import LabConfig, LatencyModel
-from latdoc.probe import Dialect, Endpoint, ProbeSession
 from latdoc.probe._dialects import request_body
-from latdoc.records import RequestTrace
 
 pytestmark = pytest.mark.skipif(shutil.which("curl") is None, reason="needs the curl binary")
 

@@ -223,3 +223,27 @@ def test_an_endpoint_that_cannot_answer_stops_the_run_at_its_first_request(
 def test_failures_that_may_pass_are_still_retried_by_the_remedy() -> None:
     assert cannot_answer("http:429") is None and cannot_answer("timeout:wait") is None
     assert cannot_answer("http:503") is None and cannot_answer("stream_broken") is None
+
+
+def test_concurrency_is_what_the_load_step_sends_and_the_pool_is_sized_for(
+    lab: LabFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from latdoc.records import Step
+    from latdoc.store import Store
+
+    db = tmp_path / "runs.db"
+    with lab(LabConfig(latency=QUICK)) as server:
+        code = main(
+            ["diagnose", server.base_url, "-m", "lab-sim", "--db", str(db), "--json",
+             "--max-tokens", "8", "--seed", "3", "--concurrency", "3"]
+        )  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "then 3 at once" in captured.err
+    with Store(str(db)) as store:
+        info = store.list_runs()[0]
+        _, samples, _ = store.load_run(info.run_id)
+    assert info.meta["concurrency"] == 3
+    # The load step's sequential requests run alone; its burst sends exactly the concurrency.
+    assert max(s.concurrency for s in samples if s.step is Step.LOAD) == 3
+    assert sum(s.concurrency == 3 for s in samples if s.step is Step.LOAD) == 3

@@ -14,12 +14,19 @@ from collections.abc import Sequence
 
 import pytest
 
-from latdoc.analysis.attribution import RunContext
-from latdoc.analysis.diagnosis import Diagnosis, Kind, Scenario
+from latdoc import (
+    ConnectionOptions,
+    Diagnosis,
+    DiagnosisPlan,
+    Dialect,
+    Endpoint,
+    Kind,
+    RunContext,
+    Scenario,
+    build_diagnosis,
+    run_diagnosis,
+)
 from latdoc.lab.sim import Fault, LabConfig, LabProcess, LatencyModel
-from latdoc.pipeline import build_diagnosis, run_diagnosis
-from latdoc.probe import ConnectionOptions, Dialect, Endpoint
-from latdoc.workload import DiagnosisPlan
 
 BASE = LatencyModel(prefill_base_ms=15.0, prefill_ms_per_token=0.01, decode_ms_per_token=4.0)
 OUTPUT = 12

@@ -13,15 +13,20 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 
 from conftest import LabFactory
+from latdoc import (
+    ConnectionOptions,
+    DiagnosisPlan,
+    Endpoint,
+    Store,
+    UsageError,
+    diagnose_endpoint,
+    rediagnose,
+)
 from latdoc.analysis.engine_metrics import engine_delta, parse_exposition
 from latdoc.cli import main
-from latdoc.errors import UsageError
 from latdoc.lab.sim import LabConfig, LatencyModel
-from latdoc.pipeline import diagnose_endpoint, metrics_target, rediagnose
+from latdoc.pipeline import metrics_target
 from latdoc.pipeline._server_metrics import MetricsReading
-from latdoc.probe import ConnectionOptions, Endpoint
-from latdoc.store import Store
-from latdoc.workload import DiagnosisPlan
 
 QUICK = LatencyModel(prefill_base_ms=5.0, prefill_ms_per_token=0.01, decode_ms_per_token=1.0)
 

@@ -1,8 +1,11 @@
-"""The public namespace: everything in ``__all__`` exists, is sorted, and nothing is missing."""
+"""The public namespace: everything in ``__all__`` exists, is sorted, and nothing is missing;
+importing it is cheap and loads no heavy library."""
 
 from __future__ import annotations
 
+import ast
 import importlib
+import inspect
 import subprocess
 import sys
 
@@ -10,7 +13,15 @@ import pytest
 
 import latdoc
 
-FACES = ("latdoc", "latdoc.client", "latdoc.probe", "latdoc.workload", "latdoc.store", "latdoc.cli")
+FACES = (
+    "latdoc",
+    "latdoc.client",
+    "latdoc.model",
+    "latdoc.probe",
+    "latdoc.workload",
+    "latdoc.store",
+    "latdoc.cli",
+)
 """Packages whose ``__init__`` is the public face of private modules behind it."""
 
 
@@ -52,3 +63,64 @@ def test_import_has_no_side_effects() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "ok"
     assert out.stderr == ""
+
+
+def test_each_name_is_imported_lazily_from_the_module_type_checkers_see() -> None:
+    """``_EXPORTS`` (what runs) and the ``TYPE_CHECKING`` imports (what mypy reads) agree."""
+    tree = ast.parse(inspect.getsource(latdoc))
+    checked = next(
+        n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"
+    )
+    seen = {
+        (node.module, alias.name)
+        for node in checked.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    lazy = {(module, name) for module, names in latdoc._EXPORTS.items() for name in names}
+    assert seen == lazy
+    assert {name for _, name in lazy} | {"__version__"} == set(latdoc.__all__)
+    assert set(latdoc.__all__) <= set(dir(latdoc))
+    for module, name in lazy:
+        assert getattr(latdoc, name) is getattr(importlib.import_module(module), name)
+    with pytest.raises(AttributeError, match="no attribute 'not_a_name'"):
+        _ = latdoc.not_a_name  # type: ignore[attr-defined]
+
+
+HEAVY = (
+    "dnslib",
+    "httpcore",
+    "httpx",
+    "hypercorn",
+    "jinja2",
+    "matplotlib",
+    "numpy",
+    "rich",
+    "scipy",
+    "starlette",
+    "trustme",
+    "uvicorn",
+)
+"""Libraries that load when a command or a public name first needs them, never before."""
+
+
+def _modules_after(code: str) -> tuple[str, set[str]]:
+    """What ``code`` printed, and the top-level packages loaded when it was done."""
+    code = f"import sys\n{code}\nprint(sorted(sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    *printed, modules = out.stdout.splitlines()
+    return "\n".join(printed), {name.partition(".")[0] for name in ast.literal_eval(modules)}
+
+
+def test_import_latdoc_loads_no_heavy_library() -> None:
+    _, loaded = _modules_after("import latdoc")
+    assert not loaded & set(HEAVY)
+
+
+@pytest.mark.parametrize(("flag", "says"), [("--version", "latdoc "), ("--help", "usage: latdoc")])
+def test_version_and_help_load_no_heavy_library(flag: str, says: str) -> None:
+    printed, loaded = _modules_after(
+        f"from latdoc.cli import main\ntry:\n    main([{flag!r}])\nexcept SystemExit:\n    pass"
+    )
+    assert printed.startswith(says)
+    assert not loaded & set(HEAVY)

@@ -16,13 +16,8 @@ import openai
 import pytest
 
 from conftest import FAST, LabFactory, closed_port, micros_since_epoch
-from latdoc import instrument
-from latdoc.analysis.diagnosis import Kind
-from latdoc.errors import UsageError
+from latdoc import Kind, Step, Store, UsageError, diagnose_traffic, instrument
 from latdoc.lab.sim import LabConfig
-from latdoc.pipeline import diagnose_traffic
-from latdoc.records import Step
-from latdoc.store import Store
 
 SECRET = "sk-test-secret"
 

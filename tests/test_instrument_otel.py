@@ -22,12 +22,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from conftest import FAST, LabFactory
-from latdoc import instrument
-from latdoc.analysis.diagnosis import Kind
+from latdoc import Kind, Store, UsageError, instrument
 from latdoc.cli import main
-from latdoc.errors import UsageError
 from latdoc.lab.sim import LabConfig
-from latdoc.store import Store
 from latdoc.store.otlp import read_otlp
 
 DATA = Path(__file__).parent / "data"

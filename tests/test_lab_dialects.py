@@ -16,10 +16,8 @@ import openai
 import pytest
 
 from conftest import FAST, LabFactory
-from latdoc import instrument
+from latdoc import RequestTrace, Store, instrument
 from latdoc.lab.sim import LabConfig, LatencyModel, output_text
-from latdoc.records import RequestTrace
-from latdoc.store import Store
 
 THINKING = LatencyModel(
     prefill_base_ms=5.0, prefill_ms_per_token=0.01, decode_ms_per_token=1.0, reasoning_tokens=6

@@ -20,8 +20,8 @@ from typing import Any
 import httpx
 import pytest
 
+from latdoc import Endpoint, ProbeSession, RequestTrace, UsageError
 from latdoc.cli.lab import add_lab_parser, config_from_args
-from latdoc.errors import UsageError
 from latdoc.lab.sim import (
     CHAT_MESSAGE_OVERHEAD,
     CHAT_REPLY_OVERHEAD,
@@ -34,8 +34,6 @@ from latdoc.lab.sim import (
     output_text,
 )
 from latdoc.lab.sim._process import config_from_json, config_to_json
-from latdoc.probe import Endpoint, ProbeSession
-from latdoc.records import RequestTrace
 
 OVERHEAD = CHAT_MESSAGE_OVERHEAD + CHAT_REPLY_OVERHEAD
 FAST = LatencyModel(prefill_base_ms=2.0, prefill_ms_per_token=0.0, decode_ms_per_token=0.5)

@@ -27,16 +27,22 @@ from collections.abc import Iterator, Mapping, Sequence
 import httpx
 import pytest
 
-from latdoc.analysis.attribution import RunContext
-from latdoc.analysis.diagnosis import Kind
+from latdoc import (
+    Endpoint,
+    Kind,
+    LabError,
+    ProbeSession,
+    RequestTrace,
+    RunContext,
+    Sample,
+    Step,
+    UsageError,
+    build_diagnosis,
+)
 from latdoc.analysis.engine_metrics import engine_delta, parse_exposition
 from latdoc.analysis.servertime import split_ttft
 from latdoc.cli.lab import add_lab_parser, run_lab
-from latdoc.errors import LabError, UsageError
 from latdoc.lab.engine import EngineServer, engine_available, find_model
-from latdoc.pipeline import build_diagnosis
-from latdoc.probe import Endpoint, ProbeSession
-from latdoc.records import RequestTrace, Sample, Step
 from latdoc.workload import make_prompt
 
 _MISSING = engine_available()
@@ -291,8 +297,7 @@ def test_engine_command_rejects_bad_options(flags: list[str], message: str) -> N
 _SERVE = """
 import argparse, signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)
-from latdoc.analysis.attribution import RunContext
-from latdoc.analysis.diagnosis import Kind
+from latdoc.model import Kind, RunContext
 from latdoc.analysis.engine_metrics import engine_delta, parse_exposition
 from latdoc.analysis.servertime import split_ttft
 from latdoc.cli.lab import add_lab_parser, run_lab

@@ -14,10 +14,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from latdoc.errors import ErrorKind, Phase
+from latdoc import Endpoint, ErrorKind, Phase, ProbeSession, RequestTrace, Timeouts
 from latdoc.lab.sim import Fault, LabConfig, LabServer, LatencyModel, in_flight
-from latdoc.probe import Endpoint, ProbeSession, Timeouts
-from latdoc.records import RequestTrace
 
 LATENCY = LatencyModel(prefill_base_ms=5.0, prefill_ms_per_token=0.0, decode_ms_per_token=5.0)
 CONFIG = LabConfig(latency=LATENCY, fault_after_tokens=3, drip_interval_ms=0.3, hang_s=5.0)

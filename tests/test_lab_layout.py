@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 import latdoc.lab
-from latdoc.errors import LabError
+from latdoc import LabError
 from latdoc.lab import LabConfig, LabProcess, LabServer, LatencyModel
 from latdoc.lab._service import Service
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from latdoc.errors import LabError, UsageError
+from latdoc import LabError, UsageError
 from latdoc.lab.net import STATE_DIR, LabEndpoint, LabNet, LinkSettings, NetSettings, require_root
 from latdoc.lab.net._link import Direction
 

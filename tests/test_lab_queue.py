@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from latdoc import Endpoint, ProbeSession, RequestTrace
 from latdoc.lab.sim import (
     CHAT_MESSAGE_OVERHEAD,
     CHAT_REPLY_OVERHEAD,
@@ -24,8 +25,6 @@ from latdoc.lab.sim import (
     LabServer,
     LatencyModel,
 )
-from latdoc.probe import Endpoint, ProbeSession
-from latdoc.records import RequestTrace
 
 OVERHEAD = CHAT_MESSAGE_OVERHEAD + CHAT_REPLY_OVERHEAD
 

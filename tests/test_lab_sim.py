@@ -21,8 +21,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from latdoc import LabError, UsageError
 from latdoc.cli.lab import add_lab_parser, config_from_args
-from latdoc.errors import LabError, UsageError
 from latdoc.lab.sim import (
     Fault,
     LabConfig,

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from latdoc.errors import LabError
+from latdoc import LabError
 from latdoc.lab.net import SERVER_IP, LabNet, LinkSettings, NetSettings, require_root
 
 try:

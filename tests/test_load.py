@@ -21,22 +21,24 @@ from pathlib import Path
 import pytest
 
 from conftest import LabFactory, wait_for_samples
-from latdoc.cli import main
-from latdoc.cli.load import parse_slo
-from latdoc.features.load import (
+from latdoc import (
+    Endpoint,
     LoadPlan,
     LoadRun,
-    is_loopback,
+    ProbeSession,
+    Slo,
+    Step,
+    Store,
     load_endpoint,
     reload_load,
     render_load,
+    render_text,
 )
-from latdoc.features.load.analysis import LITTLE_TOLERANCE, LevelStats, Slo, find_knee, find_plateau
+from latdoc.cli import main
+from latdoc.cli.load import parse_slo
+from latdoc.features.load import is_loopback
+from latdoc.features.load.analysis import LITTLE_TOLERANCE, LevelStats, find_knee, find_plateau
 from latdoc.lab.sim import Fault, LabConfig, LabProcess, LatencyModel
-from latdoc.probe import Endpoint, ProbeSession
-from latdoc.records import Step
-from latdoc.report import render_text
-from latdoc.store import Store
 
 SLOTS = 4
 LATENCY = LatencyModel(prefill_base_ms=20.0, prefill_ms_per_token=0.0, decode_ms_per_token=10.0)

@@ -24,14 +24,21 @@ from pathlib import Path
 import pytest
 
 from conftest import wait_for_samples
+from latdoc import (
+    Endpoint,
+    LoadPlan,
+    LoadRun,
+    Store,
+    UsageError,
+    Workers,
+    load_endpoint,
+    reload_load,
+)
 from latdoc.cli import main
-from latdoc.errors import UsageError
-from latdoc.features.load import LevelWindow, LoadPlan, LoadRun, Workers, load_endpoint, reload_load
+from latdoc.features.load import LevelWindow
 from latdoc.features.load.fleet import estimate_offset
 from latdoc.features.load.workers import split, worker_clocks, worker_plans
 from latdoc.lab.sim import LabConfig, LabProcess, LatencyModel
-from latdoc.probe import Endpoint
-from latdoc.store import Store
 
 OUTPUT = 16
 LATENCY = LatencyModel(prefill_base_ms=20.0, prefill_ms_per_token=0.0, decode_ms_per_token=10.0)

@@ -11,11 +11,10 @@ import pytest
 import trustme
 
 from conftest import FAST, LabFactory
+from latdoc import Dialect, Endpoint, ProbePlan, ProbeSession, RequestTrace, run_probe
 from latdoc.lab.sim import LabConfig, LatencyModel, chat_prompt_tokens, count_tokens
-from latdoc.probe import Dialect, Endpoint, ProbeSession
 from latdoc.probe._endpoint import make_ssl_context
-from latdoc.records import RequestTrace
-from latdoc.workload import ProbePlan, make_prompt, run_probe
+from latdoc.workload import make_prompt
 
 PROMPT = "Hello, please briefly introduce yourself."
 

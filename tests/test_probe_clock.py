@@ -20,12 +20,12 @@ import pytest
 from hyperframe.frame import DataFrame, Frame, HeadersFrame, SettingsFrame
 
 from conftest import LabFactory
+from latdoc import Endpoint, ProbeSession, RequestTrace
 from latdoc.lab.sim import LabConfig, LabProcess, LatencyModel
-from latdoc.probe import Endpoint, ProbeSession, _arrivals
+from latdoc.probe import _arrivals
 from latdoc.probe._arrivals import RealtimeToMonotonic
 from latdoc.probe._backend import TimedStream
 from latdoc.probe._h2frames import FrameClock
-from latdoc.records import RequestTrace
 
 PREFILL_MS = 30.0
 BLOCK_S = 0.15

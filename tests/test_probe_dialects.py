@@ -12,12 +12,10 @@ from typing import Any
 import pytest
 
 from conftest import FAST, LabFactory
+from latdoc import Dialect, Endpoint, ErrorKind, ProbeSession, RequestTrace
 from latdoc.client import FailureClass, classify_error_type, classify_status
-from latdoc.errors import ErrorKind
 from latdoc.lab.sim import LabConfig, LatencyModel, chat_prompt_tokens
-from latdoc.probe import Dialect, Endpoint, ProbeSession
 from latdoc.probe._dialects import dialect_hint, request_body
-from latdoc.records import RequestTrace
 from scripted_server import ScriptedServer, plain_response, sse_response
 
 PROMPT = "Hello, please briefly introduce yourself."

@@ -11,11 +11,17 @@ from collections.abc import Sequence
 import pytest
 
 from conftest import LabFactory
-from latdoc.errors import ErrorKind, Phase
+from latdoc import (
+    Endpoint,
+    ErrorKind,
+    Phase,
+    ProbePlan,
+    ProbeSession,
+    RequestTrace,
+    Timeouts,
+    run_probe,
+)
 from latdoc.lab.sim import LabConfig
-from latdoc.probe import Endpoint, ProbeSession, Timeouts
-from latdoc.records import RequestTrace
-from latdoc.workload import ProbePlan, run_probe
 from scripted_server import ScriptedServer, Step, plain_response, sse_response
 
 SECRET = "sk-test-0123456789abcdef"

@@ -13,14 +13,21 @@ from pathlib import Path
 import pytest
 
 from conftest import micros_since_epoch
+from latdoc import (
+    Budget,
+    Dialect,
+    Endpoint,
+    ProbePlan,
+    ProbeSession,
+    RequestTrace,
+    Step,
+    Store,
+    UsageError,
+    probe_endpoint,
+)
 from latdoc.cli import EXIT_OK, EXIT_USAGE, main
-from latdoc.errors import UsageError
-from latdoc.pipeline import probe_endpoint
-from latdoc.probe import Dialect, Endpoint, ProbeSession, Prompt
+from latdoc.probe import Prompt
 from latdoc.probe._dialects import request_body
-from latdoc.records import RequestTrace, Step
-from latdoc.store import Store
-from latdoc.workload import Budget, ProbePlan
 from scripted_server import ScriptedServer, plain_response, sse_response
 from scripted_server import Step as ScriptStep
 

@@ -21,13 +21,10 @@ from pathlib import Path
 import pytest
 
 import latdoc
+from latdoc import Endpoint, LoadPlan, Store, Workers, load_endpoint, render_load, render_text
 from latdoc.cli import main
-from latdoc.features.load import LoadPlan, Workers, load_endpoint, render_load
 from latdoc.lab.raycluster import LocalRayCluster, RayNode
 from latdoc.lab.sim import LabConfig, LabProcess, LatencyModel
-from latdoc.probe import Endpoint
-from latdoc.report import render_text
-from latdoc.store import Store
 
 pytest.importorskip("ray", reason="the [ray] extra is not installed")
 

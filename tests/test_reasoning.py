@@ -6,12 +6,22 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from latdoc.analysis.diagnosis import Diagnosis, Finding, Kind, RequestParts, Verdict
+from latdoc import (
+    Diagnosis,
+    Finding,
+    Kind,
+    RequestTrace,
+    Verdict,
+    diagnosis_to_dict,
+    render_diagnosis,
+    render_html,
+    render_text,
+    render_waterfall,
+    trace_to_dict,
+)
 from latdoc.analysis.facts import reasoning_facts, thinking_ms
-from latdoc.records import RequestTrace
-from latdoc.report import render_diagnosis, render_html, render_text, render_waterfall
+from latdoc.model import RequestParts
 from latdoc.report._html import page_context
-from latdoc.report.json_out import diagnosis_to_dict, trace_to_dict
 from latdoc.report.names import format_ms
 from latdoc.store.codec import trace_from_record, trace_to_record
 from report_samples import make_diagnosis, make_trace

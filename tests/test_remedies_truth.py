@@ -11,8 +11,7 @@ import pytest
 
 from latdoc.advice._stall import stall_timeout
 from latdoc.advice.verify import verify_command
-from latdoc.analysis.attribution import RunContext
-from latdoc.analysis.diagnosis import Diagnosis, Kind, Remedy
+from latdoc.model import Diagnosis, Kind, Remedy, RunContext
 from latdoc.pipeline import build_diagnosis
 from latdoc.records import Sample, Step
 from latdoc.report import diagnosis_to_dict, render_diagnosis, render_html, render_text

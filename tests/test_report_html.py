@@ -10,10 +10,7 @@ import sys
 
 import pytest
 
-from latdoc.analysis.diagnosis import Diagnosis, Kind
-from latdoc.errors import ErrorKind, Phase, TraceError
-from latdoc.records import Sample
-from latdoc.report import render_html
+from latdoc import Diagnosis, ErrorKind, Kind, Phase, Sample, TraceError, render_html
 from latdoc.report._plot_data import (
     MAX_ROWS,
     ms_tick_labels,

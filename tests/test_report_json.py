@@ -8,10 +8,9 @@ from dataclasses import replace
 
 import pytest
 
-from latdoc.analysis.diagnosis import Finding, Kind
-from latdoc.errors import ErrorKind, Phase, TraceError
+from latdoc import ErrorKind, Finding, Kind, Phase, TraceError, diagnosis_to_dict, trace_to_dict
 from latdoc.records import TcpInfo
-from latdoc.report import DIAGNOSIS_SCHEMA, TRACE_SCHEMA, diagnosis_to_dict, trace_to_dict
+from latdoc.report import DIAGNOSIS_SCHEMA, TRACE_SCHEMA
 from report_samples import make_diagnosis, make_trace, with_error
 
 DIAGNOSIS_KEYS = {

@@ -13,16 +13,18 @@ from typing import TextIO
 
 import pytest
 
-from latdoc.analysis.repeats import summarize
-from latdoc.errors import ErrorKind, Phase, TraceError
-from latdoc.report import (
-    ProgressBars,
+from latdoc import (
+    ErrorKind,
+    Phase,
+    TraceError,
     make_console,
     render_diagnosis,
     render_summary,
     render_text,
     render_waterfall,
 )
+from latdoc.analysis.repeats import summarize
+from latdoc.report import ProgressBars
 from latdoc.report.names import format_ms, format_value
 from report_samples import make_diagnosis, make_trace, with_error
 

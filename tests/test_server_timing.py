@@ -12,16 +12,24 @@ import dataclasses
 
 import pytest
 
-from latdoc.analysis.attribution import RunContext
+from latdoc import (
+    Chunk,
+    Endpoint,
+    Kind,
+    ProbeSession,
+    RequestTrace,
+    RunContext,
+    Sample,
+    Step,
+    build_diagnosis,
+    diagnosis_to_dict,
+    render_diagnosis,
+    render_html,
+    render_text,
+)
 from latdoc.analysis.buffering import stream_burst
-from latdoc.analysis.diagnosis import Kind
 from latdoc.analysis.servertime import server_account, server_timing_of, split_ttft
 from latdoc.lab.sim import LabConfig, LabServer, LatencyModel
-from latdoc.pipeline import build_diagnosis
-from latdoc.probe import Endpoint, ProbeSession
-from latdoc.records import Chunk, RequestTrace, Sample, Step
-from latdoc.report import diagnosis_to_dict, render_diagnosis, render_html
-from latdoc.report._console import render_text
 from report_samples import make_trace
 
 CONTEXT = RunContext("test", "https://api.example.com/v1", "m", cpu_count=2)

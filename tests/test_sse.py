@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from latdoc.errors import SSEError
+from latdoc import SSEError
 from latdoc.probe import SSEDecoder, SSEEvent
 
 Triple = tuple[str, str | None, str | None]

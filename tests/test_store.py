@@ -20,14 +20,24 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from latdoc.errors import ErrorKind, LatdocError, Phase, TraceError, UsageError
-from latdoc.records import Chunk, RequestTrace, Sample, Step, StepNote, TcpInfo
+from latdoc import (
+    Chunk,
+    ErrorKind,
+    LatdocError,
+    Phase,
+    RequestTrace,
+    Sample,
+    Step,
+    Store,
+    TraceError,
+    UsageError,
+)
+from latdoc.records import StepNote, TcpInfo
 from latdoc.store import (
     SCHEMA_VERSION,
     BucketStats,
     RunInfo,
     SampleWriter,
-    Store,
     default_path,
     redact_url,
     sample_from_record,

@@ -10,21 +10,24 @@ from pathlib import Path
 
 import pytest
 
-from latdoc.advice.system import checklist, for_verdict, with_system
-from latdoc.analysis.attribution import RunContext
-from latdoc.analysis.diagnosis import Kind, Scenario, Verdict
-from latdoc.analysis.host import HostFacts, SystemItem
-from latdoc.cli import main
-from latdoc.pipeline import host_facts_from_meta, host_meta, read_host, run_context
-from latdoc.report import (
-    SYSTEM_SCHEMA,
+from latdoc import (
+    HostFacts,
+    Kind,
+    RunContext,
+    Scenario,
+    SystemItem,
+    Verdict,
+    checklist,
     diagnosis_to_dict,
+    read_host,
     render_diagnosis,
     render_html,
-    render_system,
     render_text,
-    system_to_dict,
 )
+from latdoc.advice.system import for_verdict, with_system
+from latdoc.cli import main
+from latdoc.pipeline import host_facts_from_meta, host_meta, run_context
+from latdoc.report import SYSTEM_SCHEMA, render_system, system_to_dict
 from report_samples import ENDPOINT, make_diagnosis
 
 WIDTHS = [80, 120]

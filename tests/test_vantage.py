@@ -7,11 +7,10 @@ from datetime import UTC, datetime
 
 import pytest
 
+from latdoc import RequestTrace, render_text
 from latdoc.cli import main
 from latdoc.features.vantage import render_vantages, vantages_to_dict
 from latdoc.features.vantage.analysis import compare_vantages, vantage_row
-from latdoc.records import RequestTrace
-from latdoc.report import render_text
 
 MS = 1_000_000
 

@@ -21,14 +21,12 @@ import httpx
 import pytest
 
 from conftest import FAST, LabFactory
+from latdoc import Step, Store, render_text
 from latdoc.analysis.clock import ClockPoint, clock_report, range_label
 from latdoc.cli import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, main
 from latdoc.cli._options import duration
 from latdoc.lab.sim import LabConfig, LabProcess, LatencyModel
-from latdoc.records import Step
-from latdoc.report import render_text
 from latdoc.report.metrics import PrometheusMetrics, endpoint_label
-from latdoc.store import Store
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 MIDNIGHT = datetime(2026, 11, 30, tzinfo=UTC)

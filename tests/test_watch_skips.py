@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from conftest import FAST, LabFactory
+from latdoc import Store
 from latdoc.cli import EXIT_OK, main
 from latdoc.lab.sim import LabConfig
-from latdoc.store import Store
 
 EVERY_S = 0.3
 DURATION_S = 2.4

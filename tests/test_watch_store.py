@@ -10,12 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from latdoc import ErrorKind, Phase, RequestTrace, Sample, Step, Store, TraceError, watch_clock
 from latdoc.analysis.clock import ClockPoint, clock_report
 from latdoc.cli import EXIT_USAGE, main
-from latdoc.errors import ErrorKind, Phase, TraceError
-from latdoc.pipeline import watch_clock
-from latdoc.records import RequestTrace, Sample, Step
-from latdoc.store import Store
 
 DAY = datetime(2026, 11, 29, tzinfo=UTC)
 URL = "https://api.example.com/v1/chat/completions"

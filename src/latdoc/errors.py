@@ -36,7 +36,6 @@ which always names the phase that failed.
 
 from __future__ import annotations
 
-import email.utils
 import enum
 import math
 from dataclasses import dataclass
@@ -158,6 +157,8 @@ def parse_retry_after(value: str, now_wall: float) -> float | None:
         pass
     else:
         return seconds if math.isfinite(seconds) and seconds >= 0 else None
+    import email.utils
+
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):

@@ -1,1 +1,33 @@
-"""Advice: typed findings become ranked remedies for the user's scenario."""
+"""Advice: typed findings become ranked remedies for the user's scenario.
+
+- :func:`with_remedies` fills a diagnosis's findings with their remedies, ranked by
+  :func:`recommend` for the scenario; each kind's remedies come from its builders
+  (``kinds``: one module per kind, the :data:`BUILDERS` tuple lists them,
+  :func:`builders_for` finds a kind's), each remedy named once in :mod:`~.keys`;
+- :func:`checklist` judges the client host's facts, :func:`with_system` keeps the items
+  that matter for the verdict;
+- :func:`verify_command` and :func:`watch_command`: the command that measures a remedy
+  on this endpoint.
+
+Advice measures nothing: a gain is printed only when the run measured or fitted it.
+"""
+
+from latdoc.advice import keys
+from latdoc.advice.builders import BUILDERS, RemedyBuilder, builders_for
+from latdoc.advice.remedies import recommend, with_remedies
+from latdoc.advice.system import checklist, for_verdict, with_system
+from latdoc.advice.verify import verify_command, watch_command
+
+__all__ = [
+    "BUILDERS",
+    "RemedyBuilder",
+    "builders_for",
+    "checklist",
+    "for_verdict",
+    "keys",
+    "recommend",
+    "verify_command",
+    "watch_command",
+    "with_remedies",
+    "with_system",
+]

@@ -5,16 +5,16 @@ retries by error class with backoff.
 
 from __future__ import annotations
 
-from latdoc.advice.verify import verify_command
-from latdoc.analysis.attribution import RunContext
-from latdoc.analysis.diagnosis import Kind, Remedy
+from latdoc.advice import keys
+from latdoc.advice.verify import VERIFY_MODEL, VERIFY_RETRY, verify_command
+from latdoc.model import Kind, Remedy, RunContext
 
 __all__ = ["another_model", "async_client", "retries", "smaller_model"]
 
 
 def async_client(kind: Kind) -> Remedy:
     return Remedy(
-        "async_client",
+        keys.ASYNC_CLIENT,
         "Use an asynchronous client",
         kind,
         "httpx.AsyncClient or openai.AsyncOpenAI with one shared client, so waiting "
@@ -35,13 +35,13 @@ def another_model(
         change,
         None,
         tradeoff=tradeoff,
-        verify_command=verify_command(ctx, "model", alt_model="NAME"),
+        verify_command=verify_command(ctx, VERIFY_MODEL, alt_model="NAME"),
     )
 
 
 def smaller_model(kind: Kind, change: str, ctx: RunContext) -> Remedy:
     return another_model(
-        "smaller_model",
+        keys.SMALLER_MODEL,
         "A smaller or quantised model of the same family",
         kind,
         change,
@@ -57,7 +57,7 @@ def retries(kind: Kind, retry_after_s: float | None, ctx: RunContext) -> Remedy:
         else "429: wait for Retry-After"
     )
     return Remedy(
-        "retries",
+        keys.RETRIES,
         "Retry by error class with exponential backoff",
         kind,
         "Timeouts and 5xx: retry with exponential backoff and jitter, a few tries at most; "
@@ -65,5 +65,5 @@ def retries(kind: Kind, retry_after_s: float | None, ctx: RunContext) -> Remedy:
         "  from latdoc.client import RetryPolicy, make_async_client\n"
         "  openai.AsyncOpenAI(max_retries=0, http_client=make_async_client(retry=RetryPolicy()))",
         None,
-        verify_command=verify_command(ctx, "retry"),
+        verify_command=verify_command(ctx, VERIFY_RETRY),
     )

@@ -1,15 +1,17 @@
 """The numbers a remedy computes for this machine and the user's settings: the seed's
-connection pool size (``2 × cores + concurrency``), the congestion controls that skip
+connection pool size (:func:`latdoc.model.pool_size`), the congestion controls that skip
 TCP's restart after idle, and the sliding window a long prompt is trimmed to.
 """
 
 from __future__ import annotations
 
+from latdoc.model import pool_size
+
 __all__ = [
     "SELF_PACED",
     "SUMMARY_AFTER_TURNS",
     "TRIM_WINDOW_TOKENS",
-    "pool_size",
+    "advised_pool",
     "trim_window",
 ]
 
@@ -23,9 +25,10 @@ SELF_PACED = frozenset({"bbr"})
 """Congestion controls that set their own rate: the kernel skips the restart after idle."""
 
 
-def pool_size(cpu_count: int, concurrency: int) -> int:
-    """The seed's connection pool size: ``2 × CPU cores + expected concurrency``."""
-    return 2 * max(1, cpu_count) + max(1, concurrency)
+def advised_pool(cpu_count: int, concurrency: int) -> int:
+    """The pool the advice gives (:func:`latdoc.model.pool_size`), for at least one core and
+    one request at once: a host that could not be read counts as one core."""
+    return pool_size(max(1, cpu_count), max(1, concurrency))
 
 
 def trim_window(long_tokens: int) -> int:

@@ -11,10 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from latdoc.advice._sizing import SELF_PACED, pool_size
-from latdoc.analysis.attribution import RunContext
-from latdoc.analysis.diagnosis import Diagnosis, Kind
-from latdoc.analysis.host import HostFacts, SystemItem
+from latdoc.advice._sizing import SELF_PACED, advised_pool
+from latdoc.model import Diagnosis, HostFacts, Kind, RunContext, SystemItem
 
 KEEPALIVE_TIME_S = 60
 """Probe an idle connection after a minute: below the idle timeouts of NAT gateways and
@@ -34,7 +32,7 @@ MIN_PYTHON = (3, 11)
 
 def checklist(facts: HostFacts, concurrency: int) -> tuple[SystemItem, ...]:
     """Every item of the host checklist for ``concurrency`` concurrent streams."""
-    pool = pool_size(facts.cpu_count or 1, concurrency)
+    pool = advised_pool(facts.cpu_count or 1, concurrency)
     return (
         _slow_start(facts),
         *_keepalive(facts),

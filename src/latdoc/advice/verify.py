@@ -10,24 +10,38 @@ from __future__ import annotations
 
 import shlex
 
-from latdoc.analysis.attribution import RunContext
+from latdoc.model import RunContext
+
+VERIFY_KEEPALIVE = "keepalive"
+VERIFY_HTTP2 = "http2"
+VERIFY_POOL = "pool"
+VERIFY_TRIM = "trim"
+VERIFY_CONVERSATION = "conversation"
+VERIFY_MAX_TOKENS = "max-tokens"
+VERIFY_PROMPT_CACHE = "prompt-cache"
+VERIFY_RETRY = "retry"
+VERIFY_ENDPOINT = "endpoint"
+VERIFY_MODEL = "model"
+VERIFY_REASONING_EFFORT = "reasoning-effort"
 
 VERIFY_REMEDIES = frozenset(
     {
-        "keepalive",
-        "http2",
-        "pool",
-        "trim",
-        "conversation",
-        "max-tokens",
-        "prompt-cache",
-        "retry",
-        "endpoint",
-        "model",
-        "reasoning-effort",
+        VERIFY_KEEPALIVE,
+        VERIFY_HTTP2,
+        VERIFY_POOL,
+        VERIFY_TRIM,
+        VERIFY_CONVERSATION,
+        VERIFY_MAX_TOKENS,
+        VERIFY_PROMPT_CACHE,
+        VERIFY_RETRY,
+        VERIFY_ENDPOINT,
+        VERIFY_MODEL,
+        VERIFY_REASONING_EFFORT,
     }
 )
-"""The remedies ``latdoc verify --remedy`` can measure."""
+"""The remedies ``latdoc verify --remedy`` can measure, by the names it takes (the
+values of :class:`~latdoc.features.verify.remedies.VerifyRemedy`; a test holds them
+equal). Each is named once here, and the remedies that name an experiment use these."""
 
 CONVERSATION_STRATEGIES = "window:6,summary:10,reset:20"
 """Keep the last 6 turns; summarise beyond 10; start afresh every 20 (the seed's numbers)."""

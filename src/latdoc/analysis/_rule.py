@@ -1,6 +1,6 @@
 """What an attribution rule is, and how sure its finding is: a rule reads a run's
 :class:`~latdoc.analysis.facts.Facts` and returns a
-:class:`~latdoc.analysis.diagnosis.Finding` or ``None``, and every rule weighs its
+:class:`~latdoc.model.Finding` or ``None``, and every rule weighs its
 finding's confidence alike, by the samples behind it and its margin over the threshold.
 """
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from latdoc.analysis.diagnosis import Finding
 from latdoc.analysis.facts import Facts
+from latdoc.model import Finding
 
 __all__ = ["Rule", "confidence"]
 

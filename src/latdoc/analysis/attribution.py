@@ -1,124 +1,28 @@
 """Attribution: which kind of slow, from labelled traces, by the seed's rules and a few more.
 
 ``diagnose(samples, context)`` is pure. It summarises each step (network, input
-length, load), applies one rule per kind with the thresholds of MISSION.md (the
-rules: :mod:`._network_rules`, :mod:`._serving_rules`, :mod:`._client_rules` and
-the errors rule here), and picks the verdict: the kind whose finding adds the most
-latency to a typical request, with the others as contributing kinds. A finding whose
-share a user would not notice (:mod:`.noticeable`) is listed as negligible instead
-and never chosen. Errors come first when a quarter or more of the requests failed:
-nothing else matters until they succeed.
+length, load), applies each kind's rule (:mod:`.kinds`: one module per kind, with the
+thresholds of MISSION.md) in the order :data:`~.kinds.KINDS` lists them, and picks the
+verdict: the kind whose finding adds the most latency to a typical request, with the
+others as contributing kinds. Each finding's ``share_ms`` is the latency its kind adds
+to a typical request, as the kind's module defines it. A finding whose share a user
+would not notice (:mod:`.noticeable`) is listed as negligible instead and never
+chosen. A kind's spec may put it first whatever its share: errors, when a quarter or
+more of the requests failed, since nothing else matters until they succeed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 
-from latdoc.analysis._client_rules import client
-from latdoc.analysis._network_rules import network_path, network_setup
-from latdoc.analysis._rule import Rule, confidence
-from latdoc.analysis._serving_rules import decode, input_length, queueing, reasoning, stalls
-from latdoc.analysis.diagnosis import (
-    Diagnosis,
-    Finding,
-    Kind,
-    NoticeableBar,
-    Scenario,
-    Verdict,
-)
 from latdoc.analysis.facts import Facts, gather_facts
-from latdoc.analysis.host import HostFacts
-from latdoc.analysis.length_rule import LONG_REFERENCE_TOKENS, length_check
+from latdoc.analysis.kinds import specs
+from latdoc.analysis.kinds.healthy import healthy_shares, healthy_verdict
+from latdoc.analysis.kinds.input_length import LONG_REFERENCE_TOKENS, length_check
 from latdoc.analysis.noticeable import is_noticeable, noticeable_bar, request_parts
-from latdoc.analysis.server_rules import buffering
-from latdoc.analysis.stats import median_of
 from latdoc.analysis.traffic import StepViews
-from latdoc.records import Sample, StepNote
-
-ERROR_RATE = 0.05
-ERRORS_FIRST = 0.25
-
-
-@dataclass(frozen=True)
-class RunContext:
-    """What the analysis needs besides traces; gathered by the caller (no I/O here)."""
-
-    run_id: str
-    endpoint: str
-    model: str
-    scenario: Scenario = Scenario.CHAT
-    concurrency: int = 1
-    """The concurrency the user expects in production (for pool sizing)."""
-    cpu_count: int = 1
-    tcp_settings: Mapping[str, int] = field(default_factory=dict)
-    """``net.ipv4.*`` values of the client host, by sysctl name."""
-    notes: tuple[StepNote, ...] = ()
-    host: HostFacts | None = None
-    """The client host's checklist facts, as the run recorded them."""
-    server_metrics: Mapping[str, float | None] = field(default_factory=dict)
-    """What the engine's own metrics counted during the run (after − before)."""
-    server_metrics_source: str | None = None
-    """Where those metrics were scraped, in words."""
-
-
-def _errors(f: Facts) -> Finding | None:
-    total = len(f.measured)
-    failed = sum(f.failed.values())
-    if total == 0 or failed / total < ERROR_RATE:
-        return None
-    rate = failed / total
-    typical = median_of(t.total_ms for t in f.measured if t.ok) or 0.0
-    evidence: dict[str, float] = {"failed": float(failed), "requests": float(total)}
-    evidence.update({code: float(count) for code, count in f.failed.most_common()})
-    if f.retry_after_s is not None:
-        evidence["retry_after_s"] = f.retry_after_s
-    codes = ", ".join(f"{code} ×{count}" for code, count in f.failed.most_common())
-    return Finding(
-        Kind.ERRORS,
-        "Requests fail",
-        f"{failed} of {total} requests failed ({rate:.0%} ≥ {ERROR_RATE:.0%}): {codes}",
-        evidence,
-        share_ms=rate * max(typical, (f.retry_after_s or 0.0) * 1000),
-        confidence=confidence(total, rate / ERROR_RATE - 1),
-    )
-
-
-RULES: tuple[Rule, ...] = (
-    _errors,
-    network_setup,
-    network_path,
-    input_length,
-    queueing,
-    stalls,
-    buffering,
-    decode,
-    reasoning,
-    client,
-)
-"""The rules, in the order they run. Each finding's ``share_ms`` is the latency that kind
-adds to a typical request:
-
-============== ============================================================
-network_setup  DNS + TCP + TLS of a new connection (paid by every request
-               when the server closes connections)
-network_path   one round trip plus the time to upload the prompt
-input_length   TTFT at a long prompt (~2K tokens; the longest for longdoc)
-               minus TTFT at the shortest (the rule: :mod:`.length_rule`)
-queueing       TTFT p95 − p50 at a fixed length, or the rise under concurrency
-               (TTFT here counts from the request reaching the wire)
-decode         (answer tokens − 1) × the steady time per token (reasoning
-               tokens left to ``reasoning``)
-reasoning      median time thinking before the first answer token: first
-               reasoning output to first answer token, or, when the thinking is
-               not streamed, reported reasoning tokens × the steady time per token
-stalls         mid-stream pause time per request
-buffering      how long a hop on the way held the stream's tokens back
-client         the measuring client's event-loop lag, its own delay before a
-               request left, or the wait for a free connection in its pool
-errors         the failed fraction of a typical request's end-to-end time
-============== ============================================================
-"""
+from latdoc.model import Diagnosis, Finding, NoticeableBar, RunContext, Scenario, Verdict
+from latdoc.records import Sample
 
 
 def diagnose(
@@ -133,13 +37,11 @@ def diagnose(
     facts = gather_facts(
         samples, reference, steps, context.server_metrics, context.server_metrics_source
     )
-    findings = tuple(f for rule in RULES if (f := rule(facts)) is not None)
+    rules = [spec.rule for spec in specs() if spec.rule is not None]
+    findings = tuple(f for rule in rules if (f := rule(facts)) is not None)
     bar = noticeable_bar(samples if views is None else views.identical)
     verdict = _verdict(findings, facts, bar)
-    shares = {f.kind: round(f.share_ms, 3) for f in findings}
-    if not findings:
-        typical = facts.network["total_ms"] or median_of(t.total_ms for t in facts.measured)
-        shares = {Kind.HEALTHY: round(typical or 0.0, 3)}
+    shares = {f.kind: round(f.share_ms, 3) for f in findings} or healthy_shares(facts)
     measured = facts.measured
     return Diagnosis(
         run_id=context.run_id,
@@ -165,19 +67,15 @@ def diagnose(
 
 
 def _verdict(all_findings: Sequence[Finding], facts: Facts, bar: NoticeableBar | None) -> Verdict:
-    """The largest noticeable kind (errors first when a quarter failed), the other
-    noticeable kinds as contributing, and the rest as negligible."""
+    """The largest noticeable kind (or the first whose spec says it comes first for this
+    run: errors when a quarter failed), the other noticeable kinds as contributing, and
+    the rest as negligible; healthy when none is noticeable."""
     findings = [f for f in all_findings if is_noticeable(f, bar)]
     negligible = tuple(f.kind for f in all_findings if not is_noticeable(f, bar))
     if not findings:
-        ok = sum(1 for t in facts.measured if t.ok)
-        return Verdict(Kind.HEALTHY, (), confidence(ok, 0.5), negligible)
-    total = len(facts.measured)
-    failed = sum(facts.failed.values())
-    errors = [f for f in findings if f.kind is Kind.ERRORS]
-    if errors and total and failed / total >= ERRORS_FIRST:
-        primary = errors[0]
-    else:
-        primary = max(findings, key=lambda f: f.share_ms)
+        return healthy_verdict(facts, negligible)
+    ahead = [s.kind for s in specs() if s.first_when is not None and s.first_when(facts)]
+    firsts = [f for kind in ahead for f in findings if f.kind == kind]
+    primary = firsts[0] if firsts else max(findings, key=lambda f: f.share_ms)
     rest = sorted((f for f in findings if f is not primary), key=lambda f: -f.share_ms)
     return Verdict(primary.kind, tuple(f.kind for f in rest), primary.confidence, negligible)

@@ -104,6 +104,9 @@ class Peak:
 
 @dataclass(frozen=True, slots=True)
 class ClockReport:
+    """A watch's requests by the clock: each bucket's counts and TTFTs, and the peak
+    against the rest when one stands out."""
+
     cycle_s: float | None
     bucket_s: float
     buckets: tuple[Bucket, ...]

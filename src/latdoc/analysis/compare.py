@@ -129,6 +129,9 @@ class MetricComparison:
 
 @dataclass(frozen=True, slots=True)
 class GroupComparison:
+    """One group of like requests (the same step, prompt length and concurrency) in
+    both runs, compared metric by metric."""
+
     key: GroupKey
     metrics: tuple[MetricComparison, ...]
 

@@ -18,11 +18,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from latdoc.analysis.buffering import MIN_CHUNKS, Burst, stream_burst
-from latdoc.analysis.diagnosis import LengthCurve
 from latdoc.analysis.length import fit_length_curve, length_points
-from latdoc.analysis.servertime import ServerAccount, server_account
+from latdoc.analysis.servertime import server_account
 from latdoc.analysis.signals import dispersion, find_stalls
 from latdoc.analysis.stats import bootstrap_ci, difference_ci, median_of
+from latdoc.model import LengthCurve, ServerAccount
 from latdoc.records import RequestTrace, Sample, Step
 
 

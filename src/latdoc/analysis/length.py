@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 from numpy.polynomial import polynomial
 
-from latdoc.analysis.diagnosis import LengthCurve, LengthPoint
+from latdoc.model import LengthCurve, LengthPoint
 
 FLAT_GROWTH = 1.5
 """Below this TTFT(longest) / TTFT(shortest), the curve is flat."""

@@ -8,15 +8,16 @@ gets no remedies. A finding contributes when its share of the typical request is
 - more than the run's noise in the same metric: the scaled median absolute
   deviation of identical requests (the network step's warm requests; the load
   step's sequential ones when there are fewer than three) — of their time to first
-  token for the kinds that act before it (setup, path, input length, queueing, the
-  client, buffering), of their end-to-end time for the others. Scaled by 1.4826 it is the
-  standard deviation for normal data, and unlike the standard deviation it is not
-  inflated by the one slow request the other rules are there to explain. A share
+  token for the kinds whose specs say they act before it (setup, path, input length,
+  queueing, the client, buffering), of their end-to-end time for the others. Scaled
+  by 1.4826 it is the standard deviation for normal data, and unlike the standard
+  deviation it is not inflated by the one slow request the other rules are there to explain. A share
   below it is smaller than what one identical request differs from the next. (A
   stream that stalls makes end-to-end times vary by seconds; that says nothing
   about how much the first token varies.)
 
-Failed requests are never negligible: a user notices an error whatever its share.
+A kind whose spec says a user notices it whatever its share (failed requests) is
+never negligible.
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Sequence
 
-from latdoc.analysis.diagnosis import Finding, Kind, NoticeableBar, RequestParts
+from latdoc.analysis.kinds import spec_of
 from latdoc.analysis.servertime import split_ttft
 from latdoc.analysis.stats import median_of
+from latdoc.model import Finding, NoticeableBar, RequestParts
 from latdoc.records import RequestTrace, Sample, Step
 
 NOTICEABLE_FRACTION = 0.05
@@ -60,10 +62,11 @@ def noticeable_bar(samples: Sequence[Sample]) -> NoticeableBar | None:
 
 
 def is_noticeable(finding: Finding, bar: NoticeableBar | None) -> bool:
-    if finding.kind is Kind.ERRORS or bar is None:
+    spec = spec_of(finding.kind)
+    if spec.always_noticeable or bar is None:
         return True
     return finding.share_ms >= bar.fraction * bar.typical_ms and finding.share_ms > (
-        bar.noise_for(finding.kind)
+        bar.noise_for(spec.before_first_token)
     )
 
 

@@ -45,6 +45,9 @@ class GroupSummary:
 
 @dataclass(frozen=True, slots=True)
 class RepeatSummary:
+    """A probe's repeats summarised: the requests that opened a connection apart
+    from those that reused one, and what reuse saved."""
+
     total: int
     failed: int
     cold: GroupSummary | None
@@ -70,6 +73,7 @@ def summarize_group(traces: Sequence[RequestTrace]) -> GroupSummary | None:
 
 
 def summarize(traces: Sequence[RequestTrace]) -> RepeatSummary:
+    """The repeats of ``traces``: each group's distributions and the keep-alive saving."""
     ok = [t for t in traces if t.ok]
     cold = summarize_group([t for t in ok if t.new_connection])
     warm = summarize_group([t for t in ok if t.new_connection is False])

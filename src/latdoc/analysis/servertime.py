@@ -25,16 +25,15 @@ and nothing else changes.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from latdoc.analysis.stats import median_of
+from latdoc.model import Disagreement, ServerAccount
 from latdoc.records import RequestTrace, Sample, Step
 
 __all__ = [
     "DISAGREE_FRACTION",
     "DISAGREE_MS",
-    "Disagreement",
-    "ServerAccount",
     "ServerTiming",
     "TtftSplit",
     "server_account",
@@ -132,33 +131,6 @@ def _split(trace: RequestTrace, timing: ServerTiming | None) -> TtftSplit | None
         told = timing.queue_ms
         return TtftSplit(client, network, told, True, timing.prefill_ms, rest - told)
     return TtftSplit(client, network, max(0.0, rest), False, timing.prefill_ms, min(0.0, rest))
-
-
-@dataclass(frozen=True, slots=True)
-class Disagreement:
-    """Client and server tell different stories about the same requests."""
-
-    what: str
-    """In words, with the numbers of the worst request."""
-    requests: int
-    """How many requests disagree."""
-    of: int
-    """Out of how many that carry server timing."""
-    worst_ms: float
-    """The largest gap between the two accounts, ms."""
-
-
-@dataclass(frozen=True, slots=True)
-class ServerAccount:
-    """A run's requests as the server accounts for them: medians in ms, and disagreements."""
-
-    source: str
-    numbers: Mapping[str, float | None]
-    disagreements: tuple[Disagreement, ...] = ()
-    metrics: Mapping[str, float | None] = field(default_factory=dict)
-    """Engine metrics scraped before and after the run (their difference), when scraped."""
-    metrics_source: str | None = None
-    """Where the metrics came from (``llama.cpp /metrics at URL``), when scraped."""
 
 
 def server_account(

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -36,8 +36,6 @@ LENGTH_BUCKET = 1.25
 """Prompt sizes within this ratio are one point of the length curve."""
 MIN_SAME_LENGTH = 5
 """Fewer same-length requests than this say nothing about queueing."""
-
-_LLM_DIALECTS = frozenset({"chat", "completions", "anthropic", "responses"})
 
 
 @dataclass(frozen=True)
@@ -51,11 +49,10 @@ class StepViews:
     notes: tuple[StepNote, ...]
 
 
-def traffic_views(samples: Sequence[Sample]) -> StepViews:
-    """The step views of a run of recorded traffic (samples of step ``traffic``)."""
-    calls = [
-        s.trace for s in samples if s.step is Step.TRAFFIC and s.trace.dialect in _LLM_DIALECTS
-    ]
+def traffic_views(samples: Sequence[Sample], dialects: Collection[str]) -> StepViews:
+    """The step views of a run of recorded traffic (samples of step ``traffic``), over the
+    requests in one of the model API ``dialects`` (not ``http``, ``embeddings`` …)."""
+    calls = [s.trace for s in samples if s.step is Step.TRAFFIC and s.trace.dialect in dialects]
     network, network_notes = _network(calls)
     length, length_notes = _length(calls)
     load, load_notes = _load(calls)

@@ -6,23 +6,31 @@ One module per command family (``probe``, ``diagnose`` with ``runs`` and
 in ``_options``. A user mistake prints one ``Error: …`` line and exits 2; a failed
 request prints one ``Error: …`` line naming the phase and the cause, and the run goes
 on (exit 1 at the end). A traceback means a bug in latdoc.
+
+Only the family of the command that runs is imported: ``_COMMANDS`` names every
+command with its one-line help, which is all ``latdoc --help`` shows of it, so
+``--help`` and ``--version`` import none of them. ``latdoc lab`` needs the
+``[lab]`` extra and says how to install it when it is missing.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
 
-from latdoc.cli import diagnose, lab, load, probe, system, verify, watch
-from latdoc.cli._options import (
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    EXIT_REQUEST_FAILED,
-    EXIT_USAGE,
-    Parser,
-)
-from latdoc.errors import LatdocError, UsageError
+from latdoc.cli._parser import EXIT_INTERRUPTED, EXIT_OK, EXIT_REQUEST_FAILED, EXIT_USAGE, Parser
+
+TYPE_CHECKING = False
+"""``typing.TYPE_CHECKING``, without importing typing, which ``--version`` does not need."""
+if TYPE_CHECKING:
+    from collections.abc import Callable, Collection, Mapping, Sequence
+    from typing import Any, TypeAlias
+
+    _Run: TypeAlias = Callable[[argparse.Namespace], int]
+    _Family: TypeAlias = tuple[
+        Callable[[argparse._SubParsersAction[Any]], None], Mapping[str, _Run]
+    ]
+    """The commands of one module: what adds their parsers, and what runs each of them."""
 
 __all__ = [
     "EXIT_INTERRUPTED",
@@ -34,8 +42,80 @@ __all__ = [
 ]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from latdoc import __version__
+def _probe() -> _Family:
+    from latdoc.cli import probe
+
+    return (probe.add_parser, {"probe": probe.run})
+
+
+def _diagnose() -> _Family:
+    from latdoc.cli import diagnose, watch
+
+    def report(args: argparse.Namespace) -> int:
+        return watch.run_report(args) if args.watch else diagnose.run_report(args)
+
+    runs = {"diagnose": diagnose.run_diagnose, "runs": diagnose.run_runs, "report": report}
+    return (diagnose.add_parsers, runs)
+
+
+def _verify() -> _Family:
+    from latdoc.cli import verify
+
+    return (verify.add_parsers, {"compare": verify.run_compare, "verify": verify.run_verify})
+
+
+def _load() -> _Family:
+    from latdoc.cli import load
+
+    return (load.add_parser, {"load": load.run})
+
+
+def _watch() -> _Family:
+    from latdoc.cli import watch
+
+    return (watch.add_parser, {"watch": watch.run})
+
+
+def _system() -> _Family:
+    from latdoc.cli import system
+
+    return (system.add_parser, {"system": system.run})
+
+
+def _lab() -> _Family:
+    from latdoc.cli._lab_extra import require_lab
+
+    require_lab("latdoc lab")
+    from latdoc.cli import lab
+
+    return (lambda sub: lab.add_lab_parser(sub, Parser), {"lab": lab.run_lab})
+
+
+_COMMANDS: dict[str, tuple[str, Callable[[], _Family]]] = {
+    "probe": ("time every phase of streamed completion requests", _probe),
+    "diagnose": ("which kind of slow is it: network, model service or input length", _diagnose),
+    "runs": ("list stored diagnosis runs", _diagnose),
+    "report": ("re-render a stored run without sending anything", _diagnose),
+    "compare": ("compare two stored runs: medians, intervals, significance", _verify),
+    "verify": ("measure whether a remedy works: an A/B experiment on the endpoint", _verify),
+    "load": ("latency and throughput against load: the knee, the plateau, goodput", _load),
+    "watch": ("measure the endpoint on a schedule, to see how it changes across the day", _watch),
+    "system": (
+        "the client host as a checklist: TCP sysctls, limits, pool size, HTTP/2, TLS",
+        _system,
+    ),
+    "lab": ("the lab: endpoints with known latency", _lab),
+}
+"""Every command in ``--help``'s order, with its one-line help and the family that has it."""
+
+
+def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentParser:
+    """``latdoc``'s parser, with the whole parsers of ``commands``' families (all when None).
+
+    Every other command is there by its name and one-line help only, as
+    ``latdoc --help`` lists it, and nothing of its module is imported.
+    """
+    from latdoc._version import __version__
 
     parser = Parser(
         prog="latdoc",
@@ -44,49 +124,41 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"latdoc {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    probe.add_parser(sub)
-    diagnose.add_parsers(sub)
-    verify.add_parsers(sub)
-    load.add_parser(sub)
-    watch.add_parser(sub)
-    system.add_parser(sub)
-    lab.add_lab_parser(sub, Parser)
+    wanted = {
+        family for name, (_, family) in _COMMANDS.items() if commands is None or name in commands
+    }
+    added: set[Callable[[], _Family]] = set()
+    for name, (one_line, family) in _COMMANDS.items():
+        if family not in wanted:
+            sub.add_parser(name, help=one_line)
+        elif family not in added:
+            add, _ = family()
+            add(sub)
+            added.add(family)
     return parser
 
 
-def _report(args: argparse.Namespace) -> int:
-    return watch.run_report(args) if args.watch else diagnose.run_report(args)
-
-
-_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "probe": probe.run,
-    "diagnose": diagnose.run_diagnose,
-    "runs": diagnose.run_runs,
-    "report": _report,
-    "watch": watch.run,
-    "compare": verify.run_compare,
-    "verify": verify.run_verify,
-    "load": load.run,
-    "system": system.run,
-    "lab": lab.run_lab,
-}
-"""Each command's module function: parse has happened, it runs and returns the exit code."""
+def _named(arguments: Sequence[str]) -> list[str]:
+    """The command the arguments name (the first that is not an option), if it is one."""
+    first = next((a for a in arguments if not a.startswith("-")), None)
+    return [first] if first in _COMMANDS else []
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    arguments = sys.argv[1:] if argv is None else list(argv)
     try:
-        args = parser.parse_args(argv)
-        command = _COMMANDS.get(args.command)
-        if command is not None:
-            return command(args)
-        raise UsageError(f"unknown command {args.command!r}")
-    except UsageError as exc:
-        print(f"Error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except LatdocError as exc:
-        print(f"Error: {exc}", file=sys.stderr)
-        return EXIT_REQUEST_FAILED
+        args = build_parser(_named(arguments)).parse_args(arguments)
+        _, family = _COMMANDS[args.command]
+        _, runs = family()
+        return runs[args.command](args)
     except KeyboardInterrupt:
         print("Interrupted.", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Exception as exc:
+        # latdoc's errors are imported only when one is raised: --version never needs them.
+        from latdoc.errors import LatdocError, UsageError
+
+        if not isinstance(exc, LatdocError):
+            raise
+        print(f"Error: {exc}", file=sys.stderr)
+        return EXIT_USAGE if isinstance(exc, UsageError) else EXIT_REQUEST_FAILED

@@ -1,6 +1,7 @@
 """What every command parses alike: validators, connection options, the API key, the target.
 
-Each is written once here; the command modules only declare their own flags.
+Each is written once here; the command modules only declare their own flags. The
+exit codes are ``_parser``'s, named here too for the command modules.
 """
 
 from __future__ import annotations
@@ -14,27 +15,19 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
+from latdoc.cli._lab_extra import require_lab
+from latdoc.cli._parser import EXIT_INTERRUPTED as EXIT_INTERRUPTED
+from latdoc.cli._parser import EXIT_OK as EXIT_OK
+from latdoc.cli._parser import EXIT_REQUEST_FAILED as EXIT_REQUEST_FAILED
+from latdoc.cli._parser import EXIT_USAGE as EXIT_USAGE
 from latdoc.errors import UsageError
-from latdoc.probe import ConnectionOptions, Dialect, Endpoint, Timeouts, check_extra_body
+from latdoc.probe import ConnectionOptions, Dialect, Endpoint, Timeouts, check_extra_body, dialects
 from latdoc.store import Store
 
 if TYPE_CHECKING:
     from latdoc.report.metrics import PrometheusMetrics
 
-EXIT_OK = 0
-EXIT_REQUEST_FAILED = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
-
-DEFAULT_KEY_VARIABLE = "OPENAI_API_KEY"
 BASE_URL_VARIABLE = "OPENAI_BASE_URL"
-
-
-class Parser(argparse.ArgumentParser):
-    """An argument parser whose mistakes are :class:`UsageError` (one ``Error:`` line, exit 2)."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(message)
 
 
 def positive_int(text: str) -> int:
@@ -86,10 +79,9 @@ def add_target_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", "-m", help="model name (required for a real endpoint)")
     p.add_argument(
         "--api",
-        choices=[d.value for d in Dialect],
-        default=Dialect.CHAT.value,
-        help="API dialect: chat (/chat/completions, the default), completions, anthropic "
-        "(Anthropic's /messages) or responses (OpenAI's /responses)",
+        choices=dialects.names(),
+        default=dialects.DEFAULT.name,
+        help=f"API dialect: {_dialect_help()}",
     )
     p.add_argument(
         "--extra-body", type=json_object, default={}, metavar="JSON",
@@ -105,16 +97,37 @@ def add_target_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--api-key-env",
         metavar="VAR",
-        help=f"environment variable holding the API key (default: {DEFAULT_KEY_VARIABLE}; "
-        f"{Dialect.ANTHROPIC.key_variable} with --api anthropic)",
+        help=f"environment variable holding the API key (default: {_key_help()})",
     )
     g.add_argument(
         "--timeout",
-        type=positive_float,
+        type=duration,
         default=300.0,
-        metavar="S",
-        help="give up on one request after S seconds (default 300)",
+        metavar="DURATION",
+        help="give up on one request after DURATION (30s, 5m; a bare number is seconds; "
+        "default 300s)",
     )
+
+
+def _dialect_help() -> str:
+    """Each dialect's name, what it is and its route: ``chat (OpenAI chat completions,
+    /chat/completions; the default), …``."""
+    default = dialects.DEFAULT
+    return ", ".join(
+        f"{d.name} ({d.title}, {d.route.path}{'; the default' if d is default else ''})"
+        for d in dialects.DIALECTS
+    )
+
+
+def _key_help() -> str:
+    """The default dialect's key variable, then each other one with its dialects:
+    ``OPENAI_API_KEY; ANTHROPIC_API_KEY with --api anthropic``."""
+    default = dialects.DEFAULT.key_variable
+    others: dict[str, list[str]] = {}
+    for d in dialects.DIALECTS:
+        if d.key_variable != default:
+            others.setdefault(d.key_variable, []).append(f"--api {d.name}")
+    return "; ".join([default, *(f"{v} with {' or '.join(a)}" for v, a in others.items())])
 
 
 def add_budget_arguments(
@@ -131,8 +144,9 @@ def add_budget_arguments(
         help="hard cap on prompt + output tokens over the whole run",
     )  # fmt: skip
     g.add_argument(
-        "--max-seconds", type=positive_float, default=max_seconds, metavar="S",
-        help=f"wall-time budget; the plan adapts to it (default {max_seconds:g})",
+        "--max-seconds", type=duration, default=max_seconds, metavar="DURATION",
+        help=f"wall-time budget (90s, 10m; a bare number is seconds); the plan adapts to it "
+        f"(default {max_seconds:g}s)",
     )  # fmt: skip
     return g
 
@@ -234,7 +248,7 @@ def api_key(args: argparse.Namespace) -> str | None:
         if not value:
             raise UsageError(f"--api-key-env {var}: the variable is not set")
         return value
-    dialect = Dialect(getattr(args, "api", Dialect.CHAT.value))
+    dialect = dialects.get(getattr(args, "api", dialects.DEFAULT.name))
     return os.environ.get(dialect.key_variable) or None
 
 
@@ -255,12 +269,16 @@ def target(
 
     The built-in one is the real llama.cpp engine when ``engine`` is asked for and
     installed, else the simulated endpoint (offering HTTP/2 with ``http2``, by
-    default when ``--http2`` was given); it runs until the block ends.
+    default when ``--http2`` was given); it runs until the block ends. It needs the
+    ``[lab]`` extra: without it, a :class:`UsageError` says how to install it.
     """
     url = args.url or os.environ.get(BASE_URL_VARIABLE)
     if url:
         yield Target(url, args.model, args.cacert)
         return
+    require_lab(
+        "the built-in endpoint (measured when no URL is given)", ", or give an endpoint's URL"
+    )
     from latdoc.lab import builtin_endpoint
 
     offer_http2 = args.http2 if http2 is None else http2
@@ -290,15 +308,23 @@ def endpoint_and_connection(
     return endpoint, connection
 
 
-_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_DURATION_UNITS = {
+    "us": 1e-6,
+    "µs": 1e-6,
+    "ms": 0.001,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+    "d": 86400.0,
+}
 
 
 def duration(text: str) -> float:
-    """Seconds from ``30s``, ``5m``, ``1.5h``, ``24h``, ``2d`` or ``500ms`` (a bare number is
-    seconds): the one parser of every duration flag."""
+    """Seconds from ``30s``, ``5m``, ``1.5h``, ``24h``, ``2d``, ``500ms`` or ``250us`` (a bare
+    number is seconds): the one parser of every flag that takes a duration."""
     import re
 
-    match = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h|d)?\s*", text)
+    match = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(us|µs|ms|s|m|h|d)?\s*", text)
     if match is None:
         raise argparse.ArgumentTypeError(
             f"not a duration: {text!r} (give a number and a unit, e.g. 30s, 5m, 1h, 24h)"

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from latdoc.analysis.diagnosis import Scenario
 from latdoc.cli import watch
 from latdoc.cli._options import (
     EXIT_INTERRUPTED,
@@ -28,8 +27,8 @@ from latdoc.cli._options import (
 from latdoc.cli.vantage import emit_vantages
 from latdoc.errors import UsageError
 from latdoc.features.vantage import diagnose_vantages
+from latdoc.model import DEFAULT_CONCURRENCY, Scenario
 from latdoc.pipeline import (
-    DEFAULT_CONCURRENCY,
     DiagnosisRun,
     diagnose_endpoint,
     diagnose_otlp,
@@ -40,7 +39,6 @@ from latdoc.pipeline import (
 from latdoc.report import ProgressBars
 from latdoc.store import Store
 from latdoc.workload import (
-    CONCURRENCY,
     LENGTHS,
     DiagnosisPlan,
     planned_requests,
@@ -78,10 +76,9 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
         help="the model's context window, to clip the long prompts",
     )  # fmt: skip
     d.add_argument(
-        "--concurrency", type=positive_int, metavar="N",
+        "--concurrency", type=positive_int, default=DEFAULT_CONCURRENCY, metavar="N",
         help="concurrent requests you expect in production: the load step sends N at once "
-        f"(as the budget affords; default {CONCURRENCY}) and the pool is sized for N "
-        f"(default {DEFAULT_CONCURRENCY})",
+        f"(as the budget affords) and the pool is sized for N (default {DEFAULT_CONCURRENCY})",
     )  # fmt: skip
     d.add_argument(
         "--server-metrics", metavar="URL|off", default="auto",
@@ -151,7 +148,7 @@ def run_diagnose(args: argparse.Namespace) -> int:
             max_seconds=args.max_seconds,
             context_window=args.context_window,
             seed=args.seed,
-            concurrency=args.concurrency or CONCURRENCY,
+            concurrency=args.concurrency,
         )
         print(plan_line(plan), file=err)
         progress = ProgressBars(err)
@@ -163,14 +160,12 @@ def run_diagnose(args: argparse.Namespace) -> int:
                     vantages=places,
                     store=store,
                     scenario=Scenario(args.scenario),
-                    concurrency=args.concurrency or DEFAULT_CONCURRENCY,
                 )
                 return emit_vantages(runs, args, sys.stdout, err)
             try:
                 run = diagnose_endpoint(
                     plan,
                     scenario=Scenario(args.scenario),
-                    concurrency=args.concurrency or DEFAULT_CONCURRENCY,
                     store=store,
                     on_progress=progress,
                     server_metrics=args.server_metrics,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Any, TextIO
@@ -20,6 +19,7 @@ from latdoc.cli._options import (
     add_store_argument,
     add_target_arguments,
     api_key,
+    duration,
     endpoint_and_connection,
     open_store,
     positive_float,
@@ -41,8 +41,6 @@ DEFAULT_PROMPT_TOKENS = 64
 DEFAULT_MAX_IN_FLIGHT = 64
 DEFAULT_MAX_ERROR_RATE = 0.5
 DEFAULT_RAY_WORKERS = 2
-_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(us|µs|ms|s)?\s*$")
-_TO_MS = {"us": 0.001, "µs": 0.001, "ms": 1.0, "s": 1000.0, None: 1000.0}
 
 
 def int_list(text: str) -> tuple[int, ...]:
@@ -73,13 +71,15 @@ def parse_slo(text: str) -> Slo:
     for part in text.split(","):
         name, _, value = part.partition("=")
         name = name.strip().lower()
-        match = _DURATION.match(value)
-        if name not in ("ttft", "tpot") or match is None:
+        try:
+            if name not in ("ttft", "tpot"):
+                raise argparse.ArgumentTypeError(name)
+            limits[name] = duration(value) * 1000.0
+        except argparse.ArgumentTypeError:
             raise argparse.ArgumentTypeError(
                 f"--slo {text!r}: expected ttft=DURATION and/or tpot=DURATION, e.g. "
                 "ttft=2s,tpot=100ms"
-            )
-        limits[name] = float(match.group(1)) * _TO_MS[match.group(2)]
+            ) from None
     return Slo(ttft_ms=limits.get("ttft"), tpot_ms=limits.get("tpot"))
 
 
@@ -114,8 +114,9 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         help="open-loop levels: Poisson arrivals, requests per second",
     )  # fmt: skip
     p.add_argument(
-        "--duration-per-level", type=positive_float, default=DEFAULT_DURATION_S, metavar="S",
-        help=f"seconds each level sends for (default {DEFAULT_DURATION_S:g})",
+        "--duration-per-level", type=duration, default=DEFAULT_DURATION_S, metavar="DURATION",
+        help=f"how long each level sends (10s, 2m; a bare number is seconds; "
+        f"default {DEFAULT_DURATION_S:g}s)",
     )  # fmt: skip
     p.add_argument(
         "--prompt-tokens", type=positive_int, default=DEFAULT_PROMPT_TOKENS, metavar="N",

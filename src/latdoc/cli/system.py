@@ -12,7 +12,8 @@ from typing import Any, TextIO
 
 from latdoc.advice.system import checklist
 from latdoc.cli._options import EXIT_OK, positive_int
-from latdoc.pipeline import DEFAULT_CONCURRENCY, read_host
+from latdoc.model import DEFAULT_CONCURRENCY
+from latdoc.pipeline import read_host
 from latdoc.report import make_console, render_system, system_to_dict
 
 

@@ -10,7 +10,7 @@
   :class:`RetryDecision` each failure gets; ``_retry_transport`` acts on them.
 - ``_conversation``: :func:`trim_messages`, :func:`summarize_history`,
   :class:`ResetPolicy` and :class:`TokenEstimate`.
-- ``_instrument``, ``_watch`` (with ``_request_watch`` and ``_request_facts``),
+- ``_instrument``, ``_timed_pool`` (with ``_request_watch`` and ``_request_facts``),
   ``_otel``: :func:`instrument` times an application's own requests with the probe's
   definitions and keeps them as a run that ``latdoc diagnose --from-run`` reads (and,
   with ``otel=True``, emits them as OpenTelemetry GenAI spans and metrics).

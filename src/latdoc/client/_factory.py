@@ -23,6 +23,8 @@ from latdoc.client._retry import RetryPolicy
 from latdoc.client._retry_transport import AsyncRetryTransport, DecisionHook, RetryTransport
 from latdoc.client._timeouts import AsyncTimeoutTransport, PhaseTimeouts, TimeoutTransport
 from latdoc.errors import PolicyError
+from latdoc.model import DEFAULT_CONCURRENCY
+from latdoc.model import pool_size as model_pool_size
 
 __all__ = [
     "DEFAULT_KEEPALIVE",
@@ -45,7 +47,7 @@ def pool_size(concurrency: int, cpu_count: int | None = None) -> int:
     _check_count("concurrency", concurrency)
     cores = (os.cpu_count() or 1) if cpu_count is None else cpu_count
     _check_count("cpu_count", cores)
-    return 2 * cores + concurrency
+    return model_pool_size(cores, concurrency)
 
 
 def pool_limits(
@@ -116,7 +118,7 @@ def _socket_options(tcp_keepalive: TcpKeepalive | None) -> list[SocketOption]:
 
 def make_client(
     *,
-    concurrency: int = 8,
+    concurrency: int = DEFAULT_CONCURRENCY,
     base_url: str = "",
     timeouts: PhaseTimeouts | None = None,
     retry: RetryPolicy | None = None,
@@ -178,7 +180,7 @@ def make_client(
 
 def make_async_client(
     *,
-    concurrency: int = 8,
+    concurrency: int = DEFAULT_CONCURRENCY,
     base_url: str = "",
     timeouts: PhaseTimeouts | None = None,
     retry: RetryPolicy | None = None,

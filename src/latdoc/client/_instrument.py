@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from latdoc.client._watch import TimedPool
+from latdoc.client._timed_pool import TimedPool
 from latdoc.errors import UsageError
 from latdoc.probe import TimedBackend
 from latdoc.records import RequestTrace, Sample, Step

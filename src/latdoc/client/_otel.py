@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from latdoc.errors import UsageError
+from latdoc.probe import dialects
 from latdoc.records import RequestTrace
 
 _SCOPE = "latdoc"
@@ -51,7 +52,7 @@ class GenAiTelemetry:
 
     def __init__(self) -> None:
         trace, metrics = _api()
-        from latdoc import __version__
+        from latdoc._version import __version__
 
         self._trace = trace
         self._tracer = trace.get_tracer(_SCOPE, __version__)
@@ -74,9 +75,10 @@ class GenAiTelemetry:
         )
 
     def record(self, trace: RequestTrace) -> None:
-        if trace.dialect not in ("chat", "completions", "anthropic", "responses"):
+        spec = dialects.find(trace.dialect)
+        operation = None if spec is None else spec.otel_operation
+        if operation is None:
             return
-        operation = "text_completion" if trace.dialect == "completions" else "chat"
         common = _common_attributes(trace, operation)
         start = int(trace.started_at.astimezone(UTC).timestamp() * _NS_PER_S)
         end_mark = trace.done_ns or max(

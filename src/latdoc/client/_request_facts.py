@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from latdoc.probe import Dialect, Timeouts, TraceTarget
+from latdoc.probe import Timeouts, TraceTarget, dialects
 from latdoc.store import redact_url
 
 __all__ = [
@@ -76,9 +76,9 @@ def request_id(request: Any) -> str | None:
 def dialect_of(url: str) -> str:
     """The dialect a request's path speaks (``http`` and the last path part for others)."""
     path = url.split("?", 1)[0]
-    for dialect in (Dialect.CHAT, Dialect.COMPLETIONS, Dialect.ANTHROPIC, Dialect.RESPONSES):
-        if path.endswith(dialect.path):
-            return str(dialect)
+    spec = dialects.of_path(path)
+    if spec is not None:
+        return spec.name
     return path.rsplit("/", 1)[-1] or "http"
 
 

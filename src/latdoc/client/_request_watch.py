@@ -31,6 +31,7 @@ from latdoc.probe import (
     StreamState,
     TimedStream,
     classify,
+    dialects,
     error_message,
     freeze_trace,
     http_error,
@@ -89,7 +90,7 @@ class RequestWatch:
         if response.status == 200 and "text/event-stream" in ex.headers.get("content-type", ""):
             self._decoder = SSEDecoder()
             spoken = dialect_of(url_text(self._request.url))
-            dialect = Dialect(spoken) if spoken in set(Dialect) else Dialect.CHAT
+            dialect = Dialect(spoken if spoken in set(Dialect) else dialects.DEFAULT.name)
             ex.state = StreamState(self.rec.t0, None, dialect=dialect)
         else:
             self._copy = bytearray()
@@ -150,7 +151,7 @@ class RequestWatch:
                 return TraceError(
                     ErrorKind.STREAM_BROKEN,
                     self.rec.phase,
-                    "the stream ended without [DONE] or a finish_reason",
+                    f"the stream ended without {state.dialect.end_marker}",
                 )
             return None
         ex.state = _whole_body_state(body, self.rec.t0)

@@ -1,34 +1,32 @@
-"""What the command line and library users call: measure, keep, diagnose, compare, verify.
+"""The diagnosis core's runs: measure, keep, diagnose, compare.
 
 - :func:`diagnose_endpoint` runs the three measured steps against an endpoint,
   keeps every sample in the :class:`~latdoc.store.Store` as it finishes, and
   diagnoses them, also when the run is interrupted; :func:`rediagnose` diagnoses
   a stored run again, sending nothing; :func:`diagnose_traffic` diagnoses an
   application's recorded traffic (``latdoc.instrument``) and :func:`diagnose_otlp`
-  the GenAI spans of an OTLP JSON file; :func:`build_diagnosis` is the pure part.
+  the GenAI spans of an OTLP JSON file; :func:`build_diagnosis` is the pure part;
+  :func:`measure_steps` only measures.
 - :func:`probe_endpoint` sends a series of probes and keeps them as a run;
   :func:`compare_runs` compares two stored runs like with like, sending nothing.
 - :func:`read_host` reads the client host's facts for the checklist of
   ``latdoc system``; :func:`host_meta` is what every run records about its host.
-- :func:`load_endpoint` runs a load sweep and keeps it as a run, from this process or
-  from :class:`Workers` (local processes or Ray actors) merged into one run;
-  :func:`reload_load` analyses a stored sweep again.
-- :func:`probe_vantages` and :func:`diagnose_vantages` measure from Ray nodes labelled
-  as vantage points, keep a run per vantage and compare them (:class:`VantageRuns`).
-- :func:`verify_remedy` measures one remedy as an A/B experiment on the endpoint.
-- :func:`watch_endpoint` runs or resumes a named watch; :func:`watch_clock` reads it
-  back by the clock (the peak against the rest), sending nothing.
+- :func:`watch_clock` reads a watch back by the clock (the peak against the rest),
+  sending nothing; :func:`watch_note` is what the newest watch tells a diagnosis.
+
+The commands' features (load, watch, vantage points, verify) are in
+:mod:`latdoc.features`, above this package.
 
 Progress and each finished sample reach the caller through hooks; nothing here
 prints.
 """
 
-from latdoc.pipeline._clock import WatchClock, latest_watch, watch_clock
+from latdoc.pipeline._clock import WatchClock, latest_watch, watch_clock, watch_note
 from latdoc.pipeline._diagnose import (
-    DEFAULT_CONCURRENCY,
     DiagnosisRun,
     build_diagnosis,
     diagnose_endpoint,
+    measure_steps,
     rediagnose,
     run_context,
     run_diagnosis,
@@ -48,7 +46,6 @@ from latdoc.pipeline._server_metrics import metrics_target, named_metrics_url
 from latdoc.pipeline._traffic import diagnose_otlp, diagnose_traffic
 
 __all__ = [
-    "DEFAULT_CONCURRENCY",
     "PROC_SYS",
     "TCP_SYSCTLS",
     "DiagnosisRun",
@@ -64,6 +61,7 @@ __all__ = [
     "host_facts_from_meta",
     "host_meta",
     "latest_watch",
+    "measure_steps",
     "metrics_target",
     "named_metrics_url",
     "probe_endpoint",
@@ -74,4 +72,5 @@ __all__ = [
     "run_meta",
     "tcp_settings",
     "watch_clock",
+    "watch_note",
 ]

@@ -37,6 +37,9 @@ def skipped_ticks(info: RunInfo) -> int | None:
 
 @dataclass(frozen=True)
 class WatchClock:
+    """A watch read back by the clock: its run, its name, the report by bucket and the
+    ticks it skipped."""
+
     info: RunInfo
     name: str
     report: ClockReport

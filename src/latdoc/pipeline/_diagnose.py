@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from latdoc.advice.remedies import with_remedies
 from latdoc.advice.system import with_system
-from latdoc.analysis.attribution import RunContext, diagnose
-from latdoc.analysis.diagnosis import Diagnosis, Scenario
+from latdoc.analysis.attribution import diagnose
 from latdoc.errors import UsageError
+from latdoc.model import Diagnosis, RunContext, Scenario
 from latdoc.pipeline._clock import watch_note
 from latdoc.pipeline._host import host_facts_from_meta, host_meta
 from latdoc.pipeline._server_metrics import AUTO, MetricsReading, metrics_from_meta, metrics_target
 from latdoc.records import Sample, Step, StepNote
-from latdoc.report import diagnosis_to_dict
-from latdoc.store import Store
+from latdoc.store import Store, diagnosis_to_record
 from latdoc.workload import (
     Budget,
     DiagnosisPlan,
@@ -26,9 +26,6 @@ from latdoc.workload import (
     StepsResult,
     run_steps,
 )
-
-DEFAULT_CONCURRENCY = 10
-"""Concurrent requests a user expects in production, when they do not say."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +53,18 @@ def build_diagnosis(samples: Sequence[Sample], context: RunContext) -> Diagnosis
     return with_system(with_remedies(diagnose(samples, context), context), context)
 
 
+async def measure_steps(
+    plan: DiagnosisPlan,
+    *,
+    budget: Budget | None = None,
+    on_sample: SampleHook | None = None,
+    on_progress: ProgressHook | None = None,
+) -> StepsResult:
+    """Measure the network, input-length and load steps within the plan's budget; it keeps
+    and diagnoses nothing (:func:`diagnose_endpoint` does)."""
+    return await run_steps(plan, budget, on_sample, on_progress)
+
+
 async def run_diagnosis(
     plan: DiagnosisPlan,
     *,
@@ -63,15 +72,21 @@ async def run_diagnosis(
     on_sample: SampleHook | None = None,
     on_progress: ProgressHook | None = None,
 ) -> StepsResult:
-    """Measure the network, input-length and load steps within the plan's budget."""
-    return await run_steps(plan, budget, on_sample, on_progress)
+    """Deprecated name of :func:`measure_steps`, which it calls: it only measures."""
+    warnings.warn(
+        "run_diagnosis only measures and is now measure_steps; the old name goes in the "
+        "next release",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return await measure_steps(plan, budget=budget, on_sample=on_sample, on_progress=on_progress)
 
 
 def diagnose_endpoint(
     plan: DiagnosisPlan,
     *,
     scenario: Scenario = Scenario.CHAT,
-    concurrency: int = DEFAULT_CONCURRENCY,
+    concurrency: int | None = None,
     store: Store | None = None,
     on_sample: SampleHook | None = None,
     on_progress: ProgressHook | None = None,
@@ -83,8 +98,11 @@ def diagnose_endpoint(
     masked in it). Ctrl-C stops the measuring, not the diagnosis: the run is kept
     as ``interrupted`` and what was measured is diagnosed. ``server_metrics`` is the
     engine's Prometheus page to read before and after the run (``auto``: ``/metrics``
-    on the endpoint's host; ``None`` or ``off``: none).
+    on the endpoint's host; ``None`` or ``off``: none). ``concurrency`` is the plan's
+    (the one the load step sends and the pool is sized for) unless given.
     """
+    if concurrency is None:
+        concurrency = plan.concurrency
     if store is None:
         secrets = [plan.endpoint.api_key] if plan.endpoint.api_key else []
         with Store(None, secrets=secrets) as own:
@@ -113,7 +131,7 @@ def diagnose_endpoint(
     reading = None if target is None else MetricsReading(target, plan.connection)
     status, notes = "done", []
     try:
-        result = asyncio.run(run_diagnosis(plan, on_sample=keep, on_progress=on_progress))
+        result = asyncio.run(measure_steps(plan, on_sample=keep, on_progress=on_progress))
         notes = result.notes
     except KeyboardInterrupt:
         status = "interrupted"
@@ -132,7 +150,7 @@ def diagnose_endpoint(
         run_id, plan.endpoint.base_url, plan.endpoint.model, scenario, meta, notes
     )
     diagnosis = build_diagnosis(samples, context)
-    store.finish_run(run_id, status=status, notes=notes, diagnosis=diagnosis_to_dict(diagnosis))
+    store.finish_run(run_id, status=status, notes=notes, diagnosis=diagnosis_to_record(diagnosis))
     return DiagnosisRun(run_id, diagnosis, tuple(samples), status, store.path)
 
 

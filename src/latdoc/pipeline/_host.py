@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from latdoc.analysis.host import HostFacts
+from latdoc.model import HostFacts
 
 PROC_SYS = Path("/proc/sys")
 
@@ -120,7 +120,7 @@ def read_host(root: Path = PROC_SYS) -> HostFacts:
 
 def host_meta(root: Path = PROC_SYS) -> dict[str, Any]:
     """What every run records about its host: versions, cores, and the checklist's facts."""
-    from latdoc import __version__
+    from latdoc._version import __version__
 
     facts = read_host(root)
     return {

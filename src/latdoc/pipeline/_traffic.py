@@ -6,10 +6,11 @@ from pathlib import Path
 
 from latdoc.advice.remedies import with_remedies
 from latdoc.analysis.attribution import diagnose
-from latdoc.analysis.diagnosis import Scenario
 from latdoc.analysis.traffic import traffic_views
 from latdoc.errors import UsageError
+from latdoc.model import Scenario
 from latdoc.pipeline._diagnose import DiagnosisRun, run_context
+from latdoc.probe import dialects
 from latdoc.records import Sample, Step
 from latdoc.store import Store
 from latdoc.store.otlp import read_otlp
@@ -29,7 +30,7 @@ def diagnose_traffic(store: Store, run_id: str) -> DiagnosisRun:
         )
     if not any(s.step is Step.TRAFFIC for s in samples):
         raise UsageError(f"run {info.run_id} holds no recorded requests yet")
-    views = traffic_views(samples)
+    views = traffic_views(samples, dialects.names())
     concurrency = max((s.concurrency for s in samples), default=1)
     meta = {**info.meta, "concurrency": info.meta.get("concurrency", concurrency)}
     context = run_context(

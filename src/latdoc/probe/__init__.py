@@ -9,9 +9,11 @@ The rooms behind this face, in the order a request passes through them:
   ``latdoc.client`` for an application's own requests).
 - ``_backend``, ``_aiostream``: the timed network backend (DNS, connect, TLS, every read).
 - ``_recorder``: the per-request stopwatch the backend and httpcore's trace events feed.
-- ``_dialects``, ``_sse``, ``_stream_state``: request bodies and the event stream decoded;
-  ``_chat_events``, ``_anthropic_events``, ``_responses_events``: each dialect's events
-  read into one ``_events.EventInfo`` (answer and reasoning apart).
+- ``dialects``: one module per API dialect (its URL, key, body, events, end of
+  stream …), listed once in ``dialects.DIALECTS``; ``_dialects``: :class:`Dialect`,
+  the names, and what every dialect does alike; ``_sse``, ``_stream_state``: the
+  event stream decoded, each event read into one ``_events.EventInfo`` (answer and
+  reasoning apart).
 - ``_failures``: every lower-level error mapped to a typed failure, once.
 - ``_tcpinfo``, ``_servertiming``, ``_looplag``: the kernel's, the server's and the
   client's own view of the time; ``_metrics``: an engine's ``/metrics`` page, read.

@@ -15,6 +15,9 @@ from latdoc.probe._session import ProbeSession, ResendHook
 
 @dataclass(frozen=True)
 class ConnectionOptions:
+    """How requests reach the endpoint: HTTP/2 offered or not, how TLS is trusted, the
+    timeouts and the resolver."""
+
     http2: bool = False
     cacert: str | None = None
     insecure: bool = False

@@ -11,7 +11,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from latdoc.errors import UsageError
-from latdoc.probe._dialects import Dialect, check_extra_body
+from latdoc.probe import dialects
+from latdoc.probe._dialects import DEFAULT_DIALECT, Dialect, check_extra_body
+from latdoc.probe.dialects import DialectSpec
 
 
 @dataclass(frozen=True)
@@ -31,13 +33,14 @@ class Endpoint:
 
     base_url: str
     model: str
-    dialect: Dialect = Dialect.CHAT
+    dialect: Dialect = DEFAULT_DIALECT
     api_key: str | None = field(default=None, repr=False)
     extra_body: Mapping[str, Any] = field(default_factory=dict, hash=False)
     """Fields added to every request body, for what an engine needs (``ignore_eos``,
     ``temperature``); never the model, the prompt, ``stream`` or ``max_tokens``."""
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "dialect", Dialect(dialects.get(self.dialect).name))
         check_extra_body(self.extra_body)
         parts = urlsplit(self.base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -49,8 +52,14 @@ class Endpoint:
             raise UsageError("a model name is required (--model)")
 
     @property
+    def spec(self) -> DialectSpec:
+        """Everything about the dialect the endpoint is spoken to in."""
+        return self.dialect.spec
+
+    @property
     def url(self) -> str:
-        return self.base_url.rstrip("/") + self.dialect.path
+        """Where each request goes: the dialect's route from the base URL and the model."""
+        return self.spec.url(self.base_url, self.model)
 
     @property
     def is_tls(self) -> bool:

@@ -1,9 +1,9 @@
 """What one decoded stream event says, in any dialect: :class:`EventInfo` and its :class:`Usage`.
 
-Each dialect's parser (``_chat_events``, ``_anthropic_events``, ``_responses_events``)
-reduces its events to these, so the stream state reads one shape. Finish reasons
-are told in the OpenAI chat words every layer reads: ``stop`` (the answer ended by
-itself), ``length`` (cut at the output limit), ``tool_calls``, ``content_filter``.
+Each dialect's parser (in :mod:`latdoc.probe.dialects`) reduces its events to these,
+so the stream state reads one shape. Finish reasons are told in the OpenAI chat
+words every layer reads: ``stop`` (the answer ended by itself), ``length`` (cut at
+the output limit), ``tool_calls``, ``content_filter``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ __all__ = [
     "error_event",
     "int_or_none",
     "merge_usage",
-    "other_dialect",
 ]
 
 
@@ -94,22 +93,3 @@ def merge_usage(old: Usage | None, new: Usage) -> Usage:
 
 def _first(a: int | None, b: int | None) -> int | None:
     return a if a is not None else b
-
-
-_ANTHROPIC_TYPES = frozenset(
-    {"message_start", "content_block_start", "content_block_delta", "message_delta"}
-)
-
-
-def other_dialect(obj: dict[str, Any], event: str | None, own: str) -> str | None:
-    """The dialect an event belongs to when it is not ``own``, from its ``type`` (or its
-    SSE ``event:`` name) and shape; ``None`` when it is ``own``'s or nobody's."""
-    kind = obj.get("type") if isinstance(obj.get("type"), str) else event
-    found: str | None = None
-    if kind in _ANTHROPIC_TYPES:
-        found = "anthropic"
-    elif isinstance(kind, str) and kind.startswith("response."):
-        found = "responses"
-    elif "type" not in obj and isinstance(obj.get("choices"), list):
-        found = "chat"
-    return None if found == own else found

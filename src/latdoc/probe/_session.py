@@ -91,7 +91,7 @@ class ProbeSession:
             (b"accept", b"text/event-stream"),
             (b"user-agent", _USER_AGENT),
         ]
-        return headers + self.endpoint.dialect.auth_headers(self.endpoint.api_key)
+        return headers + self.endpoint.spec.auth_headers(self.endpoint.api_key)
 
     def _new_pool(self) -> httpcore.AsyncConnectionPool:
         return httpcore.AsyncConnectionPool(
@@ -206,7 +206,7 @@ class ProbeSession:
     ) -> RequestTrace:
         ep = self.endpoint
         body = request_body(
-            ep.dialect,
+            ep.spec,
             ep.model,
             prompt,
             max_tokens,
@@ -306,7 +306,7 @@ class ProbeSession:
                     TraceError(
                         ErrorKind.STREAM_BROKEN,
                         rec.phase,
-                        f"the stream ended without {self.endpoint.dialect.end_marker}",
+                        f"the stream ended without {self.endpoint.spec.end_marker}",
                     )
                 )
 
@@ -324,7 +324,7 @@ class ProbeSession:
         status = response.status
         message = error_message(bytes(body), out.headers.get("content-type"))
         ep = self.endpoint
-        hint = dialect_hint(ep.url, ep.dialect, status, message)
+        hint = dialect_hint(ep.url, ep.spec, status, message)
         if hint is not None:
             message += f" ({hint})"
         raise StreamFailure(http_error(status, message, out.headers.get("retry-after")))

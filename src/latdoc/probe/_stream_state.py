@@ -8,10 +8,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from latdoc.errors import ErrorKind, Phase, StreamFailure, TraceError
-from latdoc.probe._dialects import Dialect, EventInfo, Usage, parse_event
-from latdoc.probe._events import merge_usage
+from latdoc.probe import dialects
+from latdoc.probe._dialects import DEFAULT_DIALECT, Dialect
+from latdoc.probe._events import EventInfo, Usage, merge_usage
 from latdoc.probe._recorder import Recorder
 from latdoc.probe._sse import SSEEvent
+from latdoc.probe.dialects import DialectSpec
 from latdoc.records import Chunk
 
 EventHook = Callable[[Any, int], None]
@@ -25,7 +27,7 @@ class StreamState:
     t0: int
     count_tokens: Callable[[str], int] | None
     on_json: EventHook | None = None
-    dialect: Dialect = Dialect.CHAT
+    dialect: Dialect = DEFAULT_DIALECT
     chunks: list[Chunk] = field(default_factory=list)
     first_token: int | None = None
     """The first output of any kind: reasoning, answer text or a tool call."""
@@ -43,6 +45,12 @@ class StreamState:
     response_id: str | None = None
     """The id the response's events give it (``chatcmpl-…``, ``msg_…``, ``resp_…``)."""
     _last_completion_tokens: int = 0
+    _spec: DialectSpec = field(init=False, repr=False)
+    _foreign: Callable[[dict[str, Any], str | None], str | None] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        spec = self._spec = self.dialect.spec
+        self._foreign = lambda obj, event: dialects.other_dialect(obj, event, spec)
 
     def on_event(self, event: SSEEvent, phase_of: Recorder) -> None:
         data = event.data
@@ -61,7 +69,7 @@ class StreamState:
             ) from None
         if self.on_json is not None:
             self.on_json(obj, event.t_ns)
-        info = parse_event(obj, self.dialect, event.event)
+        info = self._spec.parse(obj, event.event, self._foreign)
         if self.response_id is None and info.response_id is not None:
             self.response_id = info.response_id
         if info.error is not None:

@@ -54,6 +54,8 @@ def skipped_sentence(skipped_ticks: int | None) -> str | None:
 def render_clock(
     report: ClockReport, *, title: str, skipped_ticks: int | None = None
 ) -> RenderableType:
+    """A watch's report by the clock as a terminal table, one row a bucket, the peak
+    marked."""
     table = Table(box=box.SIMPLE_HEAD, title=title, title_justify="left")
     for column in ("bucket", "requests", "TTFT p50", "TTFT p95", "TPOT p50", "errors"):
         table.add_column(column, justify="left" if column == "bucket" else "right")
@@ -87,6 +89,7 @@ def render_clock(
 def clock_to_dict(
     report: ClockReport, *, name: str, run_id: str, skipped_ticks: int | None = None
 ) -> dict[str, Any]:
+    """A watch's report by the clock as the ``latdoc.watch`` JSON document."""
     peak = report.peak
     return {
         "schema": WATCH_SCHEMA,

@@ -22,6 +22,8 @@ COMPARISON_SCHEMA = "latdoc.comparison/1"
 
 
 def format_p(p: float | None) -> str:
+    """A p-value as printed: ``p < 0.001``, two significant digits below 0.1, else two
+    decimals; ``p not computed`` for ``None``."""
     if p is None:
         return "p not computed"
     if p < 0.001:

@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup
 
-from latdoc.analysis.diagnosis import Diagnosis, Finding, Kind, RequestParts, Scenario
+from latdoc.analysis.kinds import spec_of, specs
 from latdoc.analysis.stats import quantile
+from latdoc.model import Diagnosis, Finding, Kind, RequestParts, Scenario
 from latdoc.records import Sample, Step
 from latdoc.report._plot_data import MAX_ROWS, ttft_values
 from latdoc.report._server import disagreement_texts
-from latdoc.report._theme import KIND_COLOURS, PHASE_COLOURS
+from latdoc.report._theme import PHASE_COLOURS
 from latdoc.report._truth import (
     gain_text,
     length_rule_text,
@@ -30,7 +31,7 @@ from latdoc.report._truth import (
     negligible_bar_text,
     unmeasured_text,
 )
-from latdoc.report.names import KIND_NAMES, format_ms, format_value
+from latdoc.report.names import format_ms, format_value, kind_short
 
 if TYPE_CHECKING:
     from jinja2 import Environment
@@ -66,7 +67,8 @@ def render_html(diagnosis: Diagnosis, samples: Sequence[Sample]) -> str:
 def page_context(diagnosis: Diagnosis, samples: Sequence[Sample]) -> dict[str, Any]:
     """Everything the template shows except the plots, as plain values."""
     negligible = set(diagnosis.verdict.negligible)
-    healthy_parts = diagnosis.typical_request if diagnosis.verdict.primary is Kind.HEALTHY else None
+    parts_only = spec_of(diagnosis.verdict.primary).shows_request_parts
+    healthy_parts = diagnosis.typical_request if parts_only else None
     return {
         "title": f"latdoc: {diagnosis.model} at {diagnosis.endpoint}",
         "diagnosis": diagnosis,
@@ -83,7 +85,7 @@ def page_context(diagnosis: Diagnosis, samples: Sequence[Sample]) -> dict[str, A
             {
                 "remedy": r,
                 "kind": r.addresses.value,
-                "short": KIND_NAMES[r.addresses][0],
+                "short": kind_short(r.addresses),
                 "gain": gain_text(r),
                 "unmeasured": unmeasured_text(r),
             }
@@ -100,7 +102,7 @@ def page_context(diagnosis: Diagnosis, samples: Sequence[Sample]) -> dict[str, A
             if numbers
         ],
         "disagreements": disagreement_texts(diagnosis.server),
-        "kind_colours": KIND_COLOURS,
+        "kind_colours": {spec.kind.value: spec.colour for spec in specs()},
         "part_colours": {key: PHASE_COLOURS[phase] for key, phase in _PART_PHASES.items()},
     }
 
@@ -133,7 +135,7 @@ def _finding(f: Finding) -> dict[str, Any]:
     return {
         "finding": f,
         "kind": f.kind.value,
-        "short": KIND_NAMES[f.kind][0],
+        "short": kind_short(f.kind),
         "share": format_ms(f.share_ms) if f.share_ms > 0 else "",
         "confidence": _percent(f.confidence),
         "evidence": [(k, format_value(k, v)) for k, v in f.evidence.items()],
@@ -156,14 +158,14 @@ def _percent(value: float) -> str:
 
 def _verdict(diagnosis: Diagnosis) -> dict[str, Any]:
     verdict = diagnosis.verdict
-    short, meaning = KIND_NAMES[verdict.primary]
+    spec = spec_of(verdict.primary)
     return {
         "kind": verdict.primary.value,
-        "short": short,
-        "meaning": meaning,
+        "short": spec.name,
+        "meaning": spec.meaning,
         "confidence": _percent(verdict.confidence),
-        "contributing": [KIND_NAMES[k][0] for k in verdict.contributing],
-        "negligible": [KIND_NAMES[k][0] for k in verdict.negligible],
+        "contributing": [kind_short(k) for k in verdict.contributing],
+        "negligible": [kind_short(k) for k in verdict.negligible],
     }
 
 
@@ -177,7 +179,7 @@ def _shares(shares_ms: Mapping[Kind, float]) -> dict[str, Any]:
         "segments": [
             {
                 "css": f"k-{kind.value}",
-                "short": KIND_NAMES[kind][0],
+                "short": kind_short(kind),
                 "ms": format_ms(ms),
                 "percent": f"{ms / total * 100:.0f} %",
                 "width": f"{ms / total * 100:.2f}",

@@ -16,8 +16,8 @@ from typing import Any
 from matplotlib.patches import Patch
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator
 
-from latdoc.analysis.diagnosis import LengthCurve
 from latdoc.analysis.stats import quantile
+from latdoc.model import LengthCurve
 from latdoc.records import Sample
 from latdoc.report._figure import FG, MsFormatter, figure_svg, new_figure, plot_style
 from latdoc.report._plot_data import (

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from latdoc.analysis.servertime import ServerAccount
+from latdoc.model import ServerAccount
 from latdoc.report.names import format_ms, format_value
 
-__all__ = ["disagreement_texts", "server_lines", "server_to_dict"]
+__all__ = ["disagreement_texts", "server_lines"]
 
 _LABELS = (
     ("queue_ms", "queue"),
@@ -57,24 +55,3 @@ def disagreement_texts(account: ServerAccount | None) -> list[str]:
         f"{d.what} ({d.requests} of {d.of} requests; up to {format_ms(d.worst_ms)} apart)"
         for d in account.disagreements
     ]
-
-
-def server_to_dict(account: ServerAccount | None) -> dict[str, Any] | None:
-    """The ``server`` object of the diagnosis document."""
-    if account is None:
-        return None
-    return {
-        "source": account.source,
-        **{k: None if v is None else round(v, 3) for k, v in account.numbers.items()},
-        "disagreements": [
-            {
-                "what": d.what,
-                "requests": d.requests,
-                "of": d.of,
-                "worst_ms": round(d.worst_ms, 3),
-            }
-            for d in account.disagreements
-        ],
-        "metrics_source": account.metrics_source,
-        "metrics": {k: None if v is None else round(v, 4) for k, v in account.metrics.items()},
-    }

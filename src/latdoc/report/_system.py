@@ -12,7 +12,8 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from latdoc.analysis.host import SystemItem
+from latdoc.model import SystemItem
+from latdoc.model.document import item_to_dict
 
 SYSTEM_SCHEMA = "latdoc.system/1"
 
@@ -79,20 +80,6 @@ def render_system(items: Sequence[SystemItem], concurrency: int) -> RenderableTy
     ]
     parts += [Padding(item_details(i), (0, 0, 0, 2)) for i in items]
     return Group(*parts)
-
-
-def item_to_dict(item: SystemItem) -> dict[str, Any]:
-    return {
-        "key": item.key,
-        "name": item.name,
-        "current": item.current,
-        "recommended": item.recommended,
-        "ok": item.ok,
-        "why": item.why,
-        "command": item.command,
-        "allows": item.allows,
-        "kinds": [str(k) for k in item.kinds],
-    }
 
 
 def system_to_dict(items: Sequence[SystemItem], concurrency: int) -> dict[str, Any]:

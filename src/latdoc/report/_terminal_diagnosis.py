@@ -11,12 +11,12 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from latdoc.analysis.diagnosis import Diagnosis, Finding, Kind, Remedy, RequestParts
-from latdoc.analysis.host import SystemItem
+from latdoc.analysis.kinds import spec_of
+from latdoc.model import Diagnosis, Finding, Kind, Remedy, RequestParts, SystemItem
 from latdoc.report._console import side_by_side
 from latdoc.report._server import disagreement_texts, server_lines
 from latdoc.report._system import NOT_READABLE
-from latdoc.report._theme import KIND_COLOURS, PHASE_COLOURS
+from latdoc.report._theme import PHASE_COLOURS
 from latdoc.report._truth import (
     gain_text,
     length_rule_text,
@@ -24,13 +24,13 @@ from latdoc.report._truth import (
     negligible_bar_text,
     unmeasured_text,
 )
-from latdoc.report.names import format_ms, format_value, kind_name
+from latdoc.report.names import format_ms, format_value, kind_colour, kind_name
 
 _BAR_WIDTH = 32
 
 
 def _kind_style(kind: Kind) -> str:
-    return f"bold {KIND_COLOURS[kind.value]}"
+    return f"bold {kind_colour(kind)}"
 
 
 def _indent(renderable: RenderableType, level: int = 1) -> Padding:
@@ -160,8 +160,8 @@ def _shares(shares_ms: Mapping[Kind, float]) -> Table:
     for kind, ms in sorted(shares_ms.items(), key=lambda kv: -kv[1]):
         bar: RenderableType = ""
         if largest > 0 and ms > 0:
-            bar = Bar(largest, 0, ms, width=_BAR_WIDTH, color=KIND_COLOURS[kind.value])
-        table.add_row(Text(str(kind), style=KIND_COLOURS[kind.value]), format_ms(ms), bar)
+            bar = Bar(largest, 0, ms, width=_BAR_WIDTH, color=kind_colour(kind))
+        table.add_row(Text(str(kind), style=kind_colour(kind)), format_ms(ms), bar)
     return table
 
 
@@ -192,10 +192,10 @@ def _parts(parts: RequestParts) -> Table:
 
 def _finding(f: Finding) -> Group:
     head = Text.assemble(
-        ("● ", KIND_COLOURS[f.kind.value]),
+        ("● ", kind_colour(f.kind)),
         (f.title, "bold"),
         "  [",
-        (str(f.kind), KIND_COLOURS[f.kind.value]),
+        (str(f.kind), kind_colour(f.kind)),
         "]  ",
         f"adds ~{format_ms(f.share_ms)}, " if f.share_ms > 0 else "",
         f"confidence {f.confidence:.2f}",
@@ -272,14 +272,14 @@ def render_diagnosis(d: Diagnosis) -> RenderableType:
         for i, kind in enumerate(v.contributing):
             if i:
                 contributing.append(", ")
-            contributing.append(str(kind), style=KIND_COLOURS[kind.value])
+            contributing.append(str(kind), style=kind_colour(kind))
         parts.append(_indent(contributing))
     negligible = set(v.negligible)
     if negligible:
         parts.append(_indent(Text("Negligible here: " + ", ".join(map(str, v.negligible)))))
     for text in disagreement_texts(d.server):
         parts.append(_indent(Text.assemble(("Client and server disagree: ", "bold yellow"), text)))
-    if v.primary is Kind.HEALTHY and d.typical_request is not None:
+    if spec_of(v.primary).shows_request_parts and d.typical_request is not None:
         parts += [
             _heading(
                 f"Where the time goes: a request on a new connection "

@@ -1,4 +1,5 @@
-"""The report's colours, shared by the page, its plots and the terminal.
+"""The report's colours, shared by the page, its plots and the terminal. A kind's colour
+is its spec's (:func:`latdoc.report.names.kind_colour`).
 
 Mid-tone hues read on both white and near-black, so one palette serves the light
 and the dark page and any terminal background.
@@ -17,20 +18,6 @@ PHASE_COLOURS = {
     "first_token": "#d95892",
     "reasoning": "#b36bc9",
     "stream": "#46a85c",
-}
-
-KIND_COLOURS = {
-    "network_setup": "#8b6ee0",
-    "network_path": "#e6843f",
-    "input_length": "#4a80e0",
-    "queueing": "#d9a521",
-    "decode": "#46a85c",
-    "reasoning": "#b36bc9",
-    "stalls": "#d95892",
-    "buffering": "#a0673a",
-    "client": "#33a9bb",
-    "errors": "#d64545",
-    "healthy": "#9aa1aa",
 }
 
 STEP_COLOURS = ("#4a80e0", "#e6843f", "#46a85c", "#8b6ee0", "#d95892", "#33a9bb")

@@ -3,7 +3,7 @@ its source, the input-length rule's comparison, the negligible kinds' bar."""
 
 from __future__ import annotations
 
-from latdoc.analysis.diagnosis import Diagnosis, LengthCheck, Remedy
+from latdoc.model import Diagnosis, LengthCheck, Remedy
 from latdoc.report.names import format_ms
 
 GAIN_SOURCES = {

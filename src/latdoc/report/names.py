@@ -1,31 +1,26 @@
-"""Words and numbers every renderer shares: the kinds' names, durations, evidence values."""
+"""Words and numbers every renderer shares: the kinds' names (from their specs), durations,
+evidence values."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from latdoc.analysis.kinds import spec_of
+from latdoc.model import Kind
 
-from latdoc.analysis.diagnosis import Kind
 
-KIND_NAMES: Mapping[Kind, tuple[str, str]] = {
-    Kind.NETWORK_SETUP: ("Network setup", "DNS, TCP and TLS handshakes, connections not reused"),
-    Kind.NETWORK_PATH: ("Network path", "round-trip time and bandwidth to the server"),
-    Kind.INPUT_LENGTH: ("Input length", "prefill grows with the prompt"),
-    Kind.QUEUEING: ("Server queueing", "server-side wait that follows load, not length"),
-    Kind.DECODE: ("Decode", "slow generation or long outputs"),
-    Kind.REASONING: ("Reasoning", "the model thinks before its first answer token"),
-    Kind.STALLS: ("Mid-stream stalls", "pauses in the middle of the stream"),
-    Kind.BUFFERING: ("Buffered stream", "a proxy or gateway holds the stream back"),
-    Kind.CLIENT: ("Client", "the pool or event loop holds requests back"),
-    Kind.ERRORS: ("Errors", "requests fail: refused, rate-limited, timed out or cut off"),
-    Kind.HEALTHY: ("Healthy", "no kind of slow stands out"),
-}
-"""Each kind's short name and what it means, in the user's words."""
+def kind_short(kind: Kind) -> str:
+    """``Input length``: the kind's name as every report shows it (its spec's)."""
+    return spec_of(kind).name
 
 
 def kind_name(kind: Kind) -> str:
     """``Input length (prefill grows with the prompt)``."""
-    short, meaning = KIND_NAMES[kind]
-    return f"{short} ({meaning})"
+    spec = spec_of(kind)
+    return f"{spec.name} ({spec.meaning})"
+
+
+def kind_colour(kind: Kind) -> str:
+    """The kind's colour in the terminal, the page and the plots."""
+    return spec_of(kind).colour
 
 
 def pick_unit(value: float) -> str:

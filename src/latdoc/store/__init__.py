@@ -6,7 +6,8 @@ an experiment) or ``instrument`` (an application's own requests, recorded by
 The kind is a column, not part of the schema version: a new kind needs no migration.
 
 :class:`Store` is the SQLite file (:func:`default_path`); :mod:`.codec` turns
-traces and samples into lossless, versioned JSON records; :mod:`.rows` stores
+traces and samples into lossless, versioned JSON records, :mod:`.diagnosis_codec` a
+diagnosis into the ``latdoc.diagnosis/2`` document a run keeps and back; :mod:`.rows` stores
 each sample as a narrow summary row beside its record, which :mod:`.aggregate`
 summarises per time bucket (:class:`BucketStats`) without reading a record;
 :class:`SampleWriter` batches the commits of a busy writer; :mod:`.exchange`
@@ -22,6 +23,7 @@ from latdoc.store.codec import (
     trace_to_record,
 )
 from latdoc.store.db import SCHEMA_VERSION, Store, default_path
+from latdoc.store.diagnosis_codec import diagnosis_from_record, diagnosis_to_record
 from latdoc.store.redact import redact_url
 from latdoc.store.run import RunInfo
 from latdoc.store.writer import SampleWriter
@@ -33,6 +35,8 @@ __all__ = [
     "SampleWriter",
     "Store",
     "default_path",
+    "diagnosis_from_record",
+    "diagnosis_to_record",
     "redact_url",
     "sample_from_record",
     "sample_to_record",

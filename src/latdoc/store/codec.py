@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from datetime import datetime
 from typing import Any, TypeVar
 
 from latdoc.errors import ErrorKind, Phase, TraceError
 from latdoc.records import Chunk, RequestTrace, Sample, Step, TcpInfo
+from latdoc.store._fields import Fields
 
 RECORD_VERSION = 3
 """Version of trace records: 2 added the wall-clock start in nanoseconds, the request and
@@ -138,7 +138,7 @@ def _error_to_record(error: TraceError) -> dict[str, Any]:
 
 
 def _trace_v1(record: Mapping[str, Any]) -> RequestTrace:
-    r = _Fields(record, "trace")
+    r = Fields(record, "trace")
     values: dict[str, Any] = {name: r.opt_integer(name) for name in (*_OPTIONAL_INTS, *_TIMES)}
     values.update({name: r.opt_text(name) for name in _OPTIONAL_STRS})
     values.update({name: r.flag(name) for name in _FLAGS})
@@ -160,7 +160,7 @@ def _trace_v1(record: Mapping[str, Any]) -> RequestTrace:
 
 
 def _chunks_v1(record: Mapping[str, Any]) -> tuple[Chunk, ...]:
-    r = _Fields(record, "chunks")
+    r = Fields(record, "chunks")
     times, chars, tokens = r.integers("t_ns"), r.integers("chars"), r.integers("tokens")
     if not len(times) == len(chars) == len(tokens):
         raise ValueError("chunks: t_ns, chars and tokens differ in length")
@@ -168,14 +168,14 @@ def _chunks_v1(record: Mapping[str, Any]) -> tuple[Chunk, ...]:
 
 
 def _tcp_v1(record: Mapping[str, Any]) -> TcpInfo:
-    r = _Fields(record, "tcp_info")
+    r = Fields(record, "tcp_info")
     values: dict[str, Any] = {name: r.integer(name) for name in _TCP_INTS}
     values.update({name: r.opt_integer(name) for name in _TCP_OPTIONAL_INTS})
     return TcpInfo(**values)
 
 
 def _error_v1(record: Mapping[str, Any]) -> TraceError:
-    r = _Fields(record, "error")
+    r = Fields(record, "error")
     return TraceError(
         kind=ErrorKind(r.text("kind")),
         phase=Phase(r.text("phase")),
@@ -185,7 +185,7 @@ def _error_v1(record: Mapping[str, Any]) -> TraceError:
 
 
 def _sample_v1(record: Mapping[str, Any]) -> Sample:
-    r = _Fields(record, "sample")
+    r = Fields(record, "sample")
     return Sample(
         step=Step(r.text("step")),
         trace=trace_from_record(r.mapping("trace")),
@@ -197,7 +197,7 @@ def _sample_v1(record: Mapping[str, Any]) -> Sample:
 
 
 def _trace_v2(record: Mapping[str, Any]) -> RequestTrace:
-    r = _Fields(record, "trace")
+    r = Fields(record, "trace")
     attempt = r.integer("attempt")
     if attempt < 1:
         raise ValueError(f"trace.attempt: expected 1 or more, got {attempt}")
@@ -212,17 +212,15 @@ def _trace_v2(record: Mapping[str, Any]) -> RequestTrace:
     )
 
 
-def _added_v2(r: _Fields, record: Mapping[str, Any]) -> dict[str, Any]:
+def _added_v2(r: Fields, record: Mapping[str, Any]) -> dict[str, Any]:
     return {name: r.opt_integer(name) for name in _ADDED_V2 if name in record}
 
 
 def _trace_v3(record: Mapping[str, Any]) -> RequestTrace:
-    trace = replace(
-        _trace_v2(record), proxy_headers=_Fields(record, "trace").texts("proxy_headers")
-    )
+    trace = replace(_trace_v2(record), proxy_headers=Fields(record, "trace").texts("proxy_headers"))
     if trace.error is None:
         return trace
-    wait = _Fields(record["error"], "trace.error").opt_number("retry_after_s")
+    wait = Fields(record["error"], "trace.error").opt_number("retry_after_s")
     return replace(trace, error=replace(trace.error, retry_after_s=wait))
 
 
@@ -241,7 +239,7 @@ def _sample_v2(record: Mapping[str, Any]) -> Sample:
 
 
 def _sample_v3(record: Mapping[str, Any]) -> Sample:
-    worker = _Fields(record, "sample").opt_integer("worker")
+    worker = Fields(record, "sample").opt_integer("worker")
     if worker is not None and worker < 0:
         raise ValueError(f"sample.worker: expected 0 or more, got {worker}")
     return replace(_sample_v2(record), worker=worker)
@@ -266,93 +264,3 @@ def _loader(
         known = ", ".join(str(v) for v in sorted(loaders))
         raise ValueError(f"{what} record version {version!r} is not one latdoc reads ({known})")
     return loaders[version]
-
-
-class _Fields:
-    """Typed reads from one record; a missing or mistyped field raises ValueError."""
-
-    def __init__(self, record: Mapping[str, Any], where: str) -> None:
-        if not isinstance(record, Mapping):
-            raise ValueError(f"{where}: expected an object, got {type(record).__name__}")
-        self._record = record
-        self._where = where
-
-    def _get(self, name: str) -> Any:
-        try:
-            return self._record[name]
-        except KeyError:
-            raise ValueError(f"{self._where}: missing {name!r}") from None
-
-    def _bad(self, name: str, expected: str) -> ValueError:
-        value = self._record[name]
-        return ValueError(f"{self._where}.{name}: expected {expected}, got {value!r}")
-
-    def integer(self, name: str) -> int:
-        value = self._get(name)
-        if type(value) is not int:
-            raise self._bad(name, "an integer")
-        return value
-
-    def opt_integer(self, name: str) -> int | None:
-        return None if self._get(name) is None else self.integer(name)
-
-    def opt_number(self, name: str) -> float | None:
-        value = self._get(name)
-        if value is None:
-            return None
-        if type(value) not in (int, float):
-            raise self._bad(name, "a number")
-        return float(value)
-
-    def text(self, name: str) -> str:
-        value = self._get(name)
-        if not isinstance(value, str):
-            raise self._bad(name, "a string")
-        return value
-
-    def opt_text(self, name: str) -> str | None:
-        return None if self._get(name) is None else self.text(name)
-
-    def flag(self, name: str) -> bool:
-        value = self._get(name)
-        if not isinstance(value, bool):
-            raise self._bad(name, "true or false")
-        return value
-
-    def opt_flag(self, name: str) -> bool | None:
-        return None if self._get(name) is None else self.flag(name)
-
-    def mapping(self, name: str) -> Mapping[str, Any]:
-        value = self._get(name)
-        if not isinstance(value, Mapping):
-            raise self._bad(name, "an object")
-        return value
-
-    def opt_mapping(self, name: str) -> Mapping[str, Any] | None:
-        return None if self._get(name) is None else self.mapping(name)
-
-    def integers(self, name: str) -> list[int]:
-        value = self._get(name)
-        if not isinstance(value, list) or any(type(v) is not int for v in value):
-            raise self._bad(name, "a list of integers")
-        return value
-
-    def numbers(self, name: str) -> dict[str, float]:
-        value = self.mapping(name)
-        for key, number in value.items():
-            if not isinstance(key, str) or type(number) not in (int, float):
-                raise self._bad(name, "an object of numbers")
-        return dict(value)
-
-    def texts(self, name: str) -> dict[str, str]:
-        value = self.mapping(name)
-        if any(not isinstance(k, str) or not isinstance(v, str) for k, v in value.items()):
-            raise self._bad(name, "an object of strings")
-        return dict(value)
-
-    def timestamp(self, name: str) -> datetime:
-        text = self.text(name)
-        try:
-            return datetime.fromisoformat(text)
-        except ValueError:
-            raise self._bad(name, "an ISO 8601 date and time") from None

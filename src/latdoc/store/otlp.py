@@ -21,10 +21,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from latdoc.errors import ErrorKind, Phase, TraceError, UsageError
+from latdoc.probe import dialects
 from latdoc.records import RequestTrace, Step, StepNote
 
 _NS_PER_MS = 1_000_000
-_OPERATIONS = {"chat": "chat", "text_completion": "completions"}
 _STATUS_ERROR = (2, "STATUS_CODE_ERROR")
 _SDK_ERRORS = {
     "RateLimitError": 429,
@@ -121,7 +121,7 @@ def _trace(item: tuple[dict[str, Any], dict[str, Any]]) -> RequestTrace:
         t0_ns=start,
         url=url,
         model=str(a.get("gen_ai.request.model") or a.get("gen_ai.response.model") or ""),
-        dialect=_OPERATIONS.get(operation, operation),
+        dialect=_dialect_of(operation),
         http_version=_str(a.get("latdoc.http_version")),
         new_connection=_bool(a.get("latdoc.new_connection")),
         done_ns=end - start,
@@ -134,6 +134,13 @@ def _trace(item: tuple[dict[str, Any], dict[str, Any]]) -> RequestTrace:
         error=_error(span, a),
         **phases,
     )
+
+
+def _dialect_of(operation: str) -> str:
+    """The first dialect whose spans name ``operation`` (``chat`` for ``chat``,
+    ``completions`` for ``text_completion``), else the operation itself."""
+    spec = next((d for d in dialects.DIALECTS if d.otel_operation == operation), None)
+    return operation if spec is None else spec.name
 
 
 def _phases(a: Mapping[str, Any], span: Mapping[str, Any], start: int) -> dict[str, Any]:

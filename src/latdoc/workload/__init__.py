@@ -4,15 +4,11 @@
   them make N tokens on this endpoint, learned from its own usage.
 - ``_budget``: hard caps on requests, tokens and seconds, reserved before sending.
 - ``_steps``: the three measured steps of a diagnosis (network, input length, load).
-- ``_probe_loop``: a series of probes as ``latdoc probe`` sends them;
-  ``_watch``: a cold short, a warm short and a long request on a schedule.
-- ``_experiment``: an A/B experiment, arms interleaved in shuffled blocks;
-  ``_remedies``: each remedy ``latdoc verify`` tests, as its two arms;
-  ``_conversation``: a multi-turn chat kept whole and under bounding strategies.
-- ``_load``: a load sweep, level by level; ``_workers``: one worker's share of it,
-  sent from a process or Ray actor of its own, its traces sent back in batches.
+- ``_probe_loop``: a series of probes as ``latdoc probe`` sends them.
 
-A workload sends and labels; it computes no verdict and prints nothing.
+What the features send (a load sweep, a watch, an experiment) is in each feature's own
+``send`` module under :mod:`latdoc.features`, built on these. A workload sends and
+labels; it computes no verdict and prints nothing.
 """
 
 from latdoc.workload._budget import Budget
@@ -28,7 +24,6 @@ from latdoc.workload._calibration import (
 from latdoc.workload._probe_loop import DEFAULT_PROMPT, ProbePlan, ProbeRun, run_probe
 from latdoc.workload._prompts import make_prompt
 from latdoc.workload._steps import (
-    CONCURRENCY,
     LENGTHS,
     DiagnosisPlan,
     ProgressHook,
@@ -41,7 +36,6 @@ from latdoc.workload._steps import (
 
 __all__ = [
     "ASSUMED",
-    "CONCURRENCY",
     "DEFAULT_PROMPT",
     "LENGTHS",
     "Budget",

@@ -16,6 +16,9 @@ from latdoc.errors import UsageError
 
 @dataclass
 class Budget:
+    """Hard caps on requests, tokens and seconds: each request is reserved before it is
+    sent, so a run never passes them."""
+
     max_requests: int
     token_budget: int | None = None
     """Prompt plus output tokens over the whole run; ``None`` for no cap."""

@@ -21,6 +21,9 @@ DEFAULT_PROMPT = "Hello, please briefly introduce yourself."
 
 @dataclass(frozen=True)
 class ProbePlan:
+    """What ``latdoc probe`` sends: the prompt (text or a token length), the output
+    length, how many times, on reused or new connections."""
+
     endpoint: Endpoint
     connection: ConnectionOptions = field(default_factory=ConnectionOptions)
     prompt: str | None = None
@@ -43,6 +46,9 @@ class ProbePlan:
 
 @dataclass(frozen=True)
 class ProbeRun:
+    """The traces of a series of probes, and the calibration (with its own traces) when
+    a prompt length was asked for."""
+
     traces: tuple[RequestTrace, ...]
     calibration: TokenCalibration | None = None
     calibration_traces: tuple[RequestTrace, ...] = ()

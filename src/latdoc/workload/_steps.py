@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from latdoc.errors import TraceError
+from latdoc.model import DEFAULT_CONCURRENCY
 from latdoc.probe import ConnectionOptions, Endpoint, LoopLagMonitor, ProbeSession, now_ns
 from latdoc.records import RequestTrace, Sample, Step, StepNote
 from latdoc.workload._budget import Budget
@@ -44,8 +45,6 @@ CALIBRATION_NEAR_TOKENS = 256
 WARM_REQUESTS = 4
 EXTRA_COLD = 2
 SEQUENTIAL_REPEATS = 6
-CONCURRENCY = 4
-"""Requests sent at once in the load step when the user names no concurrency."""
 LENGTH_TIME_SHARE = 0.6
 """Of the time left after the network step, what the length step may use."""
 SAFETY = 1.5
@@ -57,6 +56,9 @@ SampleHook = Callable[[Sample], None]
 
 @dataclass(frozen=True)
 class DiagnosisPlan:
+    """What a diagnosis sends: the endpoint, the output length, the budget, and the
+    concurrency the load step sends and the pool is sized for."""
+
     endpoint: Endpoint
     connection: ConnectionOptions = field(default_factory=ConnectionOptions)
     max_tokens: int = 32
@@ -67,12 +69,15 @@ class DiagnosisPlan:
     max_seconds: float = 120.0
     context_window: int | None = None
     seed: int | None = None
-    concurrency: int = CONCURRENCY
+    concurrency: int = DEFAULT_CONCURRENCY
     """Requests the load step sends at once (fewer when the budget affords fewer)."""
 
 
 @dataclass
 class StepsResult:
+    """What the three measured steps sent: every sample, the notes of what was left out
+    and why, and the token calibration."""
+
     samples: list[Sample] = field(default_factory=list)
     notes: list[StepNote] = field(default_factory=list)
     calibration: TokenCalibration | None = None
@@ -314,7 +319,7 @@ class _Runner:
         # A server that serves them one by one takes a request's time per request: that is
         # allowed for up to the default's size; a larger batch is cut by the run's time
         # budget like any request, rather than left out whenever the server is slow.
-        if self.budget.seconds_left < per_request * min(wanted, CONCURRENCY) * SAFETY:
+        if self.budget.seconds_left < per_request * min(wanted, DEFAULT_CONCURRENCY) * SAFETY:
             self.note(Step.LOAD, "the concurrency probe left out: not enough time budget")
             return
         out = self.plan.max_tokens
@@ -343,14 +348,14 @@ class _Runner:
         self.progress(Step.LOAD, total, total)
 
 
-def planned_requests(concurrency: int = CONCURRENCY) -> int:
+def planned_requests(concurrency: int = DEFAULT_CONCURRENCY) -> int:
     """Requests the full plan sends when no budget stops it."""
     short = 1 + WARM_REQUESTS + EXTRA_COLD + SEQUENTIAL_REPEATS + concurrency
     return 2 + short + 2 * len(LENGTHS)
 
 
 def planned_tokens(
-    max_tokens: int, context_window: int | None = None, concurrency: int = CONCURRENCY
+    max_tokens: int, context_window: int | None = None, concurrency: int = DEFAULT_CONCURRENCY
 ) -> int:
     """Prompt + output tokens the full plan may spend, at the bounds it reserves."""
     near = calibration_words(CALIBRATION_NEAR_TOKENS)

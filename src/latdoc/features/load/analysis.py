@@ -93,6 +93,9 @@ class Percentiles:
 
 @dataclass(frozen=True, slots=True)
 class Slo:
+    """The objectives a request must meet to count as goodput: a TTFT and a TPOT limit
+    in ms, each optional."""
+
     ttft_ms: float | None = None
     tpot_ms: float | None = None
 
@@ -173,6 +176,9 @@ class LevelStats:
 
 @dataclass(frozen=True, slots=True)
 class LoadAnalysis:
+    """A load sweep read level by level: each level's statistics, the knee, the plateau,
+    the peak throughput and the objectives they were judged by."""
+
     levels: tuple[LevelStats, ...]
     knee: LevelStats | None
     """The first level whose TTFT p50 passed ``KNEE_RATIO`` × the lowest level's."""

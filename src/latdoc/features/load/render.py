@@ -158,6 +158,8 @@ def findings(analysis: LoadAnalysis) -> list[str]:
 def render_load(
     analysis: LoadAnalysis, notes: Sequence[StepNote] = (), *, title: str = ""
 ) -> RenderableType:
+    """A sweep's analysis as two terminal tables (latency, then throughput and errors)
+    and its notes."""
     closed = not analysis.levels or analysis.levels[0].window.rate is None
     level = "streams" if closed else "rate"
     unit = _latency_unit(analysis)
@@ -253,6 +255,7 @@ def _level_dict(lv: LevelStats) -> dict[str, Any]:
 def load_to_dict(
     analysis: LoadAnalysis, *, notes: Sequence[StepNote] = (), run_id: str | None = None
 ) -> dict[str, Any]:
+    """A sweep's analysis as the ``latdoc.load`` JSON document."""
     return {
         "schema": LOAD_SCHEMA,
         "run_id": run_id,
@@ -270,6 +273,8 @@ def load_to_dict(
 def render_load_html(
     analysis: LoadAnalysis, notes: Sequence[StepNote] = (), *, title: str = ""
 ) -> str:
+    """A sweep's analysis as a self-contained page: the tables and the TTFT and
+    throughput plots."""
     from markupsafe import Markup
 
     from latdoc.report._html import environment

@@ -51,6 +51,7 @@ class Workers:
 
 
 def is_loopback(url: str) -> bool:
+    """Whether ``url``'s host is this machine (``localhost`` or a loopback address)."""
     host = urlsplit(url).hostname or ""
     if host == "localhost" or host.endswith(".localhost"):
         return True

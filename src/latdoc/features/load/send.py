@@ -43,6 +43,9 @@ ProgressHook = Callable[[str, int, int], None]
 
 @dataclass(frozen=True)
 class LoadPlan:
+    """What a load sweep sends: closed-loop concurrency levels or open-loop arrival
+    rates, each for a duration, within a budget."""
+
     endpoint: Endpoint
     connection: ConnectionOptions = field(default_factory=ConnectionOptions)
     concurrency: tuple[int, ...] = ()

@@ -44,6 +44,9 @@ class VantageRow:
 
 @dataclass(frozen=True, slots=True)
 class VantageComparison:
+    """The vantages side by side, and the nearest named with its margin, the margin's
+    interval and a Mann-Whitney p."""
+
     rows: tuple[VantageRow, ...]
     nearest: str | None
     """The vantage with the lowest median round trip (else TTFT); ``None`` with fewer

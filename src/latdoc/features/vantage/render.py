@@ -68,6 +68,7 @@ def _verdict(comparison: VantageComparison) -> str:
 
 
 def vantages_to_dict(comparison: VantageComparison) -> dict[str, Any]:
+    """The comparison of vantages as the ``latdoc.vantages`` JSON document."""
     return {
         "schema": VANTAGE_SCHEMA,
         "nearest": comparison.nearest,

@@ -15,13 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from latdoc.analysis.diagnosis import Scenario
 from latdoc.features.vantage.analysis import VantageComparison, compare_vantages, vantage_row
-from latdoc.pipeline import build_diagnosis, host_meta, run_context, run_diagnosis, run_meta
+from latdoc.model import Scenario
+from latdoc.pipeline import build_diagnosis, host_meta, measure_steps, run_context, run_meta
 from latdoc.pipeline._runs import probe_options, send_probes
 from latdoc.records import RequestTrace, Sample, Step, StepNote
-from latdoc.report import diagnosis_to_dict
-from latdoc.store import Store
+from latdoc.store import Store, diagnosis_to_record
 from latdoc.workload import DiagnosisPlan, ProbePlan
 
 
@@ -45,7 +44,7 @@ def probe_here(plan: ProbePlan, name: str) -> FromVantage:
 def diagnose_here(plan: DiagnosisPlan, name: str) -> FromVantage:
     """Measure every step of a diagnosis from this host (on the vantage node)."""
     samples: list[Sample] = []
-    result = asyncio.run(run_diagnosis(plan, on_sample=samples.append))
+    result = asyncio.run(measure_steps(plan, on_sample=samples.append))
     return FromVantage(name, host_meta(), tuple(samples), tuple(result.notes))
 
 
@@ -81,19 +80,19 @@ def diagnose_vantages(
     vantages: Sequence[str],
     store: Store,
     scenario: Scenario,
-    concurrency: int,
 ) -> VantageRuns:
-    """Diagnose ``plan``'s endpoint from each vantage at once; keep a diagnosis of each."""
+    """Diagnose ``plan``'s endpoint from each vantage at once; keep a diagnosis of each (the
+    pool is sized for the plan's concurrency, as the load step sends it)."""
     from latdoc.pipeline._ray import run_at_vantages
 
     found = run_at_vantages(ray, vantages, diagnose_here, plan)
     endpoint, model = plan.endpoint.base_url, plan.endpoint.model
     run_ids = {}
     for one in found:
-        meta = {**run_meta(plan, concurrency), **one.host, "vantage": one.name, "ray": ray}
+        meta = {**run_meta(plan, plan.concurrency), **one.host, "vantage": one.name, "ray": ray}
         run_id = _keep(store, endpoint, model, one, meta, scenario=scenario, kind="diagnose")
         context = run_context(run_id, endpoint, model, scenario, meta, one.notes)
-        document = diagnosis_to_dict(build_diagnosis(one.samples, context))
+        document = diagnosis_to_record(build_diagnosis(one.samples, context))
         store.finish_run(run_id, status="done", notes=one.notes, diagnosis=document)
         run_ids[one.name] = run_id
     return VantageRuns(run_ids, _compare(found, run_ids), store.path)

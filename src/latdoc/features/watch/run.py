@@ -27,6 +27,9 @@ from latdoc.workload import Budget, TokenCalibration
 
 @dataclass(frozen=True)
 class WatchRun:
+    """A watch kept as a run: its id, its name, whether it resumed an earlier one, and
+    what it sent."""
+
     run_id: str
     name: str
     resumed: bool

@@ -50,6 +50,9 @@ class WatchTooFast(UsageError):
 
 @dataclass(frozen=True)
 class WatchPlan:
+    """What a watch sends: a cold short, a warm short and a long request every
+    ``every_s`` seconds (with jitter), until ``until``."""
+
     endpoint: Endpoint
     every_s: float
     until: float | None
@@ -79,6 +82,8 @@ class WatchPlan:
 
 @dataclass(frozen=True)
 class WatchResult:
+    """What a watch sent: ticks, requests, why it stopped and the ticks it skipped."""
+
     ticks: int
     requests: int
     stopped_by: str

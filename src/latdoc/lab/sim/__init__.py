@@ -5,10 +5,12 @@
 - ``_app``: the ASGI application (:func:`create_app`) and the truth each response
   reports; ``_state`` is its shared state, which handles each request; ``_request``
   validates a request as an OpenAI server does, ``_plan`` plans its service,
-  ``_serve`` streams or answers it, ``_events``, ``_writers`` and
-  ``_responses_writer`` build each dialect's server-sent events, ``_faults`` injects
-  failures, ``_slots`` queues requests for parallel slots under background load,
-  ``_cache`` is the prefix cache.
+  ``_serve`` streams or answers it, ``_events`` and ``_writers`` build server-sent
+  events, ``_faults`` injects failures, ``_slots`` queues requests for parallel
+  slots under background load, ``_cache`` is the prefix cache.
+- ``dialects``: one stand-in per API served (chat, completions, Anthropic
+  messages, responses: route, key, prompt, reasoning, events), listed once in
+  ``dialects.STAND_INS``.
 - ``_tokenizer``: the lab's own tokenizer, which makes every token count exact.
 - ``_server``: :class:`LabServer`, the endpoint on a real socket in a background
   thread, and :func:`serve_forever`, the same blocking.

@@ -1,7 +1,7 @@
 """The simulated OpenAI-compatible endpoint as an ASGI application: :func:`create_app`
-routes OpenAI chat completions (``/v1/chat/completions``) and completions
-(``/v1/completions``), OpenAI's Responses API (``/v1/responses``), Anthropic's Messages
-API (``/v1/messages``) and ``/v1/models`` to one :class:`~latdoc.lab.sim._state.LabState`,
+routes each API the lab stands in for (:data:`~latdoc.lab.sim.dialects.STAND_INS`:
+OpenAI chat completions, completions and Responses, Anthropic's Messages) and
+``/v1/models`` to one :class:`~latdoc.lab.sim._state.LabState`,
 whose latency follows known parameters and whose responses report the truth (documented
 on :func:`create_app`). The streaming routes are plain ASGI callables dispatched ahead
 of starlette's router and middleware: the hot path builds every event from pre-encoded
@@ -22,10 +22,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from latdoc.lab.sim import dialects
 from latdoc.lab.sim._config import LabConfig
 from latdoc.lab.sim._faults import ResetConnection
-from latdoc.lab.sim._request import ApiError, Kind
-from latdoc.lab.sim._state import UNAUTHORIZED, LabState
+from latdoc.lab.sim._request import UNAUTHORIZED, ApiError
+from latdoc.lab.sim._state import LabState
+from latdoc.lab.sim.dialects import StandIn
 
 __all__ = ["create_app", "end_streams", "in_flight", "requests_received"]
 
@@ -33,16 +35,18 @@ __all__ = ["create_app", "end_streams", "in_flight", "requests_received"]
 class _Endpoint:
     """The ASGI callable of one completion route."""
 
-    def __init__(self, lab: LabState, kind: Kind) -> None:
+    def __init__(self, lab: LabState, api: StandIn) -> None:
         self.lab = lab
-        self.kind: Kind = kind
+        self.api = api
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.lab.handle(self.kind, scope, receive, send)
+        await self.lab.handle(self.api, scope, receive, send)
 
 
 class _LabApp(Starlette):
-    """Starlette, with the completion routes' POSTs dispatched ahead of its middleware."""
+    """Starlette, with the completion routes' POSTs dispatched ahead of its middleware
+    (a route that names the model in its path goes through starlette's router, which
+    gives the model as the ``model`` path parameter)."""
 
     def __init__(self, fast: dict[str, _Endpoint], **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -69,8 +73,9 @@ def create_app(config: LabConfig, *, reset_connection: ResetConnection | None = 
     server passes its listener's); without it a reset ends the response abruptly
     by raising into the HTTP server, which closes the connection.
 
-    Anthropic's route also takes ``x-api-key`` and asks for ``anthropic-version``;
-    :mod:`latdoc.lab.sim._writers` builds each dialect's events. A model with
+    Each API's stand-in (:mod:`latdoc.lab.sim.dialects`) checks its key and headers
+    (Anthropic's route also takes ``x-api-key`` and asks for ``anthropic-version``)
+    and builds its events. A model with
     reasoning thinks before it answers (:class:`~latdoc.lab.sim.LatencyModel`).
 
     Prefill of ``n`` prompt tokens takes ``a + b·n + c·n²`` ms; output token ``k`` is
@@ -126,17 +131,12 @@ def create_app(config: LabConfig, *, reset_connection: ResetConnection | None = 
         error = ApiError(exc.status_code, exc.detail)
         return _error_response(error, exc.headers)
 
-    fast = {
-        "/v1/chat/completions": _Endpoint(lab, "chat"),
-        "/v1/completions": _Endpoint(lab, "completions"),
-        "/v1/messages": _Endpoint(lab, "anthropic"),
-        "/v1/responses": _Endpoint(lab, "responses"),
-    }
+    served = {api.path: _Endpoint(lab, api) for api in dialects.STAND_INS}
     app = _LabApp(
-        fast,
+        {path: endpoint for path, endpoint in served.items() if "{model}" not in path},
         routes=[
             Route("/v1/models", models, methods=["GET"]),
-            *(Route(path, endpoint, methods=["POST"]) for path, endpoint in fast.items()),
+            *(Route(path, endpoint, methods=["POST"]) for path, endpoint in served.items()),
         ],
         exception_handlers={HTTPException: http_error},
     )

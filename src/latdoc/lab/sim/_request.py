@@ -1,19 +1,21 @@
 """Validating a completion request the way an OpenAI (or Anthropic) server does.
 
 :func:`parse_call` turns a request body into a :class:`Call` (what drives the
-simulation) or raises :class:`ApiError` carrying OpenAI's error JSON (Anthropic's on
-its route, :meth:`ApiError.anthropic_body`), including ``context_length_exceeded``
-when the prompt and the requested output do not fit. Anthropic's ``messages`` and
-``system`` and the Responses API's ``input`` are counted as chat messages are; a
-request with ``tools`` is answered with a call to its first tool.
+simulation) or raises :class:`ApiError` carrying OpenAI's error JSON (each API words
+it its own way: :attr:`~latdoc.lab.sim.dialects.StandIn.error_body`), including
+``context_length_exceeded`` when the prompt and the requested output do not fit.
+What differs between APIs (where the prompt is, how reasoning is asked for) is read
+from the route's :class:`~latdoc.lab.sim.dialects.StandIn`; a prompt given as
+messages is counted as chat messages are; a request with ``tools`` is answered with
+a call to its first tool.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from latdoc.lab.sim._config import LabConfig
 from latdoc.lab.sim._tokenizer import (
@@ -23,9 +25,11 @@ from latdoc.lab.sim._tokenizer import (
     tokenize,
 )
 
-__all__ = ["ApiError", "Call", "FinishReason", "Kind", "parse_call", "reasoning_for"]
+if TYPE_CHECKING:
+    from latdoc.lab.sim.dialects import StandIn
 
-Kind = Literal["chat", "completions", "anthropic", "responses"]
+__all__ = ["UNAUTHORIZED", "ApiError", "Call", "FinishReason", "effort_tokens", "parse_call"]
+
 FinishReason = Literal["stop", "length"]
 
 
@@ -48,25 +52,10 @@ class ApiError(Exception):
             {"error": {"message": message, "type": type_, "param": param, "code": code}}
         ).encode()
 
-    def anthropic_body(self) -> bytes:
-        """The error as Anthropic's API words it: ``{"type": "error", "error": {...}}``."""
-        kind = _ANTHROPIC_ERROR_TYPES.get(self.status, "api_error")
-        return json.dumps(
-            {"type": "error", "error": {"type": kind, "message": self.message}}
-        ).encode()
 
-
-_ANTHROPIC_ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    500: "api_error",
-    503: "overloaded_error",
-    529: "overloaded_error",
-}
+UNAUTHORIZED = ApiError(
+    401, "Incorrect API key provided.", code="invalid_api_key", type_="invalid_request_error"
+)
 
 _EFFORT_SCALE = {"none": 0.0, "minimal": 0.0, "low": 0.25, "medium": 1.0, "high": 2.0}
 
@@ -81,7 +70,8 @@ class Call:
     prefix cache needs it.
     """
 
-    kind: Kind
+    api: StandIn
+    """The API the request came through."""
     model: str
     prompt_tokens: int
     max_tokens: int
@@ -101,15 +91,16 @@ class Call:
         return self.reasoning_tokens + self.output_tokens
 
 
-def parse_call(body: bytes, kind: Kind, config: LabConfig) -> Call:
-    """Validate a request body like an OpenAI server would; raise :class:`ApiError`."""
+def parse_call(body: bytes, api: StandIn, config: LabConfig, path_model: str | None = None) -> Call:
+    """Validate a request body to ``api`` like its server would; raise :class:`ApiError`.
+    ``path_model`` is the model the route names, which a body's ``model`` cannot change."""
     try:
         data = json.loads(body)
     except ValueError:
         raise ApiError(400, "We could not parse the JSON body of your request.") from None
     if not isinstance(data, dict):
         raise ApiError(400, "The request body must be a JSON object.")
-    model = data.get("model")
+    model = data.get("model") if path_model is None else path_model
     if model is None:
         raise ApiError(404, "You must provide a model parameter.", code="model_not_found")
     if not isinstance(model, str) or model not in config.models:
@@ -123,30 +114,30 @@ def parse_call(body: bytes, kind: Kind, config: LabConfig) -> Call:
         raise ApiError(
             400, "Unrecognized request argument supplied: stream_options", param="stream_options"
         )
-    if kind == "completions":
+    if api.messages is None:
         prompt_tokens = _completion_prompt(data)
     else:
-        prompt_tokens = _chat_prompt({"messages": _messages(data, kind)})
-    stream = data.get("stream")
+        prompt_tokens = _chat_prompt({"messages": api.messages(data)})
+    stream = True if api.streams else data.get("stream")
     if stream is not None and not isinstance(stream, bool):
         raise ApiError(400, "'stream' must be a boolean.", param="stream")
     options = data.get("stream_options")
-    include_usage = kind in ("anthropic", "responses") or (
+    include_usage = api.usage_always or (
         isinstance(options, dict) and options.get("include_usage") is True
     )
-    if kind == "anthropic" and data.get("max_tokens") is None:
+    if api.requires_max_tokens and data.get("max_tokens") is None:
         raise ApiError(400, "max_tokens: Field required", param="max_tokens")
-    max_tokens = _output_limit(data, kind, prompt_tokens, config)
+    max_tokens = _output_limit(data, api.prompt_param, prompt_tokens, config)
     answer = config.answer_tokens
     finish_reason: FinishReason
     if answer is not None and answer <= max_tokens:
         output_tokens, finish_reason = answer, "stop"
     else:
         output_tokens, finish_reason = max_tokens, "length"
-    prompt = _prompt_sequence(data, kind) if config.prefix_cache else None
+    prompt = _prompt_sequence(data, api.messages) if config.prefix_cache else None
     thinks = config.latency_for(model).reasoning_tokens
     return Call(
-        kind,
+        api,
         model,
         prompt_tokens,
         max_tokens,
@@ -155,30 +146,14 @@ def parse_call(body: bytes, kind: Kind, config: LabConfig) -> Call:
         bool(stream),
         include_usage,
         prompt,
-        reasoning_for(data, kind, thinks) if kind != "completions" else 0,
+        0 if api.reasoning is None else api.reasoning(data, thinks),
         _tool_name(data.get("tools")),
     )
 
 
-def reasoning_for(data: dict[str, object], kind: Kind, medium: int) -> int:
-    """Reasoning tokens for a request to a model that thinks ``medium`` at medium effort:
-    chat's ``reasoning_effort``, the Responses ``reasoning.effort``, Anthropic's
-    ``thinking`` (``disabled``, or its ``budget_tokens`` as a cap)."""
-    if kind == "anthropic":
-        thinking = data.get("thinking")
-        if not isinstance(thinking, dict):
-            return medium
-        if thinking.get("type") == "disabled":
-            return 0
-        budget = thinking.get("budget_tokens")
-        if isinstance(budget, int) and not isinstance(budget, bool):
-            return max(0, min(medium, budget))
-        return medium
-    if kind == "responses":
-        reasoning = data.get("reasoning")
-        effort = reasoning.get("effort") if isinstance(reasoning, dict) else None
-    else:
-        effort = data.get("reasoning_effort")
+def effort_tokens(effort: object, medium: int) -> int:
+    """Reasoning tokens at a requested ``effort`` for a model that thinks ``medium`` at
+    medium effort (``None``: not asked, so medium); :class:`ApiError` for another effort."""
     if effort is None:
         return medium
     if not isinstance(effort, str) or effort not in _EFFORT_SCALE:
@@ -194,25 +169,6 @@ def _tool_name(tools: object) -> str | None:
     function = tool.get("function")
     name = function.get("name") if isinstance(function, dict) else tool.get("name")
     return name if isinstance(name, str) and name else None
-
-
-def _messages(data: dict[str, object], kind: Kind) -> object:
-    """The request's prompt as chat messages: Anthropic's ``system`` and ``messages``, the
-    Responses ``instructions`` and ``input`` (a string or a list of messages)."""
-    if kind == "chat":
-        return data.get("messages")
-    if kind == "anthropic":
-        messages = data.get("messages")
-        system = data.get("system")
-        if system is None or not isinstance(messages, list):
-            return messages
-        return [{"role": "system", "content": system}, *messages]
-    given = data.get("input")
-    messages = [{"role": "user", "content": given}] if isinstance(given, str) else given
-    instructions = data.get("instructions")
-    if isinstance(instructions, str) and isinstance(messages, list):
-        return [{"role": "system", "content": instructions}, *messages]
-    return messages
 
 
 def _chat_prompt(data: dict[str, object]) -> int:
@@ -241,10 +197,12 @@ def _completion_prompt(data: dict[str, object]) -> int:
     )
 
 
-def _prompt_sequence(data: dict[str, object], kind: Kind) -> tuple[Hashable, ...]:
+def _prompt_sequence(
+    data: dict[str, object], read_messages: Callable[[dict[str, object]], object] | None
+) -> tuple[Hashable, ...]:
     """The prompt's tokens (already validated by the counting functions)."""
-    if kind != "completions":
-        messages = _messages(data, kind)
+    if read_messages is not None:
+        messages = read_messages(data)
         assert isinstance(messages, list)
         return tuple(chat_prompt_token_list(messages))
     prompt = data["prompt"]
@@ -257,7 +215,7 @@ def _prompt_sequence(data: dict[str, object], kind: Kind) -> tuple[Hashable, ...
 
 
 def _output_limit(
-    data: dict[str, object], kind: Kind, prompt_tokens: int, config: LabConfig
+    data: dict[str, object], where: str, prompt_tokens: int, config: LabConfig
 ) -> int:
     requested = _max_tokens(data)
     limit = config.max_context_tokens
@@ -268,7 +226,6 @@ def _output_limit(
             return min(config.default_max_tokens, limit - prompt_tokens)
         requested = 0
     if prompt_tokens + requested > limit:
-        where = "messages" if kind == "chat" else "prompt"
         raise ApiError(
             400,
             f"This model's maximum context length is {limit} tokens. However, you requested "

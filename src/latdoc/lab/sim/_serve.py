@@ -18,11 +18,9 @@ from typing import Any, Protocol
 from starlette.types import Message, Scope, Send
 
 from latdoc.lab.sim._config import Fault, LabConfig, LatencyModel
-from latdoc.lab.sim._events import output_text
 from latdoc.lab.sim._faults import STREAM_FAULTS, ResetConnection
 from latdoc.lab.sim._plan import Plan, lab_object
-from latdoc.lab.sim._request import Call
-from latdoc.lab.sim._writers import StreamWriter, make_writer
+from latdoc.lab.sim._writers import StreamWriter
 
 __all__ = ["Flight", "Lab", "serve_complete", "serve_stream"]
 
@@ -125,7 +123,7 @@ async def serve_stream(lab: Lab, plan: Plan, flight: Flight, send: Send) -> None
     config = lab.config
     latency = plan.latency
     call = plan.call
-    writer = make_writer(call, lab.next_id(), config.stamp_chunks, plan.cached_tokens)
+    writer = call.api.writer(call, lab.next_id(), config.stamp_chunks, plan.cached_tokens)
     head: Message = {
         "type": "http.response.start",
         "status": 200,
@@ -202,7 +200,7 @@ async def serve_complete(lab: Lab, plan: Plan, flight: Flight, send: Send) -> No
     if delay > 0:
         await asyncio.sleep(delay)
     lab.release(plan)
-    document = _document(call, lab.next_id(), lab.usage(plan), plan.cached_tokens)
+    document = call.api.document(call, lab.next_id(), lab.usage(plan), plan.cached_tokens)
     if flight.truth:
         document["lab"] = lab_object(plan)
     flight.finished = True
@@ -221,48 +219,3 @@ async def serve_complete(lab: Lab, plan: Plan, flight: Flight, send: Send) -> No
         await _reset(lab, flight)
         return
     await send({"type": "http.response.body", "body": body, "more_body": False})
-
-
-def _document(call: Call, number: int, usage: dict[str, Any], cached: int) -> dict[str, object]:
-    """The whole answer as one JSON document, in the call's dialect (text answers)."""
-    text = output_text(call.output_tokens)
-    if call.kind == "anthropic":
-        stop = "end_turn" if call.finish_reason == "stop" else "max_tokens"
-        return {
-            "id": f"msg_lab{number}", "type": "message", "role": "assistant",
-            "model": call.model, "content": [{"type": "text", "text": text}],
-            "stop_reason": stop, "stop_sequence": None,
-            "usage": {"input_tokens": call.prompt_tokens - cached,
-                      "output_tokens": call.total_tokens,
-                      "cache_read_input_tokens": cached, "cache_creation_input_tokens": 0},
-        }  # fmt: skip
-    if call.kind == "responses":
-        done = call.finish_reason == "stop"
-        item = {"id": "msg_lab", "type": "message", "role": "assistant", "status": "completed",
-                "content": [{"type": "output_text", "text": text, "annotations": []}]}  # fmt: skip
-        return {
-            "id": f"resp_lab{number}", "object": "response", "created_at": int(time.time()),
-            "status": "completed" if done else "incomplete", "model": call.model,
-            "output": [item],
-            "incomplete_details": None if done else {"reason": "max_output_tokens"},
-            "usage": {"input_tokens": call.prompt_tokens, "output_tokens": call.total_tokens,
-                      "input_tokens_details": {"cached_tokens": cached},
-                      "output_tokens_details": {"reasoning_tokens": call.reasoning_tokens},
-                      "total_tokens": call.prompt_tokens + call.total_tokens},
-        }  # fmt: skip
-    choice: dict[str, object]
-    if call.kind == "chat":
-        call_id, obj = "chatcmpl", "chat.completion"
-        choice = {"index": 0, "message": {"role": "assistant", "content": text}}
-    else:
-        call_id, obj = "cmpl", "text_completion"
-        choice = {"index": 0, "text": text}
-    choice.update(logprobs=None, finish_reason=call.finish_reason)
-    return {
-        "id": f"{call_id}-lab{number}",
-        "object": obj,
-        "created": int(time.time()),
-        "model": call.model,
-        "choices": [choice],
-        "usage": usage,
-    }

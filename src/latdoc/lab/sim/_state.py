@@ -29,11 +29,12 @@ from latdoc.lab.sim._faults import (
     timeout_response,
 )
 from latdoc.lab.sim._plan import Plan, server_timing
-from latdoc.lab.sim._request import ApiError, Kind, parse_call
+from latdoc.lab.sim._request import ApiError, parse_call
 from latdoc.lab.sim._serve import Flight, serve_complete, serve_stream
 from latdoc.lab.sim._slots import BackgroundLoad, SlotPool
+from latdoc.lab.sim.dialects import StandIn
 
-__all__ = ["UNAUTHORIZED", "LabState"]
+__all__ = ["LabState"]
 
 
 def _subseed(seed: int | None, name: str) -> str | None:
@@ -63,9 +64,6 @@ async def _send_json(send: Send, status: int, body: bytes) -> None:
     await _send_response(send, status, headers, body)
 
 
-UNAUTHORIZED = ApiError(
-    401, "Incorrect API key provided.", code="invalid_api_key", type_="invalid_request_error"
-)
 _SHUTTING_DOWN = ApiError(503, "The lab server is shutting down.", type_="server_error")
 
 
@@ -107,19 +105,9 @@ class LabState:
             return True
         return value is not None and hmac.compare_digest(value, self.expected_auth)
 
-    def check_headers(self, kind: Kind, scope: Scope) -> None:
-        """The key (``Authorization: Bearer``; on Anthropic's route also ``x-api-key``)
-        and, for Anthropic, the ``anthropic-version`` header; raises :class:`ApiError`."""
-        bearer = _header(scope, b"authorization")
-        if kind != "anthropic":
-            if not self.authorized(bearer):
-                raise UNAUTHORIZED
-            return
-        key = _header(scope, b"x-api-key")
-        if not self.authorized(bearer if key is None else b"Bearer " + key):
-            raise ApiError(401, "invalid x-api-key")
-        if _header(scope, b"anthropic-version") is None:
-            raise ApiError(400, "anthropic-version: header is required")
+    def check_headers(self, api: StandIn, scope: Scope) -> None:
+        """The key and any header ``api`` requires; raises :class:`ApiError`."""
+        api.check_key(lambda name: _header(scope, name), self.authorized)
 
     def jittered(self, latency: LatencyModel, ms: float) -> float:
         j = latency.jitter_ms
@@ -137,10 +125,10 @@ class LabState:
         for flight in list(self.active):
             flight.cancel()
 
-    def plan(self, call_kind: Kind, body: bytes, scope: Scope) -> Plan:
+    def plan(self, api: StandIn, body: bytes, scope: Scope) -> Plan:
         """Validate the request and plan what happens to it at arrival."""
         config = self.config
-        call = parse_call(body, call_kind, config)
+        call = parse_call(body, api, config, scope.get("path_params", {}).get("model"))
         fault = choose_fault(config, _header(scope, FAULT_HEADER), self.fault_rng)
         plan = Plan(call, config.latency_for(call.model), fault=fault)
         if self.pool is not None:
@@ -225,7 +213,7 @@ class LabState:
     def reports_truth(self, scope: Scope) -> bool:
         return self.config.extended or _header(scope, FAULT_HEADER) is not None
 
-    async def handle(self, kind: Kind, scope: Scope, receive: Receive, send: Send) -> None:
+    async def handle(self, api: StandIn, scope: Scope, receive: Receive, send: Send) -> None:
         self.received += 1
         body = await _read_body(receive)
         if body is None:
@@ -233,11 +221,10 @@ class LabState:
         try:
             if self.closing:
                 raise _SHUTTING_DOWN
-            self.check_headers(kind, scope)
-            plan = self.plan(kind, body, scope)
+            self.check_headers(api, scope)
+            plan = self.plan(api, body, scope)
         except ApiError as error:
-            answer = error.anthropic_body() if kind == "anthropic" else error.body
-            await _send_json(send, error.status, answer)
+            await _send_json(send, error.status, api.error_body(error))
             return
         if plan.fault in IMMEDIATE_FAULTS:
             assert plan.fault is not None

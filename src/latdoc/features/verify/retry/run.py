@@ -44,6 +44,9 @@ def retry_arms(
 
 @dataclass(frozen=True)
 class RetryVerdict:
+    """No retries against the retry policy: the comparison of their reliability, both
+    arms' labels and runs, and the notes."""
+
     comparison: RetryComparison
     labels: tuple[str, str]
     run_ids: tuple[str, str]

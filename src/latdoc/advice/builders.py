@@ -1,0 +1,44 @@
+"""Which remedies each kind of slow gets: the one list, :data:`BUILDERS`.
+
+Each kind's remedies are built in a module of their own (:mod:`latdoc.advice.kinds`),
+which names its kind in a :class:`~latdoc.advice.kinds._builder.RemedyBuilder`. A kind
+may have several builders, or none (``healthy``: nothing to remedy).
+"""
+
+from __future__ import annotations
+
+from latdoc.advice.kinds import (
+    buffering,
+    client,
+    decode,
+    errors,
+    input_length,
+    network_path,
+    network_setup,
+    queueing,
+    reasoning,
+    stalls,
+)
+from latdoc.advice.kinds._builder import Build, RemedyBuilder
+from latdoc.model import Kind
+
+__all__ = ["BUILDERS", "Build", "RemedyBuilder", "builders_for"]
+
+BUILDERS: tuple[RemedyBuilder, ...] = (
+    network_setup.BUILDER,
+    network_path.BUILDER,
+    input_length.BUILDER,
+    queueing.BUILDER,
+    errors.BUILDER,
+    decode.BUILDER,
+    stalls.BUILDER,
+    buffering.BUILDER,
+    client.BUILDER,
+    reasoning.BUILDER,
+)
+"""Every kind's remedy builders."""
+
+
+def builders_for(kind: Kind) -> tuple[Build, ...]:
+    """What builds ``kind``'s remedies, in :data:`BUILDERS` order; empty for none."""
+    return tuple(b.build for b in BUILDERS if b.kind == kind)

@@ -1,0 +1,51 @@
+"""Every remedy's key, once: the name a :class:`~latdoc.model.Remedy` carries in the
+diagnosis document (``remedies[].key``), by which the ranking weighs it and scripts
+find it. Keys are added, never renamed: stored runs hold them."""
+
+from __future__ import annotations
+
+__all__ = [
+    "ASYNC_CLIENT",
+    "CLIENT_CPU",
+    "DNS_CACHE",
+    "FIX_ENDPOINT",
+    "HTTP2",
+    "KEEP_ALIVE",
+    "LONG_CONTEXT_MODEL",
+    "MAX_TOKENS",
+    "NEARER_REGION",
+    "NON_REASONING_MODEL",
+    "POOL_SIZE",
+    "PROMPT_CACHE",
+    "REASONING_EFFORT",
+    "RETRIES",
+    "SMALLER_MODEL",
+    "SPREAD_REQUESTS",
+    "STALL_TIMEOUT",
+    "SUMMARIZE_HISTORY",
+    "TCP_SETTINGS",
+    "TRIM_WINDOW",
+    "UNBUFFER_STREAM",
+]
+
+ASYNC_CLIENT = "async_client"
+CLIENT_CPU = "client_cpu"
+DNS_CACHE = "dns_cache"
+FIX_ENDPOINT = "fix_endpoint"
+HTTP2 = "http2"
+KEEP_ALIVE = "keep_alive"
+LONG_CONTEXT_MODEL = "long_context_model"
+MAX_TOKENS = "max_tokens"
+NEARER_REGION = "nearer_region"
+NON_REASONING_MODEL = "non_reasoning_model"
+POOL_SIZE = "pool_size"
+PROMPT_CACHE = "prompt_cache"
+REASONING_EFFORT = "reasoning_effort"
+RETRIES = "retries"
+SMALLER_MODEL = "smaller_model"
+SPREAD_REQUESTS = "spread_requests"
+STALL_TIMEOUT = "stall_timeout"
+SUMMARIZE_HISTORY = "summarize_history"
+TCP_SETTINGS = "tcp_settings"
+TRIM_WINDOW = "trim_window"
+UNBUFFER_STREAM = "unbuffer_stream"

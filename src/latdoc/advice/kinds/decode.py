@@ -1,0 +1,36 @@
+"""Remedies for ``decode``: ask for no more output than the answer needs; as a trade-off,
+a smaller model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from latdoc.advice import keys
+from latdoc.advice._common import smaller_model
+from latdoc.advice.kinds._builder import RemedyBuilder
+from latdoc.advice.verify import VERIFY_MAX_TOKENS, verify_command
+from latdoc.model import Diagnosis, Finding, Kind, Remedy, RunContext
+
+__all__ = ["BUILDER", "decode_remedies"]
+
+
+def decode_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remedy]:
+    tpot = f.evidence.get("tpot_ms", 0.0)
+    yield Remedy(
+        keys.MAX_TOKENS,
+        "Ask for no more output than the answer needs",
+        f.kind,
+        f"Each output token costs ~{tpot:.0f} ms here: set max_tokens to the answer's "
+        "real length and ask for concise answers in the prompt.",
+        None,
+        verify_command=verify_command(ctx, VERIFY_MAX_TOKENS),
+    )
+    yield smaller_model(
+        f.kind,
+        "Decode speed grows as the model shrinks (e.g. 7B instead of 72B, INT8/INT4).",
+        ctx,
+    )
+
+
+BUILDER = RemedyBuilder(Kind.DECODE, decode_remedies)

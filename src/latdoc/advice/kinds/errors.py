@@ -1,0 +1,49 @@
+"""Remedies for ``errors``: failures that meet every request alike (a wrong address or
+key) get fixed at the endpoint; the rest get retries by error class, and a rate kept
+under the limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from latdoc.advice import keys
+from latdoc.advice._common import retries
+from latdoc.advice.kinds._builder import RemedyBuilder
+from latdoc.errors import cannot_answer
+from latdoc.model import Diagnosis, Finding, Kind, Remedy, RunContext
+
+__all__ = ["BUILDER", "errors_remedies"]
+
+_NOT_CODES = frozenset({"failed", "requests", "retry_after_s"})
+"""The errors finding's evidence that counts no error code."""
+
+
+def errors_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remedy]:
+    codes = [code for code in f.evidence if code not in _NOT_CODES]
+    checks = {code: hint for code in codes if (hint := cannot_answer(code)) is not None}
+    if checks:
+        yield Remedy(
+            keys.FIX_ENDPOINT,
+            "Fix the endpoint's address or credentials",
+            f.kind,
+            "These failures meet every request alike, and no retry passes them:\n"
+            + "\n".join(f"  {code}: {hint}" for code, hint in checks.items()),
+            None,
+            how_to_measure="run `latdoc probe` on the corrected URL, model and key: it answers",
+        )
+    if len(checks) == len(codes):
+        return
+    yield retries(f.kind, f.evidence.get("retry_after_s"), ctx)
+    if any(code == "http:429" for code in f.evidence):
+        yield Remedy(
+            keys.SPREAD_REQUESTS,
+            "Stay under the rate limit",
+            f.kind,
+            "Limit concurrency with an asyncio.Semaphore and honour Retry-After; ask "
+            "the provider for a higher limit if the load is steady.",
+            None,
+        )
+
+
+BUILDER = RemedyBuilder(Kind.ERRORS, errors_remedies)

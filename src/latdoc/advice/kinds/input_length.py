@@ -1,0 +1,98 @@
+"""Remedies for ``input_length``: a long prompt is trimmed to a window (its gain modelled
+by the length curve), summarised or cached; and, as trade-offs, a model served for long
+context or a smaller one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from latdoc.advice import keys
+from latdoc.advice._common import another_model, smaller_model
+from latdoc.advice._sizing import SUMMARY_AFTER_TURNS, TRIM_WINDOW_TOKENS, trim_window
+from latdoc.advice.kinds._builder import RemedyBuilder
+from latdoc.advice.verify import (
+    CONVERSATION_STRATEGIES,
+    VERIFY_CONVERSATION,
+    VERIFY_PROMPT_CACHE,
+    VERIFY_TRIM,
+    verify_command,
+)
+from latdoc.model import Diagnosis, Finding, Kind, Remedy, RunContext
+
+__all__ = ["BUILDER", "input_length_remedies"]
+
+
+def input_length_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remedy]:
+    curve = d.length
+    long_tokens = int(f.evidence.get("long_tokens", 0))
+    window = trim_window(long_tokens) if long_tokens else TRIM_WINDOW_TOKENS
+    gain: float | None = None
+    interval = None
+    if curve is not None and long_tokens > window:
+        interval = curve.difference_interval_ms(long_tokens, window)
+        if interval is not None:
+            gain = max(0.0, curve.predict_ms(long_tokens) - curve.predict_ms(window))
+    rate = f.evidence.get("prefill_per_1k_ms")
+    rate_text = f" (prefill costs {rate:.0f} ms per 1K tokens here)" if rate else ""
+    yield Remedy(
+        keys.TRIM_WINDOW,
+        f"Trim the context to a sliding window of ~{window} tokens",
+        f.kind,
+        f"Keep the system prompt and the most recent ~{window} tokens of history"
+        f"{rate_text}:\n"
+        "  messages = [system, *last_turns_within(history, budget_tokens="
+        f"{window})]",
+        gain,
+        gain_interval_ms=interval if gain is not None else None,
+        gain_source="fitted" if gain is not None else None,
+        verify_command=verify_command(ctx, VERIFY_TRIM, **{"from": long_tokens, "to": window})
+        if long_tokens > window
+        else None,
+    )
+    per_turn = max(1, long_tokens // SUMMARY_AFTER_TURNS) if long_tokens else 1000
+    yield Remedy(
+        keys.SUMMARIZE_HISTORY,
+        "Compress old turns into a summary",
+        f.kind,
+        "Beyond ~10 turns, replace the oldest turns with a model-written summary, and "
+        "start a fresh conversation carrying the summary every ~20 turns.",
+        None,
+        verify_command=verify_command(
+            ctx,
+            VERIFY_CONVERSATION,
+            turns=2 * SUMMARY_AFTER_TURNS,
+            tokens_per_turn=per_turn,
+            strategies=CONVERSATION_STRATEGIES,
+        ),
+    )
+    if long_tokens > window:
+        yield Remedy(
+            keys.PROMPT_CACHE,
+            "Keep the prompt's start the same so the server can cache it",
+            f.kind,
+            "Put the fixed parts first (system prompt, documents, older turns) and the new "
+            "turn last; where the provider caches prompt prefixes, a repeated prefix skips "
+            "its prefill.",
+            None,
+            verify_command=verify_command(
+                ctx, VERIFY_PROMPT_CACHE, prefix_tokens=long_tokens - window
+            ),
+        )
+    yield another_model(
+        keys.LONG_CONTEXT_MODEL,
+        "Prefer a model served for long context",
+        f.kind,
+        "A model and server built for 128K+ context (FlashAttention/PagedAttention "
+        "serving) keep prefill linear where classic serving degrades past ~4K tokens.",
+        "another model: check quality and price on your own task first",
+        ctx,
+    )
+    yield smaller_model(
+        f.kind,
+        "e.g. a 7B instead of a 72B, or INT8/INT4 weights: prefill and decode both get faster.",
+        ctx,
+    )
+
+
+BUILDER = RemedyBuilder(Kind.INPUT_LENGTH, input_length_remedies)

@@ -1,0 +1,58 @@
+"""Remedies for ``network_path``: a long round trip gets a nearer region, a slow upload
+the client host's TCP settings and a shorter prompt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from latdoc.advice import keys
+from latdoc.advice._sizing import SELF_PACED, trim_window
+from latdoc.advice.kinds._builder import RemedyBuilder
+from latdoc.advice.verify import VERIFY_ENDPOINT, VERIFY_TRIM, verify_command
+from latdoc.model import Diagnosis, Finding, Kind, Remedy, RunContext
+
+__all__ = ["BUILDER", "network_path_remedies"]
+
+
+def network_path_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remedy]:
+    rtt = f.evidence.get("rtt_ms")
+    if rtt is not None and rtt > 60:
+        yield Remedy(
+            keys.NEARER_REGION,
+            "Use the nearest region or endpoint",
+            f.kind,
+            f"The round trip is {rtt:.0f} ms here. Set base_url to the endpoint nearest the "
+            "client (openai.AsyncOpenAI(base_url=...)) or run the client next to the service.",
+            None,
+            verify_command=verify_command(ctx, VERIFY_ENDPOINT, alt="URL2"),
+        )
+    slow_start = ctx.tcp_settings.get("net.ipv4.tcp_slow_start_after_idle")
+    self_paced = ctx.host is not None and ctx.host.congestion_control in SELF_PACED
+    if slow_start != 0 and not self_paced:
+        yield Remedy(
+            keys.TCP_SETTINGS,
+            "No TCP slow start after idle on the client host",
+            f.kind,
+            "A long prompt sent after a pause then goes out at the full rate:\n"
+            "  sysctl -w net.ipv4.tcp_slow_start_after_idle=0",
+            None,
+            how_to_measure="run `latdoc diagnose` again after the change and compare the "
+            "send time of the long prompts",
+        )
+    if f.evidence.get("long_prompt_send_ms") and d.length is not None:
+        longest = d.length.points[-1].prompt_tokens
+        yield Remedy(
+            keys.TRIM_WINDOW,
+            "Send less: trim the prompt to what the answer needs",
+            f.kind,
+            "The uplink is slow for long prompts: keep the last turns only, or compress "
+            "the history (see the input-length remedies).",
+            None,
+            verify_command=verify_command(
+                ctx, VERIFY_TRIM, **{"from": longest, "to": trim_window(longest)}
+            ),
+        )
+
+
+BUILDER = RemedyBuilder(Kind.NETWORK_PATH, network_path_remedies)

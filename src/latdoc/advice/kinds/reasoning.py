@@ -1,0 +1,48 @@
+"""Remedies for ``reasoning``: a model that thinks before it answers.
+
+Thinking is output the user never reads on the latency-critical path: a lower
+reasoning effort (OpenAI) or thinking budget (Anthropic) shortens it, a model that
+does not reason removes it. Neither gain is printed from this run: ``latdoc verify
+--remedy reasoning-effort`` and ``--remedy model`` measure them on the endpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from latdoc.advice import keys
+from latdoc.advice._common import another_model
+from latdoc.advice.kinds._builder import RemedyBuilder
+from latdoc.advice.verify import VERIFY_REASONING_EFFORT, verify_command
+from latdoc.model import Diagnosis, Finding, Kind, Remedy, RunContext
+
+__all__ = ["BUILDER", "reasoning_remedies"]
+
+
+def reasoning_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remedy]:
+    tokens = f.evidence.get("reasoning_tokens")
+    spent = f"{tokens:.0f} reasoning tokens, " if tokens is not None else ""
+    yield Remedy(
+        keys.REASONING_EFFORT,
+        "Lower the reasoning effort or thinking budget",
+        f.kind,
+        f"Thinking took {spent}~{f.share_ms:.0f} ms before the first answer token here:\n"
+        '  OpenAI chat: reasoning_effort="low" (or "minimal")\n'
+        '  OpenAI Responses: reasoning={"effort": "low"}\n'
+        '  Anthropic: thinking={"type": "enabled", "budget_tokens": 1024}, or disabled',
+        None,
+        tradeoff="less thinking can mean worse answers on hard questions",
+        verify_command=verify_command(ctx, VERIFY_REASONING_EFFORT, reasoning_effort="low"),
+    )
+    yield another_model(
+        keys.NON_REASONING_MODEL,
+        "A non-reasoning model on the latency-critical path",
+        f.kind,
+        "Route the requests a user waits for to a model that answers at once; keep the "
+        "reasoning model for the questions that need it.",
+        "lower quality on questions that need reasoning",
+        ctx,
+    )
+
+
+BUILDER = RemedyBuilder(Kind.REASONING, reasoning_remedies)

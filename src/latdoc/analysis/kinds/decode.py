@@ -1,0 +1,44 @@
+"""``decode``: slow generation. The rule fires when the stream's steady time per output
+token (its median inter-chunk gap over the tokens per chunk, so a stall does not pass
+for slow generation) exceeds :data:`SLOW_TPOT_MS`. Its share is (answer tokens − 1) ×
+that time per token; reasoning tokens are left to ``reasoning``.
+"""
+
+from __future__ import annotations
+
+from latdoc.analysis._rule import confidence
+from latdoc.analysis.facts import Facts, steady_tpot_ms
+from latdoc.analysis.kinds._spec import KindSpec
+from latdoc.analysis.stats import median_of
+from latdoc.model import Finding, Kind
+
+__all__ = ["SLOW_TPOT_MS", "SPEC", "decode"]
+
+SLOW_TPOT_MS = 50.0
+
+
+def decode(f: Facts) -> Finding | None:
+    ok = [t for t in f.measured if t.ok]
+    tpot = median_of(steady_tpot_ms(t) for t in ok)
+    tokens = median_of(float(t.answer_tokens) for t in ok if t.answer_tokens)
+    if tpot is None or tokens is None or tpot <= SLOW_TPOT_MS:
+        return None
+    decode = tpot * max(0.0, tokens - 1)
+    return Finding(
+        Kind.DECODE,
+        "Slow generation",
+        f"{tpot:.0f} ms per output token > {SLOW_TPOT_MS:.0f} ms "
+        f"({1000 / tpot:.1f} tokens/s) in the stream's steady rhythm",
+        {"tpot_ms": tpot, "decode_ms": decode, "output_tokens": tokens},
+        share_ms=decode,
+        confidence=confidence(len(ok), tpot / SLOW_TPOT_MS - 1),
+    )
+
+
+SPEC = KindSpec(
+    Kind.DECODE,
+    "Decode",
+    "slow generation or long outputs",
+    colour="#46a85c",
+    rule=decode,
+)

@@ -1,0 +1,137 @@
+"""``input_length``, step 2 of the seed's method: does input length make it slow?
+
+The rule compares the fastest TTFT at a long prompt (the seed's ~5,000 characters,
+:data:`LONG_REFERENCE_TOKENS`; the longest measured for longdoc) with the fastest
+at the shortest. It fires at ≥ :data:`LENGTH_RATIO`×, or at ≥ :data:`LENGTH_MIN_RATIO`×
+with at least :data:`LENGTH_MIN_GROWTH_MS` more, when the growth exceeds how much
+same-length requests vary (TTFT p95 − p50) and follows the length. Its comparison
+is kept as a :class:`LengthCheck` whether it fires or not, so the report states
+what the rule compared in the rule's own numbers. Its share is the fastest TTFT at the
+long prompt minus the fastest at the shortest.
+"""
+
+from __future__ import annotations
+
+from latdoc.analysis._rule import confidence
+from latdoc.analysis.facts import Facts
+from latdoc.analysis.kinds._spec import KindSpec
+from latdoc.model import Finding, Kind, LengthCheck, LengthCurve, LengthPoint
+
+__all__ = [
+    "LENGTH_MIN_GROWTH_MS",
+    "LENGTH_MIN_RATIO",
+    "LENGTH_RATIO",
+    "LONG_REFERENCE_TOKENS",
+    "MONOTONIC_TOLERANCE",
+    "SPEC",
+    "input_length",
+    "length_check",
+]
+
+LENGTH_RATIO = 5.0
+LENGTH_MIN_RATIO = 2.0
+LENGTH_MIN_GROWTH_MS = 1000.0
+MONOTONIC_TOLERANCE = 0.9
+LONG_REFERENCE_TOKENS = 2048
+"""The seed's long prompt (~5,000 characters); longdoc compares the longest measured."""
+
+
+def _long_point(curve: LengthCurve, reference: int | None) -> LengthPoint:
+    """The measured length nearest the reference (the longest when there is none)."""
+    if reference is None:
+        return curve.points[-1]
+    return min(curve.points, key=lambda p: (abs(p.prompt_tokens - reference), -p.prompt_tokens))
+
+
+def _grows_with_length(curve: LengthCurve) -> bool:
+    """No longer prompt was served clearly faster than a shorter one: the growth
+    follows the length, not the moment each request happened to arrive."""
+    best = [p.best_ms for p in curve.points]
+    return all(later >= MONOTONIC_TOLERANCE * max(best[:i]) for i, later in enumerate(best) if i)
+
+
+def _thresholds() -> str:
+    return (
+        f"≥ {LENGTH_RATIO:.0f}×, or ≥ {LENGTH_MIN_RATIO:.0f}× and "
+        f"+{LENGTH_MIN_GROWTH_MS / 1000:.0f} s"
+    )
+
+
+def length_check(f: Facts) -> LengthCheck | None:
+    """The rule's comparison; None when fewer than two lengths were measured."""
+    curve = f.curve
+    if curve is None:
+        return None
+    short, long = curve.points[0], _long_point(curve, f.long_reference_tokens)
+    if long.prompt_tokens <= short.prompt_tokens:
+        return None
+    ratio = long.best_ms / max(short.best_ms, 1e-9)
+    growth = long.best_ms - short.best_ms
+    p50, spread = f.load["ttft_p50_ms"], f.load["ttft_p95_over_p50"]
+    noise = p50 * (spread - 1) if p50 is not None and spread is not None else 0.0
+    big = ratio >= LENGTH_RATIO or (ratio >= LENGTH_MIN_RATIO and growth >= LENGTH_MIN_GROWTH_MS)
+    grows = _grows_with_length(curve)
+    reasons = []
+    if not big:
+        reasons.append(f"{ratio:.1f}× and +{growth:.0f} ms fall short of {_thresholds()}")
+    if growth <= noise:
+        reasons.append(f"the growth is within same-length variation (p95 − p50 {noise:.0f} ms)")
+    if not grows:
+        reasons.append("a longer prompt was served clearly faster than a shorter one")
+    fired = not reasons
+    why = (
+        f"fired: {ratio:.1f}× meets {_thresholds()}, more than same-length requests vary "
+        f"(p95 − p50 {noise:.0f} ms)"
+        if fired
+        else "did not fire: " + "; ".join(reasons)
+    )
+    return LengthCheck(
+        short_tokens=short.prompt_tokens,
+        short_ms=short.best_ms,
+        long_tokens=long.prompt_tokens,
+        long_ms=long.best_ms,
+        ratio=ratio,
+        growth_ms=growth,
+        noise_ms=noise,
+        grows_with_length=grows,
+        fired=fired,
+        why=why,
+    )
+
+
+def input_length(f: Facts) -> Finding | None:
+    """The finding when the rule fired, its confidence by the requests on the curve and
+    the ratio's margin over :data:`LENGTH_RATIO`."""
+    check = length_check(f)
+    if check is None or not check.fired or f.curve is None:
+        return None
+    n = sum(p.n for p in f.curve.points)
+    certain = confidence(n, check.ratio / LENGTH_RATIO - 0.5)
+    curve = f.curve
+    return Finding(
+        Kind.INPUT_LENGTH,
+        "Prefill grows with the prompt",
+        f"fastest TTFT at {check.long_tokens} tokens is {check.ratio:.1f}× the fastest at "
+        f"{check.short_tokens} (seed rule: {_thresholds()}), more than same-length requests "
+        f"vary (p95 − p50 {check.noise_ms:.0f} ms); curve {curve.shape}",
+        {
+            "short_tokens": float(check.short_tokens),
+            "short_ttft_ms": check.short_ms,
+            "long_tokens": float(check.long_tokens),
+            "long_ttft_ms": check.long_ms,
+            "ratio": check.ratio,
+            "prefill_per_1k_ms": curve.prefill_ms_per_1k,
+        },
+        share_ms=check.growth_ms,
+        confidence=certain,
+    )
+
+
+SPEC = KindSpec(
+    Kind.INPUT_LENGTH,
+    "Input length",
+    "prefill grows with the prompt",
+    colour="#4a80e0",
+    rule=input_length,
+    before_first_token=True,
+)

@@ -1,0 +1,146 @@
+"""``queueing``: a server-side wait that follows load, not length.
+
+The client's numbers fire the rule when the time to first token of same-length
+requests rises under concurrency (≥ :data:`QUEUE_LOAD_RATIO`× and
++:data:`QUEUE_MIN_MS`), or swings between identical requests (CV ≥ :data:`QUEUE_CV`
+or p95/p50 ≥ :data:`QUEUE_P95_P50`). TTFT here counts from the request reaching the
+wire. Its share is the rise under concurrency, or TTFT p95 − p50.
+
+Where the server tells its prefill, :func:`with_server_queueing` completes the rule:
+the rise under concurrency is split into the server's prefill and the wait its
+prefill does not explain, so a queue on one slot is named queueing, not prefill; and
+a queue the server reports itself fires the rule when the client's numbers alone did
+not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from latdoc.analysis._rule import confidence
+from latdoc.analysis.facts import Facts
+from latdoc.analysis.kinds._spec import KindSpec
+from latdoc.model import Finding, Kind
+
+__all__ = [
+    "QUEUE_CV",
+    "QUEUE_LOAD_RATIO",
+    "QUEUE_MIN_MS",
+    "QUEUE_P95_P50",
+    "SERVER_QUEUE_MIN_MS",
+    "SPEC",
+    "queueing",
+    "with_server_queueing",
+]
+
+QUEUE_CV = 0.5
+QUEUE_P95_P50 = 2.0
+QUEUE_LOAD_RATIO = 1.5
+QUEUE_MIN_MS = 100.0
+SERVER_QUEUE_MIN_MS = 100.0
+"""A queue the server reports (or a wait its prefill does not explain) counts from here."""
+
+
+def queueing(f: Facts) -> Finding | None:
+    return with_server_queueing(_client_queueing(f), f)
+
+
+def _client_queueing(f: Facts) -> Finding | None:
+    ld = f.load
+    cv, spread, p50 = ld["ttft_cv"], ld["ttft_p95_over_p50"], ld["ttft_p50_ms"]
+    ratio, conc = ld["concurrent_over_sequential"], ld["concurrent_ttft_p50_ms"]
+    n = int(ld["sequential_n"] or 0)
+    evidence = {k: v for k, v in ld.items() if v is not None}
+    if ratio is not None and conc is not None and p50 is not None:
+        rise = conc - p50
+        if ratio >= QUEUE_LOAD_RATIO and rise >= QUEUE_MIN_MS:
+            return Finding(
+                Kind.QUEUEING,
+                "Requests queue on the server under load",
+                f"TTFT with {ld['concurrency']:.0f} concurrent requests is {ratio:.1f}× the "
+                f"sequential TTFT (≥ {QUEUE_LOAD_RATIO}×) at the same prompt length",
+                evidence,
+                share_ms=rise,
+                confidence=confidence(n, ratio / QUEUE_LOAD_RATIO - 1),
+            )
+    if cv is not None and spread is not None and p50 is not None:
+        varying = (cv >= QUEUE_CV or spread >= QUEUE_P95_P50) and p50 * (spread - 1) >= QUEUE_MIN_MS
+        if varying:
+            return Finding(
+                Kind.QUEUEING,
+                "Time to first token swings between identical requests",
+                f"TTFT of same-length requests varies: CV {cv:.2f} (≥ {QUEUE_CV}) or p95/p50 "
+                f"{spread:.1f} (≥ {QUEUE_P95_P50}); not explained by length: server-side "
+                "queueing or background load",
+                evidence,
+                share_ms=p50 * (spread - 1),
+                confidence=confidence(n, max(cv / QUEUE_CV, spread / QUEUE_P95_P50) - 1),
+            )
+    return None
+
+
+def with_server_queueing(found: Finding | None, f: Facts) -> Finding | None:
+    """The queueing finding with the server's split of it, or one from the server's own
+    queue when the client's numbers did not fire the rule."""
+    account = f.server
+    if account is None:
+        return found
+    n = account.numbers
+    alone_wait, conc_wait = n.get("alone_wait_ms"), n.get("concurrent_wait_ms")
+    conc_prefill = n.get("concurrent_prefill_ms")
+    evidence = {
+        f"server_{key}": value
+        for key in (
+            "alone_prefill_ms",
+            "concurrent_prefill_ms",
+            "alone_wait_ms",
+            "concurrent_wait_ms",
+        )
+        if (value := n.get(key)) is not None
+    }
+    if found is not None:
+        if not evidence:
+            return found
+        rule = found.rule
+        if conc_wait is not None and conc_prefill is not None:
+            rule += (
+                f"; by the server's own timing ({account.source}) its prefill took "
+                f"{conc_prefill:.0f} ms under concurrency and {conc_wait:.0f} ms more was "
+                "waiting: queueing, not prefill"
+            )
+        return replace(found, rule=rule, evidence={**found.evidence, **evidence})
+    told = n.get("queue_ms")
+    rise = None if conc_wait is None or alone_wait is None else conc_wait - alone_wait
+    requests = int(n.get("requests") or 0)
+    if told is not None and told >= SERVER_QUEUE_MIN_MS:
+        return Finding(
+            Kind.QUEUEING,
+            "The server reports requests waiting in its queue",
+            f"the server's own queue time ({account.source}) is {told:.0f} ms at the median "
+            f"(≥ {SERVER_QUEUE_MIN_MS:.0f} ms)",
+            {"server_queue_ms": told, **evidence},
+            share_ms=told,
+            confidence=confidence(requests, told / SERVER_QUEUE_MIN_MS - 1),
+        )
+    if rise is not None and rise >= SERVER_QUEUE_MIN_MS:
+        return Finding(
+            Kind.QUEUEING,
+            "Requests wait on the server beyond their prefill under load",
+            f"with concurrent requests the wait the server's prefill does not explain "
+            f"({account.source}) rose {rise:.0f} ms (≥ {SERVER_QUEUE_MIN_MS:.0f} ms) "
+            "over a request sent alone: queueing, not prefill",
+            evidence,
+            share_ms=rise,
+            confidence=confidence(requests, rise / SERVER_QUEUE_MIN_MS - 1),
+        )
+    return None
+
+
+SPEC = KindSpec(
+    Kind.QUEUEING,
+    "Server queueing",
+    "server-side wait that follows load, not length",
+    colour="#d9a521",
+    rule=queueing,
+    before_first_token=True,
+)

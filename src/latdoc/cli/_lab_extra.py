@@ -1,0 +1,40 @@
+"""The lab is an optional extra: the built-in endpoint and ``latdoc lab`` need its servers.
+
+Checked before anything of :mod:`latdoc.lab` is imported, so a missing package is
+one ``Error: …`` line saying how to install it, not a traceback from the middle of
+a server start (uvicorn, hypercorn and trustme are imported only then).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+from latdoc.errors import UsageError
+
+LAB_PACKAGES = ("starlette", "uvicorn", "hypercorn", "trustme", "dnslib")
+"""The ``[lab]`` extra's packages, as they are imported."""
+
+INSTALL = "pip install 'llm-latency-doctor[lab]'"
+
+
+def missing_lab_packages() -> list[str]:
+    """The lab's packages that cannot be imported here, without importing any."""
+    missing = []
+    for name in LAB_PACKAGES:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            missing.append(name)
+    return missing
+
+
+def require_lab(what: str, otherwise: str = "") -> None:
+    """A :class:`UsageError` naming the install command when ``what`` cannot have the lab."""
+    missing = missing_lab_packages()
+    if missing:
+        raise UsageError(
+            f"{what} needs the lab, an optional extra ({', '.join(missing)} not installed): "
+            f"{INSTALL}{otherwise}"
+        )

@@ -1,0 +1,27 @@
+"""The APIs the simulated endpoint serves, one stand-in module each, listed once in
+:data:`STAND_INS`.
+
+- :mod:`.chat`: OpenAI chat completions (``/v1/chat/completions``);
+- :mod:`.completions`: OpenAI's (legacy) completions (``/v1/completions``);
+- :mod:`.anthropic`: Anthropic's Messages API (``/v1/messages``);
+- :mod:`.responses`: OpenAI's Responses API (``/v1/responses``).
+
+Each module defines one :class:`StandIn` (``STAND_IN``); the app routes each one's
+path to it. The lab keeps its own list, apart from the probe's dialects, because
+it stands apart from the core it tests.
+"""
+
+from __future__ import annotations
+
+from latdoc.lab.sim.dialects import anthropic, chat, completions, responses
+from latdoc.lab.sim.dialects._stand_in import StandIn
+
+__all__ = ["STAND_INS", "StandIn"]
+
+STAND_INS: tuple[StandIn, ...] = (
+    chat.STAND_IN,
+    completions.STAND_IN,
+    anthropic.STAND_IN,
+    responses.STAND_IN,
+)
+"""Every API the lab serves."""

@@ -1,0 +1,74 @@
+"""What the lab knows of one API it stands in for, as data: :class:`StandIn`.
+
+A stand-in holds everything the simulated endpoint does differently per API: its
+route, where a request keeps its prompt, how it asks for reasoning, whether it
+always reports usage or needs an output limit, which headers carry its key, how
+its errors are worded, and the events and document of its answer. The lab's
+shared code reads these fields; it never asks which API it serves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from latdoc.lab.sim._request import UNAUTHORIZED, ApiError
+
+if TYPE_CHECKING:
+    from latdoc.lab.sim._request import Call
+    from latdoc.lab.sim._writers import StreamWriter
+
+__all__ = ["Authorized", "Headers", "StandIn", "bearer_key", "openai_error"]
+
+Headers = Callable[[bytes], "bytes | None"]
+"""A request header's value by its lower-case name, ``None`` when absent."""
+
+Authorized = Callable[["bytes | None"], bool]
+"""Whether an ``Authorization`` header's value carries the lab's key."""
+
+
+def bearer_key(header: Headers, authorized: Authorized) -> None:
+    """The key as OpenAI takes it, ``Authorization: Bearer KEY``; raises :class:`ApiError`."""
+    if not authorized(header(b"authorization")):
+        raise UNAUTHORIZED
+
+
+def openai_error(error: ApiError) -> bytes:
+    """The error as OpenAI words it: ``{"error": {"message": …, "type": …}}``."""
+    return error.body
+
+
+@dataclass(frozen=True, eq=False)
+class StandIn:
+    """One API the lab serves: everything that differs between APIs, in one place."""
+
+    name: str
+    """The API dialect it stands in for (``chat``, ``anthropic`` …)."""
+    path: str
+    """Its route (``/v1/chat/completions``); ``{model}`` stands where a route names the
+    model (``/v1/models/{model}:streamGenerateContent``), which then is the request's."""
+    messages: Callable[[dict[str, object]], object] | None
+    """The request's prompt as chat messages (before validation); ``None`` when it is a
+    completion's ``prompt`` (text, texts or token ids)."""
+    writer: Callable[[Call, int, bool, int], StreamWriter]
+    """The events of a streamed answer, from the call, its number (which makes its
+    id), whether to stamp each event, and the prompt tokens the cache served."""
+    document: Callable[[Call, int, dict[str, Any], int], dict[str, object]]
+    """A whole (not streamed) answer, from the call, its number, the OpenAI-style usage
+    and the prompt tokens the cache served."""
+    reasoning: Callable[[dict[str, object], int], int] | None = None
+    """The reasoning tokens a request asks of a model that thinks the given number at
+    medium effort; ``None`` when the API has no reasoning."""
+    prompt_param: str = "prompt"
+    """What the context-length error calls the prompt."""
+    streams: bool = False
+    """The route always streams (``:streamGenerateContent``); else the body's ``stream``
+    asks for it."""
+    usage_always: bool = False
+    """Usage comes with every stream, not only when ``stream_options`` asks for it."""
+    requires_max_tokens: bool = False
+    """A request without ``max_tokens`` is refused."""
+    check_key: Callable[[Headers, Authorized], None] = bearer_key
+    """Checks the request's key and required headers; raises :class:`ApiError`."""
+    error_body: Callable[[ApiError], bytes] = openai_error

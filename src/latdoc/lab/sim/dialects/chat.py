@@ -1,0 +1,52 @@
+"""OpenAI chat completions as the lab serves them (``/v1/chat/completions``): the
+prompt in ``messages``, reasoning asked by ``reasoning_effort`` and streamed as
+``delta.reasoning_content``, usage when ``stream_options.include_usage`` asks for it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from latdoc.lab.sim._events import CHAT, output_text
+from latdoc.lab.sim._request import Call, effort_tokens
+from latdoc.lab.sim._writers import ChatWriter, StreamWriter
+from latdoc.lab.sim.dialects._stand_in import StandIn
+
+__all__ = ["STAND_IN", "openai_document"]
+
+
+def openai_document(
+    call: Call, call_id: str, obj: str, choice: dict[str, object], usage: dict[str, Any]
+) -> dict[str, object]:
+    """A whole chat or completions answer: its ``choice`` (the text) finished, with usage."""
+    choice.update(logprobs=None, finish_reason=call.finish_reason)
+    return {
+        "id": call_id,
+        "object": obj,
+        "created": int(time.time()),
+        "model": call.model,
+        "choices": [choice],
+        "usage": usage,
+    }
+
+
+def _writer(call: Call, number: int, stamp: bool, cached_tokens: int) -> StreamWriter:
+    return ChatWriter(call, f"chatcmpl-lab{number}", stamp, CHAT, "chat.completion.chunk")
+
+
+def _document(call: Call, number: int, usage: dict[str, Any], cached: int) -> dict[str, object]:
+    message = {"role": "assistant", "content": output_text(call.output_tokens)}
+    choice: dict[str, object] = {"index": 0, "message": message}
+    return openai_document(call, f"chatcmpl-lab{number}", "chat.completion", choice, usage)
+
+
+STAND_IN = StandIn(
+    name="chat",
+    path="/v1/chat/completions",
+    messages=lambda data: data.get("messages"),
+    writer=_writer,
+    document=_document,
+    reasoning=lambda data, medium: effort_tokens(data.get("reasoning_effort"), medium),
+    prompt_param="messages",
+)

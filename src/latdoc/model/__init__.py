@@ -1,0 +1,53 @@
+"""What analysis returns and every layer above reads: the diagnosis as data.
+
+:class:`Diagnosis` with its :class:`Verdict`, :class:`Finding` and :class:`Remedy`
+records, the :class:`Kind` of slow each names, the length curve, the server's own
+account, the client host's facts and checklist items, and the :class:`RunContext`
+an analysis is given. Frozen records only: the functions that compute them live in
+:mod:`latdoc.analysis`, the advice that fills in remedies in :mod:`latdoc.advice`.
+This package imports nothing of latdoc but its records and errors.
+"""
+
+from latdoc.model.context import RunContext
+from latdoc.model.diagnosis import (
+    Diagnosis,
+    Finding,
+    GainSource,
+    LengthCheck,
+    NoticeableBar,
+    Remedy,
+    RequestParts,
+    Scenario,
+    Verdict,
+)
+from latdoc.model.document import DIAGNOSIS_SCHEMA, diagnosis_to_dict
+from latdoc.model.host import HostFacts, SystemItem
+from latdoc.model.kind import Kind
+from latdoc.model.length import CURVE_CONFIDENCE, LengthCurve, LengthPoint
+from latdoc.model.server import Disagreement, ServerAccount
+from latdoc.model.sizing import DEFAULT_CONCURRENCY, pool_size
+
+__all__ = [
+    "CURVE_CONFIDENCE",
+    "DEFAULT_CONCURRENCY",
+    "DIAGNOSIS_SCHEMA",
+    "Diagnosis",
+    "Disagreement",
+    "Finding",
+    "GainSource",
+    "HostFacts",
+    "Kind",
+    "LengthCheck",
+    "LengthCurve",
+    "LengthPoint",
+    "NoticeableBar",
+    "Remedy",
+    "RequestParts",
+    "RunContext",
+    "Scenario",
+    "ServerAccount",
+    "SystemItem",
+    "Verdict",
+    "diagnosis_to_dict",
+    "pool_size",
+]

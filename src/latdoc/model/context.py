@@ -1,0 +1,34 @@
+"""What the analysis of a run needs besides its traces: :class:`RunContext`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from latdoc.model.diagnosis import Scenario
+from latdoc.model.host import HostFacts
+from latdoc.records import StepNote
+
+__all__ = ["RunContext"]
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What the analysis needs besides traces; gathered by the caller (no I/O here)."""
+
+    run_id: str
+    endpoint: str
+    model: str
+    scenario: Scenario = Scenario.CHAT
+    concurrency: int = 1
+    """The concurrency the user expects in production (for pool sizing)."""
+    cpu_count: int = 1
+    tcp_settings: Mapping[str, int] = field(default_factory=dict)
+    """``net.ipv4.*`` values of the client host, by sysctl name."""
+    notes: tuple[StepNote, ...] = ()
+    host: HostFacts | None = None
+    """The client host's checklist facts, as the run recorded them."""
+    server_metrics: Mapping[str, float | None] = field(default_factory=dict)
+    """What the engine's own metrics counted during the run (after − before)."""
+    server_metrics_source: str | None = None
+    """Where those metrics were scraped, in words."""

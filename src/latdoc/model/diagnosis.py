@@ -1,0 +1,225 @@
+"""The diagnosis as data: kinds of slow, findings with evidence, remedies, the verdict.
+
+Everything here is a frozen record built by pure functions from traces; the
+report layer renders it and the store keeps it. Durations are milliseconds
+unless a name says otherwise.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from latdoc.model.host import SystemItem
+from latdoc.model.kind import Kind
+from latdoc.model.length import LengthCurve
+from latdoc.model.server import ServerAccount
+from latdoc.records import StepNote
+
+
+class Scenario(enum.StrEnum):
+    """What the user optimises for (MISSION.md, cost–latency–quality)."""
+
+    CHAT = "chat"
+    """Real-time chat: latency first."""
+    BATCH = "batch"
+    """Batch analysis: cost first."""
+    LONGDOC = "longdoc"
+    """Long-document understanding: quality first, with long input."""
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One kind of slow that a rule detected, with the numbers that made it fire."""
+
+    kind: Kind
+    title: str
+    rule: str
+    """The rule that fired, in words, with its threshold."""
+    evidence: Mapping[str, float]
+    """The measured numbers the rule used (ms, ratios, counts)."""
+    share_ms: float
+    """Latency this kind adds to a typical request, in ms."""
+    confidence: float
+    """0..1: how sure the rule is (sample size, margin over the threshold)."""
+
+
+GainSource = Literal["measured", "fitted"]
+"""Where a remedy's gain comes from: ``measured`` from this run's requests (a
+difference of medians with its bootstrap interval), ``fitted`` from the length
+curve (a difference of predictions with the interval of its bootstrap refits)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Remedy:
+    """A concrete change, ranked for the scenario.
+
+    Its gain is printed only when this run measured it or the length curve models it,
+    with the interval and the source; otherwise ``predicted_gain_ms`` is ``None`` and
+    ``verify_command`` (when ``latdoc verify`` can measure it) says how to find out.
+    """
+
+    key: str
+    title: str
+    addresses: Kind
+    change: str
+    """What to change, phrased for httpx and the openai SDK."""
+    predicted_gain_ms: float | None
+    """TTFT or end-to-end saving per request, measured or fitted; None otherwise."""
+    tradeoff: str | None = None
+    """What it costs (quality, money, effort); set for trade-offs like a smaller model."""
+    gain_interval_ms: tuple[float, float] | None = None
+    """The 95% interval of the gain; None when there is no gain or nothing to resample."""
+    gain_source: GainSource | None = None
+    """``measured`` or ``fitted``; None exactly when there is no gain."""
+    verify_command: str | None = None
+    """The ``latdoc verify`` command that measures this remedy on this endpoint."""
+    how_to_measure: str | None = None
+    """In words, how to measure a remedy that ``latdoc verify`` cannot."""
+
+    def __post_init__(self) -> None:
+        if (self.predicted_gain_ms is None) != (self.gain_source is None):
+            raise ValueError(f"remedy {self.key!r}: a gain needs its source, a source its gain")
+        if self.gain_interval_ms is not None and self.predicted_gain_ms is None:
+            raise ValueError(f"remedy {self.key!r}: an interval without a gain")
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """Which kind of slow this is: the primary kind, the other noticeable kinds that
+    contribute (largest share first), how sure the primary kind's rule is, and the kinds
+    found too small to notice."""
+
+    primary: Kind
+    contributing: tuple[Kind, ...]
+    confidence: float
+    negligible: tuple[Kind, ...] = ()
+    """Kinds a rule found whose share is too small to notice (see
+    :mod:`latdoc.analysis.noticeable`): listed, never given remedies."""
+
+
+@dataclass(frozen=True, slots=True)
+class LengthCheck:
+    """What the seed's input-length rule compared, fired or not, in its own numbers."""
+
+    short_tokens: int
+    short_ms: float
+    """The fastest TTFT at the shortest length."""
+    long_tokens: int
+    long_ms: float
+    """The fastest TTFT at the rule's long length (~2K tokens; the longest for longdoc)."""
+    ratio: float
+    growth_ms: float
+    noise_ms: float
+    """Same-length TTFT p95 − p50: growth below it is not told from queueing."""
+    grows_with_length: bool
+    """No longer prompt was served clearly faster than a shorter one."""
+    fired: bool
+    why: str
+    """Why it fired or did not, in words with the thresholds."""
+
+
+@dataclass(frozen=True, slots=True)
+class NoticeableBar:
+    """The share a kind must add to a typical request before it counts as contributing."""
+
+    typical_ms: float
+    """The typical request's end-to-end time (median of the network step's warm requests)."""
+    noise_ms: float
+    """How much identical requests' end-to-end times vary (scaled MAD)."""
+    fraction: float
+    """The least fraction of ``typical_ms`` a user would notice."""
+    ttft_noise_ms: float | None = None
+    """How much the same requests' times to first token vary (scaled MAD): the noise
+    of the kinds that act before the first token; ``None`` where not measured."""
+
+    @property
+    def min_share_ms(self) -> float:
+        return max(self.fraction * self.typical_ms, self.noise_ms)
+
+    def noise_for(self, before_first_token: bool) -> float:
+        """The noise a kind's share is held against: its own metric's, the first
+        token's for a kind that acts before it."""
+        if before_first_token and self.ttft_noise_ms is not None:
+            return self.ttft_noise_ms
+        return self.noise_ms
+
+
+@dataclass(frozen=True, slots=True)
+class RequestParts:
+    """A request on a new connection split into its phases (medians over the network
+    step's cold requests), as the trace defines them: setup = DNS + TCP + TLS,
+    send = writing the request, prefill = first token − setup − send − the client's
+    pool wait (the server's wait and first-token delay), reasoning = first reasoning
+    output to first answer token, decode = the rest of the stream to the end.
+
+    Where the server tells its own prefill (:mod:`latdoc.analysis.servertime`), prefill is the
+    server's and ``server_wait_ms`` the rest of that wait: the server's queue, its
+    overhead and the round trip."""
+
+    setup_ms: float
+    send_ms: float
+    prefill_ms: float
+    decode_ms: float
+    requests: int
+    reasoning_ms: float = 0.0
+    server_wait_ms: float | None = None
+
+    @property
+    def total_ms(self) -> float:
+        wait = self.server_wait_ms or 0.0
+        before = self.setup_ms + self.send_ms + wait + self.prefill_ms
+        return before + self.reasoning_ms + self.decode_ms
+
+    def items(self) -> tuple[tuple[str, float], ...]:
+        """The phases in order; reasoning only when the requests reasoned, the server's
+        wait only when it told its prefill."""
+        wait = () if self.server_wait_ms is None else (("server wait", self.server_wait_ms),)
+        thinking = (("reasoning", self.reasoning_ms),) if self.reasoning_ms > 0 else ()
+        return (
+            ("network setup", self.setup_ms),
+            ("send", self.send_ms),
+            *wait,
+            ("prefill", self.prefill_ms),
+            *thinking,
+            ("decode", self.decode_ms),
+        )
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """The answer: verdict, shares, findings, remedies, and the numbers behind them."""
+
+    run_id: str
+    endpoint: str
+    model: str
+    scenario: Scenario
+    verdict: Verdict
+    shares_ms: Mapping[Kind, float]
+    findings: tuple[Finding, ...]
+    remedies: tuple[Remedy, ...]
+    network: Mapping[str, float | None]
+    length: LengthCurve | None
+    load: Mapping[str, float | None]
+    notes: tuple[StepNote, ...] = ()
+    requests: int = 0
+    failed: int = 0
+    extra: Mapping[str, object] = field(default_factory=dict)
+    length_check: LengthCheck | None = None
+    """The input-length rule's comparison, also when it did not fire."""
+    noticeable: NoticeableBar | None = None
+    """The bar a finding's share had to clear to contribute; None when nothing succeeded."""
+    typical_request: RequestParts | None = None
+    """A request on a new connection, split into setup, send, prefill and decode."""
+    system: tuple[SystemItem, ...] = ()
+    """The client host's failing checklist items that matter for the verdict or a
+    contributing kind (``latdoc system`` lists them all)."""
+    server: ServerAccount | None = None
+    """The requests as the server itself timed them, and where it and the client
+    disagree; None when the server told nothing."""
+    reasoning: Mapping[str, float | None] = field(default_factory=dict)
+    """The reasoning phase (medians over successful requests): time to first reasoning,
+    time to first answer token, time thinking, reasoning tokens; empty when no request
+    reasoned (:func:`latdoc.analysis.facts.reasoning_facts`)."""

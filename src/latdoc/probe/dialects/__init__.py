@@ -1,0 +1,85 @@
+"""The API dialects latdoc speaks, one module each, listed once in :data:`DIALECTS`.
+
+- :mod:`.chat`: OpenAI chat completions, as OpenAI, vLLM, llama.cpp, SGLang, Ollama
+  and most gateways serve it (the default);
+- :mod:`.completions`: OpenAI's (legacy) completions;
+- :mod:`.anthropic`: Anthropic's Messages API;
+- :mod:`.responses`: OpenAI's Responses API.
+
+Each module defines one :class:`DialectSpec` (``SPEC``). A new dialect is a new
+module and one more entry in :data:`DIALECTS`: everything that lists, chooses or
+reads dialects (``--api``, the URL, the key, the body, the events, the hint for a
+wrong ``--api``, OpenTelemetry) reads this tuple.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from latdoc.errors import UsageError
+from latdoc.probe.dialects import anthropic, chat, completions, responses
+from latdoc.probe.dialects._spec import REASONING_EFFORTS, DialectSpec, Route
+
+__all__ = [
+    "DEFAULT",
+    "DIALECTS",
+    "REASONING_EFFORTS",
+    "DialectSpec",
+    "Route",
+    "find",
+    "get",
+    "names",
+    "of_path",
+    "other_dialect",
+    "reserved_body_fields",
+]
+
+DIALECTS: tuple[DialectSpec, ...] = (chat.SPEC, completions.SPEC, anthropic.SPEC, responses.SPEC)
+"""Every dialect, in the order the help lists them."""
+
+DEFAULT = chat.SPEC
+"""The dialect spoken when none is named."""
+
+
+def names() -> tuple[str, ...]:
+    """The ``--api`` values."""
+    return tuple(spec.name for spec in DIALECTS)
+
+
+def find(name: str) -> DialectSpec | None:
+    """The dialect called ``name``, or ``None``."""
+    return next((spec for spec in DIALECTS if spec.name == name), None)
+
+
+def get(name: str) -> DialectSpec:
+    """The dialect called ``name``; :class:`UsageError` naming the known ones."""
+    spec = find(name)
+    if spec is None:
+        raise UsageError(f"unknown API dialect {name!r}: {', '.join(names())}")
+    return spec
+
+
+def of_path(path: str) -> DialectSpec | None:
+    """The dialect whose route a request's URL path ends in (the longest route, so
+    ``/chat/completions`` is chat's, not completions'), or ``None``."""
+    matching = [spec for spec in DIALECTS if spec.route.matches(path)]
+    return max(matching, key=lambda spec: len(spec.route.path), default=None)
+
+
+def other_dialect(obj: dict[str, Any], event: str | None, own: DialectSpec) -> str | None:
+    """The dialect other than ``own`` that claims a JSON event (with its SSE ``event:``
+    name), or ``None``."""
+    for spec in DIALECTS:
+        if spec is not own and spec.claims is not None and spec.claims(obj, event):
+            return spec.name
+    return None
+
+
+def reserved_body_fields() -> dict[str, str]:
+    """Every body field some dialect writes itself, with why ``--extra-body`` may not
+    set it."""
+    fields: dict[str, str] = {}
+    for spec in DIALECTS:
+        for name, why in spec.body_fields.items():
+            fields.setdefault(name, why)
+    return fields

@@ -1,0 +1,136 @@
+"""What latdoc knows of one API dialect, as data: :class:`DialectSpec` and its :class:`Route`.
+
+A spec holds everything that differs between APIs: where a request goes (from the
+base URL and the model), which key and headers it carries, the body it sends, how
+each streamed event reads, what ends a stream, how a reasoning effort is asked
+for, which hosts speak it and how OpenTelemetry names its operation. Code that
+serves every dialect reads these fields; it never asks which dialect it has.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from latdoc.errors import UsageError
+from latdoc.probe._events import EventInfo
+
+__all__ = [
+    "BY_MAX_TOKENS",
+    "BY_MODEL",
+    "BY_PROMPT",
+    "REASONING_EFFORTS",
+    "STREAMING",
+    "USAGE_ASKED",
+    "Claim",
+    "DialectSpec",
+    "Foreign",
+    "Messages",
+    "Parser",
+    "Route",
+    "bearer_auth",
+    "event_type",
+]
+
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high")
+"""The reasoning efforts a request may ask for, least first."""
+
+BY_MODEL = "--model sets it"
+BY_PROMPT = "the prompt options set it"
+BY_MAX_TOKENS = "--max-tokens sets it"
+STREAMING = "latdoc always streams"
+USAGE_ASKED = "latdoc asks for usage itself"
+"""Why a body field may not be given again with ``--extra-body``, for
+:attr:`DialectSpec.body_fields`."""
+
+Messages = list[dict[str, str]]
+"""The prompt as chat messages (``role`` and ``content``), as every body builder takes it."""
+
+Foreign = Callable[[dict[str, Any], str | None], str | None]
+"""The name of the other dialect a JSON event belongs to (from its type or SSE ``event:``
+name and shape), or ``None`` when it is nobody else's."""
+
+Parser = Callable[[Any, str | None, Foreign], EventInfo]
+"""Reads one JSON event (with its SSE ``event:`` name); an event that is not its own
+dialect's may be named with the :data:`Foreign` it is handed."""
+
+Claim = Callable[[dict[str, Any], str | None], bool]
+"""Whether a JSON event (with its SSE ``event:`` name) is one only this dialect sends."""
+
+
+@dataclass(frozen=True)
+class Route:
+    """The path after the base URL; ``{model}`` stands where the model is named in it,
+    URL-quoted (``/models/{model}:streamGenerateContent``)."""
+
+    path: str
+
+    def url(self, base_url: str, model: str) -> str:
+        return base_url.rstrip("/") + self.path.replace("{model}", quote(model, safe=""))
+
+    def matches(self, path: str) -> bool:
+        """Whether a request's URL path (without its query) ends in this route, for any model."""
+        route = self.path.split("?", 1)[0]
+        pattern = "[^/]+".join(re.escape(part) for part in route.split("{model}"))
+        return re.search(pattern + "$", path) is not None
+
+
+@dataclass(frozen=True, eq=False)
+class DialectSpec:
+    """One API dialect: everything that differs between APIs, in one place."""
+
+    name: str
+    """The ``--api`` value, and the dialect a trace stores (``chat``, ``anthropic`` …)."""
+    title: str
+    """What the API is, in the help: ``Anthropic's Messages API``."""
+    route: Route
+    key_variable: str
+    """The environment variable the API key is read from by default."""
+    auth_headers: Callable[[str | None], list[tuple[bytes, bytes]]]
+    """The headers that carry the key (``None``: no key), and any version header."""
+    body: Callable[[str, Messages, int, bool], dict[str, Any]]
+    """The JSON body of a streamed request from the model, the messages, the output
+    limit, and whether to ask for usage on the stream."""
+    body_fields: Mapping[str, str]
+    """The body fields :attr:`body` writes, each with why ``--extra-body`` may not set it."""
+    parse: Parser
+    end_marker: str
+    """What ends a complete stream, as a message names it: ``[DONE] or a finish_reason``."""
+    claims: Claim | None = None
+    """The events only this dialect sends, so a wrong ``--api`` is named; ``None`` when
+    its events are another dialect's shape."""
+    reasoning: Callable[[str], dict[str, Any]] | None = None
+    """The request fields that ask for a reasoning effort (one of
+    :data:`REASONING_EFFORTS`); ``None`` when the API has none."""
+    hosts: tuple[str, ...] = ()
+    """Host name suffixes that speak only this dialect (``anthropic.com``)."""
+    otel_operation: str | None = "chat"
+    """The GenAI semantic conventions' ``gen_ai.operation.name`` of its requests;
+    ``None``: its requests get no span."""
+
+    def url(self, base_url: str, model: str) -> str:
+        """Where a request for ``model`` goes, from the user's base URL."""
+        return self.route.url(base_url, model)
+
+    def reasoning_fields(self, effort: str) -> dict[str, Any]:
+        """Request fields that ask for ``effort``; :class:`UsageError` for an unknown
+        effort or a dialect without one."""
+        if effort not in REASONING_EFFORTS:
+            raise UsageError(f"unknown reasoning effort {effort!r}: {', '.join(REASONING_EFFORTS)}")
+        if self.reasoning is None:
+            raise UsageError(f"the {self.name} dialect has no reasoning effort")
+        return self.reasoning(effort)
+
+
+def bearer_auth(api_key: str | None) -> list[tuple[bytes, bytes]]:
+    """``Authorization: Bearer KEY``, as OpenAI and most gateways take the key."""
+    return [(b"authorization", b"Bearer " + api_key.encode())] if api_key else []
+
+
+def event_type(obj: dict[str, Any], event: str | None) -> str | None:
+    """An event's ``type`` field, else its SSE ``event:`` name."""
+    kind = obj.get("type")
+    return kind if isinstance(kind, str) else event

@@ -1,0 +1,165 @@
+"""OpenAI chat completions (``POST /chat/completions``), as served by OpenAI, vLLM,
+llama.cpp, SGLang, Ollama and most gateways; its events are read the same way for
+(legacy) completions (:mod:`.completions`).
+
+The key is a bearer token from ``OPENAI_API_KEY``; the stream ends with ``[DONE]``
+(or a finish reason) and reports its usage when ``stream_options.include_usage``
+asks for it. A reasoning effort is ``reasoning_effort``.
+
+An event's answer is ``delta.content``, a tool call's ``function.name`` and
+``function.arguments`` in ``delta.tool_calls``, a ``delta.refusal`` or a completion's
+``text``; its reasoning is ``delta.reasoning_content`` or ``delta.reasoning``. A
+role-only or empty delta carries none and never counts as a token. An event with a
+``type`` of another dialect's (``message_start``, ``response.created``) says the
+endpoint speaks that dialect. llama.cpp's ``timings`` are the server's own times.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from latdoc.errors import status_of_error_type
+from latdoc.probe._events import EventInfo, Usage, detail_int, int_or_none
+from latdoc.probe.dialects._spec import (
+    BY_MAX_TOKENS,
+    BY_MODEL,
+    BY_PROMPT,
+    STREAMING,
+    USAGE_ASKED,
+    DialectSpec,
+    Foreign,
+    Messages,
+    Route,
+    bearer_auth,
+)
+
+__all__ = ["SPEC", "chat_usage", "parse_chat_event"]
+
+_ANSWER_KEYS = ("content", "refusal")
+_REASONING_KEYS = ("reasoning_content", "reasoning")
+
+
+def parse_chat_event(obj: Any, event: str | None, foreign: Foreign) -> EventInfo:
+    """Interpret one JSON event of chat completions or completions."""
+    if not isinstance(obj, dict):
+        return EventInfo(error=f"event is a JSON {type(obj).__name__}, not an object")
+    error = obj.get("error")
+    if error is not None:
+        if not isinstance(error, dict):
+            return EventInfo(error=str(error))
+        kind = error.get("code") or error.get("type")
+        status = status_of_error_type(kind) if isinstance(kind, str) else None
+        return EventInfo(error=str(error.get("message") or error), error_status=status)
+    choices = obj.get("choices")
+    if choices is None and "usage" not in obj:
+        other = foreign(obj, event)
+        if other is not None:
+            return EventInfo(other_dialect=other, unknown=True)
+    answer: list[str] = []
+    reasoning: list[str] = []
+    finish: str | None = None
+    if isinstance(choices, list):
+        for choice in choices:
+            if not isinstance(choice, dict):
+                continue
+            _choice_parts(choice, answer, reasoning)
+            reason = choice.get("finish_reason")
+            if isinstance(reason, str):
+                finish = reason
+    answer_chars = sum(len(p) for p in answer)
+    reasoning_chars = sum(len(p) for p in reasoning)
+    response_id = obj.get("id")
+    return EventInfo(
+        output_chars=answer_chars,
+        reasoning_chars=reasoning_chars,
+        text="".join(reasoning) + "".join(answer) if answer_chars or reasoning_chars else "",
+        finish_reason=finish,
+        usage=chat_usage(obj.get("usage")),
+        server_timing=_llamacpp_timings(obj.get("timings")),
+        response_id=response_id if isinstance(response_id, str) else None,
+    )
+
+
+def _choice_parts(choice: dict[str, Any], answer: list[str], reasoning: list[str]) -> None:
+    delta = choice.get("delta")
+    if isinstance(delta, dict):
+        for key in _ANSWER_KEYS:
+            value = delta.get(key)
+            if isinstance(value, str):
+                answer.append(value)
+        for key in _REASONING_KEYS:
+            value = delta.get(key)
+            if isinstance(value, str):
+                reasoning.append(value)
+        calls = delta.get("tool_calls")
+        if isinstance(calls, list):
+            for call in calls:
+                function = call.get("function") if isinstance(call, dict) else None
+                if isinstance(function, dict):
+                    for key in ("name", "arguments"):
+                        value = function.get(key)
+                        if isinstance(value, str):
+                            answer.append(value)
+    text = choice.get("text")
+    if isinstance(text, str):
+        answer.append(text)
+
+
+def chat_usage(raw: Any) -> Usage | None:
+    """``usage`` of chat completions: prompt, completion, cached and reasoning tokens."""
+    if not isinstance(raw, dict):
+        return None
+    return Usage(
+        prompt_tokens=int_or_none(raw.get("prompt_tokens")),
+        completion_tokens=int_or_none(raw.get("completion_tokens")),
+        cached_prompt_tokens=detail_int(raw, "prompt_tokens_details", "cached_tokens"),
+        reasoning_tokens=detail_int(raw, "completion_tokens_details", "reasoning_tokens"),
+    )
+
+
+def _llamacpp_timings(raw: Any) -> dict[str, float] | None:
+    if not isinstance(raw, dict):
+        return None
+    out: dict[str, float] = {}
+    for key in ("prompt_ms", "predicted_ms", "predicted_per_token_ms"):
+        value = raw.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            out[key] = float(value)
+    return out or None
+
+
+def _body(model: str, messages: Messages, max_tokens: int, include_usage: bool) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": model,
+        "max_tokens": max_tokens,
+        "stream": True,
+        "messages": messages,
+    }
+    if include_usage:
+        body["stream_options"] = {"include_usage": True}
+    return body
+
+
+def _claims(obj: dict[str, Any], event: str | None) -> bool:
+    return "type" not in obj and isinstance(obj.get("choices"), list)
+
+
+SPEC = DialectSpec(
+    name="chat",
+    title="OpenAI chat completions",
+    route=Route("/chat/completions"),
+    key_variable="OPENAI_API_KEY",
+    auth_headers=bearer_auth,
+    body=_body,
+    body_fields={
+        "model": BY_MODEL,
+        "messages": BY_PROMPT,
+        "stream": STREAMING,
+        "stream_options": USAGE_ASKED,
+        "max_tokens": BY_MAX_TOKENS,
+    },
+    parse=parse_chat_event,
+    end_marker="[DONE] or a finish_reason",
+    claims=_claims,
+    reasoning=lambda effort: {"reasoning_effort": effort},
+)

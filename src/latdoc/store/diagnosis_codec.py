@@ -1,0 +1,274 @@
+"""A diagnosis as the store keeps it: the ``latdoc.diagnosis/2`` document, and back.
+
+:func:`diagnosis_to_record` writes the document :mod:`latdoc.model.document` defines
+(the one ``diagnose --json`` prints too), so storing a diagnosis needs no renderer.
+:func:`diagnosis_from_record` reads it back as a :class:`~latdoc.model.Diagnosis`,
+from this version's documents and from older ones, which lack keys added since
+(``negligible``, ``typical_request``, a remedy's gain source, ``system``, ``server``,
+the reasoning step): those read as absent.
+
+The document is a summary, not the run: the length curve's bootstrap draws and each
+length's requests are not in it, so a diagnosis read back has no intervals around
+the curve, and numbers the records derive (the curve's long/short ratio, a request's
+total, the noticeable bar) are computed again from the rounded parts the document
+holds. A gain an old version printed without its source reads as no gain: latdoc no
+longer prints a gain it did not measure or model. The run's traces are the record:
+``latdoc report`` diagnoses them again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, cast, get_args
+
+from latdoc.model import (
+    DIAGNOSIS_SCHEMA,
+    Diagnosis,
+    Disagreement,
+    Finding,
+    GainSource,
+    Kind,
+    LengthCheck,
+    LengthCurve,
+    LengthPoint,
+    NoticeableBar,
+    Remedy,
+    RequestParts,
+    Scenario,
+    ServerAccount,
+    SystemItem,
+    Verdict,
+    diagnosis_to_dict,
+)
+from latdoc.model.document import without_ms_twins
+from latdoc.store._fields import Fields
+from latdoc.store.run import notes_from_data
+
+__all__ = ["diagnosis_from_record", "diagnosis_to_record"]
+
+_GAIN_SOURCES = get_args(GainSource)
+_SERVER_KEYS = frozenset({"source", "disagreements", "metrics_source", "metrics"})
+"""The server object's keys that are not its medians."""
+
+
+def diagnosis_to_record(diagnosis: Diagnosis) -> dict[str, Any]:
+    """The document the store keeps for ``diagnosis``: ``latdoc.diagnosis/2``."""
+    return diagnosis_to_dict(diagnosis)
+
+
+def diagnosis_from_record(record: Mapping[str, Any]) -> Diagnosis:
+    """The diagnosis a stored document holds; :class:`ValueError` names a field that is
+    missing or of the wrong type."""
+    r = Fields(record, "diagnosis")
+    if r.text("schema") != DIAGNOSIS_SCHEMA:
+        raise ValueError(f"diagnosis: schema {record['schema']!r} is not {DIAGNOSIS_SCHEMA!r}")
+    steps = Fields(r.mapping("steps"), "diagnosis.steps")
+    length = steps.opt_mapping("length")
+    told = steps.has("reasoning") and steps.opt_mapping("reasoning") is not None
+    server = r.opt_mapping("server") if r.has("server") else None
+    return Diagnosis(
+        run_id=r.text("run_id"),
+        endpoint=r.text("endpoint"),
+        model=r.text("model"),
+        scenario=Scenario(r.text("scenario")),
+        verdict=_verdict(r.mapping("verdict")),
+        shares_ms=_shares(r),
+        findings=tuple(_finding(f) for f in r.objects("findings")),
+        remedies=tuple(_remedy(x) for x in r.objects("remedies")),
+        network=without_ms_twins(steps.opt_numbers("network")),
+        length=None if length is None else _curve(length),
+        load=without_ms_twins(steps.opt_numbers("load")),
+        notes=notes_from_data(record.get("notes")),
+        requests=r.integer("requests"),
+        failed=r.integer("failed"),
+        length_check=_length_check(length),
+        noticeable=_bar(r.opt_mapping("negligible")) if r.has("negligible") else None,
+        typical_request=_parts(r.opt_mapping("typical_request"))
+        if r.has("typical_request")
+        else None,
+        system=tuple(_item(i) for i in r.objects("system")) if r.has("system") else (),
+        server=None if server is None else _server(server),
+        reasoning=steps.opt_numbers("reasoning") if told else {},
+    )
+
+
+def _kind(text: str, where: str) -> Kind:
+    try:
+        return Kind(text)
+    except ValueError:
+        raise ValueError(f"{where}: {text!r} is not a kind of slow latdoc knows") from None
+
+
+def _kinds(r: Fields, name: str) -> tuple[Kind, ...]:
+    return tuple(_kind(k, name) for k in r.strings(name)) if r.has(name) else ()
+
+
+def _verdict(record: Mapping[str, Any]) -> Verdict:
+    r = Fields(record, "diagnosis.verdict")
+    return Verdict(
+        _kind(r.text("primary"), "verdict.primary"),
+        _kinds(r, "contributing"),
+        r.number("confidence"),
+        _kinds(r, "negligible"),
+    )
+
+
+def _shares(r: Fields) -> dict[Kind, float]:
+    return {_kind(k, "shares_ms"): float(v) for k, v in r.numbers("shares_ms").items()}
+
+
+def _finding(record: Mapping[str, Any]) -> Finding:
+    r = Fields(record, "diagnosis.findings[]")
+    evidence = without_ms_twins(r.opt_numbers("evidence"))
+    return Finding(
+        _kind(r.text("kind"), "findings[].kind"),
+        r.text("title"),
+        r.text("rule"),
+        {k: v for k, v in evidence.items() if v is not None},
+        share_ms=r.number("share_ms"),
+        confidence=r.number("confidence"),
+    )
+
+
+def _remedy(record: Mapping[str, Any]) -> Remedy:
+    r = Fields(record, "diagnosis.remedies[]")
+    source = r.opt_text("gain_source") if r.has("gain_source") else None
+    if source is not None and source not in _GAIN_SOURCES:
+        raise ValueError(
+            f"diagnosis.remedies[].gain_source: {source!r} is neither of {_GAIN_SOURCES}"
+        )
+    gain = r.opt_number("predicted_gain_ms") if source is not None else None
+    interval = None
+    if gain is not None and r.has("gain_interval_ms") and record["gain_interval_ms"] is not None:
+        low, high = _pair(record["gain_interval_ms"])
+        interval = (low, high)
+
+    def optional(name: str) -> str | None:
+        return r.opt_text(name) if r.has(name) else None
+
+    return Remedy(
+        r.text("key"),
+        r.text("title"),
+        _kind(r.text("addresses"), "remedies[].addresses"),
+        r.text("change"),
+        gain,
+        tradeoff=optional("tradeoff"),
+        gain_interval_ms=interval,
+        gain_source=cast(GainSource, source),
+        verify_command=optional("verify_command"),
+        how_to_measure=optional("how_to_measure"),
+    )
+
+
+def _pair(value: Any) -> tuple[float, float]:
+    if (
+        not isinstance(value, list)
+        or len(value) != 2
+        or any(type(v) not in (int, float) for v in value)
+    ):
+        raise ValueError(
+            f"diagnosis.remedies[].gain_interval_ms: expected two numbers, got {value!r}"
+        )
+    return float(value[0]), float(value[1])
+
+
+def _curve(record: Mapping[str, Any]) -> LengthCurve:
+    r = Fields(record, "diagnosis.steps.length")
+    points = []
+    for point in r.objects("points"):
+        p = Fields(point, "diagnosis.steps.length.points[]")
+        points.append(LengthPoint(p.integer("prompt_tokens"), p.number("ttft_ms"), p.integer("n")))
+    return LengthCurve(
+        points=tuple(points),
+        a_ms=r.number("a_ms"),
+        b_ms_per_1k=r.number("b_ms_per_1k"),
+        c_ms_per_1k2=r.number("c_ms_per_1k2"),
+        shape=r.text("shape"),
+    )
+
+
+def _length_check(length: Mapping[str, Any] | None) -> LengthCheck | None:
+    rule = None if length is None else length.get("rule")
+    if rule is None:
+        return None
+    r = Fields(rule, "diagnosis.steps.length.rule")
+    return LengthCheck(
+        short_tokens=r.integer("short_tokens"),
+        short_ms=r.number("short_ttft_ms"),
+        long_tokens=r.integer("long_tokens"),
+        long_ms=r.number("long_ttft_ms"),
+        ratio=r.number("ratio"),
+        growth_ms=r.number("growth_ms"),
+        noise_ms=r.number("noise_ms"),
+        grows_with_length=r.flag("grows_with_length"),
+        fired=r.flag("fired"),
+        why=r.text("why"),
+    )
+
+
+def _bar(record: Mapping[str, Any] | None) -> NoticeableBar | None:
+    if record is None:
+        return None
+    r = Fields(record, "diagnosis.negligible")
+    return NoticeableBar(
+        typical_ms=r.number("typical_ms"),
+        noise_ms=r.number("noise_ms"),
+        fraction=r.number("fraction"),
+        ttft_noise_ms=r.opt_number("ttft_noise_ms") if r.has("ttft_noise_ms") else None,
+    )
+
+
+def _parts(record: Mapping[str, Any] | None) -> RequestParts | None:
+    if record is None:
+        return None
+    r = Fields(record, "diagnosis.typical_request")
+    return RequestParts(
+        setup_ms=r.number("setup_ms"),
+        send_ms=r.number("send_ms"),
+        prefill_ms=r.number("prefill_ms"),
+        decode_ms=r.number("decode_ms"),
+        requests=r.integer("requests"),
+        reasoning_ms=r.number("reasoning_ms") if r.has("reasoning_ms") else 0.0,
+        server_wait_ms=r.opt_number("server_wait_ms") if r.has("server_wait_ms") else None,
+    )
+
+
+def _item(record: Mapping[str, Any]) -> SystemItem:
+    r = Fields(record, "diagnosis.system[]")
+    return SystemItem(
+        key=r.text("key"),
+        name=r.text("name"),
+        current=r.opt_text("current"),
+        recommended=r.text("recommended"),
+        ok=r.opt_flag("ok"),
+        why=r.text("why"),
+        command=r.text("command"),
+        kinds=_kinds(r, "kinds"),
+        allows=r.opt_text("allows"),
+    )
+
+
+def _server(record: Mapping[str, Any]) -> ServerAccount:
+    r = Fields(record, "diagnosis.server")
+    numbers: dict[str, float | None] = {}
+    for key, value in record.items():
+        if key in _SERVER_KEYS:
+            continue
+        if type(value) not in (int, float, type(None)):
+            raise ValueError(f"diagnosis.server.{key}: expected a number or null, got {value!r}")
+        numbers[key] = None if value is None else float(value)
+    disagreements = []
+    for one in r.objects("disagreements"):
+        d = Fields(one, "diagnosis.server.disagreements[]")
+        disagreements.append(
+            Disagreement(
+                d.text("what"), d.integer("requests"), d.integer("of"), d.number("worst_ms")
+            )
+        )
+    return ServerAccount(
+        source=r.text("source"),
+        numbers=numbers,
+        disagreements=tuple(disagreements),
+        metrics=r.opt_numbers("metrics"),
+        metrics_source=r.opt_text("metrics_source"),
+    )
