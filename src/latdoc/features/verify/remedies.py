@@ -25,8 +25,8 @@ VerifyRemedy = cast(
         module=__name__,
     ),
 )
-"""The remedies ``latdoc verify --remedy`` can measure (``VerifyRemedy.MAX_TOKENS`` is
-``"max-tokens"``), one member per experiment of the registry."""
+VerifyRemedy.__doc__ = """The remedies ``latdoc verify --remedy`` can measure, one member per
+experiment of the registry (``VerifyRemedy.MAX_TOKENS`` is ``"max-tokens"``)."""
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from latdoc.features.verify.experiments._shared import (
 )
 from latdoc.features.verify.experiments._spec import Experiment
 from latdoc.features.verify.send import Arm
+from latdoc.model import pool_size
 from latdoc.pipeline import cpu_count
 from latdoc.workload import TokenCalibration
 
@@ -38,7 +39,7 @@ class PoolOptions:
     @property
     def advised_pool(self) -> int:
         """The pool the advice gives: ``2 × cores + concurrency``."""
-        return 2 * max(1, self.cpu_count) + self.concurrency
+        return pool_size(max(1, self.cpu_count), self.concurrency)
 
 
 def _read(args: argparse.Namespace) -> PoolOptions:
