@@ -12,6 +12,9 @@ import shlex
 
 from latdoc.model import RunContext
 
+# The remedies the advice names by their ``latdoc verify --remedy`` name, each written
+# once: the experiment that measures it takes its name from here, and a test holds every
+# name here to an experiment of the registry.
 VERIFY_KEEPALIVE = "keepalive"
 VERIFY_HTTP2 = "http2"
 VERIFY_POOL = "pool"
@@ -24,34 +27,13 @@ VERIFY_ENDPOINT = "endpoint"
 VERIFY_MODEL = "model"
 VERIFY_REASONING_EFFORT = "reasoning-effort"
 
-VERIFY_REMEDIES = frozenset(
-    {
-        VERIFY_KEEPALIVE,
-        VERIFY_HTTP2,
-        VERIFY_POOL,
-        VERIFY_TRIM,
-        VERIFY_CONVERSATION,
-        VERIFY_MAX_TOKENS,
-        VERIFY_PROMPT_CACHE,
-        VERIFY_RETRY,
-        VERIFY_ENDPOINT,
-        VERIFY_MODEL,
-        VERIFY_REASONING_EFFORT,
-    }
-)
-"""The remedies ``latdoc verify --remedy`` can measure, by the names it takes (the
-values of :class:`~latdoc.features.verify.remedies.VerifyRemedy`; a test holds them
-equal). Each is named once here, and the remedies that name an experiment use these."""
-
 CONVERSATION_STRATEGIES = "window:6,summary:10,reset:20"
 """Keep the last 6 turns; summarise beyond 10; start afresh every 20 (the seed's numbers)."""
 
 
 def verify_command(ctx: RunContext, remedy: str, **options: object) -> str:
-    """``latdoc verify`` for ``remedy`` on ``ctx``'s endpoint, options in the order given
-    (``pool_size=20`` becomes ``--pool-size 20``)."""
-    if remedy not in VERIFY_REMEDIES:
-        raise ValueError(f"latdoc verify has no remedy {remedy!r}")
+    """``latdoc verify`` for ``remedy`` (one of the ``VERIFY_`` names above) on ``ctx``'s
+    endpoint, options in the order given (``pool_size=20`` becomes ``--pool-size 20``)."""
     words = ["latdoc", "verify", ctx.endpoint, "--model", ctx.model, "--remedy", remedy]
     for name, value in options.items():
         words += ["--" + name.replace("_", "-"), str(value)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from latdoc.advice.verify import VERIFY_CONVERSATION
 from latdoc.analysis.compare import TRIAL_MEAN
 from latdoc.errors import UsageError
 from latdoc.features.verify.conversation import verify_conversation
@@ -38,7 +39,7 @@ def _describe(plan: VerifyPlan, options: ConversationOptions) -> tuple[str, str]
 
 
 CONVERSATION = Experiment(
-    name="conversation",
+    name=VERIFY_CONVERSATION,
     summary="bound the chat history: window, summary, reset",
     options=ConversationOptions,
     describe=_describe,

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from latdoc.advice.verify import VERIFY_ENDPOINT
 from latdoc.errors import UsageError
 from latdoc.features.verify.arms import base_arm
 from latdoc.features.verify.experiments._shared import ALT_MODEL, unanswered
@@ -64,7 +65,7 @@ async def _answers(before: Before, options: EndpointOptions) -> EndpointOptions 
 
 
 ENDPOINT = Experiment(
-    name="endpoint",
+    name=VERIFY_ENDPOINT,
     summary="another region, provider or route",
     options=EndpointOptions,
     describe=_describe,

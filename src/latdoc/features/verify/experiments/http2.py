@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from latdoc.advice.verify import VERIFY_HTTP2
 from latdoc.analysis.compare import TRIAL_MEAN
 from latdoc.features.verify.experiments._shared import (
     CONCURRENCY,
@@ -78,7 +79,7 @@ async def _offered(before: Before, options: Http2Options) -> Http2Options | str:
 
 
 HTTP2 = Experiment(
-    name="http2",
+    name=VERIFY_HTTP2,
     summary="multiplex on one HTTP/2 connection",
     options=Http2Options,
     describe=_describe,

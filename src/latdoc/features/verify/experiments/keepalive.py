@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from latdoc.advice.verify import VERIFY_KEEPALIVE
 from latdoc.features.verify.arms import base_arm
 from latdoc.features.verify.experiments._spec import Experiment, NoOptions
 from latdoc.features.verify.send import Arm
@@ -29,7 +30,7 @@ def _arms(plan: VerifyPlan, options: NoOptions, calibration: TokenCalibration) -
 
 
 KEEPALIVE = Experiment(
-    name="keepalive",
+    name=VERIFY_KEEPALIVE,
     summary="reuse one connection",
     options=NoOptions,
     describe=_describe,

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from latdoc.advice.verify import VERIFY_MAX_TOKENS
 from latdoc.features.verify.arms import QUESTION_TOKENS, base_arm, short_question
 from latdoc.features.verify.experiments._spec import Argument, Before, Experiment
 from latdoc.features.verify.send import Arm
@@ -100,7 +101,7 @@ def _cut_answers(options: MaxTokensOptions, a: Sequence[Sample], b: Sequence[Sam
 
 
 MAX_TOKENS = Experiment(
-    name="max-tokens",
+    name=VERIFY_MAX_TOKENS,
     summary="a max_tokens just above the answer",
     options=MaxTokensOptions,
     describe=_describe,

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from latdoc.advice.verify import VERIFY_MODEL
 from latdoc.errors import UsageError
 from latdoc.features.verify.arms import base_arm
 from latdoc.features.verify.experiments._shared import ALT_MODEL, unanswered
@@ -62,7 +63,7 @@ async def _answers(before: Before, options: ModelOptions) -> ModelOptions | str:
 
 
 MODEL = Experiment(
-    name="model",
+    name=VERIFY_MODEL,
     summary="another model",
     options=ModelOptions,
     describe=_describe,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from latdoc.advice.verify import VERIFY_POOL
 from latdoc.analysis.compare import TRIAL_MEAN
 from latdoc.errors import UsageError
 from latdoc.features.verify.experiments._shared import (
@@ -77,7 +78,7 @@ def _arms(plan: VerifyPlan, options: PoolOptions, calibration: TokenCalibration)
 
 
 POOL = Experiment(
-    name="pool",
+    name=VERIFY_POOL,
     summary="a pool of 2 × cores + concurrency",
     options=PoolOptions,
     describe=_describe,

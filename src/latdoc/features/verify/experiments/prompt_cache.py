@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from latdoc.advice.verify import VERIFY_PROMPT_CACHE
 from latdoc.features.verify.analysis import cached_prompt_tokens
 from latdoc.features.verify.arms import QUESTION_TOKENS, Prompts, base_arm, sized
 from latdoc.features.verify.experiments._spec import Argument, Experiment
@@ -72,7 +73,7 @@ def _no_cache(options: PromptCacheOptions, a: Sequence[Sample], b: Sequence[Samp
 
 
 PROMPT_CACHE = Experiment(
-    name="prompt-cache",
+    name=VERIFY_PROMPT_CACHE,
     summary="a stable prefix the server can cache",
     options=PromptCacheOptions,
     describe=_describe,

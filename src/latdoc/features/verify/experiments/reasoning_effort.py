@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from latdoc.advice.verify import VERIFY_REASONING_EFFORT
 from latdoc.features.verify.arms import base_arm
 from latdoc.features.verify.experiments._spec import Argument, Experiment
 from latdoc.features.verify.send import Arm
@@ -52,7 +53,7 @@ def _arms(
 
 
 REASONING_EFFORT = Experiment(
-    name="reasoning-effort",
+    name=VERIFY_REASONING_EFFORT,
     summary="a lower reasoning effort",
     options=ReasoningEffortOptions,
     describe=_describe,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from latdoc.advice.verify import VERIFY_RETRY
 from latdoc.features.verify.experiments._spec import Argument, Experiment
 from latdoc.features.verify.retry import verify_retry
 from latdoc.features.verify.retry.run import NO_RETRIES, UNDER_POLICY, retry_arms
@@ -25,7 +26,7 @@ def _describe(plan: VerifyPlan, options: RetryOptions) -> tuple[str, str]:
 
 
 RETRY = Experiment(
-    name="retry",
+    name=VERIFY_RETRY,
     summary="retry by latdoc.client.RetryPolicy",
     options=RetryOptions,
     describe=_describe,

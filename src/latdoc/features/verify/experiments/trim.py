@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from latdoc.advice.verify import VERIFY_TRIM
 from latdoc.errors import UsageError
 from latdoc.features.verify.arms import base_arm, sized
 from latdoc.features.verify.experiments._spec import Argument, Experiment
@@ -60,7 +61,7 @@ def _arms(plan: VerifyPlan, options: TrimOptions, calibration: TokenCalibration)
 
 
 TRIM = Experiment(
-    name="trim",
+    name=VERIFY_TRIM,
     summary="a shorter prompt for the same task",
     options=TrimOptions,
     describe=_describe,
