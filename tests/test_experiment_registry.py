@@ -17,15 +17,14 @@ from pathlib import Path
 import pytest
 
 from conftest import LabFactory
+from latdoc import Endpoint, UsageError, VerifyPlan, VerifyRemedy
 from latdoc.cli import EXIT_OK, EXIT_USAGE, build_parser, main
-from latdoc.errors import UsageError
-from latdoc.features.verify import VerifyPlan, VerifyRemedy, arm_summaries, experiments
+from latdoc.features.verify import arm_summaries, experiments
 from latdoc.features.verify.arms import base_arm
 from latdoc.features.verify.experiments import Argument, Experiment
 from latdoc.features.verify.remedies import build_arms
 from latdoc.features.verify.send import Arm
 from latdoc.lab.sim import LabConfig, LatencyModel
-from latdoc.probe import Endpoint
 from latdoc.workload import ASSUMED, TokenCalibration
 
 DECODE = LatencyModel(prefill_base_ms=10.0, prefill_ms_per_token=0.0, decode_ms_per_token=4.0)

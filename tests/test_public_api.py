@@ -202,6 +202,19 @@ def test_the_pages_and_records_of_the_verbs(lab: LabFactory, tmp_path: Path) -> 
             duration_s=None,
         )
         clock = latdoc.watch_clock(store, "pages", bucket_s=3600.0)
+        verified = latdoc.verify_remedy(
+            latdoc.VerifyPlan(
+                endpoint=endpoint,
+                remedy=latdoc.VerifyRemedy("keepalive"),
+                max_tokens=4,
+                max_requests=40,
+                max_seconds=30.0,
+                seed=3,
+            ),
+            store=store,
+        )
+    assert isinstance(verified, latdoc.VerifyResult)
+    assert verified.remedy == "keepalive" and verified.run_ids is not None
     assert isinstance(first, latdoc.StoredProbe) and isinstance(first.result, latdoc.ProbeRun)
     assert isinstance(comparison, latdoc.RunComparison)
     assert isinstance(loaded, latdoc.LoadRun)

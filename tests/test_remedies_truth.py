@@ -9,12 +9,21 @@ import statistics
 
 import pytest
 
+from latdoc import (
+    Diagnosis,
+    Kind,
+    Remedy,
+    RunContext,
+    Sample,
+    Step,
+    build_diagnosis,
+    diagnosis_to_dict,
+    render_diagnosis,
+    render_html,
+    render_text,
+)
 from latdoc.advice._stall import stall_timeout
 from latdoc.advice.verify import verify_command
-from latdoc.model import Diagnosis, Kind, Remedy, RunContext
-from latdoc.pipeline import build_diagnosis
-from latdoc.records import Sample, Step
-from latdoc.report import diagnosis_to_dict, render_diagnosis, render_html, render_text
 from report_samples import ENDPOINT, make_trace
 
 MODEL = "qwen2.5-7b-instruct"

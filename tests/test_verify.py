@@ -20,9 +20,17 @@ from typing import Any
 import pytest
 
 from conftest import closed_port
+from latdoc import (
+    ConnectionOptions,
+    Endpoint,
+    Store,
+    UsageError,
+    VerifyPlan,
+    VerifyRemedy,
+    VerifyResult,
+    verify_remedy,
+)
 from latdoc.cli import EXIT_OK, EXIT_USAGE, main
-from latdoc.errors import UsageError
-from latdoc.features.verify import VerifyResult, verify_remedy
 from latdoc.features.verify.experiments.endpoint import EndpointOptions
 from latdoc.features.verify.experiments.http2 import Http2Options
 from latdoc.features.verify.experiments.max_tokens import MaxTokensOptions, tight_max_tokens
@@ -31,10 +39,7 @@ from latdoc.features.verify.experiments.pool import PoolOptions
 from latdoc.features.verify.experiments.prompt_cache import PromptCacheOptions
 from latdoc.features.verify.experiments.reasoning_effort import ReasoningEffortOptions
 from latdoc.features.verify.experiments.trim import TrimOptions
-from latdoc.features.verify.remedies import VerifyPlan, VerifyRemedy
 from latdoc.lab.sim import LabConfig, LabProcess, LabServer, LatencyModel
-from latdoc.probe import ConnectionOptions, Endpoint
-from latdoc.store import Store
 
 TOLERANCE = 0.15
 """How close verify's measured gain must come to the lab's planned one."""

@@ -9,17 +9,15 @@ import numpy as np
 import pytest
 
 from conftest import closed_port
+from latdoc import Endpoint, Store, UsageError, VerifyPlan, VerifyRemedy
 from latdoc.cli import EXIT_OK, EXIT_USAGE, main
-from latdoc.errors import UsageError
-from latdoc.features.verify import VerifyPlan, VerifyRemedy, verify_conversation
+from latdoc.features.verify import verify_conversation
 from latdoc.features.verify.conversation.send import (
     ConversationOptions,
     Strategy,
     parse_strategies,
 )
 from latdoc.lab.sim import LabConfig, LabProcess, LabServer, LatencyModel
-from latdoc.probe import Endpoint
-from latdoc.store import Store
 
 LINEAR = LatencyModel(prefill_base_ms=10.0, prefill_ms_per_token=0.2, decode_ms_per_token=1.0)
 

@@ -7,15 +7,21 @@ from pathlib import Path
 
 import pytest
 
+from latdoc import (
+    Endpoint,
+    ErrorKind,
+    Phase,
+    RequestTrace,
+    Store,
+    TraceError,
+    VerifyPlan,
+    VerifyRemedy,
+)
 from latdoc.cli import EXIT_OK, main
 from latdoc.client import FailureClass, RetryPolicy
-from latdoc.errors import ErrorKind, Phase, TraceError
-from latdoc.features.verify import RetryVerdict, VerifyPlan, VerifyRemedy, verify_retry
+from latdoc.features.verify import RetryVerdict, verify_retry
 from latdoc.features.verify.retry.send import RetryOptions, failure_class
 from latdoc.lab.sim import Fault, LabConfig, LabServer, LatencyModel
-from latdoc.probe import Endpoint
-from latdoc.records import RequestTrace
-from latdoc.store import Store
 
 QUICK = LatencyModel(prefill_base_ms=5.0, prefill_ms_per_token=0.0, decode_ms_per_token=1.0)
 

@@ -27,6 +27,9 @@ VERIFY_ENDPOINT = "endpoint"
 VERIFY_MODEL = "model"
 VERIFY_REASONING_EFFORT = "reasoning-effort"
 
+_NAMED = frozenset(v for k, v in dict(globals()).items() if k.startswith("VERIFY_"))
+"""The names above, read from them: what :func:`verify_command` accepts."""
+
 CONVERSATION_STRATEGIES = "window:6,summary:10,reset:20"
 """Keep the last 6 turns; summarise beyond 10; start afresh every 20 (the seed's numbers)."""
 
@@ -34,6 +37,8 @@ CONVERSATION_STRATEGIES = "window:6,summary:10,reset:20"
 def verify_command(ctx: RunContext, remedy: str, **options: object) -> str:
     """``latdoc verify`` for ``remedy`` (one of the ``VERIFY_`` names above) on ``ctx``'s
     endpoint, options in the order given (``pool_size=20`` becomes ``--pool-size 20``)."""
+    if remedy not in _NAMED:
+        raise ValueError(f"latdoc verify has no remedy {remedy!r}")
     words = ["latdoc", "verify", ctx.endpoint, "--model", ctx.model, "--remedy", remedy]
     for name, value in options.items():
         words += ["--" + name.replace("_", "-"), str(value)]
