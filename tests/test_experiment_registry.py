@@ -22,7 +22,7 @@ from latdoc.cli import EXIT_OK, EXIT_USAGE, build_parser, main
 from latdoc.features.verify import arm_summaries, experiments
 from latdoc.features.verify.arms import base_arm
 from latdoc.features.verify.experiments import Argument, Experiment
-from latdoc.features.verify.remedies import build_arms
+from latdoc.features.verify.plan import build_arms
 from latdoc.features.verify.send import Arm
 from latdoc.lab.sim import LabConfig, LatencyModel
 from latdoc.workload import ASSUMED, TokenCalibration

@@ -2,7 +2,7 @@
 
 - :mod:`~latdoc.features.verify.experiments`: the registry, one module per remedy
   experiment: its options, its arms, how it is judged;
-- ``remedies``: the plan of an experiment, and the remedies the registry names;
+- ``plan``: the plan of an experiment, and the remedies the registry names;
 - ``arms``: what the arms send, and the arm most experiments start from;
 - ``send``: an experiment's arms, interleaved in shuffled blocks within a budget;
 - ``run``: the experiment run and both arms kept as runs (``runs``), then compared;
@@ -12,7 +12,7 @@
 """
 
 from latdoc.features.verify.conversation import ConversationVerdict, verify_conversation
-from latdoc.features.verify.remedies import VerifyPlan, VerifyRemedy, arm_summaries
+from latdoc.features.verify.plan import VerifyPlan, VerifyRemedy, arm_summaries
 from latdoc.features.verify.retry import RetryVerdict, verify_retry
 from latdoc.features.verify.run import NOT_APPLICABLE, VerifyResult, verify_remedy
 

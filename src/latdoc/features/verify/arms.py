@@ -18,7 +18,7 @@ from latdoc.probe import Prompt
 from latdoc.workload import TokenCalibration, make_prompt, prompt_cost
 
 if TYPE_CHECKING:
-    from latdoc.features.verify.remedies import VerifyPlan
+    from latdoc.features.verify.plan import VerifyPlan
 
 SHORT_TOKENS = 64
 """The prompt length of remedies that are not about the prompt."""

@@ -29,7 +29,7 @@ from latdoc.analysis.compare import (
 from latdoc.features.verify import experiments
 from latdoc.features.verify.analysis import cached_prompt_tokens
 from latdoc.features.verify.experiments import Before, Experiment
-from latdoc.features.verify.remedies import VerifyPlan
+from latdoc.features.verify.plan import VerifyPlan
 from latdoc.features.verify.runs import ArmRun, open_verify_runs
 from latdoc.features.verify.send import Arm, ExperimentResult, run_experiment
 from latdoc.records import Sample, Step, StepNote

@@ -41,7 +41,7 @@ from latdoc.workload import (
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
-    from latdoc.features.verify.remedies import VerifyPlan
+    from latdoc.features.verify.plan import VerifyPlan
 
 
 @dataclass(frozen=True)

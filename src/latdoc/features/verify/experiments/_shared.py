@@ -14,7 +14,7 @@ from latdoc.features.verify.send import Arm
 from latdoc.workload import TokenCalibration
 
 if TYPE_CHECKING:
-    from latdoc.features.verify.remedies import VerifyPlan
+    from latdoc.features.verify.plan import VerifyPlan
 
 DEFAULT_CONCURRENCY = 8
 CONCURRENCY = Argument(

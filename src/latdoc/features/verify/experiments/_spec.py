@@ -26,7 +26,7 @@ from latdoc.workload import ProgressHook, TokenCalibration
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
-    from latdoc.features.verify.remedies import VerifyPlan
+    from latdoc.features.verify.plan import VerifyPlan
 
 Opts = TypeVar("Opts")
 

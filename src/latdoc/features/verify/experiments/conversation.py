@@ -15,7 +15,7 @@ from latdoc.features.verify.experiments._spec import Argument, Experiment
 if TYPE_CHECKING:
     import argparse
 
-    from latdoc.features.verify.remedies import VerifyPlan
+    from latdoc.features.verify.plan import VerifyPlan
 
 
 def _read(args: argparse.Namespace) -> ConversationOptions:

@@ -18,7 +18,7 @@ from latdoc.workload import TokenCalibration, prompt_cost
 if TYPE_CHECKING:
     import argparse
 
-    from latdoc.features.verify.remedies import VerifyPlan
+    from latdoc.features.verify.plan import VerifyPlan
 
 GENEROUS_MAX_TOKENS = 4096
 CUT_ANSWERS_ALLOWED = 0.1

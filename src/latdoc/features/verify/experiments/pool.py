@@ -25,7 +25,7 @@ from latdoc.workload import TokenCalibration
 if TYPE_CHECKING:
     import argparse
 
-    from latdoc.features.verify.remedies import VerifyPlan
+    from latdoc.features.verify.plan import VerifyPlan
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from latdoc.workload import TokenCalibration, make_prompt
 if TYPE_CHECKING:
     import argparse
 
-    from latdoc.features.verify.remedies import VerifyPlan
+    from latdoc.features.verify.plan import VerifyPlan
 
 DEFAULT_PREFIX_TOKENS = 2048
 

@@ -14,7 +14,7 @@ from latdoc.features.verify.retry.send import RetryOptions
 if TYPE_CHECKING:
     import argparse
 
-    from latdoc.features.verify.remedies import VerifyPlan
+    from latdoc.features.verify.plan import VerifyPlan
 
 
 def _read(args: argparse.Namespace) -> RetryOptions:

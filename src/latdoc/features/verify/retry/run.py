@@ -21,7 +21,7 @@ from latdoc.workload import ASSUMED, Budget, ProgressHook, TokenCalibration
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
-    from latdoc.features.verify.remedies import VerifyPlan
+    from latdoc.features.verify.plan import VerifyPlan
 
 
 NO_RETRIES = "no retries: the first failure is the application's"
