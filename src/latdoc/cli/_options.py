@@ -308,6 +308,17 @@ def endpoint_and_connection(
     return endpoint, connection
 
 
+def plan_default(plan: type[Any], name: str) -> Any:
+    """The default of ``plan``'s field ``name``: a flag's default is what the library's plan
+    does when the field is not given, written once there."""
+    import dataclasses
+
+    for f in dataclasses.fields(plan):
+        if f.name == name and f.default is not dataclasses.MISSING:
+            return f.default
+    raise LookupError(f"{plan.__name__}.{name} has no default")
+
+
 _DURATION_UNITS = {
     "us": 1e-6,
     "µs": 1e-6,

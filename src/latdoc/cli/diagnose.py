@@ -20,6 +20,7 @@ from latdoc.cli._options import (
     api_key,
     endpoint_and_connection,
     open_store,
+    plan_default,
     positive_int,
     target,
     vantages,
@@ -45,9 +46,9 @@ from latdoc.workload import (
     planned_tokens,
 )
 
-DEFAULT_MAX_REQUESTS = 40
-DEFAULT_MAX_SECONDS = 120.0
-DEFAULT_MAX_TOKENS = 32
+DEFAULT_MAX_REQUESTS = plan_default(DiagnosisPlan, "max_requests")
+DEFAULT_MAX_SECONDS = plan_default(DiagnosisPlan, "max_seconds")
+DEFAULT_MAX_TOKENS = plan_default(DiagnosisPlan, "max_tokens")
 
 
 def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:

@@ -22,6 +22,7 @@ from latdoc.cli._options import (
     duration,
     endpoint_and_connection,
     open_store,
+    plan_default,
     positive_float,
     positive_int,
     start_metrics,
@@ -33,13 +34,13 @@ from latdoc.report import ProgressBars
 from latdoc.store import Store
 
 DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16)
-DEFAULT_DURATION_S = 10.0
-DEFAULT_MAX_REQUESTS = 2000
-DEFAULT_MAX_SECONDS = 600.0
-DEFAULT_MAX_TOKENS = 64
-DEFAULT_PROMPT_TOKENS = 64
-DEFAULT_MAX_IN_FLIGHT = 64
-DEFAULT_MAX_ERROR_RATE = 0.5
+DEFAULT_DURATION_S = plan_default(LoadPlan, "duration_per_level")
+DEFAULT_MAX_REQUESTS = plan_default(LoadPlan, "max_requests")
+DEFAULT_MAX_SECONDS = plan_default(LoadPlan, "max_seconds")
+DEFAULT_MAX_TOKENS = plan_default(LoadPlan, "max_tokens")
+DEFAULT_PROMPT_TOKENS = plan_default(LoadPlan, "prompt_tokens")
+DEFAULT_MAX_IN_FLIGHT = plan_default(LoadPlan, "max_in_flight")
+DEFAULT_MAX_ERROR_RATE = plan_default(LoadPlan, "max_error_rate")
 DEFAULT_RAY_WORKERS = 2
 
 

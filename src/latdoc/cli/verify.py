@@ -22,6 +22,7 @@ from latdoc.cli._options import (
     api_key,
     endpoint_and_connection,
     open_store,
+    plan_default,
     positive_float,
     positive_int,
     target,
@@ -32,8 +33,8 @@ from latdoc.features.verify import experiments as registry
 from latdoc.pipeline import compare_runs
 from latdoc.store import Store
 
-DEFAULT_VERIFY_REQUESTS = 200
-DEFAULT_VERIFY_SECONDS = 180.0
+DEFAULT_VERIFY_REQUESTS = plan_default(VerifyPlan, "max_requests")
+DEFAULT_VERIFY_SECONDS = plan_default(VerifyPlan, "max_seconds")
 
 
 def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:

@@ -57,7 +57,7 @@ class LoadPlan:
     max_tokens: int = 64
     max_requests: int = 2000
     token_budget: int | None = None
-    max_seconds: float = 300.0
+    max_seconds: float = 600.0
     max_error_rate: float = 0.5
     max_in_flight: int = 64
     """Open loop: requests open at once, at most."""
