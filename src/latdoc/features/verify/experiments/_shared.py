@@ -11,15 +11,16 @@ from latdoc.errors import UsageError
 from latdoc.features.verify.arms import base_arm
 from latdoc.features.verify.experiments._spec import Argument
 from latdoc.features.verify.send import Arm
+from latdoc.model import DEFAULT_CONCURRENCY
 from latdoc.workload import TokenCalibration
 
 if TYPE_CHECKING:
     from latdoc.features.verify.plan import VerifyPlan
 
-DEFAULT_CONCURRENCY = 8
 CONCURRENCY = Argument(
     "--concurrency",
-    "requests at once, for http2 and pool (default %(default)s)",
+    "the requests at once you expect in production, for http2 and pool: each trial sends "
+    "them and the advised pool is sized for them (default %(default)s)",
     kind=int,
     default=DEFAULT_CONCURRENCY,
     metavar="N",

@@ -11,7 +11,6 @@ from latdoc.advice.verify import VERIFY_HTTP2
 from latdoc.analysis.compare import TRIAL_MEAN
 from latdoc.features.verify.experiments._shared import (
     CONCURRENCY,
-    DEFAULT_CONCURRENCY,
     POOL_SIZE,
     check_pool_size,
     http1_pool_arm,
@@ -19,6 +18,7 @@ from latdoc.features.verify.experiments._shared import (
 )
 from latdoc.features.verify.experiments._spec import Before, Experiment
 from latdoc.features.verify.send import Arm
+from latdoc.model import DEFAULT_CONCURRENCY
 from latdoc.workload import TokenCalibration
 
 if TYPE_CHECKING:

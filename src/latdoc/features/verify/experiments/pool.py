@@ -11,14 +11,13 @@ from latdoc.analysis.compare import TRIAL_MEAN
 from latdoc.errors import UsageError
 from latdoc.features.verify.experiments._shared import (
     CONCURRENCY,
-    DEFAULT_CONCURRENCY,
     POOL_SIZE,
     check_pool_size,
     http1_pool_arm,
 )
 from latdoc.features.verify.experiments._spec import Experiment
 from latdoc.features.verify.send import Arm
-from latdoc.model import pool_size
+from latdoc.model import DEFAULT_CONCURRENCY, pool_size
 from latdoc.pipeline import cpu_count
 from latdoc.workload import TokenCalibration
 
