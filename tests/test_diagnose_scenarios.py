@@ -24,7 +24,7 @@ from latdoc import (
     RunContext,
     Scenario,
     build_diagnosis,
-    run_diagnosis,
+    measure_steps,
 )
 from latdoc.lab.sim import Fault, LabConfig, LabProcess, LatencyModel
 
@@ -52,7 +52,7 @@ def _diagnose(
             context_window=context_window,
             seed=11,
         )
-        result = asyncio.run(run_diagnosis(plan))
+        result = asyncio.run(measure_steps(plan))
     context = RunContext(
         "test", url, config.model, scenario, cpu_count=2, notes=tuple(result.notes)
     )
