@@ -244,3 +244,40 @@ def test_the_stall_bound_lies_between_the_normal_gaps_and_the_longest_stall(
     # The first token came after 800 ms: httpx's read timeout would cut it, so not proposed.
     if bound.gap_ms < 800:
         assert "httpx.Timeout" not in bound.change and "asyncio.timeout" in bound.change
+
+
+def test_a_small_measured_saving_does_not_outrank_the_fix_for_the_verdicts_seconds() -> None:
+    import latdoc
+    from latdoc.advice import keys
+    from latdoc.advice.remedies import _rank
+
+    keep_alive = Remedy(
+        keys.KEEP_ALIVE,
+        "Reuse connections",
+        Kind.NETWORK_SETUP,
+        "keep one client",
+        15.0,
+        gain_interval_ms=(10.0, 20.0),
+        gain_source="measured",
+    )
+    spread = Remedy(keys.SPREAD_REQUESTS, "Spread requests", Kind.QUEUEING, "a semaphore", None)
+    trim = Remedy(
+        keys.TRIM_WINDOW,
+        "Trim",
+        Kind.INPUT_LENGTH,
+        "keep the last turns",
+        800.0,
+        gain_interval_ms=(700.0, 900.0),
+        gain_source="fitted",
+    )
+    cache = Remedy(keys.PROMPT_CACHE, "Cache the prefix", Kind.INPUT_LENGTH, "fixed first", None)
+    shares = {Kind.QUEUEING: 3000.0, Kind.NETWORK_SETUP: 15.0, Kind.INPUT_LENGTH: 1500.0}
+    ranked = sorted(
+        [keep_alive, cache, spread, trim], key=lambda r: _rank(r, latdoc.Scenario.CHAT, shares)
+    )
+    assert [r.key for r in ranked] == [
+        keys.SPREAD_REQUESTS,
+        keys.TRIM_WINDOW,
+        keys.PROMPT_CACHE,
+        keys.KEEP_ALIVE,
+    ]

@@ -1,9 +1,9 @@
 """Findings become remedies, ranked for the user's scenario. Each contributing kind's
 builders (:mod:`.builders`: one module per kind in :mod:`.kinds`) name its remedies; a
-negligible finding gets none. Ranking: remedies with a gain first, by gain weighted by
-how much the scenario cares (chat: latency first; batch: cost first; longdoc: quality
-with long input); then the rest by that weight times the share of the kind they
-address; trade-offs such as a smaller model always last.
+negligible finding gets none. Ranking, weighted by how much the scenario cares (chat:
+latency first; batch: cost first; longdoc: quality with long input): by the share of
+the kind a remedy addresses, the most it could save; where that ties, the remedies whose
+gain this run measured or fitted first; trade-offs such as a smaller model always last.
 """
 
 from __future__ import annotations
@@ -55,13 +55,22 @@ def recommend(diagnosis: Diagnosis, context: RunContext) -> tuple[Remedy, ...]:
     return tuple(sorted(remedies.values(), key=lambda r: _rank(r, context.scenario, shares)))
 
 
-def _rank(r: Remedy, scenario: Scenario, shares: Mapping[Kind, float]) -> tuple[int, int, float]:
-    """Trade-offs last; before them, gains by size, then the rest by the share of the
-    kind they address (what the run measured, not what the remedy would save)."""
+def _rank(
+    r: Remedy, scenario: Scenario, shares: Mapping[Kind, float]
+) -> tuple[int, float, int, float]:
+    """Trade-offs last; before them, by what the remedy's kind adds to a typical request
+    (the most any remedy of it can save) weighted for the scenario, so a small measured
+    saving never outranks the fix for the verdict's seconds; where that ties (remedies of
+    one kind and weight), the ones whose gain the run measured or fitted first, larger
+    gains first."""
     weight = WEIGHTS.get(r.key, {}).get(scenario, DEFAULT_WEIGHT)
-    if r.predicted_gain_ms is not None:
-        return (1 if r.tradeoff else 0, 0, -weight * r.predicted_gain_ms)
-    return (1 if r.tradeoff else 0, 1, -weight * shares.get(r.addresses, 1.0))
+    measured = r.predicted_gain_ms is not None
+    return (
+        1 if r.tradeoff else 0,
+        -weight * shares.get(r.addresses, 0.0),
+        0 if measured else 1,
+        -weight * (r.predicted_gain_ms or 0.0),
+    )
 
 
 def with_remedies(diagnosis: Diagnosis, context: RunContext) -> Diagnosis:
