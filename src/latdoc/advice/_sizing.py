@@ -32,4 +32,8 @@ def advised_pool(cpu_count: int, concurrency: int) -> int:
 
 
 def trim_window(long_tokens: int) -> int:
+    """The window a prompt of ``long_tokens`` is trimmed to: the seed's 2K
+    (:data:`TRIM_WINDOW_TOKENS`) where the run measured prompts of 4K tokens or more; below
+    that, half the longest prompt (256 at least), since a 2K window would leave a
+    2K-token prompt as it is and the fitted gain, and its experiment, would read zero."""
     return min(TRIM_WINDOW_TOKENS, max(256, long_tokens // 2))
