@@ -341,3 +341,34 @@ def test_metrics_serve_the_sweep_while_it_runs(lab: LabFactory, tmp_path: Path) 
     assert code == 0
     assert scraped, "no scrape saw a request counted"
     assert 'model="lab-sim"' in scraped[0] and "latdoc_ttft_seconds_bucket{" in scraped[0]
+
+
+def test_littles_law_catches_a_level_that_held_half_its_concurrency() -> None:
+    import dataclasses
+
+    from latdoc import Sample, Step
+    from latdoc.features.load.analysis import LevelWindow, analyse_load
+    from report_samples import make_trace
+
+    # A level of 8 streams whose client only ever had 4 requests open: back-to-back
+    # pairs of 4, each request 1 s. Throughput × latency from the same traces is 4 too,
+    # so only the level's own target shows that the load was not held.
+    base = make_trace(dns=None, connect=None, tls=None, send=1.0, wait=500.0, stream=499.0)
+    second = 10**9
+    samples = [
+        Sample(
+            Step.LOAD,
+            dataclasses.replace(base, t0_ns=start + k * second),
+            target_prompt_tokens=128,
+            concurrency=8,
+        )
+        for start in (0, 1000, 2000, 3000)
+        for k in range(10)
+    ]
+    window = LevelWindow(1, 8, None, 0, 10 * second)
+    (level,) = analyse_load([window], samples).levels
+    assert level.little is not None
+    assert level.little.in_flight == pytest.approx(4.0, rel=0.05)
+    assert level.little.predicted == pytest.approx(4.0, rel=0.1)
+    assert level.little.target == 8.0
+    assert not level.little.holds

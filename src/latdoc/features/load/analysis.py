@@ -13,9 +13,11 @@ count in the latency percentiles.
 - The **throughput plateau** is the first level whose requests/s grows less than
   :data:`PLATEAU_GROWTH` over the previous level's: more load buys no more work.
 - **Little's law**: over a window, the mean number of requests in flight equals
-  throughput × mean latency. The in-flight mean is measured from the traces; a
-  gap beyond :data:`LITTLE_TOLERANCE` means the window is too short for its
-  latency, or the client did not keep the load it meant to.
+  throughput × mean latency. Measured from the same traces the two sides agree up to
+  edge effects, so the check holds the in-flight mean against the level's *target*:
+  its concurrency (closed loop), or its asked rate × mean latency (open loop). A gap
+  beyond :data:`LITTLE_TOLERANCE` means the client did not hold the load it meant to,
+  or the window was too short for its latency.
 - **Goodput**: the requests per second (and the share) meeting every SLO.
 
 A level cut short from outside (an interrupted sweep) is kept and marked
@@ -114,15 +116,20 @@ class Slo:
 
 @dataclass(frozen=True, slots=True)
 class LittlesLaw:
+    """Requests in flight over a level's window, against what the level meant to hold."""
+
     in_flight: float
     """Mean requests in flight over the window, measured from the traces."""
     predicted: float
-    """Throughput × mean latency."""
+    """Throughput × mean latency, from the same traces (equal to ``in_flight`` up to
+    edge effects: shown, not judged)."""
+    target: float
+    """What the level meant to hold: its concurrency, or its asked rate × mean latency."""
 
     @property
     def error(self) -> float:
-        """Relative gap between the two, as a share of the measured."""
-        return abs(self.predicted - self.in_flight) / max(self.in_flight, 1e-9)
+        """Relative gap between the measured in-flight mean and the target."""
+        return abs(self.in_flight - self.target) / max(self.target, 1e-9)
 
     @property
     def holds(self) -> bool:
@@ -252,7 +259,8 @@ def _departures(
 
 
 def _little(window: LevelWindow, samples: Sequence[Sample]) -> LittlesLaw | None:
-    """Time in flight inside the window against throughput × mean latency.
+    """Time in flight inside the window against the level's target (and, shown beside
+    it, throughput × mean latency).
 
     Throughput is the mean of arrivals and departures in the window: counting only
     arrivals overstates it by the requests still open at the window's end, counting
@@ -276,8 +284,15 @@ def _little(window: LevelWindow, samples: Sequence[Sample]) -> LittlesLaw | None
         return None
     seconds = window.seconds
     in_flight = busy_ns / 1e9 / seconds
-    predicted = (arrived + departed) / 2 / seconds * float(np.mean(latencies))
-    return LittlesLaw(in_flight, predicted)
+    latency = float(np.mean(latencies))
+    predicted = (arrived + departed) / 2 / seconds * latency
+    if window.concurrency is not None:
+        target = float(window.concurrency)
+    elif window.rate is not None:
+        target = window.rate * latency
+    else:
+        return None
+    return LittlesLaw(in_flight, predicted, target)
 
 
 def analyse_load(

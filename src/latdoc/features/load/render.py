@@ -113,16 +113,16 @@ def findings(analysis: LoadAnalysis) -> list[str]:
     if checked and not off:
         worst = max(lv.little.error for lv in checked if lv.little is not None)
         lines.append(
-            f"Little's law holds at every level (in flight ≈ throughput × latency, "
+            f"Little's law holds at every level (in flight ≈ the level's target, "
             f"at most {worst:.0%} off)."
         )
     for lv in off:
         assert lv.little is not None
         lines.append(
             f"Little's law is {lv.little.error:.0%} off at {_level_name(lv)} "
-            f"({lv.little.in_flight:.1f} in flight, throughput × latency "
-            f"{lv.little.predicted:.1f}; tolerance {LITTLE_TOLERANCE:.0%}): the level was "
-            "too short for its latency, or the client did not hold the load it meant to."
+            f"({lv.little.in_flight:.1f} in flight against a target of "
+            f"{lv.little.target:.1f}; tolerance {LITTLE_TOLERANCE:.0%}): the client did not "
+            "hold the load it meant to, or the level was too short for its latency."
         )
     slo = analysis.slo
     if slo.any:
@@ -244,6 +244,7 @@ def _level_dict(lv: LevelStats) -> dict[str, Any]:
         else {
             "in_flight": lv.little.in_flight,
             "throughput_x_latency": lv.little.predicted,
+            "target": lv.little.target,
             "error": lv.little.error,
             "holds": lv.little.holds,
         },
