@@ -11,6 +11,7 @@ import pytest
 
 from latdoc import (
     Diagnosis,
+    Finding,
     Kind,
     Remedy,
     RunContext,
@@ -281,3 +282,30 @@ def test_a_small_measured_saving_does_not_outrank_the_fix_for_the_verdicts_secon
         keys.PROMPT_CACHE,
         keys.KEEP_ALIVE,
     ]
+
+
+def test_stalls_in_half_the_streams_are_not_dismissed_by_the_spread_they_make() -> None:
+    import dataclasses
+
+    from latdoc.analysis.noticeable import is_noticeable, noticeable_bar
+    from latdoc.records import Chunk
+
+    # Four identical warm requests of 0.2 s, two of which stall 2 s mid-stream: their
+    # end-to-end spread (scaled MAD 1.48 s) is the stalls themselves.
+    def warm(stall_ms: float) -> Sample:
+        t = make_trace(dns=None, connect=None, tls=None, wait=100.0, first_token=5.0, stream=90.0)
+        shift = round(stall_ms * 1e6)
+        chunks = tuple(
+            c if i < 5 else Chunk(t_ns=c.t_ns + shift, chars=c.chars, tokens=c.tokens)
+            for i, c in enumerate(t.chunks)
+        )
+        trace = dataclasses.replace(t, chunks=chunks, done_ns=(t.done_ns or 0) + shift)
+        return Sample(Step.NETWORK, trace, 16, 1, cold=False)
+
+    samples = [warm(0.0), warm(2000.0), warm(0.0), warm(2000.0)]
+    bar = noticeable_bar(samples)
+    assert bar is not None
+    finding = Finding(
+        Kind.STALLS, "stalls", "rule", {"requests": 2.0}, share_ms=1000.0, confidence=0.8
+    )
+    assert is_noticeable(finding, bar), bar

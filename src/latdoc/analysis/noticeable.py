@@ -14,7 +14,9 @@ gets no remedies. A finding contributes when its share of the typical request is
   deviation it is not inflated by the one slow request the other rules are there to explain. A share
   below it is smaller than what one identical request differs from the next. (A
   stream that stalls makes end-to-end times vary by seconds; that says nothing
-  about how much the first token varies.)
+  about how much the first token varies.) The end-to-end spread is read with each
+  request's own stalls taken out: where half the streams stall, the stalls *are* the
+  spread, and a cause must not be dismissed by the noise it makes.
 
 A kind whose spec says a user notices it whatever its share (failed requests) is
 never negligible.
@@ -27,6 +29,7 @@ from collections.abc import Callable, Sequence
 
 from latdoc.analysis.kinds import spec_of
 from latdoc.analysis.servertime import split_ttft
+from latdoc.analysis.signals import find_stalls
 from latdoc.analysis.stats import median_of
 from latdoc.model import Finding, NoticeableBar, RequestParts
 from latdoc.records import RequestTrace, Sample, Step
@@ -56,9 +59,18 @@ def noticeable_bar(samples: Sequence[Sample]) -> NoticeableBar | None:
     if typical is None:
         return None
     use_warm = len(totals_warm) >= MIN_SAME_CONDITION
-    same = totals_warm if use_warm else totals_seq
-    ttfts = _values(samples, warm if use_warm else sequential, lambda t: t.ttft_ms)
-    return NoticeableBar(typical, _noise(same) or 0.0, NOTICEABLE_FRACTION, _noise(ttfts))
+    same = warm if use_warm else sequential
+    unstalled = _values(samples, same, _total_without_stalls)
+    ttfts = _values(samples, same, lambda t: t.ttft_ms)
+    return NoticeableBar(typical, _noise(unstalled) or 0.0, NOTICEABLE_FRACTION, _noise(ttfts))
+
+
+def _total_without_stalls(trace: RequestTrace) -> float | None:
+    """End-to-end time less the stalls the stalls rule finds in this stream."""
+    total = trace.total_ms
+    if total is None:
+        return None
+    return total - sum(stall.gap_ms for stall in find_stalls(trace.itl_ms))
 
 
 def is_noticeable(finding: Finding, bar: NoticeableBar | None) -> bool:
