@@ -46,6 +46,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/server_accounting.py
 	$(BIN)/python bench/load_workers.py
 	$(BIN)/python bench/h2_arrivals.py
+	$(BIN)/python bench/calibration.py
 
 clean:
 	rm -rf $(VENV) build dist site src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,153 @@
+"""Seeded draws of scenarios: a healthy endpoint, then none, one or two causes injected.
+
+Each scenario starts from a healthy endpoint drawn within MISSION.md's healthy
+ranges (fast DNS, a near region, a flat length curve, slots to spare, a quick
+decode), then gets its causes, each ``clear`` (well beyond the healthy bound) or
+``borderline`` (just beyond it), and a noise level. The label says what was drawn;
+the truth (:mod:`bank.truth`) is computed from the resulting model, not from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+import numpy as np
+
+from bank.scenario import Scenario
+
+NOISE = {"low": 0.03, "mid": 0.10, "high": 0.25}
+INTENSITIES = ("clear", "borderline")
+Inject = Callable[[Scenario, np.random.Generator, bool], Scenario]
+
+
+def healthy(seed: int, rng: np.random.Generator, noise: str) -> Scenario:
+    return Scenario(
+        seed=seed,
+        dns_ms=float(rng.uniform(2, 60)),
+        rtt_ms=float(rng.uniform(5, 60)),
+        tls=bool(rng.random() < 0.85),
+        tls_extra_ms=float(rng.uniform(0, 40)),
+        prefill_a_ms=float(rng.uniform(60, 300)),
+        prefill_b_ms=float(rng.uniform(0.01, 0.08)),
+        prefill_c_ms=0.0,
+        tpot_ms=float(rng.uniform(8, 35)),
+        output_tokens=int(rng.choice([32, 32, 32, 64, 128])),
+        slots=int(rng.choice([8, 16, 32, 64])),
+        concurrency=int(rng.choice([4, 4, 4, 8])),
+        jitter=NOISE[noise],
+    )
+
+
+def _between(
+    rng: np.random.Generator, clear: bool, strong: tuple[float, float], near: tuple[float, float]
+) -> float:
+    return float(rng.uniform(*(strong if clear else near)))
+
+
+def slow_dns(s: Scenario, rng: np.random.Generator, clear: bool) -> Scenario:
+    return replace(s, dns_ms=_between(rng, clear, (400, 1500), (220, 320)))
+
+
+def slow_tls(s: Scenario, rng: np.random.Generator, clear: bool) -> Scenario:
+    return replace(s, tls=True, tls_extra_ms=_between(rng, clear, (400, 1200), (220, 320)))
+
+
+def closes(s: Scenario, rng: np.random.Generator, clear: bool) -> Scenario:
+    dns = _between(rng, clear, (60, 180), (5, 30))
+    return replace(s, server_closes=True, dns_ms=dns, tls=clear or s.tls)
+
+
+def far(s: Scenario, rng: np.random.Generator, clear: bool) -> Scenario:
+    return replace(s, rtt_ms=_between(rng, clear, (160, 400), (110, 140)))
+
+
+def long_input(s: Scenario, rng: np.random.Generator, clear: bool) -> Scenario:
+    """Prefill that grows by ``growth`` ms from 128 to 2048 tokens, part linear, part
+    quadratic."""
+    growth = _between(rng, clear, (2000, 9000), (1100, 1500))
+    linear = float(rng.uniform(0, 1))
+    b = linear * growth / (2048 - 128)
+    c = (1 - linear) * growth / (2048**2 - 128**2)
+    return replace(s, prefill_b_ms=b, prefill_c_ms=c)
+
+
+def burst_queue(s: Scenario, rng: np.random.Generator, clear: bool) -> Scenario:
+    slots = 1 if clear else max(1, s.concurrency // 2)
+    return replace(s, slots=slots)
+
+
+def busy(s: Scenario, rng: np.random.Generator, clear: bool) -> Scenario:
+    return replace(
+        s,
+        busy_share=_between(rng, clear, (0.2, 0.4), (0.08, 0.15)),
+        busy_ms=_between(rng, clear, (1000, 4000), (250, 500)),
+    )
+
+
+def slow_decode(s: Scenario, rng: np.random.Generator, clear: bool) -> Scenario:
+    return replace(s, tpot_ms=_between(rng, clear, (80, 200), (55, 65)))
+
+
+def stalls(s: Scenario, rng: np.random.Generator, clear: bool) -> Scenario:
+    return replace(
+        s,
+        stall_share=_between(rng, clear, (0.3, 0.8), (0.12, 0.25)),
+        stall_ms=_between(rng, clear, (1000, 4000), (250, 500)),
+    )
+
+
+def errors(s: Scenario, rng: np.random.Generator, clear: bool) -> Scenario:
+    code = str(rng.choice(["http:429", "http:503", "timeout", "stream_broken"]))
+    share = _between(rng, clear, (0.3, 0.5), (0.08, 0.15))
+    return replace(s, error_share=share, error_code=code)
+
+
+CAUSES: dict[str, tuple[Inject, float]] = {
+    "slow_dns": (slow_dns, 1.0),
+    "slow_tls": (slow_tls, 0.7),
+    "closes": (closes, 1.0),
+    "far": (far, 1.5),
+    "long_input": (long_input, 2.0),
+    "burst_queue": (burst_queue, 1.0),
+    "busy": (busy, 1.0),
+    "slow_decode": (slow_decode, 1.5),
+    "stalls": (stalls, 1.5),
+    "errors": (errors, 0.5),
+}
+"""Each cause and how often it is drawn, relative to the others."""
+MIX = {0: 0.15, 1: 0.5, 2: 0.35}
+"""How many causes a scenario gets: none, one or two."""
+
+
+def draw(
+    seed: int,
+    causes: tuple[str, ...] | None = None,
+    intensity: str | None = None,
+    noise: str | None = None,
+) -> Scenario:
+    """One scenario; what is not given is drawn from ``seed``."""
+    rng = np.random.default_rng([seed, 1])
+    noise = noise or str(rng.choice(list(NOISE), p=[0.4, 0.4, 0.2]))
+    if causes is None:
+        count = int(rng.choice(list(MIX), p=list(MIX.values())))
+        names = list(CAUSES)
+        weights = np.array([w for _, w in CAUSES.values()])
+        causes = tuple(
+            str(c) for c in rng.choice(names, count, replace=False, p=weights / weights.sum())
+        )
+    s = healthy(seed, rng, noise)
+    words = []
+    for cause in causes:
+        clear = (intensity or str(rng.choice(INTENSITIES, p=[0.7, 0.3]))) == "clear"
+        s = CAUSES[cause][0](s, rng, clear)
+        words.append(f"{cause}({'clear' if clear else 'borderline'})")
+    return replace(
+        s,
+        label=" + ".join(words) or "healthy",
+    )
+
+
+def draw_many(n: int, seed: int) -> list[Scenario]:
+    """``n`` scenarios of the default mix, reproducible from ``seed``."""
+    return [draw(seed * 1_000_003 + i) for i in range(n)]
