@@ -39,6 +39,10 @@ def test_no_saving_when_the_server_closed_every_connection(lab: LabFactory) -> N
     assert d.network["keepalive_saving_ms"] is None
     assert d.network["keepalive_saving_low_ms"] is None
     assert d.network["keepalive_saving_high_ms"] is None
+    assert d.network_check is not None
+    assert d.network_check.keepalive_why == (
+        "the server closed every connection: no request reused one"
+    )
 
 
 def test_paired_new_and_reused_connections_measure_the_saving(lab: LabFactory) -> None:
@@ -47,6 +51,7 @@ def test_paired_new_and_reused_connections_measure_the_saving(lab: LabFactory) -
     assert d.network["keepalive_saving_ms"] is not None
     assert (d.network["keepalive_new_n"] or 0) >= MIN_KEEPALIVE_N
     assert (d.network["keepalive_reused_n"] or 0) >= MIN_KEEPALIVE_N
+    assert d.network_check is not None and d.network_check.keepalive_why is None
 
 
 def test_no_saving_from_traffic_of_one_cold_and_eleven_warm_different_prompts(
@@ -79,3 +84,7 @@ def test_no_saving_from_traffic_of_one_cold_and_eleven_warm_different_prompts(
     reused = [s for s in run.samples if s.trace.new_connection is False]
     assert (len(new), len(reused)) == (1, 11)
     assert run.diagnosis.network["keepalive_saving_ms"] is None
+    check = run.diagnosis.network_check
+    assert check is not None and check.keepalive_why == (
+        "no new and reused connections carried requests of the same prompt length"
+    )
