@@ -27,7 +27,7 @@ REMEDY_KEYS = {
     "key", "title", "addresses", "change", "predicted_gain_ms", "tradeoff", "gain_interval_ms",
     "gain_source", "verify_command", "how_to_measure",
 }  # fmt: skip
-STEPS_KEYS = {"network", "length", "load", "reasoning"}
+STEPS_KEYS = {"network", "network_rule", "length", "load", "reasoning"}
 LENGTH_KEYS = {
     "points", "a_ms", "b_ms_per_1k", "c_ms_per_1k2", "prefill_ms_per_1k", "shape",
     "ratio_long_short", "rule",

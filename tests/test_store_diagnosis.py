@@ -19,7 +19,14 @@ from latdoc import (
     build_diagnosis,
     diagnosis_to_dict,
 )
-from latdoc.model import Disagreement, LengthCheck, NoticeableBar, RequestParts, ServerAccount
+from latdoc.model import (
+    Disagreement,
+    LengthCheck,
+    NetworkCheck,
+    NoticeableBar,
+    RequestParts,
+    ServerAccount,
+)
 from latdoc.report import diagnosis_to_dict as report_diagnosis_to_dict
 from latdoc.store import diagnosis_from_record, diagnosis_to_record
 from report_samples import make_diagnosis, run_samples
@@ -54,6 +61,9 @@ def _full() -> Diagnosis:
         findings=(d.findings[0], errors),
         verdict=replace(d.verdict, negligible=(Kind.DECODE,)),
         length_check=LengthCheck(128, 337.0, 2048, 2124.5, 6.3, 1787.5, 40.0, True, True, "fired"),
+        network_check=NetworkCheck(
+            77.0, 802.5, 200.0, 3.0, "model service", "the model service", "no pair"
+        ),
         noticeable=NoticeableBar(2400.0, 35.0, 0.05, 12.5),
         typical_request=RequestParts(77.0, 2.5, 380.0, 1200.0, 4, 0.0, 12.0),
         system=(
@@ -90,6 +100,7 @@ def test_a_diagnosis_comes_back_from_its_document() -> None:
     assert back.length.points == d.length.points
     assert back.length.predict_ms(4096) == pytest.approx(d.length.predict_ms(4096))
     assert back.length_check == d.length_check and back.noticeable == d.noticeable
+    assert back.network_check == d.network_check
     assert back.typical_request == d.typical_request
     assert back.system == d.system and back.server == d.server
 
@@ -120,6 +131,7 @@ def test_a_document_of_an_older_version_reads_without_the_keys_added_since() -> 
         del document[key]
     del document["verdict"]["negligible"]
     del document["steps"]["reasoning"]
+    del document["steps"]["network_rule"]
     del document["steps"]["length"]["rule"]
     for remedy in document["remedies"]:
         for key in ("gain_interval_ms", "gain_source", "verify_command", "how_to_measure"):
@@ -127,6 +139,7 @@ def test_a_document_of_an_older_version_reads_without_the_keys_added_since() -> 
     d = diagnosis_from_record(document)
     assert d.verdict.negligible == () and d.noticeable is None and d.typical_request is None
     assert d.system == () and d.server is None and d.reasoning == {} and d.length_check is None
+    assert d.network_check is None
     # An old version printed gains it had not measured: they read as no gain.
     assert [r.predicted_gain_ms for r in d.remedies] == [None, None, None]
     assert [r.key for r in d.remedies] == [r.key for r in make_diagnosis().remedies]

@@ -19,6 +19,7 @@ from latdoc.analysis.facts import Facts, gather_facts
 from latdoc.analysis.kinds import specs
 from latdoc.analysis.kinds.healthy import healthy_shares, healthy_verdict
 from latdoc.analysis.kinds.input_length import LONG_REFERENCE_TOKENS, length_check
+from latdoc.analysis.network_check import network_check
 from latdoc.analysis.noticeable import is_noticeable, noticeable_bar, request_parts
 from latdoc.analysis.traffic import StepViews
 from latdoc.model import Diagnosis, Finding, NoticeableBar, RunContext, Scenario, Verdict
@@ -59,6 +60,7 @@ def diagnose(
         requests=len(measured),
         failed=sum(1 for t in measured if not t.ok),
         length_check=length_check(facts),
+        network_check=network_check(facts, verdict),
         noticeable=bar,
         typical_request=request_parts(steps),
         server=facts.server,

@@ -1,12 +1,13 @@
 """Step summaries computed once from a run's samples, for the attribution rules and the report.
 
 The network step: medians of DNS, connect, TLS and setup over cold requests, and of
-send, wait, TTFB and TTFT over warm ones; what keep-alive saves (cold − warm TTFB on
-reused connections, and the setup every new connection pays) with 95% bootstrap
-intervals. The load step: dispersion of same-length TTFTs and the rise under
-concurrency, on server-side TTFT (from the request reaching the wire: without the
-client's pool wait, its own delay and the connection's setup). The length step: the
-fitted curve. And across all steps: stalls, failures, Retry-After, the client's
+send, wait, TTFB and TTFT over warm ones; what keep-alive saves (the first byte of new
+connections minus that of reused ones, of one prompt length and at least
+:data:`MIN_KEEPALIVE_N` of each, else not measured and why; and the setup every new
+connection pays) with 95% bootstrap intervals. The load step: dispersion of same-length
+TTFTs and the rise under concurrency, on server-side TTFT (from the request reaching the
+wire: without the client's pool wait, its own delay and the connection's setup). The
+length step: the fitted curve. And across all steps: stalls, failures, Retry-After, the client's
 event-loop lag and its own delay before requests left.
 """
 
@@ -24,6 +25,10 @@ from latdoc.analysis.signals import dispersion, find_stalls
 from latdoc.analysis.stats import bootstrap_ci, difference_ci, median_of
 from latdoc.model import LengthCurve, ServerAccount
 from latdoc.records import RequestTrace, Sample, Step
+
+MIN_KEEPALIVE_N = 3
+"""Requests on each side of keep-alive's saving: new connections and reused ones of the
+same prompt length. With fewer, one request's luck is half the median."""
 
 
 @dataclass
@@ -51,16 +56,18 @@ class Facts:
     """The requests as the server itself timed them (:mod:`.servertime`)."""
     reasoning: dict[str, float | None] = field(default_factory=dict)
     """The reasoning phase (:func:`reasoning_facts`); empty when no request reasoned."""
+    keepalive_why: str | None = None
+    """Why keep-alive's saving was not measured (:func:`keepalive_pairs`); None when it
+    was, or when the network step has no request."""
 
 
-def _network_facts(samples: Sequence[Sample]) -> dict[str, float | None]:
+def _network_facts(
+    samples: Sequence[Sample], new_ttfb: Sequence[float], reused_ttfb: Sequence[float]
+) -> dict[str, float | None]:
     cold = [s.trace for s in samples if s.step == Step.NETWORK and s.cold and s.trace.ok]
     warm = [s.trace for s in samples if s.step == Step.NETWORK and not s.cold and s.trace.ok]
     closes = [t for t in warm if t.new_connection]
-    cold_ttfb = [v for t in cold if (v := t.ttfb_ms) is not None]
-    warm_ttfb = [v for t in warm if (v := t.ttfb_ms) is not None]
-    reused_ttfb = [v for t in warm if not t.new_connection and (v := t.ttfb_ms) is not None]
-    saving_ci = difference_ci(cold_ttfb, reused_ttfb)
+    saving_ci = difference_ci(new_ttfb, reused_ttfb)
     setups = [v for t in cold + closes if (v := t.setup_ms) is not None]
     setup_ci = bootstrap_ci(setups)
     rtt = median_of(t.connect_ms for t in cold) or median_of(
@@ -79,9 +86,11 @@ def _network_facts(samples: Sequence[Sample]) -> dict[str, float | None]:
         "tpot_ms": median_of(t.tpot_ms for t in warm),
         "total_ms": median_of(t.total_ms for t in warm),
         "cold_ttfb_ms": median_of(t.ttfb_ms for t in cold),
-        "keepalive_saving_ms": _diff(median_of(cold_ttfb), median_of(reused_ttfb or warm_ttfb)),
+        "keepalive_saving_ms": _diff(median_of(new_ttfb), median_of(reused_ttfb)),
         "keepalive_saving_low_ms": saving_ci[0] if saving_ci else None,
         "keepalive_saving_high_ms": saving_ci[1] if saving_ci else None,
+        "keepalive_new_n": float(len(new_ttfb)) if new_ttfb else None,
+        "keepalive_reused_n": float(len(reused_ttfb)) if reused_ttfb else None,
         "new_connection_setup_ms": median_of(setups),
         "new_connection_setup_low_ms": setup_ci[0] if setup_ci else None,
         "new_connection_setup_high_ms": setup_ci[1] if setup_ci else None,
@@ -90,6 +99,47 @@ def _network_facts(samples: Sequence[Sample]) -> dict[str, float | None]:
         "cold_n": float(len(cold)),
         "warm_n": float(len(warm)),
     }
+
+
+def keepalive_pairs(samples: Sequence[Sample]) -> tuple[list[float], list[float], str | None]:
+    """The first bytes keep-alive's saving compares: of the network step's successful
+    requests on a new connection and on a reused one, those of the one prompt length
+    (asked for, else as counted) with the most of both, when it has at least
+    :data:`MIN_KEEPALIVE_N` of each; else two empty lists and why, in words."""
+    timed = [
+        s for s in samples if s.step == Step.NETWORK and s.trace.ok and s.trace.ttfb_ms is not None
+    ]
+    known = [s for s in timed if s.trace.new_connection is not None]
+    if not timed:
+        return [], [], None
+    if not known:
+        return [], [], "no request told whether it opened a connection"
+    if all(s.trace.new_connection for s in known):
+        if any(not s.cold for s in known):
+            return [], [], "the server closed every connection: no request reused one"
+        return [], [], "every request opened a new connection: none reused one"
+    if not any(s.trace.new_connection for s in known):
+        return [], [], "no request opened a new connection"
+    by_length: dict[int, tuple[list[float], list[float]]] = {}
+    for s in known:
+        length = s.target_prompt_tokens or s.trace.prompt_tokens
+        if length is not None and s.trace.ttfb_ms is not None:
+            new, reused = by_length.setdefault(length, ([], []))
+            (new if s.trace.new_connection else reused).append(s.trace.ttfb_ms)
+    pairs = [(new, reused) for new, reused in by_length.values() if new and reused]
+    if not pairs:
+        return [], [], "no new and reused connections carried requests of the same prompt length"
+    new, reused = max(pairs, key=lambda p: (min(len(p[0]), len(p[1])), len(p[0]) + len(p[1])))
+    if min(len(new), len(reused)) < MIN_KEEPALIVE_N:
+        return (
+            [],
+            [],
+            (
+                f"only {len(new)} new and {len(reused)} reused connections carried requests of "
+                f"the same prompt length (at least {MIN_KEEPALIVE_N} of each are needed)"
+            ),
+        )
+    return new, reused, None
 
 
 def server_ttft_ms(trace: RequestTrace) -> float | None:
@@ -155,8 +205,9 @@ def gather_facts(
     failed = Counter(s.trace.error.code for s in measured if s.trace.error is not None)
     retry = [_retry_after(s.trace) for s in measured]
     retry_after = max((r for r in retry if r is not None), default=None)
+    new_ttfb, reused_ttfb, keepalive_why = keepalive_pairs(steps)
     return Facts(
-        network=_network_facts(steps),
+        network=_network_facts(steps, new_ttfb, reused_ttfb),
         load=_load_facts(steps),
         curve=curve,
         stalls=stalls,
@@ -170,6 +221,7 @@ def gather_facts(
         long_streams=sum(1 for t in ok if len(t.chunks) >= MIN_CHUNKS),
         server=server_account(samples, server_metrics, server_metrics_source),
         reasoning=reasoning_facts(ok),
+        keepalive_why=keepalive_why,
     )
 
 

@@ -123,9 +123,9 @@ def _network(calls: Sequence[RequestTrace]) -> tuple[list[Sample], list[StepNote
             f"not paired on purpose: of {len(known)} successful requests, {reused} reused a "
             f"connection, {growth} opened one while every earlier one was busy (or none "
             f"existed), and {dropped} opened one although an earlier connection had gone "
-            "idle and was never used again; what keep-alive saves is read from requests "
-            "of different prompts and moments, and the application's first request also "
-            "carries its one-time start-up costs",
+            "idle and was never used again; what keep-alive saves is read only from new and "
+            "reused connections that carried requests of the same prompt length, and the "
+            "application's first request also carries its one-time start-up costs",
         )
     ]
 

@@ -121,6 +121,34 @@ class LengthCheck:
     """Why it fired or did not, in words with the thresholds."""
 
 
+NetworkBottleneck = Literal["network", "model service"]
+"""What step 1's rule can name as the main bottleneck."""
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkCheck:
+    """What step 1 of the seed's method, the network rule, compared and decided, in its own
+    numbers and thresholds: a new connection's setup (DNS + TCP + TLS) against its first
+    byte. ``statement`` is the one sentence every report prints; the rule names the
+    network only when the verdict is a network kind, and the model service only when it
+    is not, so the sentence never contradicts the verdict."""
+
+    setup_ms: float | None
+    """Median DNS + TCP + TLS of the network step's new connections."""
+    first_byte_ms: float | None
+    """Median first byte of the network step's requests on a new connection."""
+    slow_setup_ms: float
+    """The setup above which the network can be the main bottleneck (the seed: 200 ms)."""
+    service_ratio: float
+    """What "first byte ≫ network setup" means: at least this many times the setup."""
+    bottleneck: NetworkBottleneck | None
+    """The main bottleneck the rule named; None when it named neither."""
+    statement: str
+    """The rule's decision in words, with its numbers and thresholds."""
+    keepalive_why: str | None = None
+    """Why keep-alive's saving was not measured; None when it was."""
+
+
 @dataclass(frozen=True, slots=True)
 class NoticeableBar:
     """The share a kind must add to a typical request before it counts as contributing."""
@@ -209,6 +237,8 @@ class Diagnosis:
     extra: Mapping[str, object] = field(default_factory=dict)
     length_check: LengthCheck | None = None
     """The input-length rule's comparison, also when it did not fire."""
+    network_check: NetworkCheck | None = None
+    """Step 1's network rule: what it compared and named; None without a network step."""
     noticeable: NoticeableBar | None = None
     """The bar a finding's share had to clear to contribute; None when nothing succeeded."""
     typical_request: RequestParts | None = None

@@ -75,7 +75,10 @@ def diagnosis_to_dict(d: Diagnosis) -> dict[str, Any]:
     ``system`` lists the client host's failing checklist items (as in
     ``latdoc.system/1``) that matter for the verdict or a contributing kind;
     ``server`` is the server's own timing (medians, the engine metrics scraped around
-    the run, and where client and server disagree), null when it told nothing."""
+    the run, and where client and server disagree), null when it told nothing.
+    ``steps.network_rule`` is step 1's network rule: the setup and first byte it
+    compared, its thresholds, the bottleneck it named (``network``, ``model service`` or
+    null), its ``statement``, and why keep-alive's saving is null when it is."""
     top: dict[Kind, Remedy] = {}
     for r in d.remedies:
         top.setdefault(r.addresses, r)
@@ -132,6 +135,7 @@ def diagnosis_to_dict(d: Diagnosis) -> dict[str, Any]:
         ],
         "steps": {
             "network": with_ms_twins(d.network),
+            "network_rule": _network_rule(d),
             "length": None
             if curve is None
             else {
@@ -185,6 +189,23 @@ def _typical_request(d: Diagnosis) -> dict[str, Any] | None:
         "decode_ms": round(parts.decode_ms, 3),
         "total_ms": round(parts.total_ms, 3),
         "requests": parts.requests,
+    }
+
+
+def _network_rule(d: Diagnosis) -> dict[str, Any] | None:
+    """What step 1's network rule compared, what it named, and the sentence every report
+    prints; why keep-alive's saving was not measured (null when it was)."""
+    check = d.network_check
+    if check is None:
+        return None
+    return {
+        "setup_ms": check.setup_ms,
+        "first_byte_ms": check.first_byte_ms,
+        "slow_setup_ms": check.slow_setup_ms,
+        "service_ratio": check.service_ratio,
+        "bottleneck": check.bottleneck,
+        "statement": check.statement,
+        "keepalive_saving_why": check.keepalive_why,
     }
 
 

@@ -26,6 +26,7 @@ from latdoc.report._server import disagreement_texts
 from latdoc.report._theme import PHASE_COLOURS
 from latdoc.report._truth import (
     gain_text,
+    keepalive_text,
     length_rule_text,
     longest_ratio_text,
     negligible_bar_text,
@@ -101,6 +102,7 @@ def page_context(diagnosis: Diagnosis, samples: Sequence[Sample]) -> dict[str, A
             )
             if numbers
         ],
+        "network_lines": _network_lines(diagnosis),
         "disagreements": disagreement_texts(diagnosis.server),
         "kind_colours": {spec.kind.value: spec.colour for spec in specs()},
         "part_colours": {key: PHASE_COLOURS[phase] for key, phase in _PART_PHASES.items()},
@@ -118,6 +120,18 @@ _PART_PHASES = {
 """Each part of a request drawn in the colour of the waterfall phase it ends with."""
 _PART_KEYS = {"network setup": "setup", "server wait": "queue"}
 """A part's CSS key where it differs from its name."""
+
+
+def _network_lines(diagnosis: Diagnosis) -> list[str]:
+    """Step 1's sentences, as the terminal prints them: keep-alive's saving (or why it was
+    not measured) and what the network rule decided."""
+    lines = []
+    keepalive = keepalive_text(diagnosis)
+    if keepalive is not None:
+        lines.append(keepalive[0].upper() + keepalive[1:] + ".")
+    if diagnosis.network_check is not None:
+        lines.append(f"Seed rule: {diagnosis.network_check.statement}.")
+    return lines
 
 
 def _server_cards(diagnosis: Diagnosis) -> list[tuple[str, Mapping[str, float | None]]]:

@@ -19,6 +19,7 @@ from latdoc.report._system import NOT_READABLE
 from latdoc.report._theme import PHASE_COLOURS
 from latdoc.report._truth import (
     gain_text,
+    keepalive_text,
     length_rule_text,
     longest_ratio_text,
     negligible_bar_text,
@@ -44,7 +45,8 @@ def _heading(text: str) -> Group:
     return Group(_BLANK, _indent(Text(text, style="bold")))
 
 
-def _network_lines(n: Mapping[str, float | None]) -> list[RenderableType]:
+def _network_lines(d: Diagnosis) -> list[RenderableType]:
+    n = d.network
     if n.get("setup_ms") is None and n.get("ttft_ms") is None:
         return [Text("not measured", style="dim")]
     parts = []
@@ -61,25 +63,11 @@ def _network_lines(n: Mapping[str, float | None]) -> list[RenderableType]:
         if value is not None:
             parts.append(Text.assemble((label, "dim"), " ", (format_ms(value), "bold")))
     lines: list[RenderableType] = [side_by_side(parts)]
-    saving = n.get("keepalive_saving_ms")
-    if saving is not None and saving > 0:
-        lines.append(Text(f"keep-alive saves {format_ms(saving)} of first-byte time per request"))
-    setup, ttfb = n.get("setup_ms"), n.get("cold_ttfb_ms")
-    if setup is not None and ttfb is not None:
-        if ttfb > 3 * setup:
-            lines.append(
-                Text(
-                    f"first byte on a new connection {format_ms(ttfb)} ≫ its network setup "
-                    f"{format_ms(setup)}: the time is in the model service, not the network"
-                )
-            )
-        elif setup > 200:
-            lines.append(
-                Text(
-                    f"network setup {format_ms(setup)} > 200 ms and first byte ≈ setup: "
-                    "the network is the bottleneck"
-                )
-            )
+    keepalive = keepalive_text(d)
+    if keepalive is not None:
+        lines.append(Text(keepalive))
+    if d.network_check is not None:
+        lines.append(Text(f"seed rule: {d.network_check.statement}"))
     return lines
 
 
@@ -293,7 +281,7 @@ def render_diagnosis(d: Diagnosis) -> RenderableType:
             _indent(_shares(shares), 2),
         ]
     steps = [
-        ("Step 1 — network", _network_lines(d.network)),
+        ("Step 1 — network", _network_lines(d)),
         ("Step 2 — input length", _length_lines(d)),
         ("Step 3 — fluctuation and load", _load_lines(d.load)),
     ]

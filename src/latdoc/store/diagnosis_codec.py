@@ -5,7 +5,7 @@
 :func:`diagnosis_from_record` reads it back as a :class:`~latdoc.model.Diagnosis`,
 from this version's documents and from older ones, which lack keys added since
 (``negligible``, ``typical_request``, a remedy's gain source, ``system``, ``server``,
-the reasoning step): those read as absent.
+the reasoning step, the network rule): those read as absent.
 
 The document is a summary, not the run: the length curve's bootstrap draws and each
 length's requests are not in it, so a diagnosis read back has no intervals around
@@ -31,6 +31,8 @@ from latdoc.model import (
     LengthCheck,
     LengthCurve,
     LengthPoint,
+    NetworkBottleneck,
+    NetworkCheck,
     NoticeableBar,
     Remedy,
     RequestParts,
@@ -47,6 +49,7 @@ from latdoc.store.run import notes_from_data
 __all__ = ["diagnosis_from_record", "diagnosis_to_record"]
 
 _GAIN_SOURCES = get_args(GainSource)
+_BOTTLENECKS = get_args(NetworkBottleneck)
 _SERVER_KEYS = frozenset({"source", "disagreements", "metrics_source", "metrics"})
 """The server object's keys that are not its medians."""
 
@@ -82,6 +85,9 @@ def diagnosis_from_record(record: Mapping[str, Any]) -> Diagnosis:
         requests=r.integer("requests"),
         failed=r.integer("failed"),
         length_check=_length_check(length),
+        network_check=_network_check(steps.opt_mapping("network_rule"))
+        if steps.has("network_rule")
+        else None,
         noticeable=_bar(r.opt_mapping("negligible")) if r.has("negligible") else None,
         typical_request=_parts(r.opt_mapping("typical_request"))
         if r.has("typical_request")
@@ -203,6 +209,26 @@ def _length_check(length: Mapping[str, Any] | None) -> LengthCheck | None:
         grows_with_length=r.flag("grows_with_length"),
         fired=r.flag("fired"),
         why=r.text("why"),
+    )
+
+
+def _network_check(record: Mapping[str, Any] | None) -> NetworkCheck | None:
+    if record is None:
+        return None
+    r = Fields(record, "diagnosis.steps.network_rule")
+    bottleneck = r.opt_text("bottleneck")
+    if bottleneck is not None and bottleneck not in _BOTTLENECKS:
+        raise ValueError(
+            f"diagnosis.steps.network_rule.bottleneck: {bottleneck!r} is none of {_BOTTLENECKS}"
+        )
+    return NetworkCheck(
+        setup_ms=r.opt_number("setup_ms"),
+        first_byte_ms=r.opt_number("first_byte_ms"),
+        slow_setup_ms=r.number("slow_setup_ms"),
+        service_ratio=r.number("service_ratio"),
+        bottleneck=cast(NetworkBottleneck | None, bottleneck),
+        statement=r.text("statement"),
+        keepalive_why=r.opt_text("keepalive_saving_why"),
     )
 
 

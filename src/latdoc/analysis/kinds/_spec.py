@@ -37,6 +37,9 @@ class KindSpec:
     before_first_token: bool = False
     """Its share is time before the first token, so it is held against how much the
     first token varies rather than the whole request (:mod:`latdoc.analysis.noticeable`)."""
+    network: bool = False
+    """A kind of the network (step 1 of the seed's method): as the verdict, the network is
+    the main bottleneck (:mod:`latdoc.analysis.network_check`)."""
     always_noticeable: bool = False
     """A user notices it whatever its share: it is never negligible (``errors``)."""
     first_when: Callable[[Facts], bool] | None = None

@@ -55,4 +55,5 @@ SPEC = KindSpec(
     colour="#e6843f",
     rule=network_path,
     before_first_token=True,
+    network=True,
 )

@@ -70,4 +70,5 @@ SPEC = KindSpec(
     colour="#8b6ee0",
     rule=network_setup,
     before_first_token=True,
+    network=True,
 )

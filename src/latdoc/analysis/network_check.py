@@ -1,0 +1,92 @@
+"""Step 1 of the seed's method, the network rule, as one decision every report prints.
+
+The rule compares a new connection's setup (DNS + TCP + TLS, medians over the network
+step's new connections) with its first byte. A first byte at least
+:data:`SERVICE_RATIO` times the setup ("first byte ≫ network time") puts the time in
+the model service; a setup above :data:`SLOW_SETUP_MS` with the first byte not that far
+above it makes the network the main bottleneck. The rule names a bottleneck only where
+the verdict agrees: the network only when the verdict is a network kind (its spec says
+``network``), the model service only when it is not; otherwise the statement says what
+the verdict found instead. Keep-alive's saving, when not measured, says why here too.
+"""
+
+from __future__ import annotations
+
+from latdoc.analysis.facts import Facts
+from latdoc.analysis.kinds import spec_of
+from latdoc.model import NetworkBottleneck, NetworkCheck, Verdict
+
+__all__ = ["SERVICE_RATIO", "SLOW_SETUP_MS", "network_check"]
+
+SLOW_SETUP_MS = 200.0
+"""The seed's step 1: a new connection's DNS + TCP + TLS above this, with a first byte
+not far above it, makes the network the main bottleneck."""
+SERVICE_RATIO = 3.0
+"""What "first byte ≫ network time" means: the first byte on a new connection at least
+this many times its setup, so the setup is at most a third of the wait for it and the
+rest (sending, the server's wait and its first token) at least twice the setup."""
+
+
+def _ms(value: float) -> str:
+    return f"{value / 1000:.2f} s" if value >= 1000 else f"{value:.1f} ms"
+
+
+def network_check(facts: Facts, verdict: Verdict) -> NetworkCheck | None:
+    """What the rule decided for this run and ``verdict``; None when the run had no
+    network step."""
+    n = facts.network
+    if not (n["cold_n"] or n["warm_n"]):
+        return None
+    setup, first_byte = n["setup_ms"], n["cold_ttfb_ms"]
+    network_verdict = spec_of(verdict.primary).network
+    verdict_name = spec_of(verdict.primary).name
+
+    def check(bottleneck: NetworkBottleneck | None, statement: str) -> NetworkCheck:
+        return NetworkCheck(
+            setup_ms=setup,
+            first_byte_ms=first_byte,
+            slow_setup_ms=SLOW_SETUP_MS,
+            service_ratio=SERVICE_RATIO,
+            bottleneck=bottleneck,
+            statement=statement,
+            keepalive_why=facts.keepalive_why,
+        )
+
+    if setup is None or first_byte is None:
+        return check(
+            None,
+            "no request on a new connection was timed: the network rule cannot compare "
+            "the setup with the first byte",
+        )
+    compared = f"first byte on a new connection {_ms(first_byte)}, network setup {_ms(setup)}"
+    if first_byte >= SERVICE_RATIO * setup:
+        if network_verdict:
+            return check(
+                None,
+                f"{compared}: the first byte is ≥ {SERVICE_RATIO:.0f}× the setup, yet the "
+                f"verdict, {verdict_name}, adds the most to a typical request",
+            )
+        return check(
+            "model service",
+            f"{compared}: the first byte is ≥ {SERVICE_RATIO:.0f}× the setup, so the time to "
+            "the first byte is in the model service, not the network",
+        )
+    if setup > SLOW_SETUP_MS:
+        if network_verdict:
+            return check(
+                "network",
+                f"{compared}: the setup is > {SLOW_SETUP_MS:.0f} ms and the first byte "
+                f"< {SERVICE_RATIO:.0f}× it, so the network is the main bottleneck",
+            )
+        return check(
+            None,
+            f"{compared}: the setup is > {SLOW_SETUP_MS:.0f} ms and the first byte "
+            f"< {SERVICE_RATIO:.0f}× it, but the verdict, {verdict_name}, adds more to a "
+            "typical request, so the network is not the main bottleneck",
+        )
+    return check(
+        None,
+        f"{compared}: the setup is ≤ {SLOW_SETUP_MS:.0f} ms and the first byte "
+        f"< {SERVICE_RATIO:.0f}× it, so the rule names neither the network nor the model "
+        "service",
+    )

@@ -1,0 +1,90 @@
+"""Keep-alive's saving is a number only when it was measured: the first byte of requests
+on new connections against that of requests on reused ones, of the same prompt length,
+with enough of each. Otherwise it is null and the diagnosis says why."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import openai
+
+from conftest import FAST, LabFactory
+from latdoc import (
+    DiagnosisPlan,
+    Endpoint,
+    RunContext,
+    Store,
+    build_diagnosis,
+    diagnose_traffic,
+    instrument,
+    measure_steps,
+)
+from latdoc.analysis.facts import MIN_KEEPALIVE_N
+from latdoc.lab.sim import LabConfig
+from latdoc.model import Diagnosis
+
+
+def _diagnose(base_url: str, model: str) -> Diagnosis:
+    plan = DiagnosisPlan(Endpoint(base_url, model), max_tokens=8, max_seconds=30.0, seed=3)
+    result = asyncio.run(measure_steps(plan))
+    context = RunContext("t", base_url, model, cpu_count=2, notes=tuple(result.notes))
+    return build_diagnosis(result.samples, context)
+
+
+def test_no_saving_when_the_server_closed_every_connection(lab: LabFactory) -> None:
+    with lab(LabConfig(latency=FAST, keep_alive=False)) as server:
+        d = _diagnose(server.base_url, "lab-sim")
+    assert d.network["server_closes_connections"] == 1.0
+    assert d.network["keepalive_saving_ms"] is None
+    assert d.network["keepalive_saving_low_ms"] is None
+    assert d.network["keepalive_saving_high_ms"] is None
+    assert d.network_check is not None
+    assert d.network_check.keepalive_why == (
+        "the server closed every connection: no request reused one"
+    )
+
+
+def test_paired_new_and_reused_connections_measure_the_saving(lab: LabFactory) -> None:
+    with lab(LabConfig(latency=FAST)) as server:
+        d = _diagnose(server.base_url, "lab-sim")
+    assert d.network["keepalive_saving_ms"] is not None
+    assert (d.network["keepalive_new_n"] or 0) >= MIN_KEEPALIVE_N
+    assert (d.network["keepalive_reused_n"] or 0) >= MIN_KEEPALIVE_N
+    assert d.network_check is not None and d.network_check.keepalive_why is None
+
+
+def test_no_saving_from_traffic_of_one_cold_and_eleven_warm_different_prompts(
+    lab: LabFactory, tmp_path: Path
+) -> None:
+    db = tmp_path / "s.db"
+    with lab(LabConfig(latency=FAST, seed=9)) as server:
+
+        async def go() -> str:
+            client = openai.AsyncOpenAI(api_key="k", base_url=server.base_url, max_retries=0)
+            with Store(db) as store, instrument(client, store=store) as inst:
+                for i in range(12):
+                    stream = await client.chat.completions.create(
+                        model="lab-sim",
+                        messages=[{"role": "user", "content": "word " * (10 + 7 * i)}],
+                        max_tokens=4,
+                        stream=True,
+                        stream_options={"include_usage": True},
+                    )
+                    async for _ in stream:
+                        pass
+                run_id = inst.run_id
+            await client.close()
+            return run_id
+
+        run_id = asyncio.run(go())
+    with Store(db) as store:
+        run = diagnose_traffic(store, run_id)
+    new = [s for s in run.samples if s.trace.new_connection]
+    reused = [s for s in run.samples if s.trace.new_connection is False]
+    assert (len(new), len(reused)) == (1, 11)
+    assert run.diagnosis.network["keepalive_saving_ms"] is None
+    check = run.diagnosis.network_check
+    assert check is not None and check.keepalive_why == (
+        "no new and reused connections carried requests of the same prompt length"
+    )
