@@ -28,6 +28,8 @@ from latdoc.probe._backend import TimedStream
 from latdoc.probe._h2frames import FrameClock
 
 PREFILL_MS = 30.0
+STAMP_AFTER_WRITE_MS = 1.0
+"""How much earlier than the send's stamp the lab can start its prefill on loopback."""
 BLOCK_S = 0.15
 SLOW_FIRST_TOKEN = LatencyModel(
     prefill_base_ms=PREFILL_MS, prefill_ms_per_token=0.0, decode_ms_per_token=2.0
@@ -65,7 +67,10 @@ def test_a_blocked_loop_before_the_send_is_client_delay_not_server_time(
     assert trace.client_delay_ms is not None and trace.client_delay_ms >= block_ms * 0.9
     assert trace.queue_ms is not None and trace.queue_ms < 5
     assert trace.server_ttft_ms is not None and trace.ttft_ms is not None
-    assert PREFILL_MS <= trace.server_ttft_ms < PREFILL_MS + 40
+    # The send is stamped after write() returns; on loopback the lab may already hold the
+    # body and start its prefill by then, so the wire TTFT may fall short of the prefill
+    # by the client's own scheduling gap (29.98 ms against 30 was seen on a busy machine).
+    assert PREFILL_MS - STAMP_AFTER_WRITE_MS <= trace.server_ttft_ms < PREFILL_MS + 40
     assert trace.ttft_ms >= block_ms + PREFILL_MS
     phases = [trace.queue_ms, trace.client_delay_ms, trace.send_ms]
     assert trace.sent_ns is not None
