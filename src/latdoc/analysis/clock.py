@@ -9,12 +9,13 @@ already cut its requests into buckets gives :func:`clock_report_of_buckets` a
 :class:`BucketCounts` per bucket and the compared TTFTs of each, and gets the same
 report without a point per request.
 
-The peak: among buckets with at least :data:`MIN_BUCKET_TTFTS` TTFTs, those whose
+The peak: among buckets with at least ``PEAK_MIN_BUCKET_TTFTS`` TTFTs, those whose
 TTFT median is above the median of the bucket medians by more than
-:data:`PEAK_MARGIN`. Their requests are compared with those of every other bucket:
+``PEAK_MARGIN``. Their requests are compared with those of every other bucket:
 the ratio of TTFT medians with a 95 % bootstrap interval and a Mann–Whitney p-value.
 A daily pattern is said only when ``p < ALPHA`` and the whole interval is above
-:data:`MIN_RATIO`; otherwise there is "no daily pattern". Pure: no I/O, no clock.
+``PEAK_MIN_RATIO``, each of them the statistics policy's (:mod:`latdoc.analysis.policy`);
+otherwise there is "no daily pattern". Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
@@ -28,17 +29,11 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import numpy.typing as npt
 
+from latdoc.analysis.policy import ALPHA, PEAK_MARGIN, PEAK_MIN_BUCKET_TTFTS, PEAK_MIN_RATIO
 from latdoc.analysis.stats import Distribution, mann_whitney_p, ratio_ci
 
 DAY_S = 86_400.0
 HOUR_S = 3_600.0
-MIN_BUCKET_TTFTS = 3
-"""Buckets with fewer TTFTs have no median worth ranking."""
-PEAK_MARGIN = 0.2
-"""A peak bucket's TTFT median is this fraction above the median of bucket medians."""
-ALPHA = 0.01
-MIN_RATIO = 1.0
-"""The interval's low end must be above this: the peak is slower, not possibly the same."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,7 +287,7 @@ def _peak(
     cycle_s: float | None,
     seed: int,
 ) -> Peak | None:
-    ranked = {b.index: b.ttft.p50 for b in buckets if b.ttft and b.ttft.n >= MIN_BUCKET_TTFTS}
+    ranked = {b.index: b.ttft.p50 for b in buckets if b.ttft and b.ttft.n >= PEAK_MIN_BUCKET_TTFTS}
     if len(ranked) < 3:
         return None
     typical = statistics.median(ranked.values())
@@ -305,7 +300,9 @@ def _peak(
     off_p50 = float(np.median(off_values))
     interval = ratio_ci(peak_values, off_values, seed=seed)
     p = mann_whitney_p(peak_values, off_values)
-    significant = p is not None and p < ALPHA and interval is not None and interval[0] > MIN_RATIO
+    significant = (
+        p is not None and p < ALPHA and interval is not None and interval[0] > PEAK_MIN_RATIO
+    )
     runs = _runs(peak_ids, len(buckets), circular=cycle_s is not None)
     return Peak(
         ranges=tuple(range_label(a, b, bucket_s, cycle_s) for a, b in runs),

@@ -7,7 +7,10 @@ the difference B − A and the ratio A ÷ B with 95% bootstrap confidence
 intervals, and a two-sided Mann–Whitney p-value. Because one comparison runs
 many tests, the p-values are adjusted for multiplicity (Holm), so a comparison
 of an endpoint with itself reports "no significant difference" at least 95% of
-the time, whatever the number of metrics.
+the time, whatever the number of metrics. An experiment names its headline (a
+metric and its statistic) before it runs: that row is tested alone, the rest of the
+table is Holm-adjusted without it, and the experiment's verdict is that row
+(:mod:`latdoc.analysis.policy` says which tests form a family).
 
 Lower is better for every metric here (they are all latencies), so a ratio
 A ÷ B above 1 means B is faster.
@@ -21,25 +24,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from latdoc.analysis.policy import ALPHA, MIN_N, PRECISION_RESAMPLES, negligible
 from latdoc.analysis.stats import difference_ci, mann_whitney_p, ratio_ci
 from latdoc.records import RequestTrace, Sample, Step
-
-ALPHA = 0.01
-"""Family-wise error rate of one comparison of two runs: every metric of every group
-is tested, so a comparison of an endpoint with itself must stay quiet, as a whole,
-nearly always (Holm keeps the family below this)."""
-EXPERIMENT_ALPHA = 0.05
-"""An experiment's one headline test, chosen before it ran (no family to correct)."""
-NEGLIGIBLE_MS = 1.0
-NEGLIGIBLE_SHARE = 0.02
-"""An experiment's difference below both this many ms and this share of A's median is
-too small to call a remedy better or worse, however significant: timer and event-loop
-noise of the measuring client alone is of this order."""
-RESOLUTION_MS = 0.1
-"""A compared metric's difference below both this and :data:`NEGLIGIBLE_SHARE` of A is
-reported as no significant difference: two runs of one unchanged endpoint on a shared
-machine differ by tens of microseconds in pool wait and server wait, consistently
-enough for a rank test, and no user can act on that."""
 
 Metric = Callable[[RequestTrace], float | None]
 
@@ -106,18 +93,25 @@ class MetricComparison:
     p_value: float | None
     """Two-sided Mann–Whitney p, before adjustment."""
     p_adjusted: float | None
-    """Holm-adjusted over every test of the comparison."""
+    """Holm-adjusted over every test of its family; the headline's own p (a family of
+    one)."""
     statistic: str = "median"
     """:data:`MEDIAN` of the requests, or :data:`TRIAL_MEAN` where requests sent at once
     come in waves (a median would fall anywhere between two waves); ``n_a`` and ``n_b``
     then count trials."""
+    headline: bool = False
+    """The experiment's headline, named before it ran and tested alone: its verdict."""
 
     @property
     def significant(self) -> bool:
-        """Adjusted p below :data:`ALPHA`, and a difference above the clock's resolution."""
+        """Adjusted p below the policy's α, the difference's interval clear of 0, and the
+        difference not negligible (:func:`~latdoc.analysis.policy.negligible`)."""
         if self.p_adjusted is None or self.p_adjusted >= ALPHA:
             return False
-        return abs(self.difference_ms) >= max(RESOLUTION_MS, NEGLIGIBLE_SHARE * self.a_ms)
+        ci = self.difference_ci_ms
+        if ci is None or ci[0] <= 0 <= ci[1]:
+            return False
+        return not negligible(self.difference_ms, self.a_ms)
 
     @property
     def faster(self) -> str | None:
@@ -149,6 +143,11 @@ class Comparison:
     failed_a: int = 0
     failed_b: int = 0
 
+    @property
+    def primary(self) -> MetricComparison | None:
+        """The experiment's headline row (see :class:`Headline`), if it named one."""
+        return next((m for g in self.groups for m in g.metrics if m.headline), None)
+
     def headline(self, metric: str = "ttft") -> MetricComparison | None:
         """``metric`` of the group with the most requests (ties: the first group)."""
         best: MetricComparison | None = None
@@ -157,6 +156,15 @@ class Comparison:
             if m is not None and (best is None or m.n_a + m.n_b > best.n_a + best.n_b):
                 best = m
         return best
+
+
+@dataclass(frozen=True, slots=True)
+class Headline:
+    """An experiment's question, asked before it ran: one metric (a key of
+    :data:`METRICS`) by one statistic."""
+
+    metric: str
+    statistic: str = MEDIAN
 
 
 _SPLIT_BY_CONNECTION = frozenset({Step.NETWORK, Step.PROBE})
@@ -178,29 +186,49 @@ def compare_samples(
     *,
     metrics: Sequence[str] | None = None,
     seed: int = 0,
+    headline: Headline | None = None,
 ) -> Comparison:
-    """Compare the successful requests of A and B group by group (calibration left out)."""
+    """Compare the successful requests of A and B group by group (calibration left out).
+
+    With a ``headline``, its metric in the largest group both sides have is compared by
+    its statistic and tested alone (p adjusted = p); every other row is Holm-adjusted
+    over the others."""
     groups_a, groups_b = _groups(a), _groups(b)
+    common = sorted(groups_a.keys() & groups_b.keys())
     chosen = [m for m in METRICS if metrics is None or m[0] in metrics]
+    largest = max(common, key=lambda k: len(groups_a[k]) + len(groups_b[k]), default=None)
     raw: list[tuple[GroupKey, list[MetricComparison]]] = []
-    for key in sorted(groups_a.keys() & groups_b.keys()):
-        rows = [
-            row
-            for name, label, read in chosen
-            if (row := compare_values(name, label, groups_a[key], groups_b[key], read, seed))
-            is not None
-        ]
+    for key in common:
+        rows: list[MetricComparison] = []
+        for name, label, read in chosen:
+            if headline is not None and name == headline.metric and key == largest:
+                row = compare_arms(
+                    name,
+                    label,
+                    groups_a[key],
+                    groups_b[key],
+                    read,
+                    seed=seed,
+                    statistic=headline.statistic,
+                )
+                row = None if row is None else replace(row, p_adjusted=row.p_value, headline=True)
+            else:
+                row = compare_values(
+                    name, label, _ok(groups_a[key]), _ok(groups_b[key]), read, seed
+                )
+            if row is not None:
+                rows.append(row)
         if rows:
             raw.append((key, rows))
-    adjusted = _holm([m.p_value for _, rows in raw for m in rows])
-    out: list[GroupComparison] = []
-    position = 0
-    for key, rows in raw:
-        fixed = []
-        for m in rows:
-            fixed.append(replace(m, p_adjusted=adjusted[position]))
-            position += 1
-        out.append(GroupComparison(key, tuple(fixed)))
+    family = [m for _, rows in raw for m in rows if not m.headline]
+    adjusted = iter(_holm([m.p_value for m in family]))
+    out = [
+        GroupComparison(
+            key,
+            tuple(m if m.headline else replace(m, p_adjusted=next(adjusted)) for m in rows),
+        )
+        for key, rows in raw
+    ]
     return Comparison(
         groups=tuple(out),
         only_a=tuple(sorted(groups_a.keys() - groups_b.keys())),
@@ -245,7 +273,7 @@ def compare_arms(
 def _compare(
     key: str, label: str, xs: list[float], ys: list[float], seed: int, statistic: str
 ) -> MetricComparison | None:
-    if len(xs) < 2 or len(ys) < 2 or not any(xs + ys):
+    if len(xs) < MIN_N or len(ys) < MIN_N or not any(xs + ys):
         return None
     med_a, med_b = float(np.median(xs)), float(np.median(ys))
     return MetricComparison(
@@ -289,19 +317,16 @@ def _measured(samples: Sequence[Sample], read: Metric) -> list[float]:
 
 
 def experiment_verdict(headline: MetricComparison | None) -> str:
-    """``better`` when B is significantly faster on the headline metric (tested alone,
-    p < :data:`EXPERIMENT_ALPHA`, the difference's interval clear of 0, the difference not
-    negligible), ``worse`` when slower, else ``no_difference``; ``not_applicable``
-    without a comparison."""
+    """The verdict an experiment's headline row gives: ``better`` when it is significant
+    (:attr:`MetricComparison.significant`) and B is faster, ``worse`` when A is, else
+    ``no_difference``; ``not_applicable`` without a row. The row's own test, so the
+    verdict and the table cannot disagree."""
     if headline is None:
         return "not_applicable"
-    p, ci = headline.p_value, headline.difference_ci_ms
-    if p is None or p >= EXPERIMENT_ALPHA or ci is None or ci[0] <= 0 <= ci[1]:
+    faster = headline.faster
+    if faster is None:
         return "no_difference"
-    margin = max(NEGLIGIBLE_MS, NEGLIGIBLE_SHARE * headline.a_ms)
-    if abs(headline.difference_ms) < margin:
-        return "no_difference"
-    return "better" if headline.difference_ms < 0 else "worse"
+    return "better" if faster == "B" else "worse"
 
 
 def ratio_precision(
@@ -316,21 +341,27 @@ def ratio_precision(
     headline :func:`compare_arms` would give: how precisely the experiment knows its
     answer so far (``inf`` while unknown)."""
     xs, ys = _arm_values(a, read, statistic), _arm_values(b, read, statistic)
-    if len(xs) < 2 or len(ys) < 2:
+    if len(xs) < MIN_N or len(ys) < MIN_N:
         return float("inf")
-    ci = ratio_ci(xs, ys, seed=seed, resamples=500)
+    ci = ratio_ci(xs, ys, seed=seed, resamples=PRECISION_RESAMPLES)
     ratio = float(np.median(xs)) / float(np.median(ys)) if np.median(ys) > 0 else 0.0
     if ci is None or ratio <= 0:
         return float("inf")
     return (ci[1] - ci[0]) / 2 / ratio
 
 
-def _groups(samples: Sequence[Sample]) -> Mapping[GroupKey, list[RequestTrace]]:
-    groups: dict[GroupKey, list[RequestTrace]] = defaultdict(list)
+def _groups(samples: Sequence[Sample]) -> Mapping[GroupKey, list[Sample]]:
+    """Every request but calibration by its group, failed ones too (a trial's requests
+    are counted by position); a group needs one success to be compared."""
+    groups: dict[GroupKey, list[Sample]] = defaultdict(list)
     for s in samples:
-        if s.step != Step.CALIBRATION and s.trace.ok:
-            groups[group_key(s)].append(s.trace)
-    return groups
+        if s.step != Step.CALIBRATION:
+            groups[group_key(s)].append(s)
+    return {k: v for k, v in groups.items() if any(s.trace.ok for s in v)}
+
+
+def _ok(samples: Sequence[Sample]) -> list[RequestTrace]:
+    return [s.trace for s in samples if s.trace.ok]
 
 
 def _holm(p_values: Sequence[float | None]) -> list[float | None]:

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 from numpy.polynomial import polynomial
 
+from latdoc.analysis.policy import LENGTH_RESAMPLES
 from latdoc.model import LengthCurve, LengthPoint
 
 FLAT_GROWTH = 1.5
@@ -30,8 +31,8 @@ FLAT_GROWTH = 1.5
 SUPERLINEAR_SHARE = 0.25
 """The quadratic term's share of the growth at the longest length above which the
 curve is super-linear."""
-RESAMPLES = 400
-"""Bootstrap refits behind the curve's intervals."""
+RESAMPLES = LENGTH_RESAMPLES
+"""Bootstrap refits behind the curve's intervals (the policy's)."""
 
 Array = npt.NDArray[np.float64]
 

@@ -28,16 +28,13 @@ import statistics
 from collections.abc import Callable, Sequence
 
 from latdoc.analysis.kinds import spec_of
+from latdoc.analysis.policy import NOTICEABLE_FRACTION
 from latdoc.analysis.servertime import split_ttft
 from latdoc.analysis.signals import find_stalls
 from latdoc.analysis.stats import median_of
 from latdoc.model import Finding, NoticeableBar, RequestParts
 from latdoc.records import RequestTrace, Sample, Step
 
-NOTICEABLE_FRACTION = 0.05
-"""The least share of a typical request's end-to-end time that counts: 5 %, the
-difference people start to perceive in response times of a few seconds, and the
-smallest gain worth a code change."""
 MAD_TO_SIGMA = 1.4826
 """Scales a median absolute deviation to the standard deviation of normal data."""
 MIN_SAME_CONDITION = 3

@@ -18,14 +18,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-CONFIDENCE = 0.95
-"""The default confidence level of every interval."""
-RESAMPLES = 2000
-"""The default number of bootstrap resamples."""
-
-LARGE_SAMPLE = 5_000
-"""From this many values in either sample a median's bootstrap is drawn from its order
-statistics: resampling every value would hold ``RESAMPLES`` times the sample in memory."""
+from latdoc.analysis.policy import CONFIDENCE, LARGE_SAMPLE, RESAMPLES
 
 Statistic = Callable[..., Any]
 """A statistic that reduces along an ``axis`` keyword, such as ``np.median``."""

@@ -106,7 +106,7 @@ def verdict_line(result: VerifyResult) -> str:
         statistic, counted = "mean", " trials (each trial's mean, the median over trials)"
     return (
         f"Verdict: {result.verdict} — B {what} {format_ms(abs(gain))} of {statistic} "
-        f"{m.label} per request{interval}, {format_p(m.p_value)}, n = {m.n_a}/{m.n_b}{counted}"
+        f"{m.label} per request{interval}, {format_p(m.p_adjusted)}, n = {m.n_a}/{m.n_b}{counted}"
     )
 
 
@@ -128,7 +128,7 @@ def emit_verify(
             "gain_interval_ms": None
             if result.gain_interval_ms is None
             else list(result.gain_interval_ms),
-            "p_value": None if result.headline is None else result.headline.p_value,
+            "p_value": None if result.headline is None else result.headline.p_adjusted,
             "arms": {"A": result.labels[0], "B": result.labels[1]},
             "run_ids": None if result.run_ids is None else list(result.run_ids),
             "cached_tokens_b": result.cached_tokens_b,

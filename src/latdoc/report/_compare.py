@@ -15,7 +15,8 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from latdoc.analysis.compare import ALPHA, Comparison, GroupComparison, MetricComparison
+from latdoc.analysis.compare import TRIAL_MEAN, Comparison, GroupComparison, MetricComparison
+from latdoc.analysis.policy import ALPHA, CONFIDENCE
 from latdoc.report.names import format_ms
 
 COMPARISON_SCHEMA = "latdoc.comparison/1"
@@ -80,7 +81,7 @@ def _group_table(group: GroupComparison, names: tuple[str, str]) -> Table:
     table.add_column("p", justify="right", no_wrap=True)
     for m in group.metrics:
         table.add_row(
-            m.label,
+            _row_label(m),
             format_ms(m.a_ms),
             format_ms(m.b_ms),
             _signed(m.difference_ms),
@@ -89,6 +90,13 @@ def _group_table(group: GroupComparison, names: tuple[str, str]) -> Table:
             style="bold" if m.significant else None,
         )
     return table
+
+
+def _row_label(m: MetricComparison) -> str:
+    """The metric, and for the experiment's headline that it is (and its statistic)."""
+    if not m.headline:
+        return m.label
+    return f"{m.label}, mean of a trial*" if m.statistic == TRIAL_MEAN else f"{m.label}*"
 
 
 def _short_interval(ci: tuple[float, float] | None) -> str:
@@ -124,7 +132,7 @@ def render_comparison(
         parts.append(Text(f"  {group.key.label()} ({n} requests)", style="bold"))
         parts.append(Padding(_group_table(group, names), (0, 0, 0, 2)))
         for m in group.metrics:
-            if m.key in ("ttft", "total") or m.significant:
+            if m.key in ("ttft", "total") or m.significant or m.headline:
                 parts.append(Text("    " + sentence(m, names)))
         parts.append(Text(""))
     for side, keys in ((names[0], comparison.only_a), (names[1], comparison.only_b)):
@@ -137,18 +145,30 @@ def render_comparison(
     ]
     if failed:
         parts.append(Text("  " + "; ".join(failed) + " (left out of the comparison)."))
-    parts.append(
-        Text(
-            f"  p: two-sided Mann–Whitney, Holm-adjusted over the {_tests(comparison)} tests of "
-            f"this comparison, significant below {ALPHA:g}; intervals: 95% bootstrap.",
-            style="dim",
-        )
-    )
+    parts.append(Text("  " + method_note(comparison), style="dim"))
     return Group(*parts)
 
 
+def method_note(comparison: Comparison) -> str:
+    """How the p-values and intervals of ``comparison`` were made, in one line."""
+    tests = _tests(comparison)
+    level = f"{CONFIDENCE:.0%}"
+    if comparison.primary is None:
+        return (
+            f"p: two-sided Mann–Whitney, Holm-adjusted over the {tests} tests of this "
+            f"comparison, significant below {ALPHA:g}; intervals: {level} bootstrap."
+        )
+    return (
+        "p: two-sided Mann–Whitney; * the experiment's headline, named before it ran and "
+        f"tested alone: the verdict; the other {tests} tests Holm-adjusted together; "
+        f"significant below {ALPHA:g}; intervals: {level} bootstrap."
+    )
+
+
 def _tests(comparison: Comparison) -> int:
-    return sum(1 for g in comparison.groups for m in g.metrics if m.p_value is not None)
+    return sum(
+        1 for g in comparison.groups for m in g.metrics if m.p_value is not None and not m.headline
+    )
 
 
 def _metric_dict(m: MetricComparison, names: tuple[str, str]) -> dict[str, Any]:
@@ -168,6 +188,7 @@ def _metric_dict(m: MetricComparison, names: tuple[str, str]) -> dict[str, Any]:
         "p_adjusted": m.p_adjusted,
         "significant": m.significant,
         "faster": m.faster,
+        "headline": m.headline,
         "summary": sentence(m, names),
     }
 
@@ -218,7 +239,7 @@ def render_comparison_html(
     for group in comparison.groups:
         rows = [
             {
-                "label": m.label,
+                "label": _row_label(m),
                 "a": format_ms(m.a_ms),
                 "b": format_ms(m.b_ms),
                 "difference": f"{_signed(m.difference_ms)} "
@@ -234,7 +255,7 @@ def render_comparison_html(
         sentences = [
             {"text": sentence(m, names), "significant": m.significant}
             for m in group.metrics
-            if m.key in ("ttft", "total") or m.significant
+            if m.key in ("ttft", "total") or m.significant or m.headline
         ]
         groups.append({"label": group.key.label(), "rows": rows, "sentences": sentences})
     notes = [f"Only {names[0]} measured {k.label()}: not compared." for k in comparison.only_a]
@@ -251,5 +272,6 @@ def render_comparison_html(
             groups=groups,
             notes=notes,
             alpha=f"{ALPHA:g}",
+            method=method_note(comparison).removeprefix("p: "),
         )
     )

@@ -11,7 +11,8 @@ from latdoc.advice._common import async_client
 from latdoc.advice._sizing import advised_pool
 from latdoc.advice.kinds._builder import RemedyBuilder
 from latdoc.advice.verify import VERIFY_HTTP2, VERIFY_POOL, verify_command
-from latdoc.analysis.kinds.client import CLIENT_DELAY_MS, CLIENT_LOOP_LAG_MS
+from latdoc.analysis.kinds.client import CLIENT_LOOP_LAG_MS
+from latdoc.analysis.policy import CLIENT_DELAY_MS
 from latdoc.model import Diagnosis, Finding, Kind, Remedy, RunContext
 
 __all__ = ["BUILDER", "client_remedies"]

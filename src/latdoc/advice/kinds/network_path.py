@@ -10,6 +10,7 @@ from latdoc.advice import keys
 from latdoc.advice._sizing import SELF_PACED, trim_window
 from latdoc.advice.kinds._builder import RemedyBuilder
 from latdoc.advice.verify import VERIFY_ENDPOINT, VERIFY_TRIM, verify_command
+from latdoc.analysis.policy import HIGH_RTT_MS
 from latdoc.model import Diagnosis, Finding, Kind, Remedy, RunContext
 
 __all__ = ["BUILDER", "network_path_remedies"]
@@ -17,7 +18,7 @@ __all__ = ["BUILDER", "network_path_remedies"]
 
 def network_path_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remedy]:
     rtt = f.evidence.get("rtt_ms")
-    if rtt is not None and rtt > 60:
+    if rtt is not None and rtt > HIGH_RTT_MS:
         yield Remedy(
             keys.NEARER_REGION,
             "Use the nearest region or endpoint",

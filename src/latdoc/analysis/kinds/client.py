@@ -8,13 +8,13 @@ from __future__ import annotations
 from latdoc.analysis._rule import confidence
 from latdoc.analysis.facts import Facts
 from latdoc.analysis.kinds._spec import KindSpec
+from latdoc.analysis.policy import CLIENT_DELAY_MS
 from latdoc.model import Finding, Kind
 
 __all__ = ["CLIENT_DELAY_MS", "CLIENT_LOOP_LAG_MS", "CLIENT_QUEUE_MS", "SPEC", "client"]
 
 CLIENT_QUEUE_MS = 10.0
 CLIENT_LOOP_LAG_MS = 20.0
-CLIENT_DELAY_MS = 10.0
 
 
 def client(f: Facts) -> Finding | None:

@@ -8,12 +8,12 @@ from __future__ import annotations
 from latdoc.analysis._rule import confidence
 from latdoc.analysis.facts import Facts
 from latdoc.analysis.kinds._spec import KindSpec
+from latdoc.analysis.policy import HIGH_RTT_MS
 from latdoc.analysis.stats import median_of
 from latdoc.model import Finding, Kind
 
 __all__ = ["HIGH_RTT_MS", "SLOW_UPLOAD_MS", "SPEC", "network_path"]
 
-HIGH_RTT_MS = 100.0
 SLOW_UPLOAD_MS = 200.0
 
 

@@ -20,6 +20,7 @@ from dataclasses import replace
 from latdoc.analysis._rule import confidence
 from latdoc.analysis.facts import Facts
 from latdoc.analysis.kinds._spec import KindSpec
+from latdoc.analysis.policy import KNEE_MIN_RISE_MS, KNEE_RATIO, queues_under_load
 from latdoc.model import Finding, Kind
 
 __all__ = [
@@ -35,8 +36,10 @@ __all__ = [
 
 QUEUE_CV = 0.5
 QUEUE_P95_P50 = 2.0
-QUEUE_LOAD_RATIO = 1.5
-QUEUE_MIN_MS = 100.0
+QUEUE_LOAD_RATIO = KNEE_RATIO
+"""The statistics policy's knee ratio: the load sweep's knee reads it too."""
+QUEUE_MIN_MS = KNEE_MIN_RISE_MS
+"""The policy's least rise of a queue, for the rise under load and the p95 − p50 swing."""
 SERVER_QUEUE_MIN_MS = 100.0
 """A queue the server reports (or a wait its prefill does not explain) counts from here."""
 
@@ -53,7 +56,7 @@ def _client_queueing(f: Facts) -> Finding | None:
     evidence = {k: v for k, v in ld.items() if v is not None}
     if ratio is not None and conc is not None and p50 is not None:
         rise = conc - p50
-        if ratio >= QUEUE_LOAD_RATIO and rise >= QUEUE_MIN_MS:
+        if queues_under_load(ratio, rise):
             return Finding(
                 Kind.QUEUEING,
                 "Requests queue on the server under load",

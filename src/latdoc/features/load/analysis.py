@@ -7,16 +7,18 @@ the achieved arrival rate those sent in it; requests that finish after it still
 count in the latency percentiles.
 
 - The **knee** is the first level whose server-side TTFT p50 (from the request
-  reaching the wire, so the client's own delay cannot make one) is more than
-  :data:`KNEE_RATIO` times that of the lowest level: requests start to wait for the
-  server. Traces without the wire mark fall back to TTFT from the request's start.
+  reaching the wire, so the client's own delay cannot make one) is at least
+  ``KNEE_RATIO`` times that of the lowest level and ``KNEE_MIN_RISE_MS`` above it
+  (:func:`~latdoc.analysis.policy.queues_under_load`, which the queueing rule reads
+  too): requests start to wait for the server. Traces without the wire mark fall
+  back to TTFT from the request's start.
 - The **throughput plateau** is the first level whose requests/s grows less than
-  :data:`PLATEAU_GROWTH` over the previous level's: more load buys no more work.
+  ``PLATEAU_GROWTH`` over the previous level's: more load buys no more work.
 - **Little's law**: over a window, the mean number of requests in flight equals
   throughput × mean latency. Measured from the same traces the two sides agree up to
   edge effects, so the check holds the in-flight mean against the level's *target*:
   its concurrency (closed loop), or its asked rate × mean latency (open loop). A gap
-  beyond :data:`LITTLE_TOLERANCE` means the client did not hold the load it meant to,
+  beyond ``LITTLE_TOLERANCE`` means the client did not hold the load it meant to,
   or the window was too short for its latency.
 - **Goodput**: the requests per second (and the share) meeting every SLO.
 
@@ -32,11 +34,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from latdoc.analysis.policy import LITTLE_TOLERANCE, PLATEAU_GROWTH, queues_under_load
 from latdoc.records import RequestTrace, Sample, Step
 
-KNEE_RATIO = 1.5
-PLATEAU_GROWTH = 0.10
-LITTLE_TOLERANCE = 0.1
 SUSTAINED_SHARE = 0.9
 """An open-loop level sustained its rate when at least this share of the scheduled
 arrivals were sent in the window ..."""
@@ -188,7 +188,7 @@ class LoadAnalysis:
 
     levels: tuple[LevelStats, ...]
     knee: LevelStats | None
-    """The first level whose TTFT p50 passed ``KNEE_RATIO`` × the lowest level's."""
+    """The first level whose TTFT p50 queues against the lowest level's."""
     plateau: LevelStats | None
     """The first level whose requests/s grew less than ``PLATEAU_GROWTH``."""
     peak_requests_per_s: float | None
@@ -314,8 +314,9 @@ def analyse_load(
 
 
 def find_knee(levels: Sequence[LevelStats]) -> LevelStats | None:
-    """The first level whose server-side TTFT p50 passed ``KNEE_RATIO`` × the lowest's;
-    a level cut short is never the knee."""
+    """The first level whose server-side TTFT p50 queues against the lowest's
+    (:func:`~latdoc.analysis.policy.queues_under_load`); a level cut short is never the
+    knee."""
     measured = [
         (lv, p)
         for lv in levels
@@ -325,7 +326,7 @@ def find_knee(levels: Sequence[LevelStats]) -> LevelStats | None:
         return None
     base = measured[0][1]
     for lv, p in measured[1:]:
-        if p.p50 > KNEE_RATIO * base.p50:
+        if base.p50 > 0 and queues_under_load(p.p50 / base.p50, p.p50 - base.p50):
             return lv
     return None
 

@@ -15,20 +15,18 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from latdoc.features.load.analysis import (
+from latdoc.analysis.policy import (
+    CLIENT_DELAY_MS,
+    KNEE_MIN_RISE_MS,
     KNEE_RATIO,
     LITTLE_TOLERANCE,
     PLATEAU_GROWTH,
-    LevelStats,
-    LoadAnalysis,
-    Percentiles,
 )
+from latdoc.features.load.analysis import LevelStats, LoadAnalysis, Percentiles
 from latdoc.records import StepNote
 from latdoc.report.names import format_ms
 
 LOAD_SCHEMA = "latdoc.load/1"
-CLIENT_DELAY_NOTE_MS = 5.0
-"""A client delay p95 from which the findings say so."""
 
 
 def _pct(p: Percentiles | None, which: str) -> str:
@@ -83,19 +81,20 @@ def findings(analysis: LoadAnalysis) -> list[str]:
         lines.append(
             f"Knee at {_level_name(knee)}: {what} {format_ms(knee_ttft.p50)}, "
             f"{knee_ttft.p50 / base:.1f}× the {format_ms(base)} of the lowest level "
-            f"(more than {KNEE_RATIO:g}×): requests wait for the server from there."
+            f"(at least {KNEE_RATIO:g}× and {KNEE_MIN_RISE_MS:.0f} ms more): requests wait "
+            "for the server from there."
         )
     elif base is not None:
         lines.append(
-            f"No knee: {what} stayed within {KNEE_RATIO:g}× the lowest level's "
-            f"{format_ms(base)} at every level."
+            f"No knee: {what} stayed below {KNEE_RATIO:g}× or within "
+            f"{KNEE_MIN_RISE_MS:.0f} ms of the lowest level's {format_ms(base)} at every level."
         )
-    delays = [(lv, p.p95) for lv in analysis.levels if (p := lv.client_delay_ms) is not None]
+    delays = [(lv, p.p50) for lv in analysis.levels if (p := lv.client_delay_ms) is not None]
     if delays:
         slowest, delay = max(delays, key=lambda pair: pair[1])
-        if delay >= CLIENT_DELAY_NOTE_MS:
+        if delay > CLIENT_DELAY_MS:
             lines.append(
-                f"The client's own delay reached p95 {format_ms(delay)} at "
+                f"The client's own delay had a median of {format_ms(delay)} at "
                 f"{_level_name(slowest)}: its event loop held requests back before they left. "
                 "TTFT includes it; the knee and the server's time do not."
             )

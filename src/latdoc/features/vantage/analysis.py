@@ -18,10 +18,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from latdoc.analysis.policy import ALPHA
 from latdoc.analysis.stats import difference_ci, mann_whitney_p, median_of
 from latdoc.records import RequestTrace
-
-SIGNIFICANCE = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +60,7 @@ class VantageComparison:
 
     @property
     def significant(self) -> bool:
-        return self.p_value is not None and self.p_value < SIGNIFICANCE
+        return self.p_value is not None and self.p_value < ALPHA
 
 
 def vantage_row(

@@ -1,11 +1,23 @@
-"""What an arm's samples say beyond the comparison of its metrics."""
+"""What an experiment's arms say: the verdict, which is the headline row of their
+comparison, and what their samples say beyond it."""
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
 
+from latdoc.analysis.compare import Comparison, Headline, compare_samples, experiment_verdict
 from latdoc.records import Sample
+
+
+def judge_arms(
+    a: Sequence[Sample], b: Sequence[Sample], *, metric: str, statistic: str, seed: int = 0
+) -> tuple[str, Comparison]:
+    """The verdict on arms A and B, and their comparison. The verdict is read from the
+    comparison's headline row (``metric`` by ``statistic``, tested alone), so the table
+    and the verdict printed under it are one test and cannot disagree."""
+    comparison = compare_samples(a, b, seed=seed, headline=Headline(metric, statistic))
+    return experiment_verdict(comparison.primary), comparison
 
 
 def cached_prompt_tokens(samples: Sequence[Sample]) -> float | None:

@@ -17,17 +17,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from latdoc.analysis.compare import (
-    METRICS,
-    Comparison,
-    MetricComparison,
-    compare_arms,
-    compare_samples,
-    experiment_verdict,
-    ratio_precision,
-)
+from latdoc.analysis.compare import METRICS, Comparison, MetricComparison, ratio_precision
 from latdoc.features.verify import experiments
-from latdoc.features.verify.analysis import cached_prompt_tokens
+from latdoc.features.verify.analysis import cached_prompt_tokens, judge_arms
 from latdoc.features.verify.experiments import Before, Experiment
 from latdoc.features.verify.plan import VerifyPlan
 from latdoc.features.verify.runs import ArmRun, open_verify_runs
@@ -59,9 +51,10 @@ class VerifyResult:
     reason: str | None = None
     """Why the remedy is not applicable here, in words."""
     headline: MetricComparison | None = None
-    """The remedy's headline metric, A against B, tested alone."""
+    """The remedy's headline metric, A against B, tested alone: the row of
+    :attr:`comparison` the verdict is."""
     comparison: Comparison | None = None
-    """Every metric, Holm-adjusted over all of them."""
+    """Every metric: the headline tested alone, the others Holm-adjusted together."""
     labels: tuple[str, str] = ("", "")
     run_ids: tuple[str, str] | None = None
     notes: tuple[StepNote, ...] = ()
@@ -194,12 +187,11 @@ class _State:
         a, b = self.samples["A"], self.samples["B"]
         labels = (self.arms[0].label, self.arms[1].label)
         run_ids = (self.run_ids["A"], self.run_ids["B"])
-        spec, key = self.spec, self.spec.headline
-        label, read = next((lbl, r) for k, lbl, r in METRICS if k == key)
-        seed = plan.seed or 0
-        headline = compare_arms(key, label, a, b, read, seed=seed, statistic=spec.statistic)
-        comparison = compare_samples(a, b, seed=seed)
-        verdict, reason = experiment_verdict(headline), None
+        spec = self.spec
+        verdict, comparison = judge_arms(
+            a, b, metric=spec.headline, statistic=spec.statistic, seed=plan.seed or 0
+        )
+        headline, reason = comparison.primary, None
         cached = cached_prompt_tokens(b)
         if spec.judge is not None:
             reason = spec.judge(spec.options_of(plan), a, b)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from latdoc.analysis.compare import EXPERIMENT_ALPHA, NEGLIGIBLE_MS, NEGLIGIBLE_SHARE
+from latdoc.analysis.policy import ALPHA, negligible
 from latdoc.analysis.stats import bootstrap_ci
 from latdoc.records import RequestTrace
 
@@ -58,11 +58,11 @@ class StrategyOutcome:
         if self.saving_ms is None or self.p_value is None or self.saving_ci_ms is None:
             return "no_difference"
         low, high = self.saving_ci_ms
-        if self.p_value >= EXPERIMENT_ALPHA or low <= 0 <= high:
+        if self.p_value >= ALPHA or low <= 0 <= high:
             return "no_difference"
         known = [t for t in self.ttft_by_turn if t is not None]
         reference = float(np.mean(known)) + self.saving_ms if known else 0.0
-        if abs(self.saving_ms) < max(NEGLIGIBLE_MS, NEGLIGIBLE_SHARE * reference):
+        if negligible(self.saving_ms, reference):
             return "no_difference"
         return "better" if self.saving_ms > 0 else "worse"
 

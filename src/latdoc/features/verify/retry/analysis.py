@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from latdoc.analysis.compare import EXPERIMENT_ALPHA
+from latdoc.analysis.policy import ALPHA, CONFIDENCE, PROPORTION_INTERVAL
 from latdoc.analysis.stats import bootstrap_ci
 
 
@@ -57,7 +57,7 @@ class RetryComparison:
         else ``no_difference``; ``not_applicable`` with no trials."""
         if not self.a.trials or not self.b.trials:
             return "not_applicable"
-        if self.p_value is None or self.p_value >= EXPERIMENT_ALPHA:
+        if self.p_value is None or self.p_value >= ALPHA:
             return "no_difference"
         return "better" if self.b.success_rate > self.a.success_rate else "worse"
 
@@ -75,7 +75,9 @@ def reliability(outcomes: Sequence[TrialOutcome], *, seed: int = 0) -> Reliabili
     times = [o.end_to_end_ms for o in outcomes]
     ci = None
     if n:
-        interval = binomtest(ok, n).proportion_ci(confidence_level=0.95, method="wilson")
+        interval = binomtest(ok, n).proportion_ci(
+            confidence_level=CONFIDENCE, method=PROPORTION_INTERVAL
+        )
         ci = (float(interval.low), float(interval.high))
     return Reliability(
         trials=n,

@@ -1,0 +1,214 @@
+"""latdoc's statistics policy: every α, family, interval and decision threshold, once.
+
+Each value here is read by every code path that tests the same quantity, so one
+screen can never apply two rules to one number: a comparison's table and an
+experiment's verdict, the knee of a load sweep and the queueing rule, the network
+rule and its nearer-region remedy, the client-delay rule and the load report's note.
+A rule's threshold that no other code path reads stays in its own module under
+:mod:`latdoc.analysis.kinds`.
+
+Values the data model needs (:mod:`latdoc.model` sits below the analysis) are
+defined there and re-exported here, so this module still documents every value.
+The table in ``docs/method.md`` ("The statistics policy") lists each constant of
+this module with its value; a test keeps the two equal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from latdoc.model import CURVE_CONFIDENCE
+
+__all__ = [
+    "ALPHA",
+    "BOOTSTRAP_METHOD",
+    "CLIENT_DELAY_MS",
+    "CLIENT_DELAY_STATISTIC",
+    "CONFIDENCE",
+    "CORRECTION",
+    "FAMILIES",
+    "HIGH_RTT_MS",
+    "KNEE_MIN_RISE_MS",
+    "KNEE_RATIO",
+    "LARGE_SAMPLE",
+    "LENGTH_RESAMPLES",
+    "LITTLE_TOLERANCE",
+    "MIN_N",
+    "NEGLIGIBLE_MS",
+    "NEGLIGIBLE_SHARE",
+    "NOTICEABLE_FRACTION",
+    "PEAK_MARGIN",
+    "PEAK_MIN_BUCKET_TTFTS",
+    "PEAK_MIN_RATIO",
+    "PLATEAU_GROWTH",
+    "PRECISION_RESAMPLES",
+    "PROPORTION_INTERVAL",
+    "RESAMPLES",
+    "Family",
+    "negligible",
+    "queues_under_load",
+]
+
+# --- Significance -------------------------------------------------------------------
+
+ALPHA: Final = 0.05
+"""The error rate of every "significant" latdoc prints: one test alone is significant
+below it, and a family of tests (:data:`FAMILIES`) is held below it as a whole by
+:data:`CORRECTION`. One value for compare, verify (its verdict and its table),
+conversation, retry, vantage and watch. It was 0.01 in compare and watch and 0.05
+elsewhere; 0.05 keeps the power an experiment stopped at ``--precision`` has on tens
+of trials, and Holm keeps a comparison of an endpoint with itself quiet as a whole
+19 times in 20 (``bench/compare_null.py``)."""
+
+CORRECTION: Final = "holm"
+"""The multiple-testing correction of a family: Holm's step-down adjustment of the
+p-values (every adjusted p compared with :data:`ALPHA`). It controls the family-wise
+error rate whatever the dependence between the tests, which the metrics of one
+request (TTFT, total, server wait) certainly have."""
+
+
+@dataclass(frozen=True, slots=True)
+class Family:
+    """The tests adjusted together, where they are run."""
+
+    where: str
+    tests: str
+    correction: str | None
+    """:data:`CORRECTION`, or ``None`` for a family of one test."""
+
+
+FAMILIES: Final = (
+    Family(
+        "compare",
+        "every metric of every group of like requests both runs have",
+        CORRECTION,
+    ),
+    Family(
+        "verify: the headline",
+        "the experiment's headline metric by its statistic, named before it ran: a "
+        "family of one; the verdict is this row of the table",
+        None,
+    ),
+    Family(
+        "verify: the rest of the table",
+        "every other metric of every group of the two arms",
+        CORRECTION,
+    ),
+    Family(
+        "verify --remedy conversation",
+        "each strategy against keeping everything, paired by turn (Wilcoxon); each "
+        "strategy is named before the run and tested alone",
+        None,
+    ),
+    Family(
+        "verify --remedy retry",
+        "the share of requests answered, policy against none (Fisher's exact test)",
+        None,
+    ),
+    Family("vantage", "the nearest vantage against the next nearest", None),
+    Family("watch", "the peak hours against the rest", None),
+)
+"""Which comparisons form a family, command by command."""
+
+MIN_N: Final = 2
+"""The fewest measured values on each side for a test or an interval: with one value
+there is nothing to resample and no rank to compare, so no p and no interval are
+given (the row is left out, or the answer says it cannot tell)."""
+
+# --- Intervals ----------------------------------------------------------------------
+
+CONFIDENCE: Final = CURVE_CONFIDENCE
+"""The level of every interval latdoc prints (bootstrap, order statistics, Wilson and
+the length curve's band). Defined in :mod:`latdoc.model` as ``CURVE_CONFIDENCE``
+because the length curve's band is drawn there, and re-exported here."""
+
+BOOTSTRAP_METHOD: Final = "percentile"
+"""Intervals of medians, means, their differences and ratios are percentile bootstraps
+(``scipy.stats.bootstrap``), each sample resampled on its own, seeded so one sample
+and seed give one interval."""
+
+RESAMPLES: Final = 2000
+"""Bootstrap resamples of a printed interval."""
+
+PRECISION_RESAMPLES: Final = 500
+"""Bootstrap resamples of the interval an experiment checks after each block of trials
+to decide whether it may stop (``--precision``): recomputed often, never printed."""
+
+LENGTH_RESAMPLES: Final = 400
+"""Bootstrap resamples of the length curve's fit (each one a least-squares fit)."""
+
+LARGE_SAMPLE: Final = 5_000
+"""From this many values in either sample the bootstrap distribution of a median is
+drawn from its order statistics (Beta-distributed ranks), which is exactly the
+distribution of resampled medians without holding :data:`RESAMPLES` copies of the
+sample: exact, not an approximation."""
+
+PROPORTION_INTERVAL: Final = "wilson"
+"""The interval of a share (requests answered): Wilson's score interval, which keeps
+its level near 0 and 1 where the normal approximation does not."""
+
+# --- What is too small to call ------------------------------------------------------
+
+NEGLIGIBLE_MS: Final = 1.0
+NEGLIGIBLE_SHARE: Final = 0.02
+"""A difference below both :data:`NEGLIGIBLE_MS` and this share of A is no difference,
+however significant: timer and event-loop noise of the measuring client alone is of
+this order. One bar for a comparison's rows, an experiment's verdict and a
+conversation strategy; compare used 0.1 ms with the same share, verify 1 ms."""
+
+NOTICEABLE_FRACTION: Final = 0.05
+"""A kind contributes, and gets remedies, only when it adds at least this share of the
+typical request (and more than identical requests vary)."""
+
+# --- Thresholds the rules and the features share --------------------------------------
+
+KNEE_RATIO: Final = 1.5
+KNEE_MIN_RISE_MS: Final = 100.0
+"""TTFT p50 under load is a queue when it is at least :data:`KNEE_RATIO` × the p50
+without load *and* at least this many ms above it: the queueing rule (concurrent
+against sequential) and the knee of a load sweep (each level against the lowest)
+read both. The knee used the ratio alone; a 1.5× rise of a 20 ms TTFT is the timer's
+noise, not a queue a user waits in."""
+
+HIGH_RTT_MS: Final = 100.0
+"""A round trip (TCP connect) above this is a far region: the ``network_path`` rule
+fires, and its "use the nearest region" remedy is given, from here. The remedy fired
+from 60 ms, so a slow upload could bring a region advice the rule had not found."""
+
+CLIENT_DELAY_MS: Final = 10.0
+CLIENT_DELAY_STATISTIC: Final = "median"
+"""The client's own delay before a request left (event loop busy, time before the
+write) is a finding when its median over requests is above :data:`CLIENT_DELAY_MS`:
+the ``client`` rule and the load report's note per level read both. The load report
+used a p95 of 5 ms or more, so a level could be noted that the rule would not name."""
+
+PLATEAU_GROWTH: Final = 0.10
+"""A load level whose requests/s grows less than this over the level before is the
+plateau: more load buys no more work."""
+
+LITTLE_TOLERANCE: Final = 0.1
+"""Little's law (concurrency = throughput × latency) holds for a load level when the two
+sides differ by at most this share; beyond it the window is too short."""
+
+PEAK_MIN_BUCKET_TTFTS: Final = 3
+"""A clock bucket with fewer TTFTs has no median worth ranking for the peak."""
+
+PEAK_MARGIN: Final = 0.2
+"""A peak bucket's TTFT median is this share above the median of the bucket medians."""
+
+PEAK_MIN_RATIO: Final = 1.0
+"""A daily pattern is named only when the whole interval of peak ÷ rest is above this
+(and p < :data:`ALPHA`): the peak is slower, not possibly the same."""
+
+
+def queues_under_load(ratio: float, rise_ms: float) -> bool:
+    """Whether TTFT under load, ``ratio`` × and ``rise_ms`` above TTFT without it, is a
+    queue (:data:`KNEE_RATIO`, :data:`KNEE_MIN_RISE_MS`)."""
+    return ratio >= KNEE_RATIO and rise_ms >= KNEE_MIN_RISE_MS
+
+
+def negligible(difference_ms: float, a_ms: float) -> bool:
+    """Whether a difference of ``difference_ms`` against A's ``a_ms`` is too small to call
+    (:data:`NEGLIGIBLE_MS`, :data:`NEGLIGIBLE_SHARE`)."""
+    return abs(difference_ms) < max(NEGLIGIBLE_MS, NEGLIGIBLE_SHARE * abs(a_ms))
