@@ -20,7 +20,7 @@ from latdoc import (
     instrument,
     measure_steps,
 )
-from latdoc.analysis.facts import MIN_KEEPALIVE_N
+from latdoc.analysis.policy import MIN_KEEPALIVE_N
 from latdoc.lab.sim import LabConfig
 from latdoc.model import Diagnosis
 

@@ -21,7 +21,7 @@ from latdoc import (
     render_html,
     render_text,
 )
-from latdoc.analysis.network_check import SERVICE_RATIO, SLOW_SETUP_MS
+from latdoc.analysis.policy import SERVICE_RATIO, SLOW_SETUP_MS
 from latdoc.store import diagnosis_from_record, diagnosis_to_record
 from report_samples import ENDPOINT, make_trace
 

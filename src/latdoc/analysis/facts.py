@@ -3,7 +3,7 @@
 The network step: medians of DNS, connect, TLS and setup over cold requests, and of
 send, wait, TTFB and TTFT over warm ones; what keep-alive saves (the first byte of new
 connections minus that of reused ones, of one prompt length and at least
-:data:`MIN_KEEPALIVE_N` of each, else not measured and why; and the setup every new
+``MIN_KEEPALIVE_N`` (the policy's) of each, else not measured and why; and the setup every new
 connection pays) with 95% bootstrap intervals. The load step: dispersion of same-length
 TTFTs and the rise under concurrency, on server-side TTFT (from the request reaching the
 wire: without the client's pool wait, its own delay and the connection's setup). The
@@ -20,15 +20,12 @@ from dataclasses import dataclass, field
 
 from latdoc.analysis.buffering import MIN_CHUNKS, Burst, stream_burst
 from latdoc.analysis.length import fit_length_curve, length_points
+from latdoc.analysis.policy import MIN_KEEPALIVE_N
 from latdoc.analysis.servertime import server_account
 from latdoc.analysis.signals import dispersion, find_stalls
 from latdoc.analysis.stats import bootstrap_ci, difference_ci, median_of
 from latdoc.model import LengthCurve, ServerAccount
 from latdoc.records import RequestTrace, Sample, Step
-
-MIN_KEEPALIVE_N = 3
-"""Requests on each side of keep-alive's saving: new connections and reused ones of the
-same prompt length. With fewer, one request's luck is half the median."""
 
 
 @dataclass
@@ -105,7 +102,7 @@ def keepalive_pairs(samples: Sequence[Sample]) -> tuple[list[float], list[float]
     """The first bytes keep-alive's saving compares: of the network step's successful
     requests on a new connection and on a reused one, those of the one prompt length
     (asked for, else as counted) with the most of both, when it has at least
-    :data:`MIN_KEEPALIVE_N` of each; else two empty lists and why, in words."""
+    ``MIN_KEEPALIVE_N`` (the policy's) of each; else two empty lists and why, in words."""
     timed = [
         s for s in samples if s.step == Step.NETWORK and s.trace.ok and s.trace.ttfb_ms is not None
     ]

@@ -2,8 +2,8 @@
 
 The rule compares a new connection's setup (DNS + TCP + TLS, medians over the network
 step's new connections) with its first byte. A first byte at least
-:data:`SERVICE_RATIO` times the setup ("first byte ≫ network time") puts the time in
-the model service; a setup above :data:`SLOW_SETUP_MS` with the first byte not that far
+``SERVICE_RATIO`` times the setup ("first byte ≫ network time") puts the time in
+the model service; a setup above ``SLOW_SETUP_MS`` (the policy's) with the first byte not that far
 above it makes the network the main bottleneck. The rule names a bottleneck only where
 the verdict agrees: the network only when the verdict is a network kind (its spec says
 ``network``), the model service only when it is not; otherwise the statement says what
@@ -14,17 +14,10 @@ from __future__ import annotations
 
 from latdoc.analysis.facts import Facts
 from latdoc.analysis.kinds import spec_of
+from latdoc.analysis.policy import SERVICE_RATIO, SLOW_SETUP_MS
 from latdoc.model import NetworkBottleneck, NetworkCheck, Verdict
 
-__all__ = ["SERVICE_RATIO", "SLOW_SETUP_MS", "network_check"]
-
-SLOW_SETUP_MS = 200.0
-"""The seed's step 1: a new connection's DNS + TCP + TLS above this, with a first byte
-not far above it, makes the network the main bottleneck."""
-SERVICE_RATIO = 3.0
-"""What "first byte ≫ network time" means: the first byte on a new connection at least
-this many times its setup, so the setup is at most a third of the wait for it and the
-rest (sending, the server's wait and its first token) at least twice the setup."""
+__all__ = ["network_check"]
 
 
 def _ms(value: float) -> str:

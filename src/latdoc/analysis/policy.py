@@ -34,6 +34,7 @@ __all__ = [
     "LARGE_SAMPLE",
     "LENGTH_RESAMPLES",
     "LITTLE_TOLERANCE",
+    "MIN_KEEPALIVE_N",
     "MIN_N",
     "NEGLIGIBLE_MS",
     "NEGLIGIBLE_SHARE",
@@ -45,6 +46,8 @@ __all__ = [
     "PRECISION_RESAMPLES",
     "PROPORTION_INTERVAL",
     "RESAMPLES",
+    "SERVICE_RATIO",
+    "SLOW_SETUP_MS",
     "Family",
     "negligible",
     "queues_under_load",
@@ -188,8 +191,22 @@ PLATEAU_GROWTH: Final = 0.10
 plateau: more load buys no more work."""
 
 LITTLE_TOLERANCE: Final = 0.1
-"""Little's law (concurrency = throughput × latency) holds for a load level when the two
-sides differ by at most this share; beyond it the window is too short."""
+"""Little's law holds for a load level when its measured in-flight mean and its target
+(the concurrency, or the asked rate × latency) differ by at most this share; beyond it
+the client did not hold the load it meant to, or the window is too short."""
+
+SLOW_SETUP_MS: Final = 200.0
+"""The seed's step 1: a new connection's DNS + TCP + TLS above this, with a first byte
+not far above it, makes the network the main bottleneck."""
+
+SERVICE_RATIO: Final = 3.0
+"""What "first byte ≫ network time" means: the first byte on a new connection at least
+this many times its setup, so the setup is at most a third of the wait for it and the
+rest (sending, the server's wait and its first token) at least twice the setup."""
+
+MIN_KEEPALIVE_N: Final = 3
+"""Requests on each side of keep-alive's saving: new connections and reused ones of the
+same prompt length. With fewer, one request's luck is half the median."""
 
 PEAK_MIN_BUCKET_TTFTS: Final = 3
 """A clock bucket with fewer TTFTs has no median worth ranking for the peak."""
