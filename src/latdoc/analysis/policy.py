@@ -42,6 +42,8 @@ __all__ = [
     "PEAK_MARGIN",
     "PEAK_MIN_BUCKET_TTFTS",
     "PEAK_MIN_RATIO",
+    "PEAK_PERMUTATIONS",
+    "PEAK_PERMUTATION_VALUES",
     "PLATEAU_GROWTH",
     "PRECISION_RESAMPLES",
     "PROPORTION_INTERVAL",
@@ -217,6 +219,14 @@ PEAK_MARGIN: Final = 0.2
 PEAK_MIN_RATIO: Final = 1.0
 """A daily pattern is named only when the whole interval of peak ÷ rest is above this
 (and p < :data:`ALPHA`): the peak is slower, not possibly the same."""
+
+PEAK_PERMUTATIONS: Final = 1999
+"""Shuffles of the TTFTs across the clock's buckets behind the peak's p-value, each
+picking its own peak as the rule does: the smallest p it can give is 1/2000."""
+
+PEAK_PERMUTATION_VALUES: Final = 100
+"""The most TTFTs of one bucket the shuffles use (a random draw of them), so a watch of a
+million requests is tested in the time of a small one."""
 
 
 def queues_under_load(ratio: float, rise_ms: float) -> bool:
