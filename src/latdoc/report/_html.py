@@ -25,6 +25,7 @@ from latdoc.report._plot_data import MAX_ROWS, ttft_values
 from latdoc.report._server import disagreement_texts
 from latdoc.report._theme import PHASE_COLOURS
 from latdoc.report._truth import (
+    bank_accuracy_text,
     gain_text,
     keepalive_text,
     length_rule_text,
@@ -178,6 +179,8 @@ def _verdict(diagnosis: Diagnosis) -> dict[str, Any]:
         "short": spec.name,
         "meaning": spec.meaning,
         "confidence": _percent(verdict.confidence),
+        "calibrated": verdict.confidence_model is not None,
+        "bank": bank_accuracy_text(verdict),
         "contributing": [kind_short(k) for k in verdict.contributing],
         "negligible": [kind_short(k) for k in verdict.negligible],
     }

@@ -18,6 +18,7 @@ from latdoc.report._server import disagreement_texts, server_lines
 from latdoc.report._system import NOT_READABLE
 from latdoc.report._theme import PHASE_COLOURS
 from latdoc.report._truth import (
+    bank_accuracy_text,
     gain_text,
     keepalive_text,
     length_rule_text,
@@ -255,6 +256,8 @@ def render_diagnosis(d: Diagnosis) -> RenderableType:
             ),
         ),
     ]
+    if (bank := bank_accuracy_text(v)) is not None:
+        parts.append(_indent(Text(bank, style="dim"), 2))
     if v.contributing:
         contributing = Text("Contributing: ")
         for i, kind in enumerate(v.contributing):
