@@ -152,6 +152,9 @@ from collections.abc import Mapping
 from typing import Final
 
 VERSION: Final = {VERSION!r}
+FIT_N: Final = {n}
+FIT_SEED: Final = {seed}
+"""The draw the maps were fitted on (``draw_many(FIT_N, FIT_SEED)``): evaluate elsewhere."""
 ALL_KINDS: Final[tuple[tuple[float, ...], tuple[float, ...]]] = {everyone!r}
 BY_KIND: Final[Mapping[str, tuple[tuple[float, ...], tuple[float, ...]]]] = {own!r}
 BANK_ACCURACY: Final[Mapping[str, tuple[float, int]]] = {accuracy(verdicts)!r}

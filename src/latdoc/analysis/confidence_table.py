@@ -15,6 +15,9 @@ from collections.abc import Mapping
 from typing import Final
 
 VERSION: Final = "bank-1"
+FIT_N: Final = 4000
+FIT_SEED: Final = 2
+"""The draw the maps were fitted on (``draw_many(FIT_N, FIT_SEED)``): evaluate elsewhere."""
 ALL_KINDS: Final[tuple[tuple[float, ...], tuple[float, ...]]] = (
     (0.2, 0.8, 0.81, 0.99, 1.0),
     (0.9173, 0.9173, 0.9741, 0.9741, 0.9808),
