@@ -6,6 +6,7 @@ bank's verdicts of the kind were right."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -77,7 +78,8 @@ def test_every_output_says_how_often_the_bank_was_right_for_the_kind() -> None:
         f"verdicts of this kind were right {accuracy:.0%} of the time in the truth bank (n = {n})"
     )
     text = " ".join(render_text(render_diagnosis(d), 100).split())
-    assert f"confidence {v.confidence:.2f} {line}" in text, "one line below the verdict"
+    shown = math.floor(v.confidence * 100) / 100
+    assert f"confidence {shown:.2f} {line}" in text, "one line below the verdict"
 
     document = json.loads(json.dumps(diagnosis_to_dict(d)))["verdict"]
     assert document["confidence"] == v.confidence
@@ -87,5 +89,5 @@ def test_every_output_says_how_often_the_bank_was_right_for_the_kind() -> None:
     assert diagnosis_from_record(json.loads(json.dumps(diagnosis_to_dict(d)))).verdict == v
 
     page = " ".join(render_html(d, generate(s)).split())
-    assert f'{v.confidence * 100:.0f} %</strong> <span class="muted">that this verdict' in page
+    assert f'{shown * 100:.0f} %</strong> <span class="muted">that this verdict' in page
     assert line.capitalize() in page

@@ -31,6 +31,7 @@ from latdoc.report._truth import (
     length_rule_text,
     longest_ratio_text,
     negligible_bar_text,
+    shown_probability,
     unmeasured_text,
 )
 from latdoc.report.names import format_ms, format_value, kind_short
@@ -178,7 +179,7 @@ def _verdict(diagnosis: Diagnosis) -> dict[str, Any]:
         "kind": verdict.primary.value,
         "short": spec.name,
         "meaning": spec.meaning,
-        "confidence": _percent(verdict.confidence),
+        "confidence": _percent(shown_probability(verdict.confidence)),
         "calibrated": verdict.confidence_model is not None,
         "bank": bank_accuracy_text(verdict),
         "contributing": [kind_short(k) for k in verdict.contributing],

@@ -24,6 +24,7 @@ from latdoc.report._truth import (
     length_rule_text,
     longest_ratio_text,
     negligible_bar_text,
+    shown_probability,
     unmeasured_text,
 )
 from latdoc.report.names import format_ms, format_value, kind_colour, kind_name
@@ -252,7 +253,7 @@ def render_diagnosis(d: Diagnosis) -> RenderableType:
             Text.assemble(
                 ("Verdict: ", "bold"),
                 (kind_name(v.primary), _kind_style(v.primary)),
-                f"   confidence {v.confidence:.2f}",
+                f"   confidence {shown_probability(v.confidence):.2f}",
             ),
         ),
     ]

@@ -4,6 +4,8 @@ input-length rules' comparisons, keep-alive's saving, the negligible kinds' bar.
 
 from __future__ import annotations
 
+import math
+
 from latdoc.model import Diagnosis, LengthCheck, Remedy, Verdict
 from latdoc.report.names import format_ms
 
@@ -24,6 +26,12 @@ def gain_text(r: Remedy) -> str | None:
         low, high = r.gain_interval_ms
         text += f" (95% CI {format_ms(low)} … {format_ms(high)})"
     return f"{text}, {GAIN_SOURCES[r.gain_source]}"
+
+
+def shown_probability(p: float) -> float:
+    """``p`` rounded down to a hundredth: a probability of 0.996 shows as 0.99, never as
+    the certainty 1.00 that no finite bank can measure."""
+    return math.floor(p * 100 + 1e-9) / 100
 
 
 def bank_accuracy_text(v: Verdict) -> str | None:
