@@ -6,8 +6,11 @@ samples a real diagnosis run would, runs them through the real ``build_diagnosis
 and compares the verdict with the scenario's truth. Prints the confusion matrix of
 true against named primary kind, the primary accuracy, the recall and precision of
 the kinds named, the calibration of the printed confidence (accuracy per confidence
-bin and the expected calibration error), the requests per verdict and the time it
-took, each goal beside its figure.
+bin and the expected calibration error, beside the rule's own confidence it was read
+from), the requests per verdict and the time it took, each goal beside its figure.
+The printed confidence comes from a table fitted on the bank
+(``bench/fit_confidence.py``); its calibration is measured only on a draw the fit did
+not see, so a ``--seed`` equal to the fit's is refused.
 Run: ``make bench`` or ``.venv/bin/python bench/calibration.py [--n 2000] [--seed 1]``.
 """
 
@@ -18,12 +21,14 @@ import statistics
 import time
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import replace
 
 from rich.console import Console
 from rich.table import Table
 
 from bank import NOISE, context, draw_many, generate, truth
 from bank.score import Outcome, accuracy, calibration, confusion, recall_precision
+from latdoc.analysis import confidence_table
 from latdoc.model import Kind
 from latdoc.pipeline import build_diagnosis
 
@@ -167,8 +172,14 @@ def report(console: Console, outcomes: Sequence[Outcome], n: int, seed: int) -> 
         _mark(c_prec >= GOAL_PRECISION),
     )
     figures.add_row(
-        "expected calibration error", f"{ece:.3f}", f"≤ {GOAL_ECE}", _mark(ece <= GOAL_ECE)
+        f"expected calibration error (held out from the fit, {confidence_table.VERSION})",
+        f"{ece:.3f}",
+        f"≤ {GOAL_ECE}",
+        _mark(ece <= GOAL_ECE),
     )
+    raw = [replace(o, confidence=o.rule_confidence) for o in outcomes if o.rule_confidence]
+    if raw:
+        figures.add_row("  the rule's own confidence, for comparison", f"{calibration(raw)[1]:.3f}")
     requests = [o.requests for o in outcomes]
     figures.add_row(
         "requests per verdict",
@@ -184,6 +195,11 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=2000, help="scenarios to draw (default 2000)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the draw (default 1)")
     args = parser.parse_args()
+    if args.seed == confidence_table.FIT_SEED:
+        parser.error(
+            f"seed {args.seed} drew the scenarios the confidence table was fitted on; "
+            "its calibration is measured on another seed"
+        )
     console = Console(width=max(100, Console().width))
     start = time.perf_counter()
     outcomes, generating, diagnosing = run(args.n, args.seed)

@@ -52,7 +52,10 @@ def test_diagnose_json_report_and_store(
     doc = json.loads(captured.out)
     assert set(doc) >= {"verdict", "shares", "findings", "steps", "run_id"}
     assert doc["schema"] == "latdoc.diagnosis/2"
-    assert set(doc["verdict"]) == {"primary", "contributing", "confidence", "negligible"}
+    assert set(doc["verdict"]) == {
+        "primary", "contributing", "confidence", "negligible", "rule_confidence",
+        "confidence_model", "bank_accuracy",
+    }  # fmt: skip
     assert 0 <= doc["verdict"]["confidence"] <= 1
     assert doc["requests"] <= 30
     assert f"Plan: at most {min(30, planned_requests())} requests" in captured.err

@@ -18,7 +18,10 @@ DIAGNOSIS_KEYS = {
     "shares", "shares_ms", "findings", "remedies", "steps", "notes", "negligible",
     "typical_request", "system", "server",
 }  # fmt: skip
-VERDICT_KEYS = {"primary", "contributing", "confidence", "negligible"}
+VERDICT_KEYS = {
+    "primary", "contributing", "confidence", "negligible", "rule_confidence", "confidence_model",
+    "bank_accuracy",
+}  # fmt: skip
 FINDING_KEYS = {
     "kind", "title", "rule", "evidence", "share_s", "share_ms", "confidence", "remedy",
     "predicted_gain_ms",

@@ -59,7 +59,14 @@ def _full() -> Diagnosis:
     return replace(
         d,
         findings=(d.findings[0], errors),
-        verdict=replace(d.verdict, negligible=(Kind.DECODE,)),
+        verdict=replace(
+            d.verdict,
+            negligible=(Kind.DECODE,),
+            rule_confidence=0.72,
+            confidence_model="bank-test",
+            bank_accuracy=0.953,
+            bank_n=412,
+        ),
         length_check=LengthCheck(128, 337.0, 2048, 2124.5, 6.3, 1787.5, 40.0, True, True, "fired"),
         network_check=NetworkCheck(
             77.0, 802.5, 200.0, 3.0, "model service", "the model service", "no pair"
@@ -129,7 +136,8 @@ def test_a_document_of_an_older_version_reads_without_the_keys_added_since() -> 
     document = _json(diagnosis_to_record(make_diagnosis()))
     for key in ("negligible", "typical_request", "system", "server"):
         del document[key]
-    del document["verdict"]["negligible"]
+    for key in ("negligible", "rule_confidence", "confidence_model", "bank_accuracy"):
+        del document["verdict"][key]
     del document["steps"]["reasoning"]
     del document["steps"]["network_rule"]
     del document["steps"]["length"]["rule"]
@@ -138,6 +146,11 @@ def test_a_document_of_an_older_version_reads_without_the_keys_added_since() -> 
             del remedy[key]
     d = diagnosis_from_record(document)
     assert d.verdict.negligible == () and d.noticeable is None and d.typical_request is None
+    # Before confidence was calibrated, a verdict held the rule's own confidence alone.
+    assert d.verdict.confidence == make_diagnosis().verdict.confidence
+    v = d.verdict
+    assert v.rule_confidence is None and v.confidence_model is None
+    assert v.bank_accuracy is None and v.bank_n is None
     assert d.system == () and d.server is None and d.reasoning == {} and d.length_check is None
     assert d.network_check is None
     # An old version printed gains it had not measured: they read as no gain.

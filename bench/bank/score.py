@@ -24,12 +24,17 @@ class Outcome:
     primary: Kind
     contributing: tuple[Kind, ...]
     confidence: float
+    """The printed confidence: the probability the verdict is right."""
     requests: int
+    rule_confidence: float | None = None
+    """The primary rule's own confidence, which the printed one was read from."""
 
     @classmethod
     def of(cls, label: str, truth: Truth, d: Diagnosis) -> Outcome:
         v = d.verdict
-        return cls(label, truth, v.primary, v.contributing, v.confidence, d.requests)
+        return cls(
+            label, truth, v.primary, v.contributing, v.confidence, d.requests, v.rule_confidence
+        )
 
     @property
     def right(self) -> bool:

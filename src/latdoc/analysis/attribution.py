@@ -8,13 +8,16 @@ others as contributing kinds. Each finding's ``share_ms`` is the latency its kin
 to a typical request, as the kind's module defines it. A finding whose share a user
 would not notice (:mod:`.noticeable`) is listed as negligible instead and never
 chosen. A kind's spec may put it first whatever its share: errors, when a quarter or
-more of the requests failed, since nothing else matters until they succeed.
+more of the requests failed, since nothing else matters until they succeed. The
+verdict's confidence is the probability that its primary kind is right, read from the
+primary rule's own confidence by the truth bank's calibration (:mod:`.calibration`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from latdoc.analysis.calibration import calibrated
 from latdoc.analysis.facts import Facts, gather_facts
 from latdoc.analysis.kinds import specs
 from latdoc.analysis.kinds.healthy import healthy_shares, healthy_verdict
@@ -41,7 +44,7 @@ def diagnose(
     rules = [spec.rule for spec in specs() if spec.rule is not None]
     findings = tuple(f for rule in rules if (f := rule(facts)) is not None)
     bar = noticeable_bar(samples if views is None else views.identical)
-    verdict = _verdict(findings, facts, bar)
+    verdict = calibrated(_verdict(findings, facts, bar))
     shares = {f.kind: round(f.share_ms, 3) for f in findings} or healthy_shares(facts)
     measured = facts.measured
     return Diagnosis(

@@ -89,15 +89,29 @@ class Remedy:
 @dataclass(frozen=True, slots=True)
 class Verdict:
     """Which kind of slow this is: the primary kind, the other noticeable kinds that
-    contribute (largest share first), how sure the primary kind's rule is, and the kinds
-    found too small to notice."""
+    contribute (largest share first), the probability that the primary kind is right,
+    the kinds found too small to notice, and what that probability was read from."""
 
     primary: Kind
     contributing: tuple[Kind, ...]
     confidence: float
+    """0..1: the probability that the primary kind is right, read from the primary
+    rule's own confidence by the truth bank's calibration
+    (:mod:`latdoc.analysis.calibration`); the rule's own number while uncalibrated."""
     negligible: tuple[Kind, ...] = ()
     """Kinds a rule found whose share is too small to notice (see
     :mod:`latdoc.analysis.noticeable`): listed, never given remedies."""
+    rule_confidence: float | None = None
+    """The primary kind's rule confidence (samples behind it, margin over its
+    threshold) that ``confidence`` was read from; None in documents written before
+    confidence was calibrated."""
+    confidence_model: str | None = None
+    """The version of the calibration table that read it; None when uncalibrated."""
+    bank_accuracy: float | None = None
+    """How often the truth bank's verdicts of this primary kind were right; None when
+    the bank never named it or the verdict was not calibrated."""
+    bank_n: int | None = None
+    """How many of the truth bank's verdicts named this primary kind."""
 
 
 @dataclass(frozen=True, slots=True)

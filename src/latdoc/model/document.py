@@ -67,6 +67,13 @@ def diagnosis_to_dict(d: Diagnosis) -> dict[str, Any]:
     """The ``latdoc.diagnosis/2`` document: verdict, shares, findings with their top
     remedy, remedies, the numbers of each step, and what the run left out.
 
+    The verdict's ``confidence`` is the probability that its primary kind is right,
+    read from the primary rule's own confidence (``rule_confidence``) by the truth
+    bank's calibration table named in ``confidence_model``; ``bank_accuracy`` is how
+    often the bank's verdicts of that primary kind were right, of ``n``. The three
+    are null in documents written before confidence was calibrated, whose
+    ``confidence`` is the rule's own. A finding's ``confidence`` stays its rule's own.
+
     Each remedy's ``predicted_gain_ms`` is null unless ``gain_source`` says it was
     ``measured`` in this run or ``fitted`` from the length curve, with its
     ``gain_interval_ms``; ``verify_command`` is the experiment that would measure it.
@@ -112,6 +119,11 @@ def diagnosis_to_dict(d: Diagnosis) -> dict[str, Any]:
             "contributing": [str(k) for k in d.verdict.contributing],
             "confidence": d.verdict.confidence,
             "negligible": [str(k) for k in d.verdict.negligible],
+            "rule_confidence": d.verdict.rule_confidence,
+            "confidence_model": d.verdict.confidence_model,
+            "bank_accuracy": None
+            if d.verdict.bank_accuracy is None
+            else {"accuracy": d.verdict.bank_accuracy, "n": d.verdict.bank_n},
         },
         "negligible": _negligible(d),
         "typical_request": _typical_request(d),

@@ -25,11 +25,13 @@ from latdoc.report._plot_data import MAX_ROWS, ttft_values
 from latdoc.report._server import disagreement_texts
 from latdoc.report._theme import PHASE_COLOURS
 from latdoc.report._truth import (
+    bank_accuracy_text,
     gain_text,
     keepalive_text,
     length_rule_text,
     longest_ratio_text,
     negligible_bar_text,
+    shown_probability,
     unmeasured_text,
 )
 from latdoc.report.names import format_ms, format_value, kind_short
@@ -177,7 +179,9 @@ def _verdict(diagnosis: Diagnosis) -> dict[str, Any]:
         "kind": verdict.primary.value,
         "short": spec.name,
         "meaning": spec.meaning,
-        "confidence": _percent(verdict.confidence),
+        "confidence": _percent(shown_probability(verdict.confidence)),
+        "calibrated": verdict.confidence_model is not None,
+        "bank": bank_accuracy_text(verdict),
         "contributing": [kind_short(k) for k in verdict.contributing],
         "negligible": [kind_short(k) for k in verdict.negligible],
     }

@@ -18,11 +18,13 @@ from latdoc.report._server import disagreement_texts, server_lines
 from latdoc.report._system import NOT_READABLE
 from latdoc.report._theme import PHASE_COLOURS
 from latdoc.report._truth import (
+    bank_accuracy_text,
     gain_text,
     keepalive_text,
     length_rule_text,
     longest_ratio_text,
     negligible_bar_text,
+    shown_probability,
     unmeasured_text,
 )
 from latdoc.report.names import format_ms, format_value, kind_colour, kind_name
@@ -251,10 +253,12 @@ def render_diagnosis(d: Diagnosis) -> RenderableType:
             Text.assemble(
                 ("Verdict: ", "bold"),
                 (kind_name(v.primary), _kind_style(v.primary)),
-                f"   confidence {v.confidence:.2f}",
+                f"   confidence {shown_probability(v.confidence):.2f}",
             ),
         ),
     ]
+    if (bank := bank_accuracy_text(v)) is not None:
+        parts.append(_indent(Text(bank, style="dim"), 2))
     if v.contributing:
         contributing = Text("Contributing: ")
         for i, kind in enumerate(v.contributing):

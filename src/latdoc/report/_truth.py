@@ -1,10 +1,12 @@
 """Words every renderer shares about how far to trust a number: a remedy's gain and
-its source, the network and input-length rules' comparisons, keep-alive's saving, the
-negligible kinds' bar."""
+its source, the verdict's confidence against the truth bank, the network and
+input-length rules' comparisons, keep-alive's saving, the negligible kinds' bar."""
 
 from __future__ import annotations
 
-from latdoc.model import Diagnosis, LengthCheck, Remedy
+import math
+
+from latdoc.model import Diagnosis, LengthCheck, Remedy, Verdict
 from latdoc.report.names import format_ms
 
 GAIN_SOURCES = {
@@ -24,6 +26,23 @@ def gain_text(r: Remedy) -> str | None:
         low, high = r.gain_interval_ms
         text += f" (95% CI {format_ms(low)} … {format_ms(high)})"
     return f"{text}, {GAIN_SOURCES[r.gain_source]}"
+
+
+def shown_probability(p: float) -> float:
+    """``p`` rounded down to a hundredth: a probability of 0.996 shows as 0.99, never as
+    the certainty 1.00 that no finite bank can measure."""
+    return math.floor(p * 100 + 1e-9) / 100
+
+
+def bank_accuracy_text(v: Verdict) -> str | None:
+    """``verdicts of this kind were right 96% of the time in the truth bank (n = 812)``;
+    None when the verdict was not calibrated or the bank never named its kind."""
+    if v.bank_accuracy is None or v.bank_n is None:
+        return None
+    return (
+        f"verdicts of this kind were right {v.bank_accuracy:.0%} of the time "
+        f"in the truth bank (n = {v.bank_n})"
+    )
 
 
 def unmeasured_text(r: Remedy) -> str:

@@ -110,12 +110,20 @@ def _kinds(r: Fields, name: str) -> tuple[Kind, ...]:
 
 
 def _verdict(record: Mapping[str, Any]) -> Verdict:
+    """The verdict; a document written before confidence was calibrated has no rule
+    confidence, calibration version or bank accuracy, and reads them as None."""
     r = Fields(record, "diagnosis.verdict")
+    bank = r.opt_mapping("bank_accuracy") if r.has("bank_accuracy") else None
+    accuracy = None if bank is None else Fields(bank, "diagnosis.verdict.bank_accuracy")
     return Verdict(
         _kind(r.text("primary"), "verdict.primary"),
         _kinds(r, "contributing"),
         r.number("confidence"),
         _kinds(r, "negligible"),
+        rule_confidence=r.opt_number("rule_confidence") if r.has("rule_confidence") else None,
+        confidence_model=r.opt_text("confidence_model") if r.has("confidence_model") else None,
+        bank_accuracy=None if accuracy is None else accuracy.number("accuracy"),
+        bank_n=None if accuracy is None else accuracy.integer("n"),
     )
 
 
