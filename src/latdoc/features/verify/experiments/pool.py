@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from latdoc.advice import advised_pool
 from latdoc.advice.verify import VERIFY_POOL
 from latdoc.analysis.compare import TRIAL_MEAN
 from latdoc.errors import UsageError
@@ -17,7 +18,7 @@ from latdoc.features.verify.experiments._shared import (
 )
 from latdoc.features.verify.experiments._spec import Experiment
 from latdoc.features.verify.send import Arm
-from latdoc.model import DEFAULT_CONCURRENCY, pool_size
+from latdoc.model import DEFAULT_CONCURRENCY
 from latdoc.pipeline import cpu_count
 from latdoc.workload import TokenCalibration
 
@@ -39,7 +40,7 @@ class PoolOptions:
     @property
     def advised_pool(self) -> int:
         """The pool the advice gives: ``2 × cores + concurrency``."""
-        return pool_size(max(1, self.cpu_count), self.concurrency)
+        return advised_pool(self.cpu_count, self.concurrency)
 
 
 def _read(args: argparse.Namespace) -> PoolOptions:
