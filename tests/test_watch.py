@@ -131,7 +131,7 @@ def _busy_buckets(origin: float, day_s: float, profile: tuple[float, ...], n: in
 
 
 def _watch_args(url: str, name: str, seconds: float, db: Path) -> list[str]:
-    return ["watch", url, "--model", "lab-sim", "--name", name, "--every", "0.5s",
+    return ["watch", url, "--model", "lab-sim", "--name", name, "--every", "0.25s",
             "--duration", f"{seconds:g}s", "--long-tokens", "256", "--max-tokens", "8",
             "--seed", "3", "--db", str(db)]  # fmt: skip
 
@@ -156,8 +156,8 @@ def test_watch_finds_the_lab_peak_and_a_flat_lab_has_none(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A 64 s day in 8 parts, background filling the one slot in parts 4 to 7 only (each
-    background request holds it 100 ms on average); a watch every half second for one day.
-    A flat day (5 % all day) for 32 s is watched at the same time by another process,
+    background request holds it 100 ms on average); a watch every quarter second for one
+    day. A flat day (5 % all day) for 32 s is watched at the same time by another process,
     into a store of its own."""
     latency = LatencyModel(prefill_base_ms=8, prefill_ms_per_token=0.01, decode_ms_per_token=1)
     profile = (0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0)
