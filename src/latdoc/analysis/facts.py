@@ -152,8 +152,25 @@ def server_ttft_ms(trace: RequestTrace) -> float | None:
     return trace.ttft_ms - (trace.queue_ms or 0.0) - (trace.setup_ms or 0.0)
 
 
+def alone_at_one_length(samples: Sequence[Sample]) -> list[Sample]:
+    """The successful requests sent one at a time at the load step's prompt length: its
+    sequential ones, and the network step's (cold and warm) where they asked for the same
+    length. Alike but for the moment each was sent, their spread is the endpoint's own:
+    pooled, a busy moment met by a few of them is an outlier among many rather than half
+    of four. Recorded traffic, whose requests ask for no length, pools nothing."""
+    ok = [s for s in samples if s.trace.ok]
+    seq = [s for s in ok if s.step == Step.LOAD and s.concurrency == 1]
+    network = [s for s in ok if s.step == Step.NETWORK and s.target_prompt_tokens is not None]
+    asked = Counter(s.target_prompt_tokens for s in seq or network)
+    if not asked:
+        return []
+    length = asked.most_common(1)[0][0]
+    same = [s for s in network if s.target_prompt_tokens == length]
+    return same + [s for s in seq if s.target_prompt_tokens == length or not same]
+
+
 def _load_facts(samples: Sequence[Sample]) -> dict[str, float | None]:
-    seq = [s.trace for s in samples if s.step == Step.LOAD and s.concurrency == 1 and s.trace.ok]
+    seq = [s.trace for s in alone_at_one_length(samples)]
     conc = [s for s in samples if s.step == Step.LOAD and s.concurrency > 1 and s.trace.ok]
     seq_ttft = [v for t in seq if (v := server_ttft_ms(t)) is not None]
     disp = dispersion(seq_ttft)

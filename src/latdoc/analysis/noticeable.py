@@ -6,17 +6,23 @@ gets no remedies. A finding contributes when its share of the typical request is
 
 - at least :data:`NOTICEABLE_FRACTION` of that request's end-to-end time, and
 - more than the run's noise in the same metric: the scaled median absolute
-  deviation of identical requests (the network step's warm requests; the load
-  step's sequential ones when there are fewer than three) — of their time to first
-  token for the kinds whose specs say they act before it (setup, path, input length,
-  queueing, the client, buffering), of their end-to-end time for the others. Scaled
-  by 1.4826 it is the standard deviation for normal data, and unlike the standard
-  deviation it is not inflated by the one slow request the other rules are there to explain. A share
-  below it is smaller than what one identical request differs from the next. (A
-  stream that stalls makes end-to-end times vary by seconds; that says nothing
-  about how much the first token varies.) The end-to-end spread is read with each
-  request's own stalls taken out: where half the streams stall, the stalls *are* the
-  spread, and a cause must not be dismissed by the noise it makes.
+  deviation of identical requests — every request sent alone at the load step's
+  prompt length (:func:`~.facts.alone_at_one_length`: the network step's, cold and
+  warm, and the load step's sequential ones), of their time to first token from the
+  request reaching the wire for the kinds whose specs say they act before it (setup,
+  path, input length, queueing, the client, buffering), of their end-to-end time less
+  the connection's setup for the others. Scaled by 1.4826 it is the standard
+  deviation for normal data, and unlike the standard deviation it is not inflated by
+  the few slow requests the other rules are there to explain — as long as they are
+  a minority, which pooling the dozen requests of both steps keeps them (four warm
+  requests, two of them meeting a busy server, made a bar of seconds that dismissed
+  the busy server it measured). A share below it is smaller than what one identical
+  request differs from the next. (A stream that stalls makes end-to-end times vary
+  by seconds; that says nothing about how much the first token varies.) The
+  end-to-end spread is read with each request's own stalls taken out: where half
+  the streams stall, the stalls *are* the spread, and a cause must not be dismissed
+  by the noise it makes. The typical request is the median end-to-end time of those
+  requests that were not sent cold.
 
 A kind whose spec says a user notices it whatever its share (failed requests) is
 never negligible.
@@ -25,8 +31,9 @@ never negligible.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
+from latdoc.analysis.facts import alone_at_one_length, server_ttft_ms
 from latdoc.analysis.kinds import spec_of
 from latdoc.analysis.policy import NOTICEABLE_FRACTION
 from latdoc.analysis.servertime import split_ttft
@@ -39,35 +46,34 @@ MAD_TO_SIGMA = 1.4826
 """Scales a median absolute deviation to the standard deviation of normal data."""
 MIN_SAME_CONDITION = 3
 """Fewer identical requests than this say nothing about the spread."""
+MIN_FASTER_HALF = 6
+"""From this many identical requests the spread is read on the faster half of them."""
+HALF_MAD_TO_SIGMA = 2.5018
+"""Scales the median absolute deviation of the faster half of normal data (about its own
+median) to the standard deviation of the whole."""
 
 
 def noticeable_bar(samples: Sequence[Sample]) -> NoticeableBar | None:
     """The bar of this run, or None when no identical requests succeeded."""
-
-    def warm(s: Sample) -> bool:
-        return s.step == Step.NETWORK and not s.cold
-
-    def sequential(s: Sample) -> bool:
-        return s.step == Step.LOAD and s.concurrency == 1
-
-    totals_warm = _values(samples, warm, lambda t: t.total_ms)
-    totals_seq = _values(samples, sequential, lambda t: t.total_ms)
-    typical = median_of(totals_warm) or median_of(totals_seq)
+    alone = alone_at_one_length(samples)
+    warm = [s.trace for s in alone if not s.cold]
+    typical = median_of(t.total_ms for t in warm) or median_of(s.trace.total_ms for s in alone)
     if typical is None:
         return None
-    use_warm = len(totals_warm) >= MIN_SAME_CONDITION
-    same = warm if use_warm else sequential
-    unstalled = _values(samples, same, _total_without_stalls)
-    ttfts = _values(samples, same, lambda t: t.ttft_ms)
-    return NoticeableBar(typical, _noise(unstalled) or 0.0, NOTICEABLE_FRACTION, _noise(ttfts))
+    traces = [s.trace for s in alone]
+    ttfts = [v for t in traces if (v := server_ttft_ms(t)) is not None]
+    totals = [v for t in traces if (v := _own_total(t)) is not None]
+    return NoticeableBar(typical, _noise(totals) or 0.0, NOTICEABLE_FRACTION, _noise(ttfts))
 
 
-def _total_without_stalls(trace: RequestTrace) -> float | None:
-    """End-to-end time less the stalls the stalls rule finds in this stream."""
+def _own_total(trace: RequestTrace) -> float | None:
+    """End-to-end time less the connection's setup and the stalls the stalls rule finds
+    in this stream: what identical requests share on any connection."""
     total = trace.total_ms
     if total is None:
         return None
-    return total - sum(stall.gap_ms for stall in find_stalls(trace.itl_ms))
+    stalls = sum(stall.gap_ms for stall in find_stalls(trace.itl_ms))
+    return total - (trace.setup_ms or 0.0) - stalls
 
 
 def is_noticeable(finding: Finding, bar: NoticeableBar | None) -> bool:
@@ -80,9 +86,14 @@ def is_noticeable(finding: Finding, bar: NoticeableBar | None) -> bool:
 
 
 def _noise(values: Sequence[float]) -> float | None:
-    """The scaled MAD of ``values``; None with too few of them to say."""
+    """The scaled MAD of ``values``, of their faster half from :data:`MIN_FASTER_HALF`
+    values on; None with too few of them to say."""
     if len(values) < MIN_SAME_CONDITION:
         return None
+    if len(values) >= MIN_FASTER_HALF:
+        faster = sorted(values)[: len(values) // 2]
+        centre = statistics.median(faster)
+        return HALF_MAD_TO_SIGMA * statistics.median(abs(v - centre) for v in faster)
     centre = statistics.median(values)
     return MAD_TO_SIGMA * statistics.median(abs(v - centre) for v in values)
 
@@ -120,12 +131,3 @@ def request_parts(samples: Sequence[Sample]) -> RequestParts | None:
             prefill - server_prefill,
         )
     return RequestParts(setup or 0.0, send or 0.0, prefill, decode, len(cold), thinking)
-
-
-def _values(
-    samples: Sequence[Sample],
-    keep: Callable[[Sample], bool],
-    read: Callable[[RequestTrace], float | None],
-) -> list[float]:
-    values = (read(s.trace) for s in samples if keep(s) and s.trace.ok)
-    return [v for v in values if v is not None]
