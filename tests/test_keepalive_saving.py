@@ -11,6 +11,7 @@ import openai
 
 from conftest import FAST, LabFactory
 from latdoc import (
+    ConnectionOptions,
     DiagnosisPlan,
     Endpoint,
     RunContext,
@@ -25,8 +26,14 @@ from latdoc.lab.sim import LabConfig
 from latdoc.model import Diagnosis
 
 
-def _diagnose(base_url: str, model: str) -> Diagnosis:
-    plan = DiagnosisPlan(Endpoint(base_url, model), max_tokens=8, max_seconds=30.0, seed=3)
+def _diagnose(base_url: str, model: str, cacert: str | None = None) -> Diagnosis:
+    plan = DiagnosisPlan(
+        Endpoint(base_url, model),
+        ConnectionOptions(cacert=cacert),
+        max_tokens=8,
+        max_seconds=30.0,
+        seed=3,
+    )
     result = asyncio.run(measure_steps(plan))
     context = RunContext("t", base_url, model, cpu_count=2, notes=tuple(result.notes))
     return build_diagnosis(result.samples, context)
@@ -46,8 +53,10 @@ def test_no_saving_when_the_server_closed_every_connection(lab: LabFactory) -> N
 
 
 def test_paired_new_and_reused_connections_measure_the_saving(lab: LabFactory) -> None:
-    with lab(LabConfig(latency=FAST)) as server:
-        d = _diagnose(server.base_url, "lab-sim")
+    """Over TLS a new connection's handshake is a noticeable share of a quick request, so
+    the network step sends the extra cold requests the saving is measured from."""
+    with lab(LabConfig(latency=FAST), tls=True) as server:
+        d = _diagnose(server.base_url, "lab-sim", server.ca_file)
     assert d.network["keepalive_saving_ms"] is not None
     assert (d.network["keepalive_new_n"] or 0) >= MIN_KEEPALIVE_N
     assert (d.network["keepalive_reused_n"] or 0) >= MIN_KEEPALIVE_N
@@ -88,3 +97,18 @@ def test_no_saving_from_traffic_of_one_cold_and_eleven_warm_different_prompts(
     assert check is not None and check.keepalive_why == (
         "no new and reused connections carried requests of the same prompt length"
     )
+
+
+def test_a_setup_too_small_to_matter_settles_the_network_step_without_its_pairs(
+    lab: LabFactory,
+) -> None:
+    """On plain loopback TCP a new connection costs a fraction of a millisecond: the
+    first cold request settles every network rule, no more cold requests are sent,
+    and the saving is not a number but says why."""
+    with lab(LabConfig(latency=FAST)) as server:
+        d = _diagnose(server.base_url, "lab-sim")
+    assert d.network["cold_n"] == 1
+    assert d.network["keepalive_saving_ms"] is None
+    assert d.network_check is not None and d.network_check.keepalive_why is not None
+    assert "only 1 new" in d.network_check.keepalive_why
+    assert any("settled the network rules" in note.text for note in d.notes)

@@ -94,7 +94,7 @@ def test_the_length_caption_says_what_the_rule_compared_and_why_it_did_not_fire(
     terminal = " ".join(render_text(render_diagnosis(d), 120).split())
     for text in (page, terminal):
         assert WRONG_CLAIM not in text
-        assert "fastest TTFT at 2,048 tokens" in text
+        assert "fitted TTFT at 2,048 tokens" in text
         assert "did not fire" in text
         assert "not the rule" in text
     assert f"{check.ratio:.1f}×" in terminal

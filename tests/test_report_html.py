@@ -67,7 +67,7 @@ def test_page_shows_verdict_findings_and_remedies() -> None:
     assert "<pre><code>messages = trim_to_tokens(messages, max_tokens=2048)</code></pre>" in page
     assert "Lower answer quality" in page
     assert "Stopped at concurrency 8" in page
-    assert "31 (1 failed)" in page
+    assert "31 requests, 1 failed" in page
     assert "2025-03-14 09:30 UTC" in page
     assert "<h2>Measurements</h2>" in page and "not measured" in page
 

@@ -14,8 +14,8 @@ from latdoc.report import DIAGNOSIS_SCHEMA, TRACE_SCHEMA
 from report_samples import make_diagnosis, make_trace, with_error
 
 DIAGNOSIS_KEYS = {
-    "schema", "run_id", "endpoint", "model", "scenario", "requests", "failed", "verdict",
-    "shares", "shares_ms", "findings", "remedies", "steps", "notes", "negligible",
+    "schema", "run_id", "endpoint", "model", "scenario", "requests", "requests_by_step", "failed",
+    "verdict", "shares", "shares_ms", "findings", "remedies", "steps", "notes", "negligible",
     "typical_request", "system", "server",
 }  # fmt: skip
 VERDICT_KEYS = {

@@ -4,8 +4,10 @@
 own counts (read from that module, so a change of plan changes the bank too):
 calibration (two requests of one output token, a new connection then a reused one);
 the network step (one cold request and the warm ones on one connection, then the
-extra cold ones each on its own); the length step (each of :data:`LENGTHS` on one
-connection, twice when the time budget affords it, cut as the real step cuts it);
+extra cold ones each on its own when the first does not settle the network rules);
+the length step (each length of ``LENGTH_ORDER`` once on one connection, the
+reference again when it does not settle the length rule, cut as the real step cuts
+it);
 the load step (sequential repeats on one connection, then ``concurrency`` at once on
 as many new connections, queueing on the server's slots). A simulated clock stands
 for the run's time budget. Each trace has every field the analysis reads: cumulative
@@ -21,13 +23,16 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 
 from bank.scenario import Draws, Scenario, burst_queue_ms, draw_requests, request_bytes
+from latdoc.analysis.kinds.input_length import LONG_REFERENCE_TOKENS
 from latdoc.errors import ErrorKind, Phase, TraceError
 from latdoc.model import RunContext
 from latdoc.records import Chunk, RequestTrace, Sample, Step
-from latdoc.workload import LENGTHS
+from latdoc.workload._settle import length_unsettled, network_unsettled
 from latdoc.workload._steps import (
     EXTRA_COLD,
+    LENGTH_ORDER,
     LENGTH_TIME_SHARE,
+    REFERENCE_REPEATS,
     SAFETY,
     SEQUENTIAL_REPEATS,
     SHORT_TOKENS,
@@ -243,14 +248,16 @@ def _calibration(run: _Run) -> None:
 
 
 def _network(run: _Run) -> None:
-    run.send(Step.NETWORK, SHORT_TOKENS, new=True, cold=True, target=SHORT_TOKENS)
-    run.send(
+    traces = run.send(Step.NETWORK, SHORT_TOKENS, new=True, cold=True, target=SHORT_TOKENS)
+    traces += run.send(
         Step.NETWORK,
         SHORT_TOKENS,
         count=WARM_REQUESTS,
         new=False,
         target=SHORT_TOKENS,
     )
+    if not traces or network_unsettled(traces[0], traces[1:]) is None:
+        return
     for _ in range(EXTRA_COLD):
         run.send(Step.NETWORK, SHORT_TOKENS, new=True, cold=True, target=SHORT_TOKENS)
 
@@ -274,28 +281,31 @@ def _decode_s(run: _Run) -> float:
 
 
 def _length(run: _Run) -> None:
-    """The real step's cut: two repeats while they fit, one, or none (after two lengths)."""
+    """The real step: each length once, the reference first, the reference again when it
+    does not settle the rule, cut as the real step cuts it."""
     decode_s = _decode_s(run)
-    points = [(SHORT_TOKENS, _short_ttft_s(run))]
+    short_s = _short_ttft_s(run)
+    points = [(SHORT_TOKENS, short_s)]
     left_at_start = run.seconds_left
     step_deadline = left_at_start - max(0.0, left_at_start) * LENGTH_TIME_SHARE
-    for i, n in enumerate(LENGTHS):
+    for i, n in enumerate(LENGTH_ORDER):
         predicted = _extrapolate(points, n) + decode_s
         left = run.seconds_left - step_deadline
-        repeats = 2 if predicted * 2 * SAFETY <= left else 1
-        must_have = i < 2 and predicted * SAFETY <= run.seconds_left
+        must_have = i == 0 and predicted * SAFETY <= run.seconds_left
         if not must_have and predicted * SAFETY > left:
             return
-        ttfts = []
-        for r in range(repeats):
-            first = i == 0 and r == 0
-            for t in run.send(Step.LENGTH, n, new=first, target=n):
-                if t.ttft_ms is not None:
-                    ttfts.append(t.ttft_ms / 1000)
+        traces = run.send(Step.LENGTH, n, new=i == 0, target=n)
+        if run.over:
+            return
+        if not traces or traces[0].ttft_ms is None:
+            continue
+        ttft_s = traces[0].ttft_ms / 1000
+        points.append((n, ttft_s))
+        unsettled = n == LONG_REFERENCE_TOKENS and length_unsettled(1000 * short_s, 1000 * ttft_s)
+        if unsettled and predicted * SAFETY <= run.seconds_left - step_deadline:
+            run.send(Step.LENGTH, n, count=REFERENCE_REPEATS, new=False, target=n)
             if run.over:
                 return
-        if ttfts:
-            points.append((n, sorted(ttfts)[len(ttfts) // 2]))
 
 
 def _extrapolate(points: list[tuple[int, float]], n: int) -> float:

@@ -5,7 +5,7 @@ The truth is what the method would conclude with endless, noise-free measurement
 1. **Present**: a kind is present when its model parameter is beyond the healthy
    bound MISSION.md gives it, on the model's true values: DNS > 200 ms, a server that
    closes connections, TLS work > 200 ms beyond its round trips (network setup); a
-   round trip > 100 ms (network path); the seed's length rule on the true TTFTs at
+   round trip > 100 ms (network path); the seed's length rule on the true TTFTs (past the setup) at
    the shortest length and ~2K tokens (≥ 5×, or ≥ 2× and +1 s: input length); the
    load step's burst rising the median TTFT ≥ 1.5× and +100 ms, or busy periods that
    a twentieth of requests or more meet, of 100 ms or more (queueing); more than
@@ -124,9 +124,9 @@ def _noise(values: np.ndarray) -> float:
 
 
 def true_ttft_ms(s: Scenario, prompt_tokens: int) -> float:
-    """TTFT of a request on a reused connection, without noise."""
-    setup = s.setup_ms() if s.server_closes else 0.0
-    return setup + s.rtt_ms + s.prefill_ms(prompt_tokens)
+    """TTFT of a request past its connection's setup, without noise: what the prompt's
+    length can change (the length rule's and the load step's comparisons)."""
+    return s.rtt_ms + s.prefill_ms(prompt_tokens)
 
 
 def burst_rise_ms(s: Scenario) -> float:

@@ -15,6 +15,7 @@ primary rule's own confidence by the truth bank's calibration (:mod:`.calibratio
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 from latdoc.analysis.calibration import calibrated
@@ -26,7 +27,7 @@ from latdoc.analysis.network_check import network_check
 from latdoc.analysis.noticeable import is_noticeable, noticeable_bar, request_parts
 from latdoc.analysis.traffic import StepViews
 from latdoc.model import Diagnosis, Finding, NoticeableBar, RunContext, Scenario, Verdict
-from latdoc.records import Sample
+from latdoc.records import Sample, Step
 
 
 def diagnose(
@@ -68,7 +69,15 @@ def diagnose(
         typical_request=request_parts(steps),
         server=facts.server,
         reasoning=facts.reasoning,
+        requests_by_step=_by_step(samples),
     )
+
+
+def _by_step(samples: Sequence[Sample]) -> dict[str, int]:
+    """Requests each step sent, in the order the steps ran (calibration only when one of
+    its requests failed, as :attr:`Diagnosis.requests` counts it)."""
+    counts = Counter(str(s.step) for s in samples if s.step != Step.CALIBRATION or not s.trace.ok)
+    return dict(counts)
 
 
 def _verdict(all_findings: Sequence[Finding], facts: Facts, bar: NoticeableBar | None) -> Verdict:

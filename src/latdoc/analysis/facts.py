@@ -157,16 +157,18 @@ def alone_at_one_length(samples: Sequence[Sample]) -> list[Sample]:
     sequential ones, and the network step's (cold and warm) where they asked for the same
     length. Alike but for the moment each was sent, their spread is the endpoint's own:
     pooled, a busy moment met by a few of them is an outlier among many rather than half
-    of four. Recorded traffic, whose requests ask for no length, pools nothing."""
+    of four. Requests that asked for no length (recorded traffic) pool nothing."""
     ok = [s for s in samples if s.trace.ok]
     seq = [s for s in ok if s.step == Step.LOAD and s.concurrency == 1]
-    network = [s for s in ok if s.step == Step.NETWORK and s.target_prompt_tokens is not None]
+    network = [s for s in ok if s.step == Step.NETWORK]
     asked = Counter(s.target_prompt_tokens for s in seq or network)
     if not asked:
         return []
     length = asked.most_common(1)[0][0]
+    if length is None:
+        return seq
     same = [s for s in network if s.target_prompt_tokens == length]
-    return same + [s for s in seq if s.target_prompt_tokens == length or not same]
+    return same + [s for s in seq if s.target_prompt_tokens == length]
 
 
 def _load_facts(samples: Sequence[Sample]) -> dict[str, float | None]:
@@ -240,8 +242,10 @@ def gather_facts(
 
 
 def _length_pairs(samples: Sequence[Sample]) -> list[tuple[int, float]]:
-    """(prompt tokens, TTFT) of the length step, one length per requested length:
-    the endpoint's count of a calibrated prompt can differ by a token or two."""
+    """(prompt tokens, TTFT past the connection's setup) of the length step, one length per
+    requested length (the endpoint's count of a calibrated prompt can differ by a token
+    or two), and of the requests sent alone at the other steps' length: the curve's
+    shortest point, with many requests."""
     by_target: dict[int, list[RequestTrace]] = {}
     for s in samples:
         t = s.trace
@@ -249,12 +253,25 @@ def _length_pairs(samples: Sequence[Sample]) -> list[tuple[int, float]]:
             target = s.target_prompt_tokens or t.prompt_tokens
             if target is not None:
                 by_target.setdefault(target, []).append(t)
+    if by_target:
+        for s in alone_at_one_length(samples):
+            target = s.target_prompt_tokens
+            if target is not None and s.trace.ttft_ms is not None:
+                by_target.setdefault(target, []).append(s.trace)
     pairs = []
     for target, traces in by_target.items():
         counted = [t.prompt_tokens for t in traces if t.prompt_tokens is not None]
         tokens = round(statistics.median(counted)) if counted else target
-        pairs += [(tokens, t.ttft_ms) for t in traces if t.ttft_ms is not None]
+        pairs += [(tokens, v) for t in traces if (v := ttft_past_setup(t)) is not None]
     return pairs
+
+
+def ttft_past_setup(trace: RequestTrace) -> float | None:
+    """TTFT less the client's wait for a connection and the connection's setup: what the
+    prompt's length can change, on any connection."""
+    if trace.ttft_ms is None:
+        return None
+    return trace.ttft_ms - (trace.queue_ms or 0.0) - (trace.setup_ms or 0.0)
 
 
 def _retry_after(trace: RequestTrace) -> float | None:

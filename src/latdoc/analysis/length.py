@@ -4,13 +4,19 @@ The seed's method: hold the output fixed, measure TTFT at growing input lengths 
 draw the curve. Its shape says which serving the endpoint has: ``flat`` (TTFT hardly
 moves), ``linear`` (FlashAttention/PagedAttention-style prefill) or ``super-linear``
 (attention cost growing with the square of the input, or memory pressure). The fit
-uses the fastest TTFT at each length, the one with the least queueing in it.
+reads the median TTFT at each length, weighted by its requests and by its relative
+error, since a request's jitter is a share of its time: a 30 s prefill varies by
+seconds where a 200 ms one varies by tens of ms.
 
-Its intervals come from a bootstrap over requests: the TTFTs at each length are
-resampled, the fastest of each resample refitted, a few hundred times with a fixed
-seed, so the same measurements always give the same interval. A bootstrapped
-minimum runs narrow when a length has only a few requests: with six, the 95%
-interval of the prefill rate held the true rate in 85–90% of synthetic runs.
+Its intervals come from a parametric bootstrap: each length's median is drawn again
+as the median of as many requests with the run's own jitter around the fitted curve,
+and the curve refitted, a few hundred times with a fixed seed, so the same
+measurements always give the same interval. The jitter is the spread (in logs) of
+the requests at one length: at the shortest, where the other steps' requests sent
+alone give a dozen, read on their faster half like the noise bar, so the busy
+moments a few of them met do not pass for jitter. Resampling the requests at each
+length instead (with one or two per length) gave intervals that held the true
+prefill rate in 85–90% of runs; ``bench/coverage.py`` measures this one.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -60,20 +67,23 @@ def fit_length_curve(
     """Fit the curve to two or more lengths; ``None`` with fewer.
 
     The curve carries ``resamples`` bootstrap refits for its intervals; it has none
-    (and its intervals are ``None``) when no length has two or more requests.
+    (and its intervals are ``None``) when no length has enough requests to read the
+    jitter from.
     """
     pts = sorted(points, key=lambda p: p.prompt_tokens)
     if len({p.prompt_tokens for p in pts}) < 2:
         return None
     ks = np.array([p.prompt_tokens / 1000.0 for p in pts])
-    weights = np.sqrt([float(p.n) for p in pts])
-    quadratic = len({p.prompt_tokens for p in pts}) >= 3
-    best = np.array([[p.best_ms] for p in pts])
-    a, b, c = (float(x) for x in _fit(ks, best, weights, quadratic=quadratic)[:, 0])
+    ys = np.array([p.best_ms for p in pts])
+    weights = np.sqrt([float(p.n) for p in pts]) / np.maximum(ys, 1e-9)
+    quadratic = len(pts) >= 3
+    a, b, c = (float(x) for x in _fit(ks, ys[:, None], weights, quadratic=quadratic)[:, 0])
     draws: tuple[tuple[float, float, float], ...] = ()
-    resampled = _resample(pts, resamples, seed)
-    if resampled is not None:
-        coefficients = _fit(ks, resampled, weights, quadratic=quadratic)
+    sigma = jitter(pts)
+    if sigma is not None and resamples >= 1:
+        fitted = np.maximum(a + b * ks + c * ks * ks, 1e-9)
+        simulated = _simulate(fitted, [p.n for p in pts], sigma, resamples, seed)
+        coefficients = _fit(ks, simulated, weights, quadratic=quadratic)
         draws = tuple((float(x), float(y), float(z)) for x, y, z in coefficients.T)
     return LengthCurve(
         points=tuple(pts),
@@ -85,12 +95,65 @@ def fit_length_curve(
     )
 
 
+OUTLIER_MADS = 3.0
+"""A request this many scaled MADs above its length's median met a busy moment; the
+jitter is read without it."""
+MAD_TO_SIGMA = 1.4826
+
+
+@dataclass(frozen=True, slots=True)
+class Jitter:
+    """The spread of log TTFT between requests of one length, and its degrees of freedom."""
+
+    sigma: float
+    df: int
+
+
+def jitter(points: Sequence[LengthPoint]) -> Jitter | None:
+    """The requests' relative jitter: the pooled standard deviation of log TTFT about
+    each length's mean, over the lengths with two requests or more, each without the
+    requests more than :data:`OUTLIER_MADS` scaled MADs above its median; None when no
+    length has two such requests."""
+    squares, df = 0.0, 0
+    for p in points:
+        logs = np.log(np.maximum(np.asarray(p.values_ms, dtype=float), 1e-9))
+        if logs.size < 2:
+            continue
+        centre = np.median(logs)
+        mad = MAD_TO_SIGMA * np.median(np.abs(logs - centre))
+        if mad > 0:
+            logs = logs[logs <= centre + OUTLIER_MADS * mad]
+        if logs.size < 2:
+            continue
+        squares += float(np.sum((logs - logs.mean()) ** 2))
+        df += logs.size - 1
+    if df < 1:
+        return None
+    return Jitter(float(np.sqrt(squares / df)), df)
+
+
+def _simulate(
+    fitted: Array, counts: Sequence[int], spread: Jitter, resamples: int, seed: int
+) -> Array:
+    """``resamples`` columns of each length's median drawn again: the median of as many
+    requests as it had, each the fitted TTFT times its jitter. Each column draws its
+    own jitter first, as its estimate from ``df`` degrees of freedom may be (a scaled
+    χ²), so a jitter read from a few requests widens the interval as it should."""
+    rng = np.random.default_rng(seed)
+    sigmas = spread.sigma * np.sqrt(spread.df / rng.chisquare(spread.df, size=resamples))
+    rows = []
+    for centre, n in zip(fitted, counts, strict=True):
+        noise = rng.normal(0.0, 1.0, size=(resamples, max(1, n))) * sigmas[:, None]
+        rows.append(centre * np.exp(np.median(noise, axis=1)))
+    return np.stack(rows)
+
+
 def _fit(ks: Array, ys: Array, weights: Array, *, quadratic: bool) -> Array:
     """``(a, b, c)`` for each column of ``ys`` (one TTFT per length in each column).
 
-    Weighted least squares, each length weighted by its number of requests. The
-    quadratic needs three lengths and is kept only when neither its linear nor its
-    quadratic term is negative; otherwise a line, and a flat mean when the line falls.
+    Weighted least squares. The quadratic needs three lengths and is kept only when
+    neither its linear nor its quadratic term is negative; otherwise a line, and a
+    flat mean when the line falls.
     """
     line = polynomial.polyfit(ks, ys, 1, w=weights)
     a, b, c = line[0], line[1], np.zeros(ys.shape[1])
@@ -104,24 +167,6 @@ def _fit(ks: Array, ys: Array, weights: Array, *, quadratic: bool) -> Array:
     a = np.where(falling, ys.mean(axis=0), a)
     b = np.where(falling, 0.0, b)
     return np.stack([a, b, c])
-
-
-def _resample(points: Sequence[LengthPoint], resamples: int, seed: int) -> Array | None:
-    """``resamples`` columns of the TTFT the fit uses at each length, each computed
-    from the length's requests drawn with replacement; ``None`` when no length has
-    two requests to draw from."""
-    if resamples < 1 or all(len(p.values_ms) < 2 for p in points):
-        return None
-    rng = np.random.default_rng(seed)
-    rows = []
-    for p in points:
-        values = np.asarray(p.values_ms, dtype=float)
-        if values.size < 2:
-            rows.append(np.full(resamples, p.best_ms))
-            continue
-        drawn = values[rng.integers(0, values.size, size=(resamples, values.size))]
-        rows.append(drawn.min(axis=1) if p.min_ms is not None else np.median(drawn, axis=1))
-    return np.stack(rows)
 
 
 def _shape(points: Sequence[LengthPoint], b: float, c: float) -> str:

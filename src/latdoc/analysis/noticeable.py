@@ -55,7 +55,9 @@ median) to the standard deviation of the whole."""
 
 def noticeable_bar(samples: Sequence[Sample]) -> NoticeableBar | None:
     """The bar of this run, or None when no identical requests succeeded."""
-    alone = alone_at_one_length(samples)
+    alone = alone_at_one_length(samples) or [
+        s for s in samples if s.step == Step.NETWORK and s.trace.ok
+    ]
     warm = [s.trace for s in alone if not s.cold]
     typical = median_of(t.total_ms for t in warm) or median_of(s.trace.total_ms for s in alone)
     if typical is None:

@@ -125,7 +125,8 @@ def plan_line(plan: DiagnosisPlan) -> str:
         f"Plan: at most {requests} requests, {tokens:,} prompt + output tokens and "
         f"{plan.max_seconds:g} s — calibration, network (cold and warm), input length "
         f"({', '.join(str(n) for n in LENGTHS)} tokens, as the time allows), load "
-        f"(sequential, then {plan.concurrency} at once)."
+        f"(sequential, then {plan.concurrency} at once); each step stops once its "
+        "decision is settled."
     )
 
 

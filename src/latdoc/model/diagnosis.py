@@ -120,19 +120,23 @@ class LengthCheck:
 
     short_tokens: int
     short_ms: float
-    """The fastest TTFT at the shortest length."""
+    """The fitted curve's TTFT at the shortest length."""
     long_tokens: int
     long_ms: float
-    """The fastest TTFT at the rule's long length (~2K tokens; the longest for longdoc)."""
+    """The fitted curve's TTFT at the rule's long length (~2K tokens; the longest for
+    longdoc)."""
     ratio: float
     growth_ms: float
     noise_ms: float
-    """Same-length TTFT p95 − p50: growth below it is not told from queueing."""
+    """Same-length TTFT p95 − p50, for the record: the rule reads the growth's interval."""
     grows_with_length: bool
-    """No longer prompt was served clearly faster than a shorter one."""
+    """The growth's interval lies above zero (without an interval: no longer prompt was
+    served clearly faster than a shorter one)."""
     fired: bool
     why: str
     """Why it fired or did not, in words with the thresholds."""
+    growth_interval_ms: tuple[float, float] | None = None
+    """The 95% interval of ``growth_ms`` from the curve's bootstrap; None without one."""
 
 
 NetworkBottleneck = Literal["network", "model service"]
@@ -267,3 +271,12 @@ class Diagnosis:
     """The reasoning phase (medians over successful requests): time to first reasoning,
     time to first answer token, time thinking, reasoning tokens; empty when no request
     reasoned (:func:`latdoc.analysis.facts.reasoning_facts`)."""
+    requests_by_step: Mapping[str, int] = field(default_factory=dict)
+    """How many of :attr:`requests` each step sent (``network``, ``length``, ``load``;
+    ``traffic`` for recorded traffic): each step stops when its decision is settled."""
+
+    def requests_text(self) -> str:
+        """``17 requests (network 4, length 5, load 8)``."""
+        plural = "" if self.requests == 1 else "s"
+        steps = ", ".join(f"{step} {n}" for step, n in self.requests_by_step.items())
+        return f"{self.requests} request{plural}" + (f" ({steps})" if steps else "")

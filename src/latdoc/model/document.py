@@ -113,6 +113,7 @@ def diagnosis_to_dict(d: Diagnosis) -> dict[str, Any]:
         "model": d.model,
         "scenario": str(d.scenario),
         "requests": d.requests,
+        "requests_by_step": dict(d.requests_by_step),
         "failed": d.failed,
         "verdict": {
             "primary": str(d.verdict.primary),
@@ -237,6 +238,9 @@ def _length_rule(d: Diagnosis) -> dict[str, Any] | None:
         "grows_with_length": check.grows_with_length,
         "fired": check.fired,
         "why": check.why,
+        "growth_interval_ms": None
+        if check.growth_interval_ms is None
+        else [round(v, 3) for v in check.growth_interval_ms],
     }
 
 

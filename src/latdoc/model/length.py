@@ -18,8 +18,10 @@ CURVE_CONFIDENCE = 0.95
 class LengthPoint:
     """TTFT at one prompt length: the median and the minimum over its requests.
 
-    The minimum is the service time with the least queueing in it: under load
-    that comes and goes, it is the one that shows what the length itself costs.
+    The curve and the length rule read the median (:attr:`best_ms`): the fastest of
+    a few requests runs short of the typical one by the jitter, at every length, and
+    so reads less growth than there is; one busy moment moves a median of three or
+    more not at all. The minimum is kept for the record.
     """
 
     prompt_tokens: int
@@ -32,7 +34,8 @@ class LengthPoint:
 
     @property
     def best_ms(self) -> float:
-        return self.ttft_ms if self.min_ms is None else self.min_ms
+        """The value the curve is fitted to: the median."""
+        return self.ttft_ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +49,9 @@ class LengthCurve:
     shape: str
     """``flat``, ``linear`` or ``super-linear``."""
     draws: tuple[tuple[float, float, float], ...] = field(default=(), repr=False)
-    """``(a, b, c)`` refitted to bootstrap resamples of the requests at each length;
-    the intervals are read from them. Empty when no length has two requests."""
+    """``(a, b, c)`` refitted to each length's median drawn again with the run's jitter
+    (:mod:`latdoc.analysis.length`); the intervals are read from them. Empty when no
+    length has two requests to read the jitter from."""
 
     def predict_ms(self, prompt_tokens: float) -> float:
         k = prompt_tokens / 1000.0
@@ -56,9 +60,9 @@ class LengthCurve:
     def predict_interval_ms(self, prompt_tokens: float) -> tuple[float, float] | None:
         """The 95% bootstrap interval of :meth:`predict_ms`.
 
-        An interval for the curve, the fastest TTFT at that length, not for one
-        request's TTFT, which adds whatever queueing it meets. ``None`` when the
-        curve was fitted from one request per length: there is nothing to resample.
+        An interval for the curve, the median TTFT at that length, not for one
+        request's TTFT, which adds whatever queueing it meets. ``None`` when no length
+        had two requests to read the jitter from.
         """
         if not self.draws:
             return None
@@ -76,8 +80,7 @@ class LengthCurve:
     def prefill_interval_ms_per_1k(self) -> tuple[float, float] | None:
         """The 95% bootstrap interval of :attr:`prefill_ms_per_1k`.
 
-        ``None`` when the curve was fitted from one request per length: there is
-        nothing to resample.
+        ``None`` when no length had two requests to read the jitter from.
         """
         if not self.draws:
             return None
@@ -108,7 +111,7 @@ class LengthCurve:
 
     @property
     def ratio_long_short(self) -> float:
-        """Fastest TTFT at the longest length over the fastest at the shortest."""
+        """Median TTFT at the longest length over the median at the shortest."""
         by_length = sorted(self.points, key=lambda p: p.prompt_tokens)
         return by_length[-1].best_ms / max(by_length[0].best_ms, 1e-9)
 

@@ -243,8 +243,7 @@ def render_diagnosis(d: Diagnosis) -> RenderableType:
     parts: list[RenderableType] = [
         _indent(
             Text.assemble(
-                f"{d.requests} request{'' if d.requests == 1 else 's'} to {d.endpoint} "
-                f"(model {d.model}), ",
+                f"{d.requests_text()} to {d.endpoint} (model {d.model}), ",
                 (f"{d.failed} failed", failed_style),
             )
         ),

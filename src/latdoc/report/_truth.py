@@ -79,7 +79,7 @@ def keepalive_text(d: Diagnosis) -> str | None:
 def length_rule_text(check: LengthCheck) -> str:
     """What the input-length rule compared and whether it fired, in its own numbers."""
     return (
-        f"seed rule: fastest TTFT at {check.long_tokens:,} tokens {format_ms(check.long_ms)} "
+        f"seed rule: fitted TTFT at {check.long_tokens:,} tokens {format_ms(check.long_ms)} "
         f"vs {format_ms(check.short_ms)} at {check.short_tokens:,} = {check.ratio:.1f}× "
         f"(+{format_ms(check.growth_ms)}); {check.why}"
     )

@@ -95,6 +95,11 @@ def diagnosis_from_record(record: Mapping[str, Any]) -> Diagnosis:
         system=tuple(_item(i) for i in r.objects("system")) if r.has("system") else (),
         server=None if server is None else _server(server),
         reasoning=steps.opt_numbers("reasoning") if told else {},
+        requests_by_step={
+            str(k): int(v) for k, v in (r.opt_mapping("requests_by_step") or {}).items()
+        }
+        if r.has("requests_by_step")
+        else {},
     )
 
 
@@ -174,15 +179,13 @@ def _remedy(record: Mapping[str, Any]) -> Remedy:
     )
 
 
-def _pair(value: Any) -> tuple[float, float]:
+def _pair(value: Any, where: str = "diagnosis.remedies[].gain_interval_ms") -> tuple[float, float]:
     if (
         not isinstance(value, list)
         or len(value) != 2
         or any(type(v) not in (int, float) for v in value)
     ):
-        raise ValueError(
-            f"diagnosis.remedies[].gain_interval_ms: expected two numbers, got {value!r}"
-        )
+        raise ValueError(f"{where}: expected two numbers, got {value!r}")
     return float(value[0]), float(value[1])
 
 
@@ -217,6 +220,9 @@ def _length_check(length: Mapping[str, Any] | None) -> LengthCheck | None:
         grows_with_length=r.flag("grows_with_length"),
         fired=r.flag("fired"),
         why=r.text("why"),
+        growth_interval_ms=None
+        if rule.get("growth_interval_ms") is None
+        else _pair(rule["growth_interval_ms"], "diagnosis.steps.length.rule.growth_interval_ms"),
     )
 
 

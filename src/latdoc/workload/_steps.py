@@ -1,13 +1,20 @@
-"""The three measurement steps of a diagnosis, within a budget.
+"""The three measurement steps of a diagnosis, within a budget, each stopping when its
+decision is settled.
 
-1. **network**: one cold request and warm ones on the same connection, then more
-   cold ones, at a short prompt: DNS, TCP, TLS, send, server wait, keep-alive.
+1. **network**: one cold request and warm ones on the same connection, at the short
+   prompt: DNS, TCP, TLS, send, server wait. Two more cold requests follow only when
+   one does not settle the network rules (:func:`network_unsettled`): a lookup,
+   round trip or handshake near its rule's threshold, or a setup large enough that
+   what keep-alive saves is worth its pairs.
 2. **input length**: the same request at growing prompt lengths of exact token
-   counts (each prompt unique), the longest chosen from the prefill rate measured
-   on the short ones so the run fits its time and token budget.
-3. **load**: repeated same-length requests one after another (dispersion), then
-   the plan's ``concurrency`` at once (does TTFT rise with load?), as many as the
-   budget affords.
+   counts (each prompt unique), one request each, the rule's reference length first;
+   the short prompt is the curve's first length, measured by the requests sent alone
+   in the other steps. The reference is asked again when the first answer does not
+   settle the length rule (:func:`length_unsettled`). The longest length is chosen
+   from the TTFTs measured so the run fits its time and token budget.
+3. **load**: a few same-length requests one after another (the dispersion also reads
+   the network step's), then the plan's ``concurrency`` at once (does TTFT rise with
+   load?), as many as the budget affords.
 
 Each request is reserved in the :class:`Budget` before it is sent and handed to
 ``on_sample`` as soon as it finishes, so an interrupted run keeps every finished
@@ -22,6 +29,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from latdoc.analysis.kinds.input_length import LONG_REFERENCE_TOKENS
 from latdoc.errors import TraceError
 from latdoc.model import DEFAULT_CONCURRENCY
 from latdoc.probe import ConnectionOptions, Endpoint, LoopLagMonitor, ProbeSession, now_ns
@@ -37,14 +45,21 @@ from latdoc.workload._calibration import (
     prompt_cost,
 )
 from latdoc.workload._prompts import make_prompt
+from latdoc.workload._settle import length_unsettled, network_unsettled
 
 LENGTHS = (128, 512, 2048, 8192, 32768)
 """The seed's lengths for the TTFT curve."""
-SHORT_TOKENS = 64
+SHORT_TOKENS = LENGTHS[0]
+"""The network and load steps' prompt: the curve's first length."""
+LENGTH_ORDER = (LONG_REFERENCE_TOKENS, *(n for n in LENGTHS[1:] if n != LONG_REFERENCE_TOKENS))
+"""The lengths the length step sends, the rule's reference first so a run cut short by
+its budget still has the rule's two points."""
 CALIBRATION_NEAR_TOKENS = 256
-WARM_REQUESTS = 4
+WARM_REQUESTS = 3
 EXTRA_COLD = 2
-SEQUENTIAL_REPEATS = 6
+SEQUENTIAL_REPEATS = 3
+REFERENCE_REPEATS = 1
+"""Requests at the reference length beyond the first when it does not settle the rule."""
 LENGTH_TIME_SHARE = 0.6
 """Of the time left after the network step, what the length step may use."""
 SAFETY = 1.5
@@ -210,16 +225,28 @@ class _Runner:
         total = 1 + WARM_REQUESTS + EXTRA_COLD
         done = 0
         self.progress(Step.NETWORK, done, total)
+        traces: list[RequestTrace] = []
         async with self.session() as s:
             for i in range(1 + WARM_REQUESTS):
                 if i > 0 and self.budget.seconds_left < self._short_ttft_s() * SAFETY:
                     self.note(Step.NETWORK, "time budget reached during the network step")
                     return
-                if await self.send(s, Step.NETWORK, SHORT_TOKENS, cold=i == 0) is None:
+                trace = await self.send(s, Step.NETWORK, SHORT_TOKENS, cold=i == 0)
+                if trace is None:
                     self.note(Step.NETWORK, "budget reached during the network step")
                     return
+                traces.append(trace)
                 done += 1
                 self.progress(Step.NETWORK, done, total)
+        why = network_unsettled(traces[0], traces[1:])
+        if why is None:
+            self.note(
+                Step.NETWORK,
+                f"{done} requests: the first cold request settled the network rules, "
+                "so no more cold requests were sent",
+            )
+            self.progress(Step.NETWORK, total, total)
+            return
         for _ in range(EXTRA_COLD):
             async with self.session(reuse=False) as s:
                 if await self.send(s, Step.NETWORK, SHORT_TOKENS, cold=True) is None:
@@ -227,6 +254,7 @@ class _Runner:
                     return
             done += 1
             self.progress(Step.NETWORK, done, total)
+        self.note(Step.NETWORK, f"{done} requests: {EXTRA_COLD} more cold ones, as {why}")
 
     def _short_ttft_s(self) -> float:
         ttfts = [
@@ -238,24 +266,26 @@ class _Runner:
 
     async def length(self, time_for_step: float) -> None:
         lengths = [
-            n for n in LENGTHS if self.plan.context_window is None or n <= self.plan.context_window
+            n
+            for n in LENGTH_ORDER
+            if self.plan.context_window is None or n <= self.plan.context_window
         ]
-        if self.plan.context_window is not None and len(lengths) < len(LENGTHS):
+        if len(lengths) < len(LENGTH_ORDER):
             self.note(
                 Step.LENGTH,
                 f"lengths above the {self.plan.context_window}-token context window left out",
             )
         out = self.plan.max_tokens
         decode_s = self._decode_s()
-        points: list[tuple[int, float]] = [(SHORT_TOKENS, self._short_ttft_s())]
+        short_s = self._short_ttft_s()
+        points: list[tuple[int, float]] = [(SHORT_TOKENS, short_s)]
         step_deadline = self.budget.seconds_left - time_for_step
-        measured: list[int] = []
+        total = len(lengths)
         async with self.session() as s:
-            for n in lengths:
+            for i, n in enumerate(lengths):
                 predicted = _extrapolate(points, n) + decode_s
                 left = self.budget.seconds_left - step_deadline
-                repeats = 2 if predicted * 2 * SAFETY <= left else 1
-                must_have = len(measured) < 2 and predicted * SAFETY <= self.budget.seconds_left
+                must_have = i == 0 and predicted * SAFETY <= self.budget.seconds_left
                 if not must_have and predicted * SAFETY > left:
                     self.note(
                         Step.LENGTH,
@@ -263,32 +293,38 @@ class _Runner:
                         f"{max(0.0, left):.1f} s of the time budget left",
                     )
                     break
-                if not self.budget.can_afford(self.cost(n), out, count=repeats):
-                    repeats = 1
-                    if not self.budget.can_afford(self.cost(n), out):
-                        self.note(
-                            Step.LENGTH, f"{n} tokens left out: request or token budget reached"
-                        )
-                        break
-                ttfts = []
-                for _ in range(repeats):
-                    trace = await self.send(s, Step.LENGTH, n)
-                    if trace is None:
-                        self.note(Step.LENGTH, f"{n} tokens: request or token budget reached")
-                        return
-                    if trace.error is not None and trace.error.status in (400, 413, 422):
-                        self.note(
-                            Step.LENGTH,
-                            f"{n} tokens rejected by the endpoint: {trace.error.message}",
-                        )
-                        return
-                    if trace.ttft_ms is not None:
-                        ttfts.append(trace.ttft_ms / 1000)
-                    self.progress(Step.LENGTH, len(measured), len(lengths))
-                if ttfts:
-                    points.append((n, sorted(ttfts)[len(ttfts) // 2]))
-                measured.append(n)
-                self.progress(Step.LENGTH, len(measured), len(lengths))
+                go_on, ttft = await self._length_request(s, n, out)
+                if not go_on:
+                    return
+                if ttft is None:
+                    continue
+                points.append((n, ttft))
+                self.progress(Step.LENGTH, i + 1, total)
+                if n == LONG_REFERENCE_TOKENS and length_unsettled(1000 * short_s, 1000 * ttft):
+                    again = predicted * SAFETY <= self.budget.seconds_left - step_deadline
+                    for _ in range(REFERENCE_REPEATS if again else 0):
+                        if not (await self._length_request(s, n, out))[0]:
+                            return
+                    self.note(
+                        Step.LENGTH,
+                        f"{n} tokens asked {1 + REFERENCE_REPEATS if again else 1} times: "
+                        "its first TTFT was near the length rule's threshold",
+                    )
+
+    async def _length_request(self, s: ProbeSession, n: int, out: int) -> tuple[bool, float | None]:
+        """One request of ``n`` prompt tokens: whether the step goes on (not when the budget
+        is reached or the length rejected), and the request's TTFT in seconds."""
+        if not self.budget.can_afford(self.cost(n), out):
+            self.note(Step.LENGTH, f"{n} tokens left out: request or token budget reached")
+            return False, None
+        trace = await self.send(s, Step.LENGTH, n)
+        if trace is None:
+            self.note(Step.LENGTH, f"{n} tokens: request or token budget reached")
+            return False, None
+        if trace.error is not None and trace.error.status in (400, 413, 422):
+            self.note(Step.LENGTH, f"{n} tokens rejected by the endpoint: {trace.error.message}")
+            return False, None
+        return True, None if trace.ttft_ms is None else trace.ttft_ms / 1000
 
     def _decode_s(self) -> float:
         decodes = [
@@ -349,9 +385,9 @@ class _Runner:
 
 
 def planned_requests(concurrency: int = DEFAULT_CONCURRENCY) -> int:
-    """Requests the full plan sends when no budget stops it."""
+    """Requests the full plan sends when no budget stops it and no step settles early."""
     short = 1 + WARM_REQUESTS + EXTRA_COLD + SEQUENTIAL_REPEATS + concurrency
-    return 2 + short + 2 * len(LENGTHS)
+    return 2 + short + len(LENGTH_ORDER) + REFERENCE_REPEATS
 
 
 def planned_tokens(
@@ -363,9 +399,10 @@ def planned_tokens(
     per_token = TokenCalibration(overhead=0.0, per_word=1.0, measured=True)
     short = 1 + WARM_REQUESTS + EXTRA_COLD + SEQUENTIAL_REPEATS + concurrency
     total += short * (prompt_cost(per_token, SHORT_TOKENS) + max_tokens)
-    for n in LENGTHS:
+    for n in LENGTH_ORDER:
         if context_window is None or n <= context_window:
-            total += 2 * (prompt_cost(per_token, n) + max_tokens)
+            asked = 1 + (REFERENCE_REPEATS if n == LONG_REFERENCE_TOKENS else 0)
+            total += asked * (prompt_cost(per_token, n) + max_tokens)
     return total
 
 

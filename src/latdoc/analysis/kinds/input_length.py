@@ -1,13 +1,19 @@
 """``input_length``, step 2 of the seed's method: does input length make it slow?
 
-The rule compares the fastest TTFT at a long prompt (the seed's ~5,000 characters,
-:data:`LONG_REFERENCE_TOKENS`; the longest measured for longdoc) with the fastest
-at the shortest. It fires at ≥ :data:`LENGTH_RATIO`×, or at ≥ :data:`LENGTH_MIN_RATIO`×
-with at least :data:`LENGTH_MIN_GROWTH_MS` more, when the growth exceeds how much
-same-length requests vary (TTFT p95 − p50) and follows the length. Its comparison
-is kept as a :class:`LengthCheck` whether it fires or not, so the report states
-what the rule compared in the rule's own numbers. Its share is the fastest TTFT at the
-long prompt minus the fastest at the shortest.
+The rule compares TTFT at a long prompt (the seed's ~5,000 characters,
+:data:`LONG_REFERENCE_TOKENS`; the longest measured for longdoc) with TTFT at the
+shortest, both read from the fitted length curve (:mod:`latdoc.analysis.length`), so
+every request on the curve counts: the dozen sent alone at the shortest length, one
+or two at each other. It fires at ≥ :data:`LENGTH_RATIO`×, or at
+≥ :data:`LENGTH_MIN_RATIO`× with at least :data:`LENGTH_MIN_GROWTH_MS` more
+(:func:`seed_rule_fires`), when the growth's 95% interval lies above zero: the growth
+follows the length, not the jitter of a few requests. Its comparison is kept as a
+:class:`LengthCheck` whether it fires or not, so the report states what the rule
+compared in the rule's own numbers. Its share is the fitted growth.
+
+The fastest of the two requests at each length, which the rule read before, runs
+short of the typical request by the jitter at every length, and so read less growth
+than there was: borderline growth went unnamed.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ __all__ = [
     "SPEC",
     "input_length",
     "length_check",
+    "seed_rule_fires",
 ]
 
 LENGTH_RATIO = 5.0
@@ -36,6 +43,15 @@ LONG_REFERENCE_TOKENS = 2048
 """The seed's long prompt (~5,000 characters); longdoc compares the longest measured."""
 
 
+def seed_rule_fires(short_ms: float, long_ms: float) -> bool:
+    """The seed's comparison of TTFT at the long prompt with TTFT at the short one:
+    ≥ :data:`LENGTH_RATIO`×, or ≥ :data:`LENGTH_MIN_RATIO`× and
+    +:data:`LENGTH_MIN_GROWTH_MS`."""
+    ratio = long_ms / max(short_ms, 1e-9)
+    growth = long_ms - short_ms
+    return ratio >= LENGTH_RATIO or (ratio >= LENGTH_MIN_RATIO and growth >= LENGTH_MIN_GROWTH_MS)
+
+
 def _long_point(curve: LengthCurve, reference: int | None) -> LengthPoint:
     """The measured length nearest the reference (the longest when there is none)."""
     if reference is None:
@@ -44,8 +60,8 @@ def _long_point(curve: LengthCurve, reference: int | None) -> LengthPoint:
 
 
 def _grows_with_length(curve: LengthCurve) -> bool:
-    """No longer prompt was served clearly faster than a shorter one: the growth
-    follows the length, not the moment each request happened to arrive."""
+    """No longer prompt was served clearly faster than a shorter one (the measured
+    medians): read only where the curve has no interval."""
     best = [p.best_ms for p in curve.points]
     return all(later >= MONOTONIC_TOLERANCE * max(best[:i]) for i, later in enumerate(best) if i)
 
@@ -58,44 +74,59 @@ def _thresholds() -> str:
 
 
 def length_check(f: Facts) -> LengthCheck | None:
-    """The rule's comparison; None when fewer than two lengths were measured."""
+    """The rule's comparison; None when fewer than two lengths were measured.
+
+    It reads the fitted curve at the shortest length and at the long one, so every
+    request on the curve counts, not the one or two at each end; and the growth counts
+    as following the length only when its interval lies above zero (or, where the
+    curve has no interval, when no longer prompt was served clearly faster)."""
     curve = f.curve
     if curve is None:
         return None
     short, long = curve.points[0], _long_point(curve, f.long_reference_tokens)
     if long.prompt_tokens <= short.prompt_tokens:
         return None
-    ratio = long.best_ms / max(short.best_ms, 1e-9)
-    growth = long.best_ms - short.best_ms
+    short_ms = curve.predict_ms(short.prompt_tokens)
+    long_ms = curve.predict_ms(long.prompt_tokens)
+    ratio = long_ms / max(short_ms, 1e-9)
+    growth = long_ms - short_ms
     p50, spread = f.load["ttft_p50_ms"], f.load["ttft_p95_over_p50"]
     noise = p50 * (spread - 1) if p50 is not None and spread is not None else 0.0
-    big = ratio >= LENGTH_RATIO or (ratio >= LENGTH_MIN_RATIO and growth >= LENGTH_MIN_GROWTH_MS)
-    grows = _grows_with_length(curve)
+    interval = curve.difference_interval_ms(long.prompt_tokens, short.prompt_tokens)
+    grows = interval[0] > 0 if interval is not None else _grows_with_length(curve)
     reasons = []
-    if not big:
+    if not seed_rule_fires(short_ms, long_ms):
         reasons.append(f"{ratio:.1f}× and +{growth:.0f} ms fall short of {_thresholds()}")
-    if growth <= noise:
-        reasons.append(f"the growth is within same-length variation (p95 − p50 {noise:.0f} ms)")
     if not grows:
-        reasons.append("a longer prompt was served clearly faster than a shorter one")
+        reasons.append(
+            f"the growth's 95% interval ({interval[0]:+.0f} to {interval[1]:+.0f} ms) reaches "
+            "zero: it may be the requests' jitter"
+            if interval is not None
+            else "a longer prompt was served clearly faster than a shorter one"
+        )
     fired = not reasons
+    beyond = (
+        f", its 95% interval {interval[0]:.0f}–{interval[1]:.0f} ms above zero"
+        if interval is not None
+        else ""
+    )
     why = (
-        f"fired: {ratio:.1f}× meets {_thresholds()}, more than same-length requests vary "
-        f"(p95 − p50 {noise:.0f} ms)"
+        f"fired: {ratio:.1f}× meets {_thresholds()}{beyond}"
         if fired
         else "did not fire: " + "; ".join(reasons)
     )
     return LengthCheck(
         short_tokens=short.prompt_tokens,
-        short_ms=short.best_ms,
+        short_ms=short_ms,
         long_tokens=long.prompt_tokens,
-        long_ms=long.best_ms,
+        long_ms=long_ms,
         ratio=ratio,
         growth_ms=growth,
         noise_ms=noise,
         grows_with_length=grows,
         fired=fired,
         why=why,
+        growth_interval_ms=interval,
     )
 
 
@@ -111,9 +142,9 @@ def input_length(f: Facts) -> Finding | None:
     return Finding(
         Kind.INPUT_LENGTH,
         "Prefill grows with the prompt",
-        f"fastest TTFT at {check.long_tokens} tokens is {check.ratio:.1f}× the fastest at "
-        f"{check.short_tokens} (seed rule: {_thresholds()}), more than same-length requests "
-        f"vary (p95 − p50 {check.noise_ms:.0f} ms); curve {curve.shape}",
+        f"the fitted TTFT at {check.long_tokens} tokens is {check.ratio:.1f}× that at "
+        f"{check.short_tokens} (seed rule: {_thresholds()}), the growth's interval above "
+        f"zero; curve {curve.shape}",
         {
             "short_tokens": float(check.short_tokens),
             "short_ttft_ms": check.short_ms,
