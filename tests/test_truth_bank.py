@@ -8,15 +8,30 @@ import itertools
 import pytest
 
 from bank import CAUSES, Scenario, context, draw, draw_many, generate, truth
+from bank.truth import LONG_UPLOAD_TOKENS, upload_ms_of
 from latdoc import Kind, Step, build_diagnosis
+from latdoc.analysis.servertime import server_timing_of
+from latdoc.records import Sample
 from latdoc.workload._settle import network_unsettled
 
 PER_CAUSE = 6
+WIRE_CAUSES = ("slow_upload", "reasoning", "buffering", "client_delay")
+"""The causes modelled after the first ten: a slow uplink, reasoning before the
+answer, a hop that buffers the stream and a client that holds its requests."""
+TOLD = "server_timing"
+"""What the server tells of its own timing: it adds no latency, so it is no kind."""
+FIRST_CAUSES = tuple(c for c in CAUSES if c not in (*WIRE_CAUSES, TOLD))
 CLEAR_RATE = 58 / 60
 """Measured on this slice when the bank was written: 58 of 60 clear, low-noise single
 causes named as the primary kind (the misses: stalls and busy periods whose own
-effect inflates the noise bar of the four warm requests)."""
+effect inflates the noise bar of the four warm requests). With the upload's slow
+start and the probe's end of send at the peer's ACK modelled, 59 of 60."""
+WIRE_CLEAR_RATE = 24 / 24
+"""Measured when the four were added: every clear, low-noise one named, on this slice
+and on 120 (30 of each; one miss, a client delay the truth finds too small to notice)."""
 MARGIN = 0.04
+WIRE_MARGIN = 0.05
+"""One miss in 24 is allowed."""
 
 
 def _phases(s: Scenario) -> None:
@@ -35,11 +50,18 @@ def _phases(s: Scenario) -> None:
         ]
         present = [m for m in marks if m is not None]
         assert present == sorted(present), (s.label, sample.step, marks)
-        assert t.new_connection == (t.dns_done_ns is not None)
+        # A reused connection's DNS, connect and TLS end where its queue ended.
+        assert (t.dns_ms == 0) == (not t.new_connection)
+        assert t.sent_acked and t.queue_ms == 0
+        assert t.client_delay_ms is not None and sample.loop_lag_ms is not None
         if t.ok:
-            assert len(t.chunks) == t.output_tokens
+            assert t.output_tokens is not None
+            hidden = 0 if t.first_reasoning_ns is not None else t.reasoning_tokens or 0
+            assert len(t.chunks) == t.output_tokens - hidden
             assert [c.t_ns for c in t.chunks] == sorted(c.t_ns for c in t.chunks)
             assert t.first_token_ns == t.chunks[0].t_ns
+            assert t.first_answer_ns is not None and t.first_answer_ns >= t.first_token_ns
+            assert t.tcp_info is not None
         else:
             assert t.error is not None
 
@@ -86,7 +108,7 @@ def test_a_full_run_sends_every_step_the_plan_names() -> None:
 
 def test_clear_single_causes_are_named_as_the_primary_kind() -> None:
     right, missed, material = 0, [], 0
-    for cause, i in itertools.product(CAUSES, range(PER_CAUSE)):
+    for cause, i in itertools.product(FIRST_CAUSES, range(PER_CAUSE)):
         s = draw(1000 + i, causes=(cause,), intensity="clear", noise="low")
         true = truth(s)
         material += true.primary is not Kind.HEALTHY
@@ -95,11 +117,93 @@ def test_clear_single_causes_are_named_as_the_primary_kind() -> None:
             right += 1
         else:
             missed.append((cause, true.primary.value, verdict.primary.value))
-    rate = right / (len(CAUSES) * PER_CAUSE)
+    rate = right / (len(FIRST_CAUSES) * PER_CAUSE)
     assert rate >= CLEAR_RATE - MARGIN, (rate, missed)
     # A clear cause can still be too small to notice in a long request (a connection
     # setup of 150 ms in a 4 s answer): one of these 60 is.
-    assert material >= len(CAUSES) * PER_CAUSE - 2
+    assert material >= len(FIRST_CAUSES) * PER_CAUSE - 2
+
+
+def _carries(cause: str, s: Scenario, samples: list[Sample]) -> None:
+    """The records show the cause as the probe would record it."""
+    ok = [x for x in samples if x.trace.ok]
+    if cause == "slow_upload":
+        long = [x.trace for x in ok if x.target_prompt_tokens == LONG_UPLOAD_TOKENS]
+        assert long, "the length step sent the long prompt"
+        # The end of send is the peer's ACK: the upload, less its last two segments.
+        for t in long:
+            assert t.send_ms is not None
+            assert t.send_ms >= upload_ms_of(s, LONG_UPLOAD_TOKENS) * 0.8
+    elif cause == "reasoning":
+        for x in ok:
+            t = x.trace
+            assert t.reasoning_tokens, "the usage counts the reasoning"
+            assert (t.first_reasoning_ns is not None) == s.reasoning_shown
+            if s.reasoning_shown:
+                assert t.first_answer_ns is not None and t.first_token_ns is not None
+                assert t.first_answer_ns > t.first_token_ns
+    elif cause == "buffering":
+        for x in (x for x in ok if len(x.trace.chunks) >= 16):
+            reads = len({c.t_ns for c in x.trace.chunks})
+            assert reads * 8 <= len(x.trace.chunks), "a read carries a burst of events"
+            if s.buffer_whole:
+                assert x.trace.first_byte_ns == x.trace.first_token_ns
+                assert "content-length" in x.trace.proxy_headers
+    elif cause == "client_delay":
+        for x in samples:
+            delay = x.trace.client_delay_ms
+            assert delay is not None and delay >= s.client_delay_ms * 0.5
+            assert x.loop_lag_ms is not None and x.loop_lag_ms >= delay
+
+
+def test_clear_wire_causes_are_recorded_whole_and_named() -> None:
+    """A slow uplink, reasoning, a buffering hop and a busy client, each clear at low
+    noise: recorded with consistent phases, as the probe records them, and named."""
+    right, missed, material = 0, [], 0
+    for cause, i in itertools.product(WIRE_CAUSES, range(PER_CAUSE)):
+        s = draw(1000 + i, causes=(cause,), intensity="clear", noise="low")
+        _phases(s)
+        samples = generate(s)
+        _carries(cause, s, samples)
+        true = truth(s)
+        material += true.primary is not Kind.HEALTHY
+        verdict = build_diagnosis(samples, context(s)).verdict
+        if verdict.primary is true.primary:
+            right += 1
+        else:
+            missed.append((cause, i, true.primary.value, verdict.primary.value))
+    rate = right / (len(WIRE_CAUSES) * PER_CAUSE)
+    assert rate >= WIRE_CLEAR_RATE - WIRE_MARGIN, (rate, missed)
+    # A client delay of 80-400 ms can be too small to notice in a long request: one is.
+    assert material >= len(WIRE_CAUSES) * PER_CAUSE - 2
+
+
+@pytest.mark.parametrize("intensity", ["clear", "borderline"])
+def test_a_server_that_tells_its_timing_is_read_and_changes_no_verdict(intensity: str) -> None:
+    sources = {
+        "server-timing": "Server-Timing",
+        "llama.cpp": "llama.cpp timings",
+        "openai-processing": "openai-processing-ms",
+    }
+    for i in range(4):
+        s = draw(1000 + i, causes=(TOLD,), intensity=intensity, noise="low")
+        _phases(s)
+        assert truth(s).primary is Kind.HEALTHY
+        samples = generate(s)
+        told = [server_timing_of(x.trace) for x in samples if x.trace.ok]
+        assert all(t is not None for t in told)
+        d = build_diagnosis(samples, context(s))
+        assert d.verdict.primary is Kind.HEALTHY, d.verdict
+        assert d.server is not None and d.server.source == sources[s.server_timing]
+        # With a slot-starved server, the told wait under load is the true queue.
+        queued = draw(1000 + i, causes=("burst_queue", TOLD), intensity=intensity, noise="low")
+        true = truth(queued)
+        d = build_diagnosis(generate(queued), context(queued))
+        assert d.verdict.primary is true.primary is Kind.QUEUEING
+        if queued.server_timing != "openai-processing":
+            assert d.server is not None
+            wait = d.server.numbers["concurrent_wait_ms"]
+            assert wait == pytest.approx(true.sizes_ms[Kind.QUEUEING], rel=0.1)
 
 
 @pytest.mark.parametrize("noise", ["low", "mid", "high"])

@@ -14,7 +14,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from bank.scenario import Scenario
+from bank.scenario import Scenario, request_bytes
+from bank.truth import LONG_UPLOAD_TOKENS
 
 NOISE = {"low": 0.03, "mid": 0.10, "high": 0.25}
 INTENSITIES = ("clear", "borderline")
@@ -103,6 +104,47 @@ def errors(s: Scenario, rng: np.random.Generator, clear: bool) -> Scenario:
     return replace(s, error_share=share, error_code=code)
 
 
+def slow_upload(s: Scenario, rng: np.random.Generator, clear: bool) -> Scenario:
+    """An uplink on which the long prompt takes ``upload`` ms to send at its bandwidth
+    (slow start's round trips come on top)."""
+    upload = _between(rng, clear, (450, 1500), (230, 320))
+    return replace(s, uplink_bytes_per_ms=request_bytes(LONG_UPLOAD_TOKENS) / upload)
+
+
+def server_timing(s: Scenario, rng: np.random.Generator, clear: bool) -> Scenario:
+    """A server that tells its own timing: clear, a ``Server-Timing`` header with its
+    queue and prefill; borderline, llama.cpp's prompt and predicted times (no queue) or
+    only the provider's processing time. It adds no latency."""
+    told = "server-timing" if clear else str(rng.choice(["llama.cpp", "openai-processing"]))
+    return replace(s, server_timing=told)
+
+
+def reasoning(s: Scenario, rng: np.random.Generator, clear: bool) -> Scenario:
+    """A model that reasons ``think`` ms before its answer, its reasoning hidden (only
+    counted in the usage) or streamed."""
+    think = _between(rng, clear, (600, 4000), (130, 200))
+    return replace(
+        s,
+        reasoning_tokens=max(1, round(think / s.tpot_ms)),
+        reasoning_spread=float(rng.uniform(0.1, 0.4)),
+        reasoning_shown=bool(rng.random() < 0.4),
+    )
+
+
+def buffering(s: Scenario, rng: np.random.Generator, clear: bool) -> Scenario:
+    """A hop that holds the stream: clear, the whole response or a 4-8 KB buffer (32-64
+    events of ~120 bytes); borderline, the smallest buffer seen, 2 KB (16-20 events)."""
+    if clear and rng.random() < 0.5:
+        return replace(s, buffer_whole=True)
+    events = rng.choice([32, 48, 64]) if clear else rng.integers(16, 21)
+    return replace(s, buffer_events=int(events))
+
+
+def client_delay(s: Scenario, rng: np.random.Generator, clear: bool) -> Scenario:
+    """A client whose busy event loop holds each request before it leaves."""
+    return replace(s, client_delay_ms=_between(rng, clear, (80, 400), (13, 20)))
+
+
 CAUSES: dict[str, tuple[Inject, float]] = {
     "slow_dns": (slow_dns, 1.0),
     "slow_tls": (slow_tls, 0.7),
@@ -114,6 +156,11 @@ CAUSES: dict[str, tuple[Inject, float]] = {
     "slow_decode": (slow_decode, 1.5),
     "stalls": (stalls, 1.5),
     "errors": (errors, 0.5),
+    "slow_upload": (slow_upload, 0.7),
+    "server_timing": (server_timing, 1.0),
+    "reasoning": (reasoning, 1.0),
+    "buffering": (buffering, 1.0),
+    "client_delay": (client_delay, 0.7),
 }
 """Each cause and how often it is drawn, relative to the others."""
 MIX = {0: 0.15, 1: 0.5, 2: 0.35}

@@ -10,9 +10,15 @@ reference again when it does not settle the length rule, cut as the real step cu
 it);
 the load step (sequential repeats on one connection, then ``concurrency`` at once on
 as many new connections, queueing on the server's slots). A simulated clock stands
-for the run's time budget. Each trace has every field the analysis reads: cumulative
-phase marks in ns, one chunk per token with its arrival, usage, ``new_connection``,
-request bytes, and a typed error for a failed request.
+for the run's time budget. Each trace has every field the analysis reads, as the probe
+on Linux records them: cumulative phase marks in ns (the pool's grant at t0, the
+client's own delay up to its turn on the loop, DNS, connect and TLS ending where the
+queue ended on a reused connection, the end of send at the peer's ACK), one chunk per
+streamed event with its arrival (events a hop passed on together share their read's
+stamp), the usage (reasoning tokens among the output tokens), the first reasoning and
+answer events, ``new_connection``, request bytes, the kernel's TCP_INFO, the server's
+own timing as it tells it, the headers that name a hop, the loop's lag, and a typed
+error for a failed request.
 """
 
 from __future__ import annotations
@@ -22,11 +28,21 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
-from bank.scenario import Draws, Scenario, burst_queue_ms, draw_requests, request_bytes
+from bank.scenario import (
+    HEADERS_MS,
+    INITIAL_WINDOW,
+    Draws,
+    Scenario,
+    arrived,
+    burst_queue_ms,
+    draw_requests,
+    produced,
+    request_bytes,
+)
 from latdoc.analysis.kinds.input_length import LONG_REFERENCE_TOKENS
 from latdoc.errors import ErrorKind, Phase, TraceError
 from latdoc.model import RunContext
-from latdoc.records import Chunk, RequestTrace, Sample, Step
+from latdoc.records import Chunk, RequestTrace, Sample, Step, TcpInfo
 from latdoc.workload._settle import length_unsettled, network_unsettled
 from latdoc.workload._steps import (
     EXTRA_COLD,
@@ -49,6 +65,14 @@ MAX_SECONDS = DiagnosisPlan.__dataclass_fields__["max_seconds"].default
 BETWEEN_MS = 2.0
 """The client's own time between two requests."""
 STARTED = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+QUEUE_DONE_NS = 120_000
+"""From t0 to the request's turn on an idle client loop."""
+WRITE_NS = 40_000
+"""From the connection being ready to the first request byte handed to the kernel."""
+EVENT_CHARS = 4
+EVENT_BYTES = 120
+"""One streamed event of one token, on the wire."""
+RESPONSE_HEAD_BYTES = 200
 
 
 def context(s: Scenario) -> RunContext:
@@ -64,6 +88,8 @@ class _Run:
     clock_ms: float = 0.0
     over: bool = False
     """The time budget ran out: the real run abandons the request in flight and stops."""
+    connections: int = 0
+    """Connections opened so far; the last one is the one a reused request rides."""
 
     @property
     def seconds_left(self) -> float:
@@ -103,84 +129,103 @@ class _Run:
             )
         draws = _join(firsts, rest)
         if concurrency > 1:
-            arrivals = draws.ttft - draws.wait - draws.prefill
-            service = draws.prefill + draws.gaps.sum(axis=1)
-            queue = burst_queue_ms(self.s, arrivals, service)
+            service = draws.prefill + draws.think + draws.gaps.sum(axis=1)
+            queue = burst_queue_ms(self.s, draws.at_server, service)
             draws = _with_queue(draws, queue)
-        traces = []
+        traces, lags = [], []
         start = self.clock_ms
         for i in range(count):
             if concurrency == 1:
                 start = self.clock_ms
+            if fresh:
+                self.connections += 1
             trace = self._trace(draws, i, tokens, out, fresh, start)
             end = start + (trace.done_ns or trace.first_byte_ns or 0) / NS
             if end / 1000 > MAX_SECONDS:
                 self.over = True
                 break
             traces.append(trace)
+            lags.append(float(draws.lag[i]))
             self.clock_ms = max(self.clock_ms, end + BETWEEN_MS)
-        for t in traces:
-            self.samples.append(Sample(step, t, target, concurrency, cold, index=len(self.samples)))
+        for t, lag in zip(traces, lags, strict=True):
+            self.samples.append(
+                Sample(step, t, target, concurrency, cold, index=len(self.samples), loop_lag_ms=lag)
+            )
         return traces
 
     def _trace(
         self, d: Draws, i: int, tokens: int, out: int, new: bool, start_ms: float
     ) -> RequestTrace:
-        queue_done = 120_000
-        marks = [queue_done]
-        for part in (d.dns[i], d.connect[i], d.tls[i] if self.s.tls else None):
-            marks.append(marks[-1] + round(float(part) * NS) if part is not None else None)
-        ready = next(m for m in reversed(marks) if m is not None)
-        dns_done, connect_done, tls_done = (m if new else None for m in marks[1:])
-        if new and not self.s.tls:
-            tls_done = None
-        if not new:
-            ready = queue_done
-        write_start = ready + 40_000
-        sent = write_start + round(float(d.send[i]) * NS)
-        first_byte = sent + round(float(d.wait[i]) * NS)
-        first_token = first_byte + round(float(d.prefill[i]) * NS)
-        arrivals = [first_token]
-        for gap in d.gaps[i][: max(0, out - 1)]:
-            arrivals.append(arrivals[-1] + max(1, round(float(gap) * NS)))
-        chunks = tuple(Chunk(t, 4, 1) for t in arrivals)
-        done = arrivals[-1] + 300_000
-        error = self._error()
-        fields: dict[str, object] = {}
-        if error is not None:
-            fields = _failed(error, first_byte, first_token, chunks)
-        t0 = round(start_ms * NS)
+        s = self.s
+        # The pool grants a connection at t0; the client's busy loop picks it up late.
+        queue_done = QUEUE_DONE_NS + _ns(d.client[i])
+        if new:
+            dns_done = queue_done + _ns(d.dns[i])
+            connect_done = dns_done + _ns(d.connect[i])
+            tls_done = connect_done + _ns(d.tls[i]) if s.tls else None
+        else:
+            # A reused connection's DNS, connect and TLS end where its queue ended.
+            dns_done = connect_done = queue_done
+            tls_done = queue_done if s.tls else None
+        ready = tls_done if tls_done is not None else connect_done
+        write_start = ready + WRITE_NS
+        sent = write_start + _ns(d.send[i])
+        headers = first_byte = sent + _ns(d.wait[i])
+        first_out = first_byte + _ns(d.prefill[i] + d.hidden[i])
+        times, shown = produced(s, d, i)
+        arrivals = [first_out + _ns(t) for t in arrived(s, times)]
+        if s.buffer_whole:
+            # The hop sends the headers with the body, once it has all of it.
+            first_byte = arrivals[0]
+        chunks = tuple(Chunk(t, EVENT_CHARS, 1) for t in arrivals)
+        reasoning = int(d.reasoning[i])
+        response_bytes = RESPONSE_HEAD_BYTES + EVENT_BYTES * len(chunks)
+        started = STARTED + timedelta(milliseconds=start_ms)
+        request_id = f"bank-{s.seed}-{len(self.samples) + i}"
         base = RequestTrace(
-            started_at=STARTED + timedelta(milliseconds=start_ms),
-            t0_ns=10_000_000_000 + t0,
+            started_at=started,
+            t0_ns=10_000_000_000 + round(start_ms * NS),
             url=ENDPOINT,
             model=MODEL,
             dialect="openai-chat",
             http_version="HTTP/1.1",
             remote_ip="198.51.100.7",
-            connection_id=len(self.samples) + i,
+            connection_id=self.connections,
             new_connection=new,
             queue_done_ns=queue_done,
             dns_done_ns=dns_done,
             connect_done_ns=connect_done,
             tls_done_ns=tls_done,
             sent_ns=sent,
+            sent_acked=True,
             first_byte_ns=first_byte,
-            first_token_ns=first_token,
-            done_ns=done,
+            first_token_ns=arrivals[0],
+            done_ns=arrivals[-1] + 300_000,
             status=200,
             chunks=chunks,
-            chunk_tokens_exact=True,
+            # The usage counts the hidden reasoning, the events do not carry it.
+            chunk_tokens_exact=shown == reasoning,
             prompt_tokens=tokens,
-            output_tokens=out,
+            output_tokens=out + reasoning,
             output_tokens_exact=True,
             finish_reason="length",
             request_bytes=request_bytes(tokens),
-            response_bytes=200 + 120 * out,
+            response_bytes=response_bytes,
+            server_timing=_server_timing(s, d, i, out + reasoning),
+            tcp_info=_tcp_info(d, i, tokens, response_bytes),
+            first_reasoning_ns=arrivals[0] if shown else None,
+            first_answer_ns=arrivals[shown],
+            reasoning_tokens=reasoning or None,
+            proxy_headers=_proxy_headers(s, response_bytes),
+            pool_granted_ns=0,
             write_start_ns=write_start,
             arrival_clock="kernel",
+            started_ns=round(started.timestamp() * 1e9),
+            request_id=request_id,
+            response_id=f"chatcmpl-{request_id}",
         )
-        return replace(base, **fields) if fields else base
+        error = self._error()
+        return base if error is None else _failed(base, error, shown, headers)
 
     def _error(self) -> TraceError | None:
         if self.s.error_share <= 0 or self.rng.random() >= self.s.error_share:
@@ -195,29 +240,112 @@ class _Run:
         return TraceError(ErrorKind.STREAM_BROKEN, Phase.STREAM, "the stream broke off")
 
 
-def _failed(
-    error: TraceError, first_byte: int, first_token: int, chunks: tuple[Chunk, ...]
-) -> dict[str, object]:
-    """The fields a failed request records instead of a full answer."""
+def _ns(ms: float) -> int:
+    return round(float(ms) * NS)
+
+
+def _server_timing(s: Scenario, d: Draws, i: int, output_tokens: int) -> dict[str, float]:
+    """What the server tells of request ``i``'s timing, in ms, as the probe parses it."""
+    if s.server_timing == "server-timing":
+        # Sent with the headers when the request got its slot: the wait for it, the
+        # prefill it is charged, and its first token gap.
+        queue = float(d.wait[i]) - float(d.upload[i] + d.rtt[i] - d.send[i]) - HEADERS_MS
+        gap = float(d.gaps[i][0]) if d.gaps.shape[1] else s.tpot_ms
+        return {
+            "queue": round(max(0.0, queue), 3),
+            "prefill": round(float(d.prefill[i]), 3),
+            "tpot": round(gap, 3),
+        }
+    if s.server_timing == "llama.cpp":
+        # The last event's ``timings``: every predicted token, the reasoning's too.
+        predicted = float(d.think[i] + d.gaps[i].sum()) + s.tpot_ms
+        return {
+            "prompt_ms": round(float(d.prefill[i]), 3),
+            "predicted_ms": round(predicted, 3),
+            "predicted_per_token_ms": round(predicted / max(1, output_tokens), 3),
+        }
+    if s.server_timing == "openai-processing":
+        # The provider's time to its response headers, in whole ms.
+        told = float(d.wait[i]) - float(d.upload[i] + d.rtt[i] - d.send[i])
+        return {"openai-processing": float(round(max(0.0, told)))}
+    return {}
+
+
+def _tcp_info(d: Draws, i: int, tokens: int, response_bytes: int) -> TcpInfo:
+    """The kernel's view of the connection when the response ended."""
+    rtt = float(d.rtt[i])
+    return TcpInfo(
+        rtt_us=round(rtt * 1000),
+        rttvar_us=round(rtt * 250),
+        min_rtt_us=round(rtt * 900),
+        retransmits=0,
+        snd_cwnd=INITIAL_WINDOW,
+        bytes_acked=request_bytes(tokens),
+        bytes_received=response_bytes,
+    )
+
+
+def _proxy_headers(s: Scenario, response_bytes: int) -> dict[str, str]:
+    """The response headers the probe keeps: a streamed body is chunked, a body held
+    whole has its length; a hop that buffers names itself."""
+    if s.buffer_whole:
+        return {"content-length": str(response_bytes), "server": "gateway"}
+    if s.buffer_events > 1:
+        return {"transfer-encoding": "chunked", "server": "nginx"}
+    return {"transfer-encoding": "chunked"}
+
+
+def _failed(trace: RequestTrace, error: TraceError, shown: int, headers: int) -> RequestTrace:
+    """``trace`` as it is recorded when it failed with ``error``: no usage (it comes
+    last), and only what arrived before the failure; an error status comes when the
+    server sends its headers (``headers``), no hop holds it."""
     nothing: dict[str, object] = {
         "chunks": (),
         "first_token_ns": None,
+        "first_reasoning_ns": None,
+        "first_answer_ns": None,
         "output_tokens": None,
         "output_tokens_exact": False,
+        "reasoning_tokens": None,
         "finish_reason": None,
+        "tcp_info": None,
+        "chunk_tokens_exact": False,
         "error": error,
     }
+    # Headers came before the failure; llama.cpp's timings come in the last event.
+    head_only = {} if "predicted_ms" in trace.server_timing else dict(trace.server_timing)
     if error.kind is ErrorKind.HTTP:
-        return {**nothing, "status": error.status, "done_ns": first_byte + 200_000}
+        return replace(
+            trace,
+            **nothing,
+            status=error.status,
+            first_byte_ns=headers,
+            done_ns=headers + 200_000,
+            server_timing={},
+            proxy_headers={},
+            response_id=None,
+            response_bytes=200,
+        )
     if error.kind is ErrorKind.TIMEOUT:
-        return {**nothing, "status": 200, "done_ns": first_token}
-    half = chunks[: max(1, len(chunks) // 2)]
-    return {
-        **nothing,
-        "chunks": half,
-        "first_token_ns": first_token,
-        "done_ns": half[-1].t_ns + 100_000,
-    }
+        return replace(
+            trace,
+            **nothing,
+            done_ns=trace.first_token_ns,
+            server_timing=head_only,
+        )
+    half = trace.chunks[: max(1, len(trace.chunks) // 2)]
+    return replace(
+        trace,
+        **{
+            **nothing,
+            "chunks": half,
+            "first_token_ns": half[0].t_ns,
+            "first_reasoning_ns": half[0].t_ns if shown else None,
+            "first_answer_ns": half[shown].t_ns if shown < len(half) else None,
+            "done_ns": half[-1].t_ns + 100_000,
+            "server_timing": head_only,
+        },
+    )
 
 
 def _join(a: Draws, b: Draws | None) -> Draws:
@@ -229,7 +357,7 @@ def _join(a: Draws, b: Draws | None) -> Draws:
 
 
 def _with_queue(d: Draws, queue: np.ndarray) -> Draws:
-    return Draws(d.dns, d.connect, d.tls, d.send, d.wait + queue, d.prefill, d.gaps)
+    return replace(d, wait=d.wait + queue)
 
 
 def generate(s: Scenario) -> list[Sample]:

@@ -242,7 +242,7 @@ def gather_facts(
 
 
 def _length_pairs(samples: Sequence[Sample]) -> list[tuple[int, float]]:
-    """(prompt tokens, TTFT past the connection's setup) of the length step, one length per
+    """(prompt tokens, TTFT from the wire) of the length step, one length per
     requested length (the endpoint's count of a calibrated prompt can differ by a token
     or two), and of the requests sent alone at the other steps' length: the curve's
     shortest point, with many requests."""
@@ -262,16 +262,8 @@ def _length_pairs(samples: Sequence[Sample]) -> list[tuple[int, float]]:
     for target, traces in by_target.items():
         counted = [t.prompt_tokens for t in traces if t.prompt_tokens is not None]
         tokens = round(statistics.median(counted)) if counted else target
-        pairs += [(tokens, v) for t in traces if (v := ttft_past_setup(t)) is not None]
+        pairs += [(tokens, v) for t in traces if (v := server_ttft_ms(t)) is not None]
     return pairs
-
-
-def ttft_past_setup(trace: RequestTrace) -> float | None:
-    """TTFT less the client's wait for a connection and the connection's setup: what the
-    prompt's length can change, on any connection."""
-    if trace.ttft_ms is None:
-        return None
-    return trace.ttft_ms - (trace.queue_ms or 0.0) - (trace.setup_ms or 0.0)
 
 
 def _retry_after(trace: RequestTrace) -> float | None:
