@@ -5,12 +5,17 @@ cause or two, clear or borderline, at three noise levels), records for each the
 samples a real diagnosis run would, runs them through the real ``build_diagnosis``
 and compares the verdict with the scenario's truth. Prints the confusion matrix of
 true against named primary kind, the primary accuracy, the recall and precision of
-the kinds named, the calibration of the printed confidence (accuracy per confidence
-bin and the expected calibration error, beside the rule's own confidence it was read
-from), the requests per verdict and the time it took, each goal beside its figure.
+the kinds named, each kind's rule as a test (its false alarms where the kind is truly
+absent, with their exact 95% upper bound held against the policy's α, and its power
+where the kind truly matters), the calibration of the printed confidence (accuracy
+per confidence bin and the expected calibration error, beside the rule's own
+confidence it was read from), the requests per verdict and the time it took, each
+goal beside its figure.
 The printed confidence comes from a table fitted on the bank
 (``bench/fit_confidence.py``); its calibration is measured only on a draw the fit did
 not see, so a ``--seed`` equal to the fit's is refused.
+``--page docs/calibration.md`` also writes the same figures as a documentation page,
+with its reliability plot beside it (``docs/calibration-reliability.png``).
 Run: ``make bench`` or ``.venv/bin/python bench/calibration.py [--n 2000] [--seed 1]``.
 """
 
@@ -21,19 +26,33 @@ import statistics
 import time
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
+import jinja2
 from rich.console import Console
 from rich.table import Table
 
-from bank import NOISE, context, draw_many, generate, truth
-from bank.score import Outcome, accuracy, calibration, confusion, recall_precision
+from bank import CAUSES, NOISE, context, draw_many, generate, truth
+from bank.score import (
+    Bin,
+    Outcome,
+    accuracy,
+    calibration,
+    confusion,
+    recall_precision,
+    rule_rates,
+    within_alpha,
+)
 from latdoc.analysis import confidence_table
+from latdoc.analysis.policy import ALPHA, CONFIDENCE
 from latdoc.model import Kind
 from latdoc.pipeline import build_diagnosis
 
 GOAL_ACCURACY = 0.95
 GOAL_RECALL = GOAL_PRECISION = 0.90
+GOAL_POWER = GOAL_RECALL
+"""A rule's power where its kind truly matters: the recall goal, kind by kind."""
 GOAL_ECE = 0.05
 SHORT = {
     Kind.NETWORK_SETUP: "setup",
@@ -48,6 +67,8 @@ SHORT = {
     Kind.ERRORS: "errors",
     Kind.HEALTHY: "healthy",
 }
+TEMPLATE = Path(__file__).with_name("calibration.md.j2")
+MET, NOT_MET, UNSETTLED = "met", "not met", "unsettled"
 
 
 def run(n: int, seed: int) -> tuple[list[Outcome], float, float]:
@@ -68,33 +89,62 @@ def run(n: int, seed: int) -> tuple[list[Outcome], float, float]:
     return outcomes, generating, diagnosing
 
 
-def _mark(met: bool) -> str:
-    return "[green]met[/]" if met else "[red]not met[/]"
+# -- the figures, as text tables both outputs render ------------------------------------
 
 
-def confusion_table(outcomes: Sequence[Outcome]) -> Table:
+@dataclass(frozen=True, slots=True)
+class Grid:
+    """A table of text cells: what the terminal prints and the page shows alike.
+
+    ``strong`` cells are the right answers (bold), ``wrong`` ones the wrong answers
+    (red in the terminal); a cell reading ``met`` or ``not met`` is coloured there."""
+
+    title: str
+    header: tuple[str, ...]
+    rows: list[tuple[str, ...]]
+    left: int = 1
+    """How many leading columns are text; the rest are numbers, aligned right."""
+    strong: set[tuple[int, int]] = field(default_factory=set)
+    wrong: set[tuple[int, int]] = field(default_factory=set)
+
+
+def _mark(met: bool | None) -> str:
+    return UNSETTLED if met is None else MET if met else NOT_MET
+
+
+def _share(x: float) -> str:
+    return f"{x:.1%}"
+
+
+def confusion_grid(outcomes: Sequence[Outcome]) -> Grid:
     cells = confusion(outcomes)
     kinds = [k for k in Kind if any(k in pair for pair in cells)]
-    table = Table(title="true primary (rows) × verdict primary (columns)")
-    table.add_column("true \\ named")
-    for k in kinds:
-        table.add_column(SHORT[k], justify="right")
-    table.add_column("n", justify="right")
-    table.add_column("right", justify="right")
+    grid = Grid(
+        "true primary (rows) × verdict primary (columns)",
+        ("true ↓ named →", *(SHORT[k] for k in kinds), "n", "right"),
+        [],
+    )
     for true in kinds:
         row = [cells[(true, named)] for named in kinds]
         total = sum(row)
         if total == 0:
             continue
-        shown = [
-            (f"[bold]{c}[/]" if t is true else f"[red]{c}[/]") if c else "·"
-            for t, c in zip(kinds, row, strict=True)
-        ]
-        table.add_row(SHORT[true], *shown, str(total), f"{cells[(true, true)] / total:.0%}")
-    return table
+        r = len(grid.rows)
+        for c, (named, count) in enumerate(zip(kinds, row, strict=True), start=1):
+            if count:
+                (grid.strong if named is true else grid.wrong).add((r, c))
+        shown = [str(count) if count else "·" for count in row]
+        grid.rows.append((SHORT[true], *shown, str(total), f"{cells[(true, true)] / total:.0%}"))
+    return grid
 
 
-def by_cause_table(outcomes: Sequence[Outcome]) -> Table:
+def worst_cells(outcomes: Sequence[Outcome], count: int = 6) -> list[tuple[int, Kind, Kind]]:
+    """The largest wrong cells of the confusion matrix: (scenarios, true, named)."""
+    wrong = ((c, t, v) for (t, v), c in confusion(outcomes).items() if t is not v)
+    return sorted(wrong, key=lambda x: (-x[0], x[1].value, x[2].value))[:count]
+
+
+def by_cause_grid(outcomes: Sequence[Outcome]) -> Grid:
     """Primary accuracy by each cause drawn, its strength and the noise level."""
     groups: dict[str, list[Outcome]] = defaultdict(list)
     for o in outcomes:
@@ -103,104 +153,306 @@ def by_cause_table(outcomes: Sequence[Outcome]) -> Table:
             groups[cause].append(o)
         groups[f"noise {noise}"].append(o)
         groups["pairs" if " + " in causes else "single or none"].append(o)
-    table = Table(title="primary accuracy by what was drawn")
-    table.add_column("drawn")
-    table.add_column("n", justify="right")
-    table.add_column("right", justify="right")
-    for name in sorted(groups):
-        group = groups[name]
-        table.add_row(name, str(len(group)), f"{accuracy(group):.1%}")
-    return table
+    rows = [(name, str(len(g)), _share(accuracy(g))) for name, g in sorted(groups.items())]
+    return Grid("primary accuracy by what was drawn", ("drawn", "n", "right"), rows)
 
 
-def calibration_table(outcomes: Sequence[Outcome]) -> tuple[Table, float]:
-    bins, ece = calibration(outcomes)
-    table = Table(title="printed confidence against observed accuracy")
-    for name in ("confidence", "n", "mean confidence", "accuracy", "gap"):
-        table.add_column(name, justify="right")
-    for b in bins:
-        table.add_row(
-            f"{b.low:.1f}–{b.high:.1f}",
+def rule_grid(outcomes: Sequence[Outcome]) -> Grid:
+    """Each kind's rule as a test: false alarms where the kind is absent, power where
+    it matters."""
+    level = f"{CONFIDENCE:.0%}"
+    rows = []
+    for r in rule_rates(outcomes):
+        power = r.power
+        rows.append(
+            (
+                r.kind.value,
+                str(r.absent),
+                f"{_share(r.named_rate)} (≤ {_share(r.named_upper)})",
+                _mark(within_alpha(r.named, r.absent)),
+                f"{_share(r.found_rate)} (≤ {_share(r.found_upper)})",
+                _mark(within_alpha(r.found, r.absent)),
+                str(r.material),
+                "—" if power is None else _share(power),
+                "" if power is None else _mark(power >= GOAL_POWER),
+                f"{r.small_named} of {r.small}",
+            )
+        )
+    return Grid(
+        f"each rule as a test: false alarms where the kind is absent (≤ α {ALPHA}), "
+        f"power where it matters (≥ {GOAL_POWER:.0%})",
+        (
+            "kind",
+            "absent",
+            f"named (≤ {level} bound)",
+            f"≤ α {ALPHA}",
+            f"found (≤ {level} bound)",
+            f"≤ α {ALPHA}",
+            "matters",
+            "power",
+            f"≥ {GOAL_POWER:.0%}",
+            "named when too small",
+        ),
+        rows,
+    )
+
+
+def calibration_grid(outcomes: Sequence[Outcome]) -> Grid:
+    """The printed confidence's bins, and the rule's own confidence's beside them."""
+    printed = {(b.low, b.high): b for b in calibration(outcomes)[0]}
+    own = {(b.low, b.high): b for b in calibration(_rule_own(outcomes))[0]}
+
+    def cells(b: Bin | None) -> tuple[str, ...]:
+        if b is None:
+            return ("·", "", "", "")
+        return (
             str(b.n),
             f"{b.confidence:.2f}",
             f"{b.accuracy:.2f}",
             f"{b.accuracy - b.confidence:+.2f}",
         )
-    return table, ece
+
+    rows = [
+        (f"{low:.1f}–{high:.1f}", *cells(printed.get((low, high))), *cells(own.get((low, high))))
+        for low, high in sorted(printed.keys() | own.keys())
+    ]
+    return Grid(
+        "confidence against observed accuracy: printed, and the rule's own",
+        (
+            "confidence",
+            "printed: n",
+            "mean",
+            "accuracy",
+            "gap",
+            "rule's own: n",
+            "mean",
+            "accuracy",
+            "gap",
+        ),
+        rows,
+    )
 
 
-def report(console: Console, outcomes: Sequence[Outcome], n: int, seed: int) -> None:
-    console.print(confusion_table(outcomes))
-    worst = sorted(
-        ((c, t, v) for (t, v), c in confusion(outcomes).items() if t is not v), reverse=True
-    )[:6]
-    console.print("worst cells: " + ", ".join(f"{t.value} → {v.value} ×{c}" for c, t, v in worst))
-    console.print(by_cause_table(outcomes))
-    table, ece = calibration_table(outcomes)
-    console.print(table)
+def _rule_own(outcomes: Sequence[Outcome]) -> list[Outcome]:
+    """The outcomes scored by the primary rule's own confidence instead of the printed one."""
+    return [replace(o, confidence=o.rule_confidence) for o in outcomes if o.rule_confidence]
+
+
+def goals_grid(outcomes: Sequence[Outcome], n: int, seed: int) -> Grid:
     acc = accuracy(outcomes)
     rec, prec, true_n, named_n = recall_precision(outcomes, contributing_only=False)
     c_rec, c_prec, c_true, c_named = recall_precision(outcomes, contributing_only=True)
-    figures = Table(title=f"{n} scenarios, seed {seed}")
-    for name in ("figure", "value", "goal", ""):
-        figures.add_column(name)
-    figures.add_row(
-        "primary accuracy", f"{acc:.1%}", f"≥ {GOAL_ACCURACY:.0%}", _mark(acc >= GOAL_ACCURACY)
-    )
-    figures.add_row(
-        "kinds named: recall",
-        f"{rec:.1%} of {true_n}",
-        f"≥ {GOAL_RECALL:.0%}",
-        _mark(rec >= GOAL_RECALL),
-    )
-    figures.add_row(
-        "kinds named: precision",
-        f"{prec:.1%} of {named_n}",
-        f"≥ {GOAL_PRECISION:.0%}",
-        _mark(prec >= GOAL_PRECISION),
-    )
-    figures.add_row(
-        "contributing only: recall",
-        f"{c_rec:.1%} of {c_true}",
-        f"≥ {GOAL_RECALL:.0%}",
-        _mark(c_rec >= GOAL_RECALL),
-    )
-    figures.add_row(
-        "contributing only: precision",
-        f"{c_prec:.1%} of {c_named}",
-        f"≥ {GOAL_PRECISION:.0%}",
-        _mark(c_prec >= GOAL_PRECISION),
-    )
-    figures.add_row(
-        f"expected calibration error (held out from the fit, {confidence_table.VERSION})",
-        f"{ece:.3f}",
-        f"≤ {GOAL_ECE}",
-        _mark(ece <= GOAL_ECE),
-    )
-    raw = [replace(o, confidence=o.rule_confidence) for o in outcomes if o.rule_confidence]
+    ece = calibration(outcomes)[1]
+    rows = [
+        ("primary accuracy", _share(acc), f"≥ {GOAL_ACCURACY:.0%}", _mark(acc >= GOAL_ACCURACY)),
+        (
+            "kinds named: recall",
+            f"{_share(rec)} of {true_n}",
+            f"≥ {GOAL_RECALL:.0%}",
+            _mark(rec >= GOAL_RECALL),
+        ),
+        (
+            "kinds named: precision",
+            f"{_share(prec)} of {named_n}",
+            f"≥ {GOAL_PRECISION:.0%}",
+            _mark(prec >= GOAL_PRECISION),
+        ),
+        (
+            "contributing only: recall",
+            f"{_share(c_rec)} of {c_true}",
+            f"≥ {GOAL_RECALL:.0%}",
+            _mark(c_rec >= GOAL_RECALL),
+        ),
+        (
+            "contributing only: precision",
+            f"{_share(c_prec)} of {c_named}",
+            f"≥ {GOAL_PRECISION:.0%}",
+            _mark(c_prec >= GOAL_PRECISION),
+        ),
+        (
+            f"expected calibration error (held out from the fit, {confidence_table.VERSION})",
+            f"{ece:.3f}",
+            f"≤ {GOAL_ECE}",
+            _mark(ece <= GOAL_ECE),
+        ),
+    ]
+    raw = _rule_own(outcomes)
     if raw:
-        figures.add_row("  the rule's own confidence, for comparison", f"{calibration(raw)[1]:.3f}")
+        rows.append(
+            ("the rule's own confidence, for comparison", f"{calibration(raw)[1]:.3f}", "", "")
+        )
     requests = [o.requests for o in outcomes]
-    figures.add_row(
-        "requests per verdict",
-        f"median {statistics.median(requests):.0f} ({min(requests)}–{max(requests)})",
-        "",
-        "",
+    rows.append(
+        (
+            "requests per verdict",
+            f"median {statistics.median(requests):.0f} ({min(requests)}–{max(requests)})",
+            "",
+            "",
+        )
     )
-    console.print(figures)
+    return Grid(f"{n} scenarios, seed {seed}", ("figure", "value", "goal", ""), rows, left=4)
+
+
+# -- the terminal -------------------------------------------------------------------------
+
+
+def rich_table(grid: Grid) -> Table:
+    table = Table(title=grid.title)
+    for i, name in enumerate(grid.header):
+        table.add_column(name, justify="left" if i < grid.left else "right", no_wrap=i > 0)
+    for r, row in enumerate(grid.rows):
+        shown = []
+        for c, cell in enumerate(row):
+            if (r, c) in grid.strong:
+                cell = f"[bold]{cell}[/]"
+            elif (r, c) in grid.wrong:
+                cell = f"[red]{cell}[/]"
+            elif cell == MET:
+                cell = f"[green]{cell}[/]"
+            elif cell in (NOT_MET, UNSETTLED):
+                cell = f"[red]{cell}[/]" if cell == NOT_MET else f"[yellow]{cell}[/]"
+            shown.append(cell)
+        table.add_row(*shown)
+    return table
+
+
+def report(console: Console, outcomes: Sequence[Outcome], n: int, seed: int) -> None:
+    console.print(rich_table(confusion_grid(outcomes)))
+    console.print(
+        "worst cells: "
+        + ", ".join(f"{t.value} → {v.value} ×{c}" for c, t, v in worst_cells(outcomes))
+    )
+    console.print(rich_table(by_cause_grid(outcomes)))
+    console.print(rich_table(rule_grid(outcomes)))
+    console.print(rich_table(calibration_grid(outcomes)))
+    console.print(rich_table(goals_grid(outcomes, n, seed)))
+
+
+# -- the page -----------------------------------------------------------------------------
+
+
+def markdown_table(grid: Grid) -> str:
+    """``grid`` as a markdown table: right answers bold, numbers aligned right."""
+
+    def cell(r: int, c: int, text: str) -> str:
+        text = text.replace("|", "\\|")
+        return f"**{text}**" if (r, c) in grid.strong and text else text
+
+    align = ["---" if i < grid.left else "--:" for i in range(len(grid.header))]
+    lines = [
+        "| " + " | ".join(h.replace("|", "\\|") for h in grid.header) + " |",
+        "|" + "|".join(align) + "|",
+    ]
+    for r, row in enumerate(grid.rows):
+        lines.append("| " + " | ".join(cell(r, c, x) for c, x in enumerate(row)) + " |")
+    return "\n".join(lines)
+
+
+def command(n: int, seed: int, page: Path) -> str:
+    return f".venv/bin/python bench/calibration.py --n {n} --seed {seed} --page {page}"
+
+
+def plot_path(page: Path) -> Path:
+    """Where the page's reliability plot goes: beside it, named after it."""
+    return page.with_name(f"{page.stem}-reliability.png")
+
+
+def reliability_plot(outcomes: Sequence[Outcome], path: Path) -> None:
+    """Accuracy against confidence per bin, the printed confidence and the rule's own,
+    with the diagonal a calibrated confidence lies on and each bin's count below."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    series = (
+        ("printed confidence", calibration(outcomes)[0], "C0", "o"),
+        ("the rule's own confidence", calibration(_rule_own(outcomes))[0], "C1", "s"),
+    )
+    fig, (top, bottom) = plt.subplots(
+        2, 1, figsize=(6.4, 6.4), sharex=True, gridspec_kw={"height_ratios": [3, 1]}
+    )
+    top.plot([0, 1], [0, 1], color="0.6", linestyle="--", linewidth=1, label="calibrated")
+    width = 0.04
+    for i, (name, bins, colour, marker) in enumerate(series):
+        x = [b.confidence for b in bins]
+        y = [b.accuracy for b in bins]
+        top.plot(x, y, marker=marker, color=colour, label=name)
+        centres = [(b.low + b.high) / 2 + (i - 0.5) * width for b in bins]
+        bars = bottom.bar(centres, [b.n for b in bins], width=width, color=colour)
+        bottom.bar_label(bars, fontsize=7, color=colour, padding=1)
+    top.set_xlim(0, 1)
+    top.set_ylim(0, 1.02)
+    top.set_ylabel("share of verdicts right")
+    top.set_title(f"Reliability on {len(outcomes)} bank scenarios")
+    top.grid(alpha=0.3)
+    top.legend(loc="lower right", fontsize=9)
+    bottom.set_xlabel("confidence (points: a bin's mean; bars: its verdicts, bins of width 0.1)")
+    bottom.set_ylabel("verdicts")
+    bottom.set_ylim(0, 1.25 * max(b.n for _, bins, _, _ in series for b in bins))
+    bottom.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100, metadata={"Software": None})
+    plt.close(fig)
+
+
+def write_page(outcomes: Sequence[Outcome], n: int, seed: int, page: Path) -> Path:
+    """The figures of this run as a documentation page at ``page`` and its reliability
+    plot beside it; returns the plot's path."""
+    plot = plot_path(page)
+    reliability_plot(outcomes, plot)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATE.parent),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+    env.filters["table"] = markdown_table
+    printed_ece = calibration(outcomes)[1]
+    raw = _rule_own(outcomes)
+    text = env.get_template(TEMPLATE.name).render(
+        n=n,
+        seed=seed,
+        causes=[f"`{c}`" for c in CAUSES],
+        noise=list(NOISE),
+        command=command(n, seed, page),
+        version=confidence_table.VERSION,
+        fit_n=confidence_table.FIT_N,
+        fit_seed=confidence_table.FIT_SEED,
+        alpha=ALPHA,
+        level=CONFIDENCE,
+        goal_power=GOAL_POWER,
+        goals=goals_grid(outcomes, n, seed),
+        confusion=confusion_grid(outcomes),
+        worst=[f"{t.value} → {v.value} ×{c}" for c, t, v in worst_cells(outcomes)],
+        by_cause=by_cause_grid(outcomes),
+        rules=rule_grid(outcomes),
+        bins=calibration_grid(outcomes),
+        ece=printed_ece,
+        rule_ece=calibration(raw)[1] if raw else None,
+        plot=plot.name,
+    )
+    page.write_text(text, encoding="utf-8")
+    return plot
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=2000, help="scenarios to draw (default 2000)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the draw (default 1)")
+    parser.add_argument(
+        "--page",
+        type=Path,
+        help="also write the figures as a documentation page here (e.g. docs/calibration.md), "
+        "with its reliability plot beside it",
+    )
     args = parser.parse_args()
     if args.seed == confidence_table.FIT_SEED:
         parser.error(
             f"seed {args.seed} drew the scenarios the confidence table was fitted on; "
             "its calibration is measured on another seed"
         )
-    console = Console(width=max(100, Console().width))
+    console = Console(width=max(130, Console().width))
     start = time.perf_counter()
     outcomes, generating, diagnosing = run(args.n, args.seed)
     report(console, outcomes, args.n, args.seed)
@@ -209,6 +461,9 @@ def main() -> None:
         f"took {took:.1f} s: generating and truth {generating:.1f} s, "
         f"build_diagnosis {diagnosing:.1f} s ({1000 * diagnosing / args.n:.1f} ms a verdict)"
     )
+    if args.page:
+        plot = write_page(outcomes, args.n, args.seed, args.page)
+        console.print(f"wrote {args.page} and {plot}")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,9 @@
 """How a set of verdicts compares with the bank's truth: the figures of
-``bench/calibration.py``, as plain numbers."""
+``bench/calibration.py``, as plain numbers.
+
+Each kind's rule is scored as a test (:func:`rule_rates`): its false alarms where the
+kind is truly absent from the scenario's model, held against the policy's α by the
+exact binomial upper bound, and its power where the kind truly matters."""
 
 from __future__ import annotations
 
@@ -8,8 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.stats import binomtest
 
 from bank.truth import Truth
+from latdoc.analysis.policy import ALPHA, CONFIDENCE
 from latdoc.model import Diagnosis, Kind
 
 BINS = 10
@@ -28,12 +34,21 @@ class Outcome:
     requests: int
     rule_confidence: float | None = None
     """The primary rule's own confidence, which the printed one was read from."""
+    found: frozenset[Kind] = frozenset()
+    """Every kind a rule fired for, negligible ones included."""
 
     @classmethod
     def of(cls, label: str, truth: Truth, d: Diagnosis) -> Outcome:
         v = d.verdict
         return cls(
-            label, truth, v.primary, v.contributing, v.confidence, d.requests, v.rule_confidence
+            label,
+            truth,
+            v.primary,
+            v.contributing,
+            v.confidence,
+            d.requests,
+            v.rule_confidence,
+            frozenset(f.kind for f in d.findings),
         )
 
     @property
@@ -101,3 +116,90 @@ def calibration(outcomes: Sequence[Outcome]) -> tuple[list[Bin], float]:
         bins.append(Bin(float(edges[b]), float(edges[b + 1]), n, mean_conf, acc))
         ece += n / len(outcomes) * abs(acc - mean_conf)
     return bins, ece
+
+
+def upper_bound(hits: int, n: int, level: float = CONFIDENCE) -> float:
+    """The exact (Clopper–Pearson) one-sided upper bound at ``level`` of a rate seen
+    ``hits`` times in ``n``: the rate is below it with that confidence. 1 when ``n`` is 0."""
+    if n == 0:
+        return 1.0
+    return float(binomtest(hits, n, alternative="less").proportion_ci(level).high)
+
+
+@dataclass(frozen=True, slots=True)
+class RuleRate:
+    """One kind's rule on the bank, as a test of "this kind is here".
+
+    ``absent``: scenarios whose model lacks the kind altogether (not even present
+    below the materiality bar); ``named`` and ``found`` of them: the verdict named it
+    (primary or contributing), or a rule fired for it at all (negligible findings
+    included). ``material``: scenarios where the kind truly matters; ``detected`` of
+    them: the verdict named it. ``small``: scenarios where the kind is present but too
+    small to matter; ``small_named`` of them: the verdict named it all the same."""
+
+    kind: Kind
+    absent: int
+    named: int
+    found: int
+    material: int
+    detected: int
+    small: int = 0
+    small_named: int = 0
+
+    @property
+    def named_rate(self) -> float:
+        return self.named / max(1, self.absent)
+
+    @property
+    def named_upper(self) -> float:
+        return upper_bound(self.named, self.absent)
+
+    @property
+    def found_rate(self) -> float:
+        return self.found / max(1, self.absent)
+
+    @property
+    def found_upper(self) -> float:
+        return upper_bound(self.found, self.absent)
+
+    @property
+    def power(self) -> float | None:
+        """The share of scenarios where the kind matters that named it; None when the
+        bank drew none."""
+        return self.detected / self.material if self.material else None
+
+
+def rule_rates(outcomes: Sequence[Outcome]) -> list[RuleRate]:
+    """Every kind's false alarms and power over ``outcomes``, in :class:`Kind`'s order
+    (``healthy``, which no rule finds, aside)."""
+    rates = []
+    for kind in Kind:
+        if kind is Kind.HEALTHY:
+            continue
+        absent = [o for o in outcomes if kind not in o.truth.sizes_ms]
+        material = [o for o in outcomes if kind in o.truth.named]
+        small = [o for o in outcomes if kind in o.truth.sizes_ms and kind not in o.truth.named]
+        rates.append(
+            RuleRate(
+                kind,
+                absent=len(absent),
+                named=sum(kind in o.named for o in absent),
+                found=sum(kind in o.found for o in absent),
+                material=len(material),
+                detected=sum(kind in o.named for o in material),
+                small=len(small),
+                small_named=sum(kind in o.named for o in small),
+            )
+        )
+    return rates
+
+
+def within_alpha(hits: int, n: int, alpha: float = ALPHA) -> bool | None:
+    """Whether a false-alarm rate of ``hits`` in ``n`` is at most ``alpha``: True when its
+    upper bound is, False when the rate seen is above it, None when the rate seen is
+    within it but the bound is not (too few scenarios to tell)."""
+    if upper_bound(hits, n) <= alpha:
+        return True
+    if hits / max(1, n) > alpha:
+        return False
+    return None
