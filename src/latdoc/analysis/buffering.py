@@ -85,9 +85,9 @@ class Burst:
     held_ms: float
     """How long the first token was held back. Held whole: the server's production
     time minus the arrival span; where the server does not say, the client's wait from
-    the end of sending to the first token (an upper bound: prefill is in it). A buffer
-    at a time: the first burst's events after the first token, times the time per
-    token."""
+    the end of sending to the first token less a one-token request's wait (its prefill;
+    without one, an upper bound). A buffer at a time: the first burst's events after
+    the first token, times the time per token."""
     ttft_over_total: float
     """Time to first token over the whole request: near 1 when the stream was held."""
     proxy: str | None
@@ -107,8 +107,13 @@ def proxy_named(headers: Mapping[str, str]) -> str | None:
     return "; ".join(found) or None
 
 
-def stream_burst(trace: RequestTrace) -> Burst | None:
-    """``trace``'s stream as a :class:`Burst` when it arrived held back, else ``None``."""
+def stream_burst(trace: RequestTrace, one_token_ms: float | None = None) -> Burst | None:
+    """``trace``'s stream as a :class:`Burst` when it arrived held back, else ``None``.
+
+    ``one_token_ms`` is what a request asking for one token waited from the end of its
+    sending to that token (the run's calibration requests): a stream held whole whose
+    server does not say how long it produced it waited that long for its prefill, and
+    the rest for the hop. Without it the whole wait is counted, an upper bound."""
     chunks = trace.chunks
     if not trace.ok or len(chunks) < MIN_CHUNKS:
         return None
@@ -129,7 +134,8 @@ def stream_burst(trace: RequestTrace) -> Burst | None:
         waited = (trace.first_token_ns - (trace.sent_ns or 0)) / 1e6
         whole = span <= SPAN_FRACTION * waited
         later = len(chunks) - first
-        held = waited if whole else (first - 1) * span / later if later else 0.0
+        prefill = min(one_token_ms or 0.0, waited)
+        held = waited - prefill if whole else (first - 1) * span / later if later else 0.0
     if held < MIN_HELD_MS:
         return None
     return Burst(

@@ -213,7 +213,8 @@ def gather_facts(
     measured = [s for s in samples if s.step != Step.CALIBRATION or not s.trace.ok]
     ok = [s.trace for s in measured if s.trace.ok]
     curve = fit_length_curve(length_points(_length_pairs(steps)))
-    bursts = {i: b for i, t in enumerate(ok) if (b := stream_burst(t)) is not None}
+    one_token = one_token_wait_ms(samples)
+    bursts = {i: b for i, t in enumerate(ok) if (b := stream_burst(t, one_token)) is not None}
     # A held-back stream's gaps are the hop's flushes, not the server's pauses.
     stalls = [
         (i, st.gap_ms) for i, t in enumerate(ok) if i not in bursts for st in find_stalls(t.itl_ms)
@@ -238,6 +239,19 @@ def gather_facts(
         server=server_account(samples, server_metrics, server_metrics_source),
         reasoning=reasoning_facts(ok),
         keepalive_why=keepalive_why,
+    )
+
+
+def one_token_wait_ms(samples: Sequence[Sample]) -> float | None:
+    """The median wait from the end of sending to the first token of the calibration's
+    requests, which ask for one token: the prefill and the way back, no stream to hold."""
+    return median_of(
+        (t.first_token_ns - t.sent_ns) / 1e6
+        for s in samples
+        if s.step == Step.CALIBRATION
+        and (t := s.trace).ok
+        and t.first_token_ns is not None
+        and t.sent_ns is not None
     )
 
 
