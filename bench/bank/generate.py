@@ -8,8 +8,8 @@ extra cold ones each on its own when the first does not settle the network rules
 the length step (each length of ``LENGTH_ORDER`` once on one connection, the
 reference again when it does not settle the length rule, cut as the real step cuts
 it);
-the load step (sequential repeats on one connection, then ``concurrency`` at once on
-as many new connections, queueing on the server's slots). A simulated clock stands
+the load step (``concurrency`` at once on as many new connections, queueing on the
+server's slots, then sequential repeats on one connection). A simulated clock stands
 for the run's time budget. Each trace has every field the analysis reads, as the probe
 on Linux records them: cumulative phase marks in ns (the pool's grant at t0, the
 client's own delay up to its turn on the loop, DNS, connect and TLS ending where the
@@ -426,6 +426,11 @@ def _length(run: _Run) -> None:
         if run.over:
             return
         if not traces or traces[0].ttft_ms is None:
+            # A failed request tells nothing of the length: it is asked once more.
+            traces = run.send(Step.LENGTH, n, new=False, target=n)
+            if run.over:
+                return
+        if not traces or traces[0].ttft_ms is None:
             continue
         ttft_s = traces[0].ttft_ms / 1000
         points.append((n, ttft_s))
@@ -446,19 +451,19 @@ def _extrapolate(points: list[tuple[int, float]], n: int) -> float:
 
 
 def _load(run: _Run) -> None:
+    """The real step: the burst first, then the sequential repeats as time allows."""
     per_request = _short_ttft_s(run) + _decode_s(run)
+    at_once = run.s.concurrency
+    if run.seconds_left >= per_request * min(at_once, 4) * SAFETY:
+        run.send(
+            Step.LOAD,
+            SHORT_TOKENS,
+            count=at_once,
+            new=True,
+            target=SHORT_TOKENS,
+            concurrency=at_once,
+        )
     for r in range(SEQUENTIAL_REPEATS):
         if run.seconds_left < per_request * SAFETY:
             return
         run.send(Step.LOAD, SHORT_TOKENS, new=r == 0, target=SHORT_TOKENS)
-    at_once = run.s.concurrency
-    if run.seconds_left < per_request * min(at_once, 4) * SAFETY:
-        return
-    run.send(
-        Step.LOAD,
-        SHORT_TOKENS,
-        count=at_once,
-        new=True,
-        target=SHORT_TOKENS,
-        concurrency=at_once,
-    )

@@ -7,14 +7,15 @@ decision is settled.
    round trip or handshake near its rule's threshold, or a setup large enough that
    what keep-alive saves is worth its pairs.
 2. **input length**: the same request at growing prompt lengths of exact token
-   counts (each prompt unique), one request each, the rule's reference length first;
+   counts (each prompt unique), one request each (a failed one asked once more), the
+   rule's reference length first;
    the short prompt is the curve's first length, measured by the requests sent alone
    in the other steps. The reference is asked again when the first answer does not
    settle the length rule (:func:`length_unsettled`). The longest length is chosen
    from the TTFTs measured so the run fits its time and token budget.
-3. **load**: a few same-length requests one after another (the dispersion also reads
-   the network step's), then the plan's ``concurrency`` at once (does TTFT rise with
-   load?), as many as the budget affords.
+3. **load**: the plan's ``concurrency`` at once (does TTFT rise with load?), first, as
+   it alone shows a queue; then a few same-length requests one after another (the
+   dispersion also reads the network step's), as many as the budget affords.
 
 Each request is reserved in the :class:`Budget` before it is sent and handed to
 ``on_sample`` as soon as it finishes, so an interrupted run keeps every finished
@@ -294,6 +295,9 @@ class _Runner:
                     )
                     break
                 go_on, ttft = await self._length_request(s, n, out)
+                if go_on and ttft is None:
+                    # A failed request tells nothing of the length: it is asked once more.
+                    go_on, ttft = await self._length_request(s, n, out)
                 if not go_on:
                     return
                 if ttft is None:
@@ -335,11 +339,14 @@ class _Runner:
         return max(decodes) if decodes else 1.0
 
     async def load(self) -> None:
+        """The burst first: it alone shows a queue, and the network step's requests are
+        already a baseline sent alone; then the sequential repeats, as the budget allows."""
         wanted = self.plan.concurrency
         total = SEQUENTIAL_REPEATS + wanted
-        done = 0
-        self.progress(Step.LOAD, done, total)
+        self.progress(Step.LOAD, 0, total)
         per_request = self._short_ttft_s() + self._decode_s()
+        done = await self._burst(wanted, per_request)
+        self.progress(Step.LOAD, done, total)
         async with self.session() as s:
             for _ in range(SEQUENTIAL_REPEATS):
                 if self.budget.seconds_left < per_request * SAFETY:
@@ -352,12 +359,15 @@ class _Runner:
                     return
                 done += 1
                 self.progress(Step.LOAD, done, total)
+
+    async def _burst(self, wanted: int, per_request: float) -> int:
+        """``wanted`` requests at once (fewer when the budget affords fewer); how many."""
         # A server that serves them one by one takes a request's time per request: that is
         # allowed for up to the default's size; a larger batch is cut by the run's time
         # budget like any request, rather than left out whenever the server is slow.
         if self.budget.seconds_left < per_request * min(wanted, DEFAULT_CONCURRENCY) * SAFETY:
             self.note(Step.LOAD, "the concurrency probe left out: not enough time budget")
-            return
+            return 0
         out = self.plan.max_tokens
         cost = self.cost(SHORT_TOKENS)
         at_once = wanted
@@ -365,7 +375,7 @@ class _Runner:
             at_once -= 1
         if at_once < 2:
             self.note(Step.LOAD, "the concurrency probe left out: request or token budget reached")
-            return
+            return 0
         if at_once < wanted:
             self.note(
                 Step.LOAD,
@@ -381,7 +391,7 @@ class _Runner:
         for t in traces:
             self.settle(cost + out, t)
             self.keep(Sample(Step.LOAD, t, SHORT_TOKENS, at_once))
-        self.progress(Step.LOAD, total, total)
+        return at_once
 
 
 def planned_requests(concurrency: int = DEFAULT_CONCURRENCY) -> int:
