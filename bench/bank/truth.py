@@ -9,9 +9,11 @@ The truth is what the method would conclude with endless, noise-free measurement
    round trip > 100 ms, or a long prompt (the seed's 10K-token example: the plan's
    8,192 tokens) that takes more than 200 ms to upload (network path); the seed's
    length rule on the true TTFTs from the wire at the shortest length and ~2K
-   tokens, the upload left out (it is the path's), (≥ 5×, or ≥ 2× and +1 s: input length); the load
-   step's burst rising the median TTFT from the wire ≥ 1.5× and +100 ms, or busy
-   periods that a twentieth of requests or more meet, of 100 ms or more (queueing);
+   tokens, the upload left out (it is the path's), (≥ 5×, or ≥ 2× and +1 s: input
+   length); the load step's burst rising the median TTFT from the wire ≥ 1.5× and
+   +100 ms, or the seed's swing rule on the true spread of identical requests' TTFT
+   from the wire, busy periods in it (CV ≥ 0.5 or p95/p50 ≥ 2, and p95 − p50
+   ≥ 100 ms: queueing);
    more than 50 ms per token (decode); 100 ms or more of reasoning before the answer
    (reasoning); stalls of 100 ms or more (stalls); a hop that holds the first token
    back 100 ms or more (buffering); a client that holds its requests more than 10 ms
@@ -23,7 +25,7 @@ The truth is what the method would conclude with endless, noise-free measurement
    the TLS work); one round trip plus the long prompt's upload (from its first byte
    leaving to its last: the uplink's bandwidth and slow start's round trips); the
    true TTFT at ~2K tokens minus at the shortest; the burst's median wait for a slot
-   (else the busy wait, which sets TTFT p95 − p50); the decode time of the answer;
+   (else the true TTFT p95 − p50); the decode time of the answer;
    the median reasoning time (reasoning tokens × time per token); the stall time per
    request; how long the hop held the first token (the events of its burst after it,
    or of the whole stream, × time per token); the client's median delay; the failed
@@ -35,8 +37,8 @@ The truth is what the method would conclude with endless, noise-free measurement
    end-to-end time (the others), both from many draws of the model. The noise is
    the model's jitter alone, without the stalls and busy periods: the rule means
    what one identical request differs from the next, not inflated by the slow
-   requests the other rules explain (the analysis, with four warm requests, can
-   only approximate that). Errors always count.
+   requests the other rules explain (the analysis approximates it on the faster
+   half of a dozen identical requests). Errors always count.
 
 The primary kind is errors when a quarter or more of requests fail, else the largest
 material kind, else ``healthy``; the other material kinds contribute, largest first.
@@ -66,8 +68,7 @@ example, as the plan's nearest length."""
 LENGTH_RATIO, LENGTH_MIN_RATIO, LENGTH_MIN_GROWTH_MS = 5.0, 2.0, 1000.0
 LONG_REFERENCE_TOKENS = 2048
 QUEUE_LOAD_RATIO, QUEUE_MIN_MS = 1.5, 100.0
-BUSY_MIN_SHARE = 0.05
-"""Busy periods met by fewer requests than this do not move the TTFT's p95."""
+QUEUE_CV, QUEUE_P95_P50 = 0.5, 2.0
 SLOW_TPOT_MS = 50.0
 REASONING_MIN_MS = 100.0
 STALL_MIN_MS = 100.0
@@ -116,7 +117,7 @@ def truth(s: Scenario) -> Truth:
     quiet = _warm(replace(s, stall_share=0.0, busy_share=0.0), rng)
     typical = float(np.median(warm.total))
     ttft_noise, noise = _noise(quiet.ttft), _noise(quiet.total)
-    sizes = _sizes(s, typical)
+    sizes = _sizes(s, typical, warm)
     material = {
         kind: size
         for kind, size in sizes.items()
@@ -183,7 +184,18 @@ def burst_rise_ms(s: Scenario) -> float:
     return float(np.median(burst_queue_ms(s, np.zeros(s.concurrency), service)))
 
 
-def _sizes(s: Scenario, typical: float) -> dict[Kind, float]:
+def swing_ms(warm: Draws) -> float | None:
+    """The seed's queueing rule on the true spread of identical requests' TTFT from the
+    wire (past the client, the setup, the upload, hidden reasoning and the hop's hold):
+    CV ≥ 0.5 or p95/p50 ≥ 2, and p95 − p50 ≥ 100 ms; its size is p95 − p50."""
+    ttft = warm.wait + warm.prefill
+    p50, p95 = (float(q) for q in np.quantile(ttft, [0.5, 0.95]))
+    cv = float(np.std(ttft, ddof=1) / np.mean(ttft))
+    swings = cv >= QUEUE_CV or p95 / p50 >= QUEUE_P95_P50
+    return p95 - p50 if swings and p95 - p50 >= QUEUE_MIN_MS else None
+
+
+def _sizes(s: Scenario, typical: float, warm: Draws) -> dict[Kind, float]:
     sizes: dict[Kind, float] = {}
     extra_tls = s.tls_extra_ms if s.tls else 0.0
     if s.server_closes:
@@ -206,8 +218,8 @@ def _sizes(s: Scenario, typical: float) -> dict[Kind, float]:
     alone = wire_ttft_ms(s, SHORT_TOKENS)
     if rise >= QUEUE_MIN_MS and (alone + rise) / alone >= QUEUE_LOAD_RATIO:
         sizes[Kind.QUEUEING] = rise
-    elif s.busy_share >= BUSY_MIN_SHARE and s.busy_ms >= QUEUE_MIN_MS:
-        sizes[Kind.QUEUEING] = s.busy_ms
+    elif (swing := swing_ms(warm)) is not None:
+        sizes[Kind.QUEUEING] = swing
     if s.tpot_ms > SLOW_TPOT_MS:
         sizes[Kind.DECODE] = s.tpot_ms * max(0, s.output_tokens - 1)
     if s.think_ms() >= REASONING_MIN_MS:

@@ -174,10 +174,10 @@ def alone_at_one_length(samples: Sequence[Sample]) -> list[Sample]:
 def _load_facts(samples: Sequence[Sample]) -> dict[str, float | None]:
     seq = [s.trace for s in alone_at_one_length(samples)]
     conc = [s for s in samples if s.step == Step.LOAD and s.concurrency > 1 and s.trace.ok]
-    seq_ttft = [v for t in seq if (v := server_ttft_ms(t)) is not None]
+    seq_ttft = [v for t in seq if (v := _unthought_ttft_ms(t)) is not None]
     disp = dispersion(seq_ttft)
     seq_median = statistics.median(seq_ttft) if seq_ttft else None
-    conc_median = median_of(server_ttft_ms(s.trace) for s in conc)
+    conc_median = median_of(_unthought_ttft_ms(s.trace) for s in conc)
     return {
         "sequential_n": float(len(seq_ttft)),
         "ttft_p50_ms": disp.median if disp else seq_median,
@@ -190,6 +190,16 @@ def _load_facts(samples: Sequence[Sample]) -> dict[str, float | None]:
         else None,
         "client_queue_ms": median_of(s.trace.queue_ms for s in conc),
     }
+
+
+def _unthought_ttft_ms(trace: RequestTrace) -> float | None:
+    """Server-side TTFT less the reasoning decoded unseen before the first token: hidden
+    reasoning of varying length is the reasoning's spread, not a queue's."""
+    ttft = server_ttft_ms(trace)
+    thought = thinking_ms(trace)
+    if ttft is None or thought is None or thought[1]:
+        return ttft
+    return max(0.0, ttft - thought[0])
 
 
 def _diff(a: float | None, b: float | None) -> float | None:
@@ -289,14 +299,14 @@ def thinking_ms(trace: RequestTrace) -> tuple[float, bool] | None:
 
     Seen: from its first reasoning output to its first answer token. Hidden (the
     server reports reasoning tokens but streams none): the reported reasoning tokens
-    times the stream's steady time per token, as they were decoded before the first
-    visible token. ``None`` for a request that did not reason.
+    times the stream's time per token (:func:`stream_tpot_ms`), as they were decoded
+    before the first visible token. ``None`` for a request that did not reason.
     """
     seen = trace.reasoning_ms
     if seen is not None:
         return seen, True
     tokens = trace.reasoning_tokens
-    tpot = steady_tpot_ms(trace)
+    tpot = stream_tpot_ms(trace)
     if tokens and tpot is not None:
         return tokens * tpot, False
     return None
@@ -337,3 +347,23 @@ def steady_tpot_ms(trace: RequestTrace) -> float | None:
     if len(itl) < 2 or tokens <= 0:
         return None
     return statistics.median(itl) / (tokens / len(trace.chunks))
+
+
+def stream_tpot_ms(trace: RequestTrace) -> float | None:
+    """The stream's time per output token: its steady rhythm (:func:`steady_tpot_ms`), or
+    where a hop passed it on a buffer at a time (whose gaps inside a burst are zero),
+    the span from the first burst's arrival to the last over the tokens after the first
+    burst; a stream held whole tells it only from the server's own production time."""
+    burst = stream_burst(trace)
+    if burst is None:
+        return steady_tpot_ms(trace)
+    tokens = sum(c.tokens for c in trace.chunks)
+    per_chunk = tokens / len(trace.chunks) if trace.chunks else 0.0
+    if burst.whole:
+        if burst.produced_ms is None or tokens < 2:
+            return None
+        return burst.produced_ms / (tokens - 1)
+    after = burst.chunks - burst.first_burst
+    if after < 1 or per_chunk <= 0:
+        return None
+    return burst.span_ms / after / per_chunk

@@ -12,33 +12,14 @@ its time per token only where the server says how long it produced the tokens.
 from __future__ import annotations
 
 from latdoc.analysis._rule import confidence
-from latdoc.analysis.buffering import stream_burst
-from latdoc.analysis.facts import Facts, steady_tpot_ms
+from latdoc.analysis.facts import Facts, stream_tpot_ms
 from latdoc.analysis.kinds._spec import KindSpec
 from latdoc.analysis.stats import median_of
 from latdoc.model import Finding, Kind
-from latdoc.records import RequestTrace
 
-__all__ = ["SLOW_TPOT_MS", "SPEC", "decode", "stream_tpot_ms"]
+__all__ = ["SLOW_TPOT_MS", "SPEC", "decode"]
 
 SLOW_TPOT_MS = 50.0
-
-
-def stream_tpot_ms(trace: RequestTrace) -> float | None:
-    """The stream's time per output token, read over a buffering hop's bursts."""
-    burst = stream_burst(trace)
-    if burst is None:
-        return steady_tpot_ms(trace)
-    tokens = sum(c.tokens for c in trace.chunks)
-    per_chunk = tokens / len(trace.chunks) if trace.chunks else 0.0
-    if burst.whole:
-        if burst.produced_ms is None or tokens < 2:
-            return None
-        return burst.produced_ms / (tokens - 1)
-    after = burst.chunks - burst.first_burst
-    if after < 1 or per_chunk <= 0:
-        return None
-    return burst.span_ms / after / per_chunk
 
 
 def decode(f: Facts) -> Finding | None:
