@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -37,7 +38,14 @@ from latdoc import (
 from latdoc.cli import main
 from latdoc.cli.load import parse_slo
 from latdoc.features.load import is_loopback
-from latdoc.features.load.analysis import LITTLE_TOLERANCE, LevelStats, find_knee, find_plateau
+from latdoc.features.load.analysis import (
+    LITTLE_TOLERANCE,
+    LevelStats,
+    find_knee,
+    find_plateau,
+    knee_base,
+)
+from latdoc.features.load.render import findings
 from latdoc.lab.sim import Fault, LabConfig, LabProcess, LatencyModel
 
 SLOTS = 4
@@ -98,6 +106,21 @@ def test_closed_loop_finds_the_knee_above_the_slots(sweep: tuple[LoadRun, Path])
         assert ttft is not None and ttft.p50 < 60
     # Samples keep their level, so a comparison keeps levels apart.
     assert {s.concurrency for s in run.samples if s.step == Step.LOAD} == {1, 2, 4, 8, 16}
+
+
+def test_the_knee_sentence_reads_the_rules_own_reference(sweep: tuple[LoadRun, Path]) -> None:
+    """A lowest level cut short is not the knee's reference; its sentence read it anyway,
+    so the ratio it printed was not the one the rule tested."""
+    run, _ = sweep
+    a = run.analysis
+    first = a.levels[0]
+    levels = (replace(first, window=replace(first.window, partial=True)), *a.levels[1:])
+    cut = replace(a, levels=levels, knee=find_knee(levels))
+    reference = knee_base(levels)
+    assert reference is not None and reference[0] is levels[1]
+    text = " ".join(findings(cut))
+    assert f"at {levels[1].window.label} " in text, text
+    assert "lowest level" not in text
 
 
 def test_closed_loop_throughput_plateaus_at_the_slots(sweep: tuple[LoadRun, Path]) -> None:

@@ -196,10 +196,9 @@ class LoadAnalysis:
 
     @property
     def unloaded_ttft_ms(self) -> float | None:
-        """The lowest level's server-side TTFT p50: the knee's reference."""
-        first = self.levels[0] if self.levels else None
-        p = None if first is None else first.server_side_ttft_ms
-        return None if p is None else p.p50
+        """The knee's reference (:func:`knee_base`): the sentence and the rule read one."""
+        base = knee_base(self.levels)
+        return None if base is None else base[1].p50
 
 
 def percentiles(values: Sequence[float | None]) -> Percentiles | None:
@@ -313,15 +312,27 @@ def analyse_load(
     )
 
 
-def find_knee(levels: Sequence[LevelStats]) -> LevelStats | None:
-    """The first level whose server-side TTFT p50 queues against the lowest's
-    (:func:`~latdoc.analysis.policy.queues_under_load`); a level cut short is never the
-    knee."""
-    measured = [
+def _measured(levels: Sequence[LevelStats]) -> list[tuple[LevelStats, Percentiles]]:
+    """The levels the knee reads: measured server-side TTFT, not cut short."""
+    return [
         (lv, p)
         for lv in levels
         if (p := lv.server_side_ttft_ms) is not None and not lv.window.partial
     ]
+
+
+def knee_base(levels: Sequence[LevelStats]) -> tuple[LevelStats, Percentiles] | None:
+    """The lowest level the knee reads, and its server-side TTFT: the knee's reference.
+    A lowest level cut short is not it (its sentence once read it while the rule did not)."""
+    measured = _measured(levels)
+    return measured[0] if measured else None
+
+
+def find_knee(levels: Sequence[LevelStats]) -> LevelStats | None:
+    """The first level whose server-side TTFT p50 queues against :func:`knee_base`'s
+    (:func:`~latdoc.analysis.policy.queues_under_load`); a level cut short is never the
+    knee."""
+    measured = _measured(levels)
     if len(measured) < 2:
         return None
     base = measured[0][1]

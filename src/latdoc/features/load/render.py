@@ -22,7 +22,7 @@ from latdoc.analysis.policy import (
     LITTLE_TOLERANCE,
     PLATEAU_GROWTH,
 )
-from latdoc.features.load.analysis import LevelStats, LoadAnalysis, Percentiles
+from latdoc.features.load.analysis import LevelStats, LoadAnalysis, Percentiles, knee_base
 from latdoc.records import StepNote
 from latdoc.report.names import format_ms
 
@@ -71,7 +71,9 @@ def _table(headers: Sequence[str]) -> Table:
 def findings(analysis: LoadAnalysis) -> list[str]:
     """The knee, the plateau, Little's law, goodput and unsustained rates, in sentences."""
     lines: list[str] = []
-    base = analysis.unloaded_ttft_ms
+    reference = knee_base(analysis.levels)
+    base = None if reference is None else reference[1].p50
+    lowest = "the lowest level" if reference is None else _level_name(reference[0])
     knee = analysis.knee
     what = "TTFT p50"
     if analysis.levels and analysis.levels[0].server_ttft_ms is not None:
@@ -80,14 +82,14 @@ def findings(analysis: LoadAnalysis) -> list[str]:
     if knee is not None and knee_ttft is not None and base is not None:
         lines.append(
             f"Knee at {_level_name(knee)}: {what} {format_ms(knee_ttft.p50)}, "
-            f"{knee_ttft.p50 / base:.1f}× the {format_ms(base)} of the lowest level "
+            f"{knee_ttft.p50 / base:.1f}× the {format_ms(base)} at {lowest} "
             f"(at least {KNEE_RATIO:g}× and {KNEE_MIN_RISE_MS:.0f} ms more): requests wait "
             "for the server from there."
         )
     elif base is not None:
         lines.append(
             f"No knee: {what} stayed below {KNEE_RATIO:g}× or within "
-            f"{KNEE_MIN_RISE_MS:.0f} ms of the lowest level's {format_ms(base)} at every level."
+            f"{KNEE_MIN_RISE_MS:.0f} ms of the {format_ms(base)} at {lowest} at every level."
         )
     delays = [(lv, p.p50) for lv in analysis.levels if (p := lv.client_delay_ms) is not None]
     if delays:
