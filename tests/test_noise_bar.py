@@ -44,3 +44,11 @@ def test_the_bar_reads_every_request_sent_alone_at_one_length() -> None:
     # model's own, not the seconds of its busy periods.
     assert d.noticeable.ttft_noise_ms is not None
     assert d.noticeable.ttft_noise_ms < max(10 * quiet, 50.0) < s.busy_ms
+
+
+def test_every_finding_states_how_many_requests_its_rule_read() -> None:
+    for seed in range(40):
+        s = draw(9100 + seed)
+        d = build_diagnosis(generate(s), context(s))
+        for f in d.findings:
+            assert f.n is not None and f.n >= 1, (s.label, f.kind, f.n)

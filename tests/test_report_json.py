@@ -23,7 +23,7 @@ VERDICT_KEYS = {
     "bank_accuracy",
 }  # fmt: skip
 FINDING_KEYS = {
-    "kind", "title", "rule", "evidence", "share_s", "share_ms", "confidence", "remedy",
+    "kind", "title", "rule", "evidence", "share_s", "share_ms", "confidence", "n", "remedy",
     "predicted_gain_ms",
 }  # fmt: skip
 REMEDY_KEYS = {

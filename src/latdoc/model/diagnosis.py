@@ -44,6 +44,8 @@ class Finding:
     """Latency this kind adds to a typical request, in ms."""
     confidence: float
     """0..1: how sure the rule is (sample size, margin over the threshold)."""
+    n: int | None = None
+    """How many requests (or streams, or lengths' requests) the rule read."""
 
 
 GainSource = Literal["measured", "fitted"]

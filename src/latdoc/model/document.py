@@ -101,6 +101,7 @@ def diagnosis_to_dict(d: Diagnosis) -> dict[str, Any]:
                 "share_s": round(f.share_ms / 1000, 6),
                 "share_ms": round(f.share_ms, 3),
                 "confidence": f.confidence,
+                "n": f.n,
                 "remedy": remedy.title if remedy else None,
                 "predicted_gain_ms": remedy.predicted_gain_ms if remedy else None,
             }

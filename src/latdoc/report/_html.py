@@ -154,6 +154,7 @@ def _finding(f: Finding) -> dict[str, Any]:
         "short": kind_short(f.kind),
         "share": format_ms(f.share_ms) if f.share_ms > 0 else "",
         "confidence": _percent(f.confidence),
+        "n": f.n,
         "evidence": [(k, format_value(k, v)) for k, v in f.evidence.items()],
     }
 

@@ -189,6 +189,7 @@ def _finding(f: Finding) -> Group:
         "]  ",
         f"adds ~{format_ms(f.share_ms)}, " if f.share_ms > 0 else "",
         f"confidence {f.confidence:.2f}",
+        f", n = {f.n}" if f.n is not None else "",
     )
     evidence = [
         Text.assemble((key, "dim"), " ", (format_value(key, value), "bold"))

@@ -146,6 +146,7 @@ def _finding(record: Mapping[str, Any]) -> Finding:
         {k: v for k, v in evidence.items() if v is not None},
         share_ms=r.number("share_ms"),
         confidence=r.number("confidence"),
+        n=r.opt_integer("n") if r.has("n") else None,
     )
 
 

@@ -58,6 +58,7 @@ def buffering(f: Facts) -> Finding | None:
         f"{len(bursts)} of {f.long_streams} streams of 16+ events arrived in bursts: {pattern}",
         evidence,
         share_ms=evidence["held_ms"],
+        n=len(bursts),
         confidence=confidence(len(bursts), len(bursts) / max(1, f.long_streams)),
     )
 

@@ -27,6 +27,7 @@ def client(f: Facts) -> Finding | None:
             "the client machine is overloaded, and every timestamp is late by as much",
             {"loop_lag_ms": lag},
             share_ms=lag,
+            n=len(f.measured),
             confidence=confidence(len(f.measured), lag / CLIENT_LOOP_LAG_MS - 1),
         )
     delay = f.client_delay_ms
@@ -39,6 +40,7 @@ def client(f: Facts) -> Finding | None:
             "counted from the wire without it",
             {"client_delay_ms": delay},
             share_ms=delay,
+            n=len(f.measured),
             confidence=confidence(len(f.measured), delay / CLIENT_DELAY_MS - 1),
         )
     queue = f.load["client_queue_ms"]
@@ -50,6 +52,7 @@ def client(f: Facts) -> Finding | None:
         f"median wait for a pooled connection {queue:.0f} ms > {CLIENT_QUEUE_MS:.0f} ms",
         {"pool_wait_ms": queue},
         share_ms=queue,
+        n=int(f.load["sequential_n"] or 0),
         confidence=confidence(int(f.load["sequential_n"] or 0), queue / CLIENT_QUEUE_MS - 1),
     )
 

@@ -36,6 +36,7 @@ def decode(f: Facts) -> Finding | None:
         f"({1000 / tpot:.1f} tokens/s) in the stream's steady rhythm",
         {"tpot_ms": tpot, "decode_ms": decode, "output_tokens": tokens},
         share_ms=decode,
+        n=len(ok),
         confidence=confidence(len(ok), tpot / SLOW_TPOT_MS - 1),
     )
 

@@ -39,6 +39,7 @@ def errors(f: Facts) -> Finding | None:
         f"{failed} of {total} requests failed ({rate:.0%} ≥ {ERROR_RATE:.0%}): {codes}",
         evidence,
         share_ms=rate * max(typical, (f.retry_after_s or 0.0) * 1000),
+        n=total,
         confidence=confidence(total, rate / ERROR_RATE - 1),
     )
 

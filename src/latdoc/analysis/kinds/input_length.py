@@ -154,6 +154,7 @@ def input_length(f: Facts) -> Finding | None:
             "prefill_per_1k_ms": curve.prefill_ms_per_1k,
         },
         share_ms=check.growth_ms,
+        n=n,
         confidence=certain,
     )
 

@@ -68,6 +68,7 @@ def network_path(f: Facts) -> Finding | None:
             "or a slow path",
             evidence,
             share_ms=rtt + (upload or 0.0),
+            n=cold_n,
             confidence=confidence(cold_n, rtt / HIGH_RTT_MS - 1),
         )
     if upload is not None and upload > SLOW_UPLOAD_MS:
@@ -78,6 +79,7 @@ def network_path(f: Facts) -> Finding | None:
             "uplink's bandwidth",
             evidence,
             share_ms=upload + (rtt or 0.0),
+            n=upload_n,
             confidence=confidence(upload_n, upload / SLOW_UPLOAD_MS - 1),
         )
     return None

@@ -34,6 +34,7 @@ def network_setup(f: Facts) -> Finding | None:
             f"DNS lookup {dns:.0f} ms > {SLOW_DNS_MS:.0f} ms (seed: fix the network)",
             evidence,
             share_ms=dns,
+            n=cold_n,
             confidence=confidence(cold_n, dns / SLOW_DNS_MS - 1),
         )
     if closes is not None and closes >= 0.5:
@@ -44,6 +45,7 @@ def network_setup(f: Facts) -> Finding | None:
             "(or a proxy) closes connections, so each pays DNS + TCP + TLS",
             {**evidence, "reused_fraction": 1 - closes},
             share_ms=setup,
+            n=int(n["warm_n"] or 0),
             confidence=confidence(int(n["warm_n"] or 0), closes),
         )
     if tls is not None and rtt is not None and tls - 2 * rtt > SLOW_TLS_EXTRA_MS:
@@ -55,6 +57,7 @@ def network_setup(f: Facts) -> Finding | None:
             f"(> {SLOW_TLS_EXTRA_MS:.0f} ms): long certificate chain or a slow server",
             evidence,
             share_ms=extra,
+            n=cold_n,
             confidence=confidence(cold_n, extra / SLOW_TLS_EXTRA_MS - 1),
         )
     return None

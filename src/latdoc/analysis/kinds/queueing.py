@@ -2,9 +2,11 @@
 
 The client's numbers fire the rule when the time to first token of same-length
 requests rises under concurrency (≥ :data:`QUEUE_LOAD_RATIO`× and
-+:data:`QUEUE_MIN_MS`), or swings between identical requests (CV ≥ :data:`QUEUE_CV`
-or p95/p50 ≥ :data:`QUEUE_P95_P50`). TTFT here counts from the request reaching the
-wire. Its share is the rise under concurrency, or TTFT p95 − p50.
++:data:`QUEUE_MIN_MS`) at the run's ``--concurrency``, the user's own, or swings
+between identical requests (CV ≥ :data:`QUEUE_CV` or p95/p50 ≥ :data:`QUEUE_P95_P50`,
+read from :data:`MIN_SWING_N` requests sent alone or more). TTFT here counts from the
+request reaching the wire. Its share is the rise under concurrency (what a request
+sent among that many waits), or TTFT p95 − p50.
 
 Where the server tells its prefill, :func:`with_server_queueing` completes the rule:
 the rise under concurrency is split into the server's prefill and the wait its
@@ -24,6 +26,7 @@ from latdoc.analysis.policy import KNEE_MIN_RISE_MS, KNEE_RATIO, queues_under_lo
 from latdoc.model import Finding, Kind
 
 __all__ = [
+    "MIN_SWING_N",
     "QUEUE_CV",
     "QUEUE_LOAD_RATIO",
     "QUEUE_MIN_MS",
@@ -40,6 +43,10 @@ QUEUE_LOAD_RATIO = KNEE_RATIO
 """The statistics policy's knee ratio: the load sweep's knee reads it too."""
 QUEUE_MIN_MS = KNEE_MIN_RISE_MS
 """The policy's least rise of a queue, for the rise under load and the p95 − p50 swing."""
+MIN_SWING_N = 6
+"""The fewest requests sent alone the swing is read from: with fewer, their p95 is
+their slowest one, and the bank's swing findings read from five or fewer were wrong
+(2 of 2, against 94% right from six to nine)."""
 SERVER_QUEUE_MIN_MS = 100.0
 """A queue the server reports (or a wait its prefill does not explain) counts from here."""
 
@@ -60,13 +67,16 @@ def _client_queueing(f: Facts) -> Finding | None:
             return Finding(
                 Kind.QUEUEING,
                 "Requests queue on the server under load",
-                f"TTFT with {ld['concurrency']:.0f} concurrent requests is {ratio:.1f}× the "
-                f"sequential TTFT (≥ {QUEUE_LOAD_RATIO}×) at the same prompt length",
+                f"TTFT with {ld['concurrency']:.0f} concurrent requests (the run's "
+                f"--concurrency: what your application runs at) is {ratio:.1f}× the "
+                f"sequential TTFT (≥ {QUEUE_LOAD_RATIO}×) at the same prompt length; its "
+                f"share is the wait a request among {ld['concurrency']:.0f} adds",
                 evidence,
                 share_ms=rise,
+                n=n,
                 confidence=confidence(n, ratio / QUEUE_LOAD_RATIO - 1),
             )
-    if cv is not None and spread is not None and p50 is not None:
+    if cv is not None and spread is not None and p50 is not None and n >= MIN_SWING_N:
         varying = (cv >= QUEUE_CV or spread >= QUEUE_P95_P50) and p50 * (spread - 1) >= QUEUE_MIN_MS
         if varying:
             return Finding(
@@ -77,6 +87,7 @@ def _client_queueing(f: Facts) -> Finding | None:
                 "queueing or background load",
                 evidence,
                 share_ms=p50 * (spread - 1),
+                n=n,
                 confidence=confidence(n, max(cv / QUEUE_CV, spread / QUEUE_P95_P50) - 1),
             )
     return None
@@ -123,6 +134,7 @@ def with_server_queueing(found: Finding | None, f: Facts) -> Finding | None:
             f"(≥ {SERVER_QUEUE_MIN_MS:.0f} ms)",
             {"server_queue_ms": told, **evidence},
             share_ms=told,
+            n=requests,
             confidence=confidence(requests, told / SERVER_QUEUE_MIN_MS - 1),
         )
     if rise is not None and rise >= SERVER_QUEUE_MIN_MS:
@@ -134,6 +146,7 @@ def with_server_queueing(found: Finding | None, f: Facts) -> Finding | None:
             "over a request sent alone: queueing, not prefill",
             evidence,
             share_ms=rise,
+            n=requests,
             confidence=confidence(requests, rise / SERVER_QUEUE_MIN_MS - 1),
         )
     return None

@@ -41,6 +41,7 @@ def reasoning(f: Facts) -> Finding | None:
         f"(≥ {REASONING_MIN_MS:.0f} ms), {how}{told}",
         {k: v for k, v in r.items() if v is not None},
         share_ms=share,
+        n=n,
         confidence=confidence(n, share / REASONING_MIN_MS - 1),
     )
 

@@ -45,6 +45,7 @@ def stalls(f: Facts) -> Finding | None:
         f"≥ 5× the median gap and ≥ 100 ms) in {affected} of {len(ok)} requests",
         evidence,
         share_ms=total / max(1, len(ok)),
+        n=len(ok),
         confidence=confidence(len(ok), affected / max(1, len(ok))),
     )
 
