@@ -111,9 +111,8 @@ FAMILIES: Final = (
     ),
     Family(
         "verify --remedy conversation",
-        "each strategy against keeping everything, paired by turn (Wilcoxon); each "
-        "strategy is named before the run and tested alone",
-        None,
+        "every strategy of the run against keeping everything, paired by turn (Wilcoxon)",
+        CORRECTION,
     ),
     Family(
         "verify --remedy retry",
