@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import random
 import re
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -66,6 +67,25 @@ def test_no_difference_in_the_headline_row_is_no_difference_in_the_verdict() -> 
     verdict, comparison = judge_arms(a, b, metric="ttft", statistic=MEDIAN)
     assert comparison.primary is not None and not comparison.primary.significant
     assert verdict == "no_difference"
+
+
+def test_the_rest_of_verify_s_table_is_read_after_its_headline() -> None:
+    """B's TTFT is A's but its total is far longer: the table under a verdict of no
+    difference said "total: A faster", a second family at α on the same screen."""
+    a, b = _arm(200, 20, 3), _arm(200, 20, 4)
+    b = [replace(s, trace=trace(s.trace.ttft_ms or 0, (s.trace.ttft_ms or 0) + 400)) for s in b]
+    verdict, comparison = judge_arms(a, b, metric="ttft", statistic=MEDIAN)
+    head = comparison.primary
+    assert head is not None and head.p_value is not None and head.p_value >= policy.ALPHA
+    total = comparison.groups[0].get("total")
+    assert total is not None and total.p_value is not None and total.p_value < 0.001
+    assert total.p_adjusted is not None and total.p_adjusted >= head.p_value
+    assert verdict == "no_difference" and not total.significant
+    # With the headline significant, the rest is read as a Holm family of its own.
+    faster = [replace(s, trace=trace(150, 550)) for s in b]
+    verdict, comparison = judge_arms(a, faster, metric="ttft", statistic=MEDIAN)
+    total = comparison.groups[0].get("total")
+    assert verdict == "better" and total is not None and total.significant
 
 
 def test_a_significant_but_negligible_difference_is_none_in_both() -> None:

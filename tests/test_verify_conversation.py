@@ -70,6 +70,10 @@ def test_each_strategy_holds_the_chat_it_promises(tmp_path: Path) -> None:
     assert all(t is not None for t in plateau)
     assert max(plateau) - min(plateau) < 0.2 * max(plateau)  # type: ignore[type-var, operator]
     assert window.verdict == "better" and window.saving_ms is not None
+    # The three strategies are one family: each verdict reads its Holm-adjusted p.
+    tested = [o for o in held.outcomes if o.p_value is not None]
+    assert len(tested) == 3 and keep.p_adjusted is None
+    assert all(o.p_adjusted is not None and o.p_adjusted >= o.p_value for o in tested)
     assert window.prompt_tokens is not None and keep.prompt_tokens is not None
     assert window.prompt_tokens < keep.prompt_tokens
     # The summaries are counted against their strategies: two for summary:6, one for reset:8.
@@ -98,6 +102,8 @@ def test_the_command_writes_json_and_a_page_with_the_plot(
     assert document["schema"] == "latdoc.conversation/1"
     assert [s["strategy"] for s in document["strategies"]] == ["keep", "window:2"]
     assert len(document["strategies"][0]["ttft_ms_by_turn"]) == 6
+    window = document["strategies"][1]
+    assert window["p_adjusted"] == window["p_value"]  # one strategy: a family of one
     page = (tmp_path / "c.html").read_text()
     assert 'aria-label="Time to first token by turn, per strategy"' in page
     assert "window:2" in page and "<script" not in page

@@ -8,9 +8,12 @@ intervals, and a two-sided Mann–Whitney p-value. Because one comparison runs
 many tests, the p-values are adjusted for multiplicity (Holm), so a comparison
 of an endpoint with itself reports "no significant difference" at least 95% of
 the time, whatever the number of metrics. An experiment names its headline (a
-metric and its statistic) before it runs: that row is tested alone, the rest of the
-table is Holm-adjusted without it, and the experiment's verdict is that row
-(:mod:`latdoc.analysis.policy` says which tests form a family).
+metric and its statistic) before it runs: that row is tested alone at α and is the
+experiment's verdict; the rest of the table is Holm-adjusted without it and read only
+after it (serial gatekeeping: each of its adjusted p-values is at least the
+headline's), so one screen, the verdict and the table under it, says "significant" of
+a remedy that changes nothing at most α of the time, not α for the verdict and α again
+for the table (:mod:`latdoc.analysis.policy` says which tests form a family).
 
 Lower is better for every metric here (they are all latencies), so a ratio
 A ÷ B above 1 means B is faster.
@@ -25,7 +28,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from latdoc.analysis.policy import ALPHA, MIN_N, PRECISION_RESAMPLES, negligible
-from latdoc.analysis.stats import difference_ci, mann_whitney_p, ratio_ci
+from latdoc.analysis.stats import difference_ci, holm, mann_whitney_p, ratio_ci
 from latdoc.records import RequestTrace, Sample, Step
 
 Metric = Callable[[RequestTrace], float | None]
@@ -94,7 +97,7 @@ class MetricComparison:
     """Two-sided Mann–Whitney p, before adjustment."""
     p_adjusted: float | None
     """Holm-adjusted over every test of its family; the headline's own p (a family of
-    one)."""
+    one); under a headline, at least the headline's p (the rest is read after it)."""
     statistic: str = "median"
     """:data:`MEDIAN` of the requests, or :data:`TRIAL_MEAN` where requests sent at once
     come in waves (a median would fall anywhere between two waves); ``n_a`` and ``n_b``
@@ -192,7 +195,9 @@ def compare_samples(
 
     With a ``headline``, its metric in the largest group both sides have is compared by
     its statistic and tested alone (p adjusted = p); every other row is Holm-adjusted
-    over the others."""
+    over the others and gated by it: its adjusted p is at least the headline's (1 when
+    the headline could not be compared), so no row is significant unless the headline's
+    p is, and the verdict with its table errs at most α as a whole."""
     groups_a, groups_b = _groups(a), _groups(b)
     common = sorted(groups_a.keys() & groups_b.keys())
     chosen = [m for m in METRICS if metrics is None or m[0] in metrics]
@@ -221,11 +226,15 @@ def compare_samples(
         if rows:
             raw.append((key, rows))
     family = [m for _, rows in raw for m in rows if not m.headline]
-    adjusted = iter(_holm([m.p_value for m in family]))
+    adjusted = iter(holm([m.p_value for m in family]))
+    gate = None if headline is None else _gate(raw)
     out = [
         GroupComparison(
             key,
-            tuple(m if m.headline else replace(m, p_adjusted=next(adjusted)) for m in rows),
+            tuple(
+                m if m.headline else replace(m, p_adjusted=_after(gate, next(adjusted)))
+                for m in rows
+            ),
         )
         for key, rows in raw
     ]
@@ -364,13 +373,13 @@ def _ok(samples: Sequence[Sample]) -> list[RequestTrace]:
     return [s.trace for s in samples if s.trace.ok]
 
 
-def _holm(p_values: Sequence[float | None]) -> list[float | None]:
-    """Holm–Bonferroni adjusted p-values, in the order given (``None`` stays ``None``)."""
-    order = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
-    m = len(order)
-    out: list[float | None] = [None] * len(p_values)
-    running = 0.0
-    for rank, (p, i) in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * p))
-        out[i] = running
-    return out
+def _gate(raw: Sequence[tuple[GroupKey, Sequence[MetricComparison]]]) -> float:
+    """The headline's p, which the rest of an experiment's table is read after; 1 (the
+    gate shut) when the headline had too few values to be compared."""
+    row = next((m for _, rows in raw for m in rows if m.headline), None)
+    return 1.0 if row is None or row.p_value is None else row.p_value
+
+
+def _after(gate: float | None, p: float | None) -> float | None:
+    """``p`` of a family read only after a test of p ``gate``: the larger of the two."""
+    return p if p is None or gate is None else max(p, gate)

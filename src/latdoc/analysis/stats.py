@@ -196,6 +196,20 @@ def mann_whitney_p(a: Iterable[float], b: Iterable[float]) -> float | None:
     return 1.0 if np.isnan(p) else p
 
 
+def holm(p_values: Sequence[float | None]) -> list[float | None]:
+    """Holm–Bonferroni adjusted p-values, in the order given (``None`` stays ``None``):
+    each below α only if the family's error rate is held below α, whatever the
+    dependence between its tests."""
+    order = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
+    m = len(order)
+    out: list[float | None] = [None] * len(p_values)
+    running = 0.0
+    for rank, (p, i) in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p))
+        out[i] = running
+    return out
+
+
 def _measured(values: Iterable[float | None]) -> npt.NDArray[np.float64]:
     data = np.fromiter((v for v in values if v is not None), dtype=float)
     measured: npt.NDArray[np.float64] = data[~np.isnan(data)]

@@ -160,8 +160,9 @@ def method_note(comparison: Comparison) -> str:
         )
     return (
         "p: two-sided Mann–Whitney; * the experiment's headline, named before it ran and "
-        f"tested alone: the verdict; the other {tests} tests Holm-adjusted together; "
-        f"significant below {ALPHA:g}; intervals: {level} bootstrap."
+        f"tested alone: the verdict; the other {tests} tests Holm-adjusted together and "
+        f"read after it (each p at least the headline's); significant below {ALPHA:g}; "
+        f"intervals: {level} bootstrap."
     )
 
 

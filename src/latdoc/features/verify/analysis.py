@@ -15,7 +15,8 @@ def judge_arms(
 ) -> tuple[str, Comparison]:
     """The verdict on arms A and B, and their comparison. The verdict is read from the
     comparison's headline row (``metric`` by ``statistic``, tested alone), so the table
-    and the verdict printed under it are one test and cannot disagree."""
+    and the verdict printed under it are one test and cannot disagree; the rest of the
+    table is read after it, so the screen as a whole errs at most α."""
     comparison = compare_samples(a, b, seed=seed, headline=Headline(metric, statistic))
     return experiment_verdict(comparison.primary), comparison
 

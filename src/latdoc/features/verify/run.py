@@ -54,7 +54,8 @@ class VerifyResult:
     """The remedy's headline metric, A against B, tested alone: the row of
     :attr:`comparison` the verdict is."""
     comparison: Comparison | None = None
-    """Every metric: the headline tested alone, the others Holm-adjusted together."""
+    """Every metric: the headline tested alone, the others Holm-adjusted together and
+    read after it (each p at least the headline's)."""
     labels: tuple[str, str] = ("", "")
     run_ids: tuple[str, str] | None = None
     notes: tuple[StepNote, ...] = ()

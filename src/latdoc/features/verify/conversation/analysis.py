@@ -3,7 +3,10 @@
 Each strategy answered the same user turns. Turn by turn, its time to first
 token is paired with the full conversation's at the same turn: the mean saving
 per turn, its 95% bootstrap interval, and a Wilcoxon signed-rank p-value say
-whether the strategy is faster. Its cost is counted whole: the total time of
+whether the strategy is faster. The strategies of one run are one family on one
+screen: their p-values are Holm-adjusted together (:mod:`latdoc.analysis.policy`), so
+a run of three strategies that change nothing calls one of them better or worse at
+most α of the time, not about 2α. Its cost is counted whole: the total time of
 every request it sent (the summaries it needed included) and the prompt tokens
 it sent, which is what a provider bills.
 """
@@ -17,7 +20,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from latdoc.analysis.policy import ALPHA, negligible
-from latdoc.analysis.stats import bootstrap_ci
+from latdoc.analysis.stats import bootstrap_ci, holm
 from latdoc.records import RequestTrace
 
 KEEP = "keep"
@@ -50,15 +53,20 @@ class StrategyOutcome:
     """Mean TTFT saved per turn against keeping everything (paired by turn)."""
     saving_ci_ms: tuple[float, float] | None = None
     p_value: float | None = None
+    """Wilcoxon signed-rank p of the savings, before adjustment."""
     turns_compared: int = 0
+    p_adjusted: float | None = None
+    """:attr:`p_value` Holm-adjusted over every strategy of the run: what the verdict
+    reads."""
 
     @property
     def verdict(self) -> str:
         """``better``, ``worse`` or ``no_difference`` against keeping everything."""
-        if self.saving_ms is None or self.p_value is None or self.saving_ci_ms is None:
+        p = self.p_adjusted
+        if self.saving_ms is None or p is None or self.saving_ci_ms is None:
             return "no_difference"
         low, high = self.saving_ci_ms
-        if self.p_value >= ALPHA or low <= 0 <= high:
+        if p >= ALPHA or low <= 0 <= high:
             return "no_difference"
         known = [t for t in self.ttft_by_turn if t is not None]
         reference = float(np.mean(known)) + self.saving_ms if known else 0.0
@@ -74,7 +82,8 @@ def outcomes(
     order: Sequence[str] = (),
     seed: int = 0,
 ) -> list[StrategyOutcome]:
-    """Each strategy's outcome in ``order`` (then any other), the others against ``keep``."""
+    """Each strategy's outcome in ``order`` (then any other), the others against ``keep``,
+    their p-values Holm-adjusted together."""
     by_strategy: dict[str, list[TurnRecord]] = defaultdict(list)
     for r in records:
         by_strategy[r.strategy].append(r)
@@ -87,7 +96,8 @@ def outcomes(
         if name == KEEP:
             continue
         out.append(outcome if keep is None else _against(outcome, keep, seed))
-    return out
+    adjusted = holm([o.p_value if o.strategy != KEEP else None for o in out])
+    return [replace(o, p_adjusted=p) for o, p in zip(out, adjusted, strict=True)]
 
 
 def _outcome(name: str, records: Sequence[TurnRecord], turns: int) -> StrategyOutcome:

@@ -41,7 +41,7 @@ def conversation_rows(outcomes: Sequence[StrategyOutcome]) -> list[dict[str, str
             "first": format_ms(next((v for v in o.ttft_by_turn if v is not None), None)),
             "last": format_ms(_last(o.ttft_by_turn)),
             "saving": _saving(o),
-            "p": "-" if o.p_value is None else format_p(o.p_value).removeprefix("p = "),
+            "p": "-" if o.p_adjusted is None else format_p(o.p_adjusted).removeprefix("p = "),
             "verdict": "-" if o.strategy == "keep" else o.verdict,
             "total": format_ms(o.total_ms),
             "tokens": "-" if o.prompt_tokens is None else f"{o.prompt_tokens:,}",
@@ -60,7 +60,7 @@ def verdict_sentence(o: StrategyOutcome, keep: StrategyOutcome | None) -> str:
         if o.saving_ci_ms is None
         else (f"95% CI {_ms(o.saving_ci_ms[0])} … {_ms(o.saving_ci_ms[1])}, ")
     )
-    p = format_p(o.p_value) if o.p_value is not None else "no difference at any turn"
+    p = format_p(o.p_adjusted) if o.p_adjusted is not None else "no difference at any turn"
     what = "saves" if o.saving_ms >= 0 else "adds"
     line = (
         f"{o.strategy}: {o.verdict} — {what} {format_ms(abs(o.saving_ms))} of TTFT a turn "
@@ -104,10 +104,12 @@ def render_conversation(
         if o.strategy != "keep":
             lines.append(Text(f"  {verdict_sentence(o, keep)}."))
             lines.append(Text(f"    It dropped {dropped.get(o.strategy, 'nothing')}.", style="dim"))
+    tested = sum(1 for o in outcomes if o.p_value is not None)
     lines.append(
         Text(
             "  TTFT saved a turn: paired by turn with keeping everything (Wilcoxon signed-rank "
-            "p); total time and tokens include the summaries a strategy asked the model for.",
+            f"p, Holm-adjusted over the {tested} strategies tested); total time and tokens "
+            "include the summaries a strategy asked the model for.",
             style="dim",
         )
     )
@@ -140,6 +142,7 @@ def conversation_to_dict(
                 "saving_ms": o.saving_ms,
                 "saving_ci_ms": None if o.saving_ci_ms is None else list(o.saving_ci_ms),
                 "p_value": o.p_value,
+                "p_adjusted": o.p_adjusted,
                 "verdict": None if o.strategy == "keep" else o.verdict,
             }
             for o in outcomes
