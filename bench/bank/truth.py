@@ -38,7 +38,7 @@ The truth is what the method would conclude with endless, noise-free measurement
    the model's jitter alone, without the stalls and busy periods: the rule means
    what one identical request differs from the next, not inflated by the slow
    requests the other rules explain (the analysis approximates it on the faster
-   half of a dozen identical requests). Errors always count.
+   half of the identical requests). Errors always count.
 
 The primary kind is errors when a quarter or more of requests fail, else the largest
 material kind, else ``healthy``; the other material kinds contribute, largest first.

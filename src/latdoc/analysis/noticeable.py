@@ -14,7 +14,7 @@ gets no remedies. A finding contributes when its share of the typical request is
   the connection's setup for the others. Scaled by 1.4826 it is the standard
   deviation for normal data, and unlike the standard deviation it is not inflated by
   the few slow requests the other rules are there to explain — as long as they are
-  a minority, which pooling the dozen requests of both steps keeps them (four warm
+  a minority, which pooling the seven to nine requests of both steps keeps them (four warm
   requests, two of them meeting a busy server, made a bar of seconds that dismissed
   the busy server it measured). A share below it is smaller than what one identical
   request differs from the next. (A stream that stalls makes end-to-end times vary

@@ -3,7 +3,7 @@
 The rule compares TTFT at a long prompt (the seed's ~5,000 characters,
 :data:`LONG_REFERENCE_TOKENS`; the longest measured for longdoc) with TTFT at the
 shortest, both read from the fitted length curve (:mod:`latdoc.analysis.length`), so
-every request on the curve counts: the dozen sent alone at the shortest length, one
+every request on the curve counts: the seven to nine sent alone at the shortest length, one
 or two at each other. It fires at ≥ :data:`LENGTH_RATIO`×, or at
 ≥ :data:`LENGTH_MIN_RATIO`× with at least :data:`LENGTH_MIN_GROWTH_MS` more
 (:func:`seed_rule_fires`), when the growth's 95% interval lies above zero: the growth
