@@ -90,10 +90,12 @@ class _Run:
     """The time budget ran out: the real run abandons the request in flight and stops."""
     connections: int = 0
     """Connections opened so far; the last one is the one a reused request rides."""
+    max_seconds: float = MAX_SECONDS
+    """The plan's time budget."""
 
     @property
     def seconds_left(self) -> float:
-        return MAX_SECONDS - self.clock_ms / 1000
+        return self.max_seconds - self.clock_ms / 1000
 
     def send(
         self,
@@ -141,7 +143,7 @@ class _Run:
                 self.connections += 1
             trace = self._trace(draws, i, tokens, out, fresh, start)
             end = start + (trace.done_ns or trace.first_byte_ns or 0) / NS
-            if end / 1000 > MAX_SECONDS:
+            if end / 1000 > self.max_seconds:
                 self.over = True
                 break
             traces.append(trace)
@@ -360,9 +362,10 @@ def _with_queue(d: Draws, queue: np.ndarray) -> Draws:
     return replace(d, wait=d.wait + queue)
 
 
-def generate(s: Scenario) -> list[Sample]:
-    """The samples of one diagnosis run of ``s``'s endpoint, seeded by ``s.seed``."""
-    run = _Run(s, np.random.default_rng(s.seed))
+def generate(s: Scenario, *, max_seconds: float = MAX_SECONDS) -> list[Sample]:
+    """The samples of one diagnosis run of ``s``'s endpoint, seeded by ``s.seed``, within
+    the plan's time budget of ``max_seconds`` (the default plan's unless given)."""
+    run = _Run(s, np.random.default_rng(s.seed), max_seconds=max_seconds)
     _calibration(run)
     _network(run)
     _length(run)
