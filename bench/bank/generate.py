@@ -90,10 +90,12 @@ class _Run:
     """The time budget ran out: the real run abandons the request in flight and stops."""
     connections: int = 0
     """Connections opened so far; the last one is the one a reused request rides."""
+    max_seconds: float = MAX_SECONDS
+    """The plan's time budget."""
 
     @property
     def seconds_left(self) -> float:
-        return MAX_SECONDS - self.clock_ms / 1000
+        return self.max_seconds - self.clock_ms / 1000
 
     def send(
         self,
@@ -139,9 +141,9 @@ class _Run:
                 start = self.clock_ms
             if fresh:
                 self.connections += 1
-            trace = self._trace(draws, i, tokens, out, fresh, start)
-            end = start + (trace.done_ns or trace.first_byte_ns or 0) / NS
-            if end / 1000 > MAX_SECONDS:
+            trace, ended_ns = self._trace(draws, i, tokens, out, fresh, start)
+            end = start + ended_ns / NS
+            if end / 1000 > self.max_seconds:
                 self.over = True
                 break
             traces.append(trace)
@@ -155,7 +157,9 @@ class _Run:
 
     def _trace(
         self, d: Draws, i: int, tokens: int, out: int, new: bool, start_ms: float
-    ) -> RequestTrace:
+    ) -> tuple[RequestTrace, int]:
+        """Request ``i``'s trace, and when it ended (ns from its t0): a failed request's
+        trace has no end of its own."""
         s = self.s
         # The pool grants a connection at t0; the client's busy loop picks it up late.
         queue_done = QUEUE_DONE_NS + _ns(d.client[i])
@@ -225,7 +229,9 @@ class _Run:
             response_id=f"chatcmpl-{request_id}",
         )
         error = self._error()
-        return base if error is None else _failed(base, error, shown, headers)
+        if error is None:
+            return base, base.done_ns or 0
+        return _failed(base, error, shown, headers)
 
     def _error(self) -> TraceError | None:
         if self.s.error_share <= 0 or self.rng.random() >= self.s.error_share:
@@ -295,15 +301,21 @@ def _proxy_headers(s: Scenario, response_bytes: int) -> dict[str, str]:
     return {"transfer-encoding": "chunked"}
 
 
-def _failed(trace: RequestTrace, error: TraceError, shown: int, headers: int) -> RequestTrace:
-    """``trace`` as it is recorded when it failed with ``error``: no usage (it comes
-    last), and only what arrived before the failure; an error status comes when the
-    server sends its headers (``headers``), no hop holds it."""
+def _failed(
+    trace: RequestTrace, error: TraceError, shown: int, headers: int
+) -> tuple[RequestTrace, int]:
+    """``trace`` as it is recorded when it failed with ``error``, and when it ended (ns
+    from t0). The probe marks no end of a failed request and reads no usage (it comes
+    last, with the prompt's count): only what arrived before the failure; an error
+    status comes when the server sends its headers (``headers``), no hop holds it; a
+    stream broken off keeps its first events, counted as the output so far."""
     nothing: dict[str, object] = {
         "chunks": (),
         "first_token_ns": None,
         "first_reasoning_ns": None,
         "first_answer_ns": None,
+        "done_ns": None,
+        "prompt_tokens": None,
         "output_tokens": None,
         "output_tokens_exact": False,
         "reasoning_tokens": None,
@@ -315,26 +327,22 @@ def _failed(trace: RequestTrace, error: TraceError, shown: int, headers: int) ->
     # Headers came before the failure; llama.cpp's timings come in the last event.
     head_only = {} if "predicted_ms" in trace.server_timing else dict(trace.server_timing)
     if error.kind is ErrorKind.HTTP:
-        return replace(
+        failed = replace(
             trace,
             **nothing,
             status=error.status,
             first_byte_ns=headers,
-            done_ns=headers + 200_000,
             server_timing={},
             proxy_headers={},
             response_id=None,
             response_bytes=200,
         )
+        return failed, headers + 200_000
     if error.kind is ErrorKind.TIMEOUT:
-        return replace(
-            trace,
-            **nothing,
-            done_ns=trace.first_token_ns,
-            server_timing=head_only,
-        )
+        failed = replace(trace, **nothing, server_timing=head_only)
+        return failed, trace.first_token_ns or headers
     half = trace.chunks[: max(1, len(trace.chunks) // 2)]
-    return replace(
+    failed = replace(
         trace,
         **{
             **nothing,
@@ -342,10 +350,11 @@ def _failed(trace: RequestTrace, error: TraceError, shown: int, headers: int) ->
             "first_token_ns": half[0].t_ns,
             "first_reasoning_ns": half[0].t_ns if shown else None,
             "first_answer_ns": half[shown].t_ns if shown < len(half) else None,
-            "done_ns": half[-1].t_ns + 100_000,
+            "output_tokens": sum(c.tokens for c in half),
             "server_timing": head_only,
         },
     )
+    return failed, half[-1].t_ns + 100_000
 
 
 def _join(a: Draws, b: Draws | None) -> Draws:
@@ -360,9 +369,10 @@ def _with_queue(d: Draws, queue: np.ndarray) -> Draws:
     return replace(d, wait=d.wait + queue)
 
 
-def generate(s: Scenario) -> list[Sample]:
-    """The samples of one diagnosis run of ``s``'s endpoint, seeded by ``s.seed``."""
-    run = _Run(s, np.random.default_rng(s.seed))
+def generate(s: Scenario, *, max_seconds: float = MAX_SECONDS) -> list[Sample]:
+    """The samples of one diagnosis run of ``s``'s endpoint, seeded by ``s.seed``, within
+    the plan's time budget of ``max_seconds`` (the default plan's unless given)."""
+    run = _Run(s, np.random.default_rng(s.seed), max_seconds=max_seconds)
     _calibration(run)
     _network(run)
     _length(run)
