@@ -4,12 +4,15 @@
   and most gateways serve it (the default);
 - :mod:`.completions`: OpenAI's (legacy) completions;
 - :mod:`.anthropic`: Anthropic's Messages API;
-- :mod:`.responses`: OpenAI's Responses API.
+- :mod:`.responses`: OpenAI's Responses API;
+- :mod:`.gemini`: Google's Gemini API (``streamGenerateContent``);
+- :mod:`.vertex`: Gemini on Google Cloud's Vertex AI;
+- :mod:`.azure`: OpenAI chat completions on Azure OpenAI.
 
 Each module defines one :class:`DialectSpec` (``SPEC``). A new dialect is a new
 module and one more entry in :data:`DIALECTS`: everything that lists, chooses or
-reads dialects (``--api``, the URL, the key, the body, the events, the hint for a
-wrong ``--api``, OpenTelemetry) reads this tuple.
+reads dialects (``--api``, the URL, the key, the body, the events and their framing,
+the hint for a wrong ``--api``, OpenTelemetry) reads this tuple.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from latdoc.errors import UsageError
-from latdoc.probe.dialects import anthropic, chat, completions, responses
+from latdoc.probe.dialects import anthropic, azure, chat, completions, gemini, responses, vertex
 from latdoc.probe.dialects._spec import REASONING_EFFORTS, DialectSpec, Route
 
 __all__ = [
@@ -34,7 +37,15 @@ __all__ = [
     "reserved_body_fields",
 ]
 
-DIALECTS: tuple[DialectSpec, ...] = (chat.SPEC, completions.SPEC, anthropic.SPEC, responses.SPEC)
+DIALECTS: tuple[DialectSpec, ...] = (
+    chat.SPEC,
+    completions.SPEC,
+    anthropic.SPEC,
+    responses.SPEC,
+    gemini.SPEC,
+    vertex.SPEC,
+    azure.SPEC,
+)
 """Every dialect, in the order the help lists them."""
 
 DEFAULT = chat.SPEC
@@ -62,8 +73,8 @@ def get(name: str) -> DialectSpec:
 def of_path(path: str) -> DialectSpec | None:
     """The dialect whose route a request's URL path ends in (the longest route, so
     ``/chat/completions`` is chat's, not completions'), or ``None``."""
-    matching = [spec for spec in DIALECTS if spec.route.matches(path)]
-    return max(matching, key=lambda spec: len(spec.route.path), default=None)
+    matching = [(r.length, spec) for spec in DIALECTS for r in spec.routes if r.matches(path)]
+    return max(matching, key=lambda match: match[0], default=(0, None))[1]
 
 
 def other_dialect(obj: dict[str, Any], event: str | None, own: DialectSpec) -> str | None:
