@@ -129,7 +129,7 @@ def test_a_dialect_added_to_the_registry_is_read_wherever_dialects_are() -> None
     }
     with pytest.raises(UsageError, match="turns"):
         check_extra_body({"turns": []})
-    with pytest.raises(UsageError, match="config.limit"):
+    with pytest.raises(UsageError, match=r"config\.limit"):
         check_extra_body({"config": {"limit": 3}})
     candidate = {"outputs": [{"turn": {"pieces": [{"text": "Hi"}]}}]}
     assert parse_event(candidate, TOY).output_chars == 2

@@ -122,7 +122,6 @@ class StreamState:
             if self.count_tokens is not None:
                 self.text.append(info.text)
 
-
     def _hidden(self, info: EventInfo) -> int:
         """Reasoning tokens the usage counted since the last chunk that streamed none of
         them (Gemini's thinking without thought parts): the model's time before this

@@ -131,7 +131,11 @@ def create_app(config: LabConfig, *, reset_connection: ResetConnection | None = 
         error = ApiError(exc.status_code, exc.detail)
         return _error_response(error, exc.headers)
 
-    served = {api.path: _Endpoint(lab, api) for api in dialects.STAND_INS}
+    served = {
+        path: _Endpoint(lab, api)
+        for api in dialects.STAND_INS
+        for path in (api.path, *api.also_paths)
+    }
     app = _LabApp(
         {path: endpoint for path, endpoint in served.items() if "{model}" not in path},
         routes=[

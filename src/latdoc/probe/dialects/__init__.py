@@ -31,6 +31,7 @@ __all__ = [
     "Route",
     "find",
     "get",
+    "key_headers",
     "names",
     "of_path",
     "other_dialect",
@@ -94,3 +95,18 @@ def reserved_body_fields() -> dict[str, str]:
         for name, why in spec.body_fields.items():
             fields.setdefault(name, why)
     return fields
+
+
+_PROBE_KEY = "latdoc-key-probe"
+
+
+def key_headers() -> tuple[bytes, ...]:
+    """The headers some dialect carries its key in (``authorization``, ``x-api-key``,
+    ``x-goog-api-key``, ``api-key`` …), lower-case, so a request's key is found and kept
+    out of what is stored whatever API it spoke."""
+    found: dict[bytes, None] = {}
+    for spec in DIALECTS:
+        for name, value in spec.auth_headers(_PROBE_KEY):
+            if _PROBE_KEY.encode() in value:
+                found.setdefault(name.lower())
+    return tuple(found)
