@@ -1,6 +1,7 @@
 """Gemini on Vertex AI as the lab serves it
 (``/v1/projects/{project}/locations/{location}/publishers/google/models/{model}:streamGenerateContent``,
-and express mode's ``/v1/publishers/google/models/{model}:streamGenerateContent``).
+and express mode's ``/v1/publishers/google/models/{model}:streamGenerateContent``; each
+under ``/v1beta1`` too, where Google's SDK sends them).
 
 The credential is an OAuth access token as ``Authorization: Bearer`` (or express
 mode's ``x-goog-api-key``); a wrong one is ``401 UNAUTHENTICATED``. Any project and
@@ -28,11 +29,13 @@ def _check_key(header: Headers, authorized: Authorized) -> None:
         )
 
 
+_PROJECT = "/projects/{project}/locations/{location}"
+_MODEL = "/publishers/google/models/{model}:streamGenerateContent"
+
 STAND_IN = StandIn(
     name="vertex",
-    path="/v1/projects/{project}/locations/{location}/publishers/google/models/{model}"
-    ":streamGenerateContent",
-    also_paths=("/v1/publishers/google/models/{model}:streamGenerateContent",),
+    path="/v1" + _PROJECT + _MODEL,
+    also_paths=("/v1beta1" + _PROJECT + _MODEL, "/v1" + _MODEL, "/v1beta1" + _MODEL),
     messages=gemini.STAND_IN.messages,
     writer=gemini.STAND_IN.writer,
     document=gemini.STAND_IN.document,
