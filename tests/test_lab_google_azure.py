@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
+import httpcore
 import httpx
 import openai
 import pytest
@@ -19,6 +21,8 @@ from google.genai import errors, types
 from google.oauth2.credentials import Credentials
 
 from conftest import FAST, LabFactory
+from latdoc import RequestTrace, Store, instrument
+from latdoc.client._request_facts import trace_target
 from latdoc.lab.sim import LabConfig, LatencyModel, output_text
 
 KEY = "lab-key"
@@ -238,3 +242,39 @@ def test_azure_refuses_as_azure_does(lab: LabFactory) -> None:
     assert missing.value.body["code"] == "DeploymentNotFound"
     assert versionless.status_code == 404
     assert versionless.json() == {"error": {"code": "404", "message": "Resource not found"}}
+
+
+def test_an_instrumented_azure_client_is_traced_as_azure_and_its_key_found(
+    lab: LabFactory, tmp_path: Path
+) -> None:
+    key = "0123456789abcdef0123456789abcdef"
+
+    async def go(root: str) -> tuple[str, list[RequestTrace]]:
+        client = openai.AsyncAzureOpenAI(
+            azure_endpoint=root, api_key=key, api_version="2024-10-21", max_retries=0
+        )
+        with Store(tmp_path / "s.db") as store, instrument(client, store=store) as inst:
+            stream = await client.chat.completions.create(
+                model="lab-sim",
+                messages=[{"role": "user", "content": "hi"}],
+                max_tokens=3,
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+            text = "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
+            run_id = inst.run_id
+        with Store(tmp_path / "s.db") as store:
+            _, samples, _ = store.load_run(run_id)
+        await client.close()
+        return text, [s.trace for s in samples]
+
+    with lab(LabConfig(latency=FAST, api_key=key)) as server:
+        text, (trace,) = asyncio.run(go(server.base_url.removesuffix("/v1")))
+    assert text == output_text(3)
+    assert trace.dialect == "azure" and trace.error is None, trace.error
+    assert trace.output_tokens == 3 and len(trace.chunks) == 3
+    assert key not in (tmp_path / "s.db").read_bytes().decode("latin-1")
+    for header in (b"api-key", b"x-goog-api-key", b"authorization"):
+        value = b"Bearer " + key.encode() if header == b"authorization" else key.encode()
+        request = httpcore.Request("POST", "https://h.example/v1", headers=[(header, value)])
+        assert trace_target(request).secret == key
