@@ -1,14 +1,17 @@
-"""``--api anthropic`` and ``--api responses`` on the command line: the key each reads,
-the reasoning phase printed, and a wrong dialect named in the failure."""
+"""``--api anthropic``, ``responses``, ``gemini``, ``vertex`` and ``azure`` on the
+command line: the key each reads (never shown), the reasoning phase printed, the
+sending commands in each, and a wrong dialect named in the failure."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 
 from conftest import FAST, LabFactory
+from latdoc import Store
 from latdoc.cli import EXIT_OK, EXIT_REQUEST_FAILED, main
 from latdoc.lab.sim import LabConfig
 from scripted_server import ScriptedServer, sse_response
@@ -55,3 +58,103 @@ def test_an_anthropic_stream_read_as_chat_names_the_dialect(
     captured = capsys.readouterr()
     assert code == EXIT_REQUEST_FAILED
     assert "try --api anthropic" in " ".join((captured.out + captured.err).split())
+
+
+GOOGLE_KEY = "AIzaSyLabLabLabLabLabLabLabLabLab1234567"
+AZURE_KEY = "0123456789abcdef0123456789abcdef"
+THE_KEYS = {
+    "gemini": ("GEMINI_API_KEY", GOOGLE_KEY, "/v1beta"),
+    "vertex": ("GOOGLE_OAUTH_ACCESS_TOKEN", "ya29.lab-access-token", "/v1/projects/p/locations/l"),
+    "azure": ("AZURE_OPENAI_API_KEY", AZURE_KEY, ""),
+}
+
+
+@pytest.fixture
+def _no_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("GOOGLE_API_KEY", "GEMINI_API_KEY", "AZURE_OPENAI_AD_TOKEN", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.mark.usefixtures("_no_keys")
+@pytest.mark.parametrize("api", list(THE_KEYS))
+def test_google_and_azure_read_their_own_key_and_never_show_it(
+    lab: LabFactory,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    api: str,
+) -> None:
+    variable, key, path = THE_KEYS[api]
+    monkeypatch.setenv(variable, key)
+    db = tmp_path / "runs.db"
+    with lab(LabConfig(latency=THINKER, api_key=key)) as server:
+        base = server.base_url.removesuffix("/v1") + path
+        code = main(["probe", base, "-m", "lab-sim", "--api", api, "--json", "--db", str(db)])
+        captured = capsys.readouterr()
+        monkeypatch.setenv(variable, key[:-4] + "nope")
+        refused = main(["probe", base, "-m", "lab-sim", "--api", api, "--db", str(db)])
+        denied = capsys.readouterr()
+    assert code == EXIT_OK, captured.err
+    row = json.loads(captured.out)
+    assert row["dialect"] == api and row["error"] is None
+    assert row["reasoning_tokens"] == 4 and row["output_tokens"] == row["reasoning_tokens"] + 64
+    assert refused == EXIT_REQUEST_FAILED
+    assert str(400 if api == "gemini" else 401) in denied.out + denied.err
+    for blob in (
+        captured.out,
+        captured.err,
+        denied.out,
+        denied.err,
+        db.read_bytes().decode("latin-1"),
+    ):
+        assert key not in blob and key[:-4] not in blob
+
+
+@pytest.mark.usefixtures("_no_keys")
+@pytest.mark.parametrize(
+    ("api", "command"),
+    [
+        ("gemini", ["diagnose", "--max-requests", "24", "--max-tokens", "8", "--seed", "3"]),
+        ("vertex", ["load", "--concurrency", "1,2", "--max-requests", "16", "--max-tokens", "8"]),
+        ("azure", ["verify", "--remedy", "reasoning-effort", "--max-requests", "24",
+                   "--max-tokens", "8"]),
+    ],
+)  # fmt: skip
+def test_the_sending_commands_speak_google_and_azure(
+    lab: LabFactory,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    api: str,
+    command: list[str],
+) -> None:
+    variable, key, path = THE_KEYS[api]
+    monkeypatch.setenv(variable, key)
+    db = tmp_path / "runs.db"
+    with lab(LabConfig(latency=THINKER, api_key=key)) as server:
+        base = server.base_url.removesuffix("/v1") + path
+        code = main(
+            [command[0], base, "-m", "lab-sim", "--api", api, "--db", str(db), *command[1:]]
+        )
+    captured = capsys.readouterr()
+    assert code == EXIT_OK, captured.err
+    assert key not in captured.out + captured.err
+    with Store(db) as store:
+        traces = [
+            sample.trace for run in store.list_runs() for sample in store.load_run(run.run_id)[1]
+        ]
+    assert len(traces) >= 8
+    assert all(t.dialect == api and t.error is None for t in traces)
+    assert all(t.reasoning_tokens is not None for t in traces)
+
+
+def test_the_help_names_each_dialects_route_and_key(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["probe", "--help"])
+    out = capsys.readouterr().out
+    shown = " ".join(out.split())
+    assert "gemini (Google's Gemini API, /models/{model}:streamGenerateContent?alt=sse)" in shown
+    assert "/publishers/google/models/{model}:streamGenerateContent" in "".join(out.split())
+    assert "or /chat/completions after a base URL ending /openai/v1" in shown
+    assert "GOOGLE_API_KEY or GEMINI_API_KEY with --api gemini" in shown
+    assert "AZURE_OPENAI_API_KEY or AZURE_OPENAI_AD_TOKEN with --api azure" in shown

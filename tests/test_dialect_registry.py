@@ -32,34 +32,37 @@ TODAY = {
     "completions": "/completions",
     "anthropic": "/messages",
     "responses": "/responses",
+    "gemini": "/models/gpt-4o-mini:streamGenerateContent?alt=sse",
+    "vertex": "/publishers/google/models/gpt-4o-mini:streamGenerateContent",
+    "azure": "/openai/deployments/gpt-4o-mini/chat/completions?api-version=2024-10-21",
 }
 """Each dialect's route after the base URL, as requests have always been sent."""
 
 
 def _toy_body(model: str, messages: Any, max_tokens: int, include_usage: bool) -> dict[str, Any]:
-    contents = [{"role": m["role"], "parts": [{"text": m["content"]}]} for m in messages]
-    return {"contents": contents, "generationConfig": {"maxOutputTokens": max_tokens}}
+    turns = [{"role": m["role"], "pieces": [{"text": m["content"]}]} for m in messages]
+    return {"turns": turns, "config": {"limit": max_tokens}}
 
 
 def _toy_parse(obj: Any, event: str | None, foreign: Any) -> EventInfo:
-    if isinstance(obj, dict) and "candidates" in obj:
-        parts = obj["candidates"][0]["content"]["parts"]
-        text = "".join(p["text"] for p in parts)
+    if isinstance(obj, dict) and "outputs" in obj:
+        pieces = obj["outputs"][0]["turn"]["pieces"]
+        text = "".join(p["text"] for p in pieces)
         return EventInfo(output_chars=len(text), text=text)
     return EventInfo(unknown=True, other_dialect=foreign(obj, event))
 
 
 TOY = DialectSpec(
     name="toy",
-    title="a Gemini-like API",
-    route=Route("/models/{model}:streamGenerateContent?alt=sse"),
+    title="a toy API",
+    route=Route("/toys/{model}:stream?form=sse"),
     key_variable="TOY_API_KEY",
-    auth_headers=lambda key: [(b"x-goog-api-key", key.encode())] if key else [],
+    auth_headers=lambda key: [(b"x-toy-key", key.encode())] if key else [],
     body=_toy_body,
-    body_fields={"contents": "the prompt options set it"},
+    body_fields={"turns": "the prompt options set it", "config.limit": "--max-tokens sets it"},
     parse=_toy_parse,
-    end_marker="a finishReason",
-    claims=lambda obj, event: "candidates" in obj,
+    end_marker="a stop",
+    claims=lambda obj, event: "outputs" in obj,
 )
 
 
@@ -86,16 +89,15 @@ def test_the_dialect_enum_is_the_registrys_names() -> None:
 
 
 def test_a_model_in_the_path_is_quoted_into_the_url() -> None:
-    base = "https://generativelanguage.googleapis.com/v1beta"
-    assert TOY.url(base, "gemini-2.0-flash") == (
-        f"{base}/models/gemini-2.0-flash:streamGenerateContent?alt=sse"
-    )
+    base = "https://toys.example/v1beta"
+    assert TOY.url(base, "toy-2.0") == f"{base}/toys/toy-2.0:stream?form=sse"
+    assert TOY.url(base, "a/b c?d") == f"{base}/toys/a%2Fb%20c%3Fd:stream?form=sse"
     bedrock = Route("/model/{model}/converse-stream")
     assert bedrock.url("https://bedrock-runtime.us-east-1.amazonaws.com/", "vendor.m-v1:0") == (
         "https://bedrock-runtime.us-east-1.amazonaws.com/model/vendor.m-v1%3A0/converse-stream"
     )
-    assert TOY.route.matches("/v1beta/models/gemini-2.0-flash:streamGenerateContent")
-    assert not TOY.route.matches("/v1beta/models/gemini-2.0-flash:generateContent")
+    assert TOY.route.matches("/v1beta/toys/toy-2.0:stream")
+    assert not TOY.route.matches("/v1beta/toys/toy-2.0:complete")
 
 
 @pytest.mark.usefixtures("toy_registry")
@@ -103,31 +105,33 @@ def test_a_dialect_added_to_the_registry_is_an_api_choice_with_its_own_key(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert dialects.get("toy") is TOY and dialects.names()[-1] == "toy"
-    args = build_parser().parse_args(["probe", "http://h/v1beta", "-m", "gemini", "--api", "toy"])
+    args = build_parser().parse_args(["probe", "http://h/v1beta", "-m", "toy-2", "--api", "toy"])
     assert args.api == "toy"
     monkeypatch.setenv("TOY_API_KEY", "toy-key-42")
     assert api_key(args) == "toy-key-42"
     with pytest.raises(SystemExit):
         main(["probe", "--help"])
     shown = " ".join(capsys.readouterr().out.split())
-    assert "{chat,completions,anthropic,responses,toy}" in shown
-    assert "toy (a Gemini-like API, /models/{model}:streamGenerateContent?alt=sse)" in shown
+    assert "{chat,completions,anthropic,responses,gemini,vertex,azure,toy}" in shown
+    assert "toy (a toy API, /toys/{model}:stream?form=sse)" in shown
     assert "TOY_API_KEY with --api toy" in shown
 
 
 @pytest.mark.usefixtures("toy_registry")
 def test_a_dialect_added_to_the_registry_is_read_wherever_dialects_are() -> None:
-    url = "https://g.example/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse"
+    url = "https://t.example/v1beta/toys/toy-2.0:stream?form=sse"
     assert dialect_of(url) == "toy"
     assert dialect_of("https://api.example.com/v1/chat/completions") == "chat"
-    body = request_body(TOY, "gemini-2.0-flash", "Hi", 7, include_usage=True)
+    body = request_body(TOY, "toy-2.0", "Hi", 7, include_usage=True, extra={"config": {"t": 0}})
     assert body == {
-        "contents": [{"role": "user", "parts": [{"text": "Hi"}]}],
-        "generationConfig": {"maxOutputTokens": 7},
+        "turns": [{"role": "user", "pieces": [{"text": "Hi"}]}],
+        "config": {"limit": 7, "t": 0},
     }
-    with pytest.raises(UsageError, match="contents"):
-        check_extra_body({"contents": []})
-    candidate = {"candidates": [{"content": {"parts": [{"text": "Hi"}]}}]}
+    with pytest.raises(UsageError, match="turns"):
+        check_extra_body({"turns": []})
+    with pytest.raises(UsageError, match=r"config\.limit"):
+        check_extra_body({"config": {"limit": 3}})
+    candidate = {"outputs": [{"turn": {"pieces": [{"text": "Hi"}]}}]}
     assert parse_event(candidate, TOY).output_chars == 2
     assert parse_event(candidate, Dialect.ANTHROPIC).other_dialect == "toy"
     assert parse_event({"type": "message_start"}, TOY).other_dialect == "anthropic"
@@ -151,15 +155,15 @@ def test_no_other_module_lists_every_dialect() -> None:
 
 
 def _toy_messages(data: dict[str, object]) -> object:
-    contents = data.get("contents")
-    if not isinstance(contents, list):
-        return contents
-    return [{"role": c["role"], "content": c["parts"][0]["text"]} for c in contents]
+    turns = data.get("turns")
+    if not isinstance(turns, list):
+        return turns
+    return [{"role": t["role"], "content": t["pieces"][0]["text"]} for t in turns]
 
 
 TOY_STAND_IN = StandIn(
     name="toy",
-    path="/v1/models/{model}:streamGenerateContent",
+    path="/v1/toys/{model}:stream",
     messages=_toy_messages,
     writer=CHAT_STAND_IN.writer,
     document=CHAT_STAND_IN.document,

@@ -20,7 +20,7 @@ trace. Exceptions are for what a caller must handle, all rooted at
     │   └── ClientStreamError   a response stream ended wrongly
     │       └── StreamTruncated     an event stream ended cleanly without ``[DONE]``
     └── ProbeFault          inside the probe only, mapped to a TraceError
-        ├── SSEError            bytes that are not a valid event stream
+        ├── SSEError            bytes that are not a valid event stream or JSON array
         ├── StreamFailure       the stream ended in a typed failure
         ├── DnsFailure          the name did not resolve
         └── DnsTimeout          the resolver did not answer in time
@@ -224,7 +224,8 @@ class ProbeFault(LatdocError):
 
 
 class SSEError(ProbeFault):
-    """The response body is not a valid ``text/event-stream``."""
+    """The response body is not a valid ``text/event-stream``, or not the streamed JSON
+    array its dialect may answer with instead (Google's ``streamGenerateContent``)."""
 
 
 class StreamFailure(ProbeFault):

@@ -114,19 +114,22 @@ def _dialect_help() -> str:
     /chat/completions; the default), …``."""
     default = dialects.DEFAULT
     return ", ".join(
-        f"{d.name} ({d.title}, {d.route.path}{'; the default' if d is default else ''})"
+        f"{d.name} ({d.title}, {d.route.path}"
+        + "".join(f", or {r.path} after a base URL ending {r.after}" for r in d.other_routes)
+        + f"{'; the default' if d is default else ''})"
         for d in dialects.DIALECTS
     )
 
 
 def _key_help() -> str:
-    """The default dialect's key variable, then each other one with its dialects:
+    """The default dialect's key variables, then each other dialect's with its dialects:
     ``OPENAI_API_KEY; ANTHROPIC_API_KEY with --api anthropic``."""
-    default = dialects.DEFAULT.key_variable
+    default = " or ".join(dialects.DEFAULT.key_variables)
     others: dict[str, list[str]] = {}
     for d in dialects.DIALECTS:
-        if d.key_variable != default:
-            others.setdefault(d.key_variable, []).append(f"--api {d.name}")
+        variables = " or ".join(d.key_variables)
+        if variables != default:
+            others.setdefault(variables, []).append(f"--api {d.name}")
     return "; ".join([default, *(f"{v} with {' or '.join(a)}" for v, a in others.items())])
 
 
@@ -241,7 +244,9 @@ def open_store(args: argparse.Namespace, key: str | None) -> Store:
 
 def api_key(args: argparse.Namespace) -> str | None:
     """The API key from the environment: ``--api-key-env VAR`` must be set if named;
-    else the dialect's own variable (``ANTHROPIC_API_KEY`` for ``--api anthropic``)."""
+    else the dialect's own variable (``ANTHROPIC_API_KEY`` for ``--api anthropic``), the
+    first set of its variables where it reads several (``GOOGLE_API_KEY`` or
+    ``GEMINI_API_KEY`` for ``--api gemini``)."""
     var = args.api_key_env
     if var is not None:
         value = os.environ.get(var)
@@ -249,7 +254,7 @@ def api_key(args: argparse.Namespace) -> str | None:
             raise UsageError(f"--api-key-env {var}: the variable is not set")
         return value
     dialect = dialects.get(getattr(args, "api", dialects.DEFAULT.name))
-    return os.environ.get(dialect.key_variable) or None
+    return next(filter(None, map(os.environ.get, dialect.key_variables)), None)
 
 
 @dataclass(frozen=True)

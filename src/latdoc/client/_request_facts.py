@@ -83,12 +83,17 @@ def dialect_of(url: str) -> str:
 
 
 def _bearer(request: Any) -> str | None:
-    value = _header(request, b"authorization")
-    if value is None:
-        value = _header(request, b"x-api-key")
-        return None if value is None else value.decode("latin-1") or None
-    scheme, _, token = value.decode("latin-1").partition(" ")
-    return token or scheme or None
+    """The request's key, from the first header a dialect carries one in."""
+    for name in dialects.key_headers():
+        value = _header(request, name)
+        if value is None:
+            continue
+        text = value.decode("latin-1")
+        if name == b"authorization":
+            scheme, _, token = text.partition(" ")
+            return token or scheme or None
+        return text or None
+    return None
 
 
 def body_size(request: Any) -> int | None:

@@ -1,8 +1,8 @@
 """What is seen of one application request on its way through the pool, until it is
 frozen into a :class:`~latdoc.records.RequestTrace` and handed to the
 :class:`TrafficSink` (once): the response's status and headers, the body's bytes fed
-to the probe's SSE decoder (inflated when compressed) or kept to read a non-streamed
-answer's usage and error, and the failure the probe classifies.
+to the probe's decoder of its dialect's framing (inflated when compressed) or kept to
+read a non-streamed answer's usage and error, and the failure the probe classifies.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from latdoc.client._request_facts import (
 from latdoc.errors import ErrorKind, SSEError, StreamFailure, TraceError
 from latdoc.probe import (
     Dialect,
+    EventDecoder,
     Exchange,
     Recorder,
-    SSEDecoder,
     StreamState,
     TimedStream,
     classify,
@@ -67,7 +67,7 @@ class RequestWatch:
         self._concurrency = concurrency
         self._handle = handle
         self._exchange = Exchange()
-        self._decoder: SSEDecoder | None = None
+        self._decoder: EventDecoder | None = None
         self._inflate: Any = None
         self._copy: bytearray | None = None
         self._stream_error: TraceError | None = None
@@ -87,10 +87,12 @@ class RequestWatch:
             self._inflate = zlib.decompressobj(wbits=47)
         elif encoding != "identity":
             return
-        if response.status == 200 and "text/event-stream" in ex.headers.get("content-type", ""):
-            self._decoder = SSEDecoder()
-            spoken = dialect_of(url_text(self._request.url))
-            dialect = Dialect(spoken if spoken in set(Dialect) else dialects.DEFAULT.name)
+        spoken = dialect_of(url_text(self._request.url))
+        dialect = Dialect(spoken if spoken in set(Dialect) else dialects.DEFAULT.name)
+        ctype = ex.headers.get("content-type", "")
+        framing = next((f for f in dialect.spec.framings if f.fits(ctype)), None)
+        if response.status == 200 and framing is not None:
+            self._decoder = framing.decoder()
             ex.state = StreamState(self.rec.t0, None, dialect=dialect)
         else:
             self._copy = bytearray()

@@ -11,8 +11,9 @@ The rooms behind this face, in the order a request passes through them:
 - ``_recorder``: the per-request stopwatch the backend and httpcore's trace events feed.
 - ``dialects``: one module per API dialect (its URL, key, body, events, end of
   stream …), listed once in ``dialects.DIALECTS``; ``_dialects``: :class:`Dialect`,
-  the names, and what every dialect does alike; ``_sse``, ``_stream_state``: the
-  event stream decoded, each event read into one ``_events.EventInfo`` (answer and
+  the names, and what every dialect does alike; ``_sse``, ``_jsonarray``,
+  ``_framing``, ``_stream_state``: the stream decoded (server-sent events, or a
+  streamed JSON array), each event read into one ``_events.EventInfo`` (answer and
   reasoning apart).
 - ``_failures``: every lower-level error mapped to a typed failure, once.
 - ``_tcpinfo``, ``_servertiming``, ``_looplag``: the kernel's, the server's and the
@@ -28,10 +29,12 @@ from latdoc.probe._dialects import (
     Prompt,
     check_extra_body,
     error_message,
+    merge_fields,
     parse_event,
 )
 from latdoc.probe._endpoint import Endpoint, Timeouts
 from latdoc.probe._failures import classify, http_error
+from latdoc.probe._framing import EventDecoder, Framing
 from latdoc.probe._freeze import Exchange, TraceTarget, freeze_trace
 from latdoc.probe._looplag import LoopLagMonitor
 from latdoc.probe._metrics import metrics_url, scrape_metrics
@@ -45,8 +48,10 @@ __all__ = [
     "ConnectionOptions",
     "Dialect",
     "Endpoint",
+    "EventDecoder",
     "EventHook",
     "Exchange",
+    "Framing",
     "LoopLagMonitor",
     "ProbeSession",
     "Prompt",
@@ -65,6 +70,7 @@ __all__ = [
     "error_message",
     "freeze_trace",
     "http_error",
+    "merge_fields",
     "metrics_url",
     "now_ns",
     "parse_event",

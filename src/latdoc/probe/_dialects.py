@@ -31,6 +31,7 @@ __all__ = [
     "check_extra_body",
     "dialect_hint",
     "error_message",
+    "merge_fields",
     "parse_event",
     "request_body",
 ]
@@ -82,14 +83,37 @@ DEFAULT_DIALECT = Dialect(dialects.DEFAULT.name)
 def check_extra_body(extra: Mapping[str, Any]) -> dict[str, Any]:
     """``extra`` as fields to add to every request body; raises :class:`UsageError` for
     one that latdoc writes itself in some dialect (the model, the prompt, streaming, the
-    output length)."""
+    output length), a field inside an object named by its dotted path
+    (``generationConfig.maxOutputTokens``)."""
     if not isinstance(extra, Mapping):
         raise UsageError(f"--extra-body must be a JSON object, got {type(extra).__name__}")
     reserved = dialects.reserved_body_fields()
-    taken = [f"{k} ({reserved[k]})" for k in sorted(extra) if k in reserved]
+    taken = [f"{k} ({why})" for k, why in sorted(reserved.items()) if _has_field(extra, k)]
     if taken:
         raise UsageError(f"--extra-body may not set {', '.join(taken)}")
     return dict(extra)
+
+
+def _has_field(body: Mapping[str, Any], dotted: str) -> bool:
+    head, _, rest = dotted.partition(".")
+    if head not in body:
+        return False
+    inner = body[head]
+    return not rest or (isinstance(inner, Mapping) and _has_field(inner, rest))
+
+
+def merge_fields(body: Mapping[str, Any], more: Mapping[str, Any]) -> dict[str, Any]:
+    """``body`` with ``more``'s fields added: an object given for an object is merged into
+    it (so ``{"generationConfig": {"temperature": 0}}`` keeps the output limit), any other
+    value replaces the body's."""
+    out = dict(body)
+    for name, value in more.items():
+        inner = out.get(name)
+        if isinstance(inner, Mapping) and isinstance(value, Mapping):
+            out[name] = merge_fields(inner, value)
+        else:
+            out[name] = value
+    return out
 
 
 Prompt = str | Sequence[Mapping[str, str]]
@@ -115,9 +139,7 @@ def request_body(
         else [dict(m) for m in prompt]
     )
     body = _spec_of(dialect).body(model, messages, max_tokens, include_usage)
-    if extra:
-        body.update(check_extra_body(extra))
-    return body
+    return merge_fields(body, check_extra_body(extra)) if extra else body
 
 
 def parse_event(
@@ -160,12 +182,17 @@ def error_message(body: bytes, content_type: str | None) -> str:
         except ValueError:
             pass
         else:
+            if isinstance(obj, list) and len(obj) == 1:
+                obj = obj[0]  # Google's streamed error: an array of one error object
             if isinstance(obj, dict):
                 err = obj.get("error", obj)
                 if isinstance(err, dict):
                     msg = err.get("message") or err.get("detail") or err.get("type")
                     if msg and obj.get("type") == "error" and err.get("type") not in (None, msg):
                         msg = f"{err['type']}: {msg}"  # Anthropic's error body names its type
+                    status = err.get("status")
+                    if msg and isinstance(status, str) and status != msg:
+                        msg = f"{status}: {msg}"  # Google's names its canonical status
                     if msg:
                         return _one_line(str(msg))
                 elif isinstance(err, str):

@@ -37,7 +37,6 @@ from latdoc.probe._failures import classify, closed_before_answering, http_error
 from latdoc.probe._freeze import Exchange, TraceTarget, freeze_trace
 from latdoc.probe._poolline import PoolLine
 from latdoc.probe._recorder import Recorder, now_ns
-from latdoc.probe._sse import SSEDecoder
 from latdoc.probe._stream_state import EventHook, StreamState
 from latdoc.probe._tcpinfo import read_tcp_info
 from latdoc.records import RequestTrace
@@ -88,7 +87,7 @@ class ProbeSession:
     def _build_headers(self) -> list[tuple[bytes, bytes]]:
         headers = [
             (b"content-type", b"application/json"),
-            (b"accept", b"text/event-stream"),
+            (b"accept", self.endpoint.spec.accept.encode()),
             (b"user-agent", _USER_AGENT),
         ]
         return headers + self.endpoint.spec.auth_headers(self.endpoint.api_key)
@@ -280,17 +279,20 @@ class ProbeSession:
             if response.status != 200:
                 await self._fail_on_status(response, rec, out)
             ctype = out.headers.get("content-type", "")
-            if "text/event-stream" not in ctype:
+            framings = self.endpoint.spec.framings
+            framing = next((f for f in framings if f.fits(ctype)), None)
+            if framing is None:
+                expected = " or ".join(f.described for f in framings)
                 raise StreamFailure(
                     TraceError(
                         ErrorKind.MALFORMED,
                         rec.phase,
-                        f"response is not an event stream (content-type: {ctype or 'none'})",
+                        f"response is not {expected} (content-type: {ctype or 'none'})",
                     )
                 )
             state = StreamState(rec.t0, self._count_tokens, on_event, self.endpoint.dialect)
             out.state = state
-            decoder = SSEDecoder()
+            decoder = framing.decoder()
             stream = out.stream
             async for raw in response.aiter_stream():
                 t_read = stream.data_arrival(rec.stream_id) if stream is not None else None

@@ -45,6 +45,7 @@ class StreamState:
     response_id: str | None = None
     """The id the response's events give it (``chatcmpl-…``, ``msg_…``, ``resp_…``)."""
     _last_completion_tokens: int = 0
+    _last_reasoning_tokens: int = 0
     _spec: DialectSpec = field(init=False, repr=False)
     _foreign: Callable[[dict[str, Any], str | None], str | None] = field(init=False, repr=False)
 
@@ -107,7 +108,7 @@ class StreamState:
             completed = info.usage.completion_tokens
             if chars and completed is not None:
                 self.usage_on_chunks = True
-                tokens = max(0, completed - self._last_completion_tokens)
+                tokens = max(0, completed - self._last_completion_tokens - self._hidden(info))
                 self._last_completion_tokens = completed
         if chars:
             if self.first_token is None:
@@ -120,6 +121,17 @@ class StreamState:
             self.chunks.append(Chunk(t_ns - self.t0, chars, tokens))
             if self.count_tokens is not None:
                 self.text.append(info.text)
+
+    def _hidden(self, info: EventInfo) -> int:
+        """Reasoning tokens the usage counted since the last chunk that streamed none of
+        them (Gemini's thinking without thought parts): the model's time before this
+        chunk, not tokens of the chunk."""
+        reasoned = info.usage.reasoning_tokens if info.usage is not None else None
+        if reasoned is None:
+            return 0
+        grown = max(0, reasoned - self._last_reasoning_tokens)
+        self._last_reasoning_tokens = max(reasoned, self._last_reasoning_tokens)
+        return 0 if info.reasoning_chars else grown
 
 
 def _event_type(obj: Any, event: Any) -> str:

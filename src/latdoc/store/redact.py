@@ -2,7 +2,8 @@
 
 Traces carry no headers, but URLs and messages can still hold a key: userinfo
 (``https://user:pass@host``), query or fragment parameters such as ``api_key``
-or ``sig``, a ``Bearer`` token, an ``sk-…`` key in an error message, or a
+or ``sig``, a ``Bearer`` token, an ``sk-…`` key or a Google API key (``AIza…``) or
+OAuth access token (``ya29.…``) in an error message, or a
 ``--api-key`` option in recorded command-line arguments. :class:`Redactor`
 replaces each with ``***`` before anything is written, as does any exact
 secret the caller names.
@@ -21,6 +22,8 @@ _USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@")
 _PARAM = re.compile(r"([?&;#])([^=&;#]*)=([^&;#]*)")
 _BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+")
 _SK_KEY = re.compile(r"\bsk-[A-Za-z0-9_-]{16,}")
+_GOOGLE_KEY = re.compile(r"\b(?:AIza[A-Za-z0-9_-]{35}|ya29\.[A-Za-z0-9._-]+)")
+_KEY_MARKS = ("sk-", "AIza", "ya29.")
 _OPTION = re.compile(r"^(-{1,2}[A-Za-z0-9_-]+)=(.*)$", re.DOTALL)
 
 _SECRET_NAMES = frozenset(
@@ -58,11 +61,17 @@ class Redactor:
         self._seen: dict[str, str] = {}
 
     def text(self, text: str) -> str:
-        """``text`` with URLs redacted, bearer tokens, ``sk-`` keys and known secrets masked."""
+        """``text`` with URLs redacted, bearer tokens, ``sk-`` and Google keys and known
+        secrets masked."""
         # A busy run repeats the same URL, model and messages in every record:
         # each distinct short text is scrubbed once.
         clean = self._seen.get(text)
-        if clean is None and _PLAIN.match(text) and "sk-" not in text and not self._secrets:
+        if (
+            clean is None
+            and _PLAIN.match(text)
+            and not any(mark in text for mark in _KEY_MARKS)
+            and not self._secrets
+        ):
             # Ids, names and timestamps of letters, digits and ``._:+-`` hold no URL, token or key.
             return text
         if clean is None:
@@ -92,6 +101,7 @@ class Redactor:
             text = text.replace(secret, MASK)
         text = _URL.sub(lambda m: redact_url(m.group(0)), text)
         text = _BEARER.sub(rf"\g<1> {MASK}", text)
+        text = _GOOGLE_KEY.sub(MASK, text)
         return _SK_KEY.sub(f"sk-{MASK}", text)
 
     def value(self, value: Any, *, mask_names: bool = False) -> Any:

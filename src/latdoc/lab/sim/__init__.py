@@ -9,8 +9,8 @@
   events, ``_faults`` injects failures, ``_slots`` queues requests for parallel
   slots under background load, ``_cache`` is the prefix cache.
 - ``dialects``: one stand-in per API served (chat, completions, Anthropic
-  messages, responses: route, key, prompt, reasoning, events), listed once in
-  ``dialects.STAND_INS``.
+  messages, responses, Gemini, Vertex AI, Azure OpenAI: routes, key, prompt,
+  reasoning, events), listed once in ``dialects.STAND_INS``.
 - ``_tokenizer``: the lab's own tokenizer, which makes every token count exact.
 - ``_server``: :class:`LabServer`, the endpoint on a real socket in a background
   thread, and :func:`serve_forever`, the same blocking.

@@ -1,6 +1,7 @@
 """The simulated OpenAI-compatible endpoint as an ASGI application: :func:`create_app`
 routes each API the lab stands in for (:data:`~latdoc.lab.sim.dialects.STAND_INS`:
-OpenAI chat completions, completions and Responses, Anthropic's Messages) and
+OpenAI chat completions, completions and Responses, Anthropic's Messages, Gemini,
+Vertex AI, Azure OpenAI) and
 ``/v1/models`` to one :class:`~latdoc.lab.sim._state.LabState`,
 whose latency follows known parameters and whose responses report the truth (documented
 on :func:`create_app`). The streaming routes are plain ASGI callables dispatched ahead
@@ -67,15 +68,16 @@ def _error_response(error: ApiError, headers: Mapping[str, str] | None = None) -
 
 def create_app(config: LabConfig, *, reset_connection: ResetConnection | None = None) -> Starlette:
     """The simulated endpoint as an ASGI app: ``/v1/models``, chat, completions,
-    Anthropic messages and responses.
+    Anthropic messages, responses, Gemini, Vertex AI and Azure OpenAI.
 
     ``reset_connection`` lets the ``reset`` fault find the request's socket (the lab
     server passes its listener's); without it a reset ends the response abruptly
     by raising into the HTTP server, which closes the connection.
 
     Each API's stand-in (:mod:`latdoc.lab.sim.dialects`) checks its key and headers
-    (Anthropic's route also takes ``x-api-key`` and asks for ``anthropic-version``)
-    and builds its events. A model with
+    (Anthropic's route also takes ``x-api-key`` and asks for ``anthropic-version``,
+    Gemini's ``x-goog-api-key``, Azure's ``api-key`` and an ``api-version``) and builds
+    its events (Gemini's as server-sent events or one JSON array). A model with
     reasoning thinks before it answers (:class:`~latdoc.lab.sim.LatencyModel`).
 
     Prefill of ``n`` prompt tokens takes ``a + b·n + c·n²`` ms; output token ``k`` is
@@ -131,7 +133,11 @@ def create_app(config: LabConfig, *, reset_connection: ResetConnection | None = 
         error = ApiError(exc.status_code, exc.detail)
         return _error_response(error, exc.headers)
 
-    served = {api.path: _Endpoint(lab, api) for api in dialects.STAND_INS}
+    served = {
+        path: _Endpoint(lab, api)
+        for api in dialects.STAND_INS
+        for path in (api.path, *api.also_paths)
+    }
     app = _LabApp(
         {path: endpoint for path, endpoint in served.items() if "{model}" not in path},
         routes=[

@@ -27,6 +27,7 @@ from latdoc.lab.sim._tokenizer import (
 
 if TYPE_CHECKING:
     from latdoc.lab.sim.dialects import StandIn
+    from latdoc.lab.sim.dialects._stand_in import Query
 
 __all__ = ["UNAUTHORIZED", "ApiError", "Call", "FinishReason", "effort_tokens", "parse_call"]
 
@@ -84,6 +85,10 @@ class Call:
     """Tokens thought before the answer (not counted against ``max_tokens``)."""
     tool_name: str | None = None
     """The tool the answer calls (the request's first), or ``None`` for a text answer."""
+    json_array: bool = False
+    """The answer streams as one JSON array, not server-sent events."""
+    reasoning_shown: bool = True
+    """The reasoning streams; else it only takes its time and counts in the usage."""
 
     @property
     def total_tokens(self) -> int:
@@ -91,9 +96,16 @@ class Call:
         return self.reasoning_tokens + self.output_tokens
 
 
-def parse_call(body: bytes, api: StandIn, config: LabConfig, path_model: str | None = None) -> Call:
+def parse_call(
+    body: bytes,
+    api: StandIn,
+    config: LabConfig,
+    path_model: str | None = None,
+    query: Query | None = None,
+) -> Call:
     """Validate a request body to ``api`` like its server would; raise :class:`ApiError`.
-    ``path_model`` is the model the route names, which a body's ``model`` cannot change."""
+    ``path_model`` is the model the route names, which a body's ``model`` cannot change;
+    ``query`` the request's query parameters."""
     try:
         data = json.loads(body)
     except ValueError:
@@ -127,7 +139,7 @@ def parse_call(body: bytes, api: StandIn, config: LabConfig, path_model: str | N
     )
     if api.requires_max_tokens and data.get("max_tokens") is None:
         raise ApiError(400, "max_tokens: Field required", param="max_tokens")
-    max_tokens = _output_limit(data, api.prompt_param, prompt_tokens, config)
+    max_tokens = _output_limit(data, api, prompt_tokens, config)
     answer = config.answer_tokens
     finish_reason: FinishReason
     if answer is not None and answer <= max_tokens:
@@ -148,6 +160,8 @@ def parse_call(body: bytes, api: StandIn, config: LabConfig, path_model: str | N
         prompt,
         0 if api.reasoning is None else api.reasoning(data, thinks),
         _tool_name(data.get("tools")),
+        api.json_array is not None and api.json_array(query or {}),
+        api.reasoning_shown is None or api.reasoning_shown(data),
     )
 
 
@@ -166,6 +180,9 @@ def _tool_name(tools: object) -> str | None:
     if not isinstance(tools, list) or not tools or not isinstance(tools[0], dict):
         return None
     tool = tools[0]
+    declared = tool.get("functionDeclarations")
+    if isinstance(declared, list) and declared and isinstance(declared[0], dict):
+        tool = declared[0]  # Gemini's: functions declared inside a tool
     function = tool.get("function")
     name = function.get("name") if isinstance(function, dict) else tool.get("name")
     return name if isinstance(name, str) and name else None
@@ -215,9 +232,10 @@ def _prompt_sequence(
 
 
 def _output_limit(
-    data: dict[str, object], where: str, prompt_tokens: int, config: LabConfig
+    data: dict[str, object], api: StandIn, prompt_tokens: int, config: LabConfig
 ) -> int:
-    requested = _max_tokens(data)
+    where = api.prompt_param
+    requested = _max_tokens(data, api)
     limit = config.max_context_tokens
     if limit is None:
         return config.default_max_tokens if requested is None else requested
@@ -237,9 +255,16 @@ def _output_limit(
     return requested
 
 
-def _max_tokens(data: dict[str, object]) -> int | None:
-    for name in ("max_completion_tokens", "max_tokens", "max_output_tokens"):
-        value = data.get(name)
+def _max_tokens(data: dict[str, object], api: StandIn) -> int | None:
+    given = (
+        [
+            (name, data.get(name))
+            for name in ("max_completion_tokens", "max_tokens", "max_output_tokens")
+        ]
+        if api.output_limit is None
+        else [api.output_limit(data)]
+    )
+    for name, value in given:
         if value is None:
             continue
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:

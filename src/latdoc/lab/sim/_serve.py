@@ -27,6 +27,9 @@ __all__ = ["Flight", "Lab", "serve_complete", "serve_stream"]
 _RESET_WAIT_S = 1.0
 """How long a reset request waits for its server to notice the dead connection."""
 
+_STREAM_TYPE = {False: b"text/event-stream", True: b"application/json"}
+"""A streamed answer's content type: server-sent events, or one JSON array."""
+
 
 class Flight:
     """One request being served: its task, its connection and how it may end early."""
@@ -127,7 +130,7 @@ async def serve_stream(lab: Lab, plan: Plan, flight: Flight, send: Send) -> None
     head: Message = {
         "type": "http.response.start",
         "status": 200,
-        "headers": lab.headers(plan, start_ns, b"text/event-stream"),
+        "headers": lab.headers(plan, start_ns, _STREAM_TYPE[call.json_array]),
     }
 
     async def begin() -> None:
@@ -164,7 +167,9 @@ async def serve_stream(lab: Lab, plan: Plan, flight: Flight, send: Send) -> None
             await begin()
         if k == strike_at and await _strike(lab, plan, flight, send, writer):
             return
-        await send(_body(writer.token(k)))
+        piece = writer.token(k)
+        if piece:  # a token the API does not show (hidden reasoning) is no write
+            await send(_body(piece))
     lab.release(plan)
     if strike_at == total and await _strike(lab, plan, flight, send, writer):
         return

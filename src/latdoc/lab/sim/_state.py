@@ -14,6 +14,7 @@ import itertools
 import random
 import time
 from typing import Any
+from urllib.parse import parse_qs
 
 from starlette.types import Receive, Scope, Send
 
@@ -106,8 +107,10 @@ class LabState:
         return value is not None and hmac.compare_digest(value, self.expected_auth)
 
     def check_headers(self, api: StandIn, scope: Scope) -> None:
-        """The key and any header ``api`` requires; raises :class:`ApiError`."""
+        """The key, and any header or query ``api`` requires; raises :class:`ApiError`."""
         api.check_key(lambda name: _header(scope, name), self.authorized)
+        if api.check_query is not None:
+            api.check_query(scope["path"], _query(scope))
 
     def jittered(self, latency: LatencyModel, ms: float) -> float:
         j = latency.jitter_ms
@@ -128,7 +131,8 @@ class LabState:
     def plan(self, api: StandIn, body: bytes, scope: Scope) -> Plan:
         """Validate the request and plan what happens to it at arrival."""
         config = self.config
-        call = parse_call(body, api, config, scope.get("path_params", {}).get("model"))
+        model = scope.get("path_params", {}).get("model")
+        call = parse_call(body, api, config, model, _query(scope))
         fault = choose_fault(config, _header(scope, FAULT_HEADER), self.fault_rng)
         plan = Plan(call, config.latency_for(call.model), fault=fault)
         if self.pool is not None:
@@ -262,6 +266,10 @@ class LabState:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         else:
             await _send_json(send, _SHUTTING_DOWN.status, _SHUTTING_DOWN.body)
+
+
+def _query(scope: Scope) -> dict[str, list[str]]:
+    return parse_qs(bytes(scope.get("query_string", b"")).decode("latin-1"))
 
 
 def _header(scope: Scope, name: bytes) -> bytes | None:

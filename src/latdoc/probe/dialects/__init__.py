@@ -4,12 +4,15 @@
   and most gateways serve it (the default);
 - :mod:`.completions`: OpenAI's (legacy) completions;
 - :mod:`.anthropic`: Anthropic's Messages API;
-- :mod:`.responses`: OpenAI's Responses API.
+- :mod:`.responses`: OpenAI's Responses API;
+- :mod:`.gemini`: Google's Gemini API (``streamGenerateContent``);
+- :mod:`.vertex`: Gemini on Google Cloud's Vertex AI;
+- :mod:`.azure`: OpenAI chat completions on Azure OpenAI.
 
 Each module defines one :class:`DialectSpec` (``SPEC``). A new dialect is a new
 module and one more entry in :data:`DIALECTS`: everything that lists, chooses or
-reads dialects (``--api``, the URL, the key, the body, the events, the hint for a
-wrong ``--api``, OpenTelemetry) reads this tuple.
+reads dialects (``--api``, the URL, the key, the body, the events and their framing,
+the hint for a wrong ``--api``, OpenTelemetry) reads this tuple.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from latdoc.errors import UsageError
-from latdoc.probe.dialects import anthropic, chat, completions, responses
+from latdoc.probe.dialects import anthropic, azure, chat, completions, gemini, responses, vertex
 from latdoc.probe.dialects._spec import REASONING_EFFORTS, DialectSpec, Route
 
 __all__ = [
@@ -28,13 +31,22 @@ __all__ = [
     "Route",
     "find",
     "get",
+    "key_headers",
     "names",
     "of_path",
     "other_dialect",
     "reserved_body_fields",
 ]
 
-DIALECTS: tuple[DialectSpec, ...] = (chat.SPEC, completions.SPEC, anthropic.SPEC, responses.SPEC)
+DIALECTS: tuple[DialectSpec, ...] = (
+    chat.SPEC,
+    completions.SPEC,
+    anthropic.SPEC,
+    responses.SPEC,
+    gemini.SPEC,
+    vertex.SPEC,
+    azure.SPEC,
+)
 """Every dialect, in the order the help lists them."""
 
 DEFAULT = chat.SPEC
@@ -62,8 +74,8 @@ def get(name: str) -> DialectSpec:
 def of_path(path: str) -> DialectSpec | None:
     """The dialect whose route a request's URL path ends in (the longest route, so
     ``/chat/completions`` is chat's, not completions'), or ``None``."""
-    matching = [spec for spec in DIALECTS if spec.route.matches(path)]
-    return max(matching, key=lambda spec: len(spec.route.path), default=None)
+    matching = [(r.length, spec) for spec in DIALECTS for r in spec.routes if r.matches(path)]
+    return max(matching, key=lambda match: match[0], default=(0, None))[1]
 
 
 def other_dialect(obj: dict[str, Any], event: str | None, own: DialectSpec) -> str | None:
@@ -83,3 +95,18 @@ def reserved_body_fields() -> dict[str, str]:
         for name, why in spec.body_fields.items():
             fields.setdefault(name, why)
     return fields
+
+
+_PROBE_KEY = "latdoc-key-probe"
+
+
+def key_headers() -> tuple[bytes, ...]:
+    """The headers some dialect carries its key in (``authorization``, ``x-api-key``,
+    ``x-goog-api-key``, ``api-key`` …), lower-case, so a request's key is found and kept
+    out of what is stored whatever API it spoke."""
+    found: dict[bytes, None] = {}
+    for spec in DIALECTS:
+        for name, value in spec.auth_headers(_PROBE_KEY):
+            if _PROBE_KEY.encode() in value:
+                found.setdefault(name.lower())
+    return tuple(found)

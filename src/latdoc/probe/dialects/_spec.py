@@ -13,10 +13,11 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from latdoc.errors import UsageError
 from latdoc.probe._events import EventInfo
+from latdoc.probe._framing import SSE, Framing
 
 __all__ = [
     "BY_MAX_TOKENS",
@@ -64,18 +65,39 @@ Claim = Callable[[dict[str, Any], str | None], bool]
 @dataclass(frozen=True)
 class Route:
     """The path after the base URL; ``{model}`` stands where the model is named in it,
-    URL-quoted (``/models/{model}:streamGenerateContent``)."""
+    URL-quoted (``/models/{model}:streamGenerateContent``). A query in the path
+    (``?alt=sse``) is sent with every request; a query on the base URL is kept, its
+    parameters taking the place of the route's of the same name
+    (``https://r.example/?api-version=2025-04-01-preview``)."""
 
     path: str
+    after: str | None = None
+    """The end of the base URL's path this route is taken after (Azure's ``/openai/v1``),
+    among a dialect's :attr:`DialectSpec.other_routes`; ``None``: after any."""
 
     def url(self, base_url: str, model: str) -> str:
-        return base_url.rstrip("/") + self.path.replace("{model}", quote(model, safe=""))
+        base = urlsplit(base_url)
+        path, _, query = self.path.replace("{model}", quote(model, safe="")).partition("?")
+        given = parse_qsl(base.query, keep_blank_values=True)
+        named = {name for name, _ in given}
+        params = [p for p in parse_qsl(query, keep_blank_values=True) if p[0] not in named]
+        merged = urlencode(params + given, safe=":")
+        return urlunsplit((base.scheme, base.netloc, base.path.rstrip("/") + path, merged, ""))
+
+    def fits(self, base_url: str) -> bool:
+        """Whether this route is taken after ``base_url``."""
+        return self.after is None or urlsplit(base_url).path.rstrip("/").endswith(self.after)
 
     def matches(self, path: str) -> bool:
         """Whether a request's URL path (without its query) ends in this route, for any model."""
-        route = self.path.split("?", 1)[0]
+        route = (self.after or "") + self.path.split("?", 1)[0]
         pattern = "[^/]+".join(re.escape(part) for part in route.split("{model}"))
         return re.search(pattern + "$", path) is not None
+
+    @property
+    def length(self) -> int:
+        """How much of a request's path the route names, so the longest match wins."""
+        return len((self.after or "") + self.path.split("?", 1)[0])
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,6 +109,7 @@ class DialectSpec:
     title: str
     """What the API is, in the help: ``Anthropic's Messages API``."""
     route: Route
+    """Where a request goes after the base URL (the route the help names)."""
     key_variable: str
     """The environment variable the API key is read from by default."""
     auth_headers: Callable[[str | None], list[tuple[bytes, bytes]]]
@@ -110,10 +133,33 @@ class DialectSpec:
     otel_operation: str | None = "chat"
     """The GenAI semantic conventions' ``gen_ai.operation.name`` of its requests;
     ``None``: its requests get no span."""
+    other_routes: tuple[Route, ...] = ()
+    """Routes taken instead of :attr:`route` after a base URL they fit
+    (:attr:`Route.after`), the first that fits."""
+    also_key_variables: tuple[str, ...] = ()
+    """More variables the key is read from, in turn, when :attr:`key_variable` is unset."""
+    framings: tuple[Framing, ...] = (SSE,)
+    """How its streams may be framed; the response's ``Content-Type`` picks one."""
+
+    @property
+    def routes(self) -> tuple[Route, ...]:
+        """Every route its requests may take."""
+        return (self.route, *self.other_routes)
+
+    @property
+    def key_variables(self) -> tuple[str, ...]:
+        """The variables the key is read from, the first set one winning."""
+        return (self.key_variable, *self.also_key_variables)
+
+    @property
+    def accept(self) -> str:
+        """The ``Accept`` header of its requests: every framing it reads."""
+        return ", ".join(f.media_type for f in self.framings)
 
     def url(self, base_url: str, model: str) -> str:
         """Where a request for ``model`` goes, from the user's base URL."""
-        return self.route.url(base_url, model)
+        route = next((r for r in self.other_routes if r.fits(base_url)), self.route)
+        return route.url(base_url, model)
 
     def reasoning_fields(self, effort: str) -> dict[str, Any]:
         """Request fields that ask for ``effort``; :class:`UsageError` for an unknown

@@ -10,6 +10,7 @@ from latdoc.advice.verify import VERIFY_REASONING_EFFORT
 from latdoc.features.verify.arms import base_arm
 from latdoc.features.verify.experiments._spec import Argument, Experiment
 from latdoc.features.verify.send import Arm
+from latdoc.probe import merge_fields
 from latdoc.workload import TokenCalibration
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ def _arms(
 ) -> tuple[Arm, Arm]:
     ep = plan.endpoint
     asked = ep.dialect.reasoning_fields(options.reasoning_effort)
-    lighter = replace(ep, extra_body={**ep.extra_body, **asked})
+    lighter = replace(ep, extra_body=merge_fields(ep.extra_body, asked))
     _, effort = _describe(plan, options)
     base = base_arm(plan, calibration)
     return (

@@ -4,16 +4,20 @@
 - :mod:`.chat`: OpenAI chat completions (``/v1/chat/completions``);
 - :mod:`.completions`: OpenAI's (legacy) completions (``/v1/completions``);
 - :mod:`.anthropic`: Anthropic's Messages API (``/v1/messages``);
-- :mod:`.responses`: OpenAI's Responses API (``/v1/responses``).
+- :mod:`.responses`: OpenAI's Responses API (``/v1/responses``);
+- :mod:`.gemini`: Google's Gemini API (``/v1beta/models/{model}:streamGenerateContent``);
+- :mod:`.vertex`: Gemini on Vertex AI (``/v1/projects/…/publishers/google/models/…``);
+- :mod:`.azure`: Azure OpenAI (``/openai/deployments/{deployment}/chat/completions``,
+  ``/openai/v1/chat/completions``).
 
 Each module defines one :class:`StandIn` (``STAND_IN``); the app routes each one's
-path to it. The lab keeps its own list, apart from the probe's dialects, because
+paths to it. The lab keeps its own list, apart from the probe's dialects, because
 it stands apart from the core it tests.
 """
 
 from __future__ import annotations
 
-from latdoc.lab.sim.dialects import anthropic, chat, completions, responses
+from latdoc.lab.sim.dialects import anthropic, azure, chat, completions, gemini, responses, vertex
 from latdoc.lab.sim.dialects._stand_in import StandIn
 
 __all__ = ["STAND_INS", "StandIn"]
@@ -23,5 +27,8 @@ STAND_INS: tuple[StandIn, ...] = (
     completions.STAND_IN,
     anthropic.STAND_IN,
     responses.STAND_IN,
+    gemini.STAND_IN,
+    vertex.STAND_IN,
+    azure.STAND_IN,
 )
 """Every API the lab serves."""

@@ -9,7 +9,7 @@ shared code reads these fields; it never asks which API it serves.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -19,13 +19,16 @@ if TYPE_CHECKING:
     from latdoc.lab.sim._request import Call
     from latdoc.lab.sim._writers import StreamWriter
 
-__all__ = ["Authorized", "Headers", "StandIn", "bearer_key", "openai_error"]
+__all__ = ["Authorized", "Headers", "Query", "StandIn", "bearer_key", "openai_error"]
 
 Headers = Callable[[bytes], "bytes | None"]
 """A request header's value by its lower-case name, ``None`` when absent."""
 
 Authorized = Callable[["bytes | None"], bool]
 """Whether an ``Authorization`` header's value carries the lab's key."""
+
+Query = Mapping[str, list[str]]
+"""A request's query parameters, each name with its values."""
 
 
 def bearer_key(header: Headers, authorized: Authorized) -> None:
@@ -72,3 +75,19 @@ class StandIn:
     check_key: Callable[[Headers, Authorized], None] = bearer_key
     """Checks the request's key and required headers; raises :class:`ApiError`."""
     error_body: Callable[[ApiError], bytes] = openai_error
+    also_paths: tuple[str, ...] = ()
+    """More routes it answers on, alike (Gemini's ``/v1beta/…`` beside ``/v1/…``)."""
+    check_query: Callable[[str, Query], None] | None = None
+    """Checks the query a request to a path must carry (Azure's ``api-version``);
+    raises :class:`ApiError`."""
+    output_limit: Callable[[dict[str, object]], tuple[str, object]] | None = None
+    """The name and value of a request's output limit where it is not a top-level
+    ``max_tokens`` (Gemini's ``generationConfig.maxOutputTokens``)."""
+    json_array: Callable[[Query], bool] | None = None
+    """Whether a request with this query streams as one JSON array rather than
+    server-sent events (Google's ``streamGenerateContent`` without ``alt=sse``);
+    ``None``: never."""
+    reasoning_shown: Callable[[dict[str, object]], bool] | None = None
+    """Whether the answer streams its reasoning (Gemini's only when
+    ``thinkingConfig.includeThoughts`` asks); ``None``: always. Reasoning not shown
+    still takes its time, and the usage counts it."""
