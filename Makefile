@@ -49,6 +49,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/h2_arrivals.py
 	$(BIN)/python bench/calibration.py
 	$(BIN)/python bench/live_lab.py
+	$(BIN)/python bench/coverage.py
 
 clean:
 	rm -rf $(VENV) build dist site src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -11,10 +11,11 @@ report without a point per request.
 
 The peak: among buckets with at least ``PEAK_MIN_BUCKET_TTFTS`` TTFTs, those whose
 TTFT median is above the median of the bucket medians by more than
-``PEAK_MARGIN``. Their requests are compared with those of every other bucket: the
-ratio of TTFT medians with a 95 % bootstrap interval, and a p-value that does not reuse
-the selection: the share of ``PEAK_PERMUTATIONS`` shuffles of the TTFTs across the
-ranked buckets whose own peak, picked the same way, is at least as far above its rest.
+``PEAK_MARGIN`` (:func:`pick_peak`). Their requests are compared with those of every
+other bucket: the ratio of TTFT medians with a 95 % bootstrap interval, and a p-value
+that does not reuse the selection: the share of ``PEAK_PERMUTATIONS`` shuffles of the
+TTFTs across the ranked buckets whose own peak, picked the same way, is at least as far
+above its rest.
 (Testing the picked buckets as if they had been named in advance called a flat day with
 noise a peak 30 to 93 % of the time.) A daily pattern is said only when ``p < ALPHA``
 and the whole interval is above
@@ -293,6 +294,17 @@ def _runs(indices: Sequence[int], count: int, circular: bool) -> list[tuple[int,
     return [(a, b) for a, b in runs]
 
 
+def pick_peak(medians: Mapping[int, float]) -> list[int]:
+    """The peak buckets, sorted: of the ranked buckets' TTFT medians (by bucket index),
+    those above the median of the medians by more than ``PEAK_MARGIN``; none with fewer
+    than three buckets ranked, or when it would pick every one."""
+    if len(medians) < 3:
+        return []
+    typical = statistics.median(medians.values())
+    picked = sorted(i for i, m in medians.items() if m > typical * (1 + PEAK_MARGIN))
+    return [] if len(picked) == len(medians) else picked
+
+
 def _peak(
     buckets: Sequence[Bucket],
     compared: Mapping[int, npt.NDArray[np.float64]],
@@ -301,11 +313,8 @@ def _peak(
     seed: int,
 ) -> Peak | None:
     ranked = {b.index: b.ttft.p50 for b in buckets if b.ttft and b.ttft.n >= PEAK_MIN_BUCKET_TTFTS}
-    if len(ranked) < 3:
-        return None
-    typical = statistics.median(ranked.values())
-    peak_ids = sorted(i for i, m in ranked.items() if m > typical * (1 + PEAK_MARGIN))
-    if not peak_ids or len(peak_ids) == len(ranked):
+    peak_ids = pick_peak(ranked)
+    if not peak_ids:
         return None
     peak_values = np.concatenate([compared[i] for i in peak_ids])
     off_values = np.concatenate([compared[i] for i in ranked if i not in peak_ids])
