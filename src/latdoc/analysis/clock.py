@@ -12,10 +12,10 @@ report without a point per request.
 The peak: among buckets with at least ``PEAK_MIN_BUCKET_TTFTS`` TTFTs, those whose
 TTFT median is above the median of the bucket medians by more than
 ``PEAK_MARGIN`` (:func:`pick_peak`). Their requests are compared with those of every
-other bucket: the ratio of TTFT medians with a 95 % bootstrap interval, and a p-value
-that does not reuse the selection: the share of ``PEAK_PERMUTATIONS`` shuffles of the
-TTFTs across the ranked buckets whose own peak, picked the same way, is at least as far
-above its rest.
+other bucket: the ratio of TTFT medians with a 95 % interval (from order statistics),
+and a p-value that does not reuse the selection: the share of ``PEAK_PERMUTATIONS``
+shuffles of the TTFTs across the ranked buckets whose own peak, picked the same way, is
+at least as far above its rest.
 (Testing the picked buckets as if they had been named in advance called a flat day with
 noise a peak 30 to 93 % of the time.) A daily pattern is said only when ``p < ALPHA``
 and the whole interval is above

@@ -3,8 +3,9 @@
 A comparison pairs the requests of A and B that were sent under the same
 conditions (:class:`GroupKey`: the step, the prompt length asked for, the
 concurrency, new connection or not) and, for each metric, gives both medians,
-the difference B − A and the ratio A ÷ B with 95% bootstrap confidence
-intervals, and a two-sided Mann–Whitney p-value. Because one comparison runs
+the difference B − A and the ratio A ÷ B with 95% confidence intervals (from the
+medians' order statistics, with at least ``MIN_INTERVAL_N`` requests a side), and a
+two-sided Mann–Whitney p-value. Because one comparison runs
 many tests, the p-values are adjusted for multiplicity (Holm), so a comparison
 of an endpoint with itself reports "no significant difference" at least 95% of
 the time, whatever the number of metrics. An experiment names its headline (a
@@ -27,7 +28,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from latdoc.analysis.policy import ALPHA, MIN_N, PRECISION_RESAMPLES, negligible
+from latdoc.analysis.policy import ALPHA, MIN_N, negligible
 from latdoc.analysis.stats import difference_ci, holm, mann_whitney_p, ratio_ci
 from latdoc.records import RequestTrace, Sample, Step
 
@@ -352,7 +353,7 @@ def ratio_precision(
     xs, ys = _arm_values(a, read, statistic), _arm_values(b, read, statistic)
     if len(xs) < MIN_N or len(ys) < MIN_N:
         return float("inf")
-    ci = ratio_ci(xs, ys, seed=seed, resamples=PRECISION_RESAMPLES)
+    ci = ratio_ci(xs, ys)
     ratio = float(np.median(xs)) / float(np.median(ys)) if np.median(ys) > 0 else 0.0
     if ci is None or ratio <= 0:
         return float("inf")

@@ -31,9 +31,11 @@ __all__ = [
     "HIGH_RTT_MS",
     "KNEE_MIN_RISE_MS",
     "KNEE_RATIO",
-    "LARGE_SAMPLE",
     "LENGTH_RESAMPLES",
     "LITTLE_TOLERANCE",
+    "MEDIAN_INTERVAL",
+    "MEDIAN_INTERVAL_DF",
+    "MIN_INTERVAL_N",
     "MIN_KEEPALIVE_N",
     "MIN_N",
     "NEGLIGIBLE_MS",
@@ -45,7 +47,6 @@ __all__ = [
     "PEAK_PERMUTATIONS",
     "PEAK_PERMUTATION_VALUES",
     "PLATEAU_GROWTH",
-    "PRECISION_RESAMPLES",
     "PROPORTION_INTERVAL",
     "RESAMPLES",
     "SERVICE_RATIO",
@@ -125,37 +126,57 @@ FAMILIES: Final = (
 """Which comparisons form a family, command by command."""
 
 MIN_N: Final = 2
-"""The fewest measured values on each side for a test or an interval: with one value
-there is nothing to resample and no rank to compare, so no p and no interval are
-given (the row is left out, or the answer says it cannot tell)."""
+"""The fewest measured values on each side for a test: with one value there is no rank
+to compare, so no p is given (the row is left out, or the answer says it cannot tell).
+An interval of medians needs :data:`MIN_INTERVAL_N`."""
 
 # --- Intervals ----------------------------------------------------------------------
 
 CONFIDENCE: Final = CURVE_CONFIDENCE
-"""The level of every interval latdoc prints (bootstrap, order statistics, Wilson and
+"""The level of every interval latdoc prints (order statistics, bootstrap, Wilson and
 the length curve's band). Defined in :mod:`latdoc.model` as ``CURVE_CONFIDENCE``
 because the length curve's band is drawn there, and re-exported here."""
 
+MEDIAN_INTERVAL: Final = "order statistics"
+"""Intervals of a median, and of the difference or ratio of two medians (every interval
+of ``compare``, of an experiment's headline, keep-alive's saving and setup, the watch's
+peak ÷ rest and the vantage margin), are read from the order statistics, not resampled:
+a median's is the Hettmansperger–Sheather interval (the ranks the binomial gives,
+interpolated between the two nearest the level), and two medians' are combined by MOVER
+with Welch's degrees of freedom (:data:`MEDIAN_INTERVAL_DF`); a ratio is the difference
+of the log medians. ``bench/coverage.py`` measured each at 93–97% from
+:data:`MIN_INTERVAL_N` values a side, on lognormal latencies (σ 0.05 to 0.5) and on
+mixes where a share of requests is 3× slower. The percentile bootstrap they replace
+held 87% for one median of seven values, 88–92% where one side was far noisier than
+the other, and 97–99% elsewhere (its bootstrap of a median is lumpy and too wide)."""
+
+MEDIAN_INTERVAL_DF: Final = 2.0
+"""The degrees of freedom of a median's interval, per √n of its sample, when two are
+combined: each side's reach is read as a standard error through Student's t with this
+× √n degrees of freedom, and the sum through the t of Welch–Satterthwaite's. The order
+statistics' spread is itself a noisy estimate (its width varies as about √n spacings
+do); 2 is what ``bench/coverage.py`` found to centre the coverage on 95% (1 gave 91–95%,
+plain MOVER, with no such step, 95–98%)."""
+
+MIN_INTERVAL_N: Final = 5
+"""The fewest values on each side for an interval of a median (or of two medians' ratio
+or difference): below it no interval is given, so no row is significant (a
+comparison's row keeps its medians and p). At five the single median's interval is its
+extremes (93.75% exactly); at four it is 87.5%, and no method ``bench/coverage.py`` tried
+held 93% for two medians of three or four values (the percentile bootstrap of 3 vs 3 held
+89–91%; keep-alive's saving from a diagnosis's 3 new and 4 reused connections 91%)."""
+
 BOOTSTRAP_METHOD: Final = "percentile"
-"""Intervals of medians, means, their differences and ratios are percentile bootstraps
-(``scipy.stats.bootstrap``), each sample resampled on its own, seeded so one sample
-and seed give one interval."""
+"""Intervals of other statistics (the mean saving of a conversation strategy, a retry's
+p95) are percentile bootstraps (``scipy.stats.bootstrap``), each sample resampled on its
+own, seeded so one sample and seed give one interval. Medians are not bootstrapped
+(:data:`MEDIAN_INTERVAL`)."""
 
 RESAMPLES: Final = 2000
 """Bootstrap resamples of a printed interval."""
 
-PRECISION_RESAMPLES: Final = 500
-"""Bootstrap resamples of the interval an experiment checks after each block of trials
-to decide whether it may stop (``--precision``): recomputed often, never printed."""
-
 LENGTH_RESAMPLES: Final = 400
 """Bootstrap resamples of the length curve's fit (each one a least-squares fit)."""
-
-LARGE_SAMPLE: Final = 5_000
-"""From this many values in either sample the bootstrap distribution of a median is
-drawn from its order statistics (Beta-distributed ranks), which is exactly the
-distribution of resampled medians without holding :data:`RESAMPLES` copies of the
-sample: exact, not an approximation."""
 
 PROPORTION_INTERVAL: Final = "wilson"
 """The interval of a share (requests answered): Wilson's score interval, which keeps

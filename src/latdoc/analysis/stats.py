@@ -1,15 +1,22 @@
 """Summary statistics: one reusable :class:`Distribution` for every metric, and intervals.
 
-The intervals are percentile bootstraps (``scipy.stats.bootstrap``) seeded through a
-numpy ``Generator``, so the same sample and seed give the same interval on every run.
-A ratio of medians of large samples (:data:`LARGE_SAMPLE`) is bootstrapped from the
-distribution of a resample's median instead (:func:`_resampled_medians`).
+An interval of a median, or of the difference or ratio of two medians, is read from the
+order statistics (:data:`~latdoc.analysis.policy.MEDIAN_INTERVAL`): a median's is the
+Hettmansperger–Sheather interval, exact whatever the distribution up to an interpolation
+between two ranks, and two medians' intervals are combined by MOVER with Welch's degrees
+of freedom. Nothing is resampled: one sample gives one interval, and a million values
+cost a sort. No such interval is given below
+:data:`~latdoc.analysis.policy.MIN_INTERVAL_N` values on a side, where no method tried
+held its level (``bench/coverage.py`` measures every interval latdoc prints).
+Intervals of other statistics (a mean, a p95) are percentile bootstraps
+(``scipy.stats.bootstrap``) seeded through a numpy ``Generator``.
 ``scipy.stats`` is imported inside the functions that use it: importing it costs
 about half a second, which ``import latdoc`` should not pay.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -18,7 +25,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from latdoc.analysis.policy import CONFIDENCE, LARGE_SAMPLE, RESAMPLES
+from latdoc.analysis.policy import CONFIDENCE, MEDIAN_INTERVAL_DF, MIN_INTERVAL_N, RESAMPLES
 
 Statistic = Callable[..., Any]
 """A statistic that reduces along an ``axis`` keyword, such as ``np.median``."""
@@ -84,15 +91,34 @@ def bootstrap_ci(
     resamples: int = RESAMPLES,
     method: BootstrapMethod = "percentile",
 ) -> tuple[float, float] | None:
-    """A bootstrap confidence interval for ``statistic`` of one sample.
+    """A confidence interval for ``statistic`` of one sample: of a median (the default),
+    its order-statistic interval (:func:`median_interval`); of another statistic, which
+    must reduce along an ``axis`` keyword (``np.mean``), a bootstrap.
 
-    ``statistic`` must reduce along an ``axis`` keyword (``np.median``, ``np.mean``).
-    ``None`` when there is nothing to resample: fewer than two values, or all equal.
+    ``None`` when the values are all equal, or too few: under
+    :data:`~latdoc.analysis.policy.MIN_INTERVAL_N` for a median, under two otherwise.
     """
     data = _measured(values)
+    if statistic is np.median:
+        return median_interval(data, confidence=confidence)
     if data.size < 2 or np.ptp(data) == 0:
         return None
     return _bootstrap((data,), statistic, confidence, seed, resamples, method)
+
+
+def median_interval(
+    values: Iterable[float], *, confidence: float = CONFIDENCE
+) -> tuple[float, float] | None:
+    """The Hettmansperger–Sheather interval of the median (:func:`_median_bounds`).
+
+    ``None`` under :data:`~latdoc.analysis.policy.MIN_INTERVAL_N` values, or when they
+    are all equal.
+    """
+    data = _measured(values)
+    if data.size < MIN_INTERVAL_N or np.ptp(data) == 0:
+        return None
+    _, low, high = _median_bounds(np.sort(data), confidence)
+    return low, high
 
 
 def difference_ci(
@@ -105,19 +131,22 @@ def difference_ci(
     method: BootstrapMethod = "percentile",
     statistic: Statistic = np.median,
 ) -> tuple[float, float] | None:
-    """A bootstrap confidence interval for ``median(a) − median(b)`` (or of another
-    ``statistic``, e.g. ``np.mean``).
+    """A confidence interval for ``median(a) − median(b)`` of two independent samples:
+    each median's order-statistic interval, the two combined by :func:`_mover`. Of
+    another ``statistic`` (``np.mean``), a bootstrap resampling each sample on its own.
 
-    Each sample is resampled on its own (the samples are independent, not paired).
-    ``None`` when either sample has fewer than two values or both are constant.
+    ``None`` when both samples are constant, or either is too small: under
+    :data:`~latdoc.analysis.policy.MIN_INTERVAL_N` values for medians, under two otherwise.
     """
+    samples = _two_samples(a, b)
+    if samples is None:
+        return None
+    if statistic is np.median:
+        return _median_difference(*samples, confidence)
 
     def difference(x: npt.NDArray[np.float64], y: npt.NDArray[np.float64], axis: int) -> Any:
         return statistic(x, axis=axis) - statistic(y, axis=axis)
 
-    samples = _two_samples(a, b)
-    if samples is None:
-        return None
     return _bootstrap(samples, difference, confidence, seed, resamples, method)
 
 
@@ -131,54 +160,98 @@ def ratio_ci(
     method: BootstrapMethod = "percentile",
     statistic: Statistic = np.median,
 ) -> tuple[float, float] | None:
-    """A bootstrap confidence interval for ``median(a) / median(b)``: "a is r× b" (or of
-    another ``statistic``, e.g. ``np.mean``).
+    """A confidence interval for ``median(a) / median(b)``: "a is r× b". Of medians,
+    :func:`difference_ci`'s interval of the logs' medians (order statistics follow the
+    log), turned back into a ratio; of another ``statistic`` (``np.mean``), a bootstrap
+    resampling each sample on its own.
 
-    Each sample is resampled on its own (the samples are independent, not paired).
-    ``None`` when either sample has fewer than two values, both are constant, or
-    ``b``'s values are not all of one sign (a resample's median could be zero).
+    ``None`` when both samples are constant or either is too small (as
+    :func:`difference_ci`); for medians, when a value is not positive (no latency is);
+    for another statistic, when ``b``'s values are not all of one sign (a resample's
+    statistic could be zero).
     """
+    samples = _two_samples(a, b)
+    if samples is None:
+        return None
+    x, y = samples
+    if statistic is np.median:
+        if np.min(x) <= 0 or np.min(y) <= 0:
+            return None
+        logs = _median_difference(np.log(x), np.log(y), confidence)
+        return None if logs is None else (math.exp(logs[0]), math.exp(logs[1]))
+    if not (np.all(y > 0) or np.all(y < 0)):
+        return None
 
     def ratio(x: npt.NDArray[np.float64], y: npt.NDArray[np.float64], axis: int) -> Any:
         return statistic(x, axis=axis) / statistic(y, axis=axis)
 
-    samples = _two_samples(a, b)
-    if samples is None or not (np.all(samples[1] > 0) or np.all(samples[1] < 0)):
-        return None
-    x, y = samples
-    if statistic is np.median and method == "percentile" and max(x.size, y.size) >= LARGE_SAMPLE:
-        rng = np.random.default_rng(seed)
-        ratios = _resampled_medians(x, rng, resamples) / _resampled_medians(y, rng, resamples)
-        tail = (1 - confidence) / 2 * 100
-        low, high = (float(v) for v in np.percentile(ratios, [tail, 100 - tail]))
-        return (low, high) if np.isfinite(low) and np.isfinite(high) else None
     return _bootstrap(samples, ratio, confidence, seed, resamples, method)
 
 
-def _resampled_medians(
-    data: npt.NDArray[np.float64], rng: np.random.Generator, resamples: int
-) -> npt.NDArray[np.float64]:
-    """The medians of ``resamples`` bootstrap resamples of ``data``, drawn without resampling.
+def _median_bounds(
+    ordered: npt.NDArray[np.float64], confidence: float
+) -> tuple[float, float, float]:
+    """The median of the sorted values and its Hettmansperger–Sheather interval.
 
-    Hand-written: ``scipy.stats.bootstrap`` draws every value of every resample
-    (2,000 × 300,000 values for a watch of a million requests, gigabytes), and no library
-    draws a median's bootstrap distribution directly. A resample of n values is
-    ``sorted[ceil(n·U) - 1]`` for n uniform U, so its k-th smallest value is
-    ``sorted[ceil(n·U₍ₖ₎) - 1]``, where the k-th smallest of n uniforms U₍ₖ₎ is
-    Beta(k, n + 1 − k) and, given it, the next is U₍ₖ₎ + (1 − U₍ₖ₎)·Beta(1, n − k).
-    The medians drawn so have exactly the distribution of resampled medians.
-    """
-    ordered = np.sort(data)
+    ``[Y(d), Y(n+1−d)]`` holds the median with probability ``1 − 2·P(Binomial(n, ½) < d)``
+    whatever the distribution; ``d`` is the innermost rank whose level reaches
+    ``confidence``, and the bounds move towards ``Y(d+1)`` and ``Y(n−d)`` by the share
+    Hettmansperger and Sheather (1986) derive from the two ranks' exact levels. Where no
+    rank reaches the level (five values at 95%) the bounds are the extremes (93.75%)."""
+    from scipy.stats import binom
+
     n = ordered.size
-    k = (n + 1) // 2
-    low = rng.beta(k, n + 1 - k, size=resamples)
-    first = ordered[np.clip(np.ceil(low * n).astype(np.int64), 1, n) - 1]
-    if n % 2:
-        return first
-    high = low + (1 - low) * rng.beta(1, n - k, size=resamples)
-    second = ordered[np.clip(np.ceil(high * n).astype(np.int64), 1, n) - 1]
-    medians: npt.NDArray[np.float64] = (first + second) / 2
-    return medians
+    tail = (1 - confidence) / 2
+    below = int(binom.ppf(tail, n, 0.5))
+    if binom.cdf(below, n, 0.5) > tail:
+        below -= 1
+    d = below + 1
+    median = float(np.median(ordered))
+    if d < 1 or d + 1 > n - d:
+        return median, float(ordered[0]), float(ordered[-1])
+    outer = 1 - 2 * float(binom.cdf(d - 1, n, 0.5))
+    inner = 1 - 2 * float(binom.cdf(d, n, 0.5))
+    share = (outer - confidence) / (outer - inner)
+    step = (n - d) * share / (d + (n - 2 * d) * share)
+    low = ordered[d - 1] + step * (ordered[d] - ordered[d - 1])
+    high = ordered[n - d] - step * (ordered[n - d] - ordered[n - d - 1])
+    return median, float(low), float(high)
+
+
+def _median_difference(
+    x: npt.NDArray[np.float64], y: npt.NDArray[np.float64], confidence: float
+) -> tuple[float, float] | None:
+    if x.size < MIN_INTERVAL_N or y.size < MIN_INTERVAL_N:
+        return None
+    mx, lx, hx = _median_bounds(np.sort(x), confidence)
+    my, ly, hy = _median_bounds(np.sort(y), confidence)
+    below = _mover(mx - lx, x.size, hy - my, y.size, confidence)
+    above = _mover(hx - mx, x.size, my - ly, y.size, confidence)
+    return mx - my - below, mx - my + above
+
+
+def _mover(reach_x: float, n_x: int, reach_y: float, n_y: int, confidence: float) -> float:
+    """How far one bound of ``median(x) − median(y)`` lies from it, from how far each
+    median's own interval reaches on that side: MOVER (the method of variance estimates
+    recovery, Zou and Donner 2008) adds the two reaches in quadrature. Each reach is first
+    read as a standard error through Student's t with
+    :data:`~latdoc.analysis.policy.MEDIAN_INTERVAL_DF` × √n degrees of freedom, and the
+    sum is widened by the t of the Welch–Satterthwaite degrees of freedom: plain MOVER
+    held 97–98% where the two sides are alike (two noisy reaches added in quadrature
+    overstate their sum's), and this keeps a one-sided case (the other median known
+    well) at its own median's interval."""
+    from scipy.stats import t
+
+    q = (1 + confidence) / 2
+    df_x = MEDIAN_INTERVAL_DF * math.sqrt(n_x)
+    df_y = MEDIAN_INTERVAL_DF * math.sqrt(n_y)
+    se_x = reach_x / float(t.ppf(q, df_x))
+    se_y = reach_y / float(t.ppf(q, df_y))
+    variance = se_x**2 + se_y**2
+    if variance == 0:
+        return 0.0
+    df = variance**2 / (se_x**4 / df_x + se_y**4 / df_y)
+    return float(t.ppf(q, df)) * math.sqrt(variance)
 
 
 def mann_whitney_p(a: Iterable[float], b: Iterable[float]) -> float | None:

@@ -43,7 +43,7 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
         help="compare two stored runs: medians, intervals, significance",
         description="Compare two stored runs (probe, diagnose, or the arms of a verify) like "
         "with like: the same step, prompt length and concurrency. Per metric: both medians, "
-        "the difference and the ratio with 95%% bootstrap intervals, and a Mann–Whitney "
+        "the difference and the ratio with 95%% intervals, and a Mann–Whitney "
         "p-value adjusted for the number of tests. Sends nothing.",
     )
     compare.add_argument("run_a", help="run id (or unique prefix) of A, e.g. before the change")

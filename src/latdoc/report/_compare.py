@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from latdoc.analysis.compare import TRIAL_MEAN, Comparison, GroupComparison, MetricComparison
-from latdoc.analysis.policy import ALPHA, CONFIDENCE
+from latdoc.analysis.policy import ALPHA, CONFIDENCE, MIN_INTERVAL_N
 from latdoc.report.names import format_ms
 
 COMPARISON_SCHEMA = "latdoc.comparison/1"
@@ -153,16 +153,17 @@ def method_note(comparison: Comparison) -> str:
     """How the p-values and intervals of ``comparison`` were made, in one line."""
     tests = _tests(comparison)
     level = f"{CONFIDENCE:.0%}"
+    intervals = f"intervals: {level}, from order statistics (none under {MIN_INTERVAL_N} a side)."
     if comparison.primary is None:
         return (
             f"p: two-sided Mann–Whitney, Holm-adjusted over the {tests} tests of this "
-            f"comparison, significant below {ALPHA:g}; intervals: {level} bootstrap."
+            f"comparison, significant below {ALPHA:g}; {intervals}"
         )
     return (
         "p: two-sided Mann–Whitney; * the experiment's headline, named before it ran and "
         f"tested alone: the verdict; the other {tests} tests Holm-adjusted together and "
         f"read after it (each p at least the headline's); significant below {ALPHA:g}; "
-        f"intervals: {level} bootstrap."
+        f"{intervals}"
     )
 
 

@@ -8,7 +8,7 @@ round trip (:attr:`~latdoc.records.RequestTrace.rtt_ms`) and TTFT over every
 successful request. The **nearest** vantage is the one with the lowest median
 round trip: the place the method's "choose the nearest region" is about; when no
 vantage measured a round trip, the lowest median TTFT decides. How much nearer it is
-than the runner-up is a bootstrap interval of the difference of medians, with a
+than the runner-up is a 95% interval of the difference of medians, with a
 Mann–Whitney p-value: with few requests, or vantages alike, the nearest may be no
 nearer than noise, and the comparison says so.
 """
