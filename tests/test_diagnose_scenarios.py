@@ -26,6 +26,7 @@ from latdoc import (
     build_diagnosis,
     measure_steps,
 )
+from latdoc.analysis.policy import MIN_INTERVAL_N
 from latdoc.lab.sim import Fault, LabConfig, LabProcess, LatencyModel
 
 BASE = LatencyModel(prefill_base_ms=15.0, prefill_ms_per_token=0.01, decode_ms_per_token=4.0)
@@ -175,9 +176,17 @@ def test_cold_connections_without_keep_alive_are_network_setup() -> None:
     assert finding.evidence["reused_fraction"] == 0.0
     keep_alive = d.remedies[0]
     assert keep_alive.key == "keep_alive"
-    assert keep_alive.gain_source == "measured" and keep_alive.gain_interval_ms is not None
-    low, high = keep_alive.gain_interval_ms
-    assert low <= d.network["new_connection_setup_ms"] <= high  # type: ignore[operator]
+    # Its gain is the setup every new connection paid: measured, with its interval, from
+    # MIN_INTERVAL_N setups; the first cold request and the three that found the
+    # connection closed are four, whose median no interval holds 95% of the time.
+    setups = (d.network["cold_n"] or 0) + (d.network["warm_n"] or 0)
+    if setups >= MIN_INTERVAL_N:
+        assert keep_alive.gain_source == "measured" and keep_alive.gain_interval_ms is not None
+        low, high = keep_alive.gain_interval_ms
+        assert low <= d.network["new_connection_setup_ms"] <= high  # type: ignore[operator]
+    else:
+        assert d.network["new_connection_setup_ms"] is not None
+        assert keep_alive.gain_source is None and keep_alive.gain_interval_ms is None
 
 
 def test_a_loopback_setup_is_negligible_next_to_the_request() -> None:
