@@ -36,6 +36,8 @@ from scipy import optimize, stats
 from latdoc.analysis.clock import pick_peak
 from latdoc.analysis.stats import bootstrap_ci, difference_ci, ratio_ci
 from latdoc.features.vantage.analysis import VantageRow, compare_vantages
+from latdoc.features.verify.conversation.analysis import mean_saving_interval
+from latdoc.features.verify.retry.analysis import p95_interval
 
 GOAL = (0.93, 0.97)
 Array = npt.NDArray[np.float64]
@@ -65,6 +67,15 @@ class Latency:
             return fast
         slow = float(stats.norm.cdf(z - math.log(self.slow_factor) / self.sigma))
         return (1 - self.slow_share) * fast + self.slow_share * slow
+
+    @property
+    def mean(self) -> float:
+        lognormal = self.median_ms * math.exp(self.sigma**2 / 2)
+        return lognormal * (1 - self.slow_share + self.slow_share * self.slow_factor)
+
+    def quantile(self, q: float) -> float:
+        low, high = self.median_ms / 100, self.median_ms * self.slow_factor * 100
+        return float(optimize.brentq(lambda x: self.cdf(x) - q, low, high))
 
     @property
     def label(self) -> str:
@@ -261,6 +272,31 @@ def vantage_margin(near: Latency, far: Latency, n: int) -> Case:
     return Case("vantage: margin", f"{n} vs {n}", f"{near.label} vs {far.label}", replicate)
 
 
+def conversation_saving(keep: Latency, strategy: Latency, turns: int) -> Case:
+    """``verify --remedy conversation``'s saving of a strategy: the mean over turns of
+    keeping everything's TTFT less the strategy's, paired by turn."""
+
+    def replicate(rng: np.random.Generator) -> tuple[Interval, float]:
+        savings = keep.draw(rng, turns) - strategy.draw(rng, turns)
+        return mean_saving_interval(savings.tolist()), keep.mean - strategy.mean
+
+    return Case(
+        "conversation: mean saving per turn",
+        f"{turns} turns",
+        f"{keep.label} vs {strategy.label}",
+        replicate,
+    )
+
+
+def retry_p95(latency: Latency, trials: int) -> Case:
+    """``verify --remedy retry``'s end-to-end p95 of an arm's trials."""
+
+    def replicate(rng: np.random.Generator) -> tuple[Interval, float]:
+        return p95_interval(latency.draw(rng, trials)), latency.quantile(0.95)
+
+    return Case("retry: end-to-end p95", f"{trials} trials", latency.label, replicate)
+
+
 # --- The rows --------------------------------------------------------------------------
 
 STEADY = Latency(100, 0.05)
@@ -296,6 +332,7 @@ def _compare_rows() -> list[Case]:
             compare_difference(BUSY, BUSY, n, n),
         ]
     rows += [
+        compare_ratio(Latency(100, 0.1, 0.5, 5.0), Latency(100, 0.1), 20, 20),
         compare_ratio(TYPICAL, faster(BUSY, 0.9), 6, 20),
         compare_difference(NOISY, faster(STEADY, 0.9), 5, 50),
     ]
@@ -316,7 +353,7 @@ def _verify_rows() -> list[Case]:
 def _network_rows() -> list[Case]:
     setup = Latency(60, 0.3)
     return [
-        keepalive_saving(TYPICAL, setup, 3, 4),
+        keepalive_saving(TYPICAL, setup, 3, 3),
         keepalive_saving(TYPICAL, setup, 5, 5),
         keepalive_saving(NOISY, setup, 5, 5),
         keepalive_saving(BUSY, setup, 10, 10),
@@ -330,6 +367,22 @@ def _network_rows() -> list[Case]:
     ]
 
 
+def _verify_other_rows() -> list[Case]:
+    keep, shorter = Latency(300, 0.3), Latency(200, 0.3)
+    return [
+        conversation_saving(keep, shorter, 5),
+        conversation_saving(keep, shorter, 8),
+        conversation_saving(keep, shorter, 20),
+        conversation_saving(Latency(300, 0.5), Latency(200, 0.2), 8),
+        conversation_saving(Latency(300, 0.2, 0.2, 3.0), Latency(250, 0.2, 0.2, 3.0), 12),
+        conversation_saving(Latency(300, 0.2, 0.1, 5.0), Latency(250, 0.2), 10),
+        retry_p95(Latency(500, 0.3), 40),
+        retry_p95(Latency(500, 0.3), 72),
+        retry_p95(Latency(500, 0.3), 100),
+        retry_p95(Latency(500, 0.2, 0.2, 3.0), 200),
+    ]
+
+
 def _watch_rows() -> list[Case]:
     return [
         watch_peak(Latency(100, 0.3), 2.0, 6),
@@ -339,7 +392,13 @@ def _watch_rows() -> list[Case]:
     ]
 
 
-CASES: tuple[Case, ...] = (*_compare_rows(), *_verify_rows(), *_network_rows(), *_watch_rows())
+CASES: tuple[Case, ...] = (
+    *_compare_rows(),
+    *_verify_rows(),
+    *_verify_other_rows(),
+    *_network_rows(),
+    *_watch_rows(),
+)
 
 
 # --- Counting ----------------------------------------------------------------------------

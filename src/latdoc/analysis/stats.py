@@ -121,6 +121,55 @@ def median_interval(
     return low, high
 
 
+def mean_interval(
+    values: Iterable[float], *, confidence: float = CONFIDENCE
+) -> tuple[float, float] | None:
+    """Student's t interval of the mean (:data:`~latdoc.analysis.policy.MEAN_INTERVAL`);
+    ``None`` under two values or when they are all equal."""
+    from scipy.stats import ttest_1samp
+
+    data = _measured(values)
+    if data.size < 2 or np.ptp(data) == 0:
+        return None
+    interval = ttest_1samp(data, 0.0).confidence_interval(confidence)
+    return float(interval.low), float(interval.high)
+
+
+def quantile_interval(
+    values: Iterable[float], q: float, *, confidence: float = CONFIDENCE
+) -> tuple[float, float] | None:
+    """The interval of the ``q`` quantile from order statistics
+    (:data:`~latdoc.analysis.policy.QUANTILE_INTERVAL`). ``Y(l)`` lies above the quantile
+    with probability ``P(Binomial(n, q) < l)`` and ``Y(u)`` below it with
+    ``P(Binomial(n, q) ≥ u)``, whatever the distribution: each bound is the outermost
+    rank whose miss is at most half of ``1 − confidence``, moved towards the next rank
+    inward by the share of that half its miss leaves (linear in the miss between the
+    two ranks). ``None`` when no rank bounds the quantile so (a p95 at 95% needs 72
+    values: with fewer, every value lies below it more than 2.5% of the time), or when
+    the values are all equal."""
+    from scipy.stats import binom
+
+    data = _measured(values)
+    if data.size < 2 or np.ptp(data) == 0:
+        return None
+    n = data.size
+    tail = (1 - confidence) / 2
+    below = int(binom.ppf(tail, n, q))
+    if binom.cdf(below, n, q) > tail:
+        below -= 1
+    upper = int(binom.ppf(1 - tail, n, q)) + 1
+    if below < 0 or upper > n:
+        return None
+    y = np.sort(data)
+    low, high = float(y[below]), float(y[upper - 1])
+    if below + 1 < upper - 2:
+        missed, inner = float(binom.cdf(below, n, q)), float(binom.cdf(below + 1, n, q))
+        low += (tail - missed) / (inner - missed) * (y[below + 1] - y[below])
+        missed, inner = float(binom.sf(upper - 1, n, q)), float(binom.sf(upper - 2, n, q))
+        high -= (tail - missed) / (inner - missed) * (y[upper - 1] - y[upper - 2])
+    return low, high
+
+
 def difference_ci(
     a: Iterable[float],
     b: Iterable[float],

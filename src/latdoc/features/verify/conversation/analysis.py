@@ -2,7 +2,7 @@
 
 Each strategy answered the same user turns. Turn by turn, its time to first
 token is paired with the full conversation's at the same turn: the mean saving
-per turn, its 95% bootstrap interval, and a Wilcoxon signed-rank p-value say
+per turn, its 95% interval (Student's t), and a Wilcoxon signed-rank p-value say
 whether the strategy is faster. The strategies of one run are one family on one
 screen: their p-values are Holm-adjusted together (:mod:`latdoc.analysis.policy`), so
 a run of three strategies that change nothing calls one of them better or worse at
@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from latdoc.analysis.policy import ALPHA, negligible
-from latdoc.analysis.stats import bootstrap_ci, holm
+from latdoc.analysis.stats import holm, mean_interval
 from latdoc.records import RequestTrace
 
 KEEP = "keep"
@@ -119,6 +119,12 @@ def _outcome(name: str, records: Sequence[TurnRecord], turns: int) -> StrategyOu
     )
 
 
+def mean_saving_interval(savings: Sequence[float]) -> tuple[float, float] | None:
+    """The 95% interval of a strategy's mean saving per turn, from its turns' savings
+    (paired by turn): Student's t (:data:`~latdoc.analysis.policy.MEAN_INTERVAL`)."""
+    return mean_interval(savings)
+
+
 def _against(outcome: StrategyOutcome, keep: StrategyOutcome, seed: int) -> StrategyOutcome:
     from scipy.stats import wilcoxon
 
@@ -136,7 +142,7 @@ def _against(outcome: StrategyOutcome, keep: StrategyOutcome, seed: int) -> Stra
     return replace(
         outcome,
         saving_ms=float(np.mean(savings)),
-        saving_ci_ms=bootstrap_ci(savings, np.mean, seed=seed),
+        saving_ci_ms=mean_saving_interval(savings.tolist()),
         p_value=p,
         turns_compared=int(savings.size),
     )
