@@ -4,7 +4,8 @@ The network step: medians of DNS, connect, TLS and setup over cold requests, and
 send, wait, TTFB and TTFT over warm ones; what keep-alive saves (the first byte of new
 connections minus that of reused ones, of one prompt length and at least
 ``MIN_KEEPALIVE_N`` (the policy's) of each, else not measured and why; and the setup every new
-connection pays) with 95% bootstrap intervals. The load step: dispersion of same-length
+connection pays) with 95% intervals from order statistics (from ``MIN_INTERVAL_N``
+values a side). The load step: dispersion of same-length
 TTFTs and the rise under concurrency, on server-side TTFT (from the request reaching the
 wire: without the client's pool wait, its own delay and the connection's setup). The
 length step: the fitted curve. And across all steps: stalls, failures, Retry-After, the client's
@@ -23,7 +24,7 @@ from latdoc.analysis.length import fit_length_curve, length_points
 from latdoc.analysis.policy import MIN_KEEPALIVE_N
 from latdoc.analysis.servertime import server_account
 from latdoc.analysis.signals import dispersion, find_stalls
-from latdoc.analysis.stats import bootstrap_ci, difference_ci, median_of
+from latdoc.analysis.stats import difference_ci, median_interval, median_of
 from latdoc.model import LengthCurve, ServerAccount
 from latdoc.records import RequestTrace, Sample, Step
 
@@ -66,7 +67,7 @@ def _network_facts(
     closes = [t for t in warm if t.new_connection]
     saving_ci = difference_ci(new_ttfb, reused_ttfb)
     setups = [v for t in cold + closes if (v := t.setup_ms) is not None]
-    setup_ci = bootstrap_ci(setups)
+    setup_ci = median_interval(setups)
     rtt = median_of(t.connect_ms for t in cold) or median_of(
         t.tcp_info.rtt_us / 1000 if t.tcp_info else None for t in warm
     )
