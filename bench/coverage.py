@@ -34,7 +34,7 @@ from rich.table import Table
 from scipy import optimize, stats
 
 from latdoc.analysis.clock import pick_peak
-from latdoc.analysis.stats import bootstrap_ci, difference_ci, ratio_ci
+from latdoc.analysis.stats import difference_ci, median_interval, ratio_ci
 from latdoc.features.vantage.analysis import VantageRow, compare_vantages
 from latdoc.features.verify.conversation.analysis import mean_saving_interval
 from latdoc.features.verify.retry.analysis import p95_interval
@@ -214,10 +214,10 @@ def keepalive_saving(reused: Latency, setup: Latency, n_new: int, n_reused: int)
 
 def keepalive_setup(setup: Latency, n: int) -> Case:
     """Keep-alive's gain where the server closes connections: the median setup every new
-    connection paid, ``bootstrap_ci(setups)``."""
+    connection paid, ``median_interval(setups)``."""
 
     def replicate(rng: np.random.Generator) -> tuple[Interval, float]:
-        return bootstrap_ci(setup.draw(rng, n)), pooled_median([setup])
+        return median_interval(setup.draw(rng, n)), pooled_median([setup])
 
     return Case("keep-alive: setup a new connection pays", str(n), setup.label, replicate)
 
