@@ -13,6 +13,7 @@ from latdoc import Kind, Step, build_diagnosis
 from latdoc.analysis.servertime import server_timing_of
 from latdoc.records import Sample
 from latdoc.workload._settle import network_unsettled
+from latdoc.workload._steps import EXTRA_COLD
 
 PER_CAUSE = 6
 WIRE_CAUSES = ("slow_upload", "reasoning", "buffering", "client_delay")
@@ -86,14 +87,14 @@ def test_the_bank_records_a_run_the_analysis_reads_step_by_step() -> None:
 
 def test_a_full_run_sends_every_step_the_plan_names() -> None:
     """A healthy endpoint settles the length step at one request a length: one cold
-    request and three warm ones (two more cold ones when a new connection's setup is
+    request and three warm ones (three more cold ones when a new connection's setup is
     worth keep-alive's pairs), each length once, three sequential requests and the burst."""
     s = draw(3, causes=(), noise="low")
     samples = generate(s)
     count = {step: sum(1 for x in samples if x.step is step) for step in Step}
     assert count[Step.CALIBRATION] == 2
     network = [x.trace for x in samples if x.step is Step.NETWORK]
-    extra = 0 if network_unsettled(network[0], network[1:4]) is None else 2
+    extra = 0 if network_unsettled(network[0], network[1:4]) is None else EXTRA_COLD
     assert count[Step.NETWORK] == 4 + extra
     assert count[Step.LENGTH] == 4
     assert count[Step.LOAD] == 3 + s.concurrency

@@ -100,12 +100,20 @@ def _network_facts(
 
 
 def keepalive_pairs(samples: Sequence[Sample]) -> tuple[list[float], list[float], str | None]:
-    """The first bytes keep-alive's saving compares: of the network step's successful
-    requests on a new connection and on a reused one, those of the one prompt length
-    (asked for, else as counted) with the most of both, when it has at least
-    ``MIN_KEEPALIVE_N`` (the policy's) of each; else two empty lists and why, in words."""
+    """The first bytes keep-alive's saving compares: of the successful requests sent alone
+    (the network step's, and the load step's sequential ones a run asked a length for)
+    on a new connection and on a reused one, those of the one prompt length (asked for,
+    else as counted) with the most of both, when it has at least ``MIN_KEEPALIVE_N``
+    (the policy's) of each; else two empty lists and why, in words."""
     timed = [
-        s for s in samples if s.step == Step.NETWORK and s.trace.ok and s.trace.ttfb_ms is not None
+        s
+        for s in samples
+        if (
+            s.step == Step.NETWORK
+            or (s.step == Step.LOAD and s.concurrency == 1 and s.target_prompt_tokens is not None)
+        )
+        and s.trace.ok
+        and s.trace.ttfb_ms is not None
     ]
     known = [s for s in timed if s.trace.new_connection is not None]
     if not timed:

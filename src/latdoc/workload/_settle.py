@@ -37,7 +37,7 @@ def network_unsettled(cold: RequestTrace, warm: Sequence[RequestTrace]) -> str |
     tls, rtt = cold.tls_ms, cold.connect_ms
     if tls is not None and rtt is not None and _near(tls - 2 * rtt, SLOW_TLS_EXTRA_MS):
         return "the TLS handshake is near its threshold"
-    reused = [t for t in warm if t.ok and not t.new_connection]
+    reused = [t for t in warm if t.ok and not t.new_connection] or [t for t in warm if t.ok]
     totals = [t.total_ms for t in reused if t.total_ms is not None]
     setup = cold.setup_ms
     if setup is not None and totals and setup >= NOTICEABLE_FRACTION * statistics.median(totals):

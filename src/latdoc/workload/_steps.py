@@ -2,7 +2,7 @@
 decision is settled.
 
 1. **network**: one cold request and warm ones on the same connection, at the short
-   prompt: DNS, TCP, TLS, send, server wait. Two more cold requests follow only when
+   prompt: DNS, TCP, TLS, send, server wait. Three more cold requests follow only when
    one does not settle the network rules (:func:`network_unsettled`): a lookup,
    round trip or handshake near its rule's threshold, or a setup large enough that
    what keep-alive saves is worth its pairs.
@@ -57,7 +57,10 @@ LENGTH_ORDER = (LONG_REFERENCE_TOKENS, *(n for n in LENGTHS[1:] if n != LONG_REF
 its budget still has the rule's two points."""
 CALIBRATION_NEAR_TOKENS = 256
 WARM_REQUESTS = 3
-EXTRA_COLD = 2
+EXTRA_COLD = 3
+"""With the first cold request and the load step's first sequential one, five new
+connections: the fewest an interval of their median (keep-alive's saving, the setup
+every request pays) is given from (the policy's ``MIN_INTERVAL_N``)."""
 SEQUENTIAL_REPEATS = 3
 REFERENCE_REPEATS = 1
 """Requests at the reference length beyond the first when it does not settle the rule."""
