@@ -1,6 +1,7 @@
 """``--provider NAME`` on the command line: it fills in the dialect, the base URL and the
 key variable; a URL given (the lab's) wins; a wrong combination is one ``Error:`` line
-and exit 2 on every sending command."""
+and exit 2 on every sending command; ``latdoc providers`` lists the presets and never
+a key."""
 
 from __future__ import annotations
 
@@ -137,3 +138,64 @@ def test_the_provider_fills_in_what_was_not_given(
     assert api_key(named) == "the-named-one"
     monkeypatch.delenv("GROQ_API_KEY")
     assert api_key(parser.parse_args([*start, "--provider", "groq"])) is None
+
+
+def test_providers_lists_every_preset_at_100_columns_and_never_a_key(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.setenv("GROQ_API_KEY", KEY)
+    monkeypatch.setenv("GEMINI_API_KEY", KEY + "-gemini")
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "proj-9")
+    monkeypatch.setenv("GOOGLE_CLOUD_LOCATION", "europe-west4")
+    monkeypatch.delenv("AZURE_OPENAI_ENDPOINT", raising=False)
+    assert main(["providers"]) == EXIT_OK
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 100
+    assert KEY not in out
+    rows = {}
+    for line in lines:
+        first = line.split()[0] if line.strip() else ""
+        if line.startswith("  ") and not line.startswith("   ") and first in providers.names():
+            rows[first] = line.split()
+    assert list(rows) == list(providers.names())
+    for spec in providers.PROVIDERS:
+        row = rows[spec.name]
+        assert row[1] == spec.api
+        if spec.key_variables:
+            assert row[-2] == spec.key_variables[0]
+            assert row[-1] == ("yes" if spec.name == "groq" else "no")
+    assert rows["groq"][2] == "https://api.groq.com/openai/v1"
+    assert rows["azure"][2] == "$AZURE_OPENAI_ENDPOINT"
+    left, right = lines[0].index("base URL"), lines[0].index("key variable")
+    vertex = lines.index(next(line for line in lines if line.split()[:1] == ["vertex"]))
+    url = "".join(line[left:right].strip() for line in lines[vertex : vertex + 3])
+    assert (
+        url
+        == "https://europe-west4-aiplatform.googleapis.com/v1/projects/proj-9/locations/europe-west4"
+    )
+    gemini = lines.index(next(line for line in lines if line.split()[:1] == ["gemini"]))
+    assert lines[gemini + 1].split()[-2:] == ["GEMINI_API_KEY", "yes"]
+    ollama = next(line for line in lines if line.split()[:1] == ["ollama"])
+    assert ollama[right:].split() == ["none", "needed"]
+
+
+def test_providers_json_says_which_variables_are_set_and_never_their_values(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("MISTRAL_API_KEY", KEY)
+    monkeypatch.delenv("GOOGLE_CLOUD_PROJECT", raising=False)
+    assert main(["providers", "--json"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert KEY not in out
+    document = json.loads(out)
+    assert document["schema"] == "latdoc.providers/1"
+    by_name = {p["name"]: p for p in document["providers"]}
+    assert list(by_name) == list(providers.names())
+    assert by_name["mistral"]["key_variables"] == [{"name": "MISTRAL_API_KEY", "set": True}]
+    assert by_name["deepseek"]["key_variables"] == [{"name": "DEEPSEEK_API_KEY", "set": False}]
+    assert by_name["vertex"]["base_url"] is None
+    assert by_name["vertex"]["base_url_pattern"].startswith("https://LOCATION-aiplatform")
+    assert by_name["ollama"]["key_variables"] == []
+    assert by_name["vllm"]["apis"][0] == by_name["vllm"]["api"] == "chat"

@@ -125,7 +125,7 @@ def test_vertex_is_built_from_the_project_and_location(location: str, base_url: 
     chosen = resolve("vertex", environ={**CLOUD, "GOOGLE_CLOUD_LOCATION": location})
     assert chosen.base_url == base_url
     assert providers.owner_of(base_url) is providers.get("vertex")
-    model_url = Endpoint(base_url, "gemini-2.5-pro", Dialect.VERTEX).url
+    model_url = Endpoint(base_url, "gemini-2.5-pro", Dialect("vertex")).url
     assert model_url == base_url + "/publishers/google/models/gemini-2.5-pro:streamGenerateContent"
 
 
