@@ -2,7 +2,7 @@
 
 One module per command family (``probe``, ``diagnose`` with ``runs`` and
 ``report``, ``verify`` with ``compare``, ``load``, ``watch`` with ``report --watch``,
-``system``, ``lab``); what they parse alike is
+``system``, ``providers``, ``lab``); what they parse alike is
 in ``_options``. A user mistake prints one ``Error: …`` line and exits 2; a failed
 request prints one ``Error: …`` line naming the phase and the cause, and the run goes
 on (exit 1 at the end). A traceback means a bug in latdoc.
@@ -82,6 +82,12 @@ def _system() -> _Family:
     return (system.add_parser, {"system": system.run})
 
 
+def _providers() -> _Family:
+    from latdoc.cli import providers
+
+    return (providers.add_parser, {"providers": providers.run})
+
+
 def _lab() -> _Family:
     from latdoc.cli._lab_extra import require_lab
 
@@ -103,6 +109,10 @@ _COMMANDS: dict[str, tuple[str, Callable[[], _Family]]] = {
     "system": (
         "the client host as a checklist: TCP sysctls, limits, pool size, HTTP/2, TLS",
         _system,
+    ),
+    "providers": (
+        "the --provider presets: API, base URL, key variable, whether it is set",
+        _providers,
     ),
     "lab": ("the lab: endpoints with known latency", _lab),
 }

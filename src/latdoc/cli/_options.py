@@ -21,7 +21,15 @@ from latdoc.cli._parser import EXIT_OK as EXIT_OK
 from latdoc.cli._parser import EXIT_REQUEST_FAILED as EXIT_REQUEST_FAILED
 from latdoc.cli._parser import EXIT_USAGE as EXIT_USAGE
 from latdoc.errors import UsageError
-from latdoc.probe import ConnectionOptions, Dialect, Endpoint, Timeouts, check_extra_body, dialects
+from latdoc.probe import (
+    ConnectionOptions,
+    Dialect,
+    Endpoint,
+    Timeouts,
+    check_extra_body,
+    dialects,
+    providers,
+)
 from latdoc.store import Store
 
 if TYPE_CHECKING:
@@ -78,10 +86,18 @@ def add_target_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("url", nargs="?", help="base URL, e.g. https://api.openai.com/v1")
     p.add_argument("--model", "-m", help="model name (required for a real endpoint)")
     p.add_argument(
+        "--provider",
+        choices=providers.names(),
+        metavar="NAME",
+        help="a known host: picks the API dialect, the base URL and the key's variable "
+        f"(a URL or --api given still wins); one of {', '.join(providers.names())}; "
+        "`latdoc providers` lists them",
+    )
+    p.add_argument(
         "--api",
         choices=dialects.names(),
-        default=dialects.DEFAULT.name,
-        help=f"API dialect: {_dialect_help()}",
+        help=f"API dialect (default: the --provider's, else {dialects.DEFAULT.name}): "
+        f"{_dialect_help()}",
     )
     p.add_argument(
         "--extra-body", type=json_object, default={}, metavar="JSON",
@@ -97,7 +113,8 @@ def add_target_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--api-key-env",
         metavar="VAR",
-        help=f"environment variable holding the API key (default: {_key_help()})",
+        help=f"environment variable holding the API key (default: the --provider's; else "
+        f"{_key_help()})",
     )
     g.add_argument(
         "--timeout",
@@ -225,7 +242,7 @@ def vantages(args: argparse.Namespace) -> tuple[str, ...] | None:
     if (args.ray is None) != (args.vantage is None):
         raise UsageError("--ray ADDRESS and --vantage NAME,NAME go together")
     names: tuple[str, ...] | None = args.vantage
-    if names is not None and not (args.url or os.environ.get(BASE_URL_VARIABLE)):
+    if names is not None and not choice(args).url:
         raise UsageError(
             "--vantage measures from other machines: give the endpoint's URL (the built-in "
             "endpoint runs on this machine only)"
@@ -242,10 +259,43 @@ def open_store(args: argparse.Namespace, key: str | None) -> Store:
     return Store(args.db, secrets=[key] if key else [])
 
 
+@dataclass(frozen=True)
+class Choice:
+    """What ``--provider``, ``--api`` and the URL choose together."""
+
+    api: str
+    """The dialect."""
+    url: str | None
+    """The base URL; ``None``: the built-in endpoint."""
+    key_variables: tuple[str, ...]
+    """The variables the key is read from, the first set one winning."""
+
+
+def choice(args: argparse.Namespace) -> Choice:
+    """The dialect, the base URL and the key's variables the command line asks for.
+
+    With ``--provider``: its preset's, a URL or ``--api`` given taking their place where
+    the provider serves them (:func:`latdoc.probe.providers.resolve`; a
+    :class:`UsageError` otherwise); ``OPENAI_BASE_URL`` is not read. Without: ``--api``
+    (``chat`` by default), the URL given or ``OPENAI_BASE_URL``, and the dialect's own
+    key variables.
+    """
+    api: str | None = getattr(args, "api", None)
+    provider: str | None = getattr(args, "provider", None)
+    if provider is not None:
+        chosen = providers.resolve(provider, api=api, url=args.url)
+        return Choice(chosen.api, chosen.base_url, chosen.key_variables)
+    dialect = dialects.get(api or dialects.DEFAULT.name)
+    return Choice(
+        dialect.name, args.url or os.environ.get(BASE_URL_VARIABLE), dialect.key_variables
+    )
+
+
 def api_key(args: argparse.Namespace) -> str | None:
     """The API key from the environment: ``--api-key-env VAR`` must be set if named;
-    else the dialect's own variable (``ANTHROPIC_API_KEY`` for ``--api anthropic``), the
-    first set of its variables where it reads several (``GOOGLE_API_KEY`` or
+    else the first set of the variables :func:`choice` names: the ``--provider``'s
+    (``GROQ_API_KEY`` for ``--provider groq``), or the dialect's own
+    (``ANTHROPIC_API_KEY`` for ``--api anthropic``, ``GOOGLE_API_KEY`` or
     ``GEMINI_API_KEY`` for ``--api gemini``)."""
     var = args.api_key_env
     if var is not None:
@@ -253,8 +303,7 @@ def api_key(args: argparse.Namespace) -> str | None:
         if not value:
             raise UsageError(f"--api-key-env {var}: the variable is not set")
         return value
-    dialect = dialects.get(getattr(args, "api", dialects.DEFAULT.name))
-    return next(filter(None, map(os.environ.get, dialect.key_variables)), None)
+    return next(filter(None, map(os.environ.get, choice(args).key_variables)), None)
 
 
 @dataclass(frozen=True)
@@ -270,14 +319,15 @@ class Target:
 def target(
     args: argparse.Namespace, err: TextIO, *, engine: bool, http2: bool | None = None
 ) -> Iterator[Target]:
-    """The URL on the command line or in ``OPENAI_BASE_URL``; else a built-in endpoint.
+    """The URL on the command line, or the ``--provider``'s, or in ``OPENAI_BASE_URL``;
+    else a built-in endpoint.
 
     The built-in one is the real llama.cpp engine when ``engine`` is asked for and
     installed, else the simulated endpoint (offering HTTP/2 with ``http2``, by
     default when ``--http2`` was given); it runs until the block ends. It needs the
     ``[lab]`` extra: without it, a :class:`UsageError` says how to install it.
     """
-    url = args.url or os.environ.get(BASE_URL_VARIABLE)
+    url = choice(args).url
     if url:
         yield Target(url, args.model, args.cacert)
         return
@@ -302,7 +352,7 @@ def endpoint_and_connection(
     if not where.model:
         raise UsageError("--model is required for an endpoint other than the built-in one")
     endpoint = Endpoint(
-        where.url, where.model, Dialect(args.api), api_key=key, extra_body=args.extra_body
+        where.url, where.model, Dialect(choice(args).api), api_key=key, extra_body=args.extra_body
     )
     connection = ConnectionOptions(
         http2=args.http2,

@@ -56,8 +56,8 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
         "diagnose",
         help="which kind of slow is it: network, model service or input length",
         description="Measure the network, input-length and load steps within a budget, "
-        "attribute the latency, and rank remedies for your scenario. With no URL (and no "
-        "OPENAI_BASE_URL) the built-in local endpoint is diagnosed.",
+        "attribute the latency, and rank remedies for your scenario. With no URL (no --provider, "
+        "no OPENAI_BASE_URL) the built-in local endpoint is diagnosed.",
     )
     add_target_arguments(d)
     d.add_argument(

@@ -100,8 +100,8 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         "streams back to back) or open loop (--rate, Poisson arrivals). Shows TTFT, TPOT and "
         "end-to-end percentiles, requests and tokens per second, errors and the client's own "
         "pool wait per level; finds the saturation knee and the throughput plateau, checks "
-        "Little's law, and counts goodput against --slo. With no URL (and no OPENAI_BASE_URL) "
-        "the built-in simulated endpoint is loaded.",
+        "Little's law, and counts goodput against --slo. With no URL (no --provider, no "
+        "OPENAI_BASE_URL) the built-in simulated endpoint is loaded.",
     )
     add_target_arguments(p)
     levels = p.add_mutually_exclusive_group()

@@ -38,8 +38,8 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         "probe",
         help="time every phase of streamed completion requests",
         description="Time DNS, TCP, TLS, send, server wait, first token and every chunk of "
-        "streamed requests. With no URL (and no OPENAI_BASE_URL) the built-in simulated "
-        "endpoint is started and probed.",
+        "streamed requests. With no URL (no --provider, no OPENAI_BASE_URL) the built-in "
+        "simulated endpoint is started and probed.",
     )
     add_target_arguments(probe)
     prompt = probe.add_mutually_exclusive_group()

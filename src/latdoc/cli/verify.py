@@ -65,8 +65,8 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
         "blocks so drift hits both alike, both arms stored as runs, the result shown as "
         "`latdoc compare` shows it, with a verdict (better, worse, no_difference, "
         "not_applicable) and the measured gain with its 95%% interval. The sample grows "
-        "until the interval is tight or the budget is spent. With no URL (and no "
-        "OPENAI_BASE_URL) the built-in simulated endpoint is used.",
+        "until the interval is tight or the budget is spent. With no URL (no --provider, "
+        "no OPENAI_BASE_URL) the built-in simulated endpoint is used.",
     )
     add_target_arguments(v)
     add_remedy_arguments(v)

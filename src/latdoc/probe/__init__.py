@@ -15,6 +15,8 @@ The rooms behind this face, in the order a request passes through them:
   ``_framing``, ``_stream_state``: the stream decoded (server-sent events, or a
   streamed JSON array), each event read into one ``_events.EventInfo`` (answer and
   reasoning apart).
+- ``providers``: the ``--provider`` presets (a host's dialect, base URL and key
+  variables), listed once in ``providers.PROVIDERS``.
 - ``_failures``: every lower-level error mapped to a typed failure, once.
 - ``_tcpinfo``, ``_servertiming``, ``_looplag``: the kernel's, the server's and the
   client's own view of the time; ``_metrics``: an engine's ``/metrics`` page, read.

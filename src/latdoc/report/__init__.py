@@ -15,6 +15,7 @@ from latdoc.report._compare import (
 )
 from latdoc.report._console import make_console, render_text
 from latdoc.report._html import render_html
+from latdoc.report._providers import PROVIDERS_SCHEMA, providers_to_dict, render_providers
 from latdoc.report._system import SYSTEM_SCHEMA, render_system, system_to_dict
 from latdoc.report._terminal_diagnosis import render_diagnosis
 from latdoc.report._terminal_probe import render_summary, render_waterfall
@@ -31,6 +32,7 @@ from latdoc.report.progress import ProgressBars
 __all__ = [
     "COMPARISON_SCHEMA",
     "DIAGNOSIS_SCHEMA",
+    "PROVIDERS_SCHEMA",
     "SYSTEM_SCHEMA",
     "TRACE_SCHEMA",
     "WATCH_SCHEMA",
@@ -42,12 +44,14 @@ __all__ = [
     "format_ms",
     "format_p",
     "make_console",
+    "providers_to_dict",
     "render_clock",
     "render_clock_html",
     "render_comparison",
     "render_comparison_html",
     "render_diagnosis",
     "render_html",
+    "render_providers",
     "render_summary",
     "render_system",
     "render_text",

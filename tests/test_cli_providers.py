@@ -1,0 +1,201 @@
+"""``--provider NAME`` on the command line: it fills in the dialect, the base URL and the
+key variable; a URL given (the lab's) wins; a wrong combination is one ``Error:`` line
+and exit 2 on every sending command; ``latdoc providers`` lists the presets and never
+a key."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import FAST, LabFactory
+from latdoc import Store
+from latdoc.cli import EXIT_OK, EXIT_USAGE, build_parser, main
+from latdoc.cli._options import api_key, choice
+from latdoc.lab.sim import LabConfig
+from latdoc.probe import providers
+
+KEY = "sk-lab-provider-0123456789abcdef"
+SENDING = {
+    "probe": [],
+    "diagnose": [],
+    "verify": ["--remedy", "keepalive"],
+    "load": [],
+    "watch": [],
+}
+"""Every command that sends, with what else it needs."""
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    for spec in providers.PROVIDERS:
+        for variable in spec.key_variables:
+            monkeypatch.delenv(variable, raising=False)
+
+
+@pytest.mark.parametrize(
+    ("provider", "variable", "api", "path", "dialect"),
+    [
+        ("llama.cpp", "LLAMA_API_KEY", None, "/v1", "chat"),
+        ("vllm", "VLLM_API_KEY", "completions", "/v1", "completions"),
+        ("openai", "OPENAI_API_KEY", "responses", "/v1", "responses"),
+        ("groq", "GROQ_API_KEY", None, "/v1", "chat"),
+        ("anthropic", "ANTHROPIC_API_KEY", None, "/v1", "anthropic"),
+        ("gemini", "GEMINI_API_KEY", None, "/v1beta", "gemini"),
+        ("vertex", "GOOGLE_OAUTH_ACCESS_TOKEN", None, "/v1/projects/p/locations/l", "vertex"),
+        ("azure", "AZURE_OPENAI_API_KEY", None, "", "azure"),
+    ],
+)  # fmt: skip
+def test_a_provider_with_the_labs_url_speaks_its_dialect_with_its_own_key(
+    lab: LabFactory,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    provider: str,
+    variable: str,
+    api: str | None,
+    path: str,
+    dialect: str,
+) -> None:
+    monkeypatch.setenv(variable, KEY)
+    if variable != "OPENAI_API_KEY":
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-some-other-providers-key")
+    db = tmp_path / "runs.db"
+    with lab(LabConfig(latency=FAST, api_key=KEY)) as server:
+        base = server.base_url.removesuffix("/v1") + path
+        argv = ["probe", base, "-m", "lab-sim", "--provider", provider, "--json", "--db", str(db)]
+        code = main(argv + (["--api", api] if api else []))
+    captured = capsys.readouterr()
+    assert code == EXIT_OK, captured.err
+    row = json.loads(captured.out)
+    assert row["dialect"] == dialect and row["error"] is None
+    assert row["url"].startswith(base) and row["output_tokens"] == 64
+    for blob in (captured.out, captured.err, db.read_bytes().decode("latin-1")):
+        assert KEY not in blob
+
+
+def test_load_with_a_provider_against_the_lab(
+    lab: LabFactory, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    db = tmp_path / "runs.db"
+    with lab() as server:
+        code = main(
+            ["load", server.base_url, "-m", "lab-sim", "--provider", "sglang", "--db", str(db),
+             "--concurrency", "1,2", "--max-requests", "12", "--max-tokens", "8"]
+        )  # fmt: skip
+    assert code == EXIT_OK, capsys.readouterr().err
+    with Store(db) as store:
+        traces = [s.trace for run in store.list_runs() for s in store.load_run(run.run_id)[1]]
+    assert len(traces) >= 6 and all(t.dialect == "chat" and t.error is None for t in traces)
+
+
+WRONG = [
+    (["--provider", "anthropic", "--api", "gemini"],
+     "Error: --provider anthropic speaks --api anthropic, not gemini"),
+    (["https://api.anthropic.com/v1", "--provider", "groq"],
+     "Error: api.anthropic.com is anthropic's host, not groq's"),
+    (["--provider", "azure"], "Error: --provider azure needs the resource's URL"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("command", SENDING)
+@pytest.mark.parametrize(("arguments", "message"), WRONG)
+def test_a_wrong_combination_is_one_line_and_exit_2_on_every_sending_command(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+    arguments: list[str],
+    message: str,
+) -> None:
+    monkeypatch.delenv("AZURE_OPENAI_ENDPOINT", raising=False)
+    code = main([command, "-m", "m", *SENDING[command], *arguments])
+    captured = capsys.readouterr()
+    assert code == EXIT_USAGE
+    assert captured.out == ""
+    assert captured.err.startswith(message) and captured.err.count("\n") == 1
+
+
+@pytest.mark.parametrize("command", SENDING)
+def test_the_provider_fills_in_what_was_not_given(
+    monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai")
+    monkeypatch.setenv("GROQ_API_KEY", "gsk-groq")
+    parser = build_parser([command])
+    start = [command, "-m", "m", *SENDING[command]]
+    groq = parser.parse_args([*start, "--provider", "groq"])
+    assert choice(groq).url == "https://api.groq.com/openai/v1"
+    assert (choice(groq).api, api_key(groq)) == ("chat", "gsk-groq")
+    plain = parser.parse_args(start)
+    assert (choice(plain).api, choice(plain).url) == ("chat", "http://127.0.0.1:9/v1")
+    assert api_key(plain) == "sk-openai"
+    named = parser.parse_args([*start, "--provider", "groq", "--api-key-env", "K2"])
+    monkeypatch.setenv("K2", "the-named-one")
+    assert api_key(named) == "the-named-one"
+    monkeypatch.delenv("GROQ_API_KEY")
+    assert api_key(parser.parse_args([*start, "--provider", "groq"])) is None
+
+
+def test_providers_lists_every_preset_at_100_columns_and_never_a_key(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.setenv("GROQ_API_KEY", KEY)
+    monkeypatch.setenv("GEMINI_API_KEY", KEY + "-gemini")
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "proj-9")
+    monkeypatch.setenv("GOOGLE_CLOUD_LOCATION", "europe-west4")
+    monkeypatch.delenv("AZURE_OPENAI_ENDPOINT", raising=False)
+    assert main(["providers"]) == EXIT_OK
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 100
+    assert KEY not in out
+    rows = {}
+    for line in lines:
+        first = line.split()[0] if line.strip() else ""
+        if line.startswith("  ") and not line.startswith("   ") and first in providers.names():
+            rows[first] = line.split()
+    assert list(rows) == list(providers.names())
+    for spec in providers.PROVIDERS:
+        row = rows[spec.name]
+        assert row[1] == spec.api
+        if spec.key_variables:
+            assert row[-2] == spec.key_variables[0]
+            assert row[-1] == ("yes" if spec.name == "groq" else "no")
+    assert rows["groq"][2] == "https://api.groq.com/openai/v1"
+    assert rows["azure"][2] == "$AZURE_OPENAI_ENDPOINT"
+    left, right = lines[0].index("base URL"), lines[0].index("key variable")
+    vertex = lines.index(next(line for line in lines if line.split()[:1] == ["vertex"]))
+    url = "".join(line[left:right].strip() for line in lines[vertex : vertex + 3])
+    assert (
+        url
+        == "https://europe-west4-aiplatform.googleapis.com/v1/projects/proj-9/locations/europe-west4"
+    )
+    gemini = lines.index(next(line for line in lines if line.split()[:1] == ["gemini"]))
+    assert lines[gemini + 1].split()[-2:] == ["GEMINI_API_KEY", "yes"]
+    ollama = next(line for line in lines if line.split()[:1] == ["ollama"])
+    assert ollama[right:].split() == ["none", "needed"]
+
+
+def test_providers_json_says_which_variables_are_set_and_never_their_values(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("MISTRAL_API_KEY", KEY)
+    monkeypatch.delenv("GOOGLE_CLOUD_PROJECT", raising=False)
+    assert main(["providers", "--json"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert KEY not in out
+    document = json.loads(out)
+    assert document["schema"] == "latdoc.providers/1"
+    by_name = {p["name"]: p for p in document["providers"]}
+    assert list(by_name) == list(providers.names())
+    assert by_name["mistral"]["key_variables"] == [{"name": "MISTRAL_API_KEY", "set": True}]
+    assert by_name["deepseek"]["key_variables"] == [{"name": "DEEPSEEK_API_KEY", "set": False}]
+    assert by_name["vertex"]["base_url"] is None
+    assert by_name["vertex"]["base_url_pattern"].startswith("https://LOCATION-aiplatform")
+    assert by_name["ollama"]["key_variables"] == []
+    assert by_name["vllm"]["apis"][0] == by_name["vllm"]["api"] == "chat"
