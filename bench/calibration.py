@@ -299,7 +299,8 @@ def goals_grid(outcomes: Sequence[Outcome], n: int, seed: int) -> Grid:
 def rich_table(grid: Grid) -> Table:
     table = Table(title=grid.title)
     for i, name in enumerate(grid.header):
-        table.add_column(name, justify="left" if i < grid.left else "right", no_wrap=i > 0)
+        # The first column names the row: it keeps its width, the others wrap.
+        table.add_column(name, justify="left" if i < grid.left else "right", no_wrap=i == 0)
     for r, row in enumerate(grid.rows):
         shown = []
         for c, cell in enumerate(row):
