@@ -31,6 +31,7 @@ without it making a decoder raises :class:`~latdoc.errors.UsageError` saying so.
 
 from __future__ import annotations
 
+import importlib
 import json
 import struct
 from typing import Any
@@ -52,10 +53,9 @@ _CRC = 4
 def require_botocore() -> Any:
     """The ``botocore.eventstream`` module; :class:`UsageError` when botocore is missing."""
     try:
-        from botocore import eventstream
+        return importlib.import_module("botocore.eventstream")
     except ImportError:
         raise UsageError(BOTOCORE_MISSING) from None
-    return eventstream
 
 
 class EventStreamDecoder:
