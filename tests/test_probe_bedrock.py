@@ -533,6 +533,9 @@ def test_frames_split_and_merged_across_reads_are_timed_per_frame() -> None:
     assert all(gap >= 40e6 for gap in gaps), gaps
     assert trace.finish_reason == "stop" and trace.prompt_tokens == 4
     assert trace.output_tokens == 3 and trace.server_timing["bedrock-latency"] == 95.0
+    told = server_timing_of(trace)
+    assert told is not None and told.source == "Bedrock metrics.latencyMs"
+    assert told.processing_ms == 95.0 and told.prefill_ms is None
 
 
 @pytest.mark.parametrize(
