@@ -664,6 +664,18 @@ def test_the_commands_speak_bedrock(
             assert secret not in blob
 
 
+def test_probe_without_a_url_measures_the_built_in_lab_in_bedrock(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    code = main(["probe", "--api", "bedrock", "--json", "--max-tokens", "4"])
+    captured = capsys.readouterr()
+    assert code == EXIT_OK, captured.err
+    row = json.loads(captured.out.splitlines()[-1])
+    assert row["dialect"] == "bedrock" and row["url"].endswith("/converse-stream")
+    assert row["output_tokens"] == 4 and "bedrock-latency" in row["server_timing"]
+
+
 def test_the_command_line_says_what_is_missing_in_one_line(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

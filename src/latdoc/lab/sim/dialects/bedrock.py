@@ -1,4 +1,5 @@
-"""Amazon Bedrock's ConverseStream as the lab serves it (``/model/{modelId}/converse-stream``).
+"""Amazon Bedrock's ConverseStream as the lab serves it (``/model/{modelId}/converse-stream``,
+and under ``/v1``, where the built-in endpoint's base URL ends).
 
 A request is signed with AWS Signature Version 4: the lab checks the ``Authorization``
 header's shape (``AWS4-HMAC-SHA256 Credential=KEY/DATE/REGION/bedrock/aws4_request,
@@ -277,6 +278,7 @@ def _document(call: Call, number: int, usage: dict[str, Any], cached: int) -> di
 STAND_IN = StandIn(
     name="bedrock",
     path="/model/{model}/converse-stream",
+    also_paths=("/v1/model/{model}/converse-stream",),
     messages=_messages,
     writer=_writer,
     document=_document,
