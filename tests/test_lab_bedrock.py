@@ -14,6 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import asyncio
+import sys
+
 import boto3
 import botocore.exceptions
 import httpx
@@ -21,6 +24,7 @@ import pytest
 from botocore.config import Config
 
 from conftest import FAST, LabFactory
+from latdoc import RequestTrace, Store, instrument
 from latdoc.lab.sim import Fault, LabConfig, LatencyModel, output_text
 
 KEY = "AKIALABEXAMPLE000042"
@@ -146,3 +150,41 @@ def test_boto3_raises_the_exception_sent_after_the_200(lab: LabFactory) -> None:
     assert seen == ["messageStart", "contentBlockDelta", "contentBlockDelta"]
     assert raised.value.response["Error"]["Code"] == "serviceUnavailableException"
     assert "unable to process" in str(raised.value)
+
+
+def _instrumented(root: str, db: Path) -> tuple[bytes, list[RequestTrace]]:
+    """An application's own httpx client calling Bedrock with an API key, instrumented."""
+
+    async def go() -> tuple[bytes, list[RequestTrace]]:
+        client = httpx.AsyncClient(base_url=root)
+        with Store(db) as store, instrument(client, store=store) as inst:
+            async with client.stream(
+                "POST",
+                "/model/lab-sim/converse-stream",
+                json={"messages": MESSAGES, "inferenceConfig": {"maxTokens": 3}},
+                headers={"authorization": "Bearer bedrock-api-key"},
+            ) as response:
+                body = await response.aread()
+            run_id = inst.run_id
+        await client.aclose()
+        with Store(db) as store:
+            _, samples, _ = store.load_run(run_id)
+        return body, [s.trace for s in samples]
+
+    return asyncio.run(go())
+
+
+def test_an_instrumented_client_on_bedrock_is_traced_and_never_broken(
+    lab: LabFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with lab(LabConfig(latency=FAST, api_key="bedrock-api-key")) as server:
+        root = str(server.base_url).removesuffix("/v1")
+        body, (trace,) = _instrumented(root, tmp_path / "read.db")
+        monkeypatch.setitem(sys.modules, "botocore.eventstream", None)
+        unread, (kept,) = _instrumented(root, tmp_path / "unread.db")
+    assert trace.dialect == "bedrock" and trace.error is None, trace.error
+    assert trace.output_tokens == 3 and len(trace.chunks) == 3
+    assert trace.server_timing.get("bedrock-latency") is not None
+    assert len(unread) == len(body) > 0  # without botocore the app reads on, untouched
+    assert kept.dialect == "bedrock" and kept.chunks == ()
+    assert "bedrock-api-key" not in (tmp_path / "read.db").read_bytes().decode("latin-1")
