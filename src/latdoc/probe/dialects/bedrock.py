@@ -37,6 +37,7 @@ status where a ``modelStreamErrorException`` names it (``originalStatusCode``).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -243,12 +244,11 @@ class SigV4Signer:
         credential or a region."""
         require_botocore()
         from botocore.exceptions import BotoCoreError
-        from botocore.session import Session
 
+        aws = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("AWS_")))
         try:
-            session = Session()
-            credentials = session.get_credentials()
-            region = region_of(url) or session.get_config_variable("region")
+            credentials, configured = _chain(aws)
+            region = region_of(url) or configured
         except BotoCoreError as exc:
             raise UsageError(f"--api bedrock: the AWS credentials cannot be read: {exc}") from None
         if credentials is None:
@@ -288,6 +288,17 @@ class SigV4Signer:
             for name in added
             if name in request.headers
         ]
+
+
+@functools.lru_cache(maxsize=8)
+def _chain(aws: tuple[tuple[str, str], ...]) -> tuple[Any, str | None]:
+    """The credentials and region botocore's standard chain finds, once for each set of
+    ``AWS_*`` variables (``aws``): finding them costs tens of ms, and a load sweep opens
+    a session per stream. Refreshable credentials refresh themselves as they expire."""
+    from botocore.session import Session
+
+    session = Session()
+    return session.get_credentials(), session.get_config_variable("region")
 
 
 def _signer(api_key: str | None, url: str) -> Signer | None:
