@@ -575,21 +575,33 @@ def test_a_body_ending_inside_a_frame_is_malformed() -> None:
     assert trace.error.phase is Phase.STREAM and "ended inside a frame" in trace.error.message
 
 
-def test_an_aws_error_body_names_its_type_without_a_credential() -> None:
-    body = json.dumps(
-        {"message": f"The security token included in the request is invalid ({ACCESS_KEY})."}
-    ).encode()
+@pytest.mark.parametrize(
+    ("status", "kind", "message"),
+    [
+        ("403 Forbidden", "UnrecognizedClientException",
+         f"The security token included in the request is invalid ({ACCESS_KEY})."),
+        ("403 Forbidden", "ExpiredTokenException",
+         f"The security token included in the request is expired: {SESSION_TOKEN}"),
+        ("400 Bad Request", "ValidationException",
+         "The provided model identifier is invalid."),
+    ],
+)  # fmt: skip
+def test_an_aws_error_body_names_its_type_without_a_credential(
+    monkeypatch: pytest.MonkeyPatch, status: str, kind: str, message: str
+) -> None:
+    monkeypatch.setenv("AWS_SESSION_TOKEN", SESSION_TOKEN)
+    body = json.dumps({"message": message}).encode()
     head = (
-        "HTTP/1.1 403 Forbidden\r\ncontent-type: application/json\r\n"
-        "x-amzn-errortype: UnrecognizedClientException:http://internal.amazon.com/coral/\r\n"
+        f"HTTP/1.1 {status}\r\ncontent-type: application/json\r\n"
+        f"x-amzn-errortype: {kind}:http://internal.amazon.com/coral/com.amazon.bedrock/\r\n"
         f"content-length: {len(body)}\r\n\r\n"
     ).encode()
     with ScriptedServer([head, body]) as server:
         trace = _probe(server.base_url)
-    assert trace.error is not None and trace.error.status == 403
-    assert trace.error.phase is Phase.WAIT
-    assert "UnrecognizedClientException: The security token" in trace.error.message
-    assert ACCESS_KEY not in trace.error.message
+    assert trace.error is not None and trace.error.kind is ErrorKind.HTTP
+    assert trace.error.status == int(status[:3]) and trace.error.phase is Phase.WAIT
+    assert f"HTTP {status[:3]}: {kind}: " in trace.error.message
+    assert ACCESS_KEY not in trace.error.message and SESSION_TOKEN not in trace.error.message
 
 
 def test_a_model_id_with_characters_to_escape_is_quoted_into_the_path(lab: LabFactory) -> None:
