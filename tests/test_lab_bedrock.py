@@ -10,12 +10,11 @@ service's raise, the lab is faithful enough for latdoc's probe to be tested agai
 
 from __future__ import annotations
 
+import asyncio
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import asyncio
-import sys
 
 import boto3
 import botocore.exceptions
