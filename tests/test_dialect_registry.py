@@ -35,6 +35,7 @@ TODAY = {
     "gemini": "/models/gpt-4o-mini:streamGenerateContent?alt=sse",
     "vertex": "/publishers/google/models/gpt-4o-mini:streamGenerateContent",
     "azure": "/openai/deployments/gpt-4o-mini/chat/completions?api-version=2024-10-21",
+    "bedrock": "/model/gpt-4o-mini/converse-stream",
 }
 """Each dialect's route after the base URL, as requests have always been sent."""
 
@@ -112,7 +113,7 @@ def test_a_dialect_added_to_the_registry_is_an_api_choice_with_its_own_key(
     with pytest.raises(SystemExit):
         main(["probe", "--help"])
     shown = " ".join(capsys.readouterr().out.split())
-    assert "{chat,completions,anthropic,responses,gemini,vertex,azure,toy}" in shown
+    assert "{chat,completions,anthropic,responses,gemini,vertex,azure,bedrock,toy}" in shown
     assert "toy (a toy API, /toys/{model}:stream?form=sse)" in shown
     assert "TOY_API_KEY with --api toy" in shown
 

@@ -2,7 +2,8 @@
 
 Servers tell their timing in different words: ``Server-Timing`` entries (``queue``,
 ``prefill``, ``decode``, ``tpot``), llama.cpp's ``timings`` (``prompt_ms``,
-``predicted_ms``), OpenAI's ``openai-processing-ms``. :func:`server_timing_of`
+``predicted_ms``), OpenAI's ``openai-processing-ms``, Amazon Bedrock's
+``metrics.latencyMs`` (kept as ``bedrock-latency``). :func:`server_timing_of`
 reads them into one :class:`ServerTiming`; :func:`split_ttft` then splits one
 request's time to first token by who spent it:
 
@@ -50,6 +51,11 @@ DISAGREE_FRACTION = 0.05
 _QUEUE_KEYS = ("queue", "queue_time", "queueing", "wait")
 _PREFILL_KEYS = ("prefill", "prompt_ms", "prompt")
 _DECODE_KEYS = ("decode", "predicted_ms", "generation")
+_PROCESSING_KEYS = {
+    "openai-processing": "openai-processing-ms",
+    "bedrock-latency": "Bedrock metrics.latencyMs",
+}
+"""The names of a provider's whole processing time, each with the source it names."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,10 +68,11 @@ class ServerTiming:
     """First token to last, as the server counts it (``predicted_ms``, ``decode``, or
     ``tpot`` × the output tokens after the first)."""
     processing_ms: float | None
-    """The provider's whole processing time (``openai-processing-ms``)."""
+    """The provider's whole processing time (``openai-processing-ms``, Bedrock's
+    ``metrics.latencyMs``)."""
     source: str
-    """Where the numbers came from: ``llama.cpp timings``, ``Server-Timing`` or
-    ``openai-processing-ms``."""
+    """Where the numbers came from: ``llama.cpp timings``, ``Server-Timing``,
+    ``openai-processing-ms`` or ``Bedrock metrics.latencyMs``."""
 
 
 def _first(timing: Mapping[str, float], keys: Iterable[str]) -> float | None:
@@ -80,7 +87,8 @@ def server_timing_of(trace: RequestTrace) -> ServerTiming | None:
     decode = _first(st, _DECODE_KEYS)
     if decode is None and "tpot" in st and trace.output_tokens is not None:
         decode = st["tpot"] * max(0, trace.output_tokens - 1)
-    processing = st.get("openai-processing")
+    told = next((k for k in _PROCESSING_KEYS if k in st), None)
+    processing = None if told is None else st[told]
     if queue is None and prefill is None and decode is None and processing is None:
         return None
     if "prompt_ms" in st or "predicted_ms" in st:
@@ -88,7 +96,7 @@ def server_timing_of(trace: RequestTrace) -> ServerTiming | None:
     elif queue is not None or prefill is not None or decode is not None:
         source = "Server-Timing"
     else:
-        source = "openai-processing-ms"
+        source = _PROCESSING_KEYS[told or "openai-processing"]
     return ServerTiming(queue, prefill, decode, processing, source)
 
 

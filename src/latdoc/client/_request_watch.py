@@ -22,7 +22,7 @@ from latdoc.client._request_facts import (
     trace_target,
     url_text,
 )
-from latdoc.errors import ErrorKind, SSEError, StreamFailure, TraceError
+from latdoc.errors import ErrorKind, SSEError, StreamFailure, TraceError, UsageError
 from latdoc.probe import (
     Dialect,
     EventDecoder,
@@ -92,7 +92,11 @@ class RequestWatch:
         ctype = ex.headers.get("content-type", "")
         framing = next((f for f in dialect.spec.framings if f.fits(ctype)), None)
         if response.status == 200 and framing is not None:
-            self._decoder = framing.decoder()
+            try:
+                self._decoder = framing.decoder()
+            except UsageError:  # its reader is not installed (botocore): the app reads on
+                self._copy = bytearray()
+                return
             ex.state = StreamState(self.rec.t0, None, dialect=dialect)
         else:
             self._copy = bytearray()

@@ -1,11 +1,13 @@
-"""How a streamed answer is framed on the wire: :class:`Framing`, and the two latdoc reads.
+"""How a streamed answer is framed on the wire: :class:`Framing`, and the three latdoc reads.
 
 :data:`SSE` is ``text/event-stream`` (every dialect's, read by
 :class:`~latdoc.probe._sse.SSEDecoder`); :data:`JSON_ARRAY` is one JSON array whose
 elements arrive as they are made (Google's ``streamGenerateContent`` without
-``alt=sse``, read by :class:`~latdoc.probe._jsonarray.JSONArrayDecoder`). A dialect
-lists the framings it may answer with; the response's ``Content-Type`` picks one. Both
-decoders hand out :class:`~latdoc.probe._sse.SSEEvent` s, so the stream's state reads
+``alt=sse``, read by :class:`~latdoc.probe._jsonarray.JSONArrayDecoder`);
+:data:`EVENT_STREAM` is AWS's binary ``application/vnd.amazon.eventstream`` (Bedrock's
+``ConverseStream``, read by :class:`~latdoc.probe._eventstream.EventStreamDecoder`). A
+dialect lists the framings it may answer with; the response's ``Content-Type`` picks
+one. Every decoder hands out :class:`~latdoc.probe._sse.SSEEvent` s, so the stream's state reads
 one shape whatever the framing.
 """
 
@@ -15,10 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from latdoc.probe._eventstream import EventStreamDecoder
 from latdoc.probe._jsonarray import JSONArrayDecoder
 from latdoc.probe._sse import SSEDecoder, SSEEvent
 
-__all__ = ["JSON_ARRAY", "SSE", "EventDecoder", "Framing"]
+__all__ = ["EVENT_STREAM", "JSON_ARRAY", "SSE", "EventDecoder", "Framing"]
 
 
 class EventDecoder(Protocol):
@@ -48,3 +51,6 @@ class Framing:
 
 SSE = Framing("text/event-stream", SSEDecoder, "an event stream")
 JSON_ARRAY = Framing("application/json", JSONArrayDecoder, "a streamed JSON array")
+EVENT_STREAM = Framing(
+    "application/vnd.amazon.eventstream", EventStreamDecoder, "an AWS event stream"
+)

@@ -33,7 +33,7 @@ from latdoc.errors import ErrorKind, StreamFailure, TraceError
 from latdoc.probe._backend import Resolver, TimedBackend, TimedStream, system_resolver, warm_up
 from latdoc.probe._dialects import Prompt, dialect_hint, error_message, request_body
 from latdoc.probe._endpoint import Endpoint, Timeouts, make_ssl_context
-from latdoc.probe._failures import classify, closed_before_answering, http_error
+from latdoc.probe._failures import classify, closed_before_answering, http_error, redact
 from latdoc.probe._freeze import Exchange, TraceTarget, freeze_trace
 from latdoc.probe._poolline import PoolLine
 from latdoc.probe._recorder import Recorder, now_ns
@@ -83,6 +83,8 @@ class ProbeSession:
         self._pool: httpcore.AsyncConnectionPool | None = None
         self._line = PoolLine(max_connections, multiplexed=http2)
         self._headers = self._build_headers()
+        spec = endpoint.spec
+        self._signer = None if spec.signer is None else spec.signer(endpoint.api_key, endpoint.url)
 
     def _build_headers(self) -> list[tuple[bytes, bytes]]:
         headers = [
@@ -213,6 +215,9 @@ class ProbeSession:
             extra=ep.extra_body,
         )
         content = json.dumps(body).encode()
+        if self._signer is not None:
+            signed = [(b"content-type", b"application/json")]
+            extra_headers = extra_headers + self._signer("POST", ep.url, signed, content)
         started_ns = time.time_ns()
         started_at = datetime.fromtimestamp(started_ns // 1_000_000_000, UTC).replace(
             microsecond=started_ns // 1000 % 1_000_000
@@ -234,6 +239,9 @@ class ProbeSession:
                     exchange.stream.forget(rec.stream_id)
             if exchange.done is None:
                 exchange.done = now_ns() if error is None else None
+        if error is not None and self._signer is not None:
+            for secret in self._signer.secrets:
+                error = redact(error, secret)
         ep = self.endpoint
         return freeze_trace(
             rec,
@@ -325,6 +333,9 @@ class ProbeSession:
             pass
         status = response.status
         message = error_message(bytes(body), out.headers.get("content-type"))
+        aws_type = out.headers.get("x-amzn-errortype", "").split(":", 1)[0].strip()
+        if aws_type and not message.startswith(aws_type):
+            message = f"{aws_type}: {message}"  # AWS names the error's type in a header
         ep = self.endpoint
         hint = dialect_hint(ep.url, ep.spec, status, message)
         if hint is not None:

@@ -4,7 +4,8 @@ Traces carry no headers, but URLs and messages can still hold a key: userinfo
 (``https://user:pass@host``), query or fragment parameters such as ``api_key``
 or ``sig``, a ``Bearer`` token, an ``sk-…`` key or a Google API key (``AIza…``) or
 OAuth access token (``ya29.…``) in an error message, or a
-``--api-key`` option in recorded command-line arguments. :class:`Redactor`
+``--api-key`` option in recorded command-line arguments, an AWS access key id
+(``AKIA…``, ``ASIA…``) or a SigV4 ``Credential=`` and ``Signature=``. :class:`Redactor`
 replaces each with ``***`` before anything is written, as does any exact
 secret the caller names.
 """
@@ -23,7 +24,9 @@ _PARAM = re.compile(r"([?&;#])([^=&;#]*)=([^&;#]*)")
 _BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+")
 _SK_KEY = re.compile(r"\bsk-[A-Za-z0-9_-]{16,}")
 _GOOGLE_KEY = re.compile(r"\b(?:AIza[A-Za-z0-9_-]{35}|ya29\.[A-Za-z0-9._-]+)")
-_KEY_MARKS = ("sk-", "AIza", "ya29.")
+_AWS_KEY = re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b")
+_SIGV4 = re.compile(r"\b(Credential|Signature)=[^,\s]+")
+_KEY_MARKS = ("sk-", "AIza", "ya29.", "AKIA", "ASIA")
 _OPTION = re.compile(r"^(-{1,2}[A-Za-z0-9_-]+)=(.*)$", re.DOTALL)
 
 _SECRET_NAMES = frozenset(
@@ -102,6 +105,8 @@ class Redactor:
         text = _URL.sub(lambda m: redact_url(m.group(0)), text)
         text = _BEARER.sub(rf"\g<1> {MASK}", text)
         text = _GOOGLE_KEY.sub(MASK, text)
+        text = _SIGV4.sub(rf"\g<1>={MASK}", text)
+        text = _AWS_KEY.sub(MASK, text)
         return _SK_KEY.sub(f"sk-{MASK}", text)
 
     def value(self, value: Any, *, mask_names: bool = False) -> Any:

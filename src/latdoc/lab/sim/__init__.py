@@ -9,7 +9,7 @@
   events, ``_faults`` injects failures, ``_slots`` queues requests for parallel
   slots under background load, ``_cache`` is the prefix cache.
 - ``dialects``: one stand-in per API served (chat, completions, Anthropic
-  messages, responses, Gemini, Vertex AI, Azure OpenAI: routes, key, prompt,
+  messages, responses, Gemini, Vertex AI, Azure OpenAI, Bedrock: routes, key, prompt,
   reasoning, events), listed once in ``dialects.STAND_INS``.
 - ``_tokenizer``: the lab's own tokenizer, which makes every token count exact.
 - ``_server``: :class:`LabServer`, the endpoint on a real socket in a background

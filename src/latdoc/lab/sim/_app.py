@@ -1,7 +1,7 @@
 """The simulated OpenAI-compatible endpoint as an ASGI application: :func:`create_app`
 routes each API the lab stands in for (:data:`~latdoc.lab.sim.dialects.STAND_INS`:
 OpenAI chat completions, completions and Responses, Anthropic's Messages, Gemini,
-Vertex AI, Azure OpenAI) and
+Vertex AI, Azure OpenAI, Amazon Bedrock's ConverseStream) and
 ``/v1/models`` to one :class:`~latdoc.lab.sim._state.LabState`,
 whose latency follows known parameters and whose responses report the truth (documented
 on :func:`create_app`). The streaming routes are plain ASGI callables dispatched ahead
@@ -68,7 +68,7 @@ def _error_response(error: ApiError, headers: Mapping[str, str] | None = None) -
 
 def create_app(config: LabConfig, *, reset_connection: ResetConnection | None = None) -> Starlette:
     """The simulated endpoint as an ASGI app: ``/v1/models``, chat, completions,
-    Anthropic messages, responses, Gemini, Vertex AI and Azure OpenAI.
+    Anthropic messages, responses, Gemini, Vertex AI, Azure OpenAI and Bedrock.
 
     ``reset_connection`` lets the ``reset`` fault find the request's socket (the lab
     server passes its listener's); without it a reset ends the response abruptly
@@ -76,8 +76,9 @@ def create_app(config: LabConfig, *, reset_connection: ResetConnection | None = 
 
     Each API's stand-in (:mod:`latdoc.lab.sim.dialects`) checks its key and headers
     (Anthropic's route also takes ``x-api-key`` and asks for ``anthropic-version``,
-    Gemini's ``x-goog-api-key``, Azure's ``api-key`` and an ``api-version``) and builds
-    its events (Gemini's as server-sent events or one JSON array). A model with
+    Gemini's ``x-goog-api-key``, Azure's ``api-key`` and an ``api-version``, Bedrock's
+    a SigV4 ``Authorization`` of the right shape) and builds its events (Gemini's as
+    server-sent events or one JSON array, Bedrock's as binary event-stream messages). A model with
     reasoning thinks before it answers (:class:`~latdoc.lab.sim.LatencyModel`).
 
     Prefill of ``n`` prompt tokens takes ``a + b·n + c·n²`` ms; output token ``k`` is

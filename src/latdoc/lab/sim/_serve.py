@@ -130,7 +130,9 @@ async def serve_stream(lab: Lab, plan: Plan, flight: Flight, send: Send) -> None
     head: Message = {
         "type": "http.response.start",
         "status": 200,
-        "headers": lab.headers(plan, start_ns, _STREAM_TYPE[call.json_array]),
+        "headers": lab.headers(
+            plan, start_ns, call.api.media_type or _STREAM_TYPE[call.json_array]
+        ),
     }
 
     async def begin() -> None:

@@ -60,9 +60,11 @@ async def _send_response(
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
-async def _send_json(send: Send, status: int, body: bytes) -> None:
+async def _send_json(
+    send: Send, status: int, body: bytes, more: list[tuple[bytes, bytes]] | None = None
+) -> None:
     headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
-    await _send_response(send, status, headers, body)
+    await _send_response(send, status, headers + (more or []), body)
 
 
 _SHUTTING_DOWN = ApiError(503, "The lab server is shutting down.", type_="server_error")
@@ -228,7 +230,8 @@ class LabState:
             self.check_headers(api, scope)
             plan = self.plan(api, body, scope)
         except ApiError as error:
-            await _send_json(send, error.status, api.error_body(error))
+            more = None if api.error_headers is None else api.error_headers(error)
+            await _send_json(send, error.status, api.error_body(error), more)
             return
         if plan.fault in IMMEDIATE_FAULTS:
             assert plan.fault is not None

@@ -7,7 +7,8 @@
 - :mod:`.responses`: OpenAI's Responses API;
 - :mod:`.gemini`: Google's Gemini API (``streamGenerateContent``);
 - :mod:`.vertex`: Gemini on Google Cloud's Vertex AI;
-- :mod:`.azure`: OpenAI chat completions on Azure OpenAI.
+- :mod:`.azure`: OpenAI chat completions on Azure OpenAI;
+- :mod:`.bedrock`: Amazon Bedrock's Converse API (``converse-stream``).
 
 Each module defines one :class:`DialectSpec` (``SPEC``). A new dialect is a new
 module and one more entry in :data:`DIALECTS`: everything that lists, chooses or
@@ -20,7 +21,16 @@ from __future__ import annotations
 from typing import Any
 
 from latdoc.errors import UsageError
-from latdoc.probe.dialects import anthropic, azure, chat, completions, gemini, responses, vertex
+from latdoc.probe.dialects import (
+    anthropic,
+    azure,
+    bedrock,
+    chat,
+    completions,
+    gemini,
+    responses,
+    vertex,
+)
 from latdoc.probe.dialects._spec import REASONING_EFFORTS, DialectSpec, Route
 
 __all__ = [
@@ -46,6 +56,7 @@ DIALECTS: tuple[DialectSpec, ...] = (
     gemini.SPEC,
     vertex.SPEC,
     azure.SPEC,
+    bedrock.SPEC,
 )
 """Every dialect, in the order the help lists them."""
 

@@ -10,9 +10,9 @@ serves every dialect reads these fields; it never asks which dialect it has.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from latdoc.errors import UsageError
@@ -32,6 +32,7 @@ __all__ = [
     "Messages",
     "Parser",
     "Route",
+    "Signer",
     "bearer_auth",
     "event_type",
 ]
@@ -60,6 +61,19 @@ dialect's may be named with the :data:`Foreign` it is handed."""
 
 Claim = Callable[[dict[str, Any], str | None], bool]
 """Whether a JSON event (with its SSE ``event:`` name) is one only this dialect sends."""
+
+
+class Signer(Protocol):
+    """Signs each request of a session (AWS's SigV4): the headers to add to one request,
+    from its method, URL, headers and body."""
+
+    secrets: tuple[str, ...]
+    """What the signer holds that is never to be written (an access key id, a session
+    token)."""
+
+    def __call__(
+        self, method: str, url: str, headers: Sequence[tuple[bytes, bytes]], body: bytes
+    ) -> list[tuple[bytes, bytes]]: ...
 
 
 @dataclass(frozen=True)
@@ -140,6 +154,12 @@ class DialectSpec:
     """More variables the key is read from, in turn, when :attr:`key_variable` is unset."""
     framings: tuple[Framing, ...] = (SSE,)
     """How its streams may be framed; the response's ``Content-Type`` picks one."""
+    signer: Callable[[str | None, str], Signer | None] | None = None
+    """For an API whose requests are signed (Bedrock's SigV4): from the key its variables
+    give (``None``: none is set) and the request URL, the :class:`Signer` of a session's
+    requests, or ``None`` when the key's headers suffice; called once a session, it raises
+    :class:`~latdoc.errors.UsageError` when it finds no credential. ``None``: the key's
+    headers are the whole credential."""
 
     @property
     def routes(self) -> tuple[Route, ...]:

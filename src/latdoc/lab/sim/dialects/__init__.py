@@ -8,7 +8,8 @@
 - :mod:`.gemini`: Google's Gemini API (``/v1beta/models/{model}:streamGenerateContent``);
 - :mod:`.vertex`: Gemini on Vertex AI (``/v1/projects/…/publishers/google/models/…``);
 - :mod:`.azure`: Azure OpenAI (``/openai/deployments/{deployment}/chat/completions``,
-  ``/openai/v1/chat/completions``).
+  ``/openai/v1/chat/completions``);
+- :mod:`.bedrock`: Amazon Bedrock's ConverseStream (``/model/{modelId}/converse-stream``).
 
 Each module defines one :class:`StandIn` (``STAND_IN``); the app routes each one's
 paths to it. The lab keeps its own list, apart from the probe's dialects, because
@@ -17,7 +18,16 @@ it stands apart from the core it tests.
 
 from __future__ import annotations
 
-from latdoc.lab.sim.dialects import anthropic, azure, chat, completions, gemini, responses, vertex
+from latdoc.lab.sim.dialects import (
+    anthropic,
+    azure,
+    bedrock,
+    chat,
+    completions,
+    gemini,
+    responses,
+    vertex,
+)
 from latdoc.lab.sim.dialects._stand_in import StandIn
 
 __all__ = ["STAND_INS", "StandIn"]
@@ -30,5 +40,6 @@ STAND_INS: tuple[StandIn, ...] = (
     gemini.STAND_IN,
     vertex.STAND_IN,
     azure.STAND_IN,
+    bedrock.STAND_IN,
 )
 """Every API the lab serves."""

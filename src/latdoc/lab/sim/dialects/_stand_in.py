@@ -75,6 +75,8 @@ class StandIn:
     check_key: Callable[[Headers, Authorized], None] = bearer_key
     """Checks the request's key and required headers; raises :class:`ApiError`."""
     error_body: Callable[[ApiError], bytes] = openai_error
+    error_headers: Callable[[ApiError], list[tuple[bytes, bytes]]] | None = None
+    """Headers a refusal carries besides its body (AWS's ``x-amzn-ErrorType``)."""
     also_paths: tuple[str, ...] = ()
     """More routes it answers on, alike (Gemini's ``/v1beta/…`` beside ``/v1/…``)."""
     check_query: Callable[[str, Query], None] | None = None
@@ -87,6 +89,9 @@ class StandIn:
     """Whether a request with this query streams as one JSON array rather than
     server-sent events (Google's ``streamGenerateContent`` without ``alt=sse``);
     ``None``: never."""
+    media_type: bytes | None = None
+    """The content type of its streams where they are neither server-sent events nor a
+    JSON array (Bedrock's ``application/vnd.amazon.eventstream``)."""
     reasoning_shown: Callable[[dict[str, object]], bool] | None = None
     """Whether the answer streams its reasoning (Gemini's only when
     ``thinkingConfig.includeThoughts`` asks); ``None``: always. Reasoning not shown
