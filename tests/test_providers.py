@@ -10,8 +10,13 @@ from latdoc import Dialect, Endpoint, UsageError
 from latdoc.probe import dialects, providers
 from latdoc.probe.providers import PROVIDERS, resolve
 
-CLOUD = {"AZURE_OPENAI_ENDPOINT": "https://my-res.openai.azure.com", "GOOGLE_CLOUD_PROJECT": "p-1"}
-"""An environment that names the Azure resource and the Google Cloud project."""
+CLOUD = {
+    "AZURE_OPENAI_ENDPOINT": "https://my-res.openai.azure.com",
+    "GOOGLE_CLOUD_PROJECT": "p-1",
+    "AWS_REGION": "eu-west-3",
+}
+"""An environment that names the Azure resource, the Google Cloud project and the AWS
+region."""
 
 STATED = {
     "openai": ("chat", "https://api.openai.com/v1", ("OPENAI_API_KEY",), "Bearer"),
@@ -34,6 +39,12 @@ STATED = {
         ("GOOGLE_OAUTH_ACCESS_TOKEN",),
         "Bearer",
     ),
+    "bedrock": (
+        "bedrock",
+        "https://bedrock-runtime.eu-west-3.amazonaws.com",
+        ("AWS_BEARER_TOKEN_BEDROCK",),
+        "Bearer",
+    ),
     "groq": ("chat", "https://api.groq.com/openai/v1", ("GROQ_API_KEY",), "Bearer"),
     "together": ("chat", "https://api.together.xyz/v1", ("TOGETHER_API_KEY",), "Bearer"),
     "fireworks": (
@@ -53,7 +64,7 @@ STATED = {
 """What each preset is documented to pick: dialect, base URL, key variables, and how the
 key is sent (a header name, or ``Bearer`` for ``Authorization: Bearer``)."""
 
-NATIVE = ("openai", "azure", "anthropic", "gemini", "vertex")
+NATIVE = ("openai", "azure", "anthropic", "gemini", "vertex", "bedrock")
 """The providers whose own dialect reads the same key variables by default."""
 
 

@@ -132,6 +132,19 @@ def _vertex_url(environ: Mapping[str, str]) -> str:
     return f"https://{host}/v1/projects/{quote(project, safe=':')}/locations/{location}"
 
 
+def _bedrock_url(environ: Mapping[str, str]) -> str:
+    """Bedrock's runtime endpoint in ``AWS_REGION`` (else ``AWS_DEFAULT_REGION``)."""
+    region = (environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or "").strip()
+    if not region:
+        raise UsageError(
+            "--provider bedrock needs the region: set AWS_REGION (or AWS_DEFAULT_REGION), or "
+            "give the base URL (https://bedrock-runtime.REGION.amazonaws.com)"
+        )
+    if not _LOCATION.fullmatch(region):
+        raise UsageError(f"AWS_REGION is not a region: {region!r}")
+    return f"https://bedrock-runtime.{region}.amazonaws.com"
+
+
 PROVIDERS: tuple[ProviderSpec, ...] = (
     ProviderSpec(
         name="openai",
@@ -177,6 +190,15 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
             *(f"aiplatform.{region}.rep.googleapis.com" for region in _MULTI_REGIONS),
         ),
         url_from=_vertex_url,
+    ),
+    ProviderSpec(
+        name="bedrock",
+        apis=("bedrock",),
+        base_url="https://bedrock-runtime.$AWS_REGION.amazonaws.com",
+        key_variables=("AWS_BEARER_TOKEN_BEDROCK",),
+        auth="Authorization: Bearer",
+        hosts=("amazonaws.com",),
+        url_from=_bedrock_url,
     ),
     ProviderSpec(
         name="groq",
