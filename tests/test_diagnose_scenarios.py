@@ -195,3 +195,15 @@ def test_a_loopback_setup_is_negligible_next_to_the_request() -> None:
     assert d.verdict.primary is Kind.HEALTHY, (d.findings, d.noticeable)
     assert Kind.NETWORK_SETUP in d.verdict.negligible
     assert not any(r.addresses is Kind.NETWORK_SETUP for r in d.remedies)
+
+
+def test_a_length_beyond_the_context_window_is_not_an_error_of_the_service() -> None:
+    """The plan does not know the window: the length step asks 8K tokens of a 4K-token
+    model, which refuses it (HTTP 400), and stops there. That refusal is the probe's own
+    request over the limit: one failure in fourteen requests made the errors kind
+    contribute to a run whose every request a user would send succeeded."""
+    d = _diagnose(LabConfig(latency=BASE, max_context_tokens=4096), context_window=32768)
+    assert d.failed == 1
+    assert any("rejected by the endpoint" in n.text for n in d.notes)
+    assert Kind.ERRORS not in _kinds(d)
+    assert Kind.ERRORS not in (d.verdict.primary, *d.verdict.contributing)

@@ -91,6 +91,13 @@ class TraceError:
         return f"{self.code} during {self.phase}: {self.message}"
 
     @property
+    def refused_as_sent(self) -> bool:
+        """The endpoint refused the request as it was sent (HTTP 400, 413 or 422: a
+        prompt beyond the context window, a body it cannot take), not a failure of the
+        service: the length step stops there, and the errors rule does not count it."""
+        return self.kind is ErrorKind.HTTP and self.status in REFUSED_AS_SENT
+
+    @property
     def cannot_answer(self) -> str | None:
         """What to check when every request like this one will fail the same way (see
         :func:`cannot_answer`); ``None`` for a failure that may pass."""
@@ -115,6 +122,10 @@ CANNOT_ANSWER = {
 name that does not resolve, a port nobody listens on, a certificate the client
 refuses, a key or path the server refuses), what to check. A timeout, a rate limit,
 a server error or a broken stream may pass, and is not here."""
+
+
+REFUSED_AS_SENT = (400, 413, 422)
+"""HTTP statuses that refuse a request as sent (:attr:`TraceError.refused_as_sent`)."""
 
 
 def cannot_answer(code: str) -> str | None:

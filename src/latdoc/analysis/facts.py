@@ -238,7 +238,14 @@ def gather_facts(
     stalls = [
         (i, st.gap_ms) for i, t in enumerate(ok) if i not in bursts for st in find_stalls(t.itl_ms)
     ]
-    failed = Counter(s.trace.error.code for s in measured if s.trace.error is not None)
+    # A length the endpoint refused as sent (beyond its context window) is the probe's
+    # own request over the limit, not a failure a user's request meets.
+    failed = Counter(
+        s.trace.error.code
+        for s in measured
+        if s.trace.error is not None
+        and not (s.step == Step.LENGTH and s.trace.error.refused_as_sent)
+    )
     retry = [_retry_after(s.trace) for s in measured]
     retry_after = max((r for r in retry if r is not None), default=None)
     new_ttfb, reused_ttfb, keepalive_why = keepalive_pairs(steps)

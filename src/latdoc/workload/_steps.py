@@ -328,7 +328,7 @@ class _Runner:
         if trace is None:
             self.note(Step.LENGTH, f"{n} tokens: request or token budget reached")
             return False, None
-        if trace.error is not None and trace.error.status in (400, 413, 422):
+        if trace.error is not None and trace.error.refused_as_sent:
             self.note(Step.LENGTH, f"{n} tokens rejected by the endpoint: {trace.error.message}")
             return False, None
         return True, None if trace.ttft_ms is None else trace.ttft_ms / 1000
