@@ -6,8 +6,9 @@ shortest, both read from the fitted length curve (:mod:`latdoc.analysis.length`)
 every request on the curve counts: the seven to nine sent alone at the shortest length, one
 or two at each other. It fires at ≥ :data:`LENGTH_RATIO`×, or at
 ≥ :data:`LENGTH_MIN_RATIO`× with at least :data:`LENGTH_MIN_GROWTH_MS` more
-(:func:`seed_rule_fires`), when the growth's 95% interval lies above zero: the growth
-follows the length, not the jitter of a few requests. Its comparison is kept as a
+(:func:`seed_rule_fires`), when the growth is beyond the requests' jitter (a
+one-sided t test of the two lengths' log medians at the policy's α, :func:`growth_p`):
+the growth follows the length, not the jitter of a few requests. Its comparison is kept as a
 :class:`LengthCheck` whether it fires or not, so the report states what the rule
 compared in the rule's own numbers. Its share is the fitted growth.
 
@@ -18,9 +19,13 @@ than there was: borderline growth went unnamed.
 
 from __future__ import annotations
 
+import math
+
 from latdoc.analysis._rule import confidence
 from latdoc.analysis.facts import Facts
 from latdoc.analysis.kinds._spec import KindSpec
+from latdoc.analysis.length import Jitter, jitter
+from latdoc.analysis.policy import ALPHA
 from latdoc.model import Finding, Kind, LengthCheck, LengthCurve, LengthPoint
 
 __all__ = [
@@ -66,6 +71,27 @@ def _grows_with_length(curve: LengthCurve) -> bool:
     return all(later >= MONOTONIC_TOLERANCE * max(best[:i]) for i, later in enumerate(best) if i)
 
 
+def growth_p(short: LengthPoint, long: LengthPoint, spread: Jitter | None) -> float | None:
+    """One-sided p of TTFT at the long length being no more than at the short one, from
+    their medians' logs and the requests' jitter (a t test on its degrees of freedom);
+    None without a jitter to read."""
+    if spread is None or spread.sigma <= 0:
+        return None
+    from scipy.stats import t  # imported on use, as the analysis's statistics do
+
+    difference = math.log(max(long.best_ms, 1e-9)) - math.log(max(short.best_ms, 1e-9))
+    error = spread.sigma * math.sqrt(_median_variance(long.n) + _median_variance(short.n))
+    return float(t.sf(difference / error, spread.df))
+
+
+def _median_variance(n: int) -> float:
+    """The variance of the median of ``n`` normal values, in units of theirs: the value
+    itself for one, the mean for two, π/(2n) from three."""
+    if n <= 2:
+        return 1.0 / max(1, n)
+    return math.pi / (2 * n)
+
+
 def _thresholds() -> str:
     return (
         f"≥ {LENGTH_RATIO:.0f}×, or ≥ {LENGTH_MIN_RATIO:.0f}× and "
@@ -78,8 +104,9 @@ def length_check(f: Facts) -> LengthCheck | None:
 
     It reads the fitted curve at the shortest length and at the long one, so every
     request on the curve counts, not the one or two at each end; and the growth counts
-    as following the length only when its interval lies above zero (or, where the
-    curve has no interval, when no longer prompt was served clearly faster)."""
+    as following the length only when it is beyond the requests' jitter (or, with no
+    length asked twice to read the jitter from, when no longer prompt was served
+    clearly faster)."""
     curve = f.curve
     if curve is None:
         return None
@@ -93,23 +120,19 @@ def length_check(f: Facts) -> LengthCheck | None:
     p50, spread = f.load["ttft_p50_ms"], f.load["ttft_p95_over_p50"]
     noise = p50 * (spread - 1) if p50 is not None and spread is not None else 0.0
     interval = curve.difference_interval_ms(long.prompt_tokens, short.prompt_tokens)
-    grows = interval[0] > 0 if interval is not None else _grows_with_length(curve)
+    p = growth_p(short, long, jitter(curve.points))
+    grows = p < ALPHA if p is not None else _grows_with_length(curve)
     reasons = []
     if not seed_rule_fires(short_ms, long_ms):
         reasons.append(f"{ratio:.1f}× and +{growth:.0f} ms fall short of {_thresholds()}")
     if not grows:
         reasons.append(
-            f"the growth's 95% interval ({interval[0]:+.0f} to {interval[1]:+.0f} ms) reaches "
-            "zero: it may be the requests' jitter"
-            if interval is not None
+            f"the growth is within the requests' jitter (one-sided p {p:.2g} ≥ {ALPHA})"
+            if p is not None
             else "a longer prompt was served clearly faster than a shorter one"
         )
     fired = not reasons
-    beyond = (
-        f", its 95% interval {interval[0]:.0f}–{interval[1]:.0f} ms above zero"
-        if interval is not None
-        else ""
-    )
+    beyond = f", beyond the requests' jitter (one-sided p {p:.2g})" if p is not None else ""
     why = (
         f"fired: {ratio:.1f}× meets {_thresholds()}{beyond}"
         if fired
@@ -143,8 +166,8 @@ def input_length(f: Facts) -> Finding | None:
         Kind.INPUT_LENGTH,
         "Prefill grows with the prompt",
         f"the fitted TTFT at {check.long_tokens} tokens is {check.ratio:.1f}× that at "
-        f"{check.short_tokens} (seed rule: {_thresholds()}), the growth's interval above "
-        f"zero; curve {curve.shape}",
+        f"{check.short_tokens} (seed rule: {_thresholds()}), beyond the requests' jitter; "
+        f"curve {curve.shape}",
         {
             "short_tokens": float(check.short_tokens),
             "short_ttft_ms": check.short_ms,
