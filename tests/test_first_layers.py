@@ -13,6 +13,7 @@ byte's and the first token the prefill's later."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import json
 from collections.abc import Callable
@@ -21,12 +22,29 @@ from typing import Any
 import pytest
 
 from conftest import LabFactory
-from latdoc import Dialect, Endpoint, ProbeSession, RequestTrace
+from latdoc import (
+    Diagnosis,
+    Dialect,
+    Endpoint,
+    ProbeSession,
+    RequestTrace,
+    Sample,
+    render_diagnosis,
+    render_html,
+    render_text,
+    render_waterfall,
+)
+from latdoc.analysis.facts import gather_facts
+from latdoc.analysis.repeats import summarize
 from latdoc.lab.sim import LabConfig, LatencyModel
 from latdoc.lab.sim.dialects.bedrock import frame
 from latdoc.probe import dialects
+from latdoc.records import Step
+from latdoc.report.json_out import diagnosis_to_dict
 from latdoc.store.codec import trace_from_record, trace_to_record
-from scripted_server import ScriptedServer, Step, chunk
+from report_samples import make_diagnosis, make_trace
+from scripted_server import ScriptedServer, chunk
+from scripted_server import Step as ScriptStep
 
 GAP = 0.04
 """Seconds between one layer of a scripted stream and the next."""
@@ -237,11 +255,11 @@ def test_every_dialect_has_a_layered_stream() -> None:
     assert {spec.name for spec in dialects.DIALECTS} == set(STREAMS)
 
 
-def _script(content_type: str, layers: Layers) -> list[Step]:
+def _script(content_type: str, layers: Layers) -> list[ScriptStep]:
     head = (
         f"HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ntransfer-encoding: chunked\r\n\r\n"
     ).encode()
-    script: list[Step] = [head]
+    script: list[ScriptStep] = [head]
     for events in layers:
         if events:
             script += [GAP, chunk(b"".join(events))]
@@ -333,3 +351,74 @@ def test_against_the_lab_the_prefill_lies_between_first_event_and_first_token(
     else:
         assert trace.first_event_ns == trace.first_token_ns
     assert (trace.first_token_ns - trace.sent_ns) / 1e6 >= 80.0
+
+
+# -- the reports: the layers where they part, not where they coincide -------------------
+
+MS = 1_000_000
+
+
+def _layered(event_after_byte_ms: float, tool_after_token_ms: float | None) -> RequestTrace:
+    """A reused-connection trace whose first token comes 400 ms after its first byte, its
+    first event and first tool call where asked."""
+    trace = make_trace(dns=None, connect=None, tls=None, first_token=400.0)
+    assert trace.first_byte_ns is not None and trace.first_token_ns is not None
+    tool = (
+        None
+        if tool_after_token_ms is None
+        else trace.first_token_ns + round(tool_after_token_ms * MS)
+    )
+    return dataclasses.replace(
+        trace,
+        first_event_ns=trace.first_byte_ns + round(event_after_byte_ms * MS),
+        first_answer_ns=trace.first_token_ns,
+        first_tool_call_ns=tool,
+    )
+
+
+def _text(renderable: Any) -> str:
+    return render_text(renderable, 120)
+
+
+def test_the_waterfall_names_the_layers_that_part_and_only_them() -> None:
+    parted = _text(render_waterfall(_layered(150.0, 300.0)))
+    line = next(row for row in parted.splitlines() if "First output by layer" in row)
+    assert line.index("first byte") < line.index("first event") < line.index("first token")
+    assert line.index("first token") < line.index("first tool call")
+    assert "first answer token" not in line  # the answer is the first token
+    for together in (_layered(0.0, None), _layered(400.0, 0.0), _layered(0.5, None)):
+        assert "First output by layer" not in _text(render_waterfall(together))
+
+
+def test_repeats_give_a_first_event_row_only_where_it_parts() -> None:
+    parted = summarize([_layered(150.0, 300.0) for _ in range(3)])
+    together = summarize([_layered(0.0, 0.0) for _ in range(3)])
+    assert parted.warm is not None and together.warm is not None
+    event = parted.warm.get("First event")
+    assert event is not None and event.mean == pytest.approx(_layered(150.0, None).first_event_ms)
+    assert parted.warm.get("First tool call") is not None
+    assert together.warm.get("First event") is None
+    assert together.warm.get("First tool call") is None
+
+
+def _diagnosis(traces: list[RequestTrace]) -> Diagnosis:
+    samples = [Sample(Step.NETWORK, t, cold=False, index=i) for i, t in enumerate(traces)]
+    facts = gather_facts(samples, None)
+    return dataclasses.replace(make_diagnosis(), network=facts.network)
+
+
+def test_the_diagnosis_shows_a_first_event_long_before_the_first_token() -> None:
+    parted = _diagnosis([_layered(150.0 + i, None) for i in range(3)])
+    together = _diagnosis([_layered(0.0, None) for _ in range(3)])
+    assert parted.network["first_event_ms"] == pytest.approx(_layered(151.0, None).first_event_ms)
+    assert parted.network["first_tool_call_ms"] is None
+    assert together.network["first_event_ms"] == together.network["ttfb_ms"]
+    assert "first event" in _text(render_diagnosis(parted))
+    assert "first event" not in _text(render_diagnosis(together))
+    page, plain = render_html(parted, []), render_html(together, [])
+    assert "First output by layer: first byte" in page and "<code>first_event_ms</code>" in page
+    assert "First output by layer" not in plain and "<code>first_event_ms</code>" not in plain
+    assert set(diagnosis_to_dict(together)["steps"]["network"]) >= {
+        "first_event_ms",
+        "first_tool_call_ms",
+    }
