@@ -40,7 +40,7 @@ from latdoc.lab.sim import LabConfig, LatencyModel
 from latdoc.lab.sim.dialects.bedrock import frame
 from latdoc.probe import dialects
 from latdoc.records import Step
-from latdoc.report.json_out import diagnosis_to_dict
+from latdoc.report.json_out import diagnosis_to_dict, trace_to_dict
 from latdoc.store.codec import trace_from_record, trace_to_record
 from report_samples import make_diagnosis, make_trace
 from scripted_server import ScriptedServer, chunk
@@ -422,3 +422,17 @@ def test_the_diagnosis_shows_a_first_event_long_before_the_first_token() -> None
         "first_event_ms",
         "first_tool_call_ms",
     }
+
+
+def test_a_stored_trace_keeps_its_layers_and_an_older_one_reads_none() -> None:
+    trace = _layered(150.0, 300.0)
+    record = trace_to_record(trace)
+    assert trace_from_record(record) == trace
+    assert record["first_event_ns"] == trace.first_event_ns is not None
+    older = {k: v for k, v in record.items() if k not in ("first_event_ns", "first_tool_call_ns")}
+    read = trace_from_record(older)
+    assert read.first_event_ns is None and read.first_tool_call_ns is None
+    assert read == dataclasses.replace(trace, first_event_ns=None, first_tool_call_ns=None)
+    doc = trace_to_dict(trace)
+    assert doc["first_event_ms"] == round(trace.first_event_ns / MS, 4)
+    assert doc["first_tool_call_ms"] == round((trace.first_tool_call_ns or 0) / MS, 4)
