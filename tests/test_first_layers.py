@@ -38,7 +38,7 @@ from latdoc.analysis.facts import gather_facts
 from latdoc.analysis.repeats import summarize
 from latdoc.lab.sim import LabConfig, LatencyModel
 from latdoc.lab.sim.dialects.bedrock import frame
-from latdoc.probe import dialects
+from latdoc.probe import dialects, parse_event
 from latdoc.records import Step
 from latdoc.report.json_out import diagnosis_to_dict, trace_to_dict
 from latdoc.store.codec import trace_from_record, trace_to_record
@@ -436,3 +436,35 @@ def test_a_stored_trace_keeps_its_layers_and_an_older_one_reads_none() -> None:
     doc = trace_to_dict(trace)
     assert doc["first_event_ms"] == round(trace.first_event_ns / MS, 4)
     assert doc["first_tool_call_ms"] == round((trace.first_tool_call_ns or 0) / MS, 4)
+
+
+TOOL_USE = {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {}}
+GEMINI_CALL = {"functionCall": {"name": "lookup", "args": {"q": 1}}}
+
+
+@pytest.mark.parametrize(
+    ("dialect", "event", "obj", "tool"),
+    [
+        ("chat", None, _choice({"function_call": {"name": "lookup", "arguments": "{}"}}), 8),
+        ("chat", None, _choice({"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}), 2),
+        ("chat", None, _choice({"content": "lookup"}), 0),
+        ("anthropic", None, {"type": "content_block_start", "content_block": TOOL_USE}, 6),
+        ("anthropic", None, {"type": "content_block_delta",
+                             "delta": {"type": "input_json_delta", "partial_json": "{}"}}, 2),
+        ("anthropic", None, {"type": "content_block_delta",
+                             "delta": {"type": "text_delta", "text": "lookup"}}, 0),
+        ("gemini", None, {"candidates": [{"content": {"parts": [GEMINI_CALL]}}]}, 13),
+        ("gemini", None, {"candidates": [{"content": {"parts": [{"text": "lookup"}]}}]}, 0),
+        ("responses", None, {"type": "response.output_text.delta", "delta": "{}"}, 0),
+        ("responses", None, {"type": "response.mcp_call_arguments.delta", "delta": "{}"}, 2),
+        ("bedrock", "contentBlockStart", {"start": {"toolUse": {"name": "lookup"}}}, 6),
+        ("bedrock", "contentBlockDelta", {"delta": {"toolUse": {"input": "{}"}}}, 2),
+        ("bedrock", "contentBlockDelta", {"delta": {"text": "lookup"}}, 0),
+    ],
+)  # fmt: skip
+def test_a_tool_calls_characters_are_told_apart_from_the_answers(
+    dialect: str, event: str | None, obj: dict[str, Any], tool: int
+) -> None:
+    info = parse_event(obj, dialect, event)
+    assert info.tool_chars == tool
+    assert info.output_chars >= max(tool, 1)
