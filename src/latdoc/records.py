@@ -37,12 +37,17 @@ send        from the first request byte handed to the kernel to the end of send:
             written *and acknowledged by the peer*
 wait        server wait: first response byte minus end of send
 ttfb        first response byte, from t0 (curl's ``time_starttransfer``)
+first_event the stream's first event of any kind, from t0: a control event
+            (``response.created``, ``message_start``, ``messageStart``, a role-only
+            chunk, a Gemini frame without parts) counts here and nowhere else
 ttft        first chunk carrying output of any kind (reasoning, answer text or a
             tool call), from t0 (user-side)
 server_ttft the same first chunk, from ``sent`` (the server's side)
 ttfr        first chunk carrying reasoning (thinking), from t0
 ttfa        first chunk carrying the answer (text, tool call, structured output),
             from t0
+first_tool_call
+            first chunk carrying a tool call (its name or arguments), from t0
 reasoning   thinking before the answer: first answer (else the end) minus first
             reasoning
 tpot        (done - first_token) / (output_tokens - 1)
@@ -164,6 +169,16 @@ class RequestTrace:
     """When the first byte of the request was handed to the kernel. From the
     connection being ready to here is the client's own delay; from here to ``sent``
     is the send."""
+    first_event_ns: int | None = None
+    """The stream's first event of any kind, control events included (``response.created``,
+    ``message_start``, ``messageStart``, a role-only chunk, a Gemini frame without parts):
+    the first sign of the server past the headers. ``None`` when no event was read."""
+    first_tool_call_ns: int | None = None
+    """The first chunk carrying a tool call's output: its name or arguments (a chat
+    ``tool_calls`` delta, an Anthropic ``tool_use`` block and its ``input_json_delta``,
+    a Responses arguments delta, a Gemini ``functionCall``, a Bedrock ``toolUse``).
+    ``None`` when the response called no tool. A tool call is answer too
+    (``first_answer_ns``)."""
     arrival_clock: str | None = None
     """What stamped the response's arrivals (``first_byte``, chunks): ``"kernel"``, the
     socket's software receive stamps, or ``"loop"``, the event loop when it ran the
@@ -253,6 +268,16 @@ class RequestTrace:
         """Server-side TTFT: from the request reaching the wire (``sent``) to the first
         token's arrival; no pool wait, setup or client delay in it."""
         return _span(self.sent_ns, self.first_token_ns)
+
+    @property
+    def first_event_ms(self) -> float | None:
+        """Time to the stream's first event, control events included."""
+        return _ms(self.first_event_ns)
+
+    @property
+    def first_tool_call_ms(self) -> float | None:
+        """Time to the first tool-call output."""
+        return _ms(self.first_tool_call_ns)
 
     @property
     def ttfr_ms(self) -> float | None:

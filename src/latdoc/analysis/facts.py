@@ -81,6 +81,8 @@ def _network_facts(
         "wait_ms": median_of(t.wait_ms for t in warm),
         "ttfb_ms": median_of(t.ttfb_ms for t in warm),
         "ttft_ms": median_of(t.ttft_ms for t in warm),
+        "first_event_ms": median_of(t.first_event_ms for t in warm),
+        "first_tool_call_ms": median_of(t.first_tool_call_ms for t in warm),
         "tpot_ms": median_of(t.tpot_ms for t in warm),
         "total_ms": median_of(t.total_ms for t in warm),
         "cold_ttfb_ms": median_of(t.ttfb_ms for t in cold),

@@ -5,8 +5,22 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from latdoc.analysis.policy import negligible
 from latdoc.analysis.stats import Distribution
 from latdoc.records import RequestTrace
+
+
+def parts(layer: float | None, *others: float | None) -> float | None:
+    """``layer``, where it was measured apart from every other measured layer (more than
+    :func:`~latdoc.analysis.policy.negligible`), else ``None``: a first event that came
+    with the first byte or the first token is no layer of its own."""
+    if layer is None:
+        return None
+    for other in others:
+        if other is not None and negligible(layer - other, max(layer, other)):
+            return None
+    return layer
+
 
 METRICS: tuple[tuple[str, Callable[[RequestTrace], float | None]], ...] = (
     ("DNS", lambda t: t.dns_ms),
@@ -16,15 +30,18 @@ METRICS: tuple[tuple[str, Callable[[RequestTrace], float | None]], ...] = (
     ("Send", lambda t: t.send_ms),
     ("Server wait", lambda t: t.wait_ms),
     ("TTFB", lambda t: t.ttfb_ms),
+    ("First event", lambda t: parts(t.first_event_ms, t.ttfb_ms, t.ttft_ms)),
     ("TTFT", lambda t: t.ttft_ms),
     ("Server TTFT", lambda t: t.server_ttft_ms),
     ("Reasoning", lambda t: t.reasoning_ms),
     ("TTFA", lambda t: t.ttfa_ms if t.first_reasoning_ns is not None else None),
+    ("First tool call", lambda t: parts(t.first_tool_call_ms, t.ttft_ms)),
     ("TPOT", lambda t: t.tpot_ms),
     ("Total", lambda t: t.total_ms),
 )
 """The rows of a summary, in the order a request passes through them (reasoning and
-the first answer token only for requests that reasoned)."""
+the first answer token only for requests that reasoned, the first event and the first
+tool call only for requests where they came apart from the first byte and token)."""
 
 SETUP_METRICS = frozenset({"DNS", "TCP connect", "TLS"})
 

@@ -38,6 +38,8 @@ class EventInfo:
 
     output_chars: int = 0
     """Characters of the answer: text, a tool call's name and arguments, a refusal."""
+    tool_chars: int = 0
+    """Characters of a tool call's name and arguments (counted in ``output_chars`` too)."""
     reasoning_chars: int = 0
     """Characters of reasoning: ``reasoning_content``, thinking, a reasoning summary."""
     text: str = ""

@@ -152,6 +152,8 @@ def freeze_trace(
         response_id=response_id,
         first_reasoning_ns=rel(state.first_reasoning) if state is not None else None,
         first_answer_ns=rel(state.first_answer) if state is not None else None,
+        first_event_ns=rel(state.first_event) if state is not None else None,
+        first_tool_call_ns=rel(state.first_tool_call) if state is not None else None,
         reasoning_tokens=usage.reasoning_tokens if usage is not None else None,
         unknown_events=state.unknown_events if state is not None else None,
         proxy_headers={k: ex.headers[k][:200] for k in PROXY_HEADERS if k in ex.headers},

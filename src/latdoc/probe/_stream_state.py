@@ -29,10 +29,13 @@ class StreamState:
     on_json: EventHook | None = None
     dialect: Dialect = DEFAULT_DIALECT
     chunks: list[Chunk] = field(default_factory=list)
+    first_event: int | None = None
+    """The first event of any kind, a control event or ``[DONE]`` as much as output."""
     first_token: int | None = None
     """The first output of any kind: reasoning, answer text or a tool call."""
     first_reasoning: int | None = None
     first_answer: int | None = None
+    first_tool_call: int | None = None
     finish_reason: str | None = None
     usage: Usage | None = None
     usage_on_chunks: bool = False
@@ -54,6 +57,8 @@ class StreamState:
         self._foreign = lambda obj, event: dialects.other_dialect(obj, event, spec)
 
     def on_event(self, event: SSEEvent, phase_of: Recorder) -> None:
+        if self.first_event is None:
+            self.first_event = event.t_ns
         data = event.data
         if data.strip() == "[DONE]":
             self.done_marker = True
@@ -118,6 +123,8 @@ class StreamState:
                 self.first_reasoning = t_ns
             if info.output_chars and self.first_answer is None:
                 self.first_answer = t_ns
+            if info.tool_chars and self.first_tool_call is None:
+                self.first_tool_call = t_ns
             self.chunks.append(Chunk(t_ns - self.t0, chars, tokens))
             if self.count_tokens is not None:
                 self.text.append(info.text)

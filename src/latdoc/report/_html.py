@@ -21,6 +21,7 @@ from latdoc.analysis.kinds import spec_of, specs
 from latdoc.analysis.stats import quantile
 from latdoc.model import Diagnosis, Finding, Kind, RequestParts, Scenario
 from latdoc.records import Sample, Step
+from latdoc.report._layers import PARTING, distinct_layers, layers_text
 from latdoc.report._plot_data import MAX_ROWS, ttft_values
 from latdoc.report._server import disagreement_texts
 from latdoc.report._theme import PHASE_COLOURS
@@ -97,7 +98,7 @@ def page_context(diagnosis: Diagnosis, samples: Sequence[Sample]) -> dict[str, A
         "measurements": [
             (title, [(k, _measured(v, k)) for k, v in numbers.items()])
             for title, numbers in (
-                ("Network", diagnosis.network),
+                ("Network", _parted(diagnosis.network)),
                 ("Load", diagnosis.load),
                 ("Reasoning", diagnosis.reasoning),
                 *_server_cards(diagnosis),
@@ -131,9 +132,18 @@ def _network_lines(diagnosis: Diagnosis) -> list[str]:
     keepalive = keepalive_text(diagnosis)
     if keepalive is not None:
         lines.append(keepalive[0].upper() + keepalive[1:] + ".")
+    layers = layers_text(diagnosis.network)
+    if layers is not None:
+        lines.append(layers[0].upper() + layers[1:] + ".")
     if diagnosis.network_check is not None:
         lines.append(f"Seed rule: {diagnosis.network_check.statement}.")
     return lines
+
+
+def _parted(numbers: Mapping[str, float | None]) -> dict[str, float | None]:
+    """Step 1's numbers without the first-token layers that coincide with another."""
+    shown = {key for key, _, _ in distinct_layers(numbers)}
+    return {k: v for k, v in numbers.items() if k not in PARTING or k in shown}
 
 
 def _server_cards(diagnosis: Diagnosis) -> list[tuple[str, Mapping[str, float | None]]]:

@@ -14,6 +14,7 @@ from rich.text import Text
 from latdoc.analysis.kinds import spec_of
 from latdoc.model import Diagnosis, Finding, Kind, Remedy, RequestParts, SystemItem
 from latdoc.report._console import side_by_side
+from latdoc.report._layers import PARTING, distinct_layers
 from latdoc.report._server import disagreement_texts, server_lines
 from latdoc.report._system import NOT_READABLE
 from latdoc.report._theme import PHASE_COLOURS
@@ -52,6 +53,7 @@ def _network_lines(d: Diagnosis) -> list[RenderableType]:
     if n.get("setup_ms") is None and n.get("ttft_ms") is None:
         return [Text("not measured", style="dim")]
     parts = []
+    shown = {key for key, _, _ in distinct_layers(n)}
     for key, label in (
         ("dns_ms", "DNS"),
         ("connect_ms", "TCP"),
@@ -59,9 +61,13 @@ def _network_lines(d: Diagnosis) -> list[RenderableType]:
         ("send_ms", "send"),
         ("wait_ms", "server wait"),
         ("ttfb_ms", "first byte"),
+        ("first_event_ms", "first event"),
         ("ttft_ms", "first token"),
+        ("first_tool_call_ms", "first tool call"),
     ):
         value = n.get(key)
+        if key in PARTING and key not in shown:
+            continue
         if value is not None:
             parts.append(Text.assemble((label, "dim"), " ", (format_ms(value), "bold")))
     lines: list[RenderableType] = [side_by_side(parts)]

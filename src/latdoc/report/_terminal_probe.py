@@ -16,6 +16,7 @@ from latdoc.analysis.repeats import SETUP_METRICS, GroupSummary, RepeatSummary
 from latdoc.analysis.stats import Distribution
 from latdoc.records import RequestTrace
 from latdoc.report._console import side_by_side
+from latdoc.report._layers import layers_text, trace_layers
 from latdoc.report._theme import ERROR_COLOUR, PHASE_COLOURS
 from latdoc.report.names import format_ms, pick_unit
 
@@ -103,6 +104,9 @@ def render_waterfall(trace: RequestTrace) -> RenderableType:
         _BLANK,
         _indent(_tokens_line(trace)),
     ]
+    layers = layers_text(trace_layers(trace))
+    if layers is not None:
+        parts.append(_indent(Text(layers[0].upper() + layers[1:])))
     if trace.error is not None:
         parts.append(
             Padding(

@@ -7,8 +7,10 @@ store keeps it from too. Every duration is in milliseconds under a key ending
 as they were, for the scripts that read them, with an ``_ms`` twin beside them.
 
 In a trace, ``dns_ms``, ``connect_ms``, ``tls_ms``, ``send_ms``, ``wait_ms`` and
-``reasoning_ms`` are phase durations; ``ttfb_ms``, ``ttft_ms``, ``ttfr_ms`` (first
-reasoning), ``ttfa_ms`` (first answer token), ``total_ms`` and each chunk's ``t_ms``
+``reasoning_ms`` are phase durations; ``ttfb_ms``, ``first_event_ms`` (the stream's
+first event, a control event such as ``response.created`` included), ``ttft_ms``,
+``ttfr_ms`` (first reasoning), ``ttfa_ms`` (first answer token), ``first_tool_call_ms``
+(first tool-call output), ``total_ms`` and each chunk's ``t_ms``
 count from the start of the request, as curl's ``time_starttransfer`` and
 ``time_total`` do.
 """
@@ -58,6 +60,8 @@ def trace_to_dict(trace: RequestTrace) -> dict[str, Any]:
         "ttfr_ms": _r(trace.ttfr_ms),
         "ttfa_ms": _r(trace.ttfa_ms),
         "reasoning_ms": _r(trace.reasoning_ms),
+        "first_event_ms": _r(trace.first_event_ms),
+        "first_tool_call_ms": _r(trace.first_tool_call_ms),
         "tpot_ms": _r(trace.tpot_ms),
         "total_ms": _r(trace.total_ms),
         "rtt_ms": _r(trace.rtt_ms),

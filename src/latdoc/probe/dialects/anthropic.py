@@ -8,7 +8,8 @@ each content block ``content_block_start``, ``content_block_delta``\\ s and
 ``content_block_stop``, then ``message_delta`` (the stop reason and the output's
 cumulative usage) and ``message_stop``; ``ping`` may come at any time. A delta's
 answer is a ``text_delta``'s ``text`` or an ``input_json_delta``'s ``partial_json``
-(a tool call's input), its reasoning a ``thinking_delta``'s ``thinking``; a
+(a tool call's input, with the name on the block's start the tool-call output), its
+reasoning a ``thinking_delta``'s ``thinking``; a
 ``signature_delta`` or ``citations_delta`` carries neither. A tool-use block's
 start carries its name, which is answer too. An ``error`` event names its type;
 its status is the one Anthropic gives that type over HTTP (``overloaded_error``:
@@ -109,7 +110,7 @@ def _delta(delta: Any) -> EventInfo:
     if kind == "text_delta":
         return _answer(delta.get("text"))
     if kind == "input_json_delta":
-        return _answer(delta.get("partial_json"))
+        return _answer(delta.get("partial_json"), tool=True)
     if kind == "thinking_delta":
         thinking = delta.get("thinking")
         if isinstance(thinking, str) and thinking:
@@ -120,9 +121,9 @@ def _delta(delta: Any) -> EventInfo:
     return EventInfo(unknown=True)
 
 
-def _answer(value: Any) -> EventInfo:
+def _answer(value: Any, *, tool: bool = False) -> EventInfo:
     if isinstance(value, str) and value:
-        return EventInfo(output_chars=len(value), text=value)
+        return EventInfo(output_chars=len(value), tool_chars=len(value) if tool else 0, text=value)
     return EventInfo()
 
 
@@ -131,7 +132,7 @@ def _block_start(block: Any) -> EventInfo:
     if not isinstance(block, dict):
         return EventInfo(unknown=True)
     if block.get("type") in ("tool_use", "server_tool_use"):
-        return _answer(block.get("name"))
+        return _answer(block.get("name"), tool=True)
     if block.get("type") == "text":
         return _answer(block.get("text"))
     return EventInfo()

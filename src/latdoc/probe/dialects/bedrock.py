@@ -29,8 +29,9 @@ The answer is an AWS event stream (:data:`~latdoc.probe._framing.EVENT_STREAM`):
 together, as for Anthropic) and ``metrics.latencyMs``, the service's own time for the
 request, kept as the server's timing (``bedrock-latency``). A delta's ``text`` (and a
 citation's) is the answer, ``reasoningContent.text`` reasoning (its signature and
-redacted reasoning are no output), ``toolUse.input`` a tool call's arguments. An
-exception after the 200 (``throttlingException``, ``modelStreamErrorException`` …) is a
+redacted reasoning are no output), ``toolUse.input`` a tool call's arguments (with the
+name on the block's start, the tool-call output). An exception after the 200
+(``throttlingException``, ``modelStreamErrorException`` …) is a
 failure with the HTTP status the API gives it (429, 424, 400, 500, 503), the model's own
 status where a ``modelStreamErrorException`` names it (``originalStatusCode``).
 """
@@ -129,7 +130,7 @@ def parse_bedrock_event(obj: Any, event: str | None, foreign: Foreign) -> EventI
         tool = start.get("toolUse") if isinstance(start, dict) else None
         name = tool.get("name") if isinstance(tool, dict) else None
         if isinstance(name, str):
-            return EventInfo(output_chars=len(name), text=name)
+            return EventInfo(output_chars=len(name), tool_chars=len(name), text=name)
         return EventInfo()
     if event == "messageStop":
         reason = obj.get("stopReason")
@@ -156,8 +157,9 @@ def _delta(delta: Any) -> EventInfo:
     if isinstance(text, str):
         answer.append(text)
     tool = delta.get("toolUse")
-    if isinstance(tool, dict) and isinstance(tool.get("input"), str):
-        answer.append(tool["input"])
+    tool_input = tool.get("input") if isinstance(tool, dict) else None
+    if isinstance(tool_input, str):
+        answer.append(tool_input)
     thought = delta.get("reasoningContent")
     if isinstance(thought, dict) and isinstance(thought.get("text"), str):
         reasoning.append(thought["text"])
@@ -166,6 +168,7 @@ def _delta(delta: Any) -> EventInfo:
         answer.append(citation["title"])
     return EventInfo(
         output_chars=sum(map(len, answer)),
+        tool_chars=len(tool_input) if isinstance(tool_input, str) else 0,
         reasoning_chars=sum(map(len, reasoning)),
         text="".join(reasoning) + "".join(answer),
     )

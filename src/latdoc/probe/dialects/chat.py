@@ -7,11 +7,13 @@ The key is a bearer token from ``OPENAI_API_KEY``; the stream ends with ``[DONE]
 asks for it. A reasoning effort is ``reasoning_effort``.
 
 An event's answer is ``delta.content``, a tool call's ``function.name`` and
-``function.arguments`` in ``delta.tool_calls``, a ``delta.refusal`` or a completion's
-``text``; its reasoning is ``delta.reasoning_content`` or ``delta.reasoning``. A
-role-only or empty delta carries none and never counts as a token. An event with a
-``type`` of another dialect's (``message_start``, ``response.created``) says the
-endpoint speaks that dialect. llama.cpp's ``timings`` are the server's own times.
+``function.arguments`` in ``delta.tool_calls`` (or the older ``delta.function_call``),
+a ``delta.refusal`` or a completion's ``text``; the tool call's part is also told
+apart, as the first tool-call output; its reasoning is ``delta.reasoning_content`` or
+``delta.reasoning``. A role-only or empty delta carries none and never counts as a
+token. An event with a ``type`` of another dialect's (``message_start``,
+``response.created``) says the endpoint speaks that dialect. llama.cpp's ``timings`` are the
+server's own times.
 """
 
 from __future__ import annotations
@@ -57,22 +59,27 @@ def parse_chat_event(obj: Any, event: str | None, foreign: Foreign) -> EventInfo
             return EventInfo(other_dialect=other, unknown=True)
     answer: list[str] = []
     reasoning: list[str] = []
+    tools: list[str] = []
     finish: str | None = None
     if isinstance(choices, list):
         for choice in choices:
             if not isinstance(choice, dict):
                 continue
-            _choice_parts(choice, answer, reasoning)
+            _choice_parts(choice, answer, reasoning, tools)
             reason = choice.get("finish_reason")
             if isinstance(reason, str):
                 finish = reason
-    answer_chars = sum(len(p) for p in answer)
+    tool_chars = sum(len(p) for p in tools)
+    answer_chars = sum(len(p) for p in answer) + tool_chars
     reasoning_chars = sum(len(p) for p in reasoning)
     response_id = obj.get("id")
     return EventInfo(
         output_chars=answer_chars,
+        tool_chars=tool_chars,
         reasoning_chars=reasoning_chars,
-        text="".join(reasoning) + "".join(answer) if answer_chars or reasoning_chars else "",
+        text="".join(reasoning) + "".join(answer) + "".join(tools)
+        if answer_chars or reasoning_chars
+        else "",
         finish_reason=finish,
         usage=chat_usage(obj.get("usage")),
         server_timing=_llamacpp_timings(obj.get("timings")),
@@ -80,7 +87,9 @@ def parse_chat_event(obj: Any, event: str | None, foreign: Foreign) -> EventInfo
     )
 
 
-def _choice_parts(choice: dict[str, Any], answer: list[str], reasoning: list[str]) -> None:
+def _choice_parts(
+    choice: dict[str, Any], answer: list[str], reasoning: list[str], tools: list[str]
+) -> None:
     delta = choice.get("delta")
     if isinstance(delta, dict):
         for key in _ANSWER_KEYS:
@@ -92,14 +101,18 @@ def _choice_parts(choice: dict[str, Any], answer: list[str], reasoning: list[str
             if isinstance(value, str):
                 reasoning.append(value)
         calls = delta.get("tool_calls")
-        if isinstance(calls, list):
-            for call in calls:
-                function = call.get("function") if isinstance(call, dict) else None
-                if isinstance(function, dict):
-                    for key in ("name", "arguments"):
-                        value = function.get(key)
-                        if isinstance(value, str):
-                            answer.append(value)
+        functions = (
+            [c.get("function") for c in calls if isinstance(c, dict)]
+            if isinstance(calls, list)
+            else []
+        )
+        functions.append(delta.get("function_call"))
+        for function in functions:
+            if isinstance(function, dict):
+                for key in ("name", "arguments"):
+                    value = function.get(key)
+                    if isinstance(value, str):
+                        tools.append(value)
     text = choice.get("text")
     if isinstance(text, str):
         answer.append(text)

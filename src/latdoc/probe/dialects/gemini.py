@@ -16,7 +16,9 @@ which, and both are read.
 
 A response's answer is the ``text`` of ``candidates[].content.parts[]`` (and a
 ``functionCall``'s name and arguments, executable code and its result); a part with
-``"thought": true`` is reasoning. ``usageMetadata`` counts the prompt
+``"thought": true`` is reasoning; a ``functionCall`` is the tool-call output. A frame
+whose candidates carry no parts (the role alone, or only the usage) is no output.
+``usageMetadata`` counts the prompt
 (``promptTokenCount``, ``cachedContentTokenCount`` of it served from a cache), the
 answer (``candidatesTokenCount``) and the thinking (``thoughtsTokenCount``); the output
 is the answer and the thinking together, as OpenAI counts it. A model that thinks
@@ -114,38 +116,40 @@ def parse_gemini_event(obj: Any, event: str | None, foreign: Foreign) -> EventIn
         return EventInfo(unknown=True, other_dialect=foreign(obj, event))
     answer: list[str] = []
     reasoning: list[str] = []
+    tools: list[str] = []
     finish: str | None = None
-    called = False
     candidates = obj.get("candidates")
     for candidate in candidates if isinstance(candidates, list) else ():
         if not isinstance(candidate, dict):
             continue
-        called = _parts(candidate.get("content"), answer, reasoning) or called
+        _parts(candidate.get("content"), answer, reasoning, tools)
         reason = candidate.get("finishReason")
         if isinstance(reason, str):
             finish = _FINISH.get(reason, reason.lower())
-    if finish == "stop" and called:
+    if finish == "stop" and tools:
         finish = "tool_calls"
     feedback = obj.get("promptFeedback")
     if finish is None and isinstance(feedback, dict) and feedback.get("blockReason"):
         finish = "content_filter"
-    answer_chars = sum(len(p) for p in answer)
+    tool_chars = sum(len(p) for p in tools)
+    answer_chars = sum(len(p) for p in answer) + tool_chars
     reasoning_chars = sum(len(p) for p in reasoning)
     response_id = obj.get("responseId")
     return EventInfo(
         output_chars=answer_chars,
+        tool_chars=tool_chars,
         reasoning_chars=reasoning_chars,
-        text="".join(reasoning) + "".join(answer),
+        text="".join(reasoning) + "".join(answer) + "".join(tools),
         finish_reason=finish,
         usage=gemini_usage(obj.get("usageMetadata")),
         response_id=response_id if isinstance(response_id, str) else None,
     )
 
 
-def _parts(content: Any, answer: list[str], reasoning: list[str]) -> bool:
-    """Adds a candidate's text to ``answer`` or ``reasoning``; whether it called a tool."""
+def _parts(content: Any, answer: list[str], reasoning: list[str], tools: list[str]) -> None:
+    """Adds a candidate's text to ``answer`` or ``reasoning``, a function call's name and
+    arguments to ``tools``."""
     parts = content.get("parts") if isinstance(content, dict) else None
-    called = False
     for part in parts if isinstance(parts, list) else ():
         if not isinstance(part, dict):
             continue
@@ -154,18 +158,16 @@ def _parts(content: Any, answer: list[str], reasoning: list[str]) -> bool:
             (reasoning if part.get("thought") is True else answer).append(text)
         call = part.get("functionCall")
         if isinstance(call, dict):
-            called = True
             name = call.get("name")
-            answer.append(name if isinstance(name, str) else "")
+            tools.append(name if isinstance(name, str) else "")
             if call.get("args") is not None:
-                answer.append(json.dumps(call["args"], separators=(",", ":")))
+                tools.append(json.dumps(call["args"], separators=(",", ":")))
         code = part.get("executableCode")
         if isinstance(code, dict) and isinstance(code.get("code"), str):
             answer.append(code["code"])
         result = part.get("codeExecutionResult")
         if isinstance(result, dict) and isinstance(result.get("output"), str):
             answer.append(result["output"])
-    return called
 
 
 def google_error(error: Any) -> EventInfo:

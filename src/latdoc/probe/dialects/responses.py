@@ -6,7 +6,8 @@ reasoning effort is ``reasoning.effort``.
 
 Every event names its ``type``. The answer is ``response.output_text.delta``,
 ``response.refusal.delta`` and a tool call's ``response.function_call_arguments.delta``
-(or a custom or MCP tool's input delta); reasoning is
+(or a custom or MCP tool's input delta), the last three the tool-call output; reasoning
+is
 ``response.reasoning_summary_text.delta`` and ``response.reasoning_text.delta``.
 ``response.completed`` ends the stream with the usage (``output_tokens_details.
 reasoning_tokens`` among it); ``response.incomplete`` ends it cut short (``length``
@@ -40,6 +41,13 @@ _ANSWER = frozenset(
     {
         "response.output_text.delta",
         "response.refusal.delta",
+        "response.function_call_arguments.delta",
+        "response.custom_tool_call_input.delta",
+        "response.mcp_call_arguments.delta",
+    }
+)
+_TOOL = frozenset(
+    {
         "response.function_call_arguments.delta",
         "response.custom_tool_call_input.delta",
         "response.mcp_call_arguments.delta",
@@ -80,7 +88,8 @@ def parse_responses_event(obj: Any, event: str | None, foreign: Foreign) -> Even
             return EventInfo()
         if kind in _REASONING:
             return EventInfo(reasoning_chars=len(delta), text=delta)
-        return EventInfo(output_chars=len(delta), text=delta)
+        tool = len(delta) if kind in _TOOL else 0
+        return EventInfo(output_chars=len(delta), tool_chars=tool, text=delta)
     if kind in _LIFECYCLE:
         return EventInfo()
     if kind == "error":
