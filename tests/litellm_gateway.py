@@ -29,7 +29,7 @@ MASTER_KEY = "sk-latdoc-lab-gateway-0123456789abcdef"
 _READY_TIMEOUT_S = 90.0
 _ROOT = Path(__file__).resolve().parent.parent
 
-_HOOK = '''
+_HOOK = """
 import asyncio
 
 from litellm.integrations.custom_logger import CustomLogger
@@ -42,7 +42,7 @@ class Hold(CustomLogger):
 
 
 hold = Hold()
-'''
+"""
 
 
 def litellm_executable() -> str | None:
