@@ -6,6 +6,7 @@ its timing in each form in turn, checks that a probe reads each into the record.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import dataclasses
 
@@ -13,7 +14,9 @@ import pytest
 
 from latdoc import Endpoint, ProbeSession, RequestTrace, Sample, Step
 from latdoc.analysis.servertime import server_account, server_timing_of, split_ttft
+from latdoc.cli.lab import add_lab_parser, config_from_args
 from latdoc.lab.sim import LabConfig, LabServer, LatencyModel, TimingForm
+from latdoc.lab.sim._process import config_from_json, config_to_json
 from latdoc.probe._servertiming import parse_server_timing
 from report_samples import make_trace
 
@@ -142,3 +145,17 @@ def test_a_lab_that_tells_nothing_leaves_no_server_record() -> None:
         traces = asyncio.run(_two_at_once(lab.base_url, config.model))
     assert [server_timing_of(t) for t in traces] == [None, None]
     assert all(t.ok for t in traces)
+
+
+def test_lab_serve_takes_the_forms_and_a_lab_process_keeps_them() -> None:
+    parser = argparse.ArgumentParser(prog="latdoc")
+    add_lab_parser(parser.add_subparsers(dest="command"), argparse.ArgumentParser)
+    argv = ["lab", "serve", "--timing-form", "vllm", "--timing-form", "groq"]
+    config = config_from_args(parser.parse_args(argv))
+    assert config.timing_forms == (TimingForm.VLLM, TimingForm.GROQ)
+    assert config_from_json(config_to_json(config)) == config
+    assert config_from_args(parser.parse_args(["lab", "serve"])).timing_forms == (
+        TimingForm.SERVER_TIMING,
+    )
+    with pytest.raises(ValueError, match="TimingForm"):
+        LabConfig(timing_forms=("vllm",))  # type: ignore[arg-type]
