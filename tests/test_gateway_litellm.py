@@ -27,6 +27,8 @@ from latdoc import (
     Sample,
     Step,
     build_diagnosis,
+    render_diagnosis,
+    render_text,
 )
 from latdoc.analysis.servertime import server_timing_of, split_ttft
 from latdoc.features.verify import VerifyPlan, VerifyRemedy, verify_remedy
@@ -100,6 +102,12 @@ def test_the_gateways_overhead_from_its_header_the_lab_and_the_direct_route(
     assert path.title.startswith("A gateway adds time before the model")
     assert path.evidence["gateway_ms"] == pytest.approx(header)
     assert d.server is not None and d.server.numbers["gateway_ms"] == pytest.approx(header)
+    (remedy,) = [r for r in d.remedies if r.key == "gateway"]
+    assert remedy.title.startswith("Lighten the gateway")
+    assert remedy.verify_command is not None and "--remedy endpoint" in remedy.verify_command
+    text = render_text(render_diagnosis(d), width=160)
+    assert "A gateway adds time before the model" in text
+    assert f"gateway {header:.0f}" in text or f"gateway {header:.1f}" in text, text
 
 
 def test_verify_endpoint_measures_the_gateway_against_the_upstream_direct(

@@ -12,13 +12,25 @@ import dataclasses
 
 import pytest
 
-from latdoc import Endpoint, ProbeSession, RequestTrace, Sample, Step
+from latdoc import (
+    Endpoint,
+    Finding,
+    Kind,
+    ProbeSession,
+    RequestTrace,
+    RunContext,
+    Sample,
+    Step,
+    build_diagnosis,
+)
+from latdoc.advice import keys
+from latdoc.advice.kinds.network_path import network_path_remedies
 from latdoc.analysis.servertime import server_account, server_timing_of, split_ttft
 from latdoc.cli.lab import add_lab_parser, config_from_args
 from latdoc.lab.sim import LabConfig, LabServer, LatencyModel, TimingForm
 from latdoc.lab.sim._process import config_from_json, config_to_json
 from latdoc.probe._servertiming import parse_server_timing
-from report_samples import make_trace
+from report_samples import make_trace, run_samples
 
 
 def _told(timing: dict[str, float]) -> RequestTrace:
@@ -159,3 +171,17 @@ def test_lab_serve_takes_the_forms_and_a_lab_process_keeps_them() -> None:
     )
     with pytest.raises(ValueError, match="TimingForm"):
         LabConfig(timing_forms=("vllm",))  # type: ignore[arg-type]
+
+
+def test_a_path_without_a_gateways_word_gets_how_to_measure_one_never_a_number() -> None:
+    ctx = RunContext("gateway", "https://gw.example/v1", "m", cpu_count=2)
+    d = build_diagnosis(run_samples(), ctx)
+    far = Finding(Kind.NETWORK_PATH, "High round-trip time", "rtt", {"rtt_ms": 150.0}, 150.0, 0.9)
+    (untold,) = [r for r in network_path_remedies(far, d, ctx) if r.key == keys.GATEWAY]
+    assert untold.predicted_gain_ms is None
+    assert untold.how_to_measure is not None and "--remedy endpoint" in untold.how_to_measure
+    assert untold.verify_command is not None and "UPSTREAM_URL" in untold.verify_command
+    assert not any(ch.isdigit() for ch in untold.change)
+    told = dataclasses.replace(far, evidence={"rtt_ms": 150.0, "gateway_ms": 42.0})
+    remedies = list(network_path_remedies(told, d, ctx))
+    assert remedies[0].key == keys.GATEWAY and "42 ms" in remedies[0].change
