@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+from typing import Any
 
 import pytest
 
@@ -30,6 +31,7 @@ from latdoc.cli.lab import add_lab_parser, config_from_args
 from latdoc.lab.sim import LabConfig, LabServer, LatencyModel, TimingForm
 from latdoc.lab.sim._process import config_from_json, config_to_json
 from latdoc.probe._servertiming import parse_server_timing
+from latdoc.probe.dialects.chat import parse_chat_event
 from report_samples import make_trace, run_samples
 
 
@@ -185,3 +187,45 @@ def test_a_path_without_a_gateways_word_gets_how_to_measure_one_never_a_number()
     told = dataclasses.replace(far, evidence={"rtt_ms": 150.0, "gateway_ms": 42.0})
     remedies = list(network_path_remedies(told, d, ctx))
     assert remedies[0].key == keys.GATEWAY and "42 ms" in remedies[0].change
+
+
+def _nobody(obj: dict[str, Any], event: str | None) -> str | None:
+    return None
+
+
+def test_the_chat_events_carry_each_servers_words() -> None:
+    groq_last = {
+        "id": "chatcmpl-1",
+        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+        "x_groq": {
+            "id": "req_1",
+            "usage": {
+                "queue_time": 0.012,
+                "prompt_tokens": 9,
+                "prompt_time": 0.0045,
+                "completion_tokens": 20,
+                "completion_time": 0.08,
+            },
+        },
+    }
+    info = parse_chat_event(groq_last, None, _nobody)
+    assert info.server_timing == pytest.approx(
+        {"groq-queue": 12.0, "groq-prompt": 4.5, "groq-completion": 80.0}
+    )
+    assert info.usage is not None and info.usage.completion_tokens == 20
+    # Only usage, in the top-level usage chunk include_usage asks for.
+    usage_only = {"choices": [], "usage": {"completion_tokens": 3, "queue_time": 0.5}}
+    assert parse_chat_event(usage_only, None, _nobody).server_timing == {"groq-queue": 500.0}
+    vllm_last = {
+        "choices": [],
+        "metrics": {
+            "queue_time_ms": 3.0,
+            "time_to_first_token_ms": 40.0,
+            "generation_time_ms": 90.0,
+            "tokens_per_second": 100.0,
+        },
+    }
+    told = parse_chat_event(vllm_last, None, _nobody).server_timing
+    assert told == {"vllm-queue": 3.0, "vllm-ttft": 40.0, "vllm-generation": 90.0}
+    nonsense = {"choices": [], "metrics": {"queue_time_ms": -1, "generation_time_ms": True}}
+    assert parse_chat_event(nonsense, None, _nobody).server_timing is None
