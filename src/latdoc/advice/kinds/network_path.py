@@ -22,6 +22,8 @@ def network_path_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator
     told = "gateway_ms" in f.evidence
     if told:
         yield _gateway(f, ctx)
+        if set(f.evidence) == {"gateway_ms"}:
+            return  # the gateway alone: the path's other remedies address nothing here
     rtt = f.evidence.get("rtt_ms")
     if rtt is not None and rtt > HIGH_RTT_MS:
         yield Remedy(

@@ -132,7 +132,7 @@ def _path(f: Facts) -> Finding | None:
 SPEC = KindSpec(
     Kind.NETWORK_PATH,
     "Network path",
-    "round-trip time and bandwidth to the server",
+    "round-trip time and bandwidth to the server, and gateways on the way",
     colour="#e6843f",
     rule=network_path,
     before_first_token=True,
