@@ -55,6 +55,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/false_positives.py
 	$(BIN)/python bench/instrument_overhead.py
 	$(BIN)/python bench/server_accounting.py
+	$(BIN)/python bench/gateway_overhead.py
 	$(BIN)/python bench/load_workers.py
 	$(BIN)/python bench/h2_arrivals.py
 	$(BIN)/python bench/calibration.py
