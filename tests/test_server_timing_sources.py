@@ -95,9 +95,13 @@ def test_the_headers_that_tell_time_are_read_and_nonsense_is_not() -> None:
         "x-litellm-response-duration-ms": "None",
         "llm_provider-server-timing": "prefill;dur=50.000, tpot;dur=2.000",
         "openai-processing-ms": "-3",
+        "x-litellm-timing-pre-processing-ms": "4.25",
+        "x-litellm-callback-duration-ms": "0.0",
     }
     assert parse_server_timing(headers) == {
         "litellm-overhead": 12.5,
+        "litellm-pre-processing": 4.25,
+        "litellm-callback": 0.0,
         "prefill": 50.0,
         "tpot": 2.0,
     }

@@ -4,7 +4,10 @@
 ``openai-processing-ms``: the provider's own processing time; LiteLLM's proxy's
 ``x-litellm-overhead-duration-ms`` (the time the gateway itself added) and
 ``x-litellm-response-duration-ms`` (the whole call as the gateway timed it), kept as
-``litellm-overhead`` and ``litellm-response``; a gateway that passes the upstream's
+``litellm-overhead`` and ``litellm-response``, and its detailed timing where it is
+turned on (``x-litellm-callback-duration-ms``, ``x-litellm-timing-pre-processing-ms``,
+``-llm-api-ms``, ``-post-processing-ms``, ``-message-copy-ms``) as ``litellm-callback``,
+``litellm-pre-processing`` and so on, kept in the trace; a gateway that passes the upstream's
 headers on under a prefix (LiteLLM's ``llm_provider-server-timing``) has the upstream's
 ``Server-Timing`` read from there when it sends none of its own. Values are in ms.
 """
@@ -24,6 +27,11 @@ TIMING_HEADERS = {
     "openai-processing-ms": "openai-processing",
     "x-litellm-overhead-duration-ms": "litellm-overhead",
     "x-litellm-response-duration-ms": "litellm-response",
+    "x-litellm-callback-duration-ms": "litellm-callback",
+    "x-litellm-timing-pre-processing-ms": "litellm-pre-processing",
+    "x-litellm-timing-llm-api-ms": "litellm-llm-api",
+    "x-litellm-timing-post-processing-ms": "litellm-post-processing",
+    "x-litellm-timing-message-copy-ms": "litellm-message-copy",
 }
 """Headers that carry one duration in ms, each with the name it is kept under."""
 
