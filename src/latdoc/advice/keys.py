@@ -9,6 +9,7 @@ __all__ = [
     "CLIENT_CPU",
     "DNS_CACHE",
     "FIX_ENDPOINT",
+    "GATEWAY",
     "HTTP2",
     "KEEP_ALIVE",
     "LONG_CONTEXT_MODEL",
@@ -33,6 +34,7 @@ CLIENT_CPU = "client_cpu"
 DNS_CACHE = "dns_cache"
 FIX_ENDPOINT = "fix_endpoint"
 HTTP2 = "http2"
+GATEWAY = "gateway"
 KEEP_ALIVE = "keep_alive"
 LONG_CONTEXT_MODEL = "long_context_model"
 MAX_TOKENS = "max_tokens"

@@ -22,6 +22,7 @@ WEIGHTS: dict[str, dict[Scenario, float]] = {
     keys.HTTP2: {Scenario.CHAT: 0.8, Scenario.BATCH: 0.9, Scenario.LONGDOC: 0.6},
     keys.ASYNC_CLIENT: {Scenario.CHAT: 1.0, Scenario.BATCH: 0.9, Scenario.LONGDOC: 0.6},
     keys.NEARER_REGION: {Scenario.CHAT: 1.0, Scenario.BATCH: 0.4, Scenario.LONGDOC: 0.6},
+    keys.GATEWAY: {Scenario.CHAT: 1.0, Scenario.BATCH: 0.5, Scenario.LONGDOC: 0.6},
     keys.TCP_SETTINGS: {Scenario.CHAT: 0.5, Scenario.BATCH: 0.4, Scenario.LONGDOC: 0.5},
     keys.TRIM_WINDOW: {Scenario.CHAT: 1.0, Scenario.BATCH: 0.9, Scenario.LONGDOC: 0.5},
     keys.SUMMARIZE_HISTORY: {Scenario.CHAT: 0.8, Scenario.BATCH: 0.7, Scenario.LONGDOC: 0.4},

@@ -2,14 +2,19 @@
 
 Servers tell their timing in different words: ``Server-Timing`` entries (``queue``,
 ``prefill``, ``decode``, ``tpot``), llama.cpp's ``timings`` (``prompt_ms``,
-``predicted_ms``), OpenAI's ``openai-processing-ms``, Amazon Bedrock's
-``metrics.latencyMs`` (kept as ``bedrock-latency``). :func:`server_timing_of`
-reads them into one :class:`ServerTiming`; :func:`split_ttft` then splits one
-request's time to first token by who spent it:
+``predicted_ms``), vLLM's per-request ``metrics`` (``queue_time_ms``,
+``time_to_first_token_ms``, ``generation_time_ms``), Groq's ``usage.queue_time`` /
+``prompt_time`` / ``completion_time``, OpenAI's ``openai-processing-ms``, Amazon
+Bedrock's ``metrics.latencyMs`` (kept as ``bedrock-latency``), and a gateway's own
+account of what it added: LiteLLM's ``x-litellm-overhead-duration-ms``.
+:func:`server_timing_of` reads them into one :class:`ServerTiming` that names each
+source it read; :func:`split_ttft` then splits one request's time to first token by
+who spent it:
 
 =========== ==================================================================
 client      the measuring client's wait for a pooled connection
 network     DNS + TCP + TLS, sending the request, and the response's way back
+gateway     the time a gateway in front of the model says it added (0 untold)
 queue       the server's queue as it tells it, else the server-side wait its
             prefill does not explain (queueing, or the server's own overhead)
 prefill     the server's prefill, as it tells it
@@ -48,9 +53,30 @@ rounded ms, and the client's first-token mark is the read that carried it."""
 DISAGREE_FRACTION = 0.05
 """... and beyond this fraction of what the server claims."""
 
-_QUEUE_KEYS = ("queue", "queue_time", "queueing", "wait")
-_PREFILL_KEYS = ("prefill", "prompt_ms", "prompt")
-_DECODE_KEYS = ("decode", "predicted_ms", "generation")
+_QUEUE_KEYS = ("queue", "queue_time", "queueing", "wait", "vllm-queue", "groq-queue")
+_PREFILL_KEYS = ("prefill", "prompt_ms", "prompt", "vllm-prefill", "groq-prompt")
+_DECODE_KEYS = ("decode", "predicted_ms", "generation", "vllm-generation", "groq-completion")
+_GATEWAY_KEY = "litellm-overhead"
+_SOURCES = (
+    (("prompt_ms", "predicted_ms"), "llama.cpp timings"),
+    (("vllm-queue", "vllm-ttft", "vllm-generation"), "vLLM metrics"),
+    (("groq-queue", "groq-prompt", "groq-completion"), "Groq usage timing"),
+    (
+        (
+            "queue",
+            "queue_time",
+            "queueing",
+            "wait",
+            "prefill",
+            "prompt",
+            "decode",
+            "generation",
+            "tpot",
+        ),
+        "Server-Timing",
+    ),
+)
+"""Who tells which names, in the order a told time is taken when several tell it."""
 _PROCESSING_KEYS = {
     "openai-processing": "openai-processing-ms",
     "bedrock-latency": "Bedrock metrics.latencyMs",
@@ -71,8 +97,12 @@ class ServerTiming:
     """The provider's whole processing time (``openai-processing-ms``, Bedrock's
     ``metrics.latencyMs``)."""
     source: str
-    """Where the numbers came from: ``llama.cpp timings``, ``Server-Timing``,
-    ``openai-processing-ms`` or ``Bedrock metrics.latencyMs``."""
+    """Where the numbers came from: ``llama.cpp timings``, ``vLLM metrics``, ``Groq usage
+    timing``, ``Server-Timing``, ``openai-processing-ms``, ``Bedrock metrics.latencyMs``
+    or ``LiteLLM x-litellm-overhead-duration-ms``; several joined by `` + ``."""
+    gateway_ms: float | None = None
+    """The time a gateway between the client and the model says it added (LiteLLM's
+    ``x-litellm-overhead-duration-ms``): before the first token, outside the model."""
 
 
 def _first(timing: Mapping[str, float], keys: Iterable[str]) -> float | None:
@@ -82,6 +112,9 @@ def _first(timing: Mapping[str, float], keys: Iterable[str]) -> float | None:
 def server_timing_of(trace: RequestTrace) -> ServerTiming | None:
     """The server's own timing of ``trace``, or ``None`` when it told nothing usable."""
     st = {k.lower(): v for k, v in trace.server_timing.items()}
+    if "vllm-ttft" in st:
+        # vLLM's time to first token runs from the request's arrival: its queue is in it.
+        st.setdefault("vllm-prefill", max(0.0, st["vllm-ttft"] - st.get("vllm-queue", 0.0)))
     queue = _first(st, _QUEUE_KEYS)
     prefill = _first(st, _PREFILL_KEYS)
     decode = _first(st, _DECODE_KEYS)
@@ -89,15 +122,15 @@ def server_timing_of(trace: RequestTrace) -> ServerTiming | None:
         decode = st["tpot"] * max(0, trace.output_tokens - 1)
     told = next((k for k in _PROCESSING_KEYS if k in st), None)
     processing = None if told is None else st[told]
-    if queue is None and prefill is None and decode is None and processing is None:
+    gateway = st.get(_GATEWAY_KEY)
+    if all(v is None for v in (queue, prefill, decode, processing, gateway)):
         return None
-    if "prompt_ms" in st or "predicted_ms" in st:
-        source = "llama.cpp timings"
-    elif queue is not None or prefill is not None or decode is not None:
-        source = "Server-Timing"
-    else:
-        source = _PROCESSING_KEYS[told or "openai-processing"]
-    return ServerTiming(queue, prefill, decode, processing, source)
+    sources = [name for keys, name in _SOURCES if any(k in st for k in keys)]
+    if told is not None and not sources:
+        sources.append(_PROCESSING_KEYS[told])
+    if gateway is not None:
+        sources.append("LiteLLM x-litellm-overhead-duration-ms")
+    return ServerTiming(queue, prefill, decode, processing, " + ".join(sources), gateway)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +139,8 @@ class TtftSplit:
 
     client_ms: float
     network_ms: float
+    gateway_ms: float
+    """What a gateway in front of the model says it added; 0 where none told it."""
     queue_ms: float
     queue_told: bool
     """The server told its queue; otherwise ``queue_ms`` is the wait its prefill does
@@ -134,11 +169,14 @@ def _split(trace: RequestTrace, timing: ServerTiming | None) -> TtftSplit | None
     # ACK (the request's way there is in it), else a whole one.
     back = (trace.rtt_ms or 0.0) * (0.5 if trace.sent_acked else 1.0)
     network = (trace.setup_ms or 0.0) + (trace.send_ms or 0.0) + back
-    rest = ttft - client - network - timing.prefill_ms
+    gateway = timing.gateway_ms or 0.0
+    rest = ttft - client - network - gateway - timing.prefill_ms
     if timing.queue_ms is not None:
         told = timing.queue_ms
-        return TtftSplit(client, network, told, True, timing.prefill_ms, rest - told)
-    return TtftSplit(client, network, max(0.0, rest), False, timing.prefill_ms, min(0.0, rest))
+        return TtftSplit(client, network, gateway, told, True, timing.prefill_ms, rest - told)
+    return TtftSplit(
+        client, network, gateway, max(0.0, rest), False, timing.prefill_ms, min(0.0, rest)
+    )
 
 
 def server_account(
@@ -165,9 +203,10 @@ def server_account(
         "prefill_ms": median_of(t.prefill_ms for _, t in timed),
         "decode_ms": median_of(t.decode_ms for _, t in timed),
         "processing_ms": median_of(t.processing_ms for _, t in timed),
+        "gateway_ms": median_of(t.gateway_ms for _, t in timed),
         "wait_beyond_prefill_ms": median_of(sp.queue_ms for _, sp in splits),
         "network_and_client_ms": median_of(
-            s.trace.ttft_ms - sp.queue_ms - sp.prefill_ms
+            s.trace.ttft_ms - sp.gateway_ms - sp.queue_ms - sp.prefill_ms
             for s, sp in splits
             if s.trace.ttft_ms is not None
         ),

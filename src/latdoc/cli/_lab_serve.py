@@ -14,7 +14,7 @@ import math
 import os
 
 from latdoc.errors import UsageError
-from latdoc.lab.sim import Fault, LabConfig, LatencyModel
+from latdoc.lab.sim import Fault, LabConfig, LatencyModel, TimingForm
 from latdoc.lab.tls import check_identity
 
 _LATENCY = LatencyModel()
@@ -140,6 +140,16 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="'NAME: VALUE'",
         help="a header every response carries, e.g. 'X-Accel-Buffering: no' (repeatable)",
+    )
+    server.add_argument(
+        "--timing-form",
+        dest="timing_forms",
+        choices=[str(form) for form in TimingForm],
+        action="append",
+        default=None,
+        help="tell the server's own timing this way: the Server-Timing header (the "
+        "default), llama.cpp's timings, vLLM's metrics or Groq's x_groq.usage in the last "
+        "chat event (repeatable; each given replaces the default)",
     )
 
     latency = parser.add_argument_group("latency (ms)")
@@ -338,6 +348,9 @@ def config_from_args(args: argparse.Namespace) -> LabConfig:
             stamp_chunks=args.stamp_chunks,
             keep_alive=args.keep_alive,
             extra_headers=tuple(args.extra_headers),
+            timing_forms=_CONFIG.timing_forms
+            if args.timing_forms is None
+            else tuple(TimingForm(form) for form in args.timing_forms),
             api_key=_api_key(args.api_key_env),
             seed=args.seed,
             max_context_tokens=args.max_context_tokens,

@@ -30,6 +30,7 @@ from latdoc.lab.sim import (
     LabProcess,
     LabServer,
     LatencyModel,
+    TimingForm,
     serve_forever,
 )
 
@@ -44,6 +45,7 @@ __all__ = [
     "LatencyModel",
     "LinkSettings",
     "NetSettings",
+    "TimingForm",
     "builtin_endpoint",
     "engine_available",
     "serve_forever",

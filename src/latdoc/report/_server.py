@@ -12,6 +12,7 @@ _LABELS = (
     ("prefill_ms", "prefill"),
     ("decode_ms", "decode"),
     ("processing_ms", "processing"),
+    ("gateway_ms", "gateway"),
     ("wait_beyond_prefill_ms", "wait beyond prefill"),
     ("network_and_client_ms", "network + client"),
 )

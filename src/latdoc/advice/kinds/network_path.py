@@ -1,5 +1,7 @@
 """Remedies for ``network_path``: a long round trip gets a nearer region, a slow upload
-the client host's TCP settings and a shorter prompt.
+the client host's TCP settings and a shorter prompt, and a gateway that says it adds
+time a lighter gateway or a direct route. A gateway that does not say so gets how to
+measure it (the gateway against the upstream direct), never a number.
 """
 
 from __future__ import annotations
@@ -17,6 +19,11 @@ __all__ = ["BUILDER", "network_path_remedies"]
 
 
 def network_path_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remedy]:
+    told = "gateway_ms" in f.evidence
+    if told:
+        yield _gateway(f, ctx)
+        if set(f.evidence) == {"gateway_ms"}:
+            return  # the gateway alone: the path's other remedies address nothing here
     rtt = f.evidence.get("rtt_ms")
     if rtt is not None and rtt > HIGH_RTT_MS:
         yield Remedy(
@@ -54,6 +61,40 @@ def network_path_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator
                 ctx, VERIFY_TRIM, **{"from": longest, "to": trim_window(longest)}
             ),
         )
+    if not told:
+        yield _gateway(f, ctx)
 
 
 BUILDER = RemedyBuilder(Kind.NETWORK_PATH, network_path_remedies)
+
+
+def _gateway(f: Finding, ctx: RunContext) -> Remedy:
+    gateway = f.evidence.get("gateway_ms")
+    measure = verify_command(ctx, VERIFY_ENDPOINT, alt="UPSTREAM_URL")
+    if gateway is not None:
+        return Remedy(
+            keys.GATEWAY,
+            "Lighten the gateway, or call the model direct on the hot path",
+            f.kind,
+            f"The gateway says it adds {gateway:.0f} ms before each request reaches the "
+            "model. Turn off the pre-call hooks and callbacks the path does not need "
+            "(logging, guardrails, budget and key checks done per request), run the gateway "
+            "next to the client or the model, or send latency-critical requests to the "
+            "upstream's URL direct.",
+            None,
+            verify_command=measure,
+            how_to_measure="the gateway's own x-litellm-overhead-duration-ms header, per "
+            "request; the verify command times the gateway against the upstream direct",
+        )
+    return Remedy(
+        keys.GATEWAY,
+        "If a gateway or proxy stands before the model, measure what it adds",
+        f.kind,
+        "This endpoint does not say what a gateway in front of the model adds, so its "
+        "time is not told apart from the rest of the path here. Time the gateway against "
+        "the upstream it routes to, called direct, with the same model and prompt.",
+        None,
+        verify_command=measure,
+        how_to_measure="latdoc verify --remedy endpoint: the gateway's URL against the "
+        "upstream's URL direct; the difference in time to first token is the gateway's",
+    )

@@ -5,6 +5,14 @@ upload a long prompt: the one nearest :data:`LONG_UPLOAD_TOKENS` (the seed's
 adds where the send was timed to it. The median send of every long prompt mixed
 8K and 32K prompts and counted that round trip twice: a share of about four round
 trips where the path costs two.
+
+A gateway between the client and the model (LiteLLM, an API gateway) is on the same
+path: the time it adds before the request reaches the model is named here, from the
+gateway's own account (LiteLLM's ``x-litellm-overhead-duration-ms``, read by
+:mod:`latdoc.analysis.servertime`) when it is over :data:`GATEWAY_MS`, with the round
+trip and the upload's share when those fire too. A gateway that does not tell its time
+is not told apart from the rest of the path by one endpoint's numbers: ``latdoc verify
+--remedy endpoint`` (the gateway against the upstream called direct) measures it.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ from latdoc.analysis.stats import median_of
 from latdoc.model import Finding, Kind
 
 __all__ = [
+    "GATEWAY_MS",
     "HIGH_RTT_MS",
     "LONG_UPLOAD_TOKENS",
     "SLOW_UPLOAD_MS",
@@ -26,6 +35,9 @@ __all__ = [
 ]
 
 SLOW_UPLOAD_MS = 200.0
+GATEWAY_MS = 20.0
+"""A gateway that says it adds more than this per request (median) before the model is
+named: about a same-region round trip, many times a light proxy's own cost."""
 LONG_UPLOAD_BYTES = 20_000
 """A request this large is a long prompt whose upload the rule reads."""
 LONG_UPLOAD_TOKENS = 8192
@@ -53,6 +65,38 @@ def long_upload(f: Facts) -> tuple[float | None, int]:
 
 
 def network_path(f: Facts) -> Finding | None:
+    path = _path(f)
+    numbers = f.server.numbers if f.server is not None else {}
+    gateway = numbers.get("gateway_ms")
+    if gateway is None or gateway <= GATEWAY_MS:
+        return path
+    told = int(numbers.get("requests") or 0)
+    rule = (
+        f"the gateway's own header (LiteLLM's x-litellm-overhead-duration-ms) says it adds "
+        f"{gateway:.0f} ms (median) before each request reaches the model > {GATEWAY_MS:.0f} ms"
+    )
+    if path is None:
+        return Finding(
+            Kind.NETWORK_PATH,
+            "A gateway adds time before the model",
+            rule,
+            {"gateway_ms": gateway},
+            share_ms=gateway,
+            n=told,
+            confidence=confidence(told, gateway / GATEWAY_MS - 1),
+        )
+    return Finding(
+        Kind.NETWORK_PATH,
+        f"A gateway adds time before the model; {path.title[0].lower()}{path.title[1:]}",
+        f"{rule}; {path.rule}",
+        {**path.evidence, "gateway_ms": gateway},
+        share_ms=gateway + path.share_ms,
+        n=(path.n or 0) + told,
+        confidence=max(path.confidence, confidence(told, gateway / GATEWAY_MS - 1)),
+    )
+
+
+def _path(f: Facts) -> Finding | None:
     n = f.network
     rtt = n["rtt_ms"]
     upload, upload_n = long_upload(f)
@@ -88,7 +132,7 @@ def network_path(f: Facts) -> Finding | None:
 SPEC = KindSpec(
     Kind.NETWORK_PATH,
     "Network path",
-    "round-trip time and bandwidth to the server",
+    "round-trip time and bandwidth to the server, and gateways on the way",
     colour="#e6843f",
     rule=network_path,
     before_first_token=True,

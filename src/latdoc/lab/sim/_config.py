@@ -23,7 +23,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
-__all__ = ["Fault", "LabConfig", "LatencyModel"]
+__all__ = ["Fault", "LabConfig", "LatencyModel", "TimingForm"]
 
 
 class Fault(enum.StrEnum):
@@ -56,6 +56,26 @@ class Fault(enum.StrEnum):
     MALFORMED = "malformed"
     DRIP = "drip"
     OVERLOADED = "overloaded"
+
+
+class TimingForm(enum.StrEnum):
+    """The words the endpoint tells its own timing in (``LabConfig.timing_forms``):
+
+    - ``server-timing``: the ``Server-Timing`` header (:func:`~latdoc.lab.sim._plan.server_timing`);
+    - ``llamacpp``: llama.cpp's ``timings`` object (``prompt_ms``, ``predicted_ms``) in the
+      last chat or completions event;
+    - ``vllm``: vLLM's per-request ``metrics`` object (``queue_time_ms``,
+      ``time_to_first_token_ms`` from arrival, ``generation_time_ms``) there;
+    - ``groq``: Groq's ``x_groq.usage`` there (``queue_time``, ``prompt_time``,
+      ``completion_time``, ``total_time``, in seconds).
+
+    The body forms are told by the chat and completions routes.
+    """
+
+    SERVER_TIMING = "server-timing"
+    LLAMACPP = "llamacpp"
+    VLLM = "vllm"
+    GROQ = "groq"
 
 
 def _check_finite(owner: object, names: tuple[str, ...], *, positive: bool = False) -> None:
@@ -216,6 +236,8 @@ class LabConfig:
     - ``extra_headers``: (name, value) pairs every response carries, as a server or
       gateway might add them (``X-Accel-Buffering: no`` asks a proxy in front not to
       buffer the stream).
+    - ``timing_forms``: the :class:`TimingForm` s the endpoint tells its own timing in
+      (``Server-Timing`` alone by default; ``()`` tells none).
     - ``seed``: seeds the jitter, the stall and fault draws and the background load.
 
     Input length:
@@ -267,6 +289,7 @@ class LabConfig:
     api_key: str | None = None
     keep_alive: bool = True
     extra_headers: tuple[tuple[str, str], ...] = ()
+    timing_forms: tuple[TimingForm, ...] = (TimingForm.SERVER_TIMING,)
     seed: int | None = None
     max_context_tokens: int | None = None
     slots: int | None = None
@@ -292,6 +315,9 @@ class LabConfig:
         if self.default_max_tokens < 1:
             raise ValueError(f"default_max_tokens must be >= 1, got {self.default_max_tokens}")
         self._check_alt_models()
+        for form in self.timing_forms:
+            if not isinstance(form, TimingForm):
+                raise ValueError(f"timing_forms must hold TimingForms, got {form!r}")
         for header, text in self.extra_headers:
             if not header or ":" in header or any(c in header + text for c in "\r\n"):
                 raise ValueError(f"extra header {header!r}: {text!r} is not a valid header")

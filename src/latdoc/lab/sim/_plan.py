@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from latdoc.lab.sim._config import Fault, LatencyModel
+from latdoc.lab.sim._config import Fault, LatencyModel, TimingForm
 from latdoc.lab.sim._request import Call
 
-__all__ = ["Plan", "lab_object", "server_timing"]
+__all__ = ["Plan", "lab_object", "server_timing", "told_timing"]
 
 
 @dataclass(slots=True)
@@ -121,3 +121,46 @@ def lab_object(plan: Plan) -> dict[str, Any]:
         "queue_ahead": plan.queue_ahead,
         "fault": None if plan.fault is None else str(plan.fault),
     }
+
+
+def told_timing(plan: Plan, forms: tuple[TimingForm, ...], call_id: str) -> dict[str, Any]:
+    """The top-level fields of a finished request's last event that tell its timing in
+    the body ``forms`` (:class:`~latdoc.lab.sim.TimingForm`), as each server words it.
+
+    The first token came reservation + prefill after the slot, so a server's time to
+    first token from arrival is queue + reservation + prefill, and its prefill (the time
+    from the slot to the first token) reservation + prefill.
+    """
+    prompt, tokens = plan.call.prompt_tokens, plan.call.total_tokens
+    prefill = plan.reserve_ms + plan.prefill_ms
+    decode = plan.decode_ms
+    told: dict[str, Any] = {}
+    if TimingForm.LLAMACPP in forms:
+        told["timings"] = {
+            "prompt_n": prompt,
+            "prompt_ms": round(prefill, 3),
+            "predicted_n": tokens,
+            "predicted_ms": round(decode, 3),
+            "predicted_per_token_ms": round(decode / max(1, tokens - 1), 3),
+        }
+    if TimingForm.VLLM in forms:
+        told["metrics"] = {
+            "queue_time_ms": round(plan.queue_ms, 3),
+            "time_to_first_token_ms": round(plan.queue_ms + prefill, 3),
+            "generation_time_ms": round(decode, 3),
+            "mean_itl_ms": round(decode / max(1, tokens - 1), 3),
+        }
+    if TimingForm.GROQ in forms:
+        told["x_groq"] = {
+            "id": f"req_{call_id}",
+            "usage": {
+                "queue_time": round(plan.queue_ms / 1000, 6),
+                "prompt_tokens": prompt,
+                "prompt_time": round(prefill / 1000, 6),
+                "completion_tokens": tokens,
+                "completion_time": round(decode / 1000, 6),
+                "total_tokens": prompt + tokens,
+                "total_time": round((plan.queue_ms + prefill + decode) / 1000, 6),
+            },
+        }
+    return told

@@ -19,8 +19,8 @@ from starlette.types import Message, Scope, Send
 
 from latdoc.lab.sim._config import Fault, LabConfig, LatencyModel
 from latdoc.lab.sim._faults import STREAM_FAULTS, ResetConnection
-from latdoc.lab.sim._plan import Plan, lab_object
-from latdoc.lab.sim._writers import StreamWriter
+from latdoc.lab.sim._plan import Plan, lab_object, told_timing
+from latdoc.lab.sim._writers import ChatWriter, StreamWriter
 
 __all__ = ["Flight", "Lab", "serve_complete", "serve_stream"]
 
@@ -176,6 +176,8 @@ async def serve_stream(lab: Lab, plan: Plan, flight: Flight, send: Send) -> None
     if strike_at == total and await _strike(lab, plan, flight, send, writer):
         return
     truth = lab_object(plan) if flight.truth else None
+    if isinstance(writer, ChatWriter):
+        writer.told = told_timing(plan, config.timing_forms, writer.call_id)
     closing = writer.closing(lab.usage(plan), truth)
     for piece in closing[:-1]:
         await send(_body(piece))

@@ -19,7 +19,7 @@ from urllib.parse import parse_qs
 from starlette.types import Receive, Scope, Send
 
 from latdoc.lab.sim._cache import PrefixCache
-from latdoc.lab.sim._config import Fault, LabConfig, LatencyModel
+from latdoc.lab.sim._config import Fault, LabConfig, LatencyModel, TimingForm
 from latdoc.lab.sim._faults import (
     FAULT_HEADER,
     IMMEDIATE_FAULTS,
@@ -183,9 +183,11 @@ class LabState:
         headers = [
             (b"content-type", content_type),
             (b"cache-control", b"no-cache"),
-            (b"server-timing", server_timing(plan, queued=self.pool is not None)),
             (b"x-lab-prompt-tokens", b"%d" % call.prompt_tokens),
         ]
+        if TimingForm.SERVER_TIMING in self.config.timing_forms:
+            timing = server_timing(plan, queued=self.pool is not None)
+            headers.insert(2, (b"server-timing", timing))
         if plan.slots_busy is not None:
             headers.append((b"x-lab-slots-busy", b"%d" % plan.slots_busy))
         if plan.queue_ahead is not None:

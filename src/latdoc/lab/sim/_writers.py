@@ -52,8 +52,12 @@ class ChatWriter:
         self, call: Call, call_id: str, stamp: bool, fragments: Fragments, obj: str
     ) -> None:
         self.call = call
+        self.call_id = call_id
         self.fragments = fragments
         self.events = Events(call_id, obj, int(time.time()), call.model, stamp)
+        self.told: dict[str, Any] = {}
+        """Fields the last event carries beside ``lab``: the server's own timing as it
+        words it (:func:`~latdoc.lab.sim._plan.told_timing`)."""
 
     def opening(self) -> bytes:
         role = self.fragments.role
@@ -77,7 +81,11 @@ class ChatWriter:
 
     def closing(self, usage: dict[str, Any], truth: dict[str, Any] | None) -> list[bytes]:
         call = self.call
-        lab = b',"lab":%s' % json.dumps(truth, separators=(",", ":")).encode() if truth else b""
+        told = {**self.told, **({"lab": truth} if truth else {})}
+        lab = b"".join(
+            b',"%s":%s' % (key.encode(), json.dumps(value, separators=(",", ":")).encode())
+            for key, value in told.items()
+        )
         if call.tool_name is not None and call.finish_reason == "stop":
             finish = b'[{"index":0,"delta":{},"finish_reason":"tool_calls"}]'
         else:

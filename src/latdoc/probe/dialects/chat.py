@@ -12,8 +12,14 @@ a ``delta.refusal`` or a completion's ``text``; the tool call's part is also tol
 apart, as the first tool-call output; its reasoning is ``delta.reasoning_content`` or
 ``delta.reasoning``. A role-only or empty delta carries none and never counts as a
 token. An event with a ``type`` of another dialect's (``message_start``,
-``response.created``) says the endpoint speaks that dialect. llama.cpp's ``timings`` are the
-server's own times.
+``response.created``) says the endpoint speaks that dialect.
+
+The server's own times, where the events carry them: llama.cpp's ``timings``
+(``prompt_ms``, ``predicted_ms``); vLLM's per-request ``metrics`` (``queue_time_ms``,
+``time_to_first_token_ms`` from arrival, ``generation_time_ms``), kept as
+``vllm-queue``, ``vllm-ttft`` and ``vllm-generation``; Groq's ``queue_time``,
+``prompt_time`` and ``completion_time`` (seconds, in ``usage`` or ``x_groq.usage`` of the
+last chunk), kept in ms as ``groq-queue``, ``groq-prompt`` and ``groq-completion``.
 """
 
 from __future__ import annotations
@@ -53,7 +59,7 @@ def parse_chat_event(obj: Any, event: str | None, foreign: Foreign) -> EventInfo
         status = status_of_error_type(kind) if isinstance(kind, str) else None
         return EventInfo(error=str(error.get("message") or error), error_status=status)
     choices = obj.get("choices")
-    if choices is None and "usage" not in obj:
+    if choices is None and "usage" not in obj and "x_groq" not in obj:
         other = foreign(obj, event)
         if other is not None:
             return EventInfo(other_dialect=other, unknown=True)
@@ -81,8 +87,8 @@ def parse_chat_event(obj: Any, event: str | None, foreign: Foreign) -> EventInfo
         if answer_chars or reasoning_chars
         else "",
         finish_reason=finish,
-        usage=chat_usage(obj.get("usage")),
-        server_timing=_llamacpp_timings(obj.get("timings")),
+        usage=chat_usage(_usage_of(obj)),
+        server_timing=_server_timing(obj),
         response_id=response_id if isinstance(response_id, str) else None,
     )
 
@@ -130,14 +136,49 @@ def chat_usage(raw: Any) -> Usage | None:
     )
 
 
-def _llamacpp_timings(raw: Any) -> dict[str, float] | None:
+_LLAMACPP_TIMINGS = {k: k for k in ("prompt_ms", "predicted_ms", "predicted_per_token_ms")}
+_VLLM_METRICS = {
+    "queue_time_ms": "vllm-queue",
+    "time_to_first_token_ms": "vllm-ttft",
+    "generation_time_ms": "vllm-generation",
+}
+_GROQ_USAGE = {
+    "queue_time": "groq-queue",
+    "prompt_time": "groq-prompt",
+    "completion_time": "groq-completion",
+}
+"""In seconds: kept in ms."""
+
+
+def _usage_of(obj: dict[str, Any]) -> Any:
+    """``usage``, or Groq's ``x_groq.usage`` where a stream carries only that."""
+    usage = obj.get("usage")
+    groq = obj.get("x_groq")
+    if usage is None and isinstance(groq, dict):
+        return groq.get("usage")
+    return usage
+
+
+def _durations(raw: Any, names: dict[str, str], scale: float = 1.0) -> dict[str, float]:
     if not isinstance(raw, dict):
-        return None
+        return {}
     out: dict[str, float] = {}
-    for key in ("prompt_ms", "predicted_ms", "predicted_per_token_ms"):
+    for key, name in names.items():
         value = raw.get(key)
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            out[key] = float(value)
+        if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+            out[name] = float(value) * scale
+    return out
+
+
+def _server_timing(obj: dict[str, Any]) -> dict[str, float] | None:
+    """The server's own times an event carries, by the names the trace keeps them under."""
+    groq = obj.get("x_groq")
+    out = {
+        **_durations(obj.get("timings"), _LLAMACPP_TIMINGS),
+        **_durations(obj.get("metrics"), _VLLM_METRICS),
+        **_durations(obj.get("usage"), _GROQ_USAGE, 1000.0),
+        **_durations(groq.get("usage") if isinstance(groq, dict) else None, _GROQ_USAGE, 1000.0),
+    }
     return out or None
 
 

@@ -1,0 +1,235 @@
+"""Every place a server tells its own timing, read into the one record of who spent what:
+vLLM's per-request ``metrics``, Groq's usage timing, LiteLLM's overhead header and the
+upstream ``Server-Timing`` it passes on, beside llama.cpp's ``timings`` and
+``Server-Timing``. Hand-made traces pin each mapping; the simulated endpoint, telling
+its timing in each form in turn, checks that a probe reads each into the record."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+from typing import Any
+
+import pytest
+
+from latdoc import (
+    Endpoint,
+    Finding,
+    Kind,
+    ProbeSession,
+    RequestTrace,
+    RunContext,
+    Sample,
+    Step,
+    build_diagnosis,
+)
+from latdoc.advice import keys
+from latdoc.advice.kinds.network_path import network_path_remedies
+from latdoc.analysis.servertime import server_account, server_timing_of, split_ttft
+from latdoc.cli.lab import add_lab_parser, config_from_args
+from latdoc.lab.sim import LabConfig, LabServer, LatencyModel, TimingForm
+from latdoc.lab.sim._process import config_from_json, config_to_json
+from latdoc.probe._servertiming import parse_server_timing
+from latdoc.probe.dialects.chat import parse_chat_event
+from report_samples import make_trace, run_samples
+
+
+def _told(timing: dict[str, float]) -> RequestTrace:
+    return dataclasses.replace(make_trace(), server_timing=timing)
+
+
+@pytest.mark.parametrize(
+    ("timing", "expected"),
+    [
+        (
+            {"vllm-queue": 30.0, "vllm-ttft": 150.0, "vllm-generation": 400.0},
+            (30.0, 120.0, 400.0, None, "vLLM metrics"),
+        ),
+        (
+            {"groq-queue": 12.0, "groq-prompt": 45.0, "groq-completion": 300.0},
+            (12.0, 45.0, 300.0, None, "Groq usage timing"),
+        ),
+        (
+            {"litellm-overhead": 18.0, "litellm-response": 700.0},
+            (None, None, None, None, "LiteLLM x-litellm-overhead-duration-ms"),
+        ),
+        (
+            {"prefill": 90.0, "tpot": 5.0, "litellm-overhead": 18.0},
+            (None, 90.0, 5.0 * 99, None, "Server-Timing + LiteLLM x-litellm-overhead-duration-ms"),
+        ),
+    ],
+    ids=["vllm", "groq", "litellm", "litellm-over-server-timing"],
+)
+def test_each_new_source_reads_into_one_view(
+    timing: dict[str, float], expected: tuple[object, ...]
+) -> None:
+    told = server_timing_of(_told(timing))
+    assert told is not None
+    assert (
+        told.queue_ms,
+        told.prefill_ms,
+        told.decode_ms,
+        told.processing_ms,
+        told.source,
+    ) == expected
+    assert told.gateway_ms == timing.get("litellm-overhead")
+
+
+def test_a_gateways_told_overhead_is_its_own_part_of_the_first_token() -> None:
+    # make_trace: TTFT 494.5, network 77 + 2.5 + 24: the rest is the server's and the gateway's.
+    alone = split_ttft(_told({"prefill": 300.0}))
+    behind = split_ttft(_told({"prefill": 300.0, "litellm-overhead": 50.0}))
+    assert alone is not None and behind is not None
+    assert alone.gateway_ms == 0.0 and behind.gateway_ms == 50.0
+    assert behind.queue_ms == pytest.approx(alone.queue_ms - 50.0)
+    account = server_account(
+        [Sample(Step.LOAD, _told({"prefill": 300.0, "litellm-overhead": 50.0}))]
+    )
+    assert account is not None and account.numbers["gateway_ms"] == 50.0
+
+
+def test_the_headers_that_tell_time_are_read_and_nonsense_is_not() -> None:
+    headers = {
+        "x-litellm-overhead-duration-ms": "12.5",
+        "x-litellm-response-duration-ms": "None",
+        "llm_provider-server-timing": "prefill;dur=50.000, tpot;dur=2.000",
+        "openai-processing-ms": "-3",
+        "x-litellm-timing-pre-processing-ms": "4.25",
+        "x-litellm-callback-duration-ms": "0.0",
+    }
+    assert parse_server_timing(headers) == {
+        "litellm-overhead": 12.5,
+        "litellm-pre-processing": 4.25,
+        "litellm-callback": 0.0,
+        "prefill": 50.0,
+        "tpot": 2.0,
+    }
+    # The endpoint's own Server-Timing wins over the one a gateway passes on.
+    own = {**headers, "server-timing": "prefill;dur=7"}
+    assert parse_server_timing(own)["prefill"] == 7.0
+
+
+LATENCY = LatencyModel(prefill_base_ms=40.0, prefill_ms_per_token=0.0, decode_ms_per_token=3.0)
+TOKENS = 12
+
+
+async def _two_at_once(url: str, model: str) -> list[RequestTrace]:
+    async def one() -> RequestTrace:
+        async with ProbeSession(Endpoint(url, model)) as session:
+            return await session.request("hello", TOKENS)
+
+    return list(await asyncio.gather(one(), one()))
+
+
+@pytest.mark.parametrize(
+    ("form", "source"),
+    [
+        (TimingForm.LLAMACPP, "llama.cpp timings"),
+        (TimingForm.VLLM, "vLLM metrics"),
+        (TimingForm.GROQ, "Groq usage timing"),
+        (TimingForm.SERVER_TIMING, "Server-Timing"),
+    ],
+)
+def test_a_probe_reads_each_form_the_lab_tells(form: TimingForm, source: str) -> None:
+    config = LabConfig(latency=LATENCY, slots=1, answer_tokens=TOKENS, timing_forms=(form,))
+    with LabServer(config) as lab:
+        traces = asyncio.run(_two_at_once(lab.base_url, config.model))
+    told = [server_timing_of(t) for t in traces]
+    assert all(t is not None and t.source == source for t in told), told
+    timings = [t for t in told if t is not None]
+    for timing in timings:
+        assert timing.prefill_ms == pytest.approx(LATENCY.prefill_base_ms, abs=0.01)
+        assert timing.decode_ms == pytest.approx(
+            (TOKENS - 1) * LATENCY.decode_ms_per_token, abs=0.5
+        )
+    if form is not TimingForm.LLAMACPP:  # llama.cpp does not tell its queue
+        # One slot, two requests: the second waits for the whole of the first.
+        whole = LATENCY.prefill_base_ms + (TOKENS - 1) * LATENCY.decode_ms_per_token
+        queues = sorted(t.queue_ms or 0.0 for t in timings)
+        assert queues[0] < 5.0
+        assert queues[1] == pytest.approx(whole, rel=0.15)
+    # Split by the client's clock, the told prefill is the first token's server part.
+    for trace in traces:
+        split = split_ttft(trace)
+        assert split is not None and split.prefill_ms == pytest.approx(
+            LATENCY.prefill_base_ms, abs=0.01
+        )
+
+
+def test_a_lab_that_tells_nothing_leaves_no_server_record() -> None:
+    config = LabConfig(latency=LATENCY, timing_forms=())
+    with LabServer(config) as lab:
+        traces = asyncio.run(_two_at_once(lab.base_url, config.model))
+    assert [server_timing_of(t) for t in traces] == [None, None]
+    assert all(t.ok for t in traces)
+
+
+def test_lab_serve_takes_the_forms_and_a_lab_process_keeps_them() -> None:
+    parser = argparse.ArgumentParser(prog="latdoc")
+    add_lab_parser(parser.add_subparsers(dest="command"), argparse.ArgumentParser)
+    argv = ["lab", "serve", "--timing-form", "vllm", "--timing-form", "groq"]
+    config = config_from_args(parser.parse_args(argv))
+    assert config.timing_forms == (TimingForm.VLLM, TimingForm.GROQ)
+    assert config_from_json(config_to_json(config)) == config
+    assert config_from_args(parser.parse_args(["lab", "serve"])).timing_forms == (
+        TimingForm.SERVER_TIMING,
+    )
+    with pytest.raises(ValueError, match="TimingForm"):
+        LabConfig(timing_forms=("vllm",))  # type: ignore[arg-type]
+
+
+def test_a_path_without_a_gateways_word_gets_how_to_measure_one_never_a_number() -> None:
+    ctx = RunContext("gateway", "https://gw.example/v1", "m", cpu_count=2)
+    d = build_diagnosis(run_samples(), ctx)
+    far = Finding(Kind.NETWORK_PATH, "High round-trip time", "rtt", {"rtt_ms": 150.0}, 150.0, 0.9)
+    (untold,) = [r for r in network_path_remedies(far, d, ctx) if r.key == keys.GATEWAY]
+    assert untold.predicted_gain_ms is None
+    assert untold.how_to_measure is not None and "--remedy endpoint" in untold.how_to_measure
+    assert untold.verify_command is not None and "UPSTREAM_URL" in untold.verify_command
+    assert not any(ch.isdigit() for ch in untold.change)
+    told = dataclasses.replace(far, evidence={"rtt_ms": 150.0, "gateway_ms": 42.0})
+    remedies = list(network_path_remedies(told, d, ctx))
+    assert remedies[0].key == keys.GATEWAY and "42 ms" in remedies[0].change
+
+
+def _nobody(obj: dict[str, Any], event: str | None) -> str | None:
+    return None
+
+
+def test_the_chat_events_carry_each_servers_words() -> None:
+    groq_last = {
+        "id": "chatcmpl-1",
+        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+        "x_groq": {
+            "id": "req_1",
+            "usage": {
+                "queue_time": 0.012,
+                "prompt_tokens": 9,
+                "prompt_time": 0.0045,
+                "completion_tokens": 20,
+                "completion_time": 0.08,
+            },
+        },
+    }
+    info = parse_chat_event(groq_last, None, _nobody)
+    assert info.server_timing == pytest.approx(
+        {"groq-queue": 12.0, "groq-prompt": 4.5, "groq-completion": 80.0}
+    )
+    assert info.usage is not None and info.usage.completion_tokens == 20
+    # Only usage, in the top-level usage chunk include_usage asks for.
+    usage_only = {"choices": [], "usage": {"completion_tokens": 3, "queue_time": 0.5}}
+    assert parse_chat_event(usage_only, None, _nobody).server_timing == {"groq-queue": 500.0}
+    vllm_last = {
+        "choices": [],
+        "metrics": {
+            "queue_time_ms": 3.0,
+            "time_to_first_token_ms": 40.0,
+            "generation_time_ms": 90.0,
+            "tokens_per_second": 100.0,
+        },
+    }
+    told = parse_chat_event(vllm_last, None, _nobody).server_timing
+    assert told == {"vllm-queue": 3.0, "vllm-ttft": 40.0, "vllm-generation": 90.0}
+    nonsense = {"choices": [], "metrics": {"queue_time_ms": -1, "generation_time_ms": True}}
+    assert parse_chat_event(nonsense, None, _nobody).server_timing is None
