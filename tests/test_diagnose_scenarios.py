@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pytest
 
@@ -42,6 +43,7 @@ def _diagnose(
     max_seconds: float = 40.0,
     context_window: int = 8192,
     dialect: Dialect = Dialect.CHAT,
+    concurrency: int = 4,
 ) -> Diagnosis:
     with LabProcess(config) as lab:
         url = lab.base_url if host is None else lab.base_url.replace("127.0.0.1", host)
@@ -52,6 +54,7 @@ def _diagnose(
             max_seconds=max_seconds,
             context_window=context_window,
             seed=11,
+            concurrency=concurrency,
         )
         result = asyncio.run(measure_steps(plan))
     context = RunContext(
@@ -207,3 +210,18 @@ def test_a_length_beyond_the_context_window_is_not_an_error_of_the_service() -> 
     assert any("rejected by the endpoint" in n.text for n in d.notes)
     assert Kind.ERRORS not in _kinds(d)
     assert Kind.ERRORS not in (d.verdict.primary, *d.verdict.contributing)
+
+
+def test_the_queueing_share_is_what_a_request_waits_at_the_users_concurrency() -> None:
+    """Two slots: at --concurrency 2 nobody queues; at 8 a request waits for three
+    others' service on average. The share is measured at the concurrency the user runs,
+    not at latdoc's own burst of four."""
+    slots = LabConfig(latency=replace(BASE, decode_ms_per_token=12.0), slots=2)
+    alone = _diagnose(slots, concurrency=2)
+    assert Kind.QUEUEING not in _kinds(alone)
+    crowded = _diagnose(slots, concurrency=8)
+    finding = next(f for f in crowded.findings if f.kind is Kind.QUEUEING)
+    assert finding.evidence["concurrency"] == 8
+    assert "--concurrency" in finding.rule
+    service = crowded.load["ttft_p50_ms"] or 0.0
+    assert finding.share_ms > service
