@@ -79,7 +79,7 @@ def test_openai_stream_becomes_a_trace_and_the_answer_is_unchanged(
     with Store(db) as store:
         info, samples, _ = store.load_run(run_id)
     assert info.kind == "instrument"
-    assert info.status == "done"
+    assert info.status == "recorded"
     assert [s.step for s in samples] == [Step.TRAFFIC, Step.TRAFFIC]
     cold, warm = (s.trace for s in samples)
     assert cold.ok and warm.ok

@@ -7,6 +7,7 @@ import json
 import os
 import random
 import re
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -454,7 +455,7 @@ def test_a_missing_run_is_a_usage_error_that_says_where_to_look(store: Store, db
 
 def test_finish_run_takes_only_a_final_status(store: Store) -> None:
     run_id = new_run(store)
-    with pytest.raises(ValueError, match="done, interrupted or failed"):
+    with pytest.raises(ValueError, match="done, interrupted, failed or recorded"):
         store.finish_run(run_id, status="running", diagnosis=None)
 
 
@@ -493,7 +494,15 @@ def test_an_interrupted_run_keeps_every_sample_added_before(db: Path) -> None:
 
     with Store(db) as reopened:
         info, loaded, diagnosis = reopened.load_run(run_id)
-    assert (info.status, info.finished_at, info.requests, info.failed) == ("running", None, 3, 1)
+    # The writer's process is gone: the next open finds the run interrupted, not running.
+    assert (info.status, info.requests, info.failed) == ("interrupted", 3, 1)
+    assert [n.text for n in info.notes] == [
+        f"interrupted: its process (pid {info.owner.pid if info.owner else '?'} on "
+        f"{socket.gethostname()}) ended without closing the run; 3 traces kept"
+    ]
+    ends = [s.trace.started_at + timedelta(milliseconds=s.trace.total_ms or 0) for s in stored]
+    assert info.finished_at is not None
+    assert abs((info.finished_at - max(ends)).total_seconds()) < 1e-3
     assert loaded == stored
     assert diagnosis is None
 
@@ -623,7 +632,7 @@ def test_a_version_4_store_gains_the_worker_column_and_keeps_its_samples(db: Pat
         _, kept, _ = store.load_run("r4")
     assert [(s.index, s.worker) for s in kept] == [(0, None), (1, 3)]
     conn = sqlite3.connect(db)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
     assert conn.execute("SELECT worker FROM samples ORDER BY idx").fetchall() == [(None,), (3,)]
     conn.close()
 
@@ -891,7 +900,7 @@ def test_a_version_3_store_is_migrated_with_its_summary_columns_filled(db: Path)
         _, samples, _ = store.load_run(run_id)
     assert [s.trace for s in samples] == traces
     conn = sqlite3.connect(db)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
     rows = conn.execute(
         "SELECT started_ns, ttft_ms, tpot_ms, output_tokens, status, attempt, ok, error_code, "
         "loop_lag_ms FROM samples ORDER BY idx"

@@ -22,6 +22,8 @@ which httpx then maps as it always does.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import sys
 from collections.abc import Callable
 from types import ModuleType, TracebackType
@@ -46,8 +48,9 @@ TraceHook = Callable[[RequestTrace], None]
 class Instrumentation:
     """The attachment made by :func:`instrument`: where traces go, and how to stop.
 
-    ``close()`` writes what is pending and marks the run done; the client keeps
-    working, and its later requests are no longer kept.
+    ``close()`` writes what is pending and marks the run ``recorded``; the client keeps
+    working, and its later requests are no longer kept. Closing the store closes the
+    attachment first, and so does the interpreter's exit.
     """
 
     def __init__(self, store: Store, run_id: str, owns_store: bool) -> None:
@@ -59,6 +62,8 @@ class Instrumentation:
         self._in_flight = 0
         self._closed = False
         self._hooks: list[TraceHook] = []
+        store.on_close(self.close)
+        atexit.register(self._close_at_exit)
 
     def flush(self) -> None:
         """Write every finished request not yet written."""
@@ -70,10 +75,15 @@ class Instrumentation:
         if self._closed:
             return
         self._closed = True
+        atexit.unregister(self._close_at_exit)
         self.flush()
-        self.store.finish_run(self.run_id, status="done", diagnosis=None)
+        self.store.finish_run(self.run_id, status="recorded", diagnosis=None)
         if self._owns_store:
             self.store.close()
+
+    def _close_at_exit(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
 
     def __enter__(self) -> Instrumentation:
         return self

@@ -15,7 +15,7 @@ is written (:mod:`latdoc.store.redact`).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -28,6 +28,7 @@ import numpy.typing as npt
 
 from latdoc.errors import UsageError
 from latdoc.records import Sample, Step, StepNote
+from latdoc.store import process
 from latdoc.store._file import default_path, open_store
 from latdoc.store.aggregate import BucketStats, aggregate_samples, bucket_ttfts
 from latdoc.store.exchange import dump_run, load_document
@@ -38,6 +39,7 @@ from latdoc.store.rows import (
     insert_run,
     insert_samples,
     json_text,
+    owner_row,
     run_from_row,
     sample_from_row,
     verdict_of,
@@ -71,10 +73,31 @@ class Store:
         self.path = str(default_path() if path is None else path)
         self._redactor = Redactor(secrets)
         self._clock = clock
+        self._closing: list[Callable[[], None]] = []
+        self._closed = False
         self._conn = open_store(self.path)
+        self._owner = process.current()
+        try:
+            self._mark_gone()
+        except BaseException:
+            self._conn.close()
+            raise
 
     def close(self) -> None:
-        self._conn.close()
+        """Run what :meth:`on_close` registered, newest first, then close the file; once."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            while self._closing:
+                self._closing.pop()()
+        finally:
+            self._conn.close()
+
+    def on_close(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` when the store closes, before its file does (what a
+        recording writes last)."""
+        self._closing.append(callback)
 
     def __enter__(self) -> Self:
         return self
@@ -107,8 +130,9 @@ class Store:
             while self._exists(run_id):
                 run_id = f"{run_id[:15]}-{token_hex(3)}"
             info = RunInfo(
-                run_id, started, None, "running", endpoint, model, scenario, 0, 0, None, kind=kind
-            )
+                run_id, started, None, "running", endpoint, model, scenario, 0, 0, None,
+                kind=kind, owner=self._owner,
+            )  # fmt: skip
             self._insert_run(info, meta, None)
         return run_id
 
@@ -154,10 +178,10 @@ class Store:
         diagnosis: Mapping[str, Any] | None,
         notes: Sequence[StepNote] = (),
     ) -> None:
-        """Close a run as ``done``, ``interrupted`` or ``failed``, with its notes and its
-        diagnosis document if any."""
+        """Close a run as ``done``, ``interrupted``, ``failed`` or ``recorded``, with its
+        notes and its diagnosis document if any."""
         if status not in RUN_STATUSES - {"running"}:
-            raise ValueError(f"status {status!r}: use done, interrupted or failed")
+            raise ValueError(f"status {status!r}: use done, interrupted, failed or recorded")
         clean = None if diagnosis is None else self._redactor.value(diagnosis)
         kept = json_text(self._redactor.value(notes_to_data(notes)))
         with self._transaction():
@@ -184,11 +208,13 @@ class Store:
                     raise self._missing(run_id)
 
     def reopen_run(self, run_id: str) -> None:
-        """Mark a finished run ``running`` again, to append samples (a resumed watch)."""
+        """Mark a finished run ``running`` again, to append samples (a resumed watch); this
+        process keeps it from now on."""
         with self._transaction():
             updated = self._conn.execute(
-                "UPDATE runs SET finished_at = NULL, status = 'running' WHERE run_id = ?",
-                (run_id,),
+                "UPDATE runs SET finished_at = NULL, status = 'running', pid = ?, host = ?, "
+                "boot_id = ?, pid_started = ? WHERE run_id = ?",
+                (*owner_row(self._owner), run_id),
             ).rowcount
             if updated == 0:
                 raise self._missing(run_id)
@@ -203,6 +229,92 @@ class Store:
             self._insert_run(document.run, document.run.meta, document.diagnosis)
             self._insert_samples(run_id, document.samples)
         return run_id
+
+    def choose_runs(
+        self, statuses: Collection[str], *, started_before: datetime | None = None
+    ) -> list[RunInfo]:
+        """The runs whose status is one of ``statuses`` (and that started before
+        ``started_before``, if given), oldest first; a ``running`` run whose process is
+        alive on this host is never chosen."""
+        unknown = set(statuses) - RUN_STATUSES
+        if unknown:
+            raise UsageError(
+                f"status {', '.join(sorted(unknown))}: use one of {', '.join(sorted(RUN_STATUSES))}"
+            )
+        query = f"SELECT {RUN_COLUMNS} FROM runs WHERE status IN (SELECT value FROM json_each(?))"
+        params: list[Any] = [json_text(sorted(statuses))]
+        if started_before is not None:
+            query += " AND started_at < ?"
+            params.append(utc_text(started_before))
+        rows = self._conn.execute(query + " ORDER BY started_at, run_id", params)
+        return [
+            run
+            for run in map(run_from_row, rows)
+            if not (run.status == "running" and self._alive_here(run))
+        ]
+
+    def delete_runs(self, run_ids: Sequence[str]) -> int:
+        """Remove the runs ``run_ids`` with their samples; return how many were removed."""
+        with self._transaction():
+            removed = 0
+            for run_id in run_ids:
+                removed += self._conn.execute(
+                    "DELETE FROM runs WHERE run_id = ?", (run_id,)
+                ).rowcount
+        return removed
+
+    def _alive_here(self, run: RunInfo) -> bool:
+        owner = run.owner
+        return (
+            owner is not None
+            and owner.host == self._owner.host
+            and not process.is_gone(owner, self._owner)
+        )
+
+    def _mark_gone(self) -> None:
+        """Mark ``interrupted`` every ``running`` run of this host whose process has ended,
+        with a note of what it kept; its end is the end of its last kept trace."""
+        rows = self._conn.execute(
+            "SELECT run_id, pid, host, boot_id, pid_started FROM runs "
+            "WHERE status = 'running' AND host = ?",
+            (self._owner.host,),
+        ).fetchall()
+        gone = [
+            row[0]
+            for row in rows
+            if process.is_gone(process.Owner(row[1], row[2], row[3], row[4]), self._owner)
+        ]
+        for run_id in gone:
+            with self._transaction():
+                kept, last_ns = self._conn.execute(
+                    "SELECT count(*), max(started_ns + coalesce(total_ms, 0) * 1e6) "
+                    "FROM samples WHERE run_id = ?",
+                    (run_id,),
+                ).fetchone()
+                row = self._conn.execute(
+                    "SELECT pid, host, notes, started_at FROM runs "
+                    "WHERE run_id = ? AND status = 'running'",
+                    (run_id,),
+                ).fetchone()
+                if row is None:
+                    continue
+                pid, host, notes, started = row
+                note = {
+                    "step": Step.RUN.value,
+                    "text": f"interrupted: its process (pid {pid} on {host}) ended without "
+                    f"closing the run; {kept} trace{'' if kept == 1 else 's'} kept",
+                }
+                earlier = [] if notes is None else json.loads(notes)
+                ended = (
+                    started
+                    if last_ns is None
+                    else utc_text(datetime.fromtimestamp(last_ns / 1e9, UTC))
+                )
+                self._conn.execute(
+                    "UPDATE runs SET status = 'interrupted', finished_at = ?, notes = ? "
+                    "WHERE run_id = ?",
+                    (ended, json_text([*earlier, note]), run_id),
+                )
 
     # -- reading ---------------------------------------------------------------
 

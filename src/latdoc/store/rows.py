@@ -16,6 +16,7 @@ from typing import Any
 
 from latdoc.records import Sample, Step
 from latdoc.store.codec import trace_from_record, trace_to_record
+from latdoc.store.process import Owner
 from latdoc.store.redact import Redactor
 from latdoc.store.run import RunInfo, notes_from_data, notes_to_data, parse_utc, utc_text
 from latdoc.store.schema import epoch_ns
@@ -98,7 +99,7 @@ def sample_from_row(row: tuple[Any, ...]) -> Sample:
 
 RUN_COLUMNS = (
     "run_id, started_at, finished_at, status, endpoint, model, scenario, verdict, meta, notes, "
-    "kind, "
+    "kind, pid, host, boot_id, pid_started, "
     "(SELECT count(*) FROM samples s WHERE s.run_id = runs.run_id), "
     "(SELECT count(*) FROM samples s WHERE s.run_id = runs.run_id AND NOT s.ok)"
 )
@@ -117,8 +118,8 @@ def insert_run(
     clean = None if diagnosis is None else redactor.value(diagnosis)
     conn.execute(
         "INSERT INTO runs (run_id, started_at, finished_at, status, endpoint, model, "
-        "scenario, verdict, meta, diagnosis, notes, kind) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "scenario, verdict, meta, diagnosis, notes, kind, pid, host, boot_id, pid_started) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             info.run_id,
             utc_text(info.started_at),
@@ -132,14 +133,23 @@ def insert_run(
             json_text(clean),
             json_text(redactor.value(notes_to_data(info.notes))),
             info.kind,
+            *owner_row(info.owner),
         ),
     )
+
+
+def owner_row(owner: Owner | None) -> tuple[int | None, str | None, str | None, int | None]:
+    """The ``pid, host, boot_id, pid_started`` columns of a run kept by ``owner``."""
+    if owner is None:
+        return (None, None, None, None)
+    return (owner.pid, owner.host, owner.boot_id, owner.started)
 
 
 def run_from_row(row: tuple[Any, ...]) -> RunInfo:
     """The info of one row of :data:`RUN_COLUMNS`."""
     (run_id, started, finished, status, endpoint, model, scenario, verdict, meta, notes, kind,
-     n, bad) = row  # fmt: skip
+     pid, host, boot, pid_started, n, bad) = row  # fmt: skip
+    owner = None if pid is None and host is None else Owner(pid, host, boot, pid_started)
     return RunInfo(
         run_id=run_id,
         started_at=parse_utc(started),
@@ -154,6 +164,7 @@ def run_from_row(row: tuple[Any, ...]) -> RunInfo:
         meta=json.loads(meta),
         notes=() if notes is None else notes_from_data(json.loads(notes)),
         kind=kind,
+        owner=owner,
     )
 
 

@@ -8,14 +8,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 from latdoc.records import Step, StepNote
+from latdoc.store.process import Owner
 
-RUN_STATUSES = frozenset({"running", "done", "interrupted", "failed"})
+RUN_STATUSES = frozenset({"running", "done", "interrupted", "failed", "recorded"})
 RUN_KINDS = frozenset({"diagnose", "probe", "verify", "instrument", "load", "watch"})
 """What made a run: ``latdoc diagnose``, ``latdoc probe``, one arm of ``latdoc verify``, an
 application's own traffic recorded by ``latdoc.instrument`` (samples of step
 ``traffic``), a ``latdoc load`` sweep (samples of step ``load`` or ``arrivals``), or
 ``latdoc watch`` (one run per watch name, ``meta["name"]``, resumed by appending)."""
-"""``running`` until :meth:`Store.finish_run` sets one of the other three."""
+"""``running`` until :meth:`Store.finish_run` sets one of the others: ``done``,
+``interrupted`` (stopped by Ctrl-C or SIGTERM, or found with its process gone),
+``failed``, or ``recorded`` (an application's recording, ended when its store closed)."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,9 @@ class RunInfo:
     """What the run's steps left out or could not measure."""
     kind: str = "diagnose"
     """One of :data:`RUN_KINDS`."""
+    owner: Owner | None = field(default=None, compare=False)
+    """The process that keeps (or kept) the run; ``None`` for runs stored before it was
+    recorded, and for imported ones."""
 
 
 def notes_to_data(notes: Sequence[StepNote]) -> list[dict[str, str]]:

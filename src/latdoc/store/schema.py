@@ -187,12 +187,60 @@ def _workers_v5(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE samples ADD COLUMN worker INTEGER")
 
 
+_RUNS_V6 = """
+    CREATE TABLE runs_v6 (
+        run_id      TEXT PRIMARY KEY,
+        started_at  TEXT NOT NULL,
+        finished_at TEXT,
+        status      TEXT NOT NULL
+                    CHECK (status IN ('running', 'done', 'interrupted', 'failed', 'recorded')),
+        endpoint    TEXT NOT NULL,
+        model       TEXT NOT NULL,
+        scenario    TEXT NOT NULL,
+        verdict     TEXT,
+        meta        TEXT NOT NULL,
+        diagnosis   TEXT,
+        notes       TEXT,
+        kind        TEXT NOT NULL DEFAULT 'diagnose',
+        pid         INTEGER,
+        host        TEXT,
+        boot_id     TEXT,
+        pid_started INTEGER
+    )
+"""
+
+_RUN_COLUMNS_V5 = (
+    "run_id, started_at, finished_at, status, endpoint, model, scenario, verdict, meta, "
+    "diagnosis, notes, kind"
+)
+
+
+def _owners_v6(conn: sqlite3.Connection) -> None:
+    """Version 6: the process that keeps each run (its id, host, boot, and start within
+    the boot), so a run whose process died is found ``interrupted`` rather than left
+    ``running``; and the status ``recorded``, of an application's recording that ended.
+
+    SQLite cannot change a ``CHECK``, so ``runs`` is copied whole into a table that
+    allows the new status, every column kept as it was; runs stored before have no
+    owner (``NULL``) and are never taken for gone. :func:`migrate` runs this with
+    foreign keys off, so dropping the old table leaves the samples in place.
+    """
+    conn.execute(_RUNS_V6)
+    conn.execute(
+        f"INSERT INTO runs_v6 ({_RUN_COLUMNS_V5}) SELECT {_RUN_COLUMNS_V5} FROM runs"
+    )
+    conn.execute("DROP TABLE runs")
+    conn.execute("ALTER TABLE runs_v6 RENAME TO runs")
+    conn.execute("CREATE INDEX runs_started_at ON runs (started_at)")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     _create_v1,
     _loop_lag_v2,
     _notes_and_kinds_v3,
     _summaries_apart_v4,
     _workers_v5,
+    _owners_v6,
 )
 """``MIGRATIONS[n - 1]`` turns a version ``n - 1`` store into version ``n``."""
 
@@ -208,19 +256,31 @@ def migrate(
     :class:`LatdocError` for a newer schema or a database that is not a latdoc store.
     """
     target = len(migrations)
-    check_version(conn, where, target)
-    conn.execute("BEGIN IMMEDIATE")
+    if check_version(conn, where, target) == target:
+        return target
+    # A migration that copies a table drops the old one; with foreign keys on, that
+    # would delete the rows that refer to it. The setting cannot change inside a
+    # transaction, so it is turned off around it, and checked before the commit.
+    keys = int(conn.execute("PRAGMA foreign_keys").fetchone()[0])
+    conn.execute("PRAGMA foreign_keys = OFF")
     try:
-        found = check_version(conn, where, target)
-        for version in range(found + 1, target + 1):
-            migrations[version - 1](conn)
-            conn.execute(f"PRAGMA user_version = {version:d}")
-        if found == 0:
-            conn.execute(f"PRAGMA application_id = {APPLICATION_ID:d}")
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            found = check_version(conn, where, target)
+            for version in range(found + 1, target + 1):
+                migrations[version - 1](conn)
+                conn.execute(f"PRAGMA user_version = {version:d}")
+            if found == 0:
+                conn.execute(f"PRAGMA application_id = {APPLICATION_ID:d}")
+            broken = conn.execute("PRAGMA foreign_key_check").fetchone()
+            if broken is not None:
+                raise LatdocError(f"{where}: migrating broke a reference ({broken[0]})")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    finally:
+        conn.execute(f"PRAGMA foreign_keys = {keys:d}")
     return found
 
 
