@@ -154,12 +154,38 @@ def _named(arguments: Sequence[str]) -> list[str]:
     return [first] if first in _COMMANDS else []
 
 
+_KEEPS_A_RUN = frozenset({"diagnose", "load", "watch", "verify", "probe"})
+"""The long commands that keep a run: SIGTERM stops them as Ctrl-C does."""
+
+
+def _sigterm_as_ctrl_c(signum: int, frame: Any) -> None:
+    """Stop as Ctrl-C stops: through the SIGINT handler in place (asyncio's cancels the
+    running task), or as Python's own when SIGINT is ignored (a background job)."""
+    import signal
+
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler):
+        handler(signal.SIGINT, frame)
+    else:
+        signal.default_int_handler(signal.SIGINT, frame)
+
+
+def _stop_on_sigterm(command: str) -> None:
+    import signal
+    import threading
+
+    if command in _KEEPS_A_RUN and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _sigterm_as_ctrl_c)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else list(argv)
     try:
         args = build_parser(_named(arguments)).parse_args(arguments)
         _, family = _COMMANDS[args.command]
         _, runs = family()
+        if argv is None:
+            _stop_on_sigterm(args.command)
         return runs[args.command](args)
     except KeyboardInterrupt:
         print("Interrupted.", file=sys.stderr)

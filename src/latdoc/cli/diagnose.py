@@ -18,6 +18,7 @@ from latdoc.cli._options import (
     add_target_arguments,
     add_vantage_arguments,
     api_key,
+    duration,
     endpoint_and_connection,
     open_store,
     plan_default,
@@ -38,7 +39,8 @@ from latdoc.pipeline import (
     rediagnose,
 )
 from latdoc.report import ProgressBars
-from latdoc.store import Store
+from latdoc.store import RunInfo, Store
+from latdoc.store.run import RUN_STATUSES
 from latdoc.workload import (
     LENGTHS,
     DiagnosisPlan,
@@ -101,9 +103,31 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
     d.add_argument("--seed", type=int, help="seed for generated prompts")
     add_vantage_arguments(d, "every step")
 
-    runs = sub.add_parser("runs", help="list stored diagnosis runs")
+    runs = sub.add_parser(
+        "runs",
+        help="list stored diagnosis runs",
+        description="List the stored runs, newest first. With --prune, remove the runs "
+        "chosen by --status and --older-than: it prints what it would remove and removes "
+        "it only with --yes.",
+    )
     add_store_argument(runs)
     runs.add_argument("--limit", type=positive_int, default=50)
+    runs.add_argument(
+        "--prune", action="store_true",
+        help="remove the runs --status and --older-than choose (a dry run without --yes)",
+    )  # fmt: skip
+    runs.add_argument(
+        "--status", action="append", metavar="STATUS[,STATUS]",
+        help="with --prune: the statuses to remove (interrupted, failed, done, recorded, "
+        "running); default every status but running",
+    )  # fmt: skip
+    runs.add_argument(
+        "--older-than", type=duration, metavar="DURATION",
+        help="with --prune: only runs started more than DURATION ago (7d, 12h)",
+    )  # fmt: skip
+    runs.add_argument(
+        "--yes", action="store_true", help="with --prune: remove them, not only list them"
+    )
 
     report = sub.add_parser("report", help="re-render a stored run without sending anything")
     report.add_argument(
@@ -202,11 +226,20 @@ def _diagnose_recorded(args: argparse.Namespace) -> int:
 
 
 def run_runs(args: argparse.Namespace) -> int:
+    if args.prune:
+        return _prune(args)
+    if args.status or args.older_than or args.yes:
+        raise UsageError("--status, --older-than and --yes choose what --prune removes")
     with Store(args.db) as store:
         runs = store.list_runs(args.limit)
     if not runs:
         print("No stored runs yet: `latdoc diagnose` makes one.")
         return EXIT_OK
+    _print_runs(runs)
+    return EXIT_OK
+
+
+def _print_runs(runs: list[RunInfo]) -> None:
     print(f"  {'run':<24} {'started (UTC)':<20} {'status':<12} {'req':>4} {'fail':>4}  "
           f"{'verdict':<14} model @ endpoint")  # fmt: skip
     for r in runs:
@@ -214,6 +247,32 @@ def run_runs(args: argparse.Namespace) -> int:
             f"  {r.run_id:<24} {r.started_at:%Y-%m-%d %H:%M:%S}  {r.status:<12} "
             f"{r.requests:>4} {r.failed:>4}  {r.verdict or '-':<14} {r.model} @ {r.endpoint}"
         )
+
+
+def _prune(args: argparse.Namespace) -> int:
+    """Print the runs chosen; remove them with ``--yes``."""
+    from datetime import UTC, datetime, timedelta
+
+    if args.status:
+        statuses = {s.strip() for given in args.status for s in given.split(",") if s.strip()}
+    else:
+        statuses = set(RUN_STATUSES - {"running"})
+    before = None
+    if args.older_than is not None:
+        before = datetime.now(UTC) - timedelta(seconds=args.older_than)
+    with Store(args.db) as store:
+        chosen = store.choose_runs(statuses, started_before=before)
+        if not chosen:
+            print("No run matches: nothing to remove.")
+            return EXIT_OK
+        traces = sum(r.requests for r in chosen)
+        _print_runs(chosen)
+        what = f"{len(chosen)} run{'' if len(chosen) == 1 else 's'} ({traces} traces)"
+        if not args.yes:
+            print(f"Would remove {what}; add --yes to remove them.")
+            return EXIT_OK
+        removed = store.delete_runs([r.run_id for r in chosen])
+    print(f"Removed {removed} run{'' if removed == 1 else 's'} ({traces} traces).")
     return EXIT_OK
 
 
