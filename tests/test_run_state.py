@@ -35,7 +35,8 @@ def _env() -> dict[str, str]:
 
 def _sample(i: int) -> Sample:
     trace = RequestTrace(
-        started_at=T0 + timedelta(seconds=i), t0_ns=10**12, url="http://lab/v1/chat/completions", model="m", dialect="openai-chat",
+        started_at=T0 + timedelta(seconds=i), t0_ns=10**12, url="http://lab/v1/chat/completions",
+        model="m", dialect="openai-chat",
         sent_ns=1_000_000, first_byte_ns=40_000_000, first_token_ns=50_000_000,
         done_ns=100_000_000, status=200, output_tokens=2,
     )  # fmt: skip
@@ -81,7 +82,8 @@ def test_a_run_of_another_boot_is_interrupted_and_one_of_another_host_is_left(
     if process.current().boot_id is not None:
         assert found[rebooted].status == "interrupted"
         assert found[rebooted].requests == 3
-        assert found[rebooted].notes[-1].text.endswith("ended without closing the run; 3 traces kept")
+        note = found[rebooted].notes[-1].text
+        assert note.endswith("ended without closing the run; 3 traces kept")
     assert found[elsewhere].status == "running"
     # This process is alive: its own run stays running while another store opens.
     assert found[live].status == "running"

@@ -226,9 +226,7 @@ def _owners_v6(conn: sqlite3.Connection) -> None:
     foreign keys off, so dropping the old table leaves the samples in place.
     """
     conn.execute(_RUNS_V6)
-    conn.execute(
-        f"INSERT INTO runs_v6 ({_RUN_COLUMNS_V5}) SELECT {_RUN_COLUMNS_V5} FROM runs"
-    )
+    conn.execute(f"INSERT INTO runs_v6 ({_RUN_COLUMNS_V5}) SELECT {_RUN_COLUMNS_V5} FROM runs")
     conn.execute("DROP TABLE runs")
     conn.execute("ALTER TABLE runs_v6 RENAME TO runs")
     conn.execute("CREATE INDEX runs_started_at ON runs (started_at)")
