@@ -313,3 +313,53 @@ def test_runs_lists_the_export_of_a_recorded_run(tmp_path: Path) -> None:
     with Store(tmp_path / "other.db") as other:
         other.import_json(json.dumps(document))
         assert other.run_info(run_id).status == "recorded"
+
+
+def test_sigterm_stops_a_watch_as_ctrl_c_does(lab: LabFactory, tmp_path: Path) -> None:
+    db = tmp_path / "watch.db"
+    with lab(LabConfig(latency=FAST)) as server:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "latdoc", "watch", server.base_url, "--model", "lab-sim",
+             "--every", "0.5s", "--duration", "60s", "--long-tokens", "128", "--max-tokens", "4",
+             "--name", "w", "--db", str(db)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
+        )  # fmt: skip
+        try:
+            assert wait_for_samples(db, 3, 30) >= 3, "the watch did not store traces in time"
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 130, err
+    assert "Interrupted: every finished trace is kept." in err
+    assert "Watch w by hour of day" in out
+    with Store(db) as store:
+        (info,) = store.find_runs("watch", "w")
+    assert info.status == "interrupted" and info.requests >= 3
+
+
+def test_a_killed_load_sweep_is_listed_interrupted_with_what_it_kept(
+    lab: LabFactory, tmp_path: Path
+) -> None:
+    db = tmp_path / "kill-load.db"
+    with lab(LabConfig(latency=FAST, slots=4)) as server:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "latdoc", "load", server.base_url, "-m", "lab-sim",
+             "--concurrency", "1,2,4", "--duration-per-level", "1", "--max-tokens", "4",
+             "--max-seconds", "60", "--db", str(db)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
+        )  # fmt: skip
+        try:
+            assert wait_for_samples(db, 5, 30, concurrency=2) >= 5
+            proc.send_signal(signal.SIGKILL)
+            proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    with sqlite3.connect(db) as conn:
+        kept = conn.execute("SELECT count(*) FROM samples").fetchone()[0]
+    with Store(db) as store:
+        (info,) = store.list_runs()
+    assert (info.kind, info.status, info.requests) == ("load", "interrupted", kept)
+    assert info.notes[-1].text.endswith(f"{kept} traces kept")
