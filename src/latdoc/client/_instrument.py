@@ -62,8 +62,8 @@ class Instrumentation:
         self._in_flight = 0
         self._closed = False
         self._hooks: list[TraceHook] = []
-        store.on_close(self.close)
-        atexit.register(self._close_at_exit)
+        store.on_close(self._close_quietly)
+        atexit.register(self._close_quietly)
 
     def flush(self) -> None:
         """Write every finished request not yet written."""
@@ -75,13 +75,16 @@ class Instrumentation:
         if self._closed:
             return
         self._closed = True
-        atexit.unregister(self._close_at_exit)
+        atexit.unregister(self._close_quietly)
+        self.store.forget_on_close(self._close_quietly)
         self.flush()
         self.store.finish_run(self.run_id, status="recorded", diagnosis=None)
         if self._owns_store:
             self.store.close()
 
-    def _close_at_exit(self) -> None:
+    def _close_quietly(self) -> None:
+        # The store closing, or the interpreter exiting: a recording that cannot be
+        # written last is lost, and the application is not told.
         with contextlib.suppress(Exception):
             self.close()
 

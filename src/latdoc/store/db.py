@@ -15,8 +15,9 @@ is written (:mod:`latdoc.store.redact`).
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from secrets import token_hex
@@ -79,6 +80,9 @@ class Store:
         self._owner = process.current()
         try:
             self._mark_gone()
+        except sqlite3.OperationalError:
+            # Read-only or busy: the runs are marked by the next open that can write.
+            pass
         except BaseException:
             self._conn.close()
             raise
@@ -98,6 +102,11 @@ class Store:
         """Call ``callback`` when the store closes, before its file does (what a
         recording writes last)."""
         self._closing.append(callback)
+
+    def forget_on_close(self, callback: Callable[[], None]) -> None:
+        """No longer call ``callback`` when the store closes."""
+        with suppress(ValueError):
+            self._closing.remove(callback)
 
     def __enter__(self) -> Self:
         return self
