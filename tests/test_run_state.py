@@ -22,7 +22,7 @@ from latdoc import Store, instrument
 from latdoc.cli import EXIT_OK, main
 from latdoc.lab.sim import LabConfig, LabProcess, LatencyModel
 from latdoc.records import RequestTrace, Sample, Step
-from latdoc.store import process, schema
+from latdoc.store import process, schema, trace_to_record
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 SLOW = LatencyModel(prefill_base_ms=20.0, prefill_ms_per_token=0.0, decode_ms_per_token=40.0)
@@ -116,15 +116,27 @@ def test_a_version_5_store_keeps_its_runs_and_samples_and_takes_the_new_status(
         "VALUES ('r5', '2026-11-29T20:15:02.000000+00:00', 'running', 'http://lab', 'm', '', "
         "'{}', 'load')"
     )
+    for seq in (1, 2):
+        conn.execute(
+            "INSERT INTO samples (seq, run_id, idx, step, concurrency, cold, ok) "
+            "VALUES (?, 'r5', ?, 'load', 2, 0, 1)",
+            (seq, seq - 1),
+        )
+        conn.execute(
+            "INSERT INTO sample_traces (seq, trace) VALUES (?, ?)",
+            (seq, json.dumps(trace_to_record(_sample(seq).trace))),
+        )
     with pytest.raises(sqlite3.IntegrityError):
         conn.execute("UPDATE runs SET status = 'recorded'")
     conn.close()
+    # Opened with foreign keys on, the copy of the runs table keeps every sample.
     with Store(db) as store:
-        store.add_samples("r5", [_sample(0), _sample(1)])
-    with Store(db) as store:
-        info = store.run_info("r5")
+        info, samples, _ = store.load_run("r5")
         assert (info.status, info.requests, info.owner) == ("running", 2, None)
+        assert [s.trace for s in samples] == [_sample(1).trace, _sample(2).trace]
+        store.add_samples("r5", [_sample(3)])
         store.finish_run("r5", status="recorded", diagnosis=None)
+        assert store.run_info("r5").status == "recorded"
         store.delete_runs(["r5"])
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION
