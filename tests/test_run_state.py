@@ -375,3 +375,32 @@ def test_a_killed_load_sweep_is_listed_interrupted_with_what_it_kept(
         (info,) = store.list_runs()
     assert (info.kind, info.status, info.requests) == ("load", "interrupted", kept)
     assert info.notes[-1].text.endswith(f"{kept} traces kept")
+
+
+def test_sigterm_stops_a_verify_as_ctrl_c_does(tmp_path: Path) -> None:
+    db = tmp_path / "verify.db"
+    with LabProcess(LabConfig(latency=SLOW)) as server:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "latdoc", "verify", server.base_url, "-m", "lab-sim",
+             "--remedy", "trim", "--from", "1500", "--to", "300", "--max-requests", "40",
+             "--seed", "1", "--db", str(db)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
+        )  # fmt: skip
+        try:
+            stored = wait_for_samples(db, 4, 60)
+            assert stored >= 4, "the experiment did not store traces in time"
+            proc.send_signal(signal.SIGTERM)
+            _out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    with Store(db) as store:
+        runs = store.list_runs()
+    assert runs and {r.status for r in runs} == {"interrupted"}
+    assert sum(r.requests for r in runs) >= stored
+    assert all(
+        "interrupted by the user; compared what was measured" in [n.text for n in r.notes]
+        for r in runs
+    )
