@@ -147,6 +147,8 @@ def run_verify(args: argparse.Namespace) -> int:
                     result = verify_remedy(plan, store=store, on_progress=progress)
             if runner is not None:
                 emit_outcome(outcome, args)
+                if outcome.not_applicable:
+                    return EXIT_USAGE
                 return EXIT_INTERRUPTED if outcome.interrupted else EXIT_OK
             infos = (
                 None

@@ -78,6 +78,11 @@ class Outcome(Protocol):
     @property
     def interrupted(self) -> bool: ...
 
+    @property
+    def not_applicable(self) -> bool:
+        """The experiment could not apply to the endpoint (the command exits 2)."""
+        ...
+
     def document(self) -> dict[str, Any]:
         """The outcome as JSON, naming its schema, notes included."""
         ...
