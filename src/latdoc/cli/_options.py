@@ -254,9 +254,10 @@ def add_store_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", metavar="FILE", help="the SQLite store (default: user data dir)")
 
 
-def open_store(args: argparse.Namespace, key: str | None) -> Store:
-    """The ``--db`` store, masking ``key`` wherever it would be written."""
-    return Store(args.db, secrets=[key] if key else [])
+def open_store(args: argparse.Namespace, key: str | None, *more: str | None) -> Store:
+    """The ``--db`` store, masking ``key`` (and any ``more`` keys) wherever it would be
+    written."""
+    return Store(args.db, secrets=[k for k in (key, *more) if k])
 
 
 @dataclass(frozen=True)
