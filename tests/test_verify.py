@@ -450,3 +450,17 @@ def test_the_other_key_is_sent_to_the_other_endpoint_only() -> None:
     assert arms(EndpointOptions("http://o.example/v1", same_key=True)) == (KEY_A, KEY_A)
     assert arms(EndpointOptions("http://h.example/v2")) == (KEY_A, KEY_A)
     assert KEY_B not in repr(EndpointOptions("http://o.example/v1", alt_api_key=KEY_B))
+
+
+def test_a_key_in_the_other_url_is_masked_in_the_plan_and_the_arms() -> None:
+    from latdoc.features.verify.plan import arm_summaries, build_arms
+    from latdoc.workload import ASSUMED
+
+    leaky = f"https://me:{KEY_B}@o.example/v1?api-key={KEY_B}"
+    plan = VerifyPlan(
+        Endpoint("https://h.example/v1", "m"),
+        VerifyRemedy.ENDPOINT,
+        options=EndpointOptions(leaky),
+    )
+    said = [*arm_summaries(plan), *(arm.label for arm in build_arms(plan, ASSUMED))]
+    assert all(KEY_B not in text for text in said) and "o.example" in said[1]

@@ -100,7 +100,7 @@ def alt_key(here: Endpoint, options: EndpointOptions) -> str | None:
 
 
 def _describe(plan: VerifyPlan, options: EndpointOptions) -> tuple[str, str]:
-    return plan.endpoint.base_url, str(options.alt_url)
+    return redact_url(plan.endpoint.base_url), redact_url(str(options.alt_url))
 
 
 def _arms(
@@ -116,8 +116,8 @@ def _arms(
     )
     base = base_arm(plan, calibration)
     return (
-        replace(base, label=f"{here.base_url}", warmup_trials=1),
-        replace(base, name="B", label=f"{options.alt_url}", endpoint=alt, warmup_trials=1),
+        replace(base, label=redact_url(here.base_url), warmup_trials=1),
+        replace(base, name="B", label=redact_url(options.alt_url), endpoint=alt, warmup_trials=1),
     )
 
 
