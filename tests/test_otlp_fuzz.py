@@ -29,18 +29,18 @@ NAME = "spans.json"
 Path_ = tuple[str | int, ...]
 
 
-def _paths(value: Any, path: Path_ = ()) -> list[Path_]:
+def paths_in(value: Any, path: Path_ = ()) -> list[Path_]:
     found = [path]
     if isinstance(value, dict):
         for key, child in value.items():
-            found += _paths(child, (*path, key))
+            found += paths_in(child, (*path, key))
     elif isinstance(value, list):
         for index, child in enumerate(value):
-            found += _paths(child, (*path, index))
+            found += paths_in(child, (*path, index))
     return found
 
 
-PATHS = _paths(VALID)[1:]
+PATHS = paths_in(VALID)[1:]
 """Every place in the valid document but the document itself."""
 
 
@@ -66,13 +66,13 @@ def _assert_one_line_error(code: int, err: str) -> None:
         assert lines[0].startswith("Error: ") and NAME in lines[0], err
 
 
-def _parent(document: Any, path: Path_) -> Any:
+def parent_of(document: Any, path: Path_) -> Any:
     for step in path[:-1]:
         document = document[step]
     return document
 
 
-_JSON = st.recursive(
+JSON_VALUES = st.recursive(
     st.none()
     | st.booleans()
     | st.integers(min_value=-(10**40), max_value=10**40)
@@ -92,11 +92,11 @@ def _mutated(draw: st.DrawFn) -> bytes:
     for _ in range(draw(st.integers(1, 3))):
         path = draw(st.sampled_from(PATHS))
         try:
-            parent = _parent(document, path)
+            parent = parent_of(document, path)
             if draw(st.booleans()) and isinstance(parent, dict):
                 del parent[path[-1]]
             else:
-                parent[path[-1]] = draw(_JSON)
+                parent[path[-1]] = draw(JSON_VALUES)
         except (KeyError, IndexError, TypeError):
             continue
     indent = draw(st.sampled_from([None, 1]))
@@ -122,14 +122,14 @@ def test_a_mutated_otlp_file_is_diagnosed_or_refused_in_one_line(data: bytes) ->
 
 def _set(path: Path_, value: Any) -> Callable[[Any], None]:
     def change(document: Any) -> None:
-        _parent(document, path)[path[-1]] = value
+        parent_of(document, path)[path[-1]] = value
 
     return change
 
 
 def _delete(path: Path_) -> Callable[[Any], None]:
     def change(document: Any) -> None:
-        del _parent(document, path)[path[-1]]
+        del parent_of(document, path)[path[-1]]
 
     return change
 

@@ -1,7 +1,9 @@
-"""The other things latdoc reads from its command line end in one ``Error:`` line and
-exit 2 when malformed: ``--extra-body`` JSON (truncated, nested past Python's limit,
-non-finite or huge numbers, text that is not Unicode) and ``--cacert`` files (empty,
-truncated, binary, a directory). Hypothesis draws the malformed ones."""
+"""The other things latdoc reads end in one ``Error:`` line and exit 2 when malformed
+(``tests/test_otlp_fuzz.py`` has OTLP files): ``--extra-body`` JSON (truncated, nested
+past Python's limit, non-finite or huge numbers, text that is not Unicode),
+``--cacert`` files (empty, truncated, binary, a directory), and run exports
+(``Store.import_json``: keys deleted, values of other types). Hypothesis draws the
+malformed ones."""
 
 from __future__ import annotations
 
@@ -17,10 +19,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from latdoc import Store
 from latdoc.cli import EXIT_USAGE, main
 from latdoc.cli._options import json_object
 from latdoc.errors import UsageError
 from latdoc.probe._endpoint import make_ssl_context
+from test_otlp_fuzz import JSON_VALUES, parent_of, paths_in
 
 _GOOD = json.dumps({"temperature": 0, "ignore_eos": True, "top_k": [1, 2.5, "x"]})
 
@@ -99,3 +103,53 @@ def test_a_ca_file_that_cannot_be_used_is_one_error_line(tmp_path: Path) -> None
     for name, message in (("empty.pem", "cannot load CA certificates"), ("dir.pem", "not a file")):
         line = _error_line([*base, "--cacert", str(tmp_path / name)])
         assert message in line and name in line
+
+
+@pytest.fixture(scope="module")
+def export() -> str:
+    """A run export: the spans of ``tests/data/otlp_openai_v2.json`` diagnosed and stored."""
+    otlp = Path(__file__).parent / "data" / "otlp_openai_v2.json"
+    with tempfile.TemporaryDirectory() as directory:
+        db = f"{directory}/s.db"
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main(["diagnose", "--from-otlp", str(otlp), "--db", db, "--json"]) == 0
+        with Store(db) as store:
+            (info,) = store.list_runs()
+            return store.export_json(info.run_id)
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_a_mutated_export_is_imported_or_refused(export: str, data: st.DataObject) -> None:
+    document = json.loads(export)
+    places = paths_in(document)[1:]
+    for _ in range(data.draw(st.integers(1, 3))):
+        path = data.draw(st.sampled_from(places))
+        with contextlib.suppress(KeyError, IndexError, TypeError):
+            parent = parent_of(document, path)
+            if data.draw(st.booleans()) and isinstance(parent, dict):
+                del parent[path[-1]]
+            else:
+                parent[path[-1]] = data.draw(JSON_VALUES)
+    refusal = ""
+    with Store(":memory:") as store:
+        try:
+            run_id = store.import_json(json.dumps(document))
+        except UsageError as exc:
+            refusal = str(exc)
+        else:
+            store.load_run(run_id)
+    assert "\n" not in refusal
+
+
+def test_a_broken_export_names_the_sample_and_the_field(export: str) -> None:
+    document = json.loads(export)
+    del document["samples"][2]["trace"]["started_at"]
+    with (
+        Store(":memory:") as store,
+        pytest.raises(UsageError, match=r"samples\[2\]: trace: missing"),
+    ):
+        store.import_json(json.dumps(document))
+    del document["run"]
+    with Store(":memory:") as store, pytest.raises(UsageError, match="missing 'run'"):
+        store.import_json(json.dumps(document))
