@@ -22,8 +22,26 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from latdoc.cli import EXIT_OK, EXIT_USAGE, main
+from latdoc.store.otlp import read_otlp
 
-VALID = json.loads((Path(__file__).parent / "data" / "otlp_openai_v2.json").read_text())
+
+def _valid() -> Any:
+    """The openai-v2 instrumentation's spans, the first with a first-token event and the
+    second with latdoc's own phase attributes, so mutations reach every field read."""
+    document = json.loads((Path(__file__).parent / "data" / "otlp_openai_v2.json").read_text())
+    first, second = document["resourceSpans"][0]["scopeSpans"][0]["spans"][:2]
+    start = int(first["startTimeUnixNano"])
+    first["events"] = [{"name": "gen_ai.first_token", "timeUnixNano": str(start + 250_000_000)}]
+    second["attributes"] += [
+        {"key": f"latdoc.{name}_ms", "value": {"doubleValue": ms}}
+        for name, ms in (("queue", 0.1), ("dns", 2.0), ("connect", 11.5), ("tls", 24.0),
+                         ("ttfb", 180.0), ("wait", 140.0), ("ttft", 260.0))
+    ]  # fmt: skip
+    second["attributes"].append({"key": "latdoc.new_connection", "value": {"boolValue": True}})
+    return document
+
+
+VALID = _valid()
 NAME = "spans.json"
 
 Path_ = tuple[str | int, ...]
@@ -207,3 +225,10 @@ def test_the_valid_file_still_diagnoses() -> None:
     assert code == EXIT_OK and "Error" not in err
     report = json.loads(out.getvalue())
     assert report["findings"] and "carry no time to first chunk" in json.dumps(report["notes"])
+    traffic = read_otlp(json.dumps(VALID))
+    by_start = {t.t0_ns: t for t in traffic.traces}
+    spans = VALID["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    first, second = (by_start[int(span["startTimeUnixNano"])] for span in spans[:2])
+    assert first.ttft_ms == 250.0 and first.dns_ms is None
+    assert (second.ttft_ms, second.dns_ms, second.tls_ms) == (260.0, 2.0, 24.0)
+    assert second.new_connection is True
