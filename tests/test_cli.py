@@ -275,8 +275,9 @@ def test_the_canary_key_reaches_the_server_and_no_output(
     assert CANARY.encode() not in stored
 
 
-def test_no_url_probes_the_built_in_endpoint() -> None:
-    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp"}
+def test_no_url_probes_the_built_in_endpoint(tmp_path: Path) -> None:
+    # A home of its own: the store under it is this test's, whatever another run left.
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     result = subprocess.run(
         [sys.executable, "-m", "latdoc", "probe", "--json", "--max-tokens", "3"],
         capture_output=True, text=True, timeout=60, env=env, check=False,
