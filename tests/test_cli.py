@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from conftest import LabFactory
+from conftest import FAST, LabFactory
 from latdoc.cli import EXIT_OK, EXIT_REQUEST_FAILED, EXIT_USAGE, main
 from latdoc.lab.sim import LabConfig
 from scripted_server import ScriptedServer, plain_response
@@ -146,19 +147,137 @@ def test_user_mistakes_are_one_error_line_and_exit_2(
     assert len(err.strip().splitlines()) == 1
 
 
-def test_api_key_reaches_the_server_but_nothing_printed(
-    lab: LabFactory, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+CANARY = "sk-canary-" + "7f3e9a1c5b" * 3
+"""A key no output may ever hold: the lab answers only to it, so every command below
+sent it, and none may print, store, export or label it."""
+
+
+def test_the_canary_key_reaches_the_server_and_no_output(
+    lab: LabFactory,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("LAB_KEY", "lab-secret-key-42")
-    with lab(LabConfig(api_key="lab-secret-key-42")) as server:
-        code = main(["probe", server.base_url, "-m", "lab-sim", "--api-key-env", "LAB_KEY"])
-    captured = capsys.readouterr()
-    assert code == EXIT_OK
-    assert "lab-secret-key-42" not in captured.out + captured.err
+    import sqlite3
+
+    from latdoc.lab.sim import requests_received
+    from latdoc.report.metrics import PrometheusMetrics
+    from latdoc.store import Store
+
+    monkeypatch.setenv("OPENAI_API_KEY", CANARY)
+    scraped: list[bytes] = []
+    close = PrometheusMetrics.close
+
+    def scrape_then_close(self: PrometheusMetrics) -> None:
+        import prometheus_client
+
+        scraped.append(prometheus_client.generate_latest(self.registry))
+        close(self)
+
+    monkeypatch.setattr(PrometheusMetrics, "close", scrape_then_close)
+    db, files = tmp_path / "canary.db", tmp_path / "out"
+    files.mkdir()
+    config = LabConfig(latency=FAST, api_key=CANARY)
+    outputs: list[str] = []
+
+    def run(*argv: str, expect: int = EXIT_OK) -> str:
+        code = main([*argv, "--db", str(db)])
+        captured = capsys.readouterr()
+        outputs.append(captured.out + captured.err)
+        assert code == expect, (argv, captured.err)
+        return captured.out
+
+    with lab(config) as server, lab(config) as other:
+        url = server.base_url
+        target = [url, "-m", "lab-sim", "--max-tokens", "4"]
+        run("probe", *target, "-n", "2", "--json")
+        run(
+            "diagnose",
+            *target,
+            "--max-requests",
+            "20",
+            "--seed",
+            "1",
+            "--json",
+            "--html",
+            str(files / "diagnose.html"),
+        )
+        for remedy in (
+            ["keepalive"],
+            ["retry", "--trials", "3"],
+            ["endpoint", "--alt", other.base_url, "--same-key"],
+        ):
+            run(
+                "verify",
+                *target,
+                "--remedy",
+                *remedy,
+                "--max-requests",
+                "24",
+                "--seed",
+                "1",
+                "--html",
+                str(files / f"verify-{remedy[0]}.html"),
+            )
+        run("verify", *target, "--remedy", "endpoint", "--alt", other.base_url, expect=EXIT_USAGE)
+        run(
+            "load",
+            *target,
+            "--concurrency",
+            "1,2",
+            "--duration-per-level",
+            "0.5s",
+            "--metrics-port",
+            "0",
+            "--html",
+            str(files / "load.html"),
+        )
+        run(
+            "watch",
+            *target,
+            "--name",
+            "canary",
+            "--once",
+            "--long-tokens",
+            "128",
+            "--metrics-port",
+            "0",
+        )
+        assert server.app is not None and other.app is not None
+        sent = requests_received(server.app) + requests_received(other.app)
+    assert sent > 50, "every command reached the lab with the canary key"
+    run("runs")
+    with Store(db) as store:
+        runs = store.list_runs(limit=100)
+        exports = [store.export_json(r.run_id) for r in runs]
+    assert len(runs) >= 8
+    reported = [info for info in runs if info.kind in ("diagnose", "load")]
+    assert len(reported) == 2
+    for info in reported:
+        run("report", info.run_id, "--json")
+        run("report", info.run_id, "--html", str(files / f"report-{info.run_id}.html"))
+    run("report", "--watch", "canary")
+    arms = [info.run_id for info in runs if info.meta.get("remedy") == "keepalive"]
+    run("compare", *arms)
+
+    with sqlite3.connect(db) as conn:
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        rows = [repr(conn.execute(f'SELECT * FROM "{t}"').fetchall()) for t in tables]
+    assert {"runs", "samples"} <= set(tables)
+    written = [p.read_text(encoding="utf-8") for p in files.iterdir()]
+    assert len(written) == 4 + len(reported), "retry writes no page"
+    assert len(scraped) == 2 and all(b"latdoc_requests" in text for text in scraped)
+    stored = b"".join(p.read_bytes() for p in tmp_path.glob("canary.db*"))
+    everything = [*outputs, *rows, *exports, *written, *(t.decode() for t in scraped)]
+    assert all(text for text in everything)
+    for text in everything:
+        assert CANARY not in text and CANARY[3:] not in text
+    assert CANARY.encode() not in stored
 
 
-def test_no_url_probes_the_built_in_endpoint() -> None:
-    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp"}
+def test_no_url_probes_the_built_in_endpoint(tmp_path: Path) -> None:
+    # A home of its own: the store under it is this test's, whatever another run left.
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     result = subprocess.run(
         [sys.executable, "-m", "latdoc", "probe", "--json", "--max-tokens", "3"],
         capture_output=True, text=True, timeout=60, env=env, check=False,

@@ -205,3 +205,55 @@ def test_openai_instrumentation_spans_say_what_they_cannot_tell(
     with Store(db) as store:
         (info,) = store.list_runs()
     assert main(["diagnose", "--from-run", info.run_id, "--db", str(db), "--json"]) == 0
+
+
+def test_the_applications_key_is_in_no_span_metric_or_stored_trace(
+    lab: LabFactory,
+    tmp_path: Path,
+    telemetry: tuple[InMemorySpanExporter, InMemoryMetricReader],
+) -> None:
+    canary = "sk-canary-otel-" + "4d2c8e6a0b" * 3
+    exporter, reader = telemetry
+    exporter.clear()
+    db = tmp_path / "k.db"
+
+    async def go(base_url: str) -> None:
+        client = openai.AsyncOpenAI(api_key=canary, base_url=base_url, max_retries=0)
+        wrong = openai.AsyncOpenAI(api_key=canary[:-1], base_url=base_url, max_retries=0)
+        with Store(db) as store, instrument(client, store=store, otel=True):
+            stream = await client.chat.completions.create(
+                model="lab-sim",
+                messages=[{"role": "user", "content": "word " * 20}],
+                max_tokens=4,
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+            async for _ in stream:
+                pass
+        with (
+            Store(db) as store,
+            instrument(wrong, store=store, otel=True),
+            pytest.raises(openai.AuthenticationError),
+        ):
+            await wrong.chat.completions.create(
+                model="lab-sim",
+                messages=[{"role": "user", "content": "hello"}],
+                max_tokens=4,
+                stream=True,
+            )
+        await client.close()
+        await wrong.close()
+
+    with lab(LabConfig(latency=FAST, api_key=canary)) as server:
+        asyncio.run(go(server.base_url))
+    spans = exporter.get_finished_spans()
+    assert len(spans) == 2
+    texts = [span.to_json() for span in spans] + [_otlp_json(spans)]
+    data = reader.get_metrics_data()
+    assert data is not None
+    texts.append(data.to_json())
+    assert "gen_ai.client.operation.duration" in texts[-1]
+    for text in texts:
+        assert canary not in text and canary[:-1] not in text
+    stored = b"".join(p.read_bytes() for p in tmp_path.glob("k.db*"))
+    assert stored and canary[:-1].encode() not in stored

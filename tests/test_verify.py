@@ -338,3 +338,129 @@ def test_an_endpoint_that_cannot_answer_is_not_applicable_before_the_experiment(
     assert result.verdict == "not_applicable" and result.run_ids is None
     assert result.reason is not None and result.reason.startswith("the endpoint cannot answer")
     assert "nothing accepts connections there" in result.reason
+
+
+KEY_A = "sk-endpoint-a-5e1f0c9d"
+KEY_B = "sk-endpoint-b-7a2b4c6e"
+
+
+def _endpoint_argv(a: str, b: str, tmp_path: Path, *more: str) -> list[str]:
+    return ["verify", a, "-m", "lab-sim", "--remedy", "endpoint", "--alt", b,
+            "--api-key-env", "KEY_A", "--db", str(tmp_path / "k.db"), "--max-requests", "24",
+            "--json", *more]  # fmt: skip
+
+
+def test_the_key_is_not_sent_to_another_host_unless_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from latdoc.lab.sim import requests_received
+
+    monkeypatch.setenv("KEY_A", KEY_A)
+    with (
+        serving(LabConfig(latency=QUICK, api_key=KEY_A)) as a,
+        serving(LabConfig(latency=QUICK, api_key=KEY_A)) as b,
+    ):
+        code = main(_endpoint_argv(a.base_url, b.base_url, tmp_path))
+        sent = requests_received(a.app) + requests_received(b.app)
+    out, err = capsys.readouterr()
+    assert code == EXIT_USAGE and sent == 0 and out == ""
+    assert err.startswith("Error: --alt ") and len(err.strip().splitlines()) == 1
+    assert "--alt-api-key-env VAR" in err and "--same-key" in err
+    assert KEY_A not in err
+
+
+@pytest.mark.parametrize("how", ["--alt-api-key-env", "--same-key"])
+def test_the_other_hosts_key_goes_there_alone(
+    how: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KEY_A", KEY_A)
+    monkeypatch.setenv("KEY_B", KEY_B)
+    key_b = KEY_B if how == "--alt-api-key-env" else KEY_A
+    more = ["--alt-api-key-env", "KEY_B"] if how == "--alt-api-key-env" else ["--same-key"]
+    with (
+        serving(LabConfig(latency=QUICK, api_key=KEY_A)) as a,
+        serving(LabConfig(latency=QUICK, api_key=key_b)) as b,
+    ):
+        code = main(_endpoint_argv(a.base_url, b.base_url, tmp_path, *more))
+    out, err = capsys.readouterr()
+    document = json.loads(out)
+    # Each lab answers only its own key: a key sent to the wrong one is a 401 there,
+    # and the other endpoint would not answer.
+    assert code == EXIT_OK, (document["reason"], err)
+    assert document["verdict"] != "not_applicable"
+    assert KEY_A not in out + err and KEY_B not in out + err
+    data = b"".join(p.read_bytes() for p in tmp_path.glob("k.db*"))
+    assert data and KEY_A.encode() not in data and KEY_B.encode() not in data
+
+
+@pytest.mark.parametrize(
+    ("here", "there", "refused"),
+    [
+        ("http://h.example:8000/v1", "http://h.example:8000/other/v1", False),
+        ("http://H.example/v1", "http://h.example:80/v2", False),
+        ("https://h.example/v1", "https://h.example:443/v1/", False),
+        ("http://h.example:8000/v1", "http://h.example:8001/v1", True),
+        ("http://h.example/v1", "https://h.example/v1", True),
+        ("https://h.example/v1", "https://other.example/v1", True),
+    ],
+)
+def test_the_same_origin_needs_no_leave_and_any_other_does(
+    here: str, there: str, refused: bool
+) -> None:
+    def plan(**options: Any) -> VerifyPlan:
+        return VerifyPlan(
+            Endpoint(here, "m", api_key=KEY_A),
+            VerifyRemedy.ENDPOINT,
+            options=EndpointOptions(there, **options),
+        )
+
+    if refused:
+        with pytest.raises(UsageError, match="another host"):
+            plan()
+    else:
+        assert plan().endpoint.api_key == KEY_A
+    for leave in ({"same_key": True}, {"alt_api_key": KEY_B}):
+        plan(**leave)
+    with pytest.raises(UsageError, match="give one"):
+        plan(same_key=True, alt_api_key=KEY_B)
+
+
+def test_no_key_needs_no_leave_but_signing_with_the_machines_credentials_does() -> None:
+    options = EndpointOptions("http://other.example/v1")
+    VerifyPlan(Endpoint("http://h.example/v1", "m"), VerifyRemedy.ENDPOINT, options=options)
+    bedrock = Endpoint("https://bedrock-runtime.us-east-1.amazonaws.com", "m", "bedrock")
+    with pytest.raises(UsageError, match="another host"):
+        VerifyPlan(bedrock, VerifyRemedy.ENDPOINT, options=options)
+
+
+def test_the_other_key_is_sent_to_the_other_endpoint_only() -> None:
+    from latdoc.features.verify.plan import build_arms
+    from latdoc.workload import ASSUMED
+
+    def arms(options: EndpointOptions) -> tuple[str | None, str | None]:
+        plan = VerifyPlan(
+            Endpoint("http://h.example/v1", "m", api_key=KEY_A),
+            VerifyRemedy.ENDPOINT,
+            options=options,
+        )
+        a, b = build_arms(plan, ASSUMED)
+        return a.endpoint.api_key, b.endpoint.api_key
+
+    assert arms(EndpointOptions("http://o.example/v1", alt_api_key=KEY_B)) == (KEY_A, KEY_B)
+    assert arms(EndpointOptions("http://o.example/v1", same_key=True)) == (KEY_A, KEY_A)
+    assert arms(EndpointOptions("http://h.example/v2")) == (KEY_A, KEY_A)
+    assert KEY_B not in repr(EndpointOptions("http://o.example/v1", alt_api_key=KEY_B))
+
+
+def test_a_key_in_the_other_url_is_masked_in_the_plan_and_the_arms() -> None:
+    from latdoc.features.verify.plan import arm_summaries, build_arms
+    from latdoc.workload import ASSUMED
+
+    leaky = f"https://me:{KEY_B}@o.example/v1?api-key={KEY_B}"
+    plan = VerifyPlan(
+        Endpoint("https://h.example/v1", "m"),
+        VerifyRemedy.ENDPOINT,
+        options=EndpointOptions(leaky),
+    )
+    said = [*arm_summaries(plan), *(arm.label for arm in build_arms(plan, ASSUMED))]
+    assert all(KEY_B not in text for text in said) and "o.example" in said[1]

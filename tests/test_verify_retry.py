@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import closed_port
 from latdoc import (
     Endpoint,
     ErrorKind,
@@ -17,11 +18,11 @@ from latdoc import (
     VerifyPlan,
     VerifyRemedy,
 )
-from latdoc.cli import EXIT_OK, main
+from latdoc.cli import EXIT_OK, EXIT_USAGE, main
 from latdoc.client import FailureClass, RetryPolicy
 from latdoc.features.verify import RetryVerdict, verify_retry
 from latdoc.features.verify.retry.send import RetryOptions, failure_class
-from latdoc.lab.sim import Fault, LabConfig, LabServer, LatencyModel
+from latdoc.lab.sim import Fault, LabConfig, LabServer, LatencyModel, requests_received
 
 QUICK = LatencyModel(prefill_base_ms=5.0, prefill_ms_per_token=0.0, decode_ms_per_token=1.0)
 
@@ -64,11 +65,43 @@ def test_an_endpoint_without_errors_shows_no_difference(tmp_path: Path) -> None:
     assert verdict.comparison.b.attempts_mean == 1.0
 
 
-def test_a_401_is_never_retried(tmp_path: Path) -> None:
-    verdict = run(LabConfig(latency=QUICK, api_key="the-right-key"), tmp_path, trials=10)
-    b = verdict.comparison.b
-    assert b.succeeded == 0 and b.attempts_mean == 1.0 and b.waited_s == 0.0
-    assert verdict.comparison.verdict == "no_difference"
+def test_a_401_stops_the_experiment_at_its_first_request(tmp_path: Path) -> None:
+    with LabServer(LabConfig(latency=QUICK, api_key="the-right-key")) as lab:
+        plan = VerifyPlan(
+            Endpoint(lab.base_url, "lab-sim"), VerifyRemedy.RETRY, max_tokens=4, seed=2
+        )
+        with Store(tmp_path / "r.db") as store:
+            verdict = verify_retry(plan, store=store, policy=fast_policy())
+            kept = [len(store.load_run(run_id)[1]) for run_id in verdict.run_ids]
+        sent = requests_received(lab.app)
+    assert sent == 1 and sorted(kept) == [0, 1]
+    assert verdict.verdict == "not_applicable" and verdict.not_applicable
+    assert verdict.reason is not None and verdict.reason.startswith("the endpoint cannot answer")
+    assert "http:401" in verdict.reason and "check the API key" in verdict.reason
+
+
+def test_a_closed_port_is_not_applicable_after_one_request(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    closed = f"http://127.0.0.1:{closed_port()}/v1"
+    db = tmp_path / "c.db"
+    code = main(["verify", closed, "-m", "m", "--remedy", "retry", "--json", "--db", str(db)])
+    assert code == EXIT_USAGE
+    document = json.loads(capsys.readouterr().out)
+    assert document["verdict"] == "not_applicable"
+    assert "nothing accepts connections there" in document["reason"]
+    a, b = document["arms"]["A"], document["arms"]["B"]
+    assert a["trials"] + b["trials"] == 1
+    assert a["attempts_mean"] + b["attempts_mean"] == 1.0, "the one failure is not retried"
+    with Store(db) as store:
+        assert sum(len(store.load_run(arm["run_id"])[1]) for arm in (a, b)) == 1
+
+
+def test_the_command_says_why_it_is_not_applicable(capsys: pytest.CaptureFixture[str]) -> None:
+    closed = f"http://127.0.0.1:{closed_port()}/v1"
+    assert main(["verify", closed, "-m", "m", "--remedy", "retry"]) == EXIT_USAGE
+    out = capsys.readouterr().out.replace("\n", " ")
+    assert "Verdict: not applicable — the endpoint cannot answer: connect" in out
 
 
 def _failed(

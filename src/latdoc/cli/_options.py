@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import re
 from collections.abc import Iterator
@@ -68,9 +69,16 @@ def positive_float(text: str) -> float:
 def json_object(text: str) -> dict[str, Any]:
     """``--extra-body``: a JSON object of request fields latdoc does not write itself."""
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_float=_finite, parse_constant=_not_json)
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except RecursionError:
+        raise argparse.ArgumentTypeError("not valid JSON (nested too deeply)") from None
+    except UnicodeEncodeError:
+        raise argparse.ArgumentTypeError(
+            f"holds text that is not Unicode: {_clip(text)!r}"
+        ) from None
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not valid JSON ({exc}): {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not valid JSON ({exc}): {_clip(text)!r}") from None
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError(
             f"expected a JSON object such as '{{\"ignore_eos\": true}}', got {text!r}"
@@ -79,6 +87,21 @@ def json_object(text: str) -> dict[str, Any]:
         return check_extra_body(value)
     except UsageError as exc:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("--extra-body ")) from None
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{_clip(text)} is not a finite number")
+    return value
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _clip(text: str, most: int = 80) -> str:
+    return text if len(text) <= most else f"{text[:most]}…"
 
 
 def add_target_arguments(p: argparse.ArgumentParser) -> None:
@@ -254,9 +277,10 @@ def add_store_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", metavar="FILE", help="the SQLite store (default: user data dir)")
 
 
-def open_store(args: argparse.Namespace, key: str | None) -> Store:
-    """The ``--db`` store, masking ``key`` wherever it would be written."""
-    return Store(args.db, secrets=[key] if key else [])
+def open_store(args: argparse.Namespace, key: str | None, *more: str | None) -> Store:
+    """The ``--db`` store, masking ``key`` (and any ``more`` keys) wherever it would be
+    written."""
+    return Store(args.db, secrets=[k for k in (key, *more) if k])
 
 
 @dataclass(frozen=True)

@@ -99,6 +99,9 @@ def add_remedy_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group = parser.add_argument_group("remedy options")
     for a in registry.arguments():
+        if a.kind is bool:
+            group.add_argument(a.flag, dest=a.name, action="store_true", help=a.help)
+            continue
         group.add_argument(
             a.flag,
             dest=a.name,
@@ -138,7 +141,7 @@ def run_verify(args: argparse.Namespace) -> int:
             options=spec.read(args),
         )
         print(plan_line(plan), file=err)
-        with open_store(args, key) as store:
+        with open_store(args, key, *spec.secrets_of(plan)) as store:
             runner = spec.runner
             with ProgressBars(err) as progress:
                 if runner is not None:
@@ -147,6 +150,8 @@ def run_verify(args: argparse.Namespace) -> int:
                     result = verify_remedy(plan, store=store, on_progress=progress)
             if runner is not None:
                 emit_outcome(outcome, args)
+                if outcome.not_applicable:
+                    return EXIT_USAGE
                 return EXIT_INTERRUPTED if outcome.interrupted else EXIT_OK
             infos = (
                 None

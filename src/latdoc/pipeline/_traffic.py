@@ -13,7 +13,7 @@ from latdoc.pipeline._diagnose import DiagnosisRun, run_context
 from latdoc.probe import dialects
 from latdoc.records import Sample, Step
 from latdoc.store import Store
-from latdoc.store.otlp import read_otlp
+from latdoc.store.otlp import decode, read_otlp
 
 
 def diagnose_traffic(store: Store, run_id: str) -> DiagnosisRun:
@@ -50,10 +50,10 @@ def diagnose_otlp(store: Store, path: Path | str) -> DiagnosisRun:
     diagnose it; the notes name the phases spans cannot tell apart."""
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        data = file.read_bytes()
     except OSError as exc:
         raise UsageError(f"cannot read {file}: {exc.strerror}") from None
-    spans = read_otlp(text, str(file))
+    spans = read_otlp(decode(data, str(file)), str(file))
     first = spans.traces[0]
     run_id = store.new_run(
         endpoint=first.url,

@@ -70,7 +70,8 @@ def make_ssl_context(cacert: str | None = None, *, insecure: bool = False) -> ss
     """TLS settings with curl's meaning: ``--cacert FILE``, ``--insecure``, ``SSL_CERT_FILE``."""
     cafile = cacert or os.environ.get("SSL_CERT_FILE") or None
     if cafile is not None and not os.path.isfile(cafile):
-        raise UsageError(f"CA certificate file not found: {cafile}")
+        problem = "is not a file" if os.path.exists(cafile) else "not found"
+        raise UsageError(f"CA certificate file {problem}: {cafile}")
     changed = None if cafile is None else os.stat(cafile).st_mtime_ns
     return _ssl_context(cafile, changed, insecure)
 
@@ -84,6 +85,8 @@ def _ssl_context(cafile: str | None, changed: int | None, insecure: bool) -> ssl
         ctx = ssl.create_default_context(cafile=cafile)
     except ssl.SSLError as exc:
         raise UsageError(f"cannot load CA certificates from {cafile}: {exc}") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read CA certificates from {cafile}: {exc.strerror}") from None
     if insecure:
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE

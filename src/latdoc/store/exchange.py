@@ -89,12 +89,24 @@ def load_document(text: str) -> RunDocument:
     try:
         return loader(document)
     except (KeyError, TypeError, ValueError) as exc:
-        raise UsageError(f"broken latdoc run export (version {version}): {exc}") from None
+        raise UsageError(f"broken latdoc run export (version {version}): {_said(exc)}") from None
+
+
+def _said(exc: Exception) -> str:
+    """What went wrong, a missing key said as such (a ``KeyError`` prints only the key)."""
+    return f"missing {exc.args[0]!r}" if type(exc) is KeyError and exc.args else str(exc)
+
+
+def _sample(index: int, record: Any) -> Sample:
+    try:
+        return sample_from_record(record)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"samples[{index}]: {_said(exc)}") from None
 
 
 def _load_v1(document: Mapping[str, Any]) -> RunDocument:
     run = document["run"]
-    samples = tuple(sample_from_record(r) for r in _list(document["samples"], "samples"))
+    samples = tuple(_sample(i, r) for i, r in enumerate(_list(document["samples"], "samples")))
     diagnosis = document["diagnosis"]
     if diagnosis is not None and not isinstance(diagnosis, dict):
         raise ValueError("diagnosis: expected an object or null")

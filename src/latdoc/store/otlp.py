@@ -14,8 +14,7 @@ traffic is diagnosed, :mod:`latdoc.analysis.traffic`).
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -23,8 +22,11 @@ from typing import Any
 from latdoc.errors import ErrorKind, Phase, TraceError, UsageError
 from latdoc.probe import dialects
 from latdoc.records import RequestTrace, Step, StepNote
+from latdoc.store._typed import At, decode, parse
 
 _NS_PER_MS = 1_000_000
+_MAX_MS = 1e12
+"""The longest phase a ``latdoc.*_ms`` attribute may give (about 31 years)."""
 _STATUS_ERROR = (2, "STATUS_CODE_ERROR")
 _SDK_ERRORS = {
     "RateLimitError": 429,
@@ -38,6 +40,9 @@ _SDK_ERRORS = {
 """The openai SDK's exception names (``error.type`` in its instrumentation) by status."""
 
 
+__all__ = ["OtlpTraffic", "decode", "read_otlp"]
+
+
 @dataclass(frozen=True)
 class OtlpTraffic:
     traces: tuple[RequestTrace, ...]
@@ -45,7 +50,8 @@ class OtlpTraffic:
 
 
 def read_otlp(text: str, source: str = "OTLP file") -> OtlpTraffic:
-    """The GenAI spans of an OTLP JSON document as traces; ``UsageError`` when none."""
+    """The GenAI spans of an OTLP JSON document as traces; ``UsageError`` when none, and
+    when the document is malformed, naming ``source`` and the place in it."""
     traces = [_trace(span) for span in _spans(text, source) if _is_genai(span)]
     if not traces:
         raise UsageError(f"{source} holds no GenAI spans (spans with gen_ai.* attributes)")
@@ -53,67 +59,80 @@ def read_otlp(text: str, source: str = "OTLP file") -> OtlpTraffic:
     return OtlpTraffic(tuple(traces), _notes(traces))
 
 
-def _documents(text: str, source: str) -> Iterator[Any]:
+def _documents(text: str, source: str) -> Iterator[At]:
+    """The one document ``text`` holds, or one per line when its first line is one."""
     try:
-        yield json.loads(text)
+        yield At(parse(text, source), source)
         return
-    except ValueError:
-        pass
-    for number, line in enumerate(text.splitlines(), 1):
-        if line.strip():
-            try:
-                yield json.loads(line)
-            except ValueError:
-                raise UsageError(f"{source}:{number}: not OTLP JSON") from None
+    except ValueError as whole:
+        lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+        try:
+            first = parse(lines[0][1], source) if len(lines) > 1 else None
+        except ValueError:
+            first = None
+        if not isinstance(first, dict):
+            raise UsageError(f"{source}: not JSON ({whole})") from None
+    for number, line in lines:
+        try:
+            yield At(parse(line, source), f"{source}:{number}")
+        except ValueError as exc:
+            raise UsageError(f"{source}:{number}: not JSON ({exc})") from None
 
 
-def _spans(text: str, source: str) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+class _Span:
+    """A span object, its attributes read, with where it was found."""
+
+    __slots__ = ("at", "attributes", "places")
+
+    def __init__(self, at: At) -> None:
+        self.at = at
+        self.places = {
+            item["key"].text(): item.get("value") for item in at.get("attributes").items()
+        }
+        self.attributes = {key: _value(value) for key, value in self.places.items()}
+
+
+def _spans(text: str, source: str) -> Iterator[_Span]:
     for document in _documents(text, source):
-        if not isinstance(document, dict) or "resourceSpans" not in document:
-            raise UsageError(f"{source}: not OTLP JSON (no resourceSpans)")
-        for resource_spans in document["resourceSpans"] or ():
-            resource = _attributes((resource_spans.get("resource") or {}).get("attributes"))
-            for scope_spans in resource_spans.get("scopeSpans") or ():
-                for span in scope_spans.get("spans") or ():
-                    yield span, resource
+        if not isinstance(document.value, dict) or "resourceSpans" not in document.value:
+            raise UsageError(f"{document.source}: not OTLP JSON (no resourceSpans)")
+        for resource_spans in document["resourceSpans"].items():
+            resource = resource_spans.get("resource")
+            if not resource.missing:
+                _Span(resource)
+            for scope_spans in resource_spans.get("scopeSpans").items():
+                for span in scope_spans.get("spans").items():
+                    yield _Span(span)
 
 
-def _value(raw: Any) -> Any:
-    if not isinstance(raw, dict):
+def _value(raw: At) -> Any:
+    """An ``AnyValue``: its string, whole number, double, boolean or array (``None`` for
+    the kinds latdoc does not read: ``kvlistValue``, ``bytesValue``, an empty value)."""
+    if raw.missing:
         return None
-    if "stringValue" in raw:
-        return raw["stringValue"]
-    if "intValue" in raw:
-        return int(raw["intValue"])
-    if "doubleValue" in raw:
-        return float(raw["doubleValue"])
-    if "boolValue" in raw:
-        return bool(raw["boolValue"])
-    if "arrayValue" in raw:
-        return [_value(v) for v in (raw["arrayValue"].get("values") or ())]
+    if raw.has("stringValue"):
+        return raw["stringValue"].text()
+    if raw.has("intValue"):
+        return raw["intValue"].integer()
+    if raw.has("doubleValue"):
+        return raw["doubleValue"].number(finite=False)
+    if raw.has("boolValue"):
+        return raw["boolValue"].boolean()
+    if raw.has("arrayValue"):
+        return [_value(v) for v in raw["arrayValue"].get("values").items()]
     return None
 
 
-def _attributes(raw: Any) -> dict[str, Any]:
-    return {
-        item["key"]: _value(item.get("value"))
-        for item in raw or ()
-        if isinstance(item, dict) and "key" in item
-    }
+def _is_genai(span: _Span) -> bool:
+    return any(key.startswith("gen_ai.") for key in span.attributes)
 
 
-def _is_genai(item: tuple[dict[str, Any], dict[str, Any]]) -> bool:
-    attributes = _attributes(item[0].get("attributes"))
-    return any(key.startswith("gen_ai.") for key in attributes)
-
-
-def _trace(item: tuple[dict[str, Any], dict[str, Any]]) -> RequestTrace:
-    span, _resource = item
-    a = _attributes(span.get("attributes"))
-    start = int(span["startTimeUnixNano"])
-    end = int(span["endTimeUnixNano"])
+def _trace(span: _Span) -> RequestTrace:
+    a = span.attributes
+    start = span.at["startTimeUnixNano"].integer(0)
+    end = span.at["endTimeUnixNano"].integer(start)
     operation = str(a.get("gen_ai.operation.name") or "chat")
-    phases = _phases(a, span, start)
+    phases = _phases(span, start, end)
     address, port = a.get("server.address"), a.get("server.port")
     url = f"https://{address}{f':{port}' if port else ''}" if address else "otlp"
     return RequestTrace(
@@ -125,15 +144,22 @@ def _trace(item: tuple[dict[str, Any], dict[str, Any]]) -> RequestTrace:
         http_version=_str(a.get("latdoc.http_version")),
         new_connection=_bool(a.get("latdoc.new_connection")),
         done_ns=end - start,
-        prompt_tokens=_int(a.get("gen_ai.usage.input_tokens", a.get("gen_ai.usage.prompt_tokens"))),
-        output_tokens=_int(
-            a.get("gen_ai.usage.output_tokens", a.get("gen_ai.usage.completion_tokens"))
-        ),
+        prompt_tokens=_count(span, "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"),
+        output_tokens=_count(span, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"),
         output_tokens_exact="gen_ai.usage.output_tokens" in a,
         finish_reason=_finish(a.get("gen_ai.response.finish_reasons")),
-        error=_error(span, a),
+        error=_error(span),
         **phases,
     )
+
+
+def _count(span: _Span, key: str, older: str) -> int | None:
+    """A token count: a whole number not below 0 (a count of another type is not read)."""
+    name = key if key in span.attributes else older
+    value = _int(span.attributes.get(name))
+    if value is not None and value < 0:
+        raise span.places[name].fail(f"a token count of {value}")
+    return value
 
 
 def _dialect_of(operation: str) -> str:
@@ -143,13 +169,18 @@ def _dialect_of(operation: str) -> str:
     return operation if spec is None else spec.name
 
 
-def _phases(a: Mapping[str, Any], span: Mapping[str, Any], start: int) -> dict[str, Any]:
+def _phases(span: _Span, start: int, end: int) -> dict[str, Any]:
     """Cumulative marks (ns from the span's start) from latdoc's own attributes, and
     the first token from a first-chunk event when latdoc did not write the span."""
 
     def ns(name: str) -> int | None:
-        value = a.get(f"latdoc.{name}_ms")
-        return None if not isinstance(value, int | float) else round(value * _NS_PER_MS)
+        key = f"latdoc.{name}_ms"
+        value = span.attributes.get(key)
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            return None
+        if not 0 <= value <= _MAX_MS:
+            raise span.places[key].fail(f"{value} ms is not a duration")
+        return round(value * _NS_PER_MS)
 
     marks: dict[str, Any] = {}
     cumulative = 0
@@ -166,27 +197,35 @@ def _phases(a: Mapping[str, Any], span: Mapping[str, Any], start: int) -> dict[s
         if wait is not None:
             marks["sent_ns"] = ttfb - wait
     if ttft is None:
-        for event in span.get("events") or ():
-            name = str(event.get("name", ""))
-            if "first_token" in name or "first_chunk" in name:
-                ttft = int(event["timeUnixNano"]) - start
+        for event in span.at.get("events").items():
+            called = event.get("name")
+            text = "" if called.missing else called.text()
+            if "first_token" in text or "first_chunk" in text:
+                ttft = event["timeUnixNano"].integer(start, end) - start
                 break
     if ttft is not None:
         marks["first_token_ns"] = ttft
     return marks
 
 
-def _error(span: Mapping[str, Any], a: Mapping[str, Any]) -> TraceError | None:
-    status = span.get("status") or {}
+def _error(span: _Span) -> TraceError | None:
+    a = span.attributes
+    status = span.at.get("status")
+    code_at = status.get("code") if not status.missing else status
     kind = a.get("error.type")
-    if kind is None and status.get("code") not in _STATUS_ERROR:
+    if kind is None and code_at.value not in _STATUS_ERROR:
         return None
     text = str(kind or "error")
-    message = str(status.get("message") or text)
+    message_at = status.get("message") if not status.missing else status
+    message = (None if message_at.missing else message_at.text()) or text
     code = _int(a.get("http.response.status_code"))
     if code is None:
         digits = text.removeprefix("http:")
-        code = int(digits) if digits.isdigit() else _SDK_ERRORS.get(text.rsplit(".", 1)[-1])
+        code = (
+            int(digits)
+            if digits.isascii() and digits.isdigit() and len(digits) <= 3
+            else _SDK_ERRORS.get(text.rsplit(".", 1)[-1])
+        )
     lowered = text.lower()
     if "timeout" in lowered:
         return TraceError(ErrorKind.TIMEOUT, Phase.WAIT, message)

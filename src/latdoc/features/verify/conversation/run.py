@@ -56,6 +56,13 @@ class ConversationVerdict:
     notes: tuple[StepNote, ...] = ()
     store_path: str = ""
     interrupted: bool = False
+    reason: str | None = None
+    """Why the conversation could not be held: its first request failed as every
+    request to the endpoint would."""
+
+    @property
+    def not_applicable(self) -> bool:
+        return self.reason is not None
 
     def document(self) -> dict[str, Any]:
         document = conversation_to_dict(
@@ -131,6 +138,7 @@ def verify_conversation(
     notes: list[StepNote] = []
     dropped: dict[str, str] = {}
     interrupted = False
+    reason: list[str] = []
 
     async def go() -> None:
         rng = random.Random(plan.seed)
@@ -142,6 +150,7 @@ def verify_conversation(
             except CalibrationFailed as exc:
                 if (error := exc.cannot_answer) is not None:
                     notes.append(StepNote(Step.RUN, cannot_answer_note(error)))
+                    reason.append(f"the endpoint cannot answer: {error}; {error.cannot_answer}")
                     return
                 notes.append(StepNote(Step.CALIBRATION, f"{exc}; 1 token per word assumed"))
                 calibration = ASSUMED
@@ -177,4 +186,5 @@ def verify_conversation(
         notes=tuple(notes),
         store_path=store.path,
         interrupted=interrupted,
+        reason=reason[0] if reason else None,
     )

@@ -46,8 +46,9 @@ class Argument:
     help: str
     """As argparse reads it: ``%(default)s`` is the default."""
     dest: str | None = None
-    kind: type[int] | type[float] | type[str] = str
-    """A whole number or a number (both more than 0 on the command line), or text."""
+    kind: type[int] | type[float] | type[str] | type[bool] = str
+    """A whole number or a number (both more than 0 on the command line), text, or a
+    flag that is off unless given."""
     default: int | float | str | None = None
     metavar: str | None = None
     choices: tuple[str, ...] | None = None
@@ -77,6 +78,11 @@ class Outcome(Protocol):
 
     @property
     def interrupted(self) -> bool: ...
+
+    @property
+    def not_applicable(self) -> bool:
+        """The experiment could not apply to the endpoint (the command exits 2)."""
+        ...
 
     def document(self) -> dict[str, Any]:
         """The outcome as JSON, naming its schema, notes included."""
@@ -148,6 +154,9 @@ class Experiment(Generic[Opts]):
     """The built-in endpoint must offer HTTP/2 for this experiment."""
     caveat: str | None = None
     """What the measurement cannot say, shown under the verdict."""
+    secrets: Callable[[Opts], tuple[str, ...]] | None = None
+    """The credentials its options hold (another endpoint's key), masked wherever a run
+    is written as the endpoint's own key is."""
 
     def __post_init__(self) -> None:
         if self.arms is None and self.runner is None:
@@ -158,6 +167,10 @@ class Experiment(Generic[Opts]):
     def options_of(self, plan: VerifyPlan) -> Opts:
         """The plan's options record, as this experiment's own type."""
         return plan.options_as(self.options)
+
+    def secrets_of(self, plan: VerifyPlan) -> tuple[str, ...]:
+        """The credentials the plan's options hold, beside the endpoint's own key."""
+        return () if self.secrets is None else self.secrets(self.options_of(plan))
 
     def read(self, args: argparse.Namespace) -> Opts:
         """Its options from the parsed command line."""

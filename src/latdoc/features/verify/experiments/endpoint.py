@@ -1,11 +1,19 @@
 """``--remedy endpoint``: the endpoint of today against another region, provider or route
 (the same model unless ``--alt-model`` names another). Only another endpoint that
-answers can show it."""
+answers can show it.
+
+The API key goes only where it was given for. Another URL on the same origin (scheme,
+host and port) gets it; another host gets the key ``--alt-api-key-env VAR`` names,
+or the same key where ``--same-key`` says so, and otherwise nothing is sent at all:
+the plan is refused. A dialect that signs with the machine's own credentials
+(Bedrock's SigV4) counts as holding a key."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import os
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from latdoc.advice.verify import VERIFY_ENDPOINT
 from latdoc.errors import UsageError
@@ -14,6 +22,7 @@ from latdoc.features.verify.experiments._shared import ALT_MODEL, unanswered
 from latdoc.features.verify.experiments._spec import Argument, Before, Experiment
 from latdoc.features.verify.send import Arm
 from latdoc.probe import Endpoint
+from latdoc.store import redact_url
 from latdoc.workload import TokenCalibration
 
 if TYPE_CHECKING:
@@ -28,19 +37,70 @@ class EndpointOptions:
     """The other endpoint (required)."""
     alt_model: str | None = None
     """The model there, if not the same name."""
+    alt_api_key: str | None = field(default=None, repr=False)
+    """The key for the other endpoint (``--alt-api-key-env VAR``); sent only there."""
+    same_key: bool = False
+    """The endpoint's own key may go to the other endpoint's host (``--same-key``)."""
 
 
 def _read(args: argparse.Namespace) -> EndpointOptions:
-    return EndpointOptions(alt_url=args.alt_url, alt_model=args.alt_model)
+    key = None
+    if (var := args.alt_api_key_env) is not None:
+        key = os.environ.get(var)
+        if not key:
+            raise UsageError(f"--alt-api-key-env {var}: the variable is not set")
+    return EndpointOptions(
+        alt_url=args.alt_url, alt_model=args.alt_model, alt_api_key=key, same_key=args.same_key
+    )
+
+
+def origin(url: str) -> tuple[str, str, int | None]:
+    """The scheme, host and port a request to ``url`` reaches (the scheme's port if none
+    is given)."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        raise UsageError(f"invalid URL {redact_url(url)!r}: its port is not a number") from None
+    scheme = parts.scheme.lower()
+    default = {"http": 80, "https": 443}.get(scheme)
+    return scheme, (parts.hostname or "").lower(), port if port is not None else default
+
+
+def holds_credentials(endpoint: Endpoint) -> bool:
+    """Whether requests to ``endpoint`` carry a credential: its key, or the machine's own
+    credentials a signing dialect reads (Bedrock's SigV4)."""
+    return endpoint.api_key is not None or endpoint.spec.signer is not None
 
 
 def _check(plan: VerifyPlan, options: EndpointOptions) -> None:
     if not options.alt_url:
         raise UsageError("--remedy endpoint needs --alt URL2: the endpoint to try")
+    if options.same_key and options.alt_api_key is not None:
+        raise UsageError("--same-key and --alt-api-key-env name two keys for --alt: give one")
+    here = plan.endpoint
+    if (
+        holds_credentials(here)
+        and options.alt_api_key is None
+        and not options.same_key
+        and origin(options.alt_url) != origin(here.base_url)
+    ):
+        there = urlsplit(options.alt_url).netloc.rpartition("@")[2]
+        raise UsageError(
+            f"--alt {redact_url(options.alt_url)} is another host than the endpoint's, and "
+            f"the API key is not sent to {there} unless you say so: --alt-api-key-env VAR "
+            "names the key for it, or --same-key lets the same key go there"
+        )
+
+
+def alt_key(here: Endpoint, options: EndpointOptions) -> str | None:
+    """The key arm B sends: the one named for it, else the endpoint's own (which
+    :func:`_check` lets go only to the same origin, or with ``--same-key``)."""
+    return options.alt_api_key if options.alt_api_key is not None else here.api_key
 
 
 def _describe(plan: VerifyPlan, options: EndpointOptions) -> tuple[str, str]:
-    return plan.endpoint.base_url, str(options.alt_url)
+    return redact_url(plan.endpoint.base_url), redact_url(str(options.alt_url))
 
 
 def _arms(
@@ -49,12 +109,15 @@ def _arms(
     assert options.alt_url is not None
     here = plan.endpoint
     alt = Endpoint(
-        options.alt_url, options.alt_model or here.model, here.dialect, api_key=here.api_key
+        options.alt_url,
+        options.alt_model or here.model,
+        here.dialect,
+        api_key=alt_key(here, options),
     )
     base = base_arm(plan, calibration)
     return (
-        replace(base, label=f"{here.base_url}", warmup_trials=1),
-        replace(base, name="B", label=f"{options.alt_url}", endpoint=alt, warmup_trials=1),
+        replace(base, label=redact_url(here.base_url), warmup_trials=1),
+        replace(base, name="B", label=redact_url(options.alt_url), endpoint=alt, warmup_trials=1),
     )
 
 
@@ -73,8 +136,20 @@ ENDPOINT = Experiment(
     arguments=(
         Argument("--alt", "endpoint: the other region or provider", dest="alt_url", metavar="URL2"),
         ALT_MODEL,
+        Argument(
+            "--alt-api-key-env",
+            "endpoint: the environment variable holding the key for URL2, sent only there "
+            "(needed when URL2 is on another host, unless --same-key)",
+            metavar="VAR",
+        ),
+        Argument(
+            "--same-key",
+            "endpoint: send the endpoint's own API key to URL2's host too",
+            kind=bool,
+        ),
     ),
     read_options=_read,
     check=_check,
     precondition=_answers,
+    secrets=lambda options: () if options.alt_api_key is None else (options.alt_api_key,),
 )

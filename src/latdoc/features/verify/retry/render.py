@@ -38,7 +38,18 @@ def retry_sentence(c: RetryComparison) -> str:
     )
 
 
-def render_retry(c: RetryComparison, *, labels: tuple[str, str]) -> RenderableType:
+def render_retry(
+    c: RetryComparison, *, labels: tuple[str, str], reason: str | None = None
+) -> RenderableType:
+    """Both arms' rates and p95s, and the verdict; only the verdict and ``reason`` when
+    the experiment could not apply."""
+    if reason is not None:
+        return Group(
+            Text(f"  A: {labels[0]}"),
+            Text(f"  B: {labels[1]}"),
+            Text(""),
+            Text(f"Verdict: not applicable — {reason}"),
+        )
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
     for header in ("arm", "answered (95% CI)", "end-to-end p95 (95% CI)", "attempts", "waited"):
         table.add_column(header, justify="left" if header == "arm" else "right")

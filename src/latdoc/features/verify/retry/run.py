@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from latdoc.features.verify.plan import VerifyPlan
 
 
+NOT_APPLICABLE = "not_applicable"
 NO_RETRIES = "no retries: the first failure is the application's"
 UNDER_POLICY = (
     "latdoc.client.RetryPolicy(): connect errors and timeouts, 5xx, 529 and 429 "
@@ -53,14 +54,30 @@ class RetryVerdict:
     notes: tuple[StepNote, ...] = ()
     store_path: str = ""
     interrupted: bool = False
+    reason: str | None = None
+    """Why the experiment could not apply: its first request failed as every request to
+    the endpoint would."""
+
+    @property
+    def verdict(self) -> str:
+        """The comparison's verdict, or ``not_applicable`` when there is a reason."""
+        return NOT_APPLICABLE if self.reason is not None else self.comparison.verdict
+
+    @property
+    def not_applicable(self) -> bool:
+        return self.verdict == NOT_APPLICABLE
 
     def document(self) -> dict[str, Any]:
         document = retry_to_dict(self.comparison, labels=self.labels, run_ids=self.run_ids)
+        document["verdict"] = self.verdict
+        document["reason"] = self.reason
+        if self.reason is not None:
+            document["summary"] = f"Verdict: not applicable — {self.reason}"
         document["notes"] = [{"step": str(n.step), "text": n.text} for n in self.notes]
         return document
 
     def renderable(self) -> RenderableType:
-        return render_retry(self.comparison, labels=self.labels)
+        return render_retry(self.comparison, labels=self.labels, reason=self.reason)
 
     def page(self) -> None:
         return None
@@ -107,6 +124,7 @@ def verify_retry(
             store.add_sample(by_arm[trial.arm], sample)
 
     interrupted = False
+    reason = None
     try:
         result = asyncio.run(
             run_retry_trials(
@@ -122,6 +140,8 @@ def verify_retry(
             )
         )
         notes.extend(result.notes)
+        if (error := result.cannot_answer) is not None:
+            reason = f"the endpoint cannot answer: {error}; {error.cannot_answer}"
     except KeyboardInterrupt:
         interrupted = True
         notes.append(StepNote(Step.RUN, "interrupted by the user; compared what was measured"))
@@ -142,4 +162,5 @@ def verify_retry(
         notes=tuple(notes),
         store_path=store.path,
         interrupted=interrupted,
+        reason=reason,
     )

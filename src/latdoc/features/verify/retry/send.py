@@ -5,6 +5,11 @@ A trial of B is one logical request: attempts until one succeeds or the
 end-to-end time runs from the first attempt's start to the last one's end, waits
 included, which is what the application sees. Trials of A and B alternate in a
 shuffled order so both meet the endpoint's errors alike.
+
+The first request calibrates as every other experiment's does: when it fails as every
+request to the endpoint would (:attr:`~latdoc.errors.TraceError.cannot_answer`: nothing
+listens there, the key is refused), the trials stop at once, that request is not
+retried, and nothing more is sent.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from latdoc.client import FailureClass, RetryPolicy, classify_status
-from latdoc.errors import ErrorKind
+from latdoc.errors import ErrorKind, TraceError
 from latdoc.features.verify.send import Arm
 from latdoc.probe import ProbeSession
 from latdoc.records import RequestTrace, Step, StepNote
@@ -51,6 +56,9 @@ class RetryTrial:
 class RetryTrialsResult:
     trials: list[RetryTrial] = field(default_factory=list)
     notes: list[StepNote] = field(default_factory=list)
+    cannot_answer: TraceError | None = None
+    """The first request's failure, when every request would meet it alike: the trials
+    stopped there."""
 
 
 def failure_class(trace: RequestTrace) -> FailureClass:
@@ -94,6 +102,9 @@ async def run_retry_trials(
                 return None
             trace = await session.request(arm.prompt(rng), arm.max_tokens)
             attempts.append(trace)
+            if index == 0 and len(attempts) == 1 and _cannot_answer(trace):
+                result.cannot_answer = trace.error
+                break
             if trace.ok or not retry:
                 break
             decision = policy.decide(
@@ -135,6 +146,8 @@ async def run_retry_trials(
                     result.trials.append(kept)
                     if on_trial is not None:
                         on_trial(kept)
+                    if result.cannot_answer is not None:
+                        return result
                 if on_progress is not None:
                     on_progress(done + 1, trials)
     except TimeoutError:
@@ -142,3 +155,7 @@ async def run_retry_trials(
             StepNote(Step.RUN, "the time budget ran out; the request in flight was abandoned")
         )
     return result
+
+
+def _cannot_answer(trace: RequestTrace) -> bool:
+    return trace.error is not None and trace.error.cannot_answer is not None

@@ -1,0 +1,155 @@
+"""The other things latdoc reads end in one ``Error:`` line and exit 2 when malformed
+(``tests/test_otlp_fuzz.py`` has OTLP files): ``--extra-body`` JSON (truncated, nested
+past Python's limit, non-finite or huge numbers, text that is not Unicode),
+``--cacert`` files (empty, truncated, binary, a directory), and run exports
+(``Store.import_json``: keys deleted, values of other types). Hypothesis draws the
+malformed ones."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import ssl
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from latdoc import Store
+from latdoc.cli import EXIT_USAGE, main
+from latdoc.cli._options import json_object
+from latdoc.errors import UsageError
+from latdoc.probe._endpoint import make_ssl_context
+from test_otlp_fuzz import JSON_VALUES, parent_of, paths_in
+
+_GOOD = json.dumps({"temperature": 0, "ignore_eos": True, "top_k": [1, 2.5, "x"]})
+
+
+def _error_line(argv: list[str]) -> str:
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(argv)
+    lines = err.getvalue().splitlines()
+    assert code == EXIT_USAGE and len(lines) == 1 and lines[0].startswith("Error: "), lines
+    return lines[0]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.one_of(
+        st.text(max_size=30),
+        st.integers(0, len(_GOOD) - 1).map(lambda n: _GOOD[:n]),
+        st.builds(
+            lambda at, junk: _GOOD[:at] + junk + _GOOD[at:],
+            st.integers(0, len(_GOOD)),
+            st.sampled_from(["NaN", "1e999", "-Infinity", "\ud800", "\udcff", "9" * 5000, "["]),
+        ),
+    )
+)
+def test_extra_body_is_an_object_or_a_one_line_refusal(text: str) -> None:
+    refusal = ""
+    try:
+        value = json_object(text)
+    except argparse.ArgumentTypeError as exc:
+        refusal = str(exc)
+    if refusal:
+        assert "\n" not in refusal
+    else:
+        assert isinstance(value, dict)
+        json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("[" * 100_000, "nested too deeply"),
+        ('{"a": 1e999}', "1e999 is not a finite number"),
+        ('{"a": NaN}', "NaN is not a JSON value"),
+        ('{"a": "\\ud800"}', "not Unicode"),
+        ('{"a": ' + "9" * 5000 + "}", "not valid JSON"),
+    ],
+    ids=["deep", "infinite", "nan", "surrogate", "huge"],
+)
+def test_a_malformed_extra_body_is_one_error_line(body: str, message: str) -> None:
+    line = _error_line(["probe", "http://127.0.0.1:9/v1", "-m", "x", "--extra-body", body])
+    assert "--extra-body" in line and message in line
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.binary(max_size=600) | st.sampled_from([b"-----BEGIN CERTIFICATE-----\nMIIB\n"]))
+def test_a_malformed_ca_file_is_a_usage_error_naming_it(data: bytes) -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        file = Path(directory, "ca.pem")
+        file.write_bytes(data)
+        refusal = ""
+        try:
+            context = make_ssl_context(str(file))
+        except UsageError as exc:
+            refusal = str(exc)
+        if refusal:
+            assert str(file) in refusal and "\n" not in refusal
+        else:
+            assert isinstance(context, ssl.SSLContext)
+
+
+def test_a_ca_file_that_cannot_be_used_is_one_error_line(tmp_path: Path) -> None:
+    (tmp_path / "empty.pem").write_bytes(b"")
+    (tmp_path / "dir.pem").mkdir()
+    base = ["probe", "https://127.0.0.1:9/v1", "-m", "x", "-n", "1", "--db", ":memory:"]
+    for name, message in (("empty.pem", "cannot load CA certificates"), ("dir.pem", "not a file")):
+        line = _error_line([*base, "--cacert", str(tmp_path / name)])
+        assert message in line and name in line
+
+
+@pytest.fixture(scope="module")
+def export() -> str:
+    """A run export: the spans of ``tests/data/otlp_openai_v2.json`` diagnosed and stored."""
+    otlp = Path(__file__).parent / "data" / "otlp_openai_v2.json"
+    with tempfile.TemporaryDirectory() as directory:
+        db = f"{directory}/s.db"
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main(["diagnose", "--from-otlp", str(otlp), "--db", db, "--json"]) == 0
+        with Store(db) as store:
+            (info,) = store.list_runs()
+            return store.export_json(info.run_id)
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_a_mutated_export_is_imported_or_refused(export: str, data: st.DataObject) -> None:
+    document = json.loads(export)
+    places = paths_in(document)[1:]
+    for _ in range(data.draw(st.integers(1, 3))):
+        path = data.draw(st.sampled_from(places))
+        with contextlib.suppress(KeyError, IndexError, TypeError):
+            parent = parent_of(document, path)
+            if data.draw(st.booleans()) and isinstance(parent, dict):
+                del parent[path[-1]]
+            else:
+                parent[path[-1]] = data.draw(JSON_VALUES)
+    refusal = ""
+    with Store(":memory:") as store:
+        try:
+            run_id = store.import_json(json.dumps(document))
+        except UsageError as exc:
+            refusal = str(exc)
+        else:
+            store.load_run(run_id)
+    assert "\n" not in refusal
+
+
+def test_a_broken_export_names_the_sample_and_the_field(export: str) -> None:
+    document = json.loads(export)
+    del document["samples"][2]["trace"]["started_at"]
+    with (
+        Store(":memory:") as store,
+        pytest.raises(UsageError, match=r"samples\[2\]: trace: missing"),
+    ):
+        store.import_json(json.dumps(document))
+    del document["run"]
+    with Store(":memory:") as store, pytest.raises(UsageError, match="missing 'run'"):
+        store.import_json(json.dumps(document))
