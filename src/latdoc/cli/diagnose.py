@@ -269,7 +269,9 @@ def _prune(args: argparse.Namespace) -> int:
         _print_runs(chosen)
         what = f"{len(chosen)} run{'' if len(chosen) == 1 else 's'} ({traces} traces)"
         if not args.yes:
-            print(f"Would remove {what}; add --yes to remove them.")
+            print(
+                f"Would remove {what}; add --yes to remove {'it' if len(chosen) == 1 else 'them'}."
+            )
             return EXIT_OK
         removed = store.delete_runs([r.run_id for r in chosen])
     print(f"Removed {removed} run{'' if removed == 1 else 's'} ({traces} traces).")
