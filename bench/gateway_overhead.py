@@ -79,7 +79,7 @@ def main() -> None:
                     max_requests=40,
                     max_seconds=30.0,
                     seed=3,
-                    options=EndpointOptions(lab.base_url),
+                    options=EndpointOptions(lab.base_url, same_key=True),
                 )
                 with Store(workdir / "v.db") as store:
                     gain = verify_remedy(plan, store=store).gain_ms

@@ -122,7 +122,7 @@ def test_verify_endpoint_measures_the_gateway_against_the_upstream_direct(
         max_requests=40,
         max_seconds=30.0,
         seed=3,
-        options=EndpointOptions(direct_url),
+        options=EndpointOptions(direct_url, same_key=True),
     )
     with Store(tmp_path / "v.db") as store:
         result = verify_remedy(plan, store=store)
