@@ -22,8 +22,10 @@ from latdoc import (
     measure_steps,
 )
 from latdoc.analysis.policy import MIN_KEEPALIVE_N
-from latdoc.lab.sim import LabConfig
+from latdoc.lab.sim import LabConfig, LatencyModel
 from latdoc.model import Diagnosis
+
+UNHURRIED = LatencyModel(prefill_base_ms=200.0, prefill_ms_per_token=0.01, decode_ms_per_token=1.0)
 
 
 def _diagnose(base_url: str, model: str, cacert: str | None = None) -> Diagnosis:
@@ -104,8 +106,9 @@ def test_a_setup_too_small_to_matter_settles_the_network_step_without_its_pairs(
 ) -> None:
     """On plain loopback TCP a new connection costs a fraction of a millisecond: the
     first cold request settles every network rule, no more cold requests are sent,
-    and the saving is not a number but says why."""
-    with lab(LabConfig(latency=FAST)) as server:
+    and the saving is not a number but says why. The requests take a fifth of a
+    second, so a loaded machine's slow accept cannot make the setup 5% of one."""
+    with lab(LabConfig(latency=UNHURRIED)) as server:
         d = _diagnose(server.base_url, "lab-sim")
     assert d.network["cold_n"] == 1
     assert d.network["keepalive_saving_ms"] is None
