@@ -54,6 +54,10 @@ class TrafficSink(Protocol):
 
     def request_finished(self, trace: RequestTrace, concurrency: int) -> None: ...
 
+    def request_lost(self, exc: Exception, *, finished: bool) -> None:
+        """Watching a request failed with ``exc``; ``finished`` when it was handed over
+        already (else it is no longer in flight)."""
+
 
 class RequestWatch:
     """What is seen of one request, until it is frozen and kept (once)."""
@@ -172,6 +176,11 @@ class RequestWatch:
             error = TraceError(ErrorKind.STREAM_BROKEN, self.rec.phase, type(exc).__name__)
         self._keep(error)
 
+    @property
+    def kept(self) -> bool:
+        """Whether the request was frozen and handed to the sink."""
+        return self._kept
+
     def abandon(self) -> None:
         """The application closed the response before its end: kept, without an end."""
         self._keep(None)
@@ -179,7 +188,6 @@ class RequestWatch:
     def _keep(self, error: TraceError | None) -> None:
         if self._kept:
             return
-        self._kept = True
         trace = freeze_trace(
             self.rec,
             datetime.fromtimestamp(self._started_ns // 1_000_000_000, UTC).replace(
@@ -192,6 +200,7 @@ class RequestWatch:
             started_ns=self._started_ns,
             request_id=request_id(self._request),
         )
+        self._kept = True
         self._handle.request_finished(trace, self._concurrency)
 
 

@@ -72,7 +72,8 @@ class Store:
         clock: Callable[[], datetime] = _utc_now,
     ) -> None:
         self.path = str(default_path() if path is None else path)
-        self._redactor = Redactor(secrets)
+        self._secrets = tuple(secrets)
+        self._redactor = Redactor(self._secrets)
         self._clock = clock
         self._closing: list[Callable[[], None]] = []
         self._closed = False
@@ -97,6 +98,13 @@ class Store:
                 self._closing.pop()()
         finally:
             self._conn.close()
+
+    def sibling(self) -> Store:
+        """Another connection to the same file, with the same secrets masked: for a thread
+        of its own (a connection serves the thread that opened it)."""
+        if self.path == ":memory:":
+            raise UsageError("a store in memory has no second connection")
+        return Store(self.path, secrets=self._secrets, clock=self._clock)
 
     def on_close(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` when the store closes, before its file does (what a
