@@ -92,6 +92,43 @@ class TcpInfo:
     snd_cwnd: int
     bytes_acked: int | None
     bytes_received: int | None
+    lost: int | None = None
+    """Segments the kernel counts as lost and not yet retransmitted (``tcpi_lost``)."""
+    backoff_retransmits: int | None = None
+    """Retransmission timeouts in a row still unanswered when read (``tcpi_retransmits``):
+    above 0, the connection is waiting out an exponential backoff."""
+    segments_out: int | None = None
+    """Segments sent over the connection's whole life (``tcpi_segs_out``), retransmissions
+    included: what ``retransmits`` is a share of."""
+
+    @property
+    def retransmit_share(self) -> float | None:
+        """Retransmitted segments over all segments sent; ``None`` when not counted."""
+        if not self.segments_out:
+            return None
+        return self.retransmits / self.segments_out
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectAttempt:
+    """One TCP connection attempt of a new connection (happy eyeballs, RFC 8305)."""
+
+    address: str
+    family: int
+    """4 or 6."""
+    start_ns: int
+    """When the attempt started, from ``t0``."""
+    elapsed_ns: int
+    """From its start to its outcome."""
+    outcome: str
+    """``"connected"`` (the connection used), ``"failed"`` (refused, unreachable),
+    ``"timeout"`` (the request's connect timeout ran out), ``"cancelled"`` (still
+    waiting when another attempt connected), or ``"spare"`` (connected just after
+    another did, and closed)."""
+
+    @property
+    def ms(self) -> float:
+        return self.elapsed_ns / _NS_PER_MS
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +220,15 @@ class RequestTrace:
     """What stamped the response's arrivals (``first_byte``, chunks): ``"kernel"``, the
     socket's software receive stamps, or ``"loop"``, the event loop when it ran the
     read. ``None`` when not recorded."""
+    connect_attempts: tuple[ConnectAttempt, ...] = ()
+    """Every TCP connection attempt of a new connection, in the order they started:
+    the addresses of both families raced as RFC 8305 says. Empty on a reused
+    connection and in traces recorded before attempts were."""
+    tls_resumed: bool | None = None
+    """Whether the TLS handshake resumed an earlier session (ticket or session id);
+    ``None`` without a new TLS handshake."""
+    tls_session_offered: bool = False
+    """Whether the client offered an earlier session to resume."""
 
     # -- derived metrics, in milliseconds -------------------------------------
 

@@ -12,10 +12,10 @@ from datetime import datetime
 from latdoc.errors import TraceError
 from latdoc.probe._backend import TimedStream
 from latdoc.probe._failures import redact
-from latdoc.probe._recorder import Recorder
+from latdoc.probe._recorder import Recorder, now_ns
 from latdoc.probe._servertiming import parse_server_timing
 from latdoc.probe._stream_state import StreamState
-from latdoc.records import Chunk, RequestTrace, TcpInfo
+from latdoc.records import Chunk, ConnectAttempt, RequestTrace, TcpInfo
 
 PROXY_HEADERS = (
     "akamai-grn",
@@ -160,4 +160,20 @@ def freeze_trace(
         pool_granted_ns=rel(granted),
         write_start_ns=rel(rec.write_start),
         arrival_clock=None if stream is None else ("kernel" if stream.kernel_stamps else "loop"),
+        connect_attempts=_attempts(rec),
+        tls_resumed=rec.tls_resumed if rec.new_connection else None,
+        tls_session_offered=rec.tls_session_offered and rec.new_connection,
     )
+
+
+def _attempts(rec: Recorder) -> tuple[ConnectAttempt, ...]:
+    """The race's attempts, from ``t0``; one still running when the request ended (it
+    failed or was cancelled meanwhile) ends there, as a timeout."""
+    if not rec.new_connection:
+        return ()
+    out = []
+    for a in rec.attempts:
+        end = a.end if a.end is not None else now_ns()
+        outcome = a.outcome if a.outcome is not None else "timeout"
+        out.append(ConnectAttempt(a.address, a.family, a.start - rec.t0, end - a.start, outcome))
+    return tuple(out)

@@ -141,8 +141,13 @@ class KernelStream(httpcore.AsyncNetworkStream):
         ssl_context: ssl.SSLContext,
         server_hostname: str | None = None,
         timeout: float | None = None,
+        *,
+        session: ssl.SSLSession | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        tls = ssl_context.wrap_bio(self._incoming, self._outgoing, server_hostname=server_hostname)
+        """The TLS handshake over this connection, offering ``session`` to resume."""
+        tls = ssl_context.wrap_bio(
+            self._incoming, self._outgoing, server_hostname=server_hostname, session=session
+        )
         try:
             async with deadline(timeout):
                 await self._handshake(tls)

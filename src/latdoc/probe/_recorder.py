@@ -70,6 +70,11 @@ class Recorder:
         self.bytes_written = 0
         self.unacked_before = 0
         self.bytes_read = 0
+        self.attempts: list[Any] = []
+        """The connection attempts of a new connection (``_backend.Attempt``), filled in
+        by the race while it runs."""
+        self.tls_resumed: bool | None = None
+        self.tls_session_offered = False
         self._ack_task: asyncio.Task[None] | None = None
         self._token: contextvars.Token[Recorder | None] | None = None
 
@@ -96,14 +101,19 @@ class Recorder:
         self.dns_done = now_ns()
         self.phase = Phase.CONNECT
 
+    def on_attempts(self, attempts: list[Any]) -> None:
+        self.attempts = attempts
+
     def on_connect_done(self) -> None:
         self.connect_done = now_ns()
 
     def on_tls_start(self) -> None:
         self.phase = Phase.TLS
 
-    def on_tls_done(self) -> None:
+    def on_tls_done(self, resumed: bool | None = None, offered: bool = False) -> None:
         self.tls_done = now_ns()
+        self.tls_resumed = resumed
+        self.tls_session_offered = offered
 
     def on_write(self, stream: SocketStream, nbytes: int) -> None:
         if self.write_start is None:

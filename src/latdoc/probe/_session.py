@@ -30,7 +30,14 @@ from typing import Any
 import httpcore
 
 from latdoc.errors import ErrorKind, StreamFailure, TraceError
-from latdoc.probe._backend import Resolver, TimedBackend, TimedStream, system_resolver, warm_up
+from latdoc.probe._backend import (
+    Resolver,
+    TimedBackend,
+    TimedStream,
+    TlsSessions,
+    system_resolver,
+    warm_up,
+)
 from latdoc.probe._dialects import Prompt, dialect_hint, error_message, request_body
 from latdoc.probe._endpoint import Endpoint, Timeouts, make_ssl_context
 from latdoc.probe._failures import classify, closed_before_answering, http_error, redact
@@ -80,6 +87,9 @@ class ProbeSession:
         self._count_tokens = count_tokens
         self._resolver = resolver
         self._ssl = make_ssl_context(cacert, insecure=insecure) if endpoint.is_tls else None
+        self.tls_sessions = TlsSessions()
+        """The TLS sessions of this session's connections; offered again only by a request
+        sent with ``resume_tls``."""
         self._pool: httpcore.AsyncConnectionPool | None = None
         self._line = PoolLine(max_connections, multiplexed=http2)
         self._headers = self._build_headers()
@@ -94,13 +104,14 @@ class ProbeSession:
         ]
         return headers + self.endpoint.spec.auth_headers(self.endpoint.api_key)
 
-    def _new_pool(self) -> httpcore.AsyncConnectionPool:
+    def _new_pool(self, *, resume_tls: bool = False) -> httpcore.AsyncConnectionPool:
+        sessions = self.tls_sessions.sharing(offering=True) if resume_tls else self.tls_sessions
         return httpcore.AsyncConnectionPool(
             ssl_context=self._ssl,
             max_connections=self.max_connections,
             http1=True,
             http2=self.http2,
-            network_backend=TimedBackend(self._resolver),
+            network_backend=TimedBackend(self._resolver, tls_sessions=sessions),
         )
 
     async def __aenter__(self) -> ProbeSession:
@@ -129,9 +140,15 @@ class ProbeSession:
         on_event: EventHook | None = None,
         headers: Mapping[str, str] | None = None,
         on_resend: ResendHook | None = None,
+        resume_tls: bool = False,
     ) -> RequestTrace:
         """Send one streamed request and return what was measured. Never raises
         for a failed request; the trace's ``error`` says what failed.
+
+        ``resume_tls`` sends it on a new connection of its own that offers the TLS
+        session of this session's last connection to the host (the trace's
+        ``tls_resumed`` says whether the server took it): the resumed handshake
+        beside the full one that connection paid.
 
         ``prompt`` is the user's text, or a whole conversation as chat messages
         (``{"role": ..., "content": ...}``).
@@ -151,7 +168,7 @@ class ProbeSession:
         given_id = next(
             (v for k, v in (headers or {}).items() if k.lower() == "x-request-id"), None
         )
-        trace = await self._send(prompt, max_tokens, on_event, extra, given_id, 1)
+        trace = await self._send(prompt, max_tokens, on_event, extra, given_id, 1, resume_tls)
         rejected_usage = (
             self.include_usage
             and trace.error is not None
@@ -165,7 +182,7 @@ class ProbeSession:
         hook = on_resend if on_resend is not None else self.on_resend
         if hook is not None and not hook(trace):
             return trace
-        return await self._send(prompt, max_tokens, on_event, extra, None, 2)
+        return await self._send(prompt, max_tokens, on_event, extra, None, 2, resume_tls)
 
     async def _send(
         self,
@@ -175,17 +192,18 @@ class ProbeSession:
         extra: list[tuple[bytes, bytes]],
         request_id: str | None,
         attempt: int,
+        resume_tls: bool = False,
     ) -> RequestTrace:
         request_id = request_id or str(uuid.uuid4())
         headers = [*extra, (b"x-request-id", request_id.encode("latin-1"))]
-        if self.reuse_connections:
+        if self.reuse_connections and not resume_tls:
             if self._pool is None:
                 self._pool = self._new_pool()
             trace = await self._measure(
                 self._pool, self._line, prompt, max_tokens, on_event, headers, request_id
             )
         else:
-            pool = self._new_pool()
+            pool = self._new_pool(resume_tls=resume_tls)
             line = PoolLine(1, multiplexed=False)
             try:
                 trace = await self._measure(

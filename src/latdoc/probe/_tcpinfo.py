@@ -19,15 +19,19 @@ _TCP_INFO = getattr(socket, "TCP_INFO", 11)
 _BUFSIZE = 232
 _IS_LINUX = sys.platform.startswith("linux")
 
+_U8 = struct.Struct("=B")
 _U32 = struct.Struct("=I")
 _U64 = struct.Struct("=Q")
+_OFF_RETRANSMITS = 2
 _OFF_UNACKED = 24
+_OFF_LOST = 32
 _OFF_RTT = 68
 _OFF_RTTVAR = 72
 _OFF_SND_CWND = 80
 _OFF_TOTAL_RETRANS = 100
 _OFF_BYTES_ACKED = 120
 _OFF_BYTES_RECEIVED = 128
+_OFF_SEGS_OUT = 136
 _OFF_NOTSENT = 144
 _OFF_MIN_RTT = 148
 
@@ -65,6 +69,13 @@ def _raw(sock: Any) -> bytes | None:
     return data
 
 
+def _u8(data: bytes, offset: int) -> int | None:
+    if len(data) < offset + 1:
+        return None
+    value: int = _U8.unpack_from(data, offset)[0]
+    return value
+
+
 def _u32(data: bytes, offset: int) -> int | None:
     if len(data) < offset + 4:
         return None
@@ -91,7 +102,8 @@ def send_state(sock: Any) -> SendState | None:
 
 
 def read_tcp_info(sock: Any) -> TcpInfo | None:
-    """Kernel RTT, retransmits and byte counters, or ``None`` where unavailable."""
+    """Kernel RTT and its variance, retransmissions and loss, and byte counters, or
+    ``None`` where unavailable."""
     data = _raw(sock)
     if data is None:
         return None
@@ -109,4 +121,7 @@ def read_tcp_info(sock: Any) -> TcpInfo | None:
         snd_cwnd=cwnd,
         bytes_acked=_u64(data, _OFF_BYTES_ACKED),
         bytes_received=_u64(data, _OFF_BYTES_RECEIVED),
+        lost=_u32(data, _OFF_LOST),
+        backoff_retransmits=_u8(data, _OFF_RETRANSMITS),
+        segments_out=_u32(data, _OFF_SEGS_OUT),
     )

@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 from latdoc.errors import ErrorKind, Phase, TraceError
-from latdoc.records import Chunk, RequestTrace, Sample, Step, TcpInfo
+from latdoc.records import Chunk, ConnectAttempt, RequestTrace, Sample, Step, TcpInfo
 from latdoc.store._fields import Fields
 
 RECORD_VERSION = 3
@@ -28,7 +28,8 @@ response ids, and the attempt number; 3 the wait an error's ``Retry-After`` aske
 the headers that name proxies on the way. Later additions to version 2 (reasoning, the
 pool's grant, the first write, the arrival clock, the first event and the first tool
 call) are read as ``None`` where a record
-lacks them."""
+lacks them; so are later additions to version 3 (the connection attempts, read as none,
+TLS resumption, and TCP_INFO's loss counters)."""
 SAMPLE_RECORD_VERSION = 3
 """Version of sample records: 2 added the client's event-loop lag, 3 the load worker."""
 """Version written by :func:`trace_to_record` and :func:`sample_to_record`."""
@@ -67,6 +68,9 @@ _ADDED_V2 = (
 """Optional integers added to version 2 records later: absent from older ones, read as None."""
 _TCP_INTS = ("rtt_us", "rttvar_us", "retransmits", "snd_cwnd")
 _TCP_OPTIONAL_INTS = ("min_rtt_us", "bytes_acked", "bytes_received")
+_TCP_ADDED = ("lost", "backoff_retransmits", "segments_out")
+"""TCP_INFO counters added to version 3 records later: read as None where absent."""
+_ATTEMPT_OUTCOMES = frozenset({"connected", "failed", "timeout", "cancelled", "spare"})
 
 
 def trace_to_record(trace: RequestTrace) -> dict[str, Any]:
@@ -98,6 +102,18 @@ def trace_to_record(trace: RequestTrace) -> dict[str, Any]:
         record[name] = getattr(trace, name)
     record["proxy_headers"] = dict(trace.proxy_headers)
     record["arrival_clock"] = trace.arrival_clock
+    record["connect_attempts"] = [
+        {
+            "address": a.address,
+            "family": a.family,
+            "start_ns": a.start_ns,
+            "elapsed_ns": a.elapsed_ns,
+            "outcome": a.outcome,
+        }
+        for a in trace.connect_attempts
+    ]
+    record["tls_resumed"] = trace.tls_resumed
+    record["tls_session_offered"] = trace.tls_session_offered
     return record
 
 
@@ -127,7 +143,7 @@ def sample_from_record(record: Mapping[str, Any]) -> Sample:
 
 
 def _tcp_to_record(info: TcpInfo) -> dict[str, Any]:
-    return {name: getattr(info, name) for name in (*_TCP_INTS, *_TCP_OPTIONAL_INTS)}
+    return {name: getattr(info, name) for name in (*_TCP_INTS, *_TCP_OPTIONAL_INTS, *_TCP_ADDED)}
 
 
 def _error_to_record(error: TraceError) -> dict[str, Any]:
@@ -174,6 +190,7 @@ def _tcp_v1(record: Mapping[str, Any]) -> TcpInfo:
     r = Fields(record, "tcp_info")
     values: dict[str, Any] = {name: r.integer(name) for name in _TCP_INTS}
     values.update({name: r.opt_integer(name) for name in _TCP_OPTIONAL_INTS})
+    values.update({name: r.opt_integer(name) for name in _TCP_ADDED if r.has(name)})
     return TcpInfo(**values)
 
 
@@ -220,11 +237,35 @@ def _added_v2(r: Fields, record: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _trace_v3(record: Mapping[str, Any]) -> RequestTrace:
-    trace = replace(_trace_v2(record), proxy_headers=Fields(record, "trace").texts("proxy_headers"))
+    r = Fields(record, "trace")
+    trace = replace(
+        _trace_v2(record),
+        proxy_headers=r.texts("proxy_headers"),
+        connect_attempts=tuple(
+            _attempt_v3(a)
+            for a in (r.objects("connect_attempts") if r.has("connect_attempts") else ())
+        ),
+        tls_resumed=r.opt_flag("tls_resumed") if r.has("tls_resumed") else None,
+        tls_session_offered=r.flag("tls_session_offered")
+        if r.has("tls_session_offered")
+        else False,
+    )
     if trace.error is None:
         return trace
     wait = Fields(record["error"], "trace.error").opt_number("retry_after_s")
     return replace(trace, error=replace(trace.error, retry_after_s=wait))
+
+
+def _attempt_v3(record: Mapping[str, Any]) -> ConnectAttempt:
+    r = Fields(record, "trace.connect_attempts")
+    family, outcome = r.integer("family"), r.text("outcome")
+    if family not in (4, 6):
+        raise ValueError(f"trace.connect_attempts.family: expected 4 or 6, got {family}")
+    if outcome not in _ATTEMPT_OUTCOMES:
+        raise ValueError(f"trace.connect_attempts.outcome: unknown {outcome!r}")
+    return ConnectAttempt(
+        r.text("address"), family, r.integer("start_ns"), r.integer("elapsed_ns"), outcome
+    )
 
 
 _TRACE_LOADERS: dict[int, Callable[[Mapping[str, Any]], RequestTrace]] = {
