@@ -97,16 +97,28 @@ class TcpInfo:
     backoff_retransmits: int | None = None
     """Retransmission timeouts in a row still unanswered when read (``tcpi_retransmits``):
     above 0, the connection is waiting out an exponential backoff."""
-    segments_out: int | None = None
-    """Segments sent over the connection's whole life (``tcpi_segs_out``), retransmissions
-    included: what ``retransmits`` is a share of."""
+    data_segments_out: int | None = None
+    """Segments carrying data sent over the connection's whole life
+    (``tcpi_data_segs_out``), retransmissions included."""
+    data_segments_in: int | None = None
+    """Segments carrying data received over the connection's whole life
+    (``tcpi_data_segs_in``)."""
+    out_of_order_in: int | None = None
+    """Segments received out of order (``tcpi_rcv_ooopack``): one before it was lost on
+    the way here, and the server resends it. The client sees the server's
+    retransmissions only so."""
 
     @property
-    def retransmit_share(self) -> float | None:
-        """Retransmitted segments over all segments sent; ``None`` when not counted."""
-        if not self.segments_out:
+    def resent_share(self) -> float | None:
+        """Segments resent either way (the client's retransmissions and the server's, seen
+        as out-of-order arrivals) over the data segments sent and received; ``None`` when
+        not counted."""
+        if self.data_segments_out is None or self.data_segments_in is None:
             return None
-        return self.retransmits / self.segments_out
+        segments = self.data_segments_out + self.data_segments_in
+        if not segments:
+            return None
+        return (self.retransmits + (self.out_of_order_in or 0)) / segments
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,7 @@ find it. Keys are added, never renamed: stored runs hold them."""
 from __future__ import annotations
 
 __all__ = [
+    "ADDRESS_FAMILY",
     "ASYNC_CLIENT",
     "CLIENT_CPU",
     "DNS_CACHE",
@@ -13,6 +14,7 @@ __all__ = [
     "HTTP2",
     "KEEP_ALIVE",
     "LONG_CONTEXT_MODEL",
+    "LOSSY_PATH",
     "MAX_TOKENS",
     "NEARER_REGION",
     "NON_REASONING_MODEL",
@@ -25,10 +27,12 @@ __all__ = [
     "STALL_TIMEOUT",
     "SUMMARIZE_HISTORY",
     "TCP_SETTINGS",
+    "TLS_RESUMPTION",
     "TRIM_WINDOW",
     "UNBUFFER_STREAM",
 ]
 
+ADDRESS_FAMILY = "address_family"
 ASYNC_CLIENT = "async_client"
 CLIENT_CPU = "client_cpu"
 DNS_CACHE = "dns_cache"
@@ -36,6 +40,7 @@ FIX_ENDPOINT = "fix_endpoint"
 HTTP2 = "http2"
 GATEWAY = "gateway"
 KEEP_ALIVE = "keep_alive"
+LOSSY_PATH = "lossy_path"
 LONG_CONTEXT_MODEL = "long_context_model"
 MAX_TOKENS = "max_tokens"
 NEARER_REGION = "nearer_region"
@@ -49,5 +54,6 @@ SPREAD_REQUESTS = "spread_requests"
 STALL_TIMEOUT = "stall_timeout"
 SUMMARIZE_HISTORY = "summarize_history"
 TCP_SETTINGS = "tcp_settings"
+TLS_RESUMPTION = "tls_resumption"
 TRIM_WINDOW = "trim_window"
 UNBUFFER_STREAM = "unbuffer_stream"

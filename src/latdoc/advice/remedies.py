@@ -18,6 +18,9 @@ from latdoc.model import Diagnosis, Finding, Kind, Remedy, RunContext, Scenario
 WEIGHTS: dict[str, dict[Scenario, float]] = {
     keys.KEEP_ALIVE: {Scenario.CHAT: 1.0, Scenario.BATCH: 0.8, Scenario.LONGDOC: 0.8},
     keys.DNS_CACHE: {Scenario.CHAT: 1.0, Scenario.BATCH: 0.6, Scenario.LONGDOC: 0.6},
+    keys.ADDRESS_FAMILY: {Scenario.CHAT: 1.0, Scenario.BATCH: 0.6, Scenario.LONGDOC: 0.6},
+    keys.TLS_RESUMPTION: {Scenario.CHAT: 0.7, Scenario.BATCH: 0.5, Scenario.LONGDOC: 0.5},
+    keys.LOSSY_PATH: {Scenario.CHAT: 1.0, Scenario.BATCH: 0.7, Scenario.LONGDOC: 0.8},
     keys.POOL_SIZE: {Scenario.CHAT: 0.9, Scenario.BATCH: 1.0, Scenario.LONGDOC: 0.7},
     keys.HTTP2: {Scenario.CHAT: 0.8, Scenario.BATCH: 0.9, Scenario.LONGDOC: 0.6},
     keys.ASYNC_CLIENT: {Scenario.CHAT: 1.0, Scenario.BATCH: 0.9, Scenario.LONGDOC: 0.6},

@@ -9,7 +9,9 @@ values a side). The load step: dispersion of same-length
 TTFTs and the rise under concurrency, on server-side TTFT (from the request reaching the
 wire: without the client's pool wait, its own delay and the connection's setup). The
 length step: the fitted curve. And across all steps: stalls, failures, Retry-After, the client's
-event-loop lag and its own delay before requests left.
+event-loop lag and its own delay before requests left, and what the path resent
+(:mod:`.loss`): a stall on a connection that resent segments during the request is the
+path's, kept apart from the server's.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from dataclasses import dataclass, field
 
 from latdoc.analysis.buffering import MIN_CHUNKS, Burst, stream_burst
 from latdoc.analysis.length import fit_length_curve, length_points
+from latdoc.analysis.loss import Loss, path_loss, request_retransmits
 from latdoc.analysis.policy import MIN_KEEPALIVE_N
 from latdoc.analysis.servertime import server_account
 from latdoc.analysis.signals import dispersion, find_stalls
@@ -57,12 +60,22 @@ class Facts:
     keepalive_why: str | None = None
     """Why keep-alive's saving was not measured (:func:`keepalive_pairs`); None when it
     was, or when the network step has no request."""
+    loss: Loss | None = None
+    """What the path resent over the run's requests (:mod:`.loss`); None where the
+    kernel's counters were not read."""
+    path_stalls: list[tuple[int, float]] = field(default_factory=list)
+    """Stalls in requests whose connection resent segments during them: the path's
+    recovery from a lost segment, not the server's pause (not in :attr:`stalls`)."""
 
 
 def _network_facts(
     samples: Sequence[Sample], new_ttfb: Sequence[float], reused_ttfb: Sequence[float]
 ) -> dict[str, float | None]:
-    cold = [s.trace for s in samples if s.step == Step.NETWORK and s.cold and s.trace.ok]
+    every_cold = [s.trace for s in samples if s.step == Step.NETWORK and s.cold and s.trace.ok]
+    # A cold request that offered an earlier TLS session measures resumption, beside the
+    # full handshakes a client that keeps no session pays.
+    cold = [t for t in every_cold if not t.tls_session_offered]
+    resumed = [t for t in every_cold if t.tls_session_offered and t.tls_resumed]
     warm = [s.trace for s in samples if s.step == Step.NETWORK and not s.cold and s.trace.ok]
     closes = [t for t in warm if t.new_connection]
     saving_ci = difference_ci(new_ttfb, reused_ttfb)
@@ -97,6 +110,12 @@ def _network_facts(
         "server_closes_connections": float(len(closes)) / len(warm) if warm else None,
         "queue_ms": median_of(t.queue_ms for t in warm),
         "cold_n": float(len(cold)),
+        "tls_resumed_ms": median_of(t.tls_ms for t in resumed),
+        "tls_resumed_n": float(len(resumed)) if resumed else None,
+        "tls_resumption_refused_n": float(
+            sum(1 for t in every_cold if t.tls_session_offered and t.tls_resumed is False)
+        )
+        or None,
         "warm_n": float(len(warm)),
     }
 
@@ -237,9 +256,12 @@ def gather_facts(
     one_token = one_token_wait_ms(samples)
     bursts = {i: b for i, t in enumerate(ok) if (b := stream_burst(t, one_token)) is not None}
     # A held-back stream's gaps are the hop's flushes, not the server's pauses.
-    stalls = [
+    every_stall = [
         (i, st.gap_ms) for i, t in enumerate(ok) if i not in bursts for st in find_stalls(t.itl_ms)
     ]
+    resent = request_retransmits(ok)
+    lossy = {i for i, r in enumerate(resent) if r is not None and r[0] > 0}
+    stalls = [s for s in every_stall if s[0] not in lossy]
     # A length the endpoint refused as sent (beyond its context window) is the probe's
     # own request over the limit, not a failure a user's request meets.
     failed = Counter(
@@ -267,6 +289,8 @@ def gather_facts(
         server=server_account(samples, server_metrics, server_metrics_source),
         reasoning=reasoning_facts(ok),
         keepalive_why=keepalive_why,
+        loss=path_loss(ok),
+        path_stalls=[s for s in every_stall if s[0] in lossy],
     )
 
 

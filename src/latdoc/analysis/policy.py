@@ -33,6 +33,8 @@ __all__ = [
     "KNEE_RATIO",
     "LENGTH_RESAMPLES",
     "LITTLE_TOLERANCE",
+    "LOSSY_RETRANSMIT_SHARE",
+    "LOSS_MIN_SEGMENTS",
     "MEAN_INTERVAL",
     "MEDIAN_INTERVAL",
     "MEDIAN_INTERVAL_DF",
@@ -227,6 +229,16 @@ HIGH_RTT_MS: Final = 100.0
 """A round trip (TCP connect) above this is a far region: the ``network_path`` rule
 fires, and its "use the nearest region" remedy is given, from here. The remedy fired
 from 60 ms, so a slow upload could bring a region advice the rule had not found."""
+
+LOSSY_RETRANSMIT_SHARE: Final = 0.01
+"""A path that resends more than this share of its data segments (the client's
+retransmissions and the server's, seen as out-of-order arrivals; ``TCP_INFO``) is lossy:
+the ``network_path`` rule names it, and a stream's pause on a connection that resent
+segments meanwhile is the path's, not the server's stall. A healthy path resends well
+under a tenth of this; 1% loss already halves a Reno flow's rate at 100 ms RTT."""
+
+LOSS_MIN_SEGMENTS: Final = 200
+"""The fewest data segments a run must have counted before its resent share is read."""
 
 CLIENT_DELAY_MS: Final = 10.0
 CLIENT_DELAY_STATISTIC: Final = "median"

@@ -31,7 +31,9 @@ _OFF_SND_CWND = 80
 _OFF_TOTAL_RETRANS = 100
 _OFF_BYTES_ACKED = 120
 _OFF_BYTES_RECEIVED = 128
-_OFF_SEGS_OUT = 136
+_OFF_DATA_SEGS_IN = 152
+_OFF_DATA_SEGS_OUT = 156
+_OFF_RCV_OOOPACK = 224
 _OFF_NOTSENT = 144
 _OFF_MIN_RTT = 148
 
@@ -123,5 +125,7 @@ def read_tcp_info(sock: Any) -> TcpInfo | None:
         bytes_received=_u64(data, _OFF_BYTES_RECEIVED),
         lost=_u32(data, _OFF_LOST),
         backoff_retransmits=_u8(data, _OFF_RETRANSMITS),
-        segments_out=_u32(data, _OFF_SEGS_OUT),
+        data_segments_out=_u32(data, _OFF_DATA_SEGS_OUT),
+        data_segments_in=_u32(data, _OFF_DATA_SEGS_IN),
+        out_of_order_in=_u32(data, _OFF_RCV_OOOPACK),
     )

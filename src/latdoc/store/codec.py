@@ -68,7 +68,13 @@ _ADDED_V2 = (
 """Optional integers added to version 2 records later: absent from older ones, read as None."""
 _TCP_INTS = ("rtt_us", "rttvar_us", "retransmits", "snd_cwnd")
 _TCP_OPTIONAL_INTS = ("min_rtt_us", "bytes_acked", "bytes_received")
-_TCP_ADDED = ("lost", "backoff_retransmits", "segments_out")
+_TCP_ADDED = (
+    "lost",
+    "backoff_retransmits",
+    "data_segments_out",
+    "data_segments_in",
+    "out_of_order_in",
+)
 """TCP_INFO counters added to version 3 records later: read as None where absent."""
 _ATTEMPT_OUTCOMES = frozenset({"connected", "failed", "timeout", "cancelled", "spare"})
 

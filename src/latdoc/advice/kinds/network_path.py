@@ -1,7 +1,9 @@
-"""Remedies for ``network_path``: a long round trip gets a nearer region, a slow upload
-the client host's TCP settings and a shorter prompt, and a gateway that says it adds
-time a lighter gateway or a direct route. A gateway that does not say so gets how to
-measure it (the gateway against the upstream direct), never a number.
+"""Remedies for ``network_path``: a lossy path gets where to look for the loss and a
+congestion control that keeps its rate through it, a long round trip gets a nearer
+region, a slow upload the client host's TCP settings and a shorter prompt, and a
+gateway that says it adds time a lighter gateway or a direct route. A gateway that
+does not say so gets how to measure it (the gateway against the upstream direct),
+never a number.
 """
 
 from __future__ import annotations
@@ -19,6 +21,23 @@ __all__ = ["BUILDER", "network_path_remedies"]
 
 
 def network_path_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remedy]:
+    resent = f.evidence.get("resent_share")
+    if resent is not None:
+        yield Remedy(
+            keys.LOSSY_PATH,
+            "Find where the path loses packets",
+            f.kind,
+            f"{resent:.1%} of the segments were resent. Loss is on the path, not the "
+            "server: try a wired link instead of Wi-Fi, another network or without the "
+            "VPN, and `mtr` to the host to see which hop drops; on the client host a "
+            "congestion control that does not halve its rate at each loss helps the "
+            "upload:\n  sysctl -w net.ipv4.tcp_congestion_control=bbr",
+            None,
+            how_to_measure="run `latdoc diagnose` again on the other network: the resent "
+            "share (resent_share) of the network-path finding",
+        )
+    if set(f.evidence) <= _LOSS_KEYS:
+        return  # the loss alone: the path's other remedies address nothing here
     told = "gateway_ms" in f.evidence
     if told:
         yield _gateway(f, ctx)
@@ -66,6 +85,11 @@ def network_path_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator
 
 
 BUILDER = RemedyBuilder(Kind.NETWORK_PATH, network_path_remedies)
+
+_LOSS_KEYS = frozenset({
+    "resent_share", "resent_segments", "data_segments", "resending_requests",
+    "counted_requests", "path_stall_ms", "rttvar_ms", "kernel_rtt_ms",
+})  # fmt: skip
 
 
 def _gateway(f: Finding, ctx: RunContext) -> Remedy:

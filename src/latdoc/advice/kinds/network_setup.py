@@ -1,6 +1,10 @@
-"""Remedies for ``network_setup``: a slow lookup gets a DNS cache, new connections get
-keep-alive with a sized pool, its gain measured: the setup a new connection paid when
-the server closes them, else cold minus warm first byte.
+"""Remedies for ``network_setup``: a dead address family gets the family that works for
+this host (or its route or resolver fixed), its gain the time it cost each new
+connection; a slow address among the host's records gets it named; a slow lookup gets
+a DNS cache; new connections get keep-alive with a sized pool, its gain measured: the
+setup a new connection paid when the server closes them, else cold minus warm first
+byte; and where the server resumed a TLS session the client offered, resuming
+sessions, its gain the full handshake less the resumed one, measured side by side.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from latdoc.advice.kinds._builder import RemedyBuilder
 from latdoc.advice.verify import VERIFY_KEEPALIVE, verify_command
 from latdoc.model import Diagnosis, Finding, Kind, Remedy, RunContext
 
-__all__ = ["BUILDER", "keep_alive_gain", "network_setup_remedies"]
+__all__ = ["BUILDER", "keep_alive_gain", "network_setup_remedies", "tls_resumption_gain"]
 
 
 def keep_alive_gain(d: Diagnosis) -> tuple[float, tuple[float, float]] | None:
@@ -38,6 +42,25 @@ def keep_alive_gain(d: Diagnosis) -> tuple[float, tuple[float, float]] | None:
 
 
 def network_setup_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remedy]:
+    family = f.evidence.get("dead_family")
+    cost = f.evidence.get("dead_family_cost_ms")
+    if family is not None and cost is not None:
+        yield _address_family(int(family), cost, ctx)
+    slow = f.evidence.get("slow_address_connect_ms")
+    fast = f.evidence.get("fast_address_connect_ms")
+    if slow is not None and fast is not None:
+        yield Remedy(
+            keys.ADDRESS_FAMILY,
+            "Stop sending connections to the slow address",
+            f.kind,
+            f"{f.title.rsplit(': ', 1)[-1]} connects in {slow:.0f} ms against {fast:.0f} ms for "
+            "the host's fastest address: ask the provider to drop or fix it, or pin the fast "
+            "address in /etc/hosts (and watch for it changing).",
+            slow - fast,
+            gain_source="measured",
+            how_to_measure="`latdoc probe` repeated: each new connection's attempts "
+            "(connect_attempts) show the address it went to and its connect time",
+        )
     if "dns" in f.title.lower():
         yield Remedy(
             keys.DNS_CACHE,
@@ -65,6 +88,58 @@ def network_setup_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterato
         gain_interval_ms=measured[1] if measured else None,
         gain_source="measured" if measured else None,
         verify_command=verify_command(ctx, VERIFY_KEEPALIVE),
+    )
+    resumption = tls_resumption_gain(d)
+    if resumption is not None:
+        full, resumed = resumption
+        yield Remedy(
+            keys.TLS_RESUMPTION,
+            "Resume TLS sessions on new connections",
+            f.kind,
+            f"The server resumes TLS sessions: a resumed handshake took {resumed:.0f} ms here "
+            f"against {full:.0f} ms for a full one. Python's ssl (and so httpx and the "
+            "OpenAI SDK) never offers a session by itself: keep connections alive first; "
+            "where new connections are unavoidable, a client that caches sessions "
+            "(curl, Go's tls.ClientSessionCache, Node's https.Agent) pays the shorter one.",
+            full - resumed,
+            gain_source="measured",
+            how_to_measure="the network step's cold requests: one offers the first "
+            "connection's session; compare its tls_ms with the others'",
+        )
+
+
+def tls_resumption_gain(d: Diagnosis) -> tuple[float, float] | None:
+    """The full and the resumed TLS handshake, measured side by side, when resuming saved
+    time; None when no session was resumed."""
+    full, resumed = d.network.get("tls_ms"), d.network.get("tls_resumed_ms")
+    if full is None or resumed is None or full <= resumed:
+        return None
+    return full, resumed
+
+
+def _address_family(family: int, cost: float, ctx: RunContext) -> Remedy:
+    dead, works = ("IPv6", "IPv4") if family == 6 else ("IPv4", "IPv6")
+    prefer = (
+        "  echo 'precedence ::ffff:0:0/96 100' >> /etc/gai.conf   # IPv4 first, every host\n"
+        if family == 6
+        else ""
+    )
+    return Remedy(
+        keys.ADDRESS_FAMILY,
+        f"Connect over {works}: {dead} does not reach this host",
+        Kind.NETWORK_SETUP,
+        f"Every {dead} attempt failed or timed out, costing each new connection "
+        f"{cost:.0f} ms before {works} was tried. Fix the {dead} route (or the firewall "
+        f"that drops it), or prefer {works} for this host:\n"
+        + prefer
+        + f"  or bind the client to {works} (httpx.AsyncHTTPTransport(local_address="
+        + ("'0.0.0.0'" if family == 6 else "'::'")
+        + ")),\n"
+        f"or use a resolver that does not return the {dead} addresses that do not work.",
+        cost,
+        gain_source="measured",
+        how_to_measure=f"`latdoc probe {ctx.endpoint} --model {ctx.model}`: a new "
+        f"connection's attempts (connect_attempts) show the {dead} attempts and their cost",
     )
 
 

@@ -6,6 +6,14 @@ adds where the send was timed to it. The median send of every long prompt mixed
 8K and 32K prompts and counted that round trip twice: a share of about four round
 trips where the path costs two.
 
+A lossy path is named here too, from what the kernel says it resent
+(:mod:`latdoc.analysis.loss`): more than :data:`LOSSY_RETRANSMIT_SHARE` of the data
+segments resent. A long round trip resends nothing and a server's pause resends
+nothing, so neither is taken for loss, nor loss for them: a pause in a request whose
+connection resent segments meanwhile is counted here (the path's recovery), not as a
+stall. Its share is that recovery's pause per request, and one round trip for each
+request that resent (a fast retransmit's cost), whichever is larger per request.
+
 A gateway between the client and the model (LiteLLM, an API gateway) is on the same
 path: the time it adds before the request reaches the model is named here, from the
 gateway's own account (LiteLLM's ``x-litellm-overhead-duration-ms``, read by
@@ -20,7 +28,7 @@ from __future__ import annotations
 from latdoc.analysis._rule import confidence
 from latdoc.analysis.facts import Facts
 from latdoc.analysis.kinds._spec import KindSpec
-from latdoc.analysis.policy import HIGH_RTT_MS
+from latdoc.analysis.policy import HIGH_RTT_MS, LOSSY_RETRANSMIT_SHARE
 from latdoc.analysis.stats import median_of
 from latdoc.model import Finding, Kind
 
@@ -28,6 +36,7 @@ __all__ = [
     "GATEWAY_MS",
     "HIGH_RTT_MS",
     "LONG_UPLOAD_TOKENS",
+    "LOSSY_RETRANSMIT_SHARE",
     "SLOW_UPLOAD_MS",
     "SPEC",
     "long_upload",
@@ -65,7 +74,7 @@ def long_upload(f: Facts) -> tuple[float | None, int]:
 
 
 def network_path(f: Facts) -> Finding | None:
-    path = _path(f)
+    path = _merge(_loss(f), _path(f))
     numbers = f.server.numbers if f.server is not None else {}
     gateway = numbers.get("gateway_ms")
     if gateway is None or gateway <= GATEWAY_MS:
@@ -93,6 +102,57 @@ def network_path(f: Facts) -> Finding | None:
         share_ms=gateway + path.share_ms,
         n=(path.n or 0) + told,
         confidence=max(path.confidence, confidence(told, gateway / GATEWAY_MS - 1)),
+    )
+
+
+def _loss(f: Facts) -> Finding | None:
+    loss = f.loss
+    if loss is None or not loss.lossy:
+        return None
+    ok = max(1, sum(1 for t in f.measured if t.ok))
+    rtt = loss.rtt_ms or f.network["rtt_ms"] or 0.0
+    paused: dict[int, float] = {}
+    for i, gap in f.path_stalls:
+        paused[i] = paused.get(i, 0.0) + gap
+    recovery = sum(paused.values()) + rtt * max(0, loss.retransmitting - len(paused))
+    evidence = {
+        "resent_share": loss.share,
+        "resent_segments": float(loss.resent),
+        "data_segments": float(loss.segments),
+        "resending_requests": float(loss.retransmitting),
+        "counted_requests": float(loss.requests),
+        "path_stall_ms": sum(paused.values()),
+    }
+    if loss.rttvar_ms is not None:
+        evidence["rttvar_ms"] = loss.rttvar_ms
+    if loss.rtt_ms is not None:
+        evidence["kernel_rtt_ms"] = loss.rtt_ms
+    return Finding(
+        Kind.NETWORK_PATH,
+        "The path loses packets",
+        f"{loss.share:.1%} of {loss.segments} data segments were resent "
+        f"(> {LOSSY_RETRANSMIT_SHARE:.0%}; TCP retransmissions and out-of-order arrivals) "
+        f"in {loss.retransmitting} of {loss.requests} requests, round-trip variance "
+        f"{loss.rttvar_ms or 0:.0f} ms: loss on the way, not the server's pauses",
+        evidence,
+        share_ms=recovery / ok,
+        n=loss.requests,
+        confidence=confidence(loss.requests, loss.share / LOSSY_RETRANSMIT_SHARE - 1),
+    )
+
+
+def _merge(first: Finding | None, second: Finding | None) -> Finding | None:
+    """Two findings of the path as one: both titles, rules, evidence and shares."""
+    if first is None or second is None:
+        return first or second
+    return Finding(
+        Kind.NETWORK_PATH,
+        f"{first.title}; {second.title[0].lower()}{second.title[1:]}",
+        f"{first.rule}; {second.rule}",
+        {**second.evidence, **first.evidence},
+        share_ms=first.share_ms + second.share_ms,
+        n=max(first.n or 0, second.n or 0),
+        confidence=max(first.confidence, second.confidence),
     )
 
 

@@ -1,22 +1,99 @@
 """``network_setup``: a new connection's DNS, TCP and TLS, before the server sees a request.
 
-The rule fires on a slow lookup, a server that closes every connection (so every
-request pays the setup), or a handshake slower than its round trips, each with its
-threshold. Its share is the DNS lookup, the whole setup a new connection pays, or the
-TLS handshake's time beyond its two round trips.
+The rule fires on an address family that never connects, a slow lookup, a server that
+closes every connection (so every request pays the setup), a handshake slower than its
+round trips, or one of the host's addresses slower to connect than the others, each
+with its threshold. Its share is the time the dead family costs each new connection
+(from the first attempt to the start of the one that connected), the DNS lookup, the
+whole setup a new connection pays, the TLS handshake's time beyond its two round trips,
+or what the slow address adds to the connections that went to it.
+
+A dead family is read from the connection attempts the probe raced (happy eyeballs,
+RFC 8305): every attempt on it failed, timed out or was still waiting when the other
+family connected, on at least :data:`~latdoc.analysis.policy.MIN_N` new connections.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from latdoc.analysis._rule import confidence
 from latdoc.analysis.facts import Facts
 from latdoc.analysis.kinds._spec import KindSpec
+from latdoc.analysis.policy import MIN_N
+from latdoc.analysis.stats import median_of
 from latdoc.model import Finding, Kind
+from latdoc.records import RequestTrace
 
-__all__ = ["SLOW_DNS_MS", "SLOW_TLS_EXTRA_MS", "SPEC", "network_setup"]
+__all__ = [
+    "DEAD_FAMILY_MS",
+    "SLOW_ADDRESS_MS",
+    "SLOW_DNS_MS",
+    "SLOW_TLS_EXTRA_MS",
+    "SPEC",
+    "dead_family",
+    "network_setup",
+    "slow_address",
+]
 
 SLOW_DNS_MS = 200.0
 SLOW_TLS_EXTRA_MS = 200.0
+DEAD_FAMILY_MS = 20.0
+"""A dead address family is named when it costs a new connection more than this (median):
+a family refused at once costs a round trip or less, and is no one's bottleneck."""
+SLOW_ADDRESS_MS = 30.0
+"""One of a host's addresses is named when its connects take this much longer (median)
+than the fastest address's, and at least half again as long."""
+SLOW_ADDRESS_RATIO = 1.5
+_FAMILY_NAMES = {4: "IPv4", 6: "IPv6"}
+
+
+def dead_family(traces: Sequence[RequestTrace]) -> tuple[int, int, float] | None:
+    """The address family that never connected while the other did, how many new
+    connections tried it, and the median time it cost each (from its first attempt to
+    the start of the attempt that connected); ``None`` when no family is dead."""
+    raced = [t for t in traces if t.connect_attempts]
+    for family in (6, 4):
+        tried = [t for t in raced if any(a.family == family for a in t.connect_attempts)]
+        if len(tried) < MIN_N:
+            continue
+        costs = []
+        for t in tried:
+            won = [a for a in t.connect_attempts if a.outcome == "connected"]
+            if not won or won[0].family == family:
+                break
+            costs.append((won[0].start_ns - t.connect_attempts[0].start_ns) / 1e6)
+        else:
+            cost = median_of(costs)
+            if cost is not None:
+                return family, len(tried), cost
+    return None
+
+
+def slow_address(traces: Sequence[RequestTrace]) -> tuple[str, str, float, float, int] | None:
+    """Of one family's addresses, the slowest to connect against the fastest (each with at
+    least ``MIN_N`` connects), when it is :data:`SLOW_ADDRESS_MS` and
+    :data:`SLOW_ADDRESS_RATIO` slower: (slow, fast, their median connect ms, connects)."""
+    times: dict[str, list[float]] = {}
+    for t in traces:
+        for a in t.connect_attempts:
+            if a.outcome == "connected":
+                times.setdefault(a.address, []).append(a.ms)
+    medians = {
+        address: (m, len(v), ":" in address)
+        for address, v in times.items()
+        if len(v) >= MIN_N and (m := median_of(v)) is not None
+    }
+    for six in (False, True):
+        family = {a: m for a, m in medians.items() if m[2] == six}
+        if len(family) < 2:
+            continue
+        slow = max(family, key=lambda a: family[a][0])
+        fast = min(family, key=lambda a: family[a][0])
+        slow_ms, fast_ms = family[slow][0], family[fast][0]
+        if slow_ms - fast_ms > SLOW_ADDRESS_MS and slow_ms > SLOW_ADDRESS_RATIO * fast_ms:
+            return slow, fast, slow_ms, fast_ms, family[slow][1]
+    return None
 
 
 def network_setup(f: Facts) -> Finding | None:
@@ -27,6 +104,22 @@ def network_setup(f: Facts) -> Finding | None:
     if setup is None:
         return None
     evidence = {k: v for k, v in n.items() if v is not None and k in _SETUP_KEYS}
+    dead = dead_family(f.measured)
+    if dead is not None and dead[2] > DEAD_FAMILY_MS:
+        family, tried, cost = dead
+        name, other = _FAMILY_NAMES[family], _FAMILY_NAMES[10 - family]
+        return Finding(
+            Kind.NETWORK_SETUP,
+            f"{name} never connects: each new connection waits for {other}",
+            f"every {name} attempt of {tried} new connections failed or timed out while "
+            f"{other} connected: {cost:.0f} ms lost per new connection "
+            f"(> {DEAD_FAMILY_MS:.0f} ms)",
+            {**evidence, "dead_family": float(family), "dead_family_cost_ms": cost,
+             "dead_family_connections": float(tried)},
+            share_ms=cost,
+            n=tried,
+            confidence=confidence(tried, cost / DEAD_FAMILY_MS - 1),
+        )  # fmt: skip
     if dns is not None and dns > SLOW_DNS_MS:
         return Finding(
             Kind.NETWORK_SETUP,
@@ -59,6 +152,20 @@ def network_setup(f: Facts) -> Finding | None:
             share_ms=extra,
             n=cold_n,
             confidence=confidence(cold_n, extra / SLOW_TLS_EXTRA_MS - 1),
+        )
+    slow = slow_address(f.measured)
+    if slow is not None:
+        address, fast, slow_ms, fast_ms, count = slow
+        return Finding(
+            Kind.NETWORK_SETUP,
+            f"One of the host's addresses connects slowly: {address}",
+            f"TCP connect to {address} took {slow_ms:.0f} ms (median of {count}) against "
+            f"{fast_ms:.0f} ms to {fast} (> {SLOW_ADDRESS_MS:.0f} ms and "
+            f"{SLOW_ADDRESS_RATIO:g}× slower): a far or overloaded address among the records",
+            {**evidence, "slow_address_connect_ms": slow_ms, "fast_address_connect_ms": fast_ms},
+            share_ms=slow_ms - fast_ms,
+            n=count,
+            confidence=confidence(count, (slow_ms - fast_ms) / SLOW_ADDRESS_MS - 1),
         )
     return None
 

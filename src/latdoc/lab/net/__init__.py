@@ -19,11 +19,21 @@ from __future__ import annotations
 
 from latdoc.lab.net._link import LinkSettings, LinkStats
 from latdoc.lab.net._netns import STATE_DIR, require_root, teardown
-from latdoc.lab.net._network import CLIENT_IP, SERVER_IP, LabEndpoint, LabNet, NetSettings
+from latdoc.lab.net._network import (
+    CLIENT_IP,
+    CLIENT_IP6,
+    SERVER_IP,
+    SERVER_IP6,
+    LabEndpoint,
+    LabNet,
+    NetSettings,
+)
 
 __all__ = [
     "CLIENT_IP",
+    "CLIENT_IP6",
     "SERVER_IP",
+    "SERVER_IP6",
     "STATE_DIR",
     "LabEndpoint",
     "LabNet",

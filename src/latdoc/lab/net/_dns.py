@@ -1,8 +1,9 @@
 """The lab's DNS server: one host name, answered after a known delay.
 
 It listens on UDP port 53 of the server address inside the server namespace and
-answers an ``A`` query for the lab host name with that address, any other query
-type for the name with an empty answer, and every other name with ``NXDOMAIN``, so
+answers an ``A`` query for the lab host name with that address, an ``AAAA`` query
+with the IPv6 address when it has one, any other query type for the name with an
+empty answer, and every other name with ``NXDOMAIN``, so
 nothing falls back to real DNS. Each answer leaves ``delay_ms`` after its query
 arrived. The queries and answers cross the impaired link, so a client in the
 client namespace sees ``delay_ms`` plus one round trip of the link.
@@ -38,9 +39,17 @@ _MAX_PENDING = 10_000
 _MAX_DATAGRAM = 4096
 
 
-def answer(query: bytes, host_name: str, address: str) -> bytes | None:
+def answer(query: bytes, host_name: str, address: str, address6: str | None = None) -> bytes | None:
     """The wire-format answer to ``query``, or ``None`` when it is not a DNS query."""
-    from dnslib import QTYPE, RCODE, RR, A, DNSError, DNSRecord  # type: ignore[import-untyped]
+    from dnslib import (  # type: ignore[import-untyped]
+        AAAA,
+        QTYPE,
+        RCODE,
+        RR,
+        A,
+        DNSError,
+        DNSRecord,
+    )
 
     try:
         request = DNSRecord.parse(query)
@@ -53,6 +62,8 @@ def answer(query: bytes, host_name: str, address: str) -> bytes | None:
     if str(question.qname).rstrip(".").lower() == host_name:
         if question.qtype == QTYPE.A:
             reply.add_answer(RR(question.qname, QTYPE.A, rdata=A(address), ttl=_TTL_S))
+        elif question.qtype == QTYPE.AAAA and address6 is not None:
+            reply.add_answer(RR(question.qname, QTYPE.AAAA, rdata=AAAA(address6), ttl=_TTL_S))
     else:
         reply.header.rcode = RCODE.NXDOMAIN
     packed: bytes = reply.pack()
@@ -62,10 +73,18 @@ def answer(query: bytes, host_name: str, address: str) -> bytes | None:
 class DnsServer:
     """A UDP socket answering the lab host name, each answer held back ``delay_ms``."""
 
-    def __init__(self, bind: str, host_name: str, address: str, delay_ms: float = 0.0) -> None:
+    def __init__(
+        self,
+        bind: str,
+        host_name: str,
+        address: str,
+        delay_ms: float = 0.0,
+        address6: str | None = None,
+    ) -> None:
         importlib.import_module("dnslib")
         self.host_name = host_name.rstrip(".").lower()
         self.address = address
+        self.address6 = address6
         self.delay_s = 0.0
         self.set_delay(delay_ms)
         self.queries = 0
@@ -96,7 +115,7 @@ class DnsServer:
                 return
             except OSError:
                 continue
-            reply = answer(query, self.host_name, self.address)
+            reply = answer(query, self.host_name, self.address, self.address6)
             if reply is None or len(self._pending) >= _MAX_PENDING:
                 continue
             self.queries += 1
@@ -119,8 +138,7 @@ class DnsServer:
 def write_resolver(namespace: str, nameserver: str, hosts: dict[str, str] | None = None) -> None:
     """Make processes run with ``ip netns exec namespace`` resolve through ``nameserver``.
 
-    ``hosts`` maps names to addresses that the namespace knows without asking DNS.
-    """
+    ``hosts`` maps names to addresses that the namespace knows without asking DNS."""
     directory = os.path.join(NETNS_ETC, namespace)
     os.makedirs(directory, exist_ok=True)
     known = {"localhost": "127.0.0.1", **(hosts or {})}

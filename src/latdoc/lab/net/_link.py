@@ -64,6 +64,8 @@ class LinkSettings:
     IP bytes in kbit/s (``None``: unlimited) and ``up_rate_kbit`` overrides it for
     client→server; ``loss`` is the probability that a packet is lost, per
     direction; ``queue_packets`` bounds the packets waiting for the rate limit.
+    ``drop_ipv6`` drops every IPv6 packet without a word, as a broken IPv6 route
+    does: a connection to the server's IPv6 address waits until it times out.
     """
 
     delay_ms: float = 0.0
@@ -72,6 +74,7 @@ class LinkSettings:
     up_rate_kbit: float | None = None
     loss: float = 0.0
     queue_packets: int = 1000
+    drop_ipv6: bool = False
 
     def __post_init__(self) -> None:
         if not 0 <= self.delay_ms <= 60_000:
@@ -96,12 +99,14 @@ class LinkSettings:
 
 @dataclass(frozen=True)
 class DirectionStats:
-    """Packets of one direction: delivered, lost at random, dropped by the full queue."""
+    """Packets of one direction: delivered, lost at random, dropped by the full queue,
+    and IPv6 packets dropped by the black-holed route."""
 
     delivered: int
     delivered_bytes: int
     lost: int
     dropped: int
+    blackholed: int = 0
 
 
 @dataclass(frozen=True)
@@ -130,15 +135,31 @@ def open_tun(name: str) -> int:
     return fd
 
 
-def configure_tun(namespace: str, device: str, address: str, peer: str) -> None:
-    """Move TUN ``device`` into ``namespace`` as ``address``, point to point with ``peer``."""
+def configure_tun(
+    namespace: str,
+    device: str,
+    address: str,
+    peer: str,
+    address6: str | None = None,
+    peer6: str | None = None,
+) -> None:
+    """Move TUN ``device`` into ``namespace`` as ``address``, point to point with ``peer``,
+    and as ``address6`` with ``peer6`` over IPv6 when given."""
     commands = [
         ["link", "set", "dev", device, "netns", namespace],
         ["-n", namespace, "link", "set", "dev", device, "addrgenmode", "none"],
         ["-n", namespace, "address", "add", address, "peer", f"{peer}/32", "dev", device],
+    ]
+    if address6 is not None and peer6 is not None:
+        add6 = ["address", "add", address6, "peer", f"{peer6}/128", "dev", device, "nodad"]
+        commands.append(["-n", namespace, "-6", *add6])
+    commands += [
         ["-n", namespace, "link", "set", "dev", device, "up"],
         ["-n", namespace, "link", "set", "dev", "lo", "up"],
     ]
+    if address6 is not None and peer6 is not None:
+        # The kernel routes an IPv6 peer address only once asked to.
+        commands.append(["-n", namespace, "-6", "route", "add", f"{peer6}/128", "dev", device])
     for command in commands:
         result = subprocess.run(["ip", *command], capture_output=True, text=True, timeout=10)
         if result.returncode != 0:
@@ -159,7 +180,7 @@ class Direction:
         self._in_flight: deque[tuple[float, bytes]] = deque()
         self._line_free = 0.0
         self._last_due = 0.0
-        self.delivered = self.delivered_bytes = self.lost = self.dropped = 0
+        self.delivered = self.delivered_bytes = self.lost = self.dropped = self.blackholed = 0
         self.configure(settings, rate_kbit)
 
     def configure(self, settings: LinkSettings, rate_kbit: float | None) -> None:
@@ -167,10 +188,14 @@ class Direction:
         self._jitter_s = settings.jitter_ms / 1000
         self._loss = settings.loss
         self._queue_packets = settings.queue_packets
+        self._drop_ipv6 = settings.drop_ipv6
         self._bytes_per_s = None if rate_kbit is None else rate_kbit * 1000 / 8
 
     def admit(self, packet: bytes, now: float) -> None:
         """Take a packet that arrived at ``now``: lose it, drop it, or schedule it."""
+        if self._drop_ipv6 and packet and packet[0] >> 4 == 6:
+            self.blackholed += 1
+            return
         if self._loss and self._rng.random() < self._loss:
             self.lost += 1
             return
@@ -208,7 +233,9 @@ class Direction:
             yield packet
 
     def stats(self) -> DirectionStats:
-        return DirectionStats(self.delivered, self.delivered_bytes, self.lost, self.dropped)
+        return DirectionStats(
+            self.delivered, self.delivered_bytes, self.lost, self.dropped, self.blackholed
+        )
 
 
 class Link:

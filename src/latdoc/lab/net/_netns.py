@@ -215,11 +215,19 @@ def log_tail(path: str, lines: int = 5) -> str:
         return ""
 
 
-def create_namespaces(name: str, client_ip: str, server_ip: str, host_name: str) -> list[int]:
+def create_namespaces(
+    name: str,
+    client_ip: str,
+    server_ip: str,
+    host_name: str,
+    client_ip6: str | None = None,
+    server_ip6: str | None = None,
+) -> list[int]:
     """Make the namespaces of network ``name``, joined by nothing yet; return the TUN fds.
 
-    The client namespace gets TUN ``<name>-c`` as ``client_ip``, the server namespace
-    ``<name>-s`` as ``server_ip``, point to point; both resolve through a DNS server
+    The client namespace gets TUN ``<name>-c`` as ``client_ip`` (and ``client_ip6``), the
+    server namespace ``<name>-s`` as ``server_ip`` (and ``server_ip6``), point to point;
+    both resolve through a DNS server
     on ``server_ip``, and the server namespace knows ``host_name`` from its hosts
     file. The caller passes the two fds (client, server) to the link and closes them.
     """
@@ -231,8 +239,8 @@ def create_namespaces(name: str, client_ip: str, server_ip: str, host_name: str)
     try:
         for tun in tuns:
             fds.append(open_tun(tun))
-        configure_tun(client_ns, tuns[0], client_ip, server_ip)
-        configure_tun(server_ns, tuns[1], server_ip, client_ip)
+        configure_tun(client_ns, tuns[0], client_ip, server_ip, client_ip6, server_ip6)
+        configure_tun(server_ns, tuns[1], server_ip, client_ip, server_ip6, client_ip6)
         write_resolver(client_ns, server_ip)
         write_resolver(server_ns, server_ip, {host_name: server_ip})
     except BaseException:

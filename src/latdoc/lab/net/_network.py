@@ -1,7 +1,8 @@
 """An impaired network with known truth: two network namespaces joined by a user-space link.
 
 A :class:`LabNet` creates a client and a server namespace, a TUN device in each
-(``10.77.0.1`` and ``10.77.0.2``, point to point) and a link process
+(``10.77.0.1`` and ``10.77.0.2``, point to point, and ``fd77::1`` and ``fd77::2``
+over IPv6) and a link process
 (:mod:`latdoc.lab.net._link_daemon`) that carries every IP packet between them with the
 delay, jitter, rate limit and loss of its :class:`LinkSettings`. The same process
 answers DNS for the lab host name (:mod:`latdoc.lab.net._dns`) on the server address,
@@ -50,7 +51,9 @@ from latdoc.lab.net._netns import (
 
 __all__ = [
     "CLIENT_IP",
+    "CLIENT_IP6",
     "SERVER_IP",
+    "SERVER_IP6",
     "STATE_DIR",
     "LabEndpoint",
     "LabNet",
@@ -63,6 +66,8 @@ __all__ = [
 
 CLIENT_IP = "10.77.0.1"
 SERVER_IP = "10.77.0.2"
+CLIENT_IP6 = "fd77::1"
+SERVER_IP6 = "fd77::2"
 
 _HOST = re.compile(r"(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z][a-z0-9-]{0,61}")
 _READY_TIMEOUT_S = 15.0
@@ -74,11 +79,17 @@ _CA = re.compile(r"latdoc lab: CA certificate (\S+)")
 
 @dataclass(frozen=True)
 class NetSettings:
-    """The link's impairments, the DNS delay and the name DNS answers for."""
+    """The link's impairments, the DNS delay and the name DNS answers for.
+
+    With ``aaaa`` DNS answers the name's ``AAAA`` query with the server's IPv6 address
+    too, which the client's resolver puts before the IPv4 one; with the link's
+    ``drop_ipv6`` that address is black-holed, as on a host whose IPv6 route is broken.
+    """
 
     link: LinkSettings = field(default_factory=LinkSettings)
     dns_delay_ms: float = 0.0
     host_name: str = "api.lab.test"
+    aaaa: bool = False
 
     def __post_init__(self) -> None:
         if not 0 <= self.dns_delay_ms <= 60_000:
@@ -155,7 +166,9 @@ class LabNet(Service):
             raise
 
     def _create(self, detach: bool, lifetime_s: float) -> None:
-        fds = create_namespaces(self.name, CLIENT_IP, SERVER_IP, self.host_name)
+        fds = create_namespaces(
+            self.name, CLIENT_IP, SERVER_IP, self.host_name, CLIENT_IP6, SERVER_IP6
+        )
         try:
             self._start_link(fds[0], fds[1], detach, lifetime_s)
         finally:
@@ -169,6 +182,7 @@ class LabNet(Service):
             "host_name": self.host_name,
             "address": SERVER_IP,
             "delay_ms": self.settings.dns_delay_ms,
+            "address6": SERVER_IP6 if self.settings.aaaa else None,
         }
         argv = [
             "ip", "netns", "exec", self.server_ns,
@@ -218,6 +232,7 @@ class LabNet(Service):
             link or self.settings.link,
             self.settings.dns_delay_ms if dns_delay_ms is None else dns_delay_ms,
             self.settings.host_name,
+            self.settings.aaaa,
         )
         self._require_running()
         control(
@@ -317,10 +332,14 @@ def _settings_to_dict(settings: NetSettings) -> dict[str, Any]:
         "link": settings.link.to_dict(),
         "dns_delay_ms": settings.dns_delay_ms,
         "host_name": settings.host_name,
+        "aaaa": settings.aaaa,
     }
 
 
 def _settings_from_dict(fields: dict[str, Any]) -> NetSettings:
     return NetSettings(
-        LinkSettings.from_dict(fields["link"]), fields["dns_delay_ms"], fields["host_name"]
+        LinkSettings.from_dict(fields["link"]),
+        fields["dns_delay_ms"],
+        fields["host_name"],
+        bool(fields.get("aaaa", False)),
     )
