@@ -122,10 +122,11 @@ def _network_facts(
 
 def keepalive_pairs(samples: Sequence[Sample]) -> tuple[list[float], list[float], str | None]:
     """The first bytes keep-alive's saving compares: of the successful requests sent alone
-    (the network step's, and the load step's sequential ones a run asked a length for)
-    on a new connection and on a reused one, those of the one prompt length (asked for,
-    else as counted) with the most of both, when it has at least ``MIN_KEEPALIVE_N``
-    (the policy's) of each; else two empty lists and why, in words."""
+    (the network step's but the one that offered a TLS session, and the load step's
+    sequential ones a run asked a length for) on a new connection and on a reused one,
+    those of the one prompt length (asked for, else as counted) with the most of both,
+    when it has at least ``MIN_KEEPALIVE_N`` (the policy's) of each; else two empty
+    lists and why, in words."""
     timed = [
         s
         for s in samples
@@ -135,6 +136,7 @@ def keepalive_pairs(samples: Sequence[Sample]) -> tuple[list[float], list[float]
         )
         and s.trace.ok
         and s.trace.ttfb_ms is not None
+        and not s.trace.tls_session_offered
     ]
     known = [s for s in timed if s.trace.new_connection is not None]
     if not timed:

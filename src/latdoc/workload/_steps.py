@@ -2,7 +2,9 @@
 decision is settled.
 
 1. **network**: one cold request and warm ones on the same connection, at the short
-   prompt: DNS, TCP, TLS, send, server wait. Three more cold requests follow only when
+   prompt: DNS, TCP, TLS, send, server wait; over TLS, one more cold request offering the
+   first connection's TLS session (the resumed handshake beside the full one). Three
+   more cold requests follow only when
    one does not settle the network rules (:func:`network_unsettled`): a lookup,
    round trip or handshake near its rule's threshold, or a setup large enough that
    what keep-alive saves is worth its pairs.
@@ -58,6 +60,8 @@ its budget still has the rule's two points."""
 CALIBRATION_NEAR_TOKENS = 256
 WARM_REQUESTS = 3
 EXTRA_COLD = 3
+RESUMED_TLS = 1
+"""The network step's cold request that offers the first connection's TLS session."""
 """With the first cold request and the load step's first sequential one, five new
 connections: the fewest an interval of their median (keep-alive's saving, the setup
 every request pays) is given from (the policy's ``MIN_INTERVAL_N``)."""
@@ -182,14 +186,23 @@ class _Runner:
             self.budget.settle(reserved, trace.prompt_tokens + (trace.output_tokens or 0))
 
     async def send(
-        self, session: ProbeSession, step: Step, tokens: int, *, cold: bool = False
+        self,
+        session: ProbeSession,
+        step: Step,
+        tokens: int,
+        *,
+        cold: bool = False,
+        resume_tls: bool = False,
     ) -> RequestTrace | None:
         out = self.plan.max_tokens
         cost = self.cost(tokens)
         if not self.budget.reserve(cost, out):
             return None
         trace = await session.request(
-            self.prompt(tokens), out, on_resend=self.resend_as(step, tokens, 1, cold=cold)
+            self.prompt(tokens),
+            out,
+            on_resend=self.resend_as(step, tokens, 1, cold=cold),
+            resume_tls=resume_tls,
         )
         self.settle(cost + out, trace)
         self.keep(Sample(step, trace, tokens, 1, cold))
@@ -226,7 +239,8 @@ class _Runner:
         self.progress(Step.CALIBRATION, 2, 2)
 
     async def network(self) -> None:
-        total = 1 + WARM_REQUESTS + EXTRA_COLD
+        resumed = RESUMED_TLS if self.plan.endpoint.is_tls else 0
+        total = 1 + WARM_REQUESTS + resumed + EXTRA_COLD
         done = 0
         self.progress(Step.NETWORK, done, total)
         traces: list[RequestTrace] = []
@@ -240,6 +254,15 @@ class _Runner:
                     self.note(Step.NETWORK, "budget reached during the network step")
                     return
                 traces.append(trace)
+                done += 1
+                self.progress(Step.NETWORK, done, total)
+            # Over TLS, a second cold connection offering the first one's session: the
+            # resumed handshake beside the full one, and whether the server resumes.
+            if (
+                self.plan.endpoint.is_tls
+                and traces[0].ok
+                and await self.send(s, Step.NETWORK, SHORT_TOKENS, cold=True, resume_tls=True)
+            ):
                 done += 1
                 self.progress(Step.NETWORK, done, total)
         why = network_unsettled(traces[0], traces[1:])
@@ -398,8 +421,9 @@ class _Runner:
 
 
 def planned_requests(concurrency: int = DEFAULT_CONCURRENCY) -> int:
-    """Requests the full plan sends when no budget stops it and no step settles early."""
-    short = 1 + WARM_REQUESTS + EXTRA_COLD + SEQUENTIAL_REPEATS + concurrency
+    """Requests the full plan sends at most (over TLS) when no budget stops it and no step
+    settles early."""
+    short = 1 + WARM_REQUESTS + RESUMED_TLS + EXTRA_COLD + SEQUENTIAL_REPEATS + concurrency
     return 2 + short + len(LENGTH_ORDER) + REFERENCE_REPEATS
 
 
@@ -410,7 +434,7 @@ def planned_tokens(
     near = calibration_words(CALIBRATION_NEAR_TOKENS)
     total = sum(prompt_cost(ASSUMED, w) + 1 for w in near)
     per_token = TokenCalibration(overhead=0.0, per_word=1.0, measured=True)
-    short = 1 + WARM_REQUESTS + EXTRA_COLD + SEQUENTIAL_REPEATS + concurrency
+    short = 1 + WARM_REQUESTS + RESUMED_TLS + EXTRA_COLD + SEQUENTIAL_REPEATS + concurrency
     total += short * (prompt_cost(per_token, SHORT_TOKENS) + max_tokens)
     for n in LENGTH_ORDER:
         if context_window is None or n <= context_window:
