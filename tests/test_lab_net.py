@@ -1,4 +1,5 @@
-"""The impaired network against the real probe: RTT, DNS, rate, loss, ``set`` and cleanup.
+"""The impaired network against the real probe: RTT, DNS, rate, loss, black-holed IPv6, TLS
+resumption, ``set`` and cleanup.
 
 The probe runs in the client namespace and the simulated endpoint in the server
 namespace, so every number below crossed the user-space link. Tests that need root
@@ -23,7 +24,15 @@ from typing import Any
 import pytest
 
 from latdoc import LabError, UsageError
-from latdoc.lab.net import STATE_DIR, LabEndpoint, LabNet, LinkSettings, NetSettings, require_root
+from latdoc.lab.net import (
+    SERVER_IP6,
+    STATE_DIR,
+    LabEndpoint,
+    LabNet,
+    LinkSettings,
+    NetSettings,
+    require_root,
+)
 from latdoc.lab.net._link import Direction
 
 try:
@@ -39,8 +48,8 @@ FAST_ENDPOINT = ["--prefill-base-ms", "1", "--prefill-ms-per-token", "0"]
 FAST_ENDPOINT += ["--decode-ms-per-token", "1"]
 
 PROBE = """
-import asyncio, json, sys
-from latdoc.probe import Endpoint, ProbeSession
+import asyncio, json, ssl, sys
+from latdoc.probe import Endpoint, ProbeSession, Timeouts
 from latdoc.report.json_out import trace_to_dict
 
 args = json.load(sys.stdin)
@@ -52,9 +61,13 @@ async def main():
         cacert=args["cacert"],
         insecure=args["cacert"] is None,
         reuse_connections=args["reuse"],
+        timeouts=Timeouts(connect=args["connect_timeout"]),
     ) as session:
-        for _ in range(args["n"]):
-            trace = await session.request(args["prompt"], args["max_tokens"])
+        if args["tls_max"] == "1.2":
+            session._ssl.maximum_version = ssl.TLSVersion.TLSv1_2
+        for k in range(args["n"]):
+            resume = args["resume_tls"] and k % 2 == 1
+            trace = await session.request(args["prompt"], args["max_tokens"], resume_tls=resume)
             print(json.dumps(trace_to_dict(trace)), flush=True)
 
 asyncio.run(main())
@@ -78,13 +91,18 @@ def probe(
     reuse: bool = False,
     prompt: str = "Hello",
     cacert: str | None = None,
+    connect_timeout: float = 30.0,
+    resume_tls: bool = False,
+    tls_max: str | None = None,
 ) -> list[dict[str, Any]]:
     """Traces of ``n`` requests sent by the real probe from the client namespace.
 
     With ``cacert`` the probe verifies the server with that CA; without, not at all.
+    With ``resume_tls`` every second request offers the TLS session of the one before.
     """
     request = {"url": url, "n": n, "reuse": reuse, "prompt": prompt, "max_tokens": 2}
-    request["cacert"] = cacert
+    request.update(cacert=cacert, connect_timeout=connect_timeout, resume_tls=resume_tls)
+    request["tls_max"] = tls_max
     result = net.run_client(
         [sys.executable, "-c", PROBE],
         input=json.dumps(request),
@@ -181,6 +199,25 @@ def test_dns_answers_the_lab_name_only() -> None:
     assert answer(b"not dns", "api.lab.test", "10.77.0.2") is None
 
 
+def test_dns_answers_aaaa_with_the_ipv6_address_when_it_has_one() -> None:
+    dnslib = pytest.importorskip("dnslib")
+    from latdoc.lab.net._dns import answer
+
+    query = dnslib.DNSRecord.question("api.lab.test", "AAAA").pack()
+    reply = answer(query, "api.lab.test", "10.77.0.2", "fd77::2")
+    assert reply is not None
+    assert [str(rr.rdata) for rr in dnslib.DNSRecord.parse(reply).rr] == ["fd77::2"]
+
+
+def test_direction_black_holes_ipv6_only() -> None:
+    direction = Direction(LinkSettings(drop_ipv6=True), None, random.Random(1))
+    ipv4, ipv6 = bytes([0x45]) + bytes(19), bytes([0x60]) + bytes(39)
+    for packet in (ipv4, ipv6, ipv6):
+        direction.admit(packet, 0.0)
+    assert list(direction.pop_due(1.0)) == [ipv4]
+    assert (direction.stats().blackholed, direction.stats().lost) == (2, 0)
+
+
 # -- the network, measured by the probe ----------------------------------------
 
 
@@ -239,6 +276,69 @@ def test_loss_shows_as_retransmits(network: tuple[LabNet, LabEndpoint]) -> None:
     after = net.stats()
     assert trace["tcp_info"]["retransmits"] > 0
     assert after.up.lost > before.up.lost
+    assert trace["tcp_info"]["data_segments_out"] > trace["tcp_info"]["retransmits"]
+
+
+def diagnose(net: LabNet, url: str, *extra: str) -> dict[str, Any]:
+    argv = [sys.executable, "-m", "latdoc", "diagnose", url, "-m", "lab-sim", "--json",
+            "--db", ":memory:", "--max-seconds", "40", "--context-window", "2048",
+            "--max-tokens", "32", *extra]  # fmt: skip
+    result = net.run_client(argv, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    doc: dict[str, Any] = json.loads(result.stdout)
+    return doc
+
+
+def test_a_lossy_link_is_named_as_loss_not_stalls_or_queueing(
+    network: tuple[LabNet, LabEndpoint],
+) -> None:
+    net, _ = network
+    # A stream with a rhythm (10 ms a token), so a lost segment's recovery is a pause.
+    rhythm = net.start_endpoint([*FAST_ENDPOINT, "--decode-ms-per-token", "10"], port=8010)
+    net.set(LinkSettings(delay_ms=20, loss=0.05), dns_delay_ms=0)
+    try:
+        doc = diagnose(net, rhythm.ip_url)
+    finally:
+        net.set(LinkSettings(), dns_delay_ms=0)
+    kinds = {f["kind"]: f for f in doc["findings"]}
+    assert doc["verdict"]["primary"] == "network_path", doc["findings"]
+    assert "loses packets" in kinds["network_path"]["title"]
+    assert "stalls" not in kinds and "queueing" not in kinds, doc["findings"]
+    evidence = kinds["network_path"]["evidence"]
+    assert max(evidence.get("retransmit_share", 0), evidence["out_of_order_share"]) > 0.01
+    assert "lossy_path" in [r["key"] for r in doc["remedies"]]
+
+
+def test_a_long_round_trip_is_not_taken_for_loss(network: tuple[LabNet, LabEndpoint]) -> None:
+    net, endpoint = network
+    net.set(LinkSettings(delay_ms=30), dns_delay_ms=0)
+    try:
+        traces = probe(net, endpoint.ip_url, n=4, reuse=True)
+    finally:
+        net.set(LinkSettings(), dns_delay_ms=0)
+    for t in traces:
+        assert t["tcp_info"]["retransmits"] == 0 and t["tcp_info"]["out_of_order_in"] == 0
+        assert t["tcp_info"]["rtt_ms"] >= 55
+
+
+@pytest.mark.parametrize(("tls_max", "full_round_trips"), [("1.3", 1), ("1.2", 2)])
+def test_a_resumed_tls_handshake_is_measured_beside_the_full_one(
+    network: tuple[LabNet, LabEndpoint], tls_max: str, full_round_trips: int
+) -> None:
+    net, _ = network
+    net.set(LinkSettings(delay_ms=10), dns_delay_ms=0)
+    tls = net.start_endpoint(FAST_ENDPOINT, port=8445 if tls_max == "1.3" else 8446, tls=True)
+    traces = probe(net, tls.base_url, n=6, cacert=tls.ca_file, resume_tls=True, tls_max=tls_max)
+    full, resumed = traces[0::2], traces[1::2]
+    assert [(t["tls_session_offered"], t["tls_resumed"]) for t in full] == [(False, False)] * 3
+    assert [(t["tls_session_offered"], t["tls_resumed"]) for t in resumed] == [(True, True)] * 3
+    # A round trip is 20 ms here. TLS 1.3 takes one either way; TLS 1.2 two when full
+    # and one when resumed: the resumed one saves a round trip.
+    full_ms, resumed_ms = median(full, "tls_ms"), median(resumed, "tls_ms")
+    assert 18 <= resumed_ms < 40
+    assert full_ms >= 18 * full_round_trips
+    if full_round_trips == 2:
+        assert full_ms - resumed_ms >= 15
 
 
 # -- lifecycle -----------------------------------------------------------------
@@ -435,3 +535,32 @@ def test_verify_keepalive_measures_the_round_trip_a_new_connection_pays(
     assert doc["gain_ms"] == pytest.approx(50, rel=0.15)
     low, high = doc["gain_interval_ms"]
     assert low <= doc["gain_ms"] <= high
+
+
+@needs_root
+def test_a_black_holed_ipv6_route_costs_one_attempt_delay_and_is_named() -> None:
+    pytest.importorskip("dnslib")
+    settings = NetSettings(LinkSettings(delay_ms=10, drop_ipv6=True), aaaa=True)
+    with LabNet(settings, name="latdoc-v6") as net:
+        endpoint = net.start_endpoint(FAST_ENDPOINT)
+        # Before happy eyeballs a new connection waited the whole connect timeout (10 s
+        # here) on the IPv6 address before trying IPv4.
+        traces = probe(net, endpoint.base_url, n=3, connect_timeout=10.0)
+        for t in traces:
+            assert t["connect_ms"] < 500, t["connect_attempts"]
+            attempts = [(a["address"], a["outcome"]) for a in t["connect_attempts"]]
+            assert attempts == [(SERVER_IP6, "cancelled"), (net.server_ip, "connected")]
+            assert t["connect_attempts"][1]["start_ms"] - t["connect_attempts"][0][
+                "start_ms"
+            ] == pytest.approx(250, abs=30)
+            # The round trip is the attempt that connected, not the wait before it.
+            assert t["rtt_ms"] == pytest.approx(20, abs=15)
+        assert net.stats().up.blackholed >= 3
+        doc = diagnose(net, endpoint.base_url)
+    (finding,) = [f for f in doc["findings"] if f["kind"] == "network_setup"]
+    assert doc["verdict"]["primary"] == "network_setup", doc["findings"]
+    assert finding["title"].startswith("IPv6 never connects")
+    assert finding["evidence"]["dead_family"] == 6
+    assert finding["evidence"]["dead_family_cost_ms"] == pytest.approx(250, abs=30)
+    assert "network_path" not in {f["kind"] for f in doc["findings"]}
+    assert "address_family" in [r["key"] for r in doc["remedies"]]

@@ -49,10 +49,12 @@ TRACE_KEYS = {
     "proxy_headers",
     "client_delay_ms", "server_ttft_ms", "arrival_clock",
     "first_event_ms", "first_tool_call_ms",
+    "connect_attempts", "tls_resumed", "tls_session_offered",
 }  # fmt: skip
 TCP_INFO_KEYS = {
     "rtt_us", "rtt_ms", "rttvar_us", "rttvar_ms", "min_rtt_us", "min_rtt_ms", "retransmits",
     "snd_cwnd",
+    "lost", "backoff_retransmits", "data_segments_out", "data_segments_in", "out_of_order_in",
 }  # fmt: skip
 ERROR_KEYS = {"code", "kind", "phase", "message", "status", "retry_after_s"}
 CHUNK_KEYS = {"t_ms", "tokens"}

@@ -391,10 +391,19 @@ class RequestTrace:
         return tuple((b - a) / _NS_PER_MS for a, b in itertools.pairwise(times))
 
     @property
+    def handshake_ms(self) -> float | None:
+        """One TCP handshake: the attempt that connected, from its own start; the connect
+        phase where no attempt was recorded. Less than ``connect`` by the time attempts
+        that lost the race (a dead address family) cost before it started."""
+        won = next((a for a in self.connect_attempts if a.outcome == "connected"), None)
+        return won.ms if won is not None else self.connect_ms
+
+    @property
     def rtt_ms(self) -> float | None:
-        """Round-trip estimate: the TCP handshake of a new connection, else the kernel's."""
-        if self.new_connection and self.connect_ms is not None:
-            return self.connect_ms
+        """Round-trip estimate: the TCP handshake of a new connection (:attr:`handshake_ms`),
+        else the kernel's."""
+        if self.new_connection and self.handshake_ms is not None:
+            return self.handshake_ms
         if self.tcp_info is not None:
             return self.tcp_info.rtt_us / 1000
         return None

@@ -10,8 +10,9 @@ TTFTs and the rise under concurrency, on server-side TTFT (from the request reac
 wire: without the client's pool wait, its own delay and the connection's setup). The
 length step: the fitted curve. And across all steps: stalls, failures, Retry-After, the client's
 event-loop lag and its own delay before requests left, and what the path resent
-(:mod:`.loss`): a stall on a connection that resent segments during the request is the
-path's, kept apart from the server's.
+(:mod:`.loss`): a stall on a connection that saw loss during the request is the path's,
+kept apart from the server's, and on a lossy path the requests that saw loss are left
+out of the load step's spread and rise.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 
 from latdoc.analysis.buffering import MIN_CHUNKS, Burst, stream_burst
 from latdoc.analysis.length import fit_length_curve, length_points
-from latdoc.analysis.loss import Loss, path_loss, request_retransmits
+from latdoc.analysis.loss import Loss, path_loss, request_counts
 from latdoc.analysis.policy import MIN_KEEPALIVE_N
 from latdoc.analysis.servertime import server_account
 from latdoc.analysis.signals import dispersion, find_stalls
@@ -64,8 +65,9 @@ class Facts:
     """What the path resent over the run's requests (:mod:`.loss`); None where the
     kernel's counters were not read."""
     path_stalls: list[tuple[int, float]] = field(default_factory=list)
-    """Stalls in requests whose connection resent segments during them: the path's
-    recovery from a lost segment, not the server's pause (not in :attr:`stalls`)."""
+    """Stalls in requests whose connection saw loss during them (a retransmission, a
+    segment received out of order): the path's recovery from a lost segment, not the
+    server's pause (not in :attr:`stalls`)."""
 
 
 def _network_facts(
@@ -81,7 +83,7 @@ def _network_facts(
     saving_ci = difference_ci(new_ttfb, reused_ttfb)
     setups = [v for t in cold + closes if (v := t.setup_ms) is not None]
     setup_ci = median_interval(setups)
-    rtt = median_of(t.connect_ms for t in cold) or median_of(
+    rtt = median_of(t.handshake_ms for t in cold) or median_of(
         t.tcp_info.rtt_us / 1000 if t.tcp_info else None for t in warm
     )
     return {
@@ -203,9 +205,17 @@ def alone_at_one_length(samples: Sequence[Sample]) -> list[Sample]:
     return same + [s for s in seq if s.target_prompt_tokens == length]
 
 
-def _load_facts(samples: Sequence[Sample]) -> dict[str, float | None]:
-    seq = [s.trace for s in alone_at_one_length(samples)]
-    conc = [s for s in samples if s.step == Step.LOAD and s.concurrency > 1 and s.trace.ok]
+def _load_facts(
+    samples: Sequence[Sample], lost: frozenset[int] = frozenset()
+) -> dict[str, float | None]:
+    """``lost``: the ids of traces that saw loss on a lossy path, left out: their spread
+    and their rise are the path's recovery, not the server's queue."""
+    seq = [s.trace for s in alone_at_one_length(samples) if id(s.trace) not in lost]
+    conc = [
+        s
+        for s in samples
+        if s.step == Step.LOAD and s.concurrency > 1 and s.trace.ok and id(s.trace) not in lost
+    ]
     seq_ttft = [v for t in seq if (v := _unthought_ttft_ms(t)) is not None]
     disp = dispersion(seq_ttft)
     seq_median = statistics.median(seq_ttft) if seq_ttft else None
@@ -261,8 +271,9 @@ def gather_facts(
     every_stall = [
         (i, st.gap_ms) for i, t in enumerate(ok) if i not in bursts for st in find_stalls(t.itl_ms)
     ]
-    resent = request_retransmits(ok)
-    lossy = {i for i, r in enumerate(resent) if r is not None and r[0] > 0}
+    lossy = {i for i, c in enumerate(request_counts(ok)) if c is not None and c.saw_loss}
+    loss = path_loss(ok)
+    lost = frozenset(id(ok[i]) for i in lossy) if loss is not None and loss.lossy else frozenset()
     stalls = [s for s in every_stall if s[0] not in lossy]
     # A length the endpoint refused as sent (beyond its context window) is the probe's
     # own request over the limit, not a failure a user's request meets.
@@ -277,7 +288,7 @@ def gather_facts(
     new_ttfb, reused_ttfb, keepalive_why = keepalive_pairs(steps)
     return Facts(
         network=_network_facts(steps, new_ttfb, reused_ttfb),
-        load=_load_facts(steps),
+        load=_load_facts(steps, lost),
         curve=curve,
         stalls=stalls,
         measured=[s.trace for s in measured],
@@ -291,7 +302,7 @@ def gather_facts(
         server=server_account(samples, server_metrics, server_metrics_source),
         reasoning=reasoning_facts(ok),
         keepalive_why=keepalive_why,
-        loss=path_loss(ok),
+        loss=loss,
         path_stalls=[s for s in every_stall if s[0] in lossy],
     )
 

@@ -231,14 +231,14 @@ fires, and its "use the nearest region" remedy is given, from here. The remedy f
 from 60 ms, so a slow upload could bring a region advice the rule had not found."""
 
 LOSSY_RETRANSMIT_SHARE: Final = 0.01
-"""A path that resends more than this share of its data segments (the client's
-retransmissions and the server's, seen as out-of-order arrivals; ``TCP_INFO``) is lossy:
-the ``network_path`` rule names it, and a stream's pause on a connection that resent
-segments meanwhile is the path's, not the server's stall. A healthy path resends well
-under a tenth of this; 1% loss already halves a Reno flow's rate at 100 ms RTT."""
+"""A path where more than this share of the client's data segments were retransmitted,
+or of those it received arrived out of order (behind a lost one; ``TCP_INFO``), is
+lossy: the ``network_path`` rule names it, and a stream's pause on a connection that
+saw loss meanwhile is the path's, not the server's stall. A healthy path loses well
+under a tenth of this; 1% loss already costs a Reno flow most of its rate at 100 ms RTT."""
 
 LOSS_MIN_SEGMENTS: Final = 200
-"""The fewest data segments a run must have counted before its resent share is read."""
+"""The fewest data segments counted in a direction before its share is read."""
 
 CLIENT_DELAY_MS: Final = 10.0
 CLIENT_DELAY_STATISTIC: Final = "median"

@@ -94,6 +94,11 @@ def trace_to_dict(trace: RequestTrace) -> dict[str, Any]:
             ),
             "retransmits": tcp.retransmits,
             "snd_cwnd": tcp.snd_cwnd,
+            "lost": tcp.lost,
+            "backoff_retransmits": tcp.backoff_retransmits,
+            "data_segments_out": tcp.data_segments_out,
+            "data_segments_in": tcp.data_segments_in,
+            "out_of_order_in": tcp.out_of_order_in,
         },
         "error": None
         if error is None
@@ -106,4 +111,16 @@ def trace_to_dict(trace: RequestTrace) -> dict[str, Any]:
             "retry_after_s": error.retry_after_s,
         },
         "chunks": [{"t_ms": round(c.t_ns / 1e6, 4), "tokens": c.tokens} for c in trace.chunks],
+        "connect_attempts": [
+            {
+                "address": a.address,
+                "family": a.family,
+                "start_ms": round(a.start_ns / 1e6, 4),
+                "ms": round(a.ms, 4),
+                "outcome": a.outcome,
+            }
+            for a in trace.connect_attempts
+        ],
+        "tls_resumed": trace.tls_resumed,
+        "tls_session_offered": trace.tls_session_offered,
     }

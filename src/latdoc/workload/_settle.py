@@ -32,9 +32,9 @@ def network_unsettled(cold: RequestTrace, warm: Sequence[RequestTrace]) -> str |
     None when they do (the extra cold requests are then not sent)."""
     if _near(cold.dns_ms, SLOW_DNS_MS):
         return "the DNS lookup is near its threshold"
-    if _near(cold.connect_ms, HIGH_RTT_MS):
+    if _near(cold.handshake_ms, HIGH_RTT_MS):
         return "the round trip is near its threshold"
-    tls, rtt = cold.tls_ms, cold.connect_ms
+    tls, rtt = cold.tls_ms, cold.handshake_ms
     if tls is not None and rtt is not None and _near(tls - 2 * rtt, SLOW_TLS_EXTRA_MS):
         return "the TLS handshake is near its threshold"
     reused = [t for t in warm if t.ok and not t.new_connection] or [t for t in warm if t.ok]

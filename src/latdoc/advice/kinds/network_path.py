@@ -21,20 +21,22 @@ __all__ = ["BUILDER", "network_path_remedies"]
 
 
 def network_path_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remedy]:
-    resent = f.evidence.get("resent_share")
-    if resent is not None:
+    shares = [f.evidence.get(k) for k in ("retransmit_share", "out_of_order_share")]
+    if any(s is not None for s in shares):
+        worst = max(s for s in shares if s is not None)
         yield Remedy(
             keys.LOSSY_PATH,
             "Find where the path loses packets",
             f.kind,
-            f"{resent:.1%} of the segments were resent. Loss is on the path, not the "
+            f"Up to {worst:.1%} of the segments were lost or arrived behind a lost one. Loss "
+            "is on the path, not the "
             "server: try a wired link instead of Wi-Fi, another network or without the "
             "VPN, and `mtr` to the host to see which hop drops; on the client host a "
             "congestion control that does not halve its rate at each loss helps the "
             "upload:\n  sysctl -w net.ipv4.tcp_congestion_control=bbr",
             None,
-            how_to_measure="run `latdoc diagnose` again on the other network: the resent "
-            "share (resent_share) of the network-path finding",
+            how_to_measure="run `latdoc diagnose` again on the other network: the shares "
+            "(retransmit_share, out_of_order_share) of the network-path finding",
         )
     if set(f.evidence) <= _LOSS_KEYS:
         return  # the loss alone: the path's other remedies address nothing here
@@ -87,8 +89,9 @@ def network_path_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator
 BUILDER = RemedyBuilder(Kind.NETWORK_PATH, network_path_remedies)
 
 _LOSS_KEYS = frozenset({
-    "resent_share", "resent_segments", "data_segments", "resending_requests",
-    "counted_requests", "path_stall_ms", "rttvar_ms", "kernel_rtt_ms",
+    "retransmitted_segments", "sent_segments", "out_of_order_segments", "received_segments",
+    "losing_requests", "counted_requests", "path_stall_ms", "retransmit_share",
+    "out_of_order_share", "rttvar_ms", "kernel_rtt_ms",
 })  # fmt: skip
 
 

@@ -6,13 +6,13 @@ adds where the send was timed to it. The median send of every long prompt mixed
 8K and 32K prompts and counted that round trip twice: a share of about four round
 trips where the path costs two.
 
-A lossy path is named here too, from what the kernel says it resent
-(:mod:`latdoc.analysis.loss`): more than :data:`LOSSY_RETRANSMIT_SHARE` of the data
-segments resent. A long round trip resends nothing and a server's pause resends
-nothing, so neither is taken for loss, nor loss for them: a pause in a request whose
-connection resent segments meanwhile is counted here (the path's recovery), not as a
-stall. Its share is that recovery's pause per request, and one round trip for each
-request that resent (a fast retransmit's cost), whichever is larger per request.
+A lossy path is named here too, from what the kernel counted (:mod:`latdoc.analysis.loss`):
+more than :data:`LOSSY_RETRANSMIT_SHARE` of the client's data segments retransmitted, or
+of those received arriving out of order (behind a lost one). A long round trip loses
+nothing and a server's pause loses nothing, so neither is taken for loss, nor loss for
+them: a pause in a request whose connection saw loss meanwhile is counted here (the
+path's recovery), not as a stall. Its share is that recovery's pause per request, and
+one round trip for each other request that saw loss (a fast retransmit's cost).
 
 A gateway between the client and the model (LiteLLM, an API gateway) is on the same
 path: the time it adds before the request reaches the model is named here, from the
@@ -114,30 +114,40 @@ def _loss(f: Facts) -> Finding | None:
     paused: dict[int, float] = {}
     for i, gap in f.path_stalls:
         paused[i] = paused.get(i, 0.0) + gap
-    recovery = sum(paused.values()) + rtt * max(0, loss.retransmitting - len(paused))
+    recovery = sum(paused.values()) + rtt * max(0, loss.losing - len(paused))
+    c = loss.counts
     evidence = {
-        "resent_share": loss.share,
-        "resent_segments": float(loss.resent),
-        "data_segments": float(loss.segments),
-        "resending_requests": float(loss.retransmitting),
+        "retransmitted_segments": float(c.retransmits),
+        "sent_segments": float(c.sent),
+        "out_of_order_segments": float(c.out_of_order),
+        "received_segments": float(c.received),
+        "losing_requests": float(loss.losing),
         "counted_requests": float(loss.requests),
         "path_stall_ms": sum(paused.values()),
     }
+    said = []
+    up, down = loss.up_share, loss.down_share
+    if up is not None:
+        evidence["retransmit_share"] = up
+        said.append(f"{up:.1%} of the client's {c.sent} data segments retransmitted")
+    if down is not None:
+        evidence["out_of_order_share"] = down
+        said.append(f"{down:.1%} of the {c.received} received arrived out of order")
     if loss.rttvar_ms is not None:
         evidence["rttvar_ms"] = loss.rttvar_ms
     if loss.rtt_ms is not None:
         evidence["kernel_rtt_ms"] = loss.rtt_ms
+    worst = max(s for s in (up, down) if s is not None)
     return Finding(
         Kind.NETWORK_PATH,
         "The path loses packets",
-        f"{loss.share:.1%} of {loss.segments} data segments were resent "
-        f"(> {LOSSY_RETRANSMIT_SHARE:.0%}; TCP retransmissions and out-of-order arrivals) "
-        f"in {loss.retransmitting} of {loss.requests} requests, round-trip variance "
-        f"{loss.rttvar_ms or 0:.0f} ms: loss on the way, not the server's pauses",
+        f"{' and '.join(said)} (> {LOSSY_RETRANSMIT_SHARE:.0%}), in {loss.losing} of "
+        f"{loss.requests} requests, round-trip variance {loss.rttvar_ms or 0:.0f} ms: "
+        "loss on the way, not the server's pauses",
         evidence,
         share_ms=recovery / ok,
         n=loss.requests,
-        confidence=confidence(loss.requests, loss.share / LOSSY_RETRANSMIT_SHARE - 1),
+        confidence=confidence(loss.requests, worst / LOSSY_RETRANSMIT_SHARE - 1),
     )
 
 
