@@ -136,6 +136,12 @@ def _add_impairments(parser: argparse.ArgumentParser, *, keep: bool) -> None:
     g.add_argument("--loss", type=_loss, default=default(0.0), metavar="P", help="e.g. 0.05 or 5%%")
     g.add_argument("--queue-packets", type=int, default=default(1000), metavar="N")
     g.add_argument(
+        "--drop-ipv6",
+        action=argparse.BooleanOptionalAction,
+        default=default(False),
+        help="drop every IPv6 packet without a word: a broken IPv6 route (with --aaaa)",
+    )
+    g.add_argument(
         "--dns-delay-ms",
         type=_number,
         default=default(0.0),
@@ -156,6 +162,11 @@ def _add_net_parser(lab_subparsers: argparse._SubParsersAction[Any]) -> None:
     up = sub.add_parser("up", help="create the network and leave it running")
     _add_impairments(up, keep=False)
     up.add_argument("--host-name", default="api.lab.test", help="the name DNS answers")
+    up.add_argument(
+        "--aaaa",
+        action="store_true",
+        help="DNS answers AAAA too, with the server's IPv6 address, which clients try first",
+    )
     up.add_argument(
         "--serve", action="store_true", help="start the simulated endpoint in the server namespace"
     )
@@ -208,11 +219,15 @@ def _describe(settings: NetSettings) -> str:
         f"delay {link.delay_ms:g} ms each way (RTT {2 * link.delay_ms:g} ms), "
         f"jitter ±{link.jitter_ms:g} ms, rate {rate}, loss {link.loss * 100:g}%, "
         f"queue {link.queue_packets} packets; DNS delay {settings.dns_delay_ms:g} ms"
+        + ("; AAAA answered" if settings.aaaa else "")
+        + ("; IPv6 black-holed" if link.drop_ipv6 else "")
     )
 
 
 def _net_up(args: argparse.Namespace) -> int:
-    settings = NetSettings(_link_settings(args, LinkSettings()), args.dns_delay_ms, args.host_name)
+    settings = NetSettings(
+        _link_settings(args, LinkSettings()), args.dns_delay_ms, args.host_name, args.aaaa
+    )
     if args.lifetime_h <= 0:
         raise UsageError("--lifetime-h must be more than 0")
     net = LabNet(settings, name=args.name)

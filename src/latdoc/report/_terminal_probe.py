@@ -36,6 +36,14 @@ def _connection_lines(trace: RequestTrace) -> Group:
         kind = "new connection" if trace.new_connection else "reused connection"
         where = f" to {trace.remote_ip}" if trace.remote_ip else ""
         parts.append(Text(f"{kind} #{trace.connection_id}{where}"))
+    lost = [a for a in trace.connect_attempts if a.outcome != "connected"]
+    if lost:
+        said = ", ".join(
+            f"IPv{a.family} {a.address} {a.outcome} after {format_ms(a.ms)}" for a in lost
+        )
+        parts.append(Text(f"other attempts: {said}"))
+    if trace.tls_resumed:
+        parts.append(Text("TLS session resumed"))
     return Group(Text(f"POST {trace.url}", style="bold"), side_by_side(parts))
 
 
