@@ -38,8 +38,8 @@ def network_path_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator
             how_to_measure="run `latdoc diagnose` again on the other network: the shares "
             "(retransmit_share, out_of_order_share) of the network-path finding",
         )
-    if set(f.evidence) <= _LOSS_KEYS:
-        return  # the loss alone: the path's other remedies address nothing here
+        if set(f.evidence) <= _LOSS_KEYS:
+            return  # the loss alone: the path's other remedies address nothing here
     told = "gateway_ms" in f.evidence
     if told:
         yield _gateway(f, ctx)
