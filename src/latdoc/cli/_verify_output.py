@@ -63,6 +63,10 @@ def emit_comparison(
     document = comparison_to_dict(
         result.comparison, a=run_dict(result.a), b=run_dict(result.b), names=names
     )
+    if result.gates is not None:
+        from latdoc.report import gates_to_dict
+
+        document["gates"] = gates_to_dict(result.gates)
     if args.json:
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
         return
@@ -80,7 +84,8 @@ def emit_comparison(
         except OSError as exc:
             raise UsageError(f"cannot write {path}: {exc.strerror}") from None
         print(f"HTML comparison written to {path}", file=sys.stderr)
-    make_console(sys.stdout).print(
+    console = make_console(sys.stdout)
+    console.print(
         render_comparison(
             result.comparison,
             a_label=describe(result.a),
@@ -88,6 +93,10 @@ def emit_comparison(
             names=names,
         )
     )
+    if result.gates is not None:
+        from latdoc.report import render_gates
+
+        console.print(render_gates(result.gates, names))
 
 
 def verdict_line(result: VerifyResult) -> str:

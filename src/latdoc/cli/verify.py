@@ -11,11 +11,14 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from latdoc.analysis.gates import parse_gates
 from latdoc.cli._options import (
     EXIT_INTERRUPTED,
     EXIT_OK,
+    EXIT_REQUEST_FAILED,
     EXIT_USAGE,
     add_budget_arguments,
+    add_gate_argument,
     add_output_tokens_argument,
     add_store_argument,
     add_target_arguments,
@@ -53,6 +56,7 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
         action="store_true",
         help="compare runs of different endpoints or models",
     )
+    add_gate_argument(compare, "A, the baseline")
     out = compare.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the comparison as JSON")
     out.add_argument("--html", metavar="FILE", help="write the comparison as an HTML page")
@@ -114,10 +118,13 @@ def add_remedy_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_compare(args: argparse.Namespace) -> int:
+    gates = parse_gates(args.fail_if) if args.fail_if else ()
     with Store(args.db) as store:
-        result = compare_runs(store, args.run_a, args.run_b, allow_different=args.allow_different)
+        result = compare_runs(
+            store, args.run_a, args.run_b, allow_different=args.allow_different, gates=gates
+        )
     emit_comparison(result, args, names=("A", "B"))
-    return EXIT_OK
+    return EXIT_REQUEST_FAILED if result.gates is not None and result.gates.failed else EXIT_OK
 
 
 def run_verify(args: argparse.Namespace) -> int:
