@@ -94,3 +94,41 @@ def test_gates_on_runs_drawn_alike_fail_at_most_alpha_as_a_family() -> None:
     assert failed <= tolerated(reps), f"{failed} of {reps} at α = {ALPHA}"
     seen = sum(gates_once(rng, 20, SHAPES["lognormal"], 0.5, "ttft_p50 > +10%") for _ in range(40))
     assert seen >= 36, "a 50% slower TTFT is seen"
+
+
+def _load(url: str, db: Path, *more: str) -> int:
+    return main(["load", url, "-m", "lab-sim", "--concurrency", "1,4", "--duration-per-level",
+                 "1.5", "--max-tokens", "8", "--db", str(db), *more])  # fmt: skip
+
+
+def test_load_holds_a_sweep_against_its_baseline(
+    lab: LabFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "runs.db"
+    with lab(LabConfig(latency=BASE, seed=1)) as server:
+        assert _load(server.base_url, db) == 0
+        with Store(db) as store:
+            baseline = store.list_runs(limit=1)[0].run_id
+        assert _load(server.base_url, db, "--baseline", baseline) == 2
+        assert "go together" in capsys.readouterr().err
+        gate = ["--baseline", baseline, "--fail-if", "ttft_p50 > +10%"]
+        assert _load(server.base_url, db, *gate, "--json") == 0
+        doc = json.loads(capsys.readouterr().out)
+        assert doc["gates"]["rows"] and not doc["gates"]["failed"]
+    with lab(LabConfig(latency=SLOWER, seed=1)) as server:
+        assert _load(server.base_url, db, *gate) == 1
+    out = capsys.readouterr().out
+    assert "FAILED" in out and "4 at once" in out
+
+
+def test_verify_gates_the_remedy_arm_against_todays_way(
+    lab: LabFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with lab(LabConfig(latency=BASE, seed=3)) as server:
+        code = main(["verify", server.base_url, "-m", "lab-sim", "--remedy", "trim", "--from",
+                     "1500", "--to", "300", "--json", "--db", str(tmp_path / "v.db"),
+                     "--max-requests", "24", "--seed", "1",
+                     "--fail-if", "ttft_p50 > +5%"])  # fmt: skip
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert doc["gates"]["rows"] and doc["gates"]["failed"] is False

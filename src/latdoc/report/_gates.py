@@ -10,10 +10,9 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from latdoc.analysis.gates import GateReport
+from latdoc.analysis.gates import GateReport, GateRow
 from latdoc.analysis.policy import ALPHA, MIN_N
 from latdoc.report._compare import format_p
-from latdoc.report.names import format_ms
 
 
 def gates_to_dict(report: GateReport) -> dict[str, Any]:
@@ -42,22 +41,28 @@ def gates_to_dict(report: GateReport) -> dict[str, Any]:
 
 def render_gates(report: GateReport, names: tuple[str, str] = ("A", "B")) -> RenderableType:
     a, b = names
-    table = Table(box=box.SIMPLE, title="Gates", title_justify="left", pad_edge=False)
-    for heading in ("gate", "requests", a, b, f"{b} − {a}", "allowed", "p (Holm)", ""):
-        table.add_column(heading, justify="left" if heading in ("gate", "requests") else "right")
-    for r in report.rows:
-        verdict = Text("FAILED", style="bold red") if r.failed else Text("passed", style="green")
-        table.add_row(
-            f"{r.gate}\n[dim]{r.group}[/dim]",
-            f"{r.n_a}/{r.n_b}",
-            format_ms(r.a_ms),
-            format_ms(r.b_ms),
-            f"{r.b_ms - r.a_ms:+.1f} ms",
-            f"+{r.allowed_ms:.1f} ms",
-            format_p(r.p_adjusted),
-            verdict,
-        )
-    parts: list[RenderableType] = [table]
+    parts: list[RenderableType] = [Text("Gates", style="bold")]
+    groups: dict[str, list[GateRow]] = {}
+    for row in report.rows:
+        groups.setdefault(row.group, []).append(row)
+    for group, rows in groups.items():
+        counts = f"{rows[0].n_a} and {rows[0].n_b} requests, in ms"
+        table = Table(box=box.SIMPLE, title=f"{group}: {counts}", title_justify="left",
+                      title_style="", pad_edge=False)  # fmt: skip
+        table.add_column("gate", no_wrap=True)
+        for heading in (a, b, "change", "allowed", "p (Holm)", ""):
+            table.add_column(heading, justify="right", no_wrap=True)
+        for r in rows:
+            table.add_row(
+                r.gate,
+                f"{r.a_ms:.1f}",
+                f"{r.b_ms:.1f}",
+                f"{r.b_ms - r.a_ms:+.1f}",
+                f"+{r.allowed_ms:.1f}",
+                format_p(r.p_adjusted).removeprefix("p = ").removeprefix("p "),
+                Text("FAILED", style="bold red") if r.failed else Text("passed", style="green"),
+            )
+        parts.append(table)
     for gate in report.unchecked:
         parts.append(
             Text(f"{gate}: not checked, no group had {MIN_N} requests a side measuring it")
