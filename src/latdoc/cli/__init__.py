@@ -70,6 +70,12 @@ def _exchange() -> _Family:
     return (exchange.add_parsers, {"export": exchange.run_export, "import": exchange.run_import})
 
 
+def _plan() -> _Family:
+    from latdoc.cli import plan
+
+    return (plan.add_parser, {"run": plan.run})
+
+
 def _load() -> _Family:
     from latdoc.cli import load
 
@@ -114,6 +120,10 @@ _COMMANDS: dict[str, tuple[str, Callable[[], _Family]]] = {
     "verify": ("measure whether a remedy works: an A/B experiment on the endpoint", _verify),
     "load": ("latency and throughput against load: the knee, the plateau, goodput", _load),
     "watch": ("measure the endpoint on a schedule, to see how it changes across the day", _watch),
+    "run": (
+        "run the latency checks a TOML plan file lists: diagnose, load, verify, watch",
+        _plan,
+    ),
     "system": (
         "the client host as a checklist: TCP sysctls, limits, pool size, HTTP/2, TLS",
         _system,
@@ -162,7 +172,7 @@ def _named(arguments: Sequence[str]) -> list[str]:
     return [first] if first in _COMMANDS else []
 
 
-_KEEPS_A_RUN = frozenset({"diagnose", "load", "watch", "verify", "probe"})
+_KEEPS_A_RUN = frozenset({"diagnose", "load", "watch", "verify", "probe", "run"})
 """The long commands that keep a run: SIGTERM stops them as Ctrl-C does."""
 
 
