@@ -32,9 +32,11 @@ from latdoc.cli._options import (
 )
 from latdoc.errors import UsageError
 from latdoc.features.load import LoadPlan, LoadRun, Slo, Workers, load_endpoint, reload_load
+from latdoc.features.load.replay import Replay
 from latdoc.records import Sample
 from latdoc.report import ProgressBars
 from latdoc.store import Store
+from latdoc.workload.traces import names as trace_formats
 
 DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16)
 DEFAULT_DURATION_S = plan_default(LoadPlan, "duration_per_level")
@@ -85,6 +87,13 @@ def parse_slo(text: str) -> Slo:
                 "ttft=2s,tpot=100ms"
             ) from None
     return Slo(ttft_ms=limits.get("ttft"), tpot_ms=limits.get("tpot"))
+
+
+def speed(text: str) -> float | None:
+    """``2`` (twice the trace's pace), ``0.5``, or ``max`` (``None``: back to back)."""
+    if text.strip().lower() == "max":
+        return None
+    return positive_float(text)
 
 
 def share(text: str) -> float:
@@ -159,6 +168,21 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
     p.add_argument("--json", action="store_true", help="print the sweep as JSON")
     p.add_argument("--seed", type=int, help="seed for prompts and arrival times")
+    replay = p.add_argument_group("replaying a trace")
+    replay.add_argument(
+        "--trace", metavar="FILE",
+        help="replay a trace of real traffic (Mooncake JSONL, ShareGPT, BurstGPT CSV, or "
+        "latdoc's own export), gzipped or not, instead of the levels",
+    )  # fmt: skip
+    replay.add_argument(
+        "--trace-format", choices=trace_formats(), metavar="FORMAT",
+        help=f"the trace's format ({', '.join(trace_formats())}); default: from its first line",
+    )  # fmt: skip
+    replay.add_argument(
+        "--speed", type=speed, default=1.0, metavar="S",
+        help="send at the trace's times ÷ S (default 1), or 'max': as fast as "
+        "--concurrency's streams allow",
+    )  # fmt: skip
     p.add_argument(
         "--baseline",
         metavar="RUN_ID",
@@ -189,6 +213,12 @@ def run(args: argparse.Namespace) -> int:
     if bool(gates) != (args.baseline is not None):
         raise UsageError("--fail-if and --baseline RUN_ID go together: the gates hold this "
                          "run against the baseline")  # fmt: skip
+    replay = None
+    if args.trace is not None:
+        if args.rate:
+            raise UsageError("--trace sends at the trace's own times: leave out --rate")
+        streams = (args.concurrency or (1,))[0]
+        replay = Replay(args.trace, args.trace_format, args.speed, streams)
     baseline: list[Sample] = []
     if args.baseline is not None:
         with Store(args.db) as store:
@@ -223,6 +253,7 @@ def run(args: argparse.Namespace) -> int:
                     on_progress=progress,
                     on_sample=None if metrics is None else (lambda s: metrics.observe(s.trace)),
                     workers=spread,
+                    replay=replay,
                 )
             finally:
                 progress.clear()
