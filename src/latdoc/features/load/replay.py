@@ -145,8 +145,16 @@ class _Replayer:
         return self.plan.connection.session(self.plan.endpoint, max_connections=1)
 
     async def send(
-        self, session: ProbeSession, request: TraceRequest, prompt: Any, step: Step, label: int
+        self,
+        session: ProbeSession,
+        request: TraceRequest,
+        prompt: Any,
+        step: Step,
+        label: int,
+        due_ns: int | None = None,
     ) -> tuple[RequestTrace, str] | None:
+        """Reserve, send and keep one request; ``due_ns``: when the trace says it is sent
+        (its lag is measured as it leaves)."""
         out = max(1, min(request.output_tokens, self.plan.max_tokens))
         cost = prompt_cost(ASSUMED, ASSUMED.words_for(request.input_tokens))
         if not self.budget.reserve(cost, out):
@@ -156,6 +164,8 @@ class _Replayer:
         repeated = bool(request.blocks) and request.blocks[0] in self.seen_blocks
         if request.blocks and len(self.seen_blocks) < 1_000_000:
             self.seen_blocks.add(request.blocks[0])
+        if due_ns is not None:
+            self.late_ms.append(max(0.0, (now_ns() - due_ns) / 1e6))
         trace = await session.request(prompt, out, on_event=_collect(text, self.plan))
         if request.blocks:
             self.shared.append((repeated, trace.cached_prompt_tokens if trace.ok else None))
@@ -179,9 +189,11 @@ class _Replayer:
                 for _ in range(self.plan.max_in_flight):
                     idle.put_nowait(await stack.enter_async_context(self._session()))
 
-                async def arrival(session: ProbeSession, r: TraceRequest) -> None:
+                async def arrival(
+                    session: ProbeSession, r: TraceRequest, prompt: str, due: int
+                ) -> None:
                     try:
-                        await self.send(session, r, prompt_of(r, self.rng), Step.ARRIVALS, 1)
+                        await self.send(session, r, prompt, Step.ARRIVALS, 1, due)
                     finally:
                         idle.put_nowait(session)
 
@@ -189,13 +201,14 @@ class _Replayer:
                     for r in requests:
                         if self.stopped is not None:
                             break
+                        # The prompt is made before its time comes, so making it is no lag.
+                        prompt = prompt_of(r, self.rng)
                         due = start + int((r.at_s or 0.0) / speed * _NS)
                         wait = due - now_ns()
                         if wait > 0:
                             await asyncio.sleep(wait / _NS)
                         session = await idle.get()
-                        self.late_ms.append(max(0.0, (now_ns() - due) / 1e6))
-                        group.create_task(arrival(session, r))
+                        group.create_task(arrival(session, r, prompt, due))
         except BaseException:
             partial = True
             raise
