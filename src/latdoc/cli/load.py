@@ -32,7 +32,9 @@ from latdoc.cli._options import (
 )
 from latdoc.errors import UsageError
 from latdoc.features.load import LoadPlan, LoadRun, Slo, Workers, load_endpoint, reload_load
+from latdoc.features.load.findmax import DEFAULT_LIMIT, Objective, objective
 from latdoc.features.load.replay import Replay
+from latdoc.features.load.run import FindMaxAsk
 from latdoc.records import Sample
 from latdoc.report import ProgressBars
 from latdoc.store import Store
@@ -71,22 +73,30 @@ def rate_list(text: str) -> tuple[float, ...]:
     return values
 
 
-def parse_slo(text: str) -> Slo:
-    """``ttft=2s,tpot=100ms``: the objectives a request must meet to count as goodput."""
+def parse_slo(text: str) -> tuple[Slo, tuple[Objective, ...]]:
+    """``ttft=2s,tpot=100ms``: the objectives a request must meet to count as goodput;
+    ``ttft_p95=2s,tpot_p50=80ms``: the quantiles ``--find-max`` holds each level to."""
     limits: dict[str, float] = {}
+    objectives: list[Objective] = []
     for part in text.split(","):
         name, _, value = part.partition("=")
         name = name.strip().lower()
         try:
-            if name not in ("ttft", "tpot"):
+            ms = duration(value) * 1000.0
+            if name in ("ttft", "tpot"):
+                limits[name] = ms
+            elif "_p" in name:
+                objectives.append(objective(name, ms))
+            else:
                 raise argparse.ArgumentTypeError(name)
-            limits[name] = duration(value) * 1000.0
-        except argparse.ArgumentTypeError:
+        except (argparse.ArgumentTypeError, UsageError) as exc:
+            said = str(exc) if isinstance(exc, UsageError) else ""
             raise argparse.ArgumentTypeError(
-                f"--slo {text!r}: expected ttft=DURATION and/or tpot=DURATION, e.g. "
-                "ttft=2s,tpot=100ms"
+                said
+                or f"--slo {text!r}: expected ttft=DURATION and/or tpot=DURATION, e.g. "
+                "ttft=2s,tpot=100ms (or, with --find-max, ttft_p95=2s,tpot_p50=80ms)"
             ) from None
-    return Slo(ttft_ms=limits.get("ttft"), tpot_ms=limits.get("tpot"))
+    return Slo(ttft_ms=limits.get("ttft"), tpot_ms=limits.get("tpot")), tuple(objectives)
 
 
 def speed(text: str) -> float | None:
@@ -148,7 +158,17 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     )  # fmt: skip
     p.add_argument(
         "--slo", type=parse_slo, metavar="ttft=2s,tpot=100ms",
-        help="objectives a request must meet to count as goodput",
+        help="objectives a request must meet to count as goodput; with --find-max, "
+        "quantiles each level must meet (ttft_p95=2s,tpot_p50=80ms)",
+    )  # fmt: skip
+    p.add_argument(
+        "--find-max", action="store_true",
+        help="find the most streams that meet --slo's quantiles: double from 1 until a "
+        "level fails, then bisect; each level runs until its intervals decide",
+    )  # fmt: skip
+    p.add_argument(
+        "--find-max-limit", type=positive_int, default=DEFAULT_LIMIT, metavar="N",
+        help=f"the most streams --find-max grows to (default {DEFAULT_LIMIT})",
     )  # fmt: skip
     p.add_argument(
         "--yes", action="store_true",
@@ -213,6 +233,20 @@ def run(args: argparse.Namespace) -> int:
     if bool(gates) != (args.baseline is not None):
         raise UsageError("--fail-if and --baseline RUN_ID go together: the gates hold this "
                          "run against the baseline")  # fmt: skip
+    slo, objectives = args.slo or (None, ())
+    found = None
+    if args.find_max:
+        if not objectives:
+            raise UsageError(
+                "--find-max needs --slo with quantiles, e.g. ttft_p95=2s,tpot_p50=80ms"
+            )
+        if args.rate or args.trace or args.processes or args.ray:
+            raise UsageError("--find-max probes closed-loop levels from this process: leave "
+                             "out --rate, --trace, --processes and --ray")  # fmt: skip
+        found = FindMaxAsk(objectives, args.find_max_limit)
+    elif objectives:
+        raise UsageError("--slo's quantiles (ttft_p95=…) are for --find-max; goodput takes "
+                         "ttft=… and tpot=…")  # fmt: skip
     replay = None
     if args.trace is not None:
         if args.rate:
@@ -248,12 +282,13 @@ def run(args: argparse.Namespace) -> int:
                 result = load_endpoint(
                     plan,
                     store=store,
-                    slo=args.slo,
+                    slo=slo,
                     confirmed=args.yes,
                     on_progress=progress,
                     on_sample=None if metrics is None else (lambda s: metrics.observe(s.trace)),
                     workers=spread,
                     replay=replay,
+                    find_max=found,
                 )
             finally:
                 progress.clear()

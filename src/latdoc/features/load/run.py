@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 from latdoc.errors import UsageError
 from latdoc.features.load.analysis import LevelWindow, LoadAnalysis, Slo, analyse_load
+from latdoc.features.load.findmax import FindMax, Objective, find_max_sweep
 from latdoc.features.load.fleet import Fleet, FleetSweep, join
 from latdoc.features.load.processes import ProcessFleet
 from latdoc.features.load.render import load_to_dict
@@ -38,6 +39,14 @@ class LoadRun:
     endpoint: str
     model: str
     store_path: str
+
+
+@dataclass(frozen=True)
+class FindMaxAsk:
+    """``--find-max``: the quantiles each level must meet, and the most streams to try."""
+
+    objectives: tuple[Objective, ...]
+    limit: int
 
 
 @dataclass(frozen=True)
@@ -84,6 +93,7 @@ def load_endpoint(
     on_progress: Callable[[str, int, int], None] | None = None,
     workers: Workers | None = None,
     replay: Replay | None = None,
+    find_max: FindMaxAsk | None = None,
 ) -> LoadRun:
     """Run ``plan``'s sweep, keep every sample as it finishes, and analyse each level.
 
@@ -105,6 +115,14 @@ def load_endpoint(
                           "streams": replay.streams}  # fmt: skip
         sweep = replay_sweep(plan, replay, on_progress)
         return _run_sweep(plan, sweep, store, slo, meta, on_sample)
+    if find_max is not None:
+        found: list[FindMax] = []
+        sweep = find_max_sweep(plan, find_max.objectives, find_max.limit, on_progress,
+                               found.append)  # fmt: skip
+        run = _run_sweep(plan, sweep, store, slo, meta, on_sample)
+        if found:
+            store.update_meta(run.run_id, {"find_max": found[0].document()})
+        return run
     with ExitStack() as stack:
         if workers is None:
             return _run_sweep(plan, _local_sweep(plan, on_progress), store, slo, meta, on_sample)
