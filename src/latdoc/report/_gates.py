@@ -16,6 +16,7 @@ from latdoc.report._compare import format_p
 
 
 def gates_to_dict(report: GateReport) -> dict[str, Any]:
+    """The ``gates`` object of a JSON document: α, whether any row failed, every row."""
     return {
         "alpha": ALPHA,
         "failed": bool(report.failed),
@@ -40,6 +41,7 @@ def gates_to_dict(report: GateReport) -> dict[str, Any]:
 
 
 def render_gates(report: GateReport, names: tuple[str, str] = ("A", "B")) -> RenderableType:
+    """The gates as terminal tables, a table per group of like requests, and the verdict."""
     a, b = names
     parts: list[RenderableType] = [Text("Gates", style="bold")]
     groups: dict[str, list[GateRow]] = {}

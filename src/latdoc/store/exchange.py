@@ -110,11 +110,12 @@ def _sample(index: int, record: Any) -> Sample:
 
 
 def _load_v1(document: Mapping[str, Any]) -> RunDocument:
+    run = document["run"]
     samples = tuple(_sample(i, r) for i, r in enumerate(_list(document["samples"], "samples")))
     diagnosis = document["diagnosis"]
     if diagnosis is not None and not isinstance(diagnosis, dict):
         raise ValueError("diagnosis: expected an object or null")
-    info = run_from_data(document["run"], diagnosis)
+    info = run_from_data(run, diagnosis)
     failed = sum(1 for s in samples if s.trace.error is not None)
     return RunDocument(replace(info, requests=len(samples), failed=failed), samples, diagnosis)
 
