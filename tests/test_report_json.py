@@ -48,7 +48,7 @@ TRACE_KEYS = {
     "ttfr_ms", "ttfa_ms", "reasoning_ms", "reasoning_tokens", "unknown_events",
     "proxy_headers",
     "client_delay_ms", "server_ttft_ms", "arrival_clock",
-    "first_event_ms", "first_tool_call_ms",
+    "first_event_ms", "first_tool_call_ms", "prompt_chars", "prompt_tokens_estimated",
 }  # fmt: skip
 TCP_INFO_KEYS = {
     "rtt_us", "rtt_ms", "rttvar_us", "rttvar_ms", "min_rtt_us", "min_rtt_ms", "retransmits",

@@ -1,7 +1,8 @@
 """What an application's request says about itself, read from the httpcore request the
 pool is handed: its URL (credentials redacted) and the dialect its path speaks, the
-model named in its JSON body, its key, body size and ``X-Request-ID``, and the
-timeouts httpx set on it.
+model named in its JSON body, the size of the prompt in it, its key, body size and
+``X-Request-ID``, and the timeouts httpx set on it; and the same request asking its
+stream for usage, where its dialect has a field for that.
 """
 
 from __future__ import annotations
@@ -10,15 +11,19 @@ import json
 from typing import Any
 
 from latdoc.probe import Timeouts, TraceTarget, dialects
+from latdoc.probe.dialects import DialectSpec
+from latdoc.records import estimate_tokens
 from latdoc.store import redact_url
 
 __all__ = [
     "body_size",
     "dialect_of",
+    "prompt_size",
     "request_id",
     "request_timeouts",
     "trace_target",
     "url_text",
+    "with_usage_asked",
 ]
 
 
@@ -103,15 +108,53 @@ def body_size(request: Any) -> int | None:
 
 def _model_of(request: Any) -> str:
     """The ``model`` of a JSON request body, read from its bytes when it has them."""
-    body = _request_body(request)
-    if body is None:
-        return ""
-    try:
-        obj = json.loads(body)
-    except ValueError:
-        return ""
+    obj = _json_body(request)
     model = obj.get("model") if isinstance(obj, dict) else None
     return model if isinstance(model, str) else ""
+
+
+def prompt_size(request: Any) -> tuple[int | None, int | None]:
+    """Characters of the prompt's text in a request's JSON body, as its dialect places
+    the prompt, and the tokens they are estimated to hold; ``(None, None)`` when the
+    body was not read or holds no prompt."""
+    spec = _spec_of(request)
+    chars = None if spec is None else spec.prompt_chars(_json_body(request))
+    return chars, None if chars is None else estimate_tokens(chars)
+
+
+def with_usage_asked(request: Any) -> Any | None:
+    """A copy of a streamed request whose body asks the stream to report its usage
+    (chat completions' ``stream_options.include_usage``), its ``Content-Length`` set
+    anew; ``None`` when its dialect reports usage unasked or has no such field, when it
+    does not stream, names the option already, or its body is not JSON held in bytes."""
+    spec = _spec_of(request)
+    asked = None if spec is None else spec.with_usage_asked(_json_body(request))
+    if asked is None:
+        return None
+    content = json.dumps(asked, separators=(",", ":"), ensure_ascii=False).encode()
+    headers = [(k, v) for k, v in request.headers if k.lower() != b"content-length"]
+    headers.append((b"Content-Length", str(len(content)).encode("ascii")))
+    return type(request)(
+        method=request.method,
+        url=request.url,
+        headers=headers,
+        content=content,
+        extensions=dict(request.extensions),
+    )
+
+
+def _spec_of(request: Any) -> DialectSpec | None:
+    return dialects.of_path(url_text(request.url).split("?", 1)[0])
+
+
+def _json_body(request: Any) -> Any:
+    body = _request_body(request)
+    if body is None:
+        return None
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None
 
 
 def _request_body(request: Any) -> bytes | None:

@@ -7,6 +7,7 @@ read a non-streamed answer's usage and error, and the failure the probe classifi
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import zlib
 from datetime import UTC, datetime
@@ -17,6 +18,7 @@ import httpcore
 from latdoc.client._request_facts import (
     body_size,
     dialect_of,
+    prompt_size,
     request_id,
     request_timeouts,
     trace_target,
@@ -172,6 +174,16 @@ class RequestWatch:
             error = TraceError(ErrorKind.STREAM_BROKEN, self.rec.phase, type(exc).__name__)
         self._keep(error)
 
+    @property
+    def concurrency(self) -> int:
+        """Requests in flight when this one was sent, itself included."""
+        return self._concurrency
+
+    def discard(self) -> None:
+        """A request latdoc itself changed and the server refused: kept as nothing (the
+        application's own request, sent again, is kept in its place)."""
+        self._kept = True
+
     def abandon(self) -> None:
         """The application closed the response before its end: kept, without an end."""
         self._keep(None)
@@ -192,6 +204,11 @@ class RequestWatch:
             started_ns=self._started_ns,
             request_id=request_id(self._request),
         )
+        chars, estimated = prompt_size(self._request)
+        if chars is not None:
+            trace = dataclasses.replace(
+                trace, prompt_chars=chars, prompt_tokens_estimated=estimated
+            )
         self._handle.request_finished(trace, self._concurrency)
 
 
