@@ -165,8 +165,8 @@ def _length(calls: Sequence[RequestTrace]) -> tuple[list[Sample], list[StepNote]
                 Step.LENGTH,
                 f"{len(unreported)} successful requests carried no prompt count from the "
                 "server (a streamed request reports usage only when asked: "
-                "stream_options include_usage, which `instrument(..., ask_usage=True)` "
-                "adds); the prompt tokens of "
+                "stream_options include_usage, which `instrument(..., ask_usage=True)` adds "
+                "to an instrumented application's requests); the prompt tokens of "
                 f"{estimated} are estimated from the characters of their prompts "
                 f"({CHARS_PER_TOKEN} a token), not counted by the server's tokenizer",
             )

@@ -47,7 +47,8 @@ def diagnose_traffic(store: Store, run_id: str) -> DiagnosisRun:
 
 def diagnose_otlp(store: Store, path: Path | str) -> DiagnosisRun:
     """Keep the GenAI spans of an OTLP JSON file as a run of recorded traffic, and
-    diagnose it; the notes name the phases spans cannot tell apart."""
+    diagnose it; the notes name the instrumentation that wrote the spans (kept in the
+    run's meta as ``instrumentation`` too) and the phases spans cannot tell apart."""
     file = Path(path)
     try:
         data = file.read_bytes()
@@ -59,7 +60,12 @@ def diagnose_otlp(store: Store, path: Path | str) -> DiagnosisRun:
         endpoint=first.url,
         model=first.model or "(spans)",
         scenario=Scenario.CHAT,
-        meta={"source": "otlp", "file": file.name, "spans": len(spans.traces)},
+        meta={
+            "source": "otlp",
+            "file": file.name,
+            "spans": len(spans.traces),
+            "instrumentation": spans.instrumentation,
+        },
         kind="instrument",
     )
     store.add_samples(

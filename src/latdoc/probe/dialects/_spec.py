@@ -35,6 +35,7 @@ __all__ = [
     "Signer",
     "bearer_auth",
     "event_type",
+    "text_chars",
 ]
 
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high")
@@ -199,7 +200,7 @@ class DialectSpec:
         held = [body[name] for name in self.prompt_fields if name in body]
         if not held:
             return None
-        return sum(_text_chars(value) for value in held)
+        return sum(text_chars(value) for value in held)
 
     def with_usage_asked(self, body: Any) -> dict[str, Any] | None:
         """``body`` (the parsed JSON of a streamed request) asking its stream to report
@@ -227,15 +228,16 @@ _TEXT_KEYS = frozenset({"content", "text", "parts", "input", "system", "prompt"}
 ``type`` are not)."""
 
 
-def _text_chars(value: Any) -> int:
+def text_chars(value: Any) -> int:
     """Characters of text in a prompt field's value: a string, a list of them or of
-    messages and parts, a message or part object."""
+    messages and parts, a message or part object (its ``content``, ``text``, ``parts``,
+    ``input``, ``system`` or ``prompt``)."""
     if isinstance(value, str):
         return len(value)
     if isinstance(value, list):
-        return sum(_text_chars(item) for item in value)
+        return sum(text_chars(item) for item in value)
     if isinstance(value, Mapping):
-        return sum(_text_chars(v) for k, v in value.items() if k in _TEXT_KEYS)
+        return sum(text_chars(v) for k, v in value.items() if k in _TEXT_KEYS)
     return 0
 
 
