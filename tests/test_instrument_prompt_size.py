@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 from pathlib import Path
 
 import openai
@@ -14,6 +15,7 @@ import pytest
 
 from conftest import FAST, LabFactory
 from latdoc import Kind, Step, Store, diagnose_traffic, instrument
+from latdoc.cli import main
 from latdoc.lab.sim import LabConfig, chat_prompt_tokens
 from latdoc.probe import dialects
 from latdoc.probe._dialects import request_body
@@ -65,7 +67,7 @@ def _traces(db: Path, run_id: str) -> list[RequestTrace]:
 
 
 def test_a_stream_without_usage_still_shows_the_length_curve(
-    lab: LabFactory, tmp_path: Path
+    lab: LabFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = tmp_path / "s.db"
     with lab(LabConfig(latency=PREFILL, seed=21)) as server:
@@ -89,6 +91,10 @@ def test_a_stream_without_usage_still_shows_the_length_curve(
     points = [p.prompt_tokens for p in diagnosis.length.points]
     estimates = sorted({t.prompt_tokens_estimated for t in traces})
     assert points == estimates
+    assert main(["diagnose", "--from-run", run_id, "--db", str(db), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["traffic_source"] == {"kind": "instrument", "recorded_by": "latdoc.instrument"}
+    assert report["verdict"]["primary"] == Kind.INPUT_LENGTH.value
 
 
 def test_ask_usage_keeps_the_servers_own_counts(lab: LabFactory, tmp_path: Path) -> None:

@@ -102,6 +102,11 @@ def test_spans_of_a_streaming_app_show_its_prefill_growing_with_the_input(
     assert main(["diagnose", "--from-otlp", str(file), "--db", str(db), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["verdict"]["primary"] == Kind.INPUT_LENGTH.value
+    assert report["traffic_source"] == {
+        "kind": "otlp",
+        "recorded_by": traffic.instrumentation,
+        "file": "spans.json",
+    }
     notes = " ".join(n["text"] for n in report["notes"])
     assert f"written by {NAMES[instrumentation]}" in notes
     assert "carry no time to first chunk" not in notes
@@ -109,6 +114,9 @@ def test_spans_of_a_streaming_app_show_its_prefill_growing_with_the_input(
     with Store(db) as store:
         (info,) = store.list_runs()
     assert info.meta["instrumentation"] == traffic.instrumentation
+    assert main(["diagnose", "--from-run", info.run_id, "--db", str(db)]) == 0
+    terminal = " ".join(capsys.readouterr().out.split())
+    assert f"Traffic recorded by {traffic.instrumentation}, read from spans.json" in terminal
 
 
 def test_openllmetry_chunk_events_tell_a_role_chunk_sent_before_the_prefill(

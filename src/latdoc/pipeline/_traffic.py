@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from latdoc.advice.remedies import with_remedies
 from latdoc.analysis.attribution import diagnose
@@ -42,7 +43,17 @@ def diagnose_traffic(store: Store, run_id: str) -> DiagnosisRun:
         (*info.notes, *views.notes),
     )
     diagnosis = with_remedies(diagnose(samples, context, views), context)
-    return DiagnosisRun(info.run_id, diagnosis, tuple(samples), info.status, store.path)
+    kind = str(info.meta.get("source", "instrument"))
+    source: dict[str, Any] = {
+        "kind": kind,
+        "recorded_by": str(info.meta.get("instrumentation") or "")
+        or ("latdoc.instrument" if kind == "instrument" else "an unnamed instrumentation"),
+    }
+    if "file" in info.meta:
+        source["file"] = str(info.meta["file"])
+    return DiagnosisRun(
+        info.run_id, diagnosis, tuple(samples), info.status, store.path, source=source
+    )
 
 
 def diagnose_otlp(store: Store, path: Path | str) -> DiagnosisRun:
