@@ -152,3 +152,25 @@ def test_usage_is_read_in_each_instrumentations_attribute_names(
         assert "2 of 2 successful spans carry no time to first chunk" in notes
     else:
         assert all(t.ttft_ms is not None for t in traffic.traces)
+
+
+def test_the_conventions_time_to_first_chunk_attribute_is_read_in_seconds() -> None:
+    # As opentelemetry-util-genai 1.2 and later write it (openai-v2 2.4b0 cannot load
+    # those releases): seconds from the span's start, a double.
+    def span(seconds: float) -> dict[str, object]:
+        return {
+            "startTimeUnixNano": "1000000000",
+            "endTimeUnixNano": "3000000000",
+            "attributes": [
+                {"key": "gen_ai.request.model", "value": {"stringValue": "m"}},
+                {"key": "gen_ai.response.time_to_first_chunk", "value": {"doubleValue": seconds}},
+            ],
+        }
+
+    scope = {"name": "opentelemetry.util.genai.handler", "version": "1.3b0"}
+    document = {
+        "resourceSpans": [{"scopeSpans": [{"scope": scope, "spans": [span(0.25), span(9.0)]}]}]
+    }
+    traffic = read_otlp(json.dumps(document))
+    assert [t.ttft_ms for t in traffic.traces] == [250.0, None]
+    assert traffic.instrumentation == NAMES["openai-v2"] + " 1.3b0"

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import re
 import statistics
 from collections import Counter
@@ -158,11 +159,12 @@ class _Span:
 
 def _scope_name(scope: At) -> str:
     """What the report calls the instrumentation an ``InstrumentationScope`` names."""
-    if scope.missing:
+    if not isinstance(scope.value, dict):
         return "an unnamed instrumentation"
-    name_at, version_at = scope.get("name"), scope.get("version")
-    name = "" if name_at.missing else name_at.text()
-    version = "" if version_at.missing else version_at.text()
+    # Only named in the report: a name or version of another type is no name.
+    name, version = scope.value.get("name"), scope.value.get("version")
+    name = name if isinstance(name, str) else ""
+    version = version if isinstance(version, str) else ""
     known = next((label for prefix, label in _SCOPES if name.startswith(prefix)), None)
     if known is None:
         known = name or "an unnamed instrumentation"
@@ -314,7 +316,10 @@ def _prompt_chars(a: dict[str, Any]) -> int | None:
         if isinstance(messages, dict):
             messages = messages.get("messages")
         if isinstance(messages, list):
-            return dialects.text_chars(messages)
+            try:
+                return dialects.text_chars(messages)
+            except RecursionError:
+                return None
     parts = [v for k, v in a.items() if _PROMPT_TEXT.fullmatch(k) and isinstance(v, str)]
     return sum(len(p) for p in parts) if parts else None
 
@@ -403,8 +408,9 @@ def _first_chunk_attribute(span: _Span, start: int, end: int) -> int | None:
     a = span.attributes
     seconds = a.get("gen_ai.response.time_to_first_chunk")
     if isinstance(seconds, int | float) and not isinstance(seconds, bool):
-        at = round(seconds * 1e9)
-        return at if 0 <= at <= end - start else None
+        if not (math.isfinite(seconds) and 0 <= seconds <= (end - start) / 1e9):
+            return None
+        return round(seconds * 1e9)
     stamp = a.get("langfuse.observation.completion_start_time")
     if not isinstance(stamp, str):
         return None
