@@ -18,6 +18,7 @@ from latdoc.store import redact_url
 __all__ = [
     "body_size",
     "dialect_of",
+    "json_body",
     "prompt_size",
     "request_id",
     "request_timeouts",
@@ -44,13 +45,15 @@ def request_timeouts(request: Any) -> Timeouts:
     )
 
 
-def trace_target(request: Any) -> TraceTarget:
+def trace_target(request: Any, body: Any) -> TraceTarget:
+    """Where the request went, its model (from ``body``, its parsed JSON body:
+    :func:`json_body`), dialect and key."""
     url = request.url
     scheme = url.scheme.decode("ascii") if isinstance(url.scheme, bytes) else str(url.scheme)
     text = url_text(url)
     return TraceTarget(
         url=redact_url(text),
-        model=_model_of(request),
+        model=_model_of(body),
         dialect=dialect_of(text),
         is_tls=scheme == "https",
         secret=_bearer(request),
@@ -106,19 +109,18 @@ def body_size(request: Any) -> int | None:
     return int(value) if value is not None and value.isdigit() else None
 
 
-def _model_of(request: Any) -> str:
-    """The ``model`` of a JSON request body, read from its bytes when it has them."""
-    obj = _json_body(request)
-    model = obj.get("model") if isinstance(obj, dict) else None
+def _model_of(body: Any) -> str:
+    """The ``model`` of a parsed JSON request body."""
+    model = body.get("model") if isinstance(body, dict) else None
     return model if isinstance(model, str) else ""
 
 
-def prompt_size(request: Any) -> tuple[int | None, int | None]:
-    """Characters of the prompt's text in a request's JSON body, as its dialect places
-    the prompt, and the tokens they are estimated to hold; ``(None, None)`` when the
-    body was not read or holds no prompt."""
+def prompt_size(request: Any, body: Any) -> tuple[int | None, int | None]:
+    """Characters of the prompt's text in a request's parsed JSON body (:func:`json_body`),
+    as its dialect places the prompt, and the tokens they are estimated to hold;
+    ``(None, None)`` when the body was not read or holds no prompt."""
     spec = _spec_of(request)
-    chars = None if spec is None else spec.prompt_chars(_json_body(request))
+    chars = None if spec is None else spec.prompt_chars(body)
     return chars, None if chars is None else estimate_tokens(chars)
 
 
@@ -128,7 +130,7 @@ def with_usage_asked(request: Any) -> Any | None:
     anew; ``None`` when its dialect reports usage unasked or has no such field, when it
     does not stream, names the option already, or its body is not JSON held in bytes."""
     spec = _spec_of(request)
-    asked = None if spec is None else spec.with_usage_asked(_json_body(request))
+    asked = None if spec is None else spec.with_usage_asked(json_body(request))
     if asked is None:
         return None
     content = json.dumps(asked, separators=(",", ":"), ensure_ascii=False).encode()
@@ -147,7 +149,9 @@ def _spec_of(request: Any) -> DialectSpec | None:
     return dialects.of_path(url_text(request.url).split("?", 1)[0])
 
 
-def _json_body(request: Any) -> Any:
+def json_body(request: Any) -> Any:
+    """The request's JSON body, parsed once for every fact read from it; ``None`` when
+    its bytes are not held or are not JSON."""
     body = _request_body(request)
     if body is None:
         return None

@@ -18,6 +18,7 @@ import httpcore
 from latdoc.client._request_facts import (
     body_size,
     dialect_of,
+    json_body,
     prompt_size,
     request_id,
     request_timeouts,
@@ -192,6 +193,7 @@ class RequestWatch:
         if self._kept:
             return
         self._kept = True
+        body = json_body(self._request)
         trace = freeze_trace(
             self.rec,
             datetime.fromtimestamp(self._started_ns // 1_000_000_000, UTC).replace(
@@ -200,11 +202,11 @@ class RequestWatch:
             self._exchange,
             error,
             body_size(self._request),
-            trace_target(self._request),
+            trace_target(self._request, body),
             started_ns=self._started_ns,
             request_id=request_id(self._request),
         )
-        chars, estimated = prompt_size(self._request)
+        chars, estimated = prompt_size(self._request, body)
         if chars is not None:
             trace = dataclasses.replace(
                 trace, prompt_chars=chars, prompt_tokens_estimated=estimated
