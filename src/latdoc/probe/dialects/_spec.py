@@ -9,6 +9,7 @@ serves every dialect reads these fields; it never asks which dialect it has.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -105,9 +106,13 @@ class Route:
 
     def matches(self, path: str) -> bool:
         """Whether a request's URL path (without its query) ends in this route, for any model."""
+        return self._pattern.search(path) is not None
+
+    @functools.cached_property
+    def _pattern(self) -> re.Pattern[str]:
         route = (self.after or "") + self.path.split("?", 1)[0]
         pattern = "[^/]+".join(re.escape(part) for part in route.split("{model}"))
-        return re.search(pattern + "$", path) is not None
+        return re.compile(pattern + "$")
 
     @property
     def length(self) -> int:
