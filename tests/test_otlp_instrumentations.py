@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FAST, LabFactory
-from latdoc import Kind, Store
+from latdoc import Kind, Store, diagnose_otlp
 from latdoc.cli import main
 from latdoc.lab.sim import LabConfig, LatencyModel, chat_prompt_tokens
 from latdoc.records import RequestTrace
@@ -110,6 +110,7 @@ def test_spans_of_a_streaming_app_show_its_prefill_growing_with_the_input(
     notes = " ".join(n["text"] for n in report["notes"])
     assert f"written by {NAMES[instrumentation]}" in notes
     assert "carry no time to first chunk" not in notes
+    assert "may come before the prefill" not in notes
     assert "all of them estimated from the prompts' characters" in notes
     with Store(db) as store:
         (info,) = store.list_runs()
@@ -132,6 +133,21 @@ def test_openllmetry_chunk_events_tell_a_role_chunk_sent_before_the_prefill(
         assert trace.first_event_ms is not None and trace.first_event_ms < 50
     notes = " ".join(n.text for n in traffic.notes)
     assert "taken for such a chunk" in notes
+
+
+def test_a_first_chunk_sent_before_the_prefill_is_suspected_where_it_hides_the_prefill(
+    lab: LabFactory, tmp_path: Path
+) -> None:
+    # OpenInference times the first chunk only: the lab's role chunk, sent with the
+    # headers, stands in for the first token, and the prefill falls after it.
+    with lab(LabConfig(latency=PREFILL, seed=34)) as server:
+        file = _spans(server.base_url, tmp_path / "spans.json", "openinference", WORDS, usage=True)
+    with Store(tmp_path / "s.db") as store:
+        run = diagnose_otlp(store, file)
+    assert run.diagnosis.verdict.primary is not Kind.INPUT_LENGTH
+    notes = " ".join(n.text for n in run.diagnosis.notes)
+    assert "the first chunk recorded may come before the prefill" in notes
+    assert "at the same output" in notes
 
 
 @pytest.mark.parametrize("instrumentation", list(NAMES))

@@ -27,7 +27,7 @@ from __future__ import annotations
 import bisect
 import math
 import statistics
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -39,6 +39,11 @@ LENGTH_BUCKET = 1.25
 """Prompt sizes within this ratio are one point of the length curve."""
 MIN_SAME_LENGTH = 5
 """Fewer same-length requests than this say nothing about queueing."""
+HIDDEN_PREFILL_GROWTH = 3.0
+HIDDEN_PREFILL_MS = 50.0
+"""When the time after the first chunk grows this many times more than the time to it
+(and by at least this many ms) from the shortest prompts to the longest, at the same
+output, the first chunk recorded may have come before the prefill."""
 
 
 @dataclass(frozen=True)
@@ -226,7 +231,56 @@ def _length(calls: Sequence[RequestTrace]) -> tuple[list[Sample], list[StepNote]
             "requests also differ in timing, connection and concurrency",
         )
     )
+    hidden = _prefill_after_first_chunk(by_bucket)
+    if hidden is not None:
+        notes.append(
+            StepNote(
+                Step.LENGTH,
+                f"from the shortest prompts to the longest the time to first token changed "
+                f"by {hidden[0]:+.0f} ms, but the time after it by {hidden[1]:+.0f} ms "
+                + ("at the same output" if hidden[2] else "(the output's length unreported)")
+                + ": the first chunk recorded may come before the prefill (a "
+                "chunk without output, such as a role-only chunk sent with the headers), "
+                "which then hides the prefill from the time to first token",
+            )
+        )
     return samples, notes
+
+
+def _prefill_after_first_chunk(
+    by_bucket: Mapping[int, Sequence[RequestTrace]],
+) -> tuple[float, float, bool] | None:
+    """The growth of the median time to first token, and of the median time after it,
+    from the shortest length to the longest, when the second outgrows the first by
+    :data:`HIDDEN_PREFILL_GROWTH` (and :data:`HIDDEN_PREFILL_MS`) at the same output
+    (the median output tokens within a quarter, where the requests report them), and
+    whether the output tokens were known."""
+    lo, hi = by_bucket[min(by_bucket)], by_bucket[max(by_bucket)]
+
+    def medians(traces: Sequence[RequestTrace]) -> tuple[float, float, float | None] | None:
+        timed = [t for t in traces if t.ttft_ms is not None and t.total_ms is not None]
+        if not timed:
+            return None
+        outputs = [t.output_tokens for t in timed if t.output_tokens is not None]
+        return (
+            statistics.median(t.ttft_ms or 0.0 for t in timed),
+            statistics.median((t.total_ms or 0.0) - (t.ttft_ms or 0.0) for t in timed),
+            statistics.median(outputs) if len(outputs) == len(timed) else None,
+        )
+
+    short, long = medians(lo), medians(hi)
+    if short is None or long is None:
+        return None
+    known = short[2] is not None and long[2] is not None
+    if (
+        known
+        and not (short[2] or 0) / LENGTH_BUCKET <= (long[2] or 0) <= (short[2] or 0) * LENGTH_BUCKET
+    ):
+        return None
+    first, after = long[0] - short[0], long[1] - short[1]
+    if after < max(HIDDEN_PREFILL_MS, HIDDEN_PREFILL_GROWTH * max(first, 0.0)):
+        return None
+    return first, after, known
 
 
 def _bucket(tokens: int) -> int:
