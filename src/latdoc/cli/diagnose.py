@@ -247,6 +247,11 @@ def _print_runs(runs: list[RunInfo]) -> None:
             f"  {r.run_id:<24} {r.started_at:%Y-%m-%d %H:%M:%S}  {r.status:<12} "
             f"{r.requests:>4} {r.failed:>4}  {r.verdict or '-':<14} {r.model} @ {r.endpoint}"
         )
+        for key in ("not_recorded", "not_reported"):
+            lost = r.meta.get(key)
+            if isinstance(lost, dict) and isinstance(lost.get("reasons"), dict):
+                for why, n in lost["reasons"].items():
+                    print(f"  {'':<24} {n} request{'' if n == 1 else 's'} {lost['what']}: {why}")
 
 
 def _prune(args: argparse.Namespace) -> int:

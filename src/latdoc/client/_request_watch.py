@@ -57,6 +57,10 @@ class TrafficSink(Protocol):
 
     def request_finished(self, trace: RequestTrace, concurrency: int) -> None: ...
 
+    def request_lost(self, exc: Exception, *, finished: bool) -> None:
+        """Watching a request failed with ``exc``; ``finished`` when it was handed over
+        already (else it is no longer in flight)."""
+
 
 class RequestWatch:
     """What is seen of one request, until it is frozen and kept (once)."""
@@ -176,13 +180,19 @@ class RequestWatch:
         self._keep(error)
 
     @property
+    def kept(self) -> bool:
+        """Whether the request was frozen and handed to the sink."""
+        return self._kept
+
+    @property
     def concurrency(self) -> int:
         """Requests in flight when this one was sent, itself included."""
         return self._concurrency
 
     def discard(self) -> None:
         """A request latdoc itself changed and the server refused: kept as nothing (the
-        application's own request, sent again, is kept in its place)."""
+        application's own request, sent again in its place among those in flight, is
+        kept instead)."""
         self._kept = True
 
     def abandon(self) -> None:
@@ -192,7 +202,6 @@ class RequestWatch:
     def _keep(self, error: TraceError | None) -> None:
         if self._kept:
             return
-        self._kept = True
         body = json_body(self._request)
         trace = freeze_trace(
             self.rec,
@@ -211,6 +220,7 @@ class RequestWatch:
             trace = dataclasses.replace(
                 trace, prompt_chars=chars, prompt_tokens_estimated=estimated
             )
+        self._kept = True
         self._handle.request_finished(trace, self._concurrency)
 
 
