@@ -83,6 +83,7 @@ def test_a_stream_without_usage_still_shows_the_length_curve(
         run = diagnose_traffic(store, run_id)
     diagnosis = run.diagnosis
     assert diagnosis.length is not None and len(diagnosis.length.points) == 4
+    assert diagnosis.length.tokens_estimated
     assert diagnosis.verdict.primary is Kind.INPUT_LENGTH
     notes = " ".join(n.text for n in diagnosis.notes)
     assert "reported no prompt size" not in notes
@@ -95,6 +96,11 @@ def test_a_stream_without_usage_still_shows_the_length_curve(
     report = json.loads(capsys.readouterr().out)
     assert report["traffic_source"] == {"kind": "instrument", "recorded_by": "latdoc.instrument"}
     assert report["verdict"]["primary"] == Kind.INPUT_LENGTH.value
+    assert report["steps"]["length"]["tokens_estimated"] is True
+    assert main(["diagnose", "--from-run", run_id, "--db", str(db)]) == 0
+    terminal = " ".join(capsys.readouterr().out.split())
+    assert "TTFT by prompt tokens (estimated from the prompts' characters):" in terminal
+    assert "per 1K estimated tokens" in terminal
 
 
 def test_ask_usage_keeps_the_servers_own_counts(lab: LabFactory, tmp_path: Path) -> None:
@@ -111,7 +117,7 @@ def test_ask_usage_keeps_the_servers_own_counts(lab: LabFactory, tmp_path: Path)
         assert trace.prompt_chars == len(_prompt(words))
     with Store(db) as store:
         diagnosis = diagnose_traffic(store, run_id).diagnosis
-    assert diagnosis.length is not None
+    assert diagnosis.length is not None and not diagnosis.length.tokens_estimated
     assert "estimated" not in " ".join(n.text for n in diagnosis.notes)
 
 

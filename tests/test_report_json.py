@@ -33,7 +33,7 @@ REMEDY_KEYS = {
 STEPS_KEYS = {"network", "network_rule", "length", "load", "reasoning"}
 LENGTH_KEYS = {
     "points", "a_ms", "b_ms_per_1k", "c_ms_per_1k2", "prefill_ms_per_1k", "shape",
-    "ratio_long_short", "rule",
+    "ratio_long_short", "rule", "tokens_estimated",
 }  # fmt: skip
 POINT_KEYS = {"prompt_tokens", "ttft_ms", "n"}
 NOTE_KEYS = {"step", "text"}
