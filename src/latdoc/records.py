@@ -68,6 +68,15 @@ from latdoc.errors import RequestFailed, TraceError
 
 _NS_PER_MS = 1_000_000
 
+CHARS_PER_TOKEN = 4
+"""Characters a token is taken to hold when a prompt's tokens are estimated from its
+text: OpenAI's rule of thumb for English text with its tokenizers."""
+
+
+def estimate_tokens(chars: int) -> int:
+    """An estimate of the tokens in ``chars`` characters of text (rounded up)."""
+    return -(-chars // CHARS_PER_TOKEN)
+
 
 @dataclass(frozen=True, slots=True)
 class Chunk:
@@ -183,6 +192,14 @@ class RequestTrace:
     """What stamped the response's arrivals (``first_byte``, chunks): ``"kernel"``, the
     socket's software receive stamps, or ``"loop"``, the event loop when it ran the
     read. ``None`` when not recorded."""
+    prompt_chars: int | None = None
+    """Characters of the prompt's text as the request body carried it (its messages'
+    text, a completion's prompt, system instructions), counted by the client from the
+    body it sent; ``None`` when the body was not read."""
+    prompt_tokens_estimated: int | None = None
+    """An estimate of the prompt's tokens from :attr:`prompt_chars`
+    (:func:`estimate_tokens`), for requests whose server reports no usage; never the
+    server's count, which is :attr:`prompt_tokens`."""
 
     # -- derived metrics, in milliseconds -------------------------------------
 

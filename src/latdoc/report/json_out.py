@@ -66,6 +66,8 @@ def trace_to_dict(trace: RequestTrace) -> dict[str, Any]:
         "total_ms": _r(trace.total_ms),
         "rtt_ms": _r(trace.rtt_ms),
         "prompt_tokens": trace.prompt_tokens,
+        "prompt_chars": trace.prompt_chars,
+        "prompt_tokens_estimated": trace.prompt_tokens_estimated,
         "cached_prompt_tokens": trace.cached_prompt_tokens,
         "output_tokens": trace.output_tokens,
         "output_tokens_exact": trace.output_tokens_exact,

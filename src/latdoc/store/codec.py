@@ -26,8 +26,8 @@ RECORD_VERSION = 3
 """Version of trace records: 2 added the wall-clock start in nanoseconds, the request and
 response ids, and the attempt number; 3 the wait an error's ``Retry-After`` asked for and
 the headers that name proxies on the way. Later additions to version 2 (reasoning, the
-pool's grant, the first write, the arrival clock, the first event and the first tool
-call) are read as ``None`` where a record
+pool's grant, the first write, the arrival clock, the first event, the first tool
+call, the prompt's characters and its estimated tokens) are read as ``None`` where a record
 lacks them."""
 SAMPLE_RECORD_VERSION = 3
 """Version of sample records: 2 added the client's event-loop lag, 3 the load worker."""
@@ -63,6 +63,8 @@ _ADDED_V2 = (
     "write_start_ns",
     "first_event_ns",
     "first_tool_call_ns",
+    "prompt_chars",
+    "prompt_tokens_estimated",
 )
 """Optional integers added to version 2 records later: absent from older ones, read as None."""
 _TCP_INTS = ("rtt_us", "rttvar_us", "retransmits", "snd_cwnd")
