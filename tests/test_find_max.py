@@ -41,6 +41,28 @@ def test_the_search_finds_the_labs_four_slots(
     assert "The most load that meets the SLO" in out
 
 
+def test_by_rate_the_search_brackets_the_highest_rate_within_a_tenth(
+    lab: LabFactory, tmp_path: Path
+) -> None:
+    """Poisson arrivals into 4 slots of ~52 ms: past ~77/s the lab cannot keep up at all,
+    and well before it a request often finds every slot busy."""
+    db = tmp_path / "fm.db"
+    with lab(LabConfig(latency=MODEL, slots=4)) as server:
+        code = main(["load", server.base_url, "-m", "lab-sim", "--find-max", "--rate", "10",
+                     "--slo", "ttft_p90=60ms", "--duration-per-level", "1.5",
+                     "--max-tokens", "16", "--max-requests", "5000", "--db", str(db)])  # fmt: skip
+    assert code == 0
+    with Store(db) as store:
+        (info,) = store.list_runs()
+    found = info.meta["find_max"]
+    assert found["by"] == "rate" and found["best_streams"] is None
+    best, failed = found["best_rate"], found["first_failed_rate"]
+    assert 10 <= best < failed <= best * 1.1 + 0.01, found
+    assert failed <= 80
+    rates = [p["streams"] for p in found["probes"]]
+    assert rates[:2] == [10, 20]
+
+
 def test_a_level_is_judged_by_its_interval_and_undecided_while_it_holds_the_limit() -> None:
     fast = [make_trace(first_token=float(v)) for v in range(10, 110)]
     ttft = [t.ttft_ms or 0.0 for t in fast]
@@ -59,7 +81,8 @@ def test_a_level_is_judged_by_its_interval_and_undecided_while_it_holds_the_limi
     ("args", "said"),
     [
         (["--find-max"], "--find-max needs --slo with quantiles"),
-        (["--find-max", "--slo", "ttft_p95=2s", "--rate", "2"], "leave out --rate"),
+        (["--find-max", "--slo", "ttft_p95=2s", "--rate", "2,4"], "one starting rate"),
+        (["--find-max", "--slo", "ttft_p95=2s", "--processes", "2"], "leave out --trace"),
         (["--slo", "ttft_p95=2s"], "are for --find-max"),
         (["--find-max", "--slo", "ttft_p100=2s"], "p01 to p99"),
         (["--find-max", "--slo", "latency_p95=2s"], "name a metric and a quantile"),

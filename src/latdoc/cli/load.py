@@ -163,12 +163,14 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     )  # fmt: skip
     p.add_argument(
         "--find-max", action="store_true",
-        help="find the most streams that meet --slo's quantiles: double from 1 until a "
-        "level fails, then bisect; each level runs until its intervals decide",
+        help="find the most streams (or, with --rate R, the highest rate from R) that meet "
+        "--slo's quantiles: double until a level fails, then bisect; each level runs until "
+        "its intervals decide",
     )  # fmt: skip
     p.add_argument(
-        "--find-max-limit", type=positive_int, default=DEFAULT_LIMIT, metavar="N",
-        help=f"the most streams --find-max grows to (default {DEFAULT_LIMIT})",
+        "--find-max-limit", type=positive_float, metavar="N",
+        help=f"the most streams --find-max grows to (default {DEFAULT_LIMIT}), or with "
+        "--rate the highest rate (default 1024 × the starting rate)",
     )  # fmt: skip
     p.add_argument(
         "--yes", action="store_true",
@@ -240,10 +242,15 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(
                 "--find-max needs --slo with quantiles, e.g. ttft_p95=2s,tpot_p50=80ms"
             )
-        if args.rate or args.trace or args.processes or args.ray:
-            raise UsageError("--find-max probes closed-loop levels from this process: leave "
-                             "out --rate, --trace, --processes and --ray")  # fmt: skip
-        found = FindMaxAsk(objectives, args.find_max_limit)
+        if args.trace or args.processes or args.ray or (args.rate and len(args.rate) > 1):
+            raise UsageError("--find-max probes its own levels from this process: leave out "
+                             "--trace, --processes and --ray, and give --rate one starting "
+                             "rate at most")  # fmt: skip
+        if args.rate:
+            limit = args.rate[0] * 2**10 if args.find_max_limit is None else args.find_max_limit
+            found = FindMaxAsk(objectives, float(limit), args.rate[0])
+        else:
+            found = FindMaxAsk(objectives, float(args.find_max_limit or DEFAULT_LIMIT))
     elif objectives:
         raise UsageError("--slo's quantiles (ttft_p95=…) are for --find-max; goodput takes "
                          "ttft=… and tpot=…")  # fmt: skip

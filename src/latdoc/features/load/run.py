@@ -46,7 +46,9 @@ class FindMaxAsk:
     """``--find-max``: the quantiles each level must meet, and the most streams to try."""
 
     objectives: tuple[Objective, ...]
-    limit: int
+    limit: float
+    start_rate: float | None = None
+    """By rate: the first rate tried; ``None``: by streams, from 1."""
 
 
 @dataclass(frozen=True)
@@ -118,7 +120,7 @@ def load_endpoint(
     if find_max is not None:
         found: list[FindMax] = []
         sweep = find_max_sweep(plan, find_max.objectives, find_max.limit, on_progress,
-                               found.append)  # fmt: skip
+                               found.append, find_max.start_rate)  # fmt: skip
         run = _run_sweep(plan, sweep, store, slo, meta, on_sample)
         if found:
             store.update_meta(run.run_id, {"find_max": found[0].document()})
