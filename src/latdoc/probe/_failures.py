@@ -50,8 +50,63 @@ def http_error(status: int, message: str, retry_after: str | None) -> TraceError
     return TraceError(ErrorKind.HTTP, Phase.WAIT, f"HTTP {status}: {message}", status, wait)
 
 
-def classify(exc: BaseException, rec: Recorder, timeouts: Timeouts) -> TraceError:
-    """Map a low-level exception to the typed error of the phase it happened in."""
+def classify(
+    exc: BaseException, rec: Recorder, timeouts: Timeouts, proxy: str | None = None
+) -> TraceError:
+    """Map a low-level exception to the typed error of the phase it happened in. Through
+    a proxy (``proxy``, its URL as shown), a failure of its handshake is the kind
+    ``proxy`` and every failure of the connection names the proxy."""
+    if proxy is None:
+        return _classify(exc, rec, timeouts)
+    if isinstance(exc, httpcore.ProxyError) or (
+        rec.phase is Phase.PROXY_CONNECT
+        and not isinstance(exc, StreamFailure | TimeoutError | httpcore.TimeoutException)
+    ):
+        return _proxy_failure(exc, proxy)
+    error = _classify(exc, rec, timeouts)
+    if error.kind in (ErrorKind.CONNECT, ErrorKind.TLS, ErrorKind.STREAM_BROKEN) or (
+        error.kind is ErrorKind.TIMEOUT and error.phase in _SETUP_PHASES
+    ):
+        error = replace(error, message=f"{error.message} (through proxy {proxy})")
+    return error
+
+
+_SETUP_PHASES = (Phase.DNS, Phase.CONNECT, Phase.PROXY_CONNECT, Phase.TLS)
+
+
+def _proxy_failure(exc: BaseException, proxy: str) -> TraceError:
+    """A proxy that would not open the tunnel: refused (an HTTP status, a SOCKS5 reply),
+    closed the connection, or answered outside its protocol."""
+    text = str(exc).strip()
+    if isinstance(exc, httpcore.ProxyError):
+        status, _, reason = text.partition(" ")
+        if status.isdigit():
+            return TraceError(
+                ErrorKind.PROXY,
+                Phase.PROXY_CONNECT,
+                f"proxy {proxy} refused CONNECT: HTTP {status} {reason}".rstrip(),
+                int(status),
+            )
+        return TraceError(ErrorKind.PROXY, Phase.PROXY_CONNECT, f"proxy {proxy}: {text}")
+    if isinstance(exc, httpcore.RemoteProtocolError | httpcore.ReadError | OSError) and (
+        "disconnect" in text.lower() or not text or isinstance(exc, OSError)
+    ):
+        what = _describe(exc) or "closed"
+        return TraceError(
+            ErrorKind.PROXY,
+            Phase.PROXY_CONNECT,
+            f"proxy {proxy} closed the connection before the tunnel was open ({what})",
+        )
+    what = "" if isinstance(exc, AssertionError) else _describe(exc)
+    return TraceError(
+        ErrorKind.PROXY,
+        Phase.PROXY_CONNECT,
+        f"proxy {proxy} answered outside its protocol"
+        + (f": {what}"[:300] if what else " (an answer it could not have meant)"),
+    )
+
+
+def _classify(exc: BaseException, rec: Recorder, timeouts: Timeouts) -> TraceError:
     phase = rec.phase
     if isinstance(exc, StreamFailure):
         return exc.error
@@ -64,7 +119,7 @@ def classify(exc: BaseException, rec: Recorder, timeouts: Timeouts) -> TraceErro
             ErrorKind.TIMEOUT, Phase.QUEUE, f"no free connection within {timeouts.pool:g} s"
         )
     if isinstance(exc, httpcore.TimeoutException):
-        limit = timeouts.connect if phase in (Phase.DNS, Phase.CONNECT, Phase.TLS) else None
+        limit = timeouts.connect if phase in _SETUP_PHASES else None
         if isinstance(exc, httpcore.WriteTimeout):
             limit = timeouts.write
         elif isinstance(exc, httpcore.ReadTimeout):
