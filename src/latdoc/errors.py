@@ -130,6 +130,8 @@ CANNOT_ANSWER = {
     "credentials, or reach the host direct (NO_PROXY=HOST or --no-proxy)",
     "proxy:403": "the proxy refuses to connect to this host or port: ask for it to be "
     "allowed, or reach the host direct (NO_PROXY=HOST or --no-proxy)",
+    "proxy:401": "the proxy refused the credentials: check the user and password in the "
+    "proxy URL (http://USER:PASSWORD@proxy:port)",
     "proxy:407": "the proxy asks for credentials: give them in the proxy URL "
     "(http://USER:PASSWORD@proxy:port)",
 }

@@ -62,7 +62,7 @@ def classify(
         rec.phase is Phase.PROXY_CONNECT
         and not isinstance(exc, StreamFailure | TimeoutError | httpcore.TimeoutException)
     ):
-        return _proxy_failure(exc, proxy)
+        return _proxy_failure(exc, proxy, rec.proxy_closed)
     error = _classify(exc, rec, timeouts)
     if error.kind in (ErrorKind.CONNECT, ErrorKind.TLS, ErrorKind.STREAM_BROKEN) or (
         error.kind is ErrorKind.TIMEOUT and error.phase in _SETUP_PHASES
@@ -74,7 +74,7 @@ def classify(
 _SETUP_PHASES = (Phase.DNS, Phase.CONNECT, Phase.PROXY_CONNECT, Phase.TLS)
 
 
-def _proxy_failure(exc: BaseException, proxy: str) -> TraceError:
+def _proxy_failure(exc: BaseException, proxy: str, closed: bool) -> TraceError:
     """A proxy that would not open the tunnel: refused (an HTTP status, a SOCKS5 reply),
     closed the connection, or answered outside its protocol."""
     text = str(exc).strip()
@@ -88,8 +88,9 @@ def _proxy_failure(exc: BaseException, proxy: str) -> TraceError:
                 int(status),
             )
         return TraceError(ErrorKind.PROXY, Phase.PROXY_CONNECT, f"proxy {proxy}: {text}")
-    if isinstance(exc, httpcore.RemoteProtocolError | httpcore.ReadError | OSError) and (
-        "disconnect" in text.lower() or not text or isinstance(exc, OSError)
+    if closed or (
+        isinstance(exc, httpcore.RemoteProtocolError | httpcore.ReadError | OSError)
+        and ("disconnect" in text.lower() or not text or isinstance(exc, OSError))
     ):
         what = _describe(exc) or "closed"
         return TraceError(

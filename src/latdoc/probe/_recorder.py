@@ -77,6 +77,8 @@ class Recorder:
         self.bytes_read = 0
         self.proxy_connect_done: int | None = None
         """When the proxy's tunnel was open (its ``CONNECT`` answer or SOCKS5 reply)."""
+        self.proxy_closed = False
+        """The proxy closed the connection during its handshake."""
         self._tunnelling = False
         self._tunnel_read: int | None = None
         self._ack_task: asyncio.Task[None] | None = None
@@ -129,6 +131,8 @@ class Recorder:
         if self._tunnelling:
             if nbytes:
                 self._tunnel_read = t_ns
+            else:
+                self.proxy_closed = True
             return
         if self.body_written is None or nbytes == 0:
             return

@@ -53,6 +53,10 @@ _ERROR_BODY_LIMIT = 64 * 1024
 
 _USER_AGENT = b"latdoc"
 
+_MASKED_SECRET_CHARS = 4
+"""A proxy password this long or longer is masked in error messages, which name the
+proxy by its URL without it; a shorter one would mask parts of words."""
+
 
 class ProbeSession:
     """A connection pool on the timed backend, and the requests sent through it."""
@@ -269,7 +273,8 @@ class ProbeSession:
                 error = redact(error, secret)
         if error is not None and self.route.proxy is not None:
             for secret in self.route.proxy.secrets:
-                error = redact(error, secret)
+                if len(secret) >= _MASKED_SECRET_CHARS:
+                    error = redact(error, secret)
         ep = self.endpoint
         return freeze_trace(
             rec,
