@@ -121,3 +121,49 @@ def test_an_odd_no_proxy_entry_is_a_usage_error_naming_it(entry: str) -> None:
 
 def test_empty_no_proxy_items_are_skipped() -> None:
     assert parse_no_proxy(" , ,example.com,,") == parse_no_proxy("example.com")
+
+
+def _system(capsys: pytest.CaptureFixture[str], *urls: str) -> dict[str, object]:
+    import json
+
+    from latdoc.cli import EXIT_OK, main
+
+    assert main(["system", "--json", *urls]) == EXIT_OK
+    out, _ = capsys.readouterr()
+    document: dict[str, object] = json.loads(out)
+    return document
+
+
+def test_system_shows_which_proxy_each_url_would_use(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("https_proxy", "http_proxy", "all_proxy", "no_proxy", "ALL_PROXY", "HTTP_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTPS_PROXY", "http://ops:hunter2-pw@corp-proxy:3128")
+    monkeypatch.setenv("NO_PROXY", ".internal.example")
+    document = _system(
+        capsys, "https://api.openai.com/v1", "https://llm.internal.example/v1",
+        "https://api.anthropic.com/v1",
+    )  # fmt: skip
+    items = [i for i in document["items"] if i["key"] == "proxy"]  # type: ignore[attr-defined]
+    assert [i["name"] for i in items] == [
+        "proxy for api.openai.com and 1 more",
+        "proxy for llm.internal.example",
+    ]
+    assert items[0]["current"] == "http://***@corp-proxy:3128 (HTTPS_PROXY)"
+    assert "NO_PROXY=api.openai.com,api.anthropic.com" in items[0]["command"]
+    assert items[1]["current"] == "direct (NO_PROXY entry '.internal.example')"
+    assert "hunter2-pw" not in str(document)
+
+
+def test_system_names_a_proxy_variable_that_cannot_be_used(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://ops:hunter2-pw@corp-proxy:3128")
+    monkeypatch.setenv("NO_PROXY", "10.0.0.0/99")
+    monkeypatch.delenv("no_proxy", raising=False)
+    document = _system(capsys, "https://api.openai.com/v1")
+    assert "proxy" in document["failing"]  # type: ignore[operator]
+    (item,) = [i for i in document["items"] if i["key"] == "proxy"]  # type: ignore[attr-defined]
+    assert "'10.0.0.0/99'" in item["current"]
+    assert "hunter2-pw" not in str(document)
