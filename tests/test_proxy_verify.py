@@ -92,7 +92,9 @@ def test_a_quick_connect_is_not_named() -> None:
 needs_tinyproxy = pytest.mark.skipif(binary("tinyproxy") is None, reason="needs tinyproxy")
 
 
-def _verify(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, object], str]:
+def _verify(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> tuple[int, dict[str, object], str]:
     code = main(argv)
     out, err = capsys.readouterr()
     return code, json.loads(out) if out.strip().startswith("{") else {}, out + err
@@ -113,6 +115,7 @@ def test_verify_direct_measures_the_proxy_against_the_direct_route(
         tunnels = proxy.log_text().count("CONNECT localhost")
         monkeypatch.delenv("HTTPS_PROXY")
         direct_code, direct_doc, _ = _verify(argv, capsys)
+    assert direct_code == EXIT_USAGE  # not applicable: nothing was measured
     assert code == EXIT_OK, text[-2000:]
     assert document["verdict"] != "not_applicable", document.get("reason")
     assert f"through {proxy.url()} (HTTPS_PROXY)" in json.dumps(document)

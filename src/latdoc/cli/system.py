@@ -24,8 +24,7 @@ from latdoc.report import make_console, render_system, system_to_dict
 def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p = sub.add_parser(
         "system",
-        help="the client host as a checklist: TCP sysctls, limits, pool size, HTTP/2, TLS, "
-        "proxies",
+        help="the client host as a checklist: TCP sysctls, limits, pool size, HTTP/2, TLS, proxies",
         description="Check the client host's settings that matter to streaming LLM calls: "
         "TCP slow start after idle, TCP keep-alive, ephemeral ports and open files for N "
         "concurrent streams, the pool size that follows from the cores, HTTP/2, Python "
@@ -78,6 +77,7 @@ def proxy_routes(urls: list[str]) -> list[ProxyRouteFact]:
     grouped: dict[tuple[str, bool, str | None], list[str]] = {}
     for url in urls:
         host = urlsplit(url).hostname or url
+        key: tuple[str, bool, str | None]
         try:
             route = config.route(url)
         except UsageError as exc:

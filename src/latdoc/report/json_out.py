@@ -9,11 +9,11 @@ as they were, for the scripts that read them, with an ``_ms`` twin beside them.
 In a trace, ``dns_ms``, ``connect_ms``, ``proxy_connect_ms`` (a proxy's ``CONNECT``
 round trip or SOCKS5 handshake; ``null`` without a tunnel), ``tls_ms``, ``send_ms``,
 ``wait_ms`` and ``reasoning_ms`` are phase durations, and ``proxy`` names the proxy
-the request went through (credentials masked; ``null``: direct); ``ttfb_ms``, ``first_event_ms`` (the stream's
-first event, a control event such as ``response.created`` included), ``ttft_ms``,
-``ttfr_ms`` (first reasoning), ``ttfa_ms`` (first answer token), ``first_tool_call_ms``
-(first tool-call output), ``total_ms`` and each chunk's ``t_ms``
-count from the start of the request, as curl's ``time_starttransfer`` and
+the request went through (credentials masked; ``null``: direct); ``ttfb_ms``,
+``first_event_ms`` (the stream's first event, a control event such as
+``response.created`` included), ``ttft_ms``, ``ttfr_ms`` (first reasoning), ``ttfa_ms``
+(first answer token), ``first_tool_call_ms`` (first tool-call output), ``total_ms`` and
+each chunk's ``t_ms`` count from the start of the request, as curl's ``time_starttransfer`` and
 ``time_total`` do.
 """
 

@@ -83,8 +83,7 @@ PROXY = Experiment(
     arguments=(
         Argument(
             "--alt-proxy",
-            "proxy: the other proxy's URL, http://[USER:PASSWORD@]HOST:PORT or "
-            "socks5h://HOST:PORT",
+            "proxy: the other proxy's URL, http://[USER:PASSWORD@]HOST:PORT or socks5h://HOST:PORT",
             metavar="URL",
         ),
     ),
