@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -129,6 +130,9 @@ def test_socks5h_through_microsocks_with_and_without_credentials(lab: LabFactory
         assert failed.error.phase is Phase.PROXY_CONNECT
         assert socks.url("socks5h") in failed.error.message or "***@" in failed.error.message
         assert PASSWORD not in str(failed.error) and "wrong-one" not in str(failed.error)
+    assert refused.error is not None and "refused the credentials" in refused.error.message
+    assert unasked.error is not None
+    assert "refused the authentication offered" in unasked.error.message
 
 
 @needs_tinyproxy
@@ -227,6 +231,26 @@ def test_a_misbehaving_proxy_is_a_typed_error_naming_it(
     assert words in error.message
     assert f"{scheme}://***@127.0.0.1:" in error.message
     assert PASSWORD not in str(error) and trace.proxy is not None and PASSWORD not in trace.proxy
+
+
+@pytest.mark.parametrize(
+    ("host", "kind"), [("127.0.0.1", ErrorKind.CONNECT), ("proxy.invalid", ErrorKind.DNS)]
+)
+def test_a_proxy_that_cannot_be_reached_is_named(host: str, kind: ErrorKind) -> None:
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    proxy = ProxyConfig(url=f"http://carol:{PASSWORD}@{host}:{port}")
+
+    async def go() -> RequestTrace:
+        endpoint = Endpoint("https://api.example.invalid/v1", "lab-sim")
+        async with ProbeSession(endpoint, proxy=proxy) as session:
+            return await session.request("Hello", 2)
+
+    trace = asyncio.run(asyncio.wait_for(go(), TIMEOUT_S))
+    assert trace.error is not None and trace.error.kind is kind
+    assert f"(through proxy http://***@{host}:{port})" in trace.error.message
+    assert PASSWORD not in str(trace.error)
 
 
 def _latdoc(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:

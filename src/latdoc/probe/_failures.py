@@ -64,7 +64,7 @@ def classify(
     ):
         return _proxy_failure(exc, proxy, rec.proxy_closed)
     error = _classify(exc, rec, timeouts)
-    if error.kind in (ErrorKind.CONNECT, ErrorKind.TLS, ErrorKind.STREAM_BROKEN) or (
+    if error.kind in _NAMES_THE_PROXY or (
         error.kind is ErrorKind.TIMEOUT and error.phase in _SETUP_PHASES
     ):
         error = replace(error, message=f"{error.message} (through proxy {proxy})")
@@ -72,6 +72,9 @@ def classify(
 
 
 _SETUP_PHASES = (Phase.DNS, Phase.CONNECT, Phase.PROXY_CONNECT, Phase.TLS)
+_NAMES_THE_PROXY = (ErrorKind.DNS, ErrorKind.CONNECT, ErrorKind.TLS, ErrorKind.STREAM_BROKEN)
+"""Failures of the connection, which through a proxy is the proxy's: their message
+says which proxy."""
 
 
 def _proxy_failure(exc: BaseException, proxy: str, closed: bool) -> TraceError:
@@ -87,7 +90,9 @@ def _proxy_failure(exc: BaseException, proxy: str, closed: bool) -> TraceError:
                 f"proxy {proxy} refused CONNECT: HTTP {status} {reason}".rstrip(),
                 int(status),
             )
-        return TraceError(ErrorKind.PROXY, Phase.PROXY_CONNECT, f"proxy {proxy}: {text}")
+        return TraceError(
+            ErrorKind.PROXY, Phase.PROXY_CONNECT, f"proxy {proxy} {_socks_refusal(text)}"
+        )
     if closed or (
         isinstance(exc, httpcore.RemoteProtocolError | httpcore.ReadError | OSError)
         and ("disconnect" in text.lower() or not text or isinstance(exc, OSError))
@@ -105,6 +110,20 @@ def _proxy_failure(exc: BaseException, proxy: str, closed: bool) -> TraceError:
         f"proxy {proxy} answered outside its protocol"
         + (f": {what}"[:300] if what else " (an answer it could not have meant)"),
     )
+
+
+def _socks_refusal(text: str) -> str:
+    """httpcore's words for a SOCKS5 refusal, as the user's: what the proxy refused."""
+    if text == "Invalid username/password":
+        return "refused the credentials (SOCKS5 username/password)"
+    if text.startswith("Requested ") and "but got" in text:
+        asked, _, got = text.removeprefix("Requested ").partition(" from proxy server, but got ")
+        return f"refused the authentication offered ({asked.lower()}; it answered " + (
+            f"{got.rstrip('.').lower()})"
+        )
+    if text.startswith("Proxy Server could not connect: "):
+        return f"could not connect to the endpoint: {text.split(': ', 1)[1].rstrip('.').lower()}"
+    return f"refused the tunnel: {text}"
 
 
 def _classify(exc: BaseException, rec: Recorder, timeouts: Timeouts) -> TraceError:
