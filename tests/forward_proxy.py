@@ -7,6 +7,7 @@ loopback port, with its config and log in the test's own directory.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import signal
 import socket
@@ -121,3 +122,57 @@ def microsocks(auth: tuple[str, str] | None = None) -> Iterator[RunningProxy]:
         argv += ["-u", auth[0], "-P", auth[1]]
     with _running(argv, port, "microsocks"):
         yield RunningProxy("127.0.0.1", port, None)
+
+
+@contextmanager
+def slow_answering(upstream: RunningProxy, delay_s: float) -> Iterator[RunningProxy]:
+    """``upstream`` behind a relay on loopback that holds the proxy's first answer on
+    each connection (its reply to ``CONNECT``) for ``delay_s``: a proxy slow to open
+    its tunnels, as a far or busy one is. Everything else passes as it comes."""
+    import asyncio
+    import threading
+
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+    port = free_port()
+
+    async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter, hold: float) -> None:
+        first = True
+        try:
+            while data := await src.read(65536):
+                if first and hold:
+                    await asyncio.sleep(hold)
+                first = False
+                dst.write(data)
+                await dst.drain()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            dst.close()
+
+    async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection(upstream.host, upstream.port)
+        await asyncio.gather(pipe(reader, up_writer, 0.0), pipe(up_reader, writer, delay_s))
+
+    async def main() -> None:
+        server = await asyncio.start_server(relay, "127.0.0.1", port)
+        ready.set()
+        async with server:
+            await asyncio.Event().wait()
+
+    task: list[asyncio.Task[None]] = []
+
+    def run() -> None:
+        task.append(loop.create_task(main()))
+        with contextlib.suppress(asyncio.CancelledError):
+            loop.run_until_complete(task[0])
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    if not ready.wait(START_TIMEOUT_S):
+        raise RuntimeError("the relay did not start")
+    try:
+        yield RunningProxy("127.0.0.1", port, upstream.log)
+    finally:
+        loop.call_soon_threadsafe(task[0].cancel)
+        thread.join(timeout=5)

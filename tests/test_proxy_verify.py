@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import LabFactory
-from forward_proxy import binary, microsocks, tinyproxy
+from forward_proxy import binary, microsocks, slow_answering, tinyproxy
 from latdoc import Kind, RunContext, Sample, Step, build_diagnosis
 from latdoc.advice import keys
 from latdoc.analysis.kinds.network_path import PROXY_CONNECT_MS
@@ -144,3 +144,31 @@ def test_verify_another_proxy_keeps_its_password_out_of_every_output(
     stored = b"".join(p.read_bytes() for p in tmp_path.glob("p.db*"))
     assert stored and PASSWORD.encode() not in stored
     assert missing == EXIT_USAGE and "--alt-proxy URL" in missing_text
+
+
+HOLD_S = 0.08
+
+
+@needs_tinyproxy
+def test_diagnose_names_a_proxy_slow_to_open_its_tunnels(
+    lab: LabFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with (
+        lab(tls=True) as server,
+        tinyproxy(tmp_path / "proxy") as near,
+        slow_answering(near, HOLD_S) as slow,
+    ):
+        assert server.ca_file is not None
+        code = main(
+            ["diagnose", server.base_url, "-m", "lab-sim", "--cacert", server.ca_file,
+             "--proxy", slow.url(), "--max-requests", "16", "--max-seconds", "90",
+             "--db", str(tmp_path / "d.db"), "--json"]
+        )  # fmt: skip
+        out, err = capsys.readouterr()
+    assert code == EXIT_OK, err[-2000:]
+    document = json.loads(out)
+    assert document["steps"]["network"]["proxy_connect_ms"] >= HOLD_S * 1000
+    titles = [f["title"] for f in document["findings"]]
+    assert any(t.startswith("A proxy adds time to every new connection") for t in titles), titles
+    remedies = {r["key"] for r in document["remedies"]}
+    assert {keys.PROXY_BYPASS, keys.PROXY_KEEP_ALIVE, keys.NEARER_PROXY} <= remedies, remedies
