@@ -176,3 +176,5 @@ def slow_answering(upstream: RunningProxy, delay_s: float) -> Iterator[RunningPr
     finally:
         loop.call_soon_threadsafe(task[0].cancel)
         thread.join(timeout=5)
+        if not thread.is_alive():
+            loop.close()

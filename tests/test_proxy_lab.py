@@ -290,3 +290,19 @@ def test_probe_and_diagnose_honour_the_environment_and_never_print_the_password(
     outputs = probe.stdout + probe.stderr + diagnose.stdout + diagnose.stderr + shown.stdout
     assert PASSWORD not in outputs
     assert PASSWORD.encode() not in db.read_bytes()
+
+
+def test_the_built_in_endpoint_is_reached_direct_whatever_the_environment_says(
+    tmp_path: Path,
+) -> None:
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        nowhere = f"http://127.0.0.1:{unused.getsockname()[1]}"
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "HTTPS_PROXY": nowhere,
+           "ALL_PROXY": nowhere}  # fmt: skip
+    result = _latdoc(["probe", "--json", "--max-tokens", "3"], env)
+    assert result.returncode == 0, result.stderr
+    row = json.loads(result.stdout)
+    assert row["error"] is None and row["proxy"] is None
+    through = _latdoc(["probe", "--json", "--max-tokens", "3", "--proxy", nowhere], env)
+    assert json.loads(through.stdout)["error"]["kind"] == "connect"  # --proxy still applies

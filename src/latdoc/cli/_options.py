@@ -295,9 +295,12 @@ def open_store(args: argparse.Namespace, key: str | None, *more: str | None) -> 
     return Store(args.db, secrets=[k for k in (key, *more, *proxy_secrets(args)) if k])
 
 
-def proxy_config(args: argparse.Namespace) -> ProxyConfig:
-    """``--proxy URL`` or ``--no-proxy``, else the environment's proxy variables."""
-    return ProxyConfig(url=getattr(args, "proxy", None), direct=getattr(args, "no_proxy", False))
+def proxy_config(args: argparse.Namespace, *, builtin: bool = False) -> ProxyConfig:
+    """``--proxy URL`` or ``--no-proxy``, else the environment's proxy variables (the
+    ``builtin`` endpoint, on this machine: direct)."""
+    url: str | None = getattr(args, "proxy", None)
+    direct: bool = getattr(args, "no_proxy", False) or (builtin and url is None)
+    return ProxyConfig(url=url, direct=direct)
 
 
 def proxy_secrets(args: argparse.Namespace) -> tuple[str, ...]:
@@ -403,7 +406,9 @@ def target(
 def endpoint_and_connection(
     args: argparse.Namespace, where: Target, key: str | None
 ) -> tuple[Endpoint, ConnectionOptions]:
-    """The endpoint to measure and how to connect to it, from the shared options."""
+    """The endpoint to measure and how to connect to it, from the shared options. The
+    built-in endpoint, on this machine, is reached direct unless ``--proxy`` names a
+    proxy: the environment's proxy is for the network beyond it."""
     if not where.model:
         raise UsageError("--model is required for an endpoint other than the built-in one")
     endpoint = Endpoint(
@@ -414,7 +419,7 @@ def endpoint_and_connection(
         cacert=where.cacert,
         insecure=args.insecure,
         timeouts=Timeouts(total=args.timeout),
-        proxy=proxy_config(args),
+        proxy=proxy_config(args, builtin=not choice(args).url),
     )
     connection.proxy.route(endpoint.url)  # a proxy setting that cannot work fails here
     return endpoint, connection
