@@ -26,6 +26,7 @@ from forward_proxy import binary, microsocks, tinyproxy
 from latdoc import Endpoint, ProbeSession, RequestTrace
 from latdoc.errors import ErrorKind, Phase
 from latdoc.probe import ProxyConfig
+from latdoc.store import trace_from_record, trace_to_record
 
 needs_tinyproxy = pytest.mark.skipif(
     binary("tinyproxy") is None, reason="needs Debian's tinyproxy (apt-get install tinyproxy)"
@@ -82,6 +83,8 @@ def test_https_through_tinyproxy_from_the_environment_is_tunnelled_and_timed(
     assert cold.first_byte_ns > cold.sent_ns  # nor its answer the first byte
     assert warm.proxy_connect_ms == 0.0 and warm.tls_ms == 0.0
     assert cold.output_tokens and cold.chunks
+    for trace in (cold, warm):  # kept whole by the store
+        assert trace_from_record(trace_to_record(trace)) == trace
 
 
 @needs_tinyproxy
