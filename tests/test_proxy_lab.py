@@ -309,3 +309,54 @@ def test_the_built_in_endpoint_is_reached_direct_whatever_the_environment_says(
     assert row["error"] is None and row["proxy"] is None
     through = _latdoc(["probe", "--json", "--max-tokens", "3", "--proxy", nowhere], env)
     assert json.loads(through.stdout)["error"]["kind"] == "connect"  # --proxy still applies
+
+
+async def _tls_connect_proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """A CONNECT proxy behind TLS (``https://``), relaying to the target it is asked for."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    host, _, port = head.split(b" ", 2)[1].decode().rpartition(":")
+    up_reader, up_writer = await asyncio.open_connection(host, int(port))
+    writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+    await writer.drain()
+
+    async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+        try:
+            while data := await src.read(65536):
+                dst.write(data)
+                await dst.drain()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            dst.close()
+
+    await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+
+def test_an_https_proxy_is_reached_over_tls_trusting_the_given_ca(lab: LabFactory) -> None:
+    pytest.importorskip("trustme")
+    from latdoc.lab.tls import server_context
+
+    with lab(tls=True) as server:
+        assert server.ca_file is not None
+        ca_file = server.ca_file
+
+        async def go() -> RequestTrace:
+            context = server_context(("localhost", "127.0.0.1"), ["http/1.1"])
+            proxy_server = await asyncio.start_server(
+                _tls_connect_proxy, "127.0.0.1", 0, ssl=context
+            )
+            port = proxy_server.sockets[0].getsockname()[1]
+            config = ProxyConfig(url=f"https://localhost:{port}", environ={})
+            try:
+                endpoint = Endpoint(server.base_url, "lab-sim")
+                async with ProbeSession(endpoint, cacert=ca_file, proxy=config) as session:
+                    return await session.request("Hello there", 2)
+            finally:
+                proxy_server.close()
+
+        trace = asyncio.run(asyncio.wait_for(go(), TIMEOUT_S))
+    assert trace.error is None, trace.error
+    assert trace.proxy is not None and trace.proxy.startswith("https://localhost:")
+    assert trace.proxy_connect_ms is not None and trace.proxy_connect_ms > 0
+    assert trace.tls_ms is not None and trace.tls_ms > 0
+    assert trace.output_tokens

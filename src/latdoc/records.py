@@ -35,8 +35,9 @@ dns         DNS resolution (0 on a reused connection); through a proxy, the
 connect     TCP handshake (0 on a reused connection); through a proxy, to the proxy
 proxy_connect
             through a proxy's tunnel: its ``CONNECT`` round trip (or the SOCKS5
-            handshake), from the TCP handshake with the proxy to the tunnel open
-            (0 on a reused connection, ``None`` without a tunnel)
+            handshake; with an ``https://`` proxy, TLS with the proxy too), from the
+            TCP handshake with the proxy to the tunnel open (0 on a reused
+            connection, ``None`` without a tunnel)
 tls         TLS handshake (0 on a reused connection, ``None`` over plain TCP); through
             a tunnel, with the endpoint through it
 send        from the first request byte handed to the kernel to the end of send:

@@ -32,7 +32,12 @@ import httpcore
 from latdoc.errors import ErrorKind, StreamFailure, TraceError
 from latdoc.probe._backend import Resolver, TimedBackend, TimedStream, system_resolver, warm_up
 from latdoc.probe._dialects import Prompt, dialect_hint, error_message, request_body
-from latdoc.probe._endpoint import Endpoint, Timeouts, make_ssl_context
+from latdoc.probe._endpoint import (
+    Endpoint,
+    Timeouts,
+    make_proxy_ssl_context,
+    make_ssl_context,
+)
 from latdoc.probe._failures import classify, closed_before_answering, http_error, redact
 from latdoc.probe._freeze import Exchange, TraceTarget, freeze_trace
 from latdoc.probe._poolline import PoolLine
@@ -88,6 +93,12 @@ class ProbeSession:
         self._count_tokens = count_tokens
         self._resolver = resolver
         self._ssl = make_ssl_context(cacert, insecure=insecure) if endpoint.is_tls else None
+        via = self.route.proxy
+        self._proxy_ssl = (
+            make_proxy_ssl_context(cacert, insecure=insecure)
+            if via is not None and via.scheme == "https"
+            else None
+        )
         self._pool: httpcore.AsyncConnectionPool | None = None
         self._line = PoolLine(max_connections, multiplexed=http2)
         self._headers = self._build_headers()
@@ -108,6 +119,7 @@ class ProbeSession:
             return proxy_pool(
                 proxy,
                 ssl_context=self._ssl,
+                proxy_ssl_context=self._proxy_ssl,
                 max_connections=self.max_connections,
                 http2=self.http2,
                 network_backend=TimedBackend(self._resolver),
