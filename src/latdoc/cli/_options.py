@@ -285,6 +285,17 @@ def vantages(args: argparse.Namespace) -> tuple[str, ...] | None:
     return names
 
 
+def add_gate_argument(p: argparse.ArgumentParser, baseline: str) -> None:
+    """``--fail-if``: regression gates against ``baseline`` (said in the help)."""
+    p.add_argument(
+        "--fail-if",
+        metavar="GATES",
+        help=f"exit 1 when a gate fails against {baseline}: e.g. 'ttft_p50 > +10%%, "
+        "tpot_p95 > +5ms' (a metric of compare's table, p50/p90/p95/p99, a share or a "
+        "duration); a gate fails only where the difference is significant",
+    )
+
+
 def add_store_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", metavar="FILE", help="the SQLite store (default: user data dir)")
 

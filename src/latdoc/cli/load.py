@@ -8,11 +8,13 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from latdoc.analysis.gates import GateReport, check_gates, parse_gates
 from latdoc.cli._options import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_REQUEST_FAILED,
     add_budget_arguments,
+    add_gate_argument,
     add_metrics_arguments,
     add_output_tokens_argument,
     add_ray_argument,
@@ -30,8 +32,11 @@ from latdoc.cli._options import (
 )
 from latdoc.errors import UsageError
 from latdoc.features.load import LoadPlan, LoadRun, Slo, Workers, load_endpoint, reload_load
+from latdoc.features.load.replay import Replay
+from latdoc.records import Sample
 from latdoc.report import ProgressBars
 from latdoc.store import Store
+from latdoc.workload.traces import names as trace_formats
 
 DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16)
 DEFAULT_DURATION_S = plan_default(LoadPlan, "duration_per_level")
@@ -82,6 +87,13 @@ def parse_slo(text: str) -> Slo:
                 "ttft=2s,tpot=100ms"
             ) from None
     return Slo(ttft_ms=limits.get("ttft"), tpot_ms=limits.get("tpot"))
+
+
+def speed(text: str) -> float | None:
+    """``2`` (twice the trace's pace), ``0.5``, or ``max`` (``None``: back to back)."""
+    if text.strip().lower() == "max":
+        return None
+    return positive_float(text)
 
 
 def share(text: str) -> float:
@@ -156,6 +168,28 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
     p.add_argument("--json", action="store_true", help="print the sweep as JSON")
     p.add_argument("--seed", type=int, help="seed for prompts and arrival times")
+    replay = p.add_argument_group("replaying a trace")
+    replay.add_argument(
+        "--trace", metavar="FILE",
+        help="replay a trace of real traffic (Mooncake JSONL, ShareGPT, BurstGPT CSV, or "
+        "latdoc's own export), gzipped or not, instead of the levels",
+    )  # fmt: skip
+    replay.add_argument(
+        "--trace-format", choices=trace_formats(), metavar="FORMAT",
+        help=f"the trace's format ({', '.join(trace_formats())}); default: from its first line",
+    )  # fmt: skip
+    replay.add_argument(
+        "--speed", type=speed, default=1.0, metavar="S",
+        help="send at the trace's times ÷ S (default 1), or 'max': as fast as "
+        "--concurrency's streams allow",
+    )  # fmt: skip
+    p.add_argument(
+        "--baseline",
+        metavar="RUN_ID",
+        help="a stored load run to hold this one against with --fail-if (the same levels "
+        "are compared with each other)",
+    )
+    add_gate_argument(p, "--baseline")
     add_metrics_arguments(p, "loading")
     add_store_argument(p)
 
@@ -175,6 +209,20 @@ def run(args: argparse.Namespace) -> int:
     key = api_key(args)
     spread = workers(args)
     err = sys.stderr
+    gates = parse_gates(args.fail_if) if args.fail_if else ()
+    if bool(gates) != (args.baseline is not None):
+        raise UsageError("--fail-if and --baseline RUN_ID go together: the gates hold this "
+                         "run against the baseline")  # fmt: skip
+    replay = None
+    if args.trace is not None:
+        if args.rate:
+            raise UsageError("--trace sends at the trace's own times: leave out --rate")
+        streams = (args.concurrency or (1,))[0]
+        replay = Replay(args.trace, args.trace_format, args.speed, streams)
+    baseline: list[Sample] = []
+    if args.baseline is not None:
+        with Store(args.db) as store:
+            _, baseline, _ = store.load_run(args.baseline)
     concurrency = () if args.rate else (args.concurrency or DEFAULT_CONCURRENCY)
     with target(args, err, engine=False) as where:
         endpoint, connection = endpoint_and_connection(args, where, key)
@@ -205,12 +253,14 @@ def run(args: argparse.Namespace) -> int:
                     on_progress=progress,
                     on_sample=None if metrics is None else (lambda s: metrics.observe(s.trace)),
                     workers=spread,
+                    replay=replay,
                 )
             finally:
                 progress.clear()
                 if metrics is not None:
                     metrics.close()
-    emit(result, args, sys.stdout, terminal=True)
+    report = check_gates(baseline, result.samples, gates) if gates else None
+    emit(result, args, sys.stdout, terminal=True, gates=report)
     print(
         f"Run {result.run_id}: {len(result.samples)} traces kept in {result.store_path}; "
         f"`latdoc report {result.run_id}` renders it again, `latdoc compare` compares it.",
@@ -219,7 +269,8 @@ def run(args: argparse.Namespace) -> int:
     if result.status == "interrupted":
         return EXIT_INTERRUPTED
     failed = bool(result.samples) and all(not s.trace.ok for s in result.samples)
-    return EXIT_REQUEST_FAILED if failed or not result.samples else EXIT_OK
+    gated = report is not None and bool(report.failed)
+    return EXIT_REQUEST_FAILED if failed or gated or not result.samples else EXIT_OK
 
 
 def run_report(args: argparse.Namespace, store: Store) -> int:
@@ -228,9 +279,16 @@ def run_report(args: argparse.Namespace, store: Store) -> int:
     return EXIT_OK
 
 
-def emit(result: LoadRun, args: argparse.Namespace, out: TextIO, *, terminal: bool) -> None:
+def emit(
+    result: LoadRun,
+    args: argparse.Namespace,
+    out: TextIO,
+    *,
+    terminal: bool,
+    gates: GateReport | None = None,
+) -> None:
     from latdoc.features.load import load_to_dict, render_load, render_load_html
-    from latdoc.report import make_console
+    from latdoc.report import gates_to_dict, make_console, render_gates
 
     title = f"{result.model} at {result.endpoint} under load"
     if args.html:
@@ -244,6 +302,11 @@ def emit(result: LoadRun, args: argparse.Namespace, out: TextIO, *, terminal: bo
         print(f"HTML report written to {path}", file=sys.stderr)
     if args.json:
         document = load_to_dict(result.analysis, notes=result.notes, run_id=result.run_id)
+        if gates is not None:
+            document["gates"] = gates_to_dict(gates)
         out.write(json.dumps(document, indent=2) + "\n")
     elif terminal or not args.html:
-        make_console(out).print(render_load(result.analysis, result.notes, title=title))
+        console = make_console(out)
+        console.print(render_load(result.analysis, result.notes, title=title))
+        if gates is not None:
+            console.print(render_gates(gates, ("baseline", "this run")))

@@ -40,6 +40,7 @@ from latdoc.probe._endpoint import Endpoint, Timeouts
 from latdoc.probe._failures import classify, http_error
 from latdoc.probe._framing import EventDecoder, Framing
 from latdoc.probe._freeze import Exchange, TraceTarget, freeze_trace
+from latdoc.probe._jsonarray import JSONArrayDecoder
 from latdoc.probe._looplag import LoopLagMonitor
 from latdoc.probe._metrics import metrics_url, scrape_metrics
 from latdoc.probe._proxy import (
@@ -64,6 +65,7 @@ __all__ = [
     "EventHook",
     "Exchange",
     "Framing",
+    "JSONArrayDecoder",
     "LoopLagMonitor",
     "NoProxyEntry",
     "ProbeSession",

@@ -15,6 +15,7 @@ from latdoc.features.load.analysis import LevelWindow, LoadAnalysis, Slo, analys
 from latdoc.features.load.fleet import Fleet, FleetSweep, join
 from latdoc.features.load.processes import ProcessFleet
 from latdoc.features.load.render import load_to_dict
+from latdoc.features.load.replay import Replay, replay_sweep
 from latdoc.features.load.send import LoadPlan, run_load
 from latdoc.features.load.workers import worker_plans
 from latdoc.pipeline import host_meta
@@ -82,6 +83,7 @@ def load_endpoint(
     on_sample: Callable[[Sample], None] | None = None,
     on_progress: Callable[[str, int, int], None] | None = None,
     workers: Workers | None = None,
+    replay: Replay | None = None,
 ) -> LoadRun:
     """Run ``plan``'s sweep, keep every sample as it finishes, and analyse each level.
 
@@ -90,11 +92,19 @@ def load_endpoint(
     ``interrupted`` with the notes made until then, and the levels measured are
     analysed, the one it cut short marked partial. With ``workers`` the streams are
     sent from worker processes or Ray actors; every one of them is stopped when
-    this returns, also on Ctrl-C.
+    this returns, also on Ctrl-C. With ``replay`` the levels are a trace's
+    (:mod:`latdoc.features.load.replay`), read whole before anything is sent.
     """
     check_load_target(plan, confirmed=confirmed)
     slo = slo or Slo()
     meta: dict[str, Any] = {**host_meta(), "load": _plan_meta(plan, slo)}
+    if replay is not None:
+        if workers is not None:
+            raise UsageError("--trace replays from this process: leave out --processes and --ray")
+        meta["replay"] = {"trace": replay.path, "format": replay.fmt, "speed": replay.speed,
+                          "streams": replay.streams}  # fmt: skip
+        sweep = replay_sweep(plan, replay, on_progress)
+        return _run_sweep(plan, sweep, store, slo, meta, on_sample)
     with ExitStack() as stack:
         if workers is None:
             return _run_sweep(plan, _local_sweep(plan, on_progress), store, slo, meta, on_sample)
