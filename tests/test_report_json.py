@@ -49,6 +49,7 @@ TRACE_KEYS = {
     "proxy_headers",
     "client_delay_ms", "server_ttft_ms", "arrival_clock",
     "first_event_ms", "first_tool_call_ms", "prompt_chars", "prompt_tokens_estimated",
+    "proxy", "proxy_connect_ms",
 }  # fmt: skip
 TCP_INFO_KEYS = {
     "rtt_us", "rtt_ms", "rttvar_us", "rttvar_ms", "min_rtt_us", "min_rtt_ms", "retransmits",

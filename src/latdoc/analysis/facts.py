@@ -75,6 +75,7 @@ def _network_facts(
         "dns_ms": median_of(t.dns_ms for t in cold),
         "connect_ms": median_of(t.connect_ms for t in cold),
         "tls_ms": median_of(t.tls_ms for t in cold),
+        "proxy_connect_ms": median_of(t.proxy_connect_ms for t in cold),
         "setup_ms": median_of(t.setup_ms for t in cold),
         "rtt_ms": rtt,
         "send_ms": median_of(t.send_ms for t in warm),

@@ -57,6 +57,7 @@ def _network_lines(d: Diagnosis) -> list[RenderableType]:
     for key, label in (
         ("dns_ms", "DNS"),
         ("connect_ms", "TCP"),
+        ("proxy_connect_ms", "proxy CONNECT"),
         ("tls_ms", "TLS"),
         ("send_ms", "send"),
         ("wait_ms", "server wait"),
