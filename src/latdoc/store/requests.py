@@ -107,6 +107,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("remote_ip", "str", _t("remote_ip"), "address connected to"),
     Column("connection_id", "int", _t("connection_id"), "connection, within the process"),
     Column("new_connection", "bool", _t("new_connection"), "opened for this request"),
+    Column("proxy", "str", _t("proxy"), "the proxy it went through, credentials masked"),
     *(
         _phase(name)
         for name in (
@@ -114,6 +115,7 @@ COLUMNS: tuple[Column, ...] = (
             "client_delay_ms",
             "dns_ms",
             "connect_ms",
+            "proxy_connect_ms",
             "tls_ms",
             "setup_ms",
             "send_ms",
@@ -140,6 +142,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("gateway_ms", "float", _server("gateway_ms"), "what a gateway says it added"),
     Column("server_timing_source", "str", _server("source"), "where the server timing came from"),
     Column("prompt_tokens", "int", _t("prompt_tokens"), "as the endpoint counted"),
+    Column("prompt_chars", "int", _t("prompt_chars"), "characters of the prompt sent"),
+    Column("prompt_tokens_estimated", "int", _t("prompt_tokens_estimated"), "from its chars"),
     Column("cached_prompt_tokens", "int", _t("cached_prompt_tokens"), "served from a cache"),
     Column("output_tokens", "int", _t("output_tokens"), "output tokens"),
     Column("reasoning_tokens", "int", _t("reasoning_tokens"), "reasoning tokens"),
