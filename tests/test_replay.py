@@ -86,3 +86,32 @@ def test_a_trace_that_cannot_be_replayed_sends_nothing(
         assert main(["load", "http://127.0.0.1:9/v1", "-m", "m", "--trace",
                      str(SAMPLES / "burstgpt.csv"), *extra]) == 2  # fmt: skip
         assert said in capsys.readouterr().err
+
+
+def test_diagnose_a_trace_reads_its_own_lengths_as_recorded_traffic(
+    lab: LabFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """BurstGPT's prompts run from ~80 to ~4,500 tokens; at 0.5 ms a token of prefill the
+    diagnosis of the replayed traffic names input length, from the trace's own lengths."""
+    import json
+
+    slow_prefill = LatencyModel(prefill_base_ms=10.0, prefill_ms_per_token=0.5,
+                                decode_ms_per_token=1.0)  # fmt: skip
+    db = tmp_path / "r.db"
+    with lab(LabConfig(latency=slow_prefill)) as server:
+        code = main(["diagnose", server.base_url, "-m", "lab-sim", "--trace",
+                     str(SAMPLES / "burstgpt.csv"), "--speed", "8", "--max-tokens", "16",
+                     "--max-requests", "500", "--json", "--db", str(db)])  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    doc = json.loads(captured.out)
+    assert doc["verdict"]["primary"] == "input_length"
+    assert doc["traffic_source"]["kind"] == "replay"
+    with Store(db) as store:
+        (info,) = store.list_runs()
+        _, samples, _ = store.load_run(info.run_id)
+    assert info.kind == "instrument" and len(samples) == 120
+    assert all(s.step is Step.TRAFFIC for s in samples)
+    assert max(s.concurrency for s in samples) >= 1
+    notes = " ".join(n["text"] for n in doc["notes"])
+    assert "replayed from a trace" in notes and "nothing was sent" not in notes

@@ -57,9 +57,12 @@ class StepViews:
     notes: tuple[StepNote, ...]
 
 
-def traffic_views(samples: Sequence[Sample], dialects: Collection[str]) -> StepViews:
+def traffic_views(
+    samples: Sequence[Sample], dialects: Collection[str], *, replayed: bool = False
+) -> StepViews:
     """The step views of a run of recorded traffic (samples of step ``traffic``), over the
-    requests in one of the model API ``dialects`` (not ``http``, ``embeddings`` …)."""
+    requests in one of the model API ``dialects`` (not ``http``, ``embeddings`` …);
+    ``replayed`` when latdoc sent them itself, replaying a trace of the traffic."""
     calls = [s.trace for s in samples if s.step is Step.TRAFFIC and s.trace.dialect in dialects]
     network, network_notes = _network(calls)
     length, length_notes = _length(calls)
@@ -67,7 +70,10 @@ def traffic_views(samples: Sequence[Sample], dialects: Collection[str]) -> StepV
     notes = (
         StepNote(
             Step.RUN,
-            f"diagnosed from {len(samples)} recorded requests of the application's own "
+            f"diagnosed from {len(samples)} requests replayed from a trace of the traffic, "
+            "read as recorded traffic"
+            if replayed
+            else f"diagnosed from {len(samples)} recorded requests of the application's own "
             "traffic; nothing was sent",
         ),
         *network_notes,

@@ -285,6 +285,14 @@ def vantages(args: argparse.Namespace) -> tuple[str, ...] | None:
     return names
 
 
+def speed(text: str) -> float | None:
+    """``--speed``: ``2`` (twice a trace's pace), ``0.5``, or ``max`` (``None``: back to
+    back)."""
+    if text.strip().lower() == "max":
+        return None
+    return positive_float(text)
+
+
 def add_gate_argument(p: argparse.ArgumentParser, baseline: str) -> None:
     """``--fail-if``: regression gates against ``baseline`` (said in the help)."""
     p.add_argument(

@@ -27,6 +27,7 @@ from latdoc.cli._options import (
     plan_default,
     positive_float,
     positive_int,
+    speed,
     start_metrics,
     target,
 )
@@ -97,13 +98,6 @@ def parse_slo(text: str) -> tuple[Slo, tuple[Objective, ...]]:
                 "ttft=2s,tpot=100ms (or, with --find-max, ttft_p95=2s,tpot_p50=80ms)"
             ) from None
     return Slo(ttft_ms=limits.get("ttft"), tpot_ms=limits.get("tpot")), tuple(objectives)
-
-
-def speed(text: str) -> float | None:
-    """``2`` (twice the trace's pace), ``0.5``, or ``max`` (``None``: back to back)."""
-    if text.strip().lower() == "max":
-        return None
-    return positive_float(text)
 
 
 def share(text: str) -> float:

@@ -31,7 +31,7 @@ def diagnose_traffic(store: Store, run_id: str) -> DiagnosisRun:
         )
     if not any(s.step is Step.TRAFFIC for s in samples):
         raise UsageError(f"run {info.run_id} holds no recorded requests yet")
-    views = traffic_views(samples, dialects.names())
+    views = traffic_views(samples, dialects.names(), replayed=info.meta.get("source") == "replay")
     concurrency = max((s.concurrency for s in samples), default=1)
     meta = {**info.meta, "concurrency": info.meta.get("concurrency", concurrency)}
     context = run_context(

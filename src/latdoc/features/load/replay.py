@@ -36,6 +36,7 @@ from latdoc.features.load.analysis import LevelWindow
 from latdoc.features.load.send import LoadPlan, within_time_budget
 from latdoc.probe import ProbeSession, now_ns
 from latdoc.records import RequestTrace, Sample, Step, StepNote
+from latdoc.store import Store
 from latdoc.workload import ASSUMED, Budget, make_prompt, prompt_cost
 from latdoc.workload.traces import TraceRequest, open_trace
 from latdoc.workload.traces.mooncake import BLOCK_TOKENS
@@ -117,8 +118,13 @@ class _Replayer:
         on_level: Callable[[LevelWindow], None],
         on_note: Callable[[StepNote], None],
         on_progress: Callable[[str, int, int], None] | None,
+        as_traffic: bool = False,
     ) -> None:
         self.plan, self.replay, self.shape, self.budget = plan, replay, shape, budget
+        self.as_traffic = as_traffic
+        """Keep each request as recorded traffic (step ``traffic``, its concurrency the
+        requests in flight when it left), as :func:`record_replay` does."""
+        self.in_flight = 0
         self.keep, self.on_level, self.on_note, self.on_progress = (
             keep,
             on_level,
@@ -166,11 +172,18 @@ class _Replayer:
             self.seen_blocks.add(request.blocks[0])
         if due_ns is not None:
             self.late_ms.append(max(0.0, (now_ns() - due_ns) / 1e6))
-        trace = await session.request(prompt, out, on_event=_collect(text, self.plan))
+        self.in_flight += 1
+        with_others = self.in_flight
+        try:
+            trace = await session.request(prompt, out, on_event=_collect(text, self.plan))
+        finally:
+            self.in_flight -= 1
         if request.blocks:
             self.shared.append((repeated, trace.cached_prompt_tokens if trace.ok else None))
         if trace.prompt_tokens is not None and trace.output_tokens_exact:
             self.budget.settle(cost + out, trace.prompt_tokens + (trace.output_tokens or 0))
+        if self.as_traffic:
+            step, label = Step.TRAFFIC, with_others
         self.keep(Sample(step, trace, request.input_tokens, label, index=self.index))
         self.index += 1
         self.by_turn.setdefault(request.turn, []).append(trace)
@@ -356,6 +369,42 @@ def _collect(into: list[str], plan: LoadPlan) -> Callable[[Any, int], None]:
                 into.append(text)
 
     return hook
+
+
+def record_replay(
+    plan: LoadPlan,
+    replay: Replay,
+    store: Store,
+    on_progress: Callable[[str, int, int], None] | None = None,
+) -> str:
+    """Replay a trace and keep it as recorded traffic (a run of kind ``instrument``, each
+    request of step ``traffic``), for the diagnosis of natural traffic to read: the
+    workload-shaped diagnosis of ``latdoc diagnose --trace``. Ctrl-C keeps what finished
+    (the run is then ``interrupted``). Return the run's id."""
+    shape = survey(replay)
+    run_id = store.new_run(
+        endpoint=plan.endpoint.base_url,
+        model=plan.endpoint.model,
+        scenario="chat",
+        meta={"replay": {"trace": replay.path, "format": replay.fmt, "speed": replay.speed,
+                         "streams": replay.streams, "requests": shape.requests},
+              "source": "replay", "instrumentation": "latdoc's replay of a trace",
+              "file": replay.path},
+        kind="instrument",
+    )  # fmt: skip
+    notes: list[StepNote] = []
+    status = "recorded"
+    budget = Budget(plan.max_requests, plan.token_budget, plan.max_seconds)
+    try:
+        with store.batch(run_id, max_samples=1) as writer:
+            replayer = _Replayer(plan, replay, shape, budget, writer.add, lambda _w: None,
+                                 notes.append, on_progress, as_traffic=True)  # fmt: skip
+            asyncio.run(within_time_budget(budget.seconds_left, replayer.run(), replayer.note))
+    except KeyboardInterrupt:
+        status = "interrupted"
+        notes.append(StepNote(Step.RUN, "interrupted by the user; kept what finished"))
+    store.finish_run(run_id, status=status, diagnosis=None, notes=notes)
+    return run_id
 
 
 def replay_sweep(
