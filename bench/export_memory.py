@@ -73,6 +73,7 @@ def export_peak(db: Path, run_id: str, fmt: str, out: Path) -> tuple[float, floa
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100000,1000000")
+    parser.add_argument("--formats", default="jsonl,csv,parquet")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     print(f"{'requests':>10} {'format':>8} {'peak MB':>8} {'seconds':>8} {'file MB':>8}")
@@ -80,7 +81,7 @@ def main() -> None:
         for n in sizes:
             db = Path(tmp) / f"{n}.db"
             run_id = make_run(db, n)
-            for fmt in ("jsonl", "csv", "parquet"):
+            for fmt in args.formats.split(","):
                 out = Path(tmp) / f"{n}.{fmt}"
                 peak, seconds = export_peak(db, run_id, fmt, out)
                 size = out.stat().st_size / 2**20
