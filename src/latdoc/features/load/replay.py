@@ -37,7 +37,7 @@ from latdoc.features.load.send import LoadPlan, within_time_budget
 from latdoc.probe import ProbeSession, now_ns
 from latdoc.records import RequestTrace, Sample, Step, StepNote
 from latdoc.store import Store
-from latdoc.workload import ASSUMED, Budget, make_prompt, prompt_cost
+from latdoc.workload import ASSUMED, Budget, answer_text, make_prompt, prompt_cost
 from latdoc.workload.traces import TraceRequest, open_trace
 from latdoc.workload.traces.mooncake import BLOCK_TOKENS
 
@@ -175,7 +175,9 @@ class _Replayer:
         self.in_flight += 1
         with_others = self.in_flight
         try:
-            trace = await session.request(prompt, out, on_event=_collect(text, self.plan))
+            trace = await session.request(
+                prompt, out, on_event=answer_text(text, self.plan.on_event)
+            )
         finally:
             self.in_flight -= 1
         if request.blocks:
@@ -350,25 +352,6 @@ def _sessions(requests: Iterator[TraceRequest]) -> Iterator[list[TraceRequest]]:
         held.append(r)
     if held:
         yield held
-
-
-def _collect(into: list[str], plan: LoadPlan) -> Callable[[Any, int], None]:
-    """An event hook keeping the answer's text (a conversation carries it), and passing
-    every event on to the plan's own hook."""
-    outer = plan.on_event
-
-    def hook(event: Any, t_ns: int) -> None:
-        if outer is not None:
-            outer(event, t_ns)
-        if not isinstance(event, dict):
-            return
-        for choice in event.get("choices") or ():
-            delta = choice.get("delta") if isinstance(choice, dict) else None
-            text = delta.get("content") if isinstance(delta, dict) else None
-            if isinstance(text, str):
-                into.append(text)
-
-    return hook
 
 
 def record_replay(
