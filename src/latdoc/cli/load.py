@@ -211,6 +211,9 @@ def run(args: argparse.Namespace) -> int:
                 if metrics is not None:
                     metrics.close()
     emit(result, args, sys.stdout, terminal=True)
+    if result.store_error is not None:
+        print(f"Error: {result.store_error}.", file=err)
+        return EXIT_REQUEST_FAILED
     print(
         f"Run {result.run_id}: {len(result.samples)} traces kept in {result.store_path}; "
         f"`latdoc report {result.run_id}` renders it again, `latdoc compare` compares it.",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import sqlite3
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -37,6 +38,11 @@ class LoadRun:
     endpoint: str
     model: str
     store_path: str
+    store_error: str | None = None
+    """Why the store stopped taking traces (a full disk), when it did: the sweep stopped
+    there, and only ``kept`` of ``samples`` are in the store."""
+    kept: int | None = None
+    """Traces in the store, when that is not all of ``samples``."""
 
 
 @dataclass(frozen=True)
@@ -180,10 +186,19 @@ def _run_sweep(
     samples: list[Sample] = []
     windows: list[LevelWindow] = []
     writer = store.batch(run_id, max_samples=5000 if batched else 1)
+    refused: list[sqlite3.Error] = []
 
     def keep(sample: Sample) -> None:
         samples.append(sample)
-        writer.add(sample)
+        if refused:
+            return
+        try:
+            writer.add(sample)
+        except sqlite3.Error as exc:
+            # A full disk (or a store gone bad): nothing more can be kept, so nothing
+            # more is sent. Raised into the sweep, this stops it as Ctrl-C would.
+            refused.append(exc)
+            raise _StoreRefused from exc
         if on_sample is not None:
             on_sample(sample)
 
@@ -195,13 +210,37 @@ def _run_sweep(
     except KeyboardInterrupt:
         status = "interrupted"
         notes.append(StepNote(Step.RUN, "interrupted by the user; reported what was measured"))
+    except Exception as exc:
+        if not refused and not isinstance(exc, sqlite3.Error):
+            raise
+        refused.append(refused[0] if refused else exc)
+        status = "failed"
+    error = None
+    if refused:
+        error = (
+            f"the store {store.path} could not keep a trace ({refused[0]}): the sweep stopped "
+            f"there; {writer.committed} of its {len(samples)} traces are kept"
+        )
+        notes.append(StepNote(Step.RUN, error))
     analysis = analyse_load(windows, samples, slo)
     document = load_to_dict(analysis, notes=notes, run_id=run_id)
-    store.finish_run(run_id, status=status, notes=notes, diagnosis=document)
+    try:
+        store.finish_run(run_id, status=status, notes=notes, diagnosis=document)
+    except sqlite3.Error:
+        if error is None:
+            raise
+        # It stays ``running`` until the next open of the store marks it interrupted,
+        # with the count of what it kept.
+        error += "; the run could not be closed, and is marked interrupted when next read"
     return LoadRun(
         run_id, analysis, tuple(samples), tuple(notes), status,
         plan.endpoint.base_url, plan.endpoint.model, store.path,
+        error, writer.committed if error is not None else None,
     )  # fmt: skip
+
+
+class _StoreRefused(Exception):
+    """The store refused a trace: raised through the sweep to stop it."""
 
 
 def reload_load(store: Store, run_id: str) -> LoadRun:
