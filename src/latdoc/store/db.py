@@ -30,7 +30,7 @@ import numpy.typing as npt
 from latdoc.errors import UsageError
 from latdoc.records import Sample, Step, StepNote
 from latdoc.store import process
-from latdoc.store._file import default_path, open_store
+from latdoc.store._file import WriteTurns, default_path, open_store
 from latdoc.store.aggregate import BucketStats, aggregate_samples, bucket_ttfts
 from latdoc.store.exchange import dump_run, load_document
 from latdoc.store.redact import Redactor
@@ -77,6 +77,7 @@ class Store:
         self._closing: list[Callable[[], None]] = []
         self._closed = False
         self._conn = open_store(self.path)
+        self._turns = WriteTurns(self.path)
         self._owner = process.current()
         try:
             self._mark_gone()
@@ -85,6 +86,7 @@ class Store:
             pass
         except BaseException:
             self._conn.close()
+            self._turns.close()
             raise
 
     def close(self) -> None:
@@ -97,6 +99,7 @@ class Store:
                 self._closing.pop()()
         finally:
             self._conn.close()
+            self._turns.close()
 
     def on_close(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` when the store closes, before its file does (what a
@@ -456,7 +459,8 @@ class Store:
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
-        self._conn.execute("BEGIN IMMEDIATE")
+        with self._turns.turn():
+            self._conn.execute("BEGIN IMMEDIATE")
         try:
             yield
         except BaseException:
