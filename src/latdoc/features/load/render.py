@@ -255,9 +255,7 @@ def _level_dict(lv: LevelStats) -> dict[str, Any]:
         },
         "goodput_per_s": lv.goodput_per_s,
         "goodput_share": lv.goodput_share,
-        "failures": [
-            {"code": f.code, "phase": f.phase, "count": f.count} for f in lv.failures
-        ],
+        "failures": [{"code": f.code, "phase": f.phase, "count": f.count} for f in lv.failures],
     }
 
 

@@ -211,9 +211,11 @@ def _run_sweep(
         status = "interrupted"
         notes.append(StepNote(Step.RUN, "interrupted by the user; reported what was measured"))
     except Exception as exc:
-        if not refused and not isinstance(exc, sqlite3.Error):
+        # The refusal raised through the sweep, or the store failing as the writer closed.
+        if not refused and isinstance(exc, sqlite3.Error):
+            refused.append(exc)
+        if not refused:
             raise
-        refused.append(refused[0] if refused else exc)
         status = "failed"
     error = None
     if refused:
