@@ -8,10 +8,12 @@ namespace: ``unshare --user --map-root-user --mount``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -20,7 +22,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import wait_for_samples
 from latdoc import Store
 from latdoc.cli import main
 from latdoc.lab.sim import LabConfig, LabProcess, LatencyModel
@@ -29,14 +30,29 @@ SRC = str(Path(__file__).resolve().parents[1] / "src")
 ENV = {**os.environ, "PYTHONPATH": SRC, "PYTHONUNBUFFERED": "1"}
 STREAMS = 256
 SLOW_ENOUGH = LatencyModel(prefill_base_ms=5.0, prefill_ms_per_token=0.0, decode_ms_per_token=40.0)
-"""About 1.3 s a request at 32 tokens, paced by the server, not by the client: at any
-moment most of the 256 streams are mid-body."""
+"""About 2.6 s a request at 64 tokens, paced by the server, not by the client: the
+streams' first requests are all mid-body for most of that."""
 BOUND_S = 60
 """No command here may take longer, whatever the fault."""
 
 
 def _latdoc(*args: str) -> list[str]:
     return [sys.executable, "-m", "latdoc", *args]
+
+
+def _wait_for_run(db: Path, seconds: float) -> bool:
+    """Wait until a run is in ``db`` (a sweep's levels start right after)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if db.exists():
+            with contextlib.closing(sqlite3.connect(db)) as conn:
+                try:
+                    if conn.execute("SELECT count(*) FROM runs").fetchone()[0]:
+                        return True
+                except sqlite3.OperationalError:
+                    pass
+        time.sleep(0.02)
+    return False
 
 
 def _kill(server: LabProcess) -> float:
@@ -61,17 +77,15 @@ def test_the_server_killed_mid_level_at_256_streams(
         started = time.monotonic()
         proc = subprocess.Popen(
             _latdoc("load", server.base_url, "-m", "lab-sim", "--concurrency", f"{STREAMS},16",
-                    "--duration-per-level", "4", "--max-tokens", "32", "--max-seconds", "40",
+                    "--duration-per-level", "5", "--max-tokens", "64", "--max-seconds", "40",
                     "--max-error-rate", max_error_rate, "--json", "--db", str(db)),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
         )  # fmt: skip
         try:
-            # The streams' first requests all start and end together; once they are
-            # back, each stream's next is mid-body for a second.
-            assert wait_for_samples(db, 1, 30, concurrency=STREAMS) >= 1, (
-                "the first level did not get going in time"
-            )
-            time.sleep(0.5)
+            # The streams' first requests all leave together as the level starts, just
+            # after the run is stored, and are mid-body until ~2.6 s after.
+            assert _wait_for_run(db, 30), "the sweep did not start in time"
+            time.sleep(1.5)
             killed_at = _kill(server)
             out, err = proc.communicate(timeout=BOUND_S)
         finally:
@@ -79,7 +93,6 @@ def test_the_server_killed_mid_level_at_256_streams(
                 proc.kill()
                 proc.communicate()
         elapsed = time.monotonic() - started
-    assert proc.returncode == 0, err
     assert "Traceback" not in err
     assert elapsed < 30, f"the sweep took {elapsed:.0f} s after the server died"
     document = json.loads(out)
@@ -91,6 +104,8 @@ def test_the_server_killed_mid_level_at_256_streams(
         info, samples, _ = store.load_run(run.run_id)
     assert info.status == "done"
     assert len(samples) == sum(level["requests"] for level in document["levels"])
+    # Exit 1 says that every request failed (the server died before any was back).
+    assert proc.returncode == (1 if all(not s.trace.ok for s in samples) else 0), err
     # Sorted by where they started against the kill: those in flight, those sent after.
     in_flight: Counter[tuple[str, str]] = Counter()
     after: Counter[tuple[str, str]] = Counter()
@@ -109,7 +124,9 @@ def test_the_server_killed_mid_level_at_256_streams(
     broken = {("stream_broken", phase) for phase in ("wait", "first_token", "stream")}
     assert set(in_flight) <= broken | {("connect", "connect")}
     assert in_flight[("stream_broken", "stream")] > 0
-    assert set(after) == {("connect", "connect")}
+    # Sent after: refused at connect (one that got in just as the server died breaks).
+    assert set(after) <= broken | {("connect", "connect")}
+    assert after[("connect", "connect")] > 0
 
     # The report says the same, level by level.
     reported = Counter()
