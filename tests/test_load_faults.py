@@ -118,7 +118,8 @@ def test_the_server_killed_mid_level_at_256_streams(
             in_flight[key] += 1
         else:
             after[key] += 1
-    print(f"in flight at the kill, failed: {dict(in_flight)}; sent after: {dict(after)}")
+    with capsys.disabled():
+        print(f"in flight at the kill, failed: {dict(in_flight)}; sent after: {dict(after)}")
     # In flight: broken mid-body, or (queued in the client) refused at connect.
     assert in_flight, "no request was in flight when the server died"
     broken = {("stream_broken", phase) for phase in ("wait", "first_token", "stream")}
