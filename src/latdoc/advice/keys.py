@@ -14,10 +14,13 @@ __all__ = [
     "KEEP_ALIVE",
     "LONG_CONTEXT_MODEL",
     "MAX_TOKENS",
+    "NEARER_PROXY",
     "NEARER_REGION",
     "NON_REASONING_MODEL",
     "POOL_SIZE",
     "PROMPT_CACHE",
+    "PROXY_BYPASS",
+    "PROXY_KEEP_ALIVE",
     "REASONING_EFFORT",
     "RETRIES",
     "SMALLER_MODEL",
@@ -38,10 +41,13 @@ GATEWAY = "gateway"
 KEEP_ALIVE = "keep_alive"
 LONG_CONTEXT_MODEL = "long_context_model"
 MAX_TOKENS = "max_tokens"
+NEARER_PROXY = "nearer_proxy"
 NEARER_REGION = "nearer_region"
 NON_REASONING_MODEL = "non_reasoning_model"
 POOL_SIZE = "pool_size"
 PROMPT_CACHE = "prompt_cache"
+PROXY_BYPASS = "proxy_bypass"
+PROXY_KEEP_ALIVE = "proxy_keep_alive"
 REASONING_EFFORT = "reasoning_effort"
 RETRIES = "retries"
 SMALLER_MODEL = "smaller_model"

@@ -247,6 +247,11 @@ def _print_runs(runs: list[RunInfo]) -> None:
             f"  {r.run_id:<24} {r.started_at:%Y-%m-%d %H:%M:%S}  {r.status:<12} "
             f"{r.requests:>4} {r.failed:>4}  {r.verdict or '-':<14} {r.model} @ {r.endpoint}"
         )
+        for key in ("not_recorded", "not_reported"):
+            lost = r.meta.get(key)
+            if isinstance(lost, dict) and isinstance(lost.get("reasons"), dict):
+                for why, n in lost["reasons"].items():
+                    print(f"  {'':<24} {n} request{'' if n == 1 else 's'} {lost['what']}: {why}")
 
 
 def _prune(args: argparse.Namespace) -> int:
@@ -294,6 +299,8 @@ def run_report(args: argparse.Namespace) -> int:
 def _emit(run: DiagnosisRun, args: argparse.Namespace, out: TextIO, *, terminal: bool) -> None:
     """Write the HTML file if asked; print JSON, or the terminal view unless only HTML was
     asked of a stored run."""
+    from rich.text import Text
+
     from latdoc.report import diagnosis_to_dict, make_console, render_diagnosis, render_html
 
     if args.html:
@@ -304,6 +311,13 @@ def _emit(run: DiagnosisRun, args: argparse.Namespace, out: TextIO, *, terminal:
             raise UsageError(f"cannot write {path}: {exc.strerror}") from None
         print(f"HTML report written to {path}", file=sys.stderr)
     if args.json:
-        out.write(json.dumps(diagnosis_to_dict(run.diagnosis), indent=2) + "\n")
+        document = diagnosis_to_dict(run.diagnosis)
+        if run.source is not None:
+            document["traffic_source"] = dict(run.source)
+        out.write(json.dumps(document, indent=2) + "\n")
     elif terminal or not args.html:
-        make_console(out).print(render_diagnosis(run.diagnosis))
+        console = make_console(out)
+        if run.source is not None:
+            read_from = f", read from {run.source['file']}" if "file" in run.source else ""
+            console.print(Text(f"  Traffic recorded by {run.source['recorded_by']}{read_from}"))
+        console.print(render_diagnosis(run.diagnosis))

@@ -24,7 +24,10 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import logging
 import sys
+import threading
+import time
 from collections.abc import Callable
 from types import ModuleType, TracebackType
 from typing import Any
@@ -34,42 +37,127 @@ import httpx
 from latdoc.client._timed_pool import TimedPool
 from latdoc.errors import UsageError
 from latdoc.probe import TimedBackend
-from latdoc.records import RequestTrace, Sample, Step
+from latdoc.records import RequestTrace, Sample, Step, StepNote
 from latdoc.store import Store, redact_url
+from latdoc.store.writer import QueuedWriter
 
 __all__ = ["Instrumentation", "instrument"]
 
-_FLUSH_EVERY = 64
-"""Finished requests written in one commit while others are still in flight."""
+CLOSE_TIMEOUT = 10.0
+"""Seconds ``close()`` waits for the store to take what is queued."""
+LOG_EVERY = 60.0
+"""Seconds between two log lines about the same reason for not recording."""
 
 TraceHook = Callable[[RequestTrace], None]
+
+_log = logging.getLogger("latdoc.instrument")
+
+
+class Losses:
+    """Requests latdoc failed to record, by reason; safe to add to from any thread.
+
+    The first failure of each reason is logged at once as a warning on the
+    ``latdoc.instrument`` logger, later ones at most every :data:`LOG_EVERY` seconds
+    with the count since, so a broken store cannot flood the application's log.
+    """
+
+    def __init__(self, what: str, clock: Callable[[], float] = time.monotonic) -> None:
+        self.what = what
+        """How the requests are said to be lost: ``not recorded``."""
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._counts: dict[str, int] = {}
+        self._unlogged: dict[str, int] = {}
+        self._logged_at: dict[str, float] = {}
+        self.changed = False
+
+    def add(self, count: int, reason: str) -> None:
+        with self._lock:
+            self._counts[reason] = self._counts.get(reason, 0) + count
+            self._unlogged[reason] = self._unlogged.get(reason, 0) + count
+            self.changed = True
+            now = self._clock()
+            last = self._logged_at.get(reason)
+            if last is not None and now - last < LOG_EVERY:
+                return
+            self._logged_at[reason] = now
+            told = self._unlogged.pop(reason)
+        with contextlib.suppress(Exception):
+            _log.warning(
+                "latdoc: %d request%s %s: %s", told, "" if told == 1 else "s", self.what, reason
+            )
+
+    @property
+    def total(self) -> int:
+        with self._lock:
+            return sum(self._counts.values())
+
+    def document(self) -> dict[str, Any]:
+        """What the run's ``meta`` keeps: ``{"requests": N, "what": "not recorded",
+        "reasons": {reason: n}}``."""
+        with self._lock:
+            self.changed = False
+            total = sum(self._counts.values())
+            return {"requests": total, "what": self.what, "reasons": dict(self._counts)}
+
+    def notes(self) -> list[StepNote]:
+        with self._lock:
+            counts = sorted(self._counts.items(), key=lambda kv: -kv[1])
+        return [
+            StepNote(Step.TRAFFIC, f"{n} request{'' if n == 1 else 's'} {self.what}: {why}")
+            for why, n in counts
+        ]
 
 
 class Instrumentation:
     """The attachment made by :func:`instrument`: where traces go, and how to stop.
 
-    ``close()`` writes what is pending and marks the run ``recorded``; the client keeps
-    working, and its later requests are no longer kept. Closing the store closes the
-    attachment first, and so does the interpreter's exit.
+    Nothing latdoc does reaches the application: each finished request goes to a
+    bounded queue that a thread of latdoc's writes to the store (a slow or locked
+    store adds no time to a request), and a step that fails (the store, an
+    OpenTelemetry hook, the watch of a response) costs that request's record, which
+    is counted in ``not_recorded`` with its reason, logged at a bounded rate, and
+    kept in the run (``latdoc runs``, the diagnosis's notes).
+
+    ``close()`` writes what is queued (waiting at most :data:`CLOSE_TIMEOUT`
+    seconds) and marks the run ``recorded``; the client keeps working, and its later
+    requests are no longer kept. Closing the store closes the attachment first, and
+    so does the interpreter's exit.
     """
 
     def __init__(self, store: Store, run_id: str, owns_store: bool) -> None:
         self.store = store
         self.run_id = run_id
         self.requests = 0
+        self.losses = Losses("not recorded")
+        self.unreported = Losses("not reported to OpenTelemetry")
+        """Requests recorded whose OpenTelemetry span or metrics a hook failed to report."""
         self._owns_store = owns_store
-        self._pending: list[Sample] = []
         self._in_flight = 0
         self._closed = False
         self._hooks: list[TraceHook] = []
+        self._writer: QueuedWriter | None = None
+        if store.path != ":memory:":
+            # A store in memory lives on its own connection only: it is written inline.
+            self._writer = QueuedWriter(
+                store.sibling,
+                run_id,
+                self.losses.add,
+                close_connection=_close_store,
+                after_write=self._keep_losses,
+            )
         store.on_close(self._close_quietly)
         atexit.register(self._close_quietly)
 
-    def flush(self) -> None:
-        """Write every finished request not yet written."""
-        pending, self._pending = self._pending, []
-        if pending:
-            self.store.add_samples(self.run_id, pending)
+    @property
+    def not_recorded(self) -> int:
+        """Requests latdoc saw finish but failed to record (see :attr:`losses`)."""
+        return self.losses.total
+
+    def flush(self, timeout: float = CLOSE_TIMEOUT) -> None:
+        """Wait, at most ``timeout`` seconds, until every finished request is written."""
+        if self._writer is not None:
+            self._writer.flush(timeout)
 
     def close(self) -> None:
         if self._closed:
@@ -77,14 +165,23 @@ class Instrumentation:
         self._closed = True
         atexit.unregister(self._close_quietly)
         self.store.forget_on_close(self._close_quietly)
-        self.flush()
-        self.store.finish_run(self.run_id, status="recorded", diagnosis=None)
-        if self._owns_store:
-            self.store.close()
+        try:
+            if self._writer is not None:
+                self._writer.close(CLOSE_TIMEOUT)
+            self._keep_losses(self.store, always=False)
+            notes = [*self.losses.notes(), *self.unreported.notes()]
+            self.store.finish_run(self.run_id, status="recorded", diagnosis=None, notes=notes)
+        except Exception as exc:
+            # The run stays as it was; the next open of the store marks it interrupted.
+            with contextlib.suppress(Exception):
+                _log.warning("latdoc: the recording could not be closed: %s", _first_line(exc))
+        finally:
+            if self._owns_store:
+                with contextlib.suppress(Exception):
+                    self.store.close()
 
     def _close_quietly(self) -> None:
-        # The store closing, or the interpreter exiting: a recording that cannot be
-        # written last is lost, and the application is not told.
+        # The store closing, or the interpreter exiting.
         with contextlib.suppress(Exception):
             self.close()
 
@@ -99,6 +196,8 @@ class Instrumentation:
     ) -> None:
         self.close()
 
+    # -- called by the pool, on the application's request path; never raises ------
+
     def request_started(self) -> int:
         """Count a request in flight; return how many are (this one included)."""
         self._in_flight += 1
@@ -109,14 +208,50 @@ class Instrumentation:
         self._in_flight -= 1
         if self._closed:
             return
-        self._pending.append(Sample(Step.TRAFFIC, trace, None, concurrency, index=self.requests))
-        self.requests += 1
-        for hook in self._hooks:
+        try:
+            sample = Sample(Step.TRAFFIC, trace, None, concurrency, index=self.requests)
+            self.requests += 1
+            for hook in self._hooks:
+                self._run_hook(hook, trace)
+            if self._writer is not None:
+                self._writer.put(sample)
+            else:
+                self.store.add_samples(self.run_id, (sample,))
+        except Exception as exc:
+            self.losses.add(1, _first_line(exc))
+
+    def request_lost(self, exc: Exception, *, finished: bool) -> None:
+        """Watching a request failed: it is counted, not recorded, and no longer in flight."""
+        if not finished:
+            self._in_flight -= 1
+        if not self._closed:
+            self.losses.add(1, f"latdoc failed to watch it: {_first_line(exc)}")
+
+    def _run_hook(self, hook: TraceHook, trace: RequestTrace) -> None:
+        try:
             hook(trace)
-        # Writing when the application goes idle keeps the store current without a
-        # disk sync per request under load.
-        if self._in_flight == 0 or len(self._pending) >= _FLUSH_EVERY:
-            self.flush()
+        except Exception as exc:
+            # The request is still recorded in the store; only its span or metric is lost.
+            self.unreported.add(1, _first_line(exc))
+
+    def _keep_losses(self, store: Any, always: bool = False) -> None:
+        """Keep the counts of what was lost in the run's meta, when they changed."""
+        values = {
+            key: losses.document()
+            for key, losses in (("not_recorded", self.losses), ("not_reported", self.unreported))
+            if losses.changed or (always and losses.total)
+        }
+        if values:
+            store.update_meta(self.run_id, values)
+
+
+def _close_store(store: Any) -> None:
+    store.close()
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:160]
 
 
 def instrument(
@@ -126,6 +261,7 @@ def instrument(
     run: str | None = None,
     otel: bool = False,
     kernel_stamps: bool = False,
+    ask_usage: bool = False,
 ) -> Instrumentation:
     """Time every request ``client`` makes from now on, and keep each as a trace.
 
@@ -139,6 +275,15 @@ def instrument(
     thread of latdoc's, rather than when the application's event loop reads them:
     exact when the loop runs late, at about 1 ms more CPU a request
     (``bench/instrument_overhead.py``), so it is off by default in an application.
+
+    Every request's prompt size is kept from its body: its characters, and the tokens
+    they are estimated to hold, for the length curve when the server reports no usage.
+    ``ask_usage=True`` adds the field that asks a stream for its usage where the
+    request's dialect has one and the request did not set it (chat completions'
+    ``stream_options: {"include_usage": true}``), so the server's own token counts are
+    kept: the stream then ends with one more chunk, which has usage and no choices. A
+    server that refuses the field gets the request again as the application wrote it,
+    and is not asked again.
     """
     pools = _pools_of(_http_client(client))
     otel_hook = None
@@ -159,7 +304,7 @@ def instrument(
         handle._hooks.append(otel_hook.record)
     for owner, pool in pools:
         pool._network_backend = TimedBackend(kernel_stamps=kernel_stamps)
-        owner._pool = TimedPool(pool, handle)
+        owner._pool = TimedPool(pool, handle, ask_usage=ask_usage)
     return handle
 
 

@@ -7,6 +7,7 @@ read a non-streamed answer's usage and error, and the failure the probe classifi
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import zlib
 from datetime import UTC, datetime
@@ -17,6 +18,8 @@ import httpcore
 from latdoc.client._request_facts import (
     body_size,
     dialect_of,
+    json_body,
+    prompt_size,
     request_id,
     request_timeouts,
     trace_target,
@@ -53,6 +56,10 @@ class TrafficSink(Protocol):
     def request_started(self) -> int: ...
 
     def request_finished(self, trace: RequestTrace, concurrency: int) -> None: ...
+
+    def request_lost(self, exc: Exception, *, finished: bool) -> None:
+        """Watching a request failed with ``exc``; ``finished`` when it was handed over
+        already (else it is no longer in flight)."""
 
 
 class RequestWatch:
@@ -172,6 +179,22 @@ class RequestWatch:
             error = TraceError(ErrorKind.STREAM_BROKEN, self.rec.phase, type(exc).__name__)
         self._keep(error)
 
+    @property
+    def kept(self) -> bool:
+        """Whether the request was frozen and handed to the sink."""
+        return self._kept
+
+    @property
+    def concurrency(self) -> int:
+        """Requests in flight when this one was sent, itself included."""
+        return self._concurrency
+
+    def discard(self) -> None:
+        """A request latdoc itself changed and the server refused: kept as nothing (the
+        application's own request, sent again in its place among those in flight, is
+        kept instead)."""
+        self._kept = True
+
     def abandon(self) -> None:
         """The application closed the response before its end: kept, without an end."""
         self._keep(None)
@@ -179,7 +202,7 @@ class RequestWatch:
     def _keep(self, error: TraceError | None) -> None:
         if self._kept:
             return
-        self._kept = True
+        body = json_body(self._request)
         trace = freeze_trace(
             self.rec,
             datetime.fromtimestamp(self._started_ns // 1_000_000_000, UTC).replace(
@@ -188,10 +211,16 @@ class RequestWatch:
             self._exchange,
             error,
             body_size(self._request),
-            trace_target(self._request),
+            trace_target(self._request, body),
             started_ns=self._started_ns,
             request_id=request_id(self._request),
         )
+        chars, estimated = prompt_size(self._request, body)
+        if chars is not None:
+            trace = dataclasses.replace(
+                trace, prompt_chars=chars, prompt_tokens_estimated=estimated
+            )
+        self._kept = True
         self._handle.request_finished(trace, self._concurrency)
 
 

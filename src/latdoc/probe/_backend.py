@@ -26,6 +26,7 @@ from latdoc.probe._aiostream import open_stream
 from latdoc.probe._h2frames import FrameClock
 from latdoc.probe._kstream import KernelStream, kernel_stamps_possible, open_kernel_stream
 from latdoc.probe._recorder import now_ns
+from latdoc.probe._tlsstream import TLSOverStream
 
 _connection_ids = itertools.count(1)
 
@@ -108,7 +109,10 @@ class TimedStream(httpcore.AsyncNetworkStream):
         rec = recorder.current()
         if rec is not None:
             rec.on_tls_start()
-        inner = await self._inner.start_tls(ssl_context, server_hostname, timeout)
+        if self._inner.get_extra_info("ssl_object") is None:
+            inner = await self._inner.start_tls(ssl_context, server_hostname, timeout)
+        else:  # through an https:// proxy's tunnel: TLS inside its TLS
+            inner = await TLSOverStream.wrap(self._inner, ssl_context, server_hostname, timeout)
         if rec is not None:
             rec.on_tls_done()
         wrapped = TimedStream(inner, self.connection_id, self.remote_ip)

@@ -59,6 +59,10 @@ class TraceTarget:
     dialect: str
     is_tls: bool
     secret: str | None = field(default=None, repr=False)
+    proxy: str | None = None
+    """The proxy the request went through, as shown (credentials masked)."""
+    tunnel: bool = False
+    """Through a tunnel the proxy opened (``CONNECT``, SOCKS5)."""
 
 
 def freeze_trace(
@@ -84,9 +88,11 @@ def freeze_trace(
         return None if mark is None else mark - t0
 
     dns_done, connect_done, tls_done = rec.dns_done, rec.connect_done, rec.tls_done
+    tunnel_done = rec.proxy_connect_done
     if not rec.new_connection and rec.queue_done is not None:
         dns_done = connect_done = rec.queue_done
         tls_done = rec.queue_done if target.is_tls else None
+        tunnel_done = rec.queue_done if target.tunnel else None
     sent, acked = rec.sent
     granted = rec.pool_granted
     if granted is not None and rec.queue_done is not None:
@@ -160,4 +166,6 @@ def freeze_trace(
         pool_granted_ns=rel(granted),
         write_start_ns=rel(rec.write_start),
         arrival_clock=None if stream is None else ("kernel" if stream.kernel_stamps else "loop"),
+        proxy=target.proxy,
+        proxy_connect_done_ns=rel(tunnel_done),
     )

@@ -53,6 +53,12 @@ from latdoc.store.writer import DEFAULT_MAX_DELAY, DEFAULT_MAX_SAMPLES, SampleWr
 __all__ = ["SCHEMA_VERSION", "BucketStats", "RunInfo", "SampleWriter", "Store", "default_path"]
 
 
+_IMPORT_BATCH = 5000
+"""Samples inserted at once while importing."""
+_READ_BATCH = 1000
+"""Rows read at once by :meth:`Store.iter_samples`."""
+
+
 def _utc_now() -> datetime:
     return datetime.now(UTC)
 
@@ -73,7 +79,8 @@ class Store:
         clock: Callable[[], datetime] = _utc_now,
     ) -> None:
         self.path = str(default_path() if path is None else path)
-        self._redactor = Redactor(secrets)
+        self._secrets = tuple(secrets)
+        self._redactor = Redactor(self._secrets)
         self._clock = clock
         self._closing: list[Callable[[], None]] = []
         self._closed = False
@@ -103,6 +110,13 @@ class Store:
         finally:
             self._conn.close()
             self._turns.close()
+
+    def sibling(self) -> Store:
+        """Another connection to the same file, with the same secrets masked: for a thread
+        of its own (a connection serves the thread that opened it)."""
+        if self.path == ":memory:":
+            raise UsageError("a store in memory has no second connection")
+        return Store(self.path, secrets=self._secrets, clock=self._clock)
 
     def on_close(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` when the store closes, before its file does (what a
@@ -244,6 +258,28 @@ class Store:
             self._insert_run(document.run, document.run.meta, document.diagnosis)
             self._insert_samples(run_id, document.samples)
         return run_id
+
+    def import_run(
+        self, run: RunInfo, diagnosis: Mapping[str, Any] | None, samples: Iterable[Sample]
+    ) -> tuple[str, int]:
+        """Add ``run`` and its samples, read as they come (any number, in bounded
+        memory), in one transaction: a sample that fails to arrive (its reader raises)
+        leaves the store as it was. Return the run's id and the samples added."""
+        added = 0
+        with self._transaction():
+            if self._exists(run.run_id):
+                raise UsageError(f"run {run.run_id} is already in {self.path}")
+            self._insert_run(run, run.meta, diagnosis)
+            batch: list[Sample] = []
+            for sample in samples:
+                batch.append(sample)
+                if len(batch) >= _IMPORT_BATCH:
+                    self._insert_samples(run.run_id, batch)
+                    added += len(batch)
+                    batch = []
+            self._insert_samples(run.run_id, batch)
+            added += len(batch)
+        return run.run_id, added
 
     def choose_runs(
         self, statuses: Collection[str], *, started_before: datetime | None = None
@@ -462,6 +498,24 @@ class Store:
             cold=cold,
             target_prompt_tokens=target_prompt_tokens,
         )
+
+    def diagnosis_document(self, run_id: str) -> Mapping[str, Any] | None:
+        """The diagnosis document a run keeps, without reading its samples."""
+        row = self._conn.execute(
+            "SELECT diagnosis FROM runs WHERE run_id = ?", (self._resolve(run_id),)
+        ).fetchone()
+        return None if row is None or row[0] is None else json.loads(row[0])
+
+    def iter_samples(self, run_id: str) -> Iterator[Sample]:
+        """The samples of a run (an id or a unique prefix) in order, read from the file a
+        few at a time as they are asked for: any number in bounded memory."""
+        cursor = self._conn.execute(
+            f"SELECT {SAMPLE_COLUMNS} FROM samples JOIN sample_traces USING (seq) "
+            "WHERE run_id = ? ORDER BY idx, seq",
+            (self._resolve(run_id),),
+        )
+        while rows := cursor.fetchmany(_READ_BATCH):
+            yield from (sample_from_row(r) for r in rows)
 
     def export_json(self, run_id: str) -> str:
         """The run as one self-describing JSON document (``{"format": "latdoc-run", ...}``)."""

@@ -13,9 +13,11 @@ from urllib.parse import urlsplit
 
 from latdoc.errors import UsageError
 from latdoc.features.load.analysis import LevelWindow, LoadAnalysis, Slo, analyse_load
+from latdoc.features.load.findmax import FindMax, Objective, find_max_sweep
 from latdoc.features.load.fleet import Fleet, FleetSweep, join
 from latdoc.features.load.processes import ProcessFleet
 from latdoc.features.load.render import load_to_dict
+from latdoc.features.load.replay import Replay, replay_sweep
 from latdoc.features.load.send import LoadPlan, run_load
 from latdoc.features.load.workers import worker_plans
 from latdoc.pipeline import host_meta
@@ -43,6 +45,16 @@ class LoadRun:
     there, and only ``kept`` of ``samples`` are in the store."""
     kept: int | None = None
     """Traces in the store, when that is not all of ``samples``."""
+
+
+@dataclass(frozen=True)
+class FindMaxAsk:
+    """``--find-max``: the quantiles each level must meet, and the most streams to try."""
+
+    objectives: tuple[Objective, ...]
+    limit: float
+    start_rate: float | None = None
+    """By rate: the first rate tried; ``None``: by streams, from 1."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +100,8 @@ def load_endpoint(
     on_sample: Callable[[Sample], None] | None = None,
     on_progress: Callable[[str, int, int], None] | None = None,
     workers: Workers | None = None,
+    replay: Replay | None = None,
+    find_max: FindMaxAsk | None = None,
 ) -> LoadRun:
     """Run ``plan``'s sweep, keep every sample as it finishes, and analyse each level.
 
@@ -96,11 +110,27 @@ def load_endpoint(
     ``interrupted`` with the notes made until then, and the levels measured are
     analysed, the one it cut short marked partial. With ``workers`` the streams are
     sent from worker processes or Ray actors; every one of them is stopped when
-    this returns, also on Ctrl-C.
+    this returns, also on Ctrl-C. With ``replay`` the levels are a trace's
+    (:mod:`latdoc.features.load.replay`), read whole before anything is sent.
     """
     check_load_target(plan, confirmed=confirmed)
     slo = slo or Slo()
     meta: dict[str, Any] = {**host_meta(), "load": _plan_meta(plan, slo)}
+    if replay is not None:
+        if workers is not None:
+            raise UsageError("--trace replays from this process: leave out --processes and --ray")
+        meta["replay"] = {"trace": replay.path, "format": replay.fmt, "speed": replay.speed,
+                          "streams": replay.streams}  # fmt: skip
+        sweep = replay_sweep(plan, replay, on_progress)
+        return _run_sweep(plan, sweep, store, slo, meta, on_sample)
+    if find_max is not None:
+        found: list[FindMax] = []
+        sweep = find_max_sweep(plan, find_max.objectives, find_max.limit, on_progress,
+                               found.append, find_max.start_rate)  # fmt: skip
+        run = _run_sweep(plan, sweep, store, slo, meta, on_sample)
+        if found:
+            store.update_meta(run.run_id, {"find_max": found[0].document()})
+        return run
     with ExitStack() as stack:
         if workers is None:
             return _run_sweep(plan, _local_sweep(plan, on_progress), store, slo, meta, on_sample)
