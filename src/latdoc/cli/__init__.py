@@ -210,8 +210,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except Exception as exc:
         # latdoc's errors are imported only when one is raised: --version never needs them.
+        import sqlite3
+
         from latdoc.errors import LatdocError, UsageError
 
+        if isinstance(exc, sqlite3.Error):
+            # The store failed under a command (a full disk): said in a line, not a trace.
+            print(f"Error: the latdoc store could not be used: {exc}", file=sys.stderr)
+            return EXIT_REQUEST_FAILED
         if not isinstance(exc, LatdocError):
             raise
         print(f"Error: {exc}", file=sys.stderr)

@@ -297,6 +297,9 @@ def run(args: argparse.Namespace) -> int:
                     metrics.close()
     report = check_gates(baseline, result.samples, gates) if gates else None
     emit(result, args, sys.stdout, terminal=True, gates=report)
+    if result.store_error is not None:
+        print(f"Error: {result.store_error}.", file=err)
+        return EXIT_REQUEST_FAILED
     print(
         f"Run {result.run_id}: {len(result.samples)} traces kept in {result.store_path}; "
         f"`latdoc report {result.run_id}` renders it again, `latdoc compare` compares it.",

@@ -18,6 +18,7 @@ import json
 import sqlite3
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from secrets import token_hex
@@ -30,7 +31,7 @@ import numpy.typing as npt
 from latdoc.errors import UsageError
 from latdoc.records import Sample, Step, StepNote
 from latdoc.store import process
-from latdoc.store._file import default_path, open_store
+from latdoc.store._file import WriteTurns, default_path, open_store
 from latdoc.store.aggregate import BucketStats, aggregate_samples, bucket_ttfts
 from latdoc.store.exchange import dump_run, load_document
 from latdoc.store.redact import Redactor
@@ -84,14 +85,18 @@ class Store:
         self._closing: list[Callable[[], None]] = []
         self._closed = False
         self._conn = open_store(self.path)
+        self._turns = WriteTurns(self.path)
         self._owner = process.current()
+        self._gone: set[str] = set()
         try:
             self._mark_gone()
         except sqlite3.OperationalError:
-            # Read-only or busy: the runs are marked by the next open that can write.
+            # Read-only, busy or full: the runs are marked by the next open that can
+            # write, and read as interrupted until then (:meth:`_as_seen`).
             pass
         except BaseException:
             self._conn.close()
+            self._turns.close()
             raise
 
     def close(self) -> None:
@@ -104,6 +109,7 @@ class Store:
                 self._closing.pop()()
         finally:
             self._conn.close()
+            self._turns.close()
 
     def sibling(self) -> Store:
         """Another connection to the same file, with the same secrets masked: for a thread
@@ -329,6 +335,7 @@ class Store:
             for row in rows
             if process.is_gone(process.Owner(row[1], row[2], row[3], row[4]), self._owner)
         ]
+        self._gone = set(gone)
         for run_id in gone:
             with self._transaction():
                 kept, last_ns = self._conn.execute(
@@ -342,6 +349,7 @@ class Store:
                     (run_id,),
                 ).fetchone()
                 if row is None:
+                    self._gone.discard(run_id)
                     continue
                 pid, host, notes, started = row
                 note = {
@@ -360,6 +368,14 @@ class Store:
                     "WHERE run_id = ?",
                     (ended, json_text([*earlier, note]), run_id),
                 )
+            self._gone.discard(run_id)
+
+    def _as_seen(self, run: RunInfo) -> RunInfo:
+        """``run`` as it is: ``interrupted`` when its process is gone, also when this
+        store could not be written to say so (a full disk, a read-only file)."""
+        if run.status != "running" or run.run_id not in self._gone:
+            return run
+        return replace(run, status="interrupted")
 
     # -- reading ---------------------------------------------------------------
 
@@ -369,7 +385,7 @@ class Store:
             f"SELECT {RUN_COLUMNS} FROM runs ORDER BY started_at DESC, run_id DESC LIMIT ?",
             (limit,),
         )
-        return [run_from_row(row) for row in rows]
+        return [self._as_seen(run_from_row(row)) for row in rows]
 
     def find_runs(self, kind: str, name: str | None = None) -> list[RunInfo]:
         """Runs of ``kind`` (with ``meta["name"] == name`` if given), newest first."""
@@ -379,7 +395,7 @@ class Store:
             query += " AND json_extract(meta, '$.name') = ?"
             params = (kind, name)
         rows = self._conn.execute(query + " ORDER BY started_at DESC, run_id DESC", params)
-        return [run_from_row(row) for row in rows]
+        return [self._as_seen(run_from_row(row)) for row in rows]
 
     def spent(self, run_id: str) -> tuple[int, int, int]:
         """What a run has sent: requests, prompt + output tokens as counted, next sample index."""
@@ -406,7 +422,7 @@ class Store:
         row = self._conn.execute(
             f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?", (full_id,)
         ).fetchone()
-        return run_from_row(row)
+        return self._as_seen(run_from_row(row))
 
     def load_run(self, run_id: str) -> tuple[RunInfo, list[Sample], Mapping[str, Any] | None]:
         """A run by its id or a unique prefix of it: its info, samples in order, diagnosis."""
@@ -421,7 +437,7 @@ class Store:
         )
         diagnosis = row[-1]
         return (
-            run_from_row(row[:-1]),
+            self._as_seen(run_from_row(row[:-1])),
             [sample_from_row(r) for r in samples],
             None if diagnosis is None else json.loads(diagnosis),
         )
@@ -510,7 +526,8 @@ class Store:
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
-        self._conn.execute("BEGIN IMMEDIATE")
+        with self._turns.turn():
+            self._conn.execute("BEGIN IMMEDIATE")
         try:
             yield
         except BaseException:
