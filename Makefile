@@ -58,6 +58,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/instrument_slow_store.py
 	$(BIN)/python bench/server_accounting.py
 	$(BIN)/python bench/gateway_overhead.py
+	$(BIN)/python bench/otlp_instrumentations.py
 	$(BIN)/python bench/load_workers.py
 	$(BIN)/python bench/h2_arrivals.py
 	$(BIN)/python bench/calibration.py

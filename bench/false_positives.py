@@ -46,6 +46,7 @@ from scipy.stats import beta, binom
 
 from latdoc.analysis.clock import DAY_S, BucketCounts, ClockReport, clock_report_of_buckets
 from latdoc.analysis.compare import MEDIAN, METRICS, compare_samples, ratio_precision
+from latdoc.analysis.gates import check_gates, parse_gates
 from latdoc.analysis.policy import ALPHA
 from latdoc.features.vantage.analysis import compare_vantages, vantage_row
 from latdoc.features.verify.analysis import judge_arms
@@ -304,6 +305,26 @@ def compare_once(
 # --- verify ----------------------------------------------------------------------------
 
 
+NULL_GATES = "ttft_p50 > +0%, ttft_p95 > +0%, total_p50 > +0%, total_p90 > +0%"
+"""Gates any worse B crosses: under the null about half the rows cross, so the family's
+error is the tests' alone."""
+
+
+def gates_once(
+    rng: np.random.Generator,
+    n: int,
+    shape: Shape,
+    effect: float = 0.0,
+    gates: str = NULL_GATES,
+    *,
+    lengths: Sequence[int] = COMPARE_LENGTHS,
+) -> bool:
+    """Whether ``--fail-if gates`` fails B (its first token ``1 + effect`` × A's)."""
+    a = compare_run(rng, n, shape, lengths=lengths)
+    b = compare_run(rng, n, shape, 1 + effect, lengths=lengths)
+    return bool(check_gates(a, b, parse_gates(gates)).failed)
+
+
 def verify_once(
     rng: np.random.Generator,
     n: int,
@@ -516,6 +537,11 @@ def _compare(rng: np.random.Generator, r: int, shape: str, effect: float = 0.0) 
     return {"compare: any row significant": flagged, "compare: TTFT, B slower": seen}
 
 
+def _gates(rng: np.random.Generator, r: int, shape: str, effect: float = 0.0,
+           gates: str = NULL_GATES) -> Outcome:  # fmt: skip
+    return {"gates: a gate failed": gates_once(rng, 20, SHAPES[shape], effect, gates)}
+
+
 def _verify(
     rng: np.random.Generator, r: int, shape: str, effect: float = 0.0, parts: Parts = TTFT_HEAVY
 ) -> Outcome:
@@ -579,6 +605,9 @@ def studies(reps: int) -> list[Study]:
     null = [
         Study("compare", lognormal, group, reps, partial(_compare, shape="lognormal")),
         Study("compare", busy, group, half, partial(_compare, shape="busy")),
+        Study("gates", f"{lognormal}, 4 gates at +0%", group, reps,
+              partial(_gates, shape="lognormal")),
+        Study("gates", f"{busy}, 4 gates at +0%", group, half, partial(_gates, shape="busy")),
         Study("verify", f"{lognormal}, TTFT-heavy", arm, reps,
               partial(_verify, shape="lognormal")),
         Study("verify", f"{lognormal}, decode-heavy", arm, reps,
@@ -616,6 +645,10 @@ def studies(reps: int) -> list[Study]:
               partial(_compare, shape="lognormal", effect=0.10)),
         Study("compare", "B's TTFT 25% slower", "20/group", half,
               partial(_compare, shape="lognormal", effect=0.25)),
+        Study("gates", "B's TTFT 20% slower, ttft_p50 > +10%", "20/group", half,
+              partial(_gates, shape="lognormal", effect=0.20, gates="ttft_p50 > +10%")),
+        Study("gates", "B's TTFT 50% slower, ttft_p50 > +10%", "20/group", half,
+              partial(_gates, shape="lognormal", effect=0.50, gates="ttft_p50 > +10%")),
         Study("verify", "B's TTFT 10% slower", arm, half,
               partial(_verify, shape="lognormal", effect=0.10)),
         Study("verify", "B's TTFT 25% slower", arm, half,
@@ -644,6 +677,7 @@ def studies(reps: int) -> list[Study]:
 
 POWER_EVENT = {
     "compare": "compare: TTFT, B slower",
+    "gates": "gates: a gate failed",
     "verify": "verify: the verdict, worse",
     "verify --precision": "verify --precision: the verdict, worse",
     "conversation": f"conversation: {STRATEGIES[0]} better",
@@ -654,6 +688,7 @@ POWER_EVENT = {
 """What a power study counts: the effect seen, in its direction."""
 NULL_EVENTS = {
     "compare": ("compare: any row significant",),
+    "gates": ("gates: a gate failed",),
     "verify": ("verify: the verdict", "verify: the screen (verdict + table)"),
     "verify --precision": ("verify --precision: the verdict", "verify --precision: the screen"),
     "conversation": ("conversation: any strategy", f"conversation: {STRATEGIES[0]} alone"),

@@ -256,6 +256,11 @@ def test_the_canary_key_reaches_the_server_and_no_output(
     for info in reported:
         run("report", info.run_id, "--json")
         run("report", info.run_id, "--html", str(files / f"report-{info.run_id}.html"))
+        run("export", info.run_id, "--format", "csv")
+        run("export", info.run_id, "--format", "jsonl")
+        table = tmp_path / f"requests-{info.run_id}.parquet"
+        run("export", info.run_id, "--format", "parquet", "-o", str(table))
+        exports.append(table.read_bytes().decode("latin-1"))
     run("report", "--watch", "canary")
     arms = [info.run_id for info in runs if info.meta.get("remedy") == "keepalive"]
     run("compare", *arms)

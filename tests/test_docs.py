@@ -282,7 +282,8 @@ def scope_of(page: Path) -> list[tuple[str, ...]] | None:
     """The commands a page under ``docs/commands/`` is about; None for the others."""
     if page.parent != DOCS / "commands" or page.stem == "index":
         return None
-    return {"report": [("runs",), ("report",)]}.get(page.stem, [(page.stem,)])
+    both = {"report": [("runs",), ("report",)], "export": [("export",), ("import",)]}
+    return both.get(page.stem, [(page.stem,)])
 
 
 def where(page: Path) -> str:

@@ -315,8 +315,8 @@ def test_diagnose_concurrency_sets_the_load_step(
 
 
 def test_slo_and_the_pure_rules() -> None:
-    assert parse_slo("ttft=2s,tpot=100ms") == Slo(ttft_ms=2000.0, tpot_ms=100.0)
-    assert parse_slo("tpot=500us") == Slo(tpot_ms=0.5)
+    assert parse_slo("ttft=2s,tpot=100ms") == (Slo(ttft_ms=2000.0, tpot_ms=100.0), ())
+    assert parse_slo("tpot=500us") == (Slo(tpot_ms=0.5), ())
     assert find_knee([]) is None and find_plateau([]) is None
     with pytest.raises(Exception, match="ttft=DURATION"):
         parse_slo("latency=2s")

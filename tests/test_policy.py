@@ -135,6 +135,7 @@ def _level(p50_ms: float, *, delay_p50_ms: float = 0.0, delay_p95_ms: float = 0.
         little=None,
         sustained=None,
         goodput_per_s=None,
+        failures=(),
     )
 
 

@@ -33,7 +33,7 @@ REMEDY_KEYS = {
 STEPS_KEYS = {"network", "network_rule", "length", "load", "reasoning"}
 LENGTH_KEYS = {
     "points", "a_ms", "b_ms_per_1k", "c_ms_per_1k2", "prefill_ms_per_1k", "shape",
-    "ratio_long_short", "rule",
+    "ratio_long_short", "rule", "tokens_estimated",
 }  # fmt: skip
 POINT_KEYS = {"prompt_tokens", "ttft_ms", "n"}
 NOTE_KEYS = {"step", "text"}
@@ -48,7 +48,8 @@ TRACE_KEYS = {
     "ttfr_ms", "ttfa_ms", "reasoning_ms", "reasoning_tokens", "unknown_events",
     "proxy_headers",
     "client_delay_ms", "server_ttft_ms", "arrival_clock",
-    "first_event_ms", "first_tool_call_ms",
+    "first_event_ms", "first_tool_call_ms", "prompt_chars", "prompt_tokens_estimated",
+    "proxy", "proxy_connect_ms",
     "connect_attempts", "tls_resumed", "tls_session_offered",
 }  # fmt: skip
 TCP_INFO_KEYS = {

@@ -131,6 +131,8 @@ def traces(
         pool_granted_ns=opt_int,
         write_start_ns=opt_int,
         arrival_clock=st.none() | st.sampled_from(["kernel", "loop"]),
+        prompt_chars=opt_int,
+        prompt_tokens_estimated=opt_int,
     )
 
 
@@ -1159,3 +1161,14 @@ def test_prompt_tokens_of_a_step_come_from_the_narrow_rows_in_order(store: Store
     store.add_samples(run_id, [*counted, Sample(Step.NETWORK, make_trace(), index=3)])
     assert store.prompt_tokens(run_id, Step.CALIBRATION) == [40, None, 9]
     assert store.prompt_tokens(run_id, Step.LOAD) == []
+
+
+def test_a_trace_from_before_prompt_sizes_were_kept_loads_with_none() -> None:
+    trace = dataclasses.replace(make_trace(), prompt_chars=8_400, prompt_tokens_estimated=2_100)
+    record = trace_to_record(trace)
+    assert trace_from_record(record) == trace
+    old = {k: v for k, v in record.items() if k not in ("prompt_chars", "prompt_tokens_estimated")}
+    loaded = trace_from_record(old)
+    assert (loaded.prompt_chars, loaded.prompt_tokens_estimated) == (None, None)
+    with pytest.raises(ValueError, match="prompt_chars"):
+        trace_from_record(record | {"prompt_chars": "long"})

@@ -3,6 +3,7 @@ and reads one back, from this version and from older ones."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -141,6 +142,7 @@ def test_a_document_of_an_older_version_reads_without_the_keys_added_since() -> 
     del document["steps"]["reasoning"]
     del document["steps"]["network_rule"]
     del document["steps"]["length"]["rule"]
+    del document["steps"]["length"]["tokens_estimated"]
     for remedy in document["remedies"]:
         for key in ("gain_interval_ms", "gain_source", "verify_command", "how_to_measure"):
             del remedy[key]
@@ -153,6 +155,7 @@ def test_a_document_of_an_older_version_reads_without_the_keys_added_since() -> 
     assert v.bank_accuracy is None and v.bank_n is None
     assert d.system == () and d.server is None and d.reasoning == {} and d.length_check is None
     assert d.network_check is None
+    assert d.length is not None and not d.length.tokens_estimated
     # An old version printed gains it had not measured: they read as no gain.
     assert [r.predicted_gain_ms for r in d.remedies] == [None, None, None]
     assert [r.key for r in d.remedies] == [r.key for r in make_diagnosis().remedies]
@@ -171,3 +174,11 @@ def test_a_bad_document_is_refused_by_field(change: dict[str, Any], message: str
     document = {**_json(diagnosis_to_record(make_diagnosis())), **change}
     with pytest.raises(ValueError, match=message):
         diagnosis_from_record(document)
+
+
+def test_a_length_curve_of_estimated_tokens_comes_back_estimated() -> None:
+    d = _full()
+    assert d.length is not None
+    estimated = dataclasses.replace(d, length=dataclasses.replace(d.length, tokens_estimated=True))
+    back = diagnosis_from_record(_json(diagnosis_to_record(estimated)))
+    assert back.length is not None and back.length.tokens_estimated

@@ -47,6 +47,8 @@ class Phase(enum.StrEnum):
     QUEUE = "queue"
     DNS = "dns"
     CONNECT = "connect"
+    PROXY_CONNECT = "proxy_connect"
+    """Through a proxy: its ``CONNECT`` round trip, or the SOCKS5 handshake."""
     TLS = "tls"
     SEND = "send"
     WAIT = "wait"
@@ -64,6 +66,10 @@ class ErrorKind(enum.StrEnum):
     HTTP = "http"
     STREAM_BROKEN = "stream_broken"
     MALFORMED = "malformed"
+    PROXY = "proxy"
+    """The proxy refused the tunnel (``CONNECT`` answered 403, 407 …, SOCKS5 auth or
+    connect refused), closed it, or answered what is not its protocol; the message
+    names the proxy, never its credentials."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +91,8 @@ class TraceError:
             return f"http:{self.status}"
         if self.kind is ErrorKind.TIMEOUT:
             return f"timeout:{self.phase}"
+        if self.kind is ErrorKind.PROXY and self.status is not None:
+            return f"proxy:{self.status}"
         return str(self.kind)
 
     def __str__(self) -> str:
@@ -117,6 +125,15 @@ CANNOT_ANSWER = {
     "http:404": "no such path or model: check the base URL (the part before "
     "/chat/completions, e.g. https://api.openai.com/v1), --api and --model",
     "http:405": "the endpoint does not take this request there: check the base URL and --api",
+    "proxy": "the proxy would not open a tunnel to the endpoint: check the proxy URL "
+    "(HTTPS_PROXY, ALL_PROXY or --proxy), that it runs and speaks that protocol, its "
+    "credentials, or reach the host direct (NO_PROXY=HOST or --no-proxy)",
+    "proxy:403": "the proxy refuses to connect to this host or port: ask for it to be "
+    "allowed, or reach the host direct (NO_PROXY=HOST or --no-proxy)",
+    "proxy:401": "the proxy refused the credentials: check the user and password in the "
+    "proxy URL (http://USER:PASSWORD@proxy:port)",
+    "proxy:407": "the proxy asks for credentials: give them in the proxy URL "
+    "(http://USER:PASSWORD@proxy:port)",
 }
 """For each failure that every request to the same URL, model and key meets alike (a
 name that does not resolve, a port nobody listens on, a certificate the client

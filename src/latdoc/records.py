@@ -30,9 +30,16 @@ Derived metrics are defined once, here, as properties returning milliseconds:
 queue       client-side wait for a pooled connection (all were busy)
 client      the client's own delay before the request left: event-loop
             lateness between steps, not a wait for the pool or the network
-dns         DNS resolution (0 on a reused connection)
-connect     TCP handshake (0 on a reused connection)
-tls         TLS handshake (0 on a reused connection, ``None`` over plain TCP)
+dns         DNS resolution (0 on a reused connection); through a proxy, the
+            proxy's name (curl's ``time_namelookup`` too)
+connect     TCP handshake (0 on a reused connection); through a proxy, to the proxy
+proxy_connect
+            through a proxy's tunnel: its ``CONNECT`` round trip (or the SOCKS5
+            handshake; with an ``https://`` proxy, TLS with the proxy too), from the
+            TCP handshake with the proxy to the tunnel open (0 on a reused
+            connection, ``None`` without a tunnel)
+tls         TLS handshake (0 on a reused connection, ``None`` over plain TCP); through
+            a tunnel, with the endpoint through it
 send        from the first request byte handed to the kernel to the end of send:
             written *and acknowledged by the peer*
 wait        server wait: first response byte minus end of send
@@ -67,6 +74,15 @@ from datetime import datetime
 from latdoc.errors import RequestFailed, TraceError
 
 _NS_PER_MS = 1_000_000
+
+CHARS_PER_TOKEN = 4
+"""Characters a token is taken to hold when a prompt's tokens are estimated from its
+text: OpenAI's rule of thumb for English text with its tokenizers."""
+
+
+def estimate_tokens(chars: int) -> int:
+    """An estimate of the tokens in ``chars`` characters of text (rounded up)."""
+    return -(-chars // CHARS_PER_TOKEN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +248,21 @@ class RequestTrace:
     """What stamped the response's arrivals (``first_byte``, chunks): ``"kernel"``, the
     socket's software receive stamps, or ``"loop"``, the event loop when it ran the
     read. ``None`` when not recorded."""
+    prompt_chars: int | None = None
+    """Characters of the prompt's text as the request body carried it (its messages'
+    text, a completion's prompt, system instructions), counted by the client from the
+    body it sent; ``None`` when the body was not read."""
+    prompt_tokens_estimated: int | None = None
+    """An estimate of the prompt's tokens from :attr:`prompt_chars`
+    (:func:`estimate_tokens`), for requests whose server reports no usage; never the
+    server's count, which is :attr:`prompt_tokens`."""
+    proxy: str | None = None
+    """The proxy the request went through, as its URL with the credentials masked
+    (``http://***@proxy:3128``); ``None``: direct. Through a proxy, ``remote_ip``,
+    the TCP handshake and ``tcp_info`` are the proxy's."""
+    proxy_connect_done_ns: int | None = None
+    """When the proxy's tunnel was open: its answer to ``CONNECT``, or the SOCKS5 reply.
+    ``None`` without a tunnel (direct, or a plain ``http://`` request forwarded)."""
     connect_attempts: tuple[ConnectAttempt, ...] = ()
     """Every TCP connection attempt of a new connection, in the order they started:
     the addresses of both families raced as RFC 8305 says. Empty on a reused
@@ -285,18 +316,26 @@ class RequestTrace:
         return _span(self.dns_done_ns, self.connect_done_ns)
 
     @property
+    def proxy_connect_ms(self) -> float | None:
+        """The proxy's tunnel: from the TCP handshake with the proxy to its ``CONNECT``
+        answer (or SOCKS5 reply); ``None`` without a tunnel."""
+        return _span(self.connect_done_ns, self.proxy_connect_done_ns)
+
+    @property
     def tls_ms(self) -> float | None:
-        return _span(self.connect_done_ns, self.tls_done_ns)
+        start = self.proxy_connect_done_ns
+        return _span(self.connect_done_ns if start is None else start, self.tls_done_ns)
 
     @property
     def setup_ms(self) -> float | None:
-        """Network setup: DNS + TCP + TLS."""
-        end = self.tls_done_ns if self.tls_done_ns is not None else self.connect_done_ns
-        return _span(self.queue_done_ns, end)
+        """Network setup: DNS + TCP (+ the proxy's tunnel) + TLS."""
+        marks = (self.tls_done_ns, self.proxy_connect_done_ns, self.connect_done_ns)
+        return _span(self.queue_done_ns, next((m for m in marks if m is not None), None))
 
     @property
     def _ready_ns(self) -> int | None:
-        for mark in (self.tls_done_ns, self.connect_done_ns, self.queue_done_ns):
+        marks = (self.tls_done_ns, self.proxy_connect_done_ns, self.connect_done_ns)
+        for mark in (*marks, self.queue_done_ns):
             if mark is not None:
                 return mark
         return None

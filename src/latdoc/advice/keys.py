@@ -16,10 +16,13 @@ __all__ = [
     "LONG_CONTEXT_MODEL",
     "LOSSY_PATH",
     "MAX_TOKENS",
+    "NEARER_PROXY",
     "NEARER_REGION",
     "NON_REASONING_MODEL",
     "POOL_SIZE",
     "PROMPT_CACHE",
+    "PROXY_BYPASS",
+    "PROXY_KEEP_ALIVE",
     "REASONING_EFFORT",
     "RETRIES",
     "SMALLER_MODEL",
@@ -43,10 +46,13 @@ KEEP_ALIVE = "keep_alive"
 LOSSY_PATH = "lossy_path"
 LONG_CONTEXT_MODEL = "long_context_model"
 MAX_TOKENS = "max_tokens"
+NEARER_PROXY = "nearer_proxy"
 NEARER_REGION = "nearer_region"
 NON_REASONING_MODEL = "non_reasoning_model"
 POOL_SIZE = "pool_size"
 PROMPT_CACHE = "prompt_cache"
+PROXY_BYPASS = "proxy_bypass"
+PROXY_KEEP_ALIVE = "proxy_keep_alive"
 REASONING_EFFORT = "reasoning_effort"
 RETRIES = "retries"
 SMALLER_MODEL = "smaller_model"

@@ -8,8 +8,8 @@ failing items that matter for a diagnosis's verdict and contributing kinds.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import replace
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 
 from latdoc.advice._sizing import SELF_PACED, advised_pool
 from latdoc.model import Diagnosis, HostFacts, Kind, RunContext, SystemItem
@@ -43,6 +43,64 @@ def checklist(facts: HostFacts, concurrency: int) -> tuple[SystemItem, ...]:
         _python(facts),
         _openssl(facts),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class ProxyRouteFact:
+    """How requests to some hosts go, as the environment's proxy variables say (read by
+    the caller): through ``route`` (a proxy's URL, credentials masked, and the variable
+    that named it) or direct; ``problem`` when a variable cannot be used."""
+
+    hosts: tuple[str, ...]
+    route: str
+    proxied: bool
+    problem: str | None = None
+
+
+def proxy_items(facts: Sequence[ProxyRouteFact]) -> tuple[SystemItem, ...]:
+    """One item per route: which proxy requests to those hosts would go through (as
+    httpx, the openai SDK and curl choose it), and how to bypass it."""
+    items = []
+    for fact in facts:
+        first, *more = fact.hosts
+        hosts = first if not more else f"{first} and {len(more)} more"
+        listed = f"For {', '.join(fact.hosts)}: " if more else ""
+        if fact.problem is not None:
+            why = (
+                f"{listed}{fact.problem}. httpx, the openai SDK, curl and latdoc read these "
+                "variables: fix or unset it."
+            )
+            items.append(
+                SystemItem(
+                    key="proxy", name=f"proxy for {hosts}", current=fact.problem,
+                    recommended="a proxy URL the clients can use", ok=False, why=why,
+                    command="unset HTTPS_PROXY HTTP_PROXY ALL_PROXY NO_PROXY",
+                    kinds=(Kind.NETWORK_PATH, Kind.ERRORS),
+                )
+            )  # fmt: skip
+            continue
+        if fact.proxied:
+            why = listed + (
+                "Requests go through this proxy, as httpx, the openai SDK and curl choose it "
+                "from the environment: each new connection pays its CONNECT round trip "
+                "before TLS (latdoc probe and diagnose time it as proxy_connect). Where "
+                "policy allows, listing the API's host in NO_PROXY connects direct."
+            )
+            command = f"export NO_PROXY={','.join(fact.hosts)}"
+        else:
+            why = listed + (
+                "Requests connect direct: no proxy variable (HTTPS_PROXY, HTTP_PROXY, "
+                "ALL_PROXY) applies to these hosts, or NO_PROXY lists them."
+            )
+            command = "export HTTPS_PROXY=http://PROXY:PORT  # only where the network needs one"
+        items.append(
+            SystemItem(
+                key="proxy", name=f"proxy for {hosts}", current=fact.route,
+                recommended="direct, or a proxy near the client", ok=None, why=why,
+                command=command, kinds=(Kind.NETWORK_PATH, Kind.NETWORK_SETUP),
+            )
+        )  # fmt: skip
+    return tuple(items)
 
 
 def for_verdict(items: Iterable[SystemItem], kinds: Iterable[Kind]) -> tuple[SystemItem, ...]:

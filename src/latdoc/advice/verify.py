@@ -26,6 +26,8 @@ VERIFY_RETRY = "retry"
 VERIFY_ENDPOINT = "endpoint"
 VERIFY_MODEL = "model"
 VERIFY_REASONING_EFFORT = "reasoning-effort"
+VERIFY_DIRECT = "direct"
+VERIFY_PROXY = "proxy"
 
 _NAMED = frozenset(v for k, v in dict(globals()).items() if k.startswith("VERIFY_"))
 """The names above, read from them: what :func:`verify_command` accepts."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from latdoc.analysis.buffering import MIN_CHUNKS, Burst, stream_burst
 from latdoc.analysis.length import fit_length_curve, length_points
@@ -90,6 +90,7 @@ def _network_facts(
         "dns_ms": median_of(t.dns_ms for t in cold),
         "connect_ms": median_of(t.connect_ms for t in cold),
         "tls_ms": median_of(t.tls_ms for t in cold),
+        "proxy_connect_ms": median_of(t.proxy_connect_ms for t in cold),
         "setup_ms": median_of(t.setup_ms for t in cold),
         "rtt_ms": rtt,
         "send_ms": median_of(t.send_ms for t in warm),
@@ -265,6 +266,9 @@ def gather_facts(
     measured = [s for s in samples if s.step != Step.CALIBRATION or not s.trace.ok]
     ok = [s.trace for s in measured if s.trace.ok]
     curve = fit_length_curve(length_points(_length_pairs(steps)))
+    lengths = [s.trace for s in steps if s.step == Step.LENGTH and s.trace.ok]
+    if curve is not None and lengths and all(t.prompt_tokens is None for t in lengths):
+        curve = replace(curve, tokens_estimated=True)
     one_token = one_token_wait_ms(samples)
     bursts = {i: b for i, t in enumerate(ok) if (b := stream_burst(t, one_token)) is not None}
     # A held-back stream's gaps are the hop's flushes, not the server's pauses.

@@ -124,6 +124,12 @@ FAMILIES: Final = (
         "the share of requests answered, policy against none (Fisher's exact test)",
         None,
     ),
+    Family(
+        "gates",
+        "every --fail-if gate in every group of like requests both runs have, one-sided "
+        "(Fisher's exact test on the counts above the pooled quantile)",
+        CORRECTION,
+    ),
     Family("vantage", "the nearest vantage against the next nearest", None),
     Family("watch", "the peak hours against the rest", None),
 )

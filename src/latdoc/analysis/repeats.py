@@ -25,6 +25,7 @@ def parts(layer: float | None, *others: float | None) -> float | None:
 METRICS: tuple[tuple[str, Callable[[RequestTrace], float | None]], ...] = (
     ("DNS", lambda t: t.dns_ms),
     ("TCP connect", lambda t: t.connect_ms),
+    ("Proxy CONNECT", lambda t: t.proxy_connect_ms),
     ("TLS", lambda t: t.tls_ms),
     ("Client delay", lambda t: t.client_delay_ms),
     ("Send", lambda t: t.send_ms),
@@ -43,7 +44,7 @@ METRICS: tuple[tuple[str, Callable[[RequestTrace], float | None]], ...] = (
 the first answer token only for requests that reasoned, the first event and the first
 tool call only for requests where they came apart from the first byte and token)."""
 
-SETUP_METRICS = frozenset({"DNS", "TCP connect", "TLS"})
+SETUP_METRICS = frozenset({"DNS", "TCP connect", "Proxy CONNECT", "TLS"})
 
 
 @dataclass(frozen=True, slots=True)

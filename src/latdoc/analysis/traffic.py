@@ -10,9 +10,11 @@ only what the traffic can stand in for, and says in notes what it cannot:
   earlier connection had finished its last request is a warm request that could
   not reuse it (the server, a proxy or the application dropped it); requests on a
   reused connection are warm. Traces that do not know their connection are left out.
-- length: successful requests with a time to first token and a reported prompt
-  size, grouped into lengths within 25 % of each other, only when there are two
-  or more such lengths.
+- length: successful requests with a time to first token and a prompt size,
+  grouped into lengths within 25 % of each other, only when there are two or more
+  such lengths. The size is the server's count where it reported usage, else the
+  estimate from the prompt's characters the client kept (its notes say how many
+  lengths are estimates).
 - load: the largest group of requests whose prompt sizes lie within 5 % of each
   other, for the dispersion of their time to first token; no concurrency probe.
 
@@ -24,11 +26,12 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Collection, Iterable, Sequence
+import statistics
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
-from latdoc.records import RequestTrace, Sample, Step, StepNote
+from latdoc.records import CHARS_PER_TOKEN, RequestTrace, Sample, Step, StepNote
 
 SAME_LENGTH_SPREAD = 1.05
 """Prompt sizes within this ratio count as the same length for the dispersion of TTFT."""
@@ -36,6 +39,11 @@ LENGTH_BUCKET = 1.25
 """Prompt sizes within this ratio are one point of the length curve."""
 MIN_SAME_LENGTH = 5
 """Fewer same-length requests than this say nothing about queueing."""
+HIDDEN_PREFILL_GROWTH = 3.0
+HIDDEN_PREFILL_MS = 50.0
+"""When the time after the first chunk grows this many times more than the time to it
+(and by at least this many ms) from the shortest prompts to the longest, at the same
+output, the first chunk recorded may have come before the prefill."""
 
 
 @dataclass(frozen=True)
@@ -49,9 +57,12 @@ class StepViews:
     notes: tuple[StepNote, ...]
 
 
-def traffic_views(samples: Sequence[Sample], dialects: Collection[str]) -> StepViews:
+def traffic_views(
+    samples: Sequence[Sample], dialects: Collection[str], *, replayed: bool = False
+) -> StepViews:
     """The step views of a run of recorded traffic (samples of step ``traffic``), over the
-    requests in one of the model API ``dialects`` (not ``http``, ``embeddings`` …)."""
+    requests in one of the model API ``dialects`` (not ``http``, ``embeddings`` …);
+    ``replayed`` when latdoc sent them itself, replaying a trace of the traffic."""
     calls = [s.trace for s in samples if s.step is Step.TRAFFIC and s.trace.dialect in dialects]
     network, network_notes = _network(calls)
     length, length_notes = _length(calls)
@@ -59,7 +70,10 @@ def traffic_views(samples: Sequence[Sample], dialects: Collection[str]) -> StepV
     notes = (
         StepNote(
             Step.RUN,
-            f"diagnosed from {len(samples)} recorded requests of the application's own "
+            f"diagnosed from {len(samples)} requests replayed from a trace of the traffic, "
+            "read as recorded traffic"
+            if replayed
+            else f"diagnosed from {len(samples)} recorded requests of the application's own "
             "traffic; nothing was sent",
         ),
         *network_notes,
@@ -139,27 +153,45 @@ def _running_min(values: Iterable[float]) -> list[float]:
     return out
 
 
+def _size(trace: RequestTrace) -> int | None:
+    """The prompt's tokens: the server's count, else the client's estimate."""
+    return trace.prompt_tokens or trace.prompt_tokens_estimated or None
+
+
 def _sized(calls: Sequence[RequestTrace]) -> list[RequestTrace]:
     return sorted(
-        (t for t in calls if t.ok and t.ttft_ms is not None and t.prompt_tokens),
-        key=lambda t: t.prompt_tokens or 0,
+        (t for t in calls if t.ok and t.ttft_ms is not None and _size(t)),
+        key=lambda t: _size(t) or 0,
     )
 
 
 def _length(calls: Sequence[RequestTrace]) -> tuple[list[Sample], list[StepNote]]:
     sized = _sized(calls)
-    unsized = sum(1 for t in calls if t.ok and t.prompt_tokens is None)
+    unreported = [t for t in calls if t.ok and t.prompt_tokens is None]
+    estimated = sum(1 for t in unreported if t.prompt_tokens_estimated)
     notes = []
-    if unsized:
+    if estimated:
         notes.append(
             StepNote(
                 Step.LENGTH,
-                f"{unsized} successful requests reported no prompt size (a streamed request "
-                "reports usage only when asked: stream_options include_usage)",
+                f"{len(unreported)} successful requests carried no prompt count from the "
+                "server (a streamed request reports usage only when asked: "
+                "stream_options include_usage, which `instrument(..., ask_usage=True)` adds "
+                "to an instrumented application's requests); the prompt tokens of "
+                f"{estimated} are estimated from the characters of their prompts "
+                f"({CHARS_PER_TOKEN} a token), not counted by the server's tokenizer",
             )
         )
-    buckets = {_bucket(t.prompt_tokens or 1) for t in sized}
-    untimed = {_bucket(t.prompt_tokens) for t in calls if t.ok and t.prompt_tokens}
+    elif unreported:
+        notes.append(
+            StepNote(
+                Step.LENGTH,
+                f"{len(unreported)} successful requests reported no prompt size (a streamed "
+                "request reports usage only when asked: stream_options include_usage)",
+            )
+        )
+    buckets = {_bucket(_size(t) or 1) for t in sized}
+    untimed = {_bucket(n) for t in calls if t.ok and (n := _size(t))}
     if len(buckets) < 2 and len(untimed) >= 2:
         notes.append(
             StepNote(
@@ -180,21 +212,81 @@ def _length(calls: Sequence[RequestTrace]) -> tuple[list[Sample], list[StepNote]
             )
         )
         return [], notes
-    samples = []
+    by_bucket: dict[int, list[RequestTrace]] = {}
     for t in sized:
-        bucket = _bucket(t.prompt_tokens or 1)
-        target = round(LENGTH_BUCKET**bucket)
-        samples.append(Sample(Step.LENGTH, t, target_prompt_tokens=target))
-    lo, hi = sized[0].prompt_tokens, sized[-1].prompt_tokens
+        by_bucket.setdefault(_bucket(_size(t) or 1), []).append(t)
+    samples = []
+    for members in by_bucket.values():
+        # Each length stands at its requests' median size; a server's count, where the
+        # requests have one, takes its place when the curve is read.
+        target = round(statistics.median(_size(t) or 1 for t in members))
+        samples += [Sample(Step.LENGTH, t, target_prompt_tokens=target) for t in members]
+    lo, hi = _size(sized[0]), _size(sized[-1])
+    guessed = sum(1 for t in sized if t.prompt_tokens is None)
+    how = (
+        ""
+        if not guessed
+        else f", {'all' if guessed == len(sized) else guessed} of them estimated from the "
+        "prompts' characters"
+    )
     notes.append(
         StepNote(
             Step.LENGTH,
             f"the length curve is fitted on the prompt sizes that occurred ({len(buckets)} "
-            f"lengths, {lo} to {hi} tokens), not on controlled lengths: each length's "
+            f"lengths, {lo} to {hi} tokens{how}), not on controlled lengths: each length's "
             "requests also differ in timing, connection and concurrency",
         )
     )
+    hidden = _prefill_after_first_chunk(by_bucket)
+    if hidden is not None:
+        notes.append(
+            StepNote(
+                Step.LENGTH,
+                f"from the shortest prompts to the longest the time to first token changed "
+                f"by {hidden[0]:+.0f} ms, but the time after it by {hidden[1]:+.0f} ms "
+                + ("at the same output" if hidden[2] else "(the output's length unreported)")
+                + ": the first chunk recorded may come before the prefill (a "
+                "chunk without output, such as a role-only chunk sent with the headers), "
+                "which then hides the prefill from the time to first token",
+            )
+        )
     return samples, notes
+
+
+def _prefill_after_first_chunk(
+    by_bucket: Mapping[int, Sequence[RequestTrace]],
+) -> tuple[float, float, bool] | None:
+    """The growth of the median time to first token, and of the median time after it,
+    from the shortest length to the longest, when the second outgrows the first by
+    :data:`HIDDEN_PREFILL_GROWTH` (and :data:`HIDDEN_PREFILL_MS`) at the same output
+    (the median output tokens within a quarter, where the requests report them), and
+    whether the output tokens were known."""
+    lo, hi = by_bucket[min(by_bucket)], by_bucket[max(by_bucket)]
+
+    def medians(traces: Sequence[RequestTrace]) -> tuple[float, float, float | None] | None:
+        timed = [t for t in traces if t.ttft_ms is not None and t.total_ms is not None]
+        if not timed:
+            return None
+        outputs = [t.output_tokens for t in timed if t.output_tokens is not None]
+        return (
+            statistics.median(t.ttft_ms or 0.0 for t in timed),
+            statistics.median((t.total_ms or 0.0) - (t.ttft_ms or 0.0) for t in timed),
+            statistics.median(outputs) if len(outputs) == len(timed) else None,
+        )
+
+    short, long = medians(lo), medians(hi)
+    if short is None or long is None:
+        return None
+    known = short[2] is not None and long[2] is not None
+    if (
+        known
+        and not (short[2] or 0) / LENGTH_BUCKET <= (long[2] or 0) <= (short[2] or 0) * LENGTH_BUCKET
+    ):
+        return None
+    first, after = long[0] - short[0], long[1] - short[1]
+    if after < max(HIDDEN_PREFILL_MS, HIDDEN_PREFILL_GROWTH * max(first, 0.0)):
+        return None
+    return first, after, known
 
 
 def _bucket(tokens: int) -> int:
@@ -206,7 +298,7 @@ def _load(calls: Sequence[RequestTrace]) -> tuple[list[Sample], list[StepNote]]:
     best: tuple[int, int] = (0, 0)
     lo = 0
     for hi in range(len(sized)):
-        while (sized[hi].prompt_tokens or 0) > (sized[lo].prompt_tokens or 0) * SAME_LENGTH_SPREAD:
+        while (_size(sized[hi]) or 0) > (_size(sized[lo]) or 0) * SAME_LENGTH_SPREAD:
             lo += 1
         if hi + 1 - lo > best[1] - best[0]:
             best = (lo, hi + 1)
@@ -221,7 +313,7 @@ def _load(calls: Sequence[RequestTrace]) -> tuple[list[Sample], list[StepNote]]:
                 f"dispersion; {no_probe}",
             )
         ]
-    tokens = group[len(group) // 2].prompt_tokens
+    tokens = _size(group[len(group) // 2])
     samples = [Sample(Step.LOAD, t) for t in group]
     return samples, [
         StepNote(

@@ -64,6 +64,18 @@ def _verify() -> _Family:
     return (verify.add_parsers, {"compare": verify.run_compare, "verify": verify.run_verify})
 
 
+def _exchange() -> _Family:
+    from latdoc.cli import exchange
+
+    return (exchange.add_parsers, {"export": exchange.run_export, "import": exchange.run_import})
+
+
+def _plan() -> _Family:
+    from latdoc.cli import plan
+
+    return (plan.add_parser, {"run": plan.run})
+
+
 def _load() -> _Family:
     from latdoc.cli import load
 
@@ -102,10 +114,16 @@ _COMMANDS: dict[str, tuple[str, Callable[[], _Family]]] = {
     "diagnose": ("which kind of slow is it: network, model service or input length", _diagnose),
     "runs": ("list stored diagnosis runs", _diagnose),
     "report": ("re-render a stored run without sending anything", _diagnose),
+    "export": ("every request of a stored run as one row: JSON Lines, CSV or Parquet", _exchange),
+    "import": ("add a run exported by `latdoc export --format jsonl` to a store", _exchange),
     "compare": ("compare two stored runs: medians, intervals, significance", _verify),
     "verify": ("measure whether a remedy works: an A/B experiment on the endpoint", _verify),
     "load": ("latency and throughput against load: the knee, the plateau, goodput", _load),
     "watch": ("measure the endpoint on a schedule, to see how it changes across the day", _watch),
+    "run": (
+        "run the latency checks a TOML plan file lists: diagnose, load, verify, watch",
+        _plan,
+    ),
     "system": (
         "the client host as a checklist: TCP sysctls, limits, pool size, HTTP/2, TLS",
         _system,
@@ -154,7 +172,7 @@ def _named(arguments: Sequence[str]) -> list[str]:
     return [first] if first in _COMMANDS else []
 
 
-_KEEPS_A_RUN = frozenset({"diagnose", "load", "watch", "verify", "probe"})
+_KEEPS_A_RUN = frozenset({"diagnose", "load", "watch", "verify", "probe", "run"})
 """The long commands that keep a run: SIGTERM stops them as Ctrl-C does."""
 
 
@@ -192,8 +210,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except Exception as exc:
         # latdoc's errors are imported only when one is raised: --version never needs them.
+        import sqlite3
+
         from latdoc.errors import LatdocError, UsageError
 
+        if isinstance(exc, sqlite3.Error):
+            # The store failed under a command (a full disk): said in a line, not a trace.
+            print(f"Error: the latdoc store could not be used: {exc}", file=sys.stderr)
+            return EXIT_REQUEST_FAILED
         if not isinstance(exc, LatdocError):
             raise
         print(f"Error: {exc}", file=sys.stderr)

@@ -26,9 +26,11 @@ from latdoc.probe import (
     ConnectionOptions,
     Dialect,
     Endpoint,
+    ProxyConfig,
     Timeouts,
     check_extra_body,
     dialects,
+    parse_proxy,
     providers,
 )
 from latdoc.store import Store
@@ -139,6 +141,16 @@ def add_target_arguments(p: argparse.ArgumentParser) -> None:
         help=f"environment variable holding the API key (default: the --provider's; else "
         f"{_key_help()})",
     )
+    g.add_argument(
+        "--proxy", metavar="URL",
+        help="send through this proxy instead of the environment's (HTTPS_PROXY, HTTP_PROXY, "
+        "ALL_PROXY; NO_PROXY still applies): http://[USER:PASSWORD@]HOST:PORT for CONNECT "
+        "and forwarding, socks5h://HOST:PORT for SOCKS5",
+    )  # fmt: skip
+    g.add_argument(
+        "--no-proxy", action="store_true",
+        help="connect direct, whatever the proxy variables of the environment say",
+    )  # fmt: skip
     g.add_argument(
         "--timeout",
         type=duration,
@@ -273,6 +285,25 @@ def vantages(args: argparse.Namespace) -> tuple[str, ...] | None:
     return names
 
 
+def speed(text: str) -> float | None:
+    """``--speed``: ``2`` (twice a trace's pace), ``0.5``, or ``max`` (``None``: back to
+    back)."""
+    if text.strip().lower() == "max":
+        return None
+    return positive_float(text)
+
+
+def add_gate_argument(p: argparse.ArgumentParser, baseline: str) -> None:
+    """``--fail-if``: regression gates against ``baseline`` (said in the help)."""
+    p.add_argument(
+        "--fail-if",
+        metavar="GATES",
+        help=f"exit 1 when a gate fails against {baseline}: e.g. 'ttft_p50 > +10%%, "
+        "tpot_p95 > +5ms' (a metric of compare's table, p50/p90/p95/p99, a share or a "
+        "duration); a gate fails only where the difference is significant",
+    )
+
+
 def add_store_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", metavar="FILE", help="the SQLite store (default: user data dir)")
 
@@ -280,7 +311,29 @@ def add_store_argument(p: argparse.ArgumentParser) -> None:
 def open_store(args: argparse.Namespace, key: str | None, *more: str | None) -> Store:
     """The ``--db`` store, masking ``key`` (and any ``more`` keys) wherever it would be
     written."""
-    return Store(args.db, secrets=[k for k in (key, *more) if k])
+    return Store(args.db, secrets=[k for k in (key, *more, *proxy_secrets(args)) if k])
+
+
+def proxy_config(args: argparse.Namespace, *, builtin: bool = False) -> ProxyConfig:
+    """``--proxy URL`` or ``--no-proxy``, else the environment's proxy variables (the
+    ``builtin`` endpoint, on this machine: direct)."""
+    url: str | None = getattr(args, "proxy", None)
+    direct: bool = getattr(args, "no_proxy", False) or (builtin and url is None)
+    return ProxyConfig(url=url, direct=direct)
+
+
+def proxy_secrets(args: argparse.Namespace) -> tuple[str, ...]:
+    """The passwords of the proxies the command line and the environment name, masked
+    wherever a run is written."""
+    texts = [getattr(args, "proxy", None)]
+    for scheme in ("https", "http", "all"):
+        texts += [os.environ.get(f"{scheme}_proxy"), os.environ.get(f"{scheme.upper()}_PROXY")]
+    found: list[str] = []
+    for text in texts:
+        if text:
+            with contextlib.suppress(UsageError):
+                found += parse_proxy(text).secrets
+    return tuple(found)
 
 
 @dataclass(frozen=True)
@@ -372,7 +425,9 @@ def target(
 def endpoint_and_connection(
     args: argparse.Namespace, where: Target, key: str | None
 ) -> tuple[Endpoint, ConnectionOptions]:
-    """The endpoint to measure and how to connect to it, from the shared options."""
+    """The endpoint to measure and how to connect to it, from the shared options. The
+    built-in endpoint, on this machine, is reached direct unless ``--proxy`` names a
+    proxy: the environment's proxy is for the network beyond it."""
     if not where.model:
         raise UsageError("--model is required for an endpoint other than the built-in one")
     endpoint = Endpoint(
@@ -383,7 +438,9 @@ def endpoint_and_connection(
         cacert=where.cacert,
         insecure=args.insecure,
         timeouts=Timeouts(total=args.timeout),
+        proxy=proxy_config(args, builtin=not choice(args).url),
     )
+    connection.proxy.route(endpoint.url)  # a proxy setting that cannot work fails here
     return endpoint, connection
 
 

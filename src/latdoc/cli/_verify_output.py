@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from latdoc.analysis.gates import GateReport
 from latdoc.errors import UsageError
 from latdoc.features.verify import NOT_APPLICABLE, VerifyResult
 from latdoc.features.verify import experiments as registry
@@ -63,6 +64,10 @@ def emit_comparison(
     document = comparison_to_dict(
         result.comparison, a=run_dict(result.a), b=run_dict(result.b), names=names
     )
+    if result.gates is not None:
+        from latdoc.report import gates_to_dict
+
+        document["gates"] = gates_to_dict(result.gates)
     if args.json:
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
         return
@@ -80,7 +85,8 @@ def emit_comparison(
         except OSError as exc:
             raise UsageError(f"cannot write {path}: {exc.strerror}") from None
         print(f"HTML comparison written to {path}", file=sys.stderr)
-    make_console(sys.stdout).print(
+    console = make_console(sys.stdout)
+    console.print(
         render_comparison(
             result.comparison,
             a_label=describe(result.a),
@@ -88,6 +94,10 @@ def emit_comparison(
             names=names,
         )
     )
+    if result.gates is not None:
+        from latdoc.report import render_gates
+
+        console.print(render_gates(result.gates, names))
 
 
 def verdict_line(result: VerifyResult) -> str:
@@ -111,9 +121,12 @@ def verdict_line(result: VerifyResult) -> str:
 
 
 def emit_verify(
-    result: VerifyResult, infos: tuple[RunInfo, RunInfo] | None, args: argparse.Namespace
+    result: VerifyResult,
+    infos: tuple[RunInfo, RunInfo] | None,
+    args: argparse.Namespace,
+    gates: GateReport | None = None,
 ) -> None:
-    from latdoc.report import comparison_to_dict, make_console, render_comparison
+    from latdoc.report import comparison_to_dict, gates_to_dict, make_console, render_comparison
 
     line = verdict_line(result)
     if args.json:
@@ -139,6 +152,8 @@ def emit_verify(
             if result.comparison is None or infos is None
             else comparison_to_dict(result.comparison, a=run_dict(infos[0]), b=run_dict(infos[1])),
         }
+        if gates is not None:
+            document["gates"] = gates_to_dict(gates)
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
         return
     console = make_console(sys.stdout)
@@ -170,6 +185,10 @@ def emit_verify(
     if (caveat := registry.experiment(result.remedy).caveat) is not None:
         console.print(f"  {caveat}")
     console.print(line)
+    if gates is not None:
+        from latdoc.report import render_gates
+
+        console.print(render_gates(gates))
     if result.run_ids is not None:
         print(
             f"Runs {result.run_ids[0]} (A) and {result.run_ids[1]} (B) kept in "

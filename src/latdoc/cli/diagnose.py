@@ -23,6 +23,7 @@ from latdoc.cli._options import (
     open_store,
     plan_default,
     positive_int,
+    speed,
     target,
     vantages,
 )
@@ -47,6 +48,7 @@ from latdoc.workload import (
     planned_requests,
     planned_tokens,
 )
+from latdoc.workload.traces import names as trace_formats
 
 DEFAULT_MAX_REQUESTS = plan_default(DiagnosisPlan, "max_requests")
 DEFAULT_MAX_SECONDS = plan_default(DiagnosisPlan, "max_seconds")
@@ -96,6 +98,21 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
     recorded.add_argument(
         "--from-otlp", metavar="FILE",
         help="diagnose GenAI spans exported as OTLP JSON; sends nothing",
+    )  # fmt: skip
+    shaped = d.add_argument_group("a workload-shaped diagnosis")
+    shaped.add_argument(
+        "--trace", metavar="FILE",
+        help="replay a trace of your traffic (Mooncake, ShareGPT, BurstGPT, latdoc export) "
+        "instead of the three steps, and diagnose it as recorded traffic",
+    )  # fmt: skip
+    shaped.add_argument(
+        "--trace-format", choices=trace_formats(), metavar="FORMAT",
+        help="the trace's format; default: from its first line",
+    )  # fmt: skip
+    shaped.add_argument(
+        "--speed", type=speed, default=1.0, metavar="S",
+        help="send at the trace's times ÷ S (default 1), or 'max': back to back on "
+        "--concurrency streams",
     )  # fmt: skip
     d.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
     d.add_argument("--json", action="store_true", help="print the diagnosis as JSON")
@@ -156,7 +173,12 @@ def plan_line(plan: DiagnosisPlan) -> str:
 
 def run_diagnose(args: argparse.Namespace) -> int:
     if args.from_run or args.from_otlp:
+        if args.trace:
+            raise UsageError("--trace sends the trace's requests; --from-run and --from-otlp "
+                             "send nothing: give one of them")  # fmt: skip
         return _diagnose_recorded(args)
+    if args.trace:
+        return _diagnose_trace(args)
     key = api_key(args)
     err = sys.stderr
     places = vantages(args)
@@ -207,6 +229,41 @@ def run_diagnose(args: argparse.Namespace) -> int:
     if run.status == "interrupted":
         return EXIT_INTERRUPTED
     return EXIT_REQUEST_FAILED if run.all_failed else EXIT_OK
+
+
+def _diagnose_trace(args: argparse.Namespace) -> int:
+    """Replay the trace, keep it as recorded traffic, and diagnose that."""
+    from latdoc.features.load import LoadPlan
+    from latdoc.features.load.replay import Replay, record_replay
+
+    key = api_key(args)
+    err = sys.stderr
+    with target(args, err, engine=True) as where:
+        endpoint, connection = endpoint_and_connection(args, where, key)
+        plan = LoadPlan(
+            endpoint=endpoint,
+            connection=connection,
+            concurrency=(args.concurrency,),
+            max_tokens=args.max_tokens,
+            max_requests=args.max_requests,
+            token_budget=args.token_budget,
+            max_seconds=args.max_seconds,
+            seed=args.seed,
+        )
+        replay = Replay(args.trace, args.trace_format, args.speed, args.concurrency)
+        print(f"Replaying {args.trace} against {endpoint.base_url}, then diagnosing it as "
+              "recorded traffic.", file=err)  # fmt: skip
+        progress = ProgressBars(err)
+        with open_store(args, key) as store:
+            try:
+                run_id = record_replay(plan, replay, store, on_progress=progress)
+            finally:
+                progress.clear()
+            run = diagnose_traffic(store, run_id)
+    _emit(run, args, sys.stdout, terminal=True)
+    print(f"Run {run.run_id}: {len(run.samples)} replayed requests in {run.store_path}.",
+          file=err)  # fmt: skip
+    return EXIT_INTERRUPTED if run.status == "interrupted" else EXIT_OK
 
 
 def _diagnose_recorded(args: argparse.Namespace) -> int:
@@ -299,6 +356,8 @@ def run_report(args: argparse.Namespace) -> int:
 def _emit(run: DiagnosisRun, args: argparse.Namespace, out: TextIO, *, terminal: bool) -> None:
     """Write the HTML file if asked; print JSON, or the terminal view unless only HTML was
     asked of a stored run."""
+    from rich.text import Text
+
     from latdoc.report import diagnosis_to_dict, make_console, render_diagnosis, render_html
 
     if args.html:
@@ -309,6 +368,13 @@ def _emit(run: DiagnosisRun, args: argparse.Namespace, out: TextIO, *, terminal:
             raise UsageError(f"cannot write {path}: {exc.strerror}") from None
         print(f"HTML report written to {path}", file=sys.stderr)
     if args.json:
-        out.write(json.dumps(diagnosis_to_dict(run.diagnosis), indent=2) + "\n")
+        document = diagnosis_to_dict(run.diagnosis)
+        if run.source is not None:
+            document["traffic_source"] = dict(run.source)
+        out.write(json.dumps(document, indent=2) + "\n")
     elif terminal or not args.html:
-        make_console(out).print(render_diagnosis(run.diagnosis))
+        console = make_console(out)
+        if run.source is not None:
+            read_from = f", read from {run.source['file']}" if "file" in run.source else ""
+            console.print(Text(f"  Traffic recorded by {run.source['recorded_by']}{read_from}"))
+        console.print(render_diagnosis(run.diagnosis))

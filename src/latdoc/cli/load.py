@@ -8,11 +8,13 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from latdoc.analysis.gates import GateReport, check_gates, parse_gates
 from latdoc.cli._options import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_REQUEST_FAILED,
     add_budget_arguments,
+    add_gate_argument,
     add_metrics_arguments,
     add_output_tokens_argument,
     add_ray_argument,
@@ -25,13 +27,19 @@ from latdoc.cli._options import (
     plan_default,
     positive_float,
     positive_int,
+    speed,
     start_metrics,
     target,
 )
 from latdoc.errors import UsageError
 from latdoc.features.load import LoadPlan, LoadRun, Slo, Workers, load_endpoint, reload_load
+from latdoc.features.load.findmax import DEFAULT_LIMIT, Objective, objective
+from latdoc.features.load.replay import Replay
+from latdoc.features.load.run import FindMaxAsk
+from latdoc.records import Sample
 from latdoc.report import ProgressBars
 from latdoc.store import Store
+from latdoc.workload.traces import names as trace_formats
 
 DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16)
 DEFAULT_DURATION_S = plan_default(LoadPlan, "duration_per_level")
@@ -66,22 +74,30 @@ def rate_list(text: str) -> tuple[float, ...]:
     return values
 
 
-def parse_slo(text: str) -> Slo:
-    """``ttft=2s,tpot=100ms``: the objectives a request must meet to count as goodput."""
+def parse_slo(text: str) -> tuple[Slo, tuple[Objective, ...]]:
+    """``ttft=2s,tpot=100ms``: the objectives a request must meet to count as goodput;
+    ``ttft_p95=2s,tpot_p50=80ms``: the quantiles ``--find-max`` holds each level to."""
     limits: dict[str, float] = {}
+    objectives: list[Objective] = []
     for part in text.split(","):
         name, _, value = part.partition("=")
         name = name.strip().lower()
         try:
-            if name not in ("ttft", "tpot"):
+            ms = duration(value) * 1000.0
+            if name in ("ttft", "tpot"):
+                limits[name] = ms
+            elif "_p" in name:
+                objectives.append(objective(name, ms))
+            else:
                 raise argparse.ArgumentTypeError(name)
-            limits[name] = duration(value) * 1000.0
-        except argparse.ArgumentTypeError:
+        except (argparse.ArgumentTypeError, UsageError) as exc:
+            said = str(exc) if isinstance(exc, UsageError) else ""
             raise argparse.ArgumentTypeError(
-                f"--slo {text!r}: expected ttft=DURATION and/or tpot=DURATION, e.g. "
-                "ttft=2s,tpot=100ms"
+                said
+                or f"--slo {text!r}: expected ttft=DURATION and/or tpot=DURATION, e.g. "
+                "ttft=2s,tpot=100ms (or, with --find-max, ttft_p95=2s,tpot_p50=80ms)"
             ) from None
-    return Slo(ttft_ms=limits.get("ttft"), tpot_ms=limits.get("tpot"))
+    return Slo(ttft_ms=limits.get("ttft"), tpot_ms=limits.get("tpot")), tuple(objectives)
 
 
 def share(text: str) -> float:
@@ -136,7 +152,19 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     )  # fmt: skip
     p.add_argument(
         "--slo", type=parse_slo, metavar="ttft=2s,tpot=100ms",
-        help="objectives a request must meet to count as goodput",
+        help="objectives a request must meet to count as goodput; with --find-max, "
+        "quantiles each level must meet (ttft_p95=2s,tpot_p50=80ms)",
+    )  # fmt: skip
+    p.add_argument(
+        "--find-max", action="store_true",
+        help="find the most streams (or, with --rate R, the highest rate from R) that meet "
+        "--slo's quantiles: double until a level fails, then bisect; each level runs until "
+        "its intervals decide",
+    )  # fmt: skip
+    p.add_argument(
+        "--find-max-limit", type=positive_float, metavar="N",
+        help=f"the most streams --find-max grows to (default {DEFAULT_LIMIT}), or with "
+        "--rate the highest rate (default 1024 × the starting rate)",
     )  # fmt: skip
     p.add_argument(
         "--yes", action="store_true",
@@ -156,6 +184,28 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
     p.add_argument("--json", action="store_true", help="print the sweep as JSON")
     p.add_argument("--seed", type=int, help="seed for prompts and arrival times")
+    replay = p.add_argument_group("replaying a trace")
+    replay.add_argument(
+        "--trace", metavar="FILE",
+        help="replay a trace of real traffic (Mooncake JSONL, ShareGPT, BurstGPT CSV, or "
+        "latdoc's own export), gzipped or not, instead of the levels",
+    )  # fmt: skip
+    replay.add_argument(
+        "--trace-format", choices=trace_formats(), metavar="FORMAT",
+        help=f"the trace's format ({', '.join(trace_formats())}); default: from its first line",
+    )  # fmt: skip
+    replay.add_argument(
+        "--speed", type=speed, default=1.0, metavar="S",
+        help="send at the trace's times ÷ S (default 1), or 'max': as fast as "
+        "--concurrency's streams allow",
+    )  # fmt: skip
+    p.add_argument(
+        "--baseline",
+        metavar="RUN_ID",
+        help="a stored load run to hold this one against with --fail-if (the same levels "
+        "are compared with each other)",
+    )
+    add_gate_argument(p, "--baseline")
     add_metrics_arguments(p, "loading")
     add_store_argument(p)
 
@@ -175,6 +225,39 @@ def run(args: argparse.Namespace) -> int:
     key = api_key(args)
     spread = workers(args)
     err = sys.stderr
+    gates = parse_gates(args.fail_if) if args.fail_if else ()
+    if bool(gates) != (args.baseline is not None):
+        raise UsageError("--fail-if and --baseline RUN_ID go together: the gates hold this "
+                         "run against the baseline")  # fmt: skip
+    slo, objectives = args.slo or (None, ())
+    found = None
+    if args.find_max:
+        if not objectives:
+            raise UsageError(
+                "--find-max needs --slo with quantiles, e.g. ttft_p95=2s,tpot_p50=80ms"
+            )
+        if args.trace or args.processes or args.ray or (args.rate and len(args.rate) > 1):
+            raise UsageError("--find-max probes its own levels from this process: leave out "
+                             "--trace, --processes and --ray, and give --rate one starting "
+                             "rate at most")  # fmt: skip
+        if args.rate:
+            limit = args.rate[0] * 2**10 if args.find_max_limit is None else args.find_max_limit
+            found = FindMaxAsk(objectives, float(limit), args.rate[0])
+        else:
+            found = FindMaxAsk(objectives, float(args.find_max_limit or DEFAULT_LIMIT))
+    elif objectives:
+        raise UsageError("--slo's quantiles (ttft_p95=…) are for --find-max; goodput takes "
+                         "ttft=… and tpot=…")  # fmt: skip
+    replay = None
+    if args.trace is not None:
+        if args.rate:
+            raise UsageError("--trace sends at the trace's own times: leave out --rate")
+        streams = (args.concurrency or (1,))[0]
+        replay = Replay(args.trace, args.trace_format, args.speed, streams)
+    baseline: list[Sample] = []
+    if args.baseline is not None:
+        with Store(args.db) as store:
+            _, baseline, _ = store.load_run(args.baseline)
     concurrency = () if args.rate else (args.concurrency or DEFAULT_CONCURRENCY)
     with target(args, err, engine=False) as where:
         endpoint, connection = endpoint_and_connection(args, where, key)
@@ -200,17 +283,23 @@ def run(args: argparse.Namespace) -> int:
                 result = load_endpoint(
                     plan,
                     store=store,
-                    slo=args.slo,
+                    slo=slo,
                     confirmed=args.yes,
                     on_progress=progress,
                     on_sample=None if metrics is None else (lambda s: metrics.observe(s.trace)),
                     workers=spread,
+                    replay=replay,
+                    find_max=found,
                 )
             finally:
                 progress.clear()
                 if metrics is not None:
                     metrics.close()
-    emit(result, args, sys.stdout, terminal=True)
+    report = check_gates(baseline, result.samples, gates) if gates else None
+    emit(result, args, sys.stdout, terminal=True, gates=report)
+    if result.store_error is not None:
+        print(f"Error: {result.store_error}.", file=err)
+        return EXIT_REQUEST_FAILED
     print(
         f"Run {result.run_id}: {len(result.samples)} traces kept in {result.store_path}; "
         f"`latdoc report {result.run_id}` renders it again, `latdoc compare` compares it.",
@@ -219,7 +308,8 @@ def run(args: argparse.Namespace) -> int:
     if result.status == "interrupted":
         return EXIT_INTERRUPTED
     failed = bool(result.samples) and all(not s.trace.ok for s in result.samples)
-    return EXIT_REQUEST_FAILED if failed or not result.samples else EXIT_OK
+    gated = report is not None and bool(report.failed)
+    return EXIT_REQUEST_FAILED if failed or gated or not result.samples else EXIT_OK
 
 
 def run_report(args: argparse.Namespace, store: Store) -> int:
@@ -228,9 +318,16 @@ def run_report(args: argparse.Namespace, store: Store) -> int:
     return EXIT_OK
 
 
-def emit(result: LoadRun, args: argparse.Namespace, out: TextIO, *, terminal: bool) -> None:
+def emit(
+    result: LoadRun,
+    args: argparse.Namespace,
+    out: TextIO,
+    *,
+    terminal: bool,
+    gates: GateReport | None = None,
+) -> None:
     from latdoc.features.load import load_to_dict, render_load, render_load_html
-    from latdoc.report import make_console
+    from latdoc.report import gates_to_dict, make_console, render_gates
 
     title = f"{result.model} at {result.endpoint} under load"
     if args.html:
@@ -244,6 +341,11 @@ def emit(result: LoadRun, args: argparse.Namespace, out: TextIO, *, terminal: bo
         print(f"HTML report written to {path}", file=sys.stderr)
     if args.json:
         document = load_to_dict(result.analysis, notes=result.notes, run_id=result.run_id)
+        if gates is not None:
+            document["gates"] = gates_to_dict(gates)
         out.write(json.dumps(document, indent=2) + "\n")
     elif terminal or not args.html:
-        make_console(out).print(render_load(result.analysis, result.notes, title=title))
+        console = make_console(out)
+        console.print(render_load(result.analysis, result.notes, title=title))
+        if gates is not None:
+            console.print(render_gates(gates, ("baseline", "this run")))

@@ -11,11 +11,14 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from latdoc.analysis.gates import check_gates, parse_gates
 from latdoc.cli._options import (
     EXIT_INTERRUPTED,
     EXIT_OK,
+    EXIT_REQUEST_FAILED,
     EXIT_USAGE,
     add_budget_arguments,
+    add_gate_argument,
     add_output_tokens_argument,
     add_store_argument,
     add_target_arguments,
@@ -53,6 +56,7 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
         action="store_true",
         help="compare runs of different endpoints or models",
     )
+    add_gate_argument(compare, "A, the baseline")
     out = compare.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the comparison as JSON")
     out.add_argument("--html", metavar="FILE", help="write the comparison as an HTML page")
@@ -77,6 +81,7 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
     budget.add_argument("--precision", type=positive_float, default=0.05, metavar="F",
                         help="stop once the 95%% interval of the headline ratio is within "
                         "± F (default 0.05)")  # fmt: skip
+    add_gate_argument(v, "A, today's way (B the remedy)")
     out = v.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the result as JSON")
     out.add_argument("--html", metavar="FILE", help="write the comparison as an HTML page")
@@ -114,10 +119,13 @@ def add_remedy_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_compare(args: argparse.Namespace) -> int:
+    gates = parse_gates(args.fail_if) if args.fail_if else ()
     with Store(args.db) as store:
-        result = compare_runs(store, args.run_a, args.run_b, allow_different=args.allow_different)
+        result = compare_runs(
+            store, args.run_a, args.run_b, allow_different=args.allow_different, gates=gates
+        )
     emit_comparison(result, args, names=("A", "B"))
-    return EXIT_OK
+    return EXIT_REQUEST_FAILED if result.gates is not None and result.gates.failed else EXIT_OK
 
 
 def run_verify(args: argparse.Namespace) -> int:
@@ -126,6 +134,7 @@ def run_verify(args: argparse.Namespace) -> int:
     key = api_key(args)
     err = sys.stderr
     spec = registry.experiment(args.remedy)
+    gates = parse_gates(args.fail_if) if args.fail_if else ()
     with target(args, err, engine=False, http2=True if spec.builtin_http2 else None) as where:
         endpoint, connection = endpoint_and_connection(args, where, key)
         plan = VerifyPlan(
@@ -158,9 +167,16 @@ def run_verify(args: argparse.Namespace) -> int:
                 if result.run_ids is None
                 else (store.run_info(result.run_ids[0]), store.run_info(result.run_ids[1]))
             )
-    emit_verify(result, infos, args)
+            report = None
+            if gates and result.run_ids is not None:
+                _, arm_a, _ = store.load_run(result.run_ids[0])
+                _, arm_b, _ = store.load_run(result.run_ids[1])
+                report = check_gates(arm_a, arm_b, gates)
+    emit_verify(result, infos, args, report)
     if result.verdict == NOT_APPLICABLE:
         return EXIT_USAGE
+    if report is not None and report.failed:
+        return EXIT_REQUEST_FAILED
     if any(n.text.startswith("interrupted") for n in result.notes):
         return EXIT_INTERRUPTED
     return EXIT_OK

@@ -261,6 +261,7 @@ def instrument(
     run: str | None = None,
     otel: bool = False,
     kernel_stamps: bool = False,
+    ask_usage: bool = False,
 ) -> Instrumentation:
     """Time every request ``client`` makes from now on, and keep each as a trace.
 
@@ -274,6 +275,15 @@ def instrument(
     thread of latdoc's, rather than when the application's event loop reads them:
     exact when the loop runs late, at about 1 ms more CPU a request
     (``bench/instrument_overhead.py``), so it is off by default in an application.
+
+    Every request's prompt size is kept from its body: its characters, and the tokens
+    they are estimated to hold, for the length curve when the server reports no usage.
+    ``ask_usage=True`` adds the field that asks a stream for its usage where the
+    request's dialect has one and the request did not set it (chat completions'
+    ``stream_options: {"include_usage": true}``), so the server's own token counts are
+    kept: the stream then ends with one more chunk, which has usage and no choices. A
+    server that refuses the field gets the request again as the application wrote it,
+    and is not asked again.
     """
     pools = _pools_of(_http_client(client))
     otel_hook = None
@@ -294,7 +304,7 @@ def instrument(
         handle._hooks.append(otel_hook.record)
     for owner, pool in pools:
         pool._network_backend = TimedBackend(kernel_stamps=kernel_stamps)
-        owner._pool = TimedPool(pool, handle)
+        owner._pool = TimedPool(pool, handle, ask_usage=ask_usage)
     return handle
 
 

@@ -1,7 +1,8 @@
 """What an application's request says about itself, read from the httpcore request the
 pool is handed: its URL (credentials redacted) and the dialect its path speaks, the
-model named in its JSON body, its key, body size and ``X-Request-ID``, and the
-timeouts httpx set on it.
+model named in its JSON body, the size of the prompt in it, its key, body size and
+``X-Request-ID``, and the timeouts httpx set on it; and the same request asking its
+stream for usage, where its dialect has a field for that.
 """
 
 from __future__ import annotations
@@ -10,15 +11,20 @@ import json
 from typing import Any
 
 from latdoc.probe import Timeouts, TraceTarget, dialects
+from latdoc.probe.dialects import DialectSpec
+from latdoc.records import estimate_tokens
 from latdoc.store import redact_url
 
 __all__ = [
     "body_size",
     "dialect_of",
+    "json_body",
+    "prompt_size",
     "request_id",
     "request_timeouts",
     "trace_target",
     "url_text",
+    "with_usage_asked",
 ]
 
 
@@ -39,13 +45,15 @@ def request_timeouts(request: Any) -> Timeouts:
     )
 
 
-def trace_target(request: Any) -> TraceTarget:
+def trace_target(request: Any, body: Any) -> TraceTarget:
+    """Where the request went, its model (from ``body``, its parsed JSON body:
+    :func:`json_body`), dialect and key."""
     url = request.url
     scheme = url.scheme.decode("ascii") if isinstance(url.scheme, bytes) else str(url.scheme)
     text = url_text(url)
     return TraceTarget(
         url=redact_url(text),
-        model=_model_of(request),
+        model=_model_of(body),
         dialect=dialect_of(text),
         is_tls=scheme == "https",
         secret=_bearer(request),
@@ -101,17 +109,56 @@ def body_size(request: Any) -> int | None:
     return int(value) if value is not None and value.isdigit() else None
 
 
-def _model_of(request: Any) -> str:
-    """The ``model`` of a JSON request body, read from its bytes when it has them."""
+def _model_of(body: Any) -> str:
+    """The ``model`` of a parsed JSON request body."""
+    model = body.get("model") if isinstance(body, dict) else None
+    return model if isinstance(model, str) else ""
+
+
+def prompt_size(request: Any, body: Any) -> tuple[int | None, int | None]:
+    """Characters of the prompt's text in a request's parsed JSON body (:func:`json_body`),
+    as its dialect places the prompt, and the tokens they are estimated to hold;
+    ``(None, None)`` when the body was not read or holds no prompt."""
+    spec = _spec_of(request)
+    chars = None if spec is None else spec.prompt_chars(body)
+    return chars, None if chars is None else estimate_tokens(chars)
+
+
+def with_usage_asked(request: Any) -> Any | None:
+    """A copy of a streamed request whose body asks the stream to report its usage
+    (chat completions' ``stream_options.include_usage``), its ``Content-Length`` set
+    anew; ``None`` when its dialect reports usage unasked or has no such field, when it
+    does not stream, names the option already, or its body is not JSON held in bytes."""
+    spec = _spec_of(request)
+    asked = None if spec is None else spec.with_usage_asked(json_body(request))
+    if asked is None:
+        return None
+    content = json.dumps(asked, separators=(",", ":"), ensure_ascii=False).encode()
+    headers = [(k, v) for k, v in request.headers if k.lower() != b"content-length"]
+    headers.append((b"Content-Length", str(len(content)).encode("ascii")))
+    return type(request)(
+        method=request.method,
+        url=request.url,
+        headers=headers,
+        content=content,
+        extensions=dict(request.extensions),
+    )
+
+
+def _spec_of(request: Any) -> DialectSpec | None:
+    return dialects.of_path(url_text(request.url).split("?", 1)[0])
+
+
+def json_body(request: Any) -> Any:
+    """The request's JSON body, parsed once for every fact read from it; ``None`` when
+    its bytes are not held or are not JSON."""
     body = _request_body(request)
     if body is None:
-        return ""
+        return None
     try:
-        obj = json.loads(body)
+        return json.loads(body)
     except ValueError:
-        return ""
-    model = obj.get("model") if isinstance(obj, dict) else None
-    return model if isinstance(model, str) else ""
+        return None
 
 
 def _request_body(request: Any) -> bytes | None:

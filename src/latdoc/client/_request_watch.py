@@ -7,6 +7,7 @@ read a non-streamed answer's usage and error, and the failure the probe classifi
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import zlib
 from datetime import UTC, datetime
@@ -17,6 +18,8 @@ import httpcore
 from latdoc.client._request_facts import (
     body_size,
     dialect_of,
+    json_body,
+    prompt_size,
     request_id,
     request_timeouts,
     trace_target,
@@ -181,6 +184,17 @@ class RequestWatch:
         """Whether the request was frozen and handed to the sink."""
         return self._kept
 
+    @property
+    def concurrency(self) -> int:
+        """Requests in flight when this one was sent, itself included."""
+        return self._concurrency
+
+    def discard(self) -> None:
+        """A request latdoc itself changed and the server refused: kept as nothing (the
+        application's own request, sent again in its place among those in flight, is
+        kept instead)."""
+        self._kept = True
+
     def abandon(self) -> None:
         """The application closed the response before its end: kept, without an end."""
         self._keep(None)
@@ -188,6 +202,7 @@ class RequestWatch:
     def _keep(self, error: TraceError | None) -> None:
         if self._kept:
             return
+        body = json_body(self._request)
         trace = freeze_trace(
             self.rec,
             datetime.fromtimestamp(self._started_ns // 1_000_000_000, UTC).replace(
@@ -196,10 +211,15 @@ class RequestWatch:
             self._exchange,
             error,
             body_size(self._request),
-            trace_target(self._request),
+            trace_target(self._request, body),
             started_ns=self._started_ns,
             request_id=request_id(self._request),
         )
+        chars, estimated = prompt_size(self._request, body)
+        if chars is not None:
+            trace = dataclasses.replace(
+                trace, prompt_chars=chars, prompt_tokens_estimated=estimated
+            )
         self._kept = True
         self._handle.request_finished(trace, self._concurrency)
 

@@ -5,7 +5,9 @@ it arrives while the watch reads a copy, until the body ends, fails or is closed
 Exceptions leave in the pool library's own classes (httpcore, or httpcore2 under
 ``httpx2``), so httpx maps them as it always does. Each of the watch's steps runs
 guarded: latdoc failing to watch a request costs that request's record, never the
-request.
+request. With ``ask_usage`` a streamed request is sent asking for its usage where its
+dialect has the field; a server that refuses the field gets the request again as the
+application wrote it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 import httpcore
 
+from latdoc.client._request_facts import with_usage_asked
 from latdoc.client._request_watch import RequestWatch, TrafficSink
 from latdoc.errors import DnsFailure, DnsTimeout
 
@@ -28,10 +31,13 @@ __all__ = ["TimedPool"]
 class TimedPool:
     """Stands in for the transport's connection pool: binds a recorder per request."""
 
-    def __init__(self, pool: Any, handle: TrafficSink) -> None:
+    def __init__(self, pool: Any, handle: TrafficSink, *, ask_usage: bool = False) -> None:
         self._pool = pool
         self._handle = handle
         self._core: ModuleType = sys.modules[type(pool).__module__.partition(".")[0]]
+        self._ask_usage = ask_usage
+        self._refused_usage: set[bytes] = set()
+        """Origins that refused the usage option: their requests go as the app wrote them."""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._pool, name)
@@ -47,9 +53,49 @@ class TimedPool:
         await self._pool.aclose()
 
     async def handle_async_request(self, request: Any) -> Any:
-        watch = _Watched.start(request, self._handle)
+        asked = self._asking(request)
+        if asked is None:
+            response, _ = await self._timed(request)
+            return response
+        response, watch = await self._timed(asked)
+        if watch is None or response.status not in (400, 422):
+            return response
+        # The server may refuse the option the application never sent: then the request
+        # goes again as the application wrote it, in the same place among those in
+        # flight, the refusal is not kept as the application's, and this origin is not
+        # asked again.
+        try:
+            body = await _read_capped(response.stream._inner)
+        except Exception as exc:
+            watch.call("fail", exc)
+            raise _as_core(exc, self._core) from exc
+        if b"stream_options" not in body:
+            response.stream = _Observed(_Replayed(body), watch, self._core)
+            return response
+        concurrency = watch.concurrency
+        watch.call("discard")
+        self._refused_usage.add(_origin(request))
+        response, _ = await self._timed(request, concurrency)
+        return response
+
+    def _asking(self, request: Any) -> Any | None:
+        if not self._ask_usage:
+            return None
+        try:
+            if _origin(request) in self._refused_usage:
+                return None
+            return with_usage_asked(request)
+        except Exception:  # a request latdoc cannot rewrite goes as it is
+            return None
+
+    async def _timed(
+        self, request: Any, concurrency: int | None = None
+    ) -> tuple[Any, _Watched | None]:
+        """Send ``request`` watched; ``concurrency`` is the place among those in flight
+        of a request sent again (else it is counted in flight anew)."""
+        watch = _Watched.start(request, self._handle, concurrency)
         if watch is None:
-            return await self._pool.handle_async_request(request)
+            return await self._pool.handle_async_request(request), None
         watch.hook_into(request)
         with watch.recording():
             try:
@@ -62,7 +108,7 @@ class TimedPool:
                 raise
         watch.call("on_response", response)
         response.stream = _Observed(response.stream, watch, self._core)
-        return response
+        return response, watch
 
 
 class _Watched:
@@ -76,14 +122,23 @@ class _Watched:
         self._broken = False
 
     @classmethod
-    def start(cls, request: Any, handle: TrafficSink) -> _Watched | None:
+    def start(
+        cls, request: Any, handle: TrafficSink, concurrency: int | None = None
+    ) -> _Watched | None:
         started_ns = time.time_ns()
-        concurrency = handle.request_started()
+        if concurrency is None:
+            concurrency = handle.request_started()
         try:
             return cls(RequestWatch(request, started_ns, concurrency, handle), handle)
         except Exception as exc:
             handle.request_lost(exc, finished=False)
             return None
+
+    @property
+    def concurrency(self) -> int | None:
+        """The request's place among those in flight, while it is still watched (a watch
+        that broke has left the count)."""
+        return None if self._broken else self._watch.concurrency
 
     def hook_into(self, request: Any) -> None:
         theirs = request.extensions.get("trace")
@@ -171,6 +226,43 @@ class _Observed:
                 await close()
         finally:
             self._watch.call("abandon")
+
+
+_REFUSAL_LIMIT = 64 * 1024
+"""Bytes of a refusal's body read to see whether it names the usage option."""
+
+
+def _origin(request: Any) -> bytes:
+    url = request.url
+    return b"%s://%s:%d" % (url.scheme, url.host, url.port or 0)
+
+
+async def _read_capped(stream: Any) -> bytes:
+    """The body of a refusal (an error answer is small; at most :data:`_REFUSAL_LIMIT`
+    bytes are kept of it), its stream closed."""
+    body = bytearray()
+    try:
+        async for piece in stream:
+            if len(body) < _REFUSAL_LIMIT:
+                body += piece
+    finally:
+        close = getattr(stream, "aclose", None)
+        if close is not None:
+            await close()
+    return bytes(body)
+
+
+class _Replayed:
+    """A body already read, handed on as it came."""
+
+    def __init__(self, body: bytes) -> None:
+        self._body = body
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield self._body
+
+    async def aclose(self) -> None:
+        return None
 
 
 def _as_core(exc: Exception, core: ModuleType) -> Exception:

@@ -164,6 +164,7 @@ def diagnosis_to_dict(d: Diagnosis) -> dict[str, Any]:
                 "shape": curve.shape,
                 "ratio_long_short": curve.ratio_long_short,
                 "rule": _length_rule(d),
+                "tokens_estimated": curve.tokens_estimated,
             },
             "load": with_ms_twins(d.load),
             "reasoning": dict(d.reasoning) or None,

@@ -52,6 +52,9 @@ class LengthCurve:
     """``(a, b, c)`` refitted to each length's median drawn again with the run's jitter
     (:mod:`latdoc.analysis.length`); the intervals are read from them. Empty when no
     length has two requests to read the jitter from."""
+    tokens_estimated: bool = False
+    """The prompt tokens are estimates from the prompts' characters (recorded traffic
+    whose server reported no usage), not the server's counts."""
 
     def predict_ms(self, prompt_tokens: float) -> float:
         k = prompt_tokens / 1000.0

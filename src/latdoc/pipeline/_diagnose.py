@@ -39,6 +39,10 @@ class DiagnosisRun:
     """``done``, or ``interrupted`` when the caller stopped the run (what was
     measured until then is diagnosed all the same)."""
     store_path: str
+    source: Mapping[str, Any] | None = None
+    """For a diagnosis of recorded traffic, what recorded it: ``kind`` (``instrument``
+    or ``otlp``), ``recorded_by`` (``latdoc.instrument``, or the instrumentation that
+    wrote the spans) and, for spans, the ``file`` they were read from."""
 
     @property
     def all_failed(self) -> bool:

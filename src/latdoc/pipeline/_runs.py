@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from latdoc.analysis.compare import Comparison, compare_samples
+from latdoc.analysis.gates import Gate, GateReport, check_gates
 from latdoc.errors import UsageError
 from latdoc.pipeline._host import host_meta
 from latdoc.records import RequestTrace, Sample, Step
@@ -59,12 +60,21 @@ class RunComparison:
     a: RunInfo
     b: RunInfo
     comparison: Comparison
+    gates: GateReport | None = None
+    """The ``--fail-if`` gates, B against A as its baseline, when any were given."""
 
 
 def compare_runs(
-    store: Store, run_a: str, run_b: str, *, allow_different: bool = False, seed: int = 0
+    store: Store,
+    run_a: str,
+    run_b: str,
+    *,
+    allow_different: bool = False,
+    seed: int = 0,
+    gates: Sequence[Gate] = (),
 ) -> RunComparison:
-    """Compare two stored runs (ids or unique prefixes) like with like, sending nothing.
+    """Compare two stored runs (ids or unique prefixes) like with like, sending nothing;
+    check ``gates`` with A as the baseline.
 
     Runs of different endpoints or models are refused unless ``allow_different``.
     """
@@ -88,7 +98,8 @@ def compare_runs(
             f"runs {info_a.run_id} and {info_b.run_id} have no requests sent under the same "
             "conditions (step, prompt length, concurrency) that both measured"
         )
-    return RunComparison(info_a, info_b, comparison)
+    report = check_gates(samples_a, samples_b, gates) if gates else None
+    return RunComparison(info_a, info_b, comparison, report)
 
 
 def send_probes(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from latdoc.advice.remedies import with_remedies
 from latdoc.analysis.attribution import diagnose
@@ -30,7 +31,7 @@ def diagnose_traffic(store: Store, run_id: str) -> DiagnosisRun:
         )
     if not any(s.step is Step.TRAFFIC for s in samples):
         raise UsageError(f"run {info.run_id} holds no recorded requests yet")
-    views = traffic_views(samples, dialects.names())
+    views = traffic_views(samples, dialects.names(), replayed=info.meta.get("source") == "replay")
     concurrency = max((s.concurrency for s in samples), default=1)
     meta = {**info.meta, "concurrency": info.meta.get("concurrency", concurrency)}
     context = run_context(
@@ -42,12 +43,23 @@ def diagnose_traffic(store: Store, run_id: str) -> DiagnosisRun:
         (*info.notes, *views.notes),
     )
     diagnosis = with_remedies(diagnose(samples, context, views), context)
-    return DiagnosisRun(info.run_id, diagnosis, tuple(samples), info.status, store.path)
+    kind = str(info.meta.get("source", "instrument"))
+    source: dict[str, Any] = {
+        "kind": kind,
+        "recorded_by": str(info.meta.get("instrumentation") or "")
+        or ("latdoc.instrument" if kind == "instrument" else "an unnamed instrumentation"),
+    }
+    if "file" in info.meta:
+        source["file"] = str(info.meta["file"])
+    return DiagnosisRun(
+        info.run_id, diagnosis, tuple(samples), info.status, store.path, source=source
+    )
 
 
 def diagnose_otlp(store: Store, path: Path | str) -> DiagnosisRun:
     """Keep the GenAI spans of an OTLP JSON file as a run of recorded traffic, and
-    diagnose it; the notes name the phases spans cannot tell apart."""
+    diagnose it; the notes name the instrumentation that wrote the spans (kept in the
+    run's meta as ``instrumentation`` too) and the phases spans cannot tell apart."""
     file = Path(path)
     try:
         data = file.read_bytes()
@@ -59,7 +71,12 @@ def diagnose_otlp(store: Store, path: Path | str) -> DiagnosisRun:
         endpoint=first.url,
         model=first.model or "(spans)",
         scenario=Scenario.CHAT,
-        meta={"source": "otlp", "file": file.name, "spans": len(spans.traces)},
+        meta={
+            "source": "otlp",
+            "file": file.name,
+            "spans": len(spans.traces),
+            "instrumentation": spans.instrumentation,
+        },
         kind="instrument",
     )
     store.add_samples(

@@ -17,6 +17,8 @@ The rooms behind this face, in the order a request passes through them:
   reasoning apart).
 - ``providers``: the ``--provider`` presets (a host's dialect, base URL and key
   variables), listed once in ``providers.PROVIDERS``.
+- ``_proxy``: which proxy a URL goes through (``HTTPS_PROXY``, ``NO_PROXY`` …, or
+  ``--proxy``), and httpcore's own pool for it (HTTP ``CONNECT`` and forwarding, SOCKS5).
 - ``_failures``: every lower-level error mapped to a typed failure, once.
 - ``_tcpinfo``, ``_servertiming``, ``_looplag``: the kernel's, the server's and the
   client's own view of the time; ``_metrics``: an engine's ``/metrics`` page, read.
@@ -38,8 +40,17 @@ from latdoc.probe._endpoint import Endpoint, Timeouts
 from latdoc.probe._failures import classify, http_error
 from latdoc.probe._framing import EventDecoder, Framing
 from latdoc.probe._freeze import Exchange, TraceTarget, freeze_trace
+from latdoc.probe._jsonarray import JSONArrayDecoder
 from latdoc.probe._looplag import LoopLagMonitor
 from latdoc.probe._metrics import metrics_url, scrape_metrics
+from latdoc.probe._proxy import (
+    NoProxyEntry,
+    Proxy,
+    ProxyConfig,
+    ProxyRoute,
+    parse_no_proxy,
+    parse_proxy,
+)
 from latdoc.probe._recorder import Recorder, now_ns
 from latdoc.probe._session import EventHook, ProbeSession, ResendHook
 from latdoc.probe._sse import SSEDecoder, SSEEvent
@@ -54,9 +65,14 @@ __all__ = [
     "EventHook",
     "Exchange",
     "Framing",
+    "JSONArrayDecoder",
     "LoopLagMonitor",
+    "NoProxyEntry",
     "ProbeSession",
     "Prompt",
+    "Proxy",
+    "ProxyConfig",
+    "ProxyRoute",
     "Recorder",
     "ResendHook",
     "Resolver",
@@ -76,6 +92,8 @@ __all__ = [
     "metrics_url",
     "now_ns",
     "parse_event",
+    "parse_no_proxy",
+    "parse_proxy",
     "read_tcp_info",
     "scrape_metrics",
     "system_resolver",

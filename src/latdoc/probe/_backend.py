@@ -29,6 +29,7 @@ from latdoc.probe._aiostream import open_stream
 from latdoc.probe._h2frames import FrameClock
 from latdoc.probe._kstream import KernelStream, kernel_stamps_possible, open_kernel_stream
 from latdoc.probe._recorder import now_ns
+from latdoc.probe._tlsstream import TLSOverStream
 
 _connection_ids = itertools.count(1)
 
@@ -121,14 +122,19 @@ class TimedStream(httpcore.AsyncNetworkStream):
         rec = recorder.current()
         if rec is not None:
             rec.on_tls_start()
-        sessions, peer, raw = self._tls_sessions, self._peer, self._inner
+        sessions, raw = self._tls_sessions, self._inner
+        peer = None if self._peer is None else (*self._peer, server_hostname or "")
         offer = None
-        if sessions is not None and peer is not None and isinstance(raw, KernelStream):
-            offer = sessions.offer(peer, ssl_context)
-        if offer is not None and isinstance(raw, KernelStream):
-            inner = await raw.start_tls(ssl_context, server_hostname, timeout, session=offer)
+        inner: httpcore.AsyncNetworkStream
+        if raw.get_extra_info("ssl_object") is not None:  # through an https:// proxy's tunnel
+            inner = await TLSOverStream.wrap(raw, ssl_context, server_hostname, timeout)
         else:
-            inner = await raw.start_tls(ssl_context, server_hostname, timeout)
+            if sessions is not None and peer is not None and isinstance(raw, KernelStream):
+                offer = sessions.offer(peer, ssl_context)
+            if offer is not None and isinstance(raw, KernelStream):
+                inner = await raw.start_tls(ssl_context, server_hostname, timeout, session=offer)
+            else:
+                inner = await raw.start_tls(ssl_context, server_hostname, timeout)
         ssl_object = inner.get_extra_info("ssl_object")
         if rec is not None:
             resumed = None if ssl_object is None else bool(ssl_object.session_reused)
@@ -160,7 +166,8 @@ async def system_resolver(host: str, port: int) -> list[str]:
 
 
 class TlsSessions:
-    """The TLS sessions of a client's connections, by host and port, to offer again.
+    """The TLS sessions of a client's connections, by host, port and server name (the
+    origin's, through a proxy's tunnel), to offer again.
 
     A session is read from its connection when it is offered, not when the handshake
     ends: a TLS 1.3 server sends its tickets after the handshake, so the session is
@@ -171,12 +178,12 @@ class TlsSessions:
     def __init__(self, *, offering: bool = False) -> None:
         self.offering = offering
         """Whether new connections offer the last session kept for their host."""
-        self._last: dict[tuple[str, int], tuple[ssl.SSLContext, Any]] = {}
+        self._last: dict[tuple[str, int, str], tuple[ssl.SSLContext, Any]] = {}
 
-    def keep(self, peer: tuple[str, int], context: ssl.SSLContext, ssl_object: Any) -> None:
+    def keep(self, peer: tuple[str, int, str], context: ssl.SSLContext, ssl_object: Any) -> None:
         self._last[peer] = (context, ssl_object)
 
-    def offer(self, peer: tuple[str, int], context: ssl.SSLContext) -> ssl.SSLSession | None:
+    def offer(self, peer: tuple[str, int, str], context: ssl.SSLContext) -> ssl.SSLSession | None:
         """The session to offer a new connection to ``peer``, if any is resumable."""
         if not self.offering or peer not in self._last:
             return None

@@ -10,19 +10,21 @@ from dataclasses import dataclass, field
 
 from latdoc.probe._backend import Resolver, system_resolver
 from latdoc.probe._endpoint import Endpoint, Timeouts
+from latdoc.probe._proxy import ProxyConfig
 from latdoc.probe._session import ProbeSession, ResendHook
 
 
 @dataclass(frozen=True)
 class ConnectionOptions:
     """How requests reach the endpoint: HTTP/2 offered or not, how TLS is trusted, the
-    timeouts and the resolver."""
+    timeouts, the resolver and the proxy (the environment's unless told otherwise)."""
 
     http2: bool = False
     cacert: str | None = None
     insecure: bool = False
     timeouts: Timeouts = field(default_factory=Timeouts)
     resolver: Resolver = system_resolver
+    proxy: ProxyConfig = field(default_factory=ProxyConfig)
 
     def session(
         self,
@@ -44,4 +46,5 @@ class ConnectionOptions:
             max_connections=max_connections,
             resolver=self.resolver,
             on_resend=on_resend,
+            proxy=self.proxy,
         )

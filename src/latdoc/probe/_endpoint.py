@@ -76,6 +76,17 @@ def make_ssl_context(cacert: str | None = None, *, insecure: bool = False) -> ss
     return _ssl_context(cafile, changed, insecure)
 
 
+def make_proxy_ssl_context(cacert: str | None = None, *, insecure: bool = False) -> ssl.SSLContext:
+    """TLS to an ``https://`` proxy, trusting what the endpoint is trusted with: a context
+    of its own, as httpcore sets its ALPN list for the proxy's connection."""
+    shared = make_ssl_context(cacert, insecure=insecure)
+    cafile = cacert or os.environ.get("SSL_CERT_FILE") or None
+    context = ssl.create_default_context(cafile=cafile)
+    context.check_hostname = shared.check_hostname
+    context.verify_mode = shared.verify_mode
+    return context
+
+
 @functools.lru_cache(maxsize=16)
 def _ssl_context(cafile: str | None, changed: int | None, insecure: bool) -> ssl.SSLContext:
     """One context per CA file (as last modified) and setting, shared by every session:

@@ -50,8 +50,83 @@ def http_error(status: int, message: str, retry_after: str | None) -> TraceError
     return TraceError(ErrorKind.HTTP, Phase.WAIT, f"HTTP {status}: {message}", status, wait)
 
 
-def classify(exc: BaseException, rec: Recorder, timeouts: Timeouts) -> TraceError:
-    """Map a low-level exception to the typed error of the phase it happened in."""
+def classify(
+    exc: BaseException, rec: Recorder, timeouts: Timeouts, proxy: str | None = None
+) -> TraceError:
+    """Map a low-level exception to the typed error of the phase it happened in. Through
+    a proxy (``proxy``, its URL as shown), a failure of its handshake is the kind
+    ``proxy`` and every failure of the connection names the proxy."""
+    if proxy is None:
+        return _classify(exc, rec, timeouts)
+    if isinstance(exc, httpcore.ProxyError) or (
+        rec.phase is Phase.PROXY_CONNECT
+        and not isinstance(exc, StreamFailure | TimeoutError | httpcore.TimeoutException)
+    ):
+        return _proxy_failure(exc, proxy, rec.proxy_closed)
+    error = _classify(exc, rec, timeouts)
+    if error.kind in _NAMES_THE_PROXY or (
+        error.kind is ErrorKind.TIMEOUT and error.phase in _SETUP_PHASES
+    ):
+        error = replace(error, message=f"{error.message} (through proxy {proxy})")
+    return error
+
+
+_SETUP_PHASES = (Phase.DNS, Phase.CONNECT, Phase.PROXY_CONNECT, Phase.TLS)
+_NAMES_THE_PROXY = (ErrorKind.DNS, ErrorKind.CONNECT, ErrorKind.TLS, ErrorKind.STREAM_BROKEN)
+"""Failures of the connection, which through a proxy is the proxy's: their message
+says which proxy."""
+
+
+def _proxy_failure(exc: BaseException, proxy: str, closed: bool) -> TraceError:
+    """A proxy that would not open the tunnel: refused (an HTTP status, a SOCKS5 reply),
+    closed the connection, or answered outside its protocol."""
+    text = str(exc).strip()
+    if isinstance(exc, httpcore.ProxyError):
+        status, _, reason = text.partition(" ")
+        if status.isdigit():
+            return TraceError(
+                ErrorKind.PROXY,
+                Phase.PROXY_CONNECT,
+                f"proxy {proxy} refused CONNECT: HTTP {status} {reason}".rstrip(),
+                int(status),
+            )
+        return TraceError(
+            ErrorKind.PROXY, Phase.PROXY_CONNECT, f"proxy {proxy} {_socks_refusal(text)}"
+        )
+    if closed or (
+        isinstance(exc, httpcore.RemoteProtocolError | httpcore.ReadError | OSError)
+        and ("disconnect" in text.lower() or not text or isinstance(exc, OSError))
+    ):
+        what = _describe(exc) or "closed"
+        return TraceError(
+            ErrorKind.PROXY,
+            Phase.PROXY_CONNECT,
+            f"proxy {proxy} closed the connection before the tunnel was open ({what})",
+        )
+    what = "" if isinstance(exc, AssertionError) else _describe(exc)
+    return TraceError(
+        ErrorKind.PROXY,
+        Phase.PROXY_CONNECT,
+        f"proxy {proxy} answered outside its protocol"
+        + (f": {what}"[:300] if what else " (an answer it could not have meant)"),
+    )
+
+
+def _socks_refusal(text: str) -> str:
+    """httpcore's words for a SOCKS5 refusal, as the user's: what the proxy refused."""
+    if text == "Invalid username/password":
+        return "refused the credentials (SOCKS5 username/password)"
+    if text.startswith("Requested ") and "but got" in text:
+        asked, _, got = text.removeprefix("Requested ").partition(" from proxy server, but got ")
+        return f"refused the authentication offered ({asked.lower()}; it answered " + (
+            f"{got.rstrip('.').lower()})"
+        )
+    if text.startswith("Proxy Server could not connect: "):
+        return f"could not connect to the endpoint: {text.split(': ', 1)[1].rstrip('.').lower()}"
+    return f"refused the tunnel: {text}"
+
+
+def _classify(exc: BaseException, rec: Recorder, timeouts: Timeouts) -> TraceError:
     phase = rec.phase
     if isinstance(exc, StreamFailure):
         return exc.error
@@ -64,7 +139,7 @@ def classify(exc: BaseException, rec: Recorder, timeouts: Timeouts) -> TraceErro
             ErrorKind.TIMEOUT, Phase.QUEUE, f"no free connection within {timeouts.pool:g} s"
         )
     if isinstance(exc, httpcore.TimeoutException):
-        limit = timeouts.connect if phase in (Phase.DNS, Phase.CONNECT, Phase.TLS) else None
+        limit = timeouts.connect if phase in _SETUP_PHASES else None
         if isinstance(exc, httpcore.WriteTimeout):
             limit = timeouts.write
         elif isinstance(exc, httpcore.ReadTimeout):

@@ -59,6 +59,10 @@ class TraceTarget:
     dialect: str
     is_tls: bool
     secret: str | None = field(default=None, repr=False)
+    proxy: str | None = None
+    """The proxy the request went through, as shown (credentials masked)."""
+    tunnel: bool = False
+    """Through a tunnel the proxy opened (``CONNECT``, SOCKS5)."""
 
 
 def freeze_trace(
@@ -84,9 +88,11 @@ def freeze_trace(
         return None if mark is None else mark - t0
 
     dns_done, connect_done, tls_done = rec.dns_done, rec.connect_done, rec.tls_done
+    tunnel_done = rec.proxy_connect_done
     if not rec.new_connection and rec.queue_done is not None:
         dns_done = connect_done = rec.queue_done
         tls_done = rec.queue_done if target.is_tls else None
+        tunnel_done = rec.queue_done if target.tunnel else None
     sent, acked = rec.sent
     granted = rec.pool_granted
     if granted is not None and rec.queue_done is not None:
@@ -163,6 +169,8 @@ def freeze_trace(
         connect_attempts=_attempts(rec),
         tls_resumed=rec.tls_resumed if rec.new_connection else None,
         tls_session_offered=rec.tls_session_offered and rec.new_connection,
+        proxy=target.proxy,
+        proxy_connect_done_ns=rel(tunnel_done),
     )
 
 

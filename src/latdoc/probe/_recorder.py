@@ -8,6 +8,11 @@ is needed. The one exception is HTTP/2, where a socket read may run in another
 request's task: multiplexed streams therefore do not report reads here, and the
 first byte comes from the response-headers trace event instead, stamped with the
 arrival of the stream's own HEADERS frame.
+
+Through a proxy's tunnel the connection carries the proxy's handshake first (an HTTP
+``CONNECT`` exchange, or SOCKS5's): its writes and reads are the phase
+``proxy_connect``, never the request's send or first byte, and its end is the arrival
+of the proxy's answer.
 """
 
 from __future__ import annotations
@@ -75,6 +80,12 @@ class Recorder:
         by the race while it runs."""
         self.tls_resumed: bool | None = None
         self.tls_session_offered = False
+        self.proxy_connect_done: int | None = None
+        """When the proxy's tunnel was open (its ``CONNECT`` answer or SOCKS5 reply)."""
+        self.proxy_closed = False
+        """The proxy closed the connection during its handshake."""
+        self._tunnelling = False
+        self._tunnel_read: int | None = None
         self._ack_task: asyncio.Task[None] | None = None
         self._token: contextvars.Token[Recorder | None] | None = None
 
@@ -116,6 +127,8 @@ class Recorder:
         self.tls_session_offered = offered
 
     def on_write(self, stream: SocketStream, nbytes: int) -> None:
+        if self._tunnelling:
+            return
         if self.write_start is None:
             self.write_start = now_ns()
         if self.stream is None:
@@ -125,6 +138,12 @@ class Recorder:
         self.bytes_written += nbytes
 
     def on_read(self, t_ns: int, nbytes: int) -> None:
+        if self._tunnelling:
+            if nbytes:
+                self._tunnel_read = t_ns
+            else:
+                self.proxy_closed = True
+            return
         if self.body_written is None or nbytes == 0:
             return
         self.bytes_read += nbytes
@@ -138,6 +157,8 @@ class Recorder:
     async def trace(self, name: str, info: dict[str, Any]) -> None:
         """httpcore's ``trace`` request extension: stamps the protocol-level events."""
         _, _, event = name.partition(".")
+        if self._tunnel_event(event, info):
+            return
         if event == "send_request_headers.started":
             if self.queue_done is None:
                 self.queue_done = now_ns()
@@ -160,6 +181,28 @@ class Recorder:
             self.phase = Phase.FIRST_TOKEN
         elif event == "connect_tcp.started" and self.queue_done is None:
             self.queue_done = now_ns()
+
+    def _tunnel_event(self, event: str, info: dict[str, Any]) -> bool:
+        """Whether ``event`` belongs to a proxy's handshake (and is recorded as such)."""
+        if event == "setup_socks5_connection.started" or (
+            event == "send_request_headers.started"
+            and getattr(info.get("request"), "method", None) == b"CONNECT"
+        ):
+            self._tunnelling = True
+            self._tunnel_read = None
+            self.phase = Phase.PROXY_CONNECT
+            return True
+        if not self._tunnelling:
+            return False
+        if event in ("setup_socks5_connection.complete", "receive_response_headers.complete"):
+            self._tunnelling = False
+            answer = info.get("return_value")
+            status = answer[1] if isinstance(answer, tuple) and len(answer) > 1 else 200
+            if isinstance(status, int) and 200 <= status < 300:
+                t = now_ns()
+                read = self._tunnel_read
+                self.proxy_connect_done = t if read is None else min(t, read)
+        return True
 
     # -- end of send: the peer's ACK of the last byte -------------------------
 

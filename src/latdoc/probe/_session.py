@@ -39,10 +39,16 @@ from latdoc.probe._backend import (
     warm_up,
 )
 from latdoc.probe._dialects import Prompt, dialect_hint, error_message, request_body
-from latdoc.probe._endpoint import Endpoint, Timeouts, make_ssl_context
+from latdoc.probe._endpoint import (
+    Endpoint,
+    Timeouts,
+    make_proxy_ssl_context,
+    make_ssl_context,
+)
 from latdoc.probe._failures import classify, closed_before_answering, http_error, redact
 from latdoc.probe._freeze import Exchange, TraceTarget, freeze_trace
 from latdoc.probe._poolline import PoolLine
+from latdoc.probe._proxy import ProxyConfig, proxy_pool
 from latdoc.probe._recorder import Recorder, now_ns
 from latdoc.probe._stream_state import EventHook, StreamState
 from latdoc.probe._tcpinfo import read_tcp_info
@@ -58,6 +64,10 @@ as the request's result."""
 _ERROR_BODY_LIMIT = 64 * 1024
 
 _USER_AGENT = b"latdoc"
+
+_MASKED_SECRET_CHARS = 4
+"""A proxy password this long or longer is masked in error messages, which name the
+proxy by its URL without it; a shorter one would mask parts of words."""
 
 
 class ProbeSession:
@@ -76,8 +86,11 @@ class ProbeSession:
         count_tokens: Callable[[str], int] | None = None,
         resolver: Resolver = system_resolver,
         on_resend: ResendHook | None = None,
+        proxy: ProxyConfig | None = None,
     ) -> None:
         self.endpoint = endpoint
+        self.route = (proxy or ProxyConfig()).route(endpoint.url)
+        """The proxy the requests go through (the environment's by default), and why."""
         self.on_resend = on_resend
         self.http2 = http2
         self.timeouts = timeouts or Timeouts()
@@ -87,6 +100,12 @@ class ProbeSession:
         self._count_tokens = count_tokens
         self._resolver = resolver
         self._ssl = make_ssl_context(cacert, insecure=insecure) if endpoint.is_tls else None
+        via = self.route.proxy
+        self._proxy_ssl = (
+            make_proxy_ssl_context(cacert, insecure=insecure)
+            if via is not None and via.scheme == "https"
+            else None
+        )
         self.tls_sessions = TlsSessions()
         """The TLS sessions of this session's connections; offered again only by a request
         sent with ``resume_tls``."""
@@ -106,13 +125,36 @@ class ProbeSession:
 
     def _new_pool(self, *, resume_tls: bool = False) -> httpcore.AsyncConnectionPool:
         sessions = self.tls_sessions.sharing(offering=True) if resume_tls else self.tls_sessions
+        backend = TimedBackend(self._resolver, tls_sessions=sessions)
+        proxy = self.route.proxy
+        if proxy is not None:
+            return proxy_pool(
+                proxy,
+                ssl_context=self._ssl,
+                proxy_ssl_context=self._proxy_ssl,
+                max_connections=self.max_connections,
+                http2=self.http2,
+                network_backend=backend,
+            )
         return httpcore.AsyncConnectionPool(
             ssl_context=self._ssl,
             max_connections=self.max_connections,
             http1=True,
             http2=self.http2,
-            network_backend=TimedBackend(self._resolver, tls_sessions=sessions),
+            network_backend=backend,
         )
+
+    @property
+    def _proxy_shown(self) -> str | None:
+        proxy = self.route.proxy
+        return None if proxy is None else proxy.shown
+
+    @property
+    def _tunnel(self) -> bool:
+        """Whether requests go through a tunnel the proxy opens (SOCKS5, or ``CONNECT``
+        for an ``https://`` URL), rather than forwarded by it."""
+        proxy = self.route.proxy
+        return proxy is not None and (proxy.socks or self.endpoint.is_tls)
 
     async def __aenter__(self) -> ProbeSession:
         await warm_up()
@@ -250,7 +292,7 @@ class ProbeSession:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                error = classify(exc, rec, self.timeouts)
+                error = classify(exc, rec, self.timeouts, self._proxy_shown)
             finally:
                 line.leave(rec)
                 if exchange.stream is not None:
@@ -260,6 +302,10 @@ class ProbeSession:
         if error is not None and self._signer is not None:
             for secret in self._signer.secrets:
                 error = redact(error, secret)
+        if error is not None and self.route.proxy is not None:
+            for secret in self.route.proxy.secrets:
+                if len(secret) >= _MASKED_SECRET_CHARS:
+                    error = redact(error, secret)
         ep = self.endpoint
         return freeze_trace(
             rec,
@@ -267,7 +313,15 @@ class ProbeSession:
             exchange,
             error,
             len(content),
-            TraceTarget(ep.url, ep.model, str(ep.dialect), ep.is_tls, ep.api_key),
+            TraceTarget(
+                ep.url,
+                ep.model,
+                str(ep.dialect),
+                ep.is_tls,
+                ep.api_key,
+                proxy=self._proxy_shown,
+                tunnel=self._tunnel,
+            ),
             started_ns=started_ns,
             request_id=request_id,
         )

@@ -14,6 +14,7 @@ from latdoc.report._compare import (
     render_comparison_html,
 )
 from latdoc.report._console import make_console, render_text
+from latdoc.report._gates import gates_to_dict, render_gates
 from latdoc.report._html import render_html
 from latdoc.report._providers import PROVIDERS_SCHEMA, providers_to_dict, render_providers
 from latdoc.report._system import SYSTEM_SCHEMA, render_system, system_to_dict
@@ -43,6 +44,7 @@ __all__ = [
     "diagnosis_to_dict",
     "format_ms",
     "format_p",
+    "gates_to_dict",
     "make_console",
     "providers_to_dict",
     "render_clock",
@@ -50,6 +52,7 @@ __all__ = [
     "render_comparison",
     "render_comparison_html",
     "render_diagnosis",
+    "render_gates",
     "render_html",
     "render_providers",
     "render_summary",

@@ -57,6 +57,7 @@ def _network_lines(d: Diagnosis) -> list[RenderableType]:
     for key, label in (
         ("dns_ms", "DNS"),
         ("connect_ms", "TCP"),
+        ("proxy_connect_ms", "proxy CONNECT"),
         ("tls_ms", "TLS"),
         ("send_ms", "send"),
         ("wait_ms", "server wait"),
@@ -111,10 +112,16 @@ def _length_lines(d: Diagnosis) -> list[RenderableType]:
         Text.assemble(f"{p.prompt_tokens} → ", (format_ms(p.ttft_ms), "bold")) for p in curve.points
     ]
     lines: list[RenderableType] = [
-        Text("TTFT by prompt tokens:", style="dim"),
+        Text(
+            "TTFT by prompt tokens (estimated from the prompts' characters):"
+            if curve.tokens_estimated
+            else "TTFT by prompt tokens:",
+            style="dim",
+        ),
         _indent(side_by_side(points)),
         Text(
-            f"prefill {format_ms(curve.prefill_ms_per_1k)} per 1K tokens at the longest; "
+            f"prefill {format_ms(curve.prefill_ms_per_1k)} per 1K "
+            f"{'estimated ' if curve.tokens_estimated else ''}tokens at the longest; "
             f"curve {curve.shape}"
         ),
     ]

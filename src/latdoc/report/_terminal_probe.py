@@ -36,6 +36,8 @@ def _connection_lines(trace: RequestTrace) -> Group:
         kind = "new connection" if trace.new_connection else "reused connection"
         where = f" to {trace.remote_ip}" if trace.remote_ip else ""
         parts.append(Text(f"{kind} #{trace.connection_id}{where}"))
+    if trace.proxy is not None:
+        parts.append(Text(f"through proxy {trace.proxy}"))
     lost = [a for a in trace.connect_attempts if a.outcome != "connected"]
     if lost:
         said = ", ".join(
@@ -51,8 +53,14 @@ def _phases(trace: RequestTrace) -> list[tuple[str, str, float | None, float | N
     """(phase key, label, duration, cumulative mark, mark name), left to right."""
     phases: list[tuple[str, str, float | None, float | None, str]] = [
         ("dns", "DNS", trace.dns_ms, _ms(trace.dns_done_ns), "dns"),
-        ("connect", "TCP", trace.connect_ms, _ms(trace.connect_done_ns), "connect"),
-    ]
+        ("connect", "TCP" if trace.proxy is None else "TCP to proxy", trace.connect_ms,
+         _ms(trace.connect_done_ns), "connect"),
+    ]  # fmt: skip
+    if trace.proxy_connect_done_ns is not None:
+        phases.append(
+            ("proxy_connect", "Proxy CONNECT", trace.proxy_connect_ms,
+             _ms(trace.proxy_connect_done_ns), "tunnel open")
+        )  # fmt: skip
     if trace.tls_done_ns is not None:
         phases.append(("tls", "TLS", trace.tls_ms, _ms(trace.tls_done_ns), "tls"))
     if trace.client_delay_ms is not None:

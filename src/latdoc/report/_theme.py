@@ -12,6 +12,7 @@ PHASE_COLOURS = {
     "client": "#b07cc6",
     "dns": "#8b6ee0",
     "connect": "#e6843f",
+    "proxy_connect": "#c4623a",
     "tls": "#d9a521",
     "send": "#33a9bb",
     "wait": "#4a80e0",

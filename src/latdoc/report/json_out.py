@@ -6,12 +6,14 @@ store keeps it from too. Every duration is in milliseconds under a key ending
 (``shares`` and ``share_s`` in seconds, ``retry_after_s``, TCP_INFO's ``*_us``) stay
 as they were, for the scripts that read them, with an ``_ms`` twin beside them.
 
-In a trace, ``dns_ms``, ``connect_ms``, ``tls_ms``, ``send_ms``, ``wait_ms`` and
-``reasoning_ms`` are phase durations; ``ttfb_ms``, ``first_event_ms`` (the stream's
-first event, a control event such as ``response.created`` included), ``ttft_ms``,
-``ttfr_ms`` (first reasoning), ``ttfa_ms`` (first answer token), ``first_tool_call_ms``
-(first tool-call output), ``total_ms`` and each chunk's ``t_ms``
-count from the start of the request, as curl's ``time_starttransfer`` and
+In a trace, ``dns_ms``, ``connect_ms``, ``proxy_connect_ms`` (a proxy's ``CONNECT``
+round trip or SOCKS5 handshake; ``null`` without a tunnel), ``tls_ms``, ``send_ms``,
+``wait_ms`` and ``reasoning_ms`` are phase durations, and ``proxy`` names the proxy
+the request went through (credentials masked; ``null``: direct); ``ttfb_ms``,
+``first_event_ms`` (the stream's first event, a control event such as
+``response.created`` included), ``ttft_ms``, ``ttfr_ms`` (first reasoning), ``ttfa_ms``
+(first answer token), ``first_tool_call_ms`` (first tool-call output), ``total_ms`` and
+each chunk's ``t_ms`` count from the start of the request, as curl's ``time_starttransfer`` and
 ``time_total`` do.
 """
 
@@ -51,6 +53,8 @@ def trace_to_dict(trace: RequestTrace) -> dict[str, Any]:
         "dns_ms": _r(trace.dns_ms),
         "connect_ms": _r(trace.connect_ms),
         "tls_ms": _r(trace.tls_ms),
+        "proxy": trace.proxy,
+        "proxy_connect_ms": _r(trace.proxy_connect_ms),
         "send_ms": _r(trace.send_ms),
         "send_acked": trace.sent_acked,
         "wait_ms": _r(trace.wait_ms),
@@ -66,6 +70,8 @@ def trace_to_dict(trace: RequestTrace) -> dict[str, Any]:
         "total_ms": _r(trace.total_ms),
         "rtt_ms": _r(trace.rtt_ms),
         "prompt_tokens": trace.prompt_tokens,
+        "prompt_chars": trace.prompt_chars,
+        "prompt_tokens_estimated": trace.prompt_tokens_estimated,
         "cached_prompt_tokens": trace.cached_prompt_tokens,
         "output_tokens": trace.output_tokens,
         "output_tokens_exact": trace.output_tokens_exact,

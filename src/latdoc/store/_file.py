@@ -5,12 +5,25 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from latdoc.errors import UsageError
 from latdoc.store.schema import check_version, migrate
 
-BUSY_TIMEOUT_MS = 5000
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not a POSIX system: SQLite's busy handler alone
+    fcntl = None  # type: ignore[assignment]
+
+BUSY_TIMEOUT_MS = 30_000
+"""How long a statement waits for a lock another connection holds: a commit stalled on a
+slow disk, a long prune or import, before "database is locked"."""
+TURN_WAIT_S = 60.0
+"""How long a writer waits for its turn (:class:`WriteTurns`) before it goes to SQLite's
+lock unqueued."""
 PAGE_SIZE = 16384
 MEMORY = ":memory:"
 
@@ -54,3 +67,60 @@ def open_store(path: str) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
+
+
+class WriteTurns:
+    """Turns at a store's write lock among the processes (and stores) that share it.
+
+    SQLite's busy handler polls: a connection waiting for the write lock sleeps up to
+    100 ms between tries. A writer that commits back to back (a load sweep keeping each
+    trace as it finishes, a batch of thousands) takes the lock again in the gap, and a
+    waiting ``watch`` or ``diagnose`` can miss every gap for longer than the busy timeout:
+    "database is locked". So a writer first takes its turn, an exclusive ``flock`` on
+    the file beside the store (``<store>-turn``), and holds it only while it waits for
+    SQLite's lock: a writer that comes back meanwhile waits for the turn, and the one
+    holding it is next. Without the file (a read-only directory, ``:memory:``) the busy
+    handler is all there is.
+    """
+
+    def __init__(self, path: str) -> None:
+        self._fd: int | None = None
+        if path != MEMORY and fcntl is not None:
+            try:
+                self._fd = os.open(f"{path}-turn", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            except OSError:
+                self._fd = None
+
+    @contextmanager
+    def turn(self) -> Iterator[None]:
+        """Hold the turn for the block (a write transaction's ``BEGIN``)."""
+        took = self._take()
+        try:
+            yield
+        finally:
+            if took and self._fd is not None:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def _take(self) -> bool:
+        if self._fd is None:
+            return False
+        deadline = time.monotonic() + TURN_WAIT_S
+        delay = 0.0002
+        while True:
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                # Whoever holds it waits for SQLite's lock and lets go once it has it: a
+                # short wait, polled finely (a blocking flock could not be given up).
+                if time.monotonic() >= deadline:
+                    return False
+                time.sleep(delay)
+                delay = min(2 * delay, 0.002)
+            except OSError:
+                return False
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None

@@ -26,10 +26,10 @@ RECORD_VERSION = 3
 """Version of trace records: 2 added the wall-clock start in nanoseconds, the request and
 response ids, and the attempt number; 3 the wait an error's ``Retry-After`` asked for and
 the headers that name proxies on the way. Later additions to version 2 (reasoning, the
-pool's grant, the first write, the arrival clock, the first event and the first tool
-call) are read as ``None`` where a record
-lacks them; so are later additions to version 3 (the connection attempts, read as none,
-TLS resumption, and TCP_INFO's loss counters)."""
+pool's grant, the first write, the arrival clock, the first event, the first tool
+call, the prompt's characters and its estimated tokens, the proxy and its tunnel's end) are
+read as ``None`` where a record lacks them; so are later additions to version 3 (the
+connection attempts, read as none, TLS resumption, and TCP_INFO's loss counters)."""
 SAMPLE_RECORD_VERSION = 3
 """Version of sample records: 2 added the client's event-loop lag, 3 the load worker."""
 """Version written by :func:`trace_to_record` and :func:`sample_to_record`."""
@@ -64,6 +64,9 @@ _ADDED_V2 = (
     "write_start_ns",
     "first_event_ns",
     "first_tool_call_ns",
+    "prompt_chars",
+    "prompt_tokens_estimated",
+    "proxy_connect_done_ns",
 )
 """Optional integers added to version 2 records later: absent from older ones, read as None."""
 _TCP_INTS = ("rtt_us", "rttvar_us", "retransmits", "snd_cwnd")
@@ -108,6 +111,7 @@ def trace_to_record(trace: RequestTrace) -> dict[str, Any]:
         record[name] = getattr(trace, name)
     record["proxy_headers"] = dict(trace.proxy_headers)
     record["arrival_clock"] = trace.arrival_clock
+    record["proxy"] = trace.proxy
     record["connect_attempts"] = [
         {
             "address": a.address,
@@ -234,6 +238,7 @@ def _trace_v2(record: Mapping[str, Any]) -> RequestTrace:
         response_id=r.opt_text("response_id"),
         attempt=attempt,
         arrival_clock=r.opt_text("arrival_clock") if "arrival_clock" in record else None,
+        proxy=r.opt_text("proxy") if "proxy" in record else None,
         **_added_v2(r, record),
     )
 

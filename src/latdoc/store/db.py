@@ -18,6 +18,7 @@ import json
 import sqlite3
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from secrets import token_hex
@@ -30,7 +31,7 @@ import numpy.typing as npt
 from latdoc.errors import UsageError
 from latdoc.records import Sample, Step, StepNote
 from latdoc.store import process
-from latdoc.store._file import default_path, open_store
+from latdoc.store._file import WriteTurns, default_path, open_store
 from latdoc.store.aggregate import BucketStats, aggregate_samples, bucket_ttfts
 from latdoc.store.exchange import dump_run, load_document
 from latdoc.store.redact import Redactor
@@ -50,6 +51,12 @@ from latdoc.store.schema import SCHEMA_VERSION
 from latdoc.store.writer import DEFAULT_MAX_DELAY, DEFAULT_MAX_SAMPLES, SampleWriter
 
 __all__ = ["SCHEMA_VERSION", "BucketStats", "RunInfo", "SampleWriter", "Store", "default_path"]
+
+
+_IMPORT_BATCH = 5000
+"""Samples inserted at once while importing."""
+_READ_BATCH = 1000
+"""Rows read at once by :meth:`Store.iter_samples`."""
 
 
 def _utc_now() -> datetime:
@@ -78,14 +85,18 @@ class Store:
         self._closing: list[Callable[[], None]] = []
         self._closed = False
         self._conn = open_store(self.path)
+        self._turns = WriteTurns(self.path)
         self._owner = process.current()
+        self._gone: set[str] = set()
         try:
             self._mark_gone()
         except sqlite3.OperationalError:
-            # Read-only or busy: the runs are marked by the next open that can write.
+            # Read-only, busy or full: the runs are marked by the next open that can
+            # write, and read as interrupted until then (:meth:`_as_seen`).
             pass
         except BaseException:
             self._conn.close()
+            self._turns.close()
             raise
 
     def close(self) -> None:
@@ -98,6 +109,7 @@ class Store:
                 self._closing.pop()()
         finally:
             self._conn.close()
+            self._turns.close()
 
     def sibling(self) -> Store:
         """Another connection to the same file, with the same secrets masked: for a thread
@@ -247,6 +259,28 @@ class Store:
             self._insert_samples(run_id, document.samples)
         return run_id
 
+    def import_run(
+        self, run: RunInfo, diagnosis: Mapping[str, Any] | None, samples: Iterable[Sample]
+    ) -> tuple[str, int]:
+        """Add ``run`` and its samples, read as they come (any number, in bounded
+        memory), in one transaction: a sample that fails to arrive (its reader raises)
+        leaves the store as it was. Return the run's id and the samples added."""
+        added = 0
+        with self._transaction():
+            if self._exists(run.run_id):
+                raise UsageError(f"run {run.run_id} is already in {self.path}")
+            self._insert_run(run, run.meta, diagnosis)
+            batch: list[Sample] = []
+            for sample in samples:
+                batch.append(sample)
+                if len(batch) >= _IMPORT_BATCH:
+                    self._insert_samples(run.run_id, batch)
+                    added += len(batch)
+                    batch = []
+            self._insert_samples(run.run_id, batch)
+            added += len(batch)
+        return run.run_id, added
+
     def choose_runs(
         self, statuses: Collection[str], *, started_before: datetime | None = None
     ) -> list[RunInfo]:
@@ -301,6 +335,7 @@ class Store:
             for row in rows
             if process.is_gone(process.Owner(row[1], row[2], row[3], row[4]), self._owner)
         ]
+        self._gone = set(gone)
         for run_id in gone:
             with self._transaction():
                 kept, last_ns = self._conn.execute(
@@ -314,6 +349,7 @@ class Store:
                     (run_id,),
                 ).fetchone()
                 if row is None:
+                    self._gone.discard(run_id)
                     continue
                 pid, host, notes, started = row
                 note = {
@@ -332,6 +368,14 @@ class Store:
                     "WHERE run_id = ?",
                     (ended, json_text([*earlier, note]), run_id),
                 )
+            self._gone.discard(run_id)
+
+    def _as_seen(self, run: RunInfo) -> RunInfo:
+        """``run`` as it is: ``interrupted`` when its process is gone, also when this
+        store could not be written to say so (a full disk, a read-only file)."""
+        if run.status != "running" or run.run_id not in self._gone:
+            return run
+        return replace(run, status="interrupted")
 
     # -- reading ---------------------------------------------------------------
 
@@ -341,7 +385,7 @@ class Store:
             f"SELECT {RUN_COLUMNS} FROM runs ORDER BY started_at DESC, run_id DESC LIMIT ?",
             (limit,),
         )
-        return [run_from_row(row) for row in rows]
+        return [self._as_seen(run_from_row(row)) for row in rows]
 
     def find_runs(self, kind: str, name: str | None = None) -> list[RunInfo]:
         """Runs of ``kind`` (with ``meta["name"] == name`` if given), newest first."""
@@ -351,7 +395,7 @@ class Store:
             query += " AND json_extract(meta, '$.name') = ?"
             params = (kind, name)
         rows = self._conn.execute(query + " ORDER BY started_at DESC, run_id DESC", params)
-        return [run_from_row(row) for row in rows]
+        return [self._as_seen(run_from_row(row)) for row in rows]
 
     def spent(self, run_id: str) -> tuple[int, int, int]:
         """What a run has sent: requests, prompt + output tokens as counted, next sample index."""
@@ -378,7 +422,7 @@ class Store:
         row = self._conn.execute(
             f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?", (full_id,)
         ).fetchone()
-        return run_from_row(row)
+        return self._as_seen(run_from_row(row))
 
     def load_run(self, run_id: str) -> tuple[RunInfo, list[Sample], Mapping[str, Any] | None]:
         """A run by its id or a unique prefix of it: its info, samples in order, diagnosis."""
@@ -393,7 +437,7 @@ class Store:
         )
         diagnosis = row[-1]
         return (
-            run_from_row(row[:-1]),
+            self._as_seen(run_from_row(row[:-1])),
             [sample_from_row(r) for r in samples],
             None if diagnosis is None else json.loads(diagnosis),
         )
@@ -455,6 +499,24 @@ class Store:
             target_prompt_tokens=target_prompt_tokens,
         )
 
+    def diagnosis_document(self, run_id: str) -> Mapping[str, Any] | None:
+        """The diagnosis document a run keeps, without reading its samples."""
+        row = self._conn.execute(
+            "SELECT diagnosis FROM runs WHERE run_id = ?", (self._resolve(run_id),)
+        ).fetchone()
+        return None if row is None or row[0] is None else json.loads(row[0])
+
+    def iter_samples(self, run_id: str) -> Iterator[Sample]:
+        """The samples of a run (an id or a unique prefix) in order, read from the file a
+        few at a time as they are asked for: any number in bounded memory."""
+        cursor = self._conn.execute(
+            f"SELECT {SAMPLE_COLUMNS} FROM samples JOIN sample_traces USING (seq) "
+            "WHERE run_id = ? ORDER BY idx, seq",
+            (self._resolve(run_id),),
+        )
+        while rows := cursor.fetchmany(_READ_BATCH):
+            yield from (sample_from_row(r) for r in rows)
+
     def export_json(self, run_id: str) -> str:
         """The run as one self-describing JSON document (``{"format": "latdoc-run", ...}``)."""
         info, samples, diagnosis = self.load_run(run_id)
@@ -464,7 +526,8 @@ class Store:
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
-        self._conn.execute("BEGIN IMMEDIATE")
+        with self._turns.turn():
+            self._conn.execute("BEGIN IMMEDIATE")
         try:
             yield
         except BaseException:

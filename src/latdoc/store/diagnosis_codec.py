@@ -202,6 +202,7 @@ def _curve(record: Mapping[str, Any]) -> LengthCurve:
         b_ms_per_1k=r.number("b_ms_per_1k"),
         c_ms_per_1k2=r.number("c_ms_per_1k2"),
         shape=r.text("shape"),
+        tokens_estimated=r.flag("tokens_estimated") if r.has("tokens_estimated") else False,
     )
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from latdoc.errors import UsageError
@@ -50,23 +50,28 @@ def dump_run(run: RunInfo, samples: Sequence[Sample], diagnosis: Mapping[str, An
     document = {
         "format": FORMAT,
         "version": VERSION,
-        "run": {
-            "run_id": run.run_id,
-            "started_at": utc_text(run.started_at),
-            "finished_at": None if run.finished_at is None else utc_text(run.finished_at),
-            "status": run.status,
-            "endpoint": run.endpoint,
-            "model": run.model,
-            "scenario": run.scenario,
-            "verdict": run.verdict,
-            "meta": dict(run.meta),
-            "notes": notes_to_data(run.notes),
-            "kind": run.kind,
-        },
+        "run": run_to_data(run),
         "samples": [sample_to_record(s) for s in samples],
         "diagnosis": None if diagnosis is None else dict(diagnosis),
     }
     return json.dumps(document, separators=(",", ":")) + "\n"
+
+
+def run_to_data(run: RunInfo) -> dict[str, Any]:
+    """A run's row as the ``run`` object of an export."""
+    return {
+        "run_id": run.run_id,
+        "started_at": utc_text(run.started_at),
+        "finished_at": None if run.finished_at is None else utc_text(run.finished_at),
+        "status": run.status,
+        "endpoint": run.endpoint,
+        "model": run.model,
+        "scenario": run.scenario,
+        "verdict": run.verdict,
+        "meta": dict(run.meta),
+        "notes": notes_to_data(run.notes),
+        "kind": run.kind,
+    }
 
 
 def load_document(text: str) -> RunDocument:
@@ -110,6 +115,16 @@ def _load_v1(document: Mapping[str, Any]) -> RunDocument:
     diagnosis = document["diagnosis"]
     if diagnosis is not None and not isinstance(diagnosis, dict):
         raise ValueError("diagnosis: expected an object or null")
+    info = run_from_data(run, diagnosis)
+    failed = sum(1 for s in samples if s.trace.error is not None)
+    return RunDocument(replace(info, requests=len(samples), failed=failed), samples, diagnosis)
+
+
+def run_from_data(run: Any, diagnosis: Mapping[str, Any] | None = None) -> RunInfo:
+    """The ``run`` object of an export (its counts left at 0); ``ValueError``,
+    ``KeyError`` or ``TypeError`` name what is wrong."""
+    if not isinstance(run, dict):
+        raise ValueError("run: expected an object")
     status = _str(run["status"], "run.status")
     if status not in RUN_STATUSES:
         raise ValueError(f"run.status: {status!r} is not one of {sorted(RUN_STATUSES)}")
@@ -121,7 +136,7 @@ def _load_v1(document: Mapping[str, Any]) -> RunDocument:
         raise ValueError("run.meta: expected an object")
     finished_at = run["finished_at"]
     verdict = run["verdict"]
-    info = RunInfo(
+    return RunInfo(
         run_id=run_id,
         started_at=parse_utc(_str(run["started_at"], "run.started_at")),
         finished_at=None if finished_at is None else parse_utc(_str(finished_at, "finished_at")),
@@ -129,14 +144,13 @@ def _load_v1(document: Mapping[str, Any]) -> RunDocument:
         endpoint=_str(run["endpoint"], "run.endpoint"),
         model=_str(run["model"], "run.model"),
         scenario=_str(run["scenario"], "run.scenario"),
-        requests=len(samples),
-        failed=sum(1 for s in samples if s.trace.error is not None),
+        requests=0,
+        failed=0,
         verdict=None if verdict is None else _str(verdict, "run.verdict"),
         meta=meta,
         notes=notes_from_data(run["notes"] if "notes" in run else (diagnosis or {}).get("notes")),
         kind=_kind(run.get("kind", "diagnose")),
     )
-    return RunDocument(info, samples, diagnosis)
 
 
 def _kind(value: Any) -> str:

@@ -11,6 +11,7 @@ What the features send (a load sweep, a watch, an experiment) is in each feature
 labels; it computes no verdict and prints nothing.
 """
 
+from latdoc.workload._answers import answer_text
 from latdoc.workload._budget import Budget
 from latdoc.workload._calibration import (
     ASSUMED,
@@ -47,6 +48,7 @@ __all__ = [
     "SampleHook",
     "StepsResult",
     "TokenCalibration",
+    "answer_text",
     "calibrate",
     "calibration_words",
     "cannot_answer_note",

@@ -3,21 +3,34 @@ congestion control that keeps its rate through it, a long round trip gets a near
 region, a slow upload the client host's TCP settings and a shorter prompt, and a
 gateway that says it adds time a lighter gateway or a direct route. A gateway that
 does not say so gets how to measure it (the gateway against the upstream direct),
-never a number.
+never a number. A proxy whose ``CONNECT`` is slow gets a bypass for the API's host, a
+nearer proxy and connections kept alive through its tunnel, each with the ``latdoc
+verify`` that measures it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 from latdoc.advice import keys
 from latdoc.advice._sizing import SELF_PACED, trim_window
 from latdoc.advice.kinds._builder import RemedyBuilder
-from latdoc.advice.verify import VERIFY_ENDPOINT, VERIFY_TRIM, verify_command
+from latdoc.advice.verify import (
+    VERIFY_DIRECT,
+    VERIFY_ENDPOINT,
+    VERIFY_KEEPALIVE,
+    VERIFY_PROXY,
+    VERIFY_TRIM,
+    verify_command,
+)
 from latdoc.analysis.policy import HIGH_RTT_MS
 from latdoc.model import Diagnosis, Finding, Kind, Remedy, RunContext
 
 __all__ = ["BUILDER", "network_path_remedies"]
+
+
+_PROXY_EVIDENCE = frozenset({"proxy_connect_ms", "proxy_tcp_ms"})
 
 
 def network_path_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remedy]:
@@ -41,10 +54,13 @@ def network_path_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator
         if set(f.evidence) <= _LOSS_KEYS:
             return  # the loss alone: the path's other remedies address nothing here
     told = "gateway_ms" in f.evidence
+    proxied = "proxy_connect_ms" in f.evidence
     if told:
         yield _gateway(f, ctx)
-        if set(f.evidence) == {"gateway_ms"}:
-            return  # the gateway alone: the path's other remedies address nothing here
+    if proxied:
+        yield from _proxy(f, ctx)
+    if (told or proxied) and set(f.evidence) <= {"gateway_ms", *_PROXY_EVIDENCE, *_LOSS_KEYS}:
+        return  # a gateway or proxy alone: the path's other remedies address nothing here
     rtt = f.evidence.get("rtt_ms")
     if rtt is not None and rtt > HIGH_RTT_MS:
         yield Remedy(
@@ -82,7 +98,7 @@ def network_path_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator
                 ctx, VERIFY_TRIM, **{"from": longest, "to": trim_window(longest)}
             ),
         )
-    if not told:
+    if not told and not proxied:
         yield _gateway(f, ctx)
 
 
@@ -93,6 +109,45 @@ _LOSS_KEYS = frozenset({
     "losing_requests", "counted_requests", "path_stall_ms", "retransmit_share",
     "out_of_order_share", "rttvar_ms", "kernel_rtt_ms",
 })  # fmt: skip
+
+
+def _proxy(f: Finding, ctx: RunContext) -> Iterator[Remedy]:
+    tunnel = f.evidence["proxy_connect_ms"]
+    host = urlsplit(ctx.endpoint).hostname or "API_HOST"
+    yield Remedy(
+        keys.PROXY_BYPASS,
+        "Reach the API's host direct: bypass the proxy for it",
+        f.kind,
+        f"The proxy takes {tunnel:.0f} ms to open each tunnel. Where policy allows the "
+        f"host direct, list it in NO_PROXY:\n  export NO_PROXY={host}\n"
+        "(httpx and the openai SDK read it, as curl does), or give this client no proxy: "
+        "httpx.AsyncClient(trust_env=False).",
+        None,
+        verify_command=verify_command(ctx, VERIFY_DIRECT),
+        how_to_measure="latdoc verify --remedy direct: the same requests through the proxy "
+        "and direct, each on a new connection",
+    )
+    yield Remedy(
+        keys.PROXY_KEEP_ALIVE,
+        "Keep connections alive through the proxy's tunnel",
+        f.kind,
+        "A connection kept alive pays the CONNECT once: share one client "
+        "(httpx.AsyncClient / openai.AsyncOpenAI) for the process, and keep its pool's idle "
+        "connections longer than the gaps between requests "
+        "(httpx.Limits(keepalive_expiry=...)), below the proxy's own idle timeout.",
+        None,
+        verify_command=verify_command(ctx, VERIFY_KEEPALIVE),
+    )
+    yield Remedy(
+        keys.NEARER_PROXY,
+        "Use a proxy nearer the client, or a lighter one",
+        f.kind,
+        "A proxy on the client's own network or region opens its tunnel in a few "
+        "milliseconds; one far away, or busy checking each CONNECT, adds its round trips "
+        "to every new connection.",
+        None,
+        verify_command=verify_command(ctx, VERIFY_PROXY, alt_proxy="PROXY_URL"),
+    )
 
 
 def _gateway(f: Finding, ctx: RunContext) -> Remedy:

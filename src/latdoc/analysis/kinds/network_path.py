@@ -21,6 +21,12 @@ gateway's own account (LiteLLM's ``x-litellm-overhead-duration-ms``, read by
 trip and the upload's share when those fire too. A gateway that does not tell its time
 is not told apart from the rest of the path by one endpoint's numbers: ``latdoc verify
 --remedy endpoint`` (the gateway against the upstream called direct) measures it.
+
+A forward proxy (``HTTPS_PROXY``, ``--proxy``) is on it too: its ``CONNECT`` round trip
+(or SOCKS5 handshake), which every new connection pays before TLS, is named when its
+median over the network step's new connections is over :data:`PROXY_CONNECT_MS`.
+``latdoc verify --remedy direct`` measures what bypassing it saves, ``--remedy proxy
+--alt-proxy URL`` what another proxy would.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ __all__ = [
     "HIGH_RTT_MS",
     "LONG_UPLOAD_TOKENS",
     "LOSSY_RETRANSMIT_SHARE",
+    "PROXY_CONNECT_MS",
     "SLOW_UPLOAD_MS",
     "SPEC",
     "long_upload",
@@ -47,6 +54,10 @@ SLOW_UPLOAD_MS = 200.0
 GATEWAY_MS = 20.0
 """A gateway that says it adds more than this per request (median) before the model is
 named: about a same-region round trip, many times a light proxy's own cost."""
+PROXY_CONNECT_MS = 20.0
+"""A proxy whose ``CONNECT`` takes more than this (median, new connections) is named:
+about a same-region round trip, as :data:`GATEWAY_MS` for a gateway. A proxy on the
+client's own network answers in a few milliseconds."""
 LONG_UPLOAD_BYTES = 20_000
 """A request this large is a long prompt whose upload the rule reads."""
 LONG_UPLOAD_TOKENS = 8192
@@ -74,34 +85,64 @@ def long_upload(f: Facts) -> tuple[float | None, int]:
 
 
 def network_path(f: Facts) -> Finding | None:
-    path = _merge(_loss(f), _path(f))
+    parts = [p for p in (_gateway(f), _proxy(f), _loss(f), _path(f)) if p is not None]
+    if not parts:
+        return None
+    first, *rest = parts
+    if not rest:
+        return first
+    evidence: dict[str, float] = {}
+    for part in reversed(parts):
+        evidence.update(part.evidence)
+    return Finding(
+        Kind.NETWORK_PATH,
+        "; ".join([first.title, *(p.title[0].lower() + p.title[1:] for p in rest)]),
+        "; ".join(p.rule for p in parts),
+        evidence,
+        share_ms=sum(p.share_ms for p in parts),
+        n=sum(p.n or 0 for p in parts),
+        confidence=max(p.confidence for p in parts),
+    )
+
+
+def _gateway(f: Facts) -> Finding | None:
     numbers = f.server.numbers if f.server is not None else {}
     gateway = numbers.get("gateway_ms")
     if gateway is None or gateway <= GATEWAY_MS:
-        return path
+        return None
     told = int(numbers.get("requests") or 0)
-    rule = (
-        f"the gateway's own header (LiteLLM's x-litellm-overhead-duration-ms) says it adds "
-        f"{gateway:.0f} ms (median) before each request reaches the model > {GATEWAY_MS:.0f} ms"
-    )
-    if path is None:
-        return Finding(
-            Kind.NETWORK_PATH,
-            "A gateway adds time before the model",
-            rule,
-            {"gateway_ms": gateway},
-            share_ms=gateway,
-            n=told,
-            confidence=confidence(told, gateway / GATEWAY_MS - 1),
-        )
     return Finding(
         Kind.NETWORK_PATH,
-        f"A gateway adds time before the model; {path.title[0].lower()}{path.title[1:]}",
-        f"{rule}; {path.rule}",
-        {**path.evidence, "gateway_ms": gateway},
-        share_ms=gateway + path.share_ms,
-        n=(path.n or 0) + told,
-        confidence=max(path.confidence, confidence(told, gateway / GATEWAY_MS - 1)),
+        "A gateway adds time before the model",
+        f"the gateway's own header (LiteLLM's x-litellm-overhead-duration-ms) says it adds "
+        f"{gateway:.0f} ms (median) before each request reaches the model > {GATEWAY_MS:.0f} ms",
+        {"gateway_ms": gateway},
+        share_ms=gateway,
+        n=told,
+        confidence=confidence(told, gateway / GATEWAY_MS - 1),
+    )
+
+
+def _proxy(f: Facts) -> Finding | None:
+    n = f.network
+    tunnel = n.get("proxy_connect_ms")
+    if tunnel is None or tunnel <= PROXY_CONNECT_MS:
+        return None
+    cold_n = int(n["cold_n"] or 0)
+    proxies = sorted({t.proxy for t in f.measured if t.proxy is not None})
+    named = f"the proxy {proxies[0]}" if len(proxies) == 1 else "the proxy"
+    evidence = {"proxy_connect_ms": tunnel}
+    if n["connect_ms"] is not None:
+        evidence["proxy_tcp_ms"] = n["connect_ms"]
+    return Finding(
+        Kind.NETWORK_PATH,
+        "A proxy adds time to every new connection",
+        f"{named} took {tunnel:.0f} ms (median) to open its tunnel (CONNECT) after the TCP "
+        f"handshake > {PROXY_CONNECT_MS:.0f} ms, before TLS with the endpoint could start",
+        evidence,
+        share_ms=tunnel,
+        n=cold_n,
+        confidence=confidence(cold_n, tunnel / PROXY_CONNECT_MS - 1),
     )
 
 
@@ -151,21 +192,6 @@ def _loss(f: Facts) -> Finding | None:
     )
 
 
-def _merge(first: Finding | None, second: Finding | None) -> Finding | None:
-    """Two findings of the path as one: both titles, rules, evidence and shares."""
-    if first is None or second is None:
-        return first or second
-    return Finding(
-        Kind.NETWORK_PATH,
-        f"{first.title}; {second.title[0].lower()}{second.title[1:]}",
-        f"{first.rule}; {second.rule}",
-        {**second.evidence, **first.evidence},
-        share_ms=first.share_ms + second.share_ms,
-        n=max(first.n or 0, second.n or 0),
-        confidence=max(first.confidence, second.confidence),
-    )
-
-
 def _path(f: Facts) -> Finding | None:
     n = f.network
     rtt = n["rtt_ms"]
@@ -202,7 +228,7 @@ def _path(f: Facts) -> Finding | None:
 SPEC = KindSpec(
     Kind.NETWORK_PATH,
     "Network path",
-    "round-trip time and bandwidth to the server, and gateways on the way",
+    "round-trip time and bandwidth to the server, and gateways and proxies on the way",
     colour="#e6843f",
     rule=network_path,
     before_first_token=True,

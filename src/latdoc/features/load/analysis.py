@@ -22,13 +22,14 @@ count in the latency percentiles.
   or the window was too short for its latency.
 - **Goodput**: the requests per second (and the share) meeting every SLO.
 
-A level cut short from outside (an interrupted sweep) is kept and marked
-``partial``; the knee and the plateau are found among the other levels.
+A level cut short (an interrupted sweep, or a level the error budget stopped) is
+kept and marked ``partial``; the knee and the plateau are found among the other levels.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -62,8 +63,9 @@ class LevelWindow:
     late_ms_p50: float | None = None
     """Open loop: how late arrivals left against their schedule, median."""
     partial: bool = False
-    """Cut short from outside (Ctrl-C, the time budget) before it ended: its finished
-    requests are kept, but it is left out of the knee and the plateau."""
+    """Cut short before it ended (Ctrl-C, the time budget, a lost worker, or the error
+    budget stopping it): its finished requests are kept, but it is left out of the knee
+    and the plateau."""
 
     @property
     def seconds(self) -> float:
@@ -137,6 +139,24 @@ class LittlesLaw:
 
 
 @dataclass(frozen=True, slots=True)
+class Failure:
+    """How many of a level's requests failed with one error code in one phase."""
+
+    code: str
+    """:attr:`~latdoc.errors.TraceError.code`: ``connect``, ``stream_broken``, ``http:503`` ..."""
+    phase: str
+    """The phase they failed in (:class:`~latdoc.errors.Phase`)."""
+    count: int
+
+
+def failures_by_phase(traces: Sequence[RequestTrace]) -> tuple[Failure, ...]:
+    """The failed ``traces`` counted by error code and phase, most first."""
+    counts = Counter((t.error.code, str(t.error.phase)) for t in traces if t.error is not None)
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return tuple(Failure(code, phase, n) for (code, phase), n in ranked)
+
+
+@dataclass(frozen=True, slots=True)
 class LevelStats:
     window: LevelWindow
     requests: int
@@ -160,6 +180,8 @@ class LevelStats:
     client_delay_ms: Percentiles | None = None
     """The client's own delay before each request left (event-loop lateness), not the
     server's time."""
+    failures: tuple[Failure, ...] = ()
+    """The failed requests by error code and the phase they failed in, most first."""
 
     @property
     def server_side_ttft_ms(self) -> Percentiles | None:
@@ -237,6 +259,7 @@ def level_stats(window: LevelWindow, samples: Sequence[Sample], slo: Slo) -> Lev
         goodput_share=None if good_all is None else good_all / max(len(traces), 1),
         server_ttft_ms=percentiles([t.server_ttft_ms for t in ok]),
         client_delay_ms=percentiles([t.client_delay_ms for t in traces]),
+        failures=failures_by_phase(traces),
     )
 
 

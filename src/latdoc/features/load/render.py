@@ -146,6 +146,10 @@ def findings(analysis: LoadAnalysis) -> list[str]:
                 f"{_level_name(best)} ({best.goodput_share or 0:.0%} of its requests)."
             )
     for lv in analysis.levels:
+        if lv.failures:
+            said = ", ".join(f"{f.count} {f.code} during {f.phase}" for f in lv.failures)
+            lines.append(f"Failed at {_level_name(lv)}: {said}.")
+    for lv in analysis.levels:
         if lv.sustained is False:
             w = lv.window
             lines.append(
@@ -251,6 +255,7 @@ def _level_dict(lv: LevelStats) -> dict[str, Any]:
         },
         "goodput_per_s": lv.goodput_per_s,
         "goodput_share": lv.goodput_share,
+        "failures": [{"code": f.code, "phase": f.phase, "count": f.count} for f in lv.failures],
     }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import sqlite3
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -12,9 +13,11 @@ from urllib.parse import urlsplit
 
 from latdoc.errors import UsageError
 from latdoc.features.load.analysis import LevelWindow, LoadAnalysis, Slo, analyse_load
+from latdoc.features.load.findmax import FindMax, Objective, find_max_sweep
 from latdoc.features.load.fleet import Fleet, FleetSweep, join
 from latdoc.features.load.processes import ProcessFleet
 from latdoc.features.load.render import load_to_dict
+from latdoc.features.load.replay import Replay, replay_sweep
 from latdoc.features.load.send import LoadPlan, run_load
 from latdoc.features.load.workers import worker_plans
 from latdoc.pipeline import host_meta
@@ -37,6 +40,21 @@ class LoadRun:
     endpoint: str
     model: str
     store_path: str
+    store_error: str | None = None
+    """Why the store stopped taking traces (a full disk), when it did: the sweep stopped
+    there, and only ``kept`` of ``samples`` are in the store."""
+    kept: int | None = None
+    """Traces in the store, when that is not all of ``samples``."""
+
+
+@dataclass(frozen=True)
+class FindMaxAsk:
+    """``--find-max``: the quantiles each level must meet, and the most streams to try."""
+
+    objectives: tuple[Objective, ...]
+    limit: float
+    start_rate: float | None = None
+    """By rate: the first rate tried; ``None``: by streams, from 1."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +100,8 @@ def load_endpoint(
     on_sample: Callable[[Sample], None] | None = None,
     on_progress: Callable[[str, int, int], None] | None = None,
     workers: Workers | None = None,
+    replay: Replay | None = None,
+    find_max: FindMaxAsk | None = None,
 ) -> LoadRun:
     """Run ``plan``'s sweep, keep every sample as it finishes, and analyse each level.
 
@@ -90,16 +110,32 @@ def load_endpoint(
     ``interrupted`` with the notes made until then, and the levels measured are
     analysed, the one it cut short marked partial. With ``workers`` the streams are
     sent from worker processes or Ray actors; every one of them is stopped when
-    this returns, also on Ctrl-C.
+    this returns, also on Ctrl-C. With ``replay`` the levels are a trace's
+    (:mod:`latdoc.features.load.replay`), read whole before anything is sent.
     """
     check_load_target(plan, confirmed=confirmed)
     slo = slo or Slo()
     meta: dict[str, Any] = {**host_meta(), "load": _plan_meta(plan, slo)}
+    if replay is not None:
+        if workers is not None:
+            raise UsageError("--trace replays from this process: leave out --processes and --ray")
+        meta["replay"] = {"trace": replay.path, "format": replay.fmt, "speed": replay.speed,
+                          "streams": replay.streams}  # fmt: skip
+        sweep = replay_sweep(plan, replay, on_progress)
+        return _run_sweep(plan, sweep, store, slo, meta, on_sample)
+    if find_max is not None:
+        found: list[FindMax] = []
+        sweep = find_max_sweep(plan, find_max.objectives, find_max.limit, on_progress,
+                               found.append, find_max.start_rate)  # fmt: skip
+        run = _run_sweep(plan, sweep, store, slo, meta, on_sample)
+        if found:
+            store.update_meta(run.run_id, {"find_max": found[0].document()})
+        return run
     with ExitStack() as stack:
         if workers is None:
             return _run_sweep(plan, _local_sweep(plan, on_progress), store, slo, meta, on_sample)
         sweep = _fleet_sweep(plan, workers, on_progress, stack, meta)
-        return _run_sweep(plan, sweep, store, slo, meta, on_sample, batched=True)
+        return _run_sweep(plan, sweep, store, slo, meta, on_sample)
 
 
 Sweep = Callable[
@@ -165,11 +201,11 @@ def _run_sweep(
     slo: Slo,
     meta: Mapping[str, Any],
     on_sample: Callable[[Sample], None] | None,
-    *,
-    batched: bool = False,
 ) -> LoadRun:
-    """Run ``sweep``, keeping each sample as it comes: committed one by one, or, when
-    many workers send (``batched``), a batch at a time (see :meth:`Store.batch`)."""
+    """Run ``sweep``, keeping each sample as it comes, committed a batch at a time (see
+    :meth:`Store.batch`): a commit is a disk sync of milliseconds, made on the event
+    loop that times the streams, and one per sample at 256 streams held their next
+    requests back by most of a second."""
     run_id = store.new_run(
         endpoint=plan.endpoint.base_url,
         model=plan.endpoint.model,
@@ -179,11 +215,20 @@ def _run_sweep(
     )
     samples: list[Sample] = []
     windows: list[LevelWindow] = []
-    writer = store.batch(run_id, max_samples=5000 if batched else 1)
+    writer = store.batch(run_id, max_samples=5000)
+    refused: list[sqlite3.Error] = []
 
     def keep(sample: Sample) -> None:
         samples.append(sample)
-        writer.add(sample)
+        if refused:
+            return
+        try:
+            writer.add(sample)
+        except sqlite3.Error as exc:
+            # A full disk (or a store gone bad): nothing more can be kept, so nothing
+            # more is sent. Raised into the sweep, this stops it as Ctrl-C would.
+            refused.append(exc)
+            raise _StoreRefused from exc
         if on_sample is not None:
             on_sample(sample)
 
@@ -195,13 +240,39 @@ def _run_sweep(
     except KeyboardInterrupt:
         status = "interrupted"
         notes.append(StepNote(Step.RUN, "interrupted by the user; reported what was measured"))
+    except Exception as exc:
+        # The refusal raised through the sweep, or the store failing as the writer closed.
+        if not refused and isinstance(exc, sqlite3.Error):
+            refused.append(exc)
+        if not refused:
+            raise
+        status = "failed"
+    error = None
+    if refused:
+        error = (
+            f"the store {store.path} could not keep a trace ({refused[0]}): the sweep stopped "
+            f"there; {writer.committed} of its {len(samples)} traces are kept"
+        )
+        notes.append(StepNote(Step.RUN, error))
     analysis = analyse_load(windows, samples, slo)
     document = load_to_dict(analysis, notes=notes, run_id=run_id)
-    store.finish_run(run_id, status=status, notes=notes, diagnosis=document)
+    try:
+        store.finish_run(run_id, status=status, notes=notes, diagnosis=document)
+    except sqlite3.Error:
+        if error is None:
+            raise
+        # It stays ``running`` until the next open of the store marks it interrupted,
+        # with the count of what it kept.
+        error += "; the run could not be closed, and is marked interrupted when next read"
     return LoadRun(
         run_id, analysis, tuple(samples), tuple(notes), status,
         plan.endpoint.base_url, plan.endpoint.model, store.path,
+        error, writer.committed if error is not None else None,
     )  # fmt: skip
+
+
+class _StoreRefused(Exception):
+    """The store refused a trace: raised through the sweep to stop it."""
 
 
 def reload_load(store: Store, run_id: str) -> LoadRun:

@@ -195,6 +195,8 @@ class _Sweep:
             partial = True
             raise
         finally:
+            # A level the error budget stopped did not hold its load either.
+            partial = partial or level.too_many_errors
             self._level_done(
                 LevelWindow(number, label, None, start, _end(level), partial=partial),
                 level,
@@ -256,6 +258,7 @@ class _Sweep:
             partial = True
             raise
         finally:
+            partial = partial or level.too_many_errors
             late = sorted(late_ms)[len(late_ms) // 2] if late_ms else None
             window = LevelWindow(
                 number,

@@ -31,7 +31,7 @@ from latdoc.probe.dialects import (
     responses,
     vertex,
 )
-from latdoc.probe.dialects._spec import REASONING_EFFORTS, DialectSpec, Route
+from latdoc.probe.dialects._spec import REASONING_EFFORTS, DialectSpec, Route, text_chars
 
 __all__ = [
     "DEFAULT",
@@ -46,6 +46,7 @@ __all__ = [
     "of_path",
     "other_dialect",
     "reserved_body_fields",
+    "text_chars",
 ]
 
 DIALECTS: tuple[DialectSpec, ...] = (

@@ -9,6 +9,7 @@ serves every dialect reads these fields; it never asks which dialect it has.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ __all__ = [
     "Signer",
     "bearer_auth",
     "event_type",
+    "text_chars",
 ]
 
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high")
@@ -104,9 +106,13 @@ class Route:
 
     def matches(self, path: str) -> bool:
         """Whether a request's URL path (without its query) ends in this route, for any model."""
+        return self._pattern.search(path) is not None
+
+    @functools.cached_property
+    def _pattern(self) -> re.Pattern[str]:
         route = (self.after or "") + self.path.split("?", 1)[0]
         pattern = "[^/]+".join(re.escape(part) for part in route.split("{model}"))
-        return re.search(pattern + "$", path) is not None
+        return re.compile(pattern + "$")
 
     @property
     def length(self) -> int:
@@ -160,6 +166,13 @@ class DialectSpec:
     requests, or ``None`` when the key's headers suffice; called once a session, it raises
     :class:`~latdoc.errors.UsageError` when it finds no credential. ``None``: the key's
     headers are the whole credential."""
+    prompt_fields: tuple[str, ...] = ()
+    """The body fields that hold the prompt (``messages``; ``system`` and ``messages``):
+    the text in them is what :meth:`prompt_chars` counts in a request someone else made."""
+    usage_option: Mapping[str, Any] | None = None
+    """The body fields that ask a stream to report its usage
+    (``{"stream_options": {"include_usage": True}}``); ``None`` when its streams report
+    usage unasked."""
 
     @property
     def routes(self) -> tuple[Route, ...]:
@@ -181,6 +194,30 @@ class DialectSpec:
         route = next((r for r in self.other_routes if r.fits(base_url)), self.route)
         return route.url(base_url, model)
 
+    def prompt_chars(self, body: Any) -> int | None:
+        """Characters of prompt text in a request ``body`` of this dialect (the parsed
+        JSON): every string under :attr:`prompt_fields` that is text (a message's
+        ``content``, a part's ``text``, a prompt or instructions given as a string), not
+        roles, types, ids or data; ``None`` when the body is not an object holding one
+        of those fields."""
+        if not isinstance(body, Mapping):
+            return None
+        held = [body[name] for name in self.prompt_fields if name in body]
+        if not held:
+            return None
+        return sum(text_chars(value) for value in held)
+
+    def with_usage_asked(self, body: Any) -> dict[str, Any] | None:
+        """``body`` (the parsed JSON of a streamed request) asking its stream to report
+        usage, or ``None`` when there is nothing to add: the dialect reports usage
+        unasked, the request does not stream, or it names the option already."""
+        option = self.usage_option
+        if option is None or not isinstance(body, Mapping) or body.get("stream") is not True:
+            return None
+        if any(name in body for name in option):
+            return None
+        return {**body, **option}
+
     def reasoning_fields(self, effort: str) -> dict[str, Any]:
         """Request fields that ask for ``effort``; :class:`UsageError` for an unknown
         effort or a dialect without one."""
@@ -189,6 +226,24 @@ class DialectSpec:
         if self.reasoning is None:
             raise UsageError(f"the {self.name} dialect has no reasoning effort")
         return self.reasoning(effort)
+
+
+_TEXT_KEYS = frozenset({"content", "text", "parts", "input", "system", "prompt"})
+"""Keys under a prompt field whose strings are text (a message's ``role`` and a part's
+``type`` are not)."""
+
+
+def text_chars(value: Any) -> int:
+    """Characters of text in a prompt field's value: a string, a list of them or of
+    messages and parts, a message or part object (its ``content``, ``text``, ``parts``,
+    ``input``, ``system`` or ``prompt``)."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, list):
+        return sum(text_chars(item) for item in value)
+    if isinstance(value, Mapping):
+        return sum(text_chars(v) for k, v in value.items() if k in _TEXT_KEYS)
+    return 0
 
 
 def bearer_auth(api_key: str | None) -> list[tuple[bytes, bytes]]:

@@ -201,4 +201,5 @@ SPEC = DialectSpec(
     claims=lambda obj, event: event_type(obj, event) in _OWN,
     reasoning=_thinking,
     hosts=("anthropic.com",),
+    prompt_fields=("system", "messages"),
 )

@@ -332,4 +332,5 @@ SPEC = DialectSpec(
     reasoning=_thinking,
     framings=(EVENT_STREAM,),
     signer=_signer,
+    prompt_fields=("system", "messages"),
 )

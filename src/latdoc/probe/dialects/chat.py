@@ -216,4 +216,6 @@ SPEC = DialectSpec(
     end_marker="[DONE] or a finish_reason",
     claims=_claims,
     reasoning=lambda effort: {"reasoning_effort": effort},
+    prompt_fields=("messages",),
+    usage_option={"stream_options": {"include_usage": True}},
 )

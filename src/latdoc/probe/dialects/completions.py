@@ -53,4 +53,6 @@ SPEC = DialectSpec(
     parse=parse_chat_event,
     end_marker="[DONE] or a finish_reason",
     otel_operation="text_completion",
+    prompt_fields=("prompt",),
+    usage_option={"stream_options": {"include_usage": True}},
 )

@@ -254,4 +254,5 @@ SPEC = DialectSpec(
     hosts=("generativelanguage.googleapis.com",),
     otel_operation="generate_content",
     framings=(SSE, JSON_ARRAY),
+    prompt_fields=("systemInstruction", "contents"),
 )

@@ -161,4 +161,5 @@ SPEC = DialectSpec(
     end_marker="response.completed",
     claims=_claims,
     reasoning=lambda effort: {"reasoning": {"effort": effort}},
+    prompt_fields=("instructions", "input"),
 )

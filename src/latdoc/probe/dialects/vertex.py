@@ -41,4 +41,5 @@ SPEC = DialectSpec(
     hosts=("aiplatform.googleapis.com",),
     otel_operation="generate_content",
     framings=(JSON_ARRAY, SSE),
+    prompt_fields=("systemInstruction", "contents"),
 )

@@ -29,7 +29,7 @@ from typing import Any
 from latdoc.errors import UsageError
 from latdoc.probe import ConnectionOptions, Endpoint, ProbeSession
 from latdoc.records import RequestTrace, Step, StepNote
-from latdoc.workload import Budget, TokenCalibration, make_prompt, prompt_cost
+from latdoc.workload import Budget, TokenCalibration, answer_text, make_prompt, prompt_cost
 
 KEEP = "keep"
 KINDS = ("window", "summary", "reset")
@@ -197,7 +197,7 @@ async def run_conversations(
         if not budget.reserve(max(cost, user_cost), max_tokens):
             return None
         text: list[str] = []
-        trace = await session.request(messages, max_tokens, on_event=_collect(text))
+        trace = await session.request(messages, max_tokens, on_event=answer_text(text))
         if trace.prompt_tokens is not None and trace.output_tokens_exact:
             spent = trace.prompt_tokens + (trace.output_tokens or 0)
             budget.settle(max(cost, user_cost) + max_tokens, spent)
@@ -283,20 +283,3 @@ async def run_conversations(
 def _done(result: ConversationResult, chats: Sequence[_Chat]) -> ConversationResult:
     result.dropped = {chat.strategy.name: chat.dropped_text() for chat in chats}
     return result
-
-
-def _collect(into: list[str]) -> Callable[[Any, int], None]:
-    """An event hook that keeps the answer's text (chat deltas or completion text)."""
-
-    def hook(event: Any, _t_ns: int) -> None:
-        if not isinstance(event, dict):
-            return
-        for choice in event.get("choices") or ():
-            if not isinstance(choice, dict):
-                continue
-            delta = choice.get("delta")
-            text = delta.get("content") if isinstance(delta, dict) else choice.get("text")
-            if isinstance(text, str):
-                into.append(text)
-
-    return hook

@@ -19,6 +19,7 @@ from latdoc.features.verify.experiments._spec import (
     Runner,
 )
 from latdoc.features.verify.experiments.conversation import CONVERSATION
+from latdoc.features.verify.experiments.direct import DIRECT
 from latdoc.features.verify.experiments.endpoint import ENDPOINT
 from latdoc.features.verify.experiments.http2 import HTTP2
 from latdoc.features.verify.experiments.keepalive import KEEPALIVE
@@ -26,6 +27,7 @@ from latdoc.features.verify.experiments.max_tokens import MAX_TOKENS
 from latdoc.features.verify.experiments.model import MODEL
 from latdoc.features.verify.experiments.pool import POOL
 from latdoc.features.verify.experiments.prompt_cache import PROMPT_CACHE
+from latdoc.features.verify.experiments.proxy import PROXY
 from latdoc.features.verify.experiments.reasoning_effort import REASONING_EFFORT
 from latdoc.features.verify.experiments.retry import RETRY
 from latdoc.features.verify.experiments.trim import TRIM
@@ -55,6 +57,8 @@ EXPERIMENTS: tuple[Experiment[Any], ...] = (
     ENDPOINT,
     MODEL,
     REASONING_EFFORT,
+    DIRECT,
+    PROXY,
 )
 
 

@@ -67,7 +67,7 @@ def failure_class(trace: RequestTrace) -> FailureClass:
     assert error is not None
     if error.kind is ErrorKind.HTTP and error.status is not None:
         return classify_status(error.status) or FailureClass.OTHER
-    if error.kind in (ErrorKind.DNS, ErrorKind.CONNECT, ErrorKind.TLS):
+    if error.kind in (ErrorKind.DNS, ErrorKind.CONNECT, ErrorKind.TLS, ErrorKind.PROXY):
         return FailureClass.CONNECTION
     if error.kind is ErrorKind.TIMEOUT:
         return FailureClass.TIMEOUT

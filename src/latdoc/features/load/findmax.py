@@ -1,0 +1,399 @@
+"""The most load that meets an SLO: ``latdoc load --find-max --slo ttft_p95=2s,tpot_p50=80ms``.
+
+Levels are probed one at a time: closed-loop streams doubling from 1 (or, with
+``--rate R``, open-loop arrival rates doubling from R) until a level fails, then
+bisecting between the highest level that passed and the lowest that failed until they
+are adjacent (streams one apart; rates within :data:`RATE_PRECISION`). By rate, a level
+that could not send at its rate (less than :data:`OVER_SATURATION` under it: the
+endpoint held requests open until ``--max-in-flight`` ran out) is over-saturated and
+fails. A level passes when every objective's quantile lies
+below its limit and fails when one lies above it, each read from the quantile's 95%
+interval (:func:`~latdoc.analysis.stats.quantile_interval`); while an interval still
+holds its limit the level runs another ``--duration-per-level`` on (at most
+:data:`MAX_ROUNDS` in all), and a level still undecided then is judged by its point
+estimate and said to be. A level whose failed share passes ``--max-error-rate`` fails.
+
+The answer is the highest level that passed, beside the lowest that failed (the
+capacity lies between them), with the knee of the levels probed and the kind of slow
+that broke the SLO first at the failing level: ``errors``; ``queueing`` when the time
+to first token broke it under load but met it at one stream; ``prefill`` when it broke
+it at one stream already; ``decode`` when the time per output token did.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from latdoc.analysis.stats import quantile_interval
+from latdoc.errors import UsageError
+from latdoc.features.load.analysis import LevelWindow
+from latdoc.features.load.send import LoadPlan, _Sweep, too_many_failed, within_time_budget
+from latdoc.records import RequestTrace, Sample, StepNote
+from latdoc.workload import Budget
+
+OVER_SATURATION = 0.10
+"""By rate: a level that sent less than this share under its asked rate is
+over-saturated (the endpoint held requests open until the client could not keep the
+pace), and fails."""
+RATE_PRECISION = 0.10
+"""By rate: the search stops when the lowest failing rate is within this share of the
+highest passing one."""
+MAX_ROUNDS = 3
+"""Rounds of ``--duration-per-level`` a level may run before it is judged by its point."""
+DEFAULT_LIMIT = 256
+"""The most streams the search grows to."""
+_METRICS: dict[str, Callable[[RequestTrace], float | None]] = {
+    "ttft": lambda t: t.ttft_ms,
+    "tpot": lambda t: t.tpot_ms,
+    "e2e": lambda t: t.total_ms,
+}
+_ONE = re.compile(r"^(?P<metric>ttft|tpot|e2e)_p(?P<q>\d\d)$")
+
+
+@dataclass(frozen=True, slots=True)
+class Objective:
+    """A quantile of a metric that must stay at or below a limit."""
+
+    metric: str
+    q: float
+    limit_ms: float
+
+    @property
+    def text(self) -> str:
+        return f"{self.metric}_p{round(self.q * 100):02d} ≤ {self.limit_ms:g} ms"
+
+
+def objective(name: str, limit_ms: float) -> Objective:
+    """``ttft_p95`` and a limit: an objective; a :class:`UsageError` for another name."""
+    match = _ONE.match(name)
+    if match is None or not 1 <= int(match["q"]) <= 99:
+        raise UsageError(
+            f"--slo {name}: with --find-max name a metric and a quantile: ttft_p95, "
+            "tpot_p50, e2e_p99 (ttft, tpot or e2e; p01 to p99)"
+        )
+    return Objective(match["metric"], int(match["q"]) / 100, limit_ms)
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """One objective at one level."""
+
+    objective: Objective
+    n: int
+    value_ms: float | None
+    interval_ms: tuple[float, float] | None
+    verdict: str
+    """``pass``, ``fail`` or ``undecided`` (by the interval)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """One level as the search judged it."""
+
+    streams: float
+    """The level: streams, or requests per second when the search is by rate."""
+    rounds: int
+    requests: int
+    failed: int
+    readings: tuple[Reading, ...]
+    passed: bool
+    decided: bool
+    """False when an interval still held a limit after :data:`MAX_ROUNDS` rounds."""
+    too_many_errors: bool
+    achieved: float | None = None
+    """By rate: the requests per second sent, against the :attr:`streams` asked."""
+
+    @property
+    def over_saturated(self) -> bool:
+        return self.achieved is not None and self.achieved < self.streams * (1 - OVER_SATURATION)
+
+
+@dataclass(frozen=True)
+class FindMax:
+    objectives: tuple[Objective, ...]
+    probes: tuple[Probe, ...]
+    """In the order they ran."""
+    best: float | None
+    """The highest level that passed."""
+    first_failed: float | None
+    """The lowest level that failed (above :attr:`best`), or None when none did."""
+    broke: str | None
+    """What broke the SLO first: errors, queueing, prefill or decode."""
+    limit: float
+    by_rate: bool = False
+
+    def _level(self, value: float) -> str:
+        return f"{value:.3g} requests/s" if self.by_rate else f"{value:g} streams"
+
+    def sentence(self) -> str:
+        slo = ", ".join(o.text for o in self.objectives)
+        first = self.probes[0].streams if self.probes else 1
+        if self.best is None:
+            head = f"No level met the SLO ({slo}): even {self._level(first)} failed it"
+        elif self.first_failed is None:
+            top = self._level(self.limit)
+            head = (f"{self._level(self.best)} met the SLO ({slo}); the search stopped at "
+                    f"its limit of {top} without a level that failed it")  # fmt: skip
+        else:
+            head = (f"The most load that meets the SLO ({slo}): {self._level(self.best)}; "
+                    f"{self._level(self.first_failed)} failed it, so the capacity lies "
+                    "between")  # fmt: skip
+        if self.broke is not None:
+            head += f". {_BROKE[self.broke]}"
+        undecided = [self._level(p.streams) for p in self.probes if not p.decided]
+        if undecided:
+            head += (f". Judged by the point estimate, the intervals still holding a limit "
+                     f"after {MAX_ROUNDS} rounds: {', '.join(undecided)}")  # fmt: skip
+        return head
+
+    def document(self) -> dict[str, Any]:
+        return {
+            "objectives": [
+                {"metric": o.metric, "quantile": o.q, "limit_ms": o.limit_ms}
+                for o in self.objectives
+            ],
+            "by": "rate" if self.by_rate else "concurrency",
+            "best_streams": None if self.by_rate else self.best,
+            "first_failed_streams": None if self.by_rate else self.first_failed,
+            "best_rate": self.best if self.by_rate else None,
+            "first_failed_rate": self.first_failed if self.by_rate else None,
+            "broke": self.broke,
+            "limit": self.limit,
+            "probes": [
+                {
+                    "streams": p.streams,
+                    "rounds": p.rounds,
+                    "requests": p.requests,
+                    "failed": p.failed,
+                    "passed": p.passed,
+                    "decided": p.decided,
+                    "too_many_errors": p.too_many_errors,
+                    "achieved_rate": p.achieved,
+                    "over_saturated": p.over_saturated,
+                    "readings": [
+                        {
+                            "objective": r.objective.text,
+                            "n": r.n,
+                            "value_ms": r.value_ms,
+                            "interval_ms": None if r.interval_ms is None else list(r.interval_ms),
+                            "verdict": r.verdict,
+                        }
+                        for r in p.readings
+                    ],
+                }
+                for p in self.probes
+            ],
+        }
+
+
+_BROKE = {
+    "errors": "Errors broke it first: the failing level's failed share passed --max-error-rate",
+    "queueing": "Queueing broke it first: the time to first token met its limit at one "
+    "stream and grows past it under load",
+    "prefill": "Prefill broke it first: the time to first token misses its limit even at one "
+    "stream",
+    "decode": "Decode broke it first: the time per output token grows past its limit",
+}
+
+
+def read_level(
+    objectives: Sequence[Objective], traces: Sequence[RequestTrace]
+) -> tuple[Reading, ...]:
+    readings = []
+    ok = [t for t in traces if t.ok]
+    for o in objectives:
+        values = [v for t in ok if (v := _METRICS[o.metric](t)) is not None]
+        ci = quantile_interval(values, o.q) if values else None
+        point = float(np.quantile(values, o.q)) if values else None
+        if ci is not None and ci[1] <= o.limit_ms:
+            verdict = "pass"
+        elif ci is not None and ci[0] > o.limit_ms:
+            verdict = "fail"
+        else:
+            verdict = "undecided"
+        readings.append(Reading(o, len(values), point, ci, verdict))
+    return tuple(readings)
+
+
+def _judged(readings: Sequence[Reading]) -> tuple[bool, bool]:
+    """(passed, decided): any objective failing fails the level."""
+    if any(r.verdict == "fail" for r in readings):
+        return False, True
+    if all(r.verdict == "pass" for r in readings):
+        return True, True
+    by_point = all(r.value_ms is not None and r.value_ms <= r.objective.limit_ms for r in readings)
+    return by_point, False
+
+
+def _broke(first: Probe, probes: Sequence[Probe]) -> str:
+    if first.too_many_errors:
+        return "errors"
+    if first.over_saturated:
+        return "queueing"
+    failing = [r for r in first.readings if r.verdict != "pass" and r.value_ms is not None
+               and r.value_ms > r.objective.limit_ms]  # fmt: skip
+    if any(r.objective.metric == "tpot" for r in failing) and not any(
+        r.objective.metric in ("ttft", "e2e") for r in failing
+    ):
+        return "decode"
+    lowest = probes[0]
+    if first is lowest:
+        return "prefill"
+    return "queueing"
+
+
+async def search(
+    plan: LoadPlan,
+    objectives: Sequence[Objective],
+    sweep: _Sweep,
+    limit: float,
+    on_window: Callable[[LevelWindow], None],
+    start_rate: float | None = None,
+) -> FindMax:
+    """Double from the first level (1 stream, or ``start_rate``) until one fails, then
+    bisect; every level judged as the module says."""
+    by_rate = start_rate is not None
+    probes: dict[float, Probe] = {}
+    number = 0
+
+    async def probe(value: float) -> Probe:
+        nonlocal number
+        number += 1
+        traces: list[RequestTrace] = []
+        windows: list[LevelWindow] = []
+        keep = sweep.on_sample
+
+        def mine(sample: Sample) -> None:
+            traces.append(sample.trace)
+            keep(sample)
+
+        sweep.on_sample = mine
+        sweep.on_level = windows.append
+        rounds = 0
+        readings: tuple[Reading, ...] = ()
+        passed = decided = errors = False
+        achieved: float | None = None
+        try:
+            for rounds in range(1, MAX_ROUNDS + 1):  # noqa: B007 (read after the loop)
+                if by_rate:
+                    level = await sweep.open(number, value, plan.duration_per_level)
+                    seconds = sum(w.seconds for w in windows)
+                    achieved = len(traces) / seconds if seconds > 0 else None
+                else:
+                    level = await sweep.closed(number, int(value), plan.duration_per_level)
+                failed = sum(1 for t in traces if not t.ok)
+                errors = level.too_many_errors or too_many_failed(
+                    len(traces), failed, plan.max_error_rate
+                )
+                readings = read_level(objectives, traces)
+                passed, decided = _judged(readings)
+                saturated = achieved is not None and achieved < value * (1 - OVER_SATURATION)
+                if errors or saturated:
+                    passed, decided = False, True
+                if decided or level.reason is not None:
+                    break
+        finally:
+            sweep.on_sample = keep
+            if windows:
+                on_window(_merged(windows, number, value, by_rate))
+        result = Probe(value, rounds, len(traces), sum(1 for t in traces if not t.ok),
+                       readings, passed, decided, errors, achieved)  # fmt: skip
+        probes[value] = result
+        return result
+
+    def adjacent(low: float, high: float) -> bool:
+        return high <= low * (1 + RATE_PRECISION) if by_rate else high - low <= 1
+
+    def middle(low: float, high: float) -> float:
+        return float(f"{(low + high) / 2:.3g}") if by_rate else float((int(low) + int(high)) // 2)
+
+    best: float | None = None
+    failed_at: float | None = None
+    value = start_rate if start_rate is not None else 1.0
+    while value <= limit and sweep.budget.requests_left >= 1:
+        if (await probe(value)).passed:
+            best = value
+            value *= 2
+        else:
+            failed_at = value
+            break
+    if best is not None and failed_at is None and value > limit and best < limit:
+        if (await probe(limit)).passed:
+            best = limit
+        else:
+            failed_at = limit
+    while (best is not None and failed_at is not None and not adjacent(best, failed_at)
+           and sweep.budget.requests_left >= 1):  # fmt: skip
+        mid = middle(best, failed_at)
+        if mid in probes:
+            break
+        if (await probe(mid)).passed:
+            best = mid
+        else:
+            failed_at = mid
+    ordered = [probes[v] for v in sorted(probes)]
+    first = next((p for p in ordered if not p.passed), None)
+    broke = None if first is None else _broke(first, ordered)
+    return FindMax(tuple(objectives), tuple(probes.values()), best, failed_at, broke, limit,
+                   by_rate)  # fmt: skip
+
+
+def _merged(
+    windows: Sequence[LevelWindow], number: int, value: float, by_rate: bool
+) -> LevelWindow:
+    """A level's rounds as one window."""
+    start, end = windows[0].start_ns, windows[-1].end_ns
+    partial = any(w.partial for w in windows)
+    if not by_rate:
+        return LevelWindow(number, int(value), None, start, end, partial=partial)
+    scheduled = sum(w.scheduled or 0 for w in windows)
+    lates = [w.late_ms_p50 for w in windows if w.late_ms_p50 is not None]
+    late = max(lates) if lates else None
+    return LevelWindow(number, None, value, start, end, scheduled, late, partial=partial)
+
+
+def find_max_sweep(
+    plan: LoadPlan,
+    objectives: Sequence[Objective],
+    limit: float,
+    on_progress: Callable[[str, int, int], None] | None,
+    on_result: Callable[[FindMax], None],
+    start_rate: float | None = None,
+) -> Callable[
+    [Callable[[Sample], None], Callable[[LevelWindow], None], Callable[[StepNote], None]],
+    Coroutine[Any, Any, list[StepNote]],
+]:
+    """The search as a sweep :func:`~latdoc.features.load.run.load_endpoint` runs; its
+    answer reaches ``on_result`` and the run's notes."""
+
+    async def sweep(
+        keep: Callable[[Sample], None],
+        on_level: Callable[[LevelWindow], None],
+        on_note: Callable[[StepNote], None],
+    ) -> list[StepNote]:
+        budget = Budget(plan.max_requests, plan.token_budget, plan.max_seconds)
+        runner = _Sweep(plan, budget, keep, on_level, on_progress, on_note)
+        windows: list[LevelWindow] = []
+
+        async def run() -> None:
+            try:
+                result = await search(plan, objectives, runner, limit, windows.append, start_rate)
+            finally:
+                # The knee reads the levels in the order of their load.
+                for w in sorted(windows, key=lambda w: w.concurrency or w.rate or 0):
+                    on_level(w)
+            on_result(result)
+            runner.note(result.sentence())
+
+        await within_time_budget(budget.seconds_left, run(), runner.note)
+        return runner.notes
+
+    return sweep
+
+
+__all__ = ["DEFAULT_LIMIT", "FindMax", "Objective", "find_max_sweep", "objective"]

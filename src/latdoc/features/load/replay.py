@@ -1,0 +1,413 @@
+"""A trace of real traffic replayed: ``latdoc load --trace FILE``.
+
+The trace (:mod:`latdoc.workload.traces`) is read twice, as a stream both times: once
+whole before anything is sent, so a line it cannot replay is an error before the first
+request, and once as it is sent, so a trace of any size replays in bounded memory.
+
+- **At the trace's times** (``--speed S``, 1 by default): each request is sent at its
+  time ÷ S after the start, whatever the endpoint is doing, with at most
+  ``--max-in-flight`` open at once. How late each was sent against its schedule is
+  measured, and the run says how many were late and by how much. The level is one
+  open-loop level (step ``arrivals``) at the trace's rate.
+- **As fast as the loop allows** (a trace without times, or ``--speed max``):
+  ``--concurrency``'s first level of streams, each sending the next request as its last
+  ends (step ``load``).
+
+What is sent is the trace's own shape: its prompt lengths and answer lengths (capped by
+``--max-tokens``); a Mooncake trace's ``hash_ids`` become prompts whose blocks are the
+same text wherever the ids are the same, so a prefix cache hits where the trace says it
+would; a conversation (ShareGPT) is sent turn by turn on one stream, each turn with the
+history so far, the model's answers in it the endpoint's own. The run's notes give the
+schedule's lag, and the time to first token and the cached prompt tokens by turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import statistics
+from collections.abc import Callable, Coroutine, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from latdoc.features.load.analysis import LevelWindow
+from latdoc.features.load.send import LoadPlan, within_time_budget
+from latdoc.probe import ProbeSession, now_ns
+from latdoc.records import RequestTrace, Sample, Step, StepNote
+from latdoc.store import Store
+from latdoc.workload import ASSUMED, Budget, answer_text, make_prompt, prompt_cost
+from latdoc.workload.traces import TraceRequest, open_trace
+from latdoc.workload.traces.mooncake import BLOCK_TOKENS
+
+LATE_MS = 5.0
+"""A request sent this much after its time in the trace is counted late."""
+_NS = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class Replay:
+    """Which trace to replay, and how fast."""
+
+    path: str
+    fmt: str | None = None
+    speed: float | None = 1.0
+    """Times in the trace divided by this; ``None``: as fast as the streams allow."""
+    streams: int = 1
+    """Streams sending at once when not at the trace's times."""
+
+
+@dataclass(frozen=True)
+class TraceShape:
+    """What the first reading of a trace found."""
+
+    requests: int
+    timed: bool
+    duration_s: float
+    sessions: int
+
+
+def survey(replay: Replay) -> TraceShape:
+    """Read the whole trace once (a line it cannot replay is an error now, before
+    anything is sent) and say what it holds."""
+    n = 0
+    last = 0.0
+    timed = True
+    sessions: set[str] = set()
+    for r in open_trace(Path(replay.path), replay.fmt):
+        n += 1
+        if r.at_s is None:
+            timed = False
+        else:
+            last = r.at_s
+        if r.session is not None and len(sessions) < 1_000_000:
+            sessions.add(r.session)
+    return TraceShape(n, timed and n > 0, last, len(sessions))
+
+
+def block_words(block: int, words: int) -> list[str]:
+    """The words of one of a trace's prompt blocks: the same for the same id."""
+    return make_prompt(words, random.Random(f"block-{block}")).split()
+
+
+def prompt_of(request: TraceRequest, rng: random.Random) -> str:
+    """A prompt of the request's length whose blocks repeat where its ids repeat."""
+    words = ASSUMED.words_for(request.input_tokens)
+    if not request.blocks:
+        return make_prompt(words, rng)
+    per_block = ASSUMED.words_for(BLOCK_TOKENS)
+    out: list[str] = []
+    for block in request.blocks:
+        if len(out) >= words:
+            break
+        out += block_words(block, per_block)
+    if len(out) < words:
+        out += make_prompt(words - len(out), rng).split()
+    return " ".join(out[:words])
+
+
+class _Replayer:
+    def __init__(
+        self,
+        plan: LoadPlan,
+        replay: Replay,
+        shape: TraceShape,
+        budget: Budget,
+        keep: Callable[[Sample], None],
+        on_level: Callable[[LevelWindow], None],
+        on_note: Callable[[StepNote], None],
+        on_progress: Callable[[str, int, int], None] | None,
+        as_traffic: bool = False,
+    ) -> None:
+        self.plan, self.replay, self.shape, self.budget = plan, replay, shape, budget
+        self.as_traffic = as_traffic
+        """Keep each request as recorded traffic (step ``traffic``, its concurrency the
+        requests in flight when it left), as :func:`record_replay` does."""
+        self.in_flight = 0
+        self.keep, self.on_level, self.on_note, self.on_progress = (
+            keep,
+            on_level,
+            on_note,
+            on_progress,
+        )
+        self.rng = random.Random(plan.seed)
+        self.notes: list[StepNote] = []
+        self.index = 0
+        self.late_ms: list[float] = []
+        self.by_turn: dict[int, list[RequestTrace]] = {}
+        self.stopped: str | None = None
+        self.seen_blocks: set[int] = set()
+        self.shared: list[tuple[bool, int | None]] = []
+        """Per request with blocks: whether the trace says its first block was sent
+        before, and the cached prompt tokens the endpoint reported."""
+
+    def note(self, text: str) -> None:
+        note = StepNote(Step.RUN, text)
+        self.notes.append(note)
+        self.on_note(note)
+
+    def _session(self) -> ProbeSession:
+        return self.plan.connection.session(self.plan.endpoint, max_connections=1)
+
+    async def send(
+        self,
+        session: ProbeSession,
+        request: TraceRequest,
+        prompt: Any,
+        step: Step,
+        label: int,
+        due_ns: int | None = None,
+    ) -> tuple[RequestTrace, str] | None:
+        """Reserve, send and keep one request; ``due_ns``: when the trace says it is sent
+        (its lag is measured as it leaves)."""
+        out = max(1, min(request.output_tokens, self.plan.max_tokens))
+        cost = prompt_cost(ASSUMED, ASSUMED.words_for(request.input_tokens))
+        if not self.budget.reserve(cost, out):
+            self.stopped = "the request or token budget ran out"
+            return None
+        text: list[str] = []
+        repeated = bool(request.blocks) and request.blocks[0] in self.seen_blocks
+        if request.blocks and len(self.seen_blocks) < 1_000_000:
+            self.seen_blocks.add(request.blocks[0])
+        if due_ns is not None:
+            self.late_ms.append(max(0.0, (now_ns() - due_ns) / 1e6))
+        self.in_flight += 1
+        with_others = self.in_flight
+        try:
+            trace = await session.request(
+                prompt, out, on_event=answer_text(text, self.plan.on_event)
+            )
+        finally:
+            self.in_flight -= 1
+        if request.blocks:
+            self.shared.append((repeated, trace.cached_prompt_tokens if trace.ok else None))
+        if trace.prompt_tokens is not None and trace.output_tokens_exact:
+            self.budget.settle(cost + out, trace.prompt_tokens + (trace.output_tokens or 0))
+        if self.as_traffic:
+            step, label = Step.TRAFFIC, with_others
+        self.keep(Sample(step, trace, request.input_tokens, label, index=self.index))
+        self.index += 1
+        self.by_turn.setdefault(request.turn, []).append(trace)
+        if self.on_progress is not None:
+            self.on_progress("requests", self.index, self.shape.requests)
+        return trace, "".join(text)
+
+    async def timed(self, speed: float) -> None:
+        requests = open_trace(Path(self.replay.path), self.replay.fmt)
+        start = now_ns()
+        rate = float(f"{self.shape.requests / max(self.shape.duration_s / speed, 1e-3):.3g}")
+        partial = False
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                idle: asyncio.Queue[ProbeSession] = asyncio.Queue()
+                for _ in range(self.plan.max_in_flight):
+                    idle.put_nowait(await stack.enter_async_context(self._session()))
+
+                async def arrival(
+                    session: ProbeSession, r: TraceRequest, prompt: str, due: int
+                ) -> None:
+                    try:
+                        await self.send(session, r, prompt, Step.ARRIVALS, 1, due)
+                    finally:
+                        idle.put_nowait(session)
+
+                async with asyncio.TaskGroup() as group:
+                    for r in requests:
+                        if self.stopped is not None:
+                            break
+                        # The prompt is made before its time comes, so making it is no lag.
+                        prompt = prompt_of(r, self.rng)
+                        due = start + int((r.at_s or 0.0) / speed * _NS)
+                        wait = due - now_ns()
+                        if wait > 0:
+                            await asyncio.sleep(wait / _NS)
+                        session = await idle.get()
+                        group.create_task(arrival(session, r, prompt, due))
+        except BaseException:
+            partial = True
+            raise
+        finally:
+            late = statistics.median(self.late_ms) if self.late_ms else None
+            self.on_level(
+                LevelWindow(1, None, rate, start, now_ns(), self.shape.requests, late,
+                            partial=partial)
+            )  # fmt: skip
+            self._say_lag(speed)
+
+    async def closed(self) -> None:
+        sessions = _sessions(open_trace(Path(self.replay.path), self.replay.fmt))
+        streams = self.replay.streams
+        start = now_ns()
+        partial = False
+        try:
+
+            async def stream() -> None:
+                async with self._session() as session:
+                    for turns in sessions:
+                        if self.stopped is not None:
+                            return
+                        await self._conversation(session, turns, streams)
+
+            async with asyncio.TaskGroup() as group:
+                for _ in range(streams):
+                    group.create_task(stream())
+        except BaseException:
+            partial = True
+            raise
+        finally:
+            self.on_level(LevelWindow(1, streams, None, start, now_ns(), partial=partial))
+
+    async def _conversation(
+        self, session: ProbeSession, turns: list[TraceRequest], streams: int
+    ) -> None:
+        history: list[dict[str, str]] = []
+        for r in turns:
+            if self.stopped is not None:
+                return
+            if r.text is None:
+                await self.send(session, r, prompt_of(r, self.rng), Step.LOAD, streams)
+                continue
+            messages = [*history, {"role": "user", "content": r.text}]
+            sent = await self.send(session, r, messages, Step.LOAD, streams)
+            if sent is None:
+                return
+            trace, answer = sent
+            if not trace.ok:
+                return
+            history = [*messages, {"role": "assistant", "content": answer}]
+
+    def _say_lag(self, speed: float) -> None:
+        if not self.late_ms:
+            return
+        ordered = sorted(self.late_ms)
+        p50 = ordered[len(ordered) // 2]
+        p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+        late = sum(1 for v in ordered if v > LATE_MS)
+        self.note(
+            f"the trace's schedule at {speed:g}×: {len(ordered)} requests sent, "
+            f"{late} more than {LATE_MS:g} ms after their time; lag p50 {p50:.2f} ms, "
+            f"p99 {p99:.2f} ms"
+        )
+
+    def say_cache(self) -> None:
+        """Where the trace's blocks repeat, how often the endpoint said it cached them."""
+        repeats = [cached for repeated, cached in self.shared if repeated]
+        fresh = [cached for repeated, cached in self.shared if not repeated]
+        if not repeats:
+            return
+        told = [c for c in repeats if c is not None]
+        if not told:
+            self.note(
+                f"{len(repeats)} requests repeat an earlier prompt's leading block; the "
+                "endpoint reported no cached tokens, so whether its prefix cache hit is unknown"
+            )
+            return
+        hits = sum(1 for c in told if c > 0)
+        cold_hits = sum(1 for c in fresh if c)
+        self.note(
+            f"prefix cache: {hits} of {len(told)} requests whose leading block the trace "
+            f"repeats had cached prompt tokens (p50 {statistics.median(told):.0f}); "
+            f"{cold_hits} of {len(fresh)} whose block was new"
+        )
+
+    def say_turns(self) -> None:
+        if len(self.by_turn) < 2:
+            return
+        parts = []
+        for turn in sorted(self.by_turn)[:8]:
+            ok = [t for t in self.by_turn[turn] if t.ok]
+            ttfts = [t.ttft_ms for t in ok if t.ttft_ms is not None]
+            cached = [t.cached_prompt_tokens for t in ok if t.cached_prompt_tokens is not None]
+            if not ttfts:
+                continue
+            text = f"turn {turn + 1}: TTFT p50 {statistics.median(ttfts):.0f} ms (n {len(ttfts)})"
+            if cached:
+                text += f", cached tokens p50 {statistics.median(cached):.0f}"
+            parts.append(text)
+        if parts:
+            self.note("by turn: " + "; ".join(parts))
+
+    async def run(self) -> None:
+        speed = self.replay.speed
+        if speed is not None and self.shape.timed:
+            await self.timed(speed)
+        else:
+            if speed is not None and not self.shape.timed:
+                self.note("the trace has no times: sent as fast as the streams allow")
+            await self.closed()
+        if self.stopped is not None:
+            self.note(f"the replay stopped early: {self.stopped}")
+        self.say_cache()
+        self.say_turns()
+
+
+def _sessions(requests: Iterator[TraceRequest]) -> Iterator[list[TraceRequest]]:
+    """Consecutive turns of one session together; a request of no session alone."""
+    held: list[TraceRequest] = []
+    for r in requests:
+        if held and (r.session is None or r.session != held[-1].session):
+            yield held
+            held = []
+        held.append(r)
+    if held:
+        yield held
+
+
+def record_replay(
+    plan: LoadPlan,
+    replay: Replay,
+    store: Store,
+    on_progress: Callable[[str, int, int], None] | None = None,
+) -> str:
+    """Replay a trace and keep it as recorded traffic (a run of kind ``instrument``, each
+    request of step ``traffic``), for the diagnosis of natural traffic to read: the
+    workload-shaped diagnosis of ``latdoc diagnose --trace``. Ctrl-C keeps what finished
+    (the run is then ``interrupted``). Return the run's id."""
+    shape = survey(replay)
+    run_id = store.new_run(
+        endpoint=plan.endpoint.base_url,
+        model=plan.endpoint.model,
+        scenario="chat",
+        meta={"replay": {"trace": replay.path, "format": replay.fmt, "speed": replay.speed,
+                         "streams": replay.streams, "requests": shape.requests},
+              "source": "replay", "instrumentation": "latdoc's replay of a trace",
+              "file": replay.path},
+        kind="instrument",
+    )  # fmt: skip
+    notes: list[StepNote] = []
+    status = "recorded"
+    budget = Budget(plan.max_requests, plan.token_budget, plan.max_seconds)
+    try:
+        with store.batch(run_id, max_samples=1) as writer:
+            replayer = _Replayer(plan, replay, shape, budget, writer.add, lambda _w: None,
+                                 notes.append, on_progress, as_traffic=True)  # fmt: skip
+            asyncio.run(within_time_budget(budget.seconds_left, replayer.run(), replayer.note))
+    except KeyboardInterrupt:
+        status = "interrupted"
+        notes.append(StepNote(Step.RUN, "interrupted by the user; kept what finished"))
+    store.finish_run(run_id, status=status, diagnosis=None, notes=notes)
+    return run_id
+
+
+def replay_sweep(
+    plan: LoadPlan, replay: Replay, on_progress: Callable[[str, int, int], None] | None
+) -> Callable[
+    [Callable[[Sample], None], Callable[[LevelWindow], None], Callable[[StepNote], None]],
+    Coroutine[Any, Any, list[StepNote]],
+]:
+    """The replay as a sweep :func:`~latdoc.features.load.run.load_endpoint` runs; the
+    trace is surveyed now, before anything is sent."""
+    shape = survey(replay)
+
+    async def sweep(
+        keep: Callable[[Sample], None],
+        on_level: Callable[[LevelWindow], None],
+        on_note: Callable[[StepNote], None],
+    ) -> list[StepNote]:
+        budget = Budget(plan.max_requests, plan.token_budget, plan.max_seconds)
+        replayer = _Replayer(plan, replay, shape, budget, keep, on_level, on_note, on_progress)
+        await within_time_budget(budget.seconds_left, replayer.run(), replayer.note)
+        return replayer.notes
+
+    return sweep

@@ -1,0 +1,46 @@
+"""latdoc's own JSON Lines export (``latdoc export --format jsonl``): its run line, then
+a line per request; each request replays at its recorded start, with the prompt
+length the endpoint counted (or the one asked for) and the output it gave."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+from latdoc.errors import UsageError
+from latdoc.store.requests import SCHEMA
+from latdoc.workload.traces import Lines, TraceFormat, TraceRequest, count, ordered_times
+
+
+def _sniff(first: str) -> bool:
+    return f'"schema":"{SCHEMA}"' in first.replace(" ", "")
+
+
+def _read(lines: Lines, source: str) -> Iterator[TraceRequest]:
+    return ordered_times(_requests(lines, source), source)
+
+
+def _requests(lines: Lines, source: str) -> Iterator[TraceRequest]:
+    for number, line in lines:
+        where = f"{source}:{number}"
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            raise UsageError(f"{where}: invalid JSON ({exc})") from None
+        if not isinstance(obj, dict) or obj.get("schema") != SCHEMA:
+            raise UsageError(f"{where}: not a line of a latdoc export ({SCHEMA})")
+        if obj.get("kind") != "request" or not obj.get("ok", True):
+            continue
+        tokens = obj.get("prompt_tokens") or obj.get("target_prompt_tokens")
+        if tokens is None:
+            raise UsageError(f"{where}: the request has no prompt length to replay")
+        started = obj.get("started_ns")
+        yield TraceRequest(
+            number,
+            None if started is None else count(started, where, "started_ns") / 1e9,
+            count(tokens, where, "prompt_tokens", least=1),
+            max(1, count(obj.get("output_tokens") or 1, where, "output_tokens")),
+        )
+
+
+FORMAT = TraceFormat("latdoc", _sniff, _read)
