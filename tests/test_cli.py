@@ -318,9 +318,11 @@ def test_every_duration_flag_takes_units_and_bare_seconds(
 def test_an_slo_takes_the_same_durations_in_milliseconds() -> None:
     from latdoc.cli import build_parser
 
-    args = build_parser().parse_args(["load", "--slo", "ttft=2s,tpot=250us"])
-    assert args.slo.ttft_ms == pytest.approx(2000.0)
-    assert args.slo.tpot_ms == pytest.approx(0.25)
+    args = build_parser().parse_args(["load", "--slo", "ttft=2s,tpot=250us,ttft_p95=1.5s"])
+    slo, objectives = args.slo
+    assert slo.ttft_ms == pytest.approx(2000.0)
+    assert slo.tpot_ms == pytest.approx(0.25)
+    assert [(o.metric, o.q, o.limit_ms) for o in objectives] == [("ttft", 0.95, 1500.0)]
 
 
 @pytest.mark.parametrize("flag", ["--timeout", "--max-seconds", "--duration-per-level"])

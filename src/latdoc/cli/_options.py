@@ -285,6 +285,28 @@ def vantages(args: argparse.Namespace) -> tuple[str, ...] | None:
     return names
 
 
+def add_trace_arguments(p: argparse.ArgumentParser, title: str, instead: str) -> None:
+    """``--trace``, ``--trace-format`` and ``--speed``: a trace of real traffic to replay
+    ``instead`` of what the command sends otherwise."""
+    from latdoc.workload.traces import names
+
+    group = p.add_argument_group(title)
+    group.add_argument(
+        "--trace", metavar="FILE",
+        help="replay a trace of real traffic (Mooncake JSONL, ShareGPT, BurstGPT CSV, or "
+        f"latdoc's own export), gzipped or not, instead of {instead}",
+    )  # fmt: skip
+    group.add_argument(
+        "--trace-format", choices=names(), metavar="FORMAT",
+        help=f"the trace's format ({', '.join(names())}); default: from its first line",
+    )  # fmt: skip
+    group.add_argument(
+        "--speed", type=speed, default=1.0, metavar="S",
+        help="send at the trace's times ÷ S (default 1), or 'max': back to back on "
+        "--concurrency's streams",
+    )  # fmt: skip
+
+
 def speed(text: str) -> float | None:
     """``--speed``: ``2`` (twice a trace's pace), ``0.5``, or ``max`` (``None``: back to
     back)."""

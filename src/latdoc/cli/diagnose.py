@@ -16,6 +16,7 @@ from latdoc.cli._options import (
     add_budget_arguments,
     add_store_argument,
     add_target_arguments,
+    add_trace_arguments,
     add_vantage_arguments,
     api_key,
     duration,
@@ -23,7 +24,6 @@ from latdoc.cli._options import (
     open_store,
     plan_default,
     positive_int,
-    speed,
     target,
     vantages,
 )
@@ -48,7 +48,6 @@ from latdoc.workload import (
     planned_requests,
     planned_tokens,
 )
-from latdoc.workload.traces import names as trace_formats
 
 DEFAULT_MAX_REQUESTS = plan_default(DiagnosisPlan, "max_requests")
 DEFAULT_MAX_SECONDS = plan_default(DiagnosisPlan, "max_seconds")
@@ -99,21 +98,9 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
         "--from-otlp", metavar="FILE",
         help="diagnose GenAI spans exported as OTLP JSON; sends nothing",
     )  # fmt: skip
-    shaped = d.add_argument_group("a workload-shaped diagnosis")
-    shaped.add_argument(
-        "--trace", metavar="FILE",
-        help="replay a trace of your traffic (Mooncake, ShareGPT, BurstGPT, latdoc export) "
-        "instead of the three steps, and diagnose it as recorded traffic",
-    )  # fmt: skip
-    shaped.add_argument(
-        "--trace-format", choices=trace_formats(), metavar="FORMAT",
-        help="the trace's format; default: from its first line",
-    )  # fmt: skip
-    shaped.add_argument(
-        "--speed", type=speed, default=1.0, metavar="S",
-        help="send at the trace's times ÷ S (default 1), or 'max': back to back on "
-        "--concurrency streams",
-    )  # fmt: skip
+    add_trace_arguments(
+        d, "a workload-shaped diagnosis", "the three steps, diagnosed as recorded traffic"
+    )
     d.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
     d.add_argument("--json", action="store_true", help="print the diagnosis as JSON")
     add_store_argument(d)

@@ -20,6 +20,7 @@ from latdoc.cli._options import (
     add_ray_argument,
     add_store_argument,
     add_target_arguments,
+    add_trace_arguments,
     api_key,
     duration,
     endpoint_and_connection,
@@ -27,7 +28,6 @@ from latdoc.cli._options import (
     plan_default,
     positive_float,
     positive_int,
-    speed,
     start_metrics,
     target,
 )
@@ -39,7 +39,6 @@ from latdoc.features.load.run import FindMaxAsk
 from latdoc.records import Sample
 from latdoc.report import ProgressBars
 from latdoc.store import Store
-from latdoc.workload.traces import names as trace_formats
 
 DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16)
 DEFAULT_DURATION_S = plan_default(LoadPlan, "duration_per_level")
@@ -184,21 +183,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
     p.add_argument("--json", action="store_true", help="print the sweep as JSON")
     p.add_argument("--seed", type=int, help="seed for prompts and arrival times")
-    replay = p.add_argument_group("replaying a trace")
-    replay.add_argument(
-        "--trace", metavar="FILE",
-        help="replay a trace of real traffic (Mooncake JSONL, ShareGPT, BurstGPT CSV, or "
-        "latdoc's own export), gzipped or not, instead of the levels",
-    )  # fmt: skip
-    replay.add_argument(
-        "--trace-format", choices=trace_formats(), metavar="FORMAT",
-        help=f"the trace's format ({', '.join(trace_formats())}); default: from its first line",
-    )  # fmt: skip
-    replay.add_argument(
-        "--speed", type=speed, default=1.0, metavar="S",
-        help="send at the trace's times ÷ S (default 1), or 'max': as fast as "
-        "--concurrency's streams allow",
-    )  # fmt: skip
+    add_trace_arguments(p, "replaying a trace", "the levels")
     p.add_argument(
         "--baseline",
         metavar="RUN_ID",

@@ -142,6 +142,22 @@ def _again(first: tuple[int, str], rest: Lines) -> Lines:
     yield from rest
 
 
+def json_lines(lines: Lines, source: str) -> Iterator[tuple[int, str, dict[str, object]]]:
+    """Each line's number, the place to name in an error (``file:line``), and its JSON
+    object."""
+    import json
+
+    for number, line in lines:
+        where = f"{source}:{number}"
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            raise UsageError(f"{where}: invalid JSON ({exc})") from None
+        if not isinstance(obj, dict):
+            raise UsageError(f"{where}: expected a JSON object")
+        yield number, where, obj
+
+
 def count(value: object, where: str, name: str, *, least: int = 0) -> int:
     """A whole number of at least ``least`` from a trace's field, or a clear error."""
     if isinstance(value, bool) or not isinstance(value, int | float | str):

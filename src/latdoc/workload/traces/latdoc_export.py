@@ -4,12 +4,18 @@ length the endpoint counted (or the one asked for) and the output it gave."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 
 from latdoc.errors import UsageError
 from latdoc.store.requests import SCHEMA
-from latdoc.workload.traces import Lines, TraceFormat, TraceRequest, count, ordered_times
+from latdoc.workload.traces import (
+    Lines,
+    TraceFormat,
+    TraceRequest,
+    count,
+    json_lines,
+    ordered_times,
+)
 
 
 def _sniff(first: str) -> bool:
@@ -21,13 +27,8 @@ def _read(lines: Lines, source: str) -> Iterator[TraceRequest]:
 
 
 def _requests(lines: Lines, source: str) -> Iterator[TraceRequest]:
-    for number, line in lines:
-        where = f"{source}:{number}"
-        try:
-            obj = json.loads(line)
-        except ValueError as exc:
-            raise UsageError(f"{where}: invalid JSON ({exc})") from None
-        if not isinstance(obj, dict) or obj.get("schema") != SCHEMA:
+    for number, where, obj in json_lines(lines, source):
+        if obj.get("schema") != SCHEMA:
             raise UsageError(f"{where}: not a line of a latdoc export ({SCHEMA})")
         if obj.get("kind") != "request" or not obj.get("ok", True):
             continue

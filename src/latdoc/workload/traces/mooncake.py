@@ -9,7 +9,14 @@ import json
 from collections.abc import Iterator
 
 from latdoc.errors import UsageError
-from latdoc.workload.traces import Lines, TraceFormat, TraceRequest, count, ordered_times
+from latdoc.workload.traces import (
+    Lines,
+    TraceFormat,
+    TraceRequest,
+    count,
+    json_lines,
+    ordered_times,
+)
 
 BLOCK_TOKENS = 512
 """Tokens a hash id stands for in Mooncake's traces."""
@@ -28,14 +35,7 @@ def _read(lines: Lines, source: str) -> Iterator[TraceRequest]:
 
 
 def _requests(lines: Lines, source: str) -> Iterator[TraceRequest]:
-    for number, line in lines:
-        where = f"{source}:{number}"
-        try:
-            obj = json.loads(line)
-        except ValueError as exc:
-            raise UsageError(f"{where}: invalid JSON ({exc})") from None
-        if not isinstance(obj, dict):
-            raise UsageError(f"{where}: expected a JSON object")
+    for number, where, obj in json_lines(lines, source):
         for key in ("input_length", "output_length"):
             if key not in obj:
                 raise UsageError(f"{where}: missing {key!r}")
