@@ -109,6 +109,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("connection_id", "int", _t("connection_id"), "connection, within the process"),
     Column("new_connection", "bool", _t("new_connection"), "opened for this request"),
     Column("proxy", "str", _t("proxy"), "the proxy it went through, credentials masked"),
+    Column("tls_resumed", "bool", _t("tls_resumed"), "its TLS session was resumed"),
     *(
         _phase(name)
         for name in (
