@@ -277,4 +277,4 @@ def test_an_instrumented_azure_client_is_traced_as_azure_and_its_key_found(
     for header in (b"api-key", b"x-goog-api-key", b"authorization"):
         value = b"Bearer " + key.encode() if header == b"authorization" else key.encode()
         request = httpcore.Request("POST", "https://h.example/v1", headers=[(header, value)])
-        assert trace_target(request).secret == key
+        assert trace_target(request, None).secret == key

@@ -125,7 +125,7 @@ _COMMANDS: dict[str, tuple[str, Callable[[], _Family]]] = {
         _plan,
     ),
     "system": (
-        "the client host as a checklist: TCP sysctls, limits, pool size, HTTP/2, TLS",
+        "the client host as a checklist: TCP sysctls, limits, pool size, HTTP/2, TLS, proxies",
         _system,
     ),
     "providers": (
