@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from latdoc.lab.sim import LabConfig, LabServer, LatencyModel
+from machine_noise import MachineNoise
 
 FAST = LatencyModel(prefill_base_ms=5.0, prefill_ms_per_token=0.01, decode_ms_per_token=1.0)
 """A quick endpoint for tests that check behaviour, not timing."""
@@ -27,6 +28,13 @@ def private_store(
     """Every test (and every command it starts) keeps its runs in a store of its own,
     never in the user's."""
     monkeypatch.setenv("LATDOC_DB", str(tmp_path_factory.mktemp("store") / "latdoc.db"))
+
+
+@pytest.fixture
+def machine_noise() -> MachineNoise:
+    """This machine's scheduling noise, measured as the test starts (and again whenever
+    the test asks), for a timing test to widen its tolerance by."""
+    return MachineNoise()
 
 
 @pytest.fixture
