@@ -39,10 +39,13 @@ from latdoc.store import Store
 from litellm_gateway import MASTER_KEY, Gateway, litellm_executable, litellm_gateway
 
 EXECUTABLE = litellm_executable()
-pytestmark = pytest.mark.skipif(
-    EXECUTABLE is None,
-    reason="LiteLLM's proxy is not installed: make .venv-litellm/.installed",
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        EXECUTABLE is None,
+        reason="LiteLLM's proxy is not installed: make .venv-litellm/.installed",
+    ),
+]
 
 TOLERANCE = 0.15
 HOLD_MS = 80.0
