@@ -72,23 +72,45 @@ class MachineNoise:
         self.seen_ms.append(scheduling_noise_ms())
         return max(self.seen_ms)
 
+    def bound_ms(self, base_ms: float, cap_ms: float, *, extra_ms: float = 0.0) -> float:
+        """``base_ms`` (the tolerance on a quiet machine) widened by :data:`WIDEN` times
+        the noise (or the noise the test measured of its own samples, ``extra_ms``, if
+        larger), never beyond ``cap_ms`` (where the effect would no longer show)."""
+        return min(base_ms + WIDEN * max(self.ms(), extra_ms), cap_ms)
+
     def tolerance_ms(
         self, planned_ms: float, rel: float, *, extra_ms: float = 0.0, cap: float = MAX_SHARE
     ) -> float:
-        """``rel`` of the planned effect, widened by :data:`WIDEN` times the noise (and
-        any noise the test measured of its own samples, ``extra_ms``), capped at ``cap``
-        of the effect."""
-        widened = rel * abs(planned_ms) + WIDEN * max(self.ms(), extra_ms)
-        return min(widened, cap * abs(planned_ms))
+        """``rel`` of the planned effect, widened by the noise, capped at ``cap`` of it."""
+        return self.bound_ms(rel * abs(planned_ms), cap * abs(planned_ms), extra_ms=extra_ms)
+
+    def assert_near(
+        self,
+        measured_ms: float,
+        planned_ms: float,
+        base_ms: float,
+        cap_ms: float,
+        *,
+        extra_ms: float = 0.0,
+    ) -> None:
+        """``measured_ms`` lies within :meth:`bound_ms` of ``planned_ms``."""
+        tolerance = self.bound_ms(base_ms, cap_ms, extra_ms=extra_ms)
+        assert abs(measured_ms - planned_ms) <= tolerance, (
+            f"measured {measured_ms:.1f} ms, planned {planned_ms:.1f} ms ± {tolerance:.1f} ms "
+            f"(noise {max(self.seen_ms):.1f} ms, samples' spread {extra_ms:.1f} ms)"
+        )
 
     def assert_effect(
         self, measured_ms: float, planned_ms: float, rel: float, *, extra_ms: float = 0.0
     ) -> None:
-        """``measured_ms`` lies within the widened tolerance of ``planned_ms``."""
-        tolerance = self.tolerance_ms(planned_ms, rel, extra_ms=extra_ms)
-        assert abs(measured_ms - planned_ms) <= tolerance, (
-            f"measured {measured_ms:.1f} ms, planned {planned_ms:.1f} ms ± {tolerance:.1f} ms "
-            f"(noise {max(self.seen_ms):.1f} ms)"
+        """``measured_ms`` lies within ``rel`` of ``planned_ms``, widened by the noise and
+        capped at :data:`MAX_SHARE` of it."""
+        self.assert_near(
+            measured_ms,
+            planned_ms,
+            rel * abs(planned_ms),
+            MAX_SHARE * abs(planned_ms),
+            extra_ms=extra_ms,
         )
 
     def no_effect_bound_ms(self, floor_ms: float) -> float:

@@ -224,9 +224,7 @@ def test_reserve_ms_is_proportional_to_max_tokens() -> None:
 
 
 @pytest.mark.parametrize("per_1k", [100.0, 0.0])
-def test_lower_max_tokens_saves_the_reservation(
-    per_1k: float, machine_noise: MachineNoise
-) -> None:
+def test_lower_max_tokens_saves_the_reservation(per_1k: float, machine_noise: MachineNoise) -> None:
     """Same 4-token answer, ``max_tokens`` 1000 vs 100: TTFT differs by 90 ms, or 0 off."""
     latency = LatencyModel(
         prefill_base_ms=20,
@@ -341,9 +339,7 @@ def _shared_prefix_tokens(a: str, b: str) -> int:
 
 
 @pytest.mark.parametrize("prefix_cache", [True, False])
-def test_a_shared_prefix_skips_its_prefill(
-    prefix_cache: bool, machine_noise: MachineNoise
-) -> None:
+def test_a_shared_prefix_skips_its_prefill(prefix_cache: bool, machine_noise: MachineNoise) -> None:
     """Same context, a different question: the cached blocks' prefill is saved, or none."""
     latency = LatencyModel(prefill_base_ms=10, prefill_ms_per_token=0.5, decode_ms_per_token=1)
     config = LabConfig(latency=latency, prefix_cache=prefix_cache)
