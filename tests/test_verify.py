@@ -40,6 +40,7 @@ from latdoc.features.verify.experiments.prompt_cache import PromptCacheOptions
 from latdoc.features.verify.experiments.reasoning_effort import ReasoningEffortOptions
 from latdoc.features.verify.experiments.trim import TrimOptions
 from latdoc.lab.sim import LabConfig, LabProcess, LabServer, LatencyModel
+from machine_noise import MachineNoise
 
 TOLERANCE = 0.15
 """How close verify's measured gain must come to the lab's planned one."""
@@ -87,7 +88,9 @@ def median_of(result: VerifyResult, arm: int, read: Any, tmp_path: Path) -> floa
 
 def assert_measures(result: VerifyResult, truth_ms: float) -> None:
     assert result.verdict == "better", result
-    assert result.gain_ms == pytest.approx(truth_ms, rel=TOLERANCE), (result.gain_ms, truth_ms)
+    # Within TOLERANCE, widened by the noise measured now, never to half the truth.
+    assert result.gain_ms is not None
+    MachineNoise().assert_effect(result.gain_ms, truth_ms, TOLERANCE)
     low, high = result.gain_interval_ms or (None, None)
     assert low is not None and high is not None and low <= result.gain_ms <= high
 
@@ -200,7 +203,8 @@ def queue_truth(result: VerifyResult, tmp_path: Path, pool: int, concurrency: in
     they run in waves of ``pool``, each a whole request of A later than the one before
     (a request's time on its connection: end to end, less its wait for the pool)."""
     service = median_of(result, 0, lambda t: t.total_ms - t.queue_ms, tmp_path)
-    assert service == pytest.approx(SERVICE.total_ms(64, 8), rel=0.25)
+    planned = SERVICE.total_ms(64, 8)
+    MachineNoise().assert_near(service, planned, 0.25 * planned, 0.5 * planned)
     return statistics.mean(service * (k // pool) for k in range(concurrency))
 
 
