@@ -383,8 +383,8 @@ def test_http2_streams_on_one_connection_run_in_parallel(
     slots: int, machine_noise: MachineNoise
 ) -> None:
     """8 streams multiplexed on one HTTP/2 connection: with 8 slots every TTFT is one
-    prefill, and the last of them comes well before twice one stream's alone; with 4
-    the second half waits one service time (so a serialising server would show)."""
+    prefill, the last well before twice one stream's alone; with 4 the second half waits
+    one service time (so a serialising server would show)."""
     latency = LatencyModel(prefill_base_ms=100, prefill_ms_per_token=0, decode_ms_per_token=5)
     streams = 8
 
@@ -407,14 +407,16 @@ def test_http2_streams_on_one_connection_run_in_parallel(
     prefill = latency.prefill_ms(0)
     service = latency.total_ms(0, 4)
     if slots >= streams:
+        # The server ran all eight at once, and the client sent them so: every first token
+        # comes after one prefill, and the last of them well before twice the first token
+        # of one stream alone (measured just before, on the same connection, on the same
+        # busy or quiet machine). Sent one after another, the last would come after seven
+        # whole requests, some eight times one alone; on 4 slots, after one more (over
+        # twice one alone on a quiet machine, and each of those would have queued).
         assert all(t.server_timing["queue"] == 0 for t in traces)
         assert ttfts[0] >= prefill
-        _assert_effect(machine_noise, statistics.median(ttfts), prefill)
-        # Run one after another, the last would start after seven services (805 ms); on
-        # 4 slots, after one (215 ms); in parallel, with the first.
-        last_bound = prefill + machine_noise.tolerance_ms(service, 0.5, cap=0.8)
-        assert ttfts[-1] < last_bound, (ttfts, last_bound)
-        assert alone.ttft_ms is not None and ttfts[-1] < 2 * alone.ttft_ms, (ttfts, alone)
+        assert alone.ttft_ms is not None and alone.ttft_ms >= prefill
+        assert ttfts[-1] < 2 * alone.ttft_ms, (ttfts, alone.ttft_ms)
     else:
         first, second = ttfts[:slots], ttfts[slots:]
         _assert_effect(

@@ -298,7 +298,7 @@ def test_http2_chunks_carry_their_own_frames_arrival_not_the_connections_last_re
     assert len(own_ms) == sum(t.output_tokens or 0 for t in traces) == streams * 24
     assert min(own_ms) >= 0, "a chunk stamped before the lab wrote it: frames misread"
     own, last_read = statistics.median(own_ms), statistics.median(last_read_ms)
-    # Under 1 ms on a quiet machine, widened by the noise, never to half a token's 5 ms;
-    # and well ahead of the last read, busy machine or not.
-    assert own < machine_noise.bound_ms(1.0, 2.5), (own, last_read)
+    # Under 1 ms on a quiet machine, widened by the noise, never to most of a token's
+    # 5 ms; and well ahead of the last read, busy machine or not.
+    assert own < machine_noise.bound_ms(1.0, 4.0), (own, last_read)
     assert own < 0.5 * last_read, (own, last_read)
