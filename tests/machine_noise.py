@@ -6,8 +6,10 @@ two agree within a few percent; on a loaded one (a CI runner sharing its cores, 
 beside the suite) every wake-up and every slice of work can be late by a few
 milliseconds, and a fixed tolerance fails for reasons that have nothing to do with
 latdoc. So each such test measures the machine's own scheduling noise in the same run
-and allows, on top of its relative tolerance, a few times that noise, never so much that
-an absent effect would pass: :func:`assert_effect` caps the tolerance below the effect.
+and allows, on top of its quiet-machine tolerance, a few times that noise (or the spread
+of its own samples, planned alike, if larger), never so much that an absent effect would
+pass: :meth:`MachineNoise.bound_ms` caps every widened tolerance where the effect would
+no longer show.
 
 The noise is measured by :func:`scheduling_noise_ms`: rounds of a short nap and a slice
 of pure-Python work, each timed by the wall clock and by the thread's CPU clock. What the

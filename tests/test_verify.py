@@ -118,7 +118,13 @@ def test_max_tokens_measures_the_reservation_cost(tmp_path: Path, reserve: float
     with serving(config) as lab:
         result = verify(lab.base_url, VerifyRemedy.MAX_TOKENS, tmp_path)
     if reserve == 0:
-        assert result.verdict == "no_difference", result.headline
+        # No reservation, nothing to save. A busy machine can shift one arm by its noise
+        # (2 ms of 21 was seen beside a CPU hog) and make even that significant, never by
+        # the 200 ms the reservation costs when it is on.
+        if result.verdict != "no_difference":
+            assert result.headline is not None
+            shift = abs(result.headline.difference_ms)
+            assert shift < MachineNoise().bound_ms(2.0, 50.0), result.headline
         return
     truth = latency.reserve_ms(4096) - latency.reserve_ms(tight_max_tokens(12))
     assert_measures(result, truth)
