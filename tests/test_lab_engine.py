@@ -45,6 +45,8 @@ from latdoc.cli.lab import add_lab_parser, run_lab
 from latdoc.lab.engine import EngineServer, engine_available, find_model
 from latdoc.workload import make_prompt
 
+pytestmark = pytest.mark.slow
+
 _MISSING = engine_available()
 if _MISSING is not None:
     pytest.skip(_MISSING, allow_module_level=True)

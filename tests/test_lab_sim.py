@@ -41,6 +41,7 @@ from latdoc.lab.sim import (
 from latdoc.lab.sim._cache import PrefixCache
 from latdoc.lab.sim._process import config_from_json, config_to_json
 from latdoc.lab.sim._slots import SlotPool
+from machine_noise import MachineNoise
 
 FAST = LatencyModel(prefill_base_ms=2.0, prefill_ms_per_token=0.0, decode_ms_per_token=0.5)
 MESSAGES = [{"role": "user", "content": "Hello, world"}]
@@ -247,7 +248,7 @@ def test_reject_stream_options(client: httpx.Client) -> None:
         assert client.post(url, json=chat(max_tokens=1)).status_code == 200
 
 
-def test_timing_follows_the_model(client: httpx.Client) -> None:
+def test_timing_follows_the_model(client: httpx.Client, machine_noise: MachineNoise) -> None:
     latency = LatencyModel(prefill_base_ms=50, prefill_ms_per_token=0.5, decode_ms_per_token=15)
     messages = [{"role": "user", "content": " ".join(["word"] * 93)}]
     n = chat_prompt_tokens(messages)
@@ -261,14 +262,16 @@ def test_timing_follows_the_model(client: httpx.Client) -> None:
     assert server_timing(response) == {"prefill": planned, "tpot": 15.0}
     content = arrivals[1:13]
     ttft_ms = (content[0][0] - sent) * 1000
-    assert planned - 1 <= ttft_ms <= planned * 1.1 + 5
+    assert (
+        planned - 1 <= ttft_ms <= planned + machine_noise.bound_ms(planned * 0.1 + 5, planned / 2)
+    )
     assert (arrivals[0][0] - sent) * 1000 < planned / 2
     gaps = [(b[0] - a[0]) * 1000 for a, b in itertools.pairwise(content)]
-    assert statistics.median(gaps) == pytest.approx(15, abs=2)
-    assert (content[-1][0] - content[0][0]) * 1000 == pytest.approx(11 * 15, abs=8)
+    machine_noise.assert_near(statistics.median(gaps), 15, 2, 7.5)
+    machine_noise.assert_near((content[-1][0] - content[0][0]) * 1000, 11 * 15, 8, 11 * 15 / 2)
 
 
-def test_headers_after_prefill(client: httpx.Client) -> None:
+def test_headers_after_prefill(client: httpx.Client, machine_noise: MachineNoise) -> None:
     latency = LatencyModel(prefill_base_ms=60, prefill_ms_per_token=0, decode_ms_per_token=1)
     with LabServer(LabConfig(latency=latency, headers_after_prefill=True)) as lab:
         client.get(f"{lab.base_url}/models")
@@ -276,7 +279,7 @@ def test_headers_after_prefill(client: httpx.Client) -> None:
         with client.stream("POST", f"{lab.base_url}/chat/completions", json=chat()) as response:
             headers_ms = (time.perf_counter() - sent) * 1000
             data = events(response.iter_lines())
-    assert 59 <= headers_ms <= 60 * 1.1 + 5
+    assert 59 <= headers_ms <= 60 + machine_noise.bound_ms(60 * 0.1 + 5, 30)
     assert json.loads(data[0])["choices"][0]["delta"]["role"] == "assistant"
     assert data[-1] == "[DONE]"
 
@@ -296,7 +299,9 @@ def test_jitter_is_seeded_and_bounded(client: httpx.Client) -> None:
     assert len(set(runs[0])) > 1
 
 
-def test_stamps_are_monotonic_server_write_times(client: httpx.Client) -> None:
+def test_stamps_are_monotonic_server_write_times(
+    client: httpx.Client, machine_noise: MachineNoise
+) -> None:
     latency = LatencyModel(prefill_base_ms=10, prefill_ms_per_token=0, decode_ms_per_token=5)
     with LabServer(LabConfig(latency=latency, stamp_chunks=True)) as lab:
         body = chat(max_tokens=6, stream_options={"include_usage": True})
@@ -309,7 +314,10 @@ def test_stamps_are_monotonic_server_write_times(client: httpx.Client) -> None:
     assert stamps == sorted(stamps)
     assert all(stamp <= arrival for arrival, stamp in received)
     lateness_ms = [(stamps[1 + k] - origin) / 1e6 - (10 + 5 * k) for k in range(6)]
-    assert all(0 <= late < 5 for late in lateness_ms), lateness_ms
+    # Each stamp within 5 ms of its schedule on a quiet machine, widened by the noise,
+    # never to four tokens.
+    late_bound = machine_noise.bound_ms(5, 20)
+    assert all(0 <= late < late_bound for late in lateness_ms), (lateness_ms, late_bound)
 
 
 def test_tls_verifies_with_the_ca_file() -> None:
@@ -411,7 +419,9 @@ async def _stamped_streams(
 
 
 @pytest.mark.parametrize(("tls", "http2"), [(False, False), (True, True)])
-def test_lab_process_keeps_time_under_load(tls: bool, http2: bool) -> None:
+def test_lab_process_keeps_time_under_load(
+    tls: bool, http2: bool, machine_noise: MachineNoise
+) -> None:
     latency = LatencyModel(prefill_base_ms=30, prefill_ms_per_token=0, decode_ms_per_token=5)
     config = LabConfig(latency=latency, stamp_chunks=True)
     with LabProcess(config, tls=tls, http2=http2) as lab:
@@ -429,8 +439,10 @@ def test_lab_process_keeps_time_under_load(tls: bool, http2: bool) -> None:
     assert len(lateness_ms) == 32 * 10
     summary = f"lateness ms: median {statistics.median(lateness_ms):.2f}, max {lateness_ms[-1]:.2f}"
     assert lateness_ms[0] >= 0, summary
-    assert statistics.median(lateness_ms) < 8, summary
-    assert lateness_ms[int(0.95 * len(lateness_ms))] < 30, summary
+    # 8 and 30 ms on a quiet machine; a lab that served the 32 streams one at a time
+    # would be seconds late.
+    assert statistics.median(lateness_ms) < machine_noise.bound_ms(8, 40), summary
+    assert lateness_ms[int(0.95 * len(lateness_ms))] < machine_noise.bound_ms(30, 120), summary
 
 
 def test_config_round_trips_to_the_child() -> None:

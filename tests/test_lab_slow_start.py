@@ -24,6 +24,7 @@ import pytest
 
 from latdoc import LabError
 from latdoc.lab.net import SERVER_IP, LabNet, LinkSettings, NetSettings, require_root
+from machine_noise import MachineNoise, spread_ms
 
 try:
     require_root()
@@ -135,7 +136,7 @@ def _timed(net: LabNet, verb: str, sender_ns: str, slow_start: int) -> dict[str,
     ids=["long-response", "long-prompt"],
 )
 def test_slow_start_after_idle_costs_round_trips_after_a_pause(
-    network: LabNet, verb: str, sender: str
+    network: LabNet, verb: str, sender: str, machine_noise: MachineNoise
 ) -> None:
     sender_ns = network.server_ns if sender == "server" else network.client_ns
     on = _timed(network, verb, sender_ns, 1)
@@ -149,8 +150,15 @@ def test_slow_start_after_idle_costs_round_trips_after_a_pause(
         f"=0 {idle_off:.1f} ms; runs {json.dumps({'1': on, '0': off})}"
     )
     print(numbers)
-    # The restart costs at least a round trip, and only after a pause.
-    assert idle_on - idle_off >= RTT_MS, numbers
-    assert idle_on - back_on >= RTT_MS, numbers
-    # Turned off, a transfer after a pause is as fast as back to back (within a round trip).
-    assert idle_off - statistics.median(off["back_to_back"]) < RTT_MS, numbers
+    # The restart costs at least a round trip, and only after a pause. Each setting's
+    # pause is costed against its own back-to-back transfers, so a machine busier during
+    # one setting's runs than the other's slows both of that setting's kinds alike.
+    cost_on = idle_on - back_on
+    cost_off = idle_off - statistics.median(off["back_to_back"])
+    assert cost_on - cost_off >= RTT_MS, numbers
+    assert cost_on >= RTT_MS, numbers
+    # Turned off, a transfer after a pause is as fast as back to back: within a round
+    # trip on a quiet machine, widened by the noise and the spread of its own transfers,
+    # never to two.
+    spread = max(spread_ms(off["after_idle"]), spread_ms(off["back_to_back"]))
+    assert cost_off < machine_noise.bound_ms(RTT_MS, 2 * RTT_MS, extra_ms=spread), numbers

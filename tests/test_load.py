@@ -47,6 +47,7 @@ from latdoc.features.load.analysis import (
 )
 from latdoc.features.load.render import findings
 from latdoc.lab.sim import Fault, LabConfig, LabProcess, LatencyModel
+from machine_noise import MachineNoise
 
 SLOTS = 4
 LATENCY = LatencyModel(prefill_base_ms=20.0, prefill_ms_per_token=0.0, decode_ms_per_token=10.0)
@@ -123,16 +124,27 @@ def test_the_knee_sentence_reads_the_rules_own_reference(sweep: tuple[LoadRun, P
     assert "lowest level" not in text
 
 
-def test_closed_loop_throughput_plateaus_at_the_slots(sweep: tuple[LoadRun, Path]) -> None:
+def test_closed_loop_throughput_plateaus_at_the_slots(
+    sweep: tuple[LoadRun, Path], machine_noise: MachineNoise
+) -> None:
     run, _ = sweep
     a = run.analysis
     capacity = SLOTS / SERVICE_S
-    assert a.plateau is not None and a.plateau.window.label == "8"
+    # Past 8 streams (a queue at every slot) more streams buy no more work. At 4 the
+    # slots are full only while the client turns each answer round at once; on a busy
+    # machine that turnaround leaves a slot idle, so 8 may still gain the 10 % that makes
+    # a plateau over 4, and the plateau (the first level that gains less) is then 16.
+    assert a.plateau is not None and a.plateau.window.label in ("8", "16"), a.plateau
+    eight, sixteen = (_level(run, label).requests_per_s for label in ("8", "16"))
+    assert sixteen < 1.1 * eight
     assert a.peak_requests_per_s is not None
-    assert 0.75 * capacity <= a.peak_requests_per_s <= 1.1 * capacity
+    # A busy machine adds its noise to every request's time (never more than a whole
+    # service): the lower bounds allow it; a server that did not use its slots would
+    # still fall short of them by half.
+    slower_s = machine_noise.bound_ms(0.0, SERVICE_S * 1000) / 1000
+    assert 0.75 * SLOTS / (SERVICE_S + slower_s) <= a.peak_requests_per_s <= 1.1 * capacity
     one = _level(run, "1").requests_per_s
-    assert 0.75 / SERVICE_S <= one <= 1.1 / SERVICE_S
-    assert _level(run, "16").requests_per_s < 1.1 * _level(run, "4").requests_per_s
+    assert 0.75 / (SERVICE_S + slower_s) <= one <= 1.1 / SERVICE_S
 
 
 def test_littles_law_holds_at_every_level(sweep: tuple[LoadRun, Path]) -> None:
@@ -147,7 +159,10 @@ def test_littles_law_holds_at_every_level(sweep: tuple[LoadRun, Path]) -> None:
 
 def test_goodput_counts_requests_meeting_every_slo(sweep: tuple[LoadRun, Path]) -> None:
     run, _ = sweep
-    assert _level(run, "4").goodput_share == pytest.approx(1.0)
+    # At 4 streams nobody waits for a slot: every request meets the SLO, but for one a
+    # busy machine holds up five times its 20 ms TTFT (1 of 38 was seen beside a CPU hog).
+    four = _level(run, "4").goodput_share
+    assert four is not None and four >= 0.9, four
     # At 16 streams, three quarters wait a whole request for a slot: past 100 ms.
     sixteen = _level(run, "16")
     assert sixteen.goodput_share is not None and sixteen.goodput_share < 0.4
@@ -168,7 +183,8 @@ def test_terminal_table_fits_80_columns(sweep: tuple[LoadRun, Path]) -> None:
     text = render_text(render_load(run.analysis, run.notes, title="lab under load"))
     assert max(len(line.rstrip()) for line in text.splitlines()) <= 80
     assert "Knee at 8" in text
-    assert "Throughput plateau at 8" in text
+    assert run.analysis.plateau is not None
+    assert f"Throughput plateau at {run.analysis.plateau.window.label}" in text
     assert "Little's law holds" in text
     assert "Goodput (TTFT ≤ 100.0 ms, TPOT ≤ 50.0 ms)" in text
 
@@ -184,7 +200,8 @@ def test_report_and_compare_understand_a_load_run(
     assert main(["report", run.run_id, "--db", str(db), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["schema"] == "latdoc.load/1"
-    assert doc["knee"] == "8" and doc["plateau"] == "8"
+    assert run.analysis.plateau is not None
+    assert doc["knee"] == "8" and doc["plateau"] == run.analysis.plateau.window.label
     assert [lv["label"] for lv in doc["levels"]] == ["1", "2", "4", "8", "16"]
     assert main(["report", run.run_id, "--db", str(db), "--html", str(html)]) == 0
     page = html.read_text(encoding="utf-8")
@@ -205,7 +222,9 @@ def test_report_and_compare_understand_a_load_run(
     assert not any("16 at once" in label for label in labels)
 
 
-def test_open_loop_achieves_the_rates_it_can(slotted: str, tmp_path: Path) -> None:
+def test_open_loop_achieves_the_rates_it_can(
+    slotted: str, tmp_path: Path, machine_noise: MachineNoise
+) -> None:
     with Store(tmp_path / "open.db") as store:
         run = load_endpoint(_plan(slotted, rates=(5.0, 10.0), duration_per_level=3.0), store=store)
     for lv, asked in zip(run.analysis.levels, (5.0, 10.0), strict=True):
@@ -215,7 +234,8 @@ def test_open_loop_achieves_the_rates_it_can(slotted: str, tmp_path: Path) -> No
         assert round(lv.sent_per_s * lv.window.seconds) == lv.window.scheduled
         # A Poisson count over 3 s: within 40% of the asked rate (seeded).
         assert lv.sent_per_s == pytest.approx(asked, rel=0.4)
-        assert lv.window.late_ms_p50 is not None and lv.window.late_ms_p50 < 20
+        assert lv.window.late_ms_p50 is not None
+        assert lv.window.late_ms_p50 < machine_noise.bound_ms(20, 100)
     assert {s.step for s in run.samples} == {Step.ARRIVALS}
     assert {s.concurrency for s in run.samples} == {1, 2}
 

@@ -15,6 +15,7 @@ from latdoc import Dialect, Endpoint, ProbePlan, ProbeSession, RequestTrace, run
 from latdoc.lab.sim import LabConfig, LatencyModel, chat_prompt_tokens, count_tokens
 from latdoc.probe._endpoint import make_ssl_context
 from latdoc.workload import make_prompt
+from machine_noise import MachineNoise
 
 PROMPT = "Hello, please briefly introduce yourself."
 
@@ -113,7 +114,9 @@ def test_new_connection_each_pays_the_handshake_every_time(lab: LabFactory) -> N
     assert all(t.tls_ms is not None and t.tls_ms > 0 for t in traces)
 
 
-def test_prefill_and_decode_are_recovered_within_ten_percent(lab: LabFactory) -> None:
+def test_prefill_and_decode_are_recovered_within_ten_percent(
+    lab: LabFactory, machine_noise: MachineNoise
+) -> None:
     model = LatencyModel(prefill_base_ms=60.0, prefill_ms_per_token=0.4, decode_ms_per_token=12.0)
     prompt = make_prompt(200, __import__("random").Random(7))
     with lab(LabConfig(latency=model)) as server:
@@ -124,19 +127,23 @@ def test_prefill_and_decode_are_recovered_within_ten_percent(lab: LabFactory) ->
         assert t.server_timing["prefill"] == pytest.approx(planned, abs=0.01)
         assert t.ttft_ms is not None and t.ttfb_ms is not None and t.tpot_ms is not None
         # Headers come at once; the role-only chunk does not count: prefill is TTFT − TTFB.
-        assert t.ttft_ms - t.ttfb_ms == pytest.approx(planned, rel=0.10)
-        assert t.tpot_ms == pytest.approx(12.0, rel=0.10)
-        assert statistics.median(t.itl_ms) == pytest.approx(12.0, rel=0.10)
+        # Within 10 %, widened by the machine's noise (never to half the time planned).
+        machine_noise.assert_near(t.ttft_ms - t.ttfb_ms, planned, 0.10 * planned, planned / 2)
+        machine_noise.assert_near(t.tpot_ms, 12.0, 1.2, 6.0)
+        machine_noise.assert_near(statistics.median(t.itl_ms), 12.0, 1.2, 6.0)
 
 
-def test_server_wait_holds_the_prefill_when_headers_wait_for_it(lab: LabFactory) -> None:
+def test_server_wait_holds_the_prefill_when_headers_wait_for_it(
+    lab: LabFactory, machine_noise: MachineNoise
+) -> None:
     model = LatencyModel(prefill_base_ms=80.0, prefill_ms_per_token=0.0, decode_ms_per_token=2.0)
     with lab(LabConfig(latency=model, headers_after_prefill=True)) as server:
         (trace,) = _probe(server.base_url)
     assert trace.error is None
-    assert trace.wait_ms == pytest.approx(80.0, rel=0.10)
+    assert trace.wait_ms is not None
+    machine_noise.assert_near(trace.wait_ms, 80.0, 8.0, 40.0)
     assert trace.ttft_ms is not None and trace.ttfb_ms is not None
-    assert trace.ttft_ms - trace.ttfb_ms < 10.0
+    assert trace.ttft_ms - trace.ttfb_ms < machine_noise.bound_ms(10.0, 40.0)
 
 
 def test_server_that_rejects_stream_options_is_retried_without(lab: LabFactory) -> None:

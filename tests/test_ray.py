@@ -26,6 +26,8 @@ from latdoc.cli import main
 from latdoc.lab.raycluster import LocalRayCluster, RayNode
 from latdoc.lab.sim import LabConfig, LabProcess, LatencyModel
 
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("ray", reason="the [ray] extra is not installed")
 
 OUTPUT = 16

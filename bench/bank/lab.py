@@ -255,6 +255,8 @@ class Figures:
     failed: int
     requests: int
     by_step: Mapping[str, int]
+    notes: tuple[str, ...] = ()
+    """What the steps noted (why a step sent more or fewer requests)."""
 
     @classmethod
     def of(cls, d: Diagnosis) -> Figures:
@@ -273,6 +275,7 @@ class Figures:
             d.failed,
             d.requests,
             dict(d.requests_by_step),
+            tuple(note.text for note in d.notes),
         )
 
 
