@@ -106,7 +106,8 @@ class Probe:
     """False when an interval still held a limit after :data:`MAX_ROUNDS` rounds."""
     too_many_errors: bool
     achieved: float | None = None
-    """By rate: the requests per second sent, against the :attr:`streams` asked."""
+    """By rate: the rate asked times the share of the arrivals its schedule drew that
+    were sent and finished."""
 
     @property
     def over_saturated(self) -> bool:
@@ -282,8 +283,10 @@ async def search(
             for rounds in range(1, MAX_ROUNDS + 1):  # noqa: B007 (read after the loop)
                 if by_rate:
                     level = await sweep.open(number, value, plan.duration_per_level)
-                    seconds = sum(w.seconds for w in windows)
-                    achieved = len(traces) / seconds if seconds > 0 else None
+                    # Against the arrivals its schedule drew, not the window's length: a
+                    # Poisson count varies by its square root, a pace kept or not does not.
+                    scheduled = sum(w.scheduled or 0 for w in windows)
+                    achieved = value * len(traces) / scheduled if scheduled else None
                 else:
                     level = await sweep.closed(number, int(value), plan.duration_per_level)
                 failed = sum(1 for t in traces if not t.ok)
