@@ -168,7 +168,7 @@ class Instrumentation:
         try:
             if self._writer is not None:
                 self._writer.close(CLOSE_TIMEOUT)
-            self._keep_losses(self.store, always=False)
+            self._keep_losses(self.store)
             notes = [*self.losses.notes(), *self.unreported.notes()]
             self.store.finish_run(self.run_id, status="recorded", diagnosis=None, notes=notes)
         except Exception as exc:
@@ -234,12 +234,12 @@ class Instrumentation:
             # The request is still recorded in the store; only its span or metric is lost.
             self.unreported.add(1, _first_line(exc))
 
-    def _keep_losses(self, store: Any, always: bool = False) -> None:
+    def _keep_losses(self, store: Any) -> None:
         """Keep the counts of what was lost in the run's meta, when they changed."""
         values = {
             key: losses.document()
             for key, losses in (("not_recorded", self.losses), ("not_reported", self.unreported))
-            if losses.changed or (always and losses.total)
+            if losses.changed
         }
         if values:
             store.update_meta(self.run_id, values)
