@@ -199,7 +199,7 @@ def compare_samples(
     over the others and gated by it: its adjusted p is at least the headline's (1 when
     the headline could not be compared), so no row is significant unless the headline's
     p is, and the verdict with its table errs at most α as a whole."""
-    groups_a, groups_b = _groups(a), _groups(b)
+    groups_a, groups_b = like_groups(a), like_groups(b)
     common = sorted(groups_a.keys() & groups_b.keys())
     chosen = [m for m in METRICS if metrics is None or m[0] in metrics]
     largest = max(common, key=lambda k: len(groups_a[k]) + len(groups_b[k]), default=None)
@@ -220,7 +220,7 @@ def compare_samples(
                 row = None if row is None else replace(row, p_adjusted=row.p_value, headline=True)
             else:
                 row = compare_values(
-                    name, label, _ok(groups_a[key]), _ok(groups_b[key]), read, seed
+                    name, label, ok_traces(groups_a[key]), ok_traces(groups_b[key]), read, seed
                 )
             if row is not None:
                 rows.append(row)
@@ -360,7 +360,7 @@ def ratio_precision(
     return (ci[1] - ci[0]) / 2 / ratio
 
 
-def _groups(samples: Sequence[Sample]) -> Mapping[GroupKey, list[Sample]]:
+def like_groups(samples: Sequence[Sample]) -> Mapping[GroupKey, list[Sample]]:
     """Every request but calibration by its group, failed ones too (a trial's requests
     are counted by position); a group needs one success to be compared."""
     groups: dict[GroupKey, list[Sample]] = defaultdict(list)
@@ -370,7 +370,8 @@ def _groups(samples: Sequence[Sample]) -> Mapping[GroupKey, list[Sample]]:
     return {k: v for k, v in groups.items() if any(s.trace.ok for s in v)}
 
 
-def _ok(samples: Sequence[Sample]) -> list[RequestTrace]:
+def ok_traces(samples: Sequence[Sample]) -> list[RequestTrace]:
+    """The traces of the samples that succeeded."""
     return [s.trace for s in samples if s.trace.ok]
 
 

@@ -22,11 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from latdoc.analysis.compare import METRICS, GroupKey, group_key
+from latdoc.analysis.compare import METRICS, like_groups, ok_traces
 from latdoc.analysis.policy import ALPHA, MIN_N
 from latdoc.analysis.stats import holm
 from latdoc.errors import UsageError
-from latdoc.records import RequestTrace, Sample, Step
+from latdoc.records import Sample
 
 QUANTILES = {"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99}
 _UNITS_MS = {"us": 0.001, "µs": 0.001, "ms": 1.0, "s": 1000.0}
@@ -133,15 +133,15 @@ def tail_p(a: Sequence[float], b: Sequence[float], q: float) -> float:
 def check_gates(a: Sequence[Sample], b: Sequence[Sample], gates: Sequence[Gate]) -> GateReport:
     """Every gate in every group of like requests of A (the baseline) and B."""
     reads = {key: read for key, _, read in METRICS}
-    groups_a = _groups(a)
-    groups_b = _groups(b)
+    groups_a = like_groups(a)
+    groups_b = like_groups(b)
     common = sorted(groups_a.keys() & groups_b.keys())
     raw: list[tuple[Gate, str, list[float], list[float]]] = []
     for gate in gates:
         read = reads[gate.metric]
         for key in common:
-            va = [v for t in groups_a[key] if (v := read(t)) is not None]
-            vb = [v for t in groups_b[key] if (v := read(t)) is not None]
+            va = [v for t in ok_traces(groups_a[key]) if (v := read(t)) is not None]
+            vb = [v for t in ok_traces(groups_b[key]) if (v := read(t)) is not None]
             if len(va) >= MIN_N and len(vb) >= MIN_N:
                 raw.append((gate, key.label(), va, vb))
     ps = [tail_p(va, vb, QUANTILES[g.quantile]) for g, _, va, vb in raw]
@@ -157,11 +157,3 @@ def check_gates(a: Sequence[Sample], b: Sequence[Sample], gates: Sequence[Gate])
         )  # fmt: skip
     checked = {r.gate for r in rows}
     return GateReport(tuple(rows), tuple(g.text for g in gates if g.text not in checked))
-
-
-def _groups(samples: Sequence[Sample]) -> dict[GroupKey, list[RequestTrace]]:
-    out: dict[GroupKey, list[RequestTrace]] = {}
-    for s in samples:
-        if s.step != Step.CALIBRATION and s.trace.ok:
-            out.setdefault(group_key(s), []).append(s.trace)
-    return out
