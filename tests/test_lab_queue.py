@@ -10,6 +10,7 @@ share an interpreter lock.
 from __future__ import annotations
 
 import asyncio
+import random
 import statistics
 import time
 from typing import Any
@@ -25,6 +26,7 @@ from latdoc.lab.sim import (
     LabServer,
     LatencyModel,
 )
+from latdoc.lab.sim._slots import BackgroundLoad, SlotPool
 from machine_noise import MachineNoise, spread_ms
 
 OVERHEAD = CHAT_MESSAGE_OVERHEAD + CHAT_REPLY_OVERHEAD
@@ -220,3 +222,20 @@ def test_a_stall_is_one_large_gap_after_token_k(machine_noise: MachineNoise) -> 
     assert largest == 5, gaps
     machine_noise.assert_near(gaps[largest], 155, 10, 70)
     assert max(gaps[:5] + gaps[6:]) < machine_noise.bound_ms(20, 70)
+
+
+def test_a_day_from_the_epoch_has_its_parts_where_the_clock_puts_them() -> None:
+    """``day_origin=0``: the day's parts fall where the wall clock's do, whenever the lab
+    started; without it the day starts with the lab."""
+    profile = (0.0, 1.0, 0.5, 0.25)
+    wall, mono = time.time(), time.monotonic()
+    # Probe mid-part (half a second into some part of the clock), away from any boundary.
+    shift = 0.5 - wall % 1.0
+    day = BackgroundLoad(SlotPool(1), profile, 4.0, 100, random.Random(1), day_origin=0.0)
+    for step in range(8):
+        at = shift + step
+        value, ends = day.part_at(mono + at)
+        assert value == profile[int((wall + at) % 4.0)], step
+        assert ends - (mono + at) == pytest.approx(0.5, abs=0.02)
+    fresh = BackgroundLoad(SlotPool(1), profile, 4.0, 100, random.Random(1))
+    assert [fresh.part_at(fresh.origin + s + 0.5)[0] for s in range(4)] == list(profile)

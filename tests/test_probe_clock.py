@@ -26,7 +26,7 @@ from latdoc.probe import _arrivals
 from latdoc.probe._arrivals import RealtimeToMonotonic
 from latdoc.probe._backend import TimedStream
 from latdoc.probe._h2frames import FrameClock
-from machine_noise import MachineNoise
+from machine_noise import MachineNoise, spread_ms
 
 PREFILL_MS = 30.0
 STAMP_AFTER_WRITE_MS = 1.0
@@ -298,7 +298,10 @@ def test_http2_chunks_carry_their_own_frames_arrival_not_the_connections_last_re
     assert len(own_ms) == sum(t.output_tokens or 0 for t in traces) == streams * 24
     assert min(own_ms) >= 0, "a chunk stamped before the lab wrote it: frames misread"
     own, last_read = statistics.median(own_ms), statistics.median(last_read_ms)
-    # Under 1 ms on a quiet machine, widened by the noise, never to most of a token's
-    # 5 ms; and well ahead of the last read, busy machine or not.
-    assert own < machine_noise.bound_ms(1.0, 4.0), (own, last_read)
+    # Under 1 ms on a quiet machine, widened by the noise (or by the spread of the stamps
+    # themselves: the lab's writes and this loop's reads wait on a busy machine while the
+    # 32 streams run, when a noise measurement before or after sees none), never to most
+    # of a token's 5 ms; and well ahead of the last read, busy machine or not.
+    spread = spread_ms(own_ms)
+    assert own < machine_noise.bound_ms(1.0, 4.0, extra_ms=spread), (own, last_read, spread)
     assert own < 0.5 * last_read, (own, last_read)

@@ -252,12 +252,14 @@ class LabConfig:
       slot from the start of its prefill to its last token; others wait first come,
       first served.
     - ``load_profile``: the fraction of the slots busy with simulated background
-      requests in each equal part of a ``day_seconds`` day that repeats from the
-      server's start (e.g. ``(0.1, 0.9)``: a quiet half, then a busy half). Background
-      requests arrive at random (Poisson) at the rate that keeps that fraction busy
-      on average, hold a slot for an exponential time of mean
-      ``background_request_ms`` and queue with everyone else; one that finds
-      ``slots`` of its kind already waiting gives up. Needs ``slots``.
+      requests in each equal part of a ``day_seconds`` day (e.g. ``(0.1, 0.9)``: a
+      quiet half, then a busy half). The day repeats from the server's start, or from
+      the wall-clock instant ``day_origin`` (seconds since the Unix epoch; ``0``: the
+      parts fall where a clock's hours do, so a report that cuts its cycle from the
+      epoch sees each part whole). Each slot has a background user who holds a slot
+      for an exponential time of mean ``background_request_ms``, rests, and asks
+      again, queueing with everyone else, so that it holds one that fraction of the
+      time. Needs ``slots``.
     - ``prefix_cache``: prompts are cut into blocks of ``prefix_block_tokens`` lab
       tokens, chained by hash as vLLM does; the leading blocks seen in a recent
       prompt (LRU of ``prefix_cache_blocks`` blocks) skip prefill. At least one
@@ -295,6 +297,7 @@ class LabConfig:
     slots: int | None = None
     load_profile: tuple[float, ...] = ()
     day_seconds: float = 60.0
+    day_origin: float | None = None
     background_request_ms: float = 1000.0
     prefix_cache: bool = False
     prefix_block_tokens: int = 16
@@ -334,6 +337,8 @@ class LabConfig:
             _check_at_least(self, name, minimum)
         _check_finite(self, ("stall_ms", "drip_interval_ms"))
         _check_finite(self, ("day_seconds", "background_request_ms", "hang_s"), positive=True)
+        if self.day_origin is not None:
+            _check_finite(self, ("day_origin",))
         _check_rate(self, "stall_rate")
         _check_rate(self, "fault_rate")
         if self.fault is not None and not isinstance(self.fault, Fault):

@@ -6,13 +6,17 @@ that is cancelled (its client went away) leaves the queue; a slot handed to a
 request that is cancelled at that moment goes to the next in line.
 
 :class:`BackgroundLoad` plays the other users of the server. A "day" of
-``day_seconds`` is cut into equal parts, one per value of the load profile; in a
-part of value ``f`` background requests arrive as a Poisson process at the rate
-``f·slots / mean`` and hold a slot for an exponential time of that mean, so on
-average a fraction ``f`` of the slots is theirs, with the bursts and lulls that
-make queueing fluctuate. The day starts when the pool is made and repeats; the
-background runs only once started (at the first request), beginning with the
-slots a part's mean occupancy would hold.
+``day_seconds`` is cut into equal parts, one per value of the load profile. Each slot
+has a background user of its own who, in a part of value ``f``, asks for a slot, holds
+it for an exponential time of mean ``mean`` and then rests for an exponential time of
+mean ``mean·(1 − f)/f``: each user holds a slot a fraction ``f`` of the time (less
+only what it waits in the queue behind real requests), so on average a fraction ``f``
+of the slots is theirs, with the bursts and lulls of independent users that make
+queueing fluctuate, and at ``f = 1`` every slot is always held or asked for. (Poisson
+arrivals that give up when a background request already waits fall well short of
+``f`` there: at ``f = 0.9`` of one slot they held about 60%.) The day starts when the
+pool is made, or at a wall-clock ``day_origin``, and repeats; the background runs only
+once started (at the first request).
 """
 
 from __future__ import annotations
@@ -42,10 +46,6 @@ class SlotPool:
         self.busy = 0
         self.background_busy = 0
         self.waiting: deque[_Waiter] = deque()
-
-    @property
-    def background_waiting(self) -> int:
-        return sum(1 for waiter in self.waiting if waiter.background)
 
     async def acquire(self, *, background: bool = False) -> bool:
         """Wait for a slot, behind everyone who asked before; say whether it waited."""
@@ -93,13 +93,18 @@ class BackgroundLoad:
         day_seconds: float,
         mean_ms: float,
         rng: random.Random,
+        *,
+        day_origin: float | None = None,
     ) -> None:
         self.pool = pool
         self.profile = profile
         self.day_seconds = day_seconds
         self.mean_s = mean_ms / 1000
         self.rng = rng
-        self.origin = time.monotonic()
+        now = time.monotonic()
+        # The day runs on the monotonic clock; a wall-clock origin only sets its phase.
+        into_day = 0.0 if day_origin is None else (time.time() - day_origin) % day_seconds
+        self.origin = now - into_day
         self.task: asyncio.Task[None] | None = None
         self.jobs: set[asyncio.Task[None]] = set()
 
@@ -114,12 +119,10 @@ class BackgroundLoad:
         return self.part_at(time.monotonic())[0]
 
     def start(self) -> None:
-        """Start the background on the running loop, once."""
+        """Start the background on the running loop, once: a user per slot."""
         if self.task is None:
-            fraction = self.fraction_now()
-            for _ in range(round(fraction * self.pool.slots)):
-                self._spawn()
-            self.task = asyncio.get_running_loop().create_task(self._arrivals())
+            loop = asyncio.get_running_loop()
+            self.task = loop.create_task(self._users())
 
     def close(self) -> None:
         for task in (self.task, *self.jobs):
@@ -127,25 +130,42 @@ class BackgroundLoad:
                 task.cancel()
         self.jobs.clear()
 
-    async def _arrivals(self) -> None:
+    async def _users(self) -> None:
+        async with asyncio.TaskGroup() as group:
+            for _ in range(self.pool.slots):
+                self.jobs.add(group.create_task(self._user()))
+
+    async def _user(self) -> None:
+        """Hold a slot, rest, and again: a fraction ``f`` of the time held, where ``f`` is
+        the part's; in a part of ``f = 0`` rest to its end. A user starts where its
+        alternation would be at random: holding with probability ``f``."""
+        fraction = self.fraction_now()
+        if self.rng.random() >= fraction:
+            await self._rest()
+        while True:
+            if self.fraction_now() > 0:
+                await self._job(self.rng.expovariate(1 / self.mean_s))
+            await self._rest()
+
+    async def _rest(self) -> None:
+        """Rest an exponential time of mean ``mean·(1 − f)/f``, drawn again when a new
+        part starts (its ``f`` may differ)."""
         while True:
             now = time.monotonic()
             fraction, part_end = self.part_at(now)
-            rate = fraction * self.pool.slots / self.mean_s
-            wait = self.rng.expovariate(rate) if rate > 0 else math.inf
-            if now + wait >= part_end:
-                await asyncio.sleep(max(part_end - now, 0.0) + 1e-4)
-                continue
-            await asyncio.sleep(wait)
-            if self.pool.background_waiting < self.pool.slots:
-                self._spawn()
-
-    def _spawn(self) -> None:
-        task = asyncio.get_running_loop().create_task(
-            self._job(self.rng.expovariate(1 / self.mean_s))
-        )
-        self.jobs.add(task)
-        task.add_done_callback(self.jobs.discard)
+            if fraction >= 1:
+                return
+            rest = (
+                self.rng.expovariate(fraction / (self.mean_s * (1 - fraction)))
+                if fraction > 0
+                else math.inf
+            )
+            if now + rest < part_end:
+                await asyncio.sleep(rest)
+                return
+            await asyncio.sleep(max(part_end - now, 0.0) + 1e-4)
+            if self.rng.random() < self.fraction_now():
+                return
 
     async def _job(self, hold_s: float) -> None:
         await self.pool.acquire(background=True)

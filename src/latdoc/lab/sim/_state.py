@@ -96,6 +96,7 @@ class LabState:
                 config.day_seconds,
                 config.background_request_ms,
                 random.Random(_subseed(config.seed, "background")),
+                day_origin=config.day_origin,
             )
         self.cache = (
             PrefixCache(config.prefix_block_tokens, config.prefix_cache_blocks)
