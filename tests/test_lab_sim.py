@@ -832,3 +832,34 @@ def test_serve_cli_sets_every_knob(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_serve_cli_rejects_bad_options(argv: str, needle: str) -> None:
     with pytest.raises(UsageError, match=re.escape(needle)):
         config_from_args(_serve_args(argv.split()))
+
+
+def test_the_write_log_is_the_labs_own_account_of_each_streams_token_writes(
+    tmp_path: Any,
+) -> None:
+    """A line per stream as it ends: its X-Request-ID and a stamp after each token's write,
+    paced by the decode time; the stamps bracket the moments the client read them."""
+    log = tmp_path / "writes.jsonl"
+    latency = LatencyModel(prefill_base_ms=2.0, prefill_ms_per_token=0.0, decode_ms_per_token=5.0)
+    config = LabConfig(latency=latency, write_log=str(log))
+    read_ns: dict[str, list[int]] = {}
+    with LabProcess(config) as lab, httpx.Client(timeout=10) as http:
+        for n, tokens in enumerate((3, 6)):
+            request_id = f"req-{n}"
+            arrivals = read_ns.setdefault(request_id, [])
+            headers = {"x-request-id": request_id}
+            body = chat(max_tokens=tokens)
+            with http.stream("POST", f"{lab.base_url}/chat/completions", json=body,
+                             headers=headers) as response:  # fmt: skip
+                for line in response.iter_lines():
+                    if re.search(r'"content":"[^"]', line):
+                        arrivals.append(time.perf_counter_ns())
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [r["request_id"] for r in rows] == ["req-0", "req-1"]
+    for row in rows:
+        writes, reads = row["writes_ns"], read_ns[row["request_id"]]
+        assert len(writes) == len(reads) == (3 if row["request_id"] == "req-0" else 6)
+        # Each token was written before this client read it.
+        assert all(w <= r for w, r in zip(writes, reads, strict=True))
+        gaps = [(b - a) / 1e6 for a, b in itertools.pairwise(writes)]
+        assert all(4.0 <= g < 50.0 for g in gaps), gaps

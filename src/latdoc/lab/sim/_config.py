@@ -229,6 +229,11 @@ class LabConfig:
       ``x-lab-start-ns``, the origin of the request's schedule (token ``k`` is due at
       origin + reservation + prefill + ``k``·decode). Linux's ``CLOCK_MONOTONIC`` is
       shared by every process, so a client can compare these with its own clock.
+    - ``write_log``: a file the lab appends a line to as each stream ends: the
+      request's ``X-Request-ID`` and the ``perf_counter_ns`` just after each token's
+      write, the server's own account of its pacing, to check a client's reading
+      against without a packet capture (and without the bytes ``stamp_chunks`` adds
+      to every chunk).
     - ``api_key``: when set, requests need ``Authorization: Bearer <api_key>``.
     - ``keep_alive``: when False, every response says ``Connection: close`` and the
       server closes the connection after it, as some proxies do; each request then
@@ -288,6 +293,7 @@ class LabConfig:
     headers_after_prefill: bool = False
     reject_stream_options: bool = False
     stamp_chunks: bool = False
+    write_log: str | None = None
     api_key: str | None = None
     keep_alive: bool = True
     extra_headers: tuple[tuple[str, str], ...] = ()

@@ -73,6 +73,8 @@ class Lab(Protocol):
 
     def usage(self, plan: Plan) -> dict[str, Any]: ...
 
+    def log_writes(self, flight: Flight, writes_ns: list[int]) -> None: ...
+
 
 def _compact(value: object) -> bytes:
     return json.dumps(value, separators=(",", ":")).encode()
@@ -150,6 +152,7 @@ async def serve_stream(lab: Lab, plan: Plan, flight: Flight, send: Send) -> None
     target = first
     total = call.total_tokens
     strike_at = _strike_point(plan, config)
+    writes: list[int] | None = [] if config.write_log is not None else None
     for k in range(total):
         if k:
             if jitter:
@@ -172,7 +175,11 @@ async def serve_stream(lab: Lab, plan: Plan, flight: Flight, send: Send) -> None
         piece = writer.token(k)
         if piece:  # a token the API does not show (hidden reasoning) is no write
             await send(_body(piece))
+            if writes is not None:
+                writes.append(time.perf_counter_ns())
     lab.release(plan)
+    if writes is not None:
+        lab.log_writes(flight, writes)
     if strike_at == total and await _strike(lab, plan, flight, send, writer):
         return
     truth = lab_object(plan) if flight.truth else None

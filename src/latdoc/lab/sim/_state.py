@@ -11,9 +11,10 @@ from __future__ import annotations
 import asyncio
 import hmac
 import itertools
+import json
 import random
 import time
-from typing import Any
+from typing import Any, TextIO
 from urllib.parse import parse_qs
 
 from starlette.types import Receive, Scope, Send
@@ -81,6 +82,7 @@ class LabState:
         self.ids = itertools.count(1)
         self.created = int(time.time())
         self.active: set[Flight] = set()
+        self.write_log: TextIO | None = None
         self.received = 0
         self.closing = False
         self.expected_auth = (
@@ -124,8 +126,23 @@ class LabState:
     def next_id(self) -> int:
         return next(self.ids)
 
+    def log_writes(self, flight: Flight, writes_ns: list[int]) -> None:
+        """Append a stream's token writes to ``config.write_log``: one JSON line of the
+        request's ``X-Request-ID`` and the ``perf_counter_ns`` after each write."""
+        if self.config.write_log is None:
+            return
+        if self.write_log is None:
+            self.write_log = open(self.config.write_log, "a", encoding="utf-8")  # noqa: SIM115
+        request_id = _header(flight.scope, b"x-request-id")
+        line = {"request_id": None if request_id is None else request_id.decode("latin-1"),
+                "writes_ns": writes_ns}  # fmt: skip
+        self.write_log.write(json.dumps(line, separators=(",", ":")) + "\n")
+
     def close(self) -> None:
         self.closing = True
+        if self.write_log is not None:
+            self.write_log.close()
+            self.write_log = None
         if self.background is not None:
             self.background.close()
         for flight in list(self.active):
