@@ -132,7 +132,8 @@ class LabState:
         if self.config.write_log is None:
             return
         if self.write_log is None:
-            self.write_log = open(self.config.write_log, "a", encoding="utf-8")  # noqa: SIM115
+            # Line-buffered: a line is on disk as its stream ends, for a reader meanwhile.
+            self.write_log = open(self.config.write_log, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
         request_id = _header(flight.scope, b"x-request-id")
         line = {"request_id": None if request_id is None else request_id.decode("latin-1"),
                 "writes_ns": writes_ns}  # fmt: skip
