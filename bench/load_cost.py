@@ -13,8 +13,8 @@ a short level and a long one. Printed, from one run of each:
 - the same including start-up, for the long run alone;
 - the client's own delay before a request left (``client_delay``), p50 and p99;
 - ITL p99 as latdoc reads it (every trace's gaps between content chunks) against the
-  lab's own write gaps p99, and per gap the error (read gap minus written gap) p50 and
-  p99, where a trace's chunks match the lab's writes one to one;
+  lab's own write gaps p99, and per gap the size of the error (read gap less written
+  gap) p50 and p99, where a trace's chunks match the lab's writes one to one;
 - merged: the share of gaps read as under 1 ms where the lab wrote them 1 ms or more
   apart (segments the kernel merged because nothing read the socket in time: the later
   one's stamp is kept).
@@ -154,7 +154,7 @@ def run_once(url: str, streams: int, seconds: float, core: int, log: Path, extra
         if len(arrivals) != len(writes):
             continue
         read = np.diff(np.asarray(arrivals, dtype=np.int64)) / 1e6
-        errors.extend((read - lab_gaps).tolist())
+        errors.extend(np.abs(read - lab_gaps).tolist())
         merged += int(np.count_nonzero((read < 1.0) & (lab_gaps >= 1.0)))
         gaps += read.size
     return Run(len(samples), cpu, wall, delay, read_gaps, written_gaps, errors, merged, gaps)
@@ -162,8 +162,9 @@ def run_once(url: str, streams: int, seconds: float, core: int, log: Path, extra
 
 def profile(
     url: str, streams: int, seconds: float, core: int, out: Path
-) -> tuple[int, dict[str, int]]:
-    """The long level again under py-spy: its requests and samples by part."""
+) -> tuple[int, dict[str, int], dict[str, int]]:
+    """The long level again under py-spy: its requests, and samples by part and by
+    innermost function."""
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "load.db"
         spy = Path(sys.executable).with_name("py-spy")
@@ -177,11 +178,15 @@ def profile(
             (info,) = store.list_runs()
             requests = len(store.load_run(info.run_id)[1])
     parts: dict[str, int] = {}
+    leaves: dict[str, int] = {}
     for line in out.read_text().splitlines():
         stack, _, count = line.rpartition(" ")
-        part = _part_of(stack.split(";"))
+        frames = stack.split(";")
+        part = _part_of(frames)
         parts[part] = parts.get(part, 0) + int(count)
-    return requests, parts
+        leaf = frames[-1].split(":")[0] + ")" if frames else "?"
+        leaves[leaf] = leaves.get(leaf, 0) + int(count)
+    return requests, parts, leaves
 
 
 def _part_of(frames: list[str]) -> str:
@@ -207,7 +212,7 @@ def main() -> None:
     cores = sorted(os.sched_getaffinity(0))
     lab_core, client_core = cores[-1], cores[0]
     extra = args.extra.split()
-    profiled: tuple[int, dict[str, int]] = (0, {})
+    profiled: tuple[int, dict[str, int], dict[str, int]] = (0, {}, {})
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "writes.jsonl"
         config = LabConfig(
@@ -244,7 +249,7 @@ def main() -> None:
         ("client delay p99", f"{_q(long.delay_ms, 0.99):.1f} ms", "", None),
         ("ITL p99 read / lab's", f"{itl_read:.1f} / {itl_written:.1f} ms",
          f"within {GOAL_ITL_MS:g} ms", abs(itl_read - itl_written) <= GOAL_ITL_MS),
-        ("per-gap error p50 / p99", f"{_q(long.gap_errors_ms, 0.5):.3f} / "
+        ("per-gap |error| p50 / p99", f"{_q(long.gap_errors_ms, 0.5):.3f} / "
          f"{_q(long.gap_errors_ms, 0.99):.1f} ms", "", None),
         ("merged gaps", f"{long.merged / max(1, long.gaps):.2%} of {long.gaps}", "", None),
     ]  # fmt: skip
@@ -252,13 +257,16 @@ def main() -> None:
         mark = "" if met is None else ("met" if met else "NOT met")
         print(f"  {name:<30} {value:>22}  {goal:<14} {mark}")
     if args.profile:
-        requests, parts = profiled
+        requests, parts, leaves = profiled
         total = sum(parts.values())
         print(f"\n  Where the CPU went (py-spy, {total} samples at 250/s holding the GIL, "
               f"{requests} requests), ms a request:")  # fmt: skip
         for name, count in sorted(parts.items(), key=lambda kv: -kv[1]):
             print(f"    {name:<26} {count / 250 / max(1, requests) * 1000:6.2f}  "
                   f"{count / max(1, total):6.1%}")  # fmt: skip
+        print("\n  The 15 functions most often innermost, ms a request:")
+        for name, count in sorted(leaves.items(), key=lambda kv: -kv[1])[:15]:
+            print(f"    {count / 250 / max(1, requests) * 1000:6.2f}  {name}")
 
 
 if __name__ == "__main__":

@@ -13,19 +13,16 @@ import contextlib
 import select
 import socket
 import ssl
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import httpcore
 
 
-@contextlib.asynccontextmanager
-async def deadline(timeout: float | None) -> AsyncIterator[None]:
-    if timeout is None:
-        yield
-    else:
-        async with asyncio.timeout(timeout):
-            yield
+def deadline(timeout: float | None) -> asyncio.Timeout:
+    """``asyncio.timeout(timeout)``, none when ``timeout`` is ``None``: an object, not a
+    generator-based context manager, since it is entered on every read."""
+    return asyncio.timeout(timeout)
 
 
 class AsyncioStream(httpcore.AsyncNetworkStream):

@@ -118,6 +118,11 @@ class Inbox:
 
     async def get(self) -> Arrival:
         """The next read, in arrival order, waiting for one if none is queued."""
+        await self.wait()
+        return self.pop()
+
+    async def wait(self) -> None:
+        """Until a read is queued."""
         while not self.reads:
             waiter = self.loop.create_future()
             self._waiter = waiter
@@ -126,6 +131,9 @@ class Inbox:
                     await waiter
             finally:
                 self._waiter = None
+
+    def pop(self) -> Arrival:
+        """The next read, which must be queued."""
         arrival = self.reads.popleft()
         self._queued_bytes -= len(arrival.data)
         if self._paused and self._queued_bytes < PAUSE_BYTES // 2:

@@ -65,15 +65,25 @@ class KernelStream(httpcore.AsyncNetworkStream):
     async def _recv(self, max_bytes: int) -> bytes:
         """The next read the reader thread made, at most ``max_bytes`` of it; sets
         :attr:`arrival_ns` to its stamp."""
+        if not self._left:
+            await self._inbox.wait()
+        return self._take(max_bytes)
+
+    def _take(self, max_bytes: int) -> bytes:
+        """At most ``max_bytes`` of what is left of the current read, or of the next one
+        queued when nothing is left (then there must be one; empty at the end)."""
         if self._left:
             data, stamp = self._left, self._left_stamp
         else:
-            arrival = await self._inbox.get()
+            arrival = self._inbox.pop()
             if arrival.error is not None:
                 raise arrival.error
             data, stamp = arrival.data, arrival.stamp_ns
-        self._left, self._left_stamp = data[max_bytes:], stamp
         self.arrival_ns = stamp
+        if len(data) <= max_bytes:
+            self._left = b""
+            return data
+        self._left, self._left_stamp = data[max_bytes:], stamp
         return data[:max_bytes]
 
     async def _flush(self) -> None:
@@ -88,6 +98,10 @@ class KernelStream(httpcore.AsyncNetworkStream):
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         try:
+            if self._tls is None and (self._left or self._inbox.reads):
+                # Already here: nothing to wait for, so no deadline to set (a timer
+                # made and cancelled per read was much of a busy loop's work).
+                return self._take(max_bytes)
             async with deadline(timeout):
                 if self._tls is None:
                     return await self._recv(max_bytes)
