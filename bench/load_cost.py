@@ -84,6 +84,7 @@ function or file; a sample goes to the part of the innermost frame that names on
 @dataclass
 class Run:
     requests: int
+    failed: int
     cpu_s: float
     wall_s: float
     delay_ms: list[float]
@@ -157,7 +158,13 @@ def run_once(url: str, streams: int, seconds: float, core: int, log: Path, extra
         errors.extend(np.abs(read - lab_gaps).tolist())
         merged += int(np.count_nonzero((read < 1.0) & (lab_gaps >= 1.0)))
         gaps += read.size
-    return Run(len(samples), cpu, wall, delay, read_gaps, written_gaps, errors, merged, gaps)
+    failed = [s.trace.error for s in samples if not s.trace.ok]
+    if failed:
+        kinds = sorted({f"{e.kind}/{e.phase}" for e in failed if e is not None})
+        print(f"  {len(failed)} of {len(samples)} requests failed: {', '.join(kinds)}")
+    return Run(
+        len(samples), len(failed), cpu, wall, delay, read_gaps, written_gaps, errors, merged, gaps
+    )
 
 
 def profile(

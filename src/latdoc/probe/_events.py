@@ -9,7 +9,7 @@ the output limit), ``tool_calls``, ``content_filter``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from latdoc.errors import status_of_error_type
 
@@ -32,9 +32,9 @@ class Usage:
     """Output tokens spent reasoning, as reported (part of ``completion_tokens``)."""
 
 
-@dataclass(frozen=True, slots=True)
-class EventInfo:
-    """What one decoded stream event says."""
+class EventInfo(NamedTuple):
+    """What one decoded stream event says. A named tuple, not a frozen dataclass: one is
+    made for every event read, and a tuple is made in a third of the time."""
 
     output_chars: int = 0
     """Characters of the answer: text, a tool call's name and arguments, a refusal."""
