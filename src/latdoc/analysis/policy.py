@@ -23,8 +23,11 @@ from latdoc.model import CURVE_CONFIDENCE
 __all__ = [
     "ALPHA",
     "BOOTSTRAP_METHOD",
+    "CLIENT_CPU_SHARE",
+    "CLIENT_CPU_TARGET",
     "CLIENT_DELAY_MS",
     "CLIENT_DELAY_STATISTIC",
+    "CLIENT_LAG_MS",
     "CONFIDENCE",
     "CORRECTION",
     "FAMILIES",
@@ -245,6 +248,16 @@ under a tenth of this; 1% loss already costs a Reno flow most of its rate at 100
 
 LOSS_MIN_SEGMENTS: Final = 200
 """The fewest data segments counted in a direction before its share is read."""
+
+CLIENT_CPU_SHARE: Final = 0.9
+"""A load level whose client process used at least this share of a core (its CPU time
+over the level's wall time) was held back by its own CPU: the client shaped its numbers."""
+CLIENT_LAG_MS: Final = 10.0
+"""... so was one whose event loop ran late, or whose kernel-stamp reader read late, by
+more than this at the p99 (at a token's gap the reader's lag loses stamps)."""
+CLIENT_CPU_TARGET: Final = 0.6
+"""The share of a core each process is sized for when the load is spread: headroom for
+the bursts a mean hides."""
 
 CLIENT_DELAY_MS: Final = 10.0
 CLIENT_DELAY_STATISTIC: Final = "median"

@@ -26,6 +26,7 @@ The rooms behind this face, in the order a request passes through them:
 This package computes no statistics and prints nothing.
 """
 
+from latdoc.probe._arrivals import READER_LAG, ReaderLag
 from latdoc.probe._backend import Resolver, TimedBackend, TimedStream, system_resolver, warm_up
 from latdoc.probe._connection import ConnectionOptions
 from latdoc.probe._dialects import (
@@ -58,6 +59,7 @@ from latdoc.probe._stream_state import StreamState
 from latdoc.probe._tcpinfo import read_tcp_info
 
 __all__ = [
+    "READER_LAG",
     "ConnectionOptions",
     "Dialect",
     "Endpoint",
@@ -73,6 +75,7 @@ __all__ = [
     "Proxy",
     "ProxyConfig",
     "ProxyRoute",
+    "ReaderLag",
     "Recorder",
     "ResendHook",
     "Resolver",

@@ -29,7 +29,16 @@ import time
 import weakref
 from dataclasses import dataclass
 
-__all__ = ["READ_SIZE", "SO_TIMESTAMPNS", "Arrival", "Inbox", "RealtimeToMonotonic", "watch"]
+__all__ = [
+    "READER_LAG",
+    "READ_SIZE",
+    "SO_TIMESTAMPNS",
+    "Arrival",
+    "Inbox",
+    "ReaderLag",
+    "RealtimeToMonotonic",
+    "watch",
+]
 
 SO_TIMESTAMPNS = 35
 """Linux ``SO_TIMESTAMPNS`` (also ``SCM_TIMESTAMPNS``), absent from the socket module."""
@@ -80,6 +89,32 @@ class RealtimeToMonotonic:
 
 
 _to_monotonic = RealtimeToMonotonic()
+
+LAGS_KEPT = 1_000_000
+"""Reader lags held between two :meth:`ReaderLag.take` calls, at most (8 MB)."""
+
+
+class ReaderLag:
+    """How late the reader thread read each stamped segment: the moment its read
+    returned less the kernel's stamp. A lag past a token's gap is a stamp lost (the
+    next segment merged into the unread one); the load reads it per level, to say
+    when the client, not the server, shaped its numbers."""
+
+    def __init__(self) -> None:
+        self._lags: list[int] = []
+
+    def record(self, lag_ns: int) -> None:
+        lags = self._lags
+        if len(lags) < LAGS_KEPT:
+            lags.append(lag_ns)
+
+    def take(self) -> list[int]:
+        """The lags (ns) recorded since the last take."""
+        taken, self._lags = self._lags, []
+        return taken
+
+
+READER_LAG = ReaderLag()
 
 
 def _kernel_stamp(ancillary: list[tuple[int, int, bytes]]) -> int | None:
@@ -167,7 +202,10 @@ class Inbox:
             else:
                 now = time.perf_counter_ns()
                 stamp = _kernel_stamp(ancillary)
-                arrival = Arrival(data, None if stamp is None else _to_monotonic(stamp, now))
+                if stamp is not None:
+                    stamp = _to_monotonic(stamp, now)
+                    READER_LAG.record(now - stamp)
+                arrival = Arrival(data, stamp)
             if not arrival.data:
                 self.ended = True
                 _reader().forget(self)

@@ -62,3 +62,10 @@ class LoopLagMonitor:
             return None
         lags = list(self._lags)
         return max(lags[lo:hi])
+
+    def between(self, start_ns: int, end_ns: int) -> list[float]:
+        """Every lag (ms) read from ``start_ns`` to ``end_ns``."""
+        times = list(self._times)
+        lo = bisect.bisect_left(times, start_ns)
+        hi = bisect.bisect_right(times, end_ns)
+        return list(self._lags)[lo:hi]

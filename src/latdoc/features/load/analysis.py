@@ -21,6 +21,11 @@ count in the latency percentiles.
   beyond ``LITTLE_TOLERANCE`` means the client did not hold the load it meant to,
   or the window was too short for its latency.
 - **Goodput**: the requests per second (and the share) meeting every SLO.
+- **The client's own limit** (:class:`ClientLoad`): the CPU the sending process used,
+  how late its event loop and its kernel-stamp reader ran. Past ``CLIENT_CPU_SHARE`` of
+  a core, or ``CLIENT_LAG_MS`` of lag at the p99, the client shaped the level's numbers
+  (its TTFT, inter-token gaps and throughput carry its own waiting), and
+  :func:`processes_for` says how many processes would hold the load.
 
 A level cut short (an interrupted sweep, or a level the error budget stopped) is
 kept and marked ``partial``; the knee and the plateau are found among the other levels.
@@ -29,13 +34,21 @@ kept and marked ``partial``; the knee and the plateau are found among the other 
 from __future__ import annotations
 
 import itertools
+import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from latdoc.analysis.policy import LITTLE_TOLERANCE, PLATEAU_GROWTH, queues_under_load
+from latdoc.analysis.policy import (
+    CLIENT_CPU_SHARE,
+    CLIENT_CPU_TARGET,
+    CLIENT_LAG_MS,
+    LITTLE_TOLERANCE,
+    PLATEAU_GROWTH,
+    queues_under_load,
+)
 from latdoc.records import RequestTrace, Sample, Step
 
 SUSTAINED_SHARE = 0.9
@@ -43,6 +56,83 @@ SUSTAINED_SHARE = 0.9
 arrivals were sent in the window ..."""
 SUSTAINED_LATE_MS = 50.0
 """... and the median arrival left at most this late."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClientLoad:
+    """What sending one level cost the client process, measured while it ran."""
+
+    cpu_share: float
+    """The process's CPU time over the level's wall time: 1.0 is one core kept busy."""
+    loop_lag_ms_p99: float | None
+    """How late its event loop woke against a timer, p99; ``None`` without readings."""
+    reader_lag_ms_p99: float | None
+    """How late the kernel-stamp reader read a stamped segment, p99; ``None`` without
+    kernel stamps."""
+    processes: int = 1
+    """Processes that sent the level; the figures are the busiest one's."""
+
+    def reasons(self) -> list[str]:
+        """Why the client shaped the level's numbers; empty when it did not."""
+        out: list[str] = []
+        if self.cpu_share >= CLIENT_CPU_SHARE:
+            out.append(f"the process used {self.cpu_share:.0%} of a core")
+        if self.loop_lag_ms_p99 is not None and self.loop_lag_ms_p99 > CLIENT_LAG_MS:
+            out.append(f"its event loop ran {self.loop_lag_ms_p99:.0f} ms late (p99)")
+        if self.reader_lag_ms_p99 is not None and self.reader_lag_ms_p99 > CLIENT_LAG_MS:
+            out.append(f"its kernel-stamp reader read {self.reader_lag_ms_p99:.0f} ms late (p99)")
+        return out
+
+    @property
+    def saturated(self) -> bool:
+        return bool(self.reasons())
+
+    def document(self) -> dict[str, float | int | None]:
+        return {"cpu_share": self.cpu_share, "loop_lag_ms_p99": self.loop_lag_ms_p99,
+                "reader_lag_ms_p99": self.reader_lag_ms_p99,
+                "processes": self.processes}  # fmt: skip
+
+    @classmethod
+    def from_document(cls, raw: object) -> ClientLoad | None:
+        """The load as :meth:`document` wrote it; ``None`` for anything else."""
+        if not isinstance(raw, dict) or not isinstance(raw.get("cpu_share"), int | float):
+            return None
+
+        def number(key: str) -> float | None:
+            value = raw.get(key)
+            return float(value) if isinstance(value, int | float) else None
+
+        processes = raw.get("processes")
+        return cls(float(raw["cpu_share"]), number("loop_lag_ms_p99"),
+                   number("reader_lag_ms_p99"),
+                   processes if isinstance(processes, int) and processes > 0 else 1)  # fmt: skip
+
+
+def busiest(loads: Iterable[ClientLoad | None], processes: int = 1) -> ClientLoad | None:
+    """The busiest of several processes' (or rounds') loads, field by field."""
+    known = [load for load in loads if load is not None]
+    if not known:
+        return None
+
+    def worst(values: Iterable[float | None]) -> float | None:
+        seen = [v for v in values if v is not None]
+        return max(seen) if seen else None
+
+    return ClientLoad(
+        max(load.cpu_share for load in known),
+        worst(load.loop_lag_ms_p99 for load in known),
+        worst(load.reader_lag_ms_p99 for load in known),
+        processes,
+    )
+
+
+def processes_for(load: ClientLoad) -> int:
+    """Processes that would hold what ``load.processes`` of them sent, each at
+    ``CLIENT_CPU_TARGET`` of a core; at least one more than now when the client was
+    saturated (a saturated share is a floor on the need, not the need)."""
+    now = load.processes
+    wanted = math.ceil(load.cpu_share * now / CLIENT_CPU_TARGET)
+    return max(wanted, now + 1) if load.saturated else max(1, wanted)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +156,9 @@ class LevelWindow:
     """Cut short before it ended (Ctrl-C, the time budget, a lost worker, or the error
     budget stopping it): its finished requests are kept, but it is left out of the knee
     and the plateau."""
+    client: ClientLoad | None = None
+    """What sending it cost this process; ``None`` where it was not measured (sent from
+    worker processes or Ray actors, or read from a store that did not keep it)."""
 
     @property
     def seconds(self) -> float:

@@ -31,7 +31,7 @@ import numpy as np
 
 from latdoc.analysis.stats import quantile_interval
 from latdoc.errors import UsageError
-from latdoc.features.load.analysis import LevelWindow
+from latdoc.features.load.analysis import LevelWindow, busiest
 from latdoc.features.load.send import LoadPlan, _Sweep, too_many_failed, within_time_budget
 from latdoc.records import RequestTrace, Sample, StepNote
 from latdoc.workload import Budget
@@ -352,12 +352,14 @@ def _merged(
     """A level's rounds as one window."""
     start, end = windows[0].start_ns, windows[-1].end_ns
     partial = any(w.partial for w in windows)
+    client = busiest(w.client for w in windows)
     if not by_rate:
-        return LevelWindow(number, int(value), None, start, end, partial=partial)
+        return LevelWindow(number, int(value), None, start, end, partial=partial, client=client)
     scheduled = sum(w.scheduled or 0 for w in windows)
     lates = [w.late_ms_p50 for w in windows if w.late_ms_p50 is not None]
     late = max(lates) if lates else None
-    return LevelWindow(number, None, value, start, end, scheduled, late, partial=partial)
+    return LevelWindow(number, None, value, start, end, scheduled, late, partial=partial,
+                       client=client)  # fmt: skip
 
 
 def find_max_sweep(

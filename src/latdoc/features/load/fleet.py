@@ -32,7 +32,7 @@ from types import TracebackType
 from typing import Any, Protocol, Self
 
 from latdoc.errors import LatdocError
-from latdoc.features.load.analysis import LevelWindow
+from latdoc.features.load.analysis import LevelWindow, busiest
 from latdoc.features.load.send import (
     LoadPlan,
     level_schedule,
@@ -359,6 +359,7 @@ class FleetSweep:
             # The workers' medians, the latest of them: an upper bound of the whole median.
             late_ms_p50=max(late) if late else None,
             partial=partial or any(w.partial for w in ws),
+            client=busiest((w.client for w in ws), len(self.members)),
         )
 
 

@@ -6,6 +6,7 @@ then the knee, the plateau, Little's law and goodput in sentences.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,7 +23,13 @@ from latdoc.analysis.policy import (
     LITTLE_TOLERANCE,
     PLATEAU_GROWTH,
 )
-from latdoc.features.load.analysis import LevelStats, LoadAnalysis, Percentiles, knee_base
+from latdoc.features.load.analysis import (
+    LevelStats,
+    LoadAnalysis,
+    Percentiles,
+    knee_base,
+    processes_for,
+)
 from latdoc.records import StepNote
 from latdoc.report.names import format_ms
 
@@ -100,6 +107,7 @@ def findings(analysis: LoadAnalysis) -> list[str]:
                 f"{_level_name(slowest)}: its event loop held requests back before they left. "
                 "TTFT includes it; the knee and the server's time do not."
             )
+    lines += _client_limits(analysis)
     plateau = analysis.plateau
     if plateau is not None and analysis.peak_requests_per_s is not None:
         lines.append(
@@ -160,6 +168,42 @@ def findings(analysis: LoadAnalysis) -> list[str]:
     return lines
 
 
+def _client_limits(analysis: LoadAnalysis) -> list[str]:
+    """A sentence per level the client itself held back, with what would lift it."""
+    lines: list[str] = []
+    for lv in analysis.levels:
+        load = lv.window.client
+        if load is None or not load.saturated:
+            continue
+        reasons = load.reasons()
+        said = reasons[0] if len(reasons) == 1 else ", ".join(reasons[:-1]) + " and " + reasons[-1]
+        who = "" if load.processes == 1 else f" (the busiest of its {load.processes} workers)"
+        wanted = processes_for(load)
+        cores = os.cpu_count() or 1
+        spread = f"`--processes {wanted}`" + (
+            f" (this machine has {cores} cores; beyond them, `--ray` over more machines)"
+            if wanted > cores
+            else " or `--ray`"
+        )
+        lines.append(
+            f"At {_level_name(lv)} the client{who}, not the server, shaped the numbers (*): "
+            f"{said}. Its TTFT, inter-token gaps and throughput carry the client's own "
+            f"waiting; {spread} would spread the streams."
+        )
+    return lines
+
+
+def _marked(lv: LevelStats) -> str:
+    """The level's name, marked ``*`` where the client shaped it."""
+    load = lv.window.client
+    return _level_name(lv) + ("*" if load is not None and load.saturated else "")
+
+
+def _cpu(lv: LevelStats) -> str:
+    load = lv.window.client
+    return "-" if load is None else f"{load.cpu_share:.0%}"
+
+
 def render_load(
     analysis: LoadAnalysis, notes: Sequence[StepNote] = (), *, title: str = ""
 ) -> RenderableType:
@@ -180,7 +224,7 @@ def render_load(
     throughput = _table(heads)
     for lv in analysis.levels:
         throughput.add_row(
-            _level_name(lv), str(lv.requests), f"{lv.error_rate:.0%}", _rate(lv.requests_per_s),
+            _marked(lv), str(lv.requests), f"{lv.error_rate:.0%}", _rate(lv.requests_per_s),
             _rate(lv.output_tokens_per_s), _rate(lv.sent_per_s), _rate(lv.goodput_per_s),
             _pct(lv.pool_wait_ms, "p95"), _pct(lv.client_delay_ms, "p95"),
         )  # fmt: skip
@@ -202,7 +246,7 @@ def render_load(
             Text(
                 "Pool: p95 of the time a request waited for a connection in the client; "
                 "client: p95 of the client's own delay before a request left. Neither is "
-                "the server's time.",
+                "the server's time; * marks a level the client itself shaped.",
                 style="dim",
             ),
             (0, 0, 0, 2),
@@ -228,6 +272,7 @@ def _level_dict(lv: LevelStats) -> dict[str, Any]:
             "scheduled": w.scheduled,
             "late_ms_p50": w.late_ms_p50,
             "partial": w.partial,
+            "client": None if w.client is None else w.client.document(),
         },
         "seconds": w.seconds,
         "requests": lv.requests,
@@ -310,6 +355,7 @@ def render_load_html(
             "sent": _rate(lv.sent_per_s),
             "goodput": _rate(lv.goodput_per_s),
             "pool": _pct(lv.pool_wait_ms, "p95"),
+            "cpu": _cpu(lv),
         }
         for lv in analysis.levels
     ]

@@ -12,7 +12,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from latdoc.errors import UsageError
-from latdoc.features.load.analysis import LevelWindow, LoadAnalysis, Slo, analyse_load
+from latdoc.features.load.analysis import (
+    ClientLoad,
+    LevelWindow,
+    LoadAnalysis,
+    Slo,
+    analyse_load,
+)
 from latdoc.features.load.findmax import FindMax, Objective, find_max_sweep
 from latdoc.features.load.fleet import Fleet, FleetSweep, join
 from latdoc.features.load.processes import ProcessFleet
@@ -304,6 +310,7 @@ def windows_from_document(document: Mapping[str, Any]) -> list[LevelWindow]:
             scheduled=w.get("scheduled"),
             late_ms_p50=w.get("late_ms_p50"),
             partial=w.get("partial") is True,
+            client=ClientLoad.from_document(w.get("client")),
         )
         for w in (level["window"] for level in levels)
     ]

@@ -25,11 +25,22 @@ import asyncio
 import contextlib
 import math
 import random
+import time
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 
-from latdoc.features.load.analysis import LevelWindow
-from latdoc.probe import ConnectionOptions, Endpoint, EventHook, ProbeSession, now_ns
+import numpy as np
+
+from latdoc.features.load.analysis import ClientLoad, LevelWindow
+from latdoc.probe import (
+    READER_LAG,
+    ConnectionOptions,
+    Endpoint,
+    EventHook,
+    LoopLagMonitor,
+    ProbeSession,
+    now_ns,
+)
 from latdoc.records import RequestTrace, Sample, Step, StepNote
 from latdoc.workload import ASSUMED, Budget, make_prompt, prompt_cost
 
@@ -103,6 +114,36 @@ class _Level:
         return self.stop_ns is None and now_ns() < self.deadline_ns
 
 
+class _ClientMeter:
+    """What a level costs this process: its CPU over the level's wall time, how late its
+    loop woke (``lag``, running for the whole sweep) and how late the kernel-stamp
+    reader read (every socket of the process)."""
+
+    def __init__(self) -> None:
+        self.lag: LoopLagMonitor | None = None
+        self._start = (0, 0.0)
+
+    def start(self) -> None:
+        READER_LAG.take()
+        self._start = (now_ns(), time.process_time())
+
+    def end(self) -> ClientLoad:
+        start_ns, cpu = self._start
+        end_ns = now_ns()
+        wall = max(1e-9, (end_ns - start_ns) / _NS)
+        loop = [] if self.lag is None else self.lag.between(start_ns, end_ns)
+        reader_ns = _p99(READER_LAG.take())
+        return ClientLoad(
+            cpu_share=(time.process_time() - cpu) / wall,
+            loop_lag_ms_p99=_p99(loop),
+            reader_lag_ms_p99=None if reader_ns is None else reader_ns / 1e6,
+        )
+
+
+def _p99(values: list[float] | list[int]) -> float | None:
+    return float(np.quantile(values, 0.99)) if values else None
+
+
 class _Sweep:
     def __init__(
         self,
@@ -128,6 +169,7 @@ class _Sweep:
         """Requests reserved and sent so far, finished or not."""
         self.words = ASSUMED.words_for(plan.prompt_tokens)
         self.cost = prompt_cost(ASSUMED, self.words)
+        self.meter = _ClientMeter()
 
     def note(self, text: str) -> None:
         note = StepNote(Step.RUN, text)
@@ -174,6 +216,7 @@ class _Sweep:
         """Closed loop: ``streams`` back to back; ``level_streams`` is the level's whole
         concurrency when this process sends only its share of it."""
         label = streams if level_streams is None else level_streams
+        self.meter.start()
         start = now_ns()
         level = _Level(number, start + int(seconds * _NS))
         partial = False
@@ -198,9 +241,10 @@ class _Sweep:
             # A level the error budget stopped did not hold its load either.
             partial = partial or level.too_many_errors
             self._level_done(
-                LevelWindow(number, label, None, start, _end(level), partial=partial),
+                LevelWindow(number, label, None, start, _end(level), partial=partial,
+                            client=self.meter.end()),
                 level,
-            )
+            )  # fmt: skip
         return level
 
     async def open(
@@ -223,6 +267,7 @@ class _Sweep:
         while at < seconds:
             schedule.append(at)
             at += rng.expovariate(rate)
+        self.meter.start()
         start = now_ns()
         level = _Level(number, start + int(seconds * _NS))
         late_ms: list[float] = []
@@ -269,6 +314,7 @@ class _Sweep:
                 len(schedule),
                 late,
                 partial=partial,
+                client=self.meter.end(),
             )
             self._level_done(window, level)
         return level
@@ -286,6 +332,11 @@ class _Sweep:
         self.on_level(window)
 
     async def run(self) -> None:
+        async with LoopLagMonitor() as lag:
+            self.meter.lag = lag
+            await self._levels()
+
+    async def _levels(self) -> None:
         def blocked() -> str | None:
             return None if self.budget.requests_left >= 1 else "the budget ran out"
 
