@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from latdoc.analysis.policy import CLIENT_CPU_SHARE, CLIENT_CPU_TARGET, CLIENT_L
 from latdoc.cli import EXIT_OK, main
 from latdoc.features.load.analysis import ClientLoad, busiest, processes_for
 from latdoc.lab.sim import LabConfig, LabProcess, LatencyModel
+from latdoc.store import Store
 
 
 def test_a_level_is_the_clients_when_its_cpu_or_lags_pass_the_policy() -> None:
@@ -73,3 +75,37 @@ def test_each_level_says_what_sending_it_cost_and_whether_the_client_shaped_it(
     assert main(["report", document["run_id"], "--json", "--db", str(db)]) == EXIT_OK
     again = json.loads(capsys.readouterr().out)
     assert [lv["window"]["client"] for lv in again["levels"]] == [low, high]
+
+
+@pytest.mark.parametrize("streams", [2, 256])
+def test_processes_auto_sizes_the_sweep_from_a_calibration_of_its_own(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], streams: int
+) -> None:
+    """The calibration's CPU share, scaled to the peak's streams and sized at the
+    policy's share of a core, gives the processes (at most the machine's cores); more
+    than one sends from worker processes, one from this process. A small peak needs one."""
+    latency = LatencyModel(prefill_base_ms=5, prefill_ms_per_token=0, decode_ms_per_token=5)
+    db = tmp_path / "load.db"
+    with LabProcess(LabConfig(latency=latency)) as lab:
+        code = main(["load", lab.base_url, "-m", "lab-sim", "--concurrency", str(streams),
+                     "--processes", "auto", "--duration-per-level", "1", "--max-tokens", "16",
+                     "--max-requests", "20000", "--json", "--db", str(db)])  # fmt: skip
+    assert code == EXIT_OK
+    document = json.loads(capsys.readouterr().out)
+    with Store(db) as store:
+        (info,) = store.list_runs()
+    chosen = info.meta["processes_auto"]
+    calibration = chosen["calibration"]
+    assert calibration["streams"] == min(streams, 32) and calibration["requests"] > 0
+    share = calibration["client"]["cpu_share"] * streams / calibration["streams"]
+    assert chosen["peak_cpu_share"] == pytest.approx(share)
+    expected = min(os.cpu_count() or 1, max(1, math.ceil(share / CLIENT_CPU_TARGET)))
+    assert chosen["processes"] == expected
+    if streams == 2:
+        assert expected == 1
+    sent_from = info.meta.get("workers")
+    assert (sent_from is None) == (expected == 1)
+    if sent_from is not None:
+        assert sent_from["count"] == expected
+    assert any(n.startswith(f"--processes auto chose {expected}")
+               for n in document["notes"])  # fmt: skip

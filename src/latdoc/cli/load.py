@@ -172,8 +172,10 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     w = p.add_argument_group("workers: when one process cannot keep the streams up")
     spread = w.add_mutually_exclusive_group()
     spread.add_argument(
-        "--processes", type=positive_int, metavar="N",
-        help="send from N local worker processes, each with its share of every level",
+        "--processes", type=_processes, metavar="N",
+        help="send from N local worker processes, each with its share of every level; "
+        "auto: as many as a short calibration from this process says the busiest level "
+        "needs (at most this machine's cores)",
     )  # fmt: skip
     add_ray_argument(spread, "send from Ray actors on the cluster at ADDRESS")
     w.add_argument(
@@ -195,13 +197,18 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     add_store_argument(p)
 
 
+def _processes(text: str) -> int | str:
+    """``--processes``: a count, or ``auto``."""
+    return "auto" if text.strip().lower() == "auto" else positive_int(text)
+
+
 def workers(args: argparse.Namespace) -> Workers | None:
     """The workers ``--processes`` or ``--ray``/``--workers`` ask for, if any."""
     if args.workers is not None and args.ray is None:
         raise UsageError("--workers counts Ray actors: give --ray ADDRESS too")
     if args.ray is not None:
         return Workers(args.workers or DEFAULT_RAY_WORKERS, ray=args.ray)
-    if args.processes is not None:
+    if isinstance(args.processes, int):
         return Workers(args.processes)
     return None
 
@@ -275,6 +282,7 @@ def run(args: argparse.Namespace) -> int:
                     workers=spread,
                     replay=replay,
                     find_max=found,
+                    auto_processes=args.processes == "auto",
                 )
             finally:
                 progress.clear()

@@ -7,7 +7,7 @@ import ipaddress
 import sqlite3
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -19,6 +19,7 @@ from latdoc.features.load.analysis import (
     Slo,
     analyse_load,
 )
+from latdoc.features.load.auto import choose_processes
 from latdoc.features.load.findmax import FindMax, Objective, find_max_sweep
 from latdoc.features.load.fleet import Fleet, FleetSweep, join
 from latdoc.features.load.processes import ProcessFleet
@@ -108,6 +109,7 @@ def load_endpoint(
     workers: Workers | None = None,
     replay: Replay | None = None,
     find_max: FindMaxAsk | None = None,
+    auto_processes: bool = False,
 ) -> LoadRun:
     """Run ``plan``'s sweep, keep every sample as it finishes, and analyse each level.
 
@@ -117,11 +119,23 @@ def load_endpoint(
     analysed, the one it cut short marked partial. With ``workers`` the streams are
     sent from worker processes or Ray actors; every one of them is stopped when
     this returns, also on Ctrl-C. With ``replay`` the levels are a trace's
-    (:mod:`latdoc.features.load.replay`), read whole before anything is sent.
+    (:mod:`latdoc.features.load.replay`), read whole before anything is sent. With
+    ``auto_processes`` a short calibration from this process chooses the local worker
+    processes (:mod:`latdoc.features.load.auto`) before the sweep.
     """
     check_load_target(plan, confirmed=confirmed)
     slo = slo or Slo()
     meta: dict[str, Any] = {**host_meta(), "load": _plan_meta(plan, slo)}
+    opening: list[StepNote] = []
+    if auto_processes:
+        if workers is not None or replay is not None or find_max is not None:
+            raise UsageError("--processes auto chooses the processes itself: leave out "
+                             "--ray, --trace and --find-max")  # fmt: skip
+        choice = choose_processes(plan)
+        meta["processes_auto"] = choice.document()
+        opening.append(StepNote(Step.RUN, choice.sentence()))
+        plan = replace(plan, max_requests=max(1, plan.max_requests - choice.requests))
+        workers = Workers(choice.processes) if choice.processes > 1 else None
     if replay is not None:
         if workers is not None:
             raise UsageError("--trace replays from this process: leave out --processes and --ray")
@@ -139,9 +153,11 @@ def load_endpoint(
         return run
     with ExitStack() as stack:
         if workers is None:
-            return _run_sweep(plan, _local_sweep(plan, on_progress), store, slo, meta, on_sample)
+            return _run_sweep(
+                plan, _local_sweep(plan, on_progress), store, slo, meta, on_sample, opening
+            )
         sweep = _fleet_sweep(plan, workers, on_progress, stack, meta)
-        return _run_sweep(plan, sweep, store, slo, meta, on_sample)
+        return _run_sweep(plan, sweep, store, slo, meta, on_sample, opening)
 
 
 Sweep = Callable[
@@ -207,6 +223,7 @@ def _run_sweep(
     slo: Slo,
     meta: Mapping[str, Any],
     on_sample: Callable[[Sample], None] | None,
+    opening: Sequence[StepNote] = (),
 ) -> LoadRun:
     """Run ``sweep``, keeping each sample as it comes, committed a batch at a time (see
     :meth:`Store.batch`): a commit is a disk sync of milliseconds, made on the event
@@ -239,7 +256,7 @@ def _run_sweep(
             on_sample(sample)
 
     status = "done"
-    notes: list[StepNote] = []
+    notes: list[StepNote] = list(opening)
     try:
         with writer:
             asyncio.run(sweep(keep, windows.append, notes.append))
