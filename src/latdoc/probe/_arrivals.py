@@ -27,7 +27,7 @@ import struct
 import threading
 import time
 import weakref
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = [
     "READER_LAG",
@@ -125,10 +125,10 @@ def _kernel_stamp(ancillary: list[tuple[int, int, bytes]]) -> int | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class Arrival:
+class Arrival(NamedTuple):
     """One read: its bytes (empty at the end of the stream), when the kernel received
-    them (``perf_counter_ns``; ``None`` without kernel stamps) or the error it met."""
+    them (``perf_counter_ns``; ``None`` without kernel stamps) or the error it met. A
+    named tuple: the reader thread makes one per read, holding the interpreter lock."""
 
     data: bytes
     stamp_ns: int | None
