@@ -19,7 +19,11 @@ stamps, so the probe's errors are computed by ``bench/probe_overhead.py``'s own
   connection, as probe_overhead's warm-up round does);
 - CPU per request: this process's CPU plus the workers' (local processes: their
   CPU once joined; Ray actors: their ``/proc`` CPU, read until they end), per request,
-  start-up of the workers included.
+  start-up of the workers included;
+- the driver's CPU per trace: this process's own, alone. With workers that is what
+  merging costs the driver: receiving each batch, moving each trace onto its clocks
+  and keeping it in the store, the figure that bounds how many traces a second one
+  driver can take from a fleet.
 
 The lab shares the machine's cores with the client, so on a small machine it is
 part of what is measured: read the columns against each other, from one run.
@@ -135,7 +139,7 @@ def actor_cpu(db: Path) -> Iterator[Callable[[], float]]:
 
 def one_way(
     url: str, streams: int, seconds: float, workers: Workers | None, db: Path
-) -> tuple[LoadRun, float, list[Observed]]:
+) -> tuple[LoadRun, float, float, list[Observed]]:
     with tempfile.TemporaryDirectory(prefix="ldstamps-") as stamps_dir:
         plan = LoadPlan(
             Endpoint(url, "lab-sim"),
@@ -159,6 +163,7 @@ def one_way(
                 extra = 0.0
         after = os.times()
         cpu = sum(after[:4]) - sum(before[:4]) + extra
+        driver = sum(after[:2]) - sum(before[:2])
         stamps = read_stamps(stamps_dir)
     # As probe_overhead leaves its warm-up round out: a stream's first request opens
     # its connection, which is not the probe's timing error.
@@ -167,7 +172,7 @@ def one_way(
         for s in run.samples
         if s.trace.response_id in stamps and not s.trace.new_connection
     ]
-    return run, cpu, observed
+    return run, cpu, driver, observed
 
 
 def main() -> None:
@@ -199,9 +204,10 @@ def main() -> None:
             print("Ray is not installed: the Ray way is left out")
     print(f"load of {args.streams} streams for {args.seconds:g} s against the lab "
           f"(ITL {args.itl_ms:g} ms, {OUTPUT_TOKENS} tokens), {os.cpu_count()} cores")  # fmt: skip
-    print(f"{'':<14} {'':>9} {'':>7} {'':>11} {'user TTFT error':>21} {'wire TTFT error':>21}")
+    print(f"{'':<14} {'':>9} {'':>7} {'':>11} {'':>14} {'user TTFT error':>21} "
+          f"{'wire TTFT error':>21}")  # fmt: skip
     print(f"{'sent from':<14} {'requests':>9} {'sent/s':>7} {'CPU ms/req':>11} "
-          f"{'p50':>10} {'p99':>10} {'p50':>10} {'p99':>10}")  # fmt: skip
+          f"{'driver ms/req':>14} {'p50':>10} {'p99':>10} {'p50':>10} {'p99':>10}")  # fmt: skip
     try:
         with (
             LabProcess(LabConfig(latency=model, stamp_chunks=True)) as server,
@@ -209,7 +215,7 @@ def main() -> None:
         ):
             for k, (name, workers) in enumerate(ways):
                 db = Path(tmp, f"{k}.db")
-                run, cpu, observed = one_way(
+                run, cpu, driver, observed = one_way(
                     server.base_url, args.streams, args.seconds, workers, db
                 )
                 errors = errors_of(observed)
@@ -218,7 +224,7 @@ def main() -> None:
                 (level,) = run.analysis.levels
                 print(
                     f"{name:<14} {n:>9} {level.sent_per_s:>7.0f} "
-                    f"{cpu / max(n, 1) * 1000:>11.2f} "
+                    f"{cpu / max(n, 1) * 1000:>11.2f} {driver / max(n, 1) * 1000:>14.2f} "
                     f"{_ms(user, 'p50'):>10} {_ms(user, 'p99'):>10} "
                     f"{_ms(wire, 'p50'):>10} {_ms(wire, 'p99'):>10}"
                     + (f"   ({errors.failed} without stamps)" if errors.failed else "")
