@@ -107,6 +107,15 @@ def _command(url: str, streams: int, seconds: float, db: Path, extra: list[str])
             "--max-seconds", str(seconds * 4 + 30), "--db", str(db), "--json", *extra]  # fmt: skip
 
 
+def _client_env(client_src: str | None) -> dict[str, str] | None:
+    """The command's environment: with ``client_src``, that tree's latdoc (another
+    commit's ``src``, for a before and after from one lab)."""
+    if client_src is None:
+        return None
+    path = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": client_src + (os.pathsep + path if path else "")}
+
+
 def _writes(log: Path) -> dict[str, list[int]]:
     found: dict[str, list[int]] = {}
     if log.exists():
@@ -117,7 +126,15 @@ def _writes(log: Path) -> dict[str, list[int]]:
     return found
 
 
-def run_once(url: str, streams: int, seconds: float, core: int, log: Path, extra: list[str]) -> Run:
+def run_once(
+    url: str,
+    streams: int,
+    seconds: float,
+    core: int,
+    log: Path,
+    extra: list[str],
+    client_src: str | None = None,
+) -> Run:
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "load.db"
         before = _cpu_of_children()
@@ -125,6 +142,7 @@ def run_once(url: str, streams: int, seconds: float, core: int, log: Path, extra
         with pinned(core):
             done = subprocess.run(
                 _command(url, streams, seconds, db, extra),
+                env=_client_env(client_src),
                 capture_output=True,
                 text=True,
                 check=False,
@@ -168,7 +186,7 @@ def run_once(url: str, streams: int, seconds: float, core: int, log: Path, extra
 
 
 def profile(
-    url: str, streams: int, seconds: float, core: int, out: Path
+    url: str, streams: int, seconds: float, core: int, out: Path, client_src: str | None = None
 ) -> tuple[int, dict[str, int], dict[str, int]]:
     """The long level again under py-spy: its requests, and samples by part and by
     innermost function."""
@@ -179,7 +197,8 @@ def profile(
             subprocess.run(
                 [str(spy), "record", "--format", "raw", "--rate", "250", "--gil",
                  "--output", str(out), "--", *_command(url, streams, seconds, db, [])],
-                capture_output=True, check=True, timeout=seconds * 4 + 90,
+                env=_client_env(client_src), capture_output=True, check=True,
+                timeout=seconds * 4 + 90,
             )  # fmt: skip
         with Store(db) as store:
             (info,) = store.list_runs()
@@ -215,6 +234,9 @@ def main() -> None:
     parser.add_argument("--short", type=float, default=4.0, help="the short level")
     parser.add_argument("--extra", default="", help="more arguments for latdoc load")
     parser.add_argument("--profile", action="store_true", help="and where the CPU went")
+    parser.add_argument(
+        "--client-src", help="run the command from this src directory (another commit's)"
+    )
     args = parser.parse_args()
     cores = sorted(os.sched_getaffinity(0))
     lab_core, client_core = cores[-1], cores[0]
@@ -233,11 +255,14 @@ def main() -> None:
         with pinned(lab_core):
             server.start()  # the lab's process keeps the core it started on
         try:
-            short = run_once(server.base_url, args.streams, args.short, client_core, log, extra)
-            long = run_once(server.base_url, args.streams, args.seconds, client_core, log, extra)
+            short, long = (
+                run_once(server.base_url, args.streams, seconds, client_core, log, extra,
+                         args.client_src)
+                for seconds in (args.short, args.seconds)
+            )  # fmt: skip
             if args.profile:
                 profiled = profile(server.base_url, args.streams, args.seconds, client_core,
-                                   Path(tmp) / "profile.txt")  # fmt: skip
+                                   Path(tmp) / "profile.txt", args.client_src)  # fmt: skip
         finally:
             server.stop()
     per_request = (long.cpu_s - short.cpu_s) / max(1, long.requests - short.requests) * 1000
