@@ -189,14 +189,15 @@ class Inbox:
 
     # -- in the reader thread -------------------------------------------------
 
-    def pull(self) -> None:
+    def pull(self) -> asyncio.Future[None] | None:
+        """Read the socket once; the loop's waiter to wake, if it waits."""
         with self._lock:
             if self._closed or self.ended:
-                return
+                return None
             try:
                 data, ancillary, _flags, _addr = self.sock.recvmsg(READ_SIZE, _ANCILLARY_SPACE)
             except (BlockingIOError, InterruptedError):
-                return
+                return None
             except OSError as exc:
                 arrival = Arrival(b"", None, exc)
             else:
@@ -214,15 +215,13 @@ class Inbox:
             if self._queued_bytes > PAUSE_BYTES and not self.ended:
                 self._paused = True
                 _reader().pause(self)
-        waiter = self._waiter
-        if waiter is not None:
-            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
-                self.loop.call_soon_threadsafe(_wake, waiter)
+        return self._waiter
 
 
-def _wake(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
+def _wake(waiters: list[asyncio.Future[None]]) -> None:
+    for waiter in waiters:
+        if not waiter.done():
+            waiter.set_result(None)
 
 
 class _Reader:
@@ -260,15 +259,26 @@ class _Reader:
                 events = self._epoll.poll()
             except InterruptedError:
                 continue
+            # One wake-up of each loop for all its reads of the batch: a thread-safe call
+            # writes to the loop's self-pipe, and one a read was most of the loop's work
+            # at hundreds of streams.
+            waking: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
             for fd, _mask in events:
-                self._pull(fd)
+                self._pull(fd, waking)
+            for loop, waiters in waking.items():
+                with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits now
+                    loop.call_soon_threadsafe(_wake, waiters)
 
-    def _pull(self, fd: int) -> None:
+    def _pull(
+        self, fd: int, waking: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]]
+    ) -> None:
         """One socket's read; holds its inbox no longer than that, so a dropped stream
         can be collected while the thread waits."""
         inbox = self._inboxes.get(fd)
         if inbox is not None:
-            inbox.pull()
+            waiter = inbox.pull()
+            if waiter is not None:
+                waking.setdefault(inbox.loop, []).append(waiter)
 
 
 _the_reader: _Reader | None = None
