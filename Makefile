@@ -31,13 +31,17 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/latdoc diagnose --html latdoc-report.html
 
+# Two workers, each taking a whole file at a time (its module fixtures set up once):
+# every timing test holds beside a CPU hog, so beside another test file too.
+PYTEST_WORKERS := -n 2 --dist loadfile
+
 test: $(STAMP) $(LITELLM_STAMP) lint
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q $(PYTEST_WORKERS)
 
 # The suite without the tests marked slow (the real engine, Ray, LiteLLM's proxy):
 # what a developer runs between edits; `make test` (and CI) still runs everything.
 test-fast: $(STAMP)
-	$(BIN)/pytest -q -m "not slow"
+	$(BIN)/pytest -q $(PYTEST_WORKERS) -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
