@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import math
 from typing import Any
 
 import pytest
@@ -145,12 +146,16 @@ def test_a_probe_reads_each_form_the_lab_tells(form: TimingForm, source: str) ->
             (TOKENS - 1) * LATENCY.decode_ms_per_token, abs=0.5
         )
     if form is not TimingForm.LLAMACPP:  # llama.cpp does not tell its queue
-        # One slot, two requests: the second waits for the whole of the first.
+        # One slot, two requests: the second waits for the whole of the first, as long as
+        # the first took here (a busy machine stretches the lab's planned time, never
+        # shortens it), which the client timed too.
         whole = LATENCY.prefill_base_ms + (TOKENS - 1) * LATENCY.decode_ms_per_token
         queues = sorted(t.queue_ms or 0.0 for t in timings)
         noise = MachineNoise()
         assert queues[0] < noise.bound_ms(5.0, whole / 2)
-        noise.assert_near(queues[1], whole, 0.15 * whole, whole / 2)
+        assert queues[1] >= 0.85 * whole, queues
+        held = min(t.total_ms or math.inf for t in traces)
+        noise.assert_near(queues[1], held, 0.15 * whole, whole / 2)
     # Split by the client's clock, the told prefill is the first token's server part.
     for trace in traces:
         split = split_ttft(trace)
