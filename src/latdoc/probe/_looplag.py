@@ -30,8 +30,17 @@ class LoopLagMonitor:
         self._task: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> LoopLagMonitor:
-        self._task = asyncio.get_running_loop().create_task(self._run())
+        self.start()
         return self
+
+    def start(self) -> None:
+        """Start reading the lag on the running loop (:meth:`stop` ends it)."""
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def stop(self) -> None:
+        """Stop reading; the readings so far are kept."""
+        if self._task is not None:
+            self._task.cancel()
 
     async def __aexit__(
         self,

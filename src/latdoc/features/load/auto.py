@@ -24,7 +24,6 @@ from typing import Any
 from latdoc.analysis.policy import CLIENT_CPU_TARGET
 from latdoc.features.load.analysis import ClientLoad, LevelWindow
 from latdoc.features.load.send import LoadPlan, _Sweep
-from latdoc.probe import LoopLagMonitor
 from latdoc.records import Sample
 from latdoc.workload import Budget
 
@@ -95,9 +94,7 @@ def choose_processes(plan: LoadPlan) -> AutoProcesses:
 
     async def run() -> None:
         sweep = _Sweep(calibration, budget, samples.append, windows.append, None, None)
-        async with LoopLagMonitor() as lag:
-            sweep.meter.lag = lag
-            await sweep.closed(1, streams, CALIBRATION_S)
+        await sweep.closed(1, streams, CALIBRATION_S)
 
     asyncio.run(run())
     cores = os.cpu_count() or 1

@@ -116,22 +116,25 @@ class _Level:
 
 class _ClientMeter:
     """What a level costs this process: its CPU over the level's wall time, how late its
-    loop woke (``lag``, running for the whole sweep) and how late the kernel-stamp
-    reader read (every socket of the process)."""
+    loop woke (a lag monitor for the level) and how late the kernel-stamp reader read
+    (every socket of the process)."""
 
     def __init__(self) -> None:
-        self.lag: LoopLagMonitor | None = None
+        self._lag = LoopLagMonitor()
         self._start = (0, 0.0)
 
     def start(self) -> None:
         READER_LAG.take()
+        self._lag = LoopLagMonitor()
+        self._lag.start()
         self._start = (now_ns(), time.process_time())
 
     def end(self) -> ClientLoad:
         start_ns, cpu = self._start
         end_ns = now_ns()
         wall = max(1e-9, (end_ns - start_ns) / _NS)
-        loop = [] if self.lag is None else self.lag.between(start_ns, end_ns)
+        self._lag.stop()
+        loop = self._lag.between(start_ns, end_ns)
         reader_ns = _p99(READER_LAG.take())
         return ClientLoad(
             cpu_share=(time.process_time() - cpu) / wall,
@@ -332,11 +335,6 @@ class _Sweep:
         self.on_level(window)
 
     async def run(self) -> None:
-        async with LoopLagMonitor() as lag:
-            self.meter.lag = lag
-            await self._levels()
-
-    async def _levels(self) -> None:
         def blocked() -> str | None:
             return None if self.budget.requests_left >= 1 else "the budget ran out"
 
