@@ -41,7 +41,7 @@ from latdoc.lab.sim import (
 from latdoc.lab.sim._cache import PrefixCache
 from latdoc.lab.sim._process import config_from_json, config_to_json
 from latdoc.lab.sim._slots import SlotPool
-from machine_noise import MachineNoise
+from machine_noise import MachineNoise, spread_ms
 
 FAST = LatencyModel(prefill_base_ms=2.0, prefill_ms_per_token=0.0, decode_ms_per_token=0.5)
 MESSAGES = [{"role": "user", "content": "Hello, world"}]
@@ -439,10 +439,14 @@ def test_lab_process_keeps_time_under_load(
     assert len(lateness_ms) == 32 * 10
     summary = f"lateness ms: median {statistics.median(lateness_ms):.2f}, max {lateness_ms[-1]:.2f}"
     assert lateness_ms[0] >= 0, summary
-    # 8 and 30 ms on a quiet machine; a lab that served the 32 streams one at a time
-    # would be seconds late.
-    assert statistics.median(lateness_ms) < machine_noise.bound_ms(8, 40), summary
-    assert lateness_ms[int(0.95 * len(lateness_ms))] < machine_noise.bound_ms(30, 120), summary
+    # 8 and 30 ms on a quiet machine, widened by the noise or by the lateness's own
+    # spread (a busy machine delays the lab while the 32 streams run, when a noise
+    # measurement before or after sees little); a lab that served the 32 streams one at
+    # a time would be seconds late.
+    spread = spread_ms(lateness_ms)
+    assert statistics.median(lateness_ms) < machine_noise.bound_ms(8, 40, extra_ms=spread), summary
+    p95 = lateness_ms[int(0.95 * len(lateness_ms))]
+    assert p95 < machine_noise.bound_ms(30, 120, extra_ms=spread), summary
 
 
 def test_config_round_trips_to_the_child() -> None:
