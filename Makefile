@@ -31,12 +31,13 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/latdoc diagnose --html latdoc-report.html
 
-# Two workers, each taking a whole file at a time (its module fixtures set up once):
-# every timing test holds beside a CPU hog, so beside another test file too.
+# `make test-fast` on two workers, each taking a whole file at a time (its module
+# fixtures set up once). `make test` (CI) runs one file after another: two timing
+# tests side by side beside a busy machine still stretch each other's times.
 PYTEST_WORKERS := -n 2 --dist loadfile
 
 test: $(STAMP) $(LITELLM_STAMP) lint
-	$(BIN)/pytest -q $(PYTEST_WORKERS)
+	$(BIN)/pytest -q
 
 # The suite without the tests marked slow (the real engine, Ray, LiteLLM's proxy):
 # what a developer runs between edits; `make test` (and CI) still runs everything.
