@@ -2,7 +2,7 @@
 
 httpcore's AnyIO backend opens a cancel scope around every read; at hundreds of
 streams that bookkeeping was a quarter of the probe's CPU. This backend speaks to
-asyncio's own streams, with ``asyncio.timeout`` only where a timeout is asked for,
+asyncio's own streams, with ``asyncio.timeout`` (no timer where none is asked for),
 and maps their errors to httpcore's exceptions as httpcore's own backends do.
 """
 
@@ -19,12 +19,6 @@ from typing import Any
 import httpcore
 
 
-def deadline(timeout: float | None) -> asyncio.Timeout:
-    """``asyncio.timeout(timeout)``, none when ``timeout`` is ``None``: an object, not a
-    generator-based context manager, since it is entered on every read."""
-    return asyncio.timeout(timeout)
-
-
 class AsyncioStream(httpcore.AsyncNetworkStream):
     """One TCP (or TLS) connection as an httpcore network stream."""
 
@@ -34,7 +28,7 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         try:
-            async with deadline(timeout):
+            async with asyncio.timeout(timeout):
                 return await self._reader.read(max_bytes)
         except TimeoutError:
             raise httpcore.ReadTimeout(f"no data within {timeout:g} s") from None
@@ -45,7 +39,7 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         if not buffer:
             return
         try:
-            async with deadline(timeout):
+            async with asyncio.timeout(timeout):
                 self._writer.write(buffer)
                 await self._writer.drain()
         except TimeoutError:
@@ -63,7 +57,7 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         timeout: float | None = None,
     ) -> httpcore.AsyncNetworkStream:
         try:
-            async with deadline(timeout):
+            async with asyncio.timeout(timeout):
                 await self._writer.start_tls(ssl_context, server_hostname=server_hostname)
         except TimeoutError:
             self._writer.transport.abort()
@@ -111,7 +105,7 @@ async def open_stream(
     """Connect to ``ip``:``port`` (no name resolution here) with TCP_NODELAY."""
     local = (local_address, 0) if local_address else None
     try:
-        async with deadline(timeout):
+        async with asyncio.timeout(timeout):
             reader, writer = await asyncio.open_connection(ip, port, local_addr=local)
     except TimeoutError:
         raise httpcore.ConnectTimeout(f"TCP connect took longer than {timeout:g} s") from None

@@ -151,11 +151,6 @@ class Inbox:
         self._queued_bytes = 0
         self._paused = False
 
-    async def get(self) -> Arrival:
-        """The next read, in arrival order, waiting for one if none is queued."""
-        await self.wait()
-        return self.pop()
-
     async def wait(self) -> None:
         """Until a read is queued."""
         while not self.reads:

@@ -28,7 +28,7 @@ from typing import Any
 
 import httpcore
 
-from latdoc.probe._aiostream import deadline, set_socket_options, socket_readable
+from latdoc.probe._aiostream import set_socket_options, socket_readable
 from latdoc.probe._arrivals import READ_SIZE, SO_TIMESTAMPNS, Inbox, watch
 
 __all__ = ["KernelStream", "kernel_stamps_possible", "open_kernel_stream"]
@@ -102,7 +102,7 @@ class KernelStream(httpcore.AsyncNetworkStream):
                 # Already here: nothing to wait for, so no deadline to set (a timer
                 # made and cancelled per read was much of a busy loop's work).
                 return self._take(max_bytes)
-            async with deadline(timeout):
+            async with asyncio.timeout(timeout):
                 if self._tls is None:
                     return await self._recv(max_bytes)
                 return await self._read_tls(max_bytes)
@@ -136,7 +136,7 @@ class KernelStream(httpcore.AsyncNetworkStream):
         if not buffer:
             return
         try:
-            async with deadline(timeout):
+            async with asyncio.timeout(timeout):
                 if self._tls is None:
                     await self._loop.sock_sendall(self._sock, buffer)
                 else:
@@ -163,7 +163,7 @@ class KernelStream(httpcore.AsyncNetworkStream):
             self._incoming, self._outgoing, server_hostname=server_hostname, session=session
         )
         try:
-            async with deadline(timeout):
+            async with asyncio.timeout(timeout):
                 await self._handshake(tls)
         except TimeoutError:
             self._inbox.close()
@@ -226,7 +226,7 @@ async def open_kernel_stream(
     try:
         if local_address:
             sock.bind((local_address, 0))
-        async with deadline(timeout):
+        async with asyncio.timeout(timeout):
             await loop.sock_connect(sock, (ip, port))
     except TimeoutError:
         sock.close()

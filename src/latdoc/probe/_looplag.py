@@ -64,13 +64,8 @@ class LoopLagMonitor:
     def max_between(self, start_ns: int, end_ns: int) -> float | None:
         """The largest lag (ms) read from ``start_ns`` to one interval after ``end_ns``;
         ``None`` when no reading fell in that window."""
-        times = list(self._times)
-        lo = bisect.bisect_left(times, start_ns)
-        hi = bisect.bisect_right(times, end_ns + int(self.interval_s * 1e9))
-        if lo >= hi:
-            return None
-        lags = list(self._lags)
-        return max(lags[lo:hi])
+        lags = self.between(start_ns, end_ns + int(self.interval_s * 1e9))
+        return max(lags) if lags else None
 
     def between(self, start_ns: int, end_ns: int) -> list[float]:
         """Every lag (ms) read from ``start_ns`` to ``end_ns``."""
