@@ -31,13 +31,13 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/latdoc diagnose --html latdoc-report.html
 
-# `make test-fast` on two workers, each taking a whole file at a time (its module
-# fixtures set up once). `make test` (CI) runs one file after another: two timing
-# tests side by side beside a busy machine still stretch each other's times.
+# Both run on two workers, each taking a whole file at a time (its module fixtures set
+# up once). A test marked `alone` (one that compares its times with curl's, say) runs
+# while the other worker waits: see tests/alone.py.
 PYTEST_WORKERS := -n 2 --dist loadfile
 
 test: $(STAMP) $(LITELLM_STAMP) lint
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q $(PYTEST_WORKERS)
 
 # The suite without the tests marked slow (the real engine, Ray, LiteLLM's proxy):
 # what a developer runs between edits; `make test` (and CI) still runs everything.

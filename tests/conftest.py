@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import signal
 import socket
 import sqlite3
+import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+import alone
 from latdoc.lab.sim import LabConfig, LabServer, LatencyModel
 from machine_noise import MachineNoise
 
@@ -27,6 +31,28 @@ FAST = LatencyModel(prefill_base_ms=5.0, prefill_ms_per_token=0.01, decode_ms_pe
 """A quick endpoint for tests that check behaviour, not timing."""
 
 LabFactory = Callable[..., AbstractContextManager[LabServer]]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):
+        # The controller: the workers it starts inherit the lock directory (:mod:`alone`).
+        os.environ[alone.ENV] = tempfile.mkdtemp(prefix="latdoc-tests-")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):
+        shutil.rmtree(os.environ.pop(alone.ENV, ""), ignore_errors=True)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
+    """On two workers, a test marked ``alone`` runs while the other worker waits
+    (:mod:`alone`)."""
+    if not hasattr(item.config, "workerinput"):
+        return (yield)
+    marked = item.get_closest_marker(alone.MARK) is not None
+    with alone.held(Path(os.environ[alone.ENV]), alone=marked):
+        return (yield)
 
 
 @pytest.fixture(autouse=True)

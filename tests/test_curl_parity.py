@@ -25,7 +25,10 @@ from latdoc.analysis.noticeable import MAD_TO_SIGMA
 from latdoc.lab.sim import LabConfig, LatencyModel
 from latdoc.probe._dialects import request_body
 
-pytestmark = pytest.mark.skipif(shutil.which("curl") is None, reason="needs the curl binary")
+pytestmark = [
+    pytest.mark.skipif(shutil.which("curl") is None, reason="needs the curl binary"),
+    pytest.mark.alone,
+]
 
 ROUNDS = 15
 TOLERANCE_MS = 5.0

@@ -352,6 +352,7 @@ def test_a_resumed_tls_handshake_is_measured_beside_the_full_one(
 # -- lifecycle -----------------------------------------------------------------
 
 
+@pytest.mark.alone
 def test_a_small_request_on_a_new_tls_connection_is_not_held_as_send(
     network: tuple[LabNet, LabEndpoint],
 ) -> None:

@@ -34,6 +34,7 @@ from latdoc.probe._dialects import request_body
 pytestmark = [
     pytest.mark.skipif(shutil.which("curl") is None, reason="needs the curl binary"),
     pytest.mark.skipif(binary("tinyproxy") is None, reason="needs Debian's tinyproxy"),
+    pytest.mark.alone,
 ]
 
 ROUNDS = 15
