@@ -3,9 +3,11 @@ process that sent each level, and says when the client, not the server, shaped i
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,9 @@ import pytest
 from latdoc.analysis.policy import CLIENT_CPU_SHARE, CLIENT_CPU_TARGET, CLIENT_LAG_MS
 from latdoc.cli import EXIT_OK, main
 from latdoc.features.load.analysis import ClientLoad, busiest, processes_for
+from latdoc.features.load.meter import ClientMeter
 from latdoc.lab.sim import LabConfig, LabProcess, LatencyModel
+from latdoc.records import Chunk, RequestTrace
 from latdoc.store import Store
 
 
@@ -40,7 +44,42 @@ def test_a_level_is_the_clients_when_its_cpu_or_lags_pass_the_policy() -> None:
     assert merged == ClientLoad(calm.cpu_share, late.loop_lag_ms_p99, calm.reader_lag_ms_p99, 3)
     assert busiest([None]) is None
     assert ClientLoad.from_document(merged.document()) == merged
+    # Tokens read together are shown, never a reason on their own: a server may write
+    # several at once.
+    together = ClientLoad(0.3, 1.0, 1.0, read_together=0.4)
+    assert not together.saturated
+    assert busiest([together, calm]) == ClientLoad(
+        calm.cpu_share, calm.loop_lag_ms_p99, calm.reader_lag_ms_p99, 1, 0.4
+    )
+    assert ClientLoad.from_document(together.document()) == together
     assert ClientLoad.from_document({"cpu_share": "x"}) is None
+
+
+def _trace(*stamps_ms: int) -> RequestTrace:
+    chunks = tuple(Chunk(t_ns=ms * 1_000_000, chars=3, tokens=1) for ms in stamps_ms)
+    return RequestTrace(datetime.now(UTC), 0, "http://x/v1/chat/completions", "m", "chat",
+                        chunks=chunks)  # fmt: skip
+
+
+def test_the_meter_counts_the_gaps_whose_tokens_were_read_together() -> None:
+    async def level() -> ClientLoad:
+        meter = ClientMeter()
+        meter.start()
+        meter.observe(_trace(0, 20, 20, 40))  # the third token came in the second's read
+        meter.observe(_trace(5, 25))
+        meter.observe(_trace(7))  # one token: no gap
+        return meter.end()
+
+    load = asyncio.run(level())
+    assert load.read_together == pytest.approx(1 / 4)
+    # A level that measured no gap has no share to show.
+    empty = ClientMeter()
+
+    async def nothing() -> ClientLoad:
+        empty.start()
+        return empty.end()
+
+    assert asyncio.run(nothing()).read_together is None
 
 
 def test_each_level_says_what_sending_it_cost_and_whether_the_client_shaped_it(
@@ -60,6 +99,7 @@ def test_each_level_says_what_sending_it_cost_and_whether_the_client_shaped_it(
     low, high = (level["window"]["client"] for level in document["levels"])
     for load in (low, high):
         assert 0 < load["cpu_share"] < 2 and load["processes"] == 1
+        assert 0 <= load["read_together"] <= 1
         assert load["loop_lag_ms_p99"] is not None and load["loop_lag_ms_p99"] >= 0
         assert load["reader_lag_ms_p99"] is not None and load["reader_lag_ms_p99"] >= 0
     assert high["cpu_share"] > 2 * low["cpu_share"], (low, high)
@@ -71,6 +111,7 @@ def test_each_level_says_what_sending_it_cost_and_whether_the_client_shaped_it(
         assert said == shaped.saturated, (label, load, findings)
         if said:
             assert f"--processes {processes_for(shaped)}" in findings
+            assert f"{shaped.read_together:.1%} of its gaps between tokens were read" in findings
     # Rendered again from the store: the same figures.
     assert main(["report", document["run_id"], "--json", "--db", str(db)]) == EXIT_OK
     again = json.loads(capsys.readouterr().out)

@@ -4,6 +4,7 @@ turn by turn; a trace that cannot be replayed is refused before anything is sent
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,19 @@ def _run(db: Path) -> tuple[list, tuple]:
         (info,) = store.list_runs(limit=1)
         _, samples, _ = store.load_run(info.run_id)
         return samples, tuple(n.text for n in store.run_info(info.run_id).notes)
+
+
+def _client(db: Path, capsys: pytest.CaptureFixture[str]) -> dict:
+    """The replayed level's client measure, as the run's report gives it."""
+    capsys.readouterr()
+    with Store(db) as store:
+        (info,) = store.list_runs(limit=1)
+    assert main(["report", info.run_id, "--json", "--db", str(db)]) == 0
+    (level,) = json.loads(capsys.readouterr().out)["levels"]
+    client = level["window"]["client"]
+    assert client is not None, "a replayed level says what sending it cost"
+    assert 0 < client["cpu_share"] < 2 and client["loop_lag_ms_p99"] is not None
+    return client
 
 
 def test_a_mooncake_trace_keeps_its_schedule_and_its_shared_prefixes_hit(
@@ -46,10 +60,11 @@ def test_a_mooncake_trace_keeps_its_schedule_and_its_shared_prefixes_hit(
     hits, of = (int(w) for w in cache.split(":")[1].split()[:3:2])
     assert of == 117 and hits >= 110, cache
     assert cache.endswith("0 of 3 whose block was new")
+    assert _client(db, capsys)["processes"] == 1
 
 
 def test_conversations_are_sent_turn_by_turn_with_their_history(
-    lab: LabFactory, tmp_path: Path
+    lab: LabFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = tmp_path / "r.db"
     with lab(LabConfig(latency=MODEL, prefix_cache=True)) as server:
@@ -66,6 +81,7 @@ def test_conversations_are_sent_turn_by_turn_with_their_history(
     assert by_prompt[-1] > 3 * by_prompt[0]
     turns = next(n for n in notes if n.startswith("by turn:"))
     assert "turn 3:" in turns and "cached tokens" in turns
+    assert 0 <= _client(db, capsys)["read_together"] <= 1
 
 
 def test_a_trace_that_cannot_be_replayed_sends_nothing(

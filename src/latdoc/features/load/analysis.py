@@ -71,6 +71,12 @@ class ClientLoad:
     kernel stamps."""
     processes: int = 1
     """Processes that sent the level; the figures are the busiest one's."""
+    read_together: float | None = None
+    """The share of the level's gaps between tokens whose two tokens carry one stamp:
+    read together, so the later one's own arrival is lost. A reader that falls behind
+    makes them (the kernel merges a segment into the unread one before it), and so does
+    a server or proxy that writes several tokens at once: alone it names no one, and it
+    is shown beside the reasons, not counted among them. ``None`` without two tokens."""
 
     def reasons(self) -> list[str]:
         """Why the client shaped the level's numbers; empty when it did not."""
@@ -90,7 +96,7 @@ class ClientLoad:
     def document(self) -> dict[str, float | int | None]:
         return {"cpu_share": self.cpu_share, "loop_lag_ms_p99": self.loop_lag_ms_p99,
                 "reader_lag_ms_p99": self.reader_lag_ms_p99,
-                "processes": self.processes}  # fmt: skip
+                "processes": self.processes, "read_together": self.read_together}  # fmt: skip
 
     @classmethod
     def from_document(cls, raw: object) -> ClientLoad | None:
@@ -105,7 +111,8 @@ class ClientLoad:
         processes = raw.get("processes")
         return cls(float(raw["cpu_share"]), number("loop_lag_ms_p99"),
                    number("reader_lag_ms_p99"),
-                   processes if isinstance(processes, int) and processes > 0 else 1)  # fmt: skip
+                   processes if isinstance(processes, int) and processes > 0 else 1,
+                   number("read_together"))  # fmt: skip
 
 
 def busiest(loads: Iterable[ClientLoad | None], processes: int = 1) -> ClientLoad | None:
@@ -123,6 +130,7 @@ def busiest(loads: Iterable[ClientLoad | None], processes: int = 1) -> ClientLoa
         worst(load.loop_lag_ms_p99 for load in known),
         worst(load.reader_lag_ms_p99 for load in known),
         processes,
+        worst(load.read_together for load in known),
     )
 
 

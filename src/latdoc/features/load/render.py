@@ -185,10 +185,16 @@ def _client_limits(analysis: LoadAnalysis) -> list[str]:
             if wanted > cores
             else " or `--ray`"
         )
+        together = (
+            ""
+            if load.read_together is None
+            else f" {load.read_together:.1%} of its gaps between tokens were read together, "
+            "each later token's own arrival lost."
+        )
         lines.append(
             f"At {_level_name(lv)} the client{who}, not the server, shaped the numbers (*): "
             f"{said}. Its TTFT, inter-token gaps and throughput carry the client's own "
-            f"waiting; {spread} would spread the streams."
+            f"waiting;{together} {spread} would spread the streams."
         )
     return lines
 

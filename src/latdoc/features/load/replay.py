@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from latdoc.features.load.analysis import LevelWindow
+from latdoc.features.load.meter import ClientMeter
 from latdoc.features.load.send import LoadPlan, within_time_budget
 from latdoc.probe import ProbeSession, now_ns
 from latdoc.records import RequestTrace, Sample, Step, StepNote
@@ -141,6 +142,7 @@ class _Replayer:
         self.shared: list[tuple[bool, int | None]] = []
         """Per request with blocks: whether the trace says its first block was sent
         before, and the cached prompt tokens the endpoint reported."""
+        self.meter = ClientMeter()
 
     def note(self, text: str) -> None:
         note = StepNote(Step.RUN, text)
@@ -180,6 +182,7 @@ class _Replayer:
             )
         finally:
             self.in_flight -= 1
+        self.meter.observe(trace)
         if request.blocks:
             self.shared.append((repeated, trace.cached_prompt_tokens if trace.ok else None))
         if trace.prompt_tokens is not None and trace.output_tokens_exact:
@@ -197,6 +200,7 @@ class _Replayer:
         requests = open_trace(Path(self.replay.path), self.replay.fmt)
         start = now_ns()
         rate = float(f"{self.shape.requests / max(self.shape.duration_s / speed, 1e-3):.3g}")
+        self.meter.start()
         partial = False
         try:
             async with contextlib.AsyncExitStack() as stack:
@@ -231,13 +235,14 @@ class _Replayer:
             late = statistics.median(self.late_ms) if self.late_ms else None
             self.on_level(
                 LevelWindow(1, None, rate, start, now_ns(), self.shape.requests, late,
-                            partial=partial)
+                            partial=partial, client=self.meter.end())
             )  # fmt: skip
             self._say_lag(speed)
 
     async def closed(self) -> None:
         sessions = _sessions(open_trace(Path(self.replay.path), self.replay.fmt))
         streams = self.replay.streams
+        self.meter.start()
         start = now_ns()
         partial = False
         try:
@@ -256,7 +261,10 @@ class _Replayer:
             partial = True
             raise
         finally:
-            self.on_level(LevelWindow(1, streams, None, start, now_ns(), partial=partial))
+            self.on_level(
+                LevelWindow(1, streams, None, start, now_ns(), partial=partial,
+                            client=self.meter.end())
+            )  # fmt: skip
 
     async def _conversation(
         self, session: ProbeSession, turns: list[TraceRequest], streams: int

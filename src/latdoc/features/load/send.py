@@ -25,19 +25,15 @@ import asyncio
 import contextlib
 import math
 import random
-import time
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 
-import numpy as np
-
-from latdoc.features.load.analysis import ClientLoad, LevelWindow
+from latdoc.features.load.analysis import LevelWindow
+from latdoc.features.load.meter import ClientMeter
 from latdoc.probe import (
-    READER_LAG,
     ConnectionOptions,
     Endpoint,
     EventHook,
-    LoopLagMonitor,
     ProbeSession,
     now_ns,
 )
@@ -114,39 +110,6 @@ class _Level:
         return self.stop_ns is None and now_ns() < self.deadline_ns
 
 
-class _ClientMeter:
-    """What a level costs this process: its CPU over the level's wall time, how late its
-    loop woke (a lag monitor for the level) and how late the kernel-stamp reader read
-    (every socket of the process)."""
-
-    def __init__(self) -> None:
-        self._lag = LoopLagMonitor()
-        self._start = (0, 0.0)
-
-    def start(self) -> None:
-        READER_LAG.take()
-        self._lag = LoopLagMonitor()
-        self._lag.start()
-        self._start = (now_ns(), time.process_time())
-
-    def end(self) -> ClientLoad:
-        start_ns, cpu = self._start
-        end_ns = now_ns()
-        wall = max(1e-9, (end_ns - start_ns) / _NS)
-        self._lag.stop()
-        loop = self._lag.between(start_ns, end_ns)
-        reader_ns = _p99(READER_LAG.take())
-        return ClientLoad(
-            cpu_share=(time.process_time() - cpu) / wall,
-            loop_lag_ms_p99=_p99(loop),
-            reader_lag_ms_p99=None if reader_ns is None else reader_ns / 1e6,
-        )
-
-
-def _p99(values: list[float] | list[int]) -> float | None:
-    return float(np.quantile(values, 0.99)) if values else None
-
-
 class _Sweep:
     def __init__(
         self,
@@ -172,7 +135,7 @@ class _Sweep:
         """Requests reserved and sent so far, finished or not."""
         self.words = ASSUMED.words_for(plan.prompt_tokens)
         self.cost = prompt_cost(ASSUMED, self.words)
-        self.meter = _ClientMeter()
+        self.meter = ClientMeter()
 
     def note(self, text: str) -> None:
         note = StepNote(Step.RUN, text)
@@ -189,6 +152,7 @@ class _Sweep:
         self.started += 1
         prompt = make_prompt(self.words, self.rng)
         trace = await session.request(prompt, out, on_event=self.plan.on_event)
+        self.meter.observe(trace)
         self._settle(trace)
         self.on_sample(
             Sample(step, trace, self.plan.prompt_tokens, tag, index=self.index, worker=self.worker)
