@@ -17,7 +17,8 @@ a short level and a long one. Printed, from one run of each:
   gap) p50 and p99, where a trace's chunks match the lab's writes one to one;
 - merged: the share of gaps read as under 1 ms where the lab wrote them 1 ms or more
   apart (segments the kernel merged because nothing read the socket in time: the later
-  one's stamp is kept).
+  one's stamp is kept), and beside it the level's own count of gaps read together
+  (``window.client.read_together``), which latdoc makes without the lab's log.
 
 The goals beside them: 3.5 ms CPU a request, client delay p50 10 ms, ITL p99 within 1 ms
 of the lab's. With ``--profile``, a third run of the long level under py-spy (every
@@ -93,6 +94,9 @@ class Run:
     gap_errors_ms: list[float]
     merged: int
     gaps: int
+    read_together: float | None
+    """The level's own count of gaps read together (``window.client``), for the truth's
+    merged gaps beside it."""
 
 
 def _cpu_of_children() -> float:
@@ -152,6 +156,8 @@ def run_once(
         cpu = _cpu_of_children() - before
         if done.returncode != 0:
             raise SystemExit(f"latdoc load failed ({done.returncode}): {done.stderr[-2000:]}")
+        (level,) = json.loads(done.stdout)["levels"]
+        together = (level["window"].get("client") or {}).get("read_together")
         with Store(db) as store:
             (info,) = store.list_runs()
             _, samples, _ = store.load_run(info.run_id)
@@ -181,7 +187,17 @@ def run_once(
         kinds = sorted({f"{e.kind}/{e.phase}" for e in failed if e is not None})
         print(f"  {len(failed)} of {len(samples)} requests failed: {', '.join(kinds)}")
     return Run(
-        len(samples), len(failed), cpu, wall, delay, read_gaps, written_gaps, errors, merged, gaps
+        len(samples),
+        len(failed),
+        cpu,
+        wall,
+        delay,
+        read_gaps,
+        written_gaps,
+        errors,
+        merged,
+        gaps,
+        together,
     )
 
 
@@ -284,6 +300,8 @@ def main() -> None:
         ("per-gap |error| p50 / p99", f"{_q(long.gap_errors_ms, 0.5):.3f} / "
          f"{_q(long.gap_errors_ms, 0.99):.1f} ms", "", None),
         ("merged gaps", f"{long.merged / max(1, long.gaps):.2%} of {long.gaps}", "", None),
+        ("read together, latdoc's count",
+         "-" if long.read_together is None else f"{long.read_together:.2%}", "", None),
     ]  # fmt: skip
     for name, value, goal, met in rows:
         mark = "" if met is None else ("met" if met else "NOT met")
