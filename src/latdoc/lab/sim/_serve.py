@@ -163,6 +163,14 @@ async def serve_stream(lab: Lab, plan: Plan, flight: Flight, send: Send) -> None
                 plan.decode_ms += plan.gap_ms(k)
                 extra_ms = plan.kv_extra_ms(k) + plan.stall_extra_ms(k)
                 target = first + k * decode_s + extra_ms / 1000
+            stall_s = plan.stall_before(k) / 1000
+            if stall_s and target < loop.time() + stall_s:
+                # A lab running late would catch the stall up with the tokens before
+                # it; the pause follows the token before, and the tokens after keep
+                # their pace from its end.
+                late = loop.time() + stall_s - target
+                first += late
+                target += late
         delay = target - loop.time()
         if delay > 0:
             await asyncio.sleep(delay)
