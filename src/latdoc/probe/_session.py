@@ -47,6 +47,7 @@ from latdoc.probe._endpoint import (
 )
 from latdoc.probe._failures import classify, closed_before_answering, http_error, redact
 from latdoc.probe._freeze import Exchange, TraceTarget, freeze_trace
+from latdoc.probe._h1 import LeanPool
 from latdoc.probe._poolline import PoolLine
 from latdoc.probe._proxy import ProxyConfig, proxy_pool
 from latdoc.probe._recorder import Recorder, now_ns
@@ -136,10 +137,9 @@ class ProbeSession:
                 http2=self.http2,
                 network_backend=backend,
             )
-        return httpcore.AsyncConnectionPool(
+        return LeanPool(
             ssl_context=self._ssl,
             max_connections=self.max_connections,
-            http1=True,
             http2=self.http2,
             network_backend=backend,
         )
