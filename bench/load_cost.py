@@ -250,6 +250,7 @@ def main() -> None:
     parser.add_argument("--short", type=float, default=4.0, help="the short level")
     parser.add_argument("--extra", default="", help="more arguments for latdoc load")
     parser.add_argument("--profile", action="store_true", help="and where the CPU went")
+    parser.add_argument("--profile-out", help="keep the profile's raw stacks in this file")
     parser.add_argument(
         "--client-src", help="run the command from this src directory (another commit's)"
     )
@@ -278,7 +279,8 @@ def main() -> None:
             )  # fmt: skip
             if args.profile:
                 profiled = profile(server.base_url, args.streams, args.seconds, client_core,
-                                   Path(tmp) / "profile.txt", args.client_src)  # fmt: skip
+                                   Path(args.profile_out or Path(tmp) / "profile.txt"),
+                                   args.client_src)  # fmt: skip
         finally:
             server.stop()
     per_request = (long.cpu_s - short.cpu_s) / max(1, long.requests - short.requests) * 1000

@@ -6,6 +6,7 @@ import asyncio
 import itertools
 import json
 import socket
+import time
 from collections.abc import Sequence
 
 import pytest
@@ -23,7 +24,7 @@ from latdoc import (
 )
 from latdoc.lab.sim import LabConfig
 from machine_noise import MachineNoise
-from scripted_server import ScriptedServer, Step, plain_response, sse_response
+from scripted_server import ScriptedServer, Step, chunk, plain_response, sse_response
 
 SECRET = "sk-test-0123456789abcdef"
 
@@ -264,6 +265,30 @@ def test_hang_before_headers_times_out_waiting() -> None:
     trace = _scripted([5.0], timeouts=Timeouts(read=0.3))
     assert trace.error is not None
     assert trace.error.code == "timeout:wait"
+
+
+def test_the_read_deadline_counts_from_each_read_not_from_the_first() -> None:
+    """Chunks 0.2 s apart under a 0.3 s read timeout: a stream of 1 s in all never
+    waits 0.3 s for one, so it ends whole; then a pause of 0.6 s after quick chunks
+    times out, 0.3 s after the last one came, not earlier and not at the pause's end."""
+    paced: list[Step] = [sse_response(GOOD_EVENTS)[0]]
+    for event in [*[GOOD_EVENTS[0]] * 4, *GOOD_EVENTS[1:]]:
+        paced += [0.2, chunk(event)]
+    paced.append(b"0\r\n\r\n")
+    whole = _scripted(paced, timeouts=Timeouts(read=0.3))
+    assert whole.error is None, whole.error
+    assert whole.total_ms is not None and whole.total_ms > 1000
+    started = time.perf_counter()
+    stalled = _scripted(
+        [sse_response(GOOD_EVENTS)[0], chunk(GOOD_EVENTS[1]), 0.05, chunk(GOOD_EVENTS[1]), 0.6,
+         chunk(GOOD_EVENTS[2])],
+        timeouts=Timeouts(read=0.3),
+    )  # fmt: skip
+    elapsed = time.perf_counter() - started
+    assert stalled.error is not None and stalled.error.code == "timeout:stream"
+    assert len(stalled.chunks) == 2
+    # Given up 0.3 s after the second chunk (0.35 s in), before the pause's end at 0.65.
+    assert 0.3 <= elapsed < 0.6
 
 
 def test_a_failed_request_does_not_stop_the_others() -> None:

@@ -150,17 +150,51 @@ class Inbox:
         self._closed = False
         self._queued_bytes = 0
         self._paused = False
+        self._deadline: float | None = None
+        """When the current wait gives up (the loop's clock); ``None`` while none waits."""
+        self._timer: asyncio.TimerHandle | None = None
 
-    async def wait(self) -> None:
-        """Until a read is queued."""
-        while not self.reads:
-            waiter = self.loop.create_future()
-            self._waiter = waiter
-            try:
-                if not self.reads:  # a read queued before the waiter was set
-                    await waiter
-            finally:
-                self._waiter = None
+    async def wait(self, timeout: float | None = None) -> None:
+        """Until a read is queued; ``TimeoutError`` when none is within ``timeout`` s.
+
+        The deadline is kept by one lazy timer per socket, not a timer per wait: each
+        wait moves the deadline, and the timer, when it fires early, is set again for
+        it. A timer made and cancelled for every read was an eighth of what a streamed
+        request cost a busy loop."""
+        if self.reads:
+            return
+        if timeout is not None:
+            loop = self.loop
+            deadline = self._deadline = loop.time() + timeout
+            timer = self._timer
+            if timer is None or timer.when() > deadline:
+                if timer is not None:
+                    timer.cancel()
+                self._timer = loop.call_at(deadline, self._expire)
+        try:
+            while not self.reads:
+                waiter = self.loop.create_future()
+                self._waiter = waiter
+                try:
+                    if not self.reads:  # a read queued before the waiter was set
+                        await waiter
+                finally:
+                    self._waiter = None
+        finally:
+            self._deadline = None
+
+    def _expire(self) -> None:
+        """The lazy timer: fail a wait past its deadline, else wait for the deadline."""
+        self._timer = None
+        deadline = self._deadline
+        if deadline is None or self._closed:
+            return
+        if self.loop.time() < deadline:
+            self._timer = self.loop.call_at(deadline, self._expire)
+            return
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_exception(TimeoutError())
 
     def pop(self) -> Arrival:
         """The next read, which must be queued."""
@@ -181,6 +215,9 @@ class Inbox:
             self._closed = True
             _reader().forget(self)
             self.sock.close()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     # -- in the reader thread -------------------------------------------------
 

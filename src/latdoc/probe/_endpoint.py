@@ -56,9 +56,10 @@ class Endpoint:
         """Everything about the dialect the endpoint is spoken to in."""
         return self.dialect.spec
 
-    @property
+    @functools.cached_property
     def url(self) -> str:
-        """Where each request goes: the dialect's route from the base URL and the model."""
+        """Where each request goes: the dialect's route from the base URL and the model
+        (made once: a load asks for it with every request)."""
         return self.spec.url(self.base_url, self.model)
 
     @property

@@ -62,11 +62,11 @@ class KernelStream(httpcore.AsyncNetworkStream):
 
     # -- raw socket ------------------------------------------------------------
 
-    async def _recv(self, max_bytes: int) -> bytes:
+    async def _recv(self, max_bytes: int, timeout: float | None = None) -> bytes:
         """The next read the reader thread made, at most ``max_bytes`` of it; sets
-        :attr:`arrival_ns` to its stamp."""
+        :attr:`arrival_ns` to its stamp. ``TimeoutError`` when none came in ``timeout`` s."""
         if not self._left:
-            await self._inbox.wait()
+            await self._inbox.wait(timeout)
         return self._take(max_bytes)
 
     def _take(self, max_bytes: int) -> bytes:
@@ -98,20 +98,17 @@ class KernelStream(httpcore.AsyncNetworkStream):
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         try:
-            if self._tls is None and (self._left or self._inbox.reads):
-                # Already here: nothing to wait for, so no deadline to set (a timer
-                # made and cancelled per read was much of a busy loop's work).
-                return self._take(max_bytes)
-            async with asyncio.timeout(timeout):
-                if self._tls is None:
-                    return await self._recv(max_bytes)
-                return await self._read_tls(max_bytes)
+            if self._tls is None:
+                if self._left or self._inbox.reads:
+                    return self._take(max_bytes)  # already here: no deadline to keep
+                return await self._recv(max_bytes, timeout)
+            return await self._read_tls(max_bytes, timeout)
         except TimeoutError:
             raise httpcore.ReadTimeout(f"no data within {timeout:g} s") from None
         except (OSError, ssl.SSLError) as exc:
             raise httpcore.ReadError(str(exc) or type(exc).__name__) from exc
 
-    async def _read_tls(self, max_bytes: int) -> bytes:
+    async def _read_tls(self, max_bytes: int, timeout: float | None) -> bytes:
         assert self._tls is not None
         while True:
             # Socket reads happen outside the handlers, so their errors do not carry
@@ -126,7 +123,7 @@ class KernelStream(httpcore.AsyncNetworkStream):
                 if self._outgoing.pending:
                     await self._flush()
                 return data
-            raw = await self._recv(READ_SIZE)
+            raw = await self._recv(READ_SIZE, timeout)
             if raw:
                 self._incoming.write(raw)
             else:

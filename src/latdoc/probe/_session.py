@@ -113,6 +113,8 @@ class ProbeSession:
         self._pool: httpcore.AsyncConnectionPool | None = None
         self._line = PoolLine(max_connections, multiplexed=http2)
         self._headers = self._build_headers()
+        self._request_url = httpcore.URL(endpoint.url)
+        """The URL parsed once, not at every request."""
         spec = endpoint.spec
         self._signer = None if spec.signer is None else spec.signer(endpoint.api_key, endpoint.url)
 
@@ -342,7 +344,7 @@ class ProbeSession:
         }
         async with pool.stream(
             b"POST",
-            self.endpoint.url,
+            self._request_url,
             headers=self._headers + extra_headers,
             content=content,
             extensions=extensions,
