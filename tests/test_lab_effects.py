@@ -350,13 +350,21 @@ def test_a_shared_prefix_skips_its_prefill(prefix_cache: bool, machine_noise: Ma
     cached = shared // config.prefix_block_tokens * config.prefix_block_tokens
     assert (shared, cached) == (3 + 240 + 1, 240)
 
+    # Without the cache every request prefills in full, the first question asked again
+    # too: it is asked three times, so one request a busy machine holds up cannot pass
+    # for a difference (with the cache, its second asking would hit).
+    asked_first = 1 if prefix_cache else 3
+
     async def go(base_url: str) -> list[Sample]:
         async with ProbeSession(Endpoint(base_url, "lab-sim")) as session:
             await session.request("warm up", 1)
-            return [await _measure(session, q, 2) for q in questions]
+            firsts = [await _measure(session, questions[0], 2) for _ in range(asked_first)]
+            return firsts + [await _measure(session, q, 2) for q in questions[1:]]
 
     with LabServer(config) as lab:
-        first, *rest = asyncio.run(go(lab.base_url))
+        samples = asyncio.run(go(lab.base_url))
+    firsts, rest = samples[:asked_first], samples[asked_first:]
+    first = firsts[0]
     planned_full = latency.prefill_ms(n)
     planned_cached = latency.prefill_ms(n, cached if prefix_cache else 0)
     assert first[0].server_timing["prefill"] == planned_full
@@ -368,7 +376,7 @@ def test_a_shared_prefix_skips_its_prefill(prefix_cache: bool, machine_noise: Ma
         assert first[0].cached_prompt_tokens == 0
         assert [truth["cached_tokens"] for _, truth in rest] == [cached] * 5
         assert planned_full - planned_cached == 0.5 * 240
-    saved = (first[0].ttft_ms or 0) - _median(t.ttft_ms for t, _ in rest)
+    saved = _median(t.ttft_ms for t, _ in firsts) - _median(t.ttft_ms for t, _ in rest)
     if prefix_cache:
         _assert_effect(machine_noise, saved, planned_full - planned_cached, _spread(rest))
     else:

@@ -469,7 +469,9 @@ def test_cli_up_set_exec_down(capfd: pytest.CaptureFixture[str]) -> None:
         assert "delay 30 ms each way" in capfd.readouterr().out
         assert run("exec", "--", sys.executable, "-c", connect) == 0
         took = float(capfd.readouterr().out.split()[-1])
-        assert 20 + 60 + 60 - 3 < took < 20 + 60 + 60 + 30
+        # DNS's delay and round trip, then TCP's: 140 ms. The upper bound leaves a busy
+        # machine its wake-ups and stays under one more round trip (60 ms) than planned.
+        assert 20 + 60 + 60 - 3 < took < 20 + 60 + 60 + 55
         pids = LabNet.attach(name).pids
         assert run("exec", "--", "sh", "-c", "exit 7") == 7
     finally:
