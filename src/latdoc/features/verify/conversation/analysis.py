@@ -3,7 +3,10 @@
 Each strategy answered the same user turns. Turn by turn, its time to first
 token is paired with the full conversation's at the same turn: the mean saving
 per turn, its 95% interval (Student's t), and a Wilcoxon signed-rank p-value say
-whether the strategy is faster. The strategies of one run are one family on one
+whether the strategy is faster. The turns before a strategy first cuts the history
+(where the endpoint counted the same prompt as keeping everything) are left out:
+they hold only noise, and twelve turns of which five are noise could not call a
+saving of hundreds of milliseconds significant. The strategies of one run are one family on one
 screen: their p-values are Holm-adjusted together (:mod:`latdoc.analysis.policy`), so
 a run of three strategies that change nothing calls one of them better or worse at
 most α of the time, not about 2α. Its cost is counted whole: the total time of
@@ -125,13 +128,28 @@ def mean_saving_interval(savings: Sequence[float]) -> tuple[float, float] | None
     return mean_interval(savings)
 
 
+def _same_prompt(keep: StrategyOutcome, strategy: StrategyOutcome) -> set[int]:
+    """The turns (from 0) where the strategy sent what keeping everything sent (the
+    endpoint counted the same prompt tokens): those before it first cuts the history.
+    Such a turn says nothing of the strategy, only of the machine's noise, so it is left
+    out of the comparison; where a count is missing the turn is compared."""
+    return {
+        turn
+        for turn, (k, s) in enumerate(
+            zip(keep.prompt_tokens_by_turn, strategy.prompt_tokens_by_turn, strict=False)
+        )
+        if k is not None and k == s
+    }
+
+
 def _against(outcome: StrategyOutcome, keep: StrategyOutcome, seed: int) -> StrategyOutcome:
     from scipy.stats import wilcoxon
 
+    same = _same_prompt(keep, outcome)
     pairs = [
         (k, s)
-        for k, s in zip(keep.ttft_by_turn, outcome.ttft_by_turn, strict=False)
-        if k is not None and s is not None
+        for turn, (k, s) in enumerate(zip(keep.ttft_by_turn, outcome.ttft_by_turn, strict=False))
+        if k is not None and s is not None and turn not in same
     ]
     savings = np.array([k - s for k, s in pairs], dtype=float)
     if savings.size < 2:

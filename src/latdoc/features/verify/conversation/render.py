@@ -107,7 +107,8 @@ def render_conversation(
     tested = sum(1 for o in outcomes if o.p_value is not None)
     lines.append(
         Text(
-            "  TTFT saved a turn: paired by turn with keeping everything (Wilcoxon signed-rank "
+            "  TTFT saved a turn: paired by turn with keeping everything, over the turns "
+            "where the strategy sent a different prompt (Wilcoxon signed-rank "
             f"p, Holm-adjusted over the {tested} strategies tested); total time and tokens "
             "include the summaries a strategy asked the model for.",
             style="dim",
