@@ -365,7 +365,10 @@ def test_two_watches_a_load_and_a_diagnose_write_one_store_at_once(tmp_path: Pat
     lab = LatencyModel(prefill_base_ms=2.0, prefill_ms_per_token=0.0, decode_ms_per_token=1.0)
     with LabProcess(LabConfig(latency=lab)) as server:
         url = server.base_url
-        watch = ("watch", url, "-m", "lab-sim", "--every", "0.4s", "--duration", "3s",
+        # A tick is three requests; the watch refuses a tick longer than its interval,
+        # and four commands at once beside a busy core took 0.5 s for one: a second
+        # each keeps the watches ticking, not racing their interval.
+        watch = ("watch", url, "-m", "lab-sim", "--every", "1s", "--duration", "4s",
                  "--jitter", "0", "--max-tokens", "4", "--long-tokens", "96",
                  "--db", str(db))  # fmt: skip
         commands = {

@@ -148,14 +148,15 @@ def test_a_probe_reads_each_form_the_lab_tells(form: TimingForm, source: str) ->
     if form is not TimingForm.LLAMACPP:  # llama.cpp does not tell its queue
         # One slot, two requests: the second waits for the whole of the first, as long as
         # the first took here (a busy machine stretches the lab's planned time, never
-        # shortens it), which the client timed too.
+        # shortens it). The client timed the first too, to the moment it read the end,
+        # which a busy client reads late: the told wait lies between the plan and that.
         whole = LATENCY.prefill_base_ms + (TOKENS - 1) * LATENCY.decode_ms_per_token
         queues = sorted(t.queue_ms or 0.0 for t in timings)
         noise = MachineNoise()
         assert queues[0] < noise.bound_ms(5.0, whole / 2)
         assert queues[1] >= 0.85 * whole, queues
         held = min(t.total_ms or math.inf for t in traces)
-        noise.assert_near(queues[1], held, 0.15 * whole, whole / 2)
+        assert queues[1] <= held + noise.bound_ms(0.15 * whole, whole / 2), (queues, held)
     # Split by the client's clock, the told prefill is the first token's server part.
     for trace in traces:
         split = split_ttft(trace)
