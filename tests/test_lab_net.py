@@ -239,7 +239,11 @@ def test_set_changes_the_delay_while_running(
     for delay_ms in (5.0, 40.0):
         net.set(LinkSettings(delay_ms=delay_ms))
         traces = probe(net, endpoint.ip_url, n=5)
-        machine_noise.assert_near(median(traces, "connect_ms"), 2 * delay_ms, 3, delay_ms)
+        # Within 3 ms or a tenth of the round trip (a busy machine's client, a process
+        # of its own here, added 5.4 ms to 80), never half the change (the delay).
+        machine_noise.assert_near(
+            median(traces, "connect_ms"), 2 * delay_ms, max(3.0, 0.2 * delay_ms), delay_ms
+        )
     assert net.settings.link.delay_ms == 40
 
 
