@@ -24,6 +24,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Iterable
+from pathlib import Path
 
 from latdoc.analysis.noticeable import MAD_TO_SIGMA
 
@@ -54,6 +55,20 @@ def scheduling_noise_ms(rounds: int = ROUNDS) -> float:
     of a nap and a slice of work of how long each waited beyond them."""
     waits = sorted(_waited_ms() for _ in range(rounds))
     return waits[min(len(waits) - 1, int(0.9 * len(waits)))]
+
+
+def run_delay_ms(pid: int) -> float:
+    """How long process ``pid``'s threads have waited, in all, for a core while ready to
+    run, in ms (the second field of Linux's ``/proc/PID/task/TID/schedstat``); 0 where
+    the kernel keeps no such account. The difference over a timed part is how long the
+    other work on the machine held the process back during it."""
+    total_ns = 0
+    for stat in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+        try:
+            total_ns += int(stat.read_text().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    return total_ns / 1e6
 
 
 def spread_ms(values: Iterable[float]) -> float:

@@ -41,7 +41,7 @@ from latdoc.lab.sim import (
 from latdoc.lab.sim._cache import PrefixCache
 from latdoc.lab.sim._process import config_from_json, config_to_json
 from latdoc.lab.sim._slots import SlotPool
-from machine_noise import MachineNoise, spread_ms
+from machine_noise import MachineNoise, run_delay_ms, spread_ms
 
 FAST = LatencyModel(prefill_base_ms=2.0, prefill_ms_per_token=0.0, decode_ms_per_token=0.5)
 MESSAGES = [{"role": "user", "content": "Hello, world"}]
@@ -418,6 +418,7 @@ async def _stamped_streams(
         return await asyncio.gather(*(one(http) for _ in range(streams)))
 
 
+@pytest.mark.alone
 @pytest.mark.parametrize(("tls", "http2"), [(False, False), (True, True)])
 def test_lab_process_keeps_time_under_load(
     tls: bool, http2: bool, machine_noise: MachineNoise
@@ -425,11 +426,14 @@ def test_lab_process_keeps_time_under_load(
     latency = LatencyModel(prefill_base_ms=30, prefill_ms_per_token=0, decode_ms_per_token=5)
     config = LabConfig(latency=latency, stamp_chunks=True)
     with LabProcess(config, tls=tls, http2=http2) as lab:
-        assert lab.base_url.endswith(f":{lab.port}/v1")
+        assert lab.base_url.endswith(f":{lab.port}/v1") and lab.pid is not None
         verify = ssl.create_default_context(cafile=lab.ca_file) if tls else True
         url = f"{lab.base_url}/chat/completions"
+        held_before = run_delay_ms(lab.pid)
         streams = asyncio.run(_stamped_streams(url, 32, verify, http2))
+        held_ms = run_delay_ms(lab.pid) - held_before
         ca_file = lab.ca_file
+    assert lab.pid is None
     assert ca_file is None or not os.path.exists(ca_file)
     lateness_ms = sorted(
         (stamp - origin) / 1e6 - (30 + 5 * k)
@@ -444,9 +448,12 @@ def test_lab_process_keeps_time_under_load(
     # measurement before or after sees little); a lab that served the 32 streams one at
     # a time would be seconds late.
     spread = spread_ms(lateness_ms)
+    summary += f", held off a core {held_ms:.1f} ms"
     assert statistics.median(lateness_ms) < machine_noise.bound_ms(8, 40, extra_ms=spread), summary
+    # The tail is where the lab runs late while other work holds it off a core (a CPU hog
+    # took 48 ms so): the time it waited for one is added to the quiet machine's 30 ms.
     p95 = lateness_ms[int(0.95 * len(lateness_ms))]
-    assert p95 < machine_noise.bound_ms(30, 120, extra_ms=spread), summary
+    assert p95 < machine_noise.bound_ms(30 + held_ms, 120, extra_ms=spread), summary
 
 
 def test_config_round_trips_to_the_child() -> None:

@@ -83,6 +83,11 @@ class LabProcess(Service):
         self.ca_file: str | None = None
         self._process: subprocess.Popen[bytes] | None = None
 
+    @property
+    def pid(self) -> int | None:
+        """The child's process id while it runs, else ``None``."""
+        return None if self._process is None else self._process.pid
+
     def start(self) -> None:
         """Start the child and return once its server accepts requests."""
         if self._process is not None:
