@@ -430,6 +430,12 @@ class RequestTrace:
         return tuple((b - a) / _NS_PER_MS for a, b in itertools.pairwise(times))
 
     @property
+    def reads(self) -> int:
+        """How many distinct arrival stamps the chunks carry: the reads that brought
+        them, where chunks read together share one stamp."""
+        return len({c.t_ns for c in self.chunks})
+
+    @property
     def handshake_ms(self) -> float | None:
         """One TCP handshake: the attempt that connected, from its own start; the connect
         phase where no attempt was recorded. Less than ``connect`` by the time attempts

@@ -119,7 +119,7 @@ def stream_burst(trace: RequestTrace, one_token_ms: float | None = None) -> Burs
         return None
     if trace.first_token_ns is None or trace.done_ns is None or not trace.done_ns:
         return None
-    reads = len({c.t_ns for c in chunks})
+    reads = trace.reads
     first = sum(1 for c in chunks if c.t_ns == chunks[0].t_ns)
     if len(chunks) / reads < EVENTS_PER_READ or first < EVENTS_PER_READ:
         return None

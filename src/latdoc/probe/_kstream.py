@@ -121,7 +121,9 @@ class KernelStream(httpcore.AsyncNetworkStream):
                 return b""
             if data is not None:
                 if self._outgoing.pending:
-                    await self._flush()
+                    # Rare (a TLS key update): the read's deadline covers the write it needs.
+                    async with asyncio.timeout(timeout):
+                        await self._flush()
                 return data
             raw = await self._recv(READ_SIZE, timeout)
             if raw:

@@ -43,7 +43,7 @@ class ClientMeter:
         if len(chunks) > 1:
             self._gaps += len(chunks) - 1
             # Arrivals never go back, so tokens that share a stamp are neighbours.
-            self._together += len(chunks) - len({c.t_ns for c in chunks})
+            self._together += len(chunks) - trace.reads
 
     def end(self) -> ClientLoad:
         start_ns, cpu = self._start
