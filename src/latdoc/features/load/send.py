@@ -29,6 +29,7 @@ from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 
 from latdoc.features.load.analysis import LevelWindow
+from latdoc.features.load.heap import kept_out_of_collection
 from latdoc.features.load.meter import ClientMeter
 from latdoc.probe import (
     ConnectionOptions,
@@ -389,9 +390,13 @@ async def within_time_budget(
     seconds: float, sweep: Coroutine[object, object, None], note: Callable[[str], None]
 ) -> None:
     """Await ``sweep`` for at most ``seconds`` (``inf``: no bound); when they run out, the
-    requests in flight are abandoned and ``note`` says so."""
+    requests in flight are abandoned and ``note`` says so. What the sweep keeps is kept
+    out of the collector's full passes meanwhile (:mod:`~latdoc.features.load.heap`)."""
     try:
-        async with asyncio.timeout(None if math.isinf(seconds) else seconds):
+        async with (
+            kept_out_of_collection(),
+            asyncio.timeout(None if math.isinf(seconds) else seconds),
+        ):
             await sweep
     except TimeoutError:
         note("the time budget ran out; the requests in flight were abandoned")
