@@ -260,6 +260,7 @@ def _frame_ends(wire: bytes) -> list[int]:
     return ends
 
 
+@pytest.mark.alone
 def test_http2_chunks_carry_their_own_frames_arrival_not_the_connections_last_read(
     monkeypatch: pytest.MonkeyPatch, machine_noise: MachineNoise
 ) -> None:
@@ -273,6 +274,7 @@ def test_http2_chunks_carry_their_own_frames_arrival_not_the_connections_last_re
     own_ms: list[float] = []
     last_read_ms: list[float] = []
     handed: dict[asyncio.Task[Any] | None, int | None] = {}
+    ahead_ms: list[float] = []
     frame_arrival = TimedStream.data_arrival
 
     def noted(self: TimedStream, stream_id: int | None) -> int | None:
@@ -288,6 +290,7 @@ def test_http2_chunks_carry_their_own_frames_arrival_not_the_connections_last_re
             last = handed[asyncio.current_task()]
             assert last is not None and last >= t_ns
             last_read_ms.append((last - obj["lab_t_ns"]) / 1e6)
+            ahead_ms.append((last - t_ns) / 1e6)
 
     async def go(url: str, ca_file: str) -> list[RequestTrace]:
         async with ProbeSession(Endpoint(url, "lab-sim"), http2=True, cacert=ca_file) as session:
@@ -307,10 +310,16 @@ def test_http2_chunks_carry_their_own_frames_arrival_not_the_connections_last_re
     assert len(own_ms) == sum(t.output_tokens or 0 for t in traces) == streams * 24
     assert min(own_ms) >= 0, "a chunk stamped before the lab wrote it: frames misread"
     own, last_read = statistics.median(own_ms), statistics.median(last_read_ms)
+    ahead = statistics.median(ahead_ms)
+    summary = (own, last_read, ahead)
     # Under 1 ms on a quiet machine, widened by the noise (or by the spread of the stamps
     # themselves: the lab's writes and this loop's reads wait on a busy machine while the
     # 32 streams run, when a noise measurement before or after sees none), never to most
-    # of a token's 5 ms; and well ahead of the last read, busy machine or not.
+    # of a token's 5 ms.
     spread = spread_ms(own_ms)
-    assert own < machine_noise.bound_ms(1.0, 4.0, extra_ms=spread), (own, last_read, spread)
-    assert own < 0.5 * last_read, (own, last_read)
+    assert own < machine_noise.bound_ms(1.0, 4.0, extra_ms=spread), summary
+    # Well ahead of the connection's last read, busy machine or not. The time the lab
+    # took from stamping a chunk to writing it is in both, so they are compared chunk by
+    # chunk: 1.1-1.6 ms apart at the median on a quiet machine, 1.5-3.4 beside a CPU hog;
+    # a chunk stamped with the last read would be 0 ms apart.
+    assert ahead >= 0.5, summary
