@@ -1,0 +1,127 @@
+"""The hard slice of the truth bank, and which seeds may be tuned on: fixed before any
+rule was changed against the counterfactual truth (:mod:`bank.counterfactual`).
+
+A scenario is **hard** when any of these holds (:func:`is_hard`):
+
+1. **Near a threshold**, below as well as above it (within ±:data:`NEAR` of it):
+   - a cause's saving on the user's workload against the bank's materiality bar
+     (the larger of its share of the typical request and its floor in ms), or
+   - one of the model's true values against a threshold the method (MISSION.md) or
+     a rule's documented bound gives it: the DNS lookup (200 ms), the TLS work
+     beyond a healthy handshake (200 ms), the round trip (100 ms), the long
+     prompt's upload (200 ms), TTFT at the user's prompt over TTFT at the shortest
+     (5×, and 2× with +1 s of growth), the burst's TTFT over a request's alone
+     (1.5×), the time per output token (50 ms), the reasoning before the answer
+     (100 ms), a stall (100 ms), the first token held by a hop (100 ms), the
+     client's own delay (10 ms), the share of requests that fail (5%).
+2. **Two causes alike in size**: the two largest material kinds' savings within
+   :data:`ALIKE`× of each other.
+3. **Heavy-tailed noise**: the scenario's server times have a Pareto tail.
+4. **A quirk**: several tokens per streamed event, a rare error rate (below 5%),
+   SSE keep-alive comments while the request is queued, busy periods that come in
+   spells of seconds, drift of the server's speed within the run, or decode that
+   slows with the streams in flight.
+
+The thresholds in 1 are written out here from MISSION.md and the rules' documents,
+never imported from :mod:`latdoc.analysis`: the slice must not move when a rule does.
+
+**Seeds.** The seeds below are the only ones any rule change or fit was tuned or
+checked on; the figures a closing note gives as the result come from
+:data:`EVALUATION_SEED`, which no change was tuned on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+NEAR = 0.30
+"""How near a threshold, as a share of it, makes a scenario hard (both sides)."""
+ALIKE = 2.0
+"""Two material kinds whose savings are within this factor of each other are alike."""
+
+THRESHOLDS: Mapping[str, float] = {
+    "dns_ms": 200.0,
+    "tls_extra_ms": 200.0,
+    "rtt_ms": 100.0,
+    "long_upload_ms": 200.0,
+    "length_ratio": 5.0,
+    "length_min_ratio": 2.0,
+    "length_growth_ms": 1000.0,
+    "burst_ratio": 1.5,
+    "tpot_ms": 50.0,
+    "think_ms": 100.0,
+    "stall_ms": 100.0,
+    "held_ms": 100.0,
+    "client_delay_ms": 10.0,
+    "error_share": 0.05,
+}
+"""The method's and the rules' documented bounds, by the model quantity they bound."""
+
+QUIRKS = (
+    "multi_token_events",
+    "rare_errors",
+    "keepalive_comments",
+    "busy_spells",
+    "drift",
+    "batch_slowdown",
+)
+"""The quirks that make a scenario hard whatever its sizes."""
+HEALTHY_QUIRKS = frozenset({"multi_token_events", "rare_errors", "keepalive_comments"})
+"""The quirks a healthy endpoint has that must not be named a kind of slow."""
+
+TUNING_SEEDS = (1, 2, 3, 4, 5, 7, 17)
+"""Seeds of ``draw_many`` that rules, bars and the confidence fit were tuned or checked
+on (1: the calibration page; 2: the confidence fit; 3, 4: tests; 5, 7, 17: checks)."""
+EVALUATION_SEED = 20261203
+"""The seed of the published figures: never used to tune a rule, a bar or a fit."""
+
+
+@dataclass(frozen=True, slots=True)
+class HardFacts:
+    """What :func:`is_hard` reads of one scenario."""
+
+    values: Mapping[str, float]
+    """The model's true values, by the names of :data:`THRESHOLDS` (absent: not
+    applicable, e.g. no reasoning)."""
+    savings_ms: Mapping[str, float]
+    """Each kind's saving on the user's workload, material or not."""
+    bar_ms: float
+    """The materiality bar: a saving at least this large matters."""
+    material: tuple[str, ...]
+    """The material kinds, largest saving first."""
+    heavy_tail: bool
+    quirks: frozenset[str]
+
+
+def near(value: float, threshold: float) -> bool:
+    return threshold > 0 and abs(value / threshold - 1.0) <= NEAR
+
+
+def reasons(f: HardFacts) -> tuple[str, ...]:
+    """Why a scenario is hard, in words; empty when it is not."""
+    out = [
+        f"{name} near {THRESHOLDS[name]:g}" for name, v in _values(f) if near(v, THRESHOLDS[name])
+    ]
+    out += [f"{kind} saving near the bar" for kind, v in f.savings_ms.items() if near(v, f.bar_ms)]
+    if len(f.material) >= 2:
+        first, second = (f.savings_ms[k] for k in f.material[:2])
+        if second > 0 and first / second <= ALIKE:
+            out.append(f"{f.material[0]} and {f.material[1]} alike")
+    if f.heavy_tail:
+        out.append("heavy-tailed noise")
+    out += sorted(f"quirk {q}" for q in f.quirks)
+    return tuple(out)
+
+
+def is_hard(f: HardFacts) -> bool:
+    return bool(reasons(f))
+
+
+def healthy_with_quirks(f: HardFacts) -> bool:
+    """A healthy endpoint (no material kind) with at least one of :data:`HEALTHY_QUIRKS`."""
+    return not f.material and bool(f.quirks & HEALTHY_QUIRKS)
+
+
+def _values(f: HardFacts) -> Iterable[tuple[str, float]]:
+    return ((name, v) for name, v in f.values.items() if name in THRESHOLDS)
