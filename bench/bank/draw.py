@@ -19,6 +19,7 @@ from bank.truth import LONG_UPLOAD_TOKENS
 
 NOISE = {"low": 0.03, "mid": 0.10, "high": 0.25}
 INTENSITIES = ("clear", "borderline")
+"""The plain draw's strengths of a cause; the realistic draw adds ``below``."""
 Inject = Callable[[Scenario, np.random.Generator, bool], Scenario]
 
 
@@ -167,14 +168,181 @@ MIX = {0: 0.15, 1: 0.5, 2: 0.35}
 """How many causes a scenario gets: none, one or two."""
 
 
+BELOW: dict[str, Inject] = {}
+"""Each cause of degree just short of the bound MISSION.md or its rule gives it (0.7 to
+0.97 of it): the zone below a threshold, where a rule must stay quiet unless the cause
+matters all the same."""
+
+
+def _below(name: str) -> Callable[[Inject], Inject]:
+    def register(f: Inject) -> Inject:
+        BELOW[name] = f
+        return f
+
+    return register
+
+
+@_below("slow_dns")
+def _dns_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
+    return replace(s, dns_ms=float(rng.uniform(140, 195)))
+
+
+@_below("slow_tls")
+def _tls_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
+    return replace(s, tls=True, tls_extra_ms=float(rng.uniform(140, 195)))
+
+
+@_below("far")
+def _far_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
+    return replace(s, rtt_ms=float(rng.uniform(70, 97)))
+
+
+@_below("long_input")
+def _length_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
+    """Prefill at 2,048 tokens 3.5 to 4.8× that at 128, and less than 1 s more."""
+    short = s.prefill_ms(128)
+    ratio = float(rng.uniform(3.5, 4.8))
+    growth = min((ratio - 1) * short, 950.0)
+    linear = float(rng.uniform(0, 1))
+    b = linear * growth / (2048 - 128)
+    c = (1 - linear) * growth / (2048**2 - 128**2)
+    return replace(s, prefill_b_ms=b, prefill_c_ms=c)
+
+
+@_below("busy")
+def _busy_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
+    return replace(
+        s, busy_share=float(rng.uniform(0.03, 0.06)), busy_ms=float(rng.uniform(150, 400))
+    )
+
+
+@_below("burst_queue")
+def _burst_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
+    return replace(s, slots=max(1, s.concurrency - 1))
+
+
+@_below("slow_decode")
+def _decode_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
+    return replace(s, tpot_ms=float(rng.uniform(36, 49)))
+
+
+@_below("stalls")
+def _stalls_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
+    return replace(s, stall_share=float(rng.uniform(0.1, 0.4)), stall_ms=float(rng.uniform(70, 97)))
+
+
+@_below("errors")
+def _errors_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
+    code = str(rng.choice(["http:429", "http:503", "timeout", "stream_broken"]))
+    return replace(s, error_share=float(rng.uniform(0.01, 0.045)), error_code=code)
+
+
+@_below("slow_upload")
+def _upload_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
+    upload = float(rng.uniform(140, 195))
+    return replace(s, uplink_bytes_per_ms=request_bytes(LONG_UPLOAD_TOKENS) / upload)
+
+
+@_below("reasoning")
+def _reasoning_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
+    think = float(rng.uniform(70, 97))
+    return replace(
+        s,
+        reasoning_tokens=max(1, round(think / s.tpot_ms)),
+        reasoning_spread=float(rng.uniform(0.1, 0.4)),
+        reasoning_shown=bool(rng.random() < 0.4),
+    )
+
+
+@_below("buffering")
+def _buffering_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
+    """A buffer of a few events, holding the first token back less than 100 ms."""
+    events = max(2, int(rng.uniform(0.7, 0.97) * 100 / s.tpot_ms) + 1)
+    return replace(s, buffer_events=events)
+
+
+@_below("client_delay")
+def _client_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
+    return replace(s, client_delay_ms=float(rng.uniform(7, 9.7)))
+
+
+@_below("closes")
+def _closes_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
+    """A server that closes connections on a quick path: the setup every request pays
+    is small."""
+    return replace(s, server_closes=True, dns_ms=float(rng.uniform(2, 10)), tls=False)
+
+
+@_below("server_timing")
+def _told_below(s: Scenario, rng: np.random.Generator, clear: bool) -> Scenario:
+    return server_timing(s, rng, clear)
+
+
+REALISTIC_INTENSITIES = {"clear": 0.45, "borderline": 0.3, "below": 0.25}
+WORKLOAD_PROMPTS = {128: 0.25, 512: 0.2, 2048: 0.3, 8192: 0.25}
+"""The user's typical prompt, drawn per scenario."""
+QUIRK_ODDS = {
+    "multi_token_events": 0.12,
+    "rare_errors": 0.08,
+    "keepalive_comments": 0.08,
+    "busy_spells": 1.0,
+    "drift": 0.08,
+    "batch_slowdown": 0.1,
+}
+"""How often each quirk is drawn (busy spells: whenever there are busy periods)."""
+HEAVY_TAIL_ODDS = 0.1
+
+
+def _quirks(s: Scenario, rng: np.random.Generator) -> Scenario:
+    """The realistic draw's quirks and heavy tail, on ``rng`` alone."""
+    quirks = []
+    for name, odds in QUIRK_ODDS.items():
+        if rng.random() >= odds:
+            continue
+        if name == "multi_token_events":
+            s = replace(s, tokens_per_event=int(rng.choice([4, 8, 0])))
+        elif name == "rare_errors":
+            if s.error_share > 0:
+                continue
+            code = str(rng.choice(["http:429", "http:503", "timeout", "stream_broken"]))
+            s = replace(s, error_share=float(rng.uniform(0.005, 0.045)), error_code=code)
+        elif name == "keepalive_comments":
+            if s.buffer_whole:
+                continue
+            s = replace(s, keepalive_comments=True)
+        elif name == "busy_spells":
+            if s.busy_share <= 0:
+                continue
+            s = replace(s, spell_s=float(rng.uniform(2, 10)))
+        elif name == "drift":
+            s = replace(s, drift=float(rng.choice([-1, 1]) * rng.uniform(0.1, 0.3)))
+        elif name == "batch_slowdown":
+            s = replace(s, batch_slowdown=float(rng.uniform(0.02, 0.1)))
+        quirks.append(name)
+    if rng.random() < HEAVY_TAIL_ODDS:
+        s = replace(
+            s, tail_share=float(rng.uniform(0.02, 0.1)), tail_alpha=float(rng.uniform(1.8, 3))
+        )
+    return replace(s, quirks=tuple(quirks))
+
+
 def draw(
     seed: int,
     causes: tuple[str, ...] | None = None,
     intensity: str | None = None,
     noise: str | None = None,
+    *,
+    realistic: bool = False,
 ) -> Scenario:
-    """One scenario; what is not given is drawn from ``seed``."""
+    """One scenario; what is not given is drawn from ``seed``.
+
+    ``realistic``: also draw, on a stream of the seed's own (so the scenario's healthy
+    endpoint and the names of its causes are those of the plain draw), the user's
+    workload (their typical prompt), causes just short of their thresholds
+    (:data:`BELOW`) beside clear and borderline ones, the quirks of :data:`QUIRK_ODDS`
+    and a heavy tail."""
     rng = np.random.default_rng([seed, 1])
+    extra = np.random.default_rng([seed, 3])
     noise = noise or str(rng.choice(list(NOISE), p=[0.4, 0.4, 0.2]))
     if causes is None:
         count = int(rng.choice(list(MIX), p=list(MIX.values())))
@@ -186,15 +354,25 @@ def draw(
     s = healthy(seed, rng, noise)
     words = []
     for cause in causes:
-        clear = (intensity or str(rng.choice(INTENSITIES, p=[0.7, 0.3]))) == "clear"
-        s = CAUSES[cause][0](s, rng, clear)
-        words.append(f"{cause}({'clear' if clear else 'borderline'})")
+        strength = intensity or str(rng.choice(INTENSITIES, p=[0.7, 0.3]))
+        if realistic and intensity is None:
+            strength = str(
+                extra.choice(list(REALISTIC_INTENSITIES), p=list(REALISTIC_INTENSITIES.values()))
+            )
+        if strength == "below":
+            s = BELOW[cause](s, rng, False)
+        else:
+            s = CAUSES[cause][0](s, rng, strength == "clear")
+        words.append(f"{cause}({strength})")
+    if realistic:
+        prompt = int(extra.choice(list(WORKLOAD_PROMPTS), p=list(WORKLOAD_PROMPTS.values())))
+        s = _quirks(replace(s, prompt_tokens=prompt), extra)
     return replace(
         s,
         label=" + ".join(words) or "healthy",
     )
 
 
-def draw_many(n: int, seed: int) -> list[Scenario]:
+def draw_many(n: int, seed: int, *, realistic: bool = False) -> list[Scenario]:
     """``n`` scenarios of the default mix, reproducible from ``seed``."""
-    return [draw(seed * 1_000_003 + i) for i in range(n)]
+    return [draw(seed * 1_000_003 + i, realistic=realistic) for i in range(n)]

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
+import numpy.typing as npt
 
 from bank.scenario import (
     HEADERS_MS,
@@ -92,6 +93,8 @@ class _Run:
     """Connections opened so far; the last one is the one a reused request rides."""
     max_seconds: float = MAX_SECONDS
     """The plan's time budget."""
+    spells: list[tuple[float, float]] | None = None
+    """The busy spells of the run, (start, end) in seconds, drawn on first use."""
 
     @property
     def seconds_left(self) -> float:
@@ -116,8 +119,19 @@ class _Run:
             return []
         out = self.s.output_tokens if output is None else output
         fresh = new or self.s.server_closes
+        now = {
+            "speed": self._speed(),
+            "in_flight": min(concurrency, max(1, self.s.slots)),
+        }
         firsts = draw_requests(
-            self.s, self.rng, size=1, prompt_tokens=tokens, output_tokens=out, new_connection=fresh
+            self.s,
+            self.rng,
+            size=1,
+            prompt_tokens=tokens,
+            output_tokens=out,
+            new_connection=fresh,
+            busy=self._busy(1),
+            **now,
         )
         rest = None
         if count > 1:
@@ -128,6 +142,8 @@ class _Run:
                 prompt_tokens=tokens,
                 output_tokens=out,
                 new_connection=fresh,
+                busy=self._busy(count - 1),
+                **now,
             )
         draws = _join(firsts, rest)
         if concurrency > 1:
@@ -155,6 +171,23 @@ class _Run:
             )
         return traces
 
+    def _speed(self) -> float:
+        """The drift's factor on the server's times now."""
+        if self.s.drift == 0:
+            return 1.0
+        return 1.0 + self.s.drift * (min(1.0, self.clock_ms / 1000 / self.max_seconds) - 0.5)
+
+    def _busy(self, size: int) -> npt.NDArray[np.bool_] | None:
+        """Which of ``size`` requests sent now meet a busy period, when busy periods
+        come in spells (else None: each request draws its own)."""
+        if self.s.spell_s <= 0 or self.s.busy_share <= 0:
+            return None
+        if self.spells is None:
+            self.spells = _spells(self.s, self.rng, self.max_seconds)
+        at = self.clock_ms / 1000
+        busy = any(start <= at < end for start, end in self.spells)
+        return np.full(size, busy)
+
     def _trace(
         self, d: Draws, i: int, tokens: int, out: int, new: bool, start_ms: float
     ) -> tuple[RequestTrace, int]:
@@ -176,12 +209,18 @@ class _Run:
         sent = write_start + _ns(d.send[i])
         headers = first_byte = sent + _ns(d.wait[i])
         first_out = first_byte + _ns(d.prefill[i] + d.hidden[i])
-        times, shown = produced(s, d, i)
+        times, shown_tokens = produced(s, d, i)
+        times, per_event, shown = _events(s, self.rng, times, shown_tokens)
         arrivals = [first_out + _ns(t) for t in arrived(s, times)]
+        if s.keepalive_comments:
+            # Headers as soon as the request reaches the server, comments after them.
+            first_byte = sent + _ns(float(d.upload[i] + d.rtt[i] - d.send[i]) + HEADERS_MS)
         if s.buffer_whole:
             # The hop sends the headers with the body, once it has all of it.
             first_byte = arrivals[0]
-        chunks = tuple(Chunk(t, EVENT_CHARS, 1) for t in arrivals)
+        chunks = tuple(
+            Chunk(t, EVENT_CHARS * k, k) for t, k in zip(arrivals, per_event, strict=True)
+        )
         reasoning = int(d.reasoning[i])
         response_bytes = RESPONSE_HEAD_BYTES + EVENT_BYTES * len(chunks)
         started = STARTED + timedelta(milliseconds=start_ms)
@@ -208,7 +247,7 @@ class _Run:
             status=200,
             chunks=chunks,
             # The usage counts the hidden reasoning, the events do not carry it.
-            chunk_tokens_exact=shown == reasoning,
+            chunk_tokens_exact=shown_tokens == reasoning,
             prompt_tokens=tokens,
             output_tokens=out + reasoning,
             output_tokens_exact=True,
@@ -244,6 +283,47 @@ class _Run:
         if code == "timeout":
             return TraceError(ErrorKind.TIMEOUT, Phase.FIRST_TOKEN, "no first token in time")
         return TraceError(ErrorKind.STREAM_BROKEN, Phase.STREAM, "the stream broke off")
+
+
+def _events(
+    s: Scenario, rng: np.random.Generator, times: list[float], shown: int
+) -> tuple[list[float], list[int], int]:
+    """The streamed events of tokens produced at ``times`` (the first ``shown`` of them
+    reasoning): ``s.tokens_per_event`` tokens each (an irregular 1 to 8 when 0), never
+    mixing reasoning and answer, each sent when its last token is produced; returns
+    their times, their token counts and how many are reasoning."""
+    if s.tokens_per_event == 1:
+        return times, [1] * len(times), shown
+    out_times: list[float] = []
+    counts: list[int] = []
+    shown_events = 0
+    for start, end in ((0, shown), (shown, len(times))):
+        k = start
+        while k < end:
+            size = s.tokens_per_event or int(rng.integers(1, 9))
+            last = min(end, k + size) - 1
+            out_times.append(times[last])
+            counts.append(last - k + 1)
+            k = last + 1
+        if end == shown:
+            shown_events = len(out_times)
+    return out_times, counts, shown_events
+
+
+def _spells(s: Scenario, rng: np.random.Generator, seconds: float) -> list[tuple[float, float]]:
+    """Busy spells over a run of ``seconds``: busy and quiet in turn, exponential lengths
+    of mean ``spell_s`` and ``spell_s × (1 − share) / share``, starting in either as
+    their shares say."""
+    quiet_s = s.spell_s * (1 - s.busy_share) / s.busy_share
+    at, busy = 0.0, bool(rng.random() < s.busy_share)
+    spells = []
+    while at < seconds:
+        length = float(rng.exponential(s.spell_s if busy else quiet_s))
+        if busy:
+            spells.append((at, at + length))
+        at += length
+        busy = not busy
+    return spells
 
 
 def _ns(ms: float) -> int:

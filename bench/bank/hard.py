@@ -33,7 +33,12 @@ checked on; the figures a closing note gives as the result come from
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from bank.counterfactual import Counterfactual, bar_ms
+from bank.scenario import Scenario, burst_queue_ms, request_bytes, upload_ms
 
 NEAR = 0.30
 """How near a threshold, as a share of it, makes a scenario hard (both sides)."""
@@ -87,11 +92,14 @@ class HardFacts:
     savings_ms: Mapping[str, float]
     """Each kind's saving on the user's workload, material or not."""
     bar_ms: float
-    """The materiality bar: a saving at least this large matters."""
+    """The materiality bar of the user's request: a saving at least this large matters."""
     material: tuple[str, ...]
     """The material kinds, largest saving first."""
     heavy_tail: bool
     quirks: frozenset[str]
+    bars_ms: Mapping[str, float] = field(default_factory=dict)
+    """A kind's own bar where it is weighed on another request (a new connection's
+    setup); the user's request's bar otherwise."""
 
 
 def near(value: float, threshold: float) -> bool:
@@ -103,7 +111,11 @@ def reasons(f: HardFacts) -> tuple[str, ...]:
     out = [
         f"{name} near {THRESHOLDS[name]:g}" for name, v in _values(f) if near(v, THRESHOLDS[name])
     ]
-    out += [f"{kind} saving near the bar" for kind, v in f.savings_ms.items() if near(v, f.bar_ms)]
+    out += [
+        f"{kind} saving near the bar"
+        for kind, v in f.savings_ms.items()
+        if near(v, f.bars_ms.get(kind, f.bar_ms))
+    ]
     if len(f.material) >= 2:
         first, second = (f.savings_ms[k] for k in f.material[:2])
         if second > 0 and first / second <= ALIKE:
@@ -125,3 +137,57 @@ def healthy_with_quirks(f: HardFacts) -> bool:
 
 def _values(f: HardFacts) -> Iterable[tuple[str, float]]:
     return ((name, v) for name, v in f.values.items() if name in THRESHOLDS)
+
+
+def facts_of(s: Scenario, cf: Counterfactual) -> HardFacts:
+    """What :func:`is_hard` reads of ``s``, from its model and its counterfactual truth."""
+    short, long = _wire_ttft(s, 128), _wire_ttft(s, s.prompt_tokens)
+    values: dict[str, float] = {
+        "dns_ms": s.dns_ms,
+        "rtt_ms": s.rtt_ms,
+        "tpot_ms": s.tpot_ms,
+        "long_upload_ms": float(
+            upload_ms(request_bytes(s.prompt_tokens), s.rtt_ms, s.uplink_bytes_per_ms)
+        ),
+        "burst_ratio": _burst_ratio(s),
+    }
+    if s.tls:
+        values["tls_extra_ms"] = s.tls_extra_ms
+    if s.prompt_tokens > 128:
+        values["length_ratio"] = long / short
+        values["length_growth_ms"] = long - short
+        if near(long - short, THRESHOLDS["length_growth_ms"]) or long - short >= 1000:
+            # The 2× bound holds only together with +1 s of growth.
+            values["length_min_ratio"] = long / short
+    if s.reasoning_tokens:
+        values["think_ms"] = s.think_ms()
+    if s.stall_share > 0:
+        values["stall_ms"] = s.stall_ms
+    if s.buffer_events > 1 or s.buffer_whole:
+        values["held_ms"] = (s.flush_events(s.stream_events()) - 1) * s.tpot_ms
+    if s.client_delay_ms > 0:
+        values["client_delay_ms"] = s.client_delay_ms
+    if s.error_share > 0:
+        values["error_share"] = s.error_share
+    savings = {str(k): v for k, v in cf.savings_ms.items()}
+    return HardFacts(
+        values=values,
+        savings_ms=savings,
+        bar_ms=bar_ms(cf.typical_ms),
+        bars_ms={str(k): v for k, v in cf.bars_ms.items()},
+        material=tuple(str(k) for k in cf.material),
+        heavy_tail=s.tail_share > 0,
+        quirks=frozenset(s.quirks),
+    )
+
+
+def _wire_ttft(s: Scenario, prompt_tokens: int) -> float:
+    return s.rtt_ms + s.prefill_ms(prompt_tokens)
+
+
+def _burst_ratio(s: Scenario) -> float:
+    """A request's TTFT among the burst's ``concurrency`` over alone, without noise."""
+    alone = _wire_ttft(s, 128)
+    service = s.service_ms(128)
+    waits = burst_queue_ms(s, np.zeros(s.concurrency), np.full(s.concurrency, service))
+    return (alone + float(np.median(waits))) / alone

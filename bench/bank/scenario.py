@@ -128,6 +128,30 @@ class Scenario:
     error_share: float = 0.0
     error_code: str = "http:503"
     """``http:429``, ``http:503``, ``timeout`` (before the first token) or ``stream_broken``."""
+    # the user's workload: what the user's own typical request is
+    prompt_tokens: int = 2048
+    """The user's typical prompt (the seed's long prompt unless a workload was drawn);
+    their output is ``output_tokens`` and their concurrency ``concurrency``."""
+    # realism: quirks of real endpoints (none by default)
+    tail_share: float = 0.0
+    """The share of server times (each prefill, token gap, round trip) drawn from a
+    Pareto tail: ×(1 + Pareto(``tail_alpha``)) on top of the jitter."""
+    tail_alpha: float = 2.0
+    spell_s: float = 0.0
+    """Busy periods come in spells of this mean length (s), alternating with quiet ones
+    so that ``busy_share`` of the time is busy; 0: each request meets one on its own."""
+    drift: float = 0.0
+    """The server's times change by this share from the run's start to its end (from
+    ×(1 − drift/2) to ×(1 + drift/2))."""
+    tokens_per_event: int = 1
+    """Tokens each streamed event carries; 0: an irregular 1 to 8, drawn per event."""
+    batch_slowdown: float = 0.0
+    """Decode slows with the streams in flight: each token gap ×(1 + this × (streams − 1))."""
+    keepalive_comments: bool = False
+    """The server answers with its headers as soon as the request arrives and keeps the
+    stream alive with SSE comments while it waits and prefills (as DeepSeek does)."""
+    quirks: tuple[str, ...] = ()
+    """The quirks drawn, by name (:data:`bank.hard.QUIRKS`)."""
 
     def prefill_ms(self, prompt_tokens: float) -> float:
         n = prompt_tokens
@@ -261,12 +285,23 @@ def draw_requests(
     output_tokens: int,
     new_connection: bool,
     queue_ms: Floats | None = None,
+    busy: npt.NDArray[np.bool_] | None = None,
+    speed: float = 1.0,
+    in_flight: int = 1,
 ) -> Draws:
     """The phases of ``size`` requests alike but for the model's noise; ``queue_ms`` is
-    each one's wait for a server slot (none by default)."""
+    each one's wait for a server slot (none by default), ``busy`` which of them meet a
+    busy period (drawn each on its own by default), ``speed`` the drift's factor on the
+    server's times and ``in_flight`` the streams decoding together."""
 
-    def spread(scale: float) -> Floats:
-        return scale * rng.lognormal(0.0, s.jitter, size)
+    def spread(scale: float, shape: int | tuple[int, int] = size) -> Floats:
+        return scale * rng.lognormal(0.0, s.jitter, shape) * tail(shape)
+
+    def tail(shape: int | tuple[int, int]) -> Floats:
+        if s.tail_share <= 0:
+            return np.ones(shape)
+        hit = rng.random(shape) < s.tail_share
+        return np.where(hit, 1.0 + rng.pareto(s.tail_alpha, shape), 1.0)
 
     rtt = spread(s.rtt_ms)
     zero = np.zeros(size)
@@ -283,18 +318,20 @@ def draw_requests(
     nbytes = request_bytes(prompt_tokens)
     upload = upload_ms(nbytes, rtt, s.uplink_bytes_per_ms)
     send = send_mark_ms(nbytes, rtt, s.uplink_bytes_per_ms)
-    busy = rng.random(size) < s.busy_share
+    if busy is None:
+        busy = rng.random(size) < s.busy_share
     busy_ms = np.where(busy, s.busy_ms * rng.uniform(*BUSY_SPREAD, size), 0.0)
     queue = np.zeros(size) if queue_ms is None else queue_ms
     wait = upload + rtt + queue + busy_ms + HEADERS_MS - send
-    prefill = spread(s.prefill_ms(prompt_tokens))
+    prefill = speed * spread(s.prefill_ms(prompt_tokens))
     reasoning, think = zero.copy(), zero.copy()
     if s.reasoning_tokens > 0:
         counts = s.reasoning_tokens * rng.lognormal(0.0, s.reasoning_spread, size)
         reasoning = np.maximum(1.0, np.round(counts))
-        think = reasoning * s.tpot_ms * rng.lognormal(0.0, s.jitter / 4, size)
+        think = speed * reasoning * s.tpot_ms * rng.lognormal(0.0, s.jitter / 4, size)
     n_gaps = max(0, output_tokens - 1)
-    gaps = s.tpot_ms * rng.lognormal(0.0, s.jitter, (size, n_gaps))
+    batched = 1.0 + s.batch_slowdown * max(0, in_flight - 1)
+    gaps = speed * batched * spread(s.tpot_ms, (size, n_gaps))
     if n_gaps >= 4 and s.stall_share > 0:
         stalled = np.flatnonzero(rng.random(size) < s.stall_share)
         # A stall in the middle of the stream, never in its first or last gaps.
