@@ -22,6 +22,7 @@ Run: ``make bench`` or ``.venv/bin/python bench/calibration.py [--n 2000] [--see
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import time
 from collections import defaultdict
@@ -33,7 +34,8 @@ import jinja2
 from rich.console import Console
 from rich.table import Table
 
-from bank import CAUSES, NOISE, context, draw_many, generate, truth
+from bank import CAUSES, NOISE, draw_many, evaluate
+from bank.hard import EVALUATION_SEED, TUNING_SEEDS
 from bank.score import (
     Bin,
     Outcome,
@@ -47,7 +49,6 @@ from bank.score import (
 from latdoc.analysis import confidence_table
 from latdoc.analysis.policy import ALPHA, CONFIDENCE
 from latdoc.model import Kind
-from latdoc.pipeline import build_diagnosis
 
 GOAL_ACCURACY = 0.95
 GOAL_RECALL = GOAL_PRECISION = 0.90
@@ -71,22 +72,11 @@ TEMPLATE = Path(__file__).with_name("calibration.md.j2")
 MET, NOT_MET, UNSETTLED = "met", "not met", "unsettled"
 
 
-def run(n: int, seed: int) -> tuple[list[Outcome], float, float]:
-    """Every scenario's outcome, and the seconds spent generating and diagnosing."""
-    outcomes = []
-    generating = diagnosing = 0.0
-    for s in draw_many(n, seed):
-        t0 = time.perf_counter()
-        samples = generate(s)
-        true = truth(s)
-        t1 = time.perf_counter()
-        d = build_diagnosis(samples, context(s))
-        t2 = time.perf_counter()
-        generating += t1 - t0
-        diagnosing += t2 - t1
-        noise = next(k for k, v in NOISE.items() if v == s.jitter)
-        outcomes.append(Outcome.of(f"{s.label} @{noise}", true, d))
-    return outcomes, generating, diagnosing
+def run(
+    n: int, seed: int, *, realistic: bool = True, which: str = "counterfactual"
+) -> tuple[list[Outcome], float]:
+    """Every scenario's outcome against the truth named ``which``, and the seconds it took."""
+    return evaluate.run(n, seed, realistic=realistic, which=which)
 
 
 # -- the figures, as text tables both outputs render ------------------------------------
@@ -238,6 +228,108 @@ def _rule_own(outcomes: Sequence[Outcome]) -> list[Outcome]:
     return [replace(o, confidence=o.rule_confidence) for o in outcomes if o.rule_confidence]
 
 
+GOAL_HARD = 0.85
+GOAL_HEALTHY_QUIRKS = 0.98
+GOAL_AUROC = 0.80
+GOAL_FLIPS = 0.05
+
+
+def _figure(value: object, fmt: str = ".1%") -> str:
+    return "—" if value is None else format(value, fmt)
+
+
+def slices_grid(f: dict[str, object]) -> Grid:
+    """The figures of the slices and of the confidence as a ranking, with their goals."""
+
+    def at_least(value: object, goal: float) -> str:
+        return "" if not isinstance(value, float) else _mark(value >= goal)
+
+    def at_most(value: object, goal: float) -> str:
+        return "" if not isinstance(value, float) else _mark(value <= goal)
+
+    brier, constant = f["brier"], f["brier_constant"]
+    rows = [
+        (
+            f"hard slice ({f['hard_slice_n']} scenarios)",
+            _figure(f["hard_slice_accuracy"]),
+            f"≥ {GOAL_HARD:.0%}",
+            at_least(f["hard_slice_accuracy"], GOAL_HARD),
+        ),
+        ("the rest", _figure(f["easy_accuracy"]), "", ""),
+        (
+            f"healthy with quirks named healthy ({f['healthy_quirks_n']})",
+            _figure(f["healthy_quirks_accuracy"]),
+            f"≥ {GOAL_HEALTHY_QUIRKS:.0%}",
+            at_least(f["healthy_quirks_accuracy"], GOAL_HEALTHY_QUIRKS),
+        ),
+        (
+            "expected calibration error in the hard slice",
+            _figure(f["ece_hard_slice"], ".3f"),
+            f"≤ {GOAL_ECE}",
+            at_most(f["ece_hard_slice"], GOAL_ECE),
+        ),
+        (
+            "AUROC of the confidence, right against wrong",
+            _figure(f["auroc"], ".2f"),
+            f"≥ {GOAL_AUROC}",
+            at_least(f["auroc"], GOAL_AUROC),
+        ),
+        ("… in the hard slice", _figure(f["auroc_hard_slice"], ".2f"), "", ""),
+        (
+            "Brier score, against the best constant",
+            f"{_figure(brier, '.4f')} vs {_figure(constant, '.4f')}",
+            "below the constant",
+            _mark(isinstance(brier, float) and isinstance(constant, float) and brier < constant),
+        ),
+        (
+            f"primary flips over {evaluate.REPLAYS} noise seeds, outside the hard slice "
+            f"({f['flip_n']} scenarios)",
+            _figure(f["flip_rate"]),
+            f"≤ {GOAL_FLIPS:.0%}",
+            at_most(f["flip_rate"], GOAL_FLIPS),
+        ),
+        ("… in the hard slice", _figure(f["flip_rate_hard_slice"]), "", ""),
+        (
+            "primary of the counterfactual truth = primary of the rule-copying truth",
+            _figure(f["truths_agree"]),
+            "",
+            "",
+        ),
+    ]
+    return Grid("the slices and the confidence", ("figure", "value", "goal", ""), rows, left=4)
+
+
+def truths_grid(outcomes: Sequence[Outcome]) -> Grid:
+    """Where the counterfactual truth and the rule-copying one disagree: (this truth's
+    primary, the other's) → scenarios, and how often the verdict sided with each."""
+    cells: dict[tuple[Kind, Kind], list[Outcome]] = defaultdict(list)
+    for o in outcomes:
+        if o.other_truth is not None and o.other_truth is not o.truth.primary:
+            cells[(o.truth.primary, o.other_truth)].append(o)
+    rows = [
+        (
+            SHORT[this],
+            SHORT[other],
+            str(len(group)),
+            str(sum(o.primary is this for o in group)),
+            str(sum(o.primary is other for o in group)),
+        )
+        for (this, other), group in sorted(cells.items(), key=lambda kv: -len(kv[1]))
+    ]
+    return Grid(
+        "where the two truths disagree",
+        (
+            "counterfactual",
+            "rule-copying",
+            "scenarios",
+            "verdict sided with the first",
+            "with the second",
+        ),
+        rows,
+        left=2,
+    )
+
+
 def goals_grid(outcomes: Sequence[Outcome], n: int, seed: int) -> Grid:
     acc = accuracy(outcomes)
     rec, prec, true_n, named_n = recall_precision(outcomes, contributing_only=False)
@@ -317,7 +409,9 @@ def rich_table(grid: Grid) -> Table:
     return table
 
 
-def report(console: Console, outcomes: Sequence[Outcome], n: int, seed: int) -> None:
+def report(
+    console: Console, outcomes: Sequence[Outcome], n: int, seed: int, f: dict[str, object]
+) -> None:
     console.print(rich_table(confusion_grid(outcomes)))
     console.print(
         "worst cells: "
@@ -326,7 +420,9 @@ def report(console: Console, outcomes: Sequence[Outcome], n: int, seed: int) -> 
     console.print(rich_table(by_cause_grid(outcomes)))
     console.print(rich_table(rule_grid(outcomes)))
     console.print(rich_table(calibration_grid(outcomes)))
+    console.print(rich_table(truths_grid(outcomes)))
     console.print(rich_table(goals_grid(outcomes, n, seed)))
+    console.print(rich_table(slices_grid(f)))
 
 
 # -- the page -----------------------------------------------------------------------------
@@ -366,28 +462,36 @@ def reliability_plot(outcomes: Sequence[Outcome], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    series = (
-        ("printed confidence", calibration(outcomes)[0], "C0", "o"),
-        ("the rule's own confidence", calibration(_rule_own(outcomes))[0], "C1", "s"),
+    hard = [o for o in outcomes if o.hard]
+    rest = [o for o in outcomes if not o.hard]
+    series = tuple(
+        (name, calibration(group)[0], colour, marker)
+        for name, group, colour, marker in (
+            ("printed, every verdict", outcomes, "C0", "o"),
+            ("printed, the hard slice", hard, "C3", "^"),
+            ("printed, the rest", rest, "C2", "v"),
+            ("the rule's own, every verdict", _rule_own(outcomes), "C1", "s"),
+        )
+        if group
     )
     fig, (top, bottom) = plt.subplots(
         2, 1, figsize=(6.4, 6.4), sharex=True, gridspec_kw={"height_ratios": [3, 1]}
     )
     top.plot([0, 1], [0, 1], color="0.6", linestyle="--", linewidth=1, label="calibrated")
-    width = 0.04
+    width = 0.08 / len(series)
     for i, (name, bins, colour, marker) in enumerate(series):
         x = [b.confidence for b in bins]
         y = [b.accuracy for b in bins]
         top.plot(x, y, marker=marker, color=colour, label=name)
-        centres = [(b.low + b.high) / 2 + (i - 0.5) * width for b in bins]
+        centres = [(b.low + b.high) / 2 + (i - (len(series) - 1) / 2) * width for b in bins]
         bars = bottom.bar(centres, [b.n for b in bins], width=width, color=colour)
-        bottom.bar_label(bars, fontsize=7, color=colour, padding=1)
+        bottom.bar_label(bars, fontsize=5, color=colour, padding=1)
     top.set_xlim(0, 1)
     top.set_ylim(0, 1.02)
     top.set_ylabel("share of verdicts right")
     top.set_title(f"Reliability on {len(outcomes)} bank scenarios")
     top.grid(alpha=0.3)
-    top.legend(loc="lower right", fontsize=9)
+    top.legend(loc="upper left", fontsize=8)
     bottom.set_xlabel("confidence (points: a bin's mean; bars: its verdicts, bins of width 0.1)")
     bottom.set_ylabel("verdicts")
     bottom.set_ylim(0, 1.25 * max(b.n for _, bins, _, _ in series for b in bins))
@@ -397,9 +501,16 @@ def reliability_plot(outcomes: Sequence[Outcome], path: Path) -> None:
     plt.close(fig)
 
 
-def write_page(outcomes: Sequence[Outcome], n: int, seed: int, page: Path) -> Path:
+def write_page(
+    outcomes: Sequence[Outcome],
+    n: int,
+    seed: int,
+    page: Path,
+    replayed: Sequence[evaluate.Flip] = (),
+) -> Path:
     """The figures of this run as a documentation page at ``page`` and its reliability
     plot beside it; returns the plot's path."""
+    f = evaluate.figures(outcomes, replayed, seed)
     plot = plot_path(page)
     reliability_plot(outcomes, plot)
     env = jinja2.Environment(
@@ -432,15 +543,67 @@ def write_page(outcomes: Sequence[Outcome], n: int, seed: int, page: Path) -> Pa
         ece=printed_ece,
         rule_ece=calibration(raw)[1] if raw else None,
         plot=plot.name,
+        slices=slices_grid(f),
+        truths=truths_grid(outcomes),
+        disagreements=disagreements(outcomes),
+        tuning_seeds=", ".join(str(x) for x in TUNING_SEEDS),
+        evaluation_seed=EVALUATION_SEED,
+        flips=len(replayed),
+        replays=evaluate.REPLAYS,
     )
     page.write_text(text, encoding="utf-8")
     return plot
+
+
+def disagreements(outcomes: Sequence[Outcome], count: int = 25) -> Grid:
+    """The first scenarios where the two truths name different primary kinds."""
+    rows = [
+        (
+            o.label,
+            str(o.prompt_tokens),
+            SHORT[o.truth.primary],
+            SHORT[o.other_truth],
+            SHORT[o.primary],
+            ", ".join(
+                f"{SHORT[k]} {v:.0f}"
+                for k, v in sorted(o.truth.sizes_ms.items(), key=lambda kv: -kv[1])
+            ),
+        )
+        for o in outcomes
+        if o.other_truth is not None and o.other_truth is not o.truth.primary
+    ][:count]
+    return Grid(
+        "scenarios where the truths disagree (the first few)",
+        ("drawn", "prompt", "counterfactual", "rule-copying", "verdict", "savings (ms)"),
+        rows,
+        left=6,
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=2000, help="scenarios to draw (default 2000)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the draw (default 1)")
+    parser.add_argument(
+        "--truth",
+        choices=evaluate.TRUTHS,
+        default="counterfactual",
+        help="score against the counterfactual truth (default) or the rule-copying one",
+    )
+    parser.add_argument(
+        "--plain",
+        action="store_true",
+        help="the plain draw (no workload, quirks or causes below a threshold)",
+    )
+    parser.add_argument(
+        "--flips",
+        type=int,
+        default=200,
+        metavar="N",
+        help=f"replay the first N scenarios with {evaluate.REPLAYS} noise seeds each for the "
+        "flip rate (default 200; 0: none)",
+    )
+    parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
     parser.add_argument(
         "--page",
         type=Path,
@@ -454,16 +617,22 @@ def main() -> None:
             "its calibration is measured on another seed"
         )
     console = Console(width=max(130, Console().width))
+    outcomes, took = run(args.n, args.seed, realistic=not args.plain, which=args.truth)
+    scenarios = draw_many(min(args.flips, args.n), args.seed, realistic=not args.plain)
     start = time.perf_counter()
-    outcomes, generating, diagnosing = run(args.n, args.seed)
-    report(console, outcomes, args.n, args.seed)
-    took = time.perf_counter() - start
+    replayed = evaluate.flips(scenarios)
+    replaying = time.perf_counter() - start
+    f = evaluate.figures(outcomes, replayed, args.seed)
+    report(console, outcomes, args.n, args.seed, f)
     console.print(
-        f"took {took:.1f} s: generating and truth {generating:.1f} s, "
-        f"build_diagnosis {diagnosing:.1f} s ({1000 * diagnosing / args.n:.1f} ms a verdict)"
+        f"took {took:.1f} s ({1000 * took / args.n:.1f} ms a scenario), "
+        f"and {replaying:.1f} s for {len(replayed)} × {evaluate.REPLAYS} replays"
     )
+    if args.json:
+        args.json.write_text(json.dumps(f, indent=2) + "\n", encoding="utf-8")
+        console.print(f"wrote {args.json}")
     if args.page:
-        plot = write_page(outcomes, args.n, args.seed, args.page)
+        plot = write_page(outcomes, args.n, args.seed, args.page, replayed)
         console.print(f"wrote {args.page} and {plot}")
 
 

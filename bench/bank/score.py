@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import binomtest
 
+from bank.counterfactual import Counterfactual
 from bank.truth import Truth
 from latdoc.analysis.policy import ALPHA, CONFIDENCE
 from latdoc.model import Diagnosis, Kind
@@ -26,7 +27,7 @@ class Outcome:
     """One scenario: what it is and what the diagnosis said."""
 
     label: str
-    truth: Truth
+    truth: Truth | Counterfactual
     primary: Kind
     contributing: tuple[Kind, ...]
     confidence: float
@@ -36,9 +37,18 @@ class Outcome:
     """The primary rule's own confidence, which the printed one was read from."""
     found: frozenset[Kind] = frozenset()
     """Every kind a rule fired for, negligible ones included."""
+    hard: tuple[str, ...] = ()
+    """Why the scenario is in the hard slice (:mod:`bank.hard`); empty when it is not."""
+    healthy_quirks: bool = False
+    """A healthy endpoint with a quirk a healthy one may have (:mod:`bank.hard`)."""
+    other_truth: Kind | None = None
+    """The primary kind the other truth gives the scenario (the rule-copying one when
+    this is the counterfactual, and the other way round)."""
+    prompt_tokens: int | None = None
+    """The user's typical prompt the scenario declared."""
 
     @classmethod
-    def of(cls, label: str, truth: Truth, d: Diagnosis) -> Outcome:
+    def of(cls, label: str, truth: Truth | Counterfactual, d: Diagnosis) -> Outcome:
         v = d.verdict
         return cls(
             label,
@@ -203,3 +213,27 @@ def within_alpha(hits: int, n: int, alpha: float = ALPHA) -> bool | None:
     if hits / max(1, n) > alpha:
         return False
     return None
+
+
+def brier(outcomes: Sequence[Outcome]) -> float:
+    """The mean squared gap between the printed confidence and being right (0 or 1)."""
+    return float(np.mean([(o.confidence - o.right) ** 2 for o in outcomes]))
+
+
+def brier_constant(outcomes: Sequence[Outcome]) -> float:
+    """The Brier score of the best constant confidence: the share right itself, printed
+    for every verdict (a confidence that knows only how often the bank is right)."""
+    p = accuracy(outcomes)
+    return p * (1 - p)
+
+
+def auroc(outcomes: Sequence[Outcome]) -> float | None:
+    """How well the confidence ranks right verdicts above wrong ones: the chance that a
+    right verdict drawn at random has a higher confidence than a wrong one (ties count
+    half); None when every verdict is right or every one wrong."""
+    right = np.array([o.confidence for o in outcomes if o.right])
+    wrong = np.array([o.confidence for o in outcomes if not o.right])
+    if right.size == 0 or wrong.size == 0:
+        return None
+    above = (right[:, None] > wrong[None, :]).sum() + 0.5 * (right[:, None] == wrong[None, :]).sum()
+    return float(above / (right.size * wrong.size))
