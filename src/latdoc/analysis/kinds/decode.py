@@ -3,6 +3,12 @@ token (its median inter-chunk gap over the tokens per chunk, so a stall does not
 for slow generation) exceeds :data:`SLOW_TPOT_MS`. Its share is (answer tokens − 1) ×
 that time per token; reasoning tokens are left to ``reasoning``.
 
+A server may write several tokens per event (a fixed count, or an irregular one). Where
+the stream does not say how many each event carried (OpenAI's chat sends its usage
+once, at the end), the tokens per chunk are the usage's streamed tokens over the
+chunks (:func:`token_tpot_ms`), not one each: a gap between two 8-token events is
+eight tokens' time, not one's.
+
 A stream a hop passed on a buffer at a time has gaps of zero inside each burst: its
 time per token is read over the bursts instead, the span from the first burst's
 arrival to the last over the tokens after the first burst. A stream held whole tells
@@ -16,15 +22,40 @@ from latdoc.analysis.facts import Facts, stream_tpot_ms
 from latdoc.analysis.kinds._spec import KindSpec
 from latdoc.analysis.stats import median_of
 from latdoc.model import Finding, Kind
+from latdoc.records import RequestTrace
 
-__all__ = ["SLOW_TPOT_MS", "SPEC", "decode"]
+__all__ = ["SLOW_TPOT_MS", "SPEC", "decode", "streamed_tokens", "token_tpot_ms"]
 
 SLOW_TPOT_MS = 50.0
 
 
+def streamed_tokens(trace: RequestTrace) -> int | None:
+    """The output tokens the stream's chunks carried, by the server's usage: its output
+    tokens less reasoning it counted but did not stream. ``None`` without a usage."""
+    if not trace.output_tokens_exact or trace.output_tokens is None:
+        return None
+    hidden = (trace.reasoning_tokens or 0) if trace.first_reasoning_ns is None else 0
+    return max(0, trace.output_tokens - hidden)
+
+
+def token_tpot_ms(trace: RequestTrace) -> float | None:
+    """The stream's time per output token (:func:`~latdoc.analysis.facts.stream_tpot_ms`)
+    with the tokens each chunk carried as the usage tells them: when the chunks' own
+    counts are not exact (one a chunk, where the server gave no count per chunk) and
+    the usage counts more tokens than the chunks, each chunk holds its share of them."""
+    tpot = stream_tpot_ms(trace)
+    if tpot is None or trace.chunk_tokens_exact:
+        return tpot
+    counted = sum(c.tokens for c in trace.chunks)
+    streamed = streamed_tokens(trace)
+    if streamed is None or counted <= 0 or streamed <= counted:
+        return tpot
+    return tpot * counted / streamed
+
+
 def decode(f: Facts) -> Finding | None:
     ok = [t for t in f.measured if t.ok]
-    tpot = median_of(stream_tpot_ms(t) for t in ok)
+    tpot = median_of(token_tpot_ms(t) for t in ok)
     tokens = median_of(float(t.answer_tokens) for t in ok if t.answer_tokens)
     if tpot is None or tokens is None or tpot <= SLOW_TPOT_MS:
         return None
