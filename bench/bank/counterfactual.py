@@ -156,6 +156,7 @@ def parts(s: Scenario, *, new_connection: bool) -> dict[str, float]:
     before = s.client_delay_ms + setup + upload + rtt + queue + busy + HEADERS_MS
     ttft = before + prefill + (0.0 if s.reasoning_shown else think) + held + first_event
     total = before + prefill + think + decode + stalls
+    ttft = min(ttft, total)  # the first event can come no later than the last
     retries = _retries(s, before + prefill, ttft, total)
     return {
         "client": s.client_delay_ms,
@@ -179,10 +180,14 @@ def _event_tokens(s: Scenario) -> float:
 
 def _held(s: Scenario, tpot: float) -> float:
     """How long a hop holds the first output event: until the last event of its burst
-    (of the whole stream, when it holds it whole)."""
-    events = s.stream_events()
+    (of the whole stream, when it holds it whole), never past the stream's end."""
+    per_event = _event_tokens(s)
+    tokens = s.stream_events()
+    events = max(1, math.ceil(tokens / per_event))
     flush = s.flush_events(events)
-    return (flush - 1) * tpot * _event_tokens(s) if flush > 1 else 0.0
+    if flush <= 1:
+        return 0.0
+    return min((flush - 1) * per_event, tokens - 1) * tpot
 
 
 def _retries(s: Scenario, headers_ms: float, ttft_ms: float, total_ms: float) -> float:
