@@ -787,16 +787,25 @@ def test_serve_cli_sets_every_knob(monkeypatch: pytest.MonkeyPatch) -> None:
         "--stall-ms 900 --stall-rate 0.3 --fault 429 --fault-rate 0.2 --fault-after-tokens 5 "
         "--retry-after-s 9 --drip-interval-ms 3 --hang-s 30 --default-max-tokens 16 "
         "--headers-after-prefill --reject-stream-options --stamp-chunks "
-        "--answer-tokens 12 --reserve-ms-per-1k-max-tokens 6 --alt-model big:7:8"
+        "--answer-tokens 12 --reserve-ms-per-1k-max-tokens 6 --alt-model big:7:8 "
+        "--batch-slowdown 0.25 --tokens-per-event 2 --tokens-per-event-max 6"
     )
     config = config_from_args(_serve_args(argv.split()))
     latency = LatencyModel(
-        1, 2, 3, 4, 5, kv_threshold_tokens=100, kv_penalty=2.5, reserve_ms_per_1k_max_tokens=6
+        1,
+        2,
+        3,
+        4,
+        5,
+        kv_threshold_tokens=100,
+        kv_penalty=2.5,
+        reserve_ms_per_1k_max_tokens=6,
+        batch_slowdown=0.25,
     )
     assert config == LabConfig(
         model="m",
         latency=latency,
-        alt_models={"big": LatencyModel(7, 2, 3, 8, 5, 100, 2.5, 6)},
+        alt_models={"big": LatencyModel(7, 2, 3, 8, 5, 100, 2.5, 6, batch_slowdown=0.25)},
         default_max_tokens=16,
         answer_tokens=12,
         headers_after_prefill=True,
@@ -821,13 +830,25 @@ def test_serve_cli_sets_every_knob(monkeypatch: pytest.MonkeyPatch) -> None:
         retry_after_s=9,
         drip_interval_ms=3,
         hang_s=30,
+        tokens_per_event=2,
+        tokens_per_event_max=6,
     )
+
+
+def test_serve_cli_sets_keepalive_comments() -> None:
+    config = config_from_args(_serve_args(["--keepalive-comment-ms", "40"]))
+    assert config == LabConfig(keepalive_comment_ms=40)
 
 
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [
         ("--load-profile 0.2,0.8", "--load-profile needs --slots"),
+        ("--tokens-per-event 0", "--tokens-per-event must be >= 1"),
+        ("--tokens-per-event 4 --tokens-per-event-max 2", "--tokens-per-event-max must be >= 4"),
+        ("--keepalive-comment-ms -5", "--keepalive-comment-ms must be"),
+        ("--keepalive-comment-ms 50 --headers-after-prefill", "not --headers-after-prefill"),
+        ("--batch-slowdown -0.5", "--batch-slowdown must be"),
         ("--slots 2 --load-profile 0.2,1.2", "between 0 and 1"),
         ("--fault reset --fault-rate 1.5", "--fault-rate must be between 0 and 1"),
         ("--stall-after-token 3 --stall-rate -0.1", "--stall-rate must be between 0 and 1"),

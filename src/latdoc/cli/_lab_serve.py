@@ -142,6 +142,27 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="a header every response carries, e.g. 'X-Accel-Buffering: no' (repeatable)",
     )
     server.add_argument(
+        "--tokens-per-event",
+        type=_whole,
+        default=_CONFIG.tokens_per_event,
+        metavar="N",
+        help="output tokens each streamed event carries, written when the last is due",
+    )
+    server.add_argument(
+        "--tokens-per-event-max",
+        type=_whole,
+        metavar="M",
+        help="each event carries a seeded draw from --tokens-per-event to M tokens",
+    )
+    server.add_argument(
+        "--keepalive-comment-ms",
+        type=_finite,
+        default=_CONFIG.keepalive_comment_ms,
+        metavar="MS",
+        help="send headers at once, then an SSE ': keep-alive' comment every MS ms until "
+        "the first token (while queued and in prefill; 0: none)",
+    )
+    server.add_argument(
         "--timing-form",
         dest="timing_forms",
         choices=[str(form) for form in TimingForm],
@@ -181,6 +202,14 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="the model thinks N tokens (at medium effort; low ¼, high 2×) before its "
         "answer, streamed as reasoning at the decode rate; --alt-model models do not think",
+    )
+    latency.add_argument(
+        "--batch-slowdown",
+        type=_finite,
+        default=_LATENCY.batch_slowdown,
+        metavar="X",
+        help="each token gap is decode × (1 + X × (streams decoding − 1)): continuous "
+        "batching (default 0: none)",
     )
     latency.add_argument(
         "--kv-threshold-tokens",
@@ -292,6 +321,10 @@ def _check_serve(args: argparse.Namespace) -> None:
         raise UsageError("--fault-rate needs --fault: the failure to inject")
     if args.stall_ms > 0 and args.stall_after_token is None:
         raise UsageError("--stall-ms needs --stall-after-token: the token the stall follows")
+    if args.keepalive_comment_ms > 0 and args.headers_after_prefill:
+        raise UsageError(
+            "--keepalive-comment-ms needs the headers at once, not --headers-after-prefill"
+        )
     if args.kv_threshold_tokens is None and args.kv_penalty != _LATENCY.kv_penalty:
         raise UsageError("--kv-penalty needs --kv-threshold-tokens")
     names = [name for name, _, _ in args.alt_models]
@@ -330,6 +363,7 @@ def config_from_args(args: argparse.Namespace) -> LabConfig:
             kv_penalty=args.kv_penalty,
             reserve_ms_per_1k_max_tokens=args.reserve_ms_per_1k_max_tokens,
             reasoning_tokens=args.reasoning_tokens,
+            batch_slowdown=args.batch_slowdown,
         )
         alt_models = {
             name: dataclasses.replace(
@@ -353,6 +387,9 @@ def config_from_args(args: argparse.Namespace) -> LabConfig:
             else tuple(TimingForm(form) for form in args.timing_forms),
             api_key=_api_key(args.api_key_env),
             seed=args.seed,
+            tokens_per_event=args.tokens_per_event,
+            tokens_per_event_max=args.tokens_per_event_max,
+            keepalive_comment_ms=args.keepalive_comment_ms,
             max_context_tokens=args.max_context_tokens,
             slots=args.slots,
             load_profile=tuple(args.load_profile),

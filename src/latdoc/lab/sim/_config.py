@@ -8,9 +8,13 @@ the endpoint as it was before the knob existed:
   context limit past which requests fail (``max_context_tokens``);
 - output length: a reservation before the first token that grows with the
   ``max_tokens`` asked for, and answers that end by themselves (``answer_tokens``);
-- model service: decode per token, more models with latencies of their own
-  (``alt_models``), ``slots`` with a FIFO queue, background load that follows a
-  compressed day (``load_profile``), a prefix cache, mid-stream stalls;
+- model service: decode per token, decode that slows with the streams in flight
+  (``batch_slowdown``), more models with latencies of their own (``alt_models``),
+  ``slots`` with a FIFO queue, background load that follows a compressed day
+  (``load_profile``), a prefix cache, mid-stream stalls;
+- how the stream is written: several tokens per event (``tokens_per_event``, a
+  fixed count or a seeded draw), SSE keep-alive comments while a request waits for
+  its first token (``keepalive_comment_ms``);
 - failures: one :class:`Fault` per request, at ``fault_rate``.
 
 :func:`~latdoc.lab.sim.create_app` documents how each is reported to the client.
@@ -130,6 +134,15 @@ class LatencyModel:
     ``low`` ¼, ``medium`` 1, ``high`` 2 times; Anthropic's ``thinking`` budget caps it
     and ``{"type": "disabled"}`` turns it off. Thinking does not count against the
     answer's output limit.
+
+    Continuous batching: with ``batch_slowdown`` > 0 decode slows with the streams in
+    flight. Each token gap is ``decode_ms_per_token·(1 + batch_slowdown·(n − 1))``
+    (then KV-penalised and jittered as above), where ``n`` is the number of streams
+    decoding when the gap starts: requests of any model between their first and last
+    token, this one included, and the background requests holding slots
+    (``LabConfig.load_profile``). A streamed answer reads ``n`` at each event it
+    writes (for the tokens up to its next event), a whole answer once, at its first
+    token. ``0`` (the default): every stream decodes at full speed.
     """
 
     prefill_base_ms: float = 20.0
@@ -141,6 +154,7 @@ class LatencyModel:
     kv_penalty: float = 1.0
     reserve_ms_per_1k_max_tokens: float = 0.0
     reasoning_tokens: int = 0
+    batch_slowdown: float = 0.0
 
     def __post_init__(self) -> None:
         _check_finite(
@@ -152,11 +166,17 @@ class LatencyModel:
                 "decode_ms_per_token",
                 "jitter_ms",
                 "reserve_ms_per_1k_max_tokens",
+                "batch_slowdown",
             ),
         )
         _check_finite(self, ("kv_penalty",), positive=True)
         _check_at_least(self, "kv_threshold_tokens", 0)
         _check_at_least(self, "reasoning_tokens", 0)
+
+    def batch_factor(self, decoding: int) -> float:
+        """How much slower each token gap is with ``decoding`` streams decoding at once
+        (this one among them): ``1 + batch_slowdown·(decoding − 1)``."""
+        return 1.0 + self.batch_slowdown * max(0, decoding - 1)
 
     def over_threshold(self, context_tokens: int) -> bool:
         """Whether a context of ``context_tokens`` is past the KV-cache threshold."""
@@ -243,7 +263,31 @@ class LabConfig:
       buffer the stream).
     - ``timing_forms``: the :class:`TimingForm` s the endpoint tells its own timing in
       (``Server-Timing`` alone by default; ``()`` tells none).
-    - ``seed``: seeds the jitter, the stall and fault draws and the background load.
+    - ``seed``: seeds the jitter, the stall and fault draws, the background load and
+      the tokens per event.
+
+    How the stream is written:
+
+    - ``tokens_per_event``: output tokens each streamed event carries (as a server
+      that flushes every few tokens: vLLM's ``--stream-interval``, a gateway that
+      re-chunks). An event carries its tokens' text and is written when its last
+      token is due, so its first token waits for the rest; ``usage`` counts every
+      token. Chat and completions put the tokens in one chunk; the other APIs write
+      their tokens' events together (:mod:`latdoc.lab.sim._writers`). An event never
+      spans the start of the answer after reasoning, the token a stall follows or the
+      one a stream fault strikes at: those cut it short.
+    - ``tokens_per_event_max``: when set, each event carries a seeded draw, uniform
+      from ``tokens_per_event`` to this many tokens (an irregular server).
+    - ``keepalive_comment_ms``: a streamed server-sent-event answer gets its status
+      and headers at once, before its slot, and then an SSE comment line
+      ``: keep-alive`` every that many ms until its first event is written, while it
+      waits for a slot, its reservation and its prefill (as DeepSeek's API does while
+      a request waits to be scheduled). The client's first byte then comes at once
+      and the wait shows only between the first byte and the first token. The
+      ``Server-Timing`` header, sent before the wait, then tells the time per token
+      only (the queue and prefill are in the ``lab`` truth object), and there is no
+      ``x-lab-start-ns``. ``0`` (the default): none, and headers as set above. Needs
+      the headers at once (not ``headers_after_prefill``).
 
     Input length:
 
@@ -299,6 +343,9 @@ class LabConfig:
     extra_headers: tuple[tuple[str, str], ...] = ()
     timing_forms: tuple[TimingForm, ...] = (TimingForm.SERVER_TIMING,)
     seed: int | None = None
+    tokens_per_event: int = 1
+    tokens_per_event_max: int | None = None
+    keepalive_comment_ms: float = 0.0
     max_context_tokens: int | None = None
     slots: int | None = None
     load_profile: tuple[float, ...] = ()
@@ -339,9 +386,16 @@ class LabConfig:
             ("stall_after_token", 1),
             ("fault_after_tokens", 0),
             ("retry_after_s", 0),
+            ("tokens_per_event", 1),
         ):
             _check_at_least(self, name, minimum)
-        _check_finite(self, ("stall_ms", "drip_interval_ms"))
+        _check_at_least(self, "tokens_per_event_max", self.tokens_per_event)
+        _check_finite(self, ("stall_ms", "drip_interval_ms", "keepalive_comment_ms"))
+        if self.keepalive_comment_ms > 0 and self.headers_after_prefill:
+            raise ValueError(
+                "keepalive_comment_ms needs the headers at once: it cannot go with "
+                "headers_after_prefill"
+            )
         _check_finite(self, ("day_seconds", "background_request_ms", "hang_s"), positive=True)
         if self.day_origin is not None:
             _check_finite(self, ("day_origin",))
@@ -391,6 +445,7 @@ class LabConfig:
         return (
             bool(self.alt_models)
             or latency.reserve_ms_per_1k_max_tokens > 0
+            or any(m.batch_slowdown > 0 for m in (latency, *self.alt_models.values()))
             or self.max_context_tokens is not None
             or self.slots is not None
             or self.prefix_cache

@@ -67,11 +67,13 @@ def output_text(output_tokens: int) -> str:
 class Fragments:
     """Pre-encoded JSON pieces of one dialect's stream chunks (after ``"choices":``).
 
-    ``length`` ends an answer cut at its output limit, ``stop`` one that ended by
-    itself.
+    ``piece`` is the choices of a chunk carrying text, with ``%s`` where the text's
+    JSON string goes; ``tokens`` are its pieces for each word of the cycle. ``length``
+    ends an answer cut at its output limit, ``stop`` one that ended by itself.
     """
 
     role: bytes | None
+    piece: bytes
     tokens: tuple[bytes, ...]
     length: bytes
     stop: bytes
@@ -80,26 +82,28 @@ class Fragments:
         """The last choice chunk of an answer that ended for ``reason``."""
         return self.stop if reason == "stop" else self.length
 
+    def text(self, text: str) -> bytes:
+        """The choices of a chunk carrying ``text`` (several tokens' words)."""
+        return self.piece % json.dumps(text).encode()
+
 
 def _token_json(k: int) -> bytes:
     return json.dumps(output_token(k)).encode()
 
 
+_CHAT_PIECE = b'[{"index":0,"delta":{"content":%s},"finish_reason":null}]'
+_COMPLETIONS_PIECE = b'[{"index":0,"text":%s,"logprobs":null,"finish_reason":null}]'
 CHAT = Fragments(
     role=b'[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]',
-    tokens=tuple(
-        b'[{"index":0,"delta":{"content":%s},"finish_reason":null}]' % _token_json(k)
-        for k in range(len(OUTPUT_WORDS))
-    ),
+    piece=_CHAT_PIECE,
+    tokens=tuple(_CHAT_PIECE % _token_json(k) for k in range(len(OUTPUT_WORDS))),
     length=b'[{"index":0,"delta":{},"finish_reason":"length"}]',
     stop=b'[{"index":0,"delta":{},"finish_reason":"stop"}]',
 )
 COMPLETIONS = Fragments(
     role=None,
-    tokens=tuple(
-        b'[{"index":0,"text":%s,"logprobs":null,"finish_reason":null}]' % _token_json(k)
-        for k in range(len(OUTPUT_WORDS))
-    ),
+    piece=_COMPLETIONS_PIECE,
+    tokens=tuple(_COMPLETIONS_PIECE % _token_json(k) for k in range(len(OUTPUT_WORDS))),
     length=b'[{"index":0,"text":"","logprobs":null,"finish_reason":"length"}]',
     stop=b'[{"index":0,"text":"","logprobs":null,"finish_reason":"stop"}]',
 )

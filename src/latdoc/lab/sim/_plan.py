@@ -42,6 +42,10 @@ class Plan:
     decode_ms: float = 0.0
     """Time from the first token to the last, stall excluded (filled as planned)."""
     holds_slot: bool = False
+    admitted: bool = False
+    """It has its slot, and its reservation and prefill are planned."""
+    decoding: bool = False
+    """It is between its first and last token (counted in the streams decoding)."""
 
     @property
     def slow_from(self) -> int | None:
@@ -76,12 +80,15 @@ def server_timing(plan: Plan, *, queued: bool) -> bytes:
     ``queue;dur`` (with slots), ``reserve;dur`` (when the model charges for the
     output limit), ``prefill;dur``, ``tpot;dur`` (the first token gap),
     ``stall;dur;desc="after token k"`` (a planned stall) and ``load;desc`` (the load
-    profile's value at arrival).
+    profile's value at arrival). Headers sent before the request was admitted (with
+    keep-alive comments) know neither its queue nor its prefill: they tell the rest.
     """
-    parts = [b"queue;dur=%.3f" % plan.queue_ms] if queued else []
-    if plan.latency.reserve_ms_per_1k_max_tokens > 0:
+    parts = [b"queue;dur=%.3f" % plan.queue_ms] if queued and plan.admitted else []
+    if plan.latency.reserve_ms_per_1k_max_tokens > 0 and plan.admitted:
         parts.append(b"reserve;dur=%.3f" % plan.reserve_ms)
-    parts.append(b"prefill;dur=%.3f, tpot;dur=%.3f" % (plan.prefill_ms, plan.gap_ms(1)))
+    if plan.admitted:
+        parts.append(b"prefill;dur=%.3f" % plan.prefill_ms)
+    parts.append(b"tpot;dur=%.3f" % plan.gap_ms(1))
     if plan.stall_after is not None:
         parts.append(b'stall;dur=%.3f;desc="after token %d"' % (plan.stall_ms, plan.stall_after))
     if plan.load is not None:

@@ -3,15 +3,25 @@
 A request first takes its slot (:meth:`Lab.admit`); its first token is due its
 reservation and prefill later, and output token ``k`` at ``first + k·decode`` plus
 what KV pressure and a stall add (with its model's timing), on an
-absolute monotonic schedule (with jitter, each gap is drawn in turn). Its slot is
-released once the last token is out. The ``reset``, ``truncate`` and
+absolute monotonic schedule (with jitter or batching, each gap is drawn in turn, the
+batch's slowdown read from the streams decoding as each event is written). A streamed
+event carries ``tokens_per_event`` tokens and is written when its last token is due.
+Its slot is released once the last token is out. The ``reset``, ``truncate`` and
 ``malformed`` faults strike when token ``fault_after_tokens`` is due.
+
+With ``keepalive_comment_ms``, a server-sent-event answer's headers go at once and
+a ``: keep-alive`` comment every that many ms until its first event: while it waits
+for its slot (:func:`_admit_with_comments`) and through its reservation and prefill.
+The API's opening events (chat's role chunk, Anthropic's ``message_start``) then go
+with the first event, as they would with ``headers_after_prefill``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import math
 import time
 from typing import Any, Protocol
 
@@ -22,13 +32,16 @@ from latdoc.lab.sim._faults import STREAM_FAULTS, ResetConnection
 from latdoc.lab.sim._plan import Plan, lab_object, told_timing
 from latdoc.lab.sim._writers import ChatWriter, StreamWriter
 
-__all__ = ["Flight", "Lab", "serve_complete", "serve_stream"]
+__all__ = ["KEEPALIVE_COMMENT", "Flight", "Lab", "serve_complete", "serve_stream"]
 
 _RESET_WAIT_S = 1.0
 """How long a reset request waits for its server to notice the dead connection."""
 
-_STREAM_TYPE = {False: b"text/event-stream", True: b"application/json"}
+_SSE = b"text/event-stream"
+_STREAM_TYPE = {False: _SSE, True: b"application/json"}
 """A streamed answer's content type: server-sent events, or one JSON array."""
+KEEPALIVE_COMMENT = b": keep-alive\n\n"
+"""The SSE comment written while a request waits for its first token."""
 
 
 class Flight:
@@ -61,6 +74,12 @@ class Lab(Protocol):
 
     def jittered(self, latency: LatencyModel, ms: float) -> float: ...
 
+    def event_tokens(self) -> int: ...
+
+    def start_decoding(self, plan: Plan) -> None: ...
+
+    def batch_factor(self, latency: LatencyModel) -> float: ...
+
     async def admit(self, plan: Plan) -> None: ...
 
     def prefilled(self, plan: Plan) -> None: ...
@@ -68,7 +87,7 @@ class Lab(Protocol):
     def release(self, plan: Plan) -> None: ...
 
     def headers(
-        self, plan: Plan, start_ns: int, content_type: bytes
+        self, plan: Plan, start_ns: int | None, content_type: bytes
     ) -> list[tuple[bytes, bytes]]: ...
 
     def usage(self, plan: Plan) -> dict[str, Any]: ...
@@ -118,45 +137,107 @@ async def _strike(lab: Lab, plan: Plan, flight: Flight, send: Send, writer: Stre
     return True
 
 
-async def serve_stream(lab: Lab, plan: Plan, flight: Flight, send: Send) -> None:
-    """Stream the answer as server-sent events, one write per output token (reasoning
-    tokens first, then the answer's)."""
-    await lab.admit(plan)
+def _event_cuts(plan: Plan, strike_at: int | None) -> frozenset[int]:
+    """The tokens an event never reaches past: each starts an event of its own (the
+    answer after reasoning, the token after a stall, the one a fault strikes at)."""
+    cuts = {plan.call.reasoning_tokens, strike_at, plan.stall_after}
+    return frozenset(k for k in cuts if k is not None and 0 < k < plan.call.total_tokens)
+
+
+async def _admit_with_comments(lab: Lab, plan: Plan, send: Send, every_s: float) -> float:
+    """Wait for the request's slot, writing a keep-alive comment every ``every_s``;
+    return when the next one is due."""
     loop = asyncio.get_running_loop()
-    start_ns = time.perf_counter_ns()
-    start = loop.time()
+    admission = asyncio.ensure_future(lab.admit(plan))
+    next_at = loop.time() + every_s
+    try:
+        while True:
+            done, _ = await asyncio.wait({admission}, timeout=max(0.0, next_at - loop.time()))
+            if done:
+                admission.result()
+                return next_at
+            await send(_body(KEEPALIVE_COMMENT))
+            next_at = max(next_at + every_s, loop.time())
+    finally:
+        if not admission.done():
+            admission.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await admission
+
+
+async def serve_stream(lab: Lab, plan: Plan, flight: Flight, send: Send) -> None:
+    """Stream the answer as server-sent events, one write per event of
+    ``tokens_per_event`` output tokens (reasoning tokens first, then the answer's)."""
+    loop = asyncio.get_running_loop()
     config = lab.config
     latency = plan.latency
     call = plan.call
-    writer = call.api.writer(call, lab.next_id(), config.stamp_chunks, plan.cached_tokens)
-    head: Message = {
-        "type": "http.response.start",
-        "status": 200,
-        "headers": lab.headers(
-            plan, start_ns, call.api.media_type or _STREAM_TYPE[call.json_array]
-        ),
-    }
-
-    async def begin() -> None:
+    content_type = call.api.media_type or _STREAM_TYPE[call.json_array]
+    every_s = config.keepalive_comment_ms / 1000 if content_type == _SSE else 0.0
+    head: Message = {"type": "http.response.start", "status": 200}
+    comment_at = math.inf
+    if every_s:
+        head["headers"] = lab.headers(plan, None, content_type)
         flight.started = True
         await send(head)
+        comment_at = await _admit_with_comments(lab, plan, send, every_s)
+    else:
+        await lab.admit(plan)
+    start_ns = time.perf_counter_ns()
+    start = loop.time()
+    writer = call.api.writer(call, lab.next_id(), config.stamp_chunks, plan.cached_tokens)
+    if not every_s:
+        head["headers"] = lab.headers(plan, start_ns, content_type)
+    begun = False
+
+    async def begin() -> None:
+        """The headers (unless sent already) and the API's opening events."""
+        nonlocal begun
+        begun = True
+        if not flight.started:
+            flight.started = True
+            await send(head)
         opening = writer.opening()
         if opening:
             await send(_body(opening))
 
-    if not config.headers_after_prefill:
+    if not every_s and not config.headers_after_prefill:
         await begin()
+
+    async def wait_until(target: float) -> None:
+        """Sleep until ``target``, with a keep-alive comment whenever one is due."""
+        nonlocal comment_at
+        while comment_at < target:
+            delay = comment_at - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            await send(_body(KEEPALIVE_COMMENT))
+            comment_at = max(comment_at + every_s, loop.time())
+        delay = target - loop.time()
+        if delay > 0:
+            await asyncio.sleep(delay)
+
     first = start + (plan.reserve_ms + plan.prefill_ms) / 1000
     decode_s = latency.decode_ms_per_token / 1000
-    jitter = latency.jitter_ms > 0
+    paced = latency.jitter_ms > 0 or latency.batch_slowdown > 0
+    factor = 1.0
     target = first
     total = call.total_tokens
     strike_at = _strike_point(plan, config)
+    cuts = _event_cuts(plan, strike_at)
+    opened = last = 0
     writes: list[int] | None = [] if config.write_log is not None else None
     for k in range(total):
+        if k > last:
+            opened = k
+            last = k + lab.event_tokens() - 1
+            last = min([last, total - 1, *(c - 1 for c in cuts if c > k)])
+            factor = lab.batch_factor(latency)
+        elif k == 0:
+            last = min([lab.event_tokens() - 1, total - 1, *(c - 1 for c in cuts)])
         if k:
-            if jitter:
-                gap = lab.jittered(latency, plan.gap_ms(k))
+            if paced:
+                gap = lab.jittered(latency, plan.gap_ms(k)) * factor
                 plan.decode_ms += gap
                 target += (gap + plan.stall_before(k)) / 1000
             else:
@@ -171,17 +252,24 @@ async def serve_stream(lab: Lab, plan: Plan, flight: Flight, send: Send) -> None
                 late = loop.time() + stall_s - target
                 first += late
                 target += late
-        delay = target - loop.time()
-        if delay > 0:
-            await asyncio.sleep(delay)
+        if k in (0, strike_at, last):
+            await wait_until(target)
         if k == 0:
             lab.prefilled(plan)
-        if not flight.started:
+            lab.start_decoding(plan)
+            factor = lab.batch_factor(latency)
+        if k == strike_at:
+            if not begun:
+                await begin()
+            if await _strike(lab, plan, flight, send, writer):
+                return
+        if k < last:
+            continue
+        if not begun:
             await begin()
-        if k == strike_at and await _strike(lab, plan, flight, send, writer):
-            return
-        piece = writer.token(k)
+        piece = writer.tokens(opened, k - opened + 1)
         if piece:  # a token the API does not show (hidden reasoning) is no write
+            comment_at = math.inf
             await send(_body(piece))
             if writes is not None:
                 writes.append(time.perf_counter_ns())
@@ -214,11 +302,12 @@ async def serve_complete(lab: Lab, plan: Plan, flight: Flight, send: Send) -> No
     else:
         plan.decode_ms = gaps * latency.decode_ms_per_token + plan.kv_extra_ms(gaps)
     first_ms = plan.reserve_ms + plan.prefill_ms
-    if plan.blocks:
-        delay = start + first_ms / 1000 - loop.time()
-        if delay > 0:
-            await asyncio.sleep(delay)
-        lab.prefilled(plan)
+    delay = start + first_ms / 1000 - loop.time()
+    if delay > 0:
+        await asyncio.sleep(delay)
+    lab.prefilled(plan)
+    lab.start_decoding(plan)
+    plan.decode_ms *= lab.batch_factor(latency)
     stall_ms = plan.stall_extra_ms(gaps)
     delay = start + (first_ms + plan.decode_ms + stall_ms) / 1000 - loop.time()
     if delay > 0:

@@ -79,6 +79,9 @@ class LabState:
         self.rng = random.Random(config.seed)
         self.fault_rng = random.Random(_subseed(config.seed, "faults"))
         self.stall_rng = random.Random(_subseed(config.seed, "stalls"))
+        self.event_rng = random.Random(_subseed(config.seed, "events"))
+        self.decoding = 0
+        """Requests between their first and last token now."""
         self.ids = itertools.count(1)
         self.created = int(time.time())
         self.active: set[Flight] = set()
@@ -125,6 +128,26 @@ class LabState:
 
     def next_id(self) -> int:
         return next(self.ids)
+
+    def event_tokens(self) -> int:
+        """Output tokens the next streamed event carries (``tokens_per_event``, or a
+        seeded draw up to ``tokens_per_event_max``)."""
+        low, high = self.config.tokens_per_event, self.config.tokens_per_event_max
+        return low if high is None or high == low else self.event_rng.randint(low, high)
+
+    def start_decoding(self, plan: Plan) -> None:
+        """The request's first token is due: it counts among the streams decoding."""
+        if not plan.decoding:
+            plan.decoding = True
+            self.decoding += 1
+
+    def batch_factor(self, latency: LatencyModel) -> float:
+        """How much slower a token gap starting now is: the streams decoding now and the
+        background requests holding slots (:meth:`LatencyModel.batch_factor`)."""
+        if latency.batch_slowdown == 0:
+            return 1.0
+        background = self.pool.background_busy if self.pool is not None else 0
+        return latency.batch_factor(self.decoding + background)
 
     def log_writes(self, flight: Flight, writes_ns: list[int]) -> None:
         """Append a stream's token writes to ``config.write_log``: one JSON line of the
@@ -177,6 +200,7 @@ class LabState:
             waited = await self.pool.acquire()
             plan.holds_slot = True
             plan.queue_ms = (loop.time() - arrived) * 1000 if waited else 0.0
+        plan.admitted = True
         call, latency = plan.call, plan.latency
         plan.reserve_ms = latency.reserve_ms(call.max_tokens)
         if self.cache is not None and call.prompt is not None:
@@ -192,12 +216,20 @@ class LabState:
             plan.blocks = []
 
     def release(self, plan: Plan) -> None:
-        """The request's last token is out: its slot goes to the next in line."""
+        """The request's last token is out: it no longer decodes, and its slot goes to
+        the next in line."""
+        if plan.decoding:
+            plan.decoding = False
+            self.decoding -= 1
         if plan.holds_slot and self.pool is not None:
             plan.holds_slot = False
             self.pool.release()
 
-    def headers(self, plan: Plan, start_ns: int, content_type: bytes) -> list[tuple[bytes, bytes]]:
+    def headers(
+        self, plan: Plan, start_ns: int | None, content_type: bytes
+    ) -> list[tuple[bytes, bytes]]:
+        """The response headers; ``start_ns`` is the origin of the request's schedule,
+        ``None`` when the headers go before it has one (keep-alive comments)."""
         call = plan.call
         headers = [
             (b"content-type", content_type),
@@ -217,7 +249,7 @@ class LabState:
             headers.append((b"x-lab-cached-tokens", b"%d" % plan.cached_tokens))
         if plan.fault is not None:
             headers.append((FAULT_HEADER, str(plan.fault).encode()))
-        if self.config.stamp_chunks:
+        if self.config.stamp_chunks and start_ns is not None:
             headers.append((b"x-lab-start-ns", b"%d" % start_ns))
         if not self.config.keep_alive:
             headers.append((b"connection", b"close"))

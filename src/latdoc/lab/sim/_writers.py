@@ -7,6 +7,11 @@ its answer tokens) into the bytes of its event(s), so the schedule in
 chunks for chat and completions, reasoning as ``delta.reasoning_content``, a tool
 call as ``delta.tool_calls``.
 
+A server that writes several tokens per event (``LabConfig.tokens_per_event``) asks
+for :meth:`StreamWriter.tokens`: chat and completions carry them in one chunk, their
+texts joined; the other APIs' stand-ins write each token's event(s) in one write
+(:func:`each_token`).
+
 A tool call's arguments are ``{"words": "<the answer's words>"}``, one word a token.
 """
 
@@ -19,7 +24,7 @@ from typing import Any, Protocol
 from latdoc.lab.sim._events import DONE, Events, Fragments, arguments, output_token
 from latdoc.lab.sim._request import Call
 
-__all__ = ["ChatWriter", "StreamWriter"]
+__all__ = ["ChatWriter", "StreamWriter", "each_token"]
 
 
 class StreamWriter(Protocol):
@@ -29,6 +34,11 @@ class StreamWriter(Protocol):
 
     def token(self, k: int) -> bytes:
         """The event(s) of output token ``k``: reasoning below ``reasoning_tokens``."""
+        ...
+
+    def tokens(self, first: int, count: int) -> bytes:
+        """The event(s) of ``count`` output tokens from ``first``, written at once: all
+        reasoning or all answer (the server cuts its events where the answer starts)."""
         ...
 
     def closing(self, usage: dict[str, Any], truth: dict[str, Any] | None) -> list[bytes]:
@@ -79,6 +89,25 @@ class ChatWriter:
             function["name"] = call.tool_name
         return self.events.body(_chat_choice({"tool_calls": [tool]}))
 
+    def tokens(self, first: int, count: int) -> bytes:
+        if count == 1:
+            return self.token(first)
+        call = self.call
+        thinking = call.reasoning_tokens
+        ks = range(first, first + count)
+        if first < thinking:
+            text = "".join(output_token(k) for k in ks)
+            return self.events.body(_chat_choice({"reasoning_content": text}))
+        ks = range(first - thinking, first - thinking + count)
+        if call.tool_name is None:
+            return self.events.body(self.fragments.text("".join(output_token(k) for k in ks)))
+        function: dict[str, Any] = {"arguments": "".join(arguments(call, k) for k in ks)}
+        tool: dict[str, Any] = {"index": 0, "function": function}
+        if ks[0] == 0:
+            tool.update(id="call_lab", type="function")
+            function["name"] = call.tool_name
+        return self.events.body(_chat_choice({"tool_calls": [tool]}))
+
     def closing(self, usage: dict[str, Any], truth: dict[str, Any] | None) -> list[bytes]:
         call = self.call
         told = {**self.told, **({"lab": truth} if truth else {})}
@@ -106,6 +135,11 @@ class ChatWriter:
     def overloaded(self) -> bytes:
         error = {"message": "Overloaded", "type": "overloaded_error", "code": "overloaded_error"}
         return b"data: %s\n\n" % json.dumps({"error": error}).encode()
+
+
+def each_token(writer: StreamWriter, first: int, count: int) -> bytes:
+    """``count`` tokens from ``first`` as each token's own event(s), in one write."""
+    return b"".join(writer.token(k) for k in range(first, first + count))
 
 
 def _chat_choice(delta: dict[str, Any]) -> bytes:

@@ -16,7 +16,7 @@ from typing import Any
 
 from latdoc.lab.sim._events import arguments, output_text, output_token, sse
 from latdoc.lab.sim._request import ApiError, Call
-from latdoc.lab.sim._writers import StreamWriter
+from latdoc.lab.sim._writers import StreamWriter, each_token
 from latdoc.lab.sim.dialects._stand_in import Authorized, Headers, StandIn
 
 __all__ = ["STAND_IN", "AnthropicWriter"]
@@ -65,6 +65,9 @@ class AnthropicWriter:
 
     def _delta(self, delta: dict[str, Any]) -> bytes:
         return self._event({"type": "content_block_delta", "index": self.block, "delta": delta})
+
+    def tokens(self, first: int, count: int) -> bytes:
+        return each_token(self, first, count)
 
     def token(self, k: int) -> bytes:
         call = self.call

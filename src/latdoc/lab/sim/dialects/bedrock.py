@@ -41,7 +41,7 @@ from typing import Any
 
 from latdoc.lab.sim._events import output_text, output_token
 from latdoc.lab.sim._request import ApiError, Call
-from latdoc.lab.sim._writers import StreamWriter
+from latdoc.lab.sim._writers import StreamWriter, each_token
 from latdoc.lab.sim.dialects._stand_in import Authorized, Headers, StandIn
 
 __all__ = ["MEDIA_TYPE", "STAND_IN", "BedrockWriter", "frame"]
@@ -104,6 +104,9 @@ class BedrockWriter:
 
     def opening(self) -> bytes:
         return self._send("messageStart", {"role": "assistant"})
+
+    def tokens(self, first: int, count: int) -> bytes:
+        return each_token(self, first, count)
 
     def token(self, k: int) -> bytes:
         thinking = self.call.reasoning_tokens

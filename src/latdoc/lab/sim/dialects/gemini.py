@@ -29,7 +29,7 @@ from typing import Any
 
 from latdoc.lab.sim._events import output_text, output_token
 from latdoc.lab.sim._request import ApiError, Call, effort_tokens
-from latdoc.lab.sim._writers import StreamWriter
+from latdoc.lab.sim._writers import StreamWriter, each_token
 from latdoc.lab.sim.dialects._stand_in import Authorized, Headers, Query, StandIn
 
 __all__ = [
@@ -108,6 +108,9 @@ class GeminiWriter:
 
     def opening(self) -> bytes:
         return b"[" if self.call.json_array else b""
+
+    def tokens(self, first: int, count: int) -> bytes:
+        return each_token(self, first, count)
 
     def token(self, k: int) -> bytes:
         call = self.call

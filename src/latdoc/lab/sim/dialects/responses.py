@@ -17,7 +17,7 @@ from typing import Any
 
 from latdoc.lab.sim._events import arguments, output_text, output_token, sse
 from latdoc.lab.sim._request import Call, effort_tokens
-from latdoc.lab.sim._writers import StreamWriter
+from latdoc.lab.sim._writers import StreamWriter, each_token
 from latdoc.lab.sim.dialects._stand_in import StandIn
 
 __all__ = ["STAND_IN", "ResponsesWriter"]
@@ -80,6 +80,9 @@ class ResponsesWriter:
             "id": "msg_lab", "type": "message", "role": "assistant",
             "status": status, "content": content,
         }  # fmt: skip
+
+    def tokens(self, first: int, count: int) -> bytes:
+        return each_token(self, first, count)
 
     def token(self, k: int) -> bytes:
         call = self.call
