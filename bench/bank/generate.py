@@ -218,8 +218,12 @@ class _Run:
         if s.buffer_whole:
             # The hop sends the headers with the body, once it has all of it.
             first_byte = arrivals[0]
+        # The probe counts a chat chunk as one token, not exactly, when the usage comes
+        # only at the end: an event of several tokens reads as one.
+        exact = s.tokens_per_event == 1
         chunks = tuple(
-            Chunk(t, EVENT_CHARS * k, k) for t, k in zip(arrivals, per_event, strict=True)
+            Chunk(t, EVENT_CHARS * k, k if exact else 1)
+            for t, k in zip(arrivals, per_event, strict=True)
         )
         reasoning = int(d.reasoning[i])
         response_bytes = RESPONSE_HEAD_BYTES + EVENT_BYTES * len(chunks)
@@ -247,7 +251,7 @@ class _Run:
             status=200,
             chunks=chunks,
             # The usage counts the hidden reasoning, the events do not carry it.
-            chunk_tokens_exact=shown_tokens == reasoning,
+            chunk_tokens_exact=exact and shown_tokens == reasoning,
             prompt_tokens=tokens,
             output_tokens=out + reasoning,
             output_tokens_exact=True,

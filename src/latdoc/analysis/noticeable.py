@@ -24,8 +24,7 @@ gets no remedies. A finding contributes when its share of the typical request is
   by the noise it makes. The typical request is the median end-to-end time of those
   requests that were not sent cold.
 
-A kind whose spec says a user notices it whatever its share (failed requests) is
-never negligible.
+A kind whose spec says a user notices it whatever its share is never negligible.
 """
 
 from __future__ import annotations

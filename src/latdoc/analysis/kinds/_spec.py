@@ -41,7 +41,8 @@ class KindSpec:
     """A kind of the network (step 1 of the seed's method): as the verdict, the network is
     the main bottleneck (:mod:`latdoc.analysis.network_check`)."""
     always_noticeable: bool = False
-    """A user notices it whatever its share: it is never negligible (``errors``)."""
+    """A user notices it whatever its share: it is never negligible. No kind is so
+    today: failed requests count by what retrying them costs (``errors``)."""
     first_when: Callable[[Facts], bool] | None = None
     """When this holds for a run, the verdict names this kind first whatever the other
     kinds add (``errors``, when a quarter of the requests failed)."""

@@ -1,10 +1,14 @@
 """``network_path``: the way to the endpoint itself, the round trip and the upload of
-long prompts, each with its threshold. Its share is one round trip plus the time to
-upload a long prompt: the one nearest :data:`LONG_UPLOAD_TOKENS` (the seed's
-10K-token example), its send less the round trip the peer's ACK of the last byte
-adds where the send was timed to it. The median send of every long prompt mixed
-8K and 32K prompts and counted that round trip twice: a share of about four round
-trips where the path costs two.
+long prompts, each with its threshold. The rule reads the round trip and the upload
+of a long prompt: the one nearest :data:`LONG_UPLOAD_TOKENS` (the seed's 10K-token
+example), its send less the round trip the peer's ACK of the last byte adds where the
+send was timed to it. Its share is what the path costs the user's own request beyond
+a near region's (:func:`path_share`): the round trip beyond :data:`NEAR_REGION_RTT_MS`,
+and the upload of the user's prompt (the measured upload of the length nearest it,
+scaled to its size), of which the part paced by round trips shrinks with them. The
+whole round trip and a long prompt's upload, which it was, charged a warm request of
+a few hundred tokens a round trip it pays anyway and an upload it never makes: a
+round trip of 130 ms was given 250 ms where a near region saves 80.
 
 A lossy path is named here too, from what the kernel counted (:mod:`latdoc.analysis.loss`):
 more than :data:`LOSSY_RETRANSMIT_SHARE` of the client's data segments retransmitted, or
@@ -31,6 +35,8 @@ median over the network step's new connections is over :data:`PROXY_CONNECT_MS`.
 
 from __future__ import annotations
 
+import math
+
 from latdoc.analysis._rule import confidence
 from latdoc.analysis.facts import Facts
 from latdoc.analysis.kinds._spec import KindSpec
@@ -43,14 +49,21 @@ __all__ = [
     "HIGH_RTT_MS",
     "LONG_UPLOAD_TOKENS",
     "LOSSY_RETRANSMIT_SHARE",
+    "NEAR_REGION_RTT_MS",
     "PROXY_CONNECT_MS",
     "SLOW_UPLOAD_MS",
     "SPEC",
     "long_upload",
     "network_path",
+    "path_share",
+    "upload_at",
 ]
 
 SLOW_UPLOAD_MS = 200.0
+NEAR_REGION_RTT_MS = 50.0
+"""The round trip to a near region (MISSION.md: a near region's TCP handshake takes
+10–50 ms; across regions it goes from 50 ms to 300 ms and more): what the path would
+cost were the endpoint near."""
 GATEWAY_MS = 20.0
 """A gateway that says it adds more than this per request (median) before the model is
 named: about a same-region round trip, many times a light proxy's own cost."""
@@ -62,6 +75,12 @@ LONG_UPLOAD_BYTES = 20_000
 """A request this large is a long prompt whose upload the rule reads."""
 LONG_UPLOAD_TOKENS = 8192
 """The long prompt the upload is read at: the plan's nearest to the seed's 10K tokens."""
+MSS = 1448
+"""Payload bytes of a TCP segment on an Ethernet path."""
+INITIAL_WINDOW = 10
+"""Segments a TCP connection sends before its first ACK (RFC 6928, Linux's default)."""
+UNACKED_SEGMENTS = 2
+"""Segments the probe's end of send leaves unacknowledged (``latdoc.probe``'s TCP_INFO mark)."""
 SAME_PROMPT = 0.1
 """Prompts within this share of one another's tokens count as one length."""
 
@@ -82,6 +101,62 @@ def long_upload(f: Facts) -> tuple[float | None, int]:
     same = [t for t in long if abs((t.prompt_tokens or 0) - near) <= SAME_PROMPT * near]
     uploads = [max(0.0, (t.send_ms or 0.0) - (rtt if t.sent_acked else 0.0)) for t in same]
     return median_of(uploads), len(same)
+
+
+def upload_at(f: Facts, tokens: int) -> float | None:
+    """The upload of a prompt of ``tokens``: the median rate of the measured length
+    nearest it, applied to its bytes; None when no prompt's send was timed.
+
+    A send timed to the peer's ACK ends a round trip after all but the last
+    :data:`UNACKED_SEGMENTS` segments left (the probe's end of send): its upload is
+    the send less that round trip, and it covers the request's bytes but those."""
+    rtt = f.network["rtt_ms"] or 0.0
+    timed = [
+        t
+        for t in f.measured
+        if t.ok and t.send_ms is not None and t.prompt_tokens and t.request_bytes
+    ]
+    if not timed:
+        return None
+    nearest = min({t.prompt_tokens or 0 for t in timed}, key=lambda n: (abs(n - tokens), n))
+    rates = []
+    for t in (t for t in timed if t.prompt_tokens == nearest):
+        size = t.request_bytes or 0
+        if t.sent_acked and size > UNACKED_SEGMENTS * MSS:
+            upload = max(0.0, (t.send_ms or 0.0) - rtt)
+            rates.append(upload / (size - UNACKED_SEGMENTS * MSS) * size / nearest)
+        else:
+            rates.append((t.send_ms or 0.0) / nearest)
+    rate = median_of(rates)
+    return None if rate is None else rate * tokens
+
+
+def path_share(f: Facts, rtt: float | None) -> float:
+    """What the path costs the user's request beyond a near region's and a fast
+    uplink's: the round trip beyond :data:`NEAR_REGION_RTT_MS`, once for the request
+    and once for each of slow start's rounds its upload waits, and the rest of the
+    upload (its bandwidth's time)."""
+    tokens = f.long_reference_tokens or LONG_UPLOAD_TOKENS
+    upload = upload_at(f, tokens) or 0.0
+    rounds = _slow_start_rounds(f, tokens)
+    trip = rtt or 0.0
+    beyond = max(0.0, trip - NEAR_REGION_RTT_MS)
+    return beyond * (1 + rounds) + max(0.0, upload - rounds * min(trip, NEAR_REGION_RTT_MS))
+
+
+def _slow_start_rounds(f: Facts, tokens: int) -> int:
+    """The round trips a prompt of ``tokens`` waits while it is sent: TCP slow start sends
+    :data:`INITIAL_WINDOW` segments, then twice as many a round trip."""
+    sized = [t for t in f.measured if t.prompt_tokens and t.request_bytes]
+    if not sized:
+        return 0
+    per_token = median_of((t.request_bytes or 0) / (t.prompt_tokens or 1) for t in sized) or 0.0
+    left, window, rounds = math.ceil(tokens * per_token / MSS), INITIAL_WINDOW, 0
+    while left > window:
+        left -= window
+        window *= 2
+        rounds += 1
+    return rounds
 
 
 def network_path(f: Facts) -> Finding | None:
@@ -207,7 +282,7 @@ def _path(f: Facts) -> Finding | None:
             f"TCP connect (one round trip) {rtt:.0f} ms > {HIGH_RTT_MS:.0f} ms: far region "
             "or a slow path",
             evidence,
-            share_ms=rtt + (upload or 0.0),
+            share_ms=path_share(f, rtt),
             n=cold_n,
             confidence=confidence(cold_n, rtt / HIGH_RTT_MS - 1),
         )
@@ -218,7 +293,7 @@ def _path(f: Facts) -> Finding | None:
             f"uploading a long prompt took {upload:.0f} ms > {SLOW_UPLOAD_MS:.0f} ms: the "
             "uplink's bandwidth",
             evidence,
-            share_ms=upload + (rtt or 0.0),
+            share_ms=path_share(f, rtt),
             n=upload_n,
             confidence=confidence(upload_n, upload / SLOW_UPLOAD_MS - 1),
         )
