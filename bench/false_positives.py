@@ -21,9 +21,12 @@ through the real sequential loop (:func:`~latdoc.features.verify.send.run_experi
 asking :func:`~latdoc.analysis.compare.ratio_precision` after each block, as
 ``--precision`` does); ``verify --remedy conversation`` (Wilcoxon per strategy, paired
 by turn); ``verify --remedy retry`` (Fisher's exact test); ``vantage`` (the nearest
-against the runner-up); and the watch's peak (a permutation test that picks its peak
-again in every shuffle). ``bench/compare_null.py`` measures ``compare`` end to end
-against a lab process; this one is the fast, many-replication version of every test.
+against the runner-up); the watch's peak (a permutation test that picks its peak
+again in every shuffle); and the length rule's trend test (TTFT ranks against the log
+of the prompt length over every request of a diagnosis's length curve,
+:func:`~latdoc.analysis.kinds.input_length.trend_p`). ``bench/compare_null.py``
+measures ``compare`` end to end against a lab process; this one is the fast,
+many-replication version of every test.
 Run: ``make bench`` or ``.venv/bin/python bench/false_positives.py [--reps 500] [--seed 1]``.
 """
 
@@ -47,6 +50,8 @@ from scipy.stats import beta, binom
 from latdoc.analysis.clock import DAY_S, BucketCounts, ClockReport, clock_report_of_buckets
 from latdoc.analysis.compare import MEDIAN, METRICS, compare_samples, ratio_precision
 from latdoc.analysis.gates import check_gates, parse_gates
+from latdoc.analysis.kinds.input_length import trend_p
+from latdoc.analysis.length import length_points
 from latdoc.analysis.policy import ALPHA
 from latdoc.features.vantage.analysis import compare_vantages, vantage_row
 from latdoc.features.verify.analysis import judge_arms
@@ -513,6 +518,52 @@ def peak_once(
 
 # --- the studies ----------------------------------------------------------------------
 
+# --- the length rule's trend test ------------------------------------------------------
+
+LENGTHS = (128, 512, 2048, 8192, 32768)
+"""A diagnosis's length curve: seven to nine requests sent alone at the shortest, one at
+each longer length, the 2K reference asked twice half of the time."""
+
+
+@dataclass(frozen=True)
+class Curve:
+    """TTFT ``base_ms + per_token_ms·n`` times a log-normal jitter of ``sigma``, and busy
+    periods that add an exponential wait of mean ``busy_ms`` to ``busy_share`` of the
+    requests (they only ever add)."""
+
+    base_ms: float
+    per_token_ms: float
+    sigma: float = 0.05
+    busy_share: float = 0.3
+    busy_ms: float = 2000.0
+
+    def values(self, rng: np.random.Generator, tokens: int, n: int) -> npt.NDArray[np.float64]:
+        ttft = (self.base_ms + self.per_token_ms * tokens) * rng.lognormal(0.0, self.sigma, n)
+        return ttft + (rng.random(n) < self.busy_share) * rng.exponential(self.busy_ms, n)
+
+
+def length_once(
+    rng: np.random.Generator, draw: Shape | Curve, lengths: Sequence[int] = LENGTHS
+) -> bool:
+    """Whether the length rule's trend test says TTFT rises with the length over one run's
+    requests: a null ``Shape`` (median 300 ms at every length) or a growing ``Curve``."""
+    pairs: list[tuple[int, float]] = []
+    for tokens in lengths:
+        n = int(rng.integers(7, 10)) if tokens == lengths[0] else 1
+        n += int(tokens == 2048 and rng.random() < 0.5)
+        values = (
+            draw.values(rng, n, 300.0) if isinstance(draw, Shape) else draw.values(rng, tokens, n)
+        )
+        pairs += [(tokens, float(v)) for v in values]
+    p = trend_p(length_points(pairs))
+    return p is not None and p < ALPHA
+
+
+NEW_USER = Curve(45.0, 0.35)
+"""The endpoint of a new user: prefill 0.35 ms a token (TTFT 129× from 128 to 32K
+tokens), 30% of the requests meeting a busy server that adds 2 s on average."""
+
+
 Outcome = dict[str, float]
 """One replication: each event measured (1.0 when it happened), by the row it counts in;
 ``trials`` is a count, summarised by its median."""
@@ -597,11 +648,23 @@ def _peak(
     return {"watch: a daily pattern": found, "watch: the true peak found": right}
 
 
+def _length(
+    rng: np.random.Generator,
+    r: int,
+    shape: str = "",
+    curve: Curve | None = None,
+    lengths: Sequence[int] = LENGTHS,
+) -> Outcome:
+    draw = SHAPES[shape] if curve is None else curve
+    return {"length: TTFT rises with the length": length_once(rng, draw, lengths)}
+
+
 def studies(reps: int) -> list[Study]:
     """Every study at ``reps`` replications (the costly ones at a share of it)."""
     half, third = max(20, reps // 2), max(20, reps // 3)
     lognormal, busy = SHAPES["lognormal"].name, SHAPES["busy"].name
     group, arm, sent = "20/group, 2 lengths × 5 metrics", "20/arm", "≤ 100/arm"
+    curve = "7–9 + 1–2 at 4 lengths"
     null = [
         Study("compare", lognormal, group, reps, partial(_compare, shape="lognormal")),
         Study("compare", busy, group, half, partial(_compare, shape="busy")),
@@ -639,6 +702,13 @@ def studies(reps: int) -> list[Study]:
         Study("watch", f"flat day, {busy}", "12/hour", half, partial(_peak, shape="busy")),
         Study("watch", f"flat day, {SHAPES['heavy'].name}, uneven hours", "3–24/hour", half,
               partial(_peak, shape="heavy", uneven=True)),
+        Study("length", f"flat curve, {lognormal}", curve, reps,
+              partial(_length, shape="lognormal")),
+        Study("length", f"flat curve, {busy}", curve, reps, partial(_length, shape="busy")),
+        Study("length", f"flat curve, {SHAPES['heavy'].name}", curve, reps,
+              partial(_length, shape="heavy")),
+        Study("length", f"flat curve, {busy}, 3 lengths", "7–9 + 1–2 at 2 lengths", reps,
+              partial(_length, shape="busy", lengths=LENGTHS[:3])),
     ]  # fmt: skip
     power = [
         Study("compare", "B's TTFT 10% slower", "20/group", half,
@@ -671,6 +741,10 @@ def studies(reps: int) -> list[Study]:
               partial(_peak, shape="day", peak=1.3)),
         Study("watch", "14–17 h 1.5× the rest", "12/hour", third,
               partial(_peak, shape="day", peak=1.5)),
+        Study("length", "0.35 ms/token, 30% busy +2 s", curve, half,
+              partial(_length, curve=NEW_USER)),
+        Study("length", "0.35 ms/token, 30% busy +2 s, to 8K", "7–9 + 1–2 at 3 lengths", half,
+              partial(_length, curve=NEW_USER, lengths=LENGTHS[:4])),
     ]  # fmt: skip
     return null + [replace(s, null=False) for s in power]
 
@@ -684,6 +758,7 @@ POWER_EVENT = {
     "retry": "retry: better",
     "vantage": "vantage: the true nearest named",
     "watch": "watch: the true peak found",
+    "length": "length: TTFT rises with the length",
 }
 """What a power study counts: the effect seen, in its direction."""
 NULL_EVENTS = {
@@ -695,6 +770,7 @@ NULL_EVENTS = {
     "retry": ("retry: the verdict",),
     "vantage": ("vantage: nearest is nearer",),
     "watch": ("watch: a daily pattern",),
+    "length": ("length: TTFT rises with the length",),
 }
 """What a null study counts: each "significant" a screen can print."""
 

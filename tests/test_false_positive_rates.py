@@ -7,7 +7,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from false_positives import BARE, SHAPES, STRATEGIES, compare_once, conversation_once, tolerated
+from false_positives import (
+    BARE,
+    LENGTHS,
+    NEW_USER,
+    SHAPES,
+    STRATEGIES,
+    compare_once,
+    conversation_once,
+    length_once,
+    tolerated,
+)
 from false_positives import verify_once as verify
 from latdoc.analysis.policy import ALPHA
 
@@ -51,3 +61,22 @@ def test_three_conversation_strategies_that_change_nothing_are_one_family() -> N
         alone += verdicts[STRATEGIES[0]] != "no_difference"
     assert called <= tolerated(REPS), f"{called} of {REPS} conversations at α = {ALPHA}"
     assert alone <= called
+
+
+def test_the_length_rules_trend_test_calls_a_flat_curve_growing_at_most_alpha() -> None:
+    """Seven to nine requests at 128 tokens, one at each longer length (2K twice half of
+    the time), no growth: log-normal jitter, and a busy server adding 5× to 30% of the
+    requests, at five lengths and at three. The t test of the 128- and 2K-token log
+    medians it replaced said "beyond the jitter" of the busy one 18% of the time."""
+    rng = np.random.default_rng(20)
+    for shape, lengths in (("lognormal", LENGTHS), ("busy", LENGTHS), ("busy", LENGTHS[:3])):
+        called = sum(length_once(rng, SHAPES[shape], lengths) for _ in range(REPS))
+        assert called <= tolerated(REPS), f"{called} of {REPS} flat curves ({shape}) at α"
+
+
+def test_the_length_rules_trend_test_sees_a_growth_behind_a_busy_server() -> None:
+    """Prefill 0.35 ms a token with 30% of the requests meeting a busy server (+2 s on
+    average): TTFT rises with the length beyond the jitter in nine runs of ten or more."""
+    rng = np.random.default_rng(21)
+    seen = sum(length_once(rng, NEW_USER) for _ in range(REPS // 2))
+    assert seen >= 0.9 * (REPS // 2), f"{seen} of {REPS // 2}"

@@ -108,11 +108,9 @@ class Jitter:
 def jitter(points: Sequence[LengthPoint]) -> Jitter | None:
     """The requests' relative jitter: the pooled standard deviation of log TTFT about
     each length's mean, over the lengths with two requests or more; None when no length
-    has two. Busy moments some requests met are in it: they widen the intervals and
-    make the length rule's test harder to pass, never easier. Setting the slowest
-    aside (three scaled MADs above the median) read the jitter short on a handful of
-    requests: the rule's test then fired on a flat curve 6–7% of the time, against
-    its α of 5%."""
+    has two. Busy moments some requests met are in it: they widen the intervals,
+    never narrow them. Setting the slowest aside (three scaled MADs above the median)
+    read the jitter short on a handful of requests."""
     squares, df = 0.0, 0
     for p in points:
         logs = np.log(np.maximum(np.asarray(p.values_ms, dtype=float), 1e-9))
