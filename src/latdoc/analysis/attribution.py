@@ -4,8 +4,10 @@
 length, load), applies each kind's rule (:mod:`.kinds`: one module per kind, with the
 thresholds of MISSION.md) in the order :data:`~.kinds.KINDS` lists them, and picks the
 verdict: the kind whose finding adds the most latency to a typical request, with the
-others as contributing kinds. Each finding's ``share_ms`` is the latency its kind adds
-to a typical request, as the kind's module defines it. A finding whose share a user
+others as contributing kinds. The typical request is the user's (:mod:`.typical`): of
+their prompt (``RunContext.prompt_tokens``; the seed's 2K-token long prompt where they
+did not tell it), read from the fitted length curve. Each finding's ``share_ms`` is the
+latency its kind adds to that request, as the kind's module defines it. A finding whose share a user
 would not notice (:mod:`.noticeable`) is listed as negligible instead and never
 chosen. A kind's spec may put it first whatever its share: errors, when a quarter or
 more of the requests failed, since nothing else matters until they succeed. The
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 
 from latdoc.analysis.calibration import calibrated
 from latdoc.analysis.facts import Facts, gather_facts
@@ -26,6 +29,7 @@ from latdoc.analysis.kinds.input_length import LONG_REFERENCE_TOKENS, length_che
 from latdoc.analysis.network_check import network_check
 from latdoc.analysis.noticeable import is_noticeable, noticeable_bar, request_parts
 from latdoc.analysis.traffic import StepViews
+from latdoc.analysis.typical import growth_to, longer_prompt, typical_workload
 from latdoc.model import Diagnosis, Finding, NoticeableBar, RunContext, Scenario, Verdict
 from latdoc.records import Sample, Step
 
@@ -37,16 +41,26 @@ def diagnose(
 
     ``views`` relabel recorded traffic by step (:func:`~.traffic.traffic_views`).
     """
-    reference = None if context.scenario is Scenario.LONGDOC else LONG_REFERENCE_TOKENS
+    reference = context.prompt_tokens or (
+        None if context.scenario is Scenario.LONGDOC else LONG_REFERENCE_TOKENS
+    )
     steps = samples if views is None else views.samples
     facts = gather_facts(
         samples, reference, steps, context.server_metrics, context.server_metrics_source
     )
     rules = [spec.rule for spec in specs() if spec.rule is not None]
     findings = tuple(f for rule in rules if (f := rule(facts)) is not None)
-    bar = noticeable_bar(samples if views is None else views.identical)
+    check = length_check(facts)
+    identical = samples if views is None else views.identical
+    bar = noticeable_bar(identical, growth_to(check))
     verdict = calibrated(_verdict(findings, facts, bar))
-    shares = {f.kind: round(f.share_ms, 3) for f in findings} or healthy_shares(facts)
+    workload = typical_workload(identical, check, bar, context.concurrency, context.prompt_tokens)
+    shares = {f.kind: round(f.share_ms, 3) for f in findings} or healthy_shares(
+        facts, None if workload is None else workload.total_ms
+    )
+    parts = request_parts(steps)
+    if parts is not None and growth_to(check) > 0:
+        parts = replace(parts, prefill_ms=parts.prefill_ms + growth_to(check))
     measured = facts.measured
     return Diagnosis(
         run_id=context.run_id,
@@ -63,13 +77,17 @@ def diagnose(
         notes=context.notes,
         requests=len(measured),
         failed=sum(1 for t in measured if not t.ok),
-        length_check=length_check(facts),
+        length_check=check,
         network_check=network_check(facts, verdict),
         noticeable=bar,
-        typical_request=request_parts(steps),
+        typical_request=parts,
         server=facts.server,
         reasoning=facts.reasoning,
         requests_by_step=_by_step(samples),
+        workload=workload,
+        longer_prompt=None
+        if context.prompt_tokens is not None
+        else longer_prompt(facts, check, bar, verdict),
     )
 
 

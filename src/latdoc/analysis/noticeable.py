@@ -21,8 +21,10 @@ gets no remedies. A finding contributes when its share of the typical request is
   by seconds; that says nothing about how much the first token varies.) The
   end-to-end spread is read with each request's own stalls taken out: where half
   the streams stall, the stalls *are* the spread, and a cause must not be dismissed
-  by the noise it makes. The typical request is the median end-to-end time of those
-  requests that were not sent cold.
+  by the noise it makes. The typical request is the user's (:class:`~latdoc.model.Workload`):
+  the median end-to-end time of those requests that were not sent cold, plus what the
+  fitted length curve adds from their prompt to the user's, so that every kind's share
+  and the bar speak of one request.
 
 A kind whose spec says a user notices it whatever its share is never negligible.
 """
@@ -38,7 +40,7 @@ from latdoc.analysis.policy import NOTICEABLE_FRACTION
 from latdoc.analysis.servertime import split_ttft
 from latdoc.analysis.signals import find_stalls
 from latdoc.analysis.stats import median_of
-from latdoc.model import Finding, NoticeableBar, RequestParts
+from latdoc.model import Finding, Kind, NoticeableBar, RequestParts
 from latdoc.records import RequestTrace, Sample, Step
 
 MAD_TO_SIGMA = 1.4826
@@ -52,8 +54,9 @@ HALF_MAD_TO_SIGMA = 2.5018
 median) to the standard deviation of the whole."""
 
 
-def noticeable_bar(samples: Sequence[Sample]) -> NoticeableBar | None:
-    """The bar of this run, or None when no identical requests succeeded."""
+def noticeable_bar(samples: Sequence[Sample], growth_ms: float = 0.0) -> NoticeableBar | None:
+    """The bar of this run, or None when no identical requests succeeded; ``growth_ms`` is
+    what input length adds from their prompt to the typical request's."""
     alone = alone_at_one_length(samples) or [
         s for s in samples if s.step == Step.NETWORK and s.trace.ok
     ]
@@ -64,7 +67,9 @@ def noticeable_bar(samples: Sequence[Sample]) -> NoticeableBar | None:
     traces = [s.trace for s in alone]
     ttfts = [v for t in traces if (v := server_ttft_ms(t)) is not None]
     totals = [v for t in traces if (v := _own_total(t)) is not None]
-    return NoticeableBar(typical, _noise(totals) or 0.0, NOTICEABLE_FRACTION, _noise(ttfts))
+    return NoticeableBar(
+        typical + max(0.0, growth_ms), _noise(totals) or 0.0, NOTICEABLE_FRACTION, _noise(ttfts)
+    )
 
 
 def _own_total(trace: RequestTrace) -> float | None:
@@ -78,10 +83,15 @@ def _own_total(trace: RequestTrace) -> float | None:
 
 
 def is_noticeable(finding: Finding, bar: NoticeableBar | None) -> bool:
-    spec = spec_of(finding.kind)
+    return share_noticeable(finding.kind, finding.share_ms, bar)
+
+
+def share_noticeable(kind: Kind, share_ms: float, bar: NoticeableBar | None) -> bool:
+    """Whether ``kind`` adding ``share_ms`` to the bar's typical request is noticeable."""
+    spec = spec_of(kind)
     if spec.always_noticeable or bar is None:
         return True
-    return finding.share_ms >= bar.fraction * bar.typical_ms and finding.share_ms > (
+    return share_ms >= bar.fraction * bar.typical_ms and share_ms > (
         bar.noise_for(spec.before_first_token)
     )
 

@@ -76,6 +76,12 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
         help=f"max_tokens of each request: the output length (default {DEFAULT_MAX_TOKENS})",
     )  # fmt: skip
     d.add_argument(
+        "--prompt-tokens", type=positive_int, metavar="N",
+        help="prompt tokens of your typical request: the shares and the verdict are for a "
+        "request of N prompt tokens, read from the measured length curve (default: the "
+        "seed's long prompt, 2,048)",
+    )  # fmt: skip
+    d.add_argument(
         "--context-window", type=positive_int, metavar="N",
         help="the model's context window, to clip the long prompts",
     )  # fmt: skip
@@ -204,6 +210,7 @@ def run_diagnose(args: argparse.Namespace) -> int:
                     store=store,
                     on_progress=progress,
                     server_metrics=args.server_metrics,
+                    prompt_tokens=args.prompt_tokens,
                 )
             finally:
                 progress.close()

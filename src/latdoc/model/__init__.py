@@ -14,6 +14,7 @@ from latdoc.model.diagnosis import (
     Finding,
     GainSource,
     LengthCheck,
+    LongerPrompt,
     NetworkBottleneck,
     NetworkCheck,
     NoticeableBar,
@@ -21,6 +22,7 @@ from latdoc.model.diagnosis import (
     RequestParts,
     Scenario,
     Verdict,
+    Workload,
 )
 from latdoc.model.document import DIAGNOSIS_SCHEMA, diagnosis_to_dict
 from latdoc.model.host import HostFacts, SystemItem
@@ -42,6 +44,7 @@ __all__ = [
     "LengthCheck",
     "LengthCurve",
     "LengthPoint",
+    "LongerPrompt",
     "NetworkBottleneck",
     "NetworkCheck",
     "NoticeableBar",
@@ -52,6 +55,7 @@ __all__ = [
     "ServerAccount",
     "SystemItem",
     "Verdict",
+    "Workload",
     "diagnosis_to_dict",
     "pool_size",
 ]

@@ -22,6 +22,10 @@ class RunContext:
     scenario: Scenario = Scenario.CHAT
     concurrency: int = 1
     """The concurrency the user expects in production (for pool sizing)."""
+    prompt_tokens: int | None = None
+    """The prompt tokens of the user's typical request (``diagnose --prompt-tokens``): the
+    shares, the noticeable bar and the verdict are for a request of this prompt, read
+    from the fitted length curve; None for the seed's long prompt (2K tokens)."""
     cpu_count: int = 1
     tcp_settings: Mapping[str, int] = field(default_factory=dict)
     """``net.ipv4.*`` values of the client host, by sysctl name."""

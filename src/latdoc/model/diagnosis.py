@@ -139,6 +139,59 @@ class LengthCheck:
     """Why it fired or did not, in words with the thresholds."""
     growth_interval_ms: tuple[float, float] | None = None
     """The 95% interval of ``growth_ms`` from the curve's bootstrap; None without one."""
+    asked_tokens: int | None = None
+    """The prompt the rule was asked to read when it lies beyond the longest length
+    measured: ``long_tokens`` is then that longest, not an extrapolation; None otherwise."""
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """The one request every share, the noticeable bar and the verdict speak of: the
+    user's typical request, of ``prompt_tokens`` prompt tokens.
+
+    Its time is the shortest length's typical request (the median end-to-end time of
+    the warm requests sent alone) plus what the fitted length curve adds from the
+    shortest length to ``prompt_tokens``; the other kinds' shares are as measured."""
+
+    prompt_tokens: int | None
+    """None where the requests asked for no length and none was measured (recorded
+    traffic without a length curve)."""
+    output_tokens: int | None
+    """The median output tokens of the requests sent alone; None where not counted."""
+    concurrency: int
+    total_ms: float
+    """Its end-to-end time: :attr:`short_ms` + :attr:`growth_ms`."""
+    short_ms: float
+    """The shortest length's typical request, end to end."""
+    growth_ms: float = 0.0
+    """What the fitted curve adds from the shortest length to ``prompt_tokens``."""
+    told: bool = False
+    """The user told the prompt (``--prompt-tokens``); False for the seed's long prompt."""
+    asked_tokens: int | None = None
+    """The prompt asked for when it lies beyond the longest length measured, which
+    ``prompt_tokens`` is then: the curve is not extrapolated past it."""
+
+    def text(self) -> str:
+        """``a typical request of 2,048 prompt tokens, 32 output tokens, at concurrency 4``."""
+        parts = [f"{self.prompt_tokens:,} prompt tokens"] if self.prompt_tokens else []
+        if self.output_tokens is not None:
+            parts.append(f"{self.output_tokens:,} output tokens")
+        size = f" of {', '.join(parts)}" if parts else ""
+        return f"a typical request{size}, at concurrency {self.concurrency}"
+
+
+@dataclass(frozen=True, slots=True)
+class LongerPrompt:
+    """A longer prompt the run measured at which input length would be named and
+    noticeable, though not at the request the verdict is of: read from the fitted curve."""
+
+    prompt_tokens: int
+    growth_ms: float
+    """What input length would add to a request of ``prompt_tokens`` (fitted)."""
+    growth_interval_ms: tuple[float, float]
+    """Its 95% interval from the curve's bootstrap."""
+    ratio: float
+    """TTFT at ``prompt_tokens`` over TTFT at the shortest length (fitted)."""
 
 
 NetworkBottleneck = Literal["network", "model service"]
@@ -276,6 +329,11 @@ class Diagnosis:
     requests_by_step: Mapping[str, int] = field(default_factory=dict)
     """How many of :attr:`requests` each step sent (``network``, ``length``, ``load``;
     ``traffic`` for recorded traffic): each step stops when its decision is settled."""
+    workload: Workload | None = None
+    """The request the shares, the bar and the verdict are of; None when none succeeded."""
+    longer_prompt: LongerPrompt | None = None
+    """Where the user did not tell their prompt: the shortest longer length measured at
+    which input length would be named and noticeable; None when there is none."""
 
     def requests_text(self) -> str:
         """``17 requests (network 4, length 5, load 8)``."""

@@ -78,6 +78,10 @@ def diagnosis_to_dict(d: Diagnosis) -> dict[str, Any]:
     ``measured`` in this run or ``fitted`` from the length curve, with its
     ``gain_interval_ms``; ``verify_command`` is the experiment that would measure it.
     ``negligible`` names the kinds too small to matter and the bar they missed;
+    ``workload`` is the request the shares, that bar and the verdict are of (its prompt:
+    the user's ``--prompt-tokens``, else the seed's 2K; its time: the shortest length's
+    typical request plus the fitted growth to that prompt); ``longer_prompt`` the longer
+    length measured at which input length would be named, where the user told no prompt;
     ``typical_request`` splits a request on a new connection into its phases;
     ``system`` lists the client host's failing checklist items (as in
     ``latdoc.system/1``) that matter for the verdict or a contributing kind;
@@ -129,6 +133,15 @@ def diagnosis_to_dict(d: Diagnosis) -> dict[str, Any]:
         },
         "negligible": _negligible(d),
         "typical_request": _typical_request(d),
+        "workload": _workload(d),
+        "longer_prompt": None
+        if d.longer_prompt is None
+        else {
+            "prompt_tokens": d.longer_prompt.prompt_tokens,
+            "growth_ms": round(d.longer_prompt.growth_ms, 3),
+            "growth_interval_ms": [round(v, 3) for v in d.longer_prompt.growth_interval_ms],
+            "ratio": d.longer_prompt.ratio,
+        },
         "shares": {str(k): round(v / 1000, 6) for k, v in d.shares_ms.items()},
         "shares_ms": {str(k): round(v, 3) for k, v in d.shares_ms.items()},
         "findings": findings,
@@ -172,6 +185,23 @@ def diagnosis_to_dict(d: Diagnosis) -> dict[str, Any]:
         "notes": [{"step": n.step, "text": n.text} for n in d.notes],
         "system": [item_to_dict(i) for i in d.system],
         "server": server_to_dict(d.server),
+    }
+
+
+def _workload(d: Diagnosis) -> dict[str, Any] | None:
+    """The request the shares, the bar and the verdict are of."""
+    w = d.workload
+    if w is None:
+        return None
+    return {
+        "prompt_tokens": w.prompt_tokens,
+        "output_tokens": w.output_tokens,
+        "concurrency": w.concurrency,
+        "total_ms": round(w.total_ms, 3),
+        "short_ms": round(w.short_ms, 3),
+        "growth_ms": round(w.growth_ms, 3),
+        "told": w.told,
+        "asked_tokens": w.asked_tokens,
     }
 
 
@@ -243,6 +273,7 @@ def _length_rule(d: Diagnosis) -> dict[str, Any] | None:
         "growth_interval_ms": None
         if check.growth_interval_ms is None
         else [round(v, 3) for v in check.growth_interval_ms],
+        "asked_tokens": check.asked_tokens,
     }
 
 

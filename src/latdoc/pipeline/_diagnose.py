@@ -95,6 +95,7 @@ def diagnose_endpoint(
     on_sample: SampleHook | None = None,
     on_progress: ProgressHook | None = None,
     server_metrics: str | None = AUTO,
+    prompt_tokens: int | None = None,
 ) -> DiagnosisRun:
     """Measure ``plan``'s endpoint, keep every sample, and diagnose it.
 
@@ -104,6 +105,8 @@ def diagnose_endpoint(
     engine's Prometheus page to read before and after the run (``auto``: ``/metrics``
     on the endpoint's host; ``None`` or ``off``: none). ``concurrency`` is the plan's
     (the one the load step sends and the pool is sized for) unless given.
+    ``prompt_tokens`` is the user's typical prompt, which the verdict is for (kept with
+    the run, so ``latdoc report`` gives the same verdict); None for the seed's 2K one.
     """
     if concurrency is None:
         concurrency = plan.concurrency
@@ -118,9 +121,10 @@ def diagnose_endpoint(
                 on_sample=on_sample,
                 on_progress=on_progress,
                 server_metrics=server_metrics,
+                prompt_tokens=prompt_tokens,
             )
     target = metrics_target(server_metrics, plan.endpoint.base_url)
-    meta = run_meta(plan, concurrency)
+    meta = run_meta(plan, concurrency, prompt_tokens)
     run_id = store.new_run(
         endpoint=plan.endpoint.base_url, model=plan.endpoint.model, scenario=scenario, meta=meta
     )
@@ -197,6 +201,7 @@ def run_context(
         model=model,
         scenario=scenario,
         concurrency=int(meta.get("concurrency", 1)),
+        prompt_tokens=None if meta.get("prompt_tokens") is None else int(meta["prompt_tokens"]),
         cpu_count=int(meta.get("cpu_count", 1)),
         tcp_settings={str(k): int(v) for k, v in dict(meta.get("tcp_settings", {})).items()},
         notes=tuple(notes),
@@ -206,11 +211,15 @@ def run_context(
     )
 
 
-def run_meta(plan: DiagnosisPlan, concurrency: int) -> dict[str, Any]:
-    """What a run records about itself: versions, the client host, the options."""
+def run_meta(
+    plan: DiagnosisPlan, concurrency: int, prompt_tokens: int | None = None
+) -> dict[str, Any]:
+    """What a run records about itself: versions, the client host, the options, and the
+    user's typical request (its concurrency and prompt tokens) the verdict is for."""
     return {
         **host_meta(),
         "concurrency": concurrency,
+        "prompt_tokens": prompt_tokens,
         "options": {
             "max_requests": plan.max_requests,
             "token_budget": plan.token_budget,

@@ -30,10 +30,12 @@ from latdoc.report._truth import (
     gain_text,
     keepalive_text,
     length_rule_text,
+    longer_prompt_text,
     longest_ratio_text,
     negligible_bar_text,
     shown_probability,
     unmeasured_text,
+    workload_text,
 )
 from latdoc.report.names import format_ms, format_value, kind_short
 
@@ -81,7 +83,12 @@ def page_context(diagnosis: Diagnosis, samples: Sequence[Sample]) -> dict[str, A
         "verdict": _verdict(diagnosis),
         "shares": _parts(healthy_parts)
         if healthy_parts is not None
-        else _shares({k: v for k, v in diagnosis.shares_ms.items() if k not in negligible}),
+        else _shares(
+            {k: v for k, v in diagnosis.shares_ms.items() if k not in negligible},
+            None if diagnosis.workload is None else diagnosis.workload.total_ms,
+        ),
+        "workload": workload_text(diagnosis),
+        "longer_prompt": longer_prompt_text(diagnosis),
         "findings": [_finding(f) for f in diagnosis.findings if f.kind not in negligible],
         "negligible": [_finding(f) for f in diagnosis.findings if f.kind in negligible],
         "negligible_bar": negligible_bar_text(diagnosis),
@@ -198,25 +205,30 @@ def _verdict(diagnosis: Diagnosis) -> dict[str, Any]:
     }
 
 
-def _shares(shares_ms: Mapping[Kind, float]) -> dict[str, Any]:
-    """The segments of the "where the time goes" bar, largest first, widths in percent."""
+def _shares(shares_ms: Mapping[Kind, float], request_ms: float | None) -> dict[str, Any]:
+    """The segments of the "where the time goes" bar of the typical request, largest
+    first, widths in percent of its time; what no kind adds is the rest of it."""
     shares = sorted(((k, v) for k, v in shares_ms.items() if v > 0), key=lambda kv: -kv[1])
-    total = sum(v for _, v in shares)
+    named = sum(v for _, v in shares)
+    total = max(named, request_ms or 0.0)
+    segments = [(f"k-{kind.value}", kind_short(kind), ms) for kind, ms in shares]
+    if total > named > 0:
+        segments.append((f"k-{Kind.HEALTHY.value}", "The rest of it", total - named))
     return {
-        "title": "Where the time of a typical request goes",
+        "title": "Where the time of that request goes",
         "total": format_ms(total) if total > 0 else None,
         "segments": [
             {
-                "css": f"k-{kind.value}",
-                "short": kind_short(kind),
+                "css": css,
+                "short": short,
                 "ms": format_ms(ms),
                 "percent": f"{ms / total * 100:.0f} %",
                 "width": f"{ms / total * 100:.2f}",
                 "labelled": ms / total >= 0.12,
             }
-            for kind, ms in shares
+            for css, short, ms in segments
         ]
-        if total > 0
+        if named > 0
         else [],
     }
 
@@ -226,7 +238,7 @@ def _parts(parts: RequestParts) -> dict[str, Any]:
     phase by phase, in the order it passes them."""
     total = parts.total_ms
     return {
-        "title": "Where the time of a request on a new connection goes "
+        "title": "Where the time of that request on a new connection goes "
         f"(median of each phase over {parts.requests})",
         "total": format_ms(total) if total > 0 else None,
         "segments": [

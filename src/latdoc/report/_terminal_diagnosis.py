@@ -23,10 +23,12 @@ from latdoc.report._truth import (
     gain_text,
     keepalive_text,
     length_rule_text,
+    longer_prompt_text,
     longest_ratio_text,
     negligible_bar_text,
     shown_probability,
     unmeasured_text,
+    workload_text,
 )
 from latdoc.report.names import format_ms, format_value, kind_colour, kind_name
 
@@ -284,17 +286,22 @@ def render_diagnosis(d: Diagnosis) -> RenderableType:
         parts.append(_indent(Text("Negligible here: " + ", ".join(map(str, v.negligible)))))
     for text in disagreement_texts(d.server):
         parts.append(_indent(Text.assemble(("Client and server disagree: ", "bold yellow"), text)))
+    for line in (workload_text(d), longer_prompt_text(d)):
+        if line is not None:
+            parts.append(_indent(Text(line)))
     if spec_of(v.primary).shows_request_parts and d.typical_request is not None:
+        grown = d.workload is not None and d.workload.growth_ms > 0
+        each = "median of each phase" + (", prefill with the fitted growth" if grown else "")
         parts += [
             _heading(
-                f"Where the time goes: a request on a new connection "
-                f"({format_ms(d.typical_request.total_ms)}, median of each phase):"
+                f"Where the time goes: that request on a new connection "
+                f"({format_ms(d.typical_request.total_ms)}, {each}):"
             ),
             _indent(_parts(d.typical_request), 2),
         ]
     elif shares := {k: ms for k, ms in d.shares_ms.items() if k not in negligible and ms > 0}:
         parts += [
-            _heading("What each kind adds to a typical request:"),
+            _heading("What each kind adds to that request:"),
             _indent(_shares(shares), 2),
         ]
     steps = [

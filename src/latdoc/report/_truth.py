@@ -101,7 +101,8 @@ def longest_ratio_text(d: Diagnosis) -> str | None:
 
 
 def negligible_bar_text(d: Diagnosis) -> str | None:
-    """``adds less than 3.1 ms: 5% of a typical 61.4 ms request, or its noise (0.8 ms)``."""
+    """``each adds less than 10% of the typical request's 61.4 ms, or no more than
+    identical requests vary (…)``: the request the shares are of."""
     bar = d.noticeable
     if bar is None:
         return None
@@ -109,7 +110,46 @@ def negligible_bar_text(d: Diagnosis) -> str | None:
     if bar.ttft_noise_ms is not None:
         noise = f"to first token {format_ms(bar.ttft_noise_ms)}, {noise}"
     return (
-        f"each adds less than {bar.fraction:.0%} of a typical request's "
+        f"each adds less than {bar.fraction:.0%} of the typical request's "
         f"{format_ms(bar.typical_ms)}, or no more than identical requests vary "
         f"({noise})"
+    )
+
+
+def workload_text(d: Diagnosis) -> str | None:
+    """``Shares are of a typical request of 2,048 prompt tokens, 32 output tokens, at
+    concurrency 4: 1.23 s end to end (the seed's long prompt: --prompt-tokens N for
+    yours)``; None without a typical request."""
+    w = d.workload
+    if w is None:
+        return None
+    text = f"Shares are of {w.text()}: {format_ms(w.total_ms)} end to end"
+    if w.growth_ms > 0 and d.length_check is not None:
+        text += (
+            f" ({format_ms(w.short_ms)} at {d.length_check.short_tokens:,} tokens + "
+            f"{format_ms(w.growth_ms)} of prefill, fitted)"
+        )
+    if w.asked_tokens is not None:
+        text += (
+            f"; the {w.asked_tokens:,}-token prompt asked for is beyond the longest length "
+            "measured: read there, not extrapolated"
+        )
+    elif not w.told and w.prompt_tokens is not None:
+        text += "; the seed's long prompt: --prompt-tokens N for yours"
+    return text
+
+
+def longer_prompt_text(d: Diagnosis) -> str | None:
+    """``At 8,192 prompt tokens input length would add 2.20 s (95% CI 1.9 s … 2.5 s): 15.3×
+    the 128-token TTFT; ask with --prompt-tokens 8192``; None when no longer prompt
+    would change the verdict."""
+    longer, check = d.longer_prompt, d.length_check
+    if longer is None or check is None:
+        return None
+    low, high = longer.growth_interval_ms
+    return (
+        f"At {longer.prompt_tokens:,} prompt tokens input length would add "
+        f"{format_ms(longer.growth_ms)} (95% CI {format_ms(low)} … {format_ms(high)}): "
+        f"{longer.ratio:.1f}× the {check.short_tokens:,}-token TTFT, which the seed's rule "
+        f"names; if your prompts are that long, ask with --prompt-tokens {longer.prompt_tokens}"
     )

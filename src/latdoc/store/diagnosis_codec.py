@@ -31,6 +31,7 @@ from latdoc.model import (
     LengthCheck,
     LengthCurve,
     LengthPoint,
+    LongerPrompt,
     NetworkBottleneck,
     NetworkCheck,
     NoticeableBar,
@@ -40,6 +41,7 @@ from latdoc.model import (
     ServerAccount,
     SystemItem,
     Verdict,
+    Workload,
     diagnosis_to_dict,
 )
 from latdoc.model.document import without_ms_twins
@@ -100,6 +102,40 @@ def diagnosis_from_record(record: Mapping[str, Any]) -> Diagnosis:
         }
         if r.has("requests_by_step")
         else {},
+        workload=_workload(r.opt_mapping("workload")) if r.has("workload") else None,
+        longer_prompt=_longer_prompt(r.opt_mapping("longer_prompt"))
+        if r.has("longer_prompt")
+        else None,
+    )
+
+
+def _workload(record: Mapping[str, Any] | None) -> Workload | None:
+    if record is None:
+        return None
+    r = Fields(record, "diagnosis.workload")
+    return Workload(
+        prompt_tokens=r.opt_integer("prompt_tokens"),
+        output_tokens=r.opt_integer("output_tokens"),
+        concurrency=r.integer("concurrency"),
+        total_ms=r.number("total_ms"),
+        short_ms=r.number("short_ms"),
+        growth_ms=r.number("growth_ms"),
+        told=r.flag("told"),
+        asked_tokens=r.opt_integer("asked_tokens"),
+    )
+
+
+def _longer_prompt(record: Mapping[str, Any] | None) -> LongerPrompt | None:
+    if record is None:
+        return None
+    r = Fields(record, "diagnosis.longer_prompt")
+    return LongerPrompt(
+        prompt_tokens=r.integer("prompt_tokens"),
+        growth_ms=r.number("growth_ms"),
+        growth_interval_ms=_pair(
+            record["growth_interval_ms"], "diagnosis.longer_prompt.growth_interval_ms"
+        ),
+        ratio=r.number("ratio"),
     )
 
 
@@ -225,6 +261,7 @@ def _length_check(length: Mapping[str, Any] | None) -> LengthCheck | None:
         growth_interval_ms=None
         if rule.get("growth_interval_ms") is None
         else _pair(rule["growth_interval_ms"], "diagnosis.steps.length.rule.growth_interval_ms"),
+        asked_tokens=r.opt_integer("asked_tokens") if r.has("asked_tokens") else None,
     )
 
 

@@ -33,7 +33,10 @@ def healthy_verdict(facts: Facts, negligible: Sequence[Kind]) -> Verdict:
     return Verdict(SPEC.kind, (), confidence(ok, 0.5), tuple(negligible))
 
 
-def healthy_shares(facts: Facts) -> dict[Kind, float]:
-    """The shares when no rule fired at all: the whole typical request is healthy."""
-    typical = facts.network["total_ms"] or median_of(t.total_ms for t in facts.measured)
+def healthy_shares(facts: Facts, typical_ms: float | None = None) -> dict[Kind, float]:
+    """The shares when no rule fired at all: the whole typical request is healthy
+    (``typical_ms``, the user's request; else the network step's warm one)."""
+    typical = (
+        typical_ms or facts.network["total_ms"] or median_of(t.total_ms for t in facts.measured)
+    )
     return {SPEC.kind: round(typical or 0.0, 3)}

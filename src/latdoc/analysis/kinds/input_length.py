@@ -47,8 +47,10 @@ __all__ = [
     "SPEC",
     "TREND_EXACT_MAX",
     "TREND_PERMUTATIONS",
+    "check_at",
     "input_length",
     "length_check",
+    "long_tokens",
     "seed_rule_fires",
     "trend_p",
 ]
@@ -75,11 +77,26 @@ def seed_rule_fires(short_ms: float, long_ms: float) -> bool:
     return ratio >= LENGTH_RATIO or (ratio >= LENGTH_MIN_RATIO and growth >= LENGTH_MIN_GROWTH_MS)
 
 
-def _long_point(curve: LengthCurve, reference: int | None) -> LengthPoint:
-    """The measured length nearest the reference (the longest when there is none)."""
+SAME_LENGTH = 0.02
+"""A measured length within this share of the prompt the rule reads is that prompt (the
+endpoint's count of a calibrated prompt differs by a token or two)."""
+
+
+def long_tokens(curve: LengthCurve, reference: int | None) -> tuple[int, int | None]:
+    """The prompt the rule reads the curve at, and the reference asked for when it lies
+    beyond the longest length measured (None otherwise). The longest measured without a
+    reference; a measured length within :data:`SAME_LENGTH` of it as counted; else the
+    reference itself, read from the fitted curve between two measured lengths, and the
+    longest measured length for one beyond it: the curve is not extrapolated."""
+    longest = curve.points[-1].prompt_tokens
     if reference is None:
-        return curve.points[-1]
-    return min(curve.points, key=lambda p: (abs(p.prompt_tokens - reference), -p.prompt_tokens))
+        return longest, None
+    if reference > longest * (1 + SAME_LENGTH):
+        return longest, reference
+    near = min(curve.points, key=lambda p: (abs(p.prompt_tokens - reference), -p.prompt_tokens))
+    if abs(near.prompt_tokens - reference) <= SAME_LENGTH * reference:
+        return near.prompt_tokens, None
+    return reference, None
 
 
 def _grows_with_length(curve: LengthCurve) -> bool:
@@ -148,19 +165,27 @@ def length_check(f: Facts) -> LengthCheck | None:
     as following the length only when TTFT rises with the length beyond the requests'
     jitter over every length (:func:`trend_p`; where the requests are known only by
     each length's summary, when no longer prompt was served clearly faster)."""
+    return check_at(f, f.long_reference_tokens)
+
+
+def check_at(f: Facts, reference: int | None) -> LengthCheck | None:
+    """The rule's comparison with its long prompt at ``reference`` tokens (None: the
+    longest measured), as :func:`length_check` makes it; None when the curve has fewer
+    than two lengths or that prompt is no longer than the shortest measured."""
     curve = f.curve
     if curve is None:
         return None
-    short, long = curve.points[0], _long_point(curve, f.long_reference_tokens)
-    if long.prompt_tokens <= short.prompt_tokens:
+    short = curve.points[0]
+    tokens, asked = long_tokens(curve, reference)
+    if tokens <= short.prompt_tokens:
         return None
     short_ms = curve.predict_ms(short.prompt_tokens)
-    long_ms = curve.predict_ms(long.prompt_tokens)
+    long_ms = curve.predict_ms(tokens)
     ratio = long_ms / max(short_ms, 1e-9)
     growth = long_ms - short_ms
     p50, spread = f.load["ttft_p50_ms"], f.load["ttft_p95_over_p50"]
     noise = p50 * (spread - 1) if p50 is not None and spread is not None else 0.0
-    interval = curve.difference_interval_ms(long.prompt_tokens, short.prompt_tokens)
+    interval = curve.difference_interval_ms(tokens, short.prompt_tokens)
     p = trend_p(curve.points)
     grows = p < ALPHA if p is not None else _grows_with_length(curve)
     reasons = []
@@ -185,10 +210,15 @@ def length_check(f: Facts) -> LengthCheck | None:
         if fired
         else "did not fire: " + "; ".join(reasons)
     )
+    if asked is not None:
+        why += (
+            f"; the {asked:,}-token prompt asked for is beyond the longest length measured, "
+            f"read at {tokens:,} tokens, not extrapolated"
+        )
     return LengthCheck(
         short_tokens=short.prompt_tokens,
         short_ms=short_ms,
-        long_tokens=long.prompt_tokens,
+        long_tokens=tokens,
         long_ms=long_ms,
         ratio=ratio,
         growth_ms=growth,
@@ -197,6 +227,7 @@ def length_check(f: Facts) -> LengthCheck | None:
         fired=fired,
         why=why,
         growth_interval_ms=interval,
+        asked_tokens=asked,
     )
 
 
