@@ -296,7 +296,7 @@ def slices_grid(f: dict[str, object]) -> Grid:
             "",
         ),
     ]
-    return Grid("the slices and the confidence", ("figure", "value", "goal", ""), rows, left=4)
+    return Grid("the slices and the confidence", ("measure", "value", "goal", ""), rows, left=4)
 
 
 def truths_grid(outcomes: Sequence[Outcome]) -> Grid:
@@ -574,7 +574,7 @@ def disagreements(outcomes: Sequence[Outcome], count: int = 25) -> Grid:
     ][:count]
     return Grid(
         "scenarios where the truths disagree (the first few)",
-        ("drawn", "prompt", "counterfactual", "rule-copying", "verdict", "savings (ms)"),
+        ("scenario", "prompt", "counterfactual", "rule-copying", "verdict", "savings (ms)"),
         rows,
         left=6,
     )

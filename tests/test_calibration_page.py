@@ -21,6 +21,9 @@ from bank import draw, truth
 from bank.score import (
     Outcome,
     accuracy,
+    auroc,
+    brier,
+    brier_constant,
     calibration,
     confusion,
     recall_precision,
@@ -90,6 +93,27 @@ def test_the_goals_are_the_figures_of_the_verdicts(outcomes: list[Outcome], page
     assert float(ece[0]) == pytest.approx(calibration(outcomes)[1], abs=0.0005)
     median = statistics.median(o.requests for o in outcomes)
     assert goals["requests per verdict"][0].startswith(f"median {median:.0f} ")
+
+
+def test_the_slices_are_the_figures_of_the_verdicts(outcomes: list[Outcome], page: Path) -> None:
+    _, rows = tables(page.read_text(encoding="utf-8"))["measure"]
+    shown = {row[0]: row[1] for row in rows}
+    hard = [o for o in outcomes if o.hard]
+    (slice_row,) = [k for k in shown if k.startswith("hard slice")]
+    assert slice_row == f"hard slice ({len(hard)} scenarios)"
+    assert share(shown[slice_row]) == pytest.approx(accuracy(hard), abs=ROUNDING)
+    auroc_row = next(k for k in shown if k.startswith("AUROC"))
+    assert float(shown[auroc_row]) == pytest.approx(auroc(outcomes), abs=0.005)
+    brier_row = next(k for k in shown if k.startswith("Brier"))
+    assert shown[brier_row] == f"{brier(outcomes):.4f} vs {brier_constant(outcomes):.4f}"
+
+
+def test_where_the_truths_disagree_counts_every_disagreement(
+    outcomes: list[Outcome], page: Path
+) -> None:
+    _, rows = tables(page.read_text(encoding="utf-8"))["counterfactual"]
+    apart = [o for o in outcomes if o.other_truth is not o.truth.primary]
+    assert sum(int(row[2]) for row in rows) == len(apart)
 
 
 def test_the_confusion_matrix_counts_every_verdict(outcomes: list[Outcome], page: Path) -> None:
@@ -171,7 +195,7 @@ def test_the_page_renders_every_table_and_the_plot(page: Path) -> None:
     text = page.read_text(encoding="utf-8")
     html = markdown.markdown(text, extensions=["tables", "admonition", "attr_list"])
     found = tables(text)
-    assert html.count("<table>") == len(found) == 5
+    assert html.count("<table>") == len(found) == 8
     assert html.count("<tr>") == sum(1 + len(rows) for _, rows in found.values())
     assert f'src="{plot_path(page).name}"' in html
     assert 'class="admonition note"' in html

@@ -54,7 +54,7 @@ def test_diagnose_json_report_and_store(
     assert doc["schema"] == "latdoc.diagnosis/2"
     assert set(doc["verdict"]) == {
         "primary", "contributing", "confidence", "negligible", "rule_confidence",
-        "confidence_model", "bank_accuracy",
+        "confidence_model", "bank_accuracy", "runner_up", "near_threshold",
     }  # fmt: skip
     assert 0 <= doc["verdict"]["confidence"] <= 1
     assert doc["requests"] <= 30

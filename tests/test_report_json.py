@@ -20,7 +20,7 @@ DIAGNOSIS_KEYS = {
 }  # fmt: skip
 VERDICT_KEYS = {
     "primary", "contributing", "confidence", "negligible", "rule_confidence", "confidence_model",
-    "bank_accuracy",
+    "bank_accuracy", "runner_up", "near_threshold",
 }  # fmt: skip
 FINDING_KEYS = {
     "kind", "title", "rule", "evidence", "share_s", "share_ms", "confidence", "n", "remedy",

@@ -8,6 +8,7 @@ import itertools
 import pytest
 
 from bank import CAUSES, Scenario, context, draw, draw_many, generate, truth
+from bank.counterfactual import counterfactual
 from bank.truth import LONG_UPLOAD_TOKENS, upload_ms_of
 from latdoc import Kind, Step, build_diagnosis
 from latdoc.analysis.servertime import server_timing_of
@@ -22,14 +23,20 @@ answer, a hop that buffers the stream and a client that holds its requests."""
 TOLD = "server_timing"
 """What the server tells of its own timing: it adds no latency, so it is no kind."""
 FIRST_CAUSES = tuple(c for c in CAUSES if c not in (*WIRE_CAUSES, TOLD))
-CLEAR_RATE = 58 / 60
-"""Measured on this slice when the bank was written: 58 of 60 clear, low-noise single
-causes named as the primary kind (the misses: stalls and busy periods whose own
-effect inflates the noise bar of the four warm requests). With the upload's slow
-start and the probe's end of send at the peer's ACK modelled, 59 of 60."""
-WIRE_CLEAR_RATE = 24 / 24
-"""Measured when the four were added: every clear, low-noise one named, on this slice
-and on 120 (30 of each; one miss, a client delay the truth finds too small to notice)."""
+CLEAR_RATE = 55 / 60
+"""Measured on this slice against the counterfactual truth (``bank.counterfactual``),
+with a kind counting from a tenth of the user's request: 55 of 60 clear, low-noise
+single causes named as the primary kind. The misses: a slow lookup and a slow TLS
+handshake whose saving, weighed on a request that opens a connection, is under a
+tenth of it, named all the same; a busy server named where its periods cost less than
+a tenth, and one not named where they cost more; a 30% error rate whose retries cost
+less than a tenth of a long request, named as the verdict since a quarter failed."""
+WIRE_CLEAR_RATE = 23 / 24
+"""Measured against the counterfactual truth: 23 of 24 (the miss, a client delay of 8.8%
+of the user's 2K-token request, named against the 128-token request the bar reads)."""
+MATERIAL_MISSES = 10
+"""Clear causes of the 60 whose saving is under the bar (measured: 9, slow lookups and
+handshakes weighed on a long request among them)."""
 MARGIN = 0.04
 WIRE_MARGIN = 0.05
 """One miss in 24 is allowed."""
@@ -111,7 +118,7 @@ def test_clear_single_causes_are_named_as_the_primary_kind() -> None:
     right, missed, material = 0, [], 0
     for cause, i in itertools.product(FIRST_CAUSES, range(PER_CAUSE)):
         s = draw(1000 + i, causes=(cause,), intensity="clear", noise="low")
-        true = truth(s)
+        true = counterfactual(s)
         material += true.primary is not Kind.HEALTHY
         verdict = build_diagnosis(generate(s), context(s)).verdict
         if verdict.primary is true.primary:
@@ -121,8 +128,8 @@ def test_clear_single_causes_are_named_as_the_primary_kind() -> None:
     rate = right / (len(FIRST_CAUSES) * PER_CAUSE)
     assert rate >= CLEAR_RATE - MARGIN, (rate, missed)
     # A clear cause can still be too small to notice in a long request (a connection
-    # setup of 150 ms in a 4 s answer): one of these 60 is.
-    assert material >= len(FIRST_CAUSES) * PER_CAUSE - 2
+    # setup of 150 ms in a 4 s answer).
+    assert material >= len(FIRST_CAUSES) * PER_CAUSE - MATERIAL_MISSES
 
 
 def _carries(cause: str, s: Scenario, samples: list[Sample]) -> None:
@@ -166,7 +173,7 @@ def test_clear_wire_causes_are_recorded_whole_and_named() -> None:
         _phases(s)
         samples = generate(s)
         _carries(cause, s, samples)
-        true = truth(s)
+        true = counterfactual(s)
         material += true.primary is not Kind.HEALTHY
         verdict = build_diagnosis(samples, context(s)).verdict
         if verdict.primary is true.primary:
@@ -175,8 +182,9 @@ def test_clear_wire_causes_are_recorded_whole_and_named() -> None:
             missed.append((cause, i, true.primary.value, verdict.primary.value))
     rate = right / (len(WIRE_CAUSES) * PER_CAUSE)
     assert rate >= WIRE_CLEAR_RATE - WIRE_MARGIN, (rate, missed)
-    # A client delay of 80-400 ms can be too small to notice in a long request: one is.
-    assert material >= len(WIRE_CAUSES) * PER_CAUSE - 2
+    # A client delay of 80-400 ms, or a 2K prompt's slow upload, can be too small to
+    # notice in a long request: three are.
+    assert material >= len(WIRE_CAUSES) * PER_CAUSE - 3
 
 
 @pytest.mark.parametrize("intensity", ["clear", "borderline"])

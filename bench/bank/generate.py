@@ -77,8 +77,16 @@ RESPONSE_HEAD_BYTES = 200
 
 
 def context(s: Scenario) -> RunContext:
-    """What a run of ``s`` tells the analysis besides its samples."""
-    return RunContext(f"bank-{s.seed}", ENDPOINT, MODEL, concurrency=s.concurrency, cpu_count=4)
+    """What a run of ``s`` tells the analysis besides its samples: the user's workload
+    among it (their prompt, and their concurrency, which the run's burst is)."""
+    return RunContext(
+        f"bank-{s.seed}",
+        ENDPOINT,
+        MODEL,
+        concurrency=s.concurrency,
+        cpu_count=4,
+        prompt_tokens=s.prompt_tokens,
+    )
 
 
 @dataclass

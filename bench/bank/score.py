@@ -46,6 +46,8 @@ class Outcome:
     this is the counterfactual, and the other way round)."""
     prompt_tokens: int | None = None
     """The user's typical prompt the scenario declared."""
+    near_threshold: bool = False
+    """The verdict said it was near a threshold."""
 
     @classmethod
     def of(cls, label: str, truth: Truth | Counterfactual, d: Diagnosis) -> Outcome:
@@ -59,6 +61,7 @@ class Outcome:
             d.requests,
             v.rule_confidence,
             frozenset(f.kind for f in d.findings),
+            near_threshold=v.near_threshold,
         )
 
     @property

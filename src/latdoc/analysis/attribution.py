@@ -53,7 +53,7 @@ def diagnose(
     check = length_check(facts)
     identical = samples if views is None else views.identical
     bar = noticeable_bar(identical, growth_to(check))
-    verdict = calibrated(_verdict(findings, facts, bar))
+    verdict = calibrated(_verdict(findings, facts, bar), findings, bar, len(facts.measured), facts)
     workload = typical_workload(identical, check, bar, context.concurrency, context.prompt_tokens)
     shares = {f.kind: round(f.share_ms, 3) for f in findings} or healthy_shares(
         facts, None if workload is None else workload.total_ms

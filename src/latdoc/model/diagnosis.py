@@ -114,6 +114,16 @@ class Verdict:
     the bank never named it or the verdict was not calibrated."""
     bank_n: int | None = None
     """How many of the truth bank's verdicts named this primary kind."""
+    runner_up: Kind | None = None
+    """The kind a second run would most likely name instead: the next kind by its share,
+    ``healthy`` when nothing else counts, or for a healthy verdict the kind nearest its
+    bar; None when nothing was found or the verdict was not calibrated."""
+    near_threshold: bool = False
+    """The verdict is within a threshold's reach of another answer: a second run may
+    say otherwise (:mod:`latdoc.analysis.calibration`)."""
+    evidence: Mapping[str, float] = field(default_factory=dict, compare=False)
+    """What the confidence was read from, by feature (``margin``, ``runner_up``, …):
+    kept for the fit of the confidence, not stored."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -130,6 +130,8 @@ def diagnosis_to_dict(d: Diagnosis) -> dict[str, Any]:
             "bank_accuracy": None
             if d.verdict.bank_accuracy is None
             else {"accuracy": d.verdict.bank_accuracy, "n": d.verdict.bank_n},
+            "runner_up": None if d.verdict.runner_up is None else str(d.verdict.runner_up),
+            "near_threshold": d.verdict.near_threshold,
         },
         "negligible": _negligible(d),
         "typical_request": _typical_request(d),

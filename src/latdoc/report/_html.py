@@ -32,6 +32,7 @@ from latdoc.report._truth import (
     length_rule_text,
     longer_prompt_text,
     longest_ratio_text,
+    near_threshold_text,
     negligible_bar_text,
     shown_probability,
     unmeasured_text,
@@ -200,6 +201,7 @@ def _verdict(diagnosis: Diagnosis) -> dict[str, Any]:
         "confidence": _percent(shown_probability(verdict.confidence)),
         "calibrated": verdict.confidence_model is not None,
         "bank": bank_accuracy_text(verdict),
+        "near": near_threshold_text(verdict),
         "contributing": [kind_short(k) for k in verdict.contributing],
         "negligible": [kind_short(k) for k in verdict.negligible],
     }

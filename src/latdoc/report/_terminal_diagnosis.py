@@ -25,6 +25,7 @@ from latdoc.report._truth import (
     length_rule_text,
     longer_prompt_text,
     longest_ratio_text,
+    near_threshold_text,
     negligible_bar_text,
     shown_probability,
     unmeasured_text,
@@ -274,6 +275,8 @@ def render_diagnosis(d: Diagnosis) -> RenderableType:
     ]
     if (bank := bank_accuracy_text(v)) is not None:
         parts.append(_indent(Text(bank, style="dim"), 2))
+    if (near := near_threshold_text(v)) is not None:
+        parts.append(_indent(Text(near, style="yellow"), 2))
     if v.contributing:
         contributing = Text("Contributing: ")
         for i, kind in enumerate(v.contributing):

@@ -45,6 +45,15 @@ def bank_accuracy_text(v: Verdict) -> str | None:
     )
 
 
+def near_threshold_text(v: Verdict) -> str | None:
+    """``near a threshold: a second run may say otherwise (next: queueing)``; None when the
+    verdict is not near one."""
+    if not v.near_threshold:
+        return None
+    runner = "" if v.runner_up is None else f" (next in line: {v.runner_up})"
+    return f"near a threshold: a second run may say otherwise{runner}"
+
+
 def unmeasured_text(r: Remedy) -> str:
     """What a remedy without a gain says instead of a number."""
     if r.verify_command is not None:

@@ -165,7 +165,14 @@ def _verdict(record: Mapping[str, Any]) -> Verdict:
         confidence_model=r.opt_text("confidence_model") if r.has("confidence_model") else None,
         bank_accuracy=None if accuracy is None else accuracy.number("accuracy"),
         bank_n=None if accuracy is None else accuracy.integer("n"),
+        runner_up=_kind(runner, "verdict.runner_up") if (runner := _runner_up(r)) else None,
+        near_threshold=bool(record.get("near_threshold", False)),
     )
+
+
+def _runner_up(r: Fields) -> str | None:
+    """The runner-up kind's name; None in documents written before it was kept."""
+    return r.opt_text("runner_up") if r.has("runner_up") else None
 
 
 def _shares(r: Fields) -> dict[Kind, float]:

@@ -16,11 +16,17 @@ from collections.abc import Sequence
 
 from latdoc.analysis.kinds.input_length import seed_rule_fires
 from latdoc.analysis.kinds.network_setup import SLOW_DNS_MS, SLOW_TLS_EXTRA_MS
-from latdoc.analysis.policy import HIGH_RTT_MS, NOTICEABLE_FRACTION
+from latdoc.analysis.policy import HIGH_RTT_MS
 from latdoc.records import RequestTrace
 
 SETTLED_MARGIN = 1.5
 """A value this many times below or above its threshold settles the rule from one request."""
+SETUP_WORTH_MEASURING = 0.05
+"""A new connection's setup of at least this share of a warm request is measured on more
+new connections: half the share a kind must add to count
+(:data:`~latdoc.analysis.policy.NOTICEABLE_FRACTION`), so that a setup near the bar, and
+what keep-alive saves, is read from the five new connections an interval needs; the
+extra requests also feed the rules that read every request sent alone."""
 
 
 def _near(value: float | None, threshold: float) -> bool:
@@ -40,7 +46,7 @@ def network_unsettled(cold: RequestTrace, warm: Sequence[RequestTrace]) -> str |
     reused = [t for t in warm if t.ok and not t.new_connection] or [t for t in warm if t.ok]
     totals = [t.total_ms for t in reused if t.total_ms is not None]
     setup = cold.setup_ms
-    if setup is not None and totals and setup >= NOTICEABLE_FRACTION * statistics.median(totals):
+    if setup is not None and totals and setup >= SETUP_WORTH_MEASURING * statistics.median(totals):
         return "a new connection's setup is a noticeable share of a request"
     return None
 

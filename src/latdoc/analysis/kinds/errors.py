@@ -1,6 +1,7 @@
 """``errors``: requests fail (refused, rate-limited, timed out or cut off).
 
-The rule fires when :data:`ERROR_RATE` or more of the requests failed. Its share is
+The rule fires when :data:`ERROR_RATE` or more of the requests failed, and at least the
+policy's ``MIN_N`` of them (or every one: an endpoint that answers nothing). Its share is
 what the failures cost a typical request that is retried until it succeeds: each
 failure's own time (from the request's start to its failure, the median of those that
 failed) and the wait before the next try (the ``Retry-After`` asked for, or
@@ -19,6 +20,7 @@ from __future__ import annotations
 from latdoc.analysis._rule import confidence
 from latdoc.analysis.facts import Facts
 from latdoc.analysis.kinds._spec import KindSpec
+from latdoc.analysis.policy import MIN_N
 from latdoc.analysis.stats import median_of
 from latdoc.model import Finding, Kind
 from latdoc.records import RequestTrace
@@ -37,6 +39,10 @@ def errors(f: Facts) -> Finding | None:
     total = len(f.measured)
     failed = sum(f.failed.values())
     if total == 0 or failed / total < ERROR_RATE:
+        return None
+    if failed < MIN_N and failed < total:
+        # One failure in a run of twenty says no more than that failures happen: an
+        # endpoint failing 1-4% of requests meets one in a third of runs.
         return None
     rate = failed / total
     failing = median_of(_failed_after_ms(t) for t in f.measured if not t.ok) or 0.0
