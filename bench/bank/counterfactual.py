@@ -13,12 +13,13 @@ A kind's **saving** is what the user's request gains when its causes are taken b
 to a healthy endpoint's (:data:`REFERENCE`), everything else kept: the larger of what
 it saves of the time to the first token and of the whole request. So a healthy
 endpoint is healthy whatever the user's prompt: input length matters when the
-prefill of the user's prompt grows faster than a healthy endpoint's would (a longer
-prompt costs more everywhere; what the diagnosis finds is an endpoint on which it
-costs too much). The connection's setup acts only on a request that opens a
-connection: a slow lookup or handshake on a server that keeps connections alive is
-weighed on such a request (the method's step 1), a server that closes connections on
-the user's request, which then pays it every time.
+prefill grows from the shortest prompt (:data:`SHORTEST_PROMPT`) to the user's faster
+than a healthy endpoint's would (a longer prompt costs more everywhere; what the
+diagnosis finds is an endpoint on which it costs too much; what the shortest prompt
+costs is the endpoint's base, not its length). The connection's setup acts only on a
+request that opens a connection: a slow lookup or handshake on a server that keeps
+connections alive is weighed on such a request (the method's step 1), a server that
+closes connections on the user's request, which then pays it every time.
 
 A kind **matters** when its saving is at least :data:`MATERIAL_SHARE` of the user's
 typical request and :data:`MATERIAL_MS` (:func:`bar_ms`). The primary kind is the one
@@ -74,6 +75,9 @@ linearly by 0.08 ms a token (12,500 tokens/s, the slowest healthy prefill the ba
 draws). The other causes are absent on a
 healthy endpoint: no queue for a slot, no busy periods, no stalls, no failures, no
 reasoning before the answer, no hop holding the stream, no client delay."""
+SHORTEST_PROMPT: Final = 128
+"""The shortest prompt the method measures (MISSION.md's curve starts at 128 tokens): what
+a prompt costs up to it is the endpoint's base, not its length."""
 INITIAL_RETRY_DELAY_MS: Final = 500.0
 """What a client waits before retrying a failed request when the server names no
 ``Retry-After`` (the OpenAI and Anthropic SDKs' first backoff)."""
@@ -224,9 +228,16 @@ def _healthy(s: Scenario, kind: Kind) -> Scenario:
             uplink_bytes_per_ms=max(s.uplink_bytes_per_ms, r["uplink_bytes_per_ms"]),
         )
     if kind is Kind.INPUT_LENGTH:
+        # The same prefill at the shortest prompt, growing from it as a healthy one does.
+        per_token = r["prefill_ms_per_token"]
+        if s.prefill_ms(s.prompt_tokens) - s.prefill_ms(SHORTEST_PROMPT) <= per_token * (
+            s.prompt_tokens - SHORTEST_PROMPT
+        ):
+            return s
         return replace(
             s,
-            prefill_b_ms=min(s.prefill_b_ms, r["prefill_ms_per_token"]),
+            prefill_a_ms=s.prefill_ms(SHORTEST_PROMPT) - per_token * SHORTEST_PROMPT,
+            prefill_b_ms=per_token,
             prefill_c_ms=0.0,
         )
     if kind is Kind.QUEUEING:

@@ -220,7 +220,9 @@ def _load_facts(
     seq_ttft = [v for t in seq if (v := _unthought_ttft_ms(t)) is not None]
     disp = dispersion(seq_ttft)
     seq_median = statistics.median(seq_ttft) if seq_ttft else None
-    conc_median = median_of(_unthought_ttft_ms(s.trace) for s in conc)
+    conc_ttft = [v for s in conc if (v := _unthought_ttft_ms(s.trace)) is not None]
+    conc_median = statistics.median(conc_ttft) if conc_ttft else None
+    conc_mean = statistics.fmean(conc_ttft) if conc_ttft else None
     return {
         "sequential_n": float(len(seq_ttft)),
         "ttft_p50_ms": disp.median if disp else seq_median,
@@ -231,6 +233,7 @@ def _load_facts(
         "concurrent_over_sequential": conc_median / seq_median
         if conc_median is not None and seq_median
         else None,
+        "concurrent_ttft_mean_ms": conc_mean,
         "client_queue_ms": median_of(s.trace.queue_ms for s in conc),
     }
 

@@ -5,8 +5,12 @@ requests rises under concurrency (≥ :data:`QUEUE_LOAD_RATIO`× and
 +:data:`QUEUE_MIN_MS`) at the run's ``--concurrency``, the user's own, or swings
 between identical requests (CV ≥ :data:`QUEUE_CV` or p95/p50 ≥ :data:`QUEUE_P95_P50`,
 read from :data:`MIN_SWING_N` requests sent alone or more). TTFT here counts from the
-request reaching the wire. Its share is the rise under concurrency (what a request
-sent among that many waits), or TTFT p95 − p50.
+request reaching the wire. Under concurrency it reads the burst's mean TTFT where it
+is above its median: with one slot fewer than requests, three of four start at once
+and the median sees no queue, while the fourth waits a whole answer (the bank's
+counterfactual truth found a quarter of a request's time there, unnamed). Its share is
+the rise under concurrency (what a request sent among that many waits on average), or
+TTFT p95 − p50.
 
 Where the server tells its prefill, :func:`with_server_queueing` completes the rule:
 the rise under concurrency is split into the server's prefill and the wait its
@@ -61,6 +65,11 @@ def _client_queueing(f: Facts) -> Finding | None:
     ratio, conc = ld["concurrent_over_sequential"], ld["concurrent_ttft_p50_ms"]
     n = int(ld["sequential_n"] or 0)
     evidence = {k: v for k, v in ld.items() if v is not None}
+    mean = ld["concurrent_ttft_mean_ms"]
+    if mean is not None and p50 and conc is not None and mean > conc:
+        # A request among them waits this on average: where fewer slots than requests
+        # leave most to start at once, the median of the burst sees no queue at all.
+        conc, ratio = mean, mean / p50
     if ratio is not None and conc is not None and p50 is not None:
         rise = conc - p50
         if queues_under_load(ratio, rise):
