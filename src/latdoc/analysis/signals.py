@@ -41,15 +41,22 @@ def modified_z(values: Sequence[float], x: float) -> float:
 
 
 def find_stalls(itl_ms: Sequence[float]) -> list[Stall]:
-    """Inter-token gaps far above the stream's own rhythm."""
+    """Inter-token gaps far above the stream's own rhythm.
+
+    The rhythm is read between the reads that brought events: events a hop passed on
+    together arrive in one read, a gap of 0 each, and against a median of 0 every
+    pause between two bursts was a stall (a hop holding four events of 25 ms a token
+    made a 100 ms "stall" of every burst)."""
     if len(itl_ms) < 4:
         return []
     gaps = np.asarray(itl_ms, dtype=float)
-    med = np.median(gaps)
+    reads = gaps[gaps > 0]
+    rhythm = reads if reads.size >= 4 and reads.size < gaps.size else gaps
+    med = np.median(rhythm)
     stall = (
         (gaps >= STALL_MIN_MS)
         & (gaps >= STALL_MIN_RATIO * med)
-        & (_modified_z(gaps, gaps) > STALL_Z)
+        & (_modified_z(rhythm, gaps) > STALL_Z)
     )
     return [Stall(after_token=int(k) + 1, gap_ms=float(gaps[k])) for k in np.flatnonzero(stall)]
 
