@@ -6,12 +6,16 @@ bench runs a seeded handful of the bank's scenarios that the lab can play on loo
 (:mod:`bank.lab`) both ways: (a) the bank's synthetic run,
 ``build_diagnosis(generate(s), context(s))``, and (b) a real run, ``measure_steps``
 over the wire against the lab set up as the same model (its jitter on), then
-``build_diagnosis``; beside (c) the scenario's truth. It prints, per scenario, the
-true primary kind, each run's verdict, whether they agree, and the figures each read
-side by side (bank / wire): the length rule's ratio, the TTFT p50 of requests sent
-alone, decode ms per token, the burst's TTFT over it, the true primary kind's share
-(truth: bank / wire), the streams the stall rule found stalled, the failed requests and
-the requests each step sent (network, length, load).
+``build_diagnosis``; beside (c) the scenario's truth by counterfactual (what removing
+each cause saves the scenario's user, :mod:`bank.counterfactual`). It prints, per
+scenario, the true primary kind, each run's verdict, whether they agree, and the
+figures each read side by side (bank / wire): the length rule's ratio, the TTFT p50 of
+requests sent alone, decode ms per token as the network figures give it and as the
+decode rule reads it (each event's tokens counted), the same reading of the load
+step's burst, the burst's TTFT over that of requests sent alone, the true primary
+kind's saving beside its share as each run measured it (truth: bank / wire), the
+streams the stall rule found stalled, the failed requests and the requests each step
+sent (network, length, load).
 
 Every scenario is drawn by the bank (its seed, causes, intensity and noise), then kept
 short: a small output length and a budget of a few seconds for both runs; the seeds
@@ -22,6 +26,11 @@ only a TLS handshake of a few ms, which matters beside a short request alone), a
 the reasoning is streamed and as long in every request. The lab's random draws are
 its own (:mod:`bank.lab`): a borderline cause can fall into one run and not the other,
 which the stalled and failed columns show.
+
+The quirks' cases (:data:`QUIRKS`, named ``quirk: ...``) put the quirks of real
+endpoints the bank and the lab both play on the healthy endpoint of seed 0, alone and
+beside a real cause; their budget is long enough for both runs to reach the load
+step's burst but where 60 ms a token makes each request too long for it.
 
 Run: ``make bench`` or ``.venv/bin/python bench/live_lab.py [--only NAME ...]``.
 """
@@ -66,6 +75,71 @@ CASES = (
 )
 """The scenarios, by what they were drawn with."""
 
+QUIRK_TOKENS = 24
+"""The output length of the quirks' cases: three events of eight tokens at the least."""
+QUIRK_SECONDS = 20.0
+QUIRKS = (
+    Case(
+        "quirk: healthy, 4 per event",
+        0,
+        output_tokens=QUIRK_TOKENS,
+        max_seconds=QUIRK_SECONDS,
+        changes={"tokens_per_event": 4},
+    ),
+    Case(
+        "quirk: healthy, 8 per event",
+        0,
+        output_tokens=QUIRK_TOKENS,
+        max_seconds=QUIRK_SECONDS,
+        changes={"tokens_per_event": 8},
+    ),
+    Case(
+        "quirk: healthy, 1-8 per event",
+        0,
+        output_tokens=QUIRK_TOKENS,
+        max_seconds=QUIRK_SECONDS,
+        changes={"tokens_per_event": 0},
+    ),
+    Case(
+        "quirk: healthy, keep-alive, a slot each",
+        0,
+        changes={"keepalive_comments": True, "slots": 4},
+    ),
+    Case(
+        "quirk: keep-alive, burst queue",
+        0,
+        ("burst_queue",),
+        changes={"keepalive_comments": True},
+    ),
+    Case(
+        "quirk: slow decode 60 ms, 8 per event",
+        0,
+        output_tokens=QUIRK_TOKENS,
+        max_seconds=QUIRK_SECONDS,
+        changes={"tpot_ms": 60.0, "tokens_per_event": 8},
+    ),
+    Case(
+        "quirk: batch slowdown, healthy decode",
+        0,
+        output_tokens=QUIRK_TOKENS,
+        max_seconds=QUIRK_SECONDS,
+        changes={"batch_slowdown": 0.3, "concurrency": 8, "slots": 16},
+    ),
+    Case(
+        "quirk: batch slowdown, 40 ms a token",
+        0,
+        output_tokens=QUIRK_TOKENS,
+        max_seconds=QUIRK_SECONDS,
+        changes={"batch_slowdown": 0.3, "concurrency": 8, "slots": 16, "tpot_ms": 40.0},
+    ),
+)
+"""Quirks of real endpoints on the healthy seed-0 endpoint (29 ms a token, a 74 ms
+prefill, four at once on eight slots), alone and beside a real cause: several tokens
+per event (4, 8, an irregular 1 to 8), keep-alive comments with a slot for each of
+the burst's requests and with one slot in all, 60 ms a token at 8 tokens an event, and
+decode that slows by 0.3 a stream in flight at a burst of eight, at a healthy and at
+a borderline time per token."""
+
 
 def _num(value: float | None, digits: int = 0) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
@@ -89,7 +163,7 @@ def _share(c: Comparison) -> str:
     kind = c.truth.primary
     if kind is Kind.HEALTHY:
         return "–"
-    true = c.truth.sizes_ms.get(kind)
+    true = c.truth.savings_ms.get(kind)
     return f"{_num(true)}: {_pair(c.bank.shares_ms.get(kind), c.wire.shares_ms.get(kind))}"
 
 
@@ -101,6 +175,8 @@ def table(rows: Sequence[Comparison]) -> Table:
         "length ratio",
         "TTFT alone p50 ms",
         "ms/token",
+        "per token",
+        "burst per token",
         "burst ×",
         "true kind's share ms",
         "stalled",
@@ -122,6 +198,8 @@ def table(rows: Sequence[Comparison]) -> Table:
             _pair(b.length_ratio, w.length_ratio, 2),
             _pair(b.ttft_alone_ms, w.ttft_alone_ms),
             _pair(b.tpot_ms, w.tpot_ms, 1),
+            _pair(b.token_tpot_ms, w.token_tpot_ms, 1),
+            _pair(b.burst_tpot_ms, w.burst_tpot_ms, 1),
             _pair(b.burst_ratio, w.burst_ratio, 2),
             _share(c),
             f"{b.stalled} / {w.stalled}",
@@ -135,8 +213,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", help="run only the scenarios whose name starts so")
     args = parser.parse_args()
-    cases = [c for c in CASES if not args.only or any(c.name.startswith(o) for o in args.only)]
-    console = Console(width=max(Console().width, 200))
+    cases = [
+        c
+        for c in (*CASES, *QUIRKS)
+        if not args.only or any(c.name.startswith(o) for o in args.only)
+    ]
+    console = Console(width=max(Console().width, 260))
     rows = []
     started = time.perf_counter()
     for case in cases:

@@ -1,9 +1,11 @@
 """The bank's synthetic run and a real run over the wire read one endpoint alike.
 
-Three of ``bench/live_lab.py``'s scenarios, each run by the bank's generator and by
-a real diagnosis against the lab set up as the same latency model (its jitter on):
-both name the truth's primary kind, and the figures the rules read agree within
-stated tolerances. The wire adds what loopback and the lab's own Python cost (a few
+Three of ``bench/live_lab.py``'s scenarios, and three of its quirks of real endpoints
+(eight tokens an event, keep-alive comments on a queue, decode slowed by the streams
+in flight), each run by the bank's generator and by a real diagnosis against the lab
+set up as the same latency model (its jitter on): both name the primary kind of the
+truth by counterfactual, and the figures the rules read agree within stated
+tolerances. The wire adds what loopback and the lab's own Python cost (a few
 ms before the first token, a ms or so after the last), and its random draws (jitter)
 are its own, so the figures are compared within tolerances, not equal."""
 
@@ -18,7 +20,7 @@ from bank.lab import Case, Comparison, Figures, compare, lab_config, measure
 from latdoc.lab.sim import LabProcess
 from latdoc.records import Step
 from latdoc.workload._steps import EXTRA_COLD
-from live_lab import CASES
+from live_lab import CASES, QUIRKS
 from machine_noise import MachineNoise
 
 RATIO_TOLERANCE = 0.25
@@ -77,7 +79,7 @@ def test_the_figures_agree_within_their_tolerances(
     assert _close_ms(machine_noise, b.tpot_ms, w.tpot_ms, TPOT_TOLERANCE), (b, w)
     assert _close(b.burst_ratio, w.burst_ratio, BURST_TOLERANCE), (b, w)
     kind = run.truth.primary
-    if kind in run.truth.sizes_ms:
+    if kind in run.truth.savings_ms:
         bank_share, wire_share = b.shares_ms.get(kind), w.shares_ms.get(kind)
         assert _close_ms(machine_noise, bank_share, wire_share, SHARE_TOLERANCE), (b, w)
 
@@ -117,7 +119,12 @@ RECORDED = (
 def test_a_failed_request_is_recorded_by_the_bank_as_the_probe_records_it(code: str) -> None:
     """Every request fails; the network step's traces of the bank and of the wire have
     and lack the same fields, fail the same way and keep as many events."""
-    quick = {"prefill_a_ms": 8.0, "tpot_ms": 2.0, "error_share": 1.0, "error_code": code}
+    quick: dict[str, float | str] = {
+        "prefill_a_ms": 8.0,
+        "tpot_ms": 2.0,
+        "error_share": 1.0,
+        "error_code": code,
+    }
     s = Case("failing", 6, ("errors",), max_seconds=2.0, changes=quick).scenario()
     config = lab_config(s)
     assert config is not None
@@ -137,3 +144,65 @@ def test_a_failed_request_is_recorded_by_the_bank_as_the_probe_records_it(code: 
         assert has == {name: getattr(w, name) is not None for name in RECORDED}, (b, w)
         assert len(b.chunks) == len(w.chunks)
         assert b.output_tokens == w.output_tokens
+
+
+QUIRK_NAMES = (
+    "quirk: healthy, 8 per event",
+    "quirk: keep-alive, burst queue",
+    "quirk: batch slowdown, healthy decode",
+)
+"""A healthy endpoint writing eight tokens an event, keep-alive comments on a real
+queue, and decode slowed by the streams in flight at the load step's burst."""
+QUIRKS_BY_NAME = {case.name: case for case in QUIRKS}
+
+
+@pytest.fixture(scope="module", params=QUIRK_NAMES)
+def quirk_run(request: pytest.FixtureRequest) -> Comparison:
+    case = QUIRKS_BY_NAME[request.param]
+    return compare(replace(case, max_seconds=BUDGET_SLACK * case.max_seconds))
+
+
+def test_with_a_quirk_bank_and_wire_name_the_true_primary_kind(quirk_run: Comparison) -> None:
+    assert quirk_run.bank.primary is quirk_run.truth.primary, quirk_run.bank
+    assert quirk_run.wire.primary is quirk_run.truth.primary, quirk_run.wire
+    assert quirk_run.bank.contributing == quirk_run.wire.contributing
+
+
+def test_with_a_quirk_the_figures_agree_within_their_tolerances(
+    quirk_run: Comparison, machine_noise: MachineNoise
+) -> None:
+    """The figures of :func:`test_the_figures_agree_within_their_tolerances`, and the
+    time per token as the decode rule reads it, alone and in the burst: both within
+    their tolerance of the model's (its burst's slowed by its streams in flight), so a
+    quirk the mapping dropped (events of one token, no slowdown) fails."""
+    test_the_figures_agree_within_their_tolerances(quirk_run, machine_noise)
+    s, b, w = quirk_run.scenario, quirk_run.bank, quirk_run.wire
+    in_flight = min(s.concurrency, s.slots)
+    burst_tpot = s.tpot_ms * (1 + s.batch_slowdown * (in_flight - 1))
+    for figures in (b, w):
+        assert _close_ms(machine_noise, s.tpot_ms, figures.token_tpot_ms, TPOT_TOLERANCE), figures
+        assert _close_ms(machine_noise, burst_tpot, figures.burst_tpot_ms, TPOT_TOLERANCE), figures
+    if s.keepalive_comments:
+        # Headers at once: the burst's queue is not in its first byte, on either side.
+        for figures in (b, w):
+            ttfb = figures.burst_ttfb_ms
+            assert ttfb is not None and ttfb < 0.5 * s.prefill_a_ms, figures
+
+
+def test_events_of_eight_tokens_reach_the_wire_as_the_bank_records_them() -> None:
+    """Eight tokens an event: every stream of 24 tokens comes in three chunks on both
+    sides, each counted as one token, not exactly (the usage tells the 24)."""
+    s = Case(
+        "eight an event", 0, output_tokens=24, max_seconds=4.0, changes={"tokens_per_event": 8}
+    ).scenario()
+    config = lab_config(s)
+    assert config is not None and config.tokens_per_event == 8
+    bank = [x.trace for x in generate(s, max_seconds=4.0) if x.step is Step.NETWORK]
+    with LabProcess(config) as lab:
+        run = measure(s, lab.base_url, max_seconds=4.0)
+    wire = [x.trace for x in run.samples if x.step is Step.NETWORK]
+    assert bank and len(bank) == len(wire)
+    for trace in (*bank, *wire):
+        assert trace.error is None and trace.output_tokens == s.output_tokens
+        assert [c.tokens for c in trace.chunks] == [1, 1, 1], trace.chunks
+        assert not trace.chunk_tokens_exact

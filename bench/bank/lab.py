@@ -16,20 +16,27 @@ side.
   a :class:`~latdoc.DiagnosisPlan` of the scenario's output length, concurrency and
   seed) and its diagnosis;
 - :class:`Case` and :func:`compare`: a drawn scenario kept short (a small output
-  length, a budget of a few seconds), run both ways beside its truth, with the
-  figures each diagnosis read (:class:`Figures`).
+  length, a budget of a few seconds), run both ways beside its truth by
+  counterfactual (:func:`bank.counterfactual.counterfactual`: what removing each cause
+  saves the scenario's user), with the figures each diagnosis read (:class:`Figures`).
 
 What the lab plays as the bank models it: prefill ``a + b·n + c·n²``, decode per
 token, reasoning tokens streamed before the answer, ``slots`` held from the prefill to
 the last token (the load step's burst queues on them), a server that closes every
-connection, mid-stream stalls in a share of streams, and a share of failed requests
-(429, 503, or a stream broken mid-way by a reset). What it cannot: a slow path (DNS,
-round trip, TLS work, uplink; its namespaced network needs root), the client's own
-delay, the bank's busy periods (the lab's background load is a stream of requests on
-the slots, a different model), a buffering hop (that needs a proxy in front),
-reasoning hidden from the stream or varying from request to request, a first-token
-timeout (it waits out the client's read timeout), and a server that tells its timing
-otherwise.
+connection, mid-stream stalls in a share of streams, a share of failed requests (429,
+503, or a stream broken mid-way by a reset), and three quirks of real endpoints:
+several tokens per streamed event (4, 8, or an irregular 1 to 8 drawn per event),
+headers at once and SSE keep-alive comments while a request waits for its slot and
+prefill, and decode that slows with the streams in flight (each token gap
+×(1 + s·(streams − 1))). What it cannot: a slow path (DNS, round trip, TLS work,
+uplink; its namespaced network needs root), the client's own delay, the bank's busy
+periods, in spells or not (the lab's background load is a stream of requests on the
+slots, a different model), a buffering hop (that needs a proxy in front), reasoning
+hidden from the stream or varying from request to request, a first-token timeout (it
+waits out the client's read timeout), a server that tells its timing otherwise, a
+heavy tail on the server's times (the lab's jitter is uniform and bounded) and drift
+of the server's speed within a run (the lab's model is the same from its first
+request to its last).
 
 Where the two model one thing differently the mapping chooses the lab's knob so the
 figures the analysis reads agree:
@@ -45,7 +52,20 @@ figures the analysis reads agree:
 - **stalls**: the bank stalls once in a random gap mid-stream for ×0.8–1.2 of
   ``stall_ms``; the lab after a fixed token (the middle of the answer) for exactly it;
 - **a broken stream**: the bank keeps half the events, the lab resets the connection
-  after half the answer's tokens (the next request then opens a new connection).
+  after half the answer's tokens (the next request then opens a new connection);
+- **keep-alive comments**: the bank models only their effect, the headers at once;
+  the lab writes a comment every :data:`KEEPALIVE_COMMENT_MS` ms, short beside the
+  seconds a real server waits between two (so that one fires in a wait of a few
+  hundred ms, and the probe meets comments between the headers and the first event
+  as it would on a long wait), long beside the lab's cost of a write. The lab's
+  ``Server-Timing`` is then sent before the wait and tells the time per token only;
+  the bank's still tells the queue and the prefill;
+- **irregular events**: each side draws its own events' sizes, evenly from 1 to 8
+  tokens, from its own seed;
+- **batch slowdown**: the bank slows every gap of a burst's request by the burst's
+  streams (its concurrency, at most its slots), the lab each event's gap by the
+  streams decoding when it is written, so a burst's first and last gaps, when its
+  streams start or end apart, are slowed less on the wire.
 
 What the wire adds on its own: loopback and the lab's Python cost a few ms before the
 first token and a ms or so after the last. Its random draws (the jitter, which streams
@@ -57,10 +77,13 @@ from __future__ import annotations
 
 import asyncio
 import math
+import statistics
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
+from bank.counterfactual import Counterfactual, counterfactual
 from bank.draw import draw
 from bank.generate import context, generate
 from bank.scenario import Scenario
@@ -71,14 +94,13 @@ from bank.truth import (
     SLOW_DNS_MS,
     SLOW_TLS_EXTRA_MS,
     SLOW_UPLOAD_MS,
-    Truth,
-    truth,
     upload_ms_of,
 )
 from latdoc import ConnectionOptions, DiagnosisPlan, Endpoint, build_diagnosis, measure_steps
+from latdoc.analysis.kinds.decode import token_tpot_ms
 from latdoc.lab.sim import Fault, LabConfig, LabProcess, LatencyModel
 from latdoc.model import Diagnosis, Kind
-from latdoc.records import Sample, StepNote
+from latdoc.records import Sample, Step, StepNote
 from latdoc.workload import LENGTHS
 
 LOOPBACK_RTT_MS = 0.05
@@ -94,6 +116,15 @@ FAULTS = {
 """The bank's error codes the lab plays, and the fault that plays each."""
 MIN_STALL_TOKENS = 5
 """The bank stalls only a stream of five output tokens or more (four gaps)."""
+IRREGULAR_EVENT_TOKENS = (1, 8)
+"""The fewest and the most tokens of an irregular server's event (the bank's
+``tokens_per_event`` 0): each drawn evenly between them."""
+KEEPALIVE_COMMENT_MS = 50.0
+"""How often the lab writes a keep-alive comment while a request waits. A real server
+writes them seconds apart, to hold a request open through a long wait for its slot;
+at that pace none would fire in the lab's waits of a few hundred ms and the run would
+check only the early headers. Every 50 ms, a queued burst's request meets several,
+and a quick prefill (tens of ms) one or none."""
 
 
 def unplayable(s: Scenario) -> str | None:
@@ -108,10 +139,19 @@ def unplayable(s: Scenario) -> str | None:
         return "a slow uplink cannot be played on loopback"
     if s.client_delay_ms > CLIENT_DELAY_MS:
         return "the client's own delay is the client's, not the endpoint's"
+    if s.busy_share > 0 and s.busy_ms > 0 and s.spell_s > 0:
+        return (
+            "the lab's background load is a stream of requests, not the bank's busy "
+            "periods in spells"
+        )
     if s.busy_share > 0 and s.busy_ms > 0:
         return "the lab's background load is a stream of requests, not the bank's busy periods"
     if s.buffer_whole or s.buffer_events > 1:
         return "a buffering hop needs a proxy in front of the lab"
+    if s.tail_share > 0:
+        return "the lab's jitter is uniform and bounded: it has no heavy tail"
+    if s.drift != 0:
+        return "the lab's speed does not drift within a run"
     if s.reasoning_tokens > 0 and not s.reasoning_shown:
         return "the lab streams its reasoning: it cannot hide it"
     if s.reasoning_tokens > 0 and s.reasoning_spread > 0:
@@ -147,7 +187,9 @@ def lab_config(s: Scenario) -> LabConfig | None:
         decode_ms_per_token=s.tpot_ms,
         jitter_ms=lab_jitter_ms(s),
         reasoning_tokens=s.reasoning_tokens,
+        batch_slowdown=s.batch_slowdown,
     )
+    irregular = s.tokens_per_event == 0
     return LabConfig(
         latency=latency,
         default_max_tokens=s.output_tokens,
@@ -160,6 +202,9 @@ def lab_config(s: Scenario) -> LabConfig | None:
         fault=fault,
         fault_rate=s.error_share if fault is not None else 1.0,
         fault_after_tokens=max(1, s.output_tokens // 2),
+        tokens_per_event=IRREGULAR_EVENT_TOKENS[0] if irregular else s.tokens_per_event,
+        tokens_per_event_max=IRREGULAR_EVENT_TOKENS[1] if irregular else None,
+        keepalive_comment_ms=KEEPALIVE_COMMENT_MS if s.keepalive_comments else 0.0,
     )
 
 
@@ -230,7 +275,9 @@ class Case:
 
     def scenario(self) -> Scenario:
         s = draw(self.seed, self.causes, self.intensity, self.noise)
-        s = replace(s, output_tokens=self.output_tokens, **self.changes)
+        # Each change names one of the scenario's fields; replace() checks its name.
+        changes: dict[str, Any] = {"output_tokens": self.output_tokens, **self.changes}
+        s = replace(s, **changes)
         return on_loopback(s, tls=self.tls)
 
 
@@ -245,7 +292,17 @@ class Figures:
     ttft_alone_ms: float | None
     """TTFT p50 of the requests sent alone (the load step's dispersion)."""
     tpot_ms: float | None
-    """Decode ms per token of the network step's warm requests."""
+    """Decode ms per token of the network step's warm requests, as the diagnosis's
+    network figures give it: the stream after the first event over the output tokens
+    after the first (an event of several tokens makes it short of the model's)."""
+    token_tpot_ms: float | None
+    """The same requests' ms per token as the decode rule reads it (each event's
+    tokens counted as the usage tells them)."""
+    burst_tpot_ms: float | None
+    """Ms per token, read as the decode rule reads it, of the load step's burst."""
+    burst_ttfb_ms: float | None
+    """The burst's median time to its first byte (a queue shows in it, unless the server
+    sends its headers before the queue)."""
     burst_ratio: float | None
     """The burst's median TTFT over the TTFT of requests sent alone."""
     shares_ms: Mapping[Kind, float]
@@ -259,7 +316,11 @@ class Figures:
     """What the steps noted (why a step sent more or fewer requests)."""
 
     @classmethod
-    def of(cls, d: Diagnosis) -> Figures:
+    def of(cls, d: Diagnosis, samples: Iterable[Sample]) -> Figures:
+        """What ``d`` read, and the per-token readings of the ``samples`` it read."""
+        samples = list(samples)
+        warm = [x for x in samples if x.step is Step.NETWORK and not x.cold]
+        burst = [x for x in samples if x.step is Step.LOAD and x.concurrency > 1]
         v = d.verdict
         check = d.length_check
         stalls = next((f for f in d.findings if f.kind is Kind.STALLS), None)
@@ -269,6 +330,9 @@ class Figures:
             None if check is None else check.ratio,
             d.load.get("ttft_p50_ms"),
             d.network.get("tpot_ms"),
+            _token_tpot_ms(warm),
+            _token_tpot_ms(burst),
+            _median([x.trace.ttfb_ms for x in burst]),
             d.load.get("concurrent_over_sequential"),
             {k: ms for k, ms in d.shares_ms.items() if k is not Kind.HEALTHY},
             0 if stalls is None else round(stalls.evidence.get("requests", 0.0)),
@@ -279,13 +343,26 @@ class Figures:
         )
 
 
+def _token_tpot_ms(samples: Iterable[Sample]) -> float | None:
+    """The median ms per token of the ``samples`` that streamed, as the decode rule
+    reads each."""
+    return _median([token_tpot_ms(x.trace) for x in samples if x.trace.error is None])
+
+
+def _median(values: Iterable[float | None]) -> float | None:
+    read = [v for v in values if v is not None]
+    return statistics.median(read) if read else None
+
+
 @dataclass(frozen=True, slots=True)
 class Comparison:
     """One case run both ways, beside its truth."""
 
     case: Case
     scenario: Scenario
-    truth: Truth
+    truth: Counterfactual
+    """What removing each cause saves the scenario's user (its prompt, output and
+    concurrency)."""
     bank: Figures
     wire: Figures
     wire_seconds: float
@@ -303,10 +380,19 @@ def compare(case: Case) -> Comparison:
     config = lab_config(s)
     if config is None:
         raise ValueError(f"{case.name}: {unplayable(s)}")
-    bank = build_diagnosis(generate(s, max_seconds=case.max_seconds), context(s))
+    bank_run = generate(s, max_seconds=case.max_seconds)
+    bank = build_diagnosis(bank_run, context(s))
     started = time.perf_counter()
     with LabProcess(config, tls=case.tls) as lab:
         cacert = lab.ca_file if case.tls else None
-        wire = diagnose_on_wire(s, lab.base_url, max_seconds=case.max_seconds, cacert=cacert)
+        run = measure(s, lab.base_url, max_seconds=case.max_seconds, cacert=cacert)
+    wire = build_diagnosis(run.samples, replace(context(s), notes=run.notes))
     seconds = time.perf_counter() - started
-    return Comparison(case, s, truth(s), Figures.of(bank), Figures.of(wire), seconds)
+    return Comparison(
+        case,
+        s,
+        counterfactual(s),
+        Figures.of(bank, bank_run),
+        Figures.of(wire, run.samples),
+        seconds,
+    )
