@@ -149,7 +149,7 @@ def test_a_failed_request_is_recorded_by_the_bank_as_the_probe_records_it(code: 
 QUIRK_NAMES = (
     "quirk: healthy, 8 per event",
     "quirk: keep-alive, burst queue",
-    "quirk: batch slowdown, healthy decode",
+    "quirk: batch slowdown, 29 ms a token alone",
 )
 """A healthy endpoint writing eight tokens an event, keep-alive comments on a real
 queue, and decode slowed by the streams in flight at the load step's burst."""

@@ -243,7 +243,11 @@ def _healthy(s: Scenario, kind: Kind) -> Scenario:
     if kind is Kind.QUEUEING:
         return replace(s, slots=max(s.slots, s.concurrency), busy_share=0.0)
     if kind is Kind.DECODE:
-        return replace(s, tpot_ms=min(s.tpot_ms, r["tpot_ms"]))
+        # At the user's concurrency: decode that slows with the streams in flight is
+        # slow where the user's streams decode together.
+        in_flight = min(s.concurrency, max(1, s.slots))
+        batched = 1.0 + s.batch_slowdown * (in_flight - 1)
+        return replace(s, tpot_ms=min(s.tpot_ms, r["tpot_ms"] / batched))
     if kind is Kind.REASONING:
         return replace(s, reasoning_tokens=0)
     if kind is Kind.STALLS:

@@ -344,6 +344,11 @@ def _ns(ms: float) -> int:
 
 def _server_timing(s: Scenario, d: Draws, i: int, output_tokens: int) -> dict[str, float]:
     """What the server tells of request ``i``'s timing, in ms, as the probe parses it."""
+    if s.server_timing == "server-timing" and s.keepalive_comments:
+        # The headers leave before the wait and the prefill are known: the time per
+        # token alone, as a server that keeps the stream alive while queued tells it.
+        gap = float(d.gaps[i][0]) if d.gaps.shape[1] else s.tpot_ms
+        return {"tpot": round(gap, 3)}
     if s.server_timing == "server-timing":
         # Sent with the headers when the request got its slot: the wait for it, the
         # prefill it is charged, and its first token gap.

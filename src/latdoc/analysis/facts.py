@@ -68,6 +68,9 @@ class Facts:
     """Stalls in requests whose connection saw loss during them (a retransmission, a
     segment received out of order): the path's recovery from a lost segment, not the
     server's pause (not in :attr:`stalls`)."""
+    concurrent: list[RequestTrace] = field(default_factory=list)
+    """The load step's successful requests sent together at the run's concurrency (the
+    user's): what their streams do when they decode side by side."""
 
 
 def _network_facts(
@@ -234,6 +237,10 @@ def _load_facts(
         if conc_median is not None and seq_median
         else None,
         "concurrent_ttft_mean_ms": conc_mean,
+        "ttft_mean_ms": statistics.fmean(seq_ttft) if seq_ttft else None,
+        "ttft_quiet_ms": statistics.median(sorted(seq_ttft)[: max(1, len(seq_ttft) // 2)])
+        if seq_ttft
+        else None,
         "client_queue_ms": median_of(s.trace.queue_ms for s in conc),
     }
 
@@ -311,6 +318,9 @@ def gather_facts(
         keepalive_why=keepalive_why,
         loss=loss,
         path_stalls=[s for s in every_stall if s[0] in lossy],
+        concurrent=[
+            s.trace for s in steps if s.step == Step.LOAD and s.concurrency > 1 and s.trace.ok
+        ],
     )
 
 

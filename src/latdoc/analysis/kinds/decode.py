@@ -1,7 +1,11 @@
 """``decode``: slow generation. The rule fires when the stream's steady time per output
 token (its median inter-chunk gap over the tokens per chunk, so a stall does not pass
 for slow generation) exceeds :data:`SLOW_TPOT_MS`. Its share is (answer tokens − 1) ×
-that time per token; reasoning tokens are left to ``reasoning``.
+that time per token; reasoning tokens are left to ``reasoning``. Where the load step's
+streams, sent together at the run's concurrency (the user's), decode slower than those
+sent alone and past the threshold, theirs is the time per token: a server that batches
+its streams slows each of them, and the user's streams run together (at 29 ms a token
+alone and 90 ms eight at once, the rule read the 29 and named nothing).
 
 A server may write several tokens per event (a fixed count, or an irregular one). Where
 the stream does not say how many each event carried (OpenAI's chat sends its usage
@@ -57,6 +61,13 @@ def decode(f: Facts) -> Finding | None:
     ok = [t for t in f.measured if t.ok]
     tpot = median_of(token_tpot_ms(t) for t in ok)
     tokens = median_of(float(t.answer_tokens) for t in ok if t.answer_tokens)
+    together = median_of(token_tpot_ms(t) for t in f.concurrent)
+    where = "in the stream's steady rhythm"
+    n = len(ok)
+    if together is not None and tpot is not None and together > tpot and together > SLOW_TPOT_MS:
+        # The user's streams decode side by side: a server that batches them slows each.
+        tpot, n = together, len(f.concurrent)
+        where = f"with {n} streams decoding at once (the run's --concurrency, yours)"
     if tpot is None or tokens is None or tpot <= SLOW_TPOT_MS:
         return None
     decode = tpot * max(0.0, tokens - 1)
@@ -64,11 +75,11 @@ def decode(f: Facts) -> Finding | None:
         Kind.DECODE,
         "Slow generation",
         f"{tpot:.0f} ms per output token > {SLOW_TPOT_MS:.0f} ms "
-        f"({1000 / tpot:.1f} tokens/s) in the stream's steady rhythm",
+        f"({1000 / tpot:.1f} tokens/s) {where}",
         {"tpot_ms": tpot, "decode_ms": decode, "output_tokens": tokens},
         share_ms=decode,
-        n=len(ok),
-        confidence=confidence(len(ok), tpot / SLOW_TPOT_MS - 1),
+        n=n,
+        confidence=confidence(n, tpot / SLOW_TPOT_MS - 1),
     )
 
 

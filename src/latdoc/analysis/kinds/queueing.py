@@ -10,7 +10,7 @@ is above its median: with one slot fewer than requests, three of four start at o
 and the median sees no queue, while the fourth waits a whole answer (the bank's
 counterfactual truth found a quarter of a request's time there, unnamed). Its share is
 the rise under concurrency (what a request sent among that many waits on average), or
-TTFT p95 − p50.
+what the swings add to the mean of identical requests' TTFT over a quiet one's.
 
 Where the server tells its prefill, :func:`with_server_queueing` completes the rule:
 the rise under concurrency is split into the server's prefill and the wait its
@@ -95,11 +95,23 @@ def _client_queueing(f: Facts) -> Finding | None:
                 f"{spread:.1f} (≥ {QUEUE_P95_P50}); not explained by length: server-side "
                 "queueing or background load",
                 evidence,
-                share_ms=p50 * (spread - 1),
+                share_ms=_swing_share(ld["ttft_mean_ms"], ld["ttft_quiet_ms"], p50, spread),
                 n=n,
                 confidence=confidence(n, max(cv / QUEUE_CV, spread / QUEUE_P95_P50) - 1),
             )
     return None
+
+
+def _swing_share(mean: float | None, quiet: float | None, p50: float, spread: float) -> float:
+    """What the swings cost a request on average: the mean TTFT of identical requests
+    above a quiet one's (the median of their faster half). Their p95 − p50, the share
+    before, is what the slowest twentieth wait: where one request in ten met a busy
+    server it charged every request that request's whole wait (ten times what removing
+    the busy periods saves, by the bank's truth); and against the median, half the
+    requests busy would add nothing."""
+    if mean is None or quiet is None:
+        return p50 * (spread - 1)
+    return max(0.0, mean - quiet)
 
 
 def with_server_queueing(found: Finding | None, f: Facts) -> Finding | None:
