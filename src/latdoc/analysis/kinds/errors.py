@@ -1,7 +1,9 @@
 """``errors``: requests fail (refused, rate-limited, timed out or cut off).
 
 The rule fires when :data:`ERROR_RATE` or more of the requests failed, and at least the
-policy's ``MIN_N`` of them (or every one: an endpoint that answers nothing). Its share is
+policy's ``MIN_N`` of them, or a single one among so few requests that it is
+:data:`SINGLE_FAILURE_SHARE` of them (one of six recorded, an endpoint that answers
+nothing). Its share is
 what the failures cost a typical request that is retried until it succeeds: each
 failure's own time (from the request's start to its failure, the median of those that
 failed) and the wait before the next try (the ``Retry-After`` asked for, or
@@ -25,10 +27,22 @@ from latdoc.analysis.stats import median_of
 from latdoc.model import Finding, Kind
 from latdoc.records import RequestTrace
 
-__all__ = ["ERRORS_FIRST", "ERROR_RATE", "RETRY_WAIT_MS", "SPEC", "errors", "most_failed"]
+__all__ = [
+    "ERRORS_FIRST",
+    "ERROR_RATE",
+    "RETRY_WAIT_MS",
+    "SINGLE_FAILURE_SHARE",
+    "SPEC",
+    "errors",
+    "most_failed",
+]
 
 ERROR_RATE = 0.05
 ERRORS_FIRST = 0.25
+SINGLE_FAILURE_SHARE = 2 * ERROR_RATE
+"""A single failed request counts alone where it is this share of the requests or more:
+none among the twenty of a diagnosis run, where one failure is what an endpoint failing
+2-4% of its requests shows a third of the time."""
 RETRY_WAIT_MS = 500.0
 """The wait before a failed request is tried again when the server names none: the
 OpenAI and Anthropic SDKs' first backoff, and the base of ``latdoc.client``'s
@@ -40,7 +54,7 @@ def errors(f: Facts) -> Finding | None:
     failed = sum(f.failed.values())
     if total == 0 or failed / total < ERROR_RATE:
         return None
-    if failed < MIN_N and failed < total:
+    if failed < MIN_N and failed / total < SINGLE_FAILURE_SHARE:
         # One failure in a run of twenty says no more than that failures happen: an
         # endpoint failing 1-4% of requests meets one in a third of runs.
         return None

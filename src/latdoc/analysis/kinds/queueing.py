@@ -65,7 +65,7 @@ def _client_queueing(f: Facts) -> Finding | None:
     ratio, conc = ld["concurrent_over_sequential"], ld["concurrent_ttft_p50_ms"]
     n = int(ld["sequential_n"] or 0)
     evidence = {k: v for k, v in ld.items() if v is not None}
-    mean = ld["concurrent_ttft_mean_ms"]
+    mean = ld.get("concurrent_ttft_mean_ms")
     if mean is not None and p50 and conc is not None and mean > conc:
         # A request among them waits this on average: where fewer slots than requests
         # leave most to start at once, the median of the burst sees no queue at all.
@@ -95,7 +95,7 @@ def _client_queueing(f: Facts) -> Finding | None:
                 f"{spread:.1f} (≥ {QUEUE_P95_P50}); not explained by length: server-side "
                 "queueing or background load",
                 evidence,
-                share_ms=_swing_share(ld["ttft_mean_ms"], ld["ttft_quiet_ms"], p50, spread),
+                share_ms=_swing_share(ld.get("ttft_mean_ms"), ld.get("ttft_quiet_ms"), p50, spread),
                 n=n,
                 confidence=confidence(n, max(cv / QUEUE_CV, spread / QUEUE_P95_P50) - 1),
             )
