@@ -41,7 +41,23 @@ from latdoc.pipeline import build_diagnosis
 
 VERSION = "bank-3"
 """Bump when the bank, the rules or this fit change the table."""
-FEATURES = ("nearest", "margin", "runner_up", "below", "noise", "requests", "rule", "findings")
+FEATURES = (
+    "nearest",
+    "margin",
+    "runner_up",
+    "below",
+    "noise",
+    "requests",
+    "rule",
+    "findings",
+    "swing_cv",
+    "swing_spread",
+    "lengths",
+    "failed",
+    "negligible",
+)
+BY_KIND = ("nearest", "margin", "runner_up", "below", "swing_cv", "swing_spread")
+"""The features that get a weight of their own for each primary kind the fit saw often."""
 MIN_KIND = 100
 """The fewest verdicts of a primary kind that get an offset of their own."""
 REGULARISATION = 1.0
@@ -63,10 +79,13 @@ class Model:
     intercept: float
     weights: tuple[float, ...]
     offsets: dict[str, float]
+    by_kind: dict[str, dict[str, float]]
 
     def p(self, v: Scored) -> float:
         z = self.intercept + self.offsets.get(v.kind, 0.0)
         z += sum(w * x for w, x in zip(self.weights, v.values, strict=True))
+        named = dict(zip(FEATURES, v.values, strict=True))
+        z += sum(w * named[f] for f, w in self.by_kind.get(v.kind, {}).items())
         return float(1 / (1 + np.exp(-z)))
 
 
@@ -86,14 +105,26 @@ def fit(verdicts: Sequence[Scored]) -> Model:
     for v in verdicts:
         counts[v.kind] += 1
     kinds = sorted(k for k, c in counts.items() if c >= MIN_KIND)
-    x = np.array([[*v.values, *(float(v.kind == k) for k in kinds)] for v in verdicts])
+    index = [FEATURES.index(f) for f in BY_KIND]
+
+    def row(v: Scored) -> list[float]:
+        own = [float(v.kind == k) * v.values[i] for k in kinds for i in index]
+        return [*v.values, *(float(v.kind == k) for k in kinds), *own]
+
+    x = np.array([row(v) for v in verdicts])
     y = np.array([v.right for v in verdicts], dtype=int)
-    model = LogisticRegression(C=REGULARISATION, max_iter=2000).fit(x, y)
+    model = LogisticRegression(C=REGULARISATION, max_iter=8000).fit(x, y)
     coef = model.coef_[0]
+    n, k = len(FEATURES), len(kinds)
+    own = coef[n + k :].reshape(k, len(BY_KIND))
     return Model(
         round(float(model.intercept_[0]), 4),
-        tuple(round(float(c), 4) for c in coef[: len(FEATURES)]),
-        {k: round(float(c), 4) for k, c in zip(kinds, coef[len(FEATURES) :], strict=True)},
+        tuple(round(float(c), 4) for c in coef[:n]),
+        {kind: round(float(c), 4) for kind, c in zip(kinds, coef[n : n + k], strict=True)},
+        {
+            kind: {f: round(float(w), 4) for f, w in zip(BY_KIND, ws, strict=True)}
+            for kind, ws in zip(kinds, own, strict=True)
+        },
     )
 
 
@@ -126,7 +157,8 @@ primary verdicts were right {right} times ({right / n:.1%}). The probability tha
 verdict is right is ``1 / (1 + exp(-z))``, ``z`` the :data:`INTERCEPT`, the
 :data:`KIND_OFFSET` of its primary kind (0 for a kind seen fewer than {MIN_KIND} times),
 and each of :data:`FEATURES` (:func:`latdoc.analysis.calibration.evidence_of`) times its
-weight in :data:`WEIGHTS`.
+weight in :data:`WEIGHTS`, and of the features in :data:`KIND_WEIGHTS` times its kind's
+own weight.
 """
 
 from collections.abc import Mapping
@@ -141,6 +173,8 @@ FEATURES: Final = {FEATURES!r}
 WEIGHTS: Final = {model.weights!r}
 INTERCEPT: Final = {model.intercept!r}
 KIND_OFFSET: Final[Mapping[str, float]] = {model.offsets!r}
+KIND_WEIGHTS: Final[Mapping[str, Mapping[str, float]]] = {model.by_kind!r}
+"""Each primary kind's own weights of the nearness features, added to :data:`WEIGHTS`."""
 BANK_ACCURACY: Final[Mapping[str, tuple[float, int]]] = {accuracy(verdicts)!r}
 """How often the bank's verdicts of each primary kind were right, and how many there were."""
 '''
@@ -167,6 +201,7 @@ def main() -> None:
     print(f"wrote {TABLE}")
     weights = dict(zip(FEATURES, model.weights, strict=True))
     print(f"  intercept {model.intercept}, weights {weights}")
+    print(f"  per kind: {model.by_kind}")
     for kind, (acc, count) in accuracy(verdicts).items():
         print(f"  {kind:14} right {acc:.1%} of {count:4}; offset {model.offsets.get(kind, 0.0)}")
 

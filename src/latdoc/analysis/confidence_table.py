@@ -9,7 +9,8 @@ primary verdicts were right 3545 times (88.6%). The probability that a
 verdict is right is ``1 / (1 + exp(-z))``, ``z`` the :data:`INTERCEPT`, the
 :data:`KIND_OFFSET` of its primary kind (0 for a kind seen fewer than 100 times),
 and each of :data:`FEATURES` (:func:`latdoc.analysis.calibration.evidence_of`) times its
-weight in :data:`WEIGHTS`.
+weight in :data:`WEIGHTS`, and of the features in :data:`KIND_WEIGHTS` times its kind's
+own weight.
 """
 
 from collections.abc import Mapping
@@ -29,20 +30,114 @@ FEATURES: Final = (
     "requests",
     "rule",
     "findings",
+    "swing_cv",
+    "swing_spread",
+    "lengths",
+    "failed",
+    "negligible",
 )
-WEIGHTS: Final = (2.2259, -0.3074, 2.5847, -0.0678, -0.3506, 1.2694, 0.2929, 0.0299)
-INTERCEPT: Final = -4.7925
+WEIGHTS: Final = (
+    1.0955,
+    0.0367,
+    2.323,
+    -0.0292,
+    0.2996,
+    0.7012,
+    0.1975,
+    -0.1433,
+    -0.8627,
+    0.5409,
+    0.4087,
+    -0.377,
+    0.2393,
+)
+INTERCEPT: Final = -4.5581
 KIND_OFFSET: Final[Mapping[str, float]] = {
-    "buffering": 0.909,
-    "decode": -0.1856,
-    "healthy": 2.1142,
-    "input_length": -0.2406,
-    "network_path": 0.1543,
-    "network_setup": 0.3833,
-    "queueing": 0.0977,
-    "reasoning": 1.0226,
-    "stalls": -0.1982,
+    "buffering": 1.0829,
+    "decode": -0.0365,
+    "healthy": 1.0523,
+    "input_length": -0.6189,
+    "network_path": 0.5819,
+    "network_setup": 0.0166,
+    "queueing": -0.0934,
+    "reasoning": 1.7073,
+    "stalls": -0.5475,
 }
+KIND_WEIGHTS: Final[Mapping[str, Mapping[str, float]]] = {
+    "buffering": {
+        "nearest": 0.242,
+        "margin": -0.0887,
+        "runner_up": -0.1017,
+        "below": 0.0,
+        "swing_cv": -0.4742,
+        "swing_spread": -0.805,
+    },
+    "decode": {
+        "nearest": 0.1714,
+        "margin": -0.5649,
+        "runner_up": 0.7233,
+        "below": 0.0,
+        "swing_cv": 0.3652,
+        "swing_spread": 0.2322,
+    },
+    "healthy": {
+        "nearest": 2.5704,
+        "margin": 0.0,
+        "runner_up": 0.0,
+        "below": -0.0292,
+        "swing_cv": -0.8776,
+        "swing_spread": 1.1631,
+    },
+    "input_length": {
+        "nearest": -0.5292,
+        "margin": 0.642,
+        "runner_up": -0.1538,
+        "below": 0.0,
+        "swing_cv": 0.3627,
+        "swing_spread": 0.2587,
+    },
+    "network_path": {
+        "nearest": 0.153,
+        "margin": -0.2698,
+        "runner_up": -0.6496,
+        "below": 0.0,
+        "swing_cv": -0.0032,
+        "swing_spread": 0.0708,
+    },
+    "network_setup": {
+        "nearest": -0.0861,
+        "margin": -0.9867,
+        "runner_up": 2.0243,
+        "below": 0.0,
+        "swing_cv": 0.0044,
+        "swing_spread": 0.3426,
+    },
+    "queueing": {
+        "nearest": -0.2105,
+        "margin": 0.3366,
+        "runner_up": 0.0312,
+        "below": 0.0,
+        "swing_cv": 0.2924,
+        "swing_spread": 0.0463,
+    },
+    "reasoning": {
+        "nearest": -0.0455,
+        "margin": 0.0613,
+        "runner_up": 0.0735,
+        "below": 0.0,
+        "swing_cv": -0.7304,
+        "swing_spread": -0.9615,
+    },
+    "stalls": {
+        "nearest": 0.0706,
+        "margin": 0.9418,
+        "runner_up": -0.9726,
+        "below": 0.0,
+        "swing_cv": 0.134,
+        "swing_spread": 0.168,
+    },
+}
+"""Each primary kind's own weights of the nearness features, added to :data:`WEIGHTS`."""
 BANK_ACCURACY: Final[Mapping[str, tuple[float, int]]] = {
     "buffering": (0.9532, 171),
     "client": (0.8689, 61),
