@@ -37,27 +37,11 @@ from sklearn.metrics import roc_auc_score
 from bank import context, draw_many, generate
 from bank.counterfactual import counterfactual
 from bank.hard import EVALUATION_SEED, TUNING_SEEDS
+from latdoc.analysis.calibration import BY_KIND, FEATURES
 from latdoc.pipeline import build_diagnosis
 
 VERSION = "bank-3"
 """Bump when the bank, the rules or this fit change the table."""
-FEATURES = (
-    "nearest",
-    "margin",
-    "runner_up",
-    "below",
-    "noise",
-    "requests",
-    "rule",
-    "findings",
-    "swing_cv",
-    "swing_spread",
-    "lengths",
-    "failed",
-    "negligible",
-)
-BY_KIND = ("nearest", "margin", "runner_up", "below", "swing_cv", "swing_spread")
-"""The features that get a weight of their own for each primary kind the fit saw often."""
 MIN_KIND = 100
 """The fewest verdicts of a primary kind that get an offset of their own."""
 REGULARISATION = 1.0

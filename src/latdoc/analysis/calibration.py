@@ -51,6 +51,8 @@ from latdoc.analysis.stats import median_of
 from latdoc.model import Finding, Kind, NoticeableBar, Verdict
 
 __all__ = [
+    "BY_KIND",
+    "FEATURES",
     "NEAR_MARGIN",
     "Evidence",
     "calibrated",
@@ -59,6 +61,24 @@ __all__ = [
     "rule_distances",
 ]
 
+FEATURES = (
+    "nearest",
+    "margin",
+    "runner_up",
+    "below",
+    "noise",
+    "requests",
+    "rule",
+    "findings",
+    "swing_cv",
+    "swing_spread",
+    "lengths",
+    "failed",
+    "negligible",
+)
+"""The evidence's features, in the order the confidence table's weights are fitted in."""
+BY_KIND = ("nearest", "margin", "runner_up", "below", "swing_cv", "swing_spread")
+"""The features that get a weight of their own for each primary kind the fit saw often."""
 NEAR_MARGIN = math.log(1.3)
 """A share within 30% of its bar, or of the next kind's share, is near a threshold."""
 CAP = 3.0
