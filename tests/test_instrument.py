@@ -16,7 +16,8 @@ import openai
 import pytest
 
 from conftest import FAST, LabFactory, closed_port, micros_since_epoch
-from latdoc import Kind, Step, Store, UsageError, diagnose_traffic, instrument
+from latdoc import Kind, Step, Store, UsageError, diagnose_traffic, instrument, rediagnose
+from latdoc.analysis.kinds.input_length import long_tokens
 from latdoc.lab.sim import LabConfig
 
 SECRET = "sk-test-secret"
@@ -223,12 +224,23 @@ def test_prompt_sizes_that_occurred_show_the_length_curve(lab: LabFactory, tmp_p
         run_id = _record(server.base_url, db, traffic)
     with Store(db) as store:
         run = diagnose_traffic(store, run_id)
+        told = diagnose_traffic(store, run_id, prompt_tokens=2000)
+        again = rediagnose(store, run_id)
     diagnosis = run.diagnosis
-    assert diagnosis.verdict.primary is Kind.INPUT_LENGTH
     assert diagnosis.length is not None and len(diagnosis.length.points) == 4
     notes = " ".join(n.text for n in diagnosis.notes)
     assert "prompt sizes that occurred" in notes
     assert "queueing cannot be judged" in notes
+    counted = sorted(t for s in run.samples if (t := s.trace.prompt_tokens) is not None)
+    median = round((counted[3] + counted[4]) / 2)
+    assert len(counted) == 8 and counted[0] < median < counted[-1]
+    check = diagnosis.length_check
+    assert check is not None and check.long_tokens == median, "the rule reads the median"
+    at_told = long_tokens(diagnosis.length, 2000)[0]
+    assert at_told > median
+    for at_2k in (told.diagnosis, again.diagnosis):
+        assert at_2k.length_check is not None and at_2k.length_check.long_tokens == at_told
+        assert at_2k.verdict.primary is Kind.INPUT_LENGTH
 
 
 def test_one_prompt_length_tells_no_length_curve(lab: LabFactory, tmp_path: Path) -> None:

@@ -108,8 +108,14 @@ def test_diagnose_a_trace_reads_its_own_lengths_as_recorded_traffic(
     lab: LabFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """BurstGPT's prompts run from ~80 to ~4,500 tokens; at 0.5 ms a token of prefill the
-    diagnosis of the replayed traffic names input length, from the trace's own lengths."""
-    import json
+    length curve is fitted on the trace's own lengths. The verdict is for a request of the
+    replayed requests' median prompt (~350 tokens), which input length does not make
+    slow; told the seed's 2K (``--prompt-tokens 2048``), it names input length."""
+    import io
+    import statistics
+
+    from latdoc import Kind, diagnose_traffic, rediagnose
+    from latdoc.report import make_console, render_diagnosis
 
     slow_prefill = LatencyModel(prefill_base_ms=10.0, prefill_ms_per_token=0.5,
                                 decode_ms_per_token=1.0)  # fmt: skip
@@ -121,11 +127,27 @@ def test_diagnose_a_trace_reads_its_own_lengths_as_recorded_traffic(
     captured = capsys.readouterr()
     assert code == 0, captured.err
     doc = json.loads(captured.out)
-    assert doc["verdict"]["primary"] == "input_length"
     assert doc["traffic_source"]["kind"] == "replay"
     with Store(db) as store:
         (info,) = store.list_runs()
         _, samples, _ = store.load_run(info.run_id)
+        recorded = rediagnose(store, info.run_id).diagnosis
+        out = io.StringIO()
+        make_console(out, width=200).print(render_diagnosis(recorded))
+        told = diagnose_traffic(store, info.run_id, prompt_tokens=2048).diagnosis
+    counted = [t for s in samples if (t := s.trace.prompt_tokens) is not None]
+    median = round(statistics.median(counted))
+    assert 200 < median < 600, counted
+    assert doc["workload"]["prompt_tokens"] == median
+    assert doc["workload"]["source"] == "recorded" and not doc["workload"]["told"]
+    assert doc["verdict"]["primary"] != "input_length"
+    assert doc["longer_prompt"] is not None, "the trace's longer prompts would name it"
+    text = " ".join(out.getvalue().split())
+    assert f"Shares are of a typical request of {median:,} prompt tokens" in text
+    assert "your recorded requests' median prompt: --prompt-tokens N for another" in text
+    assert told.verdict.primary is Kind.INPUT_LENGTH
+    assert told.workload is not None and told.workload.source == "told"
+    assert told.workload.prompt_tokens == 2048
     assert info.kind == "instrument" and len(samples) == 120
     assert all(s.step is Step.TRAFFIC for s in samples)
     assert max(s.concurrency for s in samples) >= 1

@@ -9,6 +9,7 @@ from dataclasses import replace
 import pytest
 
 from latdoc import ErrorKind, Finding, Kind, Phase, TraceError, diagnosis_to_dict, trace_to_dict
+from latdoc.model import Workload
 from latdoc.records import TcpInfo
 from latdoc.report import DIAGNOSIS_SCHEMA, TRACE_SCHEMA
 from report_samples import make_diagnosis, make_trace, with_error
@@ -36,6 +37,10 @@ LENGTH_KEYS = {
     "ratio_long_short", "rule", "tokens_estimated",
 }  # fmt: skip
 POINT_KEYS = {"prompt_tokens", "ttft_ms", "n"}
+WORKLOAD_KEYS = {
+    "prompt_tokens", "output_tokens", "concurrency", "total_ms", "short_ms", "growth_ms", "told",
+    "source", "asked_tokens",
+}  # fmt: skip
 NOTE_KEYS = {"step", "text"}
 
 TRACE_KEYS = {
@@ -79,6 +84,10 @@ def test_diagnosis_document_keys_are_pinned() -> None:
     for note in doc["notes"]:
         assert set(note) == NOTE_KEYS
     assert json.loads(json.dumps(doc)) == doc
+    typical = Workload(800, 32, 4, 900.0, 700.0, 200.0, source="recorded")
+    workload = diagnosis_to_dict(replace(make_diagnosis(), workload=typical))["workload"]
+    assert set(workload) == WORKLOAD_KEYS
+    assert workload["source"] == "recorded" and workload["told"] is False
 
 
 def test_seconds_keep_their_key_and_gain_a_milliseconds_twin() -> None:

@@ -5,14 +5,15 @@ length, load), applies each kind's rule (:mod:`.kinds`: one module per kind, wit
 thresholds of MISSION.md) in the order :data:`~.kinds.KINDS` lists them, and picks the
 verdict: the kind whose finding adds the most latency to a typical request, with the
 others as contributing kinds. The typical request is the user's (:mod:`.typical`): of
-their prompt (``RunContext.prompt_tokens``; the seed's 2K-token long prompt where they
-did not tell it), read from the fitted length curve. Each finding's ``share_ms`` is the
-latency its kind adds to that request, as the kind's module defines it. A finding whose share a user
-would not notice (:mod:`.noticeable`) is listed as negligible instead and never
-chosen. A kind's spec may put it first whatever its share: errors, when a quarter or
-more of the requests failed, since nothing else matters until they succeed. The
-verdict's confidence is the probability that its primary kind is right, read from the
-primary rule's own confidence by the truth bank's calibration (:mod:`.calibration`).
+their prompt (``RunContext.prompt_tokens``: told, or their recorded requests' median;
+the seed's 2K-token long prompt where neither is known), read from the fitted length
+curve. Each finding's ``share_ms`` is the latency its kind adds to that request, as the
+kind's module defines it. A finding whose share a user would not notice
+(:mod:`.noticeable`) is listed as negligible instead and never chosen. A kind's spec
+may put it first whatever its share: errors, when a quarter or more of the requests
+failed, since nothing else matters until they succeed. The verdict's confidence is the
+probability that its primary kind is right, read from the primary rule's own confidence
+by the truth bank's calibration (:mod:`.calibration`).
 """
 
 from __future__ import annotations
@@ -54,7 +55,9 @@ def diagnose(
     identical = samples if views is None else views.identical
     bar = noticeable_bar(identical, growth_to(check))
     verdict = calibrated(_verdict(findings, facts, bar), findings, bar, len(facts.measured), facts)
-    workload = typical_workload(identical, check, bar, context.concurrency, context.prompt_tokens)
+    workload = typical_workload(
+        identical, check, bar, context.concurrency, context.prompt_tokens, context.prompt_source
+    )
     shares = {f.kind: round(f.share_ms, 3) for f in findings} or healthy_shares(
         facts, None if workload is None else workload.total_ms
     )
@@ -86,7 +89,7 @@ def diagnose(
         requests_by_step=_by_step(samples),
         workload=workload,
         longer_prompt=None
-        if context.prompt_tokens is not None
+        if context.prompt_tokens is not None and context.prompt_source == "told"
         else longer_prompt(facts, check, bar, verdict),
     )
 

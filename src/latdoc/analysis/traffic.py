@@ -83,6 +83,21 @@ def traffic_views(
     return StepViews(tuple(network + length + load), tuple(load), notes)
 
 
+def recorded_prompt_tokens(samples: Sequence[Sample], dialects: Collection[str]) -> int | None:
+    """The prompt of the user's typical request, from their recorded requests (samples of
+    step ``traffic`` in one of the model API ``dialects``): the median of the prompt
+    tokens the server counted (the usage's), over the requests that report one; None
+    when none does. Estimates from the prompt's characters are not counts: left out."""
+    counted = [
+        t.prompt_tokens
+        for s in samples
+        if s.step is Step.TRAFFIC
+        and (t := s.trace).dialect in dialects
+        and t.prompt_tokens is not None
+    ]
+    return round(statistics.median(counted)) if counted else None
+
+
 def _end(trace: RequestTrace) -> float:
     last = trace.done_ns or max((c.t_ns for c in trace.chunks), default=trace.first_byte_ns or 0)
     return (trace.started_at + timedelta(microseconds=last / 1000)).timestamp()

@@ -24,7 +24,15 @@ from dataclasses import replace
 from latdoc.analysis.facts import Facts, alone_at_one_length
 from latdoc.analysis.kinds.input_length import check_at
 from latdoc.analysis.noticeable import share_noticeable
-from latdoc.model import Kind, LengthCheck, LongerPrompt, NoticeableBar, Verdict, Workload
+from latdoc.model import (
+    Kind,
+    LengthCheck,
+    LongerPrompt,
+    NoticeableBar,
+    PromptSource,
+    Verdict,
+    Workload,
+)
 from latdoc.records import Sample, Step
 
 __all__ = ["growth_to", "longer_prompt", "typical_workload"]
@@ -42,9 +50,11 @@ def typical_workload(
     bar: NoticeableBar | None,
     concurrency: int,
     told: int | None,
+    source: PromptSource = "told",
 ) -> Workload | None:
     """The typical request of this run, whose time the bar was read against; None without
-    a bar (no identical request succeeded). ``told`` is the user's prompt, if given."""
+    a bar (no identical request succeeded). ``told`` is the user's prompt, if given, or
+    their recorded requests' (``source`` says which)."""
     if bar is None:
         return None
     alone = alone_at_one_length(samples) or [
@@ -63,7 +73,7 @@ def typical_workload(
         total_ms=bar.typical_ms,
         short_ms=bar.typical_ms - growth,
         growth_ms=growth,
-        told=told is not None,
+        source=source if told is not None else "seed",
         asked_tokens=None if check is None else check.asked_tokens,
     )
 
@@ -76,17 +86,19 @@ def _asked_length(alone: Sequence[Sample]) -> int | None:
 def longer_prompt(
     facts: Facts, check: LengthCheck | None, bar: NoticeableBar | None, verdict: Verdict
 ) -> LongerPrompt | None:
-    """The shortest measured length beyond the rule's long prompt at which the rule fires
-    and input length's growth is noticeable against a typical request of that prompt;
-    None when input length is already named, no such length was measured, or the curve
-    has no interval to print its growth with."""
+    """The shortest measured length beyond the rule's long prompt (beyond the shortest
+    length where the typical prompt is no longer: recorded traffic's median may be) at
+    which the rule fires and input length's growth is noticeable against a typical
+    request of that prompt; None when input length is already named, no such length was
+    measured, or the curve has no interval to print its growth with."""
     if Kind.INPUT_LENGTH in (verdict.primary, *verdict.contributing):
         return None
-    if check is None or bar is None or facts.curve is None:
+    if bar is None or facts.curve is None:
         return None
+    floor = facts.curve.points[0].prompt_tokens if check is None else check.long_tokens
     short_ms = bar.typical_ms - growth_to(check)
     for point in facts.curve.points:
-        if point.prompt_tokens <= check.long_tokens:
+        if point.prompt_tokens <= floor:
             continue
         at = check_at(facts, point.prompt_tokens)
         if at is None or not at.fired or at.growth_interval_ms is None:

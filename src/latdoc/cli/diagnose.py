@@ -79,6 +79,7 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
         "--prompt-tokens", type=positive_int, metavar="N",
         help="prompt tokens of your typical request: the shares and the verdict are for a "
         "request of N prompt tokens, read from the measured length curve (default: the "
+        "median of the recorded requests with --trace, --from-run or --from-otlp, else the "
         "seed's long prompt, 2,048)",
     )  # fmt: skip
     d.add_argument(
@@ -253,7 +254,7 @@ def _diagnose_trace(args: argparse.Namespace) -> int:
                 run_id = record_replay(plan, replay, store, on_progress=progress)
             finally:
                 progress.clear()
-            run = diagnose_traffic(store, run_id)
+            run = diagnose_traffic(store, run_id, prompt_tokens=args.prompt_tokens)
     _emit(run, args, sys.stdout, terminal=True)
     print(f"Run {run.run_id}: {len(run.samples)} replayed requests in {run.store_path}.",
           file=err)  # fmt: skip
@@ -265,9 +266,9 @@ def _diagnose_recorded(args: argparse.Namespace) -> int:
         raise UsageError("--from-run and --from-otlp send nothing: give no URL")
     with Store(args.db) as store:
         if args.from_run:
-            run = diagnose_traffic(store, args.from_run)
+            run = diagnose_traffic(store, args.from_run, prompt_tokens=args.prompt_tokens)
         else:
-            run = diagnose_otlp(store, args.from_otlp)
+            run = diagnose_otlp(store, args.from_otlp, prompt_tokens=args.prompt_tokens)
     _emit(run, args, sys.stdout, terminal=True)
     print(
         f"Run {run.run_id}: {len(run.samples)} recorded requests in {run.store_path}.",

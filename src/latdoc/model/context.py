@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 from latdoc.model.diagnosis import Scenario
 from latdoc.model.host import HostFacts
@@ -26,6 +27,10 @@ class RunContext:
     """The prompt tokens of the user's typical request (``diagnose --prompt-tokens``): the
     shares, the noticeable bar and the verdict are for a request of this prompt, read
     from the fitted length curve; None for the seed's long prompt (2K tokens)."""
+    prompt_source: Literal["told", "recorded"] = "told"
+    """Where :attr:`prompt_tokens` came from: ``told`` by the user, or ``recorded``: the
+    median of the recorded requests' prompts, where traffic was diagnosed and the user
+    told none."""
     cpu_count: int = 1
     tcp_settings: Mapping[str, int] = field(default_factory=dict)
     """``net.ipv4.*`` values of the client host, by sysctl name."""

@@ -154,6 +154,10 @@ class LengthCheck:
     measured: ``long_tokens`` is then that longest, not an extrapolation; None otherwise."""
 
 
+PromptSource = Literal["told", "recorded", "seed"]
+"""Where the typical request's prompt came from (:attr:`Workload.source`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Workload:
     """The one request every share, the noticeable bar and the verdict speak of: the
@@ -175,11 +179,18 @@ class Workload:
     """The shortest length's typical request, end to end."""
     growth_ms: float = 0.0
     """What the fitted curve adds from the shortest length to ``prompt_tokens``."""
-    told: bool = False
-    """The user told the prompt (``--prompt-tokens``); False for the seed's long prompt."""
+    source: PromptSource = "seed"
+    """Where ``prompt_tokens`` came from: ``told`` by the user (``--prompt-tokens``),
+    ``recorded``: the median of the recorded requests' prompts (a trace or recorded
+    traffic), or ``seed``: the seed's long prompt (or the length the requests asked for)."""
     asked_tokens: int | None = None
     """The prompt asked for when it lies beyond the longest length measured, which
     ``prompt_tokens`` is then: the curve is not extrapolated past it."""
+
+    @property
+    def told(self) -> bool:
+        """The user told the prompt (``--prompt-tokens``)."""
+        return self.source == "told"
 
     def text(self) -> str:
         """``a typical request of 2,048 prompt tokens, 32 output tokens, at concurrency 4``."""

@@ -79,8 +79,10 @@ def diagnosis_to_dict(d: Diagnosis) -> dict[str, Any]:
     ``gain_interval_ms``; ``verify_command`` is the experiment that would measure it.
     ``negligible`` names the kinds too small to matter and the bar they missed;
     ``workload`` is the request the shares, that bar and the verdict are of (its prompt:
-    the user's ``--prompt-tokens``, else the seed's 2K; its time: the shortest length's
-    typical request plus the fitted growth to that prompt); ``longer_prompt`` the longer
+    the user's ``--prompt-tokens``, else the recorded requests' median for recorded
+    traffic, else the seed's 2K, as its ``source`` says: ``told``, ``recorded`` or
+    ``seed``; its time: the shortest length's typical request plus the fitted growth to
+    that prompt); ``longer_prompt`` the longer
     length measured at which input length would be named, where the user told no prompt;
     ``typical_request`` splits a request on a new connection into its phases;
     ``system`` lists the client host's failing checklist items (as in
@@ -203,6 +205,7 @@ def _workload(d: Diagnosis) -> dict[str, Any] | None:
         "short_ms": round(w.short_ms, 3),
         "growth_ms": round(w.growth_ms, 3),
         "told": w.told,
+        "source": w.source,
         "asked_tokens": w.asked_tokens,
     }
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from latdoc.advice.remedies import with_remedies
 from latdoc.analysis.attribution import diagnose
-from latdoc.analysis.traffic import traffic_views
+from latdoc.analysis.traffic import recorded_prompt_tokens, traffic_views
 from latdoc.errors import UsageError
 from latdoc.model import Scenario
 from latdoc.pipeline._diagnose import DiagnosisRun, run_context
@@ -17,11 +18,16 @@ from latdoc.store import Store
 from latdoc.store.otlp import decode, read_otlp
 
 
-def diagnose_traffic(store: Store, run_id: str) -> DiagnosisRun:
+def diagnose_traffic(
+    store: Store, run_id: str, *, prompt_tokens: int | None = None
+) -> DiagnosisRun:
     """Diagnose an ``instrument`` run (an id or a unique prefix) from its recorded requests.
 
     The notes say what natural traffic cannot tell: no cold and warm pairs on
-    purpose, no controlled prompt lengths, no concurrency probe.
+    purpose, no controlled prompt lengths, no concurrency probe. The verdict is for a
+    request of ``prompt_tokens`` prompt tokens where the user tells it (kept with the
+    run, so ``latdoc report`` gives the same verdict), else of the prompt told before,
+    else of the recorded requests' median prompt (:func:`recorded_prompt_tokens`).
     """
     info, samples, _ = store.load_run(run_id)
     if info.kind != "instrument":
@@ -32,8 +38,16 @@ def diagnose_traffic(store: Store, run_id: str) -> DiagnosisRun:
     if not any(s.step is Step.TRAFFIC for s in samples):
         raise UsageError(f"run {info.run_id} holds no recorded requests yet")
     views = traffic_views(samples, dialects.names(), replayed=info.meta.get("source") == "replay")
+    if prompt_tokens is not None and info.meta.get("prompt_tokens") != prompt_tokens:
+        store.update_meta(info.run_id, {"prompt_tokens": prompt_tokens})
+    told = prompt_tokens if prompt_tokens is not None else info.meta.get("prompt_tokens")
+    recorded = recorded_prompt_tokens(samples, dialects.names()) if told is None else None
     concurrency = max((s.concurrency for s in samples), default=1)
-    meta = {**info.meta, "concurrency": info.meta.get("concurrency", concurrency)}
+    meta = {
+        **info.meta,
+        "concurrency": info.meta.get("concurrency", concurrency),
+        "prompt_tokens": told if told is not None else recorded,
+    }
     context = run_context(
         info.run_id,
         info.endpoint,
@@ -42,6 +56,8 @@ def diagnose_traffic(store: Store, run_id: str) -> DiagnosisRun:
         meta,
         (*info.notes, *views.notes),
     )
+    if recorded is not None:
+        context = replace(context, prompt_source="recorded")
     diagnosis = with_remedies(diagnose(samples, context, views), context)
     kind = str(info.meta.get("source", "instrument"))
     source: dict[str, Any] = {
@@ -56,10 +72,13 @@ def diagnose_traffic(store: Store, run_id: str) -> DiagnosisRun:
     )
 
 
-def diagnose_otlp(store: Store, path: Path | str) -> DiagnosisRun:
+def diagnose_otlp(
+    store: Store, path: Path | str, *, prompt_tokens: int | None = None
+) -> DiagnosisRun:
     """Keep the GenAI spans of an OTLP JSON file as a run of recorded traffic, and
     diagnose it; the notes name the instrumentation that wrote the spans (kept in the
-    run's meta as ``instrumentation`` too) and the phases spans cannot tell apart."""
+    run's meta as ``instrumentation`` too) and the phases spans cannot tell apart.
+    ``prompt_tokens`` as for :func:`diagnose_traffic`: the spans' median where not told."""
     file = Path(path)
     try:
         data = file.read_bytes()
@@ -76,6 +95,7 @@ def diagnose_otlp(store: Store, path: Path | str) -> DiagnosisRun:
             "file": file.name,
             "spans": len(spans.traces),
             "instrumentation": spans.instrumentation,
+            "prompt_tokens": prompt_tokens,
         },
         kind="instrument",
     )
@@ -83,4 +103,4 @@ def diagnose_otlp(store: Store, path: Path | str) -> DiagnosisRun:
         run_id, [Sample(Step.TRAFFIC, t, index=i) for i, t in enumerate(spans.traces)]
     )
     store.finish_run(run_id, status="done", diagnosis=None, notes=spans.notes)
-    return diagnose_traffic(store, run_id)
+    return diagnose_traffic(store, run_id, prompt_tokens=prompt_tokens)

@@ -127,8 +127,10 @@ def negligible_bar_text(d: Diagnosis) -> str | None:
 
 def workload_text(d: Diagnosis) -> str | None:
     """``Shares are of a typical request of 2,048 prompt tokens, 32 output tokens, at
-    concurrency 4: 1.23 s end to end (the seed's long prompt: --prompt-tokens N for
-    yours)``; None without a typical request."""
+    concurrency 4: 1.23 s end to end; the seed's long prompt: --prompt-tokens N for
+    yours``, or ``…; your recorded requests' median prompt: --prompt-tokens N for
+    another`` where the prompt came from recorded traffic; None without a typical
+    request."""
     w = d.workload
     if w is None:
         return None
@@ -139,11 +141,14 @@ def workload_text(d: Diagnosis) -> str | None:
             f"{format_ms(w.growth_ms)} of prefill, fitted)"
         )
     if w.asked_tokens is not None:
+        whose = "your recorded requests' median" if w.source == "recorded" else "asked for"
         text += (
-            f"; the {w.asked_tokens:,}-token prompt asked for is beyond the longest length "
+            f"; the {w.asked_tokens:,}-token prompt {whose} is beyond the longest length "
             "measured: read there, not extrapolated"
         )
-    elif not w.told and w.prompt_tokens is not None:
+    elif w.source == "recorded" and w.prompt_tokens is not None:
+        text += "; your recorded requests' median prompt: --prompt-tokens N for another"
+    elif w.source == "seed" and w.prompt_tokens is not None:
         text += "; the seed's long prompt: --prompt-tokens N for yours"
     return text
 

@@ -5,7 +5,8 @@
 :func:`diagnosis_from_record` reads it back as a :class:`~latdoc.model.Diagnosis`,
 from this version's documents and from older ones, which lack keys added since
 (``negligible``, ``typical_request``, a remedy's gain source, ``system``, ``server``,
-the reasoning step, the network rule): those read as absent.
+the reasoning step, the network rule): those read as absent; a workload without its
+``source`` reads it from ``told`` (told, else the seed's prompt).
 
 The document is a summary, not the run: the length curve's bootstrap draws and each
 length's requests are not in it, so a diagnosis read back has no intervals around
@@ -35,6 +36,7 @@ from latdoc.model import (
     NetworkBottleneck,
     NetworkCheck,
     NoticeableBar,
+    PromptSource,
     Remedy,
     RequestParts,
     Scenario,
@@ -52,6 +54,7 @@ __all__ = ["diagnosis_from_record", "diagnosis_to_record"]
 
 _GAIN_SOURCES = get_args(GainSource)
 _BOTTLENECKS = get_args(NetworkBottleneck)
+_PROMPT_SOURCES = get_args(PromptSource)
 _SERVER_KEYS = frozenset({"source", "disagreements", "metrics_source", "metrics"})
 """The server object's keys that are not its medians."""
 
@@ -120,9 +123,19 @@ def _workload(record: Mapping[str, Any] | None) -> Workload | None:
         total_ms=r.number("total_ms"),
         short_ms=r.number("short_ms"),
         growth_ms=r.number("growth_ms"),
-        told=r.flag("told"),
+        source=_prompt_source(r),
         asked_tokens=r.opt_integer("asked_tokens"),
     )
+
+
+def _prompt_source(r: Fields) -> PromptSource:
+    """The workload's ``source``; a document from before it was kept says ``told`` only."""
+    if not r.has("source"):
+        return "told" if r.flag("told") else "seed"
+    source = r.text("source")
+    if source not in _PROMPT_SOURCES:
+        raise ValueError(f"diagnosis.workload.source: {source!r} is none of {_PROMPT_SOURCES}")
+    return cast(PromptSource, source)
 
 
 def _longer_prompt(record: Mapping[str, Any] | None) -> LongerPrompt | None:
