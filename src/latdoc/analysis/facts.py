@@ -17,6 +17,7 @@ out of the load step's spread and rise.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -246,13 +247,91 @@ def _load_facts(
 
 
 def _unthought_ttft_ms(trace: RequestTrace) -> float | None:
-    """Server-side TTFT less the reasoning decoded unseen before the first token: hidden
-    reasoning of varying length is the reasoning's spread, not a queue's."""
+    """Server-side TTFT to the first *token*: less the reasoning decoded unseen before it
+    (hidden reasoning of varying length is the reasoning's spread, not a queue's) and
+    less the decode of the tokens the first event carried beyond its first
+    (:func:`first_event_decode_ms`: a server writing 1 to 8 tokens an event sends its
+    first when the last of them is decoded, up to seven token times late)."""
     ttft = server_ttft_ms(trace)
+    if ttft is None:
+        return None
+    ttft -= first_event_decode_ms(trace)
     thought = thinking_ms(trace)
-    if ttft is None or thought is None or thought[1]:
-        return ttft
+    if thought is None or thought[1]:
+        return max(0.0, ttft)
     return max(0.0, ttft - thought[0])
+
+
+WHOLE_TOKEN_SLACK = 1e-6
+"""How far an estimate may fall short of a whole number of tokens and still count it
+(an exact share of 8 tokens may compute as 7.9999999)."""
+
+
+def event_tokens(trace: RequestTrace) -> list[float] | None:
+    """The tokens each of the stream's events carried: their own counts where they are
+    exact; else each event's share of the stream's characters of the tokens the usage
+    says were streamed (the probe counts an event whose tokens it was not told as one).
+    ``None`` without chunks, or with neither exact counts nor a usage."""
+    chunks = trace.chunks
+    if not chunks:
+        return None
+    if trace.chunk_tokens_exact:
+        return [float(c.tokens) for c in chunks]
+    streamed = _usage_streamed_tokens(trace)
+    if streamed is None:
+        return None
+    chars = sum(c.chars for c in chunks)
+    if chars <= 0:
+        return [streamed / len(chunks)] * len(chunks)
+    return [streamed * c.chars / chars for c in chunks]
+
+
+def first_event_decode_ms(trace: RequestTrace) -> float:
+    """What decoding the first event's tokens after its first took: (tokens − 1) × the
+    stream's time per token. The first event's tokens are the whole tokens in
+    :func:`event_tokens`'s, never more than the stream's tokens beyond one an event (so
+    a stream of one token an event, exact or not, loses nothing): a share of the
+    characters is a token or so out where words run long or short (the lab's first
+    eight words, 55 characters against the next eights' 46, read 8.9 tokens), and a
+    token too few leaves one token's time in the TTFT where one too many would take a
+    token's time of the server's own wait away; the time per token is the median
+    over the later events of each one's gap over its tokens (a stall is one gap of
+    many; an event of eight tokens is eight tokens' time), or where a hop held the
+    stream back, :func:`stream_tpot_ms` with the tokens spread over the chunks.
+    0 for an event of one token or a stream that tells no time per token."""
+    tokens = event_tokens(trace)
+    if not tokens:
+        return 0.0
+    beyond_one = round(sum(tokens)) - len(tokens)
+    # Whole tokens only: a share of the characters a little over a token's reads as less.
+    first = min(1 + beyond_one, math.floor(tokens[0] + WHOLE_TOKEN_SLACK))
+    if first <= 1:
+        return 0.0
+    tpot = _event_tpot_ms(trace, tokens)
+    return 0.0 if tpot is None else (first - 1) * tpot
+
+
+def _event_tpot_ms(trace: RequestTrace, tokens: Sequence[float]) -> float | None:
+    """The stream's time per token with each event's ``tokens``; ``None`` from fewer
+    than two gaps."""
+    if stream_burst(trace) is None:
+        per_token = [gap / k for gap, k in zip(trace.itl_ms, tokens[1:], strict=True) if k > 0]
+        return statistics.median(per_token) if len(per_token) >= 2 else None
+    tpot = stream_tpot_ms(trace)
+    counted = sum(c.tokens for c in trace.chunks)
+    if tpot is None or counted <= 0 or sum(tokens) <= 0:
+        return tpot
+    return tpot * counted / sum(tokens)
+
+
+def _usage_streamed_tokens(trace: RequestTrace) -> int | None:
+    """The output tokens the chunks carried, by the usage: its output tokens less the
+    reasoning it counted but did not stream (as
+    :func:`latdoc.analysis.kinds.decode.streamed_tokens`, which reads this module)."""
+    if not trace.output_tokens_exact or trace.output_tokens is None:
+        return None
+    hidden = (trace.reasoning_tokens or 0) if trace.first_reasoning_ns is None else 0
+    return max(0, trace.output_tokens - hidden)
 
 
 def _diff(a: float | None, b: float | None) -> float | None:
