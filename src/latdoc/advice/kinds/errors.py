@@ -15,7 +15,9 @@ from latdoc.model import Diagnosis, Finding, Kind, Remedy, RunContext
 
 __all__ = ["BUILDER", "errors_remedies"]
 
-_NOT_CODES = frozenset({"failed", "requests", "retry_after_s", "failed_after_ms", "retry_wait_ms"})
+_NOT_CODES = frozenset(
+    {"failed", "requests", "retry_after_s", "failed_after_ms", "retry_wait_ms", "failed_share_low"}
+)
 """The errors finding's evidence that counts no error code."""
 
 

@@ -4,7 +4,9 @@ The rule fires when :data:`ERROR_RATE` or more of the requests failed, and at le
 policy's ``MIN_N`` of them, or a single one among so few requests that it is
 :data:`SINGLE_FAILURE_SHARE` of them (one of six recorded, an endpoint that answers
 nothing). Its share is
-what the failures cost a typical request that is retried until it succeeds: each
+what the failures cost a typical request that is retried until it succeeds, at the low
+end of the failure rate's 95% interval (Wilson's: a run of twenty that met two
+failures may come from an endpoint failing one request in fifty): each
 failure's own time (from the request's start to its failure, the median of those that
 failed) and the wait before the next try (the ``Retry-After`` asked for, or
 :data:`RETRY_WAIT_MS`), ``rate / (1 − rate)`` times a request. Like any kind's, it
@@ -22,7 +24,7 @@ from __future__ import annotations
 from latdoc.analysis._rule import confidence
 from latdoc.analysis.facts import Facts
 from latdoc.analysis.kinds._spec import KindSpec
-from latdoc.analysis.policy import MIN_N
+from latdoc.analysis.policy import CONFIDENCE, MIN_N
 from latdoc.analysis.stats import median_of
 from latdoc.model import Finding, Kind
 from latdoc.records import RequestTrace
@@ -61,13 +63,19 @@ def errors(f: Facts) -> Finding | None:
     rate = failed / total
     failing = median_of(_failed_after_ms(t) for t in f.measured if not t.ok) or 0.0
     wait = max(RETRY_WAIT_MS, (f.retry_after_s or 0.0) * 1000)
+    # The share is read at the low end of the failure rate's interval: a run of twenty
+    # that met two failures may come from an endpoint failing one in fifty.
+    from scipy.stats import binomtest  # imported on use, as the analysis's statistics do
+
+    low = float(binomtest(failed, total).proportion_ci(CONFIDENCE, method="wilson").low)
     # Where every request failed, as if the next would have succeeded: the share stays finite.
-    retries = rate / max(1 - rate, 1 / (total + 1))
+    retries = low / max(1 - low, 1 / (total + 1))
     evidence: dict[str, float] = {
         "failed": float(failed),
         "requests": float(total),
         "failed_after_ms": failing,
         "retry_wait_ms": wait,
+        "failed_share_low": low,
     }
     evidence.update({code: float(count) for code, count in f.failed.most_common()})
     if f.retry_after_s is not None:
