@@ -321,13 +321,16 @@ def test_a_lossy_link_is_named_as_loss_not_stalls_or_queueing(
     net, _ = network
     # A stream with a rhythm (10 ms a token), so a lost segment's recovery is a pause.
     rhythm = net.start_endpoint([*FAST_ENDPOINT, "--decode-ms-per-token", "10"], port=8010)
-    net.set(LinkSettings(delay_ms=20, loss=0.05), dns_delay_ms=0)
+    # 8% loss on a 40 ms link: its recovery cost 96-124 ms of requests of 460-690 ms
+    # (14-22%), clear of the tenth a kind must add; 5% on a 20 ms link cost 8-11%, on
+    # either side of it run to run.
+    net.set(LinkSettings(delay_ms=40, loss=0.08), dns_delay_ms=0)
     try:
         doc = diagnose(net, rhythm.ip_url)
     finally:
         net.set(LinkSettings(), dns_delay_ms=0)
     kinds = {f["kind"]: f for f in doc["findings"]}
-    assert doc["verdict"]["primary"] == "network_path", doc["findings"]
+    assert doc["verdict"]["primary"] == "network_path", (doc["shares_ms"], doc["negligible"])
     assert "loses packets" in kinds["network_path"]["title"]
     assert "stalls" not in kinds and "queueing" not in kinds, doc["findings"]
     evidence = kinds["network_path"]["evidence"]
@@ -415,7 +418,7 @@ def test_high_round_trip_is_diagnosed_as_the_network_path(
     net.set(LinkSettings(), dns_delay_ms=0)
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
-    assert doc["verdict"]["primary"] == "network_path", doc["findings"]
+    assert doc["verdict"]["primary"] == "network_path", (doc["shares_ms"], doc["negligible"])
     (finding,) = [f for f in doc["findings"] if f["kind"] == "network_path"]
     machine_noise.assert_near(finding["evidence"]["rtt_ms"], 120, 6, 30)
     machine_noise.assert_near(doc["steps"]["network"]["connect_ms"], 120, 6, 30)
