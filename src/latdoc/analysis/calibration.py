@@ -45,7 +45,8 @@ from dataclasses import dataclass, replace
 
 from latdoc.analysis import confidence_table as table
 from latdoc.analysis.facts import Facts
-from latdoc.analysis.kinds import decode, errors, input_length, network_setup, queueing, spec_of
+from latdoc.analysis.kinds import decode, errors, input_length, network_setup, queueing
+from latdoc.analysis.noticeable import bar_for
 from latdoc.analysis.policy import HIGH_RTT_MS
 from latdoc.analysis.stats import median_of
 from latdoc.model import Finding, Kind, NoticeableBar, Verdict
@@ -97,10 +98,9 @@ class Evidence:
 
 
 def _bar(f: Finding, bar: NoticeableBar | None) -> float:
-    """The share ``f`` had to reach to count (1 ms when the run has no bar)."""
-    if bar is None or spec_of(f.kind).always_noticeable:
-        return 1.0
-    return max(bar.fraction * bar.typical_ms, bar.noise_for(spec_of(f.kind).before_first_token))
+    """The share ``f`` had to reach to count (1 ms where any share counts)."""
+    needed = bar_for(f.kind, bar)
+    return 1.0 if needed is None else needed
 
 
 def _log_ratio(a: float, b: float) -> float:

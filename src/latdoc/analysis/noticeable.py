@@ -88,12 +88,27 @@ def is_noticeable(finding: Finding, bar: NoticeableBar | None) -> bool:
 
 def share_noticeable(kind: Kind, share_ms: float, bar: NoticeableBar | None) -> bool:
     """Whether ``kind`` adding ``share_ms`` to the bar's typical request is noticeable."""
+    parts = _bar_parts(kind, bar)
+    if parts is None:
+        return True
+    fraction, noise = parts
+    return share_ms >= fraction and share_ms > noise
+
+
+def bar_for(kind: Kind, bar: NoticeableBar | None) -> float | None:
+    """The share ``kind`` must add to be noticeable in this run: its part of the typical
+    request or the noise its metric shows, whichever is larger; None when any share is
+    (no bar, or a kind noticed whatever it adds)."""
+    parts = _bar_parts(kind, bar)
+    return None if parts is None else max(parts)
+
+
+def _bar_parts(kind: Kind, bar: NoticeableBar | None) -> tuple[float, float] | None:
+    """The bar's share of the typical request and the noise ``kind`` is held against."""
     spec = spec_of(kind)
     if spec.always_noticeable or bar is None:
-        return True
-    return share_ms >= bar.fraction * bar.typical_ms and share_ms > (
-        bar.noise_for(spec.before_first_token)
-    )
+        return None
+    return bar.fraction * bar.typical_ms, bar.noise_for(spec.before_first_token)
 
 
 def _noise(values: Sequence[float]) -> float | None:
