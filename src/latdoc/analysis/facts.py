@@ -277,7 +277,7 @@ def event_tokens(trace: RequestTrace) -> list[float] | None:
         return None
     if trace.chunk_tokens_exact:
         return [float(c.tokens) for c in chunks]
-    streamed = _usage_streamed_tokens(trace)
+    streamed = streamed_tokens(trace)
     if streamed is None:
         return None
     chars = sum(c.chars for c in chunks)
@@ -297,7 +297,7 @@ def first_event_decode_ms(trace: RequestTrace) -> float:
     token's time of the server's own wait away; the time per token is the median
     over the later events of each one's gap over its tokens (a stall is one gap of
     many; an event of eight tokens is eight tokens' time), or where a hop held the
-    stream back, :func:`stream_tpot_ms` with the tokens spread over the chunks.
+    stream back, :func:`token_tpot_ms`.
     0 for an event of one token or a stream that tells no time per token."""
     tokens = event_tokens(trace)
     if not tokens:
@@ -317,21 +317,31 @@ def _event_tpot_ms(trace: RequestTrace, tokens: Sequence[float]) -> float | None
     if stream_burst(trace) is None:
         per_token = [gap / k for gap, k in zip(trace.itl_ms, tokens[1:], strict=True) if k > 0]
         return statistics.median(per_token) if len(per_token) >= 2 else None
-    tpot = stream_tpot_ms(trace)
-    counted = sum(c.tokens for c in trace.chunks)
-    if tpot is None or counted <= 0 or sum(tokens) <= 0:
-        return tpot
-    return tpot * counted / sum(tokens)
+    return token_tpot_ms(trace)
 
 
-def _usage_streamed_tokens(trace: RequestTrace) -> int | None:
-    """The output tokens the chunks carried, by the usage: its output tokens less the
-    reasoning it counted but did not stream (as
-    :func:`latdoc.analysis.kinds.decode.streamed_tokens`, which reads this module)."""
+def streamed_tokens(trace: RequestTrace) -> int | None:
+    """The output tokens the stream's chunks carried, by the server's usage: its output
+    tokens less reasoning it counted but did not stream. ``None`` without a usage."""
     if not trace.output_tokens_exact or trace.output_tokens is None:
         return None
     hidden = (trace.reasoning_tokens or 0) if trace.first_reasoning_ns is None else 0
     return max(0, trace.output_tokens - hidden)
+
+
+def token_tpot_ms(trace: RequestTrace) -> float | None:
+    """The stream's time per output token (:func:`stream_tpot_ms`) with the tokens each
+    chunk carried as the usage tells them: when the chunks' own counts are not exact
+    (one a chunk, where the server gave no count per chunk) and the usage counts more
+    tokens than the chunks, each chunk holds its share of them."""
+    tpot = stream_tpot_ms(trace)
+    if tpot is None or trace.chunk_tokens_exact:
+        return tpot
+    counted = sum(c.tokens for c in trace.chunks)
+    streamed = streamed_tokens(trace)
+    if streamed is None or counted <= 0 or streamed <= counted:
+        return tpot
+    return tpot * counted / streamed
 
 
 def _diff(a: float | None, b: float | None) -> float | None:

@@ -22,39 +22,14 @@ its time per token only where the server says how long it produced the tokens.
 from __future__ import annotations
 
 from latdoc.analysis._rule import confidence
-from latdoc.analysis.facts import Facts, stream_tpot_ms
+from latdoc.analysis.facts import Facts, streamed_tokens, token_tpot_ms
 from latdoc.analysis.kinds._spec import KindSpec
 from latdoc.analysis.stats import median_of
 from latdoc.model import Finding, Kind
-from latdoc.records import RequestTrace
 
 __all__ = ["SLOW_TPOT_MS", "SPEC", "decode", "streamed_tokens", "token_tpot_ms"]
 
 SLOW_TPOT_MS = 50.0
-
-
-def streamed_tokens(trace: RequestTrace) -> int | None:
-    """The output tokens the stream's chunks carried, by the server's usage: its output
-    tokens less reasoning it counted but did not stream. ``None`` without a usage."""
-    if not trace.output_tokens_exact or trace.output_tokens is None:
-        return None
-    hidden = (trace.reasoning_tokens or 0) if trace.first_reasoning_ns is None else 0
-    return max(0, trace.output_tokens - hidden)
-
-
-def token_tpot_ms(trace: RequestTrace) -> float | None:
-    """The stream's time per output token (:func:`~latdoc.analysis.facts.stream_tpot_ms`)
-    with the tokens each chunk carried as the usage tells them: when the chunks' own
-    counts are not exact (one a chunk, where the server gave no count per chunk) and
-    the usage counts more tokens than the chunks, each chunk holds its share of them."""
-    tpot = stream_tpot_ms(trace)
-    if tpot is None or trace.chunk_tokens_exact:
-        return tpot
-    counted = sum(c.tokens for c in trace.chunks)
-    streamed = streamed_tokens(trace)
-    if streamed is None or counted <= 0 or streamed <= counted:
-        return tpot
-    return tpot * counted / streamed
 
 
 def decode(f: Facts) -> Finding | None:
