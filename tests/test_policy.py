@@ -157,6 +157,7 @@ def test_the_knee_and_the_queueing_rule_read_one_ratio_and_one_floor() -> None:
         },
         server=None,
         server_account=None,
+        loss=None,
     )
     assert _client_queueing(facts) is None
     facts.load |= {

@@ -66,8 +66,7 @@ def _client_queueing(f: Facts) -> Finding | None:
     n = int(ld["sequential_n"] or 0)
     evidence = {k: v for k, v in ld.items() if v is not None}
     mean = ld.get("concurrent_ttft_mean_ms")
-    loss = getattr(f, "loss", None)
-    lossy = loss is not None and loss.lossy
+    lossy = f.loss is not None and f.loss.lossy
     if mean is not None and p50 and conc is not None and mean > conc and not lossy:
         # A request among them waits this on average: where fewer slots than requests
         # leave most to start at once, the median of the burst sees no queue at all. On
