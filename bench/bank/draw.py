@@ -168,36 +168,18 @@ MIX = {0: 0.15, 1: 0.5, 2: 0.35}
 """How many causes a scenario gets: none, one or two."""
 
 
-BELOW: dict[str, Inject] = {}
-"""Each cause of degree just short of the bound MISSION.md or its rule gives it (0.7 to
-0.97 of it): the zone below a threshold, where a rule must stay quiet unless the cause
-matters all the same."""
-
-
-def _below(name: str) -> Callable[[Inject], Inject]:
-    def register(f: Inject) -> Inject:
-        BELOW[name] = f
-        return f
-
-    return register
-
-
-@_below("slow_dns")
 def _dns_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
     return replace(s, dns_ms=float(rng.uniform(140, 195)))
 
 
-@_below("slow_tls")
 def _tls_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
     return replace(s, tls=True, tls_extra_ms=float(rng.uniform(140, 195)))
 
 
-@_below("far")
 def _far_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
     return replace(s, rtt_ms=float(rng.uniform(70, 97)))
 
 
-@_below("long_input")
 def _length_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
     """Prefill at 2,048 tokens 3.5 to 4.8× that at 128, and less than 1 s more."""
     short = s.prefill_ms(128)
@@ -209,41 +191,34 @@ def _length_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
     return replace(s, prefill_b_ms=b, prefill_c_ms=c)
 
 
-@_below("busy")
 def _busy_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
     return replace(
         s, busy_share=float(rng.uniform(0.03, 0.06)), busy_ms=float(rng.uniform(150, 400))
     )
 
 
-@_below("burst_queue")
 def _burst_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
     return replace(s, slots=max(1, s.concurrency - 1))
 
 
-@_below("slow_decode")
 def _decode_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
     return replace(s, tpot_ms=float(rng.uniform(36, 49)))
 
 
-@_below("stalls")
 def _stalls_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
     return replace(s, stall_share=float(rng.uniform(0.1, 0.4)), stall_ms=float(rng.uniform(70, 97)))
 
 
-@_below("errors")
 def _errors_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
     code = str(rng.choice(["http:429", "http:503", "timeout", "stream_broken"]))
     return replace(s, error_share=float(rng.uniform(0.01, 0.045)), error_code=code)
 
 
-@_below("slow_upload")
 def _upload_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
     upload = float(rng.uniform(140, 195))
     return replace(s, uplink_bytes_per_ms=request_bytes(LONG_UPLOAD_TOKENS) / upload)
 
 
-@_below("reasoning")
 def _reasoning_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
     think = float(rng.uniform(70, 97))
     return replace(
@@ -254,28 +229,46 @@ def _reasoning_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario
     )
 
 
-@_below("buffering")
 def _buffering_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
     """A buffer of a few events, holding the first token back less than 100 ms."""
     events = max(2, int(rng.uniform(0.7, 0.97) * 100 / s.tpot_ms) + 1)
     return replace(s, buffer_events=events)
 
 
-@_below("client_delay")
 def _client_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
     return replace(s, client_delay_ms=float(rng.uniform(7, 9.7)))
 
 
-@_below("closes")
 def _closes_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
     """A server that closes connections on a quick path: the setup every request pays
     is small."""
     return replace(s, server_closes=True, dns_ms=float(rng.uniform(2, 10)), tls=False)
 
 
-@_below("server_timing")
 def _told_below(s: Scenario, rng: np.random.Generator, clear: bool) -> Scenario:
     return server_timing(s, rng, clear)
+
+
+BELOW: dict[str, Inject] = {
+    "slow_dns": _dns_below,
+    "slow_tls": _tls_below,
+    "far": _far_below,
+    "long_input": _length_below,
+    "busy": _busy_below,
+    "burst_queue": _burst_below,
+    "slow_decode": _decode_below,
+    "stalls": _stalls_below,
+    "errors": _errors_below,
+    "slow_upload": _upload_below,
+    "reasoning": _reasoning_below,
+    "buffering": _buffering_below,
+    "client_delay": _client_below,
+    "closes": _closes_below,
+    "server_timing": _told_below,
+}
+"""Each cause of degree just short of the bound MISSION.md or its rule gives it (0.7 to
+0.97 of it): the zone below a threshold, where a rule must stay quiet unless the cause
+matters all the same."""
 
 
 REALISTIC_INTENSITIES = {"clear": 0.45, "borderline": 0.3, "below": 0.25}
