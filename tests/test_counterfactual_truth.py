@@ -13,6 +13,7 @@ import pytest
 
 import bank.counterfactual as cf_module
 import bank.hard as hard_module
+import bank.truth as rule_copying_module
 from bank import Scenario, draw, draw_many
 from bank.counterfactual import MATERIAL_MS, MATERIAL_SHARE, bar_ms, counterfactual, parts
 from bank.hard import EVALUATION_SEED, TUNING_SEEDS, facts_of, is_hard
@@ -34,7 +35,11 @@ ANALYSIS_MODULES = (
 )
 
 
-@pytest.mark.parametrize("module", [cf_module, hard_module], ids=["counterfactual", "hard"])
+@pytest.mark.parametrize(
+    "module",
+    [cf_module, hard_module, rule_copying_module],
+    ids=["counterfactual", "hard", "rule-copying"],
+)
 def test_the_truth_and_the_hard_slice_import_nothing_of_the_analysis(module: object) -> None:
     tree = ast.parse(Path(inspect.getfile(module)).read_text())  # type: ignore[arg-type]
     imported = [

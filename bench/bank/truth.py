@@ -50,10 +50,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from bank.counterfactual import SHORTEST_PROMPT
 from bank.scenario import Draws, Scenario, burst_queue_ms, draw_requests, request_bytes, upload_ms
 from latdoc.model import Kind
-from latdoc.workload import LENGTHS
-from latdoc.workload._steps import SHORT_TOKENS
 
 # The thresholds of MISSION.md and of the analysis's documented rules, written out here
 # rather than imported: the bank is an oracle apart from the code it judges, so a
@@ -140,7 +139,7 @@ def _warm(s: Scenario, rng: np.random.Generator) -> Draws:
         s,
         rng,
         size=DRAWS,
-        prompt_tokens=SHORT_TOKENS,
+        prompt_tokens=SHORTEST_PROMPT,
         output_tokens=s.output_tokens,
         new_connection=s.server_closes,
     )
@@ -180,7 +179,7 @@ def true_ttft_ms(s: Scenario, prompt_tokens: int, *, upload: bool = True) -> flo
 
 def burst_rise_ms(s: Scenario) -> float:
     """The burst's median wait for a slot, without noise: all arrive together."""
-    service = np.full(s.concurrency, s.service_ms(SHORT_TOKENS))
+    service = np.full(s.concurrency, s.service_ms(SHORTEST_PROMPT))
     return float(np.median(burst_queue_ms(s, np.zeros(s.concurrency), service)))
 
 
@@ -209,13 +208,13 @@ def _sizes(s: Scenario, typical: float, warm: Draws) -> dict[Kind, float]:
         sizes[Kind.NETWORK_PATH] = s.rtt_ms + upload
     # The growth the prompt's upload brings is the path's, not the prefill's; the curve
     # is read from the wire, past the client's delay and the connection's setup.
-    short = wire_ttft_ms(s, LENGTHS[0], upload=False)
+    short = wire_ttft_ms(s, SHORTEST_PROMPT, upload=False)
     long = wire_ttft_ms(s, LONG_REFERENCE_TOKENS, upload=False)
     ratio, growth = long / short, long - short
     if ratio >= LENGTH_RATIO or (ratio >= LENGTH_MIN_RATIO and growth >= LENGTH_MIN_GROWTH_MS):
         sizes[Kind.INPUT_LENGTH] = growth
     rise = burst_rise_ms(s)
-    alone = wire_ttft_ms(s, SHORT_TOKENS)
+    alone = wire_ttft_ms(s, SHORTEST_PROMPT)
     if rise >= QUEUE_MIN_MS and (alone + rise) / alone >= QUEUE_LOAD_RATIO:
         sizes[Kind.QUEUEING] = rise
     elif (swing := swing_ms(warm)) is not None:
