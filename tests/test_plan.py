@@ -75,7 +75,7 @@ def test_dry_run_prints_the_command_lines(
     [
         (
             '[[steps]]\ncommand = "probe"\n\n[[steps]]\ncommand = "load"\nconcurency = 4\n',
-            "step 2 (load): unrecognized arguments: --concurency 4",
+            "step 2 (load): no option is named concurency (did you mean concurrency?)",
         ),
         ('[[steps]]\ncommand = "load"\nconcurrency = "0"\n', "step 1 (load):"),
         ('[[steps]]\ncommand = "bake"\n', "step 1: command 'bake'"),

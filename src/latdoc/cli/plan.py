@@ -2,7 +2,8 @@
 
 A plan names an endpoint once and lists steps, each a command that sends (``probe``,
 ``diagnose``, ``load``, ``verify``, ``watch``) with its options under the names the
-command line gives them (``max-tokens = 64`` is ``--max-tokens 64``)::
+command line gives them (``max-tokens = 64`` is ``--max-tokens 64``; a short name such as
+``n = 5`` or a dest name such as ``max_tokens`` names the same option)::
 
     [endpoint]                 # given to every step
     url = "https://api.example.com/v1"
@@ -78,14 +79,14 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from latdoc.cli import build_parser, main
+    from latdoc.cli import main
 
     path = Path(args.plan)
     steps = read_plan(path, db=args.db)
-    parser = build_parser(set(STEP_COMMANDS))
+    parsers = _command_parsers()
     for step in steps:
         try:
-            parser.parse_args(step.argv)
+            parsers[step.command].parse_args(step.argv[1:])
         except UsageError as exc:
             raise UsageError(f"{path}: step {step.number} ({step.command}): {exc}") from None
     if args.dry_run:
@@ -124,7 +125,13 @@ def read_plan(path: Path, db: str | None = None) -> list[PlannedStep]:
     endpoint = plan.get("endpoint", {})
     if not isinstance(endpoint, dict):
         raise UsageError(f"{path}: endpoint must be a table ([endpoint])")
-    extra = set(endpoint) - ENDPOINT_KEYS
+    parsers = _command_parsers()
+    shared = {
+        key: name
+        for key, name in _option_names(parsers[STEP_COMMANDS[0]]).items()
+        if name.option.removeprefix("--") in ENDPOINT_KEYS | {"url"}
+    }
+    extra = set(endpoint) - set(shared)
     if extra:
         raise UsageError(
             f"{path}: [endpoint] {', '.join(sorted(extra))}: it holds what every step shares "
@@ -133,6 +140,7 @@ def read_plan(path: Path, db: str | None = None) -> list[PlannedStep]:
     steps = plan.get("steps")
     if not isinstance(steps, list) or not steps:
         raise UsageError(f"{path}: no steps: add [[steps]] tables, each with a command")
+    given = _options(endpoint, shared, f"{path}: [endpoint]")
     planned = []
     for number, step in enumerate(steps, start=1):
         if not isinstance(step, dict):
@@ -141,34 +149,110 @@ def read_plan(path: Path, db: str | None = None) -> list[PlannedStep]:
         command = step.get("command")
         if command not in STEP_COMMANDS:
             raise UsageError(f"{where}: command {command!r}: use one of {', '.join(STEP_COMMANDS)}")
-        options = {k: v for k, v in step.items() if k != "command"}
-        clash = set(options) & set(endpoint)
+        options = _options(
+            {k: v for k, v in step.items() if k != "command"},
+            _option_names(parsers[command]),
+            f"{where} ({command})",
+        )
+        clash = sorted(options[o].key for o in options if o in given)
         if clash:
-            raise UsageError(f"{where}: {', '.join(sorted(clash))} is in [endpoint] already")
+            raise UsageError(f"{where}: {', '.join(clash)} is in [endpoint] already")
         if db is not None:
-            options.setdefault("db", db)
-        argv = [command, *_arguments({**endpoint, **options}, where)]
+            options.setdefault("--db", _Given("db", "--db", db))
+        argv = [command, *_arguments({**given, **options}, where)]
         planned.append(PlannedStep(number, command, tuple(argv)))
     return planned
 
 
-def _arguments(options: Mapping[str, Any], where: str) -> list[str]:
+@dataclass(frozen=True)
+class _Name:
+    """What a name in a plan stands for: the option (its first long flag), and the flag
+    to write for it (the name itself when it is a long flag of the option)."""
+
+    option: str
+    flag: str
+
+
+@dataclass(frozen=True)
+class _Given:
+    """An option's value as the plan gives it, with the name it is given under."""
+
+    key: str
+    flag: str
+    value: Any
+
+
+_URL = _Name("url", "url")
+"""The positional base URL, which a plan names ``url``."""
+
+
+def _command_parsers() -> dict[str, argparse.ArgumentParser]:
+    """The parser of each command a step may run."""
+    from latdoc.cli import build_parser
+
+    parser = build_parser(set(STEP_COMMANDS))
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return {command: sub.choices[command] for command in STEP_COMMANDS}
+
+
+def _option_names(parser: argparse.ArgumentParser) -> dict[str, _Name]:
+    """Every name a plan may give an option of ``parser``: its long and short flags without
+    their dashes, and its dest name with ``_`` or ``-``.
+
+    A flag's name is its option's before any dest name is; a dest name two options share
+    (``--reuse`` and ``--new-connection-each``) names neither.
+    """
+    actions = [
+        a for a in parser._actions if a.option_strings and not isinstance(a, argparse._HelpAction)
+    ]
+    by_dest: dict[str, list[_Name]] = {}
+    names: dict[str, _Name] = {"url": _URL}
+    for action in actions:
+        long = [s for s in action.option_strings if s.startswith("--")]
+        option = (long or action.option_strings)[0]
+        for name in {action.dest, action.dest.replace("_", "-")}:
+            by_dest.setdefault(name, []).append(_Name(option, option))
+        for flag in action.option_strings:
+            names[flag.lstrip("-")] = _Name(option, flag if flag in long else option)
+    shared = {name for name, found in by_dest.items() if len(found) > 1}
+    return {name: found[0] for name, found in by_dest.items() if name not in shared} | names
+
+
+def _options(given: Mapping[str, Any], names: Mapping[str, _Name], where: str) -> dict[str, _Given]:
+    """The ``given`` values keyed by the option each name stands for: a name no option has,
+    or two names of one option, is an error naming ``where``."""
+    import difflib
+
+    options: dict[str, _Given] = {}
+    for key, value in given.items():
+        name = names.get(key)
+        if name is None:
+            near = difflib.get_close_matches(key, names, n=1)
+            hint = f" (did you mean {near[0]}?)" if near else ""
+            raise UsageError(f"{where}: no option is named {key}{hint}")
+        if name.option in options:
+            first = options[name.option].key
+            raise UsageError(f"{where}: {first} and {key} name the same option ({name.option})")
+        options[name.option] = _Given(key, name.flag, value)
+    return options
+
+
+def _arguments(options: Mapping[str, _Given], where: str) -> list[str]:
     argv: list[str] = []
-    url = options.get("url")
+    url = options.get(_URL.option)
     if url is not None:
-        if not isinstance(url, str):
+        if not isinstance(url.value, str):
             raise UsageError(f"{where}: url must be a string")
-        argv.append(url)
-    for key, value in options.items():
-        if key == "url":
+        argv.append(url.value)
+    for option, given in options.items():
+        if option == _URL.option:
             continue
-        flag = f"--{key}"
-        if value is True:
-            argv.append(flag)
-        elif value is False:
+        if given.value is True:
+            argv.append(given.flag)
+        elif given.value is False:
             continue
         else:
-            argv += [flag, _text(value, f"{where}: {key}")]
+            argv += [given.flag, _text(given.value, f"{where}: {given.key}")]
     return argv
 
 
