@@ -9,8 +9,8 @@ lab to a verdict, with nothing else changed.
 
 from __future__ import annotations
 
-import argparse
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -36,8 +36,10 @@ class ShorterOutputOptions:
     """Arm B's output limit."""
 
 
-def _read(args: argparse.Namespace) -> ShorterOutputOptions:
-    return ShorterOutputOptions(output_tokens=args.shorter_output_tokens)
+def _read(values: Mapping[str, object]) -> ShorterOutputOptions:
+    tokens = values["shorter_output_tokens"]
+    assert isinstance(tokens, int)
+    return ShorterOutputOptions(output_tokens=tokens)
 
 
 def _check(plan: VerifyPlan, options: ShorterOutputOptions) -> None:
@@ -100,7 +102,7 @@ def test_the_parser_offers_its_choice_and_its_own_option(
     args = parser.parse_args([*VERIFY_TOY, "--shorter-output-tokens", "3"])
     assert args.remedy == "shorter-output" and args.shorter_output_tokens == 3
     assert parser.parse_args(VERIFY_TOY).shorter_output_tokens == 4
-    assert SHORTER_OUTPUT.read(args) == ShorterOutputOptions(3)
+    assert SHORTER_OUTPUT.read(vars(args)) == ShorterOutputOptions(3)
     # The options of the experiments already there are unchanged beside it.
     assert parser.parse_args([*VERIFY_TOY, "--pool-size", "5"]).pool_size == 5
     with pytest.raises(SystemExit):

@@ -147,7 +147,7 @@ def run_verify(args: argparse.Namespace) -> int:
             max_seconds=args.max_seconds,
             precision=args.precision,
             seed=args.seed,
-            options=spec.read(args),
+            options=spec.read(vars(args)),
         )
         print(plan_line(plan), file=err)
         with open_store(args, key, *spec.secrets_of(plan)) as store:

@@ -17,6 +17,7 @@ from latdoc.features.verify.experiments._spec import (
     NoOptions,
     Outcome,
     Runner,
+    options_from,
 )
 from latdoc.features.verify.experiments.conversation import CONVERSATION
 from latdoc.features.verify.experiments.direct import DIRECT
@@ -43,6 +44,7 @@ __all__ = [
     "arguments",
     "experiment",
     "names",
+    "options_from",
 ]
 
 EXPERIMENTS: tuple[Experiment[Any], ...] = (

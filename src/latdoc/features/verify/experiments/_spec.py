@@ -1,18 +1,18 @@
 """One ``latdoc verify --remedy`` experiment, as data: :class:`Experiment`.
 
-An experiment names its remedy, the command-line options it adds and the small
-record it reads them into, its two arms (today's way, A, and the remedy, B), the
-metric and statistic it is judged by, and what it checks on the endpoint before
-the arms and on B's answers after them. One that is not one request against
-another (a conversation, retries) names its own :class:`Runner` instead of the
-shared A/B engine.
+An experiment names its remedy, the options it adds (as data: :class:`Argument`, which
+the command line turns into its flags) and the small record it reads their values
+into, its two arms (today's way, A, and the remedy, B), the metric and statistic it
+is judged by, and what it checks on the endpoint before the arms and on B's answers
+after them. One that is not one request against another (a conversation, retries)
+names its own :class:`Runner` instead of the shared A/B engine.
 """
 
 from __future__ import annotations
 
-import argparse
+import inspect
 import random
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
@@ -44,7 +44,7 @@ class Argument:
 
     flag: str
     help: str
-    """As argparse reads it: ``%(default)s`` is the default."""
+    """What it does; ``%(default)s`` stands for its default."""
     dest: str | None = None
     kind: type[int] | type[float] | type[str] | type[bool] = str
     """A whole number or a number (both more than 0 on the command line), text, or a
@@ -55,8 +55,18 @@ class Argument:
 
     @property
     def name(self) -> str:
-        """The attribute the parsed value is read from: ``--pool-size`` is ``pool_size``."""
+        """The name its value is read by: ``--pool-size`` is ``pool_size``."""
         return self.dest or self.flag.removeprefix("--").replace("-", "_")
+
+
+def options_from(
+    kind: type[Opts], arguments: Sequence[Argument], values: Mapping[str, object]
+) -> Opts:
+    """A ``kind`` record with each argument's value in ``values`` (by its
+    :attr:`~Argument.name`) as the field of that name; an argument without a value
+    leaves the field's default."""
+    given = {a.name: values[a.name] for a in arguments if a.name in values}
+    return kind(**given)
 
 
 @dataclass(frozen=True)
@@ -125,8 +135,10 @@ class Experiment(Generic[Opts]):
     """Arm A (today) and arm B (the remedy), from the shared plan and its options."""
     arguments: tuple[Argument, ...] = ()
     """Its own ``latdoc verify`` options."""
-    read_options: Callable[[argparse.Namespace], Opts] | None = None
-    """Its options from the parsed command line; ``None``: it has no arguments."""
+    read_options: Callable[[Mapping[str, object]], Opts] | None = None
+    """Its options from the values of the options by name (the parsed command line's,
+    say); ``None``: each argument's value is the record's field of the same name
+    (:func:`options_from`)."""
     check: Callable[[VerifyPlan, Opts], None] | None = None
     """Raise :class:`~latdoc.errors.UsageError` for options that cannot make an
     experiment, before anything is sent."""
@@ -161,8 +173,13 @@ class Experiment(Generic[Opts]):
     def __post_init__(self) -> None:
         if self.arms is None and self.runner is None:
             raise ValueError(f"experiment {self.name!r} needs arms or a runner of its own")
-        if self.arguments and self.read_options is None:
-            raise ValueError(f"experiment {self.name!r} has arguments but does not read them")
+        fields = inspect.signature(self.options).parameters
+        unread = [a.flag for a in self.arguments if a.name not in fields]
+        if unread and self.read_options is None:
+            raise ValueError(
+                f"experiment {self.name!r} has no field for {', '.join(unread)}: "
+                "it needs read_options"
+            )
 
     def options_of(self, plan: VerifyPlan) -> Opts:
         """The plan's options record, as this experiment's own type."""
@@ -172,9 +189,12 @@ class Experiment(Generic[Opts]):
         """The credentials the plan's options hold, beside the endpoint's own key."""
         return () if self.secrets is None else self.secrets(self.options_of(plan))
 
-    def read(self, args: argparse.Namespace) -> Opts:
-        """Its options from the parsed command line."""
-        return self.options() if self.read_options is None else self.read_options(args)
+    def read(self, values: Mapping[str, object]) -> Opts:
+        """Its options record from the values of the options by name, e.g. the parsed
+        command line's ``vars(args)``; values of other experiments' options are ignored."""
+        if self.read_options is not None:
+            return self.read_options(values)
+        return options_from(self.options, self.arguments, values)
 
     def build_arms(
         self, plan: VerifyPlan, calibration: TokenCalibration, options: Opts | None = None

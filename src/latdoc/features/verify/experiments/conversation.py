@@ -13,15 +13,7 @@ from latdoc.features.verify.conversation.send import ConversationOptions, parse_
 from latdoc.features.verify.experiments._spec import Argument, Experiment
 
 if TYPE_CHECKING:
-    import argparse
-
     from latdoc.features.verify.plan import VerifyPlan
-
-
-def _read(args: argparse.Namespace) -> ConversationOptions:
-    return ConversationOptions(
-        turns=args.turns, tokens_per_turn=args.tokens_per_turn, strategies=args.strategies
-    )
 
 
 def _check(plan: VerifyPlan, options: ConversationOptions) -> None:
@@ -65,7 +57,6 @@ CONVERSATION = Experiment(
             metavar="LIST",
         ),
     ),
-    read_options=_read,
     check=_check,
     statistic=TRIAL_MEAN,
     runner=verify_conversation,

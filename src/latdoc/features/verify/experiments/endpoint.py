@@ -11,6 +11,7 @@ the plan is refused. A dialect that signs with the machine's own credentials
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -19,15 +20,13 @@ from latdoc.advice.verify import VERIFY_ENDPOINT
 from latdoc.errors import UsageError
 from latdoc.features.verify.arms import base_arm
 from latdoc.features.verify.experiments._shared import ALT_MODEL, unanswered
-from latdoc.features.verify.experiments._spec import Argument, Before, Experiment
+from latdoc.features.verify.experiments._spec import Argument, Before, Experiment, options_from
 from latdoc.features.verify.send import Arm
 from latdoc.probe import Endpoint
 from latdoc.store import redact_url
 from latdoc.workload import TokenCalibration
 
 if TYPE_CHECKING:
-    import argparse
-
     from latdoc.features.verify.plan import VerifyPlan
 
 
@@ -43,15 +42,29 @@ class EndpointOptions:
     """The endpoint's own key may go to the other endpoint's host (``--same-key``)."""
 
 
-def _read(args: argparse.Namespace) -> EndpointOptions:
+ALT_URL = Argument(
+    "--alt", "endpoint: the other region or provider", dest="alt_url", metavar="URL2"
+)
+ALT_API_KEY_ENV = Argument(
+    "--alt-api-key-env",
+    "endpoint: the environment variable holding the key for URL2, sent only there "
+    "(needed when URL2 is on another host, unless --same-key)",
+    metavar="VAR",
+)
+SAME_KEY = Argument(
+    "--same-key", "endpoint: send the endpoint's own API key to URL2's host too", kind=bool
+)
+
+
+def _read(values: Mapping[str, object]) -> EndpointOptions:
+    """The given options, with the key the variable ``--alt-api-key-env`` names."""
     key = None
-    if (var := args.alt_api_key_env) is not None:
-        key = os.environ.get(var)
+    if (var := values.get(ALT_API_KEY_ENV.name)) is not None:
+        key = os.environ.get(str(var))
         if not key:
             raise UsageError(f"--alt-api-key-env {var}: the variable is not set")
-    return EndpointOptions(
-        alt_url=args.alt_url, alt_model=args.alt_model, alt_api_key=key, same_key=args.same_key
-    )
+    options = options_from(EndpointOptions, (ALT_URL, ALT_MODEL, SAME_KEY), values)
+    return replace(options, alt_api_key=key)
 
 
 def origin(url: str) -> tuple[str, str, int | None]:
@@ -133,21 +146,7 @@ ENDPOINT = Experiment(
     options=EndpointOptions,
     describe=_describe,
     arms=_arms,
-    arguments=(
-        Argument("--alt", "endpoint: the other region or provider", dest="alt_url", metavar="URL2"),
-        ALT_MODEL,
-        Argument(
-            "--alt-api-key-env",
-            "endpoint: the environment variable holding the key for URL2, sent only there "
-            "(needed when URL2 is on another host, unless --same-key)",
-            metavar="VAR",
-        ),
-        Argument(
-            "--same-key",
-            "endpoint: send the endpoint's own API key to URL2's host too",
-            kind=bool,
-        ),
-    ),
+    arguments=(ALT_URL, ALT_MODEL, ALT_API_KEY_ENV, SAME_KEY),
     read_options=_read,
     check=_check,
     precondition=_answers,

@@ -22,8 +22,6 @@ from latdoc.model import DEFAULT_CONCURRENCY
 from latdoc.workload import TokenCalibration
 
 if TYPE_CHECKING:
-    import argparse
-
     from latdoc.features.verify.plan import VerifyPlan
 
 
@@ -33,10 +31,6 @@ class Http2Options:
     """Requests at once per trial."""
     pool_size: int | None = None
     """Arm A's pool (default: ``concurrency``)."""
-
-
-def _read(args: argparse.Namespace) -> Http2Options:
-    return Http2Options(concurrency=args.concurrency, pool_size=args.pool_size)
 
 
 def _check(plan: VerifyPlan, options: Http2Options) -> None:
@@ -85,7 +79,6 @@ HTTP2 = Experiment(
     describe=_describe,
     arms=_arms,
     arguments=(CONCURRENCY, POOL_SIZE),
-    read_options=_read,
     check=_check,
     statistic=TRIAL_MEAN,
     precondition=_offered,

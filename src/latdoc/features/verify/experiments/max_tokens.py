@@ -16,8 +16,6 @@ from latdoc.records import Sample
 from latdoc.workload import TokenCalibration, prompt_cost
 
 if TYPE_CHECKING:
-    import argparse
-
     from latdoc.features.verify.plan import VerifyPlan
 
 GENEROUS_MAX_TOKENS = 4096
@@ -36,10 +34,6 @@ class MaxTokensOptions:
 def tight_max_tokens(answer_tokens: int) -> int:
     """A limit just above an answer of ``answer_tokens``: a quarter more, at least 8 more."""
     return answer_tokens + max(8, answer_tokens // 4)
-
-
-def _read(args: argparse.Namespace) -> MaxTokensOptions:
-    return MaxTokensOptions(generous_max_tokens=args.generous_max_tokens)
 
 
 def _describe(plan: VerifyPlan, options: MaxTokensOptions) -> tuple[str, str]:
@@ -115,7 +109,6 @@ MAX_TOKENS = Experiment(
             metavar="N",
         ),
     ),
-    read_options=_read,
     precondition=_answer_length,
     judge=_cut_answers,
 )

@@ -16,8 +16,6 @@ from latdoc.features.verify.send import Arm
 from latdoc.workload import TokenCalibration
 
 if TYPE_CHECKING:
-    import argparse
-
     from latdoc.features.verify.plan import VerifyPlan
 
 
@@ -25,10 +23,6 @@ if TYPE_CHECKING:
 class ModelOptions:
     alt_model: str | None = None
     """The model to try (required)."""
-
-
-def _read(args: argparse.Namespace) -> ModelOptions:
-    return ModelOptions(alt_model=args.alt_model)
 
 
 def _check(plan: VerifyPlan, options: ModelOptions) -> None:
@@ -69,7 +63,6 @@ MODEL = Experiment(
     describe=_describe,
     arms=_arms,
     arguments=(ALT_MODEL,),
-    read_options=_read,
     check=_check,
     precondition=_answers,
     caveat="Speed is measured here; whether the answers are as good is yours to check.",

@@ -3,6 +3,7 @@ gives, ``2 × cores + concurrency``."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -16,16 +17,17 @@ from latdoc.features.verify.experiments._shared import (
     check_pool_size,
     http1_pool_arm,
 )
-from latdoc.features.verify.experiments._spec import Experiment
+from latdoc.features.verify.experiments._spec import Experiment, options_from
 from latdoc.features.verify.send import Arm
 from latdoc.model import DEFAULT_CONCURRENCY
 from latdoc.pipeline import cpu_count
 from latdoc.workload import TokenCalibration
 
 if TYPE_CHECKING:
-    import argparse
-
     from latdoc.features.verify.plan import VerifyPlan
+
+
+ARGUMENTS = (CONCURRENCY, POOL_SIZE)
 
 
 @dataclass(frozen=True)
@@ -43,10 +45,9 @@ class PoolOptions:
         return advised_pool(self.cpu_count, self.concurrency)
 
 
-def _read(args: argparse.Namespace) -> PoolOptions:
-    return PoolOptions(
-        concurrency=args.concurrency, pool_size=args.pool_size, cpu_count=cpu_count()
-    )
+def _read(values: Mapping[str, object]) -> PoolOptions:
+    """The given options, and this host's cores."""
+    return replace(options_from(PoolOptions, ARGUMENTS, values), cpu_count=cpu_count())
 
 
 def _check(plan: VerifyPlan, options: PoolOptions) -> None:
@@ -83,7 +84,7 @@ POOL = Experiment(
     options=PoolOptions,
     describe=_describe,
     arms=_arms,
-    arguments=(CONCURRENCY, POOL_SIZE),
+    arguments=ARGUMENTS,
     read_options=_read,
     check=_check,
     statistic=TRIAL_MEAN,

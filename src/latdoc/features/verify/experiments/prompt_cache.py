@@ -18,8 +18,6 @@ from latdoc.records import Sample
 from latdoc.workload import TokenCalibration, make_prompt
 
 if TYPE_CHECKING:
-    import argparse
-
     from latdoc.features.verify.plan import VerifyPlan
 
 DEFAULT_PREFIX_TOKENS = 2048
@@ -29,10 +27,6 @@ DEFAULT_PREFIX_TOKENS = 2048
 class PromptCacheOptions:
     prefix_tokens: int = DEFAULT_PREFIX_TOKENS
     """The shared prefix, in tokens."""
-
-
-def _read(args: argparse.Namespace) -> PromptCacheOptions:
-    return PromptCacheOptions(prefix_tokens=args.prefix_tokens)
 
 
 def _describe(plan: VerifyPlan, options: PromptCacheOptions) -> tuple[str, str]:
@@ -87,6 +81,5 @@ PROMPT_CACHE = Experiment(
             metavar="N",
         ),
     ),
-    read_options=_read,
     judge=_no_cache,
 )

@@ -20,8 +20,6 @@ from latdoc.probe import ProxyConfig, parse_proxy
 from latdoc.workload import TokenCalibration
 
 if TYPE_CHECKING:
-    import argparse
-
     from latdoc.features.verify.plan import VerifyPlan
 
 
@@ -29,10 +27,6 @@ if TYPE_CHECKING:
 class ProxyOptions:
     alt_proxy: str | None = field(default=None, repr=False)
     """The other proxy's URL (required)."""
-
-
-def _read(args: argparse.Namespace) -> ProxyOptions:
-    return ProxyOptions(alt_proxy=args.alt_proxy)
 
 
 def _check(plan: VerifyPlan, options: ProxyOptions) -> None:
@@ -87,7 +81,6 @@ PROXY = Experiment(
             metavar="URL",
         ),
     ),
-    read_options=_read,
     check=_check,
     precondition=_answers,
     secrets=_secrets,

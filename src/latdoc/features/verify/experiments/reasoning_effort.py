@@ -14,8 +14,6 @@ from latdoc.probe import merge_fields
 from latdoc.workload import TokenCalibration
 
 if TYPE_CHECKING:
-    import argparse
-
     from latdoc.features.verify.plan import VerifyPlan
 
 TODAY = "reasoning as the requests ask today"
@@ -25,10 +23,6 @@ TODAY = "reasoning as the requests ask today"
 class ReasoningEffortOptions:
     reasoning_effort: str = "low"
     """The effort arm B asks for."""
-
-
-def _read(args: argparse.Namespace) -> ReasoningEffortOptions:
-    return ReasoningEffortOptions(reasoning_effort=args.reasoning_effort)
 
 
 def _check(plan: VerifyPlan, options: ReasoningEffortOptions) -> None:
@@ -69,7 +63,6 @@ REASONING_EFFORT = Experiment(
             choices=("none", "minimal", "low", "medium", "high"),
         ),
     ),
-    read_options=_read,
     check=_check,
     headline="total",
 )

@@ -12,13 +12,7 @@ from latdoc.features.verify.retry.run import NO_RETRIES, UNDER_POLICY, retry_arm
 from latdoc.features.verify.retry.send import RetryOptions
 
 if TYPE_CHECKING:
-    import argparse
-
     from latdoc.features.verify.plan import VerifyPlan
-
-
-def _read(args: argparse.Namespace) -> RetryOptions:
-    return RetryOptions(trials=args.trials)
 
 
 def _describe(plan: VerifyPlan, options: RetryOptions) -> tuple[str, str]:
@@ -40,7 +34,6 @@ RETRY = Experiment(
             metavar="N",
         ),
     ),
-    read_options=_read,
     headline="total",
     calibration=False,
     runner=verify_retry,

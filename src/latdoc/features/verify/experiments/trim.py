@@ -13,8 +13,6 @@ from latdoc.features.verify.send import Arm
 from latdoc.workload import TokenCalibration
 
 if TYPE_CHECKING:
-    import argparse
-
     from latdoc.features.verify.plan import VerifyPlan
 
 
@@ -24,10 +22,6 @@ class TrimOptions:
     """The prompt length today, in tokens (required)."""
     to_tokens: int | None = None
     """The trimmed prompt length, in tokens (required, fewer)."""
-
-
-def _read(args: argparse.Namespace) -> TrimOptions:
-    return TrimOptions(from_tokens=args.from_tokens, to_tokens=args.to_tokens)
 
 
 def _check(plan: VerifyPlan, options: TrimOptions) -> None:
@@ -82,6 +76,5 @@ TRIM = Experiment(
             metavar="M",
         ),
     ),
-    read_options=_read,
     check=_check,
 )
