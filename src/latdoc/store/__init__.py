@@ -5,7 +5,9 @@ an experiment) or ``instrument`` (an application's own requests, recorded by
 ``latdoc.instrument`` or read from OTLP spans, each a sample of step ``traffic``).
 The kind is a column, not part of the schema version: a new kind needs no migration.
 
-:class:`Store` is the SQLite file (:func:`default_path`); :mod:`.codec` turns
+:class:`Store` is the SQLite file (:func:`default_path`), in parts a caller can
+reach alone: ``store.runs`` (:mod:`.runs`), ``store.samples`` (:mod:`.samples`),
+``store.exchange`` and ``store.queries``; :mod:`.codec` turns
 traces and samples into lossless, versioned JSON records, :mod:`.diagnosis_codec` a
 diagnosis into the ``latdoc.diagnosis/2`` document a run keeps and back; :mod:`.rows` stores
 each sample as a narrow summary row beside its record, which :mod:`.aggregate`

@@ -9,18 +9,21 @@
 
 Each document version has its own loader (as pyperf keeps one per result-file
 version); a document of an unknown format or a newer version is refused with
-a :class:`~latdoc.errors.UsageError`.
+a :class:`~latdoc.errors.UsageError`. :class:`Exchange` is the part of a
+:class:`~latdoc.store.Store` that writes a run out as such a document and adds one
+read back, or a run read as it comes from any other source.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from latdoc.errors import UsageError
 from latdoc.records import Sample
+from latdoc.store._connection import Connection
 from latdoc.store.codec import sample_from_record, sample_to_record
 from latdoc.store.run import (
     RUN_KINDS,
@@ -31,9 +34,12 @@ from latdoc.store.run import (
     parse_utc,
     utc_text,
 )
+from latdoc.store.samples import Samples
 
 FORMAT = "latdoc-run"
 VERSION = 1
+IMPORT_BATCH = 5000
+"""Samples inserted at once while importing."""
 
 
 @dataclass(frozen=True)
@@ -173,3 +179,49 @@ def _list(value: Any, where: str) -> list[Any]:
 
 
 _LOADERS: dict[int, Callable[[Mapping[str, Any]], RunDocument]] = {1: _load_v1}
+
+
+class Exchange:
+    """Whole runs in and out of one store's connection."""
+
+    def __init__(self, connection: Connection, samples: Samples) -> None:
+        self._db = connection
+        self._samples = samples
+
+    def export_json(self, run_id: str) -> str:
+        """The run as one self-describing JSON document (``{"format": "latdoc-run", ...}``)."""
+        info, samples, diagnosis = self._samples.load_run(run_id)
+        return dump_run(info, samples, diagnosis)
+
+    def import_json(self, text: str) -> str:
+        """Add the run in an export document; return its id."""
+        document = load_document(text)
+        run_id = document.run.run_id
+        with self._db.transaction():
+            if self._db.exists(run_id):
+                raise UsageError(f"run {run_id} is already in {self._db.path}")
+            self._db.insert_run(document.run, document.run.meta, document.diagnosis)
+            self._db.insert_samples(run_id, document.samples)
+        return run_id
+
+    def import_run(
+        self, run: RunInfo, diagnosis: Mapping[str, Any] | None, samples: Iterable[Sample]
+    ) -> tuple[str, int]:
+        """Add ``run`` and its samples, read as they come (any number, in bounded
+        memory), in one transaction: a sample that fails to arrive (its reader raises)
+        leaves the store as it was. Return the run's id and the samples added."""
+        added = 0
+        with self._db.transaction():
+            if self._db.exists(run.run_id):
+                raise UsageError(f"run {run.run_id} is already in {self._db.path}")
+            self._db.insert_run(run, run.meta, diagnosis)
+            batch: list[Sample] = []
+            for sample in samples:
+                batch.append(sample)
+                if len(batch) >= IMPORT_BATCH:
+                    self._db.insert_samples(run.run_id, batch)
+                    added += len(batch)
+                    batch = []
+            self._db.insert_samples(run.run_id, batch)
+            added += len(batch)
+        return run.run_id, added
