@@ -29,7 +29,7 @@ from latdoc.lab.sim import LabConfig, LabServer, LatencyModel, chat_prompt_token
 from latdoc.model import RunContext
 from latdoc.probe import dialects
 from latdoc.records import Sample, Step
-from latdoc.store.otlp import read_otlp
+from latdoc.workload.otlp import read_otlp
 
 APP = Path(__file__).resolve().parent.parent / "tests" / "otlp_app.py"
 LATENCY = LatencyModel(prefill_base_ms=10.0, prefill_ms_per_token=1.0, decode_ms_per_token=2.0)

@@ -25,7 +25,7 @@ from conftest import FAST, LabFactory
 from latdoc import Kind, Store, UsageError, instrument
 from latdoc.cli import main
 from latdoc.lab.sim import LabConfig
-from latdoc.store.otlp import read_otlp
+from latdoc.workload.otlp import read_otlp
 
 DATA = Path(__file__).parent / "data"
 

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from latdoc.cli import EXIT_OK, EXIT_USAGE, main
-from latdoc.store.otlp import read_otlp
+from latdoc.workload.otlp import read_otlp
 
 
 def _valid() -> Any:

@@ -24,7 +24,7 @@ from latdoc import Kind, Store, diagnose_otlp
 from latdoc.cli import main
 from latdoc.lab.sim import LabConfig, LatencyModel, chat_prompt_tokens
 from latdoc.records import RequestTrace
-from latdoc.store.otlp import read_otlp
+from latdoc.workload.otlp import read_otlp
 
 APP = Path(__file__).with_name("otlp_app.py")
 WORDS = (120, 2100, 600, 1200, 120, 2100, 600, 1200)

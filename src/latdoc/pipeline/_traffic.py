@@ -15,7 +15,7 @@ from latdoc.pipeline._diagnose import DiagnosisRun, run_context
 from latdoc.probe import dialects
 from latdoc.records import Sample, Step
 from latdoc.store import Store
-from latdoc.store.otlp import decode, read_otlp
+from latdoc.workload.otlp import decode, read_otlp
 
 
 def diagnose_traffic(

@@ -6,6 +6,9 @@
 - ``_steps``: the three measured steps of a diagnosis (network, input length, load).
 - ``_probe_loop``: a series of probes as ``latdoc probe`` sends them.
 
+Inputs read from files: :mod:`.traces`, production traces to replay, and
+:mod:`.otlp`, an application's recorded GenAI spans as traces to diagnose.
+
 What the features send (a load sweep, a watch, an experiment) is in each feature's own
 ``send`` module under :mod:`latdoc.features`, built on these. A workload sends and
 labels; it computes no verdict and prints nothing.
