@@ -34,8 +34,8 @@ from bank.score import (
 from calibration import SHORT, command, plot_path, run, write_page
 from latdoc.analysis import confidence_table
 from latdoc.model import Kind
+from paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 SEED = 4
 SLICE = 150
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

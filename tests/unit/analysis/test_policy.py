@@ -7,7 +7,6 @@ import io
 import random
 import re
 from dataclasses import replace
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -25,9 +24,10 @@ from latdoc.features.verify import VerifyResult
 from latdoc.features.verify.analysis import judge_arms
 from latdoc.model import Diagnosis, Scenario, Verdict
 from latdoc.report import make_console, render_comparison
+from paths import ROOT
 from test_compare import trace
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "method.md"
+DOCS = ROOT / "docs" / "method.md"
 
 
 def _arm(median_ms: float, n: int, seed: int) -> list[Sample]:

@@ -22,8 +22,8 @@ import pytest
 import latdoc
 import latdoc.client
 from latdoc.cli import build_parser
+from paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 PAGES = (ROOT / "README.md", *sorted(DOCS.rglob("*.md")))
 
