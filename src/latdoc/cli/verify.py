@@ -1,17 +1,19 @@
 """``latdoc compare`` and ``latdoc verify``: prove a remedy by measurement. This module
-owns the two commands' options and runs them: compare reads two stored runs, verify
-plans the A/B experiment on the endpoint and runs it into the store; what they print
-is :mod:`._verify_output`'s.
+owns the two commands' options: compare reads two stored runs, verify plans the
+experiment on the endpoint and runs it into the store; each prints what
+:mod:`latdoc.features.verify` makes of the result.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from latdoc.analysis.gates import check_gates, parse_gates
+from latdoc.analysis.gates import parse_gates
 from latdoc.cli._options import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -30,8 +32,15 @@ from latdoc.cli._options import (
     positive_int,
     target,
 )
-from latdoc.cli._verify_output import emit_comparison, emit_outcome, emit_verify
-from latdoc.features.verify import NOT_APPLICABLE, VerifyPlan, arm_summaries, verify_remedy
+from latdoc.errors import UsageError
+from latdoc.features.verify import (
+    Outcome,
+    Shown,
+    ShownComparison,
+    VerifyPlan,
+    plan_line,
+    verify_remedy,
+)
 from latdoc.features.verify import experiments as registry
 from latdoc.pipeline import compare_runs
 from latdoc.store import Store
@@ -124,7 +133,7 @@ def run_compare(args: argparse.Namespace) -> int:
         result = compare_runs(
             store, args.run_a, args.run_b, allow_different=args.allow_different, gates=gates
         )
-    emit_comparison(result, args, names=("A", "B"))
+    emit(ShownComparison(result), args)
     return EXIT_REQUEST_FAILED if result.gates is not None and result.gates.failed else EXIT_OK
 
 
@@ -134,7 +143,6 @@ def run_verify(args: argparse.Namespace) -> int:
     key = api_key(args)
     err = sys.stderr
     spec = registry.experiment(args.remedy)
-    gates = parse_gates(args.fail_if) if args.fail_if else ()
     with target(args, err, engine=False, http2=True if spec.builtin_http2 else None) as where:
         endpoint, connection = endpoint_and_connection(args, where, key)
         plan = VerifyPlan(
@@ -147,53 +155,37 @@ def run_verify(args: argparse.Namespace) -> int:
             max_seconds=args.max_seconds,
             precision=args.precision,
             seed=args.seed,
+            gates=parse_gates(args.fail_if) if args.fail_if else (),
             options=spec.read(vars(args)),
         )
         print(plan_line(plan), file=err)
-        with open_store(args, key, *spec.secrets_of(plan)) as store:
-            runner = spec.runner
-            with ProgressBars(err) as progress:
-                if runner is not None:
-                    outcome = runner(plan, store=store, on_progress=progress)
-                else:
-                    result = verify_remedy(plan, store=store, on_progress=progress)
-            if runner is not None:
-                emit_outcome(outcome, args)
-                if outcome.not_applicable:
-                    return EXIT_USAGE
-                return EXIT_INTERRUPTED if outcome.interrupted else EXIT_OK
-            infos = (
-                None
-                if result.run_ids is None
-                else (store.run_info(result.run_ids[0]), store.run_info(result.run_ids[1]))
-            )
-            report = None
-            if gates and result.run_ids is not None:
-                _, arm_a, _ = store.load_run(result.run_ids[0])
-                _, arm_b, _ = store.load_run(result.run_ids[1])
-                report = check_gates(arm_a, arm_b, gates)
-    emit_verify(result, infos, args, report)
-    if result.verdict == NOT_APPLICABLE:
+        with open_store(args, key, *spec.secrets_of(plan)) as store, ProgressBars(err) as bars:
+            outcome: Outcome = verify_remedy(plan, store=store, on_progress=bars)
+    emit(outcome, args)
+    if outcome.not_applicable:
         return EXIT_USAGE
-    if report is not None and report.failed:
+    if outcome.gates_failed:
         return EXIT_REQUEST_FAILED
-    if any(n.text.startswith("interrupted") for n in result.notes):
-        return EXIT_INTERRUPTED
-    return EXIT_OK
+    return EXIT_INTERRUPTED if outcome.interrupted else EXIT_OK
 
 
-def plan_line(plan: VerifyPlan) -> str:
-    a, b = arm_summaries(plan)
-    tokens = f", {plan.token_budget:,} tokens" if plan.token_budget else ""
-    within = f"at most {plan.max_requests} requests{tokens} and {plan.max_seconds:g} s"
-    schedule = registry.experiment(plan.remedy).schedule
-    how = (
-        f"{schedule}; {within}."
-        if schedule is not None
-        else f"Trials of A and B interleaved in shuffled blocks; {within}; stops early once "
-        f"the 95% interval of A ÷ B is within ±{plan.precision:.0%}."
-    )
-    return (
-        f"Plan: verify {plan.remedy} on {plan.endpoint.model} at {plan.endpoint.base_url}\n"
-        f"  A: {a}\n  B: {b}\n  {how}"
-    )
+def emit(result: Shown, args: argparse.Namespace) -> None:
+    """``--json``: the result's document; else its page to ``--html FILE`` if it has one,
+    and its blocks; where its runs are kept on stderr."""
+    from latdoc.report import make_console
+
+    if args.json:
+        sys.stdout.write(json.dumps(result.document(), indent=2) + "\n")
+        return
+    if args.html and (page := result.page()) is not None:
+        path = Path(args.html)
+        try:
+            path.write_text(page, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+        print(f"HTML {result.page_kind} written to {path}", file=sys.stderr)
+    console = make_console(sys.stdout)
+    for block in result.shown():
+        console.print(block)
+    if (kept := result.kept()) is not None:
+        print(kept, file=sys.stderr)

@@ -5,25 +5,43 @@
 - ``plan``: the plan of an experiment, and the remedies the registry names;
 - ``arms``: what the arms send, and the arm most experiments start from;
 - ``send``: an experiment's arms, interleaved in shuffled blocks within a budget;
-- ``run``: the experiment run and both arms kept as runs (``runs``), then compared;
+- ``run``: the experiment run and both arms kept as runs (``runs``), then compared and
+  the gates checked; an experiment with a runner of its own is run by it;
+- ``render``: what the command shows of a result: its document, its terminal blocks,
+  its page;
 - :mod:`~latdoc.features.verify.conversation` and :mod:`~latdoc.features.verify.retry`:
   the two experiments that are not one request against another, each with its own
   layers.
 """
 
+from latdoc.features.verify.analysis import NOT_APPLICABLE
 from latdoc.features.verify.conversation import ConversationVerdict, verify_conversation
+from latdoc.features.verify.experiments import Outcome, Shown
 from latdoc.features.verify.plan import VerifyPlan, VerifyRemedy, arm_summaries
+from latdoc.features.verify.render import (
+    VERIFY_SCHEMA,
+    ShownComparison,
+    VerifyResult,
+    plan_line,
+    verdict_line,
+)
 from latdoc.features.verify.retry import RetryVerdict, verify_retry
-from latdoc.features.verify.run import NOT_APPLICABLE, VerifyResult, verify_remedy
+from latdoc.features.verify.run import verify_remedy
 
 __all__ = [
     "NOT_APPLICABLE",
+    "VERIFY_SCHEMA",
     "ConversationVerdict",
+    "Outcome",
     "RetryVerdict",
+    "Shown",
+    "ShownComparison",
     "VerifyPlan",
     "VerifyRemedy",
     "VerifyResult",
     "arm_summaries",
+    "plan_line",
+    "verdict_line",
     "verify_conversation",
     "verify_remedy",
     "verify_retry",

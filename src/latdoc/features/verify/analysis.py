@@ -9,6 +9,9 @@ from collections.abc import Sequence
 from latdoc.analysis.compare import Comparison, Headline, compare_samples, experiment_verdict
 from latdoc.records import Sample
 
+NOT_APPLICABLE = "not_applicable"
+"""The verdict where the remedy cannot be shown on this endpoint, with the reason."""
+
 
 def judge_arms(
     a: Sequence[Sample], b: Sequence[Sample], *, metric: str, statistic: str, seed: int = 0

@@ -9,6 +9,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import TypeVar, cast
 
+from latdoc.analysis.gates import Gate
 from latdoc.errors import UsageError
 from latdoc.features.verify import experiments
 from latdoc.features.verify.send import Arm
@@ -45,6 +46,8 @@ class VerifyPlan:
     precision: float = 0.05
     """Stop once the 95% interval of the headline ratio is within ± this fraction."""
     seed: int | None = None
+    gates: tuple[Gate, ...] = ()
+    """Regression gates B must pass against A, today's way (``--fail-if``)."""
     options: object = None
     """The experiment's own options record; ``None``: its defaults."""
 

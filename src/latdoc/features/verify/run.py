@@ -1,4 +1,5 @@
-"""One remedy measured as an A/B experiment on the endpoint, both arms kept as runs.
+"""One remedy measured as an experiment on the endpoint, its runs kept: as an A/B
+experiment here, or by the experiment's own runner (a conversation, retries).
 
 The experiment (:mod:`~latdoc.features.verify.experiments`) says what is done
 around its arms. Before them, the endpoint's token count is calibrated, and the
@@ -6,7 +7,8 @@ experiment's precondition is checked on the endpoint itself (HTTP/2 offered, an
 answer that ends by itself, the other endpoint or model answering). A remedy the
 endpoint cannot show is ``not_applicable`` with the reason, never a made-up gain.
 After them: both arms compared like with like, the verdict on the experiment's
-headline metric, and its judgement of B's answers.
+headline metric, its judgement of B's answers, and the plan's gates checked on B's
+runs as kept against A's, the baseline.
 """
 
 from __future__ import annotations
@@ -17,11 +19,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from latdoc.analysis.compare import METRICS, Comparison, MetricComparison, ratio_precision
+from latdoc.analysis.compare import METRICS, ratio_precision
+from latdoc.analysis.gates import GateReport, check_gates
 from latdoc.features.verify import experiments
-from latdoc.features.verify.analysis import cached_prompt_tokens, judge_arms
-from latdoc.features.verify.experiments import Before, Experiment
+from latdoc.features.verify.analysis import NOT_APPLICABLE, cached_prompt_tokens, judge_arms
+from latdoc.features.verify.experiments import Before, Experiment, Outcome
 from latdoc.features.verify.plan import VerifyPlan
+from latdoc.features.verify.render import VerifyResult
 from latdoc.features.verify.runs import ArmRun, open_verify_runs
 from latdoc.features.verify.send import Arm, ExperimentResult, run_experiment
 from latdoc.records import Sample, Step, StepNote
@@ -37,42 +41,7 @@ from latdoc.workload import (
     prompt_cost,
 )
 
-NOT_APPLICABLE = "not_applicable"
 CALIBRATION_NEAR_TOKENS = 256
-
-
-@dataclass(frozen=True)
-class VerifyResult:
-    """What the experiment found, and where its arms are kept."""
-
-    remedy: str
-    verdict: str
-    """``better``, ``worse``, ``no_difference`` or ``not_applicable``."""
-    reason: str | None = None
-    """Why the remedy is not applicable here, in words."""
-    headline: MetricComparison | None = None
-    """The remedy's headline metric, A against B, tested alone: the row of
-    :attr:`comparison` the verdict is."""
-    comparison: Comparison | None = None
-    """Every metric: the headline tested alone, the others Holm-adjusted together and
-    read after it (each p at least the headline's)."""
-    labels: tuple[str, str] = ("", "")
-    run_ids: tuple[str, str] | None = None
-    notes: tuple[StepNote, ...] = ()
-    stopped_because: str | None = None
-    cached_tokens_b: int | None = None
-    """The median prompt tokens the server reported cached in arm B (prompt-cache)."""
-    store_path: str = ""
-
-    @property
-    def gain_ms(self) -> float | None:
-        """What B saves on the headline metric, per request: A − B (median or mean)."""
-        return None if self.headline is None else -self.headline.difference_ms
-
-    @property
-    def gain_interval_ms(self) -> tuple[float, float] | None:
-        ci = None if self.headline is None else self.headline.difference_ci_ms
-        return None if ci is None else (-ci[1], -ci[0])
 
 
 def verify_remedy(
@@ -81,11 +50,14 @@ def verify_remedy(
     store: Store,
     on_progress: ProgressHook | None = None,
     on_sample: Callable[[str, Sample], None] | None = None,
-) -> VerifyResult:
-    """Run ``plan``'s experiment as two arms; Ctrl-C stops the sending, not the comparison."""
+) -> VerifyResult | Outcome:
+    """Run ``plan``'s experiment and keep its runs in ``store``: as two arms, A/B trials
+    compared like with like and the plan's gates checked on B against A (a
+    :class:`VerifyResult`), or by the experiment's own runner (a conversation, retries),
+    whose outcome is its own. Ctrl-C stops the sending, not the comparison."""
     spec = experiments.experiment(plan.remedy)
-    if spec.arms is None:
-        raise ValueError(f"--remedy {spec.name} runs its own experiment, not two arms")
+    if spec.runner is not None:
+        return spec.runner(plan, store=store, on_progress=on_progress)
     state = _State(plan, spec, store, on_progress, on_sample)
     try:
         return asyncio.run(state.run())
@@ -213,7 +185,18 @@ class _State:
             stopped_because=self.stopped_because,
             cached_tokens_b=None if cached is None else round(cached),
             store_path=self.store.path,
+            runs=(self.store.run_info(run_ids[0]), self.store.run_info(run_ids[1])),
+            gates=self._gates(run_ids),
+            interrupted=status == "interrupted",
         )
+
+    def _gates(self, run_ids: tuple[str, str]) -> GateReport | None:
+        """The plan's gates on B's samples as kept, against A's, the baseline."""
+        if not self.plan.gates:
+            return None
+        _, baseline, _ = self.store.load_run(run_ids[0])
+        _, remedy, _ = self.store.load_run(run_ids[1])
+        return check_gates(baseline, remedy, self.plan.gates)
 
 
 async def _experiment(state: _State, budget: Budget) -> ExperimentResult:

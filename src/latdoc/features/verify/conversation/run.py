@@ -64,6 +64,15 @@ class ConversationVerdict:
     def not_applicable(self) -> bool:
         return self.reason is not None
 
+    @property
+    def gates_failed(self) -> bool:
+        """No gates are checked on this experiment."""
+        return False
+
+    @property
+    def page_kind(self) -> str:
+        return "report"
+
     def document(self) -> dict[str, Any]:
         document = conversation_to_dict(
             self.outcomes,
@@ -74,6 +83,10 @@ class ConversationVerdict:
         )
         document["notes"] = [{"step": str(n.step), "text": n.text} for n in self.notes]
         return document
+
+    def shown(self) -> tuple[RenderableType, ...]:
+        """Its table, then its notes."""
+        return (self.renderable(), *(f"  Note: {note.text}" for note in self.notes))
 
     def renderable(self) -> RenderableType:
         return render_conversation(

@@ -17,6 +17,7 @@ from latdoc.features.verify.experiments._spec import (
     NoOptions,
     Outcome,
     Runner,
+    Shown,
     options_from,
 )
 from latdoc.features.verify.experiments.conversation import CONVERSATION
@@ -41,6 +42,7 @@ __all__ = [
     "NoOptions",
     "Outcome",
     "Runner",
+    "Shown",
     "arguments",
     "experiment",
     "names",

@@ -80,8 +80,35 @@ class Before:
     rng: random.Random
 
 
-class Outcome(Protocol):
-    """What an experiment with its own :class:`Runner` returns, as the command shows it."""
+class Shown(Protocol):
+    """What a command shows of a result: its JSON document, the blocks printed to the
+    terminal, an HTML page if it has one, and where its runs are kept."""
+
+    @property
+    def page_kind(self) -> str:
+        """What its page is, in a word: ``comparison`` or ``report``."""
+        ...
+
+    def document(self) -> dict[str, Any]:
+        """The result as JSON, naming its schema, notes included."""
+        ...
+
+    def shown(self) -> tuple[RenderableType, ...]:
+        """What the terminal shows, block by block (each printed on its own)."""
+        ...
+
+    def page(self) -> str | None:
+        """The result as a self-contained HTML page, if it has one."""
+        ...
+
+    def kept(self) -> str | None:
+        """Where its runs are kept, in one line, if it kept any."""
+        ...
+
+
+class Outcome(Shown, Protocol):
+    """What ``latdoc verify`` finds, whichever way its experiment runs: the A/B engine's
+    :class:`~latdoc.features.verify.VerifyResult` or what a :class:`Runner` returns."""
 
     @property
     def notes(self) -> tuple[StepNote, ...]: ...
@@ -94,20 +121,9 @@ class Outcome(Protocol):
         """The experiment could not apply to the endpoint (the command exits 2)."""
         ...
 
-    def document(self) -> dict[str, Any]:
-        """The outcome as JSON, naming its schema, notes included."""
-        ...
-
-    def renderable(self) -> RenderableType:
-        """The outcome for the terminal."""
-        ...
-
-    def page(self) -> str | None:
-        """The outcome as a self-contained HTML page, if it has one."""
-        ...
-
-    def kept(self) -> str:
-        """Where its runs are kept, in one line."""
+    @property
+    def gates_failed(self) -> bool:
+        """A ``--fail-if`` gate failed (the command exits 1)."""
         ...
 
 

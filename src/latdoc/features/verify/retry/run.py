@@ -67,6 +67,15 @@ class RetryVerdict:
     def not_applicable(self) -> bool:
         return self.verdict == NOT_APPLICABLE
 
+    @property
+    def gates_failed(self) -> bool:
+        """No gates are checked on this experiment."""
+        return False
+
+    @property
+    def page_kind(self) -> str:
+        return "report"
+
     def document(self) -> dict[str, Any]:
         document = retry_to_dict(self.comparison, labels=self.labels, run_ids=self.run_ids)
         document["verdict"] = self.verdict
@@ -75,6 +84,10 @@ class RetryVerdict:
             document["summary"] = f"Verdict: not applicable — {self.reason}"
         document["notes"] = [{"step": str(n.step), "text": n.text} for n in self.notes]
         return document
+
+    def shown(self) -> tuple[RenderableType, ...]:
+        """Its table, then its notes."""
+        return (self.renderable(), *(f"  Note: {note.text}" for note in self.notes))
 
     def renderable(self) -> RenderableType:
         return render_retry(self.comparison, labels=self.labels, reason=self.reason)
