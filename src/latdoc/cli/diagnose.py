@@ -27,6 +27,7 @@ from latdoc.cli._options import (
     target,
     vantages,
 )
+from latdoc.cli._output import write_output
 from latdoc.cli.vantage import emit_vantages
 from latdoc.errors import UsageError
 from latdoc.features.vantage import diagnose_vantages
@@ -357,10 +358,7 @@ def _emit(run: DiagnosisRun, args: argparse.Namespace, out: TextIO, *, terminal:
 
     if args.html:
         path = Path(args.html)
-        try:
-            path.write_text(render_html(run.diagnosis, run.samples), encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+        write_output(path, render_html(run.diagnosis, run.samples))
         print(f"HTML report written to {path}", file=sys.stderr)
     if args.json:
         document = diagnosis_to_dict(run.diagnosis)

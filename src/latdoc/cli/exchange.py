@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from latdoc.cli._options import EXIT_OK, add_store_argument
+from latdoc.cli._output import output_path
 from latdoc.errors import UsageError
 from latdoc.records import Sample
 from latdoc.store import Store
@@ -57,9 +58,8 @@ def run_export(args: argparse.Namespace) -> int:
         if args.format == "parquet":
             if args.output is None:
                 raise UsageError("--format parquet writes a file: give --output FILE")
-            target = Path(args.output)
-            _writable(target)
-            rows = write("parquet", info, diagnosis, samples, target)
+            with output_path(args.output) as path:
+                rows = write("parquet", info, diagnosis, samples, path)
         else:
             with _open_out(args.output) as out:
                 rows = write(args.format, info, diagnosis, samples, out)
@@ -83,21 +83,8 @@ def _open_out(output: str | None) -> Iterator[IO[str]]:
     if output is None:
         yield sys.stdout
         return
-    target = Path(output)
-    try:
-        out = target.open("w", encoding="utf-8", newline="")
-    except OSError as exc:
-        raise UsageError(f"cannot write {target}: {exc.strerror}") from None
-    with out:
+    with output_path(output) as path, path.open("w", encoding="utf-8", newline="") as out:
         yield out
-
-
-def _writable(target: Path) -> None:
-    try:
-        with target.open("ab"):
-            pass
-    except OSError as exc:
-        raise UsageError(f"cannot write {target}: {exc.strerror}") from None
 
 
 def _progress(samples: Iterable[Sample], total: int, what: str) -> Iterator[Sample]:

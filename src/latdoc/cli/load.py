@@ -31,6 +31,7 @@ from latdoc.cli._options import (
     start_metrics,
     target,
 )
+from latdoc.cli._output import write_output
 from latdoc.errors import UsageError
 from latdoc.features.load import LoadPlan, LoadRun, Slo, Workers, load_endpoint, reload_load
 from latdoc.features.load.findmax import DEFAULT_LIMIT, Objective, objective
@@ -325,12 +326,7 @@ def emit(
     title = f"{result.model} at {result.endpoint} under load"
     if args.html:
         path = Path(args.html)
-        try:
-            path.write_text(
-                render_load_html(result.analysis, result.notes, title=title), encoding="utf-8"
-            )
-        except OSError as exc:
-            raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+        write_output(path, render_load_html(result.analysis, result.notes, title=title))
         print(f"HTML report written to {path}", file=sys.stderr)
     if args.json:
         document = load_to_dict(result.analysis, notes=result.notes, run_id=result.run_id)

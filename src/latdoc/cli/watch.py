@@ -32,6 +32,7 @@ from latdoc.cli._options import (
     start_metrics,
     target,
 )
+from latdoc.cli._output import write_output
 from latdoc.errors import UsageError
 from latdoc.features.watch import (
     LONG_TOKENS,
@@ -279,10 +280,7 @@ def run_report(args: argparse.Namespace) -> int:
             endpoint=clock.info.endpoint,
             skipped_ticks=clock.skipped_ticks,
         )
-        try:
-            path.write_text(page, encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+        write_output(path, page)
         print(f"HTML report written to {path}", file=sys.stderr)
     if args.json:
         document = clock_to_dict(

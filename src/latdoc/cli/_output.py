@@ -1,0 +1,62 @@
+"""Files a command writes (an export, an HTML report): whole, or not at all.
+
+Each is written to a temporary name beside its target and renamed onto it
+(``os.replace``) once complete, so a command that fails or is interrupted leaves no
+file behind, and an earlier file of the same name as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+from latdoc.errors import UsageError
+
+
+@contextlib.contextmanager
+def output_path(target: str | Path) -> Iterator[Path]:
+    """Where to write ``target``: a new file beside it, renamed onto it when the block ends
+    and removed when the block raises. A target that exists and is not a regular file
+    (``/dev/null``, a pipe) is written directly. A file that cannot be written is a
+    :class:`UsageError` naming ``target``."""
+    target = Path(target)
+    real = Path(os.path.realpath(target))
+    try:
+        existing: os.stat_result | None = real.stat()
+    except OSError:
+        existing = None
+    if existing is not None and not stat.S_ISREG(existing.st_mode):
+        with _said(target):
+            yield target
+        return
+    temporary = real.with_name(f".{real.name}.{secrets.token_hex(4)}.tmp")
+    with _said(target):
+        os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+    try:
+        with _said(target):
+            if existing is not None:
+                os.chmod(temporary, stat.S_IMODE(existing.st_mode))
+            yield temporary
+            os.replace(temporary, real)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        raise
+
+
+def write_output(target: str | Path, text: str) -> None:
+    """Write ``text`` to the file ``target``, whole or not at all."""
+    with output_path(target) as path:
+        path.write_text(text, encoding="utf-8")
+
+
+@contextlib.contextmanager
+def _said(target: Path) -> Iterator[None]:
+    try:
+        yield
+    except OSError as exc:
+        raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
