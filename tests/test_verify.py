@@ -485,3 +485,47 @@ def test_a_key_in_the_other_url_is_masked_in_the_plan_and_the_arms() -> None:
     )
     said = [*arm_summaries(plan), *(arm.label for arm in build_arms(plan, ASSUMED))]
     assert all(KEY_B not in text for text in said) and "o.example" in said[1]
+
+
+def test_the_verb_runs_the_experiments_with_runners_of_their_own(tmp_path: Path) -> None:
+    """A library user runs every remedy with one verb: retry and conversation by their
+    own runners, whose outcomes are shown as the command shows them."""
+    from latdoc.features.verify import ConversationVerdict, RetryVerdict
+    from latdoc.features.verify.conversation.send import ConversationOptions
+    from latdoc.features.verify.retry.send import RetryOptions
+
+    with serving(LabConfig(latency=QUICK)) as lab, Store(tmp_path / "v.db") as store:
+        endpoint = Endpoint(lab.base_url, "lab-sim")
+        retry = verify_remedy(
+            VerifyPlan(endpoint, VerifyRemedy.RETRY, max_tokens=4, seed=3,
+                       options=RetryOptions(trials=3)),
+            store=store,
+        )  # fmt: skip
+        chat = verify_remedy(
+            VerifyPlan(endpoint, VerifyRemedy.CONVERSATION, max_tokens=4, seed=3,
+                       options=ConversationOptions(turns=2, tokens_per_turn=16,
+                                                   strategies="reset:1")),
+            store=store,
+        )  # fmt: skip
+    assert isinstance(retry, RetryVerdict) and isinstance(chat, ConversationVerdict)
+    assert retry.document()["schema"] == "latdoc.retry/1"
+    assert chat.document()["schema"] == "latdoc.conversation/1"
+    for outcome in (retry, chat):
+        assert not outcome.not_applicable and not outcome.gates_failed
+        assert outcome.kept() is not None and outcome.shown()
+
+
+def test_the_verb_checks_the_plans_gates_against_arm_a(tmp_path: Path) -> None:
+    from latdoc.analysis.gates import parse_gates
+
+    with serving(LabConfig(latency=QUICK)) as lab, Store(tmp_path / "v.db") as store:
+        result = verify_remedy(
+            VerifyPlan(Endpoint(lab.base_url, "lab-sim"), VerifyRemedy.KEEPALIVE, max_tokens=4,
+                       max_requests=30, seed=3, gates=parse_gates("ttft_p50 > +10%")),
+            store=store,
+        )  # fmt: skip
+    assert isinstance(result, VerifyResult) and result.gates is not None
+    assert result.runs is not None and result.runs[0].run_id == result.run_ids[0]
+    document = result.document()
+    assert document["schema"] == "latdoc.verify/1" and "gates" in document
+    assert result.gates_failed == bool(result.gates.failed)
