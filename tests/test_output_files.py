@@ -118,7 +118,7 @@ def _disk_fills_half_way(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         yield
 
 
-@pytest.mark.parametrize("command", ["report", "diagnose"])
+@pytest.mark.parametrize("command", ["report", "diagnose", "compare"])
 def test_an_html_report_that_cannot_be_finished_leaves_the_earlier_one(
     stored: tuple[Path, str, str],
     tmp_path: Path,
@@ -126,12 +126,13 @@ def test_an_html_report_that_cannot_be_finished_leaves_the_earlier_one(
     capsys: pytest.CaptureFixture[str],
     command: str,
 ) -> None:
-    db, first, _ = stored
+    db, first, second = stored
     page = tmp_path / "report.html"
     page.write_text(_EARLIER)
     shown = {
         "report": ["report", first],
         "diagnose": ["diagnose", "--from-otlp", str(_OTLP)],
+        "compare": ["compare", first, second],
     }[command]
     argv = [*shown, "--db", str(db), "--html", str(page)]
     capsys.readouterr()

@@ -32,7 +32,7 @@ from latdoc.cli._options import (
     positive_int,
     target,
 )
-from latdoc.errors import UsageError
+from latdoc.cli._output import write_output
 from latdoc.features.verify import (
     Outcome,
     Shown,
@@ -179,10 +179,7 @@ def emit(result: Shown, args: argparse.Namespace) -> None:
         return
     if args.html and (page := result.page()) is not None:
         path = Path(args.html)
-        try:
-            path.write_text(page, encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+        write_output(path, page)
         print(f"HTML {result.page_kind} written to {path}", file=sys.stderr)
     console = make_console(sys.stdout)
     for block in result.shown():
