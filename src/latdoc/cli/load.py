@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from latdoc.analysis.gates import GateReport, check_gates, parse_gates
+from latdoc.analysis.gates import parse_gates
 from latdoc.cli._options import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -33,15 +33,24 @@ from latdoc.cli._options import (
 )
 from latdoc.cli._output import write_output
 from latdoc.errors import UsageError
-from latdoc.features.load import LoadPlan, LoadRun, Slo, Workers, load_endpoint, reload_load
-from latdoc.features.load.findmax import DEFAULT_LIMIT, Objective, objective
-from latdoc.features.load.replay import Replay
-from latdoc.features.load.run import FindMaxAsk
-from latdoc.records import Sample
+from latdoc.features.load import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_LIMIT,
+    DEFAULT_RAY_WORKERS,
+    FindMaxAsk,
+    LoadPlan,
+    LoadRun,
+    Objective,
+    Replay,
+    Slo,
+    Workers,
+    load_endpoint,
+    objective,
+    reload_load,
+)
 from latdoc.report import ProgressBars
 from latdoc.store import Store
 
-DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16)
 DEFAULT_DURATION_S = plan_default(LoadPlan, "duration_per_level")
 DEFAULT_MAX_REQUESTS = plan_default(LoadPlan, "max_requests")
 DEFAULT_MAX_SECONDS = plan_default(LoadPlan, "max_seconds")
@@ -49,7 +58,6 @@ DEFAULT_MAX_TOKENS = plan_default(LoadPlan, "max_tokens")
 DEFAULT_PROMPT_TOKENS = plan_default(LoadPlan, "prompt_tokens")
 DEFAULT_MAX_IN_FLIGHT = plan_default(LoadPlan, "max_in_flight")
 DEFAULT_MAX_ERROR_RATE = plan_default(LoadPlan, "max_error_rate")
-DEFAULT_RAY_WORKERS = 2
 
 
 def int_list(text: str) -> tuple[int, ...]:
@@ -208,9 +216,20 @@ def workers(args: argparse.Namespace) -> Workers | None:
     if args.workers is not None and args.ray is None:
         raise UsageError("--workers counts Ray actors: give --ray ADDRESS too")
     if args.ray is not None:
-        return Workers(args.workers or DEFAULT_RAY_WORKERS, ray=args.ray)
+        return Workers.on_ray(args.ray, args.workers)
     if isinstance(args.processes, int):
         return Workers(args.processes)
+    return None
+
+
+def find_max(args: argparse.Namespace, objectives: tuple[Objective, ...]) -> FindMaxAsk | None:
+    """The search ``--find-max`` asks for, if any, with ``--slo``'s quantiles."""
+    if args.find_max:
+        start = args.rate[0] if args.rate else None
+        return FindMaxAsk(objectives, args.find_max_limit, start)
+    if objectives:
+        raise UsageError("--slo's quantiles (ttft_p95=…) are for --find-max; goodput takes "
+                         "ttft=… and tpot=…")  # fmt: skip
     return None
 
 
@@ -219,45 +238,18 @@ def run(args: argparse.Namespace) -> int:
     spread = workers(args)
     err = sys.stderr
     gates = parse_gates(args.fail_if) if args.fail_if else ()
-    if bool(gates) != (args.baseline is not None):
-        raise UsageError("--fail-if and --baseline RUN_ID go together: the gates hold this "
-                         "run against the baseline")  # fmt: skip
     slo, objectives = args.slo or (None, ())
-    found = None
-    if args.find_max:
-        if not objectives:
-            raise UsageError(
-                "--find-max needs --slo with quantiles, e.g. ttft_p95=2s,tpot_p50=80ms"
-            )
-        if args.trace or args.processes or args.ray or (args.rate and len(args.rate) > 1):
-            raise UsageError("--find-max probes its own levels from this process: leave out "
-                             "--trace, --processes and --ray, and give --rate one starting "
-                             "rate at most")  # fmt: skip
-        if args.rate:
-            limit = args.rate[0] * 2**10 if args.find_max_limit is None else args.find_max_limit
-            found = FindMaxAsk(objectives, float(limit), args.rate[0])
-        else:
-            found = FindMaxAsk(objectives, float(args.find_max_limit or DEFAULT_LIMIT))
-    elif objectives:
-        raise UsageError("--slo's quantiles (ttft_p95=…) are for --find-max; goodput takes "
-                         "ttft=… and tpot=…")  # fmt: skip
+    found = find_max(args, objectives)
     replay = None
     if args.trace is not None:
-        if args.rate:
-            raise UsageError("--trace sends at the trace's own times: leave out --rate")
         streams = (args.concurrency or (1,))[0]
         replay = Replay(args.trace, args.trace_format, args.speed, streams)
-    baseline: list[Sample] = []
-    if args.baseline is not None:
-        with Store(args.db) as store:
-            _, baseline, _ = store.load_run(args.baseline)
-    concurrency = () if args.rate else (args.concurrency or DEFAULT_CONCURRENCY)
     with target(args, err, engine=False) as where:
         endpoint, connection = endpoint_and_connection(args, where, key)
         plan = LoadPlan(
             endpoint=endpoint,
             connection=connection,
-            concurrency=concurrency,
+            concurrency=args.concurrency or (),
             rates=args.rate or (),
             duration_per_level=args.duration_per_level,
             prompt_tokens=args.prompt_tokens,
@@ -284,13 +276,14 @@ def run(args: argparse.Namespace) -> int:
                     replay=replay,
                     find_max=found,
                     auto_processes=args.processes == "auto",
+                    baseline=args.baseline,
+                    gates=gates,
                 )
             finally:
                 progress.clear()
                 if metrics is not None:
                     metrics.close()
-    report = check_gates(baseline, result.samples, gates) if gates else None
-    emit(result, args, sys.stdout, terminal=True, gates=report)
+    emit(result, args, sys.stdout, terminal=True)
     if result.store_error is not None:
         print(f"Error: {result.store_error}.", file=err)
         return EXIT_REQUEST_FAILED
@@ -301,9 +294,8 @@ def run(args: argparse.Namespace) -> int:
     )
     if result.status == "interrupted":
         return EXIT_INTERRUPTED
-    failed = bool(result.samples) and all(not s.trace.ok for s in result.samples)
-    gated = report is not None and bool(report.failed)
-    return EXIT_REQUEST_FAILED if failed or gated or not result.samples else EXIT_OK
+    failed = result.all_failed or result.gate_failed or not result.samples
+    return EXIT_REQUEST_FAILED if failed else EXIT_OK
 
 
 def run_report(args: argparse.Namespace, store: Store) -> int:
@@ -312,14 +304,7 @@ def run_report(args: argparse.Namespace, store: Store) -> int:
     return EXIT_OK
 
 
-def emit(
-    result: LoadRun,
-    args: argparse.Namespace,
-    out: TextIO,
-    *,
-    terminal: bool,
-    gates: GateReport | None = None,
-) -> None:
+def emit(result: LoadRun, args: argparse.Namespace, out: TextIO, *, terminal: bool) -> None:
     from latdoc.features.load import load_to_dict, render_load, render_load_html
     from latdoc.report import gates_to_dict, make_console, render_gates
 
@@ -330,11 +315,11 @@ def emit(
         print(f"HTML report written to {path}", file=sys.stderr)
     if args.json:
         document = load_to_dict(result.analysis, notes=result.notes, run_id=result.run_id)
-        if gates is not None:
-            document["gates"] = gates_to_dict(gates)
+        if result.gates is not None:
+            document["gates"] = gates_to_dict(result.gates)
         out.write(json.dumps(document, indent=2) + "\n")
     elif terminal or not args.html:
         console = make_console(out)
         console.print(render_load(result.analysis, result.notes, title=title))
-        if gates is not None:
-            console.print(render_gates(gates, ("baseline", "this run")))
+        if result.gates is not None:
+            console.print(render_gates(result.gates, ("baseline", "this run")))

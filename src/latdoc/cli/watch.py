@@ -14,7 +14,6 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
-from urllib.parse import urlsplit
 
 from latdoc.cli._options import (
     EXIT_INTERRUPTED,
@@ -28,6 +27,7 @@ from latdoc.cli._options import (
     endpoint_and_connection,
     non_negative_float,
     open_store,
+    plan_default,
     positive_int,
     start_metrics,
     target,
@@ -35,11 +35,15 @@ from latdoc.cli._options import (
 from latdoc.cli._output import write_output
 from latdoc.errors import UsageError
 from latdoc.features.watch import (
+    DURATION_S,
+    EVERY_S,
     LONG_TOKENS,
+    MAX_REQUESTS,
     REQUESTS_PER_TICK,
     SHORT_TOKENS,
     WatchPlan,
     watch_endpoint,
+    watch_name,
 )
 from latdoc.pipeline import watch_clock
 from latdoc.records import Sample, Step
@@ -48,9 +52,8 @@ from latdoc.store import Store
 if TYPE_CHECKING:
     from latdoc.report.metrics import PrometheusMetrics
 
-DEFAULT_EVERY = "5m"
-DEFAULT_DURATION = "24h"
-DEFAULT_MAX_REQUESTS = 1000
+DEFAULT_JITTER = plan_default(WatchPlan, "jitter")
+DEFAULT_MAX_TOKENS = plan_default(WatchPlan, "max_tokens")
 HOUR_OF_DAY = "hour-of-day"
 
 
@@ -70,32 +73,34 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         help="the watch's name: reuse it to resume (default: MODEL@HOST)",
     )
     w.add_argument(
-        "--every", type=duration, default=duration(DEFAULT_EVERY), metavar="DURATION",
-        help=f"interval between ticks, e.g. 30s, 5m, 1h (default {DEFAULT_EVERY})",
+        "--every", type=duration, default=EVERY_S, metavar="DURATION",
+        help=f"interval between ticks, e.g. 30s, 5m, 1h (default {_span(EVERY_S)})",
     )  # fmt: skip
     w.add_argument(
-        "--duration", type=duration, default=duration(DEFAULT_DURATION), metavar="DURATION",
-        help=f"how long the watch lasts from its first start (default {DEFAULT_DURATION})",
+        "--duration", type=duration, default=DURATION_S, metavar="DURATION",
+        help="how long the watch lasts from its first start "
+        f"(default {DURATION_S / 3600:g}h)",
     )  # fmt: skip
     w.add_argument(
         "--once", action="store_true",
         help="send one tick and exit (for cron or a systemd timer)",
     )  # fmt: skip
     w.add_argument(
-        "--jitter", type=non_negative_float, default=0.1, metavar="F",
-        help="move each tick by up to ± F of the interval, at random (default 0.1)",
+        "--jitter", type=non_negative_float, default=DEFAULT_JITTER, metavar="F",
+        help="move each tick by up to ± F of the interval, at random "
+        f"(default {DEFAULT_JITTER:g})",
     )  # fmt: skip
     g = w.add_argument_group("budget")
     g.add_argument(
-        "--max-requests", type=positive_int, default=DEFAULT_MAX_REQUESTS, metavar="N",
+        "--max-requests", type=positive_int, default=MAX_REQUESTS, metavar="N",
         help="hard cap on requests over the whole watch, resumes included "
-        f"(default {DEFAULT_MAX_REQUESTS})",
+        f"(default {MAX_REQUESTS})",
     )  # fmt: skip
     g.add_argument(
         "--token-budget", type=positive_int, metavar="N",
         help="hard cap on prompt + output tokens over the whole watch, resumes included",
     )  # fmt: skip
-    add_output_tokens_argument(w, 32)
+    add_output_tokens_argument(w, DEFAULT_MAX_TOKENS)
     w.add_argument(
         "--long-tokens", type=positive_int, default=LONG_TOKENS, metavar="N",
         help=f"prompt length of the long request, in tokens (default {LONG_TOKENS})",
@@ -130,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         with target(args, err, engine=False) as where:
             endpoint, connection = endpoint_and_connection(args, where, key)
-            name = args.name or f"{endpoint.model}@{urlsplit(endpoint.base_url).netloc}"
+            name = args.name or watch_name(endpoint)
             plan = WatchPlan(
                 endpoint=endpoint,
                 connection=connection,

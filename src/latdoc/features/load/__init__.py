@@ -9,8 +9,11 @@
 """
 
 from latdoc.features.load.analysis import LevelWindow, LoadAnalysis, Slo
+from latdoc.features.load.findmax import DEFAULT_LIMIT, FindMaxAsk, Objective, objective
 from latdoc.features.load.render import LOAD_SCHEMA, load_to_dict, render_load, render_load_html
+from latdoc.features.load.replay import Replay
 from latdoc.features.load.run import (
+    DEFAULT_RAY_WORKERS,
     MAX_REMOTE_STREAMS,
     LoadRun,
     Workers,
@@ -19,21 +22,28 @@ from latdoc.features.load.run import (
     load_endpoint,
     reload_load,
 )
-from latdoc.features.load.send import LoadPlan
+from latdoc.features.load.send import DEFAULT_CONCURRENCY, LoadPlan
 
 __all__ = [
+    "DEFAULT_CONCURRENCY",
+    "DEFAULT_LIMIT",
+    "DEFAULT_RAY_WORKERS",
     "LOAD_SCHEMA",
     "MAX_REMOTE_STREAMS",
+    "FindMaxAsk",
     "LevelWindow",
     "LoadAnalysis",
     "LoadPlan",
     "LoadRun",
+    "Objective",
+    "Replay",
     "Slo",
     "Workers",
     "check_load_target",
     "is_loopback",
     "load_endpoint",
     "load_to_dict",
+    "objective",
     "reload_load",
     "render_load",
     "render_load_html",

@@ -47,6 +47,8 @@ MAX_ROUNDS = 3
 """Rounds of ``--duration-per-level`` a level may run before it is judged by its point."""
 DEFAULT_LIMIT = 256
 """The most streams the search grows to."""
+RATE_REACH = 2**10
+"""By rate: the highest rate the search grows to, as a multiple of the starting rate."""
 _METRICS: dict[str, Callable[[RequestTrace], float | None]] = {
     "ttft": lambda t: t.ttft_ms,
     "tpot": lambda t: t.tpot_ms,
@@ -66,6 +68,33 @@ class Objective:
     @property
     def text(self) -> str:
         return f"{self.metric}_p{round(self.q * 100):02d} ≤ {self.limit_ms:g} ms"
+
+
+@dataclass(frozen=True)
+class FindMaxAsk:
+    """``--find-max``: the quantiles each level must meet, and how far the search grows."""
+
+    objectives: tuple[Objective, ...]
+    limit: float | None = None
+    """The most streams to try (default :data:`DEFAULT_LIMIT`), or by rate the highest
+    rate (default :data:`RATE_REACH` × ``start_rate``)."""
+    start_rate: float | None = None
+    """By rate: the first rate tried; ``None``: by streams, from 1."""
+
+    def __post_init__(self) -> None:
+        if not self.objectives:
+            raise UsageError(
+                "--find-max needs --slo with quantiles, e.g. ttft_p95=2s,tpot_p50=80ms"
+            )
+
+    @property
+    def reach(self) -> float:
+        """The most streams, or the highest rate, the search tries."""
+        if self.limit is not None:
+            return float(self.limit)
+        if self.start_rate is not None:
+            return float(self.start_rate * RATE_REACH)
+        return float(DEFAULT_LIMIT)
 
 
 def objective(name: str, limit_ms: float) -> Objective:
@@ -401,4 +430,12 @@ def find_max_sweep(
     return sweep
 
 
-__all__ = ["DEFAULT_LIMIT", "FindMax", "Objective", "find_max_sweep", "objective"]
+__all__ = [
+    "DEFAULT_LIMIT",
+    "RATE_REACH",
+    "FindMax",
+    "FindMaxAsk",
+    "Objective",
+    "find_max_sweep",
+    "objective",
+]

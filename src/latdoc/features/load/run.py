@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
+from latdoc.analysis.gates import Gate, GateReport, check_gates
 from latdoc.errors import UsageError
 from latdoc.features.load.analysis import (
     ClientLoad,
@@ -20,7 +21,7 @@ from latdoc.features.load.analysis import (
     analyse_load,
 )
 from latdoc.features.load.auto import choose_processes
-from latdoc.features.load.findmax import FindMax, Objective, find_max_sweep
+from latdoc.features.load.findmax import FindMax, FindMaxAsk, find_max_sweep
 from latdoc.features.load.fleet import Fleet, FleetSweep, join
 from latdoc.features.load.processes import ProcessFleet
 from latdoc.features.load.render import load_to_dict
@@ -33,6 +34,8 @@ from latdoc.store import Store
 
 MAX_REMOTE_STREAMS = 64
 """Streams a sweep may hold open against an endpoint off this host without ``--yes``."""
+DEFAULT_RAY_WORKERS = 2
+"""Ray actors a sweep sends from when the count is not given."""
 
 
 @dataclass(frozen=True)
@@ -52,16 +55,18 @@ class LoadRun:
     there, and only ``kept`` of ``samples`` are in the store."""
     kept: int | None = None
     """Traces in the store, when that is not all of ``samples``."""
+    gates: GateReport | None = None
+    """The gates held against the baseline run, when asked for."""
 
+    @property
+    def all_failed(self) -> bool:
+        """Every request failed (and there was at least one)."""
+        return bool(self.samples) and all(not s.trace.ok for s in self.samples)
 
-@dataclass(frozen=True)
-class FindMaxAsk:
-    """``--find-max``: the quantiles each level must meet, and the most streams to try."""
-
-    objectives: tuple[Objective, ...]
-    limit: float
-    start_rate: float | None = None
-    """By rate: the first rate tried; ``None``: by streams, from 1."""
+    @property
+    def gate_failed(self) -> bool:
+        """A gate failed against the baseline run."""
+        return self.gates is not None and bool(self.gates.failed)
 
 
 @dataclass(frozen=True)
@@ -73,6 +78,12 @@ class Workers:
     ray: str | None = None
     """A Ray cluster's address (``auto``: the one this machine is part of), for Ray
     actors; ``None`` for local processes."""
+
+    @classmethod
+    def on_ray(cls, address: str, count: int | None = None) -> Workers:
+        """``count`` Ray actors (default :data:`DEFAULT_RAY_WORKERS`) on the cluster at
+        ``address``."""
+        return cls(DEFAULT_RAY_WORKERS if count is None else count, ray=address)
 
 
 def is_loopback(url: str) -> bool:
@@ -110,6 +121,8 @@ def load_endpoint(
     replay: Replay | None = None,
     find_max: FindMaxAsk | None = None,
     auto_processes: bool = False,
+    baseline: str | None = None,
+    gates: Sequence[Gate] = (),
 ) -> LoadRun:
     """Run ``plan``'s sweep, keep every sample as it finishes, and analyse each level.
 
@@ -121,10 +134,46 @@ def load_endpoint(
     this returns, also on Ctrl-C. With ``replay`` the levels are a trace's
     (:mod:`latdoc.features.load.replay`), read whole before anything is sent. With
     ``auto_processes`` a short calibration from this process chooses the local worker
-    processes (:mod:`latdoc.features.load.auto`) before the sweep.
+    processes (:mod:`latdoc.features.load.auto`) before the sweep. With ``gates`` the
+    sweep is held against the stored load run ``baseline`` (read before anything is
+    sent), the same levels compared with each other, into :attr:`LoadRun.gates`.
     """
+    if bool(gates) != (baseline is not None):
+        raise UsageError("--fail-if and --baseline RUN_ID go together: the gates hold this "
+                         "run against the baseline")  # fmt: skip
+    if find_max is not None and (
+        workers is not None or replay is not None or auto_processes or len(plan.rates) > 1
+    ):
+        raise UsageError("--find-max probes its own levels from this process: leave out "
+                         "--trace, --processes and --ray, and give --rate one starting "
+                         "rate at most")  # fmt: skip
+    if replay is not None and plan.rates:
+        raise UsageError("--trace sends at the trace's own times: leave out --rate")
+    held: list[Sample] = []
+    if baseline is not None:
+        _, held, _ = store.load_run(baseline)
+    run = _load(
+        plan, store, slo or Slo(), confirmed, on_sample, on_progress, workers, replay,
+        find_max, auto_processes,
+    )  # fmt: skip
+    if not gates:
+        return run
+    return replace(run, gates=check_gates(held, run.samples, gates))
+
+
+def _load(
+    plan: LoadPlan,
+    store: Store,
+    slo: Slo,
+    confirmed: bool,
+    on_sample: Callable[[Sample], None] | None,
+    on_progress: Callable[[str, int, int], None] | None,
+    workers: Workers | None,
+    replay: Replay | None,
+    find_max: FindMaxAsk | None,
+    auto_processes: bool,
+) -> LoadRun:
     check_load_target(plan, confirmed=confirmed)
-    slo = slo or Slo()
     meta: dict[str, Any] = {**host_meta(), "load": _plan_meta(plan, slo)}
     opening: list[StepNote] = []
     if auto_processes:
@@ -145,7 +194,7 @@ def load_endpoint(
         return _run_sweep(plan, sweep, store, slo, meta, on_sample)
     if find_max is not None:
         found: list[FindMax] = []
-        sweep = find_max_sweep(plan, find_max.objectives, find_max.limit, on_progress,
+        sweep = find_max_sweep(plan, find_max.objectives, find_max.reach, on_progress,
                                found.append, find_max.start_rate)  # fmt: skip
         run = _run_sweep(plan, sweep, store, slo, meta, on_sample)
         if found:

@@ -41,6 +41,8 @@ from latdoc.probe import (
 from latdoc.records import RequestTrace, Sample, Step, StepNote
 from latdoc.workload import ASSUMED, Budget, make_prompt, prompt_cost
 
+DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16)
+"""The closed-loop levels a sweep runs when it is given neither levels nor rates."""
 MIN_FOR_ERROR_RATE = 5
 """Finished requests a level needs before its error rate may stop the sweep."""
 _NS = 1_000_000_000
@@ -57,7 +59,8 @@ class LoadPlan:
     endpoint: Endpoint
     connection: ConnectionOptions = field(default_factory=ConnectionOptions)
     concurrency: tuple[int, ...] = ()
-    """Closed-loop levels; exactly one of this and ``rates`` is set."""
+    """Closed-loop levels; exactly one of this and ``rates`` is set (neither:
+    :data:`DEFAULT_CONCURRENCY`)."""
     rates: tuple[float, ...] = ()
     """Open-loop levels, requests per second."""
     duration_per_level: float = 10.0
@@ -74,6 +77,10 @@ class LoadPlan:
     """Sees every decoded event of every request with the arrival time its trace uses,
     for fields a trace does not keep (a benchmark reads a server's own stamps there).
     Sent to each worker process or actor, so it must pickle."""
+
+    def __post_init__(self) -> None:
+        if not self.concurrency and not self.rates:
+            object.__setattr__(self, "concurrency", DEFAULT_CONCURRENCY)
 
     @property
     def closed_loop(self) -> bool:

@@ -8,8 +8,15 @@ The watch is read back by the clock in the core (:func:`latdoc.pipeline.watch_cl
 since a diagnosis reads the newest watch of its endpoint too.
 """
 
-from latdoc.features.watch.run import WatchRun, watch_endpoint
+from latdoc.features.watch.run import (
+    DURATION_S,
+    MAX_REQUESTS,
+    WatchRun,
+    watch_endpoint,
+    watch_name,
+)
 from latdoc.features.watch.send import (
+    EVERY_S,
     LONG_TOKENS,
     REQUESTS_PER_TICK,
     SHORT_TOKENS,
@@ -19,7 +26,10 @@ from latdoc.features.watch.send import (
 )
 
 __all__ = [
+    "DURATION_S",
+    "EVERY_S",
     "LONG_TOKENS",
+    "MAX_REQUESTS",
     "REQUESTS_PER_TICK",
     "SHORT_TOKENS",
     "WatchPlan",
@@ -27,4 +37,5 @@ __all__ = [
     "WatchRun",
     "WatchTooFast",
     "watch_endpoint",
+    "watch_name",
 ]

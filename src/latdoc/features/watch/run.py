@@ -15,14 +15,26 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
+from urllib.parse import urlsplit
 
 from latdoc.errors import UsageError
 from latdoc.features.watch.send import WatchPlan, WatchResult, known_calibration, run_watch
 from latdoc.pipeline import host_meta
 from latdoc.pipeline._clock import SKIPPED_TICKS, WATCH_KIND, skipped_ticks
+from latdoc.probe import Endpoint
 from latdoc.records import Sample, Step
 from latdoc.store import RunInfo, Store
 from latdoc.workload import Budget, TokenCalibration
+
+DURATION_S = 86400.0
+"""How long a watch lasts from its first start, when not given: a day."""
+MAX_REQUESTS = 1000
+"""Requests a watch sends over its whole life, resumes included, when not given."""
+
+
+def watch_name(endpoint: Endpoint) -> str:
+    """The name a watch of ``endpoint`` goes by when none is given: ``MODEL@HOST``."""
+    return f"{endpoint.model}@{urlsplit(endpoint.base_url).netloc}"
 
 
 @dataclass(frozen=True)
@@ -40,16 +52,19 @@ class WatchRun:
 def watch_endpoint(
     plan: WatchPlan,
     *,
-    name: str,
     store: Store,
-    max_requests: int,
-    token_budget: int | None,
-    duration_s: float | None,
+    name: str | None = None,
+    max_requests: int = MAX_REQUESTS,
+    token_budget: int | None = None,
+    duration_s: float | None = DURATION_S,
     on_sample: Callable[[Sample], None] | None = None,
     on_start: Callable[[str, bool], None] | None = None,
     clock: Callable[[], float] = time.time,
 ) -> WatchRun:
-    """Run (or resume) the watch ``name``; its duration counts from its first start."""
+    """Run (or resume) the watch ``name`` (default :func:`watch_name`); its duration
+    counts from its first start, and ``None`` sends one tick."""
+    if name is None:
+        name = watch_name(plan.endpoint)
     if not name:
         raise UsageError("--name must not be empty")
     existing = store.find_runs(WATCH_KIND, name)

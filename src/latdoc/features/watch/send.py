@@ -39,6 +39,8 @@ from latdoc.workload._calibration import (
 SHORT_TOKENS = 64
 LONG_TOKENS = 1024
 REQUESTS_PER_TICK = 3
+EVERY_S = 300.0
+"""Seconds between ticks when not given."""
 
 Clock = Callable[[], float]
 Sleep = Callable[[float], Awaitable[None]]
@@ -54,8 +56,8 @@ class WatchPlan:
     ``every_s`` seconds (with jitter), until ``until``."""
 
     endpoint: Endpoint
-    every_s: float
-    until: float | None
+    every_s: float = EVERY_S
+    until: float | None = None
     """Wall-clock time (Unix seconds) after which no tick starts; ``None``: one tick."""
     connection: ConnectionOptions = field(default_factory=ConnectionOptions)
     jitter: float = 0.1
