@@ -5,10 +5,12 @@
 - ``analysis``: percentiles, throughput, the knee, the plateau and Little's law;
 - ``run``: the sweep kept as a run (``fleet``, ``processes`` and ``ray`` when it is sent
   from many workers), and analysed again from the store;
+- ``document``: the sweep's analysis as the store keeps it, and back;
 - ``render``: two tables per level, a JSON document, a page.
 """
 
 from latdoc.features.load.analysis import LevelWindow, LoadAnalysis, Slo
+from latdoc.features.load.document import LOAD_RECORD_SCHEMA, load_from_record, load_to_record
 from latdoc.features.load.findmax import DEFAULT_LIMIT, FindMaxAsk, Objective, objective
 from latdoc.features.load.render import LOAD_SCHEMA, load_to_dict, render_load, render_load_html
 from latdoc.features.load.replay import Replay
@@ -28,6 +30,7 @@ __all__ = [
     "DEFAULT_CONCURRENCY",
     "DEFAULT_LIMIT",
     "DEFAULT_RAY_WORKERS",
+    "LOAD_RECORD_SCHEMA",
     "LOAD_SCHEMA",
     "MAX_REMOTE_STREAMS",
     "FindMaxAsk",
@@ -42,7 +45,9 @@ __all__ = [
     "check_load_target",
     "is_loopback",
     "load_endpoint",
+    "load_from_record",
     "load_to_dict",
+    "load_to_record",
     "objective",
     "reload_load",
     "render_load",

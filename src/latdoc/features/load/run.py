@@ -14,17 +14,16 @@ from urllib.parse import urlsplit
 from latdoc.analysis.gates import Gate, GateReport, check_gates
 from latdoc.errors import UsageError
 from latdoc.features.load.analysis import (
-    ClientLoad,
     LevelWindow,
     LoadAnalysis,
     Slo,
     analyse_load,
 )
 from latdoc.features.load.auto import choose_processes
+from latdoc.features.load.document import load_from_record, load_to_record
 from latdoc.features.load.findmax import FindMax, FindMaxAsk, find_max_sweep
 from latdoc.features.load.fleet import Fleet, FleetSweep, join
 from latdoc.features.load.processes import ProcessFleet
-from latdoc.features.load.render import load_to_dict
 from latdoc.features.load.replay import Replay, replay_sweep
 from latdoc.features.load.send import LoadPlan, run_load
 from latdoc.features.load.workers import worker_plans
@@ -327,9 +326,8 @@ def _run_sweep(
         )
         notes.append(StepNote(Step.RUN, error))
     analysis = analyse_load(windows, samples, slo)
-    document = load_to_dict(analysis, notes=notes, run_id=run_id)
     try:
-        store.finish_run(run_id, status=status, notes=notes, diagnosis=document)
+        store.finish_run(run_id, status=status, notes=notes, diagnosis=load_to_record(analysis))
     except sqlite3.Error:
         if error is None:
             raise
@@ -352,7 +350,8 @@ def reload_load(store: Store, run_id: str) -> LoadRun:
     info, samples, document = store.load_run(run_id)
     if info.kind != "load":
         raise UsageError(f"run {info.run_id} is a {info.kind} run, not a load sweep")
-    windows = windows_from_document(document or {})
+    stored = None if document is None else load_from_record(document)
+    windows = [] if stored is None else [lv.window for lv in stored.levels]
     load_meta = info.meta.get("load", {}) if isinstance(info.meta, Mapping) else {}
     slo_meta = load_meta.get("slo", {}) if isinstance(load_meta, Mapping) else {}
     slo = Slo(slo_meta.get("ttft_ms"), slo_meta.get("tpot_ms"))
@@ -361,25 +360,6 @@ def reload_load(store: Store, run_id: str) -> LoadRun:
         info.run_id, analysis, tuple(samples), tuple(info.notes), info.status,
         info.endpoint, info.model, store.path,
     )  # fmt: skip
-
-
-def windows_from_document(document: Mapping[str, Any]) -> list[LevelWindow]:
-    """The levels as the sweep ran them, from its stored ``latdoc.load`` document."""
-    levels: Sequence[Mapping[str, Any]] = document.get("levels", [])
-    return [
-        LevelWindow(
-            number=int(w["number"]),
-            concurrency=w.get("concurrency"),
-            rate=w.get("rate"),
-            start_ns=int(w["start_ns"]),
-            end_ns=int(w["end_ns"]),
-            scheduled=w.get("scheduled"),
-            late_ms_p50=w.get("late_ms_p50"),
-            partial=w.get("partial") is True,
-            client=ClientLoad.from_document(w.get("client")),
-        )
-        for w in (level["window"] for level in levels)
-    ]
 
 
 def _plan_meta(plan: LoadPlan, slo: Slo) -> dict[str, Any]:
