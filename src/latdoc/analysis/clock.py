@@ -42,7 +42,7 @@ from latdoc.analysis.policy import (
     PEAK_PERMUTATION_VALUES,
     PEAK_PERMUTATIONS,
 )
-from latdoc.analysis.stats import Distribution, ratio_ci
+from latdoc.analysis.stats import Distribution, quantile, ratio_ci
 
 DAY_S = 86_400.0
 HOUR_S = 3_600.0
@@ -219,7 +219,7 @@ def _p50(values: Iterable[float | None]) -> float | None:
 
 def _p95(values: list[float]) -> float | None:
     if len(values) > 1:
-        return float(statistics.quantiles(values, n=20, method="inclusive")[18])
+        return quantile(values, 0.95)
     return values[0] if values else None
 
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from latdoc.analysis.compare import METRICS, like_groups, ok_traces
 from latdoc.analysis.policy import ALPHA, MIN_N
-from latdoc.analysis.stats import holm
+from latdoc.analysis.stats import holm, quantile
 from latdoc.errors import UsageError
 from latdoc.records import Sample
 
@@ -123,7 +123,7 @@ def tail_p(a: Sequence[float], b: Sequence[float], q: float) -> float:
     test on the counts above the pooled quantile."""
     from scipy.stats import fisher_exact
 
-    pooled = np.quantile(np.concatenate([a, b]), q)
+    pooled = quantile(np.concatenate([a, b]), q)
     above_a = int(np.sum(np.asarray(a) > pooled))
     above_b = int(np.sum(np.asarray(b) > pooled))
     table = [[above_b, len(b) - above_b], [above_a, len(a) - above_a]]
@@ -149,7 +149,7 @@ def check_gates(a: Sequence[Sample], b: Sequence[Sample], gates: Sequence[Gate])
     rows = []
     for (gate, label, va, vb), p, p_adj in zip(raw, ps, adjusted, strict=True):
         q = QUANTILES[gate.quantile]
-        a_ms, b_ms = float(np.quantile(va, q)), float(np.quantile(vb, q))
+        a_ms, b_ms = quantile(va, q), quantile(vb, q)
         allowed = gate.allowed_ms(a_ms)
         rows.append(
             GateRow(gate.text, label, len(va), len(vb), a_ms, b_ms, allowed,

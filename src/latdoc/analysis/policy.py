@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from latdoc.model import CURVE_CONFIDENCE
+from latdoc.model import CURVE_CONFIDENCE, QUANTILE_METHOD
 
 __all__ = [
     "ALPHA",
@@ -55,6 +55,7 @@ __all__ = [
     "PLATEAU_GROWTH",
     "PROPORTION_INTERVAL",
     "QUANTILE_INTERVAL",
+    "QUANTILE_METHOD",
     "RESAMPLES",
     "SERVICE_RATIO",
     "SLOW_SETUP_MS",
@@ -149,6 +150,10 @@ CONFIDENCE: Final = CURVE_CONFIDENCE
 """The level of every interval latdoc prints (order statistics, bootstrap, Wilson and
 the length curve's band). Defined in :mod:`latdoc.model` as ``CURVE_CONFIDENCE``
 because the length curve's band is drawn there, and re-exported here."""
+
+# QUANTILE_METHOD (imported above): how every percentile latdoc reads is interpolated
+# between two ranks, defined in :mod:`latdoc.model.percentile` because the length
+# curve's band is drawn there, and re-exported here.
 
 MEDIAN_INTERVAL: Final = "order statistics"
 """Intervals of a median, and of the difference or ratio of two medians (every interval

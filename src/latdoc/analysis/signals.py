@@ -8,6 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from latdoc.analysis.stats import quantiles
+
 STALL_Z = 3.5
 """Modified z-score (Iglewicz and Hoaglin) above which a gap is an outlier."""
 STALL_MIN_RATIO = 5.0
@@ -81,7 +83,7 @@ def dispersion(values: Sequence[float]) -> Dispersion | None:
     if data.size < 2:
         return None
     mean = float(np.mean(data))
-    p50, p95 = (float(q) for q in np.quantile(data, [0.5, 0.95]))
+    p50, p95 = (float(q) for q in quantiles(data, (0.5, 0.95)))
     return Dispersion(
         n=int(data.size),
         median=p50,

@@ -26,6 +26,8 @@ import numpy as np
 import numpy.typing as npt
 
 from latdoc.analysis.policy import CONFIDENCE, MEDIAN_INTERVAL_DF, MIN_INTERVAL_N, RESAMPLES
+from latdoc.model.percentile import quantile as quantile
+from latdoc.model.percentile import quantiles as quantiles
 
 Statistic = Callable[..., Any]
 """A statistic that reduces along an ``axis`` keyword, such as ``np.median``."""
@@ -51,7 +53,7 @@ class Distribution:
         data = _measured(values)
         if data.size == 0:
             return None
-        p50, p90, p99 = np.quantile(data, [0.50, 0.90, 0.99])
+        p50, p90, p99 = quantiles(data, (0.50, 0.90, 0.99))
         return cls(
             n=int(data.size),
             mean=float(np.mean(data)),
@@ -68,18 +70,6 @@ def median_of(values: Iterable[float | None]) -> float | None:
     """The median of the measured values (``None`` entries are skipped); ``None`` if none."""
     data = [v for v in values if v is not None]
     return statistics.median(data) if data else None
-
-
-def quantile(sorted_data: Sequence[float], q: float) -> float:
-    """Linear interpolation between closest ranks (numpy's default method).
-
-    The values need not be sorted; the name is kept for callers that pass it by keyword.
-    """
-    if len(sorted_data) == 0:
-        raise ValueError("quantile of an empty sample")
-    if not 0.0 <= q <= 1.0:
-        raise ValueError(f"quantile {q} outside [0, 1]")
-    return float(np.quantile(np.asarray(sorted_data, dtype=float), q, method="linear"))
 
 
 def bootstrap_ci(

@@ -3,8 +3,10 @@
 :class:`Diagnosis` with its :class:`Verdict`, :class:`Finding` and :class:`Remedy`
 records, the :class:`Kind` of slow each names, the length curve, the server's own
 account, the client host's facts and checklist items, and the :class:`RunContext`
-an analysis is given. Frozen records only: the functions that compute them live in
-:mod:`latdoc.analysis`, the advice that fills in remedies in :mod:`latdoc.advice`.
+an analysis is given. Frozen records, and one function: latdoc's one definition of a
+percentile (:mod:`.percentile`), here because the length curve's band reads it; the
+functions that compute the records live in :mod:`latdoc.analysis`, the advice that
+fills in remedies in :mod:`latdoc.advice`.
 This package imports nothing of latdoc but its records and errors.
 """
 
@@ -29,6 +31,7 @@ from latdoc.model.document import DIAGNOSIS_SCHEMA, diagnosis_to_dict
 from latdoc.model.host import HostFacts, SystemItem
 from latdoc.model.kind import Kind
 from latdoc.model.length import CURVE_CONFIDENCE, LengthCurve, LengthPoint
+from latdoc.model.percentile import QUANTILE_METHOD, quantile, quantiles
 from latdoc.model.server import Disagreement, ServerAccount
 from latdoc.model.sizing import DEFAULT_CONCURRENCY, pool_size
 
@@ -36,6 +39,7 @@ __all__ = [
     "CURVE_CONFIDENCE",
     "DEFAULT_CONCURRENCY",
     "DIAGNOSIS_SCHEMA",
+    "QUANTILE_METHOD",
     "Diagnosis",
     "Disagreement",
     "Finding",
@@ -60,4 +64,6 @@ __all__ = [
     "Workload",
     "diagnosis_to_dict",
     "pool_size",
+    "quantile",
+    "quantiles",
 ]

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from latdoc.model.percentile import quantiles
+
 __all__ = ["CURVE_CONFIDENCE", "LengthCurve", "LengthPoint"]
 
 CURVE_CONFIDENCE = 0.95
@@ -109,7 +111,7 @@ class LengthCurve:
         k = np.asarray(prompt_tokens, dtype=float)[None, :] / 1000.0
         a, b, c = (col[:, None] for col in np.asarray(self.draws).T)
         tail = (1.0 - CURVE_CONFIDENCE) / 2
-        low, high = np.quantile(a + b * k + c * k * k, [tail, 1.0 - tail], axis=0)
+        low, high = quantiles(a + b * k + c * k * k, (tail, 1.0 - tail), axis=0)
         return low, high
 
     @property
@@ -121,5 +123,5 @@ class LengthCurve:
 
 def _interval(draws: npt.NDArray[np.float64]) -> tuple[float, float]:
     tail = (1.0 - CURVE_CONFIDENCE) / 2
-    low, high = np.quantile(draws, [tail, 1.0 - tail])
+    low, high = quantiles(draws, (tail, 1.0 - tail))
     return float(low), float(high)

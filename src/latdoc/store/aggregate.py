@@ -2,10 +2,11 @@
 
 A report over a million requests reads four numbers per request (the bucket of
 its wall-clock start, whether it succeeded, its TTFT and TPOT) as numpy arrays
-and never decodes a trace record. Percentiles are numpy's default (linear
-interpolation between closest ranks), the same as :class:`~latdoc.analysis.stats.Distribution`,
-over the requests that succeeded: a failed request's TTFT or TPOT is not the
-endpoint's latency, and every other latdoc summary leaves it out too.
+and never decodes a trace record. Percentiles are latdoc's one definition
+(:func:`~latdoc.model.percentile.quantiles`: linear interpolation between closest ranks),
+the same as :class:`~latdoc.analysis.stats.Distribution`, over the requests that
+succeeded: a failed request's TTFT or TPOT is not the endpoint's latency, and every
+other latdoc summary leaves it out too.
 :func:`bucket_ttfts` reads the TTFTs themselves, per bucket, for a test that
 needs the values (the watch's peak against off-peak).
 
@@ -13,8 +14,8 @@ Fetching the columns into numpy is faster than ranking in SQL with a window quer
 (``row_number() OVER (PARTITION BY bucket ORDER BY ttft_ms)``), which sorts every
 row inside SQLite: at a million samples 1.35 s against 1.59 s, for 135 MB of peak
 RSS against 71 MB, both well inside a report's 5 s and 500 MB
-(``bench/store_scale.py`` measures both), and numpy interpolates its percentiles
-the way every other latdoc summary does.
+(``bench/store_scale.py`` measures both), and the values' percentiles are read as
+every other latdoc summary reads them.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from datetime import timedelta
 import numpy as np
 import numpy.typing as npt
 
+from latdoc.model.percentile import quantiles
 from latdoc.records import Step
 
 _NS_PER_S = 1_000_000_000
@@ -191,8 +193,8 @@ def _summarise(
     out: list[BucketStats] = []
     for number, start, end in zip(numbers, starts, ends, strict=True):
         window = slice(int(start), int(end))
-        ttft_p50, ttft_p95 = _percentiles(ttft[window], (50, 95))
-        (tpot_p50,) = _percentiles(tpot[window], (50,))
+        ttft_p50, ttft_p95 = _percentiles(ttft[window], (0.50, 0.95))
+        (tpot_p50,) = _percentiles(tpot[window], (0.50,))
         out.append(
             BucketStats(
                 bucket=int(number),
@@ -208,8 +210,10 @@ def _summarise(
     return tuple(out)
 
 
-def _percentiles(values: npt.NDArray[np.float64], qs: tuple[int, ...]) -> tuple[float | None, ...]:
+def _percentiles(
+    values: npt.NDArray[np.float64], qs: tuple[float, ...]
+) -> tuple[float | None, ...]:
     measured = values[~np.isnan(values)]
     if measured.size == 0:
         return tuple(None for _ in qs)
-    return tuple(float(v) for v in np.percentile(measured, qs))
+    return tuple(float(v) for v in quantiles(measured, qs))
