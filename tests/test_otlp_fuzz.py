@@ -232,3 +232,27 @@ def test_the_valid_file_still_diagnoses() -> None:
     assert first.ttft_ms == 250.0 and first.dns_ms is None
     assert (second.ttft_ms, second.dns_ms, second.tls_ms) == (260.0, 2.0, 24.0)
     assert second.new_connection is True
+
+
+_DEEP = "@deep@"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    path=st.sampled_from(PATHS),
+    depth=st.sampled_from([100_000, 5000]) | st.integers(300, 1100),
+    lines=st.booleans(),
+)
+def test_a_deeply_nested_value_anywhere_is_diagnosed_or_refused_in_one_line(
+    path: Path_, depth: int, lines: bool
+) -> None:
+    """Nested past Python's parser (or nearly so, for what reads the parsed spans): one
+    line saying so, naming the file (and the line of a file with a document a line)."""
+    document = copy.deepcopy(VALID)
+    _set(path, _DEEP)(document)
+    deep = json.dumps(document).replace(json.dumps(_DEEP), "[" * depth + "]" * depth)
+    data = f"{json.dumps(VALID)}\n{deep}\n" if lines else deep
+    code, err = _diagnose(data.encode())
+    _assert_one_line_error(code, err)
+    if depth >= 5000:
+        assert err.strip().endswith(f"/{NAME}{':2' if lines else ''}: nested too deeply"), err

@@ -36,8 +36,10 @@ which always names the phase that failed.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 
@@ -202,6 +204,16 @@ class LatdocError(Exception):
 
 class UsageError(LatdocError):
     """The user asked for something that cannot be done as asked."""
+
+
+@contextlib.contextmanager
+def nesting_checked(where: str) -> Iterator[None]:
+    """Parsing a file (JSON, TOML) nested deeper than Python's parsers recurse is a
+    :class:`UsageError` naming ``where`` (the file, or its line), not a ``RecursionError``."""
+    try:
+        yield
+    except RecursionError:
+        raise UsageError(f"{where}: nested too deeply") from None
 
 
 class RequestFailed(LatdocError):

@@ -13,7 +13,7 @@ from typing import IO, Any
 
 from latdoc.cli._options import EXIT_OK, add_store_argument
 from latdoc.cli._output import output_path
-from latdoc.errors import UsageError
+from latdoc.errors import UsageError, nesting_checked
 from latdoc.records import Sample
 from latdoc.store import Store
 from latdoc.store.requests import FORMATS, open_text, read_jsonl, write
@@ -70,7 +70,7 @@ def run_export(args: argparse.Namespace) -> int:
 
 def run_import(args: argparse.Namespace) -> int:
     path = Path(args.file)
-    with open_text(path) as lines, Store(args.db) as store:
+    with nesting_checked(str(path)), open_text(path) as lines, Store(args.db) as store:
         found = read_jsonl(lines, str(path))
         run_id, added = store.import_run(found.run, found.diagnosis, found.samples)
         where = store.path

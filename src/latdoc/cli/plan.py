@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from latdoc.cli._options import EXIT_INTERRUPTED, EXIT_OK, add_store_argument
-from latdoc.errors import UsageError
+from latdoc.errors import UsageError, nesting_checked
 
 STEP_COMMANDS = ("probe", "diagnose", "load", "verify", "watch")
 """The commands a plan's step may run: those that send requests to the endpoint."""
@@ -115,7 +115,8 @@ def read_plan(path: Path, db: str | None = None) -> list[PlannedStep]:
     except UnicodeDecodeError as exc:
         raise UsageError(f"{path}: not UTF-8 text ({exc.reason})") from None
     try:
-        plan = tomllib.loads(text)
+        with nesting_checked(str(path)):
+            plan = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{path}: {exc}") from None
     unknown = set(plan) - {"endpoint", "steps"}

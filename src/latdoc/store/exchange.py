@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from latdoc.errors import UsageError
+from latdoc.errors import UsageError, nesting_checked
 from latdoc.records import Sample
 from latdoc.store._connection import Connection
 from latdoc.store.codec import sample_from_record, sample_to_record
@@ -195,13 +195,14 @@ class Exchange:
 
     def import_json(self, text: str) -> str:
         """Add the run in an export document; return its id."""
-        document = load_document(text)
-        run_id = document.run.run_id
-        with self._db.transaction():
-            if self._db.exists(run_id):
-                raise UsageError(f"run {run_id} is already in {self._db.path}")
-            self._db.insert_run(document.run, document.run.meta, document.diagnosis)
-            self._db.insert_samples(run_id, document.samples)
+        with nesting_checked("the run export"):
+            document = load_document(text)
+            run_id = document.run.run_id
+            with self._db.transaction():
+                if self._db.exists(run_id):
+                    raise UsageError(f"run {run_id} is already in {self._db.path}")
+                self._db.insert_run(document.run, document.run.meta, document.diagnosis)
+                self._db.insert_samples(run_id, document.samples)
         return run_id
 
     def import_run(

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from latdoc.analysis.servertime import server_timing_of
-from latdoc.errors import UsageError
+from latdoc.errors import UsageError, nesting_checked
 from latdoc.records import Sample
 from latdoc.store.codec import sample_from_record, sample_to_record
 from latdoc.store.exchange import run_from_data, run_to_data
@@ -319,7 +319,8 @@ def _line(lines: IO[str], source: str, number: int) -> str | None:
 
 def _object(text: str, source: str, number: int) -> dict[str, Any]:
     try:
-        obj = json.loads(text)
+        with nesting_checked(f"{source}:{number}"):
+            obj = json.loads(text)
     except ValueError as exc:
         raise UsageError(f"{source}:{number}: invalid JSON ({exc})") from None
     if not isinstance(obj, dict):

@@ -29,14 +29,14 @@ def _documents(text: str, source: str) -> Iterator[At]:
     except ValueError as whole:
         lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
         try:
-            first = parse(lines[0][1], source) if len(lines) > 1 else None
+            first = parse(lines[0][1], f"{source}:{lines[0][0]}") if len(lines) > 1 else None
         except ValueError:
             first = None
         if not isinstance(first, dict):
             raise UsageError(f"{source}: not JSON ({whole})") from None
     for number, line in lines:
         try:
-            yield At(parse(line, source), f"{source}:{number}")
+            yield At(parse(line, f"{source}:{number}"), f"{source}:{number}")
         except ValueError as exc:
             raise UsageError(f"{source}:{number}: not JSON ({exc})") from None
 

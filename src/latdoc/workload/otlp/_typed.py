@@ -14,7 +14,7 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from latdoc.errors import UsageError
+from latdoc.errors import UsageError, nesting_checked
 
 INT64 = (-(2**63), 2**63 - 1)
 """What a protobuf ``int64``/``fixed64`` field (an OTLP time or ``intValue``) can hold."""
@@ -32,11 +32,10 @@ def decode(data: bytes, source: str) -> str:
 
 
 def parse(text: str, source: str) -> Any:
-    """One JSON document; ``ValueError`` (with the line and column) when ``text`` is not."""
-    try:
+    """One JSON document; ``ValueError`` (with the line and column) when ``text`` is not,
+    and a ``UsageError`` naming ``source`` when it is nested too deeply to read."""
+    with nesting_checked(source):
         return json.loads(text)
-    except RecursionError:
-        raise ValueError(f"{source}: nested too deeply") from None
 
 
 def shown(value: Any) -> str:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from latdoc.errors import UsageError
+from latdoc.errors import UsageError, nesting_checked
 
 __all__ = ["TraceFormat", "TraceRequest", "formats", "names", "open_trace", "read_trace"]
 
@@ -150,7 +150,8 @@ def json_lines(lines: Lines, source: str) -> Iterator[tuple[int, str, dict[str, 
     for number, line in lines:
         where = f"{source}:{number}"
         try:
-            obj = json.loads(line)
+            with nesting_checked(where):
+                obj = json.loads(line)
         except ValueError as exc:
             raise UsageError(f"{where}: invalid JSON ({exc})") from None
         if not isinstance(obj, dict):

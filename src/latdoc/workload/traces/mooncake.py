@@ -25,7 +25,7 @@ BLOCK_TOKENS = 512
 def _sniff(first: str) -> bool:
     try:
         obj = json.loads(first)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return isinstance(obj, dict) and "input_length" in obj and "output_length" in obj
 

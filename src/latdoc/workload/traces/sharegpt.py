@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from latdoc.errors import SSEError, UsageError
+from latdoc.errors import SSEError, UsageError, nesting_checked
 from latdoc.probe import JSONArrayDecoder
 from latdoc.workload.traces import Lines, TraceFormat, TraceRequest
 
@@ -60,7 +60,8 @@ def _from_array(first: tuple[int, str], lines: Lines, source: str) -> Iterator[T
 
 def _parse(text: str, where: str) -> Any:
     try:
-        return json.loads(text)
+        with nesting_checked(where):
+            return json.loads(text)
     except ValueError as exc:
         raise UsageError(f"{where}: invalid JSON ({exc})") from None
 
