@@ -1,4 +1,4 @@
-"""A load sweep as the store keeps it: the ``latdoc.load-record/1`` document, and back.
+"""A load sweep as the store keeps it: the ``latdoc.load_record/1`` document, and back.
 
 :func:`load_to_record` writes a sweep's analysis as data: each level's window, its
 counts, percentiles, rates, Little's law and failures, then the objectives, the knee
@@ -29,7 +29,7 @@ from latdoc.features.load.analysis import (
     Slo,
 )
 
-LOAD_RECORD_SCHEMA = "latdoc.load-record/1"
+LOAD_RECORD_SCHEMA = "latdoc.load_record/1"
 """The stored document's schema and version."""
 PRINTED_SCHEMA = "latdoc.load/1"
 """The form stored before the record: the printed JSON document."""

@@ -62,7 +62,7 @@ def _sweep() -> tuple[list[LevelWindow], list[Sample], LoadAnalysis]:
 def test_the_record_reads_back_the_analysis_it_was_written_from() -> None:
     _, _, analysis = _sweep()
     record = json.loads(json.dumps(load_to_record(analysis)))
-    assert record["schema"] == LOAD_RECORD_SCHEMA == "latdoc.load-record/1"
+    assert record["schema"] == LOAD_RECORD_SCHEMA == "latdoc.load_record/1"
     assert record["knee"] == record["plateau"] == 2
     assert "findings" not in record and "notes" not in record
     assert load_from_record(record) == analysis
@@ -76,8 +76,8 @@ def test_the_printed_form_earlier_versions_stored_reads_back_too() -> None:
 
 
 def test_a_document_of_another_version_is_named() -> None:
-    with pytest.raises(UsageError, match=r"latdoc\.load-record/9"):
-        load_from_record({"schema": "latdoc.load-record/9", "levels": []})
+    with pytest.raises(UsageError, match=r"latdoc\.load_record/9"):
+        load_from_record({"schema": "latdoc.load_record/9", "levels": []})
 
 
 @pytest.mark.parametrize("form", ["record", "printed"])
