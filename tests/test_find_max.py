@@ -10,7 +10,7 @@ import pytest
 
 from conftest import LabFactory
 from latdoc.cli import main
-from latdoc.features.load.findmax import Objective, _judged, read_level
+from latdoc.features.load.send.findmax import Objective, _judged, read_level
 from latdoc.lab.sim import LabConfig, LatencyModel
 from latdoc.store import Store
 from report_samples import make_trace

@@ -15,7 +15,7 @@ import pytest
 from latdoc.analysis.policy import CLIENT_CPU_SHARE, CLIENT_CPU_TARGET, CLIENT_LAG_MS
 from latdoc.cli import EXIT_OK, main
 from latdoc.features.load.analysis import ClientLoad, busiest, processes_for
-from latdoc.features.load.meter import ClientMeter
+from latdoc.features.load.send.meter import ClientMeter
 from latdoc.lab.sim import LabConfig, LabProcess, LatencyModel
 from latdoc.records import Chunk, RequestTrace
 from latdoc.store import Store

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from latdoc.features.load.heap import kept_out_of_collection
 from latdoc.features.load.run import load_endpoint
-from latdoc.features.load.send import LoadPlan
+from latdoc.features.load.send.heap import kept_out_of_collection
+from latdoc.features.load.send.sweep import LoadPlan
 from latdoc.lab.sim import LabConfig, LabProcess, LatencyModel
 from latdoc.probe import Endpoint
 from latdoc.records import Sample

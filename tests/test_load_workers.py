@@ -36,8 +36,8 @@ from latdoc import (
 )
 from latdoc.cli import main
 from latdoc.features.load import LevelWindow
-from latdoc.features.load.fleet import estimate_offset
-from latdoc.features.load.workers import split, worker_clocks, worker_plans
+from latdoc.features.load.send.fleet import estimate_offset
+from latdoc.features.load.send.workers import split, worker_clocks, worker_plans
 from latdoc.lab.sim import LabConfig, LabProcess, LatencyModel
 
 OUTPUT = 16

@@ -230,7 +230,7 @@ def run_diagnose(args: argparse.Namespace) -> int:
 def _diagnose_trace(args: argparse.Namespace) -> int:
     """Replay the trace, keep it as recorded traffic, and diagnose that."""
     from latdoc.features.load import LoadPlan
-    from latdoc.features.load.replay import Replay, record_replay
+    from latdoc.features.load.send.replay import Replay, record_replay
 
     key = api_key(args)
     err = sys.stderr

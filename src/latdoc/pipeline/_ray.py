@@ -4,7 +4,7 @@ on vantage nodes (``latdoc probe|diagnose --ray ADDRESS --vantage a,b``).
 A vantage's measuring is a Ray task that asks for a sliver of the node's
 ``vantage:NAME`` resource, so it runs on a node labelled so and nowhere else. Ray is
 imported only here and in the load workers' Ray backend
-(:mod:`latdoc.features.load.ray`), and only when ``--ray`` is used: ``import latdoc``
+(:mod:`latdoc.features.load.send.ray`), and only when ``--ray`` is used: ``import latdoc``
 never imports it.
 """
 

@@ -19,14 +19,14 @@ from latdoc.features.load.analysis import (
     Slo,
     analyse_load,
 )
-from latdoc.features.load.auto import choose_processes
 from latdoc.features.load.document import load_from_record, load_to_record
-from latdoc.features.load.findmax import FindMax, FindMaxAsk, find_max_sweep
-from latdoc.features.load.fleet import Fleet, FleetSweep, join
-from latdoc.features.load.processes import ProcessFleet
-from latdoc.features.load.replay import Replay, replay_sweep
-from latdoc.features.load.send import LoadPlan, run_load
-from latdoc.features.load.workers import worker_plans
+from latdoc.features.load.send.auto import choose_processes
+from latdoc.features.load.send.findmax import FindMax, FindMaxAsk, find_max_sweep
+from latdoc.features.load.send.fleet import Fleet, FleetSweep, join
+from latdoc.features.load.send.processes import ProcessFleet
+from latdoc.features.load.send.replay import Replay, replay_sweep
+from latdoc.features.load.send.sweep import LoadPlan, run_load
+from latdoc.features.load.send.workers import worker_plans
 from latdoc.pipeline import host_meta
 from latdoc.records import Sample, Step, StepNote
 from latdoc.store import Store
@@ -131,9 +131,9 @@ def load_endpoint(
     analysed, the one it cut short marked partial. With ``workers`` the streams are
     sent from worker processes or Ray actors; every one of them is stopped when
     this returns, also on Ctrl-C. With ``replay`` the levels are a trace's
-    (:mod:`latdoc.features.load.replay`), read whole before anything is sent. With
+    (:mod:`latdoc.features.load.send.replay`), read whole before anything is sent. With
     ``auto_processes`` a short calibration from this process chooses the local worker
-    processes (:mod:`latdoc.features.load.auto`) before the sweep. With ``gates`` the
+    processes (:mod:`latdoc.features.load.send.auto`) before the sweep. With ``gates`` the
     sweep is held against the stored load run ``baseline`` (read before anything is
     sent), the same levels compared with each other, into :attr:`LoadRun.gates`.
     """
@@ -241,7 +241,7 @@ def _fleet_sweep(
     if workers.ray is None:
         fleet: Fleet = stack.enter_context(ProcessFleet(plans))
     else:
-        from latdoc.features.load.ray import RayFleet
+        from latdoc.features.load.send.ray import RayFleet
 
         fleet = stack.enter_context(RayFleet(workers.ray, plans))
     members = asyncio.run(join(fleet.handles))

@@ -23,7 +23,7 @@ from typing import Any
 
 from latdoc.analysis.policy import CLIENT_CPU_TARGET
 from latdoc.features.load.analysis import ClientLoad, LevelWindow
-from latdoc.features.load.send import LoadPlan, _Sweep
+from latdoc.features.load.send.sweep import LoadPlan, _Sweep
 from latdoc.records import Sample
 from latdoc.workload import Budget
 

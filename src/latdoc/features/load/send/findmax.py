@@ -32,7 +32,7 @@ import numpy as np
 from latdoc.analysis.stats import quantile_interval
 from latdoc.errors import UsageError
 from latdoc.features.load.analysis import LevelWindow, busiest
-from latdoc.features.load.send import LoadPlan, _Sweep, too_many_failed, within_time_budget
+from latdoc.features.load.send.sweep import LoadPlan, _Sweep, too_many_failed, within_time_budget
 from latdoc.records import RequestTrace, Sample, StepNote
 from latdoc.workload import Budget
 

@@ -1,12 +1,13 @@
 """A load sent from many workers: levels split, clocks aligned, traces merged into one run.
 
-The driver (this module) owns the sweep; workers (:class:`~latdoc.features.load.workers.LoadWorker`,
-in local processes or Ray actors, see :mod:`.processes` and :mod:`.ray`) only
-send. For each level the driver splits the concurrency (or the arrival rate and
-the cap on requests in flight) between the workers still alive, tells each when
-to start on its own clock, and keeps every batch of samples as it arrives, on
-its own clocks and numbered in arrival order, labelled with the worker that sent
-it. The level's window is the union of the workers' windows.
+The driver (this module) owns the sweep; workers
+(:class:`~latdoc.features.load.send.workers.LoadWorker`, in local processes or Ray
+actors, see :mod:`.processes` and :mod:`.ray`) only send. For each level the driver
+splits the concurrency (or the arrival rate and the cap on requests in flight) between
+the workers still alive, tells each when to start on its own clock, and keeps every
+batch of samples as it arrives, on its own clocks and numbered in arrival order,
+labelled with the worker that sent it. The level's window is the union of the workers'
+windows.
 
 **Clocks.** A worker's ``perf_counter_ns`` and ``time_ns`` are not the driver's
 on another host. The offset of each is estimated NTP-style over
@@ -33,14 +34,14 @@ from typing import Any, Protocol, Self
 
 from latdoc.errors import LatdocError
 from latdoc.features.load.analysis import LevelWindow, busiest
-from latdoc.features.load.send import (
+from latdoc.features.load.send.sweep import (
     LoadPlan,
     level_schedule,
     stopped_for_errors,
     too_many_failed,
     within_time_budget,
 )
-from latdoc.features.load.workers import Batch, LevelOrder, split, worker_clocks, worker_host
+from latdoc.features.load.send.workers import Batch, LevelOrder, split, worker_clocks, worker_host
 from latdoc.probe import now_ns
 from latdoc.records import Sample, Step, StepNote
 

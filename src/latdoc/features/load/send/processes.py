@@ -3,7 +3,7 @@ cannot keep up with the streams.
 
 Each worker is a fresh interpreter (multiprocessing's ``spawn``: no state of the
 driver's event loop or connections is inherited) that runs
-:func:`~latdoc.features.load.workers.serve_pipe` behind a pipe. The driver reads the pipe
+:func:`~latdoc.features.load.send.workers.serve_pipe` behind a pipe. The driver reads the pipe
 from its event loop (``add_reader``, no thread, so an interrupted loop never waits
 on a blocked read); a pipe that closes is a worker that died.
 """
@@ -17,9 +17,9 @@ from collections.abc import AsyncIterator, Sequence
 from multiprocessing.process import BaseProcess
 from typing import Any
 
-from latdoc.features.load.fleet import Fleet, WorkerLost
-from latdoc.features.load.send import LoadPlan
-from latdoc.features.load.workers import Batch, LevelOrder, serve_pipe
+from latdoc.features.load.send.fleet import Fleet, WorkerLost
+from latdoc.features.load.send.sweep import LoadPlan
+from latdoc.features.load.send.workers import Batch, LevelOrder, serve_pipe
 
 STOP_WAIT_S = 2.0
 """How long a worker may take to exit when asked, before it is killed."""

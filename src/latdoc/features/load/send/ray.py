@@ -1,10 +1,10 @@
 """Load workers as Ray actors (``latdoc load --ray ADDRESS --workers N``).
 
-Each actor is a :class:`~latdoc.features.load.workers.LoadWorker`, the same worker loop a local
+Each actor is a :class:`~latdoc.features.load.send.workers.LoadWorker`, the same worker loop a local
 process runs, placed by Ray with the ``SPREAD`` strategy so the streams leave
 from as many nodes as there are; its batches come back through a Ray streaming
 generator. An actor that dies ends its generator with a Ray error, which is
-the :class:`~latdoc.features.load.fleet.WorkerLost` the driver counts. Ray is joined
+the :class:`~latdoc.features.load.send.fleet.WorkerLost` the driver counts. Ray is joined
 through :mod:`latdoc.pipeline._ray`, only when ``--ray`` is used.
 """
 
@@ -15,9 +15,9 @@ from types import ModuleType
 from typing import Any
 
 from latdoc.errors import UsageError
-from latdoc.features.load.fleet import Fleet, WorkerLost
-from latdoc.features.load.send import LoadPlan
-from latdoc.features.load.workers import Batch, LevelOrder, LoadWorker
+from latdoc.features.load.send.fleet import Fleet, WorkerLost
+from latdoc.features.load.send.sweep import LoadPlan
+from latdoc.features.load.send.workers import Batch, LevelOrder, LoadWorker
 from latdoc.pipeline._ray import connect, first_line
 
 WORKER_CPUS = 1.0

@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from latdoc.features.load.analysis import LevelWindow
-from latdoc.features.load.meter import ClientMeter
-from latdoc.features.load.send import LoadPlan, within_time_budget
+from latdoc.features.load.send.meter import ClientMeter
+from latdoc.features.load.send.sweep import LoadPlan, within_time_budget
 from latdoc.probe import ProbeSession, now_ns
 from latdoc.records import RequestTrace, Sample, Step, StepNote
 from latdoc.store import Store

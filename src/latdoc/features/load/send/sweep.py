@@ -29,8 +29,8 @@ from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 
 from latdoc.features.load.analysis import LevelWindow
-from latdoc.features.load.heap import kept_out_of_collection
-from latdoc.features.load.meter import ClientMeter
+from latdoc.features.load.send.heap import kept_out_of_collection
+from latdoc.features.load.send.meter import ClientMeter
 from latdoc.probe import (
     ConnectionOptions,
     Endpoint,
@@ -398,7 +398,7 @@ async def within_time_budget(
 ) -> None:
     """Await ``sweep`` for at most ``seconds`` (``inf``: no bound); when they run out, the
     requests in flight are abandoned and ``note`` says so. What the sweep keeps is kept
-    out of the collector's full passes meanwhile (:mod:`~latdoc.features.load.heap`)."""
+    out of the collector's full passes meanwhile (:mod:`~latdoc.features.load.send.heap`)."""
     try:
         async with (
             kept_out_of_collection(),

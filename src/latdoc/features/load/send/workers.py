@@ -2,7 +2,7 @@
 
 A sweep too heavy for one process is split over workers, local processes
 (``latdoc load --processes N``) or Ray actors (``--ray``). Each worker is a
-:class:`LoadWorker`: the same sweep loop as a local ``load`` (:mod:`._load`), with
+:class:`LoadWorker`: the same sweep loop as a local ``load`` (:mod:`.sweep`), with
 its own event loop, connections, random stream and share of the budgets. The
 driver sends it one :class:`LevelOrder` per level; the worker sends that level's
 requests and streams back :class:`Batch` es of finished samples every
@@ -30,7 +30,7 @@ from typing import Any
 
 from latdoc.errors import UsageError
 from latdoc.features.load.analysis import LevelWindow
-from latdoc.features.load.send import LoadPlan, _Level, _Sweep
+from latdoc.features.load.send.sweep import LoadPlan, _Level, _Sweep
 from latdoc.probe import now_ns
 from latdoc.records import Sample, StepNote
 from latdoc.workload import Budget
