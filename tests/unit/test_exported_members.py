@@ -6,8 +6,6 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
-import subprocess
-import sys
 
 import pytest
 
@@ -22,6 +20,8 @@ FACES = (
     "latdoc.store",
     "latdoc.cli",
 )
+
+
 """Packages whose ``__init__`` is the public face of private modules behind it."""
 
 
@@ -38,13 +38,6 @@ def _isort_order(name: str) -> tuple[int, str]:
     return (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
 
 
-def test_python_dash_m_latdoc_is_the_command() -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "latdoc", "--version"], capture_output=True, text=True, check=True
-    )
-    assert out.stdout.strip() == f"latdoc {latdoc.__version__}"
-
-
 def test_every_public_name_is_exported() -> None:
     public = {
         name
@@ -52,17 +45,6 @@ def test_every_public_name_is_exported() -> None:
         if not name.startswith("_") and getattr(value, "__module__", "").startswith("latdoc")
     }
     assert public <= set(latdoc.__all__)
-
-
-def test_import_has_no_side_effects() -> None:
-    code = (
-        "import sys, threading; import latdoc; "
-        "assert threading.active_count() == 1; "
-        "assert not [m for m in sys.modules if m.startswith('latdoc.lab')]; print('ok')"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "ok"
-    assert out.stderr == ""
 
 
 def test_each_name_is_imported_lazily_from_the_module_type_checkers_see() -> None:
@@ -85,42 +67,3 @@ def test_each_name_is_imported_lazily_from_the_module_type_checkers_see() -> Non
         assert getattr(latdoc, name) is getattr(importlib.import_module(module), name)
     with pytest.raises(AttributeError, match="no attribute 'not_a_name'"):
         _ = latdoc.not_a_name  # type: ignore[attr-defined]
-
-
-HEAVY = (
-    "dnslib",
-    "httpcore",
-    "httpx",
-    "hypercorn",
-    "jinja2",
-    "matplotlib",
-    "numpy",
-    "rich",
-    "scipy",
-    "starlette",
-    "trustme",
-    "uvicorn",
-)
-"""Libraries that load when a command or a public name first needs them, never before."""
-
-
-def _modules_after(code: str) -> tuple[str, set[str]]:
-    """What ``code`` printed, and the top-level packages loaded when it was done."""
-    code = f"import sys\n{code}\nprint(sorted(sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    *printed, modules = out.stdout.splitlines()
-    return "\n".join(printed), {name.partition(".")[0] for name in ast.literal_eval(modules)}
-
-
-def test_import_latdoc_loads_no_heavy_library() -> None:
-    _, loaded = _modules_after("import latdoc")
-    assert not loaded & set(HEAVY)
-
-
-@pytest.mark.parametrize(("flag", "says"), [("--version", "latdoc "), ("--help", "usage: latdoc")])
-def test_version_and_help_load_no_heavy_library(flag: str, says: str) -> None:
-    printed, loaded = _modules_after(
-        f"from latdoc.cli import main\ntry:\n    main([{flag!r}])\nexcept SystemExit:\n    pass"
-    )
-    assert printed.startswith(says)
-    assert not loaded & set(HEAVY)

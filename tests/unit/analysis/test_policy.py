@@ -24,7 +24,7 @@ from latdoc.features.verify.analysis import judge_arms
 from latdoc.model import Diagnosis, Scenario, Verdict
 from latdoc.report import make_console, render_comparison
 from paths import ROOT
-from test_compare import trace
+from unit.analysis.test_compare import trace
 
 DOCS = ROOT / "docs" / "method.md"
 

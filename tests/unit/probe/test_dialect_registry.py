@@ -10,18 +10,12 @@ import ast
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
-import latdoc.lab.sim.dialects as lab_dialects
-from conftest import LabFactory
 from latdoc import Dialect, Endpoint, UsageError
 from latdoc.cli import build_parser, main
 from latdoc.cli._options import api_key
 from latdoc.client._request_facts import dialect_of
-from latdoc.lab.sim import output_token
-from latdoc.lab.sim.dialects import StandIn
-from latdoc.lab.sim.dialects.chat import STAND_IN as CHAT_STAND_IN
 from latdoc.probe import check_extra_body, dialects, parse_event
 from latdoc.probe._dialects import request_body
 from latdoc.probe._events import EventInfo
@@ -37,6 +31,8 @@ TODAY = {
     "azure": "/openai/deployments/gpt-4o-mini/chat/completions?api-version=2024-10-21",
     "bedrock": "/model/gpt-4o-mini/converse-stream",
 }
+
+
 """Each dialect's route after the base URL, as requests have always been sent."""
 
 
@@ -153,40 +149,3 @@ def test_no_other_module_lists_every_dialect() -> None:
             if names <= strings:
                 found.append(f"{path.relative_to(src)}:{node.lineno}")
     assert found == []
-
-
-def _toy_messages(data: dict[str, object]) -> object:
-    turns = data.get("turns")
-    if not isinstance(turns, list):
-        return turns
-    return [{"role": t["role"], "content": t["pieces"][0]["text"]} for t in turns]
-
-
-TOY_STAND_IN = StandIn(
-    name="toy",
-    path="/v1/toys/{model}:stream",
-    messages=_toy_messages,
-    writer=CHAT_STAND_IN.writer,
-    document=CHAT_STAND_IN.document,
-    streams=True,
-)
-
-
-def test_the_lab_serves_a_stand_in_whose_route_names_the_model(
-    lab: LabFactory, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(lab_dialects, "STAND_INS", (*lab_dialects.STAND_INS, TOY_STAND_IN))
-    body = request_body(TOY, "lab-sim", "Hello there", 3, include_usage=True)
-    with lab() as server:
-        answer = httpx.post(TOY.url(server.base_url, "lab-sim"), json=body, timeout=10)
-        unknown = httpx.post(TOY.url(server.base_url, "no-such-model"), json=body, timeout=10)
-        chat = httpx.post(
-            dialects.get("chat").url(server.base_url, "lab-sim"),
-            json=request_body(Dialect.CHAT, "lab-sim", "Hello there", 3, include_usage=True),
-            timeout=10,
-        )
-    assert answer.status_code == 200, answer.text
-    assert answer.headers["content-type"].startswith("text/event-stream")
-    assert all(f'"content":"{output_token(k)}"' in answer.text for k in range(3))
-    assert unknown.status_code == 404 and "no-such-model" in unknown.text
-    assert chat.status_code == 200

@@ -5,8 +5,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import re
-import subprocess
-import sys
 
 import pytest
 
@@ -305,19 +303,3 @@ def test_page_is_the_same_twice() -> None:
     assert render_html(make_diagnosis(), run_samples()) == render_html(
         make_diagnosis(), run_samples()
     )
-
-
-def test_importing_latdoc_and_the_terminal_path_never_load_matplotlib() -> None:
-    code = (
-        "import sys, latdoc, latdoc.report, latdoc.cli, latdoc.cli.diagnose\n"
-        "from report_samples import make_diagnosis\n"
-        "from latdoc.report import render_diagnosis, render_text\n"
-        "render_text(render_diagnosis(make_diagnosis()))\n"
-        "assert 'matplotlib' not in sys.modules, 'matplotlib loaded'\n"
-        "assert 'jinja2' not in sys.modules, 'jinja2 loaded'\n"
-    )
-    tests_dir = __file__.rsplit("/", 1)[0]
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tests_dir, check=False
-    )
-    assert result.returncode == 0, result.stderr

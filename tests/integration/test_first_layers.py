@@ -1,0 +1,144 @@
+"""First token, defined per layer, in every dialect: the first response byte, the
+stream's first event (a control event counts), the first reasoning, the first answer
+and the first tool call, each stamped apart. A control event (``response.created``,
+``message_start``, ``messageStart``, a Gemini frame without parts, a role-only chunk,
+Azure's prompt filter results) is never the first token.
+
+Each dialect is served a scripted stream whose layers come GAP apart, in order: the
+headers, control events, reasoning, the answer, a tool call; each layer's stamp is
+checked against that schedule. Against the lab, whose control events leave with the
+headers and whose first token waits for the prefill, the first event is the first
+byte's and the first token the prefill's later."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from conftest import LabFactory
+from latdoc import (
+    Dialect,
+    Endpoint,
+    ProbeSession,
+    RequestTrace,
+)
+from latdoc.lab.sim import LabConfig, LatencyModel
+from latdoc.store.codec import trace_from_record, trace_to_record
+from scripted_server import ScriptedServer, chunk
+from scripted_server import Step as ScriptStep
+from unit.probe.test_first_layers import (
+    STREAMS,
+    Layers,
+)
+
+GAP = 0.04
+
+
+"""Seconds between one layer of a scripted stream and the next."""
+
+
+KEY = "layers-key-0123456789"
+
+
+PREFILL = LatencyModel(prefill_base_ms=80.0, prefill_ms_per_token=0.0, decode_ms_per_token=2.0)
+
+
+def _script(content_type: str, layers: Layers) -> list[ScriptStep]:
+    head = (
+        f"HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ntransfer-encoding: chunked\r\n\r\n"
+    ).encode()
+    script: list[ScriptStep] = [head]
+    for events in layers:
+        if events:
+            script += [GAP, chunk(b"".join(events))]
+    return [*script, b"0\r\n\r\n"]
+
+
+def _probe(base_url: str, dialect: Dialect, key: str | None = KEY) -> RequestTrace:
+    async def go() -> RequestTrace:
+        endpoint = Endpoint(base_url, "lab-sim", dialect, api_key=key)
+        async with ProbeSession(endpoint) as session:
+            return await session.request("Hello", 16)
+
+    return asyncio.run(go())
+
+
+def _after(later: int | None, earlier: int | None, steps: int = 1) -> float:
+    """How many GAPs ``later`` came after ``earlier``."""
+    assert later is not None and earlier is not None
+    return (later - earlier) / 1e9 / GAP / steps
+
+
+@pytest.mark.parametrize("name", sorted(STREAMS))
+def test_each_layer_is_stamped_when_it_arrives(name: str) -> None:
+    dialect, content_type, make = STREAMS[name]
+    _, reasoning, _, tool, _ = layers = make()
+    with ScriptedServer(_script(content_type, layers)) as server:
+        trace = _probe(server.base_url.removesuffix("/v1"), dialect)
+    assert trace.error is None, trace.error
+    assert trace.unknown_events == 0
+    # The control events are an event, never a token: one GAP after the first byte.
+    assert 0.7 < _after(trace.first_event_ns, trace.first_byte_ns) < 2.5
+    first_output = trace.first_reasoning_ns if reasoning else trace.first_answer_ns
+    assert trace.first_token_ns == first_output
+    assert 0.7 < _after(trace.first_token_ns, trace.first_event_ns) < 2.5
+    assert trace.first_token_ns == trace.chunks[0].t_ns
+    if reasoning:
+        assert 0.7 < _after(trace.first_answer_ns, trace.first_reasoning_ns) < 2.5
+    else:
+        assert trace.first_reasoning_ns is None
+    if tool:
+        assert 0.7 < _after(trace.first_tool_call_ns, trace.first_answer_ns) < 2.5
+    else:
+        assert trace.first_tool_call_ns is None
+    assert trace.first_event_ms is not None and trace.first_tool_call_ms == (
+        None if trace.first_tool_call_ns is None else trace.first_tool_call_ns / 1e6
+    )
+    assert trace_from_record(trace_to_record(trace)) == trace
+
+
+@pytest.mark.parametrize("name", ["anthropic", "responses", "bedrock", "chat"])
+def test_control_events_alone_are_an_event_and_no_token(name: str) -> None:
+    """A stream that ends after its control events: a first event, no first token."""
+    dialect, content_type, make = STREAMS[name]
+    control, *_, end = make()
+    with ScriptedServer(_script(content_type, (control, [], [], [], end))) as server:
+        trace = _probe(server.base_url.removesuffix("/v1"), dialect)
+    assert trace.error is None, trace.error
+    assert trace.first_event_ns is not None
+    assert trace.first_token_ns is None and trace.first_answer_ns is None
+    assert trace.first_tool_call_ns is None and trace.chunks == ()
+
+
+def _lab_base(root: str, dialect: Dialect) -> str:
+    return {
+        Dialect.GEMINI: f"{root}/v1beta",
+        Dialect.VERTEX: f"{root}/v1/projects/lab-project/locations/us-central1",
+        Dialect.BEDROCK: root,
+        Dialect.AZURE: root,
+    }.get(dialect, f"{root}/v1")
+
+
+OPENS_WITH_CONTROL = {"chat", "azure", "anthropic", "responses", "bedrock"}
+
+
+"""The lab's stand-ins that send control events with the headers, before the prefill."""
+
+
+@pytest.mark.parametrize("name", sorted(STREAMS))
+def test_against_the_lab_the_prefill_lies_between_first_event_and_first_token(
+    lab: LabFactory, name: str
+) -> None:
+    dialect = STREAMS[name][0]
+    with lab(LabConfig(latency=PREFILL, api_key=KEY)) as server:
+        trace = _probe(_lab_base(server.base_url.removesuffix("/v1"), dialect), dialect)
+    assert trace.error is None, trace.error
+    assert trace.first_event_ns is not None and trace.first_token_ns is not None
+    assert trace.first_byte_ns is not None and trace.sent_ns is not None
+    if name in OPENS_WITH_CONTROL:
+        assert (trace.first_event_ns - trace.first_byte_ns) / 1e6 < 20.0
+        assert (trace.first_token_ns - trace.first_event_ns) / 1e6 > 60.0
+    else:
+        assert trace.first_event_ns == trace.first_token_ns
+    assert (trace.first_token_ns - trace.sent_ns) / 1e6 >= 80.0
