@@ -28,7 +28,7 @@ whose removal saves most; the others that matter contribute, largest first; none
 
 Every value here is the bank's own, written out and argued here: nothing is read from
 :mod:`latdoc.analysis`, so a rule's threshold or a report's share that is wrong shows
-as a disagreement instead of moving the truth with it (``tests/test_truth_bank.py``
+as a disagreement instead of moving the truth with it (``tests/unit/bench/test_truth_bank.py``
 fails if one is imported).
 """
 

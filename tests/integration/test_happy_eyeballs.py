@@ -2,7 +2,7 @@
 
 The race is driven through its transport seam (the function that opens one
 connection) where a black-holed address is needed without root; the probe itself
-connects to a real loopback server. ``tests/test_lab_net.py`` black-holes IPv6 for
+connects to a real loopback server. ``tests/integration/test_lab_net.py`` black-holes IPv6 for
 real inside a network namespace.
 """
 

@@ -18,7 +18,7 @@ draws its own jitter from the estimate's χ² spread, so a jitter read from a fe
 requests widens the interval. Resampling the requests at each length instead (with
 one or two per length) gave intervals that held the true prefill rate in 85–90% of
 runs; this one holds it 94–97% of the time at jitter from 3% to 25%, and the trim
-gain 94–95% (``tests/test_analysis.py``).
+gain 94–95% (``tests/unit/analysis/test_analysis.py``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,58 @@
+"""The user's typical request: the shares, the noticeable bar and the verdict are of one
+request, of the user's prompt (``--prompt-tokens``) or the seed's 2K one, read from the
+fitted length curve; a longer prompt that would change the verdict is said in one line.
+
+The arithmetic is checked on the truth bank's synthetic samples (no sockets); the new
+user's endpoint (prefill 155 ms at 128 tokens, 4.3× at 2K, 15× at 8K) runs once
+against the lab over loopback and is diagnosed for two requests."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from bank import Scenario, draw, generate
+from bank.generate import context
+from latdoc import Kind, build_diagnosis
+from latdoc.records import Sample
+
+
+def _grown_samples() -> tuple[list[Sample], Scenario]:
+    """A healthy endpoint but for a prefill of 0.5 ms a token."""
+    s = replace(draw(11, causes=(), noise="low"), prefill_b_ms=0.5, prefill_a_ms=60.0)
+    return generate(s), s
+
+
+def test_the_bar_and_input_lengths_share_are_of_one_request_at_the_users_prompt() -> None:
+    samples, s = _grown_samples()
+    base = build_diagnosis(samples, context(s))
+    for tokens in (2048, 5000, 8192):
+        d = build_diagnosis(samples, replace(context(s), prompt_tokens=tokens))
+        check, curve, w, bar = d.length_check, d.length, d.workload, d.noticeable
+        assert check is not None and curve is not None and w is not None and bar is not None
+        short = curve.points[0].prompt_tokens
+        assert check.long_tokens == tokens and w.prompt_tokens == tokens and w.told
+        growth = curve.predict_ms(tokens) - curve.predict_ms(short)
+        assert check.growth_ms == pytest.approx(growth)
+        assert w.growth_ms == pytest.approx(growth)
+        assert w.total_ms == pytest.approx(bar.typical_ms)
+        assert w.total_ms == pytest.approx(w.short_ms + growth)
+        assert base.workload is not None and w.short_ms == pytest.approx(base.workload.short_ms)
+        if Kind.INPUT_LENGTH in d.shares_ms:
+            assert d.shares_ms[Kind.INPUT_LENGTH] == pytest.approx(growth, abs=1e-3)
+        assert d.longer_prompt is None
+
+
+def test_a_prompt_beyond_the_longest_length_is_read_there_and_said_so() -> None:
+    samples, s = _grown_samples()
+    d = build_diagnosis(samples, replace(context(s), prompt_tokens=100_000))
+    check, curve, w = d.length_check, d.length, d.workload
+    assert check is not None and curve is not None and w is not None
+    longest = curve.points[-1].prompt_tokens
+    assert check.long_tokens == w.prompt_tokens == longest
+    assert check.asked_tokens == w.asked_tokens == 100_000
+    assert "not extrapolated" in check.why
+    short = build_diagnosis(samples, replace(context(s), prompt_tokens=64))
+    assert short.workload is not None and short.workload.growth_ms == 0.0
+    assert short.workload.prompt_tokens == 64 and Kind.INPUT_LENGTH not in short.shares_ms
