@@ -5,7 +5,8 @@ Printed, from ``src/latdoc`` and ``tests`` as they stand:
 - the command line's size (lines of ``latdoc.cli``, goal ≤ 1,500);
 - modules over 450 lines and functions over 80 (goal: none);
 - imports of another package's private module (``latdoc.a._x`` from outside
-  ``latdoc.a``; goal: none), from the source and from the tests;
+  ``latdoc.a``; goal: none), from the source and from the tests (a unit test under
+  ``tests/unit/a/`` tests ``latdoc.a`` and may read its private modules);
 - modules below ``latdoc.cli`` that import ``argparse`` (goal: none; the lab, which
   starts processes of its own with their own command lines, stands apart);
 - test functions in each tier (``tests/unit``, ``tests/integration``, the rest), with
@@ -101,6 +102,16 @@ def functions(tree: ast.Module) -> list[tuple[str, int]]:
     return out
 
 
+def test_home(path: Path) -> str:
+    """The package a test file tests: ``latdoc.analysis`` for ``tests/unit/analysis/...``
+    (whose private modules it may read), ``tests`` for any other test (which may read
+    none)."""
+    parts = path.relative_to(TESTS).parts
+    if parts[0] != "unit" or len(parts) < 3:
+        return "tests"
+    return ".".join(("latdoc", *parts[1:-1]))
+
+
 def measure() -> Figures:
     f = Figures()
     for path in sorted(SOURCE.rglob("*.py")):
@@ -132,7 +143,8 @@ def measure() -> Figures:
             and node.name.startswith("test")
         )
         names = imported(tree, "tests", False)
-        doors = {d for n in names if n.startswith("latdoc.") and (d := private_door("tests", n))}
+        home = test_home(path)
+        doors = {d for n in names if n.startswith("latdoc.") and (d := private_door(home, n))}
         f.test_private_doors += sorted(f"{path.relative_to(ROOT)} -> {d}" for d in doors)
     f.tests_by_tier = {t: tiers.get(t, 0) for t in (*TIERS, "other")}
     return f
