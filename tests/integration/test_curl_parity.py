@@ -23,7 +23,7 @@ from conftest import LabFactory
 from latdoc import Dialect, Endpoint, ProbeSession, RequestTrace
 from latdoc.analysis.noticeable import MAD_TO_SIGMA
 from latdoc.lab.sim import LabConfig, LatencyModel
-from latdoc.probe._dialects import request_body
+from latdoc.probe import request_body
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("curl") is None, reason="needs the curl binary"),

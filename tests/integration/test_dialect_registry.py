@@ -15,8 +15,7 @@ from latdoc import Dialect
 from latdoc.lab.sim import output_token
 from latdoc.lab.sim.dialects import StandIn
 from latdoc.lab.sim.dialects.chat import STAND_IN as CHAT_STAND_IN
-from latdoc.probe import dialects
-from latdoc.probe._dialects import request_body
+from latdoc.probe import dialects, request_body
 from unit.probe.test_dialect_registry import TOY
 
 

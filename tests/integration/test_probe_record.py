@@ -24,8 +24,7 @@ from latdoc import (
     probe_endpoint,
 )
 from latdoc.cli import EXIT_OK, main
-from latdoc.probe import Prompt
-from latdoc.probe._dialects import request_body
+from latdoc.probe import Prompt, request_body
 from scripted_server import ScriptedServer, plain_response, sse_response
 from scripted_server import Step as ScriptStep
 

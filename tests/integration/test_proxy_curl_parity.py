@@ -28,8 +28,7 @@ from conftest import LabFactory
 from forward_proxy import binary, tinyproxy
 from latdoc import Dialect, Endpoint, ProbeSession, RequestTrace
 from latdoc.analysis.noticeable import MAD_TO_SIGMA
-from latdoc.probe import ProxyConfig
-from latdoc.probe._dialects import request_body
+from latdoc.probe import ProxyConfig, request_body
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("curl") is None, reason="needs the curl binary"),

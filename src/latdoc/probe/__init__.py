@@ -10,8 +10,9 @@ The rooms behind this face, in the order a request passes through them:
 - ``_backend``, ``_aiostream``: the timed network backend (DNS, connect, TLS, every read).
 - ``_recorder``: the per-request stopwatch the backend and httpcore's trace events feed.
 - ``dialects``: one module per API dialect (its URL, key, body, events, end of
-  stream …), listed once in ``dialects.DIALECTS``; ``_dialects``: :class:`Dialect`,
-  the names, and what every dialect does alike; ``_sse``, ``_jsonarray``,
+  stream …), listed once in ``dialects.DIALECTS``; ``_dialect_io``: :class:`Dialect`,
+  the names, and what every dialect does alike on the wire (a request's body built,
+  an event read); ``_sse``, ``_jsonarray``,
   ``_framing``, ``_stream_state``: the stream decoded (server-sent events, or a
   streamed JSON array), each event read into one ``_events.EventInfo`` (answer and
   reasoning apart).
@@ -29,13 +30,15 @@ This package computes no statistics and prints nothing.
 from latdoc.probe._arrivals import READER_LAG, ReaderLag
 from latdoc.probe._backend import Resolver, TimedBackend, TimedStream, system_resolver, warm_up
 from latdoc.probe._connection import ConnectionOptions
-from latdoc.probe._dialects import (
+from latdoc.probe._dialect_io import (
     Dialect,
     Prompt,
     check_extra_body,
+    dialect_hint,
     error_message,
     merge_fields,
     parse_event,
+    request_body,
 )
 from latdoc.probe._endpoint import Endpoint, Timeouts
 from latdoc.probe._failures import classify, http_error
@@ -88,6 +91,7 @@ __all__ = [
     "TraceTarget",
     "check_extra_body",
     "classify",
+    "dialect_hint",
     "error_message",
     "freeze_trace",
     "http_error",
@@ -98,6 +102,7 @@ __all__ = [
     "parse_no_proxy",
     "parse_proxy",
     "read_tcp_info",
+    "request_body",
     "scrape_metrics",
     "system_resolver",
     "warm_up",

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from latdoc.errors import UsageError
 from latdoc.probe import dialects
-from latdoc.probe._dialects import DEFAULT_DIALECT, Dialect, check_extra_body
+from latdoc.probe._dialect_io import DEFAULT_DIALECT, Dialect, check_extra_body
 from latdoc.probe.dialects import DialectSpec
 
 

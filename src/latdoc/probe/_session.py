@@ -38,7 +38,7 @@ from latdoc.probe._backend import (
     system_resolver,
     warm_up,
 )
-from latdoc.probe._dialects import Prompt, dialect_hint, error_message, request_body
+from latdoc.probe._dialect_io import Prompt, dialect_hint, error_message, request_body
 from latdoc.probe._endpoint import (
     Endpoint,
     Timeouts,

@@ -9,7 +9,7 @@ from typing import Any
 
 from latdoc.errors import ErrorKind, Phase, StreamFailure, TraceError
 from latdoc.probe import dialects
-from latdoc.probe._dialects import DEFAULT_DIALECT, Dialect
+from latdoc.probe._dialect_io import DEFAULT_DIALECT, Dialect
 from latdoc.probe._events import EventInfo, Usage, merge_usage
 from latdoc.probe._recorder import Recorder
 from latdoc.probe._sse import SSEEvent

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from latdoc.probe import dialects
-from latdoc.probe._dialects import request_body
+from latdoc.probe import dialects, request_body
 from latdoc.probe.dialects import DialectSpec
 
 

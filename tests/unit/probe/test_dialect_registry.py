@@ -16,8 +16,7 @@ from latdoc import Dialect, Endpoint, UsageError
 from latdoc.cli import build_parser, main
 from latdoc.cli._options import api_key
 from latdoc.client._request_facts import dialect_of
-from latdoc.probe import check_extra_body, dialects, parse_event
-from latdoc.probe._dialects import request_body
+from latdoc.probe import check_extra_body, dialects, parse_event, request_body
 from latdoc.probe._events import EventInfo
 from latdoc.probe.dialects import DialectSpec, Route
 

@@ -26,8 +26,7 @@ from latdoc import Dialect, Endpoint, ProbeSession, RequestTrace
 from latdoc.cli import EXIT_USAGE, main
 from latdoc.errors import SSEError, UsageError
 from latdoc.lab.sim.dialects.bedrock import frame
-from latdoc.probe import check_extra_body, dialects, parse_event
-from latdoc.probe._dialects import request_body
+from latdoc.probe import check_extra_body, dialects, parse_event, request_body
 from latdoc.probe._eventstream import EventStreamDecoder
 from latdoc.probe.dialects.bedrock import SigV4Signer, region_of
 from latdoc.store.redact import Redactor

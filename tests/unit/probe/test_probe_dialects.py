@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from latdoc import Dialect
-from latdoc.probe._dialects import dialect_hint, request_body
+from latdoc.probe import dialect_hint, request_body
 
 
 def test_an_anthropic_url_refusing_another_dialect_is_told_which() -> None:

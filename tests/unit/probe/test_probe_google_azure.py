@@ -19,8 +19,7 @@ from latdoc import Dialect
 from latdoc.cli import build_parser
 from latdoc.cli._options import api_key
 from latdoc.errors import SSEError
-from latdoc.probe import check_extra_body, dialects, parse_event
-from latdoc.probe._dialects import error_message, request_body
+from latdoc.probe import check_extra_body, dialects, error_message, parse_event, request_body
 from latdoc.probe._jsonarray import JSONArrayDecoder
 from latdoc.store.redact import Redactor
 
