@@ -90,6 +90,7 @@ if TYPE_CHECKING:
         render_load,
         render_load_html,
     )
+    from latdoc.features.system import read_host
     from latdoc.features.verify import VerifyPlan, VerifyRemedy, VerifyResult, verify_remedy
     from latdoc.features.watch import WatchPlan, WatchRun, watch_endpoint
     from latdoc.model import (
@@ -115,7 +116,6 @@ if TYPE_CHECKING:
         diagnose_traffic,
         measure_steps,
         probe_endpoint,
-        read_host,
         rediagnose,
         run_diagnosis,
         watch_clock,
@@ -191,6 +191,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "render_load",
         "render_load_html",
     ),
+    "latdoc.features.system": ("read_host",),
     "latdoc.features.verify": ("VerifyPlan", "VerifyRemedy", "VerifyResult", "verify_remedy"),
     "latdoc.features.watch": ("WatchPlan", "WatchRun", "watch_endpoint"),
     "latdoc.model": (
@@ -216,7 +217,6 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "diagnose_traffic",
         "measure_steps",
         "probe_endpoint",
-        "read_host",
         "rediagnose",
         "run_diagnosis",
         "watch_clock",

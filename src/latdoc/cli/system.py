@@ -1,4 +1,5 @@
-"""``latdoc system``: the client host as a checklist. Reads the host, judges, renders.
+"""``latdoc system``: the client host as a checklist (:mod:`latdoc.features.system`),
+printed as a table or JSON.
 
 A failing check is information, not an error: the command exits 0.
 """
@@ -10,14 +11,10 @@ import json
 import os
 import sys
 from typing import Any, TextIO
-from urllib.parse import urlsplit
 
-from latdoc.advice.system import ProxyRouteFact, checklist, proxy_items
 from latdoc.cli._options import BASE_URL_VARIABLE, EXIT_OK, positive_int
-from latdoc.errors import UsageError
+from latdoc.features.system import check_system
 from latdoc.model import DEFAULT_CONCURRENCY
-from latdoc.pipeline import read_host
-from latdoc.probe import ProxyConfig, providers
 from latdoc.report import make_console, render_system, system_to_dict
 
 
@@ -46,48 +43,11 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
-    items = checklist(read_host(), args.concurrency) + proxy_items(
-        proxy_routes(args.urls or default_urls())
+    items = check_system(
+        args.urls, concurrency=args.concurrency, base_url=os.environ.get(BASE_URL_VARIABLE)
     )
     if args.json:
         out.write(json.dumps(system_to_dict(items, args.concurrency), indent=2) + "\n")
     else:
         make_console(out).print(render_system(items, args.concurrency))
     return EXIT_OK
-
-
-def default_urls() -> list[str]:
-    """``$OPENAI_BASE_URL`` and every preset's base URL that names its host."""
-    urls = [os.environ.get(BASE_URL_VARIABLE) or ""]
-    urls += [p.base_url for p in providers.PROVIDERS]
-    return [
-        u
-        for u in dict.fromkeys(urls)
-        if u.startswith(("http://", "https://"))
-        and urlsplit(u).netloc
-        and urlsplit(u).netloc == urlsplit(u).netloc.lower()  # no LOCATION, no $VAR
-        and "$" not in u
-    ]
-
-
-def proxy_routes(urls: list[str]) -> list[ProxyRouteFact]:
-    """Each URL's route through the environment's proxy variables, hosts of one route
-    together, in the order first met."""
-    config = ProxyConfig()
-    grouped: dict[tuple[str, bool, str | None], list[str]] = {}
-    for url in urls:
-        host = urlsplit(url).hostname or url
-        key: tuple[str, bool, str | None]
-        try:
-            route = config.route(url)
-        except UsageError as exc:
-            key = ("", False, str(exc))
-        else:
-            key = (route.shown, route.proxy is not None, None)
-        grouped.setdefault(key, [])
-        if host not in grouped[key]:
-            grouped[key].append(host)
-    return [
-        ProxyRouteFact(tuple(hosts), shown or (problem or ""), proxied, problem)
-        for (shown, proxied, problem), hosts in grouped.items()
-    ]

@@ -1,6 +1,7 @@
 """The client host as data: the facts read from it and the checklist items made of them.
 
-Reading the host is the pipeline's job (``latdoc.pipeline._host``); judging the facts
+Reading the host is ``latdoc system``'s (``latdoc.features.system``, with the readers a
+run records its host with in ``latdoc.pipeline``); judging the facts
 is the advice's (``latdoc.advice.system``). Both records live here so a diagnosis can
 carry the items that matter for its verdict.
 """

@@ -9,8 +9,9 @@
   :func:`measure_steps` only measures.
 - :func:`probe_endpoint` sends a series of probes and keeps them as a run;
   :func:`compare_runs` compares two stored runs like with like, sending nothing.
-- :func:`read_host` reads the client host's facts for the checklist of
-  ``latdoc system``; :func:`host_meta` is what every run records about its host.
+- :func:`host_meta` is what every run records about its host, read by
+  :func:`cpu_count`, :func:`tcp_settings` and the readers beside them, which
+  ``latdoc system`` reads its checklist's facts with too.
 - :func:`watch_clock` reads a watch back by the clock (the peak against the rest),
   sending nothing; :func:`watch_note` is what the newest watch tells a diagnosis.
 
@@ -35,10 +36,15 @@ from latdoc.pipeline._diagnose import (
 from latdoc.pipeline._host import (
     PROC_SYS,
     TCP_SYSCTLS,
+    congestion_control,
     cpu_count,
+    h2_version,
+    has_tls13,
     host_facts_from_meta,
     host_meta,
-    read_host,
+    open_files,
+    openssl_version,
+    port_range,
     tcp_settings,
 )
 from latdoc.pipeline._runs import RunComparison, StoredProbe, compare_runs, probe_endpoint
@@ -54,18 +60,23 @@ __all__ = [
     "WatchClock",
     "build_diagnosis",
     "compare_runs",
+    "congestion_control",
     "cpu_count",
     "diagnose_endpoint",
     "diagnose_otlp",
     "diagnose_traffic",
+    "h2_version",
+    "has_tls13",
     "host_facts_from_meta",
     "host_meta",
     "latest_watch",
     "measure_steps",
     "metrics_target",
     "named_metrics_url",
+    "open_files",
+    "openssl_version",
+    "port_range",
     "probe_endpoint",
-    "read_host",
     "rediagnose",
     "run_context",
     "run_diagnosis",

@@ -3,7 +3,8 @@ process may use, and the versions that decide HTTP/2 and TLS 1.3.
 
 Every reader takes the ``/proc/sys`` root so tests read a tree they wrote; a value that
 cannot be read is ``None``, never a guess. :func:`host_meta` is what every run records
-about its host, and :func:`host_facts_from_meta` reads the checklist's facts back from it.
+about its host, and :func:`host_facts_from_meta` reads the checklist's facts back from it;
+``latdoc system`` reads the same facts live (:func:`latdoc.features.system.read_host`).
 """
 
 from __future__ import annotations
@@ -95,49 +96,40 @@ def h2_version() -> str | None:
         return "unknown version"
 
 
-def read_host(root: Path = PROC_SYS) -> HostFacts:
-    """The checklist's facts about this host; sysctls are read under ``root``."""
-    tcp = tcp_settings(root)
-    files = open_files()
-    h2 = h2_version()
-    return HostFacts(
-        slow_start_after_idle=tcp.get("net.ipv4.tcp_slow_start_after_idle"),
-        congestion_control=_sysctl(root, CONGESTION_CONTROL),
-        keepalive_time_s=tcp.get("net.ipv4.tcp_keepalive_time"),
-        keepalive_intvl_s=tcp.get("net.ipv4.tcp_keepalive_intvl"),
-        keepalive_probes=tcp.get("net.ipv4.tcp_keepalive_probes"),
-        port_range=port_range(root),
-        open_files_soft=files[0] if files else None,
-        open_files_hard=files[1] if files else None,
-        cpu_count=cpu_count(),
-        h2_version=h2,
-        http2_available=h2 is not None,
-        python_version=platform.python_version(),
-        openssl_version=" ".join(ssl.OPENSSL_VERSION.split()[:2]),
-        tls13=bool(getattr(ssl, "HAS_TLSv1_3", False)),
-    )
+def congestion_control(root: Path = PROC_SYS) -> str | None:
+    """The TCP congestion control (``cubic``, ``bbr``), or None when not readable."""
+    return _sysctl(root, CONGESTION_CONTROL)
+
+
+def openssl_version() -> str:
+    """The OpenSSL this Python links, as ``OpenSSL 3.0.13``."""
+    return " ".join(ssl.OPENSSL_VERSION.split()[:2])
+
+
+def has_tls13() -> bool:
+    """Whether this Python's ``ssl`` can speak TLS 1.3."""
+    return bool(getattr(ssl, "HAS_TLSv1_3", False))
 
 
 def host_meta(root: Path = PROC_SYS) -> dict[str, Any]:
     """What every run records about its host: versions, cores, and the checklist's facts."""
     from latdoc._version import __version__
 
-    facts = read_host(root)
+    ports = port_range(root)
+    files = open_files()
     return {
         "latdoc": __version__,
-        "python": facts.python_version,
+        "python": platform.python_version(),
         "platform": platform.platform(),
         "host": platform.node(),
-        "cpu_count": facts.cpu_count,
+        "cpu_count": cpu_count(),
         "tcp_settings": tcp_settings(root),
-        "tcp_congestion_control": facts.congestion_control,
-        "ip_local_port_range": list(facts.port_range) if facts.port_range else None,
-        "open_files": None
-        if facts.open_files_soft is None
-        else [facts.open_files_soft, facts.open_files_hard],
-        "h2": facts.h2_version,
-        "openssl": facts.openssl_version,
-        "tls13": facts.tls13,
+        "tcp_congestion_control": congestion_control(root),
+        "ip_local_port_range": list(ports) if ports else None,
+        "open_files": None if files is None else list(files),
+        "h2": h2_version(),
+        "openssl": openssl_version(),
+        "tls13": has_tls13(),
     }
 
 

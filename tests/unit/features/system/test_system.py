@@ -251,7 +251,7 @@ def test_the_json_names_its_schema_and_keeps_nulls() -> None:
 def test_the_command_exits_0_even_when_checks_fail(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr("latdoc.cli.system.read_host", lambda: DEFAULTS)
+    monkeypatch.setattr("latdoc.features.system.run.read_host", lambda: DEFAULTS)
     assert main(["system", "--concurrency", "1000", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["concurrency"] == 1000
@@ -318,7 +318,7 @@ def test_without_host_facts_a_diagnosis_lists_nothing() -> None:
 
 
 def test_a_stored_run_diagnosed_again_keeps_its_host_items(tmp_path: Path) -> None:
-    from latdoc.pipeline import rediagnose
+    from latdoc import rediagnose
     from latdoc.store import Store
 
     meta = {**host_meta(proc_sys(tmp_path / "proc", LINUX_DEFAULTS)), "concurrency": 10}
