@@ -49,6 +49,7 @@ from latdoc.analysis.policy import (
     PLATEAU_GROWTH,
     queues_under_load,
 )
+from latdoc.analysis.stats import quantiles
 from latdoc.records import RequestTrace, Sample, Step
 
 SUSTAINED_SHARE = 0.9
@@ -328,7 +329,7 @@ def percentiles(values: Sequence[float | None]) -> Percentiles | None:
     data = np.asarray([v for v in values if v is not None], dtype=float)
     if data.size == 0:
         return None
-    p50, p95, p99 = np.quantile(data, [0.50, 0.95, 0.99])
+    p50, p95, p99 = quantiles(data, (0.50, 0.95, 0.99))
     return Percentiles(float(p50), float(p95), float(p99), float(np.mean(data)))
 
 

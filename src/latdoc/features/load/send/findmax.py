@@ -27,9 +27,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from latdoc.analysis.stats import quantile_interval
+from latdoc.analysis.stats import quantile, quantile_interval
 from latdoc.errors import UsageError
 from latdoc.features.load.analysis import LevelWindow, busiest
 from latdoc.features.load.send.sweep import LoadPlan, _Sweep, too_many_failed, within_time_budget
@@ -239,7 +237,7 @@ def read_level(
     for o in objectives:
         values = [v for t in ok if (v := _METRICS[o.metric](t)) is not None]
         ci = quantile_interval(values, o.q) if values else None
-        point = float(np.quantile(values, o.q)) if values else None
+        point = quantile(values, o.q) if values else None
         if ci is not None and ci[1] <= o.limit_ms:
             verdict = "pass"
         elif ci is not None and ci[0] > o.limit_ms:

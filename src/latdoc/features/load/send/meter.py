@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-
+from latdoc.analysis.stats import quantile
 from latdoc.features.load.analysis import ClientLoad
 from latdoc.probe import READER_LAG, LoopLagMonitor, now_ns
 from latdoc.records import RequestTrace
@@ -64,4 +63,4 @@ class ClientMeter:
 
 
 def _p99(values: list[float] | list[int]) -> float | None:
-    return float(np.quantile(values, 0.99)) if values else None
+    return quantile(values, 0.99) if values else None

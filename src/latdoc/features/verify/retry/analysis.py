@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from latdoc.analysis.policy import ALPHA, CONFIDENCE, PROPORTION_INTERVAL
-from latdoc.analysis.stats import quantile_interval
+from latdoc.analysis.stats import quantile, quantile_interval
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +85,7 @@ def reliability(outcomes: Sequence[TrialOutcome], *, seed: int = 0) -> Reliabili
         trials=n,
         succeeded=ok,
         success_ci=ci,
-        p95_ms=float(np.percentile(times, 95)) if times else None,
+        p95_ms=quantile(times, 0.95) if times else None,
         p95_ci_ms=p95_interval(times),
         attempts_mean=float(np.mean([o.attempts for o in outcomes])) if outcomes else 0.0,
         waited_s=sum(o.waited_s for o in outcomes),
