@@ -17,6 +17,10 @@ import pytest
 from conftest import LabFactory
 from latdoc.cli import EXIT_OK, main
 from latdoc.lab.sim import LabConfig, LatencyModel
+from unit.features.verify import test_experiment_registry as unit_registry
+
+registered = unit_registry.registered
+"""The toy experiment the unit tests register (a fixture)."""
 
 DECODE = LatencyModel(prefill_base_ms=10.0, prefill_ms_per_token=0.0, decode_ms_per_token=4.0)
 

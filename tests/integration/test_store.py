@@ -18,7 +18,11 @@ from latdoc.store import (
     sample_to_record,
 )
 from paths import ROOT
+from unit.store import test_store as unit_store
 from unit.store.test_store import BROKEN, make_sample
+
+db = unit_store.db
+"""The unit tests' store file (a fixture)."""
 
 _CRASHING_WRITER = """
 import json, os, sys
