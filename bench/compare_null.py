@@ -16,8 +16,9 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+from latdoc.features.compare import compare_runs
+from latdoc.features.probe import probe_endpoint
 from latdoc.lab.sim import LabConfig, LabProcess, LatencyModel
-from latdoc.pipeline import compare_runs, probe_endpoint
 from latdoc.probe import Endpoint
 from latdoc.store import Store
 from latdoc.workload import ProbePlan

@@ -79,6 +79,7 @@ if TYPE_CHECKING:
         TraceError,
         UsageError,
     )
+    from latdoc.features.compare import RunComparison, compare_runs
     from latdoc.features.load import (
         LoadPlan,
         LoadRun,
@@ -90,6 +91,7 @@ if TYPE_CHECKING:
         render_load,
         render_load_html,
     )
+    from latdoc.features.probe import StoredProbe, probe_endpoint
     from latdoc.features.system import read_host
     from latdoc.features.verify import VerifyPlan, VerifyRemedy, VerifyResult, verify_remedy
     from latdoc.features.watch import WatchPlan, WatchRun, watch_endpoint
@@ -106,16 +108,12 @@ if TYPE_CHECKING:
     )
     from latdoc.pipeline import (
         DiagnosisRun,
-        RunComparison,
-        StoredProbe,
         WatchClock,
         build_diagnosis,
-        compare_runs,
         diagnose_endpoint,
         diagnose_otlp,
         diagnose_traffic,
         measure_steps,
-        probe_endpoint,
         rediagnose,
         run_diagnosis,
         watch_clock,
@@ -180,6 +178,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "TraceError",
         "UsageError",
     ),
+    "latdoc.features.compare": ("RunComparison", "compare_runs"),
     "latdoc.features.load": (
         "LoadPlan",
         "LoadRun",
@@ -191,6 +190,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "render_load",
         "render_load_html",
     ),
+    "latdoc.features.probe": ("StoredProbe", "probe_endpoint"),
     "latdoc.features.system": ("read_host",),
     "latdoc.features.verify": ("VerifyPlan", "VerifyRemedy", "VerifyResult", "verify_remedy"),
     "latdoc.features.watch": ("WatchPlan", "WatchRun", "watch_endpoint"),
@@ -207,16 +207,12 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "latdoc.pipeline": (
         "DiagnosisRun",
-        "RunComparison",
-        "StoredProbe",
         "WatchClock",
         "build_diagnosis",
-        "compare_runs",
         "diagnose_endpoint",
         "diagnose_otlp",
         "diagnose_traffic",
         "measure_steps",
-        "probe_endpoint",
         "rediagnose",
         "run_diagnosis",
         "watch_clock",

@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from latdoc.cli._options import (
     EXIT_OK,
@@ -23,14 +22,11 @@ from latdoc.cli._options import (
     vantages,
 )
 from latdoc.cli.vantage import emit_vantages
+from latdoc.features.probe import probe_endpoint, render_probe
 from latdoc.features.vantage import probe_vantages
-from latdoc.pipeline import probe_endpoint
 from latdoc.records import RequestTrace
 from latdoc.report import ProgressBars, make_console, trace_to_dict
-from latdoc.workload import ProbePlan, TokenCalibration
-
-if TYPE_CHECKING:
-    from rich.console import RenderableType
+from latdoc.workload import ProbePlan
 
 
 def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
@@ -108,35 +104,10 @@ def run(args: argparse.Namespace) -> int:
                 progress.clear()
     result = stored.result
     if not args.json and result.traces:
-        make_console(out).print(_render(result.traces, result.calibration))
+        make_console(out).print(render_probe(result))
     print(
         f"Run {stored.run_id}: {len(result.traces)} traces kept in {stored.store_path}; "
         f"`latdoc compare {stored.run_id} OTHER_RUN` compares it with another run.",
         file=err,
     )
-    return EXIT_REQUEST_FAILED if any(t.error is not None for t in result.traces) else EXIT_OK
-
-
-def _render(traces: Sequence[RequestTrace], calibration: TokenCalibration | None) -> RenderableType:
-    from rich.console import Group
-    from rich.text import Text
-
-    from latdoc.analysis.repeats import summarize
-    from latdoc.report import render_summary, render_waterfall
-
-    parts: list[RenderableType] = [render_waterfall(traces[0])]
-    if calibration is not None:
-        how = (
-            "calibrated on the endpoint's usage"
-            if calibration.measured
-            else "the endpoint reports no usage, so 1 token per word was assumed"
-        )
-        parts.append(
-            Text(
-                f"  Prompt length {how}: {calibration.overhead:.0f} + "
-                f"{calibration.per_word:.2f} tokens per word."
-            )
-        )
-    if len(traces) > 1:
-        parts += [Text(""), render_summary(summarize(traces))]
-    return Group(*parts)
+    return EXIT_REQUEST_FAILED if stored.any_failed else EXIT_OK

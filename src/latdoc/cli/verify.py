@@ -1,7 +1,7 @@
 """``latdoc compare`` and ``latdoc verify``: prove a remedy by measurement. This module
 owns the two commands' options: compare reads two stored runs, verify plans the
-experiment on the endpoint and runs it into the store; each prints what
-:mod:`latdoc.features.verify` makes of the result.
+experiment on the endpoint and runs it into the store; each prints what its feature
+(:mod:`latdoc.features.compare`, :mod:`latdoc.features.verify`) makes of the result.
 """
 
 from __future__ import annotations
@@ -33,16 +33,9 @@ from latdoc.cli._options import (
     target,
 )
 from latdoc.cli._output import write_output
-from latdoc.features.verify import (
-    Outcome,
-    Shown,
-    ShownComparison,
-    VerifyPlan,
-    plan_line,
-    verify_remedy,
-)
+from latdoc.features.compare import ShownComparison, compare_runs
+from latdoc.features.verify import Outcome, Shown, VerifyPlan, plan_line, verify_remedy
 from latdoc.features.verify import experiments as registry
-from latdoc.pipeline import compare_runs
 from latdoc.store import Store
 
 DEFAULT_VERIFY_REQUESTS = plan_default(VerifyPlan, "max_requests")
@@ -134,7 +127,7 @@ def run_compare(args: argparse.Namespace) -> int:
             store, args.run_a, args.run_b, allow_different=args.allow_different, gates=gates
         )
     emit(ShownComparison(result), args)
-    return EXIT_REQUEST_FAILED if result.gates is not None and result.gates.failed else EXIT_OK
+    return EXIT_REQUEST_FAILED if result.gates_failed else EXIT_OK
 
 
 def run_verify(args: argparse.Namespace) -> int:

@@ -7,8 +7,8 @@
   application's recorded traffic (``latdoc.instrument``) and :func:`diagnose_otlp`
   the GenAI spans of an OTLP JSON file; :func:`build_diagnosis` is the pure part;
   :func:`measure_steps` only measures.
-- :func:`probe_endpoint` sends a series of probes and keeps them as a run;
-  :func:`compare_runs` compares two stored runs like with like, sending nothing.
+- :func:`send_probes` sends a series of probes, each request a sample as it finishes,
+  for a probe run and a vantage point's probes alike.
 - :func:`host_meta` is what every run records about its host, read by
   :func:`cpu_count`, :func:`tcp_settings` and the readers beside them, which
   ``latdoc system`` reads its checklist's facts with too.
@@ -47,7 +47,7 @@ from latdoc.pipeline._host import (
     port_range,
     tcp_settings,
 )
-from latdoc.pipeline._runs import RunComparison, StoredProbe, compare_runs, probe_endpoint
+from latdoc.pipeline._probes import probe_options, send_probes
 from latdoc.pipeline._server_metrics import metrics_target, named_metrics_url
 from latdoc.pipeline._traffic import diagnose_otlp, diagnose_traffic
 
@@ -55,11 +55,8 @@ __all__ = [
     "PROC_SYS",
     "TCP_SYSCTLS",
     "DiagnosisRun",
-    "RunComparison",
-    "StoredProbe",
     "WatchClock",
     "build_diagnosis",
-    "compare_runs",
     "congestion_control",
     "cpu_count",
     "diagnose_endpoint",
@@ -76,11 +73,12 @@ __all__ = [
     "open_files",
     "openssl_version",
     "port_range",
-    "probe_endpoint",
+    "probe_options",
     "rediagnose",
     "run_context",
     "run_diagnosis",
     "run_meta",
+    "send_probes",
     "tcp_settings",
     "watch_clock",
     "watch_note",

@@ -12,6 +12,7 @@ from latdoc.report._compare import (
     format_p,
     render_comparison,
     render_comparison_html,
+    run_to_dict,
 )
 from latdoc.report._console import make_console, render_text
 from latdoc.report._gates import gates_to_dict, render_gates
@@ -59,6 +60,7 @@ __all__ = [
     "render_system",
     "render_text",
     "render_waterfall",
+    "run_to_dict",
     "system_to_dict",
     "trace_to_dict",
 ]

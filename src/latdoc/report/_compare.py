@@ -18,6 +18,7 @@ from rich.text import Text
 from latdoc.analysis.compare import TRIAL_MEAN, Comparison, GroupComparison, MetricComparison
 from latdoc.analysis.policy import ALPHA, CONFIDENCE, MIN_INTERVAL_N
 from latdoc.report.names import format_ms
+from latdoc.store import RunInfo
 
 COMPARISON_SCHEMA = "latdoc.comparison/1"
 
@@ -192,6 +193,20 @@ def _metric_dict(m: MetricComparison, names: tuple[str, str]) -> dict[str, Any]:
         "faster": m.faster,
         "headline": m.headline,
         "summary": sentence(m, names),
+    }
+
+
+def run_to_dict(info: RunInfo) -> dict[str, Any]:
+    """A stored run as a comparison's document names it (its ``a`` and ``b``)."""
+    return {
+        "run_id": info.run_id,
+        "kind": info.kind,
+        "endpoint": info.endpoint,
+        "model": info.model,
+        "started_at": info.started_at.isoformat(),
+        "requests": info.requests,
+        "failed": info.failed,
+        "label": info.meta.get("arm_label") if isinstance(info.meta, dict) else None,
     }
 
 

@@ -17,8 +17,15 @@ from typing import Any
 
 from latdoc.features.vantage.analysis import VantageComparison, compare_vantages, vantage_row
 from latdoc.model import Scenario
-from latdoc.pipeline import build_diagnosis, host_meta, measure_steps, run_context, run_meta
-from latdoc.pipeline._runs import probe_options, send_probes
+from latdoc.pipeline import (
+    build_diagnosis,
+    host_meta,
+    measure_steps,
+    probe_options,
+    run_context,
+    run_meta,
+    send_probes,
+)
 from latdoc.records import RequestTrace, Sample, Step, StepNote
 from latdoc.store import Store, diagnosis_to_record
 from latdoc.workload import DiagnosisPlan, ProbePlan

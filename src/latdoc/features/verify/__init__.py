@@ -8,19 +8,20 @@
 - ``run``: the experiment run and both arms kept as runs (``runs``), then compared and
   the gates checked; an experiment with a runner of its own is run by it;
 - ``render``: what the command shows of a result: its document, its terminal blocks,
-  its page;
+  its page (what ``latdoc compare`` shows, :class:`ShownComparison`, is
+  :mod:`latdoc.features.compare`'s, named here too);
 - :mod:`~latdoc.features.verify.conversation` and :mod:`~latdoc.features.verify.retry`:
   the two experiments that are not one request against another, each with its own
   layers.
 """
 
+from latdoc.features.compare import ShownComparison
 from latdoc.features.verify.analysis import NOT_APPLICABLE
 from latdoc.features.verify.conversation import ConversationVerdict, verify_conversation
 from latdoc.features.verify.experiments import Outcome, Shown
 from latdoc.features.verify.plan import VerifyPlan, VerifyRemedy, arm_summaries
 from latdoc.features.verify.render import (
     VERIFY_SCHEMA,
-    ShownComparison,
     VerifyResult,
     plan_line,
     verdict_line,

@@ -1,9 +1,8 @@
-"""What ``latdoc verify`` and ``latdoc compare`` show.
+"""What ``latdoc verify`` shows.
 
 - :class:`VerifyResult`: what an A/B experiment found, with its document
   (:data:`VERIFY_SCHEMA`), the blocks the terminal shows (the comparison, the notes,
   the verdict line, the gates) and its page;
-- :class:`ShownComparison`: two stored runs compared, as ``latdoc compare`` shows them;
 - :func:`plan_line`: what an experiment will do, said before anything is sent.
 
 Nothing here writes: the command prints what these return.
@@ -28,13 +27,12 @@ from latdoc.report import (
     render_comparison,
     render_comparison_html,
     render_gates,
+    run_to_dict,
 )
 from latdoc.store import RunInfo
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
-
-    from latdoc.pipeline import RunComparison
 
 VERIFY_SCHEMA = "latdoc.verify/1"
 
@@ -114,7 +112,9 @@ class VerifyResult:
             "summary": verdict_line(self),
             "comparison": None
             if self.comparison is None or runs is None
-            else comparison_to_dict(self.comparison, a=run_dict(runs[0]), b=run_dict(runs[1])),
+            else comparison_to_dict(
+                self.comparison, a=run_to_dict(runs[0]), b=run_to_dict(runs[1])
+            ),
         }
         if self.gates is not None:
             document["gates"] = gates_to_dict(self.gates)
@@ -191,67 +191,3 @@ def plan_line(plan: VerifyPlan) -> str:
         f"Plan: verify {plan.remedy} on {plan.endpoint.model} at {plan.endpoint.base_url}\n"
         f"  A: {a}\n  B: {b}\n  {how}"
     )
-
-
-def describe(info: RunInfo) -> str:
-    """One line that says what a run was."""
-    what = info.meta.get("arm_label") if isinstance(info.meta, dict) else None
-    label = f"{what}; " if what else ""
-    return (
-        f"{label}{info.kind} run {info.run_id} of {info.model} at {info.endpoint}, "
-        f"{info.started_at:%Y-%m-%d %H:%M} UTC, {info.requests} requests"
-    )
-
-
-def run_dict(info: RunInfo) -> dict[str, Any]:
-    """A run as the documents name it."""
-    return {
-        "run_id": info.run_id,
-        "kind": info.kind,
-        "endpoint": info.endpoint,
-        "model": info.model,
-        "started_at": info.started_at.isoformat(),
-        "requests": info.requests,
-        "failed": info.failed,
-        "label": info.meta.get("arm_label") if isinstance(info.meta, dict) else None,
-    }
-
-
-@dataclass(frozen=True)
-class ShownComparison:
-    """Two stored runs compared like with like, as ``latdoc compare`` shows them."""
-
-    result: RunComparison
-    names: tuple[str, str] = ("A", "B")
-
-    @property
-    def page_kind(self) -> str:
-        return "comparison"
-
-    def document(self) -> dict[str, Any]:
-        result = self.result
-        document = comparison_to_dict(
-            result.comparison, a=run_dict(result.a), b=run_dict(result.b), names=self.names
-        )
-        if result.gates is not None:
-            document["gates"] = gates_to_dict(result.gates)
-        return document
-
-    def shown(self) -> tuple[RenderableType, ...]:
-        result = self.result
-        table = render_comparison(
-            result.comparison,
-            a_label=describe(result.a),
-            b_label=describe(result.b),
-            names=self.names,
-        )
-        return (table,) if result.gates is None else (table, render_gates(result.gates, self.names))
-
-    def page(self) -> str:
-        result = self.result
-        return render_comparison_html(
-            result.comparison, a_label=describe(result.a), b_label=describe(result.b)
-        )
-
-    def kept(self) -> None:
-        return None

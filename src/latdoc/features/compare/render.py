@@ -1,0 +1,71 @@
+"""What ``latdoc compare`` shows: the comparison's document, its terminal blocks (the
+table, then the gates) and its page. Nothing here writes: the command prints these."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from latdoc.features.compare.analysis import RunComparison
+from latdoc.report import (
+    comparison_to_dict,
+    gates_to_dict,
+    render_comparison,
+    render_comparison_html,
+    render_gates,
+    run_to_dict,
+)
+from latdoc.store import RunInfo
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+
+def describe(info: RunInfo) -> str:
+    """One line that says what a run was."""
+    what = info.meta.get("arm_label") if isinstance(info.meta, dict) else None
+    label = f"{what}; " if what else ""
+    return (
+        f"{label}{info.kind} run {info.run_id} of {info.model} at {info.endpoint}, "
+        f"{info.started_at:%Y-%m-%d %H:%M} UTC, {info.requests} requests"
+    )
+
+
+@dataclass(frozen=True)
+class ShownComparison:
+    """Two stored runs compared like with like, as ``latdoc compare`` shows them."""
+
+    result: RunComparison
+    names: tuple[str, str] = ("A", "B")
+
+    @property
+    def page_kind(self) -> str:
+        return "comparison"
+
+    def document(self) -> dict[str, Any]:
+        result = self.result
+        document = comparison_to_dict(
+            result.comparison, a=run_to_dict(result.a), b=run_to_dict(result.b), names=self.names
+        )
+        if result.gates is not None:
+            document["gates"] = gates_to_dict(result.gates)
+        return document
+
+    def shown(self) -> tuple[RenderableType, ...]:
+        result = self.result
+        table = render_comparison(
+            result.comparison,
+            a_label=describe(result.a),
+            b_label=describe(result.b),
+            names=self.names,
+        )
+        return (table,) if result.gates is None else (table, render_gates(result.gates, self.names))
+
+    def page(self) -> str:
+        result = self.result
+        return render_comparison_html(
+            result.comparison, a_label=describe(result.a), b_label=describe(result.b)
+        )
+
+    def kept(self) -> None:
+        return None

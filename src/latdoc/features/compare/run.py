@@ -1,0 +1,49 @@
+"""Any two stored runs compared like with like."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from latdoc.analysis.compare import compare_samples
+from latdoc.analysis.gates import Gate, check_gates
+from latdoc.errors import UsageError
+from latdoc.features.compare.analysis import RunComparison
+from latdoc.store import Store
+
+
+def compare_runs(
+    store: Store,
+    run_a: str,
+    run_b: str,
+    *,
+    allow_different: bool = False,
+    seed: int = 0,
+    gates: Sequence[Gate] = (),
+) -> RunComparison:
+    """Compare two stored runs (ids or unique prefixes) like with like, sending nothing;
+    check ``gates`` with A as the baseline.
+
+    Runs of different endpoints or models are refused unless ``allow_different``.
+    """
+    info_a, samples_a, _ = store.load_run(run_a)
+    info_b, samples_b, _ = store.load_run(run_b)
+    if info_a.run_id == info_b.run_id:
+        raise UsageError(f"both runs are {info_a.run_id}: compare two different runs")
+    if not allow_different:
+        for what, x, y in (
+            ("endpoint", info_a.endpoint, info_b.endpoint),
+            ("model", info_a.model, info_b.model),
+        ):
+            if x != y:
+                raise UsageError(
+                    f"the runs measured different {what}s ({x} and {y}); "
+                    "pass --allow-different to compare them anyway"
+                )
+    comparison = compare_samples(samples_a, samples_b, seed=seed)
+    if not comparison.groups:
+        raise UsageError(
+            f"runs {info_a.run_id} and {info_b.run_id} have no requests sent under the same "
+            "conditions (step, prompt length, concurrency) that both measured"
+        )
+    report = check_gates(samples_a, samples_b, gates) if gates else None
+    return RunComparison(info_a, info_b, comparison, report)
