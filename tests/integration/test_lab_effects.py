@@ -26,7 +26,7 @@ import httpx
 import pytest
 
 from latdoc import Endpoint, ProbeSession, RequestTrace
-from latdoc.cli.lab import config_from_args
+from latdoc.lab.command import config_from_args
 from latdoc.lab.sim import (
     CHAT_MESSAGE_OVERHEAD,
     CHAT_REPLY_OVERHEAD,

@@ -305,10 +305,10 @@ signal.signal(signal.SIGINT, signal.default_int_handler)
 from latdoc.model import Kind, RunContext
 from latdoc.analysis.engine_metrics import engine_delta, parse_exposition
 from latdoc.analysis.servertime import split_ttft
-from latdoc.cli.lab import add_lab_parser, run_lab
+from latdoc.lab.command import add_parser, run
 parser = argparse.ArgumentParser(prog="latdoc")
-add_lab_parser(parser.add_subparsers(dest="command"), argparse.ArgumentParser)
-sys.exit(run_lab(parser.parse_args(sys.argv[1:])))
+add_parser(parser.add_subparsers(dest="command"), argparse.ArgumentParser)
+sys.exit(run(parser.parse_args(sys.argv[1:])))
 """
 
 

@@ -385,14 +385,14 @@ def test_leftovers_of_a_crashed_run_are_removed() -> None:
 @needs_root
 def test_cli_up_set_exec_down(capfd: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("dnslib")
-    from latdoc.cli.lab import add_lab_parser, run_lab
+    from latdoc.lab import command
 
     name = "latdoc-cli"
     parser = argparse.ArgumentParser()
-    add_lab_parser(parser.add_subparsers(dest="command"), argparse.ArgumentParser)
+    command.add_parser(parser.add_subparsers(dest="command"), argparse.ArgumentParser)
 
     def run(*argv: str) -> int:
-        return run_lab(parser.parse_args(["lab", "net", argv[0], "--name", name, *argv[1:]]))
+        return command.run(parser.parse_args(["lab", "net", argv[0], "--name", name, *argv[1:]]))
 
     connect = (
         "import socket, time\n"

@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from latdoc import LabError, UsageError
-from latdoc.cli.lab import config_from_args
+from latdoc.lab.command import config_from_args
 from latdoc.lab.sim import (
     Fault,
     LabConfig,

@@ -9,6 +9,8 @@ Three rooms, each a package with its own map:
   user-space link with delay, jitter, rate and loss, and a slow DNS server.
 - :mod:`latdoc.lab.engine`: llama.cpp's server on a small shipped model
   (:class:`EngineServer`).
+- :mod:`latdoc.lab.command`: ``latdoc lab serve|net|engine``, the lab's own command
+  line, which ``latdoc`` adds under its commands.
 - :mod:`latdoc.lab.raycluster`: a real Ray cluster of several nodes on loopback,
   with custom resources (:class:`~latdoc.lab.raycluster.LocalRayCluster`), for load
   workers and vantage points.

@@ -24,7 +24,7 @@ from latdoc import (
 from latdoc.advice import keys
 from latdoc.advice.kinds.network_path import network_path_remedies
 from latdoc.analysis.servertime import server_account, server_timing_of, split_ttft
-from latdoc.cli.lab import add_lab_parser, config_from_args
+from latdoc.lab.command import add_parser, config_from_args
 from latdoc.lab.sim import LabConfig, TimingForm
 from latdoc.lab.sim._process import config_from_json, config_to_json
 from latdoc.probe._servertiming import parse_server_timing
@@ -109,7 +109,7 @@ def test_the_headers_that_tell_time_are_read_and_nonsense_is_not() -> None:
 
 def test_lab_serve_takes_the_forms_and_a_lab_process_keeps_them() -> None:
     parser = argparse.ArgumentParser(prog="latdoc")
-    add_lab_parser(parser.add_subparsers(dest="command"), argparse.ArgumentParser)
+    add_parser(parser.add_subparsers(dest="command"), argparse.ArgumentParser)
     argv = ["lab", "serve", "--timing-form", "vllm", "--timing-form", "groq"]
     config = config_from_args(parser.parse_args(argv))
     assert config.timing_forms == (TimingForm.VLLM, TimingForm.GROQ)

@@ -21,7 +21,7 @@ import argparse
 import pytest
 
 from latdoc import UsageError
-from latdoc.cli.lab import add_lab_parser, config_from_args
+from latdoc.lab.command import add_parser, config_from_args
 from latdoc.lab.sim import (
     LabConfig,
     LatencyModel,
@@ -68,7 +68,7 @@ def test_alt_models_config() -> None:
 
 def _serve_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="latdoc")
-    add_lab_parser(parser.add_subparsers(dest="command"), argparse.ArgumentParser)
+    add_parser(parser.add_subparsers(dest="command"), argparse.ArgumentParser)
     return parser.parse_args(["lab", "serve", *argv])
 
 

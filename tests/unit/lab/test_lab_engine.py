@@ -23,7 +23,7 @@ import pytest
 from latdoc import (
     UsageError,
 )
-from latdoc.cli.lab import add_lab_parser, run_lab
+from latdoc.lab.command import add_parser, run
 
 
 @pytest.mark.parametrize(
@@ -37,6 +37,6 @@ from latdoc.cli.lab import add_lab_parser, run_lab
 )
 def test_engine_command_rejects_bad_options(flags: list[str], message: str) -> None:
     parser = argparse.ArgumentParser(prog="latdoc")
-    add_lab_parser(parser.add_subparsers(dest="command"), argparse.ArgumentParser)
+    add_parser(parser.add_subparsers(dest="command"), argparse.ArgumentParser)
     with pytest.raises(UsageError, match=message):
-        run_lab(parser.parse_args(["lab", "engine", *flags]))
+        run(parser.parse_args(["lab", "engine", *flags]))

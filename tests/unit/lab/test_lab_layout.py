@@ -16,7 +16,13 @@ import latdoc.lab
 from latdoc import LabError
 from latdoc.lab._service import Service
 
-ROOMS = ["latdoc.lab", "latdoc.lab.sim", "latdoc.lab.net", "latdoc.lab.engine"]
+ROOMS = [
+    "latdoc.lab",
+    "latdoc.lab.sim",
+    "latdoc.lab.net",
+    "latdoc.lab.engine",
+    "latdoc.lab.command",
+]
 
 
 def _ruff_order(name: str) -> tuple[int, str]:

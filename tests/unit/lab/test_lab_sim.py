@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from latdoc import UsageError
-from latdoc.cli.lab import add_lab_parser, config_from_args
+from latdoc.lab.command import add_parser, config_from_args
 from latdoc.lab.sim import (
     Fault,
     LabConfig,
@@ -176,7 +176,7 @@ def test_new_fields_round_trip_to_the_child() -> None:
 def _serve_args(argv: list[str]) -> argparse.Namespace:
     """``argv`` parsed as the options of ``latdoc lab serve``."""
     parser = argparse.ArgumentParser(prog="latdoc")
-    add_lab_parser(parser.add_subparsers(dest="command"), argparse.ArgumentParser)
+    add_parser(parser.add_subparsers(dest="command"), argparse.ArgumentParser)
     return parser.parse_args(["lab", "serve", *argv])
 
 
