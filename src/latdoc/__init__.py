@@ -94,7 +94,7 @@ if TYPE_CHECKING:
     from latdoc.features.probe import StoredProbe, probe_endpoint
     from latdoc.features.system import read_host
     from latdoc.features.verify import VerifyPlan, VerifyRemedy, VerifyResult, verify_remedy
-    from latdoc.features.watch import WatchPlan, WatchRun, watch_endpoint
+    from latdoc.features.watch import WatchClock, WatchPlan, WatchRun, watch_clock, watch_endpoint
     from latdoc.model import (
         Diagnosis,
         Finding,
@@ -108,7 +108,6 @@ if TYPE_CHECKING:
     )
     from latdoc.pipeline import (
         DiagnosisRun,
-        WatchClock,
         build_diagnosis,
         diagnose_endpoint,
         diagnose_otlp,
@@ -116,7 +115,6 @@ if TYPE_CHECKING:
         measure_steps,
         rediagnose,
         run_diagnosis,
-        watch_clock,
     )
     from latdoc.probe import ConnectionOptions, Dialect, Endpoint, ProbeSession, Timeouts
     from latdoc.records import Chunk, RequestTrace, Sample, Step
@@ -193,7 +191,13 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "latdoc.features.probe": ("StoredProbe", "probe_endpoint"),
     "latdoc.features.system": ("read_host",),
     "latdoc.features.verify": ("VerifyPlan", "VerifyRemedy", "VerifyResult", "verify_remedy"),
-    "latdoc.features.watch": ("WatchPlan", "WatchRun", "watch_endpoint"),
+    "latdoc.features.watch": (
+        "WatchClock",
+        "WatchPlan",
+        "WatchRun",
+        "watch_clock",
+        "watch_endpoint",
+    ),
     "latdoc.model": (
         "Diagnosis",
         "Finding",
@@ -207,7 +211,6 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "latdoc.pipeline": (
         "DiagnosisRun",
-        "WatchClock",
         "build_diagnosis",
         "diagnose_endpoint",
         "diagnose_otlp",
@@ -215,7 +218,6 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "measure_steps",
         "rediagnose",
         "run_diagnosis",
-        "watch_clock",
     ),
     "latdoc.probe": ("ConnectionOptions", "Dialect", "Endpoint", "ProbeSession", "Timeouts"),
     "latdoc.records": ("Chunk", "RequestTrace", "Sample", "Step"),
