@@ -80,6 +80,13 @@ if TYPE_CHECKING:
         UsageError,
     )
     from latdoc.features.compare import RunComparison, compare_runs
+    from latdoc.features.diagnose import (
+        DiagnosisRun,
+        diagnose_endpoint,
+        diagnose_otlp,
+        diagnose_traffic,
+        rediagnose,
+    )
     from latdoc.features.load import (
         LoadPlan,
         LoadRun,
@@ -94,7 +101,7 @@ if TYPE_CHECKING:
     from latdoc.features.probe import StoredProbe, probe_endpoint
     from latdoc.features.system import read_host
     from latdoc.features.verify import VerifyPlan, VerifyRemedy, VerifyResult, verify_remedy
-    from latdoc.features.watch import WatchClock, WatchPlan, WatchRun, watch_clock, watch_endpoint
+    from latdoc.features.watch import WatchPlan, WatchRun, watch_endpoint
     from latdoc.model import (
         Diagnosis,
         Finding,
@@ -107,14 +114,11 @@ if TYPE_CHECKING:
         Verdict,
     )
     from latdoc.pipeline import (
-        DiagnosisRun,
+        WatchClock,
         build_diagnosis,
-        diagnose_endpoint,
-        diagnose_otlp,
-        diagnose_traffic,
         measure_steps,
-        rediagnose,
         run_diagnosis,
+        watch_clock,
     )
     from latdoc.probe import ConnectionOptions, Dialect, Endpoint, ProbeSession, Timeouts
     from latdoc.records import Chunk, RequestTrace, Sample, Step
@@ -177,6 +181,13 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "UsageError",
     ),
     "latdoc.features.compare": ("RunComparison", "compare_runs"),
+    "latdoc.features.diagnose": (
+        "DiagnosisRun",
+        "diagnose_endpoint",
+        "diagnose_otlp",
+        "diagnose_traffic",
+        "rediagnose",
+    ),
     "latdoc.features.load": (
         "LoadPlan",
         "LoadRun",
@@ -191,13 +202,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "latdoc.features.probe": ("StoredProbe", "probe_endpoint"),
     "latdoc.features.system": ("read_host",),
     "latdoc.features.verify": ("VerifyPlan", "VerifyRemedy", "VerifyResult", "verify_remedy"),
-    "latdoc.features.watch": (
-        "WatchClock",
-        "WatchPlan",
-        "WatchRun",
-        "watch_clock",
-        "watch_endpoint",
-    ),
+    "latdoc.features.watch": ("WatchPlan", "WatchRun", "watch_endpoint"),
     "latdoc.model": (
         "Diagnosis",
         "Finding",
@@ -210,14 +215,11 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "Verdict",
     ),
     "latdoc.pipeline": (
-        "DiagnosisRun",
+        "WatchClock",
         "build_diagnosis",
-        "diagnose_endpoint",
-        "diagnose_otlp",
-        "diagnose_traffic",
         "measure_steps",
-        "rediagnose",
         "run_diagnosis",
+        "watch_clock",
     ),
     "latdoc.probe": ("ConnectionOptions", "Dialect", "Endpoint", "ProbeSession", "Timeouts"),
     "latdoc.records": ("Chunk", "RequestTrace", "Sample", "Step"),

@@ -22,7 +22,7 @@ from latdoc import (
     rediagnose,
 )
 from latdoc.lab.sim import LabConfig, LatencyModel
-from latdoc.pipeline._server_metrics import MetricsReading
+from latdoc.pipeline import MetricsReading
 
 QUICK = LatencyModel(prefill_base_ms=5.0, prefill_ms_per_token=0.01, decode_ms_per_token=1.0)
 

@@ -18,6 +18,7 @@ FACES = (
     "latdoc.analysis",
     "latdoc.client",
     "latdoc.features.compare",
+    "latdoc.features.diagnose",
     "latdoc.features.load",
     "latdoc.features.probe",
     "latdoc.features.system",

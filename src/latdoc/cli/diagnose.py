@@ -1,4 +1,6 @@
-"""``latdoc diagnose``, ``latdoc runs`` and ``latdoc report``: parse, call the pipeline, render."""
+"""``latdoc diagnose``, ``latdoc runs`` and ``latdoc report``: parse, call a verb of
+:mod:`latdoc.features.diagnose` (or of the store, for ``runs``), print what its renderer
+makes of the result."""
 
 from __future__ import annotations
 
@@ -30,25 +32,24 @@ from latdoc.cli._options import (
 from latdoc.cli._output import write_output
 from latdoc.cli.vantage import emit_vantages
 from latdoc.errors import UsageError
-from latdoc.features.vantage import diagnose_vantages
-from latdoc.model import DEFAULT_CONCURRENCY, Scenario
-from latdoc.pipeline import (
+from latdoc.features.diagnose import (
     DiagnosisRun,
     diagnose_endpoint,
     diagnose_otlp,
     diagnose_traffic,
-    named_metrics_url,
+    diagnosis_blocks,
+    diagnosis_document,
+    diagnosis_page,
+    plan_line,
     rediagnose,
 )
+from latdoc.features.vantage import diagnose_vantages
+from latdoc.model import DEFAULT_CONCURRENCY, Scenario
+from latdoc.pipeline import named_metrics_url
 from latdoc.report import ProgressBars
 from latdoc.store import RunInfo, Store
 from latdoc.store.run import RUN_STATUSES
-from latdoc.workload import (
-    LENGTHS,
-    DiagnosisPlan,
-    planned_requests,
-    planned_tokens,
-)
+from latdoc.workload import DiagnosisPlan
 
 DEFAULT_MAX_REQUESTS = plan_default(DiagnosisPlan, "max_requests")
 DEFAULT_MAX_SECONDS = plan_default(DiagnosisPlan, "max_seconds")
@@ -150,20 +151,6 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
     out.add_argument("--json", action="store_true")
     add_store_argument(report)
     watch.add_report_arguments(report)
-
-
-def plan_line(plan: DiagnosisPlan) -> str:
-    """What the run may spend and what it will do, said before anything is sent."""
-    worst = planned_tokens(plan.max_tokens, plan.context_window, plan.concurrency)
-    tokens = min(worst, plan.token_budget) if plan.token_budget else worst
-    requests = min(planned_requests(plan.concurrency), plan.max_requests)
-    return (
-        f"Plan: at most {requests} requests, {tokens:,} prompt + output tokens and "
-        f"{plan.max_seconds:g} s — calibration, network (cold and warm), input length "
-        f"({', '.join(str(n) for n in LENGTHS)} tokens, as the time allows), load "
-        f"(sequential, then {plan.concurrency} at once); each step stops once its "
-        "decision is settled."
-    )
 
 
 def run_diagnose(args: argparse.Namespace) -> int:
@@ -352,22 +339,15 @@ def run_report(args: argparse.Namespace) -> int:
 def _emit(run: DiagnosisRun, args: argparse.Namespace, out: TextIO, *, terminal: bool) -> None:
     """Write the HTML file if asked; print JSON, or the terminal view unless only HTML was
     asked of a stored run."""
-    from rich.text import Text
-
-    from latdoc.report import diagnosis_to_dict, make_console, render_diagnosis, render_html
+    from latdoc.report import make_console
 
     if args.html:
         path = Path(args.html)
-        write_output(path, render_html(run.diagnosis, run.samples))
+        write_output(path, diagnosis_page(run))
         print(f"HTML report written to {path}", file=sys.stderr)
     if args.json:
-        document = diagnosis_to_dict(run.diagnosis)
-        if run.source is not None:
-            document["traffic_source"] = dict(run.source)
-        out.write(json.dumps(document, indent=2) + "\n")
+        out.write(json.dumps(diagnosis_document(run), indent=2) + "\n")
     elif terminal or not args.html:
         console = make_console(out)
-        if run.source is not None:
-            read_from = f", read from {run.source['file']}" if "file" in run.source else ""
-            console.print(Text(f"  Traffic recorded by {run.source['recorded_by']}{read_from}"))
-        console.print(render_diagnosis(run.diagnosis))
+        for block in diagnosis_blocks(run):
+            console.print(block)

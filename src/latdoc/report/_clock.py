@@ -13,7 +13,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from latdoc.features.watch.analysis import DAY_S, ClockReport, Peak, p_text
+from latdoc.analysis.clock import DAY_S, ClockReport, Peak, p_text
 from latdoc.report.names import format_ms
 
 WATCH_SCHEMA = "latdoc.watch/1"
@@ -32,14 +32,6 @@ def _span(seconds: float) -> str:
         if seconds >= size and seconds % size == 0:
             return f"{seconds / size:g} {unit}"
     return f"{seconds:g} s"
-
-
-def duration_text(seconds: float) -> str:
-    """A duration as the command line writes it: ``5m``, ``1h``, ``1d``, ``90s``."""
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size and seconds % size == 0:
-            return f"{seconds / size:g}{unit}"
-    return f"{seconds:g}s"
 
 
 def peak_sentence(peak: Peak) -> str:

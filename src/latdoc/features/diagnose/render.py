@@ -1,0 +1,62 @@
+"""What ``latdoc diagnose`` and ``latdoc report`` show of a diagnosis: the plan said
+before anything is sent, the JSON document, the terminal blocks and the page.
+
+Nothing here writes: the command prints what these return.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from latdoc.features.diagnose.analysis import DiagnosisRun
+from latdoc.workload import LENGTHS, DiagnosisPlan, planned_requests, planned_tokens
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+
+def plan_line(plan: DiagnosisPlan) -> str:
+    """What the run may spend and what it will do, said before anything is sent."""
+    worst = planned_tokens(plan.max_tokens, plan.context_window, plan.concurrency)
+    tokens = min(worst, plan.token_budget) if plan.token_budget else worst
+    requests = min(planned_requests(plan.concurrency), plan.max_requests)
+    return (
+        f"Plan: at most {requests} requests, {tokens:,} prompt + output tokens and "
+        f"{plan.max_seconds:g} s — calibration, network (cold and warm), input length "
+        f"({', '.join(str(n) for n in LENGTHS)} tokens, as the time allows), load "
+        f"(sequential, then {plan.concurrency} at once); each step stops once its "
+        "decision is settled."
+    )
+
+
+def diagnosis_document(run: DiagnosisRun) -> dict[str, Any]:
+    """The diagnosis as JSON (:data:`latdoc.report.DIAGNOSIS_SCHEMA`), with what recorded
+    the traffic (``traffic_source``) for a diagnosis of recorded traffic."""
+    from latdoc.report import diagnosis_to_dict
+
+    document = diagnosis_to_dict(run.diagnosis)
+    if run.source is not None:
+        document["traffic_source"] = dict(run.source)
+    return document
+
+
+def diagnosis_blocks(run: DiagnosisRun) -> tuple[RenderableType, ...]:
+    """The terminal view: what recorded the traffic, if it was recorded, then the
+    diagnosis."""
+    from rich.text import Text
+
+    from latdoc.report import render_diagnosis
+
+    blocks: list[RenderableType] = []
+    if run.source is not None:
+        read_from = f", read from {run.source['file']}" if "file" in run.source else ""
+        blocks.append(Text(f"  Traffic recorded by {run.source['recorded_by']}{read_from}"))
+    blocks.append(render_diagnosis(run.diagnosis))
+    return tuple(blocks)
+
+
+def diagnosis_page(run: DiagnosisRun) -> str:
+    """The diagnosis as a self-contained HTML page, with the plots of its samples."""
+    from latdoc.report import render_html
+
+    return render_html(run.diagnosis, run.samples)

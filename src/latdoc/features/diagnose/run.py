@@ -1,0 +1,184 @@
+"""Measure, keep and diagnose an endpoint; diagnose a stored run again; diagnose recorded
+traffic (an ``instrument`` run, or the spans of an OTLP file), sending nothing."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from latdoc.errors import UsageError
+from latdoc.features.diagnose.analysis import DiagnosisRun, traffic_diagnosis
+from latdoc.model import Scenario
+from latdoc.pipeline import (
+    AUTO,
+    MetricsReading,
+    build_diagnosis,
+    measure_steps,
+    metrics_target,
+    run_context,
+    run_meta,
+    watch_note,
+)
+from latdoc.records import Sample, Step, StepNote
+from latdoc.store import Store, diagnosis_to_record
+from latdoc.workload import DiagnosisPlan, ProgressHook, SampleHook
+from latdoc.workload.otlp import decode, read_otlp
+
+
+def diagnose_endpoint(
+    plan: DiagnosisPlan,
+    *,
+    scenario: Scenario = Scenario.CHAT,
+    concurrency: int | None = None,
+    store: Store | None = None,
+    on_sample: SampleHook | None = None,
+    on_progress: ProgressHook | None = None,
+    server_metrics: str | None = AUTO,
+    prompt_tokens: int | None = None,
+) -> DiagnosisRun:
+    """Measure ``plan``'s endpoint, keep every sample, and diagnose it.
+
+    ``store`` defaults to the user's store (the API key of the plan's endpoint is
+    masked in it). Ctrl-C stops the measuring, not the diagnosis: the run is kept
+    as ``interrupted`` and what was measured is diagnosed. ``server_metrics`` is the
+    engine's Prometheus page to read before and after the run (``auto``: ``/metrics``
+    on the endpoint's host; ``None`` or ``off``: none). ``concurrency`` is the plan's
+    (the one the load step sends and the pool is sized for) unless given.
+    ``prompt_tokens`` is the user's typical prompt, which the verdict is for (kept with
+    the run, so ``latdoc report`` gives the same verdict); None for the seed's 2K one.
+    """
+    if concurrency is None:
+        concurrency = plan.concurrency
+    if store is None:
+        secrets = [plan.endpoint.api_key] if plan.endpoint.api_key else []
+        with Store(None, secrets=secrets) as own:
+            return diagnose_endpoint(
+                plan,
+                scenario=scenario,
+                concurrency=concurrency,
+                store=own,
+                on_sample=on_sample,
+                on_progress=on_progress,
+                server_metrics=server_metrics,
+                prompt_tokens=prompt_tokens,
+            )
+    target = metrics_target(server_metrics, plan.endpoint.base_url)
+    meta = run_meta(plan, concurrency, prompt_tokens)
+    run_id = store.new_run(
+        endpoint=plan.endpoint.base_url, model=plan.endpoint.model, scenario=scenario, meta=meta
+    )
+    samples: list[Sample] = []
+
+    def keep(sample: Sample) -> None:
+        samples.append(sample)
+        store.add_sample(run_id, sample)
+        if on_sample is not None:
+            on_sample(sample)
+
+    reading = None if target is None else MetricsReading(target, plan.connection)
+    status, notes = "done", []
+    try:
+        result = asyncio.run(measure_steps(plan, on_sample=keep, on_progress=on_progress))
+        notes = result.notes
+    except KeyboardInterrupt:
+        status = "interrupted"
+        notes = [StepNote(Step.RUN, "interrupted by the user; diagnosed what was measured")]
+    if reading is not None:
+        record = reading.finish()
+        if record is not None:
+            meta["server_metrics"] = record
+            store.update_meta(run_id, {"server_metrics": record})
+        if reading.note is not None:
+            notes = [*notes, StepNote(Step.RUN, reading.note)]
+    watched = watch_note(store, plan.endpoint.base_url, plan.endpoint.model)
+    if watched is not None:
+        notes = [*notes, watched]
+    context = run_context(
+        run_id, plan.endpoint.base_url, plan.endpoint.model, scenario, meta, notes
+    )
+    diagnosis = build_diagnosis(samples, context)
+    store.finish_run(run_id, status=status, notes=notes, diagnosis=diagnosis_to_record(diagnosis))
+    return DiagnosisRun(run_id, diagnosis, tuple(samples), status, store.path)
+
+
+def rediagnose(store: Store, run_id: str) -> DiagnosisRun:
+    """Diagnose a stored run (an id or a unique prefix of one) again, sending nothing."""
+    info, samples, _ = store.load_run(run_id)
+    if info.kind == "instrument":
+        return diagnose_traffic(store, info.run_id)
+    if info.kind == "load":
+        raise UsageError(
+            f"run {info.run_id} is a load sweep, not a diagnosis: `latdoc report` renders it"
+        )
+    if info.kind != "diagnose":
+        raise UsageError(
+            f"run {info.run_id} is a {info.kind} run, not a diagnosis: "
+            "`latdoc compare` compares it with another run"
+        )
+    context = run_context(
+        info.run_id, info.endpoint, info.model, Scenario(info.scenario), info.meta, info.notes
+    )
+    diagnosis = build_diagnosis(samples, context)
+    return DiagnosisRun(info.run_id, diagnosis, tuple(samples), info.status, store.path)
+
+
+def diagnose_traffic(
+    store: Store, run_id: str, *, prompt_tokens: int | None = None
+) -> DiagnosisRun:
+    """Diagnose an ``instrument`` run (an id or a unique prefix) from its recorded requests.
+
+    The notes say what natural traffic cannot tell: no cold and warm pairs on
+    purpose, no controlled prompt lengths, no concurrency probe. The verdict is for a
+    request of ``prompt_tokens`` prompt tokens where the user tells it (kept with the
+    run, so ``latdoc report`` gives the same verdict), else of the prompt told before,
+    else of the recorded requests' median prompt.
+    """
+    info, samples, _ = store.load_run(run_id)
+    if info.kind != "instrument":
+        raise UsageError(
+            f"run {info.run_id} is a {info.kind} run, not recorded traffic: "
+            f"`latdoc report {info.run_id}` shows it"
+        )
+    if not any(s.step is Step.TRAFFIC for s in samples):
+        raise UsageError(f"run {info.run_id} holds no recorded requests yet")
+    if prompt_tokens is not None and info.meta.get("prompt_tokens") != prompt_tokens:
+        store.update_meta(info.run_id, {"prompt_tokens": prompt_tokens})
+    told = prompt_tokens if prompt_tokens is not None else info.meta.get("prompt_tokens")
+    diagnosis, source = traffic_diagnosis(info, samples, told)
+    return DiagnosisRun(
+        info.run_id, diagnosis, tuple(samples), info.status, store.path, source=source
+    )
+
+
+def diagnose_otlp(
+    store: Store, path: Path | str, *, prompt_tokens: int | None = None
+) -> DiagnosisRun:
+    """Keep the GenAI spans of an OTLP JSON file as a run of recorded traffic, and
+    diagnose it; the notes name the instrumentation that wrote the spans (kept in the
+    run's meta as ``instrumentation`` too) and the phases spans cannot tell apart.
+    ``prompt_tokens`` as for :func:`diagnose_traffic`: the spans' median where not told."""
+    file = Path(path)
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read {file}: {exc.strerror}") from None
+    spans = read_otlp(decode(data, str(file)), str(file))
+    first = spans.traces[0]
+    run_id = store.new_run(
+        endpoint=first.url,
+        model=first.model or "(spans)",
+        scenario=Scenario.CHAT,
+        meta={
+            "source": "otlp",
+            "file": file.name,
+            "spans": len(spans.traces),
+            "instrumentation": spans.instrumentation,
+            "prompt_tokens": prompt_tokens,
+        },
+        kind="instrument",
+    )
+    store.add_samples(
+        run_id, [Sample(Step.TRAFFIC, t, index=i) for i, t in enumerate(spans.traces)]
+    )
+    store.finish_run(run_id, status="done", diagnosis=None, notes=spans.notes)
+    return diagnose_traffic(store, run_id, prompt_tokens=prompt_tokens)
