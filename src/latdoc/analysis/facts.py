@@ -12,12 +12,12 @@ length step: the fitted curve. And across all steps: stalls, failures, Retry-Aft
 event-loop lag and its own delay before requests left, and what the path resent
 (:mod:`.loss`): a stall on a connection that saw loss during the request is the path's,
 kept apart from the server's, and on a lossy path the requests that saw loss are left
-out of the load step's spread and rise.
+out of the load step's spread and rise. A stream's own pace (time per token, the first
+event's tokens, the time spent reasoning) is read by :mod:`.pace`.
 """
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -26,6 +26,13 @@ from dataclasses import dataclass, field, replace
 from latdoc.analysis.buffering import MIN_CHUNKS, Burst, stream_burst
 from latdoc.analysis.length import fit_length_curve, length_points
 from latdoc.analysis.loss import Loss, path_loss, request_counts
+from latdoc.analysis.pace import WHOLE_TOKEN_SLACK as WHOLE_TOKEN_SLACK
+from latdoc.analysis.pace import event_tokens as event_tokens
+from latdoc.analysis.pace import first_event_decode_ms, thinking_ms
+from latdoc.analysis.pace import steady_tpot_ms as steady_tpot_ms
+from latdoc.analysis.pace import stream_tpot_ms as stream_tpot_ms
+from latdoc.analysis.pace import streamed_tokens as streamed_tokens
+from latdoc.analysis.pace import token_tpot_ms as token_tpot_ms
 from latdoc.analysis.policy import MIN_KEEPALIVE_N
 from latdoc.analysis.servertime import server_account
 from latdoc.analysis.signals import dispersion, find_stalls
@@ -262,88 +269,6 @@ def _unthought_ttft_ms(trace: RequestTrace) -> float | None:
     return max(0.0, ttft - thought[0])
 
 
-WHOLE_TOKEN_SLACK = 1e-6
-"""How far an estimate may fall short of a whole number of tokens and still count it
-(an exact share of 8 tokens may compute as 7.9999999)."""
-
-
-def event_tokens(trace: RequestTrace) -> list[float] | None:
-    """The tokens each of the stream's events carried: their own counts where they are
-    exact; else each event's share of the stream's characters of the tokens the usage
-    says were streamed (the probe counts an event whose tokens it was not told as one).
-    ``None`` without chunks, or with neither exact counts nor a usage."""
-    chunks = trace.chunks
-    if not chunks:
-        return None
-    if trace.chunk_tokens_exact:
-        return [float(c.tokens) for c in chunks]
-    streamed = streamed_tokens(trace)
-    if streamed is None:
-        return None
-    chars = sum(c.chars for c in chunks)
-    if chars <= 0:
-        return [streamed / len(chunks)] * len(chunks)
-    return [streamed * c.chars / chars for c in chunks]
-
-
-def first_event_decode_ms(trace: RequestTrace) -> float:
-    """What decoding the first event's tokens after its first took: (tokens − 1) × the
-    stream's time per token. The first event's tokens are the whole tokens in
-    :func:`event_tokens`'s, never more than the stream's tokens beyond one an event (so
-    a stream of one token an event, exact or not, loses nothing): a share of the
-    characters is a token or so out where words run long or short (the lab's first
-    eight words, 55 characters against the next eights' 46, read 8.9 tokens), and a
-    token too few leaves one token's time in the TTFT where one too many would take a
-    token's time of the server's own wait away; the time per token is the median
-    over the later events of each one's gap over its tokens (a stall is one gap of
-    many; an event of eight tokens is eight tokens' time), or where a hop held the
-    stream back, :func:`token_tpot_ms`.
-    0 for an event of one token or a stream that tells no time per token."""
-    tokens = event_tokens(trace)
-    if not tokens:
-        return 0.0
-    beyond_one = round(sum(tokens)) - len(tokens)
-    # Whole tokens only: a share of the characters a little over a token's reads as less.
-    first = min(1 + beyond_one, math.floor(tokens[0] + WHOLE_TOKEN_SLACK))
-    if first <= 1:
-        return 0.0
-    tpot = _event_tpot_ms(trace, tokens)
-    return 0.0 if tpot is None else (first - 1) * tpot
-
-
-def _event_tpot_ms(trace: RequestTrace, tokens: Sequence[float]) -> float | None:
-    """The stream's time per token with each event's ``tokens``; ``None`` from fewer
-    than two gaps."""
-    if stream_burst(trace) is None:
-        per_token = [gap / k for gap, k in zip(trace.itl_ms, tokens[1:], strict=True) if k > 0]
-        return statistics.median(per_token) if len(per_token) >= 2 else None
-    return token_tpot_ms(trace)
-
-
-def streamed_tokens(trace: RequestTrace) -> int | None:
-    """The output tokens the stream's chunks carried, by the server's usage: its output
-    tokens less reasoning it counted but did not stream. ``None`` without a usage."""
-    if not trace.output_tokens_exact or trace.output_tokens is None:
-        return None
-    hidden = (trace.reasoning_tokens or 0) if trace.first_reasoning_ns is None else 0
-    return max(0, trace.output_tokens - hidden)
-
-
-def token_tpot_ms(trace: RequestTrace) -> float | None:
-    """The stream's time per output token (:func:`stream_tpot_ms`) with the tokens each
-    chunk carried as the usage tells them: when the chunks' own counts are not exact
-    (one a chunk, where the server gave no count per chunk) and the usage counts more
-    tokens than the chunks, each chunk holds its share of them."""
-    tpot = stream_tpot_ms(trace)
-    if tpot is None or trace.chunk_tokens_exact:
-        return tpot
-    counted = sum(c.tokens for c in trace.chunks)
-    streamed = streamed_tokens(trace)
-    if streamed is None or counted <= 0 or streamed <= counted:
-        return tpot
-    return tpot * counted / streamed
-
-
 def _diff(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a - b
 
@@ -455,24 +380,6 @@ def _retry_after(trace: RequestTrace) -> float | None:
     return None if trace.error is None else trace.error.retry_after_s
 
 
-def thinking_ms(trace: RequestTrace) -> tuple[float, bool] | None:
-    """Time a request spent reasoning before its answer, and whether it was seen.
-
-    Seen: from its first reasoning output to its first answer token. Hidden (the
-    server reports reasoning tokens but streams none): the reported reasoning tokens
-    times the stream's time per token (:func:`stream_tpot_ms`), as they were decoded
-    before the first visible token. ``None`` for a request that did not reason.
-    """
-    seen = trace.reasoning_ms
-    if seen is not None:
-        return seen, True
-    tokens = trace.reasoning_tokens
-    tpot = stream_tpot_ms(trace)
-    if tokens and tpot is not None:
-        return tokens * tpot, False
-    return None
-
-
 def reasoning_facts(traces: Sequence[RequestTrace]) -> dict[str, float | None]:
     """Medians of the reasoning phase over successful requests; empty when none reasoned.
 
@@ -498,33 +405,3 @@ def reasoning_facts(traces: Sequence[RequestTrace]) -> dict[str, float | None]:
             float(t.answer_tokens) for t, _ in reasoned if t.answer_tokens is not None
         ),
     }
-
-
-def steady_tpot_ms(trace: RequestTrace) -> float | None:
-    """Time per output token in the stream's steady rhythm: the median inter-chunk gap
-    over the tokens per chunk, so a stall does not pass for slow generation."""
-    itl = trace.itl_ms
-    tokens = sum(c.tokens for c in trace.chunks)
-    if len(itl) < 2 or tokens <= 0:
-        return None
-    return statistics.median(itl) / (tokens / len(trace.chunks))
-
-
-def stream_tpot_ms(trace: RequestTrace) -> float | None:
-    """The stream's time per output token: its steady rhythm (:func:`steady_tpot_ms`), or
-    where a hop passed it on a buffer at a time (whose gaps inside a burst are zero),
-    the span from the first burst's arrival to the last over the tokens after the first
-    burst; a stream held whole tells it only from the server's own production time."""
-    burst = stream_burst(trace)
-    if burst is None:
-        return steady_tpot_ms(trace)
-    tokens = sum(c.tokens for c in trace.chunks)
-    per_chunk = tokens / len(trace.chunks) if trace.chunks else 0.0
-    if burst.whole:
-        if burst.produced_ms is None or tokens < 2:
-            return None
-        return burst.produced_ms / (tokens - 1)
-    after = burst.chunks - burst.first_burst
-    if after < 1 or per_chunk <= 0:
-        return None
-    return burst.span_ms / after / per_chunk

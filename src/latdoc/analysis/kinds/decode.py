@@ -22,8 +22,9 @@ its time per token only where the server says how long it produced the tokens.
 from __future__ import annotations
 
 from latdoc.analysis._rule import confidence
-from latdoc.analysis.facts import Facts, streamed_tokens, token_tpot_ms
+from latdoc.analysis.facts import Facts
 from latdoc.analysis.kinds._spec import KindSpec
+from latdoc.analysis.pace import streamed_tokens, token_tpot_ms
 from latdoc.analysis.stats import median_of
 from latdoc.model import Finding, Kind
 

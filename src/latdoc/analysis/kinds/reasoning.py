@@ -1,7 +1,7 @@
 """``reasoning``: a model that thinks before its first answer token.
 
 Its share is the median over successful requests of the time thinking before the
-answer (:func:`~latdoc.analysis.facts.thinking_ms`: streamed, from the first
+answer (:func:`~latdoc.analysis.pace.thinking_ms`: streamed, from the first
 reasoning output to the first answer token; else the reported reasoning tokens
 times the steady time per token), 0 for a request that did not think. It fires from
 :data:`REASONING_MIN_MS`; the noticeable bar then decides whether it contributes.
