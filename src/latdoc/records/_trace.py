@@ -1,12 +1,4 @@
-"""The records every layer reads: a measured request and why it was sent.
-
-:class:`RequestTrace` is the one record of a measured request; a :class:`Sample`
-labels it with the :class:`Step` of a diagnosis that sent it and the conditions
-it was sent under; a :class:`StepNote` says what a step left out. How a request
-failed (:class:`~latdoc.errors.TraceError`) lives with the exceptions in
-:mod:`latdoc.errors`.
-
-The trace:
+"""The one record of a measured request: :class:`RequestTrace`.
 
 All phase times are integer nanoseconds from ``t0`` (the moment the request was
 handed to the client), taken with :func:`time.perf_counter_ns`. Phase marks are
@@ -65,98 +57,13 @@ total       end of the response, from t0 (curl's ``time_total``)
 
 from __future__ import annotations
 
-import enum
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from latdoc.errors import RequestFailed, TraceError
-
-_NS_PER_MS = 1_000_000
-
-CHARS_PER_TOKEN = 4
-"""Characters a token is taken to hold when a prompt's tokens are estimated from its
-text: OpenAI's rule of thumb for English text with its tokenizers."""
-
-
-def estimate_tokens(chars: int) -> int:
-    """An estimate of the tokens in ``chars`` characters of text (rounded up)."""
-    return -(-chars // CHARS_PER_TOKEN)
-
-
-@dataclass(frozen=True, slots=True)
-class Chunk:
-    """One streamed event that carried output text (or reasoning text)."""
-
-    t_ns: int
-    """Arrival time of the socket read that completed the event, from t0."""
-    chars: int
-    tokens: int
-    """Tokens in this chunk: exact when ``RequestTrace.chunk_tokens_exact``."""
-
-
-@dataclass(frozen=True, slots=True)
-class TcpInfo:
-    """Kernel view of the connection (Linux ``TCP_INFO``), read at the end."""
-
-    rtt_us: int
-    rttvar_us: int
-    min_rtt_us: int | None
-    retransmits: int
-    """Segments retransmitted over the connection's whole life."""
-    snd_cwnd: int
-    bytes_acked: int | None
-    bytes_received: int | None
-    lost: int | None = None
-    """Segments the kernel counts as lost and not yet retransmitted (``tcpi_lost``)."""
-    backoff_retransmits: int | None = None
-    """Retransmission timeouts in a row still unanswered when read (``tcpi_retransmits``):
-    above 0, the connection is waiting out an exponential backoff."""
-    data_segments_out: int | None = None
-    """Segments carrying data sent over the connection's whole life
-    (``tcpi_data_segs_out``), retransmissions included."""
-    data_segments_in: int | None = None
-    """Segments carrying data received over the connection's whole life
-    (``tcpi_data_segs_in``)."""
-    out_of_order_in: int | None = None
-    """Segments received out of order (``tcpi_rcv_ooopack``): one before it was lost on
-    the way here, and the server resends it. The client sees the server's
-    retransmissions only so."""
-
-    @property
-    def resent_share(self) -> float | None:
-        """Segments resent either way (the client's retransmissions and the server's, seen
-        as out-of-order arrivals) over the data segments sent and received; ``None`` when
-        not counted."""
-        if self.data_segments_out is None or self.data_segments_in is None:
-            return None
-        segments = self.data_segments_out + self.data_segments_in
-        if not segments:
-            return None
-        return (self.retransmits + (self.out_of_order_in or 0)) / segments
-
-
-@dataclass(frozen=True, slots=True)
-class ConnectAttempt:
-    """One TCP connection attempt of a new connection (happy eyeballs, RFC 8305)."""
-
-    address: str
-    family: int
-    """4 or 6."""
-    start_ns: int
-    """When the attempt started, from ``t0``."""
-    elapsed_ns: int
-    """From its start to its outcome."""
-    outcome: str
-    """``"connected"`` (the connection used), ``"failed"`` (refused, unreachable),
-    ``"timeout"`` (the request's connect timeout ran out), ``"cancelled"`` (still
-    waiting when another attempt connected), or ``"spare"`` (connected just after
-    another did, and closed)."""
-
-    @property
-    def ms(self) -> float:
-        return self.elapsed_ns / _NS_PER_MS
+from latdoc.records._parts import _NS_PER_MS, Chunk, ConnectAttempt, TcpInfo
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,8 +161,8 @@ class RequestTrace:
     body it sent; ``None`` when the body was not read."""
     prompt_tokens_estimated: int | None = None
     """An estimate of the prompt's tokens from :attr:`prompt_chars`
-    (:func:`estimate_tokens`), for requests whose server reports no usage; never the
-    server's count, which is :attr:`prompt_tokens`."""
+    (:func:`~latdoc.records.estimate_tokens`), for requests whose server reports no
+    usage; never the server's count, which is :attr:`prompt_tokens`."""
     proxy: str | None = None
     """The proxy the request went through, as its URL with the credentials masked
     (``http://***@proxy:3128``); ``None``: direct. Through a proxy, ``remote_ip``,
@@ -462,62 +369,3 @@ def _span(start: int | None, end: int | None) -> float | None:
     if start is None or end is None:
         return None
     return (end - start) / _NS_PER_MS
-
-
-class Step(enum.StrEnum):
-    """Why a request was sent: a step of the method, a probe, or an arm of an experiment."""
-
-    CALIBRATION = "calibration"
-    """Two short requests that learn how the endpoint counts prompt tokens."""
-    NETWORK = "network"
-    """Step 1: cold and warm requests at a short prompt."""
-    LENGTH = "length"
-    """Step 2: the same request at growing prompt lengths."""
-    LOAD = "load"
-    """Step 3: repeats one after another, then several at once; in ``latdoc load``, one
-    level of a closed-loop sweep (``concurrency`` is the level)."""
-    ARRIVALS = "arrivals"
-    """``latdoc load --rate``: one level of an open-loop sweep, requests arriving at random
-    (``concurrency`` is the level's number, from 1; its rate is in the run's meta)."""
-    RUN = "run"
-    """The run as a whole (used by notes, never by a sample)."""
-    PROBE = "probe"
-    """``latdoc probe``: the same request repeated."""
-    EXPERIMENT = "experiment"
-    """``latdoc verify``: one arm of an A/B experiment."""
-    TRAFFIC = "traffic"
-    """``latdoc.instrument``: a request the application itself made, timed as it passed."""
-    WATCH = "watch"
-    """``latdoc watch``: a tick's cold short, warm short or long request, on a schedule."""
-    SUMMARY = "summary"
-    """``latdoc verify --remedy conversation``: a summary the model wrote for a strategy
-    (its time and tokens are that strategy's cost)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Sample:
-    """One trace of a diagnosis run, labelled with the step and conditions that produced it."""
-
-    step: Step
-    trace: RequestTrace
-    target_prompt_tokens: int | None = None
-    """The prompt length asked for (the trace holds what the endpoint counted)."""
-    concurrency: int = 1
-    """How many requests were in flight together when this one was sent."""
-    cold: bool = False
-    """Sent on a new connection on purpose (network step)."""
-    index: int = 0
-    """Order within the run."""
-    loop_lag_ms: float | None = None
-    """How late the measuring client's event loop ran at worst during this request."""
-    worker: int | None = None
-    """Which load worker sent it (a local process or a Ray actor, from 0); ``None`` when
-    the measuring process sent it itself."""
-
-
-@dataclass(frozen=True, slots=True)
-class StepNote:
-    """Something a step had to leave out or could not measure, said in the report."""
-
-    step: Step
-    text: str
