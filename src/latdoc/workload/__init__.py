@@ -3,7 +3,8 @@
 - ``_prompts``: prompts of unique random words; ``_calibration``: how many of
   them make N tokens on this endpoint, learned from its own usage.
 - ``_budget``: hard caps on requests, tokens and seconds, reserved before sending.
-- ``_steps``: the three measured steps of a diagnosis (network, input length, load).
+- ``_diagnosis_plan``: what a diagnosis plans to send, and the most it sends and spends;
+  ``_steps``: the three measured steps that send it (network, input length, load).
 - ``_probe_loop``: a series of probes as ``latdoc probe`` sends them.
 
 Inputs read from files: :mod:`.traces`, production traces to replay, and
@@ -25,18 +26,10 @@ from latdoc.workload._calibration import (
     cannot_answer_note,
     prompt_cost,
 )
+from latdoc.workload._diagnosis_plan import LENGTHS, DiagnosisPlan, planned_requests, planned_tokens
 from latdoc.workload._probe_loop import DEFAULT_PROMPT, ProbePlan, ProbeRun, run_probe
 from latdoc.workload._prompts import make_prompt
-from latdoc.workload._steps import (
-    LENGTHS,
-    DiagnosisPlan,
-    ProgressHook,
-    SampleHook,
-    StepsResult,
-    planned_requests,
-    planned_tokens,
-    run_steps,
-)
+from latdoc.workload._steps import ProgressHook, SampleHook, StepsResult, run_steps
 
 __all__ = [
     "ASSUMED",

@@ -21,7 +21,8 @@ decision is settled.
 
 Each request is reserved in the :class:`Budget` before it is sent and handed to
 ``on_sample`` as soon as it finishes, so an interrupted run keeps every finished
-trace. This module sends and labels; it computes no verdict and prints nothing.
+trace. This module sends and labels; it computes no verdict and prints nothing. The
+lengths, repeats and margins it sends by are the plan's (:mod:`._diagnosis_plan`).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from dataclasses import dataclass, field, replace
 from latdoc.analysis.kinds.input_length import LONG_REFERENCE_TOKENS
 from latdoc.errors import TraceError
 from latdoc.model import DEFAULT_CONCURRENCY
-from latdoc.probe import ConnectionOptions, Endpoint, LoopLagMonitor, ProbeSession, now_ns
+from latdoc.probe import LoopLagMonitor, ProbeSession, now_ns
 from latdoc.records import RequestTrace, Sample, Step, StepNote
 from latdoc.workload._budget import Budget
 from latdoc.workload._calibration import (
@@ -47,53 +48,27 @@ from latdoc.workload._calibration import (
     cannot_answer_note,
     prompt_cost,
 )
+from latdoc.workload._diagnosis_plan import (
+    CALIBRATION_NEAR_TOKENS,
+    EXTRA_COLD,
+    LENGTH_ORDER,
+    LENGTH_TIME_SHARE,
+    REFERENCE_REPEATS,
+    RESUMED_TLS,
+    SAFETY,
+    SEQUENTIAL_REPEATS,
+    SHORT_TOKENS,
+    WARM_REQUESTS,
+    DiagnosisPlan,
+)
+from latdoc.workload._diagnosis_plan import LENGTHS as LENGTHS
+from latdoc.workload._diagnosis_plan import planned_requests as planned_requests
+from latdoc.workload._diagnosis_plan import planned_tokens as planned_tokens
 from latdoc.workload._prompts import make_prompt
 from latdoc.workload._settle import length_unsettled, network_unsettled
 
-LENGTHS = (128, 512, 2048, 8192, 32768)
-"""The seed's lengths for the TTFT curve."""
-SHORT_TOKENS = LENGTHS[0]
-"""The network and load steps' prompt: the curve's first length."""
-LENGTH_ORDER = (LONG_REFERENCE_TOKENS, *(n for n in LENGTHS[1:] if n != LONG_REFERENCE_TOKENS))
-"""The lengths the length step sends, the rule's reference first so a run cut short by
-its budget still has the rule's two points."""
-CALIBRATION_NEAR_TOKENS = 256
-WARM_REQUESTS = 3
-EXTRA_COLD = 3
-RESUMED_TLS = 1
-"""The network step's cold request that offers the first connection's TLS session."""
-"""With the first cold request and the load step's first sequential one, five new
-connections: the fewest an interval of their median (keep-alive's saving, the setup
-every request pays) is given from (the policy's ``MIN_INTERVAL_N``)."""
-SEQUENTIAL_REPEATS = 3
-REFERENCE_REPEATS = 1
-"""Requests at the reference length beyond the first when it does not settle the rule."""
-LENGTH_TIME_SHARE = 0.6
-"""Of the time left after the network step, what the length step may use."""
-SAFETY = 1.5
-"""Predicted durations are multiplied by this before checking they fit."""
-
 ProgressHook = Callable[[str, int, int], None]
 SampleHook = Callable[[Sample], None]
-
-
-@dataclass(frozen=True)
-class DiagnosisPlan:
-    """What a diagnosis sends: the endpoint, the output length, the budget, and the
-    concurrency the load step sends and the pool is sized for."""
-
-    endpoint: Endpoint
-    connection: ConnectionOptions = field(default_factory=ConnectionOptions)
-    max_tokens: int = 32
-    """``max_tokens`` of each request: the output length."""
-    max_requests: int = 40
-    token_budget: int | None = None
-    """Prompt plus output tokens over the whole run; ``None`` for no cap."""
-    max_seconds: float = 120.0
-    context_window: int | None = None
-    seed: int | None = None
-    concurrency: int = DEFAULT_CONCURRENCY
-    """Requests the load step sends at once (fewer when the budget affords fewer)."""
 
 
 @dataclass
@@ -418,29 +393,6 @@ class _Runner:
             self.settle(cost + out, t)
             self.keep(Sample(Step.LOAD, t, SHORT_TOKENS, at_once))
         return at_once
-
-
-def planned_requests(concurrency: int = DEFAULT_CONCURRENCY) -> int:
-    """Requests the full plan sends at most (over TLS) when no budget stops it and no step
-    settles early."""
-    short = 1 + WARM_REQUESTS + RESUMED_TLS + EXTRA_COLD + SEQUENTIAL_REPEATS + concurrency
-    return 2 + short + len(LENGTH_ORDER) + REFERENCE_REPEATS
-
-
-def planned_tokens(
-    max_tokens: int, context_window: int | None = None, concurrency: int = DEFAULT_CONCURRENCY
-) -> int:
-    """Prompt + output tokens the full plan may spend, at the bounds it reserves."""
-    near = calibration_words(CALIBRATION_NEAR_TOKENS)
-    total = sum(prompt_cost(ASSUMED, w) + 1 for w in near)
-    per_token = TokenCalibration(overhead=0.0, per_word=1.0, measured=True)
-    short = 1 + WARM_REQUESTS + RESUMED_TLS + EXTRA_COLD + SEQUENTIAL_REPEATS + concurrency
-    total += short * (prompt_cost(per_token, SHORT_TOKENS) + max_tokens)
-    for n in LENGTH_ORDER:
-        if context_window is None or n <= context_window:
-            asked = 1 + (REFERENCE_REPEATS if n == LONG_REFERENCE_TOKENS else 0)
-            total += asked * (prompt_cost(per_token, n) + max_tokens)
-    return total
 
 
 def _extrapolate(points: list[tuple[int, float]], n: int) -> float:
