@@ -1,55 +1,18 @@
-"""A load sweep read level by level: latency percentiles, throughput, the knee, Little's law.
-
-Each level of ``latdoc load`` is a :class:`LevelWindow` (what the client meant to
-send and when) and the samples sent in it. The level's window runs from its start
-to the moment it stopped sending: throughput counts the requests finished in it,
-the achieved arrival rate those sent in it; requests that finish after it still
-count in the latency percentiles.
-
-- The **knee** is the first level whose server-side TTFT p50 (from the request
-  reaching the wire, so the client's own delay cannot make one) is at least
-  ``KNEE_RATIO`` times that of the lowest level and ``KNEE_MIN_RISE_MS`` above it
-  (:func:`~latdoc.analysis.policy.queues_under_load`, which the queueing rule reads
-  too): requests start to wait for the server. Traces without the wire mark fall
-  back to TTFT from the request's start.
-- The **throughput plateau** is the first level whose requests/s grows less than
-  ``PLATEAU_GROWTH`` over the previous level's: more load buys no more work.
-- **Little's law**: over a window, the mean number of requests in flight equals
-  throughput × mean latency. Measured from the same traces the two sides agree up to
-  edge effects, so the check holds the in-flight mean against the level's *target*:
-  its concurrency (closed loop), or its asked rate × mean latency (open loop). A gap
-  beyond ``LITTLE_TOLERANCE`` means the client did not hold the load it meant to,
-  or the window was too short for its latency.
-- **Goodput**: the requests per second (and the share) meeting every SLO.
-- **The client's own limit** (:class:`ClientLoad`): the CPU the sending process used,
-  how late its event loop and its kernel-stamp reader ran. Past ``CLIENT_CPU_SHARE`` of
-  a core, or ``CLIENT_LAG_MS`` of lag at the p99, the client shaped the level's numbers
-  (its TTFT, inter-token gaps and throughput carry its own waiting), and
-  :func:`processes_for` says how many processes would hold the load.
-
-A level cut short (an interrupted sweep, or a level the error budget stopped) is
-kept and marked ``partial``; the knee and the plateau are found among the other levels.
+"""One level of a load sweep read from the samples sent in it: its window, its latency
+percentiles, throughput and goodput, Little's law, and its failures by phase.
 """
 
 from __future__ import annotations
 
-import itertools
-import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from latdoc.analysis.policy import (
-    CLIENT_CPU_SHARE,
-    CLIENT_CPU_TARGET,
-    CLIENT_LAG_MS,
-    LITTLE_TOLERANCE,
-    PLATEAU_GROWTH,
-    queues_under_load,
-)
+from latdoc.analysis.policy import LITTLE_TOLERANCE
 from latdoc.analysis.stats import quantiles
+from latdoc.features.load.analysis._client import ClientLoad
 from latdoc.records import RequestTrace, Sample, Step
 
 SUSTAINED_SHARE = 0.9
@@ -57,91 +20,6 @@ SUSTAINED_SHARE = 0.9
 arrivals were sent in the window ..."""
 SUSTAINED_LATE_MS = 50.0
 """... and the median arrival left at most this late."""
-
-
-@dataclass(frozen=True, slots=True)
-class ClientLoad:
-    """What sending one level cost the client process, measured while it ran."""
-
-    cpu_share: float
-    """The process's CPU time over the level's wall time: 1.0 is one core kept busy."""
-    loop_lag_ms_p99: float | None
-    """How late its event loop woke against a timer, p99; ``None`` without readings."""
-    reader_lag_ms_p99: float | None
-    """How late the kernel-stamp reader read a stamped segment, p99; ``None`` without
-    kernel stamps."""
-    processes: int = 1
-    """Processes that sent the level; the figures are the busiest one's."""
-    read_together: float | None = None
-    """The share of the level's gaps between tokens whose two tokens carry one stamp:
-    read together, so the later one's own arrival is lost. A reader that falls behind
-    makes them (the kernel merges a segment into the unread one before it), and so does
-    a server or proxy that writes several tokens at once: alone it names no one, and it
-    is shown beside the reasons, not counted among them. ``None`` without two tokens."""
-
-    def reasons(self) -> list[str]:
-        """Why the client shaped the level's numbers; empty when it did not."""
-        out: list[str] = []
-        if self.cpu_share >= CLIENT_CPU_SHARE:
-            out.append(f"the process used {self.cpu_share:.0%} of a core")
-        if self.loop_lag_ms_p99 is not None and self.loop_lag_ms_p99 > CLIENT_LAG_MS:
-            out.append(f"its event loop ran {self.loop_lag_ms_p99:.0f} ms late (p99)")
-        if self.reader_lag_ms_p99 is not None and self.reader_lag_ms_p99 > CLIENT_LAG_MS:
-            out.append(f"its kernel-stamp reader read {self.reader_lag_ms_p99:.0f} ms late (p99)")
-        return out
-
-    @property
-    def saturated(self) -> bool:
-        return bool(self.reasons())
-
-    def document(self) -> dict[str, float | int | None]:
-        return {"cpu_share": self.cpu_share, "loop_lag_ms_p99": self.loop_lag_ms_p99,
-                "reader_lag_ms_p99": self.reader_lag_ms_p99,
-                "processes": self.processes, "read_together": self.read_together}  # fmt: skip
-
-    @classmethod
-    def from_document(cls, raw: object) -> ClientLoad | None:
-        """The load as :meth:`document` wrote it; ``None`` for anything else."""
-        if not isinstance(raw, dict) or not isinstance(raw.get("cpu_share"), int | float):
-            return None
-
-        def number(key: str) -> float | None:
-            value = raw.get(key)
-            return float(value) if isinstance(value, int | float) else None
-
-        processes = raw.get("processes")
-        return cls(float(raw["cpu_share"]), number("loop_lag_ms_p99"),
-                   number("reader_lag_ms_p99"),
-                   processes if isinstance(processes, int) and processes > 0 else 1,
-                   number("read_together"))  # fmt: skip
-
-
-def busiest(loads: Iterable[ClientLoad | None], processes: int = 1) -> ClientLoad | None:
-    """The busiest of several processes' (or rounds') loads, field by field."""
-    known = [load for load in loads if load is not None]
-    if not known:
-        return None
-
-    def worst(values: Iterable[float | None]) -> float | None:
-        seen = [v for v in values if v is not None]
-        return max(seen) if seen else None
-
-    return ClientLoad(
-        max(load.cpu_share for load in known),
-        worst(load.loop_lag_ms_p99 for load in known),
-        worst(load.reader_lag_ms_p99 for load in known),
-        processes,
-        worst(load.read_together for load in known),
-    )
-
-
-def processes_for(load: ClientLoad) -> int:
-    """Processes that would hold what ``load.processes`` of them sent, each at
-    ``CLIENT_CPU_TARGET`` of a core; at least one more than now when the client was
-    saturated (a saturated share is a floor on the need, not the need)."""
-    now = load.processes
-    wanted = math.ceil(load.cpu_share * now / CLIENT_CPU_TARGET)
-    return max(wanted, now + 1) if load.saturated else max(1, wanted)
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,26 +183,6 @@ class LevelStats:
         return enough and on_time
 
 
-@dataclass(frozen=True, slots=True)
-class LoadAnalysis:
-    """A load sweep read level by level: each level's statistics, the knee, the plateau,
-    the peak throughput and the objectives they were judged by."""
-
-    levels: tuple[LevelStats, ...]
-    knee: LevelStats | None
-    """The first level whose TTFT p50 queues against the lowest level's."""
-    plateau: LevelStats | None
-    """The first level whose requests/s grew less than ``PLATEAU_GROWTH``."""
-    peak_requests_per_s: float | None
-    slo: Slo
-
-    @property
-    def unloaded_ttft_ms(self) -> float | None:
-        """The knee's reference (:func:`knee_base`): the sentence and the rule read one."""
-        base = knee_base(self.levels)
-        return None if base is None else base[1].p50
-
-
 def percentiles(values: Sequence[float | None]) -> Percentiles | None:
     data = np.asarray([v for v in values if v is not None], dtype=float)
     if data.size == 0:
@@ -417,61 +275,3 @@ def _little(window: LevelWindow, samples: Sequence[Sample]) -> LittlesLaw | None
     else:
         return None
     return LittlesLaw(in_flight, predicted, target)
-
-
-def analyse_load(
-    windows: Sequence[LevelWindow], samples: Sequence[Sample], slo: Slo | None = None
-) -> LoadAnalysis:
-    """Every level's numbers, then the knee and the plateau across them."""
-    slo = slo or Slo()
-    levels = []
-    for w in windows:
-        mine = [s for s in samples if s.step == w.step and s.concurrency == w.sample_concurrency]
-        levels.append(level_stats(w, mine, slo))
-    return LoadAnalysis(
-        levels=tuple(levels),
-        knee=find_knee(levels),
-        plateau=find_plateau(levels),
-        peak_requests_per_s=max((lv.requests_per_s for lv in levels), default=None),
-        slo=slo,
-    )
-
-
-def _measured(levels: Sequence[LevelStats]) -> list[tuple[LevelStats, Percentiles]]:
-    """The levels the knee reads: measured server-side TTFT, not cut short."""
-    return [
-        (lv, p)
-        for lv in levels
-        if (p := lv.server_side_ttft_ms) is not None and not lv.window.partial
-    ]
-
-
-def knee_base(levels: Sequence[LevelStats]) -> tuple[LevelStats, Percentiles] | None:
-    """The lowest level the knee reads, and its server-side TTFT: the knee's reference.
-    A lowest level cut short is not it (its sentence once read it while the rule did not)."""
-    measured = _measured(levels)
-    return measured[0] if measured else None
-
-
-def find_knee(levels: Sequence[LevelStats]) -> LevelStats | None:
-    """The first level whose server-side TTFT p50 queues against :func:`knee_base`'s
-    (:func:`~latdoc.analysis.policy.queues_under_load`); a level cut short is never the
-    knee."""
-    measured = _measured(levels)
-    if len(measured) < 2:
-        return None
-    base = measured[0][1]
-    for lv, p in measured[1:]:
-        if base.p50 > 0 and queues_under_load(p.p50 / base.p50, p.p50 - base.p50):
-            return lv
-    return None
-
-
-def find_plateau(levels: Sequence[LevelStats]) -> LevelStats | None:
-    whole = [lv for lv in levels if not lv.window.partial]
-    for previous, lv in itertools.pairwise(whole):
-        if previous.requests_per_s > 0 and lv.requests_per_s < previous.requests_per_s * (
-            1 + PLATEAU_GROWTH
-        ):
-            return lv
-    return None

@@ -1,0 +1,98 @@
+"""A whole load sweep read across its levels (:class:`LoadAnalysis`): each level's
+numbers, the knee where requests start to wait for the server, the throughput
+plateau, and the peak.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from latdoc.analysis.policy import PLATEAU_GROWTH, queues_under_load
+from latdoc.features.load.analysis._level import (
+    LevelStats,
+    LevelWindow,
+    Percentiles,
+    Slo,
+    level_stats,
+)
+from latdoc.records import Sample
+
+
+@dataclass(frozen=True, slots=True)
+class LoadAnalysis:
+    """A load sweep read level by level: each level's statistics, the knee, the plateau,
+    the peak throughput and the objectives they were judged by."""
+
+    levels: tuple[LevelStats, ...]
+    knee: LevelStats | None
+    """The first level whose TTFT p50 queues against the lowest level's."""
+    plateau: LevelStats | None
+    """The first level whose requests/s grew less than ``PLATEAU_GROWTH``."""
+    peak_requests_per_s: float | None
+    slo: Slo
+
+    @property
+    def unloaded_ttft_ms(self) -> float | None:
+        """The knee's reference (:func:`knee_base`): the sentence and the rule read one."""
+        base = knee_base(self.levels)
+        return None if base is None else base[1].p50
+
+
+def analyse_load(
+    windows: Sequence[LevelWindow], samples: Sequence[Sample], slo: Slo | None = None
+) -> LoadAnalysis:
+    """Every level's numbers, then the knee and the plateau across them."""
+    slo = slo or Slo()
+    levels = []
+    for w in windows:
+        mine = [s for s in samples if s.step == w.step and s.concurrency == w.sample_concurrency]
+        levels.append(level_stats(w, mine, slo))
+    return LoadAnalysis(
+        levels=tuple(levels),
+        knee=find_knee(levels),
+        plateau=find_plateau(levels),
+        peak_requests_per_s=max((lv.requests_per_s for lv in levels), default=None),
+        slo=slo,
+    )
+
+
+def _measured(levels: Sequence[LevelStats]) -> list[tuple[LevelStats, Percentiles]]:
+    """The levels the knee reads: measured server-side TTFT, not cut short."""
+    return [
+        (lv, p)
+        for lv in levels
+        if (p := lv.server_side_ttft_ms) is not None and not lv.window.partial
+    ]
+
+
+def knee_base(levels: Sequence[LevelStats]) -> tuple[LevelStats, Percentiles] | None:
+    """The lowest level the knee reads, and its server-side TTFT: the knee's reference.
+    A lowest level cut short is not it (its sentence once read it while the rule did not)."""
+    measured = _measured(levels)
+    return measured[0] if measured else None
+
+
+def find_knee(levels: Sequence[LevelStats]) -> LevelStats | None:
+    """The first level whose server-side TTFT p50 queues against :func:`knee_base`'s
+    (:func:`~latdoc.analysis.policy.queues_under_load`); a level cut short is never the
+    knee."""
+    measured = _measured(levels)
+    if len(measured) < 2:
+        return None
+    base = measured[0][1]
+    for lv, p in measured[1:]:
+        if base.p50 > 0 and queues_under_load(p.p50 / base.p50, p.p50 - base.p50):
+            return lv
+    return None
+
+
+def find_plateau(levels: Sequence[LevelStats]) -> LevelStats | None:
+    whole = [lv for lv in levels if not lv.window.partial]
+    for previous, lv in itertools.pairwise(whole):
+        if previous.requests_per_s > 0 and lv.requests_per_s < previous.requests_per_s * (
+            1 + PLATEAU_GROWTH
+        ):
+            return lv
+    return None
