@@ -11,12 +11,18 @@ that package's private modules.
 from __future__ import annotations
 
 import os
+import platform
 import subprocess
 from collections.abc import Iterator
 from typing import NoReturn
 
 import pytest
 import pytest_socket
+
+# The standard library asks ``uname -p`` (a process) the first time anything reads the
+# platform's description, and keeps the answer: asked once here, before any test is
+# sealed, a unit test that reads it (what every run records of its host) starts none.
+platform.platform()
 
 
 class ProcessBlockedError(RuntimeError):

@@ -1,14 +1,35 @@
 """Typed reads from one JSON record, for the store's loaders: a missing or mistyped field
 raises :class:`ValueError` naming it, which callers at the I/O boundary turn into a
-:class:`~latdoc.errors.UsageError`."""
+:class:`~latdoc.errors.UsageError`. :func:`loads` reads a record's text as JSON whose
+integers fit the store's (SQLite's 64-bit) columns."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-__all__ = ["Fields"]
+__all__ = ["Fields", "loads"]
+
+INT64 = range(-(2**63), 2**63)
+"""The integers an SQLite INTEGER column holds."""
+
+
+def _integer(text: str) -> int:
+    value = int(text)
+    if value not in INT64:
+        raise ValueError(
+            f"the integer {text[:24]}{'…' if len(text) > 24 else ''} is beyond 64 bits"
+        )
+    return value
+
+
+def loads(text: str) -> Any:
+    """``text`` as JSON; :class:`ValueError` for invalid JSON and for an integer no stored
+    column can hold (which SQLite would refuse with an ``OverflowError`` once the rows
+    are written)."""
+    return json.loads(text, parse_int=_integer)
 
 
 class Fields:

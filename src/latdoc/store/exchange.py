@@ -24,6 +24,7 @@ from typing import Any
 from latdoc.errors import UsageError, nesting_checked
 from latdoc.records import Sample
 from latdoc.store._connection import Connection
+from latdoc.store._fields import loads
 from latdoc.store.codec import sample_from_record, sample_to_record
 from latdoc.store.run import (
     RUN_KINDS,
@@ -83,7 +84,7 @@ def run_to_data(run: RunInfo) -> dict[str, Any]:
 def load_document(text: str) -> RunDocument:
     """Read an export of any known version; raise :class:`UsageError` for anything else."""
     try:
-        document = json.loads(text)
+        document = loads(text)
     except ValueError as exc:
         raise UsageError(f"not a latdoc run export: invalid JSON ({exc})") from None
     if not isinstance(document, dict) or document.get("format") != FORMAT:

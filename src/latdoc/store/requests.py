@@ -33,6 +33,7 @@ from typing import IO, Any
 from latdoc.analysis.servertime import server_timing_of
 from latdoc.errors import UsageError, nesting_checked
 from latdoc.records import Sample
+from latdoc.store._fields import loads
 from latdoc.store.codec import sample_from_record, sample_to_record
 from latdoc.store.exchange import run_from_data, run_to_data
 from latdoc.store.run import RunInfo
@@ -320,7 +321,7 @@ def _line(lines: IO[str], source: str, number: int) -> str | None:
 def _object(text: str, source: str, number: int) -> dict[str, Any]:
     try:
         with nesting_checked(f"{source}:{number}"):
-            obj = json.loads(text)
+            obj = loads(text)
     except ValueError as exc:
         raise UsageError(f"{source}:{number}: invalid JSON ({exc})") from None
     if not isinstance(obj, dict):
