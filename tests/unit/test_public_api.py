@@ -19,6 +19,7 @@ FACES = (
     "latdoc.client",
     "latdoc.features.compare",
     "latdoc.features.diagnose",
+    "latdoc.features.export",
     "latdoc.features.load",
     "latdoc.features.probe",
     "latdoc.features.system",

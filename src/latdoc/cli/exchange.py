@@ -13,10 +13,10 @@ from typing import IO, Any
 
 from latdoc.cli._options import EXIT_OK, add_store_argument
 from latdoc.cli._output import output_path
-from latdoc.errors import UsageError, nesting_checked
+from latdoc.features.export import import_export, open_export
 from latdoc.records import Sample
 from latdoc.store import Store
-from latdoc.store.requests import FORMATS, open_text, read_jsonl, write
+from latdoc.store.requests import FORMATS
 
 
 def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
@@ -52,39 +52,39 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
 
 def run_export(args: argparse.Namespace) -> int:
     with Store(args.db) as store:
-        info = store.run_info(args.run_id)
-        diagnosis = store.diagnosis_document(info.run_id)
-        samples = _progress(store.iter_samples(info.run_id), info.requests, "exporting")
-        if args.format == "parquet":
-            if args.output is None:
-                raise UsageError("--format parquet writes a file: give --output FILE")
-            with output_path(args.output) as path:
-                rows = write("parquet", info, diagnosis, samples, path)
-        else:
-            with _open_out(args.output) as out:
-                rows = write(args.format, info, diagnosis, samples, out)
+        export = open_export(
+            store, args.run_id, format=args.format, to_file=args.output is not None
+        )
+        samples = _progress(export.samples(), export.info.requests, "exporting")
+        with _open_out(args.output, export.writes_a_file) as out:
+            rows = export.write(out, samples)
     where = "standard output" if args.output is None else args.output
-    print(f"Exported {rows} requests of run {info.run_id} to {where}.", file=sys.stderr)
+    print(f"Exported {rows} requests of run {export.info.run_id} to {where}.", file=sys.stderr)
     return EXIT_OK
 
 
 def run_import(args: argparse.Namespace) -> int:
-    path = Path(args.file)
-    with nesting_checked(str(path)), open_text(path) as lines, Store(args.db) as store:
-        found = read_jsonl(lines, str(path))
-        run_id, added = store.import_run(found.run, found.diagnosis, found.samples)
-        where = store.path
-    print(f"Imported run {run_id} ({added} requests) into {where}.", file=sys.stderr)
+    found = import_export(args.file, db=args.db)
+    print(
+        f"Imported run {found.run_id} ({found.requests} requests) into {found.store_path}.",
+        file=sys.stderr,
+    )
     return EXIT_OK
 
 
 @contextlib.contextmanager
-def _open_out(output: str | None) -> Iterator[IO[str]]:
+def _open_out(output: str | None, file: bool) -> Iterator[IO[str] | Path]:
+    """Where the rows go: standard output, or ``output`` written whole (as a path when the
+    format writes a file itself)."""
     if output is None:
         yield sys.stdout
         return
-    with output_path(output) as path, path.open("w", encoding="utf-8", newline="") as out:
-        yield out
+    with output_path(output) as path:
+        if file:
+            yield path
+            return
+        with path.open("w", encoding="utf-8", newline="") as out:
+            yield out
 
 
 def _progress(samples: Iterable[Sample], total: int, what: str) -> Iterator[Sample]:

@@ -4,6 +4,8 @@
   rates, from this process, local processes or Ray actors;
 - :mod:`latdoc.features.watch`: ``latdoc watch``, the same requests on a schedule
   across the day;
+- :mod:`latdoc.features.export`: ``latdoc export`` and ``latdoc import``, a stored
+  run's requests out as rows and back into a store;
 - :mod:`latdoc.features.vantage`: ``--vantage``, an endpoint measured from Ray nodes
   in other places;
 - :mod:`latdoc.features.verify`: ``latdoc verify``, a remedy measured as an A/B
