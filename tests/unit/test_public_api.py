@@ -22,6 +22,7 @@ FACES = (
     "latdoc.features.export",
     "latdoc.features.load",
     "latdoc.features.probe",
+    "latdoc.features.run",
     "latdoc.features.system",
     "latdoc.features.vantage",
     "latdoc.features.verify",

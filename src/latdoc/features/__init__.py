@@ -6,6 +6,8 @@
   across the day;
 - :mod:`latdoc.features.export`: ``latdoc export`` and ``latdoc import``, a stored
   run's requests out as rows and back into a store;
+- :mod:`latdoc.features.run`: ``latdoc run PLAN.toml``, the steps a plan file lists,
+  checked before the first sends and run in order;
 - :mod:`latdoc.features.vantage`: ``--vantage``, an endpoint measured from Ray nodes
   in other places;
 - :mod:`latdoc.features.verify`: ``latdoc verify``, a remedy measured as an A/B
