@@ -92,6 +92,68 @@ def diagnosis_to_dict(d: Diagnosis) -> dict[str, Any]:
     ``steps.network_rule`` is step 1's network rule: the setup and first byte it
     compared, its thresholds, the bottleneck it named (``network``, ``model service`` or
     null), its ``statement``, and why keep-alive's saving is null when it is."""
+    return {
+        "schema": DIAGNOSIS_SCHEMA,
+        "run_id": d.run_id,
+        "endpoint": d.endpoint,
+        "model": d.model,
+        "scenario": str(d.scenario),
+        "requests": d.requests,
+        "requests_by_step": dict(d.requests_by_step),
+        "failed": d.failed,
+        "verdict": _verdict(d),
+        "negligible": _negligible(d),
+        "typical_request": _typical_request(d),
+        "workload": _workload(d),
+        "longer_prompt": _longer_prompt(d),
+        "shares": {str(k): round(v / 1000, 6) for k, v in d.shares_ms.items()},
+        "shares_ms": {str(k): round(v, 3) for k, v in d.shares_ms.items()},
+        "findings": _findings(d),
+        "remedies": [_remedy(r) for r in d.remedies],
+        "steps": {
+            "network": with_ms_twins(d.network),
+            "network_rule": _network_rule(d),
+            "length": _length(d),
+            "load": with_ms_twins(d.load),
+            "reasoning": dict(d.reasoning) or None,
+        },
+        "notes": [{"step": n.step, "text": n.text} for n in d.notes],
+        "system": [item_to_dict(i) for i in d.system],
+        "server": server_to_dict(d.server),
+    }
+
+
+def _verdict(d: Diagnosis) -> dict[str, Any]:
+    v = d.verdict
+    return {
+        "primary": str(v.primary),
+        "contributing": [str(k) for k in v.contributing],
+        "confidence": v.confidence,
+        "negligible": [str(k) for k in v.negligible],
+        "rule_confidence": v.rule_confidence,
+        "confidence_model": v.confidence_model,
+        "bank_accuracy": None
+        if v.bank_accuracy is None
+        else {"accuracy": v.bank_accuracy, "n": v.bank_n},
+        "runner_up": None if v.runner_up is None else str(v.runner_up),
+        "near_threshold": v.near_threshold,
+    }
+
+
+def _longer_prompt(d: Diagnosis) -> dict[str, Any] | None:
+    longer = d.longer_prompt
+    if longer is None:
+        return None
+    return {
+        "prompt_tokens": longer.prompt_tokens,
+        "growth_ms": round(longer.growth_ms, 3),
+        "growth_interval_ms": [round(v, 3) for v in longer.growth_interval_ms],
+        "ratio": longer.ratio,
+    }
+
+
+def _findings(d: Diagnosis) -> list[dict[str, Any]]:
+    """Each finding with the first remedy that addresses its kind."""
     top: dict[Kind, Remedy] = {}
     for r in d.remedies:
         top.setdefault(r.addresses, r)
@@ -112,83 +174,41 @@ def diagnosis_to_dict(d: Diagnosis) -> dict[str, Any]:
                 "predicted_gain_ms": remedy.predicted_gain_ms if remedy else None,
             }
         )
-    curve = d.length
+    return findings
+
+
+def _remedy(r: Remedy) -> dict[str, Any]:
     return {
-        "schema": DIAGNOSIS_SCHEMA,
-        "run_id": d.run_id,
-        "endpoint": d.endpoint,
-        "model": d.model,
-        "scenario": str(d.scenario),
-        "requests": d.requests,
-        "requests_by_step": dict(d.requests_by_step),
-        "failed": d.failed,
-        "verdict": {
-            "primary": str(d.verdict.primary),
-            "contributing": [str(k) for k in d.verdict.contributing],
-            "confidence": d.verdict.confidence,
-            "negligible": [str(k) for k in d.verdict.negligible],
-            "rule_confidence": d.verdict.rule_confidence,
-            "confidence_model": d.verdict.confidence_model,
-            "bank_accuracy": None
-            if d.verdict.bank_accuracy is None
-            else {"accuracy": d.verdict.bank_accuracy, "n": d.verdict.bank_n},
-            "runner_up": None if d.verdict.runner_up is None else str(d.verdict.runner_up),
-            "near_threshold": d.verdict.near_threshold,
-        },
-        "negligible": _negligible(d),
-        "typical_request": _typical_request(d),
-        "workload": _workload(d),
-        "longer_prompt": None
-        if d.longer_prompt is None
-        else {
-            "prompt_tokens": d.longer_prompt.prompt_tokens,
-            "growth_ms": round(d.longer_prompt.growth_ms, 3),
-            "growth_interval_ms": [round(v, 3) for v in d.longer_prompt.growth_interval_ms],
-            "ratio": d.longer_prompt.ratio,
-        },
-        "shares": {str(k): round(v / 1000, 6) for k, v in d.shares_ms.items()},
-        "shares_ms": {str(k): round(v, 3) for k, v in d.shares_ms.items()},
-        "findings": findings,
-        "remedies": [
-            {
-                "key": r.key,
-                "title": r.title,
-                "addresses": str(r.addresses),
-                "change": r.change,
-                "predicted_gain_ms": r.predicted_gain_ms,
-                "gain_interval_ms": list(r.gain_interval_ms) if r.gain_interval_ms else None,
-                "gain_source": r.gain_source,
-                "verify_command": r.verify_command,
-                "how_to_measure": r.how_to_measure,
-                "tradeoff": r.tradeoff,
-            }
-            for r in d.remedies
+        "key": r.key,
+        "title": r.title,
+        "addresses": str(r.addresses),
+        "change": r.change,
+        "predicted_gain_ms": r.predicted_gain_ms,
+        "gain_interval_ms": list(r.gain_interval_ms) if r.gain_interval_ms else None,
+        "gain_source": r.gain_source,
+        "verify_command": r.verify_command,
+        "how_to_measure": r.how_to_measure,
+        "tradeoff": r.tradeoff,
+    }
+
+
+def _length(d: Diagnosis) -> dict[str, Any] | None:
+    """Step 2: the fitted length curve, its points and its rule."""
+    curve = d.length
+    if curve is None:
+        return None
+    return {
+        "points": [
+            {"prompt_tokens": p.prompt_tokens, "ttft_ms": p.ttft_ms, "n": p.n} for p in curve.points
         ],
-        "steps": {
-            "network": with_ms_twins(d.network),
-            "network_rule": _network_rule(d),
-            "length": None
-            if curve is None
-            else {
-                "points": [
-                    {"prompt_tokens": p.prompt_tokens, "ttft_ms": p.ttft_ms, "n": p.n}
-                    for p in curve.points
-                ],
-                "a_ms": curve.a_ms,
-                "b_ms_per_1k": curve.b_ms_per_1k,
-                "c_ms_per_1k2": curve.c_ms_per_1k2,
-                "prefill_ms_per_1k": curve.prefill_ms_per_1k,
-                "shape": curve.shape,
-                "ratio_long_short": curve.ratio_long_short,
-                "rule": _length_rule(d),
-                "tokens_estimated": curve.tokens_estimated,
-            },
-            "load": with_ms_twins(d.load),
-            "reasoning": dict(d.reasoning) or None,
-        },
-        "notes": [{"step": n.step, "text": n.text} for n in d.notes],
-        "system": [item_to_dict(i) for i in d.system],
-        "server": server_to_dict(d.server),
+        "a_ms": curve.a_ms,
+        "b_ms_per_1k": curve.b_ms_per_1k,
+        "c_ms_per_1k2": curve.c_ms_per_1k2,
+        "prefill_ms_per_1k": curve.prefill_ms_per_1k,
+        "shape": curve.shape,
+        "ratio_long_short": curve.ratio_long_short,
+        "rule": _length_rule(d),
+        "tokens_estimated": curve.tokens_estimated,
     }
 
 
