@@ -255,6 +255,20 @@ def _system_item(item: SystemItem) -> Group:
 
 def render_diagnosis(d: Diagnosis) -> RenderableType:
     """The whole diagnosis, top to bottom: verdict first, what to change last."""
+    negligible = set(d.verdict.negligible)
+    parts = _verdict_lines(d)
+    parts += _where_the_time_goes(d, negligible)
+    parts += _step_lines(d)
+    parts += _findings_and_remedies(d, negligible)
+    if d.notes:
+        parts.append(_heading("Left out:"))
+        parts += [_indent(Text.assemble((f"{n.step}: ", "dim"), n.text), 2) for n in d.notes]
+    return Group(*parts)
+
+
+def _verdict_lines(d: Diagnosis) -> list[RenderableType]:
+    """The run in one line, the verdict, what contributes, what is negligible, where
+    client and server disagree, and the request the shares are of."""
     v = d.verdict
     failed_style = "bold red" if d.failed else ""
     parts: list[RenderableType] = [
@@ -284,29 +298,40 @@ def render_diagnosis(d: Diagnosis) -> RenderableType:
                 contributing.append(", ")
             contributing.append(str(kind), style=kind_colour(kind))
         parts.append(_indent(contributing))
-    negligible = set(v.negligible)
-    if negligible:
+    if v.negligible:
         parts.append(_indent(Text("Negligible here: " + ", ".join(map(str, v.negligible)))))
     for text in disagreement_texts(d.server):
         parts.append(_indent(Text.assemble(("Client and server disagree: ", "bold yellow"), text)))
     for line in (workload_text(d), longer_prompt_text(d)):
         if line is not None:
             parts.append(_indent(Text(line)))
-    if spec_of(v.primary).shows_request_parts and d.typical_request is not None:
+    return parts
+
+
+def _where_the_time_goes(d: Diagnosis, negligible: set[Kind]) -> list[RenderableType]:
+    """That request's phases, where the verdict's kind shows them; else what each kind
+    that is not negligible adds to it."""
+    if spec_of(d.verdict.primary).shows_request_parts and d.typical_request is not None:
         grown = d.workload is not None and d.workload.growth_ms > 0
         each = "median of each phase" + (", prefill with the fitted growth" if grown else "")
-        parts += [
+        return [
             _heading(
                 f"Where the time goes: that request on a new connection "
                 f"({format_ms(d.typical_request.total_ms)}, {each}):"
             ),
             _indent(_parts(d.typical_request), 2),
         ]
-    elif shares := {k: ms for k, ms in d.shares_ms.items() if k not in negligible and ms > 0}:
-        parts += [
+    if shares := {k: ms for k, ms in d.shares_ms.items() if k not in negligible and ms > 0}:
+        return [
             _heading("What each kind adds to that request:"),
             _indent(_shares(shares), 2),
         ]
+    return []
+
+
+def _step_lines(d: Diagnosis) -> list[RenderableType]:
+    """Each step's numbers, the reasoning phase, and the server's own timing."""
+    parts: list[RenderableType] = []
     steps = [
         ("Step 1 — network", _network_lines(d)),
         ("Step 2 — input length", _length_lines(d)),
@@ -319,6 +344,13 @@ def render_diagnosis(d: Diagnosis) -> RenderableType:
     if d.server is not None:
         parts.append(_heading("The server's own timing:"))
         parts += [_indent(Text(line), 2) for line in server_lines(d.server)]
+    return parts
+
+
+def _findings_and_remedies(d: Diagnosis, negligible: set[Kind]) -> list[RenderableType]:
+    """The findings that matter, those too small to, the ranked remedies and the client
+    host's failing checks."""
+    parts: list[RenderableType] = []
     found = [f for f in d.findings if f.kind not in negligible]
     if found:
         parts.append(_heading("Findings:"))
@@ -336,7 +368,4 @@ def render_diagnosis(d: Diagnosis) -> RenderableType:
     if d.system:
         parts.append(_heading("On this client host (`latdoc system` lists every check):"))
         parts += [_indent(_system_item(i)) for i in d.system]
-    if d.notes:
-        parts.append(_heading("Left out:"))
-        parts += [_indent(Text.assemble((f"{n.step}: ", "dim"), n.text), 2) for n in d.notes]
-    return Group(*parts)
+    return parts

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from latdoc.errors import TraceError
 from latdoc.model.document import DIAGNOSIS_SCHEMA, diagnosis_to_dict, with_ms_twins
-from latdoc.records import RequestTrace
+from latdoc.records import ConnectAttempt, RequestTrace, TcpInfo
 
 TRACE_SCHEMA = "latdoc.trace/1"
 
@@ -48,6 +49,38 @@ def trace_to_dict(trace: RequestTrace) -> dict[str, Any]:
         "connection_id": trace.connection_id,
         "new_connection": trace.new_connection,
         "status": trace.status,
+        **_phases(trace),
+        "prompt_tokens": trace.prompt_tokens,
+        "prompt_chars": trace.prompt_chars,
+        "prompt_tokens_estimated": trace.prompt_tokens_estimated,
+        "cached_prompt_tokens": trace.cached_prompt_tokens,
+        "output_tokens": trace.output_tokens,
+        "output_tokens_exact": trace.output_tokens_exact,
+        "reasoning_tokens": trace.reasoning_tokens,
+        "unknown_events": trace.unknown_events,
+        "chunk_tokens_exact": trace.chunk_tokens_exact,
+        "finish_reason": trace.finish_reason,
+        "started_ns": trace.started_ns,
+        "request_id": trace.request_id,
+        "response_id": trace.response_id,
+        "attempt": trace.attempt,
+        "request_bytes": trace.request_bytes,
+        "response_bytes": trace.response_bytes,
+        "arrival_clock": trace.arrival_clock,
+        "server_timing": dict(trace.server_timing),
+        "proxy_headers": dict(trace.proxy_headers),
+        "tcp_info": None if tcp is None else _tcp_info(tcp),
+        "error": None if error is None else _error(error),
+        "chunks": [{"t_ms": round(c.t_ns / 1e6, 4), "tokens": c.tokens} for c in trace.chunks],
+        "connect_attempts": [_connect_attempt(a) for a in trace.connect_attempts],
+        "tls_resumed": trace.tls_resumed,
+        "tls_session_offered": trace.tls_session_offered,
+    }
+
+
+def _phases(trace: RequestTrace) -> dict[str, Any]:
+    """The request's phases and marks in ms, and the round trip."""
+    return {
         "queue_ms": _r(trace.queue_ms),
         "client_delay_ms": _r(trace.client_delay_ms),
         "dns_ms": _r(trace.dns_ms),
@@ -69,64 +102,44 @@ def trace_to_dict(trace: RequestTrace) -> dict[str, Any]:
         "tpot_ms": _r(trace.tpot_ms),
         "total_ms": _r(trace.total_ms),
         "rtt_ms": _r(trace.rtt_ms),
-        "prompt_tokens": trace.prompt_tokens,
-        "prompt_chars": trace.prompt_chars,
-        "prompt_tokens_estimated": trace.prompt_tokens_estimated,
-        "cached_prompt_tokens": trace.cached_prompt_tokens,
-        "output_tokens": trace.output_tokens,
-        "output_tokens_exact": trace.output_tokens_exact,
-        "reasoning_tokens": trace.reasoning_tokens,
-        "unknown_events": trace.unknown_events,
-        "chunk_tokens_exact": trace.chunk_tokens_exact,
-        "finish_reason": trace.finish_reason,
-        "started_ns": trace.started_ns,
-        "request_id": trace.request_id,
-        "response_id": trace.response_id,
-        "attempt": trace.attempt,
-        "request_bytes": trace.request_bytes,
-        "response_bytes": trace.response_bytes,
-        "arrival_clock": trace.arrival_clock,
-        "server_timing": dict(trace.server_timing),
-        "proxy_headers": dict(trace.proxy_headers),
-        "tcp_info": None
-        if tcp is None
-        else {
-            **with_ms_twins(
-                {
-                    "rtt_us": tcp.rtt_us,
-                    "rttvar_us": tcp.rttvar_us,
-                    "min_rtt_us": tcp.min_rtt_us,
-                }
-            ),
-            "retransmits": tcp.retransmits,
-            "snd_cwnd": tcp.snd_cwnd,
-            "lost": tcp.lost,
-            "backoff_retransmits": tcp.backoff_retransmits,
-            "data_segments_out": tcp.data_segments_out,
-            "data_segments_in": tcp.data_segments_in,
-            "out_of_order_in": tcp.out_of_order_in,
-        },
-        "error": None
-        if error is None
-        else {
-            "code": error.code,
-            "kind": str(error.kind),
-            "phase": str(error.phase),
-            "message": error.message,
-            "status": error.status,
-            "retry_after_s": error.retry_after_s,
-        },
-        "chunks": [{"t_ms": round(c.t_ns / 1e6, 4), "tokens": c.tokens} for c in trace.chunks],
-        "connect_attempts": [
+    }
+
+
+def _tcp_info(tcp: TcpInfo) -> dict[str, Any]:
+    return {
+        **with_ms_twins(
             {
-                "address": a.address,
-                "family": a.family,
-                "start_ms": round(a.start_ns / 1e6, 4),
-                "ms": round(a.ms, 4),
-                "outcome": a.outcome,
+                "rtt_us": tcp.rtt_us,
+                "rttvar_us": tcp.rttvar_us,
+                "min_rtt_us": tcp.min_rtt_us,
             }
-            for a in trace.connect_attempts
-        ],
-        "tls_resumed": trace.tls_resumed,
-        "tls_session_offered": trace.tls_session_offered,
+        ),
+        "retransmits": tcp.retransmits,
+        "snd_cwnd": tcp.snd_cwnd,
+        "lost": tcp.lost,
+        "backoff_retransmits": tcp.backoff_retransmits,
+        "data_segments_out": tcp.data_segments_out,
+        "data_segments_in": tcp.data_segments_in,
+        "out_of_order_in": tcp.out_of_order_in,
+    }
+
+
+def _error(error: TraceError) -> dict[str, Any]:
+    return {
+        "code": error.code,
+        "kind": str(error.kind),
+        "phase": str(error.phase),
+        "message": error.message,
+        "status": error.status,
+        "retry_after_s": error.retry_after_s,
+    }
+
+
+def _connect_attempt(a: ConnectAttempt) -> dict[str, Any]:
+    return {
+        "address": a.address,
+        "family": a.family,
+        "start_ms": round(a.start_ns / 1e6, 4),
+        "ms": round(a.ms, 4),
+        "outcome": a.outcome,
     }
