@@ -182,29 +182,7 @@ def _sized(calls: Sequence[RequestTrace]) -> list[RequestTrace]:
 
 def _length(calls: Sequence[RequestTrace]) -> tuple[list[Sample], list[StepNote]]:
     sized = _sized(calls)
-    unreported = [t for t in calls if t.ok and t.prompt_tokens is None]
-    estimated = sum(1 for t in unreported if t.prompt_tokens_estimated)
-    notes = []
-    if estimated:
-        notes.append(
-            StepNote(
-                Step.LENGTH,
-                f"{len(unreported)} successful requests carried no prompt count from the "
-                "server (a streamed request reports usage only when asked: "
-                "stream_options include_usage, which `instrument(..., ask_usage=True)` adds "
-                "to an instrumented application's requests); the prompt tokens of "
-                f"{estimated} are estimated from the characters of their prompts "
-                f"({CHARS_PER_TOKEN} a token), not counted by the server's tokenizer",
-            )
-        )
-    elif unreported:
-        notes.append(
-            StepNote(
-                Step.LENGTH,
-                f"{len(unreported)} successful requests reported no prompt size (a streamed "
-                "request reports usage only when asked: stream_options include_usage)",
-            )
-        )
+    notes = _count_notes(calls)
     buckets = {_bucket(_size(t) or 1) for t in sized}
     untimed = {_bucket(n) for t in calls if t.ok and (n := _size(t))}
     if len(buckets) < 2 and len(untimed) >= 2:
@@ -236,6 +214,46 @@ def _length(calls: Sequence[RequestTrace]) -> tuple[list[Sample], list[StepNote]
         # requests have one, takes its place when the curve is read.
         target = round(statistics.median(_size(t) or 1 for t in members))
         samples += [Sample(Step.LENGTH, t, target_prompt_tokens=target) for t in members]
+    notes += _fitted_notes(sized, buckets, by_bucket)
+    return samples, notes
+
+
+def _count_notes(calls: Sequence[RequestTrace]) -> list[StepNote]:
+    """What the successful requests that carried no prompt count from the server say."""
+    unreported = [t for t in calls if t.ok and t.prompt_tokens is None]
+    estimated = sum(1 for t in unreported if t.prompt_tokens_estimated)
+    notes: list[StepNote] = []
+    if estimated:
+        notes.append(
+            StepNote(
+                Step.LENGTH,
+                f"{len(unreported)} successful requests carried no prompt count from the "
+                "server (a streamed request reports usage only when asked: "
+                "stream_options include_usage, which `instrument(..., ask_usage=True)` adds "
+                "to an instrumented application's requests); the prompt tokens of "
+                f"{estimated} are estimated from the characters of their prompts "
+                f"({CHARS_PER_TOKEN} a token), not counted by the server's tokenizer",
+            )
+        )
+    elif unreported:
+        notes.append(
+            StepNote(
+                Step.LENGTH,
+                f"{len(unreported)} successful requests reported no prompt size (a streamed "
+                "request reports usage only when asked: stream_options include_usage)",
+            )
+        )
+    return notes
+
+
+def _fitted_notes(
+    sized: Sequence[RequestTrace],
+    buckets: set[int],
+    by_bucket: Mapping[int, Sequence[RequestTrace]],
+) -> list[StepNote]:
+    """What the curve fitted on the lengths that occurred is, and where the first chunk
+    may hide the prefill."""
+    notes: list[StepNote] = []
     lo, hi = _size(sized[0]), _size(sized[-1])
     guessed = sum(1 for t in sized if t.prompt_tokens is None)
     how = (
@@ -265,7 +283,7 @@ def _length(calls: Sequence[RequestTrace]) -> tuple[list[Sample], list[StepNote]
                 "which then hides the prefill from the time to first token",
             )
         )
-    return samples, notes
+    return notes
 
 
 def _prefill_after_first_chunk(
