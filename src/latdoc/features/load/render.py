@@ -77,6 +77,29 @@ def _table(headers: Sequence[str]) -> Table:
 
 def findings(analysis: LoadAnalysis) -> list[str]:
     """The knee, the plateau, Little's law, goodput and unsustained rates, in sentences."""
+    lines = _knee(analysis)
+    lines += _client_delay(analysis)
+    lines += _client_limits(analysis)
+    lines += _plateau(analysis)
+    lines += _little(analysis)
+    lines += _goodput(analysis)
+    for lv in analysis.levels:
+        if lv.failures:
+            said = ", ".join(f"{f.count} {f.code} during {f.phase}" for f in lv.failures)
+            lines.append(f"Failed at {_level_name(lv)}: {said}.")
+    for lv in analysis.levels:
+        if lv.sustained is False:
+            w = lv.window
+            lines.append(
+                f"The client could not sustain {w.rate:g}/s: it sent {_rate(lv.sent_per_s)}/s "
+                f"(arrivals a median {format_ms(w.late_ms_p50)} late); raise --max-in-flight "
+                "or lower the rate."
+            )
+    return lines
+
+
+def _knee(analysis: LoadAnalysis) -> list[str]:
+    """The knee against the lowest level, or that there was none."""
     lines: list[str] = []
     reference = knee_base(analysis.levels)
     base = None if reference is None else reference[1].p50
@@ -98,6 +121,12 @@ def findings(analysis: LoadAnalysis) -> list[str]:
             f"No knee: {what} stayed below {KNEE_RATIO:g}× or within "
             f"{KNEE_MIN_RISE_MS:.0f} ms of the {format_ms(base)} at {lowest} at every level."
         )
+    return lines
+
+
+def _client_delay(analysis: LoadAnalysis) -> list[str]:
+    """The level whose client's own delay was the longest, where it passed the bar."""
+    lines: list[str] = []
     delays = [(lv, p.p50) for lv in analysis.levels if (p := lv.client_delay_ms) is not None]
     if delays:
         slowest, delay = max(delays, key=lambda pair: pair[1])
@@ -107,7 +136,12 @@ def findings(analysis: LoadAnalysis) -> list[str]:
                 f"{_level_name(slowest)}: its event loop held requests back before they left. "
                 "TTFT includes it; the knee and the server's time do not."
             )
-    lines += _client_limits(analysis)
+    return lines
+
+
+def _plateau(analysis: LoadAnalysis) -> list[str]:
+    """The throughput plateau, or that requests/s still grew."""
+    lines: list[str] = []
     plateau = analysis.plateau
     if plateau is not None and analysis.peak_requests_per_s is not None:
         lines.append(
@@ -117,6 +151,12 @@ def findings(analysis: LoadAnalysis) -> list[str]:
         )
     elif analysis.levels:
         lines.append("No throughput plateau: requests/s still grew at the highest level.")
+    return lines
+
+
+def _little(analysis: LoadAnalysis) -> list[str]:
+    """Whether Little's law held at every level, or where it did not."""
+    lines: list[str] = []
     off = [lv for lv in analysis.levels if lv.little is not None and not lv.little.holds]
     checked = [lv for lv in analysis.levels if lv.little is not None]
     if checked and not off:
@@ -133,6 +173,12 @@ def findings(analysis: LoadAnalysis) -> list[str]:
             f"{lv.little.target:.1f}; tolerance {LITTLE_TOLERANCE:.0%}): the client did not "
             "hold the load it meant to, or the level was too short for its latency."
         )
+    return lines
+
+
+def _goodput(analysis: LoadAnalysis) -> list[str]:
+    """The best goodput under the objectives asked for."""
+    lines: list[str] = []
     slo = analysis.slo
     if slo.any:
         asked = ", ".join(
@@ -152,18 +198,6 @@ def findings(analysis: LoadAnalysis) -> list[str]:
             lines.append(
                 f"Goodput ({asked}): at most {_rate(best.goodput_per_s)} requests/s, at "
                 f"{_level_name(best)} ({best.goodput_share or 0:.0%} of its requests)."
-            )
-    for lv in analysis.levels:
-        if lv.failures:
-            said = ", ".join(f"{f.count} {f.code} during {f.phase}" for f in lv.failures)
-            lines.append(f"Failed at {_level_name(lv)}: {said}.")
-    for lv in analysis.levels:
-        if lv.sustained is False:
-            w = lv.window
-            lines.append(
-                f"The client could not sustain {w.rate:g}/s: it sent {_rate(lv.sent_per_s)}/s "
-                f"(arrivals a median {format_ms(w.late_ms_p50)} late); raise --max-in-flight "
-                "or lower the rate."
             )
     return lines
 

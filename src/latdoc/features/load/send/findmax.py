@@ -275,23 +275,30 @@ def _broke(first: Probe, probes: Sequence[Probe]) -> str:
     return "queueing"
 
 
-async def search(
-    plan: LoadPlan,
-    objectives: Sequence[Objective],
-    sweep: _Sweep,
-    limit: float,
-    on_window: Callable[[LevelWindow], None],
-    start_rate: float | None = None,
-) -> FindMax:
-    """Double from the first level (1 stream, or ``start_rate``) until one fails, then
-    bisect; every level judged as the module says."""
-    by_rate = start_rate is not None
-    probes: dict[float, Probe] = {}
-    number = 0
+class _Prober:
+    """Sends one level at a time through the sweep, judges it, and keeps every probe by
+    the level it sent (streams, or a rate)."""
 
-    async def probe(value: float) -> Probe:
-        nonlocal number
-        number += 1
+    def __init__(
+        self,
+        plan: LoadPlan,
+        objectives: Sequence[Objective],
+        sweep: _Sweep,
+        on_window: Callable[[LevelWindow], None],
+        by_rate: bool,
+    ) -> None:
+        self.plan = plan
+        self.objectives = objectives
+        self.sweep = sweep
+        self.on_window = on_window
+        self.by_rate = by_rate
+        self.probes: dict[float, Probe] = {}
+        self.number = 0
+
+    async def probe(self, value: float) -> Probe:
+        """One level at ``value``, in rounds until its verdict is decided."""
+        self.number += 1
+        number, sweep = self.number, self.sweep
         traces: list[RequestTrace] = []
         windows: list[LevelWindow] = []
         keep = sweep.on_sample
@@ -308,33 +315,60 @@ async def search(
         achieved: float | None = None
         try:
             for rounds in range(1, MAX_ROUNDS + 1):  # noqa: B007 (read after the loop)
-                if by_rate:
-                    level = await sweep.open(number, value, plan.duration_per_level)
-                    # Against the arrivals its schedule drew, not the window's length: a
-                    # Poisson count varies by its square root, a pace kept or not does not.
-                    scheduled = sum(w.scheduled or 0 for w in windows)
-                    achieved = value * len(traces) / scheduled if scheduled else None
-                else:
-                    level = await sweep.closed(number, int(value), plan.duration_per_level)
+                too_many, stopped, achieved = await self._round(number, value, traces, windows)
                 failed = sum(1 for t in traces if not t.ok)
-                errors = level.too_many_errors or too_many_failed(
-                    len(traces), failed, plan.max_error_rate
-                )
-                readings = read_level(objectives, traces)
+                errors = too_many or too_many_failed(len(traces), failed, self.plan.max_error_rate)
+                readings = read_level(self.objectives, traces)
                 passed, decided = _judged(readings)
                 saturated = achieved is not None and achieved < value * (1 - OVER_SATURATION)
                 if errors or saturated:
                     passed, decided = False, True
-                if decided or level.reason is not None:
+                if decided or stopped:
                     break
         finally:
             sweep.on_sample = keep
             if windows:
-                on_window(_merged(windows, number, value, by_rate))
+                self.on_window(_merged(windows, number, value, self.by_rate))
         result = Probe(value, rounds, len(traces), sum(1 for t in traces if not t.ok),
                        readings, passed, decided, errors, achieved)  # fmt: skip
-        probes[value] = result
+        self.probes[value] = result
         return result
+
+    async def _round(
+        self,
+        number: int,
+        value: float,
+        traces: Sequence[RequestTrace],
+        windows: Sequence[LevelWindow],
+    ) -> tuple[bool, bool, float | None]:
+        """One round of the level: whether it failed too many requests, whether it stopped
+        early, and by rate the rate it achieved against its scheduled arrivals."""
+        seconds = self.plan.duration_per_level
+        achieved: float | None = None
+        if self.by_rate:
+            level = await self.sweep.open(number, value, seconds)
+            # Against the arrivals its schedule drew, not the window's length: a
+            # Poisson count varies by its square root, a pace kept or not does not.
+            scheduled = sum(w.scheduled or 0 for w in windows)
+            achieved = value * len(traces) / scheduled if scheduled else None
+        else:
+            level = await self.sweep.closed(number, int(value), seconds)
+        return level.too_many_errors, level.reason is not None, achieved
+
+
+async def search(
+    plan: LoadPlan,
+    objectives: Sequence[Objective],
+    sweep: _Sweep,
+    limit: float,
+    on_window: Callable[[LevelWindow], None],
+    start_rate: float | None = None,
+) -> FindMax:
+    """Double from the first level (1 stream, or ``start_rate``) until one fails, then
+    bisect; every level judged as the module says."""
+    by_rate = start_rate is not None
+    prober = _Prober(plan, objectives, sweep, on_window, by_rate)
+    probe, probes = prober.probe, prober.probes
 
     def adjacent(low: float, high: float) -> bool:
         return high <= low * (1 + RATE_PRECISION) if by_rate else high - low <= 1
