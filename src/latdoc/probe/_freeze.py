@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from latdoc.errors import TraceError
 from latdoc.probe._backend import TimedStream
@@ -87,34 +88,15 @@ def freeze_trace(
     def rel(mark: int | None) -> int | None:
         return None if mark is None else mark - t0
 
-    dns_done, connect_done, tls_done = rec.dns_done, rec.connect_done, rec.tls_done
-    tunnel_done = rec.proxy_connect_done
-    if not rec.new_connection and rec.queue_done is not None:
-        dns_done = connect_done = rec.queue_done
-        tls_done = rec.queue_done if target.is_tls else None
-        tunnel_done = rec.queue_done if target.tunnel else None
+    dns_done, connect_done, tls_done, tunnel_done = _setup_marks(rec, target)
     sent, acked = rec.sent
     granted = rec.pool_granted
     if granted is not None and rec.queue_done is not None:
         granted = min(granted, rec.queue_done)
     state = ex.state
     server_timing = parse_server_timing(ex.headers)
-    tokens: int | None = None
-    tokens_exact = False
-    chunk_exact = False
-    chunks: tuple[Chunk, ...] = ()
     if state is not None:
         server_timing.update(state.server_timing)
-        chunks = tuple(state.chunks)
-        usage = state.usage
-        if usage is not None and usage.completion_tokens is not None:
-            tokens, tokens_exact = usage.completion_tokens, True
-            chunk_exact = state.usage_on_chunks or tokens == len(chunks)
-        elif state.count_tokens is not None and state.text:
-            tokens = state.count_tokens("".join(state.text))
-        elif chunks:
-            tokens = len(chunks)
-    usage = state.usage if state is not None else None
     stream = ex.stream
     response_id = state.response_id if state is not None else None
     if response_id is None:
@@ -138,16 +120,8 @@ def freeze_trace(
         sent_ns=rel(sent),
         sent_acked=acked,
         first_byte_ns=rel(rec.first_byte),
-        first_token_ns=rel(state.first_token) if state is not None else None,
         done_ns=rel(ex.done),
         status=ex.status,
-        chunks=chunks,
-        chunk_tokens_exact=chunk_exact,
-        prompt_tokens=usage.prompt_tokens if usage is not None else None,
-        output_tokens=tokens,
-        output_tokens_exact=tokens_exact,
-        cached_prompt_tokens=usage.cached_prompt_tokens if usage is not None else None,
-        finish_reason=state.finish_reason if state is not None else None,
         request_bytes=request_body_bytes,
         response_bytes=rec.bytes_read or None,
         server_timing=server_timing,
@@ -156,12 +130,6 @@ def freeze_trace(
         started_ns=started_ns,
         request_id=request_id,
         response_id=response_id,
-        first_reasoning_ns=rel(state.first_reasoning) if state is not None else None,
-        first_answer_ns=rel(state.first_answer) if state is not None else None,
-        first_event_ns=rel(state.first_event) if state is not None else None,
-        first_tool_call_ns=rel(state.first_tool_call) if state is not None else None,
-        reasoning_tokens=usage.reasoning_tokens if usage is not None else None,
-        unknown_events=state.unknown_events if state is not None else None,
         proxy_headers={k: ex.headers[k][:200] for k in PROXY_HEADERS if k in ex.headers},
         pool_granted_ns=rel(granted),
         write_start_ns=rel(rec.write_start),
@@ -171,7 +139,83 @@ def freeze_trace(
         tls_session_offered=rec.tls_session_offered and rec.new_connection,
         proxy=target.proxy,
         proxy_connect_done_ns=rel(tunnel_done),
+        **_from_events(state, t0),
     )
+
+
+_NO_EVENTS: dict[str, Any] = {
+    "first_token_ns": None,
+    "chunks": (),
+    "chunk_tokens_exact": False,
+    "prompt_tokens": None,
+    "output_tokens": None,
+    "output_tokens_exact": False,
+    "cached_prompt_tokens": None,
+    "finish_reason": None,
+    "first_reasoning_ns": None,
+    "first_answer_ns": None,
+    "first_event_ns": None,
+    "first_tool_call_ns": None,
+    "reasoning_tokens": None,
+    "unknown_events": None,
+}
+
+
+def _from_events(state: StreamState | None, t0: int) -> dict[str, Any]:
+    """The trace's fields the response's events told: the chunks and the output tokens,
+    the usage, the finish reason, and when the first token, reasoning, answer, event and
+    tool call arrived (from ``t0``)."""
+    if state is None:
+        return _NO_EVENTS
+
+    def rel(mark: int | None) -> int | None:
+        return None if mark is None else mark - t0
+
+    chunks = tuple(state.chunks)
+    tokens, tokens_exact, chunk_exact = _output_tokens(state, chunks)
+    usage = state.usage
+    return {
+        "first_token_ns": rel(state.first_token),
+        "chunks": chunks,
+        "chunk_tokens_exact": chunk_exact,
+        "prompt_tokens": usage.prompt_tokens if usage is not None else None,
+        "output_tokens": tokens,
+        "output_tokens_exact": tokens_exact,
+        "cached_prompt_tokens": usage.cached_prompt_tokens if usage is not None else None,
+        "finish_reason": state.finish_reason,
+        "first_reasoning_ns": rel(state.first_reasoning),
+        "first_answer_ns": rel(state.first_answer),
+        "first_event_ns": rel(state.first_event),
+        "first_tool_call_ns": rel(state.first_tool_call),
+        "reasoning_tokens": usage.reasoning_tokens if usage is not None else None,
+        "unknown_events": state.unknown_events,
+    }
+
+
+def _setup_marks(
+    rec: Recorder, target: TraceTarget
+) -> tuple[int | None, int | None, int | None, int | None]:
+    """When DNS, connect, TLS and the proxy's tunnel ended; on a reused connection, where
+    the queue ended (zero, as curl reports them), and ``None`` for a phase it never has."""
+    if not rec.new_connection and rec.queue_done is not None:
+        done = rec.queue_done
+        return done, done, done if target.is_tls else None, done if target.tunnel else None
+    return rec.dns_done, rec.connect_done, rec.tls_done, rec.proxy_connect_done
+
+
+def _output_tokens(state: StreamState, chunks: tuple[Chunk, ...]) -> tuple[int | None, bool, bool]:
+    """The output tokens, whether the server counted them, and whether each chunk's
+    count is exact: the usage's count, else the tokenizer's of the text, else one a
+    chunk."""
+    usage = state.usage
+    if usage is not None and usage.completion_tokens is not None:
+        tokens = usage.completion_tokens
+        return tokens, True, state.usage_on_chunks or tokens == len(chunks)
+    if state.count_tokens is not None and state.text:
+        return state.count_tokens("".join(state.text)), False, False
+    if chunks:
+        return len(chunks), False, False
+    return None, False, False
 
 
 def _attempts(rec: Recorder) -> tuple[ConnectAttempt, ...]:
