@@ -13,7 +13,7 @@ server stop it and count its requests. Importing this module starts nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from starlette.applications import Starlette
@@ -118,6 +118,25 @@ def create_app(config: LabConfig, *, reset_connection: ResetConnection | None = 
                   "load": 0.75, "slots_busy": 4, "queue_ahead": 2, "fault": null}
     """
     lab = LabState(config, reset_connection)
+    served = {
+        path: _Endpoint(lab, api)
+        for api in dialects.STAND_INS
+        for path in (api.path, *api.also_paths)
+    }
+    app = _LabApp(
+        {path: endpoint for path, endpoint in served.items() if "{model}" not in path},
+        routes=[
+            Route("/v1/models", _models(lab, config), methods=["GET"]),
+            *(Route(path, endpoint, methods=["POST"]) for path, endpoint in served.items()),
+        ],
+        exception_handlers={HTTPException: _http_error},
+    )
+    app.state.lab = lab
+    return app
+
+
+def _models(lab: LabState, config: LabConfig) -> Callable[[Request], Awaitable[Response]]:
+    """``/v1/models``: the models the lab serves, to a client with the key."""
 
     async def models(request: Request) -> Response:
         auth = request.headers.get("authorization")
@@ -129,26 +148,15 @@ def create_app(config: LabConfig, *, reset_connection: ResetConnection | None = 
         ]
         return JSONResponse({"object": "list", "data": models})
 
-    async def http_error(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, HTTPException)
-        error = ApiError(exc.status_code, exc.detail)
-        return _error_response(error, exc.headers)
+    return models
 
-    served = {
-        path: _Endpoint(lab, api)
-        for api in dialects.STAND_INS
-        for path in (api.path, *api.also_paths)
-    }
-    app = _LabApp(
-        {path: endpoint for path, endpoint in served.items() if "{model}" not in path},
-        routes=[
-            Route("/v1/models", models, methods=["GET"]),
-            *(Route(path, endpoint, methods=["POST"]) for path, endpoint in served.items()),
-        ],
-        exception_handlers={HTTPException: http_error},
-    )
-    app.state.lab = lab
-    return app
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """An HTTP error the router raised (no such path, a method not allowed), in the
+    API's error document."""
+    assert isinstance(exc, HTTPException)
+    error = ApiError(exc.status_code, exc.detail)
+    return _error_response(error, exc.headers)
 
 
 def end_streams(app: Starlette) -> None:

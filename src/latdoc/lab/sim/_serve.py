@@ -168,124 +168,153 @@ async def _admit_with_comments(lab: Lab, plan: Plan, send: Send, every_s: float)
 async def serve_stream(lab: Lab, plan: Plan, flight: Flight, send: Send) -> None:
     """Stream the answer as server-sent events, one write per event of
     ``tokens_per_event`` output tokens (reasoning tokens first, then the answer's)."""
-    loop = asyncio.get_running_loop()
-    config = lab.config
-    latency = plan.latency
-    call = plan.call
-    content_type = call.api.media_type or _STREAM_TYPE[call.json_array]
-    every_s = config.keepalive_comment_ms / 1000 if content_type == _SSE else 0.0
-    head: Message = {"type": "http.response.start", "status": 200}
-    comment_at = math.inf
-    if every_s:
-        head["headers"] = lab.headers(plan, None, content_type)
-        flight.started = True
-        await send(head)
-        comment_at = await _admit_with_comments(lab, plan, send, every_s)
-    else:
-        await lab.admit(plan)
-    start_ns = time.perf_counter_ns()
-    start = loop.time()
-    writer = call.api.writer(call, lab.next_id(), config.stamp_chunks, plan.cached_tokens)
-    if not every_s:
-        head["headers"] = lab.headers(plan, start_ns, content_type)
-    begun = False
+    stream = _Stream(lab, plan, flight, send)
+    start = await stream.open()
+    if await stream.write_tokens(start):
+        return
+    await stream.close()
 
-    async def begin() -> None:
+
+class _Stream:
+    """One streamed answer as it is written: the headers (before the slot where
+    keep-alive comments are due while waiting, else after it or after the prefill), the
+    API's opening events, the tokens at their pace, and the closing events."""
+
+    def __init__(self, lab: Lab, plan: Plan, flight: Flight, send: Send) -> None:
+        self.lab, self.plan, self.flight, self.send = lab, plan, flight, send
+        self.loop = asyncio.get_running_loop()
+        call = plan.call
+        self.content_type = call.api.media_type or _STREAM_TYPE[call.json_array]
+        self.every_s = lab.config.keepalive_comment_ms / 1000 if self.content_type == _SSE else 0.0
+        self.head: Message = {"type": "http.response.start", "status": 200}
+        self.comment_at = math.inf
+        self.begun = False
+        self.writer: StreamWriter | None = None
+
+    async def open(self) -> float:
+        """Wait for a slot (with keep-alive comments after the headers, where they are
+        due) and make the writer; the loop's time the request started being served."""
+        lab, plan, config = self.lab, self.plan, self.lab.config
+        if self.every_s:
+            self.head["headers"] = lab.headers(plan, None, self.content_type)
+            self.flight.started = True
+            await self.send(self.head)
+            self.comment_at = await _admit_with_comments(lab, plan, self.send, self.every_s)
+        else:
+            await lab.admit(plan)
+        start_ns = time.perf_counter_ns()
+        start = self.loop.time()
+        call = plan.call
+        self.writer = call.api.writer(call, lab.next_id(), config.stamp_chunks, plan.cached_tokens)
+        if not self.every_s:
+            self.head["headers"] = lab.headers(plan, start_ns, self.content_type)
+        if not self.every_s and not config.headers_after_prefill:
+            await self.begin()
+        return start
+
+    async def begin(self) -> None:
         """The headers (unless sent already) and the API's opening events."""
-        nonlocal begun
-        begun = True
-        if not flight.started:
-            flight.started = True
-            await send(head)
-        opening = writer.opening()
+        assert self.writer is not None
+        self.begun = True
+        if not self.flight.started:
+            self.flight.started = True
+            await self.send(self.head)
+        opening = self.writer.opening()
         if opening:
-            await send(_body(opening))
+            await self.send(_body(opening))
 
-    if not every_s and not config.headers_after_prefill:
-        await begin()
-
-    async def wait_until(target: float) -> None:
+    async def wait_until(self, target: float) -> None:
         """Sleep until ``target``, with a keep-alive comment whenever one is due."""
-        nonlocal comment_at
-        while comment_at < target:
-            delay = comment_at - loop.time()
+        loop = self.loop
+        while self.comment_at < target:
+            delay = self.comment_at - loop.time()
             if delay > 0:
                 await asyncio.sleep(delay)
-            await send(_body(KEEPALIVE_COMMENT))
-            comment_at = max(comment_at + every_s, loop.time())
+            await self.send(_body(KEEPALIVE_COMMENT))
+            self.comment_at = max(self.comment_at + self.every_s, loop.time())
         delay = target - loop.time()
         if delay > 0:
             await asyncio.sleep(delay)
 
-    first = start + (plan.reserve_ms + plan.prefill_ms) / 1000
-    decode_s = latency.decode_ms_per_token / 1000
-    paced = latency.jitter_ms > 0 or latency.batch_slowdown > 0
-    factor = 1.0
-    target = first
-    total = call.total_tokens
-    strike_at = _strike_point(plan, config)
-    cuts = _event_cuts(plan, strike_at)
-    opened = last = 0
-    writes: list[int] | None = [] if config.write_log is not None else None
-    for k in range(total):
-        if k > last:
-            opened = k
-            last = k + lab.event_tokens() - 1
-            last = min([last, total - 1, *(c - 1 for c in cuts if c > k)])
-            factor = lab.batch_factor(latency)
-        elif k == 0:
-            last = min([lab.event_tokens() - 1, total - 1, *(c - 1 for c in cuts)])
-        if k:
-            if paced:
-                gap = lab.jittered(latency, plan.gap_ms(k)) * factor
-                plan.decode_ms += gap
-                target += (gap + plan.stall_before(k)) / 1000
-            else:
-                plan.decode_ms += plan.gap_ms(k)
-                extra_ms = plan.kv_extra_ms(k) + plan.stall_extra_ms(k)
-                target = first + k * decode_s + extra_ms / 1000
-            stall_s = plan.stall_before(k) / 1000
-            if stall_s and target < loop.time() + stall_s:
-                # A lab running late would catch the stall up with the tokens before
-                # it; the pause follows the token before, and the tokens after keep
-                # their pace from its end.
-                late = loop.time() + stall_s - target
-                first += late
-                target += late
-        if k in (0, strike_at, last):
-            await wait_until(target)
-        if k == 0:
-            lab.prefilled(plan)
-            lab.start_decoding(plan)
-            factor = lab.batch_factor(latency)
-        if k == strike_at:
-            if not begun:
-                await begin()
-            if await _strike(lab, plan, flight, send, writer):
-                return
-        if k < last:
-            continue
-        if not begun:
-            await begin()
-        piece = writer.tokens(opened, k - opened + 1)
-        if piece:  # a token the API does not show (hidden reasoning) is no write
-            comment_at = math.inf
-            await send(_body(piece))
-            if writes is not None:
-                writes.append(time.perf_counter_ns())
-    lab.release(plan)
-    if writes is not None:
-        lab.log_writes(flight, writes)
-    if strike_at == total and await _strike(lab, plan, flight, send, writer):
-        return
-    truth = lab_object(plan) if flight.truth else None
-    if isinstance(writer, ChatWriter):
-        writer.told = told_timing(plan, config.timing_forms, writer.call_id)
-    closing = writer.closing(lab.usage(plan), truth)
-    for piece in closing[:-1]:
-        await send(_body(piece))
-    flight.finished = True
-    await send(_body(closing[-1], more=False))
+    async def write_tokens(self, start: float) -> bool:
+        """Every output token at its time from ``start``, an event at a time, and a stream
+        fault where it strikes; whether the fault ended the response."""
+        lab, plan, send, loop, writer = self.lab, self.plan, self.send, self.loop, self.writer
+        assert writer is not None
+        config, latency = lab.config, plan.latency
+        first = start + (plan.reserve_ms + plan.prefill_ms) / 1000
+        decode_s = latency.decode_ms_per_token / 1000
+        paced = latency.jitter_ms > 0 or latency.batch_slowdown > 0
+        factor = 1.0
+        target = first
+        total = plan.call.total_tokens
+        strike_at = _strike_point(plan, config)
+        cuts = _event_cuts(plan, strike_at)
+        opened = last = 0
+        writes: list[int] | None = [] if config.write_log is not None else None
+        for k in range(total):
+            if k > last:
+                opened = k
+                last = k + lab.event_tokens() - 1
+                last = min([last, total - 1, *(c - 1 for c in cuts if c > k)])
+                factor = lab.batch_factor(latency)
+            elif k == 0:
+                last = min([lab.event_tokens() - 1, total - 1, *(c - 1 for c in cuts)])
+            if k:
+                if paced:
+                    gap = lab.jittered(latency, plan.gap_ms(k)) * factor
+                    plan.decode_ms += gap
+                    target += (gap + plan.stall_before(k)) / 1000
+                else:
+                    plan.decode_ms += plan.gap_ms(k)
+                    extra_ms = plan.kv_extra_ms(k) + plan.stall_extra_ms(k)
+                    target = first + k * decode_s + extra_ms / 1000
+                stall_s = plan.stall_before(k) / 1000
+                if stall_s and target < loop.time() + stall_s:
+                    # A lab running late would catch the stall up with the tokens before
+                    # it; the pause follows the token before, and the tokens after keep
+                    # their pace from its end.
+                    late = loop.time() + stall_s - target
+                    first += late
+                    target += late
+            if k in (0, strike_at, last):
+                await self.wait_until(target)
+            if k == 0:
+                lab.prefilled(plan)
+                lab.start_decoding(plan)
+                factor = lab.batch_factor(latency)
+            if k == strike_at:
+                if not self.begun:
+                    await self.begin()
+                if await _strike(lab, plan, self.flight, send, writer):
+                    return True
+            if k < last:
+                continue
+            if not self.begun:
+                await self.begin()
+            piece = writer.tokens(opened, k - opened + 1)
+            if piece:  # a token the API does not show (hidden reasoning) is no write
+                self.comment_at = math.inf
+                await send(_body(piece))
+                if writes is not None:
+                    writes.append(time.perf_counter_ns())
+        lab.release(plan)
+        if writes is not None:
+            lab.log_writes(self.flight, writes)
+        return strike_at == total and await _strike(lab, plan, self.flight, send, writer)
+
+    async def close(self) -> None:
+        """The closing events: the usage, the lab's truth where asked, the timing told."""
+        lab, plan, writer = self.lab, self.plan, self.writer
+        assert writer is not None
+        truth = lab_object(plan) if self.flight.truth else None
+        if isinstance(writer, ChatWriter):
+            writer.told = told_timing(plan, lab.config.timing_forms, writer.call_id)
+        closing = writer.closing(lab.usage(plan), truth)
+        for piece in closing[:-1]:
+            await self.send(_body(piece))
+        self.flight.finished = True
+        await self.send(_body(closing[-1], more=False))
 
 
 async def serve_complete(lab: Lab, plan: Plan, flight: Flight, send: Send) -> None:
