@@ -33,11 +33,11 @@ from rich.console import Console
 from rich.table import Table
 from scipy import optimize, stats
 
-from latdoc.analysis.clock import pick_peak
 from latdoc.analysis.stats import difference_ci, median_interval, ratio_ci
 from latdoc.features.vantage.analysis import VantageRow, compare_vantages
 from latdoc.features.verify.conversation.analysis import mean_saving_interval
 from latdoc.features.verify.retry.analysis import p95_interval
+from latdoc.features.watch.analysis import pick_peak
 
 GOAL = (0.93, 0.97)
 Array = npt.NDArray[np.float64]
@@ -225,7 +225,7 @@ def keepalive_setup(setup: Latency, n: int) -> Case:
 def watch_peak(base: Latency, factor: float, per_bucket: int, hours: int = 24) -> Case:
     """``report --watch``'s peak ÷ rest: hours 14–17 of ``hours`` are ``factor`` × slower;
     the peak buckets are picked by their medians as the report picks them
-    (:func:`~latdoc.analysis.clock.pick_peak`), and the truth is the pooled median of the
+    (:func:`~latdoc.features.watch.analysis.pick_peak`), and the truth is the pooled median of the
     hours picked over that of the rest. A draw where no peak is picked prints nothing."""
     peak = Latency(base.median_ms * factor, base.sigma, base.slow_share, base.slow_factor)
     kinds = [peak if 14 <= h < 18 else base for h in range(hours)]

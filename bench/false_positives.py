@@ -47,7 +47,6 @@ from rich.console import Console
 from rich.table import Table
 from scipy.stats import beta, binom
 
-from latdoc.analysis.clock import DAY_S, BucketCounts, ClockReport, clock_report_of_buckets
 from latdoc.analysis.compare import MEDIAN, METRICS, compare_samples, ratio_precision
 from latdoc.analysis.gates import check_gates, parse_gates
 from latdoc.analysis.kinds.input_length import trend_p
@@ -58,6 +57,7 @@ from latdoc.features.verify.analysis import judge_arms
 from latdoc.features.verify.conversation.analysis import KEEP, TurnRecord, outcomes
 from latdoc.features.verify.retry.analysis import TrialOutcome, compare_reliability
 from latdoc.features.verify.send import Arm, run_experiment
+from latdoc.features.watch.analysis import DAY_S, BucketCounts, ClockReport, clock_report_of_buckets
 from latdoc.probe import Endpoint
 from latdoc.records import RequestTrace, Sample, Step
 from latdoc.workload import Budget

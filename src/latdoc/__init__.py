@@ -101,7 +101,7 @@ if TYPE_CHECKING:
     from latdoc.features.probe import StoredProbe, probe_endpoint
     from latdoc.features.system import read_host
     from latdoc.features.verify import VerifyPlan, VerifyRemedy, VerifyResult, verify_remedy
-    from latdoc.features.watch import WatchPlan, WatchRun, watch_endpoint
+    from latdoc.features.watch import WatchClock, WatchPlan, WatchRun, watch_clock, watch_endpoint
     from latdoc.model import (
         Diagnosis,
         Finding,
@@ -114,11 +114,9 @@ if TYPE_CHECKING:
         Verdict,
     )
     from latdoc.pipeline import (
-        WatchClock,
         build_diagnosis,
         measure_steps,
         run_diagnosis,
-        watch_clock,
     )
     from latdoc.probe import ConnectionOptions, Dialect, Endpoint, ProbeSession, Timeouts
     from latdoc.records import Chunk, RequestTrace, Sample, Step
@@ -202,7 +200,13 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "latdoc.features.probe": ("StoredProbe", "probe_endpoint"),
     "latdoc.features.system": ("read_host",),
     "latdoc.features.verify": ("VerifyPlan", "VerifyRemedy", "VerifyResult", "verify_remedy"),
-    "latdoc.features.watch": ("WatchPlan", "WatchRun", "watch_endpoint"),
+    "latdoc.features.watch": (
+        "WatchClock",
+        "WatchPlan",
+        "WatchRun",
+        "watch_clock",
+        "watch_endpoint",
+    ),
     "latdoc.model": (
         "Diagnosis",
         "Finding",
@@ -215,11 +219,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "Verdict",
     ),
     "latdoc.pipeline": (
-        "WatchClock",
         "build_diagnosis",
         "measure_steps",
         "run_diagnosis",
-        "watch_clock",
     ),
     "latdoc.probe": ("ConnectionOptions", "Dialect", "Endpoint", "ProbeSession", "Timeouts"),
     "latdoc.records": ("Chunk", "RequestTrace", "Sample", "Step"),

@@ -21,9 +21,9 @@ import pytest
 
 from conftest import FAST, LabFactory
 from latdoc import Step, Store
-from latdoc.analysis.clock import clock_report
 from latdoc.analysis.policy import ALPHA
 from latdoc.cli import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, main
+from latdoc.features.watch.analysis import clock_report
 from latdoc.lab.sim import LabConfig, LabProcess, LatencyModel
 from latdoc.report.metrics import endpoint_label
 from paths import ROOT
@@ -237,7 +237,7 @@ def test_the_watch_page_loads_offline_in_a_browser_with_its_heat_map(tmp_path: P
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed")
     if chromium is None:
         pytest.skip("chromium not installed: apt-get install chromium")
-    from latdoc.report import render_clock_html
+    from latdoc.features.watch import render_clock_html
 
     report = clock_report(_day(range(14, 17), peak_ms=230, quiet_ms=100), bucket_s=3600)
     path = tmp_path / "watch.html"

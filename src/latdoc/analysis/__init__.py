@@ -5,7 +5,7 @@
   (``kinds``: one module per kind, the :data:`KINDS` tuple lists them);
 - :func:`fit_length_curve`: TTFT against prompt length with its bootstrap interval;
 - :func:`compare_samples` and :func:`compare_arms`: two runs or two arms, like with like,
-  Holm-adjusted; :func:`clock_report`: a watch by the clock;
+  Holm-adjusted;
 - :func:`summarize`: a probe's repeats; :func:`split_ttft` and :func:`server_account`:
   the wait split by who spent it, with the server's own timing;
 - :class:`Distribution` and the interval and test functions every one of them uses
@@ -15,7 +15,6 @@ Nothing here does I/O, sends a request or prints.
 """
 
 from latdoc.analysis.attribution import diagnose
-from latdoc.analysis.clock import ClockPoint, ClockReport, clock_report
 from latdoc.analysis.compare import (
     Comparison,
     GroupComparison,
@@ -42,8 +41,6 @@ from latdoc.analysis.traffic import traffic_views
 
 __all__ = [
     "KINDS",
-    "ClockPoint",
-    "ClockReport",
     "Comparison",
     "Distribution",
     "Facts",
@@ -53,7 +50,6 @@ __all__ = [
     "RepeatSummary",
     "ServerTiming",
     "bootstrap_ci",
-    "clock_report",
     "compare_arms",
     "compare_samples",
     "diagnose",

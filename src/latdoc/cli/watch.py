@@ -37,16 +37,24 @@ from latdoc.errors import UsageError
 from latdoc.features.watch import (
     DURATION_S,
     EVERY_S,
+    HOUR_OF_DAY_TITLE,
     LONG_TOKENS,
     MAX_REQUESTS,
     REQUESTS_PER_TICK,
     SHORT_TOKENS,
+    WatchClock,
     WatchPlan,
+    clock_spans,
+    clock_to_dict,
+    duration_text,
+    render_clock,
+    render_clock_html,
+    watch_clock,
     watch_endpoint,
     watch_name,
 )
-from latdoc.pipeline import watch_clock
 from latdoc.records import Sample, Step
+from latdoc.report import make_console
 from latdoc.store import Store
 
 if TYPE_CHECKING:
@@ -74,7 +82,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     )
     w.add_argument(
         "--every", type=duration, default=EVERY_S, metavar="DURATION",
-        help=f"interval between ticks, e.g. 30s, 5m, 1h (default {_span(EVERY_S)})",
+        help=f"interval between ticks, e.g. 30s, 5m, 1h (default {duration_text(EVERY_S)})",
     )  # fmt: skip
     w.add_argument(
         "--duration", type=duration, default=DURATION_S, metavar="DURATION",
@@ -148,9 +156,8 @@ def run(args: argparse.Namespace) -> int:
                 seed=args.seed,
             )
             with open_store(args, key) as store:
-                interrupted = _watch(args, plan, name, store, metrics, err)
-                if store.find_runs("watch", name):
-                    _print_clock(store, name, out)
+                interrupted, clock = _watch(args, plan, name, store, metrics, err)
+            _print_clock(clock, f"Watch {clock.name} {HOUR_OF_DAY_TITLE}", out)
     finally:
         if metrics is not None:
             metrics.close()
@@ -168,14 +175,15 @@ def _watch(
     store: Store,
     metrics: PrometheusMetrics | None,
     err: TextIO,
-) -> bool:
-    """Run the watch; True when Ctrl-C ended it (every finished trace is kept)."""
+) -> tuple[bool, WatchClock]:
+    """Run the watch: whether Ctrl-C ended it (every finished trace is kept), and the
+    watch by hour of day."""
     ticks = math.ceil(args.duration / args.every)
-    planned = "one tick" if args.once else f"every {_span(args.every)} ± {args.jitter:.0%}"
+    planned = "one tick" if args.once else f"every {duration_text(args.every)} ± {args.jitter:.0%}"
 
     def on_start(run_id: str, resumed: bool) -> None:
         how = "resumed" if resumed else "started"
-        limit = "" if args.once else f" for {_span(args.duration)} (~{ticks} ticks)"
+        limit = "" if args.once else f" for {duration_text(args.duration)} (~{ticks} ticks)"
         print(
             f"Watch {name!r} {how} (run {run_id}): {planned}{limit}, at most "
             f"{args.max_requests} requests in all; Ctrl-C stops it and keeps every trace.",
@@ -190,22 +198,21 @@ def _watch(
         if trace.error is not None:
             print(f"Error: {trace.error}", file=err, flush=True)
 
-    try:
-        run = watch_endpoint(
-            plan,
-            name=name,
-            store=store,
-            max_requests=args.max_requests,
-            token_budget=args.token_budget,
-            duration_s=None if args.once else args.duration,
-            on_sample=on_sample,
-            on_start=on_start,
-        )
-    except KeyboardInterrupt:
-        print("Interrupted: every finished trace is kept.", file=err, flush=True)
-        return True
+    run = watch_endpoint(
+        plan,
+        name=name,
+        store=store,
+        max_requests=args.max_requests,
+        token_budget=args.token_budget,
+        duration_s=None if args.once else args.duration,
+        on_sample=on_sample,
+        on_start=on_start,
+    )
+    assert run.clock is not None
     result = run.result
-    if result is not None:
+    if result is None:
+        print("Interrupted: every finished trace is kept.", file=err, flush=True)
+    else:
         why = {"time": "its duration ended", "budget": "the budget ran out", "once": "--once"}
         print(
             f"Watch {name!r}: {_count(result.ticks, 'tick')}, "
@@ -225,56 +232,27 @@ def _watch(
                 f"or a new --name (a tick is {REQUESTS_PER_TICK} requests).",
                 file=err,
             )
-    return False
+    return result is None, run.clock
 
 
 def _count(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def _span(seconds: float) -> str:
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size and seconds % size == 0:
-            return f"{seconds / size:g}{unit}"
-    return f"{seconds:g}s"
-
-
-def _print_clock(store: Store, name: str, out: TextIO) -> None:
-    from latdoc.report import make_console, render_clock
-
-    clock = watch_clock(store, name, bucket_s=3600.0)
+def _print_clock(clock: WatchClock, title: str, out: TextIO) -> None:
     make_console(out).print(
-        render_clock(clock.report, title=_title(clock.name), skipped_ticks=clock.skipped_ticks)
+        render_clock(clock.report, title=title, skipped_ticks=clock.skipped_ticks)
     )
-
-
-def _title(name: str) -> str:
-    return f"Watch {name} by hour of day (UTC)"
-
-
-def buckets_asked(args: argparse.Namespace) -> tuple[float, float | None, str]:
-    """Bucket width, cycle (``None``: plain time) and a title, from ``report``'s flags."""
-    if args.cycle is not None:
-        bucket = args.bucket if args.bucket is not None else args.cycle / 24
-        if bucket > args.cycle:
-            raise UsageError("--bucket must not be longer than --cycle")
-        return bucket, args.cycle, f"buckets of {_span(bucket)} over a {_span(args.cycle)} cycle"
-    if args.by == HOUR_OF_DAY or args.bucket is None:
-        bucket = args.bucket if args.bucket is not None else 3600.0
-        if bucket > 86400:
-            raise UsageError("--bucket must not be longer than the day with --by hour-of-day")
-        return bucket, 86400.0, "by hour of day (UTC)"
-    return args.bucket, None, f"buckets of {_span(args.bucket)}"
 
 
 def run_report(args: argparse.Namespace) -> int:
     if args.run_id:
         raise UsageError("give a run id or --watch NAME, not both")
-    bucket, cycle, how = buckets_asked(args)
+    spans = clock_spans(
+        bucket_s=args.bucket, cycle_s=args.cycle, by_hour_of_day=args.by == HOUR_OF_DAY
+    )
     with Store(args.db) as store:
-        clock = watch_clock(store, args.watch, bucket_s=bucket, cycle_s=cycle)
-    from latdoc.report import clock_to_dict, make_console, render_clock, render_clock_html
-
+        clock = watch_clock(store, args.watch, bucket_s=spans.bucket_s, cycle_s=spans.cycle_s)
     report, run_id = clock.report, clock.info.run_id
     if args.html:
         path = Path(args.html)
@@ -294,8 +272,5 @@ def run_report(args: argparse.Namespace) -> int:
         document["generated_at"] = datetime.now(UTC).isoformat(timespec="seconds")
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
     elif not args.html:
-        title = f"Watch {clock.name} {how}"
-        make_console(sys.stdout).print(
-            render_clock(report, title=title, skipped_ticks=clock.skipped_ticks)
-        )
+        _print_clock(clock, f"Watch {clock.name} {spans.how}", sys.stdout)
     return EXIT_OK

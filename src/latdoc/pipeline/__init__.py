@@ -12,8 +12,8 @@ a run records about its host and itself, the engine's metrics page, Ray.
 - :func:`host_meta` is what every run records about its host, read by
   :func:`cpu_count`, :func:`tcp_settings` and the readers beside them, which
   ``latdoc system`` reads its checklist's facts with too.
-- :func:`watch_clock` reads a watch back by the clock (the peak against the rest),
-  sending nothing; :func:`watch_note` is what the newest watch tells a diagnosis.
+- :func:`watch_note` is what the newest watch of an endpoint tells a diagnosis, from
+  the verdict by hour of day the watch keeps (:func:`keep_hourly_verdict`).
 
 The commands' features (diagnose, probe, compare, system, load, watch, vantage points,
 verify) are in :mod:`latdoc.features`, above this package.
@@ -22,7 +22,13 @@ Progress and each finished sample reach the caller through hooks; nothing here
 prints.
 """
 
-from latdoc.pipeline._clock import WatchClock, latest_watch, watch_clock, watch_note
+from latdoc.pipeline._clock import (
+    HOURLY_VERDICT,
+    WATCH_KIND,
+    keep_hourly_verdict,
+    latest_watch,
+    watch_note,
+)
 from latdoc.pipeline._diagnose import (
     build_diagnosis,
     measure_steps,
@@ -54,10 +60,11 @@ from latdoc.pipeline._server_metrics import (
 
 __all__ = [
     "AUTO",
+    "HOURLY_VERDICT",
     "PROC_SYS",
     "TCP_SYSCTLS",
+    "WATCH_KIND",
     "MetricsReading",
-    "WatchClock",
     "build_diagnosis",
     "congestion_control",
     "cpu_count",
@@ -65,6 +72,7 @@ __all__ = [
     "has_tls13",
     "host_facts_from_meta",
     "host_meta",
+    "keep_hourly_verdict",
     "latest_watch",
     "measure_steps",
     "metrics_target",
@@ -78,6 +86,5 @@ __all__ = [
     "run_meta",
     "send_probes",
     "tcp_settings",
-    "watch_clock",
     "watch_note",
 ]

@@ -5,7 +5,6 @@ Renderers are pure: they return renderables, dicts or strings; only the CLI writ
 Importing this package does not load matplotlib; :func:`render_html` does, when called.
 """
 
-from latdoc.report._clock import WATCH_SCHEMA, clock_to_dict, render_clock, render_clock_html
 from latdoc.report._compare import (
     COMPARISON_SCHEMA,
     comparison_to_dict,
@@ -37,10 +36,8 @@ __all__ = [
     "PROVIDERS_SCHEMA",
     "SYSTEM_SCHEMA",
     "TRACE_SCHEMA",
-    "WATCH_SCHEMA",
     "ProgressBars",
     "PrometheusMetrics",
-    "clock_to_dict",
     "comparison_to_dict",
     "diagnosis_to_dict",
     "format_ms",
@@ -48,8 +45,6 @@ __all__ = [
     "gates_to_dict",
     "make_console",
     "providers_to_dict",
-    "render_clock",
-    "render_clock_html",
     "render_comparison",
     "render_comparison_html",
     "render_diagnosis",

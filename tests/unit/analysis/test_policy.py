@@ -189,10 +189,11 @@ def test_the_load_note_on_the_client_delay_is_the_client_rule() -> None:
 
 
 def test_every_command_reads_the_one_alpha() -> None:
-    from latdoc.analysis import clock, compare
+    from latdoc.analysis import compare
     from latdoc.features.vantage import analysis as vantage
     from latdoc.features.verify.conversation import analysis as conversation
     from latdoc.features.verify.retry import analysis as retry
+    from latdoc.features.watch import analysis as clock
     from latdoc.report import _compare
 
     for module in (clock, compare, vantage, conversation, retry, _compare):

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from latdoc import render_text
-from latdoc.analysis.clock import ClockPoint, clock_report, range_label
 from latdoc.cli import EXIT_USAGE, main
 from latdoc.cli._options import duration
+from latdoc.features.watch.analysis import ClockPoint, clock_report, range_label
 from latdoc.report.metrics import PrometheusMetrics
 
 MIDNIGHT = datetime(2026, 11, 30, tzinfo=UTC)
@@ -125,7 +125,7 @@ def test_metrics_count_errors_by_kind_and_never_carry_credentials() -> None:
 
 
 def test_render_clock_in_the_terminal() -> None:
-    from latdoc.report import render_clock
+    from latdoc.features.watch import render_clock
 
     report = clock_report(_day(range(14, 17), peak_ms=230, quiet_ms=100), bucket_s=3600)
     text = render_text(render_clock(report, title="Watch w"), width=120)

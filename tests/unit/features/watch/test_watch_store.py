@@ -6,13 +6,14 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from latdoc import ErrorKind, Phase, RequestTrace, Sample, Step, Store, TraceError, watch_clock
-from latdoc.analysis.clock import ClockPoint, clock_report
 from latdoc.cli import EXIT_USAGE, main
+from latdoc.features.watch.analysis import ClockPoint, clock_report
 
 DAY = datetime(2026, 11, 29, tzinfo=UTC)
 
@@ -168,3 +169,51 @@ def test_a_cycle_that_is_not_whole_buckets_is_a_usage_error(
     err = capsys.readouterr().err
     assert err.startswith("Error: the cycle (86400 s) is not a whole number of buckets")
     assert err.count("\n") == 1
+
+
+def test_the_verdict_by_hour_a_watch_keeps_is_what_a_diagnosis_reads(watch_db: Path) -> None:
+    from latdoc.pipeline import keep_hourly_verdict, latest_watch, watch_note
+
+    with Store(watch_db) as store:
+        info = latest_watch(store, URL, "m")
+        assert info is not None and latest_watch(store, URL, "other") is None
+        # A watch stored before it kept its verdict says nothing to a diagnosis.
+        assert watch_note(store, URL, "m") is None
+        clock = watch_clock(store, "day", bucket_s=3600.0)
+        keep_hourly_verdict(store, info.run_id, clock.report.verdict)
+        note = watch_note(store, URL, "m")
+    assert note is not None and note.step == Step.LOAD
+    assert note.text == (
+        f"watch 'day' ({info.requests} requests by hour of day): {clock.report.verdict}"
+    )
+    assert "13:00–18:00 UTC" in note.text
+
+
+@pytest.mark.parametrize(
+    ("asked", "spans"),
+    [
+        ({}, (3600.0, 86_400.0, "by hour of day (UTC)")),
+        ({"by_hour_of_day": True, "bucket_s": 900.0}, (900.0, 86_400.0, "by hour of day (UTC)")),
+        ({"bucket_s": 900.0}, (900.0, None, "buckets of 15m")),
+        ({"cycle_s": 64.0}, (64 / 24, 64.0, "buckets of 2.66667s over a 64s cycle")),
+        ({"cycle_s": 64.0, "bucket_s": 8.0}, (8.0, 64.0, "buckets of 8s over a 64s cycle")),
+    ],
+)
+def test_clock_spans_fill_in_what_report_watch_was_not_given(
+    asked: dict[str, Any], spans: tuple[float, float | None, str]
+) -> None:
+    from latdoc.features.watch import clock_spans
+
+    got = clock_spans(**asked)
+    assert (got.bucket_s, got.cycle_s, got.how) == spans
+
+
+@pytest.mark.parametrize(
+    "asked", [{"cycle_s": 60.0, "bucket_s": 120.0}, {"by_hour_of_day": True, "bucket_s": 2e5}]
+)
+def test_clock_spans_refuse_a_bucket_longer_than_its_cycle(asked: dict[str, Any]) -> None:
+    from latdoc.errors import UsageError
+    from latdoc.features.watch import clock_spans
+
+    with pytest.raises(UsageError, match="--bucket must not be longer"):
+        clock_spans(**asked)
