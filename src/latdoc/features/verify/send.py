@@ -99,16 +99,58 @@ async def run_experiment(
     """
     rng = random.Random(seed)
     result = ExperimentResult(samples={arm.name: [] for arm in arms})
-    sessions: dict[str, ProbeSession] = {}
-    index = 0
+    trials = _Trials(budget, rng, result, on_sample)
+    left = budget.seconds_left
+    try:
+        async with (
+            contextlib.AsyncExitStack() as stack,
+            asyncio.timeout(None if math.isinf(left) else left),
+        ):
+            for arm in arms:
+                trials.sessions[arm.name] = await stack.enter_async_context(arm.session(budget))
+            for arm in arms:
+                for _ in range(arm.warmup_trials):
+                    if not await trials.send(arm, keep=False):
+                        result.notes.append(
+                            StepNote(Step.RUN, f"the budget ran out warming up arm {arm.name}")
+                        )
+                        return result
+            result.stopped_because = await trials.interleave(
+                arms, min_trials, max_trials, should_stop, on_progress
+            )
+    except TimeoutError:
+        result.stopped_because = "time"
+        result.notes.append(
+            StepNote(Step.RUN, "the time budget ran out; the request in flight was abandoned")
+        )
+    return result
 
-    async def send(arm: Arm, *, keep: bool) -> bool:
-        nonlocal index
+
+class _Trials:
+    """The experiment's trials: each arm's requests sent within the budget on the arm's
+    session, and kept (after the warm-up) as the arm's samples in the order they
+    finished."""
+
+    def __init__(
+        self,
+        budget: Budget,
+        rng: random.Random,
+        result: ExperimentResult,
+        on_sample: TrialHook | None,
+    ) -> None:
+        self.budget, self.rng, self.result, self.on_sample = budget, rng, result, on_sample
+        self.sessions: dict[str, ProbeSession] = {}
+        self.index = 0
+
+    async def send(self, arm: Arm, *, keep: bool) -> bool:
+        """One trial of ``arm`` (its ``concurrency`` requests at once); ``False`` when the
+        budget cannot afford it."""
+        budget, rng = self.budget, self.rng
         if not budget.can_afford(arm.prompt_cost, arm.max_tokens, count=arm.concurrency):
             return False
         for _ in range(arm.concurrency):
             budget.reserve(arm.prompt_cost, arm.max_tokens)
-        session = sessions[arm.name]
+        session = self.sessions[arm.name]
         traces: list[RequestTrace] = await asyncio.gather(
             *(session.request(arm.prompt(rng), arm.max_tokens) for _ in range(arm.concurrency))
         )
@@ -122,61 +164,47 @@ async def run_experiment(
                 target_prompt_tokens=arm.target_prompt_tokens,
                 concurrency=arm.concurrency,
                 cold=bool(trace.new_connection),
-                index=index,
+                index=self.index,
             )
-            index += 1
-            result.samples[arm.name].append(sample)
-            if on_sample is not None:
-                on_sample(arm.name, sample)
+            self.index += 1
+            self.result.samples[arm.name].append(sample)
+            if self.on_sample is not None:
+                self.on_sample(arm.name, sample)
         return True
 
-    left = budget.seconds_left
-    try:
-        async with (
-            contextlib.AsyncExitStack() as stack,
-            asyncio.timeout(None if math.isinf(left) else left),
-        ):
-            for arm in arms:
-                sessions[arm.name] = await stack.enter_async_context(arm.session(budget))
-            for arm in arms:
-                for _ in range(arm.warmup_trials):
-                    if not await send(arm, keep=False):
-                        result.notes.append(
-                            StepNote(Step.RUN, f"the budget ran out warming up arm {arm.name}")
-                        )
-                        return result
-            trials = 0
-            while True:
-                block = list(arms)
-                rng.shuffle(block)
-                if not all(
-                    budget.can_afford(a.prompt_cost, a.max_tokens, count=a.concurrency)
-                    for a in block
-                ) or budget.requests_left < sum(a.concurrency for a in block):
-                    result.stopped_because = "budget"
-                    return result
-                for arm in block:
-                    await send(arm, keep=True)
-                trials += 1
-                if on_progress is not None:
-                    on_progress(trials, max_trials)
-                if trials >= max_trials:
-                    result.stopped_because = "max_trials"
-                    return result
-                if (
-                    trials >= min_trials
-                    and should_stop is not None
-                    and len(arms) == 2
-                    and should_stop(result.samples[arms[0].name], result.samples[arms[1].name])
-                ):
-                    result.stopped_because = "precise"
-                    return result
-    except TimeoutError:
-        result.stopped_because = "time"
-        result.notes.append(
-            StepNote(Step.RUN, "the time budget ran out; the request in flight was abandoned")
-        )
-    return result
+    async def interleave(
+        self,
+        arms: Sequence[Arm],
+        min_trials: int,
+        max_trials: int,
+        should_stop: StopRule | None,
+        on_progress: Callable[[int, int], None] | None,
+    ) -> str:
+        """Every arm once a block, in shuffled order, until the budget, ``max_trials`` or
+        ``should_stop`` ends it; why it ended."""
+        budget, samples = self.budget, self.result.samples
+        trials = 0
+        while True:
+            block = list(arms)
+            self.rng.shuffle(block)
+            if not all(
+                budget.can_afford(a.prompt_cost, a.max_tokens, count=a.concurrency) for a in block
+            ) or budget.requests_left < sum(a.concurrency for a in block):
+                return "budget"
+            for arm in block:
+                await self.send(arm, keep=True)
+            trials += 1
+            if on_progress is not None:
+                on_progress(trials, max_trials)
+            if trials >= max_trials:
+                return "max_trials"
+            if (
+                trials >= min_trials
+                and should_stop is not None
+                and len(arms) == 2
+                and should_stop(samples[arms[0].name], samples[arms[1].name])
+            ):
+                return "precise"
 
 
 def _settle(budget: Budget, reserved: int, trace: RequestTrace) -> None:

@@ -148,56 +148,75 @@ def verify_conversation(
         seed=plan.seed,
     )
     budget = Budget(plan.max_requests, plan.token_budget, plan.max_seconds)
-    notes: list[StepNote] = []
-    dropped: dict[str, str] = {}
+    told = _Told()
     interrupted = False
-    reason: list[str] = []
-
-    async def go() -> None:
-        rng = random.Random(plan.seed)
-        for words in calibration_words(chat.tokens_per_turn):
-            budget.reserve(prompt_cost(ASSUMED, words), 1)
-        async with plan.connection.session(plan.endpoint) as session:
-            try:
-                calibration, _ = await calibrate(session, rng, near_tokens=chat.tokens_per_turn)
-            except CalibrationFailed as exc:
-                if (error := exc.cannot_answer) is not None:
-                    notes.append(StepNote(Step.RUN, cannot_answer_note(error)))
-                    reason.append(f"the endpoint cannot answer: {error}; {error.cannot_answer}")
-                    return
-                notes.append(StepNote(Step.CALIBRATION, f"{exc}; 1 token per word assumed"))
-                calibration = ASSUMED
-        result = await run_conversations(
-            conversation,
-            calibration,
-            budget,
-            on_turn=keeper.keep,
-            on_progress=lambda done, total: (
-                on_progress("turns", done, total) if on_progress else None
-            ),
-        )
-        notes.extend(result.notes)
-        dropped.update(result.dropped)
-
     try:
-        asyncio.run(go())
+        asyncio.run(_converse(plan, conversation, budget, keeper, told, on_progress))
     except KeyboardInterrupt:
         interrupted = True
-        notes.append(StepNote(Step.RUN, "interrupted by the user; compared what was measured"))
+        told.notes.append(StepNote(Step.RUN, "interrupted by the user; compared what was measured"))
     for run_id in keeper.run_ids.values():
         store.finish_run(
-            run_id, status="interrupted" if interrupted else "done", diagnosis=None, notes=notes
+            run_id,
+            status="interrupted" if interrupted else "done",
+            diagnosis=None,
+            notes=told.notes,
         )
     return ConversationVerdict(
         outcomes=tuple(
             outcomes(keeper.records, chat.turns, order=list(describe), seed=plan.seed or 0)
         ),
         descriptions=describe,
-        dropped=dropped,
+        dropped=told.dropped,
         run_ids=dict(keeper.run_ids),
         turns=chat.turns,
-        notes=tuple(notes),
+        notes=tuple(told.notes),
         store_path=store.path,
         interrupted=interrupted,
-        reason=reason[0] if reason else None,
+        reason=told.reason,
     )
+
+
+@dataclass
+class _Told:
+    """What the conversation told as it went: its notes, the text each strategy dropped,
+    and why it could not be held at all."""
+
+    notes: list[StepNote] = field(default_factory=list)
+    dropped: dict[str, str] = field(default_factory=dict)
+    reason: str | None = None
+
+
+async def _converse(
+    plan: VerifyPlan,
+    conversation: ConversationPlan,
+    budget: Budget,
+    keeper: _Keeper,
+    told: _Told,
+    on_progress: ProgressHook | None,
+) -> None:
+    """Calibrate prompt lengths on the endpoint, then hold the conversation under every
+    strategy, each turn kept as it finishes."""
+    rng = random.Random(plan.seed)
+    tokens = conversation.tokens_per_turn
+    for words in calibration_words(tokens):
+        budget.reserve(prompt_cost(ASSUMED, words), 1)
+    async with plan.connection.session(plan.endpoint) as session:
+        try:
+            calibration, _ = await calibrate(session, rng, near_tokens=tokens)
+        except CalibrationFailed as exc:
+            if (error := exc.cannot_answer) is not None:
+                told.notes.append(StepNote(Step.RUN, cannot_answer_note(error)))
+                told.reason = f"the endpoint cannot answer: {error}; {error.cannot_answer}"
+                return
+            told.notes.append(StepNote(Step.CALIBRATION, f"{exc}; 1 token per word assumed"))
+            calibration = ASSUMED
+    result = await run_conversations(
+        conversation,
+        calibration,
+        budget,
+        on_turn=keeper.keep,
+        on_progress=lambda done, total: on_progress("turns", done, total) if on_progress else None,
+    )
+    told.notes.extend(result.notes)
+    told.dropped.update(result.dropped)

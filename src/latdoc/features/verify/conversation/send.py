@@ -182,78 +182,7 @@ async def run_conversations(
     chats = [_Chat(Strategy(KEEP)), *(_Chat(s) for s in plan.strategies)]
     result = ConversationResult()
     words = calibration.words_for(plan.tokens_per_turn)
-    user_cost = prompt_cost(calibration, words)
-
-    async def send(
-        session: ProbeSession,
-        chat: _Chat,
-        turn: int,
-        messages: Any,
-        *,
-        max_tokens: int,
-        summary: bool,
-    ) -> tuple[RequestTrace, str] | None:
-        cost = sum(prompt_cost(calibration, len(m["content"].split())) for m in messages)
-        if not budget.reserve(max(cost, user_cost), max_tokens):
-            return None
-        text: list[str] = []
-        trace = await session.request(messages, max_tokens, on_event=answer_text(text))
-        if trace.prompt_tokens is not None and trace.output_tokens_exact:
-            spent = trace.prompt_tokens + (trace.output_tokens or 0)
-            budget.settle(max(cost, user_cost) + max_tokens, spent)
-        record = ConversationTurn(chat.strategy.name, turn, trace, summary, chat.kept_turns())
-        result.turns.append(record)
-        if on_turn is not None:
-            on_turn(record)
-        return trace, "".join(text)
-
-    async def summarise(session: ProbeSession, chat: _Chat, turn: int, pairs: int) -> bool:
-        old = chat.history[: 2 * pairs]
-        prior = [] if chat.summary is None else [f"Earlier: {chat.summary}"]
-        transcript = "\n".join(prior + [f"{m['role']}: {m['content']}" for m in old])
-        messages = [{"role": "user", "content": f"{SUMMARY_INSTRUCTION}\n\n{transcript}"}]
-        sent = await send(
-            session, chat, turn, messages, max_tokens=SUMMARY_MAX_TOKENS, summary=True
-        )
-        if sent is None:
-            return False
-        trace, text = sent
-        chat.summary = text.strip() or chat.summary
-        chat.history = chat.history[2 * pairs :]
-        chat.turns_summarised += pairs
-        return trace.ok
-
-    async def take_turn(session: ProbeSession, chat: _Chat, turn: int, user: str) -> bool:
-        s = chat.strategy
-        if s.kind == "reset" and chat.since_reset >= s.turns and chat.history:
-            if not await summarise(session, chat, turn, len(chat.history) // 2):
-                return False
-            chat.resets += 1
-            chat.since_reset = 0
-        pairs = len(chat.history) // 2
-        if (
-            s.kind == "summary"
-            and pairs >= s.turns
-            and not await summarise(session, chat, turn, pairs - s.turns // 2)
-        ):
-            return False
-        if s.kind == "window" and pairs >= s.turns:
-            drop = pairs - s.turns + 1
-            chat.history = chat.history[2 * drop :]
-            chat.turns_dropped += drop
-        sent = await send(
-            session, chat, turn, chat.messages(user), max_tokens=plan.max_tokens, summary=False
-        )
-        if sent is None:
-            return False
-        trace, answer = sent
-        chat.history += [
-            {"role": "user", "content": user},
-            {"role": "assistant", "content": answer if trace.ok else ""},
-        ]
-        chat.since_reset += 1
-        return True
-
+    turns = _Turns(plan, calibration, budget, result, prompt_cost(calibration, words), on_turn)
     async with contextlib.AsyncExitStack() as stack:
         sessions = [
             await stack.enter_async_context(plan.connection.session(plan.endpoint)) for _ in chats
@@ -266,7 +195,7 @@ async def run_conversations(
                     user = make_prompt(words, rng)
                     rng.shuffle(order)
                     for i in order:
-                        if not await take_turn(sessions[i], chats[i], turn, user):
+                        if not await turns.take_turn(sessions[i], chats[i], turn, user):
                             result.notes.append(
                                 StepNote(Step.RUN, f"the budget ran out at turn {turn}")
                             )
@@ -278,6 +207,96 @@ async def run_conversations(
                 StepNote(Step.RUN, "the time budget ran out; the request in flight was abandoned")
             )
     return _done(result, chats)
+
+
+class _Turns:
+    """A turn of one strategy's chat: its history trimmed, reset or summarised as the
+    strategy says, then the user's message sent within the budget and every request
+    kept as a :class:`ConversationTurn`."""
+
+    def __init__(
+        self,
+        plan: ConversationPlan,
+        calibration: TokenCalibration,
+        budget: Budget,
+        result: ConversationResult,
+        user_cost: int,
+        on_turn: Callable[[ConversationTurn], None] | None,
+    ) -> None:
+        self.plan, self.calibration, self.budget = plan, calibration, budget
+        self.result, self.user_cost, self.on_turn = result, user_cost, on_turn
+
+    async def send(
+        self,
+        session: ProbeSession,
+        chat: _Chat,
+        turn: int,
+        messages: Any,
+        *,
+        max_tokens: int,
+        summary: bool,
+    ) -> tuple[RequestTrace, str] | None:
+        calibration, budget, user_cost = self.calibration, self.budget, self.user_cost
+        cost = sum(prompt_cost(calibration, len(m["content"].split())) for m in messages)
+        if not budget.reserve(max(cost, user_cost), max_tokens):
+            return None
+        text: list[str] = []
+        trace = await session.request(messages, max_tokens, on_event=answer_text(text))
+        if trace.prompt_tokens is not None and trace.output_tokens_exact:
+            spent = trace.prompt_tokens + (trace.output_tokens or 0)
+            budget.settle(max(cost, user_cost) + max_tokens, spent)
+        record = ConversationTurn(chat.strategy.name, turn, trace, summary, chat.kept_turns())
+        self.result.turns.append(record)
+        if self.on_turn is not None:
+            self.on_turn(record)
+        return trace, "".join(text)
+
+    async def summarise(self, session: ProbeSession, chat: _Chat, turn: int, pairs: int) -> bool:
+        old = chat.history[: 2 * pairs]
+        prior = [] if chat.summary is None else [f"Earlier: {chat.summary}"]
+        transcript = "\n".join(prior + [f"{m['role']}: {m['content']}" for m in old])
+        messages = [{"role": "user", "content": f"{SUMMARY_INSTRUCTION}\n\n{transcript}"}]
+        sent = await self.send(
+            session, chat, turn, messages, max_tokens=SUMMARY_MAX_TOKENS, summary=True
+        )
+        if sent is None:
+            return False
+        trace, text = sent
+        chat.summary = text.strip() or chat.summary
+        chat.history = chat.history[2 * pairs :]
+        chat.turns_summarised += pairs
+        return trace.ok
+
+    async def take_turn(self, session: ProbeSession, chat: _Chat, turn: int, user: str) -> bool:
+        s = chat.strategy
+        if s.kind == "reset" and chat.since_reset >= s.turns and chat.history:
+            if not await self.summarise(session, chat, turn, len(chat.history) // 2):
+                return False
+            chat.resets += 1
+            chat.since_reset = 0
+        pairs = len(chat.history) // 2
+        if (
+            s.kind == "summary"
+            and pairs >= s.turns
+            and not await self.summarise(session, chat, turn, pairs - s.turns // 2)
+        ):
+            return False
+        if s.kind == "window" and pairs >= s.turns:
+            drop = pairs - s.turns + 1
+            chat.history = chat.history[2 * drop :]
+            chat.turns_dropped += drop
+        sent = await self.send(
+            session, chat, turn, chat.messages(user), max_tokens=self.plan.max_tokens, summary=False
+        )
+        if sent is None:
+            return False
+        trace, answer = sent
+        chat.history += [
+            {"role": "user", "content": user},
+            {"role": "assistant", "content": answer if trace.ok else ""},
+        ]
+        chat.since_reset += 1
+        return True
 
 
 def _done(result: ConversationResult, chats: Sequence[_Chat]) -> ConversationResult:
