@@ -3,14 +3,15 @@
 - ``send``: the levels and what each sends, from this process or from worker
   processes and Ray actors; the search for the most load that meets the objectives;
   a trace replayed;
-- ``analysis``: percentiles, throughput, the knee, the plateau and Little's law;
+- ``analysis``: percentiles, throughput, the knee, the plateau and Little's law, and
+  an SLO's objectives read at a level;
 - ``run``: the sweep kept as a run, held against a baseline's gates, and analysed
   again from the store;
 - ``document``: the sweep's analysis as the store keeps it, and back;
 - ``render``: two tables per level, a JSON document, a page.
 """
 
-from latdoc.features.load.analysis import LevelWindow, LoadAnalysis, Slo
+from latdoc.features.load.analysis import LevelWindow, LoadAnalysis, Objective, Slo, objective
 from latdoc.features.load.document import LOAD_RECORD_SCHEMA, load_from_record, load_to_record
 from latdoc.features.load.render import LOAD_SCHEMA, load_to_dict, render_load, render_load_html
 from latdoc.features.load.run import (
@@ -23,7 +24,7 @@ from latdoc.features.load.run import (
     load_endpoint,
     reload_load,
 )
-from latdoc.features.load.send.findmax import DEFAULT_LIMIT, FindMaxAsk, Objective, objective
+from latdoc.features.load.send.findmax import DEFAULT_LIMIT, FindMaxAsk
 from latdoc.features.load.send.replay import Replay
 from latdoc.features.load.send.sweep import DEFAULT_CONCURRENCY, LoadPlan
 

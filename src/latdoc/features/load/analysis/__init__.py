@@ -31,7 +31,8 @@ A level cut short (an interrupted sweep, or a level the error budget stopped) is
 kept and marked ``partial``; the knee and the plateau are found among the other levels.
 
 The client's own limit is in :mod:`._client`, one level's numbers in :mod:`._level`, the
-sweep across its levels in :mod:`._sweep`.
+sweep across its levels in :mod:`._sweep`, and an SLO's objectives read at a level (for
+``--find-max``) in :mod:`._objectives`.
 """
 
 from latdoc.analysis.policy import LITTLE_TOLERANCE
@@ -49,6 +50,7 @@ from latdoc.features.load.analysis._level import (
     level_stats,
     percentiles,
 )
+from latdoc.features.load.analysis._objectives import Objective, Reading, objective, read_level
 from latdoc.features.load.analysis._sweep import (
     LoadAnalysis,
     analyse_load,
@@ -67,7 +69,9 @@ __all__ = [
     "LevelWindow",
     "LittlesLaw",
     "LoadAnalysis",
+    "Objective",
     "Percentiles",
+    "Reading",
     "Slo",
     "analyse_load",
     "busiest",
@@ -76,6 +80,8 @@ __all__ = [
     "find_plateau",
     "knee_base",
     "level_stats",
+    "objective",
     "percentiles",
     "processes_for",
+    "read_level",
 ]

@@ -22,14 +22,19 @@ it at one stream already; ``decode`` when the time per output token did.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from latdoc.analysis.stats import quantile, quantile_interval
 from latdoc.errors import UsageError
-from latdoc.features.load.analysis import LevelWindow, busiest
+from latdoc.features.load.analysis import (
+    LevelWindow,
+    Objective,
+    Reading,
+    busiest,
+    objective,
+    read_level,
+)
 from latdoc.features.load.send.sweep import LoadPlan, _Sweep, too_many_failed, within_time_budget
 from latdoc.records import RequestTrace, Sample, StepNote
 from latdoc.workload import Budget
@@ -47,25 +52,6 @@ DEFAULT_LIMIT = 256
 """The most streams the search grows to."""
 RATE_REACH = 2**10
 """By rate: the highest rate the search grows to, as a multiple of the starting rate."""
-_METRICS: dict[str, Callable[[RequestTrace], float | None]] = {
-    "ttft": lambda t: t.ttft_ms,
-    "tpot": lambda t: t.tpot_ms,
-    "e2e": lambda t: t.total_ms,
-}
-_ONE = re.compile(r"^(?P<metric>ttft|tpot|e2e)_p(?P<q>\d\d)$")
-
-
-@dataclass(frozen=True, slots=True)
-class Objective:
-    """A quantile of a metric that must stay at or below a limit."""
-
-    metric: str
-    q: float
-    limit_ms: float
-
-    @property
-    def text(self) -> str:
-        return f"{self.metric}_p{round(self.q * 100):02d} ≤ {self.limit_ms:g} ms"
 
 
 @dataclass(frozen=True)
@@ -93,29 +79,6 @@ class FindMaxAsk:
         if self.start_rate is not None:
             return float(self.start_rate * RATE_REACH)
         return float(DEFAULT_LIMIT)
-
-
-def objective(name: str, limit_ms: float) -> Objective:
-    """``ttft_p95`` and a limit: an objective; a :class:`UsageError` for another name."""
-    match = _ONE.match(name)
-    if match is None or not 1 <= int(match["q"]) <= 99:
-        raise UsageError(
-            f"--slo {name}: with --find-max name a metric and a quantile: ttft_p95, "
-            "tpot_p50, e2e_p99 (ttft, tpot or e2e; p01 to p99)"
-        )
-    return Objective(match["metric"], int(match["q"]) / 100, limit_ms)
-
-
-@dataclass(frozen=True, slots=True)
-class Reading:
-    """One objective at one level."""
-
-    objective: Objective
-    n: int
-    value_ms: float | None
-    interval_ms: tuple[float, float] | None
-    verdict: str
-    """``pass``, ``fail`` or ``undecided`` (by the interval)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,25 +190,6 @@ _BROKE = {
     "stream",
     "decode": "Decode broke it first: the time per output token grows past its limit",
 }
-
-
-def read_level(
-    objectives: Sequence[Objective], traces: Sequence[RequestTrace]
-) -> tuple[Reading, ...]:
-    readings = []
-    ok = [t for t in traces if t.ok]
-    for o in objectives:
-        values = [v for t in ok if (v := _METRICS[o.metric](t)) is not None]
-        ci = quantile_interval(values, o.q) if values else None
-        point = quantile(values, o.q) if values else None
-        if ci is not None and ci[1] <= o.limit_ms:
-            verdict = "pass"
-        elif ci is not None and ci[0] > o.limit_ms:
-            verdict = "fail"
-        else:
-            verdict = "undecided"
-        readings.append(Reading(o, len(values), point, ci, verdict))
-    return tuple(readings)
 
 
 def _judged(readings: Sequence[Reading]) -> tuple[bool, bool]:

@@ -1,0 +1,82 @@
+"""An SLO's objectives and one level read against them: ``--find-max --slo
+ttft_p95=2s,tpot_p50=80ms``.
+
+An :class:`Objective` is a quantile of a metric (TTFT, TPOT or the end-to-end time)
+that must stay at or below a limit. A level's :class:`Reading` of it is the quantile's
+point (:func:`~latdoc.analysis.stats.quantile`) and its 95% interval
+(:func:`~latdoc.analysis.stats.quantile_interval`) over the level's successful
+requests: ``pass`` when the whole interval lies at or below the limit, ``fail`` when it
+lies above, else ``undecided``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from latdoc.analysis.stats import quantile, quantile_interval
+from latdoc.errors import UsageError
+from latdoc.records import RequestTrace
+
+_METRICS: dict[str, Callable[[RequestTrace], float | None]] = {
+    "ttft": lambda t: t.ttft_ms,
+    "tpot": lambda t: t.tpot_ms,
+    "e2e": lambda t: t.total_ms,
+}
+_ONE = re.compile(r"^(?P<metric>ttft|tpot|e2e)_p(?P<q>\d\d)$")
+
+
+@dataclass(frozen=True, slots=True)
+class Objective:
+    """A quantile of a metric that must stay at or below a limit."""
+
+    metric: str
+    q: float
+    limit_ms: float
+
+    @property
+    def text(self) -> str:
+        return f"{self.metric}_p{round(self.q * 100):02d} ≤ {self.limit_ms:g} ms"
+
+
+def objective(name: str, limit_ms: float) -> Objective:
+    """``ttft_p95`` and a limit: an objective; a :class:`UsageError` for another name."""
+    match = _ONE.match(name)
+    if match is None or not 1 <= int(match["q"]) <= 99:
+        raise UsageError(
+            f"--slo {name}: with --find-max name a metric and a quantile: ttft_p95, "
+            "tpot_p50, e2e_p99 (ttft, tpot or e2e; p01 to p99)"
+        )
+    return Objective(match["metric"], int(match["q"]) / 100, limit_ms)
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """One objective at one level."""
+
+    objective: Objective
+    n: int
+    value_ms: float | None
+    interval_ms: tuple[float, float] | None
+    verdict: str
+    """``pass``, ``fail`` or ``undecided`` (by the interval)."""
+
+
+def read_level(
+    objectives: Sequence[Objective], traces: Sequence[RequestTrace]
+) -> tuple[Reading, ...]:
+    readings = []
+    ok = [t for t in traces if t.ok]
+    for o in objectives:
+        values = [v for t in ok if (v := _METRICS[o.metric](t)) is not None]
+        ci = quantile_interval(values, o.q) if values else None
+        point = quantile(values, o.q) if values else None
+        if ci is not None and ci[1] <= o.limit_ms:
+            verdict = "pass"
+        elif ci is not None and ci[0] > o.limit_ms:
+            verdict = "fail"
+        else:
+            verdict = "undecided"
+        readings.append(Reading(o, len(values), point, ci, verdict))
+    return tuple(readings)
