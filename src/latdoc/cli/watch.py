@@ -40,13 +40,13 @@ from latdoc.features.watch import (
     HOUR_OF_DAY_TITLE,
     LONG_TOKENS,
     MAX_REQUESTS,
-    REQUESTS_PER_TICK,
     SHORT_TOKENS,
     WatchClock,
     WatchPlan,
     clock_spans,
     clock_to_dict,
     duration_text,
+    ended_sentences,
     render_clock,
     render_clock_html,
     watch_clock,
@@ -209,34 +209,9 @@ def _watch(
         on_start=on_start,
     )
     assert run.clock is not None
-    result = run.result
-    if result is None:
-        print("Interrupted: every finished trace is kept.", file=err, flush=True)
-    else:
-        why = {"time": "its duration ended", "budget": "the budget ran out", "once": "--once"}
-        print(
-            f"Watch {name!r}: {_count(result.ticks, 'tick')}, "
-            f"{_count(result.requests, 'request')} this time; "
-            f"stopped because {why[result.stopped_by]}.",
-            file=err,
-        )
-        if result.skipped_ticks:
-            print(
-                f"{_count(result.skipped_ticks, 'tick')} skipped this time: a tick took "
-                "longer than --every; give a longer --every to keep them even.",
-                file=err,
-            )
-        if result.stopped_by == "time" and result.ticks == 0:
-            print(
-                f"The watch's --duration has passed since it started; give a longer one "
-                f"or a new --name (a tick is {REQUESTS_PER_TICK} requests).",
-                file=err,
-            )
-    return result is None, run.clock
-
-
-def _count(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+    for line in ended_sentences(name, run.result):
+        print(line, file=err, flush=True)
+    return run.result is None, run.clock
 
 
 def _print_clock(clock: WatchClock, title: str, out: TextIO) -> None:

@@ -24,6 +24,7 @@ from latdoc.features.watch.render import (
     WATCH_SCHEMA,
     clock_to_dict,
     duration_text,
+    ended_sentences,
     render_clock,
     render_clock_html,
 )
@@ -72,6 +73,7 @@ __all__ = [
     "clock_spans",
     "clock_to_dict",
     "duration_text",
+    "ended_sentences",
     "render_clock",
     "render_clock_html",
     "watch_clock",

@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from latdoc.features.watch.analysis import DAY_S, ClockReport, Peak, p_text
+from latdoc.features.watch.send import REQUESTS_PER_TICK, WatchResult
 from latdoc.report.names import format_ms
 
 WATCH_SCHEMA = "latdoc.watch/1"
@@ -44,6 +45,36 @@ def peak_sentence(peak: Peak) -> str:
         f"{format_ms(peak.off_peak_ttft_p50_ms)} off-peak, {peak.ratio:.2f}×{ci} "
         f"({p_text(peak.p_value)}, Mann–Whitney, n = {peak.peak_n}/{peak.off_peak_n})"
     )
+
+
+_STOPPED_BY = {"time": "its duration ended", "budget": "the budget ran out", "once": "--once"}
+
+
+def ended_sentences(name: str, result: WatchResult | None) -> list[str]:
+    """What one run of the watch ``name`` did and why it stopped (``None``: Ctrl-C ended
+    it), with what to change when it skipped ticks or sent none."""
+    if result is None:
+        return ["Interrupted: every finished trace is kept."]
+    said = [
+        f"Watch {name!r}: {_count(result.ticks, 'tick')}, "
+        f"{_count(result.requests, 'request')} this time; "
+        f"stopped because {_STOPPED_BY[result.stopped_by]}."
+    ]
+    if result.skipped_ticks:
+        said.append(
+            f"{_count(result.skipped_ticks, 'tick')} skipped this time: a tick took "
+            "longer than --every; give a longer --every to keep them even."
+        )
+    if result.stopped_by == "time" and result.ticks == 0:
+        said.append(
+            f"The watch's --duration has passed since it started; give a longer one "
+            f"or a new --name (a tick is {REQUESTS_PER_TICK} requests)."
+        )
+    return said
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def skipped_sentence(skipped_ticks: int | None) -> str | None:

@@ -168,3 +168,18 @@ def test_a_flat_day_with_noise_is_called_a_peak_at_most_alpha_of_the_time() -> N
         called += report.pattern
     # At α = 0.05 the expected count is 6; 12 is beyond its binomial 99.5th percentile.
     assert called <= 12, f"{called} of {days} flat days called a peak"
+
+
+def test_what_a_watch_says_when_it_ends() -> None:
+    from latdoc.features.watch import WatchResult, ended_sentences
+
+    assert ended_sentences("w", None) == ["Interrupted: every finished trace is kept."]
+    assert ended_sentences("w", WatchResult(1, 3, "once")) == [
+        "Watch 'w': 1 tick, 3 requests this time; stopped because --once."
+    ]
+    said = ended_sentences("w", WatchResult(0, 0, "time", skipped_ticks=2))
+    assert said[0] == (
+        "Watch 'w': 0 ticks, 0 requests this time; stopped because its duration ended."
+    )
+    assert said[1].startswith("2 ticks skipped this time: a tick took longer than --every")
+    assert "a tick is 3 requests" in said[2]
