@@ -1,44 +1,37 @@
-"""What every command parses alike: validators, connection options, the API key, the target.
+"""What every command parses alike: validators and the flags they share.
 
 Each is written once here; the command modules only declare their own flags. The
-exit codes are ``_parser``'s, named here too for the command modules.
+exit codes are ``_parser``'s, and the target, the key and the store ``_sending``'s,
+named here too for the command modules.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
-import os
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
-from latdoc.cli._lab_extra import require_lab
 from latdoc.cli._parser import EXIT_INTERRUPTED as EXIT_INTERRUPTED
 from latdoc.cli._parser import EXIT_OK as EXIT_OK
 from latdoc.cli._parser import EXIT_REQUEST_FAILED as EXIT_REQUEST_FAILED
 from latdoc.cli._parser import EXIT_USAGE as EXIT_USAGE
+from latdoc.cli._sending import Choice as Choice
+from latdoc.cli._sending import Sending as Sending
+from latdoc.cli._sending import Target as Target
+from latdoc.cli._sending import api_key as api_key
+from latdoc.cli._sending import choice as choice
+from latdoc.cli._sending import endpoint_and_connection as endpoint_and_connection
+from latdoc.cli._sending import open_store as open_store
+from latdoc.cli._sending import proxy_secrets as proxy_secrets
+from latdoc.cli._sending import target as target
 from latdoc.errors import UsageError
-from latdoc.probe import (
-    ConnectionOptions,
-    Dialect,
-    Endpoint,
-    ProxyConfig,
-    Timeouts,
-    check_extra_body,
-    dialects,
-    parse_proxy,
-    providers,
-)
-from latdoc.store import Store
+from latdoc.probe import BASE_URL_VARIABLE as BASE_URL_VARIABLE
+from latdoc.probe import check_extra_body, dialects, providers
 
 if TYPE_CHECKING:
     from latdoc.report.metrics import PrometheusMetrics
-
-BASE_URL_VARIABLE = "OPENAI_BASE_URL"
 
 
 def positive_int(text: str) -> int:
@@ -328,142 +321,6 @@ def add_gate_argument(p: argparse.ArgumentParser, baseline: str) -> None:
 
 def add_store_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", metavar="FILE", help="the SQLite store (default: user data dir)")
-
-
-def open_store(args: argparse.Namespace, key: str | None, *more: str | None) -> Store:
-    """The ``--db`` store, masking ``key`` (and any ``more`` keys) wherever it would be
-    written."""
-    return Store(args.db, secrets=[k for k in (key, *more, *proxy_secrets(args)) if k])
-
-
-def proxy_config(args: argparse.Namespace, *, builtin: bool = False) -> ProxyConfig:
-    """``--proxy URL`` or ``--no-proxy``, else the environment's proxy variables (the
-    ``builtin`` endpoint, on this machine: direct)."""
-    url: str | None = getattr(args, "proxy", None)
-    direct: bool = getattr(args, "no_proxy", False) or (builtin and url is None)
-    return ProxyConfig(url=url, direct=direct)
-
-
-def proxy_secrets(args: argparse.Namespace) -> tuple[str, ...]:
-    """The passwords of the proxies the command line and the environment name, masked
-    wherever a run is written."""
-    texts = [getattr(args, "proxy", None)]
-    for scheme in ("https", "http", "all"):
-        texts += [os.environ.get(f"{scheme}_proxy"), os.environ.get(f"{scheme.upper()}_PROXY")]
-    found: list[str] = []
-    for text in texts:
-        if text:
-            with contextlib.suppress(UsageError):
-                found += parse_proxy(text).secrets
-    return tuple(found)
-
-
-@dataclass(frozen=True)
-class Choice:
-    """What ``--provider``, ``--api`` and the URL choose together."""
-
-    api: str
-    """The dialect."""
-    url: str | None
-    """The base URL; ``None``: the built-in endpoint."""
-    key_variables: tuple[str, ...]
-    """The variables the key is read from, the first set one winning."""
-
-
-def choice(args: argparse.Namespace) -> Choice:
-    """The dialect, the base URL and the key's variables the command line asks for.
-
-    With ``--provider``: its preset's, a URL or ``--api`` given taking their place where
-    the provider serves them (:func:`latdoc.probe.providers.resolve`; a
-    :class:`UsageError` otherwise); ``OPENAI_BASE_URL`` is not read. Without: ``--api``
-    (``chat`` by default), the URL given or ``OPENAI_BASE_URL``, and the dialect's own
-    key variables.
-    """
-    api: str | None = getattr(args, "api", None)
-    provider: str | None = getattr(args, "provider", None)
-    if provider is not None:
-        chosen = providers.resolve(provider, api=api, url=args.url)
-        return Choice(chosen.api, chosen.base_url, chosen.key_variables)
-    dialect = dialects.get(api or dialects.DEFAULT.name)
-    return Choice(
-        dialect.name, args.url or os.environ.get(BASE_URL_VARIABLE), dialect.key_variables
-    )
-
-
-def api_key(args: argparse.Namespace) -> str | None:
-    """The API key from the environment: ``--api-key-env VAR`` must be set if named;
-    else the first set of the variables :func:`choice` names: the ``--provider``'s
-    (``GROQ_API_KEY`` for ``--provider groq``), or the dialect's own
-    (``ANTHROPIC_API_KEY`` for ``--api anthropic``, ``GOOGLE_API_KEY`` or
-    ``GEMINI_API_KEY`` for ``--api gemini``)."""
-    var = args.api_key_env
-    if var is not None:
-        value = os.environ.get(var)
-        if not value:
-            raise UsageError(f"--api-key-env {var}: the variable is not set")
-        return value
-    return next(filter(None, map(os.environ.get, choice(args).key_variables)), None)
-
-
-@dataclass(frozen=True)
-class Target:
-    """Where to send: the user's endpoint, or a built-in one started for this command."""
-
-    url: str
-    model: str | None
-    cacert: str | None
-
-
-@contextlib.contextmanager
-def target(
-    args: argparse.Namespace, err: TextIO, *, engine: bool, http2: bool | None = None
-) -> Iterator[Target]:
-    """The URL on the command line, or the ``--provider``'s, or in ``OPENAI_BASE_URL``;
-    else a built-in endpoint.
-
-    The built-in one is the real llama.cpp engine when ``engine`` is asked for and
-    installed, else the simulated endpoint (offering HTTP/2 with ``http2``, by
-    default when ``--http2`` was given); it runs until the block ends. It needs the
-    ``[lab]`` extra: without it, a :class:`UsageError` says how to install it.
-    """
-    url = choice(args).url
-    if url:
-        yield Target(url, args.model, args.cacert)
-        return
-    require_lab(
-        "the built-in endpoint (measured when no URL is given)", ", or give an endpoint's URL"
-    )
-    from latdoc.lab import builtin_endpoint
-
-    offer_http2 = args.http2 if http2 is None else http2
-    with builtin_endpoint(engine=engine, http2=offer_http2, say=lambda s: print(s, file=err)) as (
-        base_url,
-        model,
-        ca_file,
-    ):
-        yield Target(base_url, args.model or model, ca_file)
-
-
-def endpoint_and_connection(
-    args: argparse.Namespace, where: Target, key: str | None
-) -> tuple[Endpoint, ConnectionOptions]:
-    """The endpoint to measure and how to connect to it, from the shared options. The
-    built-in endpoint, on this machine, is reached direct unless ``--proxy`` names a
-    proxy: the environment's proxy is for the network beyond it."""
-    if not where.model:
-        raise UsageError("--model is required for an endpoint other than the built-in one")
-    endpoint = Endpoint(
-        where.url, where.model, Dialect(choice(args).api), api_key=key, extra_body=args.extra_body
-    )
-    connection = ConnectionOptions(
-        http2=args.http2,
-        cacert=where.cacert,
-        insecure=args.insecure,
-        timeouts=Timeouts(total=args.timeout),
-        proxy=proxy_config(args, builtin=not choice(args).url),
-    )
-    connection.proxy.route(endpoint.url)  # a proxy setting that cannot work fails here
-    return endpoint, connection
 
 
 def plan_default(plan: type[Any], name: str) -> Any:

@@ -21,17 +21,14 @@ from latdoc.cli._options import (
     add_store_argument,
     add_target_arguments,
     add_trace_arguments,
-    api_key,
     duration,
-    endpoint_and_connection,
-    open_store,
     plan_default,
     positive_float,
     positive_int,
     start_metrics,
-    target,
 )
 from latdoc.cli._output import write_output
+from latdoc.cli._sending import Sending
 from latdoc.errors import UsageError
 from latdoc.features.load import (
     DEFAULT_CONCURRENCY,
@@ -158,6 +155,25 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         "--max-in-flight", type=positive_int, default=DEFAULT_MAX_IN_FLIGHT, metavar="N",
         help=f"open loop: requests open at once, at most (default {DEFAULT_MAX_IN_FLIGHT})",
     )  # fmt: skip
+    _add_goal_arguments(p)
+    _add_worker_arguments(p)
+    p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
+    p.add_argument("--json", action="store_true", help="print the sweep as JSON")
+    p.add_argument("--seed", type=int, help="seed for prompts and arrival times")
+    add_trace_arguments(p, "replaying a trace", "the levels")
+    p.add_argument(
+        "--baseline",
+        metavar="RUN_ID",
+        help="a stored load run to hold this one against with --fail-if (the same levels "
+        "are compared with each other)",
+    )
+    add_gate_argument(p, "--baseline")
+    add_metrics_arguments(p, "loading")
+    add_store_argument(p)
+
+
+def _add_goal_arguments(p: argparse.ArgumentParser) -> None:
+    """``--slo``, ``--find-max`` and how far it may go."""
     p.add_argument(
         "--slo", type=parse_slo, metavar="ttft=2s,tpot=100ms",
         help="objectives a request must meet to count as goodput; with --find-max, "
@@ -178,6 +194,10 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         "--yes", action="store_true",
         help="allow more than 64 streams against an endpoint that is not on this host",
     )  # fmt: skip
+
+
+def _add_worker_arguments(p: argparse.ArgumentParser) -> None:
+    """Where the streams are sent from: worker processes or Ray actors."""
     w = p.add_argument_group("workers: when one process cannot keep the streams up")
     spread = w.add_mutually_exclusive_group()
     spread.add_argument(
@@ -191,19 +211,6 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         "--workers", type=positive_int, metavar="N",
         help=f"with --ray: how many actors (default: {DEFAULT_RAY_WORKERS})",
     )  # fmt: skip
-    p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
-    p.add_argument("--json", action="store_true", help="print the sweep as JSON")
-    p.add_argument("--seed", type=int, help="seed for prompts and arrival times")
-    add_trace_arguments(p, "replaying a trace", "the levels")
-    p.add_argument(
-        "--baseline",
-        metavar="RUN_ID",
-        help="a stored load run to hold this one against with --fail-if (the same levels "
-        "are compared with each other)",
-    )
-    add_gate_argument(p, "--baseline")
-    add_metrics_arguments(p, "loading")
-    add_store_argument(p)
 
 
 def _processes(text: str) -> int | str:
@@ -234,7 +241,7 @@ def find_max(args: argparse.Namespace, objectives: tuple[Objective, ...]) -> Fin
 
 
 def run(args: argparse.Namespace) -> int:
-    key = api_key(args)
+    sending = Sending.of(args)
     spread = workers(args)
     err = sys.stderr
     gates = parse_gates(args.fail_if) if args.fail_if else ()
@@ -244,8 +251,7 @@ def run(args: argparse.Namespace) -> int:
     if args.trace is not None:
         streams = (args.concurrency or (1,))[0]
         replay = Replay(args.trace, args.trace_format, args.speed, streams)
-    with target(args, err, engine=False) as where:
-        endpoint, connection = endpoint_and_connection(args, where, key)
+    with sending.to(err, engine=False) as (endpoint, connection):
         plan = LoadPlan(
             endpoint=endpoint,
             connection=connection,
@@ -263,7 +269,7 @@ def run(args: argparse.Namespace) -> int:
         )
         progress = ProgressBars(err)
         metrics = start_metrics(args, err)
-        with open_store(args, key) as store:
+        with sending.store() as store:
             try:
                 result = load_endpoint(
                     plan,

@@ -24,15 +24,12 @@ from latdoc.cli._options import (
     add_output_tokens_argument,
     add_store_argument,
     add_target_arguments,
-    api_key,
-    endpoint_and_connection,
-    open_store,
     plan_default,
     positive_float,
     positive_int,
-    target,
 )
 from latdoc.cli._output import write_output
+from latdoc.cli._sending import Sending
 from latdoc.features.compare import ShownComparison, compare_runs
 from latdoc.features.verify import Outcome, Shown, VerifyPlan, plan_line, verify_remedy
 from latdoc.features.verify import experiments as registry
@@ -133,11 +130,11 @@ def run_compare(args: argparse.Namespace) -> int:
 def run_verify(args: argparse.Namespace) -> int:
     from latdoc.report import ProgressBars
 
-    key = api_key(args)
+    sending = Sending.of(args)
     err = sys.stderr
     spec = registry.experiment(args.remedy)
-    with target(args, err, engine=False, http2=True if spec.builtin_http2 else None) as where:
-        endpoint, connection = endpoint_and_connection(args, where, key)
+    http2 = True if spec.builtin_http2 else None
+    with sending.to(err, engine=False, http2=http2) as (endpoint, connection):
         plan = VerifyPlan(
             endpoint=endpoint,
             remedy=spec.name,
@@ -152,7 +149,7 @@ def run_verify(args: argparse.Namespace) -> int:
             options=spec.read(vars(args)),
         )
         print(plan_line(plan), file=err)
-        with open_store(args, key, *spec.secrets_of(plan)) as store, ProgressBars(err) as bars:
+        with sending.store(*spec.secrets_of(plan)) as store, ProgressBars(err) as bars:
             outcome: Outcome = verify_remedy(plan, store=store, on_progress=bars)
     emit(outcome, args)
     if outcome.not_applicable:

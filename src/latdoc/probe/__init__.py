@@ -18,6 +18,8 @@ The rooms behind this face, in the order a request passes through them:
   reasoning apart).
 - ``providers``: the ``--provider`` presets (a host's dialect, base URL and key
   variables), listed once in ``providers.PROVIDERS``.
+- ``_target``: the endpoint and connection a user's choices make (a provider, an
+  API, a URL, a key, a proxy), as every sending command builds them.
 - ``_proxy``: which proxy a URL goes through (``HTTPS_PROXY``, ``NO_PROXY`` …, or
   ``--proxy``), and httpcore's own pool for it (HTTP ``CONNECT`` and forwarding, SOCKS5).
 - ``_failures``: every lower-level error mapped to a typed failure, once.
@@ -59,10 +61,20 @@ from latdoc.probe._recorder import Recorder, now_ns
 from latdoc.probe._session import EventHook, ProbeSession, ResendHook
 from latdoc.probe._sse import SSEDecoder, SSEEvent
 from latdoc.probe._stream_state import StreamState
+from latdoc.probe._target import (
+    BASE_URL_VARIABLE,
+    ApiChoice,
+    choose_api,
+    endpoint_and_connection,
+    environment_key,
+    proxy_secrets,
+)
 from latdoc.probe._tcpinfo import read_tcp_info
 
 __all__ = [
+    "BASE_URL_VARIABLE",
     "READER_LAG",
+    "ApiChoice",
     "ConnectionOptions",
     "Dialect",
     "Endpoint",
@@ -90,8 +102,11 @@ __all__ = [
     "Timeouts",
     "TraceTarget",
     "check_extra_body",
+    "choose_api",
     "classify",
     "dialect_hint",
+    "endpoint_and_connection",
+    "environment_key",
     "error_message",
     "freeze_trace",
     "http_error",
@@ -101,6 +116,7 @@ __all__ = [
     "parse_event",
     "parse_no_proxy",
     "parse_proxy",
+    "proxy_secrets",
     "read_tcp_info",
     "request_body",
     "scrape_metrics",
