@@ -1,8 +1,8 @@
 """What every command parses alike: validators and the flags they share.
 
 Each is written once here; the command modules only declare their own flags. The
-exit codes are ``_parser``'s, and the target, the key and the store ``_sending``'s,
-named here too for the command modules.
+exit codes are ``_parser``'s, named here too for the command modules; the target, the
+key and the store are ``_sending``'s.
 """
 
 from __future__ import annotations
@@ -17,15 +17,7 @@ from latdoc.cli._parser import EXIT_INTERRUPTED as EXIT_INTERRUPTED
 from latdoc.cli._parser import EXIT_OK as EXIT_OK
 from latdoc.cli._parser import EXIT_REQUEST_FAILED as EXIT_REQUEST_FAILED
 from latdoc.cli._parser import EXIT_USAGE as EXIT_USAGE
-from latdoc.cli._sending import Choice as Choice
-from latdoc.cli._sending import Sending as Sending
-from latdoc.cli._sending import Target as Target
-from latdoc.cli._sending import api_key as api_key
-from latdoc.cli._sending import choice as choice
-from latdoc.cli._sending import endpoint_and_connection as endpoint_and_connection
-from latdoc.cli._sending import open_store as open_store
-from latdoc.cli._sending import proxy_secrets as proxy_secrets
-from latdoc.cli._sending import target as target
+from latdoc.cli._sending import choice
 from latdoc.errors import UsageError
 from latdoc.probe import BASE_URL_VARIABLE as BASE_URL_VARIABLE
 from latdoc.probe import check_extra_body, dialects, providers

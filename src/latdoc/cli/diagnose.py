@@ -20,16 +20,13 @@ from latdoc.cli._options import (
     add_target_arguments,
     add_trace_arguments,
     add_vantage_arguments,
-    api_key,
     duration,
-    endpoint_and_connection,
-    open_store,
     plan_default,
     positive_int,
-    target,
     vantages,
 )
 from latdoc.cli._output import write_output
+from latdoc.cli._sending import Sending
 from latdoc.cli.vantage import emit_vantages
 from latdoc.errors import UsageError
 from latdoc.features.diagnose import (
@@ -161,14 +158,13 @@ def run_diagnose(args: argparse.Namespace) -> int:
         return _diagnose_recorded(args)
     if args.trace:
         return _diagnose_trace(args)
-    key = api_key(args)
+    sending = Sending.of(args)
     err = sys.stderr
     places = vantages(args)
     if places is not None and args.server_metrics not in ("auto", "off"):
         raise UsageError("--server-metrics reads an engine from this machine: not with --vantage")
     named_metrics_url(args.server_metrics)
-    with target(args, err, engine=True) as where:
-        endpoint, connection = endpoint_and_connection(args, where, key)
+    with sending.to(err, engine=True) as (endpoint, connection):
         plan = DiagnosisPlan(
             endpoint=endpoint,
             connection=connection,
@@ -182,7 +178,7 @@ def run_diagnose(args: argparse.Namespace) -> int:
         )
         print(plan_line(plan), file=err)
         progress = ProgressBars(err)
-        with open_store(args, key) as store:
+        with sending.store() as store:
             if places is not None:
                 runs = diagnose_vantages(
                     plan,
@@ -219,10 +215,9 @@ def _diagnose_trace(args: argparse.Namespace) -> int:
     from latdoc.features.load import LoadPlan
     from latdoc.features.load.send.replay import Replay, record_replay
 
-    key = api_key(args)
+    sending = Sending.of(args)
     err = sys.stderr
-    with target(args, err, engine=True) as where:
-        endpoint, connection = endpoint_and_connection(args, where, key)
+    with sending.to(err, engine=True) as (endpoint, connection):
         plan = LoadPlan(
             endpoint=endpoint,
             connection=connection,
@@ -237,7 +232,7 @@ def _diagnose_trace(args: argparse.Namespace) -> int:
         print(f"Replaying {args.trace} against {endpoint.base_url}, then diagnosing it as "
               "recorded traffic.", file=err)  # fmt: skip
         progress = ProgressBars(err)
-        with open_store(args, key) as store:
+        with sending.store() as store:
             try:
                 run_id = record_replay(plan, replay, store, on_progress=progress)
             finally:

@@ -14,13 +14,10 @@ from latdoc.cli._options import (
     add_store_argument,
     add_target_arguments,
     add_vantage_arguments,
-    api_key,
-    endpoint_and_connection,
-    open_store,
     positive_int,
-    target,
     vantages,
 )
+from latdoc.cli._sending import Sending
 from latdoc.cli.vantage import emit_vantages
 from latdoc.features.probe import probe_endpoint, render_probe
 from latdoc.features.vantage import probe_vantages
@@ -69,11 +66,10 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    key = api_key(args)
+    sending = Sending.of(args)
     err, out = sys.stderr, sys.stdout
     places = vantages(args)
-    with target(args, err, engine=False) as where:
-        endpoint, connection = endpoint_and_connection(args, where, key)
+    with sending.to(err, engine=False) as (endpoint, connection):
         plan = ProbePlan(
             endpoint=endpoint,
             connection=connection,
@@ -94,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
                 out.flush()
             progress("requests", index + 1, args.repeat)
 
-        with open_store(args, key) as store:
+        with sending.store() as store:
             if places is not None:
                 runs = probe_vantages(plan, ray=args.ray, vantages=places, store=store)
                 return emit_vantages(runs, args, out, err)

@@ -22,17 +22,14 @@ from latdoc.cli._options import (
     add_output_tokens_argument,
     add_store_argument,
     add_target_arguments,
-    api_key,
     duration,
-    endpoint_and_connection,
     non_negative_float,
-    open_store,
     plan_default,
     positive_int,
     start_metrics,
-    target,
 )
 from latdoc.cli._output import write_output
+from latdoc.cli._sending import Sending
 from latdoc.errors import UsageError
 from latdoc.features.watch import (
     DURATION_S,
@@ -137,12 +134,11 @@ def add_report_arguments(report: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    key = api_key(args)
+    sending = Sending.of(args)
     err, out = sys.stderr, sys.stdout
     metrics = start_metrics(args, err)
     try:
-        with target(args, err, engine=False) as where:
-            endpoint, connection = endpoint_and_connection(args, where, key)
+        with sending.to(err, engine=False) as (endpoint, connection):
             name = args.name or watch_name(endpoint)
             plan = WatchPlan(
                 endpoint=endpoint,
@@ -155,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
                 max_tokens=args.max_tokens,
                 seed=args.seed,
             )
-            with open_store(args, key) as store:
+            with sending.store() as store:
                 interrupted, clock = _watch(args, plan, name, store, metrics, err)
             _print_clock(clock, f"Watch {clock.name} {HOUR_OF_DAY_TITLE}", out)
     finally:

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from latdoc.cli import EXIT_OK, EXIT_USAGE, build_parser, main
-from latdoc.cli._options import api_key, choice
+from latdoc.cli._sending import api_key, choice
 from latdoc.probe import providers
 
 KEY = "sk-lab-provider-0123456789abcdef"

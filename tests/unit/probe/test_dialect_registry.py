@@ -14,9 +14,15 @@ import pytest
 
 from latdoc import Dialect, Endpoint, UsageError
 from latdoc.cli import build_parser, main
-from latdoc.cli._options import api_key
 from latdoc.client._request_facts import dialect_of
-from latdoc.probe import check_extra_body, dialects, parse_event, request_body
+from latdoc.probe import (
+    check_extra_body,
+    choose_api,
+    dialects,
+    environment_key,
+    parse_event,
+    request_body,
+)
 from latdoc.probe._events import EventInfo
 from latdoc.probe.dialects import DialectSpec, Route
 
@@ -104,7 +110,7 @@ def test_a_dialect_added_to_the_registry_is_an_api_choice_with_its_own_key(
     args = build_parser().parse_args(["probe", "http://h/v1beta", "-m", "toy-2", "--api", "toy"])
     assert args.api == "toy"
     monkeypatch.setenv("TOY_API_KEY", "toy-key-42")
-    assert api_key(args) == "toy-key-42"
+    assert environment_key(choose_api(args.url, api=args.api)) == "toy-key-42"
     with pytest.raises(SystemExit):
         main(["probe", "--help"])
     shown = " ".join(capsys.readouterr().out.split())

@@ -16,10 +16,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from latdoc import Dialect
-from latdoc.cli import build_parser
-from latdoc.cli._options import api_key
 from latdoc.errors import SSEError
-from latdoc.probe import check_extra_body, dialects, error_message, parse_event, request_body
+from latdoc.probe import (
+    check_extra_body,
+    choose_api,
+    dialects,
+    environment_key,
+    error_message,
+    parse_event,
+    request_body,
+)
 from latdoc.probe._jsonarray import JSONArrayDecoder
 from latdoc.store.redact import Redactor
 
@@ -210,16 +216,15 @@ def test_each_dialect_finds_its_key_where_it_reads_it(monkeypatch: pytest.Monkey
         "AZURE_OPENAI_AD_TOKEN",
     ):
         monkeypatch.delenv(var, raising=False)
-    parse = build_parser().parse_args
-    gemini = parse(["probe", "http://h/v1beta", "-m", "g", "--api", "gemini"])
+    gemini = choose_api("http://h/v1beta", api="gemini")
     monkeypatch.setenv("GEMINI_API_KEY", "gemini-key")
-    assert api_key(gemini) == "gemini-key"
+    assert environment_key(gemini) == "gemini-key"
     monkeypatch.setenv("GOOGLE_API_KEY", "google-key")
-    assert api_key(gemini) == "google-key"  # as Google's SDK reads them
-    azure = parse(["probe", "http://h", "-m", "d", "--api", "azure"])
+    assert environment_key(gemini) == "google-key"  # as Google's SDK reads them
+    azure = choose_api("http://h", api="azure")
     token = "eyJhbGciOiJSUzI1NiJ9.eyJhdWQiOiJjb2cifQ.c2lnbmF0dXJl"
     monkeypatch.setenv("AZURE_OPENAI_AD_TOKEN", token)
-    assert api_key(azure) == token
+    assert environment_key(azure) == token
     assert Dialect.AZURE.auth_headers(token) == [(b"authorization", b"Bearer " + token.encode())]
     assert Dialect.AZURE.auth_headers("0123abcd") == [(b"api-key", b"0123abcd")]
     assert Dialect.GEMINI.auth_headers("k") == [(b"x-goog-api-key", b"k")]
