@@ -20,10 +20,10 @@ import subprocess
 import pytest
 
 from conftest import LabFactory
-from latdoc import Dialect, Endpoint, ProbeSession, RequestTrace
+from latdoc import Endpoint, ProbeSession, RequestTrace
 from latdoc.analysis.noticeable import MAD_TO_SIGMA
 from latdoc.lab.sim import LabConfig, LatencyModel
-from latdoc.probe import request_body
+from latdoc.probe import dialects, request_body
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("curl") is None, reason="needs the curl binary"),
@@ -63,7 +63,7 @@ def test_phase_medians_agree_with_curl(lab: LabFactory) -> None:
         assert server.ca_file is not None
         endpoint = Endpoint(server.base_url, "lab-sim")
         body = json.dumps(
-            request_body(Dialect.CHAT, "lab-sim", "Hello there, how are you today?", 2,
+            request_body(dialects.chat.SPEC, "lab-sim", "Hello there, how are you today?", 2,
                          include_usage=True)
         ).encode()  # fmt: skip
         curl_rows, probe_rows = [], []

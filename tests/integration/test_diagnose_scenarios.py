@@ -17,7 +17,6 @@ from latdoc import (
     ConnectionOptions,
     Diagnosis,
     DiagnosisPlan,
-    Dialect,
     Endpoint,
     Kind,
     RunContext,
@@ -27,6 +26,8 @@ from latdoc import (
 )
 from latdoc.analysis.policy import MIN_INTERVAL_N
 from latdoc.lab.sim import Fault, LabConfig, LabProcess, LatencyModel
+from latdoc.probe import dialects
+from latdoc.probe.dialects import DialectSpec
 from machine_noise import MachineNoise
 
 BASE = LatencyModel(prefill_base_ms=15.0, prefill_ms_per_token=0.01, decode_ms_per_token=4.0)
@@ -41,7 +42,7 @@ def _diagnose(
     scenario: Scenario = Scenario.CHAT,
     max_seconds: float = 40.0,
     context_window: int = 8192,
-    dialect: Dialect = Dialect.CHAT,
+    dialect: DialectSpec = dialects.chat.SPEC,
     concurrency: int = 4,
 ) -> Diagnosis:
     with LabProcess(config) as lab:
@@ -79,7 +80,7 @@ def test_healthy_endpoint_has_no_network_verdict() -> None:
 
 def test_thinking_before_the_answer_is_reasoning(machine_noise: MachineNoise) -> None:
     thinker = dataclasses.replace(BASE, reasoning_tokens=60)
-    d = _diagnose(LabConfig(latency=thinker), dialect=Dialect.ANTHROPIC)
+    d = _diagnose(LabConfig(latency=thinker), dialect=dialects.anthropic.SPEC)
     assert d.verdict.primary is Kind.REASONING, d.findings
     assert Kind.DECODE not in _kinds(d)
     (finding,) = [f for f in d.findings if f.kind is Kind.REASONING]

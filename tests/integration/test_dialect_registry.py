@@ -11,7 +11,6 @@ import pytest
 
 import latdoc.lab.sim.dialects as lab_dialects
 from conftest import LabFactory
-from latdoc import Dialect
 from latdoc.lab.sim import output_token
 from latdoc.lab.sim.dialects import StandIn
 from latdoc.lab.sim.dialects.chat import STAND_IN as CHAT_STAND_IN
@@ -46,7 +45,7 @@ def test_the_lab_serves_a_stand_in_whose_route_names_the_model(
         unknown = httpx.post(TOY.url(server.base_url, "no-such-model"), json=body, timeout=10)
         chat = httpx.post(
             dialects.get("chat").url(server.base_url, "lab-sim"),
-            json=request_body(Dialect.CHAT, "lab-sim", "Hello there", 3, include_usage=True),
+            json=request_body(dialects.chat.SPEC, "lab-sim", "Hello there", 3, include_usage=True),
             timeout=10,
         )
     assert answer.status_code == 200, answer.text

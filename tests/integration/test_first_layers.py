@@ -18,12 +18,13 @@ import pytest
 
 from conftest import LabFactory
 from latdoc import (
-    Dialect,
     Endpoint,
     ProbeSession,
     RequestTrace,
 )
 from latdoc.lab.sim import LabConfig, LatencyModel
+from latdoc.probe import dialects
+from latdoc.probe.dialects import DialectSpec
 from latdoc.store.codec import trace_from_record, trace_to_record
 from scripted_server import ScriptedServer, chunk
 from scripted_server import Step as ScriptStep
@@ -55,7 +56,7 @@ def _script(content_type: str, layers: Layers) -> list[ScriptStep]:
     return [*script, b"0\r\n\r\n"]
 
 
-def _probe(base_url: str, dialect: Dialect, key: str | None = KEY) -> RequestTrace:
+def _probe(base_url: str, dialect: DialectSpec, key: str | None = KEY) -> RequestTrace:
     async def go() -> RequestTrace:
         endpoint = Endpoint(base_url, "lab-sim", dialect, api_key=key)
         async with ProbeSession(endpoint) as session:
@@ -111,12 +112,12 @@ def test_control_events_alone_are_an_event_and_no_token(name: str) -> None:
     assert trace.first_tool_call_ns is None and trace.chunks == ()
 
 
-def _lab_base(root: str, dialect: Dialect) -> str:
+def _lab_base(root: str, dialect: DialectSpec) -> str:
     return {
-        Dialect.GEMINI: f"{root}/v1beta",
-        Dialect.VERTEX: f"{root}/v1/projects/lab-project/locations/us-central1",
-        Dialect.BEDROCK: root,
-        Dialect.AZURE: root,
+        dialects.gemini.SPEC: f"{root}/v1beta",
+        dialects.vertex.SPEC: f"{root}/v1/projects/lab-project/locations/us-central1",
+        dialects.bedrock.SPEC: root,
+        dialects.azure.SPEC: root,
     }.get(dialect, f"{root}/v1")
 
 

@@ -8,8 +8,10 @@ import statistics
 import pytest
 
 from conftest import FAST, LabFactory
-from latdoc import Dialect, Endpoint, ProbePlan, ProbeSession, RequestTrace, run_probe
+from latdoc import Endpoint, ProbePlan, ProbeSession, RequestTrace, run_probe
 from latdoc.lab.sim import LabConfig, LatencyModel, chat_prompt_tokens, count_tokens
+from latdoc.probe import dialects
+from latdoc.probe.dialects import DialectSpec
 from latdoc.workload import make_prompt
 from machine_noise import MachineNoise
 
@@ -22,7 +24,7 @@ def _probe(
     *,
     prompt: str = PROMPT,
     max_tokens: int = 8,
-    dialect: Dialect = Dialect.CHAT,
+    dialect: DialectSpec = dialects.chat.SPEC,
     **session_options: object,
 ) -> list[RequestTrace]:
     async def go() -> list[RequestTrace]:
@@ -82,7 +84,7 @@ def test_every_phase_is_measured_in_order(
 
 def test_completions_dialect_reads_text_chunks(lab: LabFactory) -> None:
     with lab() as server:
-        (trace,) = _probe(server.base_url, dialect=Dialect.COMPLETIONS, max_tokens=5)
+        (trace,) = _probe(server.base_url, dialect=dialects.completions.SPEC, max_tokens=5)
     assert trace.error is None, trace.error
     assert trace.url.endswith("/v1/completions")
     assert len(trace.chunks) == 5

@@ -18,10 +18,11 @@ from typing import Any
 import pytest
 
 from conftest import FAST, LabFactory
-from latdoc import Dialect, ErrorKind, Phase, RequestTrace, Store
+from latdoc import ErrorKind, Phase, RequestTrace, Store
 from latdoc.analysis.servertime import server_timing_of
 from latdoc.cli import EXIT_OK, EXIT_REQUEST_FAILED, main
 from latdoc.lab.sim import LabConfig, LatencyModel
+from latdoc.probe import dialects
 from machine_noise import MachineNoise
 from scripted_server import ScriptedServer, chunk
 from unit.probe import test_probe_bedrock as unit_bedrock
@@ -93,7 +94,7 @@ def test_reasoning_deltas_are_the_reasoning_phase(
 ) -> None:
     with lab(LabConfig(latency=THINKER)) as server:
         trace = _probe(_root(server))
-        off = _probe(_root(server), extra=Dialect.BEDROCK.reasoning_fields("none"))
+        off = _probe(_root(server), extra=dialects.bedrock.SPEC.reasoning_fields("none"))
     assert trace.error is None and off.error is None, (trace.error, off.error)
     assert trace.first_token_ns == trace.first_reasoning_ns
     assert trace.first_answer_ns is not None and trace.first_reasoning_ns is not None

@@ -12,9 +12,11 @@ from typing import Any
 import pytest
 
 from conftest import FAST, LabFactory
-from latdoc import Dialect, Endpoint, ErrorKind, ProbeSession, RequestTrace
+from latdoc import Endpoint, ErrorKind, ProbeSession, RequestTrace
 from latdoc.client import FailureClass, classify_error_type, classify_status
 from latdoc.lab.sim import LabConfig, LatencyModel, chat_prompt_tokens
+from latdoc.probe import dialects
+from latdoc.probe.dialects import DialectSpec
 from machine_noise import MachineNoise
 from scripted_server import ScriptedServer, plain_response, sse_response
 
@@ -29,16 +31,16 @@ SLOW_THOUGHT = LatencyModel(
 )
 
 
-TOOLS: Mapping[Dialect, list[dict[str, Any]]] = {
-    Dialect.CHAT: [{"type": "function", "function": {"name": "lookup", "parameters": {}}}],
-    Dialect.ANTHROPIC: [{"name": "lookup", "input_schema": {"type": "object"}}],
-    Dialect.RESPONSES: [{"type": "function", "name": "lookup", "parameters": {}}],
+TOOLS: Mapping[DialectSpec, list[dict[str, Any]]] = {
+    dialects.chat.SPEC: [{"type": "function", "function": {"name": "lookup", "parameters": {}}}],
+    dialects.anthropic.SPEC: [{"name": "lookup", "input_schema": {"type": "object"}}],
+    dialects.responses.SPEC: [{"type": "function", "name": "lookup", "parameters": {}}],
 }
 
 
 def _probe(
     base_url: str,
-    dialect: Dialect,
+    dialect: DialectSpec,
     *,
     max_tokens: int = 4,
     key: str | None = None,
@@ -53,14 +55,18 @@ def _probe(
     return asyncio.run(go())
 
 
-@pytest.mark.parametrize("dialect", [Dialect.ANTHROPIC, Dialect.RESPONSES, Dialect.CHAT])
+@pytest.mark.parametrize(
+    "dialect",
+    [dialects.anthropic.SPEC, dialects.responses.SPEC, dialects.chat.SPEC],
+    ids=lambda d: d.name,
+)
 def test_reasoning_is_timed_apart_from_the_answer(
-    lab: LabFactory, dialect: Dialect, machine_noise: MachineNoise
+    lab: LabFactory, dialect: DialectSpec, machine_noise: MachineNoise
 ) -> None:
     with lab(LabConfig(latency=SLOW_THOUGHT, api_key="sk-lab-secret")) as server:
         trace = _probe(server.base_url, dialect, key="sk-lab-secret")
     assert trace.error is None, trace.error
-    assert trace.url.endswith(dialect.path)
+    assert trace.url.endswith(dialect.route.path)
     assert trace.first_token_ns == trace.first_reasoning_ns
     assert trace.first_reasoning_ns is not None and trace.first_answer_ns is not None
     assert trace.reasoning_ms is not None
@@ -76,15 +82,23 @@ def test_reasoning_is_timed_apart_from_the_answer(
 
 def test_low_effort_thinks_less_and_disabled_thinking_none(lab: LabFactory) -> None:
     with lab(LabConfig(latency=SLOW_THOUGHT)) as server:
-        low = _probe(server.base_url, Dialect.RESPONSES, extra={"reasoning": {"effort": "low"}})
-        off = _probe(server.base_url, Dialect.ANTHROPIC, extra={"thinking": {"type": "disabled"}})
+        low = _probe(
+            server.base_url, dialects.responses.SPEC, extra={"reasoning": {"effort": "low"}}
+        )
+        off = _probe(
+            server.base_url, dialects.anthropic.SPEC, extra={"thinking": {"type": "disabled"}}
+        )
     assert low.reasoning_tokens == round(THINK / 4)
     assert off.first_reasoning_ns is None and off.reasoning_ms is None
     assert off.first_token_ns == off.first_answer_ns
 
 
-@pytest.mark.parametrize("dialect", [Dialect.ANTHROPIC, Dialect.RESPONSES, Dialect.CHAT])
-def test_a_tool_calls_arguments_are_the_first_output(lab: LabFactory, dialect: Dialect) -> None:
+@pytest.mark.parametrize(
+    "dialect",
+    [dialects.anthropic.SPEC, dialects.responses.SPEC, dialects.chat.SPEC],
+    ids=lambda d: d.name,
+)
+def test_a_tool_calls_arguments_are_the_first_output(lab: LabFactory, dialect: DialectSpec) -> None:
     with lab(LabConfig(latency=FAST, answer_tokens=3)) as server:
         trace = _probe(server.base_url, dialect, max_tokens=8, extra={"tools": TOOLS[dialect]})
     assert trace.error is None, trace.error
@@ -141,7 +155,7 @@ def test_unknown_event_types_are_counted_not_fatal() -> None:
         )
     )  # fmt: skip
     with ScriptedServer(script) as server:
-        trace = _probe(server.base_url, Dialect.ANTHROPIC, key="sk-ant-secret")
+        trace = _probe(server.base_url, dialects.anthropic.SPEC, key="sk-ant-secret")
         sent = server.requests[0].lower()
     assert trace.error is None, trace.error
     assert trace.unknown_events == 2
@@ -154,7 +168,9 @@ def test_unknown_event_types_are_counted_not_fatal() -> None:
 
 def test_an_overloaded_error_event_is_a_529_the_retry_policy_retries(lab: LabFactory) -> None:
     with lab(LabConfig(latency=FAST, fault_after_tokens=1)) as server:
-        trace = _probe(server.base_url, Dialect.ANTHROPIC, headers={"x-lab-fault": "overloaded"})
+        trace = _probe(
+            server.base_url, dialects.anthropic.SPEC, headers={"x-lab-fault": "overloaded"}
+        )
     assert trace.error is not None
     assert trace.error.kind is ErrorKind.HTTP and trace.error.status == 529
     assert "overloaded_error" in trace.error.message
@@ -173,7 +189,7 @@ def test_an_anthropic_error_body_names_its_type() -> None:
     with ScriptedServer(
         plain_response("529 Overloaded", "application/json", body.encode())
     ) as server:
-        trace = _probe(server.base_url, Dialect.ANTHROPIC)
+        trace = _probe(server.base_url, dialects.anthropic.SPEC)
     assert trace.error is not None and trace.error.status == 529
     assert "overloaded_error: Overloaded" in trace.error.message
 
@@ -182,23 +198,23 @@ def test_an_anthropic_error_body_names_its_type() -> None:
     ("spoken", "asked"),
     [
         (spoken, asked)
-        for spoken in (Dialect.ANTHROPIC, Dialect.RESPONSES, Dialect.CHAT)
-        for asked in (Dialect.ANTHROPIC, Dialect.RESPONSES, Dialect.CHAT)
+        for spoken in (dialects.anthropic.SPEC, dialects.responses.SPEC, dialects.chat.SPEC)
+        for asked in (dialects.anthropic.SPEC, dialects.responses.SPEC, dialects.chat.SPEC)
         if spoken is not asked
     ],
 )
-def test_a_wrong_dialect_is_named(spoken: Dialect, asked: Dialect) -> None:
+def test_a_wrong_dialect_is_named(spoken: DialectSpec, asked: DialectSpec) -> None:
     created = {"type": "response.created", "response": {"id": "r"}}
     chunk = {
         "object": "chat.completion.chunk",
         "choices": [{"index": 0, "delta": {"content": "Hi"}}],
     }
     events = {
-        Dialect.ANTHROPIC: _anthropic_events(START, BLOCK, TEXT, *END),
-        Dialect.RESPONSES: _anthropic_events(("response.created", created)),
-        Dialect.CHAT: [b"data: %s\n\n" % json.dumps(chunk).encode()],
+        dialects.anthropic.SPEC: _anthropic_events(START, BLOCK, TEXT, *END),
+        dialects.responses.SPEC: _anthropic_events(("response.created", created)),
+        dialects.chat.SPEC: [b"data: %s\n\n" % json.dumps(chunk).encode()],
     }[spoken]
     with ScriptedServer(sse_response(events)) as server:
         trace = _probe(server.base_url, asked)
     assert trace.error is not None and trace.error.kind is ErrorKind.MALFORMED
-    assert f"try --api {spoken}" in trace.error.message
+    assert f"try --api {spoken.name}" in trace.error.message

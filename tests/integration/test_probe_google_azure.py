@@ -16,9 +16,11 @@ from typing import Any
 import pytest
 
 from conftest import FAST, LabFactory
-from latdoc import Dialect, Endpoint, ErrorKind, Phase, ProbeSession, RequestTrace
+from latdoc import Endpoint, ErrorKind, Phase, ProbeSession, RequestTrace
 from latdoc.analysis.facts import thinking_ms
 from latdoc.lab.sim import LabConfig, LatencyModel
+from latdoc.probe import dialects
+from latdoc.probe.dialects import DialectSpec
 from machine_noise import MachineNoise
 from scripted_server import ScriptedServer, chunk, plain_response, sse_response
 from unit.probe.test_probe_google_azure import _response
@@ -39,7 +41,7 @@ THINKER = LatencyModel(
 
 def _probe(
     base_url: str,
-    dialect: Dialect | str,
+    dialect: DialectSpec | str,
     *,
     model: str = "lab-sim",
     max_tokens: int = 4,
@@ -53,7 +55,9 @@ def _probe(
             events.append((obj, t_ns))
 
     async def go() -> RequestTrace:
-        endpoint = Endpoint(base_url, model, Dialect(dialect), api_key=key, extra_body=extra or {})
+        endpoint = Endpoint(
+            base_url, model, dialects.resolve(dialect), api_key=key, extra_body=extra or {}
+        )
         async with ProbeSession(endpoint) as session:
             return await session.request(PROMPT, max_tokens, headers=headers, on_event=hook)
 
@@ -110,10 +114,10 @@ def test_hidden_thinking_is_reasoning_tokens_and_no_chunks_share(
 ) -> None:
     with lab(LabConfig(latency=THINKER)) as server:
         base = server.base_url.removesuffix("/v1") + "/v1beta"
-        hidden = _probe(base, Dialect.GEMINI)
+        hidden = _probe(base, dialects.gemini.SPEC)
         shown = _probe(
             base,
-            Dialect.GEMINI,
+            dialects.gemini.SPEC,
             extra={"generationConfig": {"thinkingConfig": {"includeThoughts": True}}},
         )
     assert hidden.error is None and shown.error is None, (hidden.error, shown.error)
@@ -134,7 +138,7 @@ def test_a_gemini_tool_call_is_one_output_with_the_whole_call(lab: LabFactory) -
     tools = [{"functionDeclarations": [{"name": "lookup", "parameters": {"type": "object"}}]}]
     with lab(LabConfig(latency=FAST, answer_tokens=3)) as server:
         base = server.base_url.removesuffix("/v1") + "/v1beta"
-        trace = _probe(base, Dialect.GEMINI, max_tokens=8, extra={"tools": tools})
+        trace = _probe(base, dialects.gemini.SPEC, max_tokens=8, extra={"tools": tools})
     assert trace.error is None, trace.error
     assert len(trace.chunks) == 1 and trace.chunks[0].tokens == 3
     assert trace.output_tokens == 3 and trace.finish_reason in ("tool_calls", "stop")
@@ -167,8 +171,8 @@ def test_a_missing_key_and_a_missing_api_version_are_refused_as_the_services_do(
 ) -> None:
     with lab(LabConfig(latency=FAST, api_key=KEY)) as server:
         root = server.base_url.removesuffix("/v1")
-        keyless = _probe(f"{root}/v1beta", Dialect.GEMINI, key=None)
-        versionless = _probe(f"{root}/?api-version=", Dialect.AZURE)
+        keyless = _probe(f"{root}/v1beta", dialects.gemini.SPEC, key=None)
+        versionless = _probe(f"{root}/?api-version=", dialects.azure.SPEC)
     assert keyless.error is not None and keyless.error.status == 403
     assert "PERMISSION_DENIED" in keyless.error.message
     assert versionless.error is not None and versionless.error.status == 404
@@ -209,7 +213,7 @@ def test_a_model_id_with_characters_to_escape_is_quoted_into_the_path(lab: LabFa
     with lab(config) as server:
         root = server.base_url.removesuffix("/v1")
         traces = {way: _probe(base, d, model=odd) for way, (d, base) in _bases(root).items()}
-        slashed = _probe(f"{root}/v1beta", Dialect.GEMINI, model="tuned/../../models/lab-sim")
+        slashed = _probe(f"{root}/v1beta", dialects.gemini.SPEC, model="tuned/../../models/lab-sim")
     for way, trace in traces.items():
         assert trace.error is None, (way, trace.error)
         assert trace.model == odd and trace.output_tokens == 4
@@ -241,7 +245,7 @@ def test_a_json_array_split_and_merged_across_reads_is_timed_per_element() -> No
          b"\n,\r\n" + three + b"\n]"]
     )  # fmt: skip
     with ScriptedServer(script) as server:
-        trace = _probe(server.base_url, Dialect.VERTEX, key="ya29.lab-token")
+        trace = _probe(server.base_url, dialects.vertex.SPEC, key="ya29.lab-token")
         sent = server.requests[0]
     assert trace.error is None, trace.error
     assert [c.chars for c in trace.chunks] == [3, 2, 1]
@@ -255,7 +259,7 @@ def test_a_json_array_split_and_merged_across_reads_is_timed_per_element() -> No
 def test_a_json_array_read_as_sse_or_anything_else_is_refused() -> None:
     script = plain_response("200 OK", "text/plain", b"[]")
     with ScriptedServer(script) as server:
-        trace = _probe(server.base_url, Dialect.GEMINI)
+        trace = _probe(server.base_url, dialects.gemini.SPEC)
     assert trace.error is not None and trace.error.kind is ErrorKind.MALFORMED
     assert "not an event stream or a streamed JSON array" in trace.error.message
 
@@ -263,7 +267,7 @@ def test_a_json_array_read_as_sse_or_anything_else_is_refused() -> None:
 def test_a_truncated_array_element_is_a_broken_stream() -> None:
     script = _array_response([b"[" + _element("Hi") + b"\n,\r\n" + _element("there")[:20]])
     with ScriptedServer(script) as server:
-        trace = _probe(server.base_url, Dialect.GEMINI)
+        trace = _probe(server.base_url, dialects.gemini.SPEC)
     assert trace.error is not None and trace.error.kind is ErrorKind.STREAM_BROKEN
     assert trace.error.phase is Phase.STREAM and len(trace.chunks) == 1
 
@@ -280,7 +284,7 @@ def test_a_truncated_array_element_is_a_broken_stream() -> None:
 def test_a_google_error_body_names_its_status(status: str, body: Any) -> None:
     script = plain_response(status, "application/json", json.dumps(body).encode())
     with ScriptedServer(script) as server:
-        trace = _probe(server.base_url, Dialect.GEMINI)
+        trace = _probe(server.base_url, dialects.gemini.SPEC)
     assert trace.error is not None and trace.error.kind is ErrorKind.HTTP
     assert trace.error.status == int(status[:3]) and trace.error.phase is Phase.WAIT
     assert trace.error.message.endswith("Quota exceeded.") and ": Quota" in trace.error.message
@@ -293,7 +297,7 @@ def test_an_error_frame_after_200_on_sse_is_its_http_equivalent() -> None:
         b"\r\n\r\n",
     ]
     with ScriptedServer(sse_response(frames)) as server:
-        trace = _probe(server.base_url, Dialect.GEMINI)
+        trace = _probe(server.base_url, dialects.gemini.SPEC)
         sent = server.requests[0]
     assert trace.error is not None and trace.error.status == 500
     assert "INTERNAL: Internal error" in trace.error.message and trace.error.phase is Phase.STREAM

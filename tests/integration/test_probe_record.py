@@ -14,7 +14,6 @@ import pytest
 
 from conftest import micros_since_epoch
 from latdoc import (
-    Dialect,
     Endpoint,
     ProbePlan,
     ProbeSession,
@@ -24,7 +23,7 @@ from latdoc import (
     probe_endpoint,
 )
 from latdoc.cli import EXIT_OK, main
-from latdoc.probe import Prompt, request_body
+from latdoc.probe import Prompt, dialects, request_body
 from scripted_server import ScriptedServer, plain_response, sse_response
 from scripted_server import Step as ScriptStep
 
@@ -163,7 +162,7 @@ def test_extra_body_fields_are_merged_into_every_request() -> None:
         assert body["ignore_eos"] is True and body["temperature"] == 0.0
         assert body["model"] == "m" and body["stream"] is True
     completions = request_body(
-        Dialect.COMPLETIONS, "m", "hi", 4, include_usage=False, extra={"ignore_eos": True}
+        dialects.completions.SPEC, "m", "hi", 4, include_usage=False, extra={"ignore_eos": True}
     )
     assert completions == {
         "model": "m",

@@ -26,9 +26,9 @@ import pytest
 
 from conftest import LabFactory
 from forward_proxy import binary, tinyproxy
-from latdoc import Dialect, Endpoint, ProbeSession, RequestTrace
+from latdoc import Endpoint, ProbeSession, RequestTrace
 from latdoc.analysis.noticeable import MAD_TO_SIGMA
-from latdoc.probe import ProxyConfig, request_body
+from latdoc.probe import ProxyConfig, dialects, request_body
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("curl") is None, reason="needs the curl binary"),
@@ -89,7 +89,7 @@ def test_the_proxy_phases_agree_with_curl_through_tinyproxy(
         endpoint = Endpoint(server.base_url, "lab-sim")
         plain_url = Endpoint(plain.base_url, "lab-sim").url
         body = json.dumps(
-            request_body(Dialect.CHAT, "lab-sim", PROMPT, 2, include_usage=True)
+            request_body(dialects.chat.SPEC, "lab-sim", PROMPT, 2, include_usage=True)
         ).encode()
         curl_rows, probe_rows = [], []
         for _ in range(ROUNDS):

@@ -116,7 +116,7 @@ def endpoint_and_connection(
     return _endpoint_and_connection(
         where.url,
         where.model,
-        api=chosen.api,
+        api=chosen.dialect,
         key=key,
         extra_body=args.extra_body,
         http2=args.http2,

@@ -27,7 +27,6 @@ from latdoc.client._request_facts import (
 )
 from latdoc.errors import ErrorKind, SSEError, StreamFailure, TraceError, UsageError
 from latdoc.probe import (
-    Dialect,
     EventDecoder,
     Exchange,
     Recorder,
@@ -94,10 +93,9 @@ class RequestWatch:
             self._inflate = zlib.decompressobj(wbits=47)
         elif encoding != "identity":
             return
-        spoken = dialect_of(url_text(self._request.url))
-        dialect = Dialect(spoken if spoken in set(Dialect) else dialects.DEFAULT.name)
+        dialect = dialects.find(dialect_of(url_text(self._request.url))) or dialects.DEFAULT
         ctype = ex.headers.get("content-type", "")
-        framing = next((f for f in dialect.spec.framings if f.fits(ctype)), None)
+        framing = next((f for f in dialect.framings if f.fits(ctype)), None)
         if response.status == 200 and framing is not None:
             try:
                 self._decoder = framing.decoder()

@@ -10,9 +10,9 @@ The rooms behind this face, in the order a request passes through them:
 - ``_backend``, ``_aiostream``: the timed network backend (DNS, connect, TLS, every read).
 - ``_recorder``: the per-request stopwatch the backend and httpcore's trace events feed.
 - ``dialects``: one module per API dialect (its URL, key, body, events, end of
-  stream …), listed once in ``dialects.DIALECTS``; ``_dialect_io``: :class:`Dialect`,
-  the names, and what every dialect does alike on the wire (a request's body built,
-  an event read); ``_sse``, ``_jsonarray``,
+  stream …), listed once in ``dialects.DIALECTS``; ``_dialect_io``: :func:`Dialect` (a
+  dialect named by a library user) and what every dialect does alike on the wire (a
+  request's body built, an event read); ``_sse``, ``_jsonarray``,
   ``_framing``, ``_stream_state``: the stream decoded (server-sent events, or a
   streamed JSON array), each event read into one ``_events.EventInfo`` (answer and
   reasoning apart).

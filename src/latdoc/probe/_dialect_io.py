@@ -1,5 +1,5 @@
-"""API dialects as the rest of latdoc names them: :class:`Dialect`, and what every
-dialect does alike through its spec (:mod:`latdoc.probe.dialects`).
+"""What every API dialect does alike through its spec (:mod:`latdoc.probe.dialects`),
+and :func:`Dialect`, a dialect named by a library user.
 
 :func:`request_body` builds a streamed request's body, :func:`parse_event` reads one
 of its events into an :class:`EventInfo` (its answer and reasoning characters, its
@@ -10,7 +10,6 @@ endpoint speaks, so a wrong ``--api`` is named rather than timed, as
 
 from __future__ import annotations
 
-import enum
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -23,7 +22,6 @@ from latdoc.probe._events import EventInfo, Usage
 from latdoc.probe.dialects import DialectSpec
 
 __all__ = [
-    "DEFAULT_DIALECT",
     "Dialect",
     "EventInfo",
     "Prompt",
@@ -37,47 +35,10 @@ __all__ = [
 ]
 
 
-class Dialect(enum.StrEnum):
-    """The name of an API dialect: one member for each spec in
-    :data:`~latdoc.probe.dialects.DIALECTS` (``Dialect.CHAT == "chat"``), the value a
-    trace stores; :attr:`spec` is everything about it."""
-
-    _ignore_ = "_spec"
-    for _spec in dialects.DIALECTS:
-        vars()[_spec.name.upper()] = _spec.name
-
-    @property
-    def spec(self) -> DialectSpec:
-        return dialects.get(self.value)
-
-    @property
-    def path(self) -> str:
-        """The route after the base URL (``/chat/completions``)."""
-        return self.spec.route.path
-
-    @property
-    def key_variable(self) -> str:
-        """The environment variable the API key is read from by default."""
-        return self.spec.key_variable
-
-    @property
-    def end_marker(self) -> str:
-        """What ends a complete stream in this dialect, for messages."""
-        return self.spec.end_marker
-
-    def reasoning_fields(self, effort: str) -> dict[str, Any]:
-        """Request fields that ask for ``effort`` (``none``, ``minimal``, ``low``,
-        ``medium``, ``high``): chat's ``reasoning_effort``, the Responses
-        ``reasoning.effort``, Anthropic's ``thinking`` budget."""
-        return self.spec.reasoning_fields(effort)
-
-    def auth_headers(self, api_key: str | None) -> list[tuple[bytes, bytes]]:
-        """The headers that carry ``api_key`` (and the API version) in this dialect."""
-        return self.spec.auth_headers(api_key)
-
-
-DEFAULT_DIALECT = Dialect(dialects.DEFAULT.name)
-"""The dialect spoken when none is named."""
+Dialect = dialects.resolve
+"""What a library user names a dialect by: ``Dialect("anthropic")`` is the
+:class:`~latdoc.probe.dialects.DialectSpec` called ``anthropic`` (a spec is itself), as
+:attr:`Endpoint.dialect <latdoc.probe.Endpoint.dialect>` holds it; a trace stores its name."""
 
 
 def check_extra_body(extra: Mapping[str, Any]) -> dict[str, Any]:
@@ -138,7 +99,7 @@ def request_body(
         if isinstance(prompt, str)
         else [dict(m) for m in prompt]
     )
-    body = _spec_of(dialect).body(model, messages, max_tokens, include_usage)
+    body = dialects.resolve(dialect).body(model, messages, max_tokens, include_usage)
     return merge_fields(body, check_extra_body(extra)) if extra else body
 
 
@@ -146,7 +107,7 @@ def parse_event(
     obj: Any, dialect: str | DialectSpec = dialects.DEFAULT, event: str | None = None
 ) -> EventInfo:
     """Interpret one JSON event of ``dialect``; ``event`` is its SSE ``event:`` name."""
-    spec = _spec_of(dialect)
+    spec = dialects.resolve(dialect)
     return spec.parse(obj, event, lambda o, e: dialects.other_dialect(o, e, spec))
 
 
@@ -156,7 +117,7 @@ def dialect_hint(
     """A hint naming the likely dialect when a request to ``url`` in ``dialect`` was
     refused as a request of the wrong API would be: 400 to 405 from a host known for
     another dialect, or a 404 (not about the model) or 405 from any host."""
-    spec = _spec_of(dialect)
+    spec = dialects.resolve(dialect)
     host = (urlsplit(url).hostname or "").lower()
     likely = next(
         (d for d in dialects.DIALECTS for suffix in d.hosts if host.endswith(suffix)), None
@@ -167,10 +128,6 @@ def dialect_hint(
         others = ", ".join(d.name for d in dialects.DIALECTS if d is not spec)
         return f"no {spec.route.path} here: is the base URL right, or is the dialect {others}?"
     return None
-
-
-def _spec_of(dialect: str | DialectSpec) -> DialectSpec:
-    return dialect if isinstance(dialect, DialectSpec) else dialects.get(dialect)
 
 
 def error_message(body: bytes, content_type: str | None) -> str:

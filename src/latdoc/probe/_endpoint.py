@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from latdoc.errors import UsageError
 from latdoc.probe import dialects
-from latdoc.probe._dialect_io import DEFAULT_DIALECT, Dialect, check_extra_body
+from latdoc.probe._dialect_io import check_extra_body
 from latdoc.probe.dialects import DialectSpec
 
 
@@ -33,14 +33,16 @@ class Endpoint:
 
     base_url: str
     model: str
-    dialect: Dialect = DEFAULT_DIALECT
+    dialect: DialectSpec = dialects.DEFAULT
+    """The dialect it is spoken to in; a library user may name it (``"anthropic"``),
+    looked up here once."""
     api_key: str | None = field(default=None, repr=False)
     extra_body: Mapping[str, Any] = field(default_factory=dict, hash=False)
     """Fields added to every request body, for what an engine needs (``ignore_eos``,
     ``temperature``); never the model, the prompt, ``stream`` or ``max_tokens``."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "dialect", Dialect(dialects.get(self.dialect).name))
+        object.__setattr__(self, "dialect", dialects.resolve(self.dialect))
         check_extra_body(self.extra_body)
         parts = urlsplit(self.base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -53,8 +55,8 @@ class Endpoint:
 
     @property
     def spec(self) -> DialectSpec:
-        """Everything about the dialect the endpoint is spoken to in."""
-        return self.dialect.spec
+        """Everything about the dialect the endpoint is spoken to in (:attr:`dialect`)."""
+        return self.dialect
 
     @functools.cached_property
     def url(self) -> str:

@@ -318,7 +318,7 @@ class ProbeSession:
             TraceTarget(
                 ep.url,
                 ep.model,
-                str(ep.dialect),
+                ep.dialect.name,
                 ep.is_tls,
                 ep.api_key,
                 proxy=self._proxy_shown,

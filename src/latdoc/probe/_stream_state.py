@@ -9,7 +9,6 @@ from typing import Any
 
 from latdoc.errors import ErrorKind, Phase, StreamFailure, TraceError
 from latdoc.probe import dialects
-from latdoc.probe._dialect_io import DEFAULT_DIALECT, Dialect
 from latdoc.probe._events import EventInfo, Usage, merge_usage
 from latdoc.probe._recorder import Recorder
 from latdoc.probe._sse import SSEEvent
@@ -27,7 +26,7 @@ class StreamState:
     t0: int
     count_tokens: Callable[[str], int] | None
     on_json: EventHook | None = None
-    dialect: Dialect = DEFAULT_DIALECT
+    dialect: DialectSpec = dialects.DEFAULT
     chunks: list[Chunk] = field(default_factory=list)
     first_event: int | None = None
     """The first event of any kind, a control event or ``[DONE]`` as much as output."""
@@ -49,11 +48,10 @@ class StreamState:
     """The id the response's events give it (``chatcmpl-…``, ``msg_…``, ``resp_…``)."""
     _last_completion_tokens: int = 0
     _last_reasoning_tokens: int = 0
-    _spec: DialectSpec = field(init=False, repr=False)
     _foreign: Callable[[dict[str, Any], str | None], str | None] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        spec = self._spec = self.dialect.spec
+        spec = self.dialect
         self._foreign = lambda obj, event: dialects.other_dialect(obj, event, spec)
 
     def on_event(self, event: SSEEvent, phase_of: Recorder) -> None:
@@ -75,7 +73,7 @@ class StreamState:
             ) from None
         if self.on_json is not None:
             self.on_json(obj, event.t_ns)
-        info = self._spec.parse(obj, event.event, self._foreign)
+        info = self.dialect.parse(obj, event.event, self._foreign)
         if self.response_id is None and info.response_id is not None:
             self.response_id = info.response_id
         if info.error is not None:
@@ -90,7 +88,7 @@ class StreamState:
                     ErrorKind.MALFORMED,
                     phase_of.phase,
                     f"the endpoint answers in the {info.other_dialect} dialect "
-                    f"({_event_type(obj, event)} events), not {self.dialect}: "
+                    f"({_event_type(obj, event)} events), not {self.dialect.name}: "
                     f"try --api {info.other_dialect}",
                 )
             )

@@ -23,9 +23,9 @@ from typing import Any
 from latdoc.errors import UsageError
 from latdoc.probe import dialects, providers
 from latdoc.probe._connection import ConnectionOptions
-from latdoc.probe._dialect_io import Dialect
 from latdoc.probe._endpoint import Endpoint, Timeouts
 from latdoc.probe._proxy import ProxyConfig, parse_proxy
+from latdoc.probe.dialects import DialectSpec
 
 BASE_URL_VARIABLE = "OPENAI_BASE_URL"
 """Where the base URL is read from when neither a URL nor a provider is given."""
@@ -41,12 +41,20 @@ _PROXY_VARIABLES = tuple(
 class ApiChoice:
     """What a provider, an API dialect and a URL choose together."""
 
-    api: str
-    """The dialect."""
+    dialect: DialectSpec
+    """The dialect (a library user may name it: ``"anthropic"``)."""
     url: str | None
     """The base URL; ``None``: none was given (``latdoc`` then measures a built-in one)."""
     key_variables: tuple[str, ...]
     """The variables the key is read from, the first set one winning."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dialect", dialects.resolve(self.dialect))
+
+    @property
+    def api(self) -> str:
+        """The dialect's name, the ``--api`` value."""
+        return self.dialect.name
 
 
 def choose_api(
@@ -63,9 +71,9 @@ def choose_api(
     """
     if provider is not None:
         chosen = providers.resolve(provider, api=api, url=url)
-        return ApiChoice(chosen.api, chosen.base_url, chosen.key_variables)
+        return ApiChoice(dialects.get(chosen.api), chosen.base_url, chosen.key_variables)
     dialect = dialects.get(api or dialects.DEFAULT.name)
-    return ApiChoice(dialect.name, url or os.environ.get(BASE_URL_VARIABLE), dialect.key_variables)
+    return ApiChoice(dialect, url or os.environ.get(BASE_URL_VARIABLE), dialect.key_variables)
 
 
 def environment_key(choice: ApiChoice) -> str | None:
@@ -79,7 +87,7 @@ def endpoint_and_connection(
     base_url: str,
     model: str,
     *,
-    api: str = dialects.DEFAULT.name,
+    api: str | DialectSpec = dialects.DEFAULT,
     key: str | None = None,
     extra_body: Mapping[str, Any] | None = None,
     http2: bool = False,
@@ -89,15 +97,17 @@ def endpoint_and_connection(
     proxy: str | None = None,
     direct: bool = False,
 ) -> tuple[Endpoint, ConnectionOptions]:
-    """The endpoint to measure, ``model`` at ``base_url`` in dialect ``api``, and how to
-    connect to it: the server verified with ``cacert`` (else ``SSL_CERT_FILE`` or the
-    system's CAs; not at all when ``insecure``), through ``proxy`` (a URL) if given, else direct when
-    ``direct``, else through the environment's proxy.
+    """The endpoint to measure, ``model`` at ``base_url`` in dialect ``api`` (a spec, or
+    its name), and how to connect to it: the server verified with ``cacert`` (else
+    ``SSL_CERT_FILE`` or the system's CAs; not at all when ``insecure``), through ``proxy``
+    (a URL) if given, else direct when ``direct``, else through the environment's proxy.
 
     A bad URL, no model, or a proxy setting that cannot reach the endpoint is a
     :class:`UsageError` here, before anything is sent.
     """
-    endpoint = Endpoint(base_url, model, Dialect(api), api_key=key, extra_body=extra_body or {})
+    endpoint = Endpoint(
+        base_url, model, dialects.resolve(api), api_key=key, extra_body=extra_body or {}
+    )
     connection = ConnectionOptions(
         http2=http2,
         cacert=cacert,

@@ -82,12 +82,13 @@ def test_each_dialect_builds_todays_url(base_url: str) -> None:
         assert Endpoint(base_url, "gpt-4o-mini", Dialect(spec.name)).url == expected
 
 
-def test_the_dialect_enum_is_the_registrys_names() -> None:
-    assert [d.value for d in Dialect] == list(dialects.names())
+def test_a_dialect_is_named_once_and_travels_as_its_spec() -> None:
     for spec in dialects.DIALECTS:
-        assert Dialect(spec.name) == spec.name and Dialect(spec.name).spec is spec
-    assert Dialect.CHAT == "chat" and Dialect("anthropic") is Dialect.ANTHROPIC
-    assert Endpoint("http://h/v1", "m").dialect is Dialect.CHAT
+        assert dialects.get(spec.name) is spec and Dialect(spec.name) is spec
+        assert Dialect(spec) is spec and Endpoint("http://h/v1", "m", spec).dialect is spec
+    assert Endpoint("http://h/v1", "m").dialect is dialects.chat.SPEC
+    assert Endpoint("http://h/v1", "m", "anthropic").dialect is dialects.anthropic.SPEC
+    assert repr(dialects.gemini.SPEC) == "DialectSpec('gemini')"
 
 
 def test_a_model_in_the_path_is_quoted_into_the_url() -> None:
@@ -135,7 +136,7 @@ def test_a_dialect_added_to_the_registry_is_read_wherever_dialects_are() -> None
         check_extra_body({"config": {"limit": 3}})
     candidate = {"outputs": [{"turn": {"pieces": [{"text": "Hi"}]}}]}
     assert parse_event(candidate, TOY).output_chars == 2
-    assert parse_event(candidate, Dialect.ANTHROPIC).other_dialect == "toy"
+    assert parse_event(candidate, dialects.anthropic.SPEC).other_dialect == "toy"
     assert parse_event({"type": "message_start"}, TOY).other_dialect == "anthropic"
 
 

@@ -22,7 +22,6 @@ import pytest
 
 from latdoc import (
     Diagnosis,
-    Dialect,
     RequestTrace,
     Sample,
     render_diagnosis,
@@ -34,6 +33,7 @@ from latdoc.analysis.facts import gather_facts
 from latdoc.analysis.repeats import summarize
 from latdoc.lab.sim.dialects.bedrock import frame
 from latdoc.probe import dialects, parse_event
+from latdoc.probe.dialects import DialectSpec
 from latdoc.records import Step
 from latdoc.report.json_out import diagnosis_to_dict, trace_to_dict
 from latdoc.store.codec import trace_from_record, trace_to_record
@@ -231,15 +231,15 @@ def _bedrock() -> Layers:
 SSE_TYPE = "text/event-stream"
 
 
-STREAMS: dict[str, tuple[Dialect, str, Callable[[], Layers]]] = {
-    "chat": (Dialect.CHAT, SSE_TYPE, _chat),
-    "azure": (Dialect.AZURE, SSE_TYPE, lambda: _chat(azure=True)),
-    "completions": (Dialect.COMPLETIONS, SSE_TYPE, _completions),
-    "responses": (Dialect.RESPONSES, SSE_TYPE, _responses),
-    "anthropic": (Dialect.ANTHROPIC, SSE_TYPE, _anthropic),
-    "gemini": (Dialect.GEMINI, SSE_TYPE, _gemini),
-    "vertex": (Dialect.VERTEX, "application/json", _gemini_array),
-    "bedrock": (Dialect.BEDROCK, "application/vnd.amazon.eventstream", _bedrock),
+STREAMS: dict[str, tuple[DialectSpec, str, Callable[[], Layers]]] = {
+    "chat": (dialects.chat.SPEC, SSE_TYPE, _chat),
+    "azure": (dialects.azure.SPEC, SSE_TYPE, lambda: _chat(azure=True)),
+    "completions": (dialects.completions.SPEC, SSE_TYPE, _completions),
+    "responses": (dialects.responses.SPEC, SSE_TYPE, _responses),
+    "anthropic": (dialects.anthropic.SPEC, SSE_TYPE, _anthropic),
+    "gemini": (dialects.gemini.SPEC, SSE_TYPE, _gemini),
+    "vertex": (dialects.vertex.SPEC, "application/json", _gemini_array),
+    "bedrock": (dialects.bedrock.SPEC, "application/vnd.amazon.eventstream", _bedrock),
 }
 
 

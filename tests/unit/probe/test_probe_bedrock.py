@@ -22,7 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from latdoc import Dialect, Endpoint, ProbeSession, RequestTrace
+from latdoc import Endpoint, ProbeSession, RequestTrace
 from latdoc.cli import EXIT_USAGE, main
 from latdoc.errors import SSEError, UsageError
 from latdoc.lab.sim.dialects.bedrock import frame
@@ -83,7 +83,9 @@ def _probe(
             events.append((obj, t_ns))
 
     async def go() -> RequestTrace:
-        endpoint = Endpoint(base_url, model, Dialect.BEDROCK, api_key=key, extra_body=extra or {})
+        endpoint = Endpoint(
+            base_url, model, dialects.bedrock.SPEC, api_key=key, extra_body=extra or {}
+        )
         async with ProbeSession(endpoint) as session:
             return await session.request(PROMPT, max_tokens, headers=headers, on_event=hook)
 
@@ -217,7 +219,7 @@ def test_an_error_message_is_named_by_its_code() -> None:
 
 
 def _parse(name: str, obj: Any) -> Any:
-    return parse_event(obj, Dialect.BEDROCK, name)
+    return parse_event(obj, dialects.bedrock.SPEC, name)
 
 
 def test_bedrock_events_read_text_reasoning_tool_use_stop_usage_and_latency() -> None:
@@ -285,7 +287,7 @@ def test_converse_bodies_carry_turns_system_and_the_limit() -> None:
         {"role": "user", "content": "More"},
     ]
     body = request_body(
-        Dialect.BEDROCK,
+        dialects.bedrock.SPEC,
         "anthropic.claude-3-5-haiku-20241022-v1:0",
         convo,
         9,
@@ -303,7 +305,7 @@ def test_converse_bodies_carry_turns_system_and_the_limit() -> None:
     }
     with pytest.raises(UsageError, match=r"inferenceConfig\.maxTokens"):
         check_extra_body({"inferenceConfig": {"maxTokens": 3}})
-    low = Dialect.BEDROCK.reasoning_fields("low")
+    low = dialects.bedrock.SPEC.reasoning_fields("low")
     assert low == {
         "additionalModelRequestFields": {"thinking": {"type": "enabled", "budget_tokens": 1024}}
     }

@@ -9,23 +9,25 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from latdoc import Dialect
-from latdoc.probe import dialect_hint, request_body
+from latdoc.probe import dialect_hint, dialects, request_body
 
 
 def test_an_anthropic_url_refusing_another_dialect_is_told_which() -> None:
-    hint = dialect_hint("https://api.anthropic.com/v1/chat/completions", Dialect.CHAT, 401)
+    hint = dialect_hint("https://api.anthropic.com/v1/chat/completions", dialects.chat.SPEC, 401)
     assert hint is not None and "--api anthropic" in hint
-    assert dialect_hint("https://api.anthropic.com/v1/messages", Dialect.ANTHROPIC, 401) is None
     assert (
-        dialect_hint("http://h/v1/chat/completions", Dialect.CHAT, 404, "model not found") is None
+        dialect_hint("https://api.anthropic.com/v1/messages", dialects.anthropic.SPEC, 401) is None
+    )
+    assert (
+        dialect_hint("http://h/v1/chat/completions", dialects.chat.SPEC, 404, "model not found")
+        is None
     )
 
 
 def test_request_bodies_per_dialect() -> None:
     convo = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]
-    anthropic = request_body(Dialect.ANTHROPIC, "m", convo, 9, include_usage=True)
-    responses = request_body(Dialect.RESPONSES, "m", "Hi", 9, include_usage=True)
+    anthropic = request_body(dialects.anthropic.SPEC, "m", convo, 9, include_usage=True)
+    responses = request_body(dialects.responses.SPEC, "m", "Hi", 9, include_usage=True)
     assert anthropic["system"] == "Be brief." and anthropic["messages"] == convo[1:]
     assert anthropic["max_tokens"] == 9 and "stream_options" not in anthropic
     assert responses["input"] == [{"role": "user", "content": "Hi"}]

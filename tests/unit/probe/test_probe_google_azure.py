@@ -15,7 +15,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from latdoc import Dialect
 from latdoc.errors import SSEError
 from latdoc.probe import (
     check_extra_body,
@@ -113,12 +112,12 @@ def _response(*parts: dict[str, Any], **fields: Any) -> dict[str, Any]:
 
 
 def test_gemini_events_read_text_thoughts_tool_calls_usage_and_finish() -> None:
-    thought = parse_event(_response({"text": "Hmm, ", "thought": True}), Dialect.GEMINI)
+    thought = parse_event(_response({"text": "Hmm, ", "thought": True}), dialects.gemini.SPEC)
     assert (thought.reasoning_chars, thought.output_chars) == (5, 0)
-    said = parse_event(_response({"text": "Hi"}, {"text": " there"}), Dialect.VERTEX)
+    said = parse_event(_response({"text": "Hi"}, {"text": " there"}), dialects.vertex.SPEC)
     assert said.output_chars == 8 and said.text == "Hi there"
     call = {"functionCall": {"name": "lookup", "args": {"q": "x"}}}
-    called = parse_event(_response(call, finish="STOP"), Dialect.GEMINI)
+    called = parse_event(_response(call, finish="STOP"), dialects.gemini.SPEC)
     assert (
         called.output_chars == len("lookup" + '{"q":"x"}') and called.finish_reason == "tool_calls"
     )
@@ -131,25 +130,30 @@ def test_gemini_events_read_text_thoughts_tool_calls_usage_and_finish() -> None:
     }
     end = parse_event(
         _response({"text": ""}, finish="MAX_TOKENS", usageMetadata=usage, responseId="r-1"),
-        Dialect.GEMINI,
+        dialects.gemini.SPEC,
     )
     assert end.output_chars == 0 and end.finish_reason == "length" and end.response_id == "r-1"
     assert end.usage is not None
     assert (end.usage.prompt_tokens, end.usage.cached_prompt_tokens) == (120, 100)
     assert (end.usage.completion_tokens, end.usage.reasoning_tokens) == (37, 30)
-    assert parse_event(_response(finish="SAFETY"), Dialect.GEMINI).finish_reason == "content_filter"
+    assert (
+        parse_event(_response(finish="SAFETY"), dialects.gemini.SPEC).finish_reason
+        == "content_filter"
+    )
     blocked = {"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": {}}
-    assert parse_event(blocked, Dialect.GEMINI).finish_reason == "content_filter"
+    assert parse_event(blocked, dialects.gemini.SPEC).finish_reason == "content_filter"
     chat = {"object": "chat.completion.chunk", "choices": [{"delta": {"content": "Hi"}}]}
-    assert parse_event(chat, Dialect.GEMINI).other_dialect == "chat"
-    assert parse_event(_response({"text": "Hi"}), Dialect.CHAT).other_dialect == "gemini"
+    assert parse_event(chat, dialects.gemini.SPEC).other_dialect == "chat"
+    assert parse_event(_response({"text": "Hi"}), dialects.chat.SPEC).other_dialect == "gemini"
 
 
 def test_a_google_error_object_is_an_error_with_its_http_code() -> None:
     error = {"error": {"code": 429, "message": "Quota exceeded.", "status": "RESOURCE_EXHAUSTED"}}
-    info = parse_event(error, Dialect.GEMINI)
+    info = parse_event(error, dialects.gemini.SPEC)
     assert info.error == "RESOURCE_EXHAUSTED: Quota exceeded." and info.error_status == 429
-    nameless = parse_event({"error": {"message": "busy", "status": "UNAVAILABLE"}}, Dialect.VERTEX)
+    nameless = parse_event(
+        {"error": {"message": "busy", "status": "UNAVAILABLE"}}, dialects.vertex.SPEC
+    )
     assert nameless.error_status == 503
     body = json.dumps([error]).encode()
     assert error_message(body, "application/json") == "RESOURCE_EXHAUSTED: Quota exceeded."
@@ -163,7 +167,7 @@ def test_gemini_bodies_nest_the_limit_and_merge_what_is_added() -> None:
         {"role": "user", "content": "More"},
     ]
     body = request_body(
-        Dialect.GEMINI,
+        dialects.gemini.SPEC,
         "gemini-2.5-flash",
         convo,
         9,
@@ -181,7 +185,7 @@ def test_gemini_bodies_nest_the_limit_and_merge_what_is_added() -> None:
     }
     with pytest.raises(Exception, match=r"generationConfig\.maxOutputTokens"):
         check_extra_body({"generationConfig": {"maxOutputTokens": 3}})
-    low = Dialect.VERTEX.reasoning_fields("low")
+    low = dialects.vertex.SPEC.reasoning_fields("low")
     assert low == {"generationConfig": {"thinkingConfig": {"thinkingBudget": 1024}}}
     check_extra_body(low)
 
@@ -225,11 +229,13 @@ def test_each_dialect_finds_its_key_where_it_reads_it(monkeypatch: pytest.Monkey
     token = "eyJhbGciOiJSUzI1NiJ9.eyJhdWQiOiJjb2cifQ.c2lnbmF0dXJl"
     monkeypatch.setenv("AZURE_OPENAI_AD_TOKEN", token)
     assert environment_key(azure) == token
-    assert Dialect.AZURE.auth_headers(token) == [(b"authorization", b"Bearer " + token.encode())]
-    assert Dialect.AZURE.auth_headers("0123abcd") == [(b"api-key", b"0123abcd")]
-    assert Dialect.GEMINI.auth_headers("k") == [(b"x-goog-api-key", b"k")]
-    assert Dialect.VERTEX.auth_headers("ya29.t") == [(b"authorization", b"Bearer ya29.t")]
-    assert Dialect.GEMINI.auth_headers(None) == []
+    assert dialects.azure.SPEC.auth_headers(token) == [
+        (b"authorization", b"Bearer " + token.encode())
+    ]
+    assert dialects.azure.SPEC.auth_headers("0123abcd") == [(b"api-key", b"0123abcd")]
+    assert dialects.gemini.SPEC.auth_headers("k") == [(b"x-goog-api-key", b"k")]
+    assert dialects.vertex.SPEC.auth_headers("ya29.t") == [(b"authorization", b"Bearer ya29.t")]
+    assert dialects.gemini.SPEC.auth_headers(None) == []
 
 
 def test_google_keys_and_tokens_are_masked_wherever_they_are_written() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from latdoc import Dialect, Endpoint, UsageError
+from latdoc import Endpoint, UsageError
 from latdoc.probe import dialects, providers
 from latdoc.probe.providers import PROVIDERS, resolve
 
@@ -119,7 +119,7 @@ def test_a_preset_sends_where_its_api_says(
     name: str, api: str | None, model: str, request_url: str
 ) -> None:
     chosen = resolve(name, api=api, environ=CLOUD)
-    assert Endpoint(chosen.base_url, model, Dialect(chosen.api)).url == request_url
+    assert Endpoint(chosen.base_url, model, dialects.get(chosen.api)).url == request_url
 
 
 @pytest.mark.parametrize(
@@ -136,7 +136,7 @@ def test_vertex_is_built_from_the_project_and_location(location: str, base_url: 
     chosen = resolve("vertex", environ={**CLOUD, "GOOGLE_CLOUD_LOCATION": location})
     assert chosen.base_url == base_url
     assert providers.owner_of(base_url) is providers.get("vertex")
-    model_url = Endpoint(base_url, "gemini-2.5-pro", Dialect("vertex")).url
+    model_url = Endpoint(base_url, "gemini-2.5-pro", dialects.get("vertex")).url
     assert model_url == base_url + "/publishers/google/models/gemini-2.5-pro:streamGenerateContent"
 
 

@@ -46,6 +46,7 @@ __all__ = [
     "of_path",
     "other_dialect",
     "reserved_body_fields",
+    "resolve",
     "text_chars",
 ]
 
@@ -81,6 +82,12 @@ def get(name: str) -> DialectSpec:
     if spec is None:
         raise UsageError(f"unknown API dialect {name!r}: {', '.join(names())}")
     return spec
+
+
+def resolve(dialect: str | DialectSpec) -> DialectSpec:
+    """``dialect`` as a spec: the dialect called so (:func:`get`), or the spec itself, for
+    where a library user may name one either way."""
+    return dialect if isinstance(dialect, DialectSpec) else get(dialect)
 
 
 def of_path(path: str) -> DialectSpec | None:

@@ -174,6 +174,9 @@ class DialectSpec:
     (``{"stream_options": {"include_usage": True}}``); ``None`` when its streams report
     usage unasked."""
 
+    def __repr__(self) -> str:
+        return f"DialectSpec({self.name!r})"
+
     @property
     def routes(self) -> tuple[Route, ...]:
         """Every route its requests may take."""
