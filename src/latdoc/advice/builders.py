@@ -1,13 +1,15 @@
 """Which remedies each kind of slow gets: the one list, :data:`BUILDERS`.
 
 Each kind's remedies are built in a module of their own (:mod:`latdoc.advice.kinds`),
-which names its kind in a :class:`~latdoc.advice.kinds._builder.RemedyBuilder`. A kind
+which names its kind in a :class:`~latdoc.advice.kinds.RemedyBuilder`. A kind
 may have several builders, or none (``healthy``: nothing to remedy).
 """
 
 from __future__ import annotations
 
 from latdoc.advice.kinds import (
+    Build,
+    RemedyBuilder,
     buffering,
     client,
     decode,
@@ -19,7 +21,6 @@ from latdoc.advice.kinds import (
     reasoning,
     stalls,
 )
-from latdoc.advice.kinds._builder import Build, RemedyBuilder
 from latdoc.model import Kind
 
 __all__ = ["BUILDERS", "Build", "RemedyBuilder", "builders_for"]

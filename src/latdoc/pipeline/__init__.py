@@ -14,6 +14,9 @@ a run records about its host and itself, the engine's metrics page, Ray.
   ``latdoc system`` reads its checklist's facts with too.
 - :func:`watch_note` is what the newest watch of an endpoint tells a diagnosis, from
   the verdict by hour of day the watch keeps (:func:`keep_hourly_verdict`).
+- Ray, joined only when ``--ray`` is used: :func:`connect` to a cluster,
+  :func:`run_at_vantages` to measure on the nodes labelled as vantage points, and
+  :func:`first_line` to say a remote error in one line.
 
 The commands' features (diagnose, probe, compare, system, load, watch, vantage points,
 verify) are in :mod:`latdoc.features`, above this package.
@@ -24,7 +27,6 @@ prints.
 
 from latdoc.pipeline._clock import (
     HOURLY_VERDICT,
-    WATCH_KIND,
     keep_hourly_verdict,
     latest_watch,
     watch_note,
@@ -51,12 +53,14 @@ from latdoc.pipeline._host import (
     tcp_settings,
 )
 from latdoc.pipeline._probes import probe_options, send_probes
+from latdoc.pipeline._ray import connect, first_line, run_at_vantages
 from latdoc.pipeline._server_metrics import (
     AUTO,
     MetricsReading,
     metrics_target,
     named_metrics_url,
 )
+from latdoc.store import WATCH_KIND
 
 __all__ = [
     "AUTO",
@@ -67,7 +71,9 @@ __all__ = [
     "MetricsReading",
     "build_diagnosis",
     "congestion_control",
+    "connect",
     "cpu_count",
+    "first_line",
     "h2_version",
     "has_tls13",
     "host_facts_from_meta",
@@ -81,6 +87,7 @@ __all__ = [
     "openssl_version",
     "port_range",
     "probe_options",
+    "run_at_vantages",
     "run_context",
     "run_diagnosis",
     "run_meta",

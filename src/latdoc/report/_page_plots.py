@@ -24,8 +24,6 @@ from latdoc.report._figure import (
 )
 from latdoc.report.names import format_ms
 
-__all__ = ["clock_heatmap_svg", "conversation_svg", "load_throughput_svg", "load_ttft_svg"]
-
 
 def conversation_svg(series: Sequence[tuple[str, Sequence[float | None]]]) -> str | None:
     """Time to first token by turn, one line per strategy (``keep`` first)."""

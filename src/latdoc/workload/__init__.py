@@ -24,6 +24,7 @@ from latdoc.workload._calibration import (
     calibrate,
     calibration_words,
     cannot_answer_note,
+    fit_calibration,
     prompt_cost,
 )
 from latdoc.workload._diagnosis_plan import LENGTHS, DiagnosisPlan, planned_requests, planned_tokens
@@ -48,6 +49,7 @@ __all__ = [
     "calibrate",
     "calibration_words",
     "cannot_answer_note",
+    "fit_calibration",
     "make_prompt",
     "planned_requests",
     "planned_tokens",

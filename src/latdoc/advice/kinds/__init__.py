@@ -1,2 +1,6 @@
 """The remedies of each kind of slow, one module per kind, each with its
-:class:`~._builder.RemedyBuilder`; :mod:`latdoc.advice.builders` lists them."""
+:class:`RemedyBuilder`; :mod:`latdoc.advice.builders` lists them."""
+
+from latdoc.advice.kinds._builder import Build, RemedyBuilder
+
+__all__ = ["Build", "RemedyBuilder"]

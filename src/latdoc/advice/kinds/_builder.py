@@ -7,8 +7,6 @@ from dataclasses import dataclass
 
 from latdoc.model import Diagnosis, Finding, Kind, Remedy, RunContext
 
-__all__ = ["Build", "RemedyBuilder"]
-
 Build = Callable[[Finding, Diagnosis, RunContext], Iterator[Remedy]]
 """Reads a finding of its kind, the whole diagnosis and the run's context, and yields the
 remedies: each the concrete change for httpx and the openai SDK, computed for this

@@ -369,8 +369,7 @@ def render_load_html(
     throughput plots."""
     from markupsafe import Markup
 
-    from latdoc.report._html import environment
-    from latdoc.report._page_plots import load_throughput_svg, load_ttft_svg
+    from latdoc.report.pages import environment, load_throughput_svg, load_ttft_svg
 
     closed = not analysis.levels or analysis.levels[0].window.rate is None
     axis = "streams at once" if closed else "asked arrival rate"

@@ -175,8 +175,7 @@ def render_clock_html(
     skipped_ticks: int | None = None,
 ) -> str:
     """The watch by the clock as one self-contained HTML page (no script, nothing fetched)."""
-    from latdoc.report._html import environment
-    from latdoc.report._page_plots import clock_heatmap_svg
+    from latdoc.report.pages import clock_heatmap_svg, environment
 
     labels = [b.label for b in report.buckets]
     heatmap = clock_heatmap_svg(

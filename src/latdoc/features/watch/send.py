@@ -26,13 +26,14 @@ from dataclasses import dataclass, field
 from latdoc.errors import CalibrationError, UsageError
 from latdoc.probe import ConnectionOptions, Endpoint, ProbeSession
 from latdoc.records import RequestTrace, Sample, Step
-from latdoc.workload import Budget, make_prompt
-from latdoc.workload._calibration import (
+from latdoc.workload import (
     ASSUMED,
+    Budget,
     TokenCalibration,
     calibrate,
     calibration_words,
     fit_calibration,
+    make_prompt,
     prompt_cost,
 )
 

@@ -26,10 +26,7 @@ from latdoc.lab.sim._tokenizer import (
 )
 
 if TYPE_CHECKING:
-    from latdoc.lab.sim.dialects import StandIn
-    from latdoc.lab.sim.dialects._stand_in import Query
-
-__all__ = ["UNAUTHORIZED", "ApiError", "Call", "FinishReason", "effort_tokens", "parse_call"]
+    from latdoc.lab.sim.dialects import Query, StandIn
 
 FinishReason = Literal["stop", "length"]
 

@@ -5,7 +5,7 @@ process runs, placed by Ray with the ``SPREAD`` strategy so the streams leave
 from as many nodes as there are; its batches come back through a Ray streaming
 generator. An actor that dies ends its generator with a Ray error, which is
 the :class:`~latdoc.features.load.send.fleet.WorkerLost` the driver counts. Ray is joined
-through :mod:`latdoc.pipeline._ray`, only when ``--ray`` is used.
+through :mod:`latdoc.pipeline`, only when ``--ray`` is used.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from latdoc.errors import UsageError
 from latdoc.features.load.send.fleet import Fleet, WorkerLost
 from latdoc.features.load.send.sweep import LoadPlan
 from latdoc.features.load.send.workers import Batch, LevelOrder, LoadWorker
-from latdoc.pipeline._ray import connect, first_line
+from latdoc.pipeline import connect, first_line
 
 WORKER_CPUS = 1.0
 """CPUs each load actor asks of Ray: a worker's event loop keeps one core busy."""

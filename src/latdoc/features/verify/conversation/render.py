@@ -160,8 +160,7 @@ def render_conversation_html(
 ) -> str:
     from markupsafe import Markup
 
-    from latdoc.report._html import environment
-    from latdoc.report._page_plots import conversation_svg
+    from latdoc.report.pages import conversation_svg, environment
 
     svg = conversation_svg([(o.strategy, o.ttft_by_turn) for o in outcomes])
     return (

@@ -12,7 +12,8 @@
 - :mod:`.bedrock`: Amazon Bedrock's ConverseStream (``/model/{modelId}/converse-stream``).
 
 Each module defines one :class:`StandIn` (``STAND_IN``); the app routes each one's
-paths to it. The lab keeps its own list, apart from the probe's dialects, because
+paths to it, and a stand-in whose API takes parameters in the URL reads them as a
+:data:`Query`. The lab keeps its own list, apart from the probe's dialects, because
 it stands apart from the core it tests.
 """
 
@@ -28,9 +29,9 @@ from latdoc.lab.sim.dialects import (
     responses,
     vertex,
 )
-from latdoc.lab.sim.dialects._stand_in import StandIn
+from latdoc.lab.sim.dialects._stand_in import Query, StandIn
 
-__all__ = ["STAND_INS", "StandIn"]
+__all__ = ["STAND_INS", "Query", "StandIn"]
 
 STAND_INS: tuple[StandIn, ...] = (
     chat.STAND_IN,
