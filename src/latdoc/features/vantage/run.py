@@ -2,7 +2,7 @@
 carry a ``vantage:NAME`` custom resource.
 
 :func:`probe_here` and :func:`diagnose_here` run on the vantage node itself (Ray
-ships them there, :func:`~latdoc.pipeline._ray.run_at_vantages`) and send back the samples and
+ships them there, :func:`~latdoc.pipeline.run_at_vantages`) and send back the samples and
 that node's host facts. The driver then keeps one run per vantage in its own
 store, labelled ``meta["vantage"]``, and compares them side by side
 (:mod:`latdoc.features.vantage.analysis`). This module imports no Ray.
@@ -22,6 +22,7 @@ from latdoc.pipeline import (
     host_meta,
     measure_steps,
     probe_options,
+    run_at_vantages,
     run_context,
     run_meta,
     send_probes,
@@ -68,8 +69,6 @@ def probe_vantages(
     plan: ProbePlan, *, ray: str, vantages: Sequence[str], store: Store
 ) -> VantageRuns:
     """Probe ``plan``'s endpoint from each vantage at once; keep a ``probe`` run of each."""
-    from latdoc.pipeline._ray import run_at_vantages
-
     found = run_at_vantages(ray, vantages, probe_here, plan)
     options = probe_options(plan)
     run_ids = {}
@@ -90,8 +89,6 @@ def diagnose_vantages(
 ) -> VantageRuns:
     """Diagnose ``plan``'s endpoint from each vantage at once; keep a diagnosis of each (the
     pool is sized for the plan's concurrency, as the load step sends it)."""
-    from latdoc.pipeline._ray import run_at_vantages
-
     found = run_at_vantages(ray, vantages, diagnose_here, plan)
     endpoint, model = plan.endpoint.base_url, plan.endpoint.model
     run_ids = {}
