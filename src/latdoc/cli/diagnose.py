@@ -321,13 +321,15 @@ def _prune(args: argparse.Namespace) -> int:
 def run_report(args: argparse.Namespace) -> int:
     if not args.run_id:
         raise UsageError("give a run id from `latdoc runs`, or --watch NAME")
-    with Store(args.db) as store:
-        if store.run_info(args.run_id).kind == "load":
-            from latdoc.cli.load import run_report as report_load
+    from latdoc.cli._kinds import run_kind
 
-            return report_load(args, store)
-        run = rediagnose(store, args.run_id)
-    _emit(run, args, sys.stdout, terminal=False)
+    with Store(args.db) as store:
+        return run_kind(store.run_info(args.run_id).kind).report(args, store)
+
+
+def report_diagnosis(args: argparse.Namespace, store: Store) -> int:
+    """``latdoc report`` of a diagnosis or of recorded traffic, diagnosed again."""
+    _emit(rediagnose(store, args.run_id), args, sys.stdout, terminal=False)
     return EXIT_OK
 
 

@@ -38,7 +38,7 @@ from latdoc.client._timed_pool import TimedPool
 from latdoc.errors import UsageError
 from latdoc.probe import TimedBackend
 from latdoc.records import RequestTrace, Sample, Step, StepNote
-from latdoc.store import Store, redact_url
+from latdoc.store import INSTRUMENT_KIND, Store, redact_url
 from latdoc.store.writer import QueuedWriter
 
 __all__ = ["Instrumentation", "instrument"]
@@ -369,9 +369,9 @@ def _run_for(store: Store, run: str | None, endpoint: str) -> str:
             model="(application traffic)",
             scenario="chat",
             meta={},
-            kind="instrument",
+            kind=INSTRUMENT_KIND,
         )
     info = store.run_info(run)
-    if info.kind != "instrument":
+    if info.kind != INSTRUMENT_KIND:
         raise UsageError(f"run {info.run_id} is a {info.kind} run; instrument adds to its own runs")
     return info.run_id

@@ -11,9 +11,8 @@ the watch here, in the core, so that no feature reaches into another.
 from __future__ import annotations
 
 from latdoc.records import Step, StepNote
-from latdoc.store import RunInfo, Store
+from latdoc.store import WATCH_KIND, RunInfo, Store
 
-WATCH_KIND = "watch"
 HOURLY_VERDICT = "hourly_verdict"
 
 

@@ -27,11 +27,27 @@ from latdoc.store.codec import (
 from latdoc.store.db import SCHEMA_VERSION, Store, default_path
 from latdoc.store.diagnosis_codec import diagnosis_from_record, diagnosis_to_record
 from latdoc.store.redact import redact_url
-from latdoc.store.run import RunInfo
+from latdoc.store.run import (
+    DIAGNOSE_KIND,
+    INSTRUMENT_KIND,
+    LOAD_KIND,
+    PROBE_KIND,
+    RUN_KINDS,
+    VERIFY_KIND,
+    WATCH_KIND,
+    RunInfo,
+)
 from latdoc.store.writer import SampleWriter
 
 __all__ = [
+    "DIAGNOSE_KIND",
+    "INSTRUMENT_KIND",
+    "LOAD_KIND",
+    "PROBE_KIND",
+    "RUN_KINDS",
     "SCHEMA_VERSION",
+    "VERIFY_KIND",
+    "WATCH_KIND",
     "BucketStats",
     "RunInfo",
     "SampleWriter",

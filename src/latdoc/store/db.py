@@ -40,7 +40,7 @@ from latdoc.store._file import default_path
 from latdoc.store.aggregate import BucketStats
 from latdoc.store.exchange import Exchange
 from latdoc.store.queries import Queries
-from latdoc.store.run import RunInfo
+from latdoc.store.run import DIAGNOSE_KIND, RunInfo
 from latdoc.store.runs import Runs
 from latdoc.store.samples import Samples
 from latdoc.store.schema import SCHEMA_VERSION
@@ -139,7 +139,7 @@ class Store:
         model: str,
         scenario: str,
         meta: Mapping[str, Any],
-        kind: str = "diagnose",
+        kind: str = DIAGNOSE_KIND,
     ) -> str:
         """:meth:`Runs.new_run`: record the start of a run; return its id."""
         return self.runs.new_run(

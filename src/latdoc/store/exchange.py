@@ -27,6 +27,7 @@ from latdoc.store._connection import Connection
 from latdoc.store._fields import loads
 from latdoc.store.codec import sample_from_record, sample_to_record
 from latdoc.store.run import (
+    DIAGNOSE_KIND,
     RUN_KINDS,
     RUN_STATUSES,
     RunInfo,
@@ -156,7 +157,7 @@ def run_from_data(run: Any, diagnosis: Mapping[str, Any] | None = None) -> RunIn
         verdict=None if verdict is None else _str(verdict, "run.verdict"),
         meta=meta,
         notes=notes_from_data(run["notes"] if "notes" in run else (diagnosis or {}).get("notes")),
-        kind=_kind(run.get("kind", "diagnose")),
+        kind=_kind(run.get("kind", DIAGNOSE_KIND)),
     )
 
 

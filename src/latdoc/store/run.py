@@ -11,11 +11,25 @@ from latdoc.records import Step, StepNote
 from latdoc.store.process import Owner
 
 RUN_STATUSES = frozenset({"running", "done", "interrupted", "failed", "recorded"})
-RUN_KINDS = frozenset({"diagnose", "probe", "verify", "instrument", "load", "watch"})
-"""What made a run: ``latdoc diagnose``, ``latdoc probe``, one arm of ``latdoc verify``, an
-application's own traffic recorded by ``latdoc.instrument`` (samples of step
-``traffic``), a ``latdoc load`` sweep (samples of step ``load`` or ``arrivals``), or
-``latdoc watch`` (one run per watch name, ``meta["name"]``, resumed by appending)."""
+DIAGNOSE_KIND = "diagnose"
+"""A run of ``latdoc diagnose``, and the kind of a run stored or exported before runs had one."""
+PROBE_KIND = "probe"
+"""A run of ``latdoc probe``."""
+VERIFY_KIND = "verify"
+"""One arm of ``latdoc verify``."""
+INSTRUMENT_KIND = "instrument"
+"""An application's own traffic recorded by ``latdoc.instrument``, a replay or OTLP spans
+(samples of step ``traffic``)."""
+LOAD_KIND = "load"
+"""A ``latdoc load`` sweep (samples of step ``load`` or ``arrivals``)."""
+WATCH_KIND = "watch"
+"""``latdoc watch``: one run per watch name, ``meta["name"]``, resumed by appending."""
+RUN_KINDS = frozenset(
+    {DIAGNOSE_KIND, PROBE_KIND, VERIFY_KIND, INSTRUMENT_KIND, LOAD_KIND, WATCH_KIND}
+)
+"""What made a run: the only names the store keeps in a run's ``kind``. Each is the name
+of one kind a feature registers (with how a stored run of it is read back and shown
+again); the store knows the names alone."""
 """``running`` until :meth:`Store.finish_run` sets one of the others: ``done``,
 ``interrupted`` (stopped by Ctrl-C or SIGTERM, or found with its process gone),
 ``failed``, or ``recorded`` (an application's recording, ended when its store closed)."""
@@ -42,7 +56,7 @@ class RunInfo:
     """Tool and Python versions, host, platform, options: whatever the caller recorded."""
     notes: tuple[StepNote, ...] = ()
     """What the run's steps left out or could not measure."""
-    kind: str = "diagnose"
+    kind: str = DIAGNOSE_KIND
     """One of :data:`RUN_KINDS`."""
     owner: Owner | None = field(default=None, compare=False)
     """The process that keeps (or kept) the run; ``None`` for runs stored before it was

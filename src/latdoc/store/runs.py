@@ -19,7 +19,14 @@ from latdoc.records import Step, StepNote
 from latdoc.store import process
 from latdoc.store._connection import Connection
 from latdoc.store.rows import RUN_COLUMNS, json_text, owner_row, run_from_row, verdict_of
-from latdoc.store.run import RUN_KINDS, RUN_STATUSES, RunInfo, notes_to_data, utc_text
+from latdoc.store.run import (
+    DIAGNOSE_KIND,
+    RUN_KINDS,
+    RUN_STATUSES,
+    RunInfo,
+    notes_to_data,
+    utc_text,
+)
 
 
 class Runs:
@@ -37,7 +44,7 @@ class Runs:
         model: str,
         scenario: str,
         meta: Mapping[str, Any],
-        kind: str = "diagnose",
+        kind: str = DIAGNOSE_KIND,
     ) -> str:
         """Record the start of a run; return its id, e.g. ``20261129-201502-a1b2c3``."""
         if kind not in RUN_KINDS:

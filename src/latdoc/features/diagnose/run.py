@@ -20,7 +20,13 @@ from latdoc.pipeline import (
     watch_note,
 )
 from latdoc.records import Sample, Step, StepNote
-from latdoc.store import Store, diagnosis_to_record
+from latdoc.store import (
+    DIAGNOSE_KIND,
+    INSTRUMENT_KIND,
+    LOAD_KIND,
+    Store,
+    diagnosis_to_record,
+)
 from latdoc.workload import DiagnosisPlan, ProgressHook, SampleHook
 from latdoc.workload.otlp import decode, read_otlp
 
@@ -65,7 +71,11 @@ def diagnose_endpoint(
     target = metrics_target(server_metrics, plan.endpoint.base_url)
     meta = run_meta(plan, concurrency, prompt_tokens)
     run_id = store.new_run(
-        endpoint=plan.endpoint.base_url, model=plan.endpoint.model, scenario=scenario, meta=meta
+        endpoint=plan.endpoint.base_url,
+        model=plan.endpoint.model,
+        scenario=scenario,
+        meta=meta,
+        kind=DIAGNOSE_KIND,
     )
     samples: list[Sample] = []
 
@@ -104,22 +114,23 @@ def diagnose_endpoint(
 def rediagnose(store: Store, run_id: str) -> DiagnosisRun:
     """Diagnose a stored run (an id or a unique prefix of one) again, sending nothing."""
     info, samples, _ = store.load_run(run_id)
-    if info.kind == "instrument":
+    if info.kind == INSTRUMENT_KIND:
         return diagnose_traffic(store, info.run_id)
-    if info.kind == "load":
-        raise UsageError(
-            f"run {info.run_id} is a load sweep, not a diagnosis: `latdoc report` renders it"
-        )
-    if info.kind != "diagnose":
-        raise UsageError(
-            f"run {info.run_id} is a {info.kind} run, not a diagnosis: "
-            "`latdoc compare` compares it with another run"
-        )
+    if info.kind != DIAGNOSE_KIND:
+        said = _NOT_A_DIAGNOSIS.get(info.kind, _ANOTHER_RUN).format(kind=info.kind)
+        raise UsageError(f"run {info.run_id} is {said}")
     context = run_context(
         info.run_id, info.endpoint, info.model, Scenario(info.scenario), info.meta, info.notes
     )
     diagnosis = build_diagnosis(samples, context)
     return DiagnosisRun(info.run_id, diagnosis, tuple(samples), info.status, store.path)
+
+
+_NOT_A_DIAGNOSIS = {
+    LOAD_KIND: "a load sweep, not a diagnosis: `latdoc report` renders it",
+}
+"""What :func:`rediagnose` says of a stored run of another kind, by kind."""
+_ANOTHER_RUN = "a {kind} run, not a diagnosis: `latdoc compare` compares it with another run"
 
 
 def diagnose_traffic(
@@ -134,7 +145,7 @@ def diagnose_traffic(
     else of the recorded requests' median prompt.
     """
     info, samples, _ = store.load_run(run_id)
-    if info.kind != "instrument":
+    if info.kind != INSTRUMENT_KIND:
         raise UsageError(
             f"run {info.run_id} is a {info.kind} run, not recorded traffic: "
             f"`latdoc report {info.run_id}` shows it"
@@ -175,7 +186,7 @@ def diagnose_otlp(
             "instrumentation": spans.instrumentation,
             "prompt_tokens": prompt_tokens,
         },
-        kind="instrument",
+        kind=INSTRUMENT_KIND,
     )
     store.add_samples(
         run_id, [Sample(Step.TRAFFIC, t, index=i) for i, t in enumerate(spans.traces)]

@@ -29,7 +29,7 @@ from latdoc.features.load.send.sweep import LoadPlan, run_load
 from latdoc.features.load.send.workers import worker_plans
 from latdoc.pipeline import host_meta
 from latdoc.records import Sample, Step, StepNote
-from latdoc.store import Store
+from latdoc.store import LOAD_KIND, Store
 
 MAX_REMOTE_STREAMS = 64
 """Streams a sweep may hold open against an endpoint off this host without ``--yes``."""
@@ -282,7 +282,7 @@ def _run_sweep(
         model=plan.endpoint.model,
         scenario="",
         meta=meta,
-        kind="load",
+        kind=LOAD_KIND,
     )
     samples: list[Sample] = []
     windows: list[LevelWindow] = []
@@ -348,7 +348,7 @@ class _StoreRefused(Exception):
 def reload_load(store: Store, run_id: str) -> LoadRun:
     """Analyse a stored sweep (an id or a unique prefix of one) again, sending nothing."""
     info, samples, document = store.load_run(run_id)
-    if info.kind != "load":
+    if info.kind != LOAD_KIND:
         raise UsageError(f"run {info.run_id} is a {info.kind} run, not a load sweep")
     stored = None if document is None else load_from_record(document)
     windows = [] if stored is None else [lv.window for lv in stored.levels]

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from latdoc.pipeline import host_meta, probe_options, send_probes
 from latdoc.records import RequestTrace
-from latdoc.store import Store
+from latdoc.store import PROBE_KIND, Store
 from latdoc.workload import ProbePlan, ProbeRun
 
 
@@ -42,7 +42,7 @@ def probe_endpoint(
         model=plan.endpoint.model,
         scenario="",
         meta=meta,
-        kind="probe",
+        kind=PROBE_KIND,
     )
     try:
         result = send_probes(plan, lambda s: store.add_sample(run_id, s), on_trace)

@@ -28,7 +28,7 @@ from latdoc.pipeline import (
     send_probes,
 )
 from latdoc.records import RequestTrace, Sample, Step, StepNote
-from latdoc.store import Store, diagnosis_to_record
+from latdoc.store import DIAGNOSE_KIND, PROBE_KIND, Store, diagnosis_to_record
 from latdoc.workload import DiagnosisPlan, ProbePlan
 
 
@@ -94,7 +94,7 @@ def diagnose_vantages(
     run_ids = {}
     for one in found:
         meta = {**run_meta(plan, plan.concurrency), **one.host, "vantage": one.name, "ray": ray}
-        run_id = _keep(store, endpoint, model, one, meta, scenario=scenario, kind="diagnose")
+        run_id = _keep(store, endpoint, model, one, meta, scenario=scenario, kind=DIAGNOSE_KIND)
         context = run_context(run_id, endpoint, model, scenario, meta, one.notes)
         document = diagnosis_to_record(build_diagnosis(one.samples, context))
         store.finish_run(run_id, status="done", notes=one.notes, diagnosis=document)
@@ -110,7 +110,7 @@ def _keep(
     meta: dict[str, Any],
     *,
     scenario: str = "",
-    kind: str = "probe",
+    kind: str = PROBE_KIND,
 ) -> str:
     run_id = store.new_run(endpoint=endpoint, model=model, scenario=scenario, meta=meta, kind=kind)
     store.add_samples(run_id, one.samples)

@@ -9,7 +9,7 @@ from secrets import token_hex
 from typing import Any
 
 from latdoc.pipeline import host_meta
-from latdoc.store import Store
+from latdoc.store import VERIFY_KIND, Store
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ def open_verify_runs(store: Store, remedy: str, arms: Sequence[ArmRun]) -> dict[
             endpoint=arm.endpoint,
             model=arm.model,
             scenario="",
-            kind="verify",
+            kind=VERIFY_KIND,
             meta={
                 **host_meta(),
                 "experiment": experiment,

@@ -37,7 +37,7 @@ from latdoc.features.load.send.meter import ClientMeter
 from latdoc.features.load.send.sweep import LoadPlan, within_time_budget
 from latdoc.probe import ProbeSession, now_ns
 from latdoc.records import RequestTrace, Sample, Step, StepNote
-from latdoc.store import Store
+from latdoc.store import INSTRUMENT_KIND, Store
 from latdoc.workload import ASSUMED, Budget, answer_text, make_prompt, prompt_cost
 from latdoc.workload.traces import TraceRequest, open_trace
 from latdoc.workload.traces.mooncake import BLOCK_TOKENS
@@ -381,7 +381,7 @@ def record_replay(
                          "streams": replay.streams, "requests": shape.requests},
               "source": "replay", "instrumentation": "latdoc's replay of a trace",
               "file": replay.path},
-        kind="instrument",
+        kind=INSTRUMENT_KIND,
     )  # fmt: skip
     notes: list[StepNote] = []
     status = "recorded"

@@ -1,0 +1,73 @@
+"""The kinds of run the store keeps, one entry each, in one tuple: :data:`RUN_KINDS`.
+
+An entry names the kind as the store keeps it (one of :data:`latdoc.store.RUN_KINDS`,
+the only names the store accepts; a unit test checks the two agree), the document a run
+of it keeps (the schema its feature's codec writes and reads back; ``None``: none), and
+how ``latdoc report RUN`` shows a stored run of it again. ``latdoc report`` looks the
+run's kind up here instead of asking which kind it is.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from latdoc.features.load import LOAD_RECORD_SCHEMA
+from latdoc.model import DIAGNOSIS_SCHEMA
+from latdoc.store import (
+    DIAGNOSE_KIND,
+    INSTRUMENT_KIND,
+    LOAD_KIND,
+    PROBE_KIND,
+    VERIFY_KIND,
+    WATCH_KIND,
+    Store,
+)
+
+Report = Callable[[argparse.Namespace, Store], int]
+
+
+@dataclass(frozen=True)
+class RunKind:
+    """One kind of stored run: its name, the document it keeps, how it is shown again."""
+
+    name: str
+    """The run's ``kind`` in the store."""
+    document: str | None
+    """The schema of the document a finished run of this kind keeps, if any."""
+    report: Report
+    """``latdoc report RUN`` of a stored run of this kind: reads it back, prints it."""
+
+
+def _diagnosis(args: argparse.Namespace, store: Store) -> int:
+    """Diagnosed again (a diagnosis, or recorded traffic); any other kind is refused by
+    :func:`latdoc.features.diagnose.rediagnose` with what shows it instead."""
+    from latdoc.cli.diagnose import report_diagnosis
+
+    return report_diagnosis(args, store)
+
+
+def _load(args: argparse.Namespace, store: Store) -> int:
+    """Analysed again from its levels' windows and samples, as ``latdoc load`` printed it."""
+    from latdoc.cli.load import run_report
+
+    return run_report(args, store)
+
+
+RUN_KINDS: tuple[RunKind, ...] = (
+    RunKind(DIAGNOSE_KIND, DIAGNOSIS_SCHEMA, _diagnosis),
+    RunKind(INSTRUMENT_KIND, None, _diagnosis),
+    RunKind(LOAD_KIND, LOAD_RECORD_SCHEMA, _load),
+    RunKind(PROBE_KIND, None, _diagnosis),
+    RunKind(VERIFY_KIND, None, _diagnosis),
+    RunKind(WATCH_KIND, None, _diagnosis),
+)
+
+
+def run_kind(name: str) -> RunKind:
+    """The entry of the kind the store calls ``name``."""
+    for kind in RUN_KINDS:
+        if kind.name == name:
+            return kind
+    raise LookupError(f"run kind {name!r} is not one latdoc knows")
