@@ -47,10 +47,11 @@ def _kind_literals(tree: ast.AST) -> list[int]:
             lines.append(node.value.lineno)
         elif isinstance(node, ast.arguments):
             named = [*node.posonlyargs, *node.args]
-            for arg, default in zip(named[len(named) - len(node.defaults) :], node.defaults):
+            defaulted = named[len(named) - len(node.defaults) :]
+            for arg, default in zip(defaulted, node.defaults, strict=True):
                 if arg.arg == "kind" and stored(default):
                     lines.append(default.lineno)
-            for arg, kw_default in zip(node.kwonlyargs, node.kw_defaults):
+            for arg, kw_default in zip(node.kwonlyargs, node.kw_defaults, strict=True):
                 if arg.arg == "kind" and stored(kw_default):
                     lines.append(arg.lineno)
         elif isinstance(node, ast.Compare):
