@@ -24,13 +24,13 @@ from latdoc import (
     RunContext,
     Store,
     VerifyPlan,
-    VerifyRemedy,
     build_diagnosis,
     measure_steps,
     render_diagnosis,
     render_text,
     verify_remedy,
 )
+from latdoc.features.verify import experiments
 from latdoc.features.verify.experiments.endpoint import EndpointOptions
 from latdoc.lab.sim import LabConfig, LabServer, LatencyModel
 from machine_noise import MachineNoise
@@ -162,7 +162,7 @@ def test_verify_measures_the_remedy_as_one_route_against_the_other(
     ):
         plan = VerifyPlan(
             endpoint=Endpoint(held + "/v1", config.model),
-            remedy=VerifyRemedy.ENDPOINT,
+            remedy=experiments.experiment("endpoint"),
             options=EndpointOptions(alt_url=free + "/v1"),
             max_tokens=OUTPUT,
             max_requests=40,

@@ -31,7 +31,7 @@ from latdoc import (
     render_text,
 )
 from latdoc.analysis.servertime import server_timing_of, split_ttft
-from latdoc.features.verify import VerifyPlan, VerifyRemedy, verify_remedy
+from latdoc.features.verify import VerifyPlan, experiments, verify_remedy
 from latdoc.features.verify.experiments.endpoint import EndpointOptions
 from latdoc.lab.sim import LabConfig, LabServer, LatencyModel
 from latdoc.probe import ConnectionOptions
@@ -122,7 +122,7 @@ def test_verify_endpoint_measures_the_gateway_against_the_upstream_direct(
     direct_url, gateway = routes
     plan = VerifyPlan(
         endpoint=Endpoint(gateway.base_url, MODEL, api_key=MASTER_KEY),
-        remedy=VerifyRemedy.ENDPOINT,
+        remedy=experiments.experiment("endpoint"),
         connection=ConnectionOptions(),
         max_tokens=8,
         max_requests=40,

@@ -23,11 +23,12 @@ from latdoc import (
     Endpoint,
     Store,
     VerifyPlan,
-    VerifyRemedy,
     VerifyResult,
     verify_remedy,
 )
 from latdoc.cli import EXIT_OK, EXIT_USAGE, main
+from latdoc.features.verify import experiments
+from latdoc.features.verify.experiments import Experiment
 from latdoc.features.verify.experiments.endpoint import EndpointOptions
 from latdoc.features.verify.experiments.http2 import Http2Options
 from latdoc.features.verify.experiments.max_tokens import MaxTokensOptions, tight_max_tokens
@@ -48,7 +49,7 @@ TOLERANCE = 0.15
 
 def verify(
     url: str,
-    remedy: VerifyRemedy,
+    remedy: Experiment[Any],
     tmp_path: Path,
     *,
     model: str = "lab-sim",
@@ -90,7 +91,9 @@ def assert_measures(result: VerifyResult, truth_ms: float) -> None:
 def test_trim_measures_the_prefill_it_saves(tmp_path: Path) -> None:
     latency = replace(QUICK, prefill_ms_per_token=0.1)
     with serving(LabConfig(latency=latency)) as lab:
-        result = verify(lab.base_url, VerifyRemedy.TRIM, tmp_path, options=TrimOptions(2000, 500))
+        result = verify(
+            lab.base_url, experiments.experiment("trim"), tmp_path, options=TrimOptions(2000, 500)
+        )
     tokens_a = median_of(result, 0, lambda t: t.prompt_tokens, tmp_path)
     tokens_b = median_of(result, 1, lambda t: t.prompt_tokens, tmp_path)
     assert tokens_a == pytest.approx(2000, rel=0.05) and tokens_b == pytest.approx(500, rel=0.1)
@@ -99,7 +102,9 @@ def test_trim_measures_the_prefill_it_saves(tmp_path: Path) -> None:
 
 def test_trim_without_prefill_growth_is_no_difference(tmp_path: Path) -> None:
     with serving(LabConfig(latency=QUICK)) as lab:
-        result = verify(lab.base_url, VerifyRemedy.TRIM, tmp_path, options=TrimOptions(2000, 500))
+        result = verify(
+            lab.base_url, experiments.experiment("trim"), tmp_path, options=TrimOptions(2000, 500)
+        )
     if result.verdict != "no_difference":
         # No prefill to save, but the 1,500 tokens trimmed are still sent, parsed and
         # counted, by the client and the lab: beside a CPU hog that real work (1.2 ms of
@@ -114,7 +119,7 @@ def test_max_tokens_measures_the_reservation_cost(tmp_path: Path, reserve: float
     latency = replace(QUICK, reserve_ms_per_1k_max_tokens=reserve)
     config = LabConfig(latency=latency, answer_tokens=12)
     with serving(config) as lab:
-        result = verify(lab.base_url, VerifyRemedy.MAX_TOKENS, tmp_path)
+        result = verify(lab.base_url, experiments.experiment("max-tokens"), tmp_path)
     if reserve == 0:
         # No reservation, nothing to save. A busy machine can shift one arm by its noise
         # (2 ms of 21 was seen beside a CPU hog) and make even that significant, never by
@@ -134,7 +139,10 @@ def test_max_tokens_measures_the_reservation_cost(tmp_path: Path, reserve: float
 def test_max_tokens_needs_an_answer_that_ends_by_itself(tmp_path: Path) -> None:
     with serving(LabConfig(latency=QUICK)) as lab:
         result = verify(
-            lab.base_url, VerifyRemedy.MAX_TOKENS, tmp_path, options=MaxTokensOptions(64)
+            lab.base_url,
+            experiments.experiment("max-tokens"),
+            tmp_path,
+            options=MaxTokensOptions(64),
         )
     assert result.verdict == "not_applicable"
     assert result.reason is not None and "did not end by itself" in result.reason
@@ -147,7 +155,10 @@ def test_model_measures_the_other_models_prefill(tmp_path: Path, extra_ms: float
     config = LabConfig(latency=small, alt_models={"lab-small": QUICK})
     with serving(config) as lab:
         result = verify(
-            lab.base_url, VerifyRemedy.MODEL, tmp_path, options=ModelOptions("lab-small")
+            lab.base_url,
+            experiments.experiment("model"),
+            tmp_path,
+            options=ModelOptions("lab-small"),
         )
     if extra_ms == 0:
         assert result.verdict == "no_difference", result.headline
@@ -158,7 +169,10 @@ def test_model_measures_the_other_models_prefill(tmp_path: Path, extra_ms: float
 def test_a_model_the_endpoint_does_not_serve_is_not_applicable(tmp_path: Path) -> None:
     with serving(LabConfig(latency=QUICK)) as lab:
         result = verify(
-            lab.base_url, VerifyRemedy.MODEL, tmp_path, options=ModelOptions("no-such-model")
+            lab.base_url,
+            experiments.experiment("model"),
+            tmp_path,
+            options=ModelOptions("no-such-model"),
         )
     assert result.verdict == "not_applicable"
     assert result.reason is not None and "does not answer" in result.reason
@@ -170,7 +184,10 @@ def test_endpoint_measures_the_other_endpoint(tmp_path: Path, faster: bool) -> N
     other = QUICK if faster else slow
     with serving(LabConfig(latency=slow)) as a, serving(LabConfig(latency=other)) as b:
         result = verify(
-            a.base_url, VerifyRemedy.ENDPOINT, tmp_path, options=EndpointOptions(b.base_url)
+            a.base_url,
+            experiments.experiment("endpoint"),
+            tmp_path,
+            options=EndpointOptions(b.base_url),
         )
     if faster:
         assert_measures(result, slow.prefill_base_ms - QUICK.prefill_base_ms)
@@ -183,7 +200,10 @@ def test_prompt_cache_measures_the_prefill_of_the_cached_prefix(tmp_path: Path) 
     config = LabConfig(latency=latency, prefix_cache=True)
     with serving(config) as lab:
         result = verify(
-            lab.base_url, VerifyRemedy.PROMPT_CACHE, tmp_path, options=PromptCacheOptions(1024)
+            lab.base_url,
+            experiments.experiment("prompt-cache"),
+            tmp_path,
+            options=PromptCacheOptions(1024),
         )
     cached = result.cached_tokens_b
     assert cached is not None and cached >= 900
@@ -193,7 +213,10 @@ def test_prompt_cache_measures_the_prefill_of_the_cached_prefix(tmp_path: Path) 
 def test_prompt_cache_without_a_cache_is_not_applicable(tmp_path: Path) -> None:
     with serving(LabConfig(latency=replace(QUICK, prefill_ms_per_token=0.2))) as lab:
         result = verify(
-            lab.base_url, VerifyRemedy.PROMPT_CACHE, tmp_path, options=PromptCacheOptions(1024)
+            lab.base_url,
+            experiments.experiment("prompt-cache"),
+            tmp_path,
+            options=PromptCacheOptions(1024),
         )
     assert result.verdict == "not_applicable"
     assert result.reason is not None and "no cached prompt tokens" in result.reason
@@ -217,7 +240,7 @@ def test_pool_measures_the_client_queue(tmp_path: Path, pool: int | None) -> Non
     with serving(LabConfig(latency=SERVICE), process=True) as lab:
         result = verify(
             lab.base_url,
-            VerifyRemedy.POOL,
+            experiments.experiment("pool"),
             tmp_path,
             options=PoolOptions(concurrency=8, pool_size=pool or 16),
             max_requests=160,
@@ -233,7 +256,7 @@ def test_http2_multiplexes_what_a_small_http1_pool_queues(tmp_path: Path, pool: 
     with serving(LabConfig(latency=SERVICE), process=True, tls=True, http2=True) as lab:
         result = verify(
             lab.base_url,
-            VerifyRemedy.HTTP2,
+            experiments.experiment("http2"),
             tmp_path,
             cacert=lab.ca_file,
             options=Http2Options(concurrency=8, pool_size=pool),
@@ -253,7 +276,7 @@ def test_http2_is_not_applicable_where_it_is_not_offered(tmp_path: Path) -> None
     with serving(LabConfig(latency=QUICK), tls=True) as lab:
         result = verify(
             lab.base_url,
-            VerifyRemedy.HTTP2,
+            experiments.experiment("http2"),
             tmp_path,
             cacert=lab.ca_file,
             options=Http2Options(concurrency=4),
@@ -264,7 +287,7 @@ def test_http2_is_not_applicable_where_it_is_not_offered(tmp_path: Path) -> None
 
 def test_keepalive_is_no_difference_when_the_server_closes_connections(tmp_path: Path) -> None:
     with serving(LabConfig(latency=QUICK, keep_alive=False)) as lab:
-        result = verify(lab.base_url, VerifyRemedy.KEEPALIVE, tmp_path)
+        result = verify(lab.base_url, experiments.experiment("keepalive"), tmp_path)
     # Nothing to gain. A busy machine can shift one arm by its noise (2.8 ms of 24 was
     # seen beside a CPU hog) and make even that significant, never by more.
     if result.verdict != "no_difference":
@@ -312,7 +335,7 @@ def test_reasoning_effort_measures_the_thinking_it_saves(tmp_path: Path) -> None
     thinker = replace(QUICK, decode_ms_per_token=3.0, reasoning_tokens=40)
     with serving(LabConfig(latency=thinker)) as lab:
         result = verify(
-            lab.base_url, VerifyRemedy.REASONING_EFFORT, tmp_path, max_requests=40,
+            lab.base_url, experiments.experiment("reasoning-effort"), tmp_path, max_requests=40,
             options=ReasoningEffortOptions("low"),
         )  # fmt: skip
         thought = median_of(result, 1, lambda t: t.reasoning_tokens, tmp_path)
@@ -327,7 +350,7 @@ def test_an_endpoint_that_cannot_answer_is_not_applicable_before_the_experiment(
     tmp_path: Path,
 ) -> None:
     closed = f"http://127.0.0.1:{closed_port()}/v1"
-    result = verify(closed, VerifyRemedy.KEEPALIVE, tmp_path)
+    result = verify(closed, experiments.experiment("keepalive"), tmp_path)
     assert result.verdict == "not_applicable" and result.run_ids is None
     assert result.reason is not None and result.reason.startswith("the endpoint cannot answer")
     assert "nothing accepts connections there" in result.reason
@@ -392,12 +415,12 @@ def test_the_verb_runs_the_experiments_with_runners_of_their_own(tmp_path: Path)
     with serving(LabConfig(latency=QUICK)) as lab, Store(tmp_path / "v.db") as store:
         endpoint = Endpoint(lab.base_url, "lab-sim")
         retry = verify_remedy(
-            VerifyPlan(endpoint, VerifyRemedy.RETRY, max_tokens=4, seed=3,
+            VerifyPlan(endpoint, experiments.experiment("retry"), max_tokens=4, seed=3,
                        options=RetryOptions(trials=3)),
             store=store,
         )  # fmt: skip
         chat = verify_remedy(
-            VerifyPlan(endpoint, VerifyRemedy.CONVERSATION, max_tokens=4, seed=3,
+            VerifyPlan(endpoint, experiments.experiment("conversation"), max_tokens=4, seed=3,
                        options=ConversationOptions(turns=2, tokens_per_turn=16,
                                                    strategies="reset:1")),
             store=store,
@@ -415,8 +438,9 @@ def test_the_verb_checks_the_plans_gates_against_arm_a(tmp_path: Path) -> None:
 
     with serving(LabConfig(latency=QUICK)) as lab, Store(tmp_path / "v.db") as store:
         result = verify_remedy(
-            VerifyPlan(Endpoint(lab.base_url, "lab-sim"), VerifyRemedy.KEEPALIVE, max_tokens=4,
-                       max_requests=30, seed=3, gates=parse_gates("ttft_p50 > +10%")),
+            VerifyPlan(Endpoint(lab.base_url, "lab-sim"), experiments.experiment("keepalive"),
+                       max_tokens=4, max_requests=30, seed=3,
+                       gates=parse_gates("ttft_p50 > +10%")),
             store=store,
         )  # fmt: skip
     assert isinstance(result, VerifyResult) and result.gates is not None

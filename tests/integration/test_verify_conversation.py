@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from conftest import closed_port
-from latdoc import Endpoint, Store, VerifyPlan, VerifyRemedy
+from latdoc import Endpoint, Store, VerifyPlan
 from latdoc.cli import EXIT_OK, main
-from latdoc.features.verify import verify_conversation
+from latdoc.features.verify import experiments, verify_conversation
 from latdoc.features.verify.conversation.send import (
     ConversationOptions,
 )
@@ -35,7 +35,7 @@ def test_each_strategy_holds_the_chat_it_promises(tmp_path: Path) -> None:
     with LabProcess(LabConfig(latency=STEEP)) as lab:
         plan = VerifyPlan(
             Endpoint(lab.base_url, "lab-sim"),
-            VerifyRemedy.CONVERSATION,
+            experiments.experiment("conversation"),
             max_tokens=16,
             seed=5,
             options=chat,
@@ -103,7 +103,9 @@ def test_the_command_writes_json_and_a_page_with_the_plot(
 def test_a_conversation_with_an_endpoint_that_cannot_answer_stops_at_once(tmp_path: Path) -> None:
     closed = f"http://127.0.0.1:{closed_port()}/v1"
     plan = VerifyPlan(
-        Endpoint(closed, "m"), VerifyRemedy.CONVERSATION, options=ConversationOptions(turns=6)
+        Endpoint(closed, "m"),
+        experiments.experiment("conversation"),
+        options=ConversationOptions(turns=6),
     )
     with Store(tmp_path / "c.db") as store:
         held = verify_conversation(plan, store=store)

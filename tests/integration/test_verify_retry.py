@@ -12,11 +12,10 @@ from latdoc import (
     Endpoint,
     Store,
     VerifyPlan,
-    VerifyRemedy,
 )
 from latdoc.cli import EXIT_OK, EXIT_USAGE, main
 from latdoc.client import RetryPolicy
-from latdoc.features.verify import RetryVerdict, verify_retry
+from latdoc.features.verify import RetryVerdict, experiments, verify_retry
 from latdoc.features.verify.retry.send import RetryOptions
 from latdoc.lab.sim import Fault, LabConfig, LabServer, LatencyModel, requests_received
 
@@ -33,7 +32,7 @@ def run(config: LabConfig, tmp_path: Path, trials: int = 40) -> RetryVerdict:
     with LabServer(config) as lab:
         plan = VerifyPlan(
             Endpoint(lab.base_url, "lab-sim"),
-            VerifyRemedy.RETRY,
+            experiments.experiment("retry"),
             max_tokens=4,
             seed=2,
             options=RetryOptions(trials=trials),
@@ -64,7 +63,7 @@ def test_an_endpoint_without_errors_shows_no_difference(tmp_path: Path) -> None:
 def test_a_401_stops_the_experiment_at_its_first_request(tmp_path: Path) -> None:
     with LabServer(LabConfig(latency=QUICK, api_key="the-right-key")) as lab:
         plan = VerifyPlan(
-            Endpoint(lab.base_url, "lab-sim"), VerifyRemedy.RETRY, max_tokens=4, seed=2
+            Endpoint(lab.base_url, "lab-sim"), experiments.experiment("retry"), max_tokens=4, seed=2
         )
         with Store(tmp_path / "r.db") as store:
             verdict = verify_retry(plan, store=store, policy=fast_policy())
@@ -122,7 +121,7 @@ def _retry_run(config: LabConfig, tmp_path: Path, policy: RetryPolicy) -> RetryV
     with LabServer(config) as lab:
         plan = VerifyPlan(
             Endpoint(lab.base_url, "lab-sim"),
-            VerifyRemedy.RETRY,
+            experiments.experiment("retry"),
             max_tokens=4,
             seed=2,
             options=RetryOptions(trials=8),

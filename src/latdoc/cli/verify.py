@@ -137,7 +137,7 @@ def run_verify(args: argparse.Namespace) -> int:
     with sending.to(err, engine=False, http2=http2) as (endpoint, connection):
         plan = VerifyPlan(
             endpoint=endpoint,
-            remedy=spec.name,
+            remedy=spec,
             connection=connection,
             max_tokens=args.max_tokens,
             max_requests=args.max_requests,

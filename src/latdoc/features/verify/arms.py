@@ -1,6 +1,6 @@
-"""What the arms of ``latdoc verify`` send: unique prompts of a length calibrated on the
-endpoint's own token count, questions with a short natural answer, and the arm most
-experiments start both their arms from.
+"""What the arms of ``latdoc verify`` are built from (:class:`Plan`) and what they send:
+unique prompts of a length calibrated on the endpoint's own token count, questions with
+a short natural answer, and the arm most experiments start both their arms from.
 
 Only the remedy differs between an experiment's arms: the same prompts at the same
 lengths, the same output, the same endpoint unless the remedy is another endpoint
@@ -11,14 +11,50 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from latdoc.features.verify.send import Arm
 from latdoc.probe import Prompt
 from latdoc.workload import TokenCalibration, make_prompt, prompt_cost
 
 if TYPE_CHECKING:
-    from latdoc.features.verify.plan import VerifyPlan
+    from latdoc.analysis.gates import Gate
+    from latdoc.probe import ConnectionOptions, Endpoint
+
+T = TypeVar("T")
+
+
+class Plan(Protocol):
+    """What an experiment and its arms read of the plan they run in: the endpoint, how to
+    reach it, the budget, and the experiment's own options. A
+    :class:`~latdoc.features.verify.VerifyPlan` is one; it holds its experiment, so it
+    stands above the registry, which sees it only through this."""
+
+    @property
+    def endpoint(self) -> Endpoint: ...
+    @property
+    def connection(self) -> ConnectionOptions: ...
+    @property
+    def max_tokens(self) -> int: ...
+    @property
+    def max_requests(self) -> int: ...
+    @property
+    def token_budget(self) -> int | None: ...
+    @property
+    def max_seconds(self) -> float: ...
+    @property
+    def precision(self) -> float: ...
+    @property
+    def seed(self) -> int | None: ...
+    @property
+    def gates(self) -> tuple[Gate, ...]: ...
+    @property
+    def options(self) -> object: ...
+
+    def options_as(self, kind: type[T]) -> T:
+        """The options record, which must be a ``kind``: the experiment's own."""
+        ...
+
 
 SHORT_TOKENS = 64
 """The prompt length of remedies that are not about the prompt."""
@@ -64,7 +100,7 @@ def sized(arm: Arm, calibration: TokenCalibration, tokens: int) -> Arm:
     )
 
 
-def base_arm(plan: VerifyPlan, calibration: TokenCalibration) -> Arm:
+def base_arm(plan: Plan, calibration: TokenCalibration) -> Arm:
     """Arm A of short unique prompts on the plan's endpoint, warmed up by one trial: an
     experiment changes what its remedy is about and names the arm."""
     words = calibration.words_for(SHORT_TOKENS)

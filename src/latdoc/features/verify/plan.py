@@ -1,33 +1,27 @@
-"""What ``latdoc verify`` is asked to test: a :class:`VerifyPlan` names a remedy of the
-registry (:mod:`latdoc.features.verify.experiments`), the settings every experiment
-shares, and the remedy's own options record.
+"""What ``latdoc verify`` is asked to test: a :class:`VerifyPlan` holds an experiment of
+the registry (:mod:`latdoc.features.verify.experiments`), the settings every experiment
+shares, and the experiment's own options record.
 """
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
-from typing import TypeVar, cast
+from typing import Any, TypeVar
 
 from latdoc.analysis.gates import Gate
 from latdoc.errors import UsageError
 from latdoc.features.verify import experiments
+from latdoc.features.verify.experiments import Experiment
 from latdoc.features.verify.send import Arm
 from latdoc.probe import ConnectionOptions, Endpoint
 from latdoc.workload import TokenCalibration
 
 T = TypeVar("T")
 
-VerifyRemedy = cast(
-    "type[enum.StrEnum]",
-    enum.StrEnum(
-        "VerifyRemedy",
-        [(name.upper().replace("-", "_"), name) for name in experiments.names()],
-        module=__name__,
-    ),
-)
-VerifyRemedy.__doc__ = """The remedies ``latdoc verify --remedy`` can measure, one member per
-experiment of the registry (``VerifyRemedy.MAX_TOKENS`` is ``"max-tokens"``)."""
+VerifyRemedy = experiments.resolve
+"""What a library user names a remedy by: ``VerifyRemedy("keepalive")`` is the
+:class:`~latdoc.features.verify.experiments.Experiment` of ``--remedy keepalive`` (an
+experiment is itself), as :attr:`VerifyPlan.remedy` holds it."""
 
 
 @dataclass(frozen=True)
@@ -35,8 +29,9 @@ class VerifyPlan:
     """What to test, against which endpoint, within which budget."""
 
     endpoint: Endpoint
-    remedy: str
-    """The experiment's name, its ``--remedy`` value."""
+    remedy: Experiment[Any]
+    """The experiment; a library user may name it by its ``--remedy`` value
+    (``"keepalive"``), looked up here once."""
     connection: ConnectionOptions = field(default_factory=ConnectionOptions)
     max_tokens: int = 32
     """Output length of every request (an experiment about the limit sets its own)."""
@@ -52,7 +47,8 @@ class VerifyPlan:
     """The experiment's own options record; ``None``: its defaults."""
 
     def __post_init__(self) -> None:
-        spec = experiments.experiment(self.remedy)
+        spec = experiments.resolve(self.remedy)
+        object.__setattr__(self, "remedy", spec)
         if self.options is None:
             object.__setattr__(self, "options", spec.options())
         if spec.check is not None:
@@ -63,18 +59,16 @@ class VerifyPlan:
     def options_as(self, kind: type[T]) -> T:
         """The options record, which must be a ``kind``: the experiment's own."""
         if not isinstance(self.options, kind):
-            raise TypeError(
-                f"--remedy {self.remedy} takes {kind.__name__}, not {type(self.options).__name__}"
-            )
+            given = type(self.options).__name__
+            raise TypeError(f"--remedy {self.remedy.name} takes {kind.__name__}, not {given}")
         return self.options
 
 
 def arm_summaries(plan: VerifyPlan) -> tuple[str, str]:
     """What arms A and B will be, said before anything is sent."""
-    spec = experiments.experiment(plan.remedy)
-    return spec.describe(plan, spec.options_of(plan))
+    return plan.remedy.describe(plan, plan.remedy.options_of(plan))
 
 
 def build_arms(plan: VerifyPlan, calibration: TokenCalibration) -> tuple[Arm, Arm]:
     """Arm A (today) and arm B (the remedy) of ``plan``'s experiment."""
-    return experiments.experiment(plan.remedy).build_arms(plan, calibration)
+    return plan.remedy.build_arms(plan, calibration)

@@ -180,7 +180,7 @@ def plan_line(plan: VerifyPlan) -> str:
     a, b = arm_summaries(plan)
     tokens = f", {plan.token_budget:,} tokens" if plan.token_budget else ""
     within = f"at most {plan.max_requests} requests{tokens} and {plan.max_seconds:g} s"
-    schedule = experiments.experiment(plan.remedy).schedule
+    schedule = plan.remedy.schedule
     how = (
         f"{schedule}; {within}."
         if schedule is not None
@@ -188,6 +188,6 @@ def plan_line(plan: VerifyPlan) -> str:
         f"the 95% interval of A ÷ B is within ±{plan.precision:.0%}."
     )
     return (
-        f"Plan: verify {plan.remedy} on {plan.endpoint.model} at {plan.endpoint.base_url}\n"
+        f"Plan: verify {plan.remedy.name} on {plan.endpoint.model} at {plan.endpoint.base_url}\n"
         f"  A: {a}\n  B: {b}\n  {how}"
     )

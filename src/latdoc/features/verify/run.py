@@ -21,7 +21,6 @@ from typing import Any
 
 from latdoc.analysis.compare import METRICS, ratio_precision
 from latdoc.analysis.gates import GateReport, check_gates
-from latdoc.features.verify import experiments
 from latdoc.features.verify.analysis import NOT_APPLICABLE, cached_prompt_tokens, judge_arms
 from latdoc.features.verify.experiments import Before, Experiment, Outcome
 from latdoc.features.verify.plan import VerifyPlan
@@ -55,7 +54,7 @@ def verify_remedy(
     compared like with like and the plan's gates checked on B against A (a
     :class:`VerifyResult`), or by the experiment's own runner (a conversation, retries),
     whose outcome is its own. Ctrl-C stops the sending, not the comparison."""
-    spec = experiments.experiment(plan.remedy)
+    spec = plan.remedy
     if spec.runner is not None:
         return spec.runner(plan, store=store, on_progress=on_progress)
     state = _State(plan, spec, store, on_progress, on_sample)
@@ -89,7 +88,7 @@ class _State:
         calibration, options = await self._prepare(budget, rng)
         if isinstance(options, str):
             return VerifyResult(
-                plan.remedy, NOT_APPLICABLE, reason=options, notes=tuple(self.notes)
+                plan.remedy.name, NOT_APPLICABLE, reason=options, notes=tuple(self.notes)
             )
         self.arms = self.spec.build_arms(plan, calibration, options)
         self._open_runs()
@@ -139,7 +138,7 @@ class _State:
             )
             for arm in self.arms
         ]
-        self.run_ids.update(open_verify_runs(self.store, str(self.plan.remedy), runs))
+        self.run_ids.update(open_verify_runs(self.store, self.plan.remedy.name, runs))
 
     def keep(self, arm: str, sample: Sample) -> None:
         self.samples[arm].append(sample)
@@ -156,7 +155,7 @@ class _State:
         for run_id in self.run_ids.values():
             self.store.finish_run(run_id, status=status, diagnosis=None, notes=self.notes)
         if self.arms is None:
-            return VerifyResult(plan.remedy, NOT_APPLICABLE, reason="nothing was measured")
+            return VerifyResult(plan.remedy.name, NOT_APPLICABLE, reason="nothing was measured")
         a, b = self.samples["A"], self.samples["B"]
         labels = (self.arms[0].label, self.arms[1].label)
         run_ids = (self.run_ids["A"], self.run_ids["B"])
@@ -174,7 +173,7 @@ class _State:
             verdict = NOT_APPLICABLE
             reason = "fewer than two successful requests in an arm: nothing to compare"
         return VerifyResult(
-            plan.remedy,
+            plan.remedy.name,
             verdict,
             reason=reason,
             headline=headline,

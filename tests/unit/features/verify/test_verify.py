@@ -19,8 +19,8 @@ from latdoc import (
     Endpoint,
     UsageError,
     VerifyPlan,
-    VerifyRemedy,
 )
+from latdoc.features.verify import experiments
 from latdoc.features.verify.experiments.endpoint import EndpointOptions
 from latdoc.features.verify.experiments.model import ModelOptions
 from latdoc.features.verify.experiments.trim import TrimOptions
@@ -39,10 +39,10 @@ def serving(config: LabConfig, *, process: bool = False, **kw: Any) -> Iterator[
 def test_bad_input_is_refused_before_anything_is_sent() -> None:
     endpoint = Endpoint("http://127.0.0.1:9/v1", "m")
     for options, message in (
-        ({"remedy": VerifyRemedy.POOL}, "--pool-size"),
-        ({"remedy": VerifyRemedy.TRIM, "options": TrimOptions(100, 500)}, "--to"),
-        ({"remedy": VerifyRemedy.ENDPOINT}, "--alt"),
-        ({"remedy": VerifyRemedy.MODEL, "options": ModelOptions("m")}, "another"),
+        ({"remedy": experiments.experiment("pool")}, "--pool-size"),
+        ({"remedy": experiments.experiment("trim"), "options": TrimOptions(100, 500)}, "--to"),
+        ({"remedy": experiments.experiment("endpoint")}, "--alt"),
+        ({"remedy": experiments.experiment("model"), "options": ModelOptions("m")}, "another"),
     ):
         with pytest.raises(UsageError, match=message):
             VerifyPlan(endpoint=endpoint, **options)
@@ -53,7 +53,7 @@ def test_diagnose_names_only_remedies_verify_can_measure() -> None:
 
     named = {v for k, v in vars(latdoc.advice.verify).items() if k.startswith("VERIFY_")}
     assert len(named) >= 10
-    assert named <= {r.value for r in VerifyRemedy}
+    assert named <= set(experiments.names())
 
 
 KEY_A = "sk-endpoint-a-5e1f0c9d"
@@ -79,7 +79,7 @@ def test_the_same_origin_needs_no_leave_and_any_other_does(
     def plan(**options: Any) -> VerifyPlan:
         return VerifyPlan(
             Endpoint(here, "m", api_key=KEY_A),
-            VerifyRemedy.ENDPOINT,
+            experiments.experiment("endpoint"),
             options=EndpointOptions(there, **options),
         )
 
@@ -96,10 +96,12 @@ def test_the_same_origin_needs_no_leave_and_any_other_does(
 
 def test_no_key_needs_no_leave_but_signing_with_the_machines_credentials_does() -> None:
     options = EndpointOptions("http://other.example/v1")
-    VerifyPlan(Endpoint("http://h.example/v1", "m"), VerifyRemedy.ENDPOINT, options=options)
+    VerifyPlan(
+        Endpoint("http://h.example/v1", "m"), experiments.experiment("endpoint"), options=options
+    )
     bedrock = Endpoint("https://bedrock-runtime.us-east-1.amazonaws.com", "m", "bedrock")
     with pytest.raises(UsageError, match="another host"):
-        VerifyPlan(bedrock, VerifyRemedy.ENDPOINT, options=options)
+        VerifyPlan(bedrock, experiments.experiment("endpoint"), options=options)
 
 
 def test_the_other_key_is_sent_to_the_other_endpoint_only() -> None:
@@ -109,7 +111,7 @@ def test_the_other_key_is_sent_to_the_other_endpoint_only() -> None:
     def arms(options: EndpointOptions) -> tuple[str | None, str | None]:
         plan = VerifyPlan(
             Endpoint("http://h.example/v1", "m", api_key=KEY_A),
-            VerifyRemedy.ENDPOINT,
+            experiments.experiment("endpoint"),
             options=options,
         )
         a, b = build_arms(plan, ASSUMED)
@@ -128,7 +130,7 @@ def test_a_key_in_the_other_url_is_masked_in_the_plan_and_the_arms() -> None:
     leaky = f"https://me:{KEY_B}@o.example/v1?api-key={KEY_B}"
     plan = VerifyPlan(
         Endpoint("https://h.example/v1", "m"),
-        VerifyRemedy.ENDPOINT,
+        experiments.experiment("endpoint"),
         options=EndpointOptions(leaky),
     )
     said = [*arm_summaries(plan), *(arm.label for arm in build_arms(plan, ASSUMED))]

@@ -7,8 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from latdoc import Endpoint, RequestTrace, UsageError, VerifyPlan, VerifyRemedy
+from latdoc import Endpoint, RequestTrace, UsageError, VerifyPlan
 from latdoc.cli import EXIT_USAGE, main
+from latdoc.features.verify import experiments
 from latdoc.features.verify.conversation.analysis import KEEP, TurnRecord, outcomes
 from latdoc.features.verify.conversation.send import (
     ConversationOptions,
@@ -29,7 +30,7 @@ def test_strategies_parse_and_bad_ones_say_why() -> None:
     with pytest.raises(UsageError, match="--turns"):
         VerifyPlan(
             Endpoint("http://127.0.0.1:9/v1", "m"),
-            VerifyRemedy.CONVERSATION,
+            experiments.experiment("conversation"),
             options=ConversationOptions(turns=1),
         )
 

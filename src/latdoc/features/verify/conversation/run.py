@@ -41,7 +41,7 @@ from latdoc.workload import (
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
-    from latdoc.features.verify.plan import VerifyPlan
+    from latdoc.features.verify.arms import Plan
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,7 @@ class _Keeper:
 
 
 def verify_conversation(
-    plan: VerifyPlan,
+    plan: Plan,
     *,
     store: Store,
     on_progress: ProgressHook | None = None,
@@ -188,7 +188,7 @@ class _Told:
 
 
 async def _converse(
-    plan: VerifyPlan,
+    plan: Plan,
     conversation: ConversationPlan,
     budget: Budget,
     keeper: _Keeper,

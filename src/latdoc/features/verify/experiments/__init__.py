@@ -1,8 +1,9 @@
 """The experiments ``latdoc verify --remedy`` can run, one module each.
 
 :data:`EXPERIMENTS` is the one list: the ``--remedy`` choices, their options on the
-command line, :class:`~latdoc.features.verify.VerifyRemedy` and every dispatch read
-it. A new experiment is a module defining one :class:`Experiment` and a line here.
+command line, and :func:`experiment`, which turns a ``--remedy`` name into the
+:class:`Experiment` a :class:`~latdoc.features.verify.VerifyPlan` holds, read it. A
+new experiment is a module defining one :class:`Experiment` and a line here.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from latdoc.errors import UsageError
+from latdoc.features.verify.arms import Plan
 from latdoc.features.verify.experiments._spec import (
     Argument,
     Before,
@@ -41,12 +43,14 @@ __all__ = [
     "Experiment",
     "NoOptions",
     "Outcome",
+    "Plan",
     "Runner",
     "Shown",
     "arguments",
     "experiment",
     "names",
     "options_from",
+    "resolve",
 ]
 
 EXPERIMENTS: tuple[Experiment[Any], ...] = (
@@ -77,6 +81,12 @@ def experiment(name: str) -> Experiment[Any]:
         if e.name == name:
             return e
     raise UsageError(f"latdoc verify has no remedy {name!r}; one of {', '.join(names())}")
+
+
+def resolve(remedy: str | Experiment[Any]) -> Experiment[Any]:
+    """``remedy`` as an experiment: the one of that ``--remedy`` name (:func:`experiment`),
+    or the experiment itself, for where a library user may name one either way."""
+    return remedy if isinstance(remedy, Experiment) else experiment(remedy)
 
 
 def arguments() -> tuple[Argument, ...]:

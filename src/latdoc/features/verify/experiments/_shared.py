@@ -15,7 +15,7 @@ from latdoc.model import DEFAULT_CONCURRENCY
 from latdoc.workload import TokenCalibration
 
 if TYPE_CHECKING:
-    from latdoc.features.verify.plan import VerifyPlan
+    from latdoc.features.verify.arms import Plan
 
 CONCURRENCY = Argument(
     "--concurrency",
@@ -45,7 +45,7 @@ def today_pool(concurrency: int, pool_size: int | None) -> int:
 
 
 def http1_pool_arm(
-    plan: VerifyPlan, calibration: TokenCalibration, concurrency: int, pool_size: int | None
+    plan: Plan, calibration: TokenCalibration, concurrency: int, pool_size: int | None
 ) -> Arm:
     """Arm A of http2 and pool: ``concurrency`` requests at once on today's HTTP/1.1 pool."""
     n, today = concurrency, today_pool(concurrency, pool_size)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from latdoc.analysis.compare import MEDIAN
+from latdoc.features.verify.arms import Plan
 from latdoc.features.verify.send import Arm
 from latdoc.probe import ProbeSession
 from latdoc.records import Sample, StepNote
@@ -26,7 +27,6 @@ from latdoc.workload import ProgressHook, TokenCalibration
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
-    from latdoc.features.verify.plan import VerifyPlan
 
 Opts = TypeVar("Opts")
 
@@ -73,7 +73,7 @@ def options_from(
 class Before:
     """What an experiment's check on the endpoint has to hand before its arms run."""
 
-    plan: VerifyPlan
+    plan: Plan
     calibration: TokenCalibration
     session: ProbeSession
     """A session already open on the plan's endpoint (the calibration's)."""
@@ -131,7 +131,7 @@ class Runner(Protocol):
     """How an experiment runs when it is not one request against another."""
 
     def __call__(
-        self, plan: VerifyPlan, *, store: Store, on_progress: ProgressHook | None = None
+        self, plan: Plan, *, store: Store, on_progress: ProgressHook | None = None
     ) -> Outcome: ...
 
 
@@ -145,9 +145,9 @@ class Experiment(Generic[Opts]):
     """What B does, in a few words, for ``--help``."""
     options: type[Opts]
     """Its own options record; every field has a default."""
-    describe: Callable[[VerifyPlan, Opts], tuple[str, str]]
+    describe: Callable[[Plan, Opts], tuple[str, str]]
     """What arms A and B will be, said before anything is sent."""
-    arms: Callable[[VerifyPlan, Opts, TokenCalibration], tuple[Arm, Arm]] | None = None
+    arms: Callable[[Plan, Opts, TokenCalibration], tuple[Arm, Arm]] | None = None
     """Arm A (today) and arm B (the remedy), from the shared plan and its options."""
     arguments: tuple[Argument, ...] = ()
     """Its own ``latdoc verify`` options."""
@@ -155,7 +155,7 @@ class Experiment(Generic[Opts]):
     """Its options from the values of the options by name (the parsed command line's,
     say); ``None``: each argument's value is the record's field of the same name
     (:func:`options_from`)."""
-    check: Callable[[VerifyPlan, Opts], None] | None = None
+    check: Callable[[Plan, Opts], None] | None = None
     """Raise :class:`~latdoc.errors.UsageError` for options that cannot make an
     experiment, before anything is sent."""
     headline: str = "ttft"
@@ -197,11 +197,11 @@ class Experiment(Generic[Opts]):
                 "it needs read_options"
             )
 
-    def options_of(self, plan: VerifyPlan) -> Opts:
+    def options_of(self, plan: Plan) -> Opts:
         """The plan's options record, as this experiment's own type."""
         return plan.options_as(self.options)
 
-    def secrets_of(self, plan: VerifyPlan) -> tuple[str, ...]:
+    def secrets_of(self, plan: Plan) -> tuple[str, ...]:
         """The credentials the plan's options hold, beside the endpoint's own key."""
         return () if self.secrets is None else self.secrets(self.options_of(plan))
 
@@ -213,7 +213,7 @@ class Experiment(Generic[Opts]):
         return options_from(self.options, self.arguments, values)
 
     def build_arms(
-        self, plan: VerifyPlan, calibration: TokenCalibration, options: Opts | None = None
+        self, plan: Plan, calibration: TokenCalibration, options: Opts | None = None
     ) -> tuple[Arm, Arm]:
         """Arms A and B from the plan and ``options`` (by default the plan's own)."""
         if self.arms is None:

@@ -13,16 +13,16 @@ from latdoc.features.verify.conversation.send import ConversationOptions, parse_
 from latdoc.features.verify.experiments._spec import Argument, Experiment
 
 if TYPE_CHECKING:
-    from latdoc.features.verify.plan import VerifyPlan
+    from latdoc.features.verify.arms import Plan
 
 
-def _check(plan: VerifyPlan, options: ConversationOptions) -> None:
+def _check(plan: Plan, options: ConversationOptions) -> None:
     parse_strategies(options.strategies)
     if options.turns < 2:
         raise UsageError("--turns must be at least 2: a conversation needs history")
 
 
-def _describe(plan: VerifyPlan, options: ConversationOptions) -> tuple[str, str]:
+def _describe(plan: Plan, options: ConversationOptions) -> tuple[str, str]:
     return (
         f"a {options.turns}-turn chat of {options.tokens_per_turn} tokens a turn that keeps "
         "everything",

@@ -18,23 +18,23 @@ from latdoc.probe import ProxyConfig
 from latdoc.workload import TokenCalibration
 
 if TYPE_CHECKING:
-    from latdoc.features.verify.plan import VerifyPlan
+    from latdoc.features.verify.arms import Plan
 
 
-def proxy_arm_label(plan: VerifyPlan) -> str:
+def proxy_arm_label(plan: Plan) -> str:
     """How arm A reaches the endpoint today: ``through http://proxy:3128 (HTTPS_PROXY)``."""
     route = plan.connection.proxy.route(plan.endpoint.url)
     return "direct" if route.proxy is None else f"through {route.shown}"
 
 
-def _describe(plan: VerifyPlan, options: NoOptions) -> tuple[str, str]:
+def _describe(plan: Plan, options: NoOptions) -> tuple[str, str]:
     return (
         f"{proxy_arm_label(plan)}, a new connection per request",
         "direct, a new connection per request",
     )
 
 
-def _arms(plan: VerifyPlan, options: NoOptions, calibration: TokenCalibration) -> tuple[Arm, Arm]:
+def _arms(plan: Plan, options: NoOptions, calibration: TokenCalibration) -> tuple[Arm, Arm]:
     a, b = _describe(plan, options)
     base = replace(base_arm(plan, calibration), reuse=False, warmup_trials=0)
     direct = replace(plan.connection, proxy=ProxyConfig(direct=True))

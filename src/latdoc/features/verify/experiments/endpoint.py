@@ -27,7 +27,7 @@ from latdoc.store import redact_url
 from latdoc.workload import TokenCalibration
 
 if TYPE_CHECKING:
-    from latdoc.features.verify.plan import VerifyPlan
+    from latdoc.features.verify.arms import Plan
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ def holds_credentials(endpoint: Endpoint) -> bool:
     return endpoint.api_key is not None or endpoint.spec.signer is not None
 
 
-def _check(plan: VerifyPlan, options: EndpointOptions) -> None:
+def _check(plan: Plan, options: EndpointOptions) -> None:
     if not options.alt_url:
         raise UsageError("--remedy endpoint needs --alt URL2: the endpoint to try")
     if options.same_key and options.alt_api_key is not None:
@@ -112,13 +112,11 @@ def alt_key(here: Endpoint, options: EndpointOptions) -> str | None:
     return options.alt_api_key if options.alt_api_key is not None else here.api_key
 
 
-def _describe(plan: VerifyPlan, options: EndpointOptions) -> tuple[str, str]:
+def _describe(plan: Plan, options: EndpointOptions) -> tuple[str, str]:
     return redact_url(plan.endpoint.base_url), redact_url(str(options.alt_url))
 
 
-def _arms(
-    plan: VerifyPlan, options: EndpointOptions, calibration: TokenCalibration
-) -> tuple[Arm, Arm]:
+def _arms(plan: Plan, options: EndpointOptions, calibration: TokenCalibration) -> tuple[Arm, Arm]:
     assert options.alt_url is not None
     here = plan.endpoint
     alt = Endpoint(

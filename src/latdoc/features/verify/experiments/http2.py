@@ -22,7 +22,7 @@ from latdoc.model import DEFAULT_CONCURRENCY
 from latdoc.workload import TokenCalibration
 
 if TYPE_CHECKING:
-    from latdoc.features.verify.plan import VerifyPlan
+    from latdoc.features.verify.arms import Plan
 
 
 @dataclass(frozen=True)
@@ -33,11 +33,11 @@ class Http2Options:
     """Arm A's pool (default: ``concurrency``)."""
 
 
-def _check(plan: VerifyPlan, options: Http2Options) -> None:
+def _check(plan: Plan, options: Http2Options) -> None:
     check_pool_size(options.pool_size)
 
 
-def _describe(plan: VerifyPlan, options: Http2Options) -> tuple[str, str]:
+def _describe(plan: Plan, options: Http2Options) -> tuple[str, str]:
     n = options.concurrency
     return (
         f"HTTP/1.1, a pool of {today_pool(n, options.pool_size)}, {n} requests at once",
@@ -45,9 +45,7 @@ def _describe(plan: VerifyPlan, options: Http2Options) -> tuple[str, str]:
     )
 
 
-def _arms(
-    plan: VerifyPlan, options: Http2Options, calibration: TokenCalibration
-) -> tuple[Arm, Arm]:
+def _arms(plan: Plan, options: Http2Options, calibration: TokenCalibration) -> tuple[Arm, Arm]:
     a = http1_pool_arm(plan, calibration, options.concurrency, options.pool_size)
     b = replace(
         a,

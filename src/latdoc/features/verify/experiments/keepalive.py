@@ -12,14 +12,14 @@ from latdoc.features.verify.send import Arm
 from latdoc.workload import TokenCalibration
 
 if TYPE_CHECKING:
-    from latdoc.features.verify.plan import VerifyPlan
+    from latdoc.features.verify.arms import Plan
 
 
-def _describe(plan: VerifyPlan, options: NoOptions) -> tuple[str, str]:
+def _describe(plan: Plan, options: NoOptions) -> tuple[str, str]:
     return "a new connection per request", "one connection, kept alive and reused"
 
 
-def _arms(plan: VerifyPlan, options: NoOptions, calibration: TokenCalibration) -> tuple[Arm, Arm]:
+def _arms(plan: Plan, options: NoOptions, calibration: TokenCalibration) -> tuple[Arm, Arm]:
     base = base_arm(plan, calibration)
     return (
         replace(

@@ -16,7 +16,7 @@ from latdoc.records import Sample
 from latdoc.workload import TokenCalibration, prompt_cost
 
 if TYPE_CHECKING:
-    from latdoc.features.verify.plan import VerifyPlan
+    from latdoc.features.verify.arms import Plan
 
 GENEROUS_MAX_TOKENS = 4096
 CUT_ANSWERS_ALLOWED = 0.1
@@ -36,16 +36,14 @@ def tight_max_tokens(answer_tokens: int) -> int:
     return answer_tokens + max(8, answer_tokens // 4)
 
 
-def _describe(plan: VerifyPlan, options: MaxTokensOptions) -> tuple[str, str]:
+def _describe(plan: Plan, options: MaxTokensOptions) -> tuple[str, str]:
     return (
         f"max_tokens={options.generous_max_tokens}",
         "max_tokens just above what the answer needs (measured first)",
     )
 
 
-def _arms(
-    plan: VerifyPlan, options: MaxTokensOptions, calibration: TokenCalibration
-) -> tuple[Arm, Arm]:
+def _arms(plan: Plan, options: MaxTokensOptions, calibration: TokenCalibration) -> tuple[Arm, Arm]:
     answer = options.answer_tokens
     if answer is None:
         raise ValueError("the max-tokens remedy needs the answer's natural length")

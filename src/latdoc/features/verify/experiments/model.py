@@ -16,7 +16,7 @@ from latdoc.features.verify.send import Arm
 from latdoc.workload import TokenCalibration
 
 if TYPE_CHECKING:
-    from latdoc.features.verify.plan import VerifyPlan
+    from latdoc.features.verify.arms import Plan
 
 
 @dataclass(frozen=True)
@@ -25,20 +25,18 @@ class ModelOptions:
     """The model to try (required)."""
 
 
-def _check(plan: VerifyPlan, options: ModelOptions) -> None:
+def _check(plan: Plan, options: ModelOptions) -> None:
     if not options.alt_model:
         raise UsageError("--remedy model needs --alt-model NAME: the model to try")
     if options.alt_model == plan.endpoint.model:
         raise UsageError("--alt-model names the model under test: name another one")
 
 
-def _describe(plan: VerifyPlan, options: ModelOptions) -> tuple[str, str]:
+def _describe(plan: Plan, options: ModelOptions) -> tuple[str, str]:
     return f"model {plan.endpoint.model}", f"model {options.alt_model}"
 
 
-def _arms(
-    plan: VerifyPlan, options: ModelOptions, calibration: TokenCalibration
-) -> tuple[Arm, Arm]:
+def _arms(plan: Plan, options: ModelOptions, calibration: TokenCalibration) -> tuple[Arm, Arm]:
     assert options.alt_model is not None
     other = replace(plan.endpoint, model=options.alt_model)
     base = base_arm(plan, calibration)

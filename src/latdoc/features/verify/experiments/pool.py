@@ -24,7 +24,7 @@ from latdoc.pipeline import cpu_count
 from latdoc.workload import TokenCalibration
 
 if TYPE_CHECKING:
-    from latdoc.features.verify.plan import VerifyPlan
+    from latdoc.features.verify.arms import Plan
 
 
 ARGUMENTS = (CONCURRENCY, POOL_SIZE)
@@ -50,13 +50,13 @@ def _read(values: Mapping[str, object]) -> PoolOptions:
     return replace(options_from(PoolOptions, ARGUMENTS, values), cpu_count=cpu_count())
 
 
-def _check(plan: VerifyPlan, options: PoolOptions) -> None:
+def _check(plan: Plan, options: PoolOptions) -> None:
     if options.pool_size is None:
         raise UsageError("--remedy pool needs --pool-size: the pool your client has today")
     check_pool_size(options.pool_size)
 
 
-def _describe(plan: VerifyPlan, options: PoolOptions) -> tuple[str, str]:
+def _describe(plan: Plan, options: PoolOptions) -> tuple[str, str]:
     n = options.concurrency
     return (
         f"a pool of {options.pool_size} (today), {n} requests at once",
@@ -65,7 +65,7 @@ def _describe(plan: VerifyPlan, options: PoolOptions) -> tuple[str, str]:
     )
 
 
-def _arms(plan: VerifyPlan, options: PoolOptions, calibration: TokenCalibration) -> tuple[Arm, Arm]:
+def _arms(plan: Plan, options: PoolOptions, calibration: TokenCalibration) -> tuple[Arm, Arm]:
     n, size = options.concurrency, options.advised_pool
     a = http1_pool_arm(plan, calibration, n, options.pool_size)
     b = replace(

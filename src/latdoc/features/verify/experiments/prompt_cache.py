@@ -18,7 +18,7 @@ from latdoc.records import Sample
 from latdoc.workload import TokenCalibration, make_prompt
 
 if TYPE_CHECKING:
-    from latdoc.features.verify.plan import VerifyPlan
+    from latdoc.features.verify.arms import Plan
 
 DEFAULT_PREFIX_TOKENS = 2048
 
@@ -29,7 +29,7 @@ class PromptCacheOptions:
     """The shared prefix, in tokens."""
 
 
-def _describe(plan: VerifyPlan, options: PromptCacheOptions) -> tuple[str, str]:
+def _describe(plan: Plan, options: PromptCacheOptions) -> tuple[str, str]:
     return (
         f"a {options.prefix_tokens}-token prefix varied every request",
         "the same prefix kept stable, the question after it varied",
@@ -37,7 +37,7 @@ def _describe(plan: VerifyPlan, options: PromptCacheOptions) -> tuple[str, str]:
 
 
 def _arms(
-    plan: VerifyPlan, options: PromptCacheOptions, calibration: TokenCalibration
+    plan: Plan, options: PromptCacheOptions, calibration: TokenCalibration
 ) -> tuple[Arm, Arm]:
     prefix = options.prefix_tokens
     total = prefix + QUESTION_TOKENS

@@ -20,7 +20,7 @@ from latdoc.probe import ProxyConfig, parse_proxy
 from latdoc.workload import TokenCalibration
 
 if TYPE_CHECKING:
-    from latdoc.features.verify.plan import VerifyPlan
+    from latdoc.features.verify.arms import Plan
 
 
 @dataclass(frozen=True)
@@ -29,13 +29,13 @@ class ProxyOptions:
     """The other proxy's URL (required)."""
 
 
-def _check(plan: VerifyPlan, options: ProxyOptions) -> None:
+def _check(plan: Plan, options: ProxyOptions) -> None:
     if not options.alt_proxy:
         raise UsageError("--remedy proxy needs --alt-proxy URL: the proxy to try")
     parse_proxy(options.alt_proxy, "--alt-proxy")
 
 
-def _describe(plan: VerifyPlan, options: ProxyOptions) -> tuple[str, str]:
+def _describe(plan: Plan, options: ProxyOptions) -> tuple[str, str]:
     assert options.alt_proxy is not None
     alt = parse_proxy(options.alt_proxy, "--alt-proxy").shown
     return (
@@ -44,9 +44,7 @@ def _describe(plan: VerifyPlan, options: ProxyOptions) -> tuple[str, str]:
     )
 
 
-def _arms(
-    plan: VerifyPlan, options: ProxyOptions, calibration: TokenCalibration
-) -> tuple[Arm, Arm]:
+def _arms(plan: Plan, options: ProxyOptions, calibration: TokenCalibration) -> tuple[Arm, Arm]:
     a, b = _describe(plan, options)
     base = replace(base_arm(plan, calibration), reuse=False, warmup_trials=0)
     other = replace(plan.connection, proxy=ProxyConfig(url=options.alt_proxy, environ={}))

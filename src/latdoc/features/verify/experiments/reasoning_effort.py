@@ -14,7 +14,7 @@ from latdoc.probe import merge_fields
 from latdoc.workload import TokenCalibration
 
 if TYPE_CHECKING:
-    from latdoc.features.verify.plan import VerifyPlan
+    from latdoc.features.verify.arms import Plan
 
 TODAY = "reasoning as the requests ask today"
 
@@ -25,16 +25,16 @@ class ReasoningEffortOptions:
     """The effort arm B asks for."""
 
 
-def _check(plan: VerifyPlan, options: ReasoningEffortOptions) -> None:
+def _check(plan: Plan, options: ReasoningEffortOptions) -> None:
     plan.endpoint.dialect.reasoning_fields(options.reasoning_effort)
 
 
-def _describe(plan: VerifyPlan, options: ReasoningEffortOptions) -> tuple[str, str]:
+def _describe(plan: Plan, options: ReasoningEffortOptions) -> tuple[str, str]:
     return TODAY, f"reasoning effort {options.reasoning_effort}"
 
 
 def _arms(
-    plan: VerifyPlan, options: ReasoningEffortOptions, calibration: TokenCalibration
+    plan: Plan, options: ReasoningEffortOptions, calibration: TokenCalibration
 ) -> tuple[Arm, Arm]:
     ep = plan.endpoint
     asked = ep.dialect.reasoning_fields(options.reasoning_effort)

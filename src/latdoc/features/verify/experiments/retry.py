@@ -12,10 +12,10 @@ from latdoc.features.verify.retry.run import NO_RETRIES, UNDER_POLICY, retry_arm
 from latdoc.features.verify.retry.send import RetryOptions
 
 if TYPE_CHECKING:
-    from latdoc.features.verify.plan import VerifyPlan
+    from latdoc.features.verify.arms import Plan
 
 
-def _describe(plan: VerifyPlan, options: RetryOptions) -> tuple[str, str]:
+def _describe(plan: Plan, options: RetryOptions) -> tuple[str, str]:
     return NO_RETRIES, UNDER_POLICY
 
 

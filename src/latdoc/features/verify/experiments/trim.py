@@ -13,7 +13,7 @@ from latdoc.features.verify.send import Arm
 from latdoc.workload import TokenCalibration
 
 if TYPE_CHECKING:
-    from latdoc.features.verify.plan import VerifyPlan
+    from latdoc.features.verify.arms import Plan
 
 
 @dataclass(frozen=True)
@@ -24,21 +24,21 @@ class TrimOptions:
     """The trimmed prompt length, in tokens (required, fewer)."""
 
 
-def _check(plan: VerifyPlan, options: TrimOptions) -> None:
+def _check(plan: Plan, options: TrimOptions) -> None:
     if options.from_tokens is None or options.to_tokens is None:
         raise UsageError("--remedy trim needs --from N and --to M (prompt tokens)")
     if options.to_tokens >= options.from_tokens:
         raise UsageError("--to must be fewer tokens than --from: trimming shortens")
 
 
-def _describe(plan: VerifyPlan, options: TrimOptions) -> tuple[str, str]:
+def _describe(plan: Plan, options: TrimOptions) -> tuple[str, str]:
     return (
         f"a prompt of {options.from_tokens} tokens",
         f"the same task at {options.to_tokens} tokens",
     )
 
 
-def _arms(plan: VerifyPlan, options: TrimOptions, calibration: TokenCalibration) -> tuple[Arm, Arm]:
+def _arms(plan: Plan, options: TrimOptions, calibration: TokenCalibration) -> tuple[Arm, Arm]:
     assert options.from_tokens is not None and options.to_tokens is not None
     base = base_arm(plan, calibration)
     return (

@@ -21,7 +21,7 @@ from latdoc.workload import ASSUMED, Budget, ProgressHook, TokenCalibration
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
-    from latdoc.features.verify.plan import VerifyPlan
+    from latdoc.features.verify.arms import Plan
 
 
 NOT_APPLICABLE = "not_applicable"
@@ -32,9 +32,7 @@ UNDER_POLICY = (
 )
 
 
-def retry_arms(
-    plan: VerifyPlan, options: RetryOptions, calibration: TokenCalibration
-) -> tuple[Arm, Arm]:
+def retry_arms(plan: Plan, options: RetryOptions, calibration: TokenCalibration) -> tuple[Arm, Arm]:
     """The same short requests without retries (A) and under the policy (B)."""
     base = base_arm(plan, calibration)
     return (
@@ -101,7 +99,7 @@ class RetryVerdict:
 
 
 def verify_retry(
-    plan: VerifyPlan,
+    plan: Plan,
     *,
     store: Store,
     policy: RetryPolicy | None = None,
