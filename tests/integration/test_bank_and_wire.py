@@ -19,7 +19,7 @@ from bank import generate
 from bank.lab import Case, Comparison, Figures, compare, lab_config, measure
 from latdoc.lab.sim import LabProcess
 from latdoc.records import Step
-from latdoc.workload._steps import EXTRA_COLD
+from latdoc.workload import EXTRA_COLD
 from live_lab import CASES, QUIRKS
 from machine_noise import MachineNoise
 

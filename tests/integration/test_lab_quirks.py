@@ -35,9 +35,8 @@ from latdoc import (
 from latdoc.analysis.kinds.decode import token_tpot_ms
 from latdoc.analysis.kinds.queueing import MIN_SWING_N, QUEUE_CV, QUEUE_P95_P50
 from latdoc.analysis.signals import find_stalls
-from latdoc.lab.sim import Fault, LabConfig, LabProcess, LabServer, LatencyModel
-from latdoc.lab.sim._events import output_token
-from latdoc.probe._sse import SSEDecoder
+from latdoc.lab.sim import Fault, LabConfig, LabProcess, LabServer, LatencyModel, output_token
+from latdoc.probe import SSEDecoder
 from machine_noise import MachineNoise
 
 MODEL = LabConfig().model

@@ -27,14 +27,22 @@ from latdoc.workload._calibration import (
     fit_calibration,
     prompt_cost,
 )
-from latdoc.workload._diagnosis_plan import LENGTHS, DiagnosisPlan, planned_requests, planned_tokens
+from latdoc.workload._diagnosis_plan import (
+    EXTRA_COLD,
+    LENGTHS,
+    DiagnosisPlan,
+    planned_requests,
+    planned_tokens,
+)
 from latdoc.workload._probe_loop import DEFAULT_PROMPT, ProbePlan, ProbeRun, run_probe
 from latdoc.workload._prompts import make_prompt
+from latdoc.workload._settle import network_unsettled
 from latdoc.workload._steps import ProgressHook, SampleHook, StepsResult, run_steps
 
 __all__ = [
     "ASSUMED",
     "DEFAULT_PROMPT",
+    "EXTRA_COLD",
     "LENGTHS",
     "Budget",
     "CalibrationFailed",
@@ -51,6 +59,7 @@ __all__ = [
     "cannot_answer_note",
     "fit_calibration",
     "make_prompt",
+    "network_unsettled",
     "planned_requests",
     "planned_tokens",
     "prompt_cost",

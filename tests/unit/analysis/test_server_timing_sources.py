@@ -6,7 +6,6 @@ its timing in each form in turn, checks that a probe reads each into the record.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 from typing import Any
 
@@ -24,10 +23,6 @@ from latdoc import (
 from latdoc.advice import keys
 from latdoc.advice.kinds.network_path import network_path_remedies
 from latdoc.analysis.servertime import server_account, server_timing_of, split_ttft
-from latdoc.lab.command import add_parser, config_from_args
-from latdoc.lab.sim import LabConfig, TimingForm
-from latdoc.lab.sim._process import config_from_json, config_to_json
-from latdoc.probe._servertiming import parse_server_timing
 from latdoc.probe.dialects.chat import parse_chat_event
 from report_samples import make_trace, run_samples
 
@@ -84,41 +79,6 @@ def test_a_gateways_told_overhead_is_its_own_part_of_the_first_token() -> None:
         [Sample(Step.LOAD, _told({"prefill": 300.0, "litellm-overhead": 50.0}))]
     )
     assert account is not None and account.numbers["gateway_ms"] == 50.0
-
-
-def test_the_headers_that_tell_time_are_read_and_nonsense_is_not() -> None:
-    headers = {
-        "x-litellm-overhead-duration-ms": "12.5",
-        "x-litellm-response-duration-ms": "None",
-        "llm_provider-server-timing": "prefill;dur=50.000, tpot;dur=2.000",
-        "openai-processing-ms": "-3",
-        "x-litellm-timing-pre-processing-ms": "4.25",
-        "x-litellm-callback-duration-ms": "0.0",
-    }
-    assert parse_server_timing(headers) == {
-        "litellm-overhead": 12.5,
-        "litellm-pre-processing": 4.25,
-        "litellm-callback": 0.0,
-        "prefill": 50.0,
-        "tpot": 2.0,
-    }
-    # The endpoint's own Server-Timing wins over the one a gateway passes on.
-    own = {**headers, "server-timing": "prefill;dur=7"}
-    assert parse_server_timing(own)["prefill"] == 7.0
-
-
-def test_lab_serve_takes_the_forms_and_a_lab_process_keeps_them() -> None:
-    parser = argparse.ArgumentParser(prog="latdoc")
-    add_parser(parser.add_subparsers(dest="command"), argparse.ArgumentParser)
-    argv = ["lab", "serve", "--timing-form", "vllm", "--timing-form", "groq"]
-    config = config_from_args(parser.parse_args(argv))
-    assert config.timing_forms == (TimingForm.VLLM, TimingForm.GROQ)
-    assert config_from_json(config_to_json(config)) == config
-    assert config_from_args(parser.parse_args(["lab", "serve"])).timing_forms == (
-        TimingForm.SERVER_TIMING,
-    )
-    with pytest.raises(ValueError, match="TimingForm"):
-        LabConfig(timing_forms=("vllm",))  # type: ignore[arg-type]
 
 
 def test_a_path_without_a_gateways_word_gets_how_to_measure_one_never_a_number() -> None:

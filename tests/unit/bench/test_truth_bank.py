@@ -13,8 +13,7 @@ from bank.truth import LONG_UPLOAD_TOKENS, upload_ms_of
 from latdoc import Kind, Step, build_diagnosis
 from latdoc.analysis.servertime import server_timing_of
 from latdoc.records import Sample
-from latdoc.workload._settle import network_unsettled
-from latdoc.workload._steps import EXTRA_COLD
+from latdoc.workload import EXTRA_COLD, network_unsettled
 
 PER_CAUSE = 6
 WIRE_CAUSES = ("slow_upload", "reasoning", "buffering", "client_delay")

@@ -121,7 +121,7 @@ def test_pool_limits_are_twice_the_cores_plus_concurrency() -> None:
 def test_the_pool_is_the_methods_one_rule_wherever_it_is_read(
     cores: int, concurrency: int, size: int
 ) -> None:
-    from latdoc.advice._sizing import advised_pool
+    from latdoc.advice import advised_pool
     from latdoc.client import pool_size as client_pool_size
     from latdoc.model import pool_size
 
@@ -131,6 +131,6 @@ def test_the_pool_is_the_methods_one_rule_wherever_it_is_read(
 
 
 def test_the_advice_counts_an_unread_host_as_one_core() -> None:
-    from latdoc.advice._sizing import advised_pool
+    from latdoc.advice import advised_pool
 
     assert advised_pool(0, 0) == 3

@@ -25,6 +25,7 @@ from latdoc.lab.command import add_parser, config_from_args
 from latdoc.lab.sim import (
     LabConfig,
     LatencyModel,
+    TimingForm,
 )
 from latdoc.lab.sim._process import config_from_json, config_to_json
 
@@ -133,3 +134,17 @@ def test_alt_model_flag_names_its_format(value: str, capsys: pytest.CaptureFixtu
     with pytest.raises(SystemExit):
         _serve_args(["--alt-model", value])
     assert "--alt-model" in capsys.readouterr().err
+
+
+def test_lab_serve_takes_the_forms_and_a_lab_process_keeps_them() -> None:
+    parser = argparse.ArgumentParser(prog="latdoc")
+    add_parser(parser.add_subparsers(dest="command"), argparse.ArgumentParser)
+    argv = ["lab", "serve", "--timing-form", "vllm", "--timing-form", "groq"]
+    config = config_from_args(parser.parse_args(argv))
+    assert config.timing_forms == (TimingForm.VLLM, TimingForm.GROQ)
+    assert config_from_json(config_to_json(config)) == config
+    assert config_from_args(parser.parse_args(["lab", "serve"])).timing_forms == (
+        TimingForm.SERVER_TIMING,
+    )
+    with pytest.raises(ValueError, match="TimingForm"):
+        LabConfig(timing_forms=("vllm",))  # type: ignore[arg-type]
