@@ -7,6 +7,7 @@ named packages impossible to import, as they are when the extra is not installed
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import re
 import subprocess
@@ -16,7 +17,18 @@ from pathlib import Path
 import pytest
 
 from conftest import closed_port
-from latdoc.cli._lab_extra import LAB_PACKAGES
+
+
+def _lab_extra() -> tuple[str, ...]:
+    """The packages of the ``lab`` extra, as the installed distribution declares them."""
+    requires = importlib.metadata.requires("llm-latency-doctor") or []
+    name = re.compile(r"[A-Za-z0-9_.-]+")
+    return tuple(
+        m.group(0).lower() for r in requires if 'extra == "lab"' in r and (m := name.match(r))
+    )
+
+
+LAB_PACKAGES = _lab_extra()
 
 WITHOUT = """
 import sys
