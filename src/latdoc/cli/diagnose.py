@@ -54,6 +54,12 @@ DEFAULT_MAX_TOKENS = plan_default(DiagnosisPlan, "max_tokens")
 
 
 def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
+    _add_diagnose_parser(sub)
+    _add_runs_parser(sub)
+    _add_report_parser(sub)
+
+
+def _add_diagnose_parser(sub: argparse._SubParsersAction[Any]) -> None:
     d = sub.add_parser(
         "diagnose",
         help="which kind of slow is it: network, model service or input length",
@@ -113,6 +119,8 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
     d.add_argument("--seed", type=int, help="seed for generated prompts")
     add_vantage_arguments(d, "every step")
 
+
+def _add_runs_parser(sub: argparse._SubParsersAction[Any]) -> None:
     runs = sub.add_parser(
         "runs",
         help="list stored diagnosis runs",
@@ -139,6 +147,8 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
         "--yes", action="store_true", help="with --prune: remove them, not only list them"
     )
 
+
+def _add_report_parser(sub: argparse._SubParsersAction[Any]) -> None:
     report = sub.add_parser("report", help="re-render a stored run without sending anything")
     report.add_argument(
         "run_id", nargs="?", help="a run id (or a unique prefix) from `latdoc runs`"
