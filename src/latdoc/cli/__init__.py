@@ -49,13 +49,16 @@ def _probe() -> _Family:
 
 
 def _diagnose() -> _Family:
-    from latdoc.cli import diagnose, watch
+    from latdoc.cli import diagnose
 
-    def report(args: argparse.Namespace) -> int:
-        return watch.run_report(args) if args.watch else diagnose.run_report(args)
-
-    runs = {"diagnose": diagnose.run_diagnose, "runs": diagnose.run_runs, "report": report}
+    runs = {"diagnose": diagnose.run_diagnose, "runs": diagnose.run_runs}
     return (diagnose.add_parsers, runs)
+
+
+def _report() -> _Family:
+    from latdoc.cli import report
+
+    return (report.add_parser, {"report": report.run})
 
 
 def _verify() -> _Family:
@@ -113,7 +116,7 @@ _COMMANDS: dict[str, tuple[str, Callable[[], _Family]]] = {
     "probe": ("time every phase of streamed completion requests", _probe),
     "diagnose": ("which kind of slow is it: network, model service or input length", _diagnose),
     "runs": ("list stored diagnosis runs", _diagnose),
-    "report": ("re-render a stored run without sending anything", _diagnose),
+    "report": ("re-render a stored run without sending anything", _report),
     "export": ("every request of a stored run as one row: JSON Lines, CSV or Parquet", _exchange),
     "import": ("add a run exported by `latdoc export --format jsonl` to a store", _exchange),
     "compare": ("compare two stored runs: medians, intervals, significance", _verify),

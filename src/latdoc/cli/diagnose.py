@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from latdoc.cli import watch
 from latdoc.cli._options import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -38,7 +37,6 @@ from latdoc.features.diagnose import (
     diagnosis_document,
     diagnosis_page,
     plan_line,
-    rediagnose,
 )
 from latdoc.features.vantage import diagnose_vantages
 from latdoc.model import DEFAULT_CONCURRENCY, Scenario
@@ -56,7 +54,6 @@ DEFAULT_MAX_TOKENS = plan_default(DiagnosisPlan, "max_tokens")
 def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
     _add_diagnose_parser(sub)
     _add_runs_parser(sub)
-    _add_report_parser(sub)
 
 
 def _add_diagnose_parser(sub: argparse._SubParsersAction[Any]) -> None:
@@ -148,18 +145,6 @@ def _add_runs_parser(sub: argparse._SubParsersAction[Any]) -> None:
     )
 
 
-def _add_report_parser(sub: argparse._SubParsersAction[Any]) -> None:
-    report = sub.add_parser("report", help="re-render a stored run without sending anything")
-    report.add_argument(
-        "run_id", nargs="?", help="a run id (or a unique prefix) from `latdoc runs`"
-    )
-    out = report.add_mutually_exclusive_group()
-    out.add_argument("--html", metavar="FILE")
-    out.add_argument("--json", action="store_true")
-    add_store_argument(report)
-    watch.add_report_arguments(report)
-
-
 def run_diagnose(args: argparse.Namespace) -> int:
     if args.from_run or args.from_otlp:
         if args.trace:
@@ -209,7 +194,7 @@ def run_diagnose(args: argparse.Namespace) -> int:
                 )
             finally:
                 progress.close()
-    _emit(run, args, sys.stdout, terminal=True)
+    emit(run, args, sys.stdout, terminal=True)
     print(
         f"Run {run.run_id}: {len(run.samples)} traces kept in {run.store_path}; "
         f"`latdoc report {run.run_id} --html FILE` renders it again.",
@@ -248,7 +233,7 @@ def _diagnose_trace(args: argparse.Namespace) -> int:
             finally:
                 progress.clear()
             run = diagnose_traffic(store, run_id, prompt_tokens=args.prompt_tokens)
-    _emit(run, args, sys.stdout, terminal=True)
+    emit(run, args, sys.stdout, terminal=True)
     print(f"Run {run.run_id}: {len(run.samples)} replayed requests in {run.store_path}.",
           file=err)  # fmt: skip
     return EXIT_INTERRUPTED if run.status == "interrupted" else EXIT_OK
@@ -262,7 +247,7 @@ def _diagnose_recorded(args: argparse.Namespace) -> int:
             run = diagnose_traffic(store, args.from_run, prompt_tokens=args.prompt_tokens)
         else:
             run = diagnose_otlp(store, args.from_otlp, prompt_tokens=args.prompt_tokens)
-    _emit(run, args, sys.stdout, terminal=True)
+    emit(run, args, sys.stdout, terminal=True)
     print(
         f"Run {run.run_id}: {len(run.samples)} recorded requests in {run.store_path}.",
         file=sys.stderr,
@@ -328,22 +313,7 @@ def _prune(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def run_report(args: argparse.Namespace) -> int:
-    if not args.run_id:
-        raise UsageError("give a run id from `latdoc runs`, or --watch NAME")
-    from latdoc.cli._kinds import run_kind
-
-    with Store(args.db) as store:
-        return run_kind(store.run_info(args.run_id).kind).report(args, store)
-
-
-def report_diagnosis(args: argparse.Namespace, store: Store) -> int:
-    """``latdoc report`` of a diagnosis or of recorded traffic, diagnosed again."""
-    _emit(rediagnose(store, args.run_id), args, sys.stdout, terminal=False)
-    return EXIT_OK
-
-
-def _emit(run: DiagnosisRun, args: argparse.Namespace, out: TextIO, *, terminal: bool) -> None:
+def emit(run: DiagnosisRun, args: argparse.Namespace, out: TextIO, *, terminal: bool) -> None:
     """Write the HTML file if asked; print JSON, or the terminal view unless only HTML was
     asked of a stored run."""
     from latdoc.report import make_console

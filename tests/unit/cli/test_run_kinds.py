@@ -2,7 +2,7 @@
 module names a kind by a string of its own.
 
 The store accepts a run's ``kind`` only from :data:`latdoc.store.RUN_KINDS`, where each
-name is written once; the registry (:data:`latdoc.cli._kinds.RUN_KINDS`) pairs each with
+name is written once; the registry (:data:`latdoc.cli.report.RUN_KINDS`) pairs each with
 the document its runs keep and how ``latdoc report`` shows one again. A kind passed as
 ``kind="load"`` or compared as ``info.kind == "load"`` elsewhere would be a second
 spelling of the stored name, which this test finds in the source.
@@ -14,7 +14,7 @@ import ast
 from pathlib import Path
 
 import latdoc
-from latdoc.cli._kinds import RUN_KINDS, run_kind
+from latdoc.cli.report import RUN_KINDS, run_kind
 from latdoc.store import RUN_KINDS as STORED_KINDS
 
 SRC = Path(latdoc.__file__).parent
