@@ -39,7 +39,7 @@ from latdoc.lab.sim import (
     output_text,
 )
 from machine_noise import MachineNoise, spread_ms
-from unit.lab.test_lab_effects import BIG, SMALL, _serve_args
+from unit.lab.sim.test_lab_effects import BIG, SMALL, _serve_args
 
 OVERHEAD = CHAT_MESSAGE_OVERHEAD + CHAT_REPLY_OVERHEAD
 

@@ -34,7 +34,7 @@ from latdoc.lab.sim import (
     serve_forever,
 )
 from machine_noise import MachineNoise, run_delay_ms, spread_ms
-from unit.lab.test_lab_sim import MESSAGES, PROMPT_TOKENS, _serve_args
+from unit.lab.sim.test_lab_sim import MESSAGES, PROMPT_TOKENS, _serve_args
 
 FAST = LatencyModel(prefill_base_ms=2.0, prefill_ms_per_token=0.0, decode_ms_per_token=0.5)
 
