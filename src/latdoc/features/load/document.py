@@ -73,17 +73,7 @@ def load_from_record(document: Mapping[str, Any]) -> LoadAnalysis:
 def _level_record(lv: LevelStats) -> dict[str, Any]:
     w = lv.window
     return {
-        "window": {
-            "number": w.number,
-            "concurrency": w.concurrency,
-            "rate": w.rate,
-            "start_ns": w.start_ns,
-            "end_ns": w.end_ns,
-            "scheduled": w.scheduled,
-            "late_ms_p50": w.late_ms_p50,
-            "partial": w.partial,
-            "client": None if w.client is None else w.client.document(),
-        },
+        "window": w.document(),
         "requests": lv.requests,
         "failed": lv.failed,
         "ttft_ms": _percentiles_record(lv.ttft_ms),

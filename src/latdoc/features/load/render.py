@@ -303,17 +303,7 @@ def _level_dict(lv: LevelStats) -> dict[str, Any]:
     w = lv.window
     return {
         "label": w.label,
-        "window": {
-            "number": w.number,
-            "concurrency": w.concurrency,
-            "rate": w.rate,
-            "start_ns": w.start_ns,
-            "end_ns": w.end_ns,
-            "scheduled": w.scheduled,
-            "late_ms_p50": w.late_ms_p50,
-            "partial": w.partial,
-            "client": None if w.client is None else w.client.document(),
-        },
+        "window": w.document(),
         "seconds": w.seconds,
         "requests": lv.requests,
         "failed": lv.failed,

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -65,6 +66,20 @@ class LevelWindow:
         if self.rate is not None:
             return f"{self.rate:g}/s"
         return str(self.concurrency)
+
+    def document(self) -> dict[str, Any]:
+        """The window as both the printed document and the stored record write it."""
+        return {
+            "number": self.number,
+            "concurrency": self.concurrency,
+            "rate": self.rate,
+            "start_ns": self.start_ns,
+            "end_ns": self.end_ns,
+            "scheduled": self.scheduled,
+            "late_ms_p50": self.late_ms_p50,
+            "partial": self.partial,
+            "client": None if self.client is None else self.client.document(),
+        }
 
 
 @dataclass(frozen=True, slots=True)
