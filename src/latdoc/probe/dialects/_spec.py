@@ -174,6 +174,14 @@ class DialectSpec:
     (``{"stream_options": {"include_usage": True}}``); ``None`` when its streams report
     usage unasked."""
 
+    def __reduce__(self) -> tuple[Callable[[str], DialectSpec], tuple[str]]:
+        """Pickled by its name, as a trace stores it: a process it is sent to (load's
+        worker processes, Ray actors) finds the same dialect in its own registry, where
+        the spec's functions (lambdas among them) could not travel."""
+        from latdoc.probe.dialects import get
+
+        return (get, (self.name,))
+
     def __repr__(self) -> str:
         return f"DialectSpec({self.name!r})"
 
