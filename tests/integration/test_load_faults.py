@@ -121,9 +121,10 @@ def test_the_server_killed_mid_level_at_256_streams(
             after[key] += 1
     with capsys.disabled():
         print(f"in flight at the kill, failed: {dict(in_flight)}; sent after: {dict(after)}")
-    # In flight: broken mid-body, or (queued in the client) refused at connect.
+    # In flight: broken mid-body (or, at 256 streams on a busy machine, one still
+    # writing its request), or (queued in the client) refused at connect.
     assert in_flight, "no request was in flight when the server died"
-    broken = {("stream_broken", phase) for phase in ("wait", "first_token", "stream")}
+    broken = {("stream_broken", phase) for phase in ("send", "wait", "first_token", "stream")}
     assert set(in_flight) <= broken | {("connect", "connect")}
     assert in_flight[("stream_broken", "stream")] > 0
     # Sent after: refused at connect (one that got in just as the server died breaks).
