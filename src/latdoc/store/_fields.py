@@ -13,7 +13,8 @@ from typing import Any
 __all__ = ["Fields", "loads"]
 
 INT64 = range(-(2**63), 2**63)
-"""The integers an SQLite INTEGER column holds."""
+"""The integers an SQLite INTEGER column holds: what a record read from a file may
+carry (:func:`loads`) and what a row written or migrated may (``rows``, ``schema``)."""
 
 
 def _integer(text: str) -> int:

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from latdoc.records import Sample, Step
+from latdoc.store._fields import INT64
 from latdoc.store.codec import trace_from_record, trace_to_record
 from latdoc.store.process import Owner
 from latdoc.store.redact import Redactor
@@ -28,7 +29,6 @@ _SAMPLE_INSERT = (
     "output_tokens, status, attempt, worker) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-_INT64 = range(-(2**63), 2**63)
 
 
 def insert_samples(
@@ -53,7 +53,7 @@ def _summary_row(redactor: Redactor, seq: int, run_id: str, sample: Sample) -> t
     if started_ns is None:
         started_ns = epoch_ns(trace.started_at)
         # SQLite integers are 64-bit: past 2262 the start stays in the trace only.
-        if started_ns not in _INT64:
+        if started_ns not in INT64:
             started_ns = None
     return (
         seq,

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from latdoc.errors import LatdocError
+from latdoc.store._fields import INT64
 
 APPLICATION_ID = 0x6C617464
 """``'latd'``: written into the SQLite header of every latdoc store."""
@@ -175,7 +176,7 @@ def epoch_ns_from_text(text: object) -> int | None:
         ns = epoch_ns(datetime.fromisoformat(text))
     except ValueError:
         return None
-    return ns if -(2**63) <= ns < 2**63 else None
+    return ns if ns in INT64 else None
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
