@@ -1,6 +1,9 @@
-"""What a scenario truly is: its primary kind and contributing kinds, from its model.
+"""The rule-copying truth: what the method's rules would conclude of a scenario with
+endless, noise-free measurements, its primary kind and contributing kinds.
 
-The truth is what the method would conclude with endless, noise-free measurements:
+It is kept beside the counterfactual truth (:mod:`bank.counterfactual`, the one the
+figures score against) only to publish where the two disagree. Its thresholds are the
+rules' as they stood when it was written, copied here as numbers, never imported:
 
 1. **Present**: a kind is present when its model parameter is beyond the healthy
    bound MISSION.md gives it (or, where MISSION.md gives none, the bound the kind's
@@ -19,8 +22,8 @@ The truth is what the method would conclude with endless, noise-free measurement
    back 100 ms or more (buffering); a client that holds its requests more than 10 ms
    before they leave (client); 5 % of requests or more failing (errors). What the
    server tells of its own timing adds nothing.
-2. **Size**: each present kind's share of a typical request, as its own module in
-   :mod:`latdoc.analysis.kinds` defines the share, computed from the model: the
+2. **Size**: each present kind's share of a typical request, as the analysis's module
+   of that kind defines the share, computed from the model: the
    setup every request pays when connections close (else the slow DNS lookup or
    the TLS work); one round trip plus the long prompt's upload (from its first byte
    leaving to its last: the uplink's bandwidth and slow start's round trips); the
@@ -30,9 +33,9 @@ The truth is what the method would conclude with endless, noise-free measurement
    request; how long the hop held the first token (the events of its burst after it,
    or of the whole stream, × time per token); the client's median delay; the failed
    share of a typical request.
-3. **Material**: a present kind counts when its size passes
-   :mod:`latdoc.analysis.noticeable`'s rule: at least 5 % of the typical request's
-   end-to-end time (the median of the network step's warm requests) and more than
+3. **Material**: a present kind counts when its size passes the analysis's
+   noticeable rule as it stood (the analysis now asks 10 %): at least 5 % of the
+   typical request's end-to-end time (the median of the network step's warm requests) and more than
    the scaled MAD of identical requests' TTFT (kinds before the first token) or
    end-to-end time (the others), both from many draws of the model. The noise is
    the model's jitter alone, without the stalls and busy periods: the rule means
