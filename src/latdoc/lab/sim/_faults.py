@@ -9,6 +9,11 @@ socket's connection with ``connect(AF_UNSPEC)``, which makes Linux send a reset 
 once and leaves the descriptor to its owner, the HTTP server, which then sees the
 connection fail like any other. The socket is found by the request's client
 address among the connections the lab server accepted (``ResetConnection``).
+Before the reset the lab waits (:func:`delivered`) until the peer has acknowledged
+every byte written so far, so the tokens sent before the fault reach the client:
+a reset discards what its own side has not yet sent, and an HTTP/2 server writes
+a stream's data on a later turn of its loop than the one the application's
+``send`` returned on.
 """
 
 from __future__ import annotations
@@ -16,12 +21,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import fcntl
 import json
 import random
 import socket
 import struct
 import sys
-from collections.abc import Callable
+import termios
+from collections.abc import Awaitable, Callable
 
 from starlette.types import Message, Send
 
@@ -35,6 +42,7 @@ __all__ = [
     "Drip",
     "ResetConnection",
     "choose_fault",
+    "delivered",
     "fault_response",
     "reset_socket",
     "timeout_response",
@@ -48,8 +56,14 @@ IMMEDIATE_FAULTS = frozenset({Fault.RATE_LIMIT, Fault.SERVER_ERROR, Fault.UNAVAI
 STREAM_FAULTS = frozenset({Fault.RESET, Fault.TRUNCATE, Fault.MALFORMED, Fault.OVERLOADED})
 """Faults that strike when output token ``fault_after_tokens`` is due."""
 
-ResetConnection = Callable[[tuple[str, int]], bool]
+ResetConnection = Callable[[tuple[str, int]], Awaitable[bool]]
 """Reset the TCP connection from this client address; say whether one was found."""
+
+_FLUSH_S = 0.005
+"""How long the server is given to hand what it was sent to the kernel."""
+_DELIVERY_WAIT_S = 1.0
+"""The longest wait for the peer to acknowledge what was written before a reset."""
+_DELIVERY_POLL_S = 0.001
 
 _NO_FAULT = "none"
 
@@ -156,6 +170,30 @@ class Drip:
             await asyncio.sleep(self.interval_s)
         if not message.get("more_body", False):
             await self.send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def _unacknowledged(sock: socket.socket) -> int:
+    """Bytes written to ``sock`` its peer has not acknowledged (Linux ``SIOCOUTQ``)."""
+    try:
+        raw = fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0")
+    except OSError:
+        return 0
+    return int(struct.unpack("i", raw)[0])
+
+
+async def delivered(sock: socket.socket) -> None:
+    """Wait until the peer has acknowledged every byte written to ``sock``, at most 1 s.
+
+    ``TIOCOUTQ`` on a TCP socket is Linux's ``SIOCOUTQ``: the bytes sent but not
+    acknowledged. Elsewhere only the flush wait applies.
+    """
+    await asyncio.sleep(_FLUSH_S)
+    if not sys.platform.startswith("linux"):
+        return
+    for _ in range(round(_DELIVERY_WAIT_S / _DELIVERY_POLL_S)):
+        if _unacknowledged(sock) == 0:
+            return
+        await asyncio.sleep(_DELIVERY_POLL_S)
 
 
 class _SockaddrUnspec(ctypes.Structure):

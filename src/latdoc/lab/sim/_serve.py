@@ -110,7 +110,7 @@ async def _reset(lab: Lab, flight: Flight) -> None:
     client = flight.scope.get("client")
     found = False
     if lab.reset_connection is not None and client:
-        found = lab.reset_connection((str(client[0]), int(client[1])))
+        found = await lab.reset_connection((str(client[0]), int(client[1])))
     if not found:
         raise ConnectionAbortedError("lab fault: reset (connection not found)")
     await asyncio.sleep(_RESET_WAIT_S)

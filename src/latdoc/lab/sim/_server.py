@@ -32,7 +32,7 @@ from latdoc.lab import tls as lab_tls
 from latdoc.lab._service import Service
 from latdoc.lab.sim._app import create_app, end_streams
 from latdoc.lab.sim._config import LabConfig
-from latdoc.lab.sim._faults import reset_socket
+from latdoc.lab.sim._faults import delivered, reset_socket
 
 __all__ = ["DEFAULT_CONFIG", "LabServer", "serve_forever"]
 
@@ -89,14 +89,16 @@ class _Listener(socket.socket):
         self.accepted.add(connection)
         return connection, address
 
-    def reset_peer(self, client: tuple[str, int]) -> bool:
-        """Reset (TCP RST) the accepted connection from ``client``; say whether found."""
+    async def reset_peer(self, client: tuple[str, int]) -> bool:
+        """Reset (TCP RST) the accepted connection from ``client`` once it has been
+        delivered what was written to it; say whether it was found."""
         for connection in list(self.accepted):
             try:
                 peer = connection.getpeername()
             except OSError:
                 continue
             if (peer[0], peer[1]) == client:
+                await delivered(connection)
                 reset_socket(connection)
                 return True
         return False
