@@ -87,6 +87,12 @@ def _client_queueing(f: Facts) -> Finding | None:
                 n=n,
                 confidence=confidence(n, ratio / QUEUE_LOAD_RATIO - 1),
             )
+    # On a lossy path the swing is not read: the requests that counted a loss are left
+    # out of it, but a lost segment with nothing sent behind it (a stream's first event
+    # often travels alone) is recovered by a retransmission timeout no counter on the
+    # client's side sees, and those waits swing the first token as a queue would.
+    if lossy:
+        return None
     if cv is not None and spread is not None and p50 is not None and n >= MIN_SWING_N:
         varying = (cv >= QUEUE_CV or spread >= QUEUE_P95_P50) and p50 * (spread - 1) >= QUEUE_MIN_MS
         if varying:
