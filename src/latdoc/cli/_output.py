@@ -1,6 +1,7 @@
-"""Files a command writes (an export, an HTML report): whole, or not at all.
+"""What a command writes: a result as its options ask (:func:`emit`), and files (an
+export, an HTML report) whole or not at all.
 
-Each is written to a temporary name beside its target and renamed onto it
+Each file is written to a temporary name beside its target and renamed onto it
 (``os.replace``) once complete, so a command that fails or is interrupted leaves no
 file behind, and an earlier file of the same name as it was.
 """
@@ -8,13 +9,21 @@ file behind, and an earlier file of the same name as it was.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import stat
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from latdoc.errors import UsageError
+
+if TYPE_CHECKING:
+    import argparse
+
+    from latdoc.report.shown import Shown
 
 
 @contextlib.contextmanager
@@ -60,3 +69,24 @@ def _said(target: Path) -> Iterator[None]:
         yield
     except OSError as exc:
         raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
+
+
+def emit(result: Shown, args: argparse.Namespace, *, terminal: bool = True) -> None:
+    """Show ``result`` as ``--html FILE`` and ``--json`` ask, the same for every command:
+    its page to FILE if it has one; its JSON document on stdout, else its blocks (a
+    stored run re-rendered, not ``terminal``, shows them only when no page was asked);
+    where its runs are kept, on stderr."""
+    from latdoc.report import make_console
+
+    if args.html and (page := result.page()) is not None:
+        path = Path(args.html)
+        write_output(path, page)
+        print(f"HTML {result.page_kind} written to {path}", file=sys.stderr)
+    if args.json:
+        sys.stdout.write(json.dumps(result.document(), indent=2) + "\n")
+    elif terminal or not args.html:
+        console = make_console(sys.stdout)
+        for block in result.shown():
+            console.print(block)
+    if (kept := result.kept()) is not None:
+        print(kept, file=sys.stderr)

@@ -5,10 +5,8 @@ makes of the result."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from latdoc.cli._options import (
     EXIT_INTERRUPTED,
@@ -24,18 +22,15 @@ from latdoc.cli._options import (
     positive_int,
     vantages,
 )
-from latdoc.cli._output import write_output
+from latdoc.cli._output import emit
 from latdoc.cli._sending import Sending
 from latdoc.cli.vantage import emit_vantages
 from latdoc.errors import UsageError
 from latdoc.features.diagnose import (
-    DiagnosisRun,
+    ShownDiagnosis,
     diagnose_endpoint,
     diagnose_otlp,
     diagnose_traffic,
-    diagnosis_blocks,
-    diagnosis_document,
-    diagnosis_page,
     plan_line,
 )
 from latdoc.features.vantage import diagnose_vantages
@@ -194,7 +189,7 @@ def run_diagnose(args: argparse.Namespace) -> int:
                 )
             finally:
                 progress.close()
-    emit(run, args, sys.stdout, terminal=True)
+    emit(ShownDiagnosis(run), args)
     print(
         f"Run {run.run_id}: {len(run.samples)} traces kept in {run.store_path}; "
         f"`latdoc report {run.run_id} --html FILE` renders it again.",
@@ -233,7 +228,7 @@ def _diagnose_trace(args: argparse.Namespace) -> int:
             finally:
                 progress.clear()
             run = diagnose_traffic(store, run_id, prompt_tokens=args.prompt_tokens)
-    emit(run, args, sys.stdout, terminal=True)
+    emit(ShownDiagnosis(run), args)
     print(f"Run {run.run_id}: {len(run.samples)} replayed requests in {run.store_path}.",
           file=err)  # fmt: skip
     return EXIT_INTERRUPTED if run.status == "interrupted" else EXIT_OK
@@ -247,7 +242,7 @@ def _diagnose_recorded(args: argparse.Namespace) -> int:
             run = diagnose_traffic(store, args.from_run, prompt_tokens=args.prompt_tokens)
         else:
             run = diagnose_otlp(store, args.from_otlp, prompt_tokens=args.prompt_tokens)
-    emit(run, args, sys.stdout, terminal=True)
+    emit(ShownDiagnosis(run), args)
     print(
         f"Run {run.run_id}: {len(run.samples)} recorded requests in {run.store_path}.",
         file=sys.stderr,
@@ -311,20 +306,3 @@ def _prune(args: argparse.Namespace) -> int:
         removed = store.delete_runs([r.run_id for r in chosen])
     print(f"Removed {removed} run{'' if removed == 1 else 's'} ({traces} traces).")
     return EXIT_OK
-
-
-def emit(run: DiagnosisRun, args: argparse.Namespace, out: TextIO, *, terminal: bool) -> None:
-    """Write the HTML file if asked; print JSON, or the terminal view unless only HTML was
-    asked of a stored run."""
-    from latdoc.report import make_console
-
-    if args.html:
-        path = Path(args.html)
-        write_output(path, diagnosis_page(run))
-        print(f"HTML report written to {path}", file=sys.stderr)
-    if args.json:
-        out.write(json.dumps(diagnosis_document(run), indent=2) + "\n")
-    elif terminal or not args.html:
-        console = make_console(out)
-        for block in diagnosis_blocks(run):
-            console.print(block)

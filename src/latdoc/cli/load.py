@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from latdoc.analysis.gates import parse_gates
 from latdoc.cli._options import (
@@ -27,7 +25,7 @@ from latdoc.cli._options import (
     positive_int,
     start_metrics,
 )
-from latdoc.cli._output import write_output
+from latdoc.cli._output import emit
 from latdoc.cli._sending import Sending
 from latdoc.errors import UsageError
 from latdoc.features.load import (
@@ -36,7 +34,6 @@ from latdoc.features.load import (
     DEFAULT_RAY_WORKERS,
     FindMaxAsk,
     LoadPlan,
-    LoadRun,
     Objective,
     Replay,
     Slo,
@@ -289,7 +286,7 @@ def run(args: argparse.Namespace) -> int:
                 progress.clear()
                 if metrics is not None:
                     metrics.close()
-    emit(result, args, sys.stdout, terminal=True)
+    emit(result.shown(), args)
     if result.store_error is not None:
         print(f"Error: {result.store_error}.", file=err)
         return EXIT_REQUEST_FAILED
@@ -306,26 +303,5 @@ def run(args: argparse.Namespace) -> int:
 
 def run_report(args: argparse.Namespace, store: Store) -> int:
     """``latdoc report`` of a load run."""
-    emit(reload_load(store, args.run_id), args, sys.stdout, terminal=False)
+    emit(reload_load(store, args.run_id).shown(), args, terminal=False)
     return EXIT_OK
-
-
-def emit(result: LoadRun, args: argparse.Namespace, out: TextIO, *, terminal: bool) -> None:
-    from latdoc.features.load import load_to_dict, render_load, render_load_html
-    from latdoc.report import gates_to_dict, make_console, render_gates
-
-    title = f"{result.model} at {result.endpoint} under load"
-    if args.html:
-        path = Path(args.html)
-        write_output(path, render_load_html(result.analysis, result.notes, title=title))
-        print(f"HTML report written to {path}", file=sys.stderr)
-    if args.json:
-        document = load_to_dict(result.analysis, notes=result.notes, run_id=result.run_id)
-        if result.gates is not None:
-            document["gates"] = gates_to_dict(result.gates)
-        out.write(json.dumps(document, indent=2) + "\n")
-    elif terminal or not args.html:
-        console = make_console(out)
-        console.print(render_load(result.analysis, result.notes, title=title))
-        if result.gates is not None:
-            console.print(render_gates(result.gates, ("baseline", "this run")))

@@ -12,15 +12,15 @@ by the clock instead.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from latdoc.cli import diagnose, load, watch
+from latdoc.cli import load, watch
 from latdoc.cli._options import EXIT_OK, add_store_argument
+from latdoc.cli._output import emit
 from latdoc.errors import UsageError
-from latdoc.features.diagnose import rediagnose
+from latdoc.features.diagnose import ShownDiagnosis, rediagnose
 from latdoc.features.load import LOAD_RECORD_SCHEMA
 from latdoc.model import DIAGNOSIS_SCHEMA
 from latdoc.store import (
@@ -51,7 +51,7 @@ class RunKind:
 def _diagnosis(args: argparse.Namespace, store: Store) -> int:
     """Diagnosed again (a diagnosis, or recorded traffic); any other kind is refused by
     :func:`latdoc.features.diagnose.rediagnose` with what shows it instead."""
-    diagnose.emit(rediagnose(store, args.run_id), args, sys.stdout, terminal=False)
+    emit(ShownDiagnosis(rediagnose(store, args.run_id)), args, terminal=False)
     return EXIT_OK
 
 

@@ -7,10 +7,8 @@ experiment on the endpoint and runs it into the store; each prints what its feat
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from latdoc.analysis.gates import parse_gates
@@ -28,10 +26,10 @@ from latdoc.cli._options import (
     positive_float,
     positive_int,
 )
-from latdoc.cli._output import write_output
+from latdoc.cli._output import emit
 from latdoc.cli._sending import Sending
 from latdoc.features.compare import ShownComparison, compare_runs
-from latdoc.features.verify import Outcome, Shown, VerifyPlan, plan_line, verify_remedy
+from latdoc.features.verify import Outcome, VerifyPlan, plan_line, verify_remedy
 from latdoc.features.verify import experiments as registry
 from latdoc.store import Store
 
@@ -157,22 +155,3 @@ def run_verify(args: argparse.Namespace) -> int:
     if outcome.gates_failed:
         return EXIT_REQUEST_FAILED
     return EXIT_INTERRUPTED if outcome.interrupted else EXIT_OK
-
-
-def emit(result: Shown, args: argparse.Namespace) -> None:
-    """``--json``: the result's document; else its page to ``--html FILE`` if it has one,
-    and its blocks; where its runs are kept on stderr."""
-    from latdoc.report import make_console
-
-    if args.json:
-        sys.stdout.write(json.dumps(result.document(), indent=2) + "\n")
-        return
-    if args.html and (page := result.page()) is not None:
-        path = Path(args.html)
-        write_output(path, page)
-        print(f"HTML {result.page_kind} written to {path}", file=sys.stderr)
-    console = make_console(sys.stdout)
-    for block in result.shown():
-        console.print(block)
-    if (kept := result.kept()) is not None:
-        print(kept, file=sys.stderr)

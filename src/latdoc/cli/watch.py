@@ -8,11 +8,8 @@ served as Prometheus metrics; ``report --watch`` reads it back by the clock.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from latdoc.cli._options import (
@@ -28,7 +25,7 @@ from latdoc.cli._options import (
     positive_int,
     start_metrics,
 )
-from latdoc.cli._output import write_output
+from latdoc.cli._output import emit
 from latdoc.cli._sending import Sending
 from latdoc.errors import UsageError
 from latdoc.features.watch import (
@@ -41,11 +38,8 @@ from latdoc.features.watch import (
     WatchClock,
     WatchPlan,
     clock_spans,
-    clock_to_dict,
     duration_text,
     ended_sentences,
-    render_clock,
-    render_clock_html,
     watch_clock,
     watch_endpoint,
     watch_name,
@@ -153,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
             )
             with sending.store() as store:
                 interrupted, clock = _watch(args, plan, name, store, metrics, err)
-            _print_clock(clock, f"Watch {clock.name} {HOUR_OF_DAY_TITLE}", out)
+            make_console(out).print(*clock.shown(f"Watch {clock.name} {HOUR_OF_DAY_TITLE}").shown())
     finally:
         if metrics is not None:
             metrics.close()
@@ -210,12 +204,6 @@ def _watch(
     return run.result is None, run.clock
 
 
-def _print_clock(clock: WatchClock, title: str, out: TextIO) -> None:
-    make_console(out).print(
-        render_clock(clock.report, title=title, skipped_ticks=clock.skipped_ticks)
-    )
-
-
 def run_report(args: argparse.Namespace) -> int:
     if args.run_id:
         raise UsageError("give a run id or --watch NAME, not both")
@@ -224,24 +212,5 @@ def run_report(args: argparse.Namespace) -> int:
     )
     with Store(args.db) as store:
         clock = watch_clock(store, args.watch, bucket_s=spans.bucket_s, cycle_s=spans.cycle_s)
-    report, run_id = clock.report, clock.info.run_id
-    if args.html:
-        path = Path(args.html)
-        page = render_clock_html(
-            report,
-            name=clock.name,
-            run_id=run_id,
-            endpoint=clock.info.endpoint,
-            skipped_ticks=clock.skipped_ticks,
-        )
-        write_output(path, page)
-        print(f"HTML report written to {path}", file=sys.stderr)
-    if args.json:
-        document = clock_to_dict(
-            report, name=clock.name, run_id=run_id, skipped_ticks=clock.skipped_ticks
-        )
-        document["generated_at"] = datetime.now(UTC).isoformat(timespec="seconds")
-        sys.stdout.write(json.dumps(document, indent=2) + "\n")
-    elif not args.html:
-        _print_clock(clock, f"Watch {clock.name} {spans.how}", sys.stdout)
+    emit(clock.shown(f"Watch {clock.name} {spans.how}"), args, terminal=False)
     return EXIT_OK

@@ -17,6 +17,7 @@ a vantage point measures and diagnoses them too.
 
 from latdoc.features.diagnose.analysis import DiagnosisRun, traffic_diagnosis
 from latdoc.features.diagnose.render import (
+    ShownDiagnosis,
     diagnosis_blocks,
     diagnosis_document,
     diagnosis_page,
@@ -31,6 +32,7 @@ from latdoc.features.diagnose.run import (
 
 __all__ = [
     "DiagnosisRun",
+    "ShownDiagnosis",
     "diagnose_endpoint",
     "diagnose_otlp",
     "diagnose_traffic",

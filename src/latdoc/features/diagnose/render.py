@@ -6,6 +6,7 @@ Nothing here writes: the command prints what these return.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from latdoc.features.diagnose.analysis import DiagnosisRun
@@ -60,3 +61,26 @@ def diagnosis_page(run: DiagnosisRun) -> str:
     from latdoc.report import render_html
 
     return render_html(run.diagnosis, run.samples)
+
+
+@dataclass(frozen=True)
+class ShownDiagnosis:
+    """A diagnosis as the command shows it (a :class:`latdoc.report.shown.Shown`)."""
+
+    run: DiagnosisRun
+
+    @property
+    def page_kind(self) -> str:
+        return "report"
+
+    def document(self) -> dict[str, Any]:
+        return diagnosis_document(self.run)
+
+    def shown(self) -> tuple[RenderableType, ...]:
+        return diagnosis_blocks(self.run)
+
+    def page(self) -> str:
+        return diagnosis_page(self.run)
+
+    def kept(self) -> None:
+        return None

@@ -13,7 +13,13 @@
 
 from latdoc.features.load.analysis import LevelWindow, LoadAnalysis, Objective, Slo, objective
 from latdoc.features.load.document import LOAD_RECORD_SCHEMA, load_from_record, load_to_record
-from latdoc.features.load.render import LOAD_SCHEMA, load_to_dict, render_load, render_load_html
+from latdoc.features.load.render import (
+    LOAD_SCHEMA,
+    ShownLoad,
+    load_to_dict,
+    render_load,
+    render_load_html,
+)
 from latdoc.features.load.run import (
     DEFAULT_RAY_WORKERS,
     MAX_REMOTE_STREAMS,
@@ -42,6 +48,7 @@ __all__ = [
     "LoadRun",
     "Objective",
     "Replay",
+    "ShownLoad",
     "Slo",
     "Workers",
     "check_load_target",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from rich import box
@@ -16,6 +17,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from latdoc.analysis.gates import GateReport
 from latdoc.analysis.policy import (
     CLIENT_DELAY_MS,
     KNEE_MIN_RISE_MS,
@@ -401,3 +403,41 @@ def render_load_html(
             throughput_plot=None if throughput_svg is None else Markup(throughput_svg),
         )
     )
+
+
+@dataclass(frozen=True)
+class ShownLoad:
+    """A sweep as ``latdoc load`` shows it (a :class:`latdoc.report.shown.Shown`), with
+    the gates held against its baseline when there were any."""
+
+    analysis: LoadAnalysis
+    notes: tuple[StepNote, ...]
+    run_id: str
+    title: str
+    gates: GateReport | None = None
+
+    @property
+    def page_kind(self) -> str:
+        return "report"
+
+    def document(self) -> dict[str, Any]:
+        from latdoc.report import gates_to_dict
+
+        document = load_to_dict(self.analysis, notes=self.notes, run_id=self.run_id)
+        if self.gates is not None:
+            document["gates"] = gates_to_dict(self.gates)
+        return document
+
+    def shown(self) -> tuple[RenderableType, ...]:
+        from latdoc.report import render_gates
+
+        table = render_load(self.analysis, self.notes, title=self.title)
+        if self.gates is None:
+            return (table,)
+        return (table, render_gates(self.gates, ("baseline", "this run")))
+
+    def page(self) -> str:
+        return render_load_html(self.analysis, self.notes, title=self.title)
+
+    def kept(self) -> None:
+        return None

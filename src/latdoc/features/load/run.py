@@ -20,6 +20,7 @@ from latdoc.features.load.analysis import (
     analyse_load,
 )
 from latdoc.features.load.document import load_from_record, load_to_record
+from latdoc.features.load.render import ShownLoad
 from latdoc.features.load.send.auto import choose_processes
 from latdoc.features.load.send.findmax import FindMax, FindMaxAsk, find_max_sweep
 from latdoc.features.load.send.fleet import Fleet, FleetSweep, join
@@ -66,6 +67,11 @@ class LoadRun:
     def gate_failed(self) -> bool:
         """A gate failed against the baseline run."""
         return self.gates is not None and bool(self.gates.failed)
+
+    def shown(self) -> ShownLoad:
+        """The sweep as the command shows it."""
+        title = f"{self.model} at {self.endpoint} under load"
+        return ShownLoad(self.analysis, self.notes, self.run_id, title, self.gates)
 
 
 @dataclass(frozen=True)

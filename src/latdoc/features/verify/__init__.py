@@ -7,18 +7,16 @@
 - ``send``: an experiment's arms, interleaved in shuffled blocks within a budget;
 - ``run``: the experiment run and both arms kept as runs (``runs``), then compared and
   the gates checked; an experiment with a runner of its own is run by it;
-- ``render``: what the command shows of a result: its document, its terminal blocks,
-  its page (what ``latdoc compare`` shows, :class:`ShownComparison`, is
-  :mod:`latdoc.features.compare`'s, named here too);
+- ``render``: what the command shows of a result (a :class:`latdoc.report.shown.Shown`):
+  its document, its terminal blocks, its page;
 - :mod:`~latdoc.features.verify.conversation` and :mod:`~latdoc.features.verify.retry`:
   the two experiments that are not one request against another, each with its own
   layers.
 """
 
-from latdoc.features.compare import ShownComparison
 from latdoc.features.verify.analysis import NOT_APPLICABLE
 from latdoc.features.verify.conversation import ConversationVerdict, verify_conversation
-from latdoc.features.verify.experiments import Outcome, Shown
+from latdoc.features.verify.experiments import Outcome
 from latdoc.features.verify.plan import VerifyPlan, VerifyRemedy, arm_summaries
 from latdoc.features.verify.render import (
     VERIFY_SCHEMA,
@@ -35,8 +33,6 @@ __all__ = [
     "ConversationVerdict",
     "Outcome",
     "RetryVerdict",
-    "Shown",
-    "ShownComparison",
     "VerifyPlan",
     "VerifyRemedy",
     "VerifyResult",

@@ -22,6 +22,7 @@ from latdoc.features.watch.analysis import (
 )
 from latdoc.features.watch.render import (
     WATCH_SCHEMA,
+    ShownClock,
     clock_to_dict,
     duration_text,
     ended_sentences,
@@ -64,6 +65,7 @@ __all__ = [
     "ClockPoint",
     "ClockReport",
     "ClockSpans",
+    "ShownClock",
     "WatchClock",
     "WatchPlan",
     "WatchResult",

@@ -6,6 +6,8 @@ the HTML page adds a heat map of TTFT p50/p95, TPOT and error rate per bucket.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from rich import box
@@ -222,3 +224,42 @@ def _html_rows(report: ClockReport, rows: list[dict[str, Any]]) -> list[dict[str
         for row in rows
         if row["requests"] or len(rows) <= 48
     ]
+
+
+@dataclass(frozen=True)
+class ShownClock:
+    """A watch by the clock as the command shows it (a :class:`latdoc.report.shown.Shown`):
+    the table under ``title``, the document stamped when it was made, the heat map."""
+
+    report: ClockReport
+    name: str
+    run_id: str
+    endpoint: str
+    title: str
+    skipped_ticks: int | None = None
+
+    @property
+    def page_kind(self) -> str:
+        return "report"
+
+    def document(self) -> dict[str, Any]:
+        document = clock_to_dict(
+            self.report, name=self.name, run_id=self.run_id, skipped_ticks=self.skipped_ticks
+        )
+        document["generated_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+        return document
+
+    def shown(self) -> tuple[RenderableType, ...]:
+        return (render_clock(self.report, title=self.title, skipped_ticks=self.skipped_ticks),)
+
+    def page(self) -> str:
+        return render_clock_html(
+            self.report,
+            name=self.name,
+            run_id=self.run_id,
+            endpoint=self.endpoint,
+            skipped_ticks=self.skipped_ticks,
+        )
+
+    def kept(self) -> None:
+        return None

@@ -32,7 +32,7 @@ from latdoc.features.watch.analysis import (
     ClockReport,
     clock_report_of_buckets,
 )
-from latdoc.features.watch.render import duration_text
+from latdoc.features.watch.render import ShownClock, duration_text
 from latdoc.features.watch.send import WatchPlan, WatchResult, known_calibration, run_watch
 from latdoc.pipeline import WATCH_KIND, host_meta, keep_hourly_verdict
 from latdoc.probe import Endpoint
@@ -167,6 +167,13 @@ class WatchClock:
     skipped_ticks: int | None = None
     """Ticks not sent because the one before them ran past their slot (``None``: a
     watch stored before they were counted)."""
+
+    def shown(self, title: str) -> ShownClock:
+        """The watch as the command shows it, its table under ``title``."""
+        info = self.info
+        return ShownClock(
+            self.report, self.name, info.run_id, info.endpoint, title, self.skipped_ticks
+        )
 
 
 def watch_clock(

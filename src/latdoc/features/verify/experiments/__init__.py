@@ -19,7 +19,6 @@ from latdoc.features.verify.experiments._spec import (
     NoOptions,
     Outcome,
     Runner,
-    Shown,
     options_from,
 )
 from latdoc.features.verify.experiments.conversation import CONVERSATION
@@ -45,7 +44,6 @@ __all__ = [
     "Outcome",
     "Plan",
     "Runner",
-    "Shown",
     "arguments",
     "experiment",
     "names",

@@ -14,19 +14,16 @@ import inspect
 import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from latdoc.analysis.compare import MEDIAN
 from latdoc.features.verify.arms import Plan
 from latdoc.features.verify.send import Arm
 from latdoc.probe import ProbeSession
 from latdoc.records import Sample, StepNote
+from latdoc.report.shown import Shown
 from latdoc.store import Store
 from latdoc.workload import ProgressHook, TokenCalibration
-
-if TYPE_CHECKING:
-    from rich.console import RenderableType
-
 
 Opts = TypeVar("Opts")
 
@@ -78,32 +75,6 @@ class Before:
     session: ProbeSession
     """A session already open on the plan's endpoint (the calibration's)."""
     rng: random.Random
-
-
-class Shown(Protocol):
-    """What a command shows of a result: its JSON document, the blocks printed to the
-    terminal, an HTML page if it has one, and where its runs are kept."""
-
-    @property
-    def page_kind(self) -> str:
-        """What its page is, in a word: ``comparison`` or ``report``."""
-        ...
-
-    def document(self) -> dict[str, Any]:
-        """The result as JSON, naming its schema, notes included."""
-        ...
-
-    def shown(self) -> tuple[RenderableType, ...]:
-        """What the terminal shows, block by block (each printed on its own)."""
-        ...
-
-    def page(self) -> str | None:
-        """The result as a self-contained HTML page, if it has one."""
-        ...
-
-    def kept(self) -> str | None:
-        """Where its runs are kept, in one line, if it kept any."""
-        ...
 
 
 class Outcome(Shown, Protocol):
