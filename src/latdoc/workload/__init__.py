@@ -16,7 +16,7 @@ labels; it computes no verdict and prints nothing.
 """
 
 from latdoc.workload._answers import answer_text
-from latdoc.workload._budget import Budget
+from latdoc.workload._budget import Budget, Reservation
 from latdoc.workload._calibration import (
     ASSUMED,
     CalibrationFailed,
@@ -50,6 +50,7 @@ __all__ = [
     "ProbePlan",
     "ProbeRun",
     "ProgressHook",
+    "Reservation",
     "SampleHook",
     "StepsResult",
     "TokenCalibration",

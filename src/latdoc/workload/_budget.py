@@ -2,7 +2,9 @@
 
 Every request is reserved before it is sent, at its worst case (the prompt plus
 the full ``max_tokens`` of output), so the caps are never exceeded, whatever the
-endpoint answers.
+endpoint answers. Once it has answered, :meth:`Budget.settle` counts what the
+endpoint reports the request used in place of its :class:`Reservation`; where it
+reports no exact usage, the reservation, an upper bound, stays counted.
 """
 
 from __future__ import annotations
@@ -12,6 +14,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from latdoc.errors import UsageError
+from latdoc.records import RequestTrace
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """What one request was counted at before it was sent: its worst case."""
+
+    prompt_tokens: int
+    output_tokens: int
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.output_tokens
 
 
 @dataclass
@@ -43,13 +58,26 @@ class Budget:
         cost = (prompt_tokens + output_tokens) * count
         return self.token_budget is None or self.tokens + cost <= self.token_budget
 
-    def reserve(self, prompt_tokens: int, output_tokens: int) -> bool:
-        """Count one request at its worst case; False (and nothing counted) if it would not fit."""
+    def reserve(self, prompt_tokens: int, output_tokens: int) -> Reservation | None:
+        """Count one request at its worst case; ``None`` (and nothing counted) if it would
+        not fit."""
         if not self.can_afford(prompt_tokens, output_tokens):
-            return False
+            return None
+        return self._count(Reservation(prompt_tokens, output_tokens))
+
+    def reserve_many(
+        self, prompt_tokens: int, output_tokens: int, count: int
+    ) -> list[Reservation] | None:
+        """Count ``count`` requests sent together, each at its worst case; ``None`` (and
+        nothing counted) if they would not all fit."""
+        if not self.can_afford(prompt_tokens, output_tokens, count=count):
+            return None
+        return [self._count(Reservation(prompt_tokens, output_tokens)) for _ in range(count)]
+
+    def _count(self, reservation: Reservation) -> Reservation:
         self.requests += 1
-        self.tokens += prompt_tokens + output_tokens
-        return True
+        self.tokens += reservation.tokens
+        return reservation
 
     def count_resend(self) -> bool:
         """Count a second attempt of a request already reserved, if one more request fits.
@@ -61,9 +89,13 @@ class Budget:
         self.requests += 1
         return True
 
-    def settle(self, reserved_tokens: int, actual_tokens: int) -> None:
-        """Count what a request really cost instead of its reservation."""
-        self.tokens += actual_tokens - reserved_tokens
+    def settle(self, reservation: Reservation, trace: RequestTrace) -> None:
+        """Count what the endpoint reports ``trace`` used instead of its ``reservation``;
+        where it reports no exact usage (no prompt count, or output counted from the
+        stream's chunks) the reservation stays."""
+        if trace.prompt_tokens is None or not trace.output_tokens_exact:
+            return
+        self.tokens += trace.prompt_tokens + (trace.output_tokens or 0) - reservation.tokens
 
     @property
     def seconds_left(self) -> float:

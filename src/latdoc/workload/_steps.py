@@ -155,11 +155,6 @@ class _Runner:
         """An upper bound of what the endpoint will count for a prompt asked at ``tokens``."""
         return prompt_cost(self.calibration, self.calibration.words_for(tokens))
 
-    def settle(self, reserved: int, trace: RequestTrace) -> None:
-        """Replace a reservation by what the endpoint reports it counted."""
-        if trace.prompt_tokens is not None and trace.output_tokens_exact:
-            self.budget.settle(reserved, trace.prompt_tokens + (trace.output_tokens or 0))
-
     async def send(
         self,
         session: ProbeSession,
@@ -171,7 +166,8 @@ class _Runner:
     ) -> RequestTrace | None:
         out = self.plan.max_tokens
         cost = self.cost(tokens)
-        if not self.budget.reserve(cost, out):
+        reservation = self.budget.reserve(cost, out)
+        if reservation is None:
             return None
         trace = await session.request(
             self.prompt(tokens),
@@ -179,7 +175,7 @@ class _Runner:
             on_resend=self.resend_as(step, tokens, 1, cold=cold),
             resume_tls=resume_tls,
         )
-        self.settle(cost + out, trace)
+        self.budget.settle(reservation, trace)
         self.keep(Sample(step, trace, tokens, 1, cold))
         return trace
 
@@ -193,8 +189,7 @@ class _Runner:
                 Step.CALIBRATION, "no budget to calibrate prompt lengths; 1 token per word assumed"
             )
             return
-        for c in costs:
-            self.budget.reserve(c, 1)
+        reservations = [r for c in costs if (r := self.budget.reserve(c, 1)) is not None]
         self.progress(Step.CALIBRATION, 0, 2)
         async with self.session() as s:
             try:
@@ -204,8 +199,8 @@ class _Runner:
             except CalibrationFailed as exc:
                 calibration, traces = ASSUMED, exc.traces
                 self.note(Step.CALIBRATION, f"{exc}; 1 token per word assumed")
-        for c, t in zip(costs, traces, strict=False):
-            self.settle(c + 1, t)
+        for r, t in zip(reservations, traces, strict=False):
+            self.budget.settle(r, t)
             self.keep(Sample(Step.CALIBRATION, t, t.prompt_tokens))
         if not calibration.measured and traces:
             self.note(Step.CALIBRATION, "the endpoint reports no usage; 1 token per word assumed")
@@ -372,9 +367,12 @@ class _Runner:
         out = self.plan.max_tokens
         cost = self.cost(SHORT_TOKENS)
         at_once = wanted
-        while at_once >= 2 and not self.budget.can_afford(cost, out, count=at_once):
+        reservations = None
+        while (
+            at_once >= 2 and (reservations := self.budget.reserve_many(cost, out, at_once)) is None
+        ):
             at_once -= 1
-        if at_once < 2:
+        if reservations is None:
             self.note(Step.LOAD, "the concurrency probe left out: request or token budget reached")
             return 0
         if at_once < wanted:
@@ -384,13 +382,11 @@ class _Runner:
                 "the request or token budget affords no more",
             )
         async with self.session(max_connections=at_once) as s:
-            for _ in range(at_once):
-                self.budget.reserve(cost, out)
             prompts = [self.prompt(SHORT_TOKENS) for _ in range(at_once)]
             hook = self.resend_as(Step.LOAD, SHORT_TOKENS, at_once, cold=False)
             traces = await asyncio.gather(*(s.request(p, out, on_resend=hook) for p in prompts))
-        for t in traces:
-            self.settle(cost + out, t)
+        for r, t in zip(reservations, traces, strict=True):
+            self.budget.settle(r, t)
             self.keep(Sample(Step.LOAD, t, SHORT_TOKENS, at_once))
         return at_once
 

@@ -146,16 +146,15 @@ class _Trials:
         """One trial of ``arm`` (its ``concurrency`` requests at once); ``False`` when the
         budget cannot afford it."""
         budget, rng = self.budget, self.rng
-        if not budget.can_afford(arm.prompt_cost, arm.max_tokens, count=arm.concurrency):
+        reservations = budget.reserve_many(arm.prompt_cost, arm.max_tokens, arm.concurrency)
+        if reservations is None:
             return False
-        for _ in range(arm.concurrency):
-            budget.reserve(arm.prompt_cost, arm.max_tokens)
         session = self.sessions[arm.name]
         traces: list[RequestTrace] = await asyncio.gather(
             *(session.request(arm.prompt(rng), arm.max_tokens) for _ in range(arm.concurrency))
         )
-        for trace in traces:
-            _settle(budget, arm.prompt_cost + arm.max_tokens, trace)
+        for reservation, trace in zip(reservations, traces, strict=True):
+            budget.settle(reservation, trace)
             if not keep:
                 continue
             sample = Sample(
@@ -205,9 +204,3 @@ class _Trials:
                 and should_stop(samples[arms[0].name], samples[arms[1].name])
             ):
                 return "precise"
-
-
-def _settle(budget: Budget, reserved: int, trace: RequestTrace) -> None:
-    """Replace a reservation by what the endpoint reports it counted."""
-    if trace.prompt_tokens is not None and trace.output_tokens_exact:
-        budget.settle(reserved, trace.prompt_tokens + (trace.output_tokens or 0))

@@ -162,15 +162,14 @@ async def _calibrate(
     costs = [prompt_cost(ASSUMED, w) for w in calibration_words(plan.long_tokens)]
     if not budget.can_afford(max(costs), 1, count=2):
         return ASSUMED
-    for cost in costs:
-        budget.reserve(cost, 1)
+    reservations = [r for cost in costs if (r := budget.reserve(cost, 1)) is not None]
     async with plan.connection.session(plan.endpoint) as session:
         try:
             calibration, traces = await calibrate(session, rng, near_tokens=plan.long_tokens)
         except CalibrationError:
             return ASSUMED
-    for cost, trace in zip(costs, traces, strict=False):
-        _settle(budget, cost + 1, trace)
+    for reservation, trace in zip(reservations, traces, strict=False):
+        budget.settle(reservation, trace)
         keep(Sample(Step.CALIBRATION, trace, trace.prompt_tokens))
     return calibration
 
@@ -208,16 +207,12 @@ async def _send(
 ) -> RequestTrace | None:
     words = calibration.words_for(tokens)
     cost = prompt_cost(calibration, words)
-    if not budget.reserve(cost, plan.max_tokens):
+    reservation = budget.reserve(cost, plan.max_tokens)
+    if reservation is None:
         return None
     trace = await session.request(make_prompt(words, rng), plan.max_tokens)
-    _settle(budget, cost + plan.max_tokens, trace)
+    budget.settle(reservation, trace)
     return trace
-
-
-def _settle(budget: Budget, reserved: int, trace: RequestTrace) -> None:
-    if trace.prompt_tokens is not None and trace.output_tokens_exact:
-        budget.settle(reserved, trace.prompt_tokens + (trace.output_tokens or 0))
 
 
 def known_calibration(long_tokens: int, counts: list[int | None]) -> TokenCalibration | None:

@@ -165,7 +165,8 @@ class _Replayer:
         (its lag is measured as it leaves)."""
         out = max(1, min(request.output_tokens, self.plan.max_tokens))
         cost = prompt_cost(ASSUMED, ASSUMED.words_for(request.input_tokens))
-        if not self.budget.reserve(cost, out):
+        reservation = self.budget.reserve(cost, out)
+        if reservation is None:
             self.stopped = "the request or token budget ran out"
             return None
         text: list[str] = []
@@ -185,8 +186,7 @@ class _Replayer:
         self.meter.observe(trace)
         if request.blocks:
             self.shared.append((repeated, trace.cached_prompt_tokens if trace.ok else None))
-        if trace.prompt_tokens is not None and trace.output_tokens_exact:
-            self.budget.settle(cost + out, trace.prompt_tokens + (trace.output_tokens or 0))
+        self.budget.settle(reservation, trace)
         if self.as_traffic:
             step, label = Step.TRAFFIC, with_others
         self.keep(Sample(step, trace, request.input_tokens, label, index=self.index))

@@ -38,7 +38,7 @@ from latdoc.probe import (
     ProbeSession,
     now_ns,
 )
-from latdoc.records import RequestTrace, Sample, Step, StepNote
+from latdoc.records import Sample, Step, StepNote
 from latdoc.workload import ASSUMED, Budget, make_prompt, prompt_cost
 
 DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16)
@@ -154,14 +154,15 @@ class _Sweep:
     async def send(self, session: ProbeSession, level: _Level, step: Step, tag: int) -> None:
         """Reserve, send and keep one request; stop the level when the budget or errors say so."""
         out = self.plan.max_tokens
-        if not self.budget.reserve(self.cost, out):
+        reservation = self.budget.reserve(self.cost, out)
+        if reservation is None:
             level.stop("the request or token budget ran out")
             return
         self.started += 1
         prompt = make_prompt(self.words, self.rng)
         trace = await session.request(prompt, out, on_event=self.plan.on_event)
         self.meter.observe(trace)
-        self._settle(trace)
+        self.budget.settle(reservation, trace)
         self.on_sample(
             Sample(step, trace, self.plan.prompt_tokens, tag, index=self.index, worker=self.worker)
         )
@@ -173,12 +174,6 @@ class _Sweep:
             level.stop(
                 f"{level.failed} of {level.done} requests failed, more than the "
                 f"{self.plan.max_error_rate:.0%} --max-error-rate"
-            )
-
-    def _settle(self, trace: RequestTrace) -> None:
-        if trace.prompt_tokens is not None and trace.output_tokens_exact:
-            self.budget.settle(
-                self.cost + self.plan.max_tokens, trace.prompt_tokens + (trace.output_tokens or 0)
             )
 
     def _session(self) -> ProbeSession:

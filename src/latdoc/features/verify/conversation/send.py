@@ -238,13 +238,12 @@ class _Turns:
     ) -> tuple[RequestTrace, str] | None:
         calibration, budget, user_cost = self.calibration, self.budget, self.user_cost
         cost = sum(prompt_cost(calibration, len(m["content"].split())) for m in messages)
-        if not budget.reserve(max(cost, user_cost), max_tokens):
+        reservation = budget.reserve(max(cost, user_cost), max_tokens)
+        if reservation is None:
             return None
         text: list[str] = []
         trace = await session.request(messages, max_tokens, on_event=answer_text(text))
-        if trace.prompt_tokens is not None and trace.output_tokens_exact:
-            spent = trace.prompt_tokens + (trace.output_tokens or 0)
-            budget.settle(max(cost, user_cost) + max_tokens, spent)
+        budget.settle(reservation, trace)
         record = ConversationTurn(chat.strategy.name, turn, trace, summary, chat.kept_turns())
         self.result.turns.append(record)
         if self.on_turn is not None:
