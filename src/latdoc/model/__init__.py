@@ -2,15 +2,27 @@
 
 :class:`Diagnosis` with its :class:`Verdict`, :class:`Finding` and :class:`Remedy`
 records, the :class:`Kind` of slow each names, the length curve, the server's own
-account, the client host's facts and checklist items, and the :class:`RunContext`
-an analysis is given. Frozen records, and one function: latdoc's one definition of a
-percentile (:mod:`.percentile`), here because the length curve's band reads it; the
-functions that compute the records live in :mod:`latdoc.analysis`, the advice that
-fills in remedies in :mod:`latdoc.advice`.
+account, the client host's facts and checklist items, the :class:`RunContext`
+an analysis is given, and a model's :class:`Price`. Frozen records, and two
+definitions that every layer must read alike: latdoc's one percentile
+(:mod:`.percentile`), here because the length curve's band reads it, and what a
+request costs at a price (:mod:`.cost`), read by the plan before it sends and by
+every report after. The functions that compute the records live in
+:mod:`latdoc.analysis`, the advice that fills in remedies in :mod:`latdoc.advice`.
 This package imports nothing of latdoc but its records and errors.
 """
 
 from latdoc.model.context import RunContext
+from latdoc.model.cost import (
+    Cost,
+    CostSummary,
+    Price,
+    PriceTier,
+    Rates,
+    cost_of,
+    planned_cost,
+    summarise_costs,
+)
 from latdoc.model.diagnosis import (
     Diagnosis,
     Finding,
@@ -40,6 +52,8 @@ __all__ = [
     "DEFAULT_CONCURRENCY",
     "DIAGNOSIS_SCHEMA",
     "QUANTILE_METHOD",
+    "Cost",
+    "CostSummary",
     "Diagnosis",
     "Disagreement",
     "Finding",
@@ -53,7 +67,10 @@ __all__ = [
     "NetworkBottleneck",
     "NetworkCheck",
     "NoticeableBar",
+    "Price",
+    "PriceTier",
     "PromptSource",
+    "Rates",
     "Remedy",
     "RequestParts",
     "RunContext",
@@ -62,8 +79,11 @@ __all__ = [
     "SystemItem",
     "Verdict",
     "Workload",
+    "cost_of",
     "diagnosis_to_dict",
+    "planned_cost",
     "pool_size",
     "quantile",
     "quantiles",
+    "summarise_costs",
 ]
