@@ -15,6 +15,7 @@ FACES = (
     "latdoc",
     "latdoc.client",
     "latdoc.model",
+    "latdoc.pricing",
     "latdoc.probe",
     "latdoc.workload",
     "latdoc.store",

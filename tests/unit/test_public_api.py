@@ -29,6 +29,7 @@ FACES = (
     "latdoc.features.watch",
     "latdoc.model",
     "latdoc.pipeline",
+    "latdoc.pricing",
     "latdoc.report",
 )
 
