@@ -15,11 +15,11 @@ from latdoc import (
     Sample,
     Step,
     TraceError,
+    comparison_to_dict,
     render_comparison,
     render_text,
 )
 from latdoc.analysis.compare import TRIAL_MEAN, compare_arms, compare_samples, trial_means
-from latdoc.report._compare import sentence
 
 NS = 1_000_000
 
@@ -58,7 +58,8 @@ def test_a_real_speedup_is_significant_and_its_interval_covers_the_truth() -> No
     assert ttft.significant and ttft.faster == "B"
     assert ttft.ratio_ci is not None and ttft.ratio_ci[0] < 2.0 < ttft.ratio_ci[1]
     assert ttft.difference_ci_ms is not None and ttft.difference_ci_ms[1] < 0
-    line = sentence(ttft)
+    (group,) = comparison_to_dict(result, a={}, b={})["groups"]
+    (line,) = [m["summary"] for m in group["metrics"] if m["metric"] == "ttft"]
     assert line.startswith("B: TTFT ") and "× faster than A (p < 0.001, n = 30/30)" in line
 
 

@@ -22,7 +22,7 @@ from latdoc.features.load.render import findings
 from latdoc.features.verify import VerifyResult, verdict_line
 from latdoc.features.verify.analysis import judge_arms
 from latdoc.model import Diagnosis, Scenario, Verdict
-from latdoc.report import make_console, render_comparison
+from latdoc.report import comparison_to_dict, make_console, render_comparison
 from paths import ROOT
 from unit.analysis.test_compare import trace
 
@@ -194,10 +194,11 @@ def test_every_command_reads_the_one_alpha() -> None:
     from latdoc.features.verify.conversation import analysis as conversation
     from latdoc.features.verify.retry import analysis as retry
     from latdoc.features.watch import analysis as clock
-    from latdoc.report import _compare
 
-    for module in (clock, compare, vantage, conversation, retry, _compare):
+    for module in (clock, compare, vantage, conversation, retry):
         assert module.ALPHA is policy.ALPHA, module.__name__
+    document = comparison_to_dict(compare_samples(_arm(100, 5, 1), _arm(100, 5, 2)), a={}, b={})
+    assert document["alpha"] is policy.ALPHA
 
 
 def _shown(value: object) -> str:
