@@ -24,12 +24,12 @@ from latdoc import (
     build_diagnosis,
     diagnosis_to_dict,
     render_diagnosis,
+    render_html,
     render_text,
 )
 from latdoc.advice.builders import BUILDERS, RemedyBuilder
 from latdoc.analysis.facts import Facts
 from latdoc.analysis.kinds import KINDS, KindSpec, spec_of
-from latdoc.report._html import page_context
 from report_samples import run_samples
 
 
@@ -107,9 +107,10 @@ def test_a_new_kind_is_one_spec_in_the_tuple(monkeypatch: pytest.MonkeyPatch, fi
     assert document["verdict"]["primary"] == "toy_slow"
     assert document["shares_ms"]["toy_slow"] == 9000.0
     assert [f["kind"] for f in document["findings"]][-1] == "toy_slow"
-    page = page_context(d, run_samples())
-    assert page["verdict"]["short"] == TOY_NAME
-    assert page["kind_colours"]["toy_slow"] == TOY_COLOUR
+    page = render_html(d, run_samples())
+    verdict = f'<h2 class="primary"><span class="swatch k-toy_slow"></span>{TOY_NAME} <span'
+    assert verdict in page
+    assert f".k-toy_slow{{background:{TOY_COLOUR}}}" in page
 
 
 def test_a_new_kind_is_shown_in_its_colour(monkeypatch: pytest.MonkeyPatch) -> None:
