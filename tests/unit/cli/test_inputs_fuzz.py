@@ -1,7 +1,8 @@
 """The other things latdoc reads end in one ``Error:`` line and exit 2 when malformed
 (``tests/unit/workload/test_otlp_fuzz.py`` has OTLP files): ``--extra-body`` JSON (truncated, nested
 past Python's limit, non-finite or huge numbers, text that is not Unicode),
-``--cacert`` files (empty, truncated, binary, a directory), run exports
+``--cacert`` files (empty, a directory; ``tests/unit/probe/test_probe.py`` has truncated
+and binary ones), run exports
 (``Store.import_json``: keys deleted, values of other types), and every file read as
 JSON or TOML nested deeper than Python's parsers recurse (``latdoc import``,
 ``Store.import_json``, ``load --trace`` in each format, ``latdoc run``'s plan): one
@@ -13,7 +14,6 @@ import argparse
 import contextlib
 import io
 import json
-import ssl
 import tempfile
 from pathlib import Path
 
@@ -25,7 +25,6 @@ from latdoc import Store
 from latdoc.cli import EXIT_USAGE, main
 from latdoc.cli._options import json_object
 from latdoc.errors import UsageError
-from latdoc.probe._endpoint import make_ssl_context
 from paths import DATA
 from unit.workload.test_otlp_fuzz import JSON_VALUES, parent_of, paths_in
 
@@ -80,23 +79,6 @@ def test_extra_body_is_an_object_or_a_one_line_refusal(text: str) -> None:
 def test_a_malformed_extra_body_is_one_error_line(body: str, message: str) -> None:
     line = _error_line(["probe", "http://127.0.0.1:9/v1", "-m", "x", "--extra-body", body])
     assert "--extra-body" in line and message in line
-
-
-@settings(max_examples=60, deadline=None)
-@given(st.binary(max_size=600) | st.sampled_from([b"-----BEGIN CERTIFICATE-----\nMIIB\n"]))
-def test_a_malformed_ca_file_is_a_usage_error_naming_it(data: bytes) -> None:
-    with tempfile.TemporaryDirectory() as directory:
-        file = Path(directory, "ca.pem")
-        file.write_bytes(data)
-        refusal = ""
-        try:
-            context = make_ssl_context(str(file))
-        except UsageError as exc:
-            refusal = str(exc)
-        if refusal:
-            assert str(file) in refusal and "\n" not in refusal
-        else:
-            assert isinstance(context, ssl.SSLContext)
 
 
 def test_a_ca_file_that_cannot_be_used_is_one_error_line(tmp_path: Path) -> None:
