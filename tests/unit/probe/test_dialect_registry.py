@@ -14,7 +14,6 @@ import pytest
 
 from latdoc import Dialect, Endpoint, UsageError
 from latdoc.cli import build_parser, main
-from latdoc.client._request_facts import dialect_of
 from latdoc.probe import (
     check_extra_body,
     choose_api,
@@ -122,9 +121,8 @@ def test_a_dialect_added_to_the_registry_is_an_api_choice_with_its_own_key(
 
 @pytest.mark.usefixtures("toy_registry")
 def test_a_dialect_added_to_the_registry_is_read_wherever_dialects_are() -> None:
-    url = "https://t.example/v1beta/toys/toy-2.0:stream?form=sse"
-    assert dialect_of(url) == "toy"
-    assert dialect_of("https://api.example.com/v1/chat/completions") == "chat"
+    assert dialects.of_path("/v1beta/toys/toy-2.0:stream") is TOY
+    assert dialects.of_path("/v1/chat/completions") is dialects.chat.SPEC
     body = request_body(TOY, "toy-2.0", "Hi", 7, include_usage=True, extra={"config": {"t": 0}})
     assert body == {
         "turns": [{"role": "user", "pieces": [{"text": "Hi"}]}],
