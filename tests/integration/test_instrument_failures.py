@@ -23,7 +23,7 @@ from conftest import FAST, LabFactory
 from latdoc import Step, Store, diagnose_traffic, instrument
 from latdoc.cli import main
 from latdoc.lab.sim import LabConfig
-from latdoc.store._file import BUSY_TIMEOUT_MS
+from latdoc.store import BUSY_TIMEOUT_MS
 
 
 async def _chat(client: openai.AsyncOpenAI, words: int) -> str:
@@ -74,18 +74,14 @@ def test_requests_finish_while_the_store_is_locked_and_are_written_once_it_is_fr
 
 
 def test_a_store_that_stays_locked_loses_records_not_requests_and_says_so(
-    lab: LabFactory,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    caplog: pytest.LogCaptureFixture,
+    lab: LabFactory, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr("latdoc.store._file.BUSY_TIMEOUT_MS", 50)
     db = tmp_path / "s.db"
     with lab(LabConfig(latency=FAST)) as server:
 
         async def go() -> tuple[str, int]:
             client = openai.AsyncOpenAI(api_key="sk-x", base_url=server.base_url, max_retries=0)
-            with Store(db) as store, instrument(client, store=store) as inst:
+            with Store(db, busy_timeout_ms=50) as store, instrument(client, store=store) as inst:
                 for n in (5, 50):
                     await _chat(client, n)
                 inst.flush()

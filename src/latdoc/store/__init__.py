@@ -24,7 +24,7 @@ from latdoc.store.codec import (
     trace_from_record,
     trace_to_record,
 )
-from latdoc.store.db import SCHEMA_VERSION, Store, default_path
+from latdoc.store.db import BUSY_TIMEOUT_MS, SCHEMA_VERSION, Store, default_path
 from latdoc.store.diagnosis_codec import diagnosis_from_record, diagnosis_to_record
 from latdoc.store.redact import redact_url
 from latdoc.store.run import (
@@ -40,6 +40,7 @@ from latdoc.store.run import (
 from latdoc.store.writer import SampleWriter
 
 __all__ = [
+    "BUSY_TIMEOUT_MS",
     "DIAGNOSE_KIND",
     "INSTRUMENT_KIND",
     "LOAD_KIND",

@@ -24,14 +24,22 @@ from latdoc.store.run import RunInfo
 
 
 class Connection:
-    """A store's file opened once, with the secrets it masks and its clock."""
+    """A store's file opened once, with the secrets it masks, its clock and how long it
+    waits for a lock."""
 
-    def __init__(self, path: str, secrets: tuple[str, ...], clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self,
+        path: str,
+        secrets: tuple[str, ...],
+        clock: Callable[[], datetime],
+        busy_timeout_ms: int,
+    ) -> None:
         self.path = path
         self.secrets = secrets
         self.redactor = Redactor(secrets)
         self.clock = clock
-        self.sql = open_store(path)
+        self.busy_timeout_ms = busy_timeout_ms
+        self.sql = open_store(path, busy_timeout_ms)
         self.turns = WriteTurns(path)
         self.owner = process.current()
         self.gone: set[str] = set()

@@ -43,8 +43,9 @@ def default_path() -> Path:
     return path
 
 
-def open_store(path: str) -> sqlite3.Connection:
-    """A connection to the store at ``path`` (created if new), at the current schema."""
+def open_store(path: str, busy_timeout_ms: int) -> sqlite3.Connection:
+    """A connection to the store at ``path`` (created if new), at the current schema, whose
+    statements wait ``busy_timeout_ms`` for a lock another connection holds."""
     if path != MEMORY:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -52,7 +53,7 @@ def open_store(path: str) -> sqlite3.Connection:
     except sqlite3.Error as exc:
         raise UsageError(f"cannot open the latdoc store {path}: {exc}") from None
     try:
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS:d}")
+        conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms:d}")
         check_version(conn, path)
         # A trace record is about 2 KB: on 4 KB pages a third of the file would be
         # the unused ends of pages. Only a new file takes the size; others keep theirs.

@@ -36,7 +36,7 @@ import numpy.typing as npt
 from latdoc.errors import UsageError
 from latdoc.records import Sample, Step, StepNote
 from latdoc.store._connection import Connection
-from latdoc.store._file import default_path
+from latdoc.store._file import BUSY_TIMEOUT_MS, default_path
 from latdoc.store.aggregate import BucketStats
 from latdoc.store.exchange import Exchange
 from latdoc.store.queries import Queries
@@ -46,7 +46,15 @@ from latdoc.store.samples import Samples
 from latdoc.store.schema import SCHEMA_VERSION
 from latdoc.store.writer import DEFAULT_MAX_DELAY, DEFAULT_MAX_SAMPLES, SampleWriter
 
-__all__ = ["SCHEMA_VERSION", "BucketStats", "RunInfo", "SampleWriter", "Store", "default_path"]
+__all__ = [
+    "BUSY_TIMEOUT_MS",
+    "SCHEMA_VERSION",
+    "BucketStats",
+    "RunInfo",
+    "SampleWriter",
+    "Store",
+    "default_path",
+]
 
 
 def _utc_now() -> datetime:
@@ -59,6 +67,9 @@ class Store:
     ``path`` defaults to :func:`default_path`; ``":memory:"`` keeps nothing.
     ``secrets`` are exact strings (the API key in use) masked wherever they
     would be written; ``clock`` gives run start and finish times.
+    ``busy_timeout_ms`` is how long a statement waits for a lock another connection
+    holds before it fails with "database is locked" (:data:`BUSY_TIMEOUT_MS`): a
+    recording that would rather lose records than keep them waiting sets it lower.
     """
 
     runs: Runs
@@ -72,11 +83,12 @@ class Store:
         *,
         secrets: Iterable[str] = (),
         clock: Callable[[], datetime] = _utc_now,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
     ) -> None:
         self.path = str(default_path() if path is None else path)
         self._closing: list[Callable[[], None]] = []
         self._closed = False
-        self._db = Connection(self.path, tuple(secrets), clock)
+        self._db = Connection(self.path, tuple(secrets), clock, busy_timeout_ms)
         self.runs = Runs(self._db)
         self.samples = Samples(self._db)
         self.exchange = Exchange(self._db, self.samples)
@@ -103,11 +115,15 @@ class Store:
             self._db.close()
 
     def sibling(self) -> Store:
-        """Another connection to the same file, with the same secrets masked: for a thread
-        of its own (a connection serves the thread that opened it)."""
+        """Another connection to the same file, with the same secrets masked and the same
+        busy timeout: for a thread of its own (a connection serves the thread that opened
+        it)."""
         if self.path == ":memory:":
             raise UsageError("a store in memory has no second connection")
-        return Store(self.path, secrets=self._db.secrets, clock=self._db.clock)
+        db = self._db
+        return Store(
+            self.path, secrets=db.secrets, clock=db.clock, busy_timeout_ms=db.busy_timeout_ms
+        )
 
     def on_close(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` when the store closes, before its file does (what a

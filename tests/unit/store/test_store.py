@@ -7,6 +7,7 @@ import json
 import random
 import re
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -484,6 +485,20 @@ def test_the_journal_is_wal_and_foreign_keys_hold(db: Path) -> None:
     with pytest.raises(sqlite3.IntegrityError):
         conn.execute("INSERT INTO sample_traces (seq, trace) VALUES (12345, '{}')")
     conn.close()
+
+
+def test_a_store_and_its_sibling_wait_for_a_lock_as_long_as_they_were_told(db: Path) -> None:
+    """Not the 30 s of the default: a writer thread's sibling connection waits as its store."""
+    with Store(db, busy_timeout_ms=50) as store, store.sibling() as sibling:
+        locker = sqlite3.connect(db, isolation_level=None)
+        locker.execute("BEGIN EXCLUSIVE")
+        for each in (store, sibling):
+            started = time.monotonic()
+            with pytest.raises(sqlite3.OperationalError, match="database is locked"):
+                new_run(each)
+            assert time.monotonic() - started < 5
+        locker.execute("ROLLBACK")
+        locker.close()
 
 
 def test_export_then_import_gives_the_same_run(store: Store, tmp_path: Path) -> None:
