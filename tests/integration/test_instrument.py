@@ -19,6 +19,7 @@ from conftest import FAST, LabFactory, closed_port, micros_since_epoch
 from latdoc import Kind, Step, Store, diagnose_traffic, instrument, rediagnose
 from latdoc.analysis.kinds.input_length import long_tokens
 from latdoc.lab.sim import LabConfig
+from latdoc.probe import kernel_stamps_possible
 
 SECRET = "sk-test-secret"
 
@@ -332,8 +333,6 @@ def test_the_request_id_the_application_sends_is_kept(lab: LabFactory, tmp_path:
 def test_arrivals_are_stamped_by_the_loop_unless_kernel_stamps_are_asked_for(
     lab: LabFactory, tmp_path: Path, kernel_stamps: bool, clock: str
 ) -> None:
-    from latdoc.probe._kstream import kernel_stamps_possible
-
     if kernel_stamps and not kernel_stamps_possible():
         pytest.skip("this platform gives no kernel receive stamps")
     db = tmp_path / "s.db"

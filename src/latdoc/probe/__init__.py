@@ -7,7 +7,9 @@ The rooms behind this face, in the order a request passes through them:
 - ``_session``: :class:`ProbeSession`, one pool and the requests sent through it;
   ``_freeze``: what was measured of one request frozen into a trace (also used by
   ``latdoc.client`` for an application's own requests).
-- ``_backend``, ``_aiostream``: the timed network backend (DNS, connect, TLS, every read).
+- ``_backend``, ``_aiostream``: the timed network backend (DNS, connect, TLS, every read);
+  ``_kstream`` and ``_arrivals``: reads stamped with the kernel's receive time, where
+  :func:`kernel_stamps_possible` says the platform gives it.
 - ``_recorder``: the per-request stopwatch the backend and httpcore's trace events feed.
 - ``dialects``: one module per API dialect (its URL, key, body, events, end of
   stream …), listed once in ``dialects.DIALECTS``; ``_dialect_io``: :func:`Dialect` (a
@@ -47,6 +49,7 @@ from latdoc.probe._failures import classify, http_error
 from latdoc.probe._framing import EventDecoder, Framing
 from latdoc.probe._freeze import Exchange, TraceTarget, freeze_trace
 from latdoc.probe._jsonarray import JSONArrayDecoder
+from latdoc.probe._kstream import kernel_stamps_possible
 from latdoc.probe._looplag import LoopLagMonitor
 from latdoc.probe._metrics import metrics_url, scrape_metrics
 from latdoc.probe._proxy import (
@@ -110,6 +113,7 @@ __all__ = [
     "error_message",
     "freeze_trace",
     "http_error",
+    "kernel_stamps_possible",
     "merge_fields",
     "metrics_url",
     "now_ns",

@@ -35,7 +35,10 @@ __all__ = ["KernelStream", "kernel_stamps_possible", "open_kernel_stream"]
 
 
 def kernel_stamps_possible() -> bool:
-    """Linux with ``epoll`` and ``recvmsg``: the platforms this stream serves."""
+    """Whether this platform gives reads the kernel's receive stamps: Linux, with ``epoll``
+    and ``recvmsg``, the platforms this stream serves. Elsewhere ``kernel_stamps=True``
+    is ignored, and arrivals are stamped by the loop (a trace's ``arrival_clock`` says
+    which)."""
     return (
         sys.platform == "linux" and hasattr(select, "epoll") and hasattr(socket.socket, "recvmsg")
     )
