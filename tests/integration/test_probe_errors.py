@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import json
 import socket
-import ssl
 import time
 from collections.abc import Sequence
 
-import httpcore
 import pytest
 
 from conftest import LabFactory
@@ -26,7 +23,6 @@ from latdoc import (
     run_probe,
 )
 from latdoc.lab.sim import LabConfig
-from latdoc.probe._kstream import open_kernel_stream
 from machine_noise import MachineNoise
 from scripted_server import ScriptedServer, Step, chunk, plain_response, sse_response
 from unit.probe.test_probe_errors import SECRET, _one
@@ -256,42 +252,6 @@ def test_the_read_deadline_counts_from_each_read_not_from_the_first() -> None:
     assert len(stalled.chunks) == 2
     # Given up 0.3 s after the second chunk (0.35 s in), before the pause's end at 0.65.
     assert 0.3 <= elapsed < 0.6
-
-
-def test_a_tls_read_whose_answer_cannot_be_sent_keeps_the_read_deadline() -> None:
-    """A TLS read may have to send something first (a key update's answer); when the
-    peer reads nothing and the socket's send buffer is full, the read still times out
-    at its deadline instead of waiting for ever on that write."""
-
-    class AnswersEveryRead:
-        """The TLS object: each read is decrypted and leaves bytes to send back."""
-
-        def __init__(self, outgoing: ssl.MemoryBIO) -> None:
-            self.outgoing = outgoing
-
-        def read(self, max_bytes: int) -> bytes:
-            self.outgoing.write(b"k" * 4096)
-            return b"data"
-
-    async def go() -> float:
-        with socket.create_server(("127.0.0.1", 0)) as listener:
-            stream = await open_kernel_stream("127.0.0.1", listener.getsockname()[1], 5.0)
-            peer, _ = listener.accept()
-            with peer:
-                raw = stream.get_extra_info("socket")
-                with contextlib.suppress(BlockingIOError):
-                    while True:  # the peer reads nothing: fill what the kernel holds
-                        raw.send(b"x" * 65536)
-                stream._tls = AnswersEveryRead(stream._outgoing)  # type: ignore[assignment]
-                started = time.perf_counter()
-                with pytest.raises(httpcore.ReadTimeout):
-                    async with asyncio.timeout(3):  # not TimeoutError: the read's own
-                        await stream.read(1024, timeout=0.3)
-                elapsed = time.perf_counter() - started
-                await stream.aclose()
-        return elapsed
-
-    assert 0.3 <= asyncio.run(go()) < 2.0
 
 
 def test_a_failed_request_does_not_stop_the_others() -> None:
