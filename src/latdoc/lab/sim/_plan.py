@@ -1,10 +1,10 @@
 """One request's plan of service, and the truth the endpoint reports about it.
 
-A :class:`Plan` is made when a request arrives (its model's timing, its load, its
-fault, whether it will stall) and completed when it gets a slot (its queue time,
-reservation, cached tokens and prefill). The first token is due reservation +
-prefill after the slot; token ``k`` then follows by its gaps, and
-:func:`server_timing` and :func:`lab_object` say what the plan was.
+A :class:`Plan` is made when a request arrives (the API it came through, its
+model's timing, its load, its fault, whether it will stall) and completed when it
+gets a slot (its queue time, reservation, cached tokens and prefill). The first
+token is due reservation + prefill after the slot; token ``k`` then follows by its
+gaps, and :func:`server_timing` and :func:`lab_object` say what the plan was.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 
 from latdoc.lab.sim._config import Fault, LatencyModel, TimingForm
 from latdoc.lab.sim._request import Call
+from latdoc.lab.sim.dialects import StandIn
 
 __all__ = ["Plan", "lab_object", "server_timing", "told_timing"]
 
@@ -23,6 +24,8 @@ class Plan:
     """How one request is served; times in milliseconds."""
 
     call: Call
+    api: StandIn
+    """The API the request came through, which writes its answer."""
     latency: LatencyModel
     fault: Fault | None = None
     load: float | None = None

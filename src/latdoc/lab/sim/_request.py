@@ -68,8 +68,6 @@ class Call:
     prefix cache needs it.
     """
 
-    api: StandIn
-    """The API the request came through."""
     model: str
     prompt_tokens: int
     max_tokens: int
@@ -146,7 +144,6 @@ def parse_call(
     prompt = _prompt_sequence(data, api.messages) if config.prefix_cache else None
     thinks = config.latency_for(model).reasoning_tokens
     return Call(
-        api,
         model,
         prompt_tokens,
         max_tokens,

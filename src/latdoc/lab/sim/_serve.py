@@ -183,8 +183,7 @@ class _Stream:
     def __init__(self, lab: Lab, plan: Plan, flight: Flight, send: Send) -> None:
         self.lab, self.plan, self.flight, self.send = lab, plan, flight, send
         self.loop = asyncio.get_running_loop()
-        call = plan.call
-        self.content_type = call.api.media_type or _STREAM_TYPE[call.json_array]
+        self.content_type = plan.api.media_type or _STREAM_TYPE[plan.call.json_array]
         self.every_s = lab.config.keepalive_comment_ms / 1000 if self.content_type == _SSE else 0.0
         self.head: Message = {"type": "http.response.start", "status": 200}
         self.comment_at = math.inf
@@ -205,7 +204,7 @@ class _Stream:
         start_ns = time.perf_counter_ns()
         start = self.loop.time()
         call = plan.call
-        self.writer = call.api.writer(call, lab.next_id(), config.stamp_chunks, plan.cached_tokens)
+        self.writer = plan.api.writer(call, lab.next_id(), config.stamp_chunks, plan.cached_tokens)
         if not self.every_s:
             self.head["headers"] = lab.headers(plan, start_ns, self.content_type)
         if not self.every_s and not config.headers_after_prefill:
@@ -342,7 +341,7 @@ async def serve_complete(lab: Lab, plan: Plan, flight: Flight, send: Send) -> No
     if delay > 0:
         await asyncio.sleep(delay)
     lab.release(plan)
-    document = call.api.document(call, lab.next_id(), lab.usage(plan), plan.cached_tokens)
+    document = plan.api.document(call, lab.next_id(), lab.usage(plan), plan.cached_tokens)
     if flight.truth:
         document["lab"] = lab_object(plan)
     flight.finished = True

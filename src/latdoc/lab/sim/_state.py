@@ -178,7 +178,7 @@ class LabState:
         model = scope.get("path_params", {}).get("model")
         call = parse_call(body, api, config, model, _query(scope))
         fault = choose_fault(config, _header(scope, FAULT_HEADER), self.fault_rng)
-        plan = Plan(call, config.latency_for(call.model), fault=fault)
+        plan = Plan(call, api, config.latency_for(call.model), fault=fault)
         if self.pool is not None:
             plan.slots_busy = self.pool.busy
             plan.queue_ahead = len(self.pool.waiting)
