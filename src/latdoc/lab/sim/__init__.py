@@ -4,10 +4,11 @@
   :class:`LatencyModel` and the injectable :class:`Fault`\\ s.
 - ``_app``: the ASGI application (:func:`create_app`) and the truth each response
   reports; ``_state`` is its shared state, which handles each request; ``_request``
-  validates a request as an OpenAI server does, ``_plan`` plans its service,
-  ``_serve`` streams or answers it, ``_events`` and ``_writers`` build server-sent
-  events, ``_faults`` injects failures, ``_slots`` queues requests for parallel
-  slots under background load, ``_cache`` is the prefix cache.
+  validates a request as an OpenAI server does into a ``_call`` (or refuses it),
+  ``_plan`` plans its service, ``_serve`` streams or answers it, ``_events`` and
+  ``_writers`` build server-sent events, ``_faults`` injects failures, ``_slots``
+  queues requests for parallel slots under background load, ``_cache`` is the
+  prefix cache.
 - ``dialects``: one stand-in per API served (chat, completions, Anthropic
   messages, responses, Gemini, Vertex AI, Azure OpenAI, Bedrock: routes, key, prompt,
   reasoning, events), listed once in ``dialects.STAND_INS``.

@@ -24,9 +24,9 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from latdoc.lab.sim import dialects
+from latdoc.lab.sim._call import UNAUTHORIZED, ApiError
 from latdoc.lab.sim._config import LabConfig
 from latdoc.lab.sim._faults import ResetConnection
-from latdoc.lab.sim._request import UNAUTHORIZED, ApiError
 from latdoc.lab.sim._state import LabState
 from latdoc.lab.sim.dialects import StandIn
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from starlette.types import Message
 
-from latdoc.lab.sim._request import Call, FinishReason
+from latdoc.lab.sim._call import Call, FinishReason
 
 __all__ = [
     "CHAT",

@@ -32,8 +32,8 @@ from collections.abc import Awaitable, Callable
 
 from starlette.types import Message, Send
 
+from latdoc.lab.sim._call import ApiError
 from latdoc.lab.sim._config import Fault, LabConfig
-from latdoc.lab.sim._request import ApiError
 
 __all__ = [
     "FAULT_HEADER",

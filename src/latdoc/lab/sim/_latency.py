@@ -60,7 +60,7 @@ class LatencyModel:
     ``reasoning_content``, Anthropic's thinking, a Responses reasoning summary) at
     ``decode_ms_per_token`` each, and reported in the usage as output tokens of
     which that many are reasoning. The request's effort scales it
-    (:func:`~latdoc.lab.sim._request.effort_tokens`): ``minimal``/``none`` 0,
+    (:func:`~latdoc.lab.sim.dialects._stand_in.effort_tokens`): ``minimal``/``none`` 0,
     ``low`` ¼, ``medium`` 1, ``high`` 2 times; Anthropic's ``thinking`` budget caps it
     and ``{"type": "disabled"}`` turns it off. Thinking does not count against the
     answer's output limit.

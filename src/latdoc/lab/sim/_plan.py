@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from latdoc.lab.sim._call import Call
 from latdoc.lab.sim._config import Fault, LatencyModel, TimingForm
-from latdoc.lab.sim._request import Call
 from latdoc.lab.sim.dialects import StandIn
 
 __all__ = ["Plan", "lab_object", "server_timing", "told_timing"]

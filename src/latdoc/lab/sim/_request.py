@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
 
+from latdoc.lab.sim._call import ApiError, Call, FinishReason
 from latdoc.lab.sim._config import LabConfig
 from latdoc.lab.sim._tokenizer import (
     chat_prompt_token_list,
@@ -24,71 +23,7 @@ from latdoc.lab.sim._tokenizer import (
     count_tokens,
     tokenize,
 )
-
-if TYPE_CHECKING:
-    from latdoc.lab.sim.dialects import Query, StandIn
-
-FinishReason = Literal["stop", "length"]
-
-
-class ApiError(Exception):
-    """A request the endpoint refuses, with its OpenAI-style error body."""
-
-    def __init__(
-        self,
-        status: int,
-        message: str,
-        *,
-        type_: str = "invalid_request_error",
-        code: str | None = None,
-        param: str | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.body = json.dumps(
-            {"error": {"message": message, "type": type_, "param": param, "code": code}}
-        ).encode()
-
-
-UNAUTHORIZED = ApiError(
-    401, "Incorrect API key provided.", code="invalid_api_key", type_="invalid_request_error"
-)
-
-_EFFORT_SCALE = {"none": 0.0, "minimal": 0.0, "low": 0.25, "medium": 1.0, "high": 2.0}
-
-
-@dataclass(frozen=True, slots=True)
-class Call:
-    """A validated completion request, reduced to what drives the simulation.
-
-    ``max_tokens`` is the output limit the request gets (what it asked for, or the
-    default); ``output_tokens`` what is generated within it, ending with
-    ``finish_reason``. ``prompt`` is the prompt's token sequence, kept only when the
-    prefix cache needs it.
-    """
-
-    model: str
-    prompt_tokens: int
-    max_tokens: int
-    output_tokens: int
-    finish_reason: FinishReason
-    stream: bool
-    include_usage: bool
-    prompt: tuple[Hashable, ...] | None = None
-    reasoning_tokens: int = 0
-    """Tokens thought before the answer (not counted against ``max_tokens``)."""
-    tool_name: str | None = None
-    """The tool the answer calls (the request's first), or ``None`` for a text answer."""
-    json_array: bool = False
-    """The answer streams as one JSON array, not server-sent events."""
-    reasoning_shown: bool = True
-    """The reasoning streams; else it only takes its time and counts in the usage."""
-
-    @property
-    def total_tokens(self) -> int:
-        """Every output token: the reasoning, then the answer."""
-        return self.reasoning_tokens + self.output_tokens
+from latdoc.lab.sim.dialects import Query, StandIn
 
 
 def parse_call(
@@ -157,17 +92,6 @@ def parse_call(
         api.json_array is not None and api.json_array(query or {}),
         api.reasoning_shown is None or api.reasoning_shown(data),
     )
-
-
-def effort_tokens(effort: object, medium: int) -> int:
-    """Reasoning tokens at a requested ``effort`` for a model that thinks ``medium`` at
-    medium effort (``None``: not asked, so medium); :class:`ApiError` for another effort."""
-    if effort is None:
-        return medium
-    if not isinstance(effort, str) or effort not in _EFFORT_SCALE:
-        names = ", ".join(_EFFORT_SCALE)
-        raise ApiError(400, f"Invalid reasoning effort {effort!r}: expected one of {names}.")
-    return round(medium * _EFFORT_SCALE[effort])
 
 
 def _tool_name(tools: object) -> str | None:

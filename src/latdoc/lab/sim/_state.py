@@ -20,6 +20,7 @@ from urllib.parse import parse_qs
 from starlette.types import Receive, Scope, Send
 
 from latdoc.lab.sim._cache import PrefixCache
+from latdoc.lab.sim._call import ApiError
 from latdoc.lab.sim._config import Fault, LabConfig, LatencyModel, TimingForm
 from latdoc.lab.sim._faults import (
     FAULT_HEADER,
@@ -31,7 +32,7 @@ from latdoc.lab.sim._faults import (
     timeout_response,
 )
 from latdoc.lab.sim._plan import Plan, server_timing
-from latdoc.lab.sim._request import ApiError, parse_call
+from latdoc.lab.sim._request import parse_call
 from latdoc.lab.sim._serve import Flight, serve_complete, serve_stream
 from latdoc.lab.sim._slots import BackgroundLoad, SlotPool
 from latdoc.lab.sim.dialects import StandIn

@@ -21,8 +21,8 @@ import json
 import time
 from typing import Any, Protocol
 
+from latdoc.lab.sim._call import Call
 from latdoc.lab.sim._events import DONE, Events, Fragments, arguments, output_token
-from latdoc.lab.sim._request import Call
 
 __all__ = ["ChatWriter", "StreamWriter", "each_token"]
 

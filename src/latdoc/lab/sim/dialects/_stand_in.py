@@ -4,22 +4,29 @@ A stand-in holds everything the simulated endpoint does differently per API: its
 route, where a request keeps its prompt, how it asks for reasoning, whether it
 always reports usage or needs an output limit, which headers carry its key, how
 its errors are worded, and the events and document of its answer. The lab's
-shared code reads these fields; it never asks which API it serves.
+shared code reads these fields; it never asks which API it serves. What several
+stand-ins share sits beside it: OpenAI's key check and error body, and the reasoning
+a requested effort asks for (:func:`effort_tokens`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from latdoc.lab.sim._request import UNAUTHORIZED, ApiError
+from latdoc.lab.sim._call import UNAUTHORIZED, ApiError, Call
+from latdoc.lab.sim._writers import StreamWriter
 
-if TYPE_CHECKING:
-    from latdoc.lab.sim._request import Call
-    from latdoc.lab.sim._writers import StreamWriter
-
-__all__ = ["Authorized", "Headers", "Query", "StandIn", "bearer_key", "openai_error"]
+__all__ = [
+    "Authorized",
+    "Headers",
+    "Query",
+    "StandIn",
+    "bearer_key",
+    "effort_tokens",
+    "openai_error",
+]
 
 Headers = Callable[[bytes], "bytes | None"]
 """A request header's value by its lower-case name, ``None`` when absent."""
@@ -40,6 +47,20 @@ def bearer_key(header: Headers, authorized: Authorized) -> None:
 def openai_error(error: ApiError) -> bytes:
     """The error as OpenAI words it: ``{"error": {"message": …, "type": …}}``."""
     return error.body
+
+
+_EFFORT_SCALE = {"none": 0.0, "minimal": 0.0, "low": 0.25, "medium": 1.0, "high": 2.0}
+
+
+def effort_tokens(effort: object, medium: int) -> int:
+    """Reasoning tokens at a requested ``effort`` for a model that thinks ``medium`` at
+    medium effort (``None``: not asked, so medium); :class:`ApiError` for another effort."""
+    if effort is None:
+        return medium
+    if not isinstance(effort, str) or effort not in _EFFORT_SCALE:
+        names = ", ".join(_EFFORT_SCALE)
+        raise ApiError(400, f"Invalid reasoning effort {effort!r}: expected one of {names}.")
+    return round(medium * _EFFORT_SCALE[effort])
 
 
 @dataclass(frozen=True, eq=False)

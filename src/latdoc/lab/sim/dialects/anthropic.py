@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from latdoc.lab.sim._call import ApiError, Call
 from latdoc.lab.sim._events import arguments, output_text, output_token, sse
-from latdoc.lab.sim._request import ApiError, Call
 from latdoc.lab.sim._writers import StreamWriter, each_token
 from latdoc.lab.sim.dialects._stand_in import Authorized, Headers, StandIn
 

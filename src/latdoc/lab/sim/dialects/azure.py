@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import json
 
+from latdoc.lab.sim._call import ApiError, Call
 from latdoc.lab.sim._events import CHAT
-from latdoc.lab.sim._request import ApiError, Call
 from latdoc.lab.sim._writers import ChatWriter, StreamWriter
 from latdoc.lab.sim.dialects import chat
 from latdoc.lab.sim.dialects._stand_in import Authorized, Headers, Query, StandIn

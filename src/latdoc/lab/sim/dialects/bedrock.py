@@ -39,8 +39,8 @@ import time
 import zlib
 from typing import Any
 
+from latdoc.lab.sim._call import ApiError, Call
 from latdoc.lab.sim._events import output_text, output_token
-from latdoc.lab.sim._request import ApiError, Call
 from latdoc.lab.sim._writers import StreamWriter, each_token
 from latdoc.lab.sim.dialects._stand_in import Authorized, Headers, StandIn
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from latdoc.lab.sim._call import Call
 from latdoc.lab.sim._events import CHAT, output_text
-from latdoc.lab.sim._request import Call, effort_tokens
 from latdoc.lab.sim._writers import ChatWriter, StreamWriter
-from latdoc.lab.sim.dialects._stand_in import StandIn
+from latdoc.lab.sim.dialects._stand_in import StandIn, effort_tokens
 
 __all__ = ["STAND_IN", "openai_document"]
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from latdoc.lab.sim._call import Call
 from latdoc.lab.sim._events import COMPLETIONS, output_text
-from latdoc.lab.sim._request import Call
 from latdoc.lab.sim._writers import ChatWriter, StreamWriter
 from latdoc.lab.sim.dialects._stand_in import StandIn
 from latdoc.lab.sim.dialects.chat import openai_document

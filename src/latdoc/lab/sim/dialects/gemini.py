@@ -27,10 +27,16 @@ import json
 import time
 from typing import Any
 
+from latdoc.lab.sim._call import ApiError, Call
 from latdoc.lab.sim._events import output_text, output_token
-from latdoc.lab.sim._request import ApiError, Call, effort_tokens
 from latdoc.lab.sim._writers import StreamWriter, each_token
-from latdoc.lab.sim.dialects._stand_in import Authorized, Headers, Query, StandIn
+from latdoc.lab.sim.dialects._stand_in import (
+    Authorized,
+    Headers,
+    Query,
+    StandIn,
+    effort_tokens,
+)
 
 __all__ = [
     "STAND_IN",

@@ -15,10 +15,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from latdoc.lab.sim._call import Call
 from latdoc.lab.sim._events import arguments, output_text, output_token, sse
-from latdoc.lab.sim._request import Call, effort_tokens
 from latdoc.lab.sim._writers import StreamWriter, each_token
-from latdoc.lab.sim.dialects._stand_in import StandIn
+from latdoc.lab.sim.dialects._stand_in import StandIn, effort_tokens
 
 __all__ = ["STAND_IN", "ResponsesWriter"]
 

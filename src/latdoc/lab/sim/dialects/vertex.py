@@ -12,7 +12,7 @@ server-sent events.
 
 from __future__ import annotations
 
-from latdoc.lab.sim._request import ApiError
+from latdoc.lab.sim._call import ApiError
 from latdoc.lab.sim.dialects import gemini
 from latdoc.lab.sim.dialects._stand_in import Authorized, Headers, StandIn
 
