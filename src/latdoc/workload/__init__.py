@@ -16,7 +16,7 @@ labels; it computes no verdict and prints nothing.
 """
 
 from latdoc.workload._answers import answer_text
-from latdoc.workload._budget import Budget, Reservation
+from latdoc.workload._budget import Budget, Reservation, Spending, budget_for
 from latdoc.workload._calibration import (
     ASSUMED,
     CalibrationFailed,
@@ -52,9 +52,11 @@ __all__ = [
     "ProgressHook",
     "Reservation",
     "SampleHook",
+    "Spending",
     "StepsResult",
     "TokenCalibration",
     "answer_text",
+    "budget_for",
     "calibrate",
     "calibration_words",
     "cannot_answer_note",

@@ -1,10 +1,13 @@
-"""Hard caps on what a run may spend: requests, tokens, seconds.
+"""Hard caps on what a run may spend: requests, tokens, seconds and money.
 
 Every request is reserved before it is sent, at its worst case (the prompt plus
 the full ``max_tokens`` of output), so the caps are never exceeded, whatever the
 endpoint answers. Once it has answered, :meth:`Budget.settle` counts what the
 endpoint reports the request used in place of its :class:`Reservation`; where it
-reports no exact usage, the reservation, an upper bound, stays counted.
+reports no exact usage, the reservation, an upper bound, stays counted. Money is
+counted the same way, at the model's price (:func:`latdoc.model.planned_cost` before,
+:func:`latdoc.model.cost_of` after): a run given ``max_cost`` never spends more, as far
+as the endpoint counts a prompt no longer than it was planned.
 """
 
 from __future__ import annotations
@@ -12,8 +15,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from latdoc.errors import UsageError
+from latdoc.model import Price, cost_of, planned_cost
 from latdoc.records import RequestTrace
 
 
@@ -23,6 +28,8 @@ class Reservation:
 
     prompt_tokens: int
     output_tokens: int
+    cost: float = 0.0
+    """Dollars, at the budget's price; 0 without one."""
 
     @property
     def tokens(self) -> int:
@@ -42,6 +49,12 @@ class Budget:
     requests: int = 0
     tokens: int = 0
     started: float = field(default=0.0)
+    max_cost: float | None = None
+    """Dollars over the whole run; ``None`` for no cap. It needs :attr:`price`."""
+    price: Price | None = None
+    """The model's price: what :attr:`spent` counts in."""
+    spent: float = 0.0
+    """Dollars counted so far: each request at its worst case until its usage is known."""
 
     def __post_init__(self) -> None:
         if self.max_requests < 1:
@@ -50,20 +63,35 @@ class Budget:
             raise UsageError("--token-budget must be at least 1")
         if self.max_seconds is not None and self.max_seconds <= 0:
             raise UsageError("--max-seconds must be more than 0")
+        if self.max_cost is not None and self.max_cost <= 0:
+            raise UsageError("--max-cost must be more than 0")
+        if self.max_cost is not None and self.price is None:
+            raise UsageError(
+                "--max-cost needs the model's price, and latdoc's price library does not "
+                "know it: give --price in=X,out=Y (dollars per million tokens)"
+            )
         self.started = self.clock()
 
     def can_afford(self, prompt_tokens: int, output_tokens: int, count: int = 1) -> bool:
         if self.requests + count > self.max_requests:
             return False
         cost = (prompt_tokens + output_tokens) * count
-        return self.token_budget is None or self.tokens + cost <= self.token_budget
+        if self.token_budget is not None and self.tokens + cost > self.token_budget:
+            return False
+        money = self._planned(prompt_tokens, output_tokens) * count
+        return self.max_cost is None or self.spent + money <= self.max_cost
+
+    def _planned(self, prompt_tokens: int, output_tokens: int) -> float:
+        if self.price is None:
+            return 0.0
+        return planned_cost(self.price, prompt_tokens, output_tokens)
 
     def reserve(self, prompt_tokens: int, output_tokens: int) -> Reservation | None:
         """Count one request at its worst case; ``None`` (and nothing counted) if it would
         not fit."""
         if not self.can_afford(prompt_tokens, output_tokens):
             return None
-        return self._count(Reservation(prompt_tokens, output_tokens))
+        return self._count(self._reservation(prompt_tokens, output_tokens))
 
     def reserve_many(
         self, prompt_tokens: int, output_tokens: int, count: int
@@ -72,11 +100,17 @@ class Budget:
         nothing counted) if they would not all fit."""
         if not self.can_afford(prompt_tokens, output_tokens, count=count):
             return None
-        return [self._count(Reservation(prompt_tokens, output_tokens)) for _ in range(count)]
+        return [self._count(self._reservation(prompt_tokens, output_tokens)) for _ in range(count)]
+
+    def _reservation(self, prompt_tokens: int, output_tokens: int) -> Reservation:
+        return Reservation(
+            prompt_tokens, output_tokens, self._planned(prompt_tokens, output_tokens)
+        )
 
     def _count(self, reservation: Reservation) -> Reservation:
         self.requests += 1
         self.tokens += reservation.tokens
+        self.spent += reservation.cost
         return reservation
 
     def count_resend(self) -> bool:
@@ -96,6 +130,9 @@ class Budget:
         if trace.prompt_tokens is None or not trace.output_tokens_exact:
             return
         self.tokens += trace.prompt_tokens + (trace.output_tokens or 0) - reservation.tokens
+        cost = None if self.price is None else cost_of(trace, self.price)
+        if cost is not None:
+            self.spent += cost.total - reservation.cost
 
     @property
     def seconds_left(self) -> float:
@@ -106,3 +143,33 @@ class Budget:
     @property
     def requests_left(self) -> int:
         return self.max_requests - self.requests
+
+
+class Spending(Protocol):
+    """A plan's caps, as every sending plan names them."""
+
+    @property
+    def max_requests(self) -> int: ...
+
+    @property
+    def token_budget(self) -> int | None: ...
+
+    @property
+    def max_seconds(self) -> float | None: ...
+
+    @property
+    def max_cost(self) -> float | None: ...
+
+    @property
+    def price(self) -> Price | None: ...
+
+
+def budget_for(plan: Spending) -> Budget:
+    """A new budget holding ``plan``'s caps."""
+    return Budget(
+        plan.max_requests,
+        plan.token_budget,
+        plan.max_seconds,
+        max_cost=plan.max_cost,
+        price=plan.price,
+    )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from latdoc.analysis.kinds.input_length import LONG_REFERENCE_TOKENS
-from latdoc.model import DEFAULT_CONCURRENCY
+from latdoc.model import DEFAULT_CONCURRENCY, Price
 from latdoc.probe import ConnectionOptions, Endpoint
 from latdoc.workload._calibration import ASSUMED, TokenCalibration, calibration_words, prompt_cost
 
@@ -55,6 +55,10 @@ class DiagnosisPlan:
     seed: int | None = None
     concurrency: int = DEFAULT_CONCURRENCY
     """Requests the load step sends at once (fewer when the budget affords fewer)."""
+    max_cost: float | None = None
+    """Dollars the run may spend, counted at :attr:`price`; ``None`` for no cap."""
+    price: Price | None = None
+    """The model's price, where latdoc's price library knows it or the user gave it."""
 
 
 def planned_requests(concurrency: int = DEFAULT_CONCURRENCY) -> int:

@@ -38,7 +38,7 @@ from latdoc.errors import TraceError
 from latdoc.model import DEFAULT_CONCURRENCY
 from latdoc.probe import LoopLagMonitor, ProbeSession, now_ns
 from latdoc.records import RequestTrace, Sample, Step, StepNote
-from latdoc.workload._budget import Budget
+from latdoc.workload._budget import Budget, budget_for
 from latdoc.workload._calibration import (
     ASSUMED,
     CalibrationFailed,
@@ -408,7 +408,7 @@ async def run_steps(
     on_progress: ProgressHook | None = None,
 ) -> StepsResult:
     """Calibrate, then the network, input-length and load steps, within the budget."""
-    budget = budget or Budget(plan.max_requests, plan.token_budget, plan.max_seconds)
+    budget = budget or budget_for(plan)
     runner = _Runner(plan, budget, on_sample, on_progress)
     left = budget.seconds_left
     try:

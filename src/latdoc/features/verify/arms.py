@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from latdoc.features.verify.send import Arm
+from latdoc.model import Price
 from latdoc.probe import Prompt
 from latdoc.workload import TokenCalibration, make_prompt, prompt_cost
 
@@ -42,6 +43,10 @@ class Plan(Protocol):
     def token_budget(self) -> int | None: ...
     @property
     def max_seconds(self) -> float: ...
+    @property
+    def max_cost(self) -> float | None: ...
+    @property
+    def price(self) -> Price | None: ...
     @property
     def precision(self) -> float: ...
     @property

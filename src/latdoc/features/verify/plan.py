@@ -13,6 +13,7 @@ from latdoc.errors import UsageError
 from latdoc.features.verify import experiments
 from latdoc.features.verify.experiments import Experiment
 from latdoc.features.verify.send import Arm
+from latdoc.model import Price
 from latdoc.probe import ConnectionOptions, Endpoint
 from latdoc.workload import TokenCalibration
 
@@ -43,6 +44,10 @@ class VerifyPlan:
     seed: int | None = None
     gates: tuple[Gate, ...] = ()
     """Regression gates B must pass against A, today's way (``--fail-if``)."""
+    max_cost: float | None = None
+    """Dollars the run may spend, counted at :attr:`price`; ``None`` for no cap."""
+    price: Price | None = None
+    """The model's price, where latdoc's price library knows it or the user gave it."""
     options: object = None
     """The experiment's own options record; ``None``: its defaults."""
 

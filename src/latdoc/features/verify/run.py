@@ -35,6 +35,7 @@ from latdoc.workload import (
     CalibrationFailed,
     ProgressHook,
     TokenCalibration,
+    budget_for,
     calibrate,
     calibration_words,
     prompt_cost,
@@ -82,7 +83,7 @@ class _State:
 
     async def run(self) -> VerifyResult:
         plan = self.plan
-        budget = Budget(plan.max_requests, plan.token_budget, plan.max_seconds)
+        budget = budget_for(plan)
         rng = random.Random(plan.seed)
         self._progress("calibration", 0, 1)
         calibration, options = await self._prepare(budget, rng)

@@ -37,7 +37,7 @@ from latdoc.features.load.analysis import (
 )
 from latdoc.features.load.send.sweep import LoadPlan, _Sweep, too_many_failed, within_time_budget
 from latdoc.records import RequestTrace, Sample, StepNote
-from latdoc.workload import Budget
+from latdoc.workload import budget_for
 
 OVER_SATURATION = 0.10
 """By rate: a level that sent less than this share under its asked rate is
@@ -386,7 +386,7 @@ def find_max_sweep(
         on_level: Callable[[LevelWindow], None],
         on_note: Callable[[StepNote], None],
     ) -> list[StepNote]:
-        budget = Budget(plan.max_requests, plan.token_budget, plan.max_seconds)
+        budget = budget_for(plan)
         runner = _Sweep(plan, budget, keep, on_level, on_progress, on_note)
         windows: list[LevelWindow] = []
 

@@ -38,7 +38,7 @@ from latdoc.features.load.send.sweep import LoadPlan, within_time_budget
 from latdoc.probe import ProbeSession, now_ns
 from latdoc.records import RequestTrace, Sample, Step, StepNote
 from latdoc.store import INSTRUMENT_KIND, Store
-from latdoc.workload import ASSUMED, Budget, answer_text, make_prompt, prompt_cost
+from latdoc.workload import ASSUMED, Budget, answer_text, budget_for, make_prompt, prompt_cost
 from latdoc.workload.traces import TraceRequest, open_trace
 from latdoc.workload.traces.mooncake import BLOCK_TOKENS
 
@@ -385,7 +385,7 @@ def record_replay(
     )  # fmt: skip
     notes: list[StepNote] = []
     status = "recorded"
-    budget = Budget(plan.max_requests, plan.token_budget, plan.max_seconds)
+    budget = budget_for(plan)
     try:
         with store.batch(run_id, max_samples=1) as writer:
             replayer = _Replayer(plan, replay, shape, budget, writer.add, lambda _w: None,
@@ -413,7 +413,7 @@ def replay_sweep(
         on_level: Callable[[LevelWindow], None],
         on_note: Callable[[StepNote], None],
     ) -> list[StepNote]:
-        budget = Budget(plan.max_requests, plan.token_budget, plan.max_seconds)
+        budget = budget_for(plan)
         replayer = _Replayer(plan, replay, shape, budget, keep, on_level, on_note, on_progress)
         await within_time_budget(budget.seconds_left, replayer.run(), replayer.note)
         return replayer.notes

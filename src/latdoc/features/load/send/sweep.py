@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from latdoc.features.load.analysis import LevelWindow
 from latdoc.features.load.send.heap import kept_out_of_collection
 from latdoc.features.load.send.meter import ClientMeter
+from latdoc.model import Price
 from latdoc.probe import (
     ConnectionOptions,
     Endpoint,
@@ -39,7 +40,7 @@ from latdoc.probe import (
     now_ns,
 )
 from latdoc.records import Sample, Step, StepNote
-from latdoc.workload import ASSUMED, Budget, make_prompt, prompt_cost
+from latdoc.workload import ASSUMED, Budget, budget_for, make_prompt, prompt_cost
 
 DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16)
 """The closed-loop levels a sweep runs when it is given neither levels nor rates."""
@@ -73,6 +74,10 @@ class LoadPlan:
     max_in_flight: int = 64
     """Open loop: requests open at once, at most."""
     seed: int | None = None
+    max_cost: float | None = None
+    """Dollars the run may spend, counted at :attr:`price`; ``None`` for no cap."""
+    price: Price | None = None
+    """The model's price, where latdoc's price library knows it or the user gave it."""
     on_event: EventHook | None = field(default=None, compare=False, repr=False)
     """Sees every decoded event of every request with the arrival time its trace uses,
     for fields a trace does not keep (a benchmark reads a server's own stamps there).
@@ -382,7 +387,7 @@ async def run_load(
 
     The time budget bounds the levels' windows; requests still in flight when it
     has run out ``max_seconds`` after the start are abandoned."""
-    budget = budget or Budget(plan.max_requests, plan.token_budget, plan.max_seconds)
+    budget = budget or budget_for(plan)
     sweep = _Sweep(plan, budget, on_sample, on_level, on_progress, on_note)
     await within_time_budget(budget.seconds_left, sweep.run(), sweep.note)
     return sweep.notes

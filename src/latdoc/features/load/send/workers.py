@@ -33,7 +33,7 @@ from latdoc.features.load.analysis import LevelWindow
 from latdoc.features.load.send.sweep import LoadPlan, _Level, _Sweep
 from latdoc.probe import now_ns
 from latdoc.records import Sample, StepNote
-from latdoc.workload import Budget
+from latdoc.workload import budget_for
 
 FLUSH_S = 0.05
 """How often a worker sends what it has finished (and started) back to the driver."""
@@ -81,7 +81,7 @@ def split(total: int, workers: int) -> list[int]:
 
 
 def worker_plans(plan: LoadPlan, workers: int) -> list[LoadPlan]:
-    """Each worker's plan: the request and token budgets split between them."""
+    """Each worker's plan: the request, token and money budgets split between them."""
     if workers < 1:
         raise UsageError("a load needs at least 1 worker")
     if plan.max_requests < workers:
@@ -92,8 +92,14 @@ def worker_plans(plan: LoadPlan, workers: int) -> list[LoadPlan]:
         raise UsageError(f"--token-budget {plan.token_budget} cannot be split over {workers}")
     requests = split(plan.max_requests, workers)
     tokens = split(plan.token_budget, workers) if plan.token_budget is not None else None
+    money = None if plan.max_cost is None else plan.max_cost / workers
     return [
-        replace(plan, max_requests=requests[i], token_budget=None if tokens is None else tokens[i])
+        replace(
+            plan,
+            max_requests=requests[i],
+            token_budget=None if tokens is None else tokens[i],
+            max_cost=money,
+        )
         for i in range(workers)
     ]
 
@@ -120,7 +126,7 @@ class LoadWorker:
         self.worker = worker
         self._pending: list[Sample] = []
         self._window: LevelWindow | None = None
-        budget = Budget(plan.max_requests, plan.token_budget, plan.max_seconds)
+        budget = budget_for(plan)
         self._sweep = _Sweep(
             plan, budget, self._pending.append, self._keep_window, None, None, worker=worker
         )

@@ -32,6 +32,7 @@ from latdoc.workload import (
     Budget,
     CalibrationFailed,
     ProgressHook,
+    budget_for,
     calibrate,
     calibration_words,
     cannot_answer_note,
@@ -147,7 +148,7 @@ def verify_conversation(
         max_tokens=plan.max_tokens,
         seed=plan.seed,
     )
-    budget = Budget(plan.max_requests, plan.token_budget, plan.max_seconds)
+    budget = budget_for(plan)
     told = _Told()
     interrupted = False
     try:

@@ -16,7 +16,7 @@ from latdoc.features.verify.runs import ArmRun, open_verify_runs
 from latdoc.features.verify.send import Arm
 from latdoc.records import Sample, Step, StepNote
 from latdoc.store import Store
-from latdoc.workload import ASSUMED, Budget, ProgressHook, TokenCalibration
+from latdoc.workload import ASSUMED, ProgressHook, TokenCalibration, budget_for
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -141,7 +141,7 @@ def verify_retry(
             run_retry_trials(
                 arms,
                 policy,
-                Budget(plan.max_requests, plan.token_budget, plan.max_seconds),
+                budget_for(plan),
                 options.trials,
                 seed=plan.seed,
                 on_trial=keep,
