@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from latdoc.model.cost import Price
 from latdoc.model.diagnosis import Scenario
 from latdoc.model.host import HostFacts
 from latdoc.records import StepNote
@@ -41,3 +42,5 @@ class RunContext:
     """What the engine's own metrics counted during the run (after − before)."""
     server_metrics_source: str | None = None
     """Where those metrics were scraped, in words."""
+    price: Price | None = None
+    """The model's price the run was counted at; ``None`` where latdoc knew none."""

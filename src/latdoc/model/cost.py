@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
+from typing import Any
 
 from latdoc.records import RequestTrace
 
@@ -27,7 +28,12 @@ __all__ = [
     "PriceTier",
     "Rates",
     "cost_of",
+    "cost_text",
+    "cost_to_dict",
+    "dollars",
     "planned_cost",
+    "price_from_dict",
+    "price_to_dict",
     "summarise_costs",
 ]
 
@@ -198,3 +204,115 @@ def summarise_costs(traces: Iterable[RequestTrace], price: Price) -> CostSummary
         without_usage=len(costs) - len(known),
         total=sum(known) if known else None,
     )
+
+
+def dollars(amount: float) -> str:
+    """``amount`` as money, to the cent from a dollar up, else to three significant
+    figures (a request costs fractions of a cent)."""
+    if amount == 0:
+        return "$0"
+    if abs(amount) >= 1:
+        return f"${amount:,.2f}"
+    return f"${amount:.3g}" if abs(amount) >= 1e-4 else f"${amount:.2e}"
+
+
+def _price_words(price: Price) -> str:
+    named = f" of {price.priced_as}" if price.priced_as else ""
+    since = f", since {price.since.isoformat()}" if price.since else ""
+    return f"at the price{named} from {price.source}{since}"
+
+
+def cost_text(summary: CostSummary | None, model: str) -> str:
+    """What a run cost, in one sentence, with the price's source; where it cannot be
+    priced, why, and no figure."""
+    if summary is None:
+        return (
+            f"Cost: unknown: latdoc has no price for model {model} at this endpoint; "
+            "--price in=X,out=Y (dollars per million tokens) counts it"
+        )
+    if summary.total is None:
+        return (
+            f"Cost: unknown: the server reported no usage for any of the {summary.requests} "
+            f"requests ({_price_words(summary.price)})"
+        )
+    per = summary.per_1000_requests
+    thousand = "" if per is None else f" ({dollars(per)} per 1,000 like them)"
+    text = (
+        f"Cost: {dollars(summary.total)} for {summary.priced} request"
+        f"{'' if summary.priced == 1 else 's'}{thousand}, {_price_words(summary.price)}"
+    )
+    if summary.without_usage:
+        n = summary.without_usage
+        one = n == 1
+        text += (
+            f"; {n} request{'' if one else 's'} reported no usage and "
+            f"{'is' if one else 'are'} not counted"
+        )
+    return text
+
+
+def price_to_dict(price: Price) -> dict[str, Any]:
+    """``price`` as JSON, as a run keeps it and a document shows it."""
+
+    def rates(r: Rates) -> dict[str, float | None]:
+        return {
+            "input": r.input,
+            "output": r.output,
+            "cached_input": r.cached_input,
+            "reasoning": r.reasoning,
+        }
+
+    return {
+        "source": price.source,
+        "since": None if price.since is None else price.since.isoformat(),
+        "priced_as": price.priced_as,
+        "per_million_tokens": rates(price.rates),
+        "per_request": price.per_request,
+        "tiers": [{"above": t.above, "per_million_tokens": rates(t.rates)} for t in price.tiers],
+        "varies_by_hour": price.varies_by_hour,
+    }
+
+
+def price_from_dict(data: Any) -> Price | None:
+    """The price :func:`price_to_dict` wrote; ``None`` for anything else (a run kept
+    before prices were)."""
+    if not isinstance(data, dict) or not isinstance(data.get("per_million_tokens"), dict):
+        return None
+
+    def rates(r: dict[str, Any]) -> Rates:
+        return Rates(
+            input=float(r["input"]),
+            output=float(r["output"]),
+            cached_input=None if r.get("cached_input") is None else float(r["cached_input"]),
+            reasoning=None if r.get("reasoning") is None else float(r["reasoning"]),
+        )
+
+    since = data.get("since")
+    return Price(
+        rates=rates(data["per_million_tokens"]),
+        source=str(data.get("source", "")),
+        since=None if not since else date.fromisoformat(str(since)),
+        priced_as=data.get("priced_as"),
+        per_request=float(data.get("per_request", 0.0)),
+        tiers=tuple(
+            PriceTier(int(t["above"]), rates(t["per_million_tokens"]))
+            for t in data.get("tiers", [])
+        ),
+        varies_by_hour=bool(data.get("varies_by_hour", False)),
+    )
+
+
+def cost_to_dict(summary: CostSummary | None) -> dict[str, Any] | None:
+    """A run's cost as JSON; ``None`` where it has no price."""
+    if summary is None:
+        return None
+    return {
+        "currency": "USD",
+        "total": summary.total,
+        "requests": summary.requests,
+        "priced_requests": summary.priced,
+        "without_usage": summary.without_usage,
+        "per_request": summary.per_request,
+        "per_1000_requests": summary.per_1000_requests,
+        "price": price_to_dict(summary.price),
+    }

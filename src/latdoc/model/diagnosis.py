@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from latdoc.model.cost import CostSummary
 from latdoc.model.host import SystemItem
 from latdoc.model.kind import Kind
 from latdoc.model.length import LengthCurve
@@ -355,6 +356,8 @@ class Diagnosis:
     longer_prompt: LongerPrompt | None = None
     """Where the user did not tell their prompt: the shortest longer length measured at
     which input length would be named and noticeable; None when there is none."""
+    cost: CostSummary | None = None
+    """What the run's requests cost at the model's price; None where latdoc knew none."""
 
     def requests_text(self) -> str:
         """``17 requests (network 4, length 5, load 8)``."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from latdoc.model.cost import cost_to_dict
 from latdoc.model.diagnosis import Diagnosis, Remedy
 from latdoc.model.host import SystemItem
 from latdoc.model.kind import Kind
@@ -89,6 +90,8 @@ def diagnosis_to_dict(d: Diagnosis) -> dict[str, Any]:
     ``latdoc.system/1``) that matter for the verdict or a contributing kind;
     ``server`` is the server's own timing (medians, the engine metrics scraped around
     the run, and where client and server disagree), null when it told nothing.
+    ``cost`` is what the run's requests cost at the model's price, in US dollars, with
+    the price and its source; null where latdoc knew no price (never 0).
     ``steps.network_rule`` is step 1's network rule: the setup and first byte it
     compared, its thresholds, the bottleneck it named (``network``, ``model service`` or
     null), its ``statement``, and why keep-alive's saving is null when it is."""
@@ -101,6 +104,7 @@ def diagnosis_to_dict(d: Diagnosis) -> dict[str, Any]:
         "requests": d.requests,
         "requests_by_step": dict(d.requests_by_step),
         "failed": d.failed,
+        "cost": cost_to_dict(d.cost),
         "verdict": _verdict(d),
         "negligible": _negligible(d),
         "typical_request": _typical_request(d),

@@ -9,12 +9,20 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from latdoc.advice.remedies import with_remedies
 from latdoc.advice.system import with_system
 from latdoc.analysis.attribution import diagnose
-from latdoc.model import Diagnosis, RunContext, Scenario
+from latdoc.model import (
+    Diagnosis,
+    RunContext,
+    Scenario,
+    price_from_dict,
+    price_to_dict,
+    summarise_costs,
+)
 from latdoc.pipeline._host import host_facts_from_meta, host_meta
 from latdoc.pipeline._server_metrics import metrics_from_meta
 from latdoc.records import Sample, StepNote
@@ -29,9 +37,12 @@ from latdoc.workload import (
 
 
 def build_diagnosis(samples: Sequence[Sample], context: RunContext) -> Diagnosis:
-    """Verdict, findings, ranked remedies, and the failing host settings that matter for
-    the verdict, for one run's samples."""
-    return with_system(with_remedies(diagnose(samples, context), context), context)
+    """Verdict, findings, ranked remedies, the failing host settings that matter for the
+    verdict, and what every request sent cost, for one run's samples."""
+    diagnosis = with_system(with_remedies(diagnose(samples, context), context), context)
+    if context.price is None:
+        return diagnosis
+    return replace(diagnosis, cost=summarise_costs((s.trace for s in samples), context.price))
 
 
 async def measure_steps(
@@ -86,6 +97,7 @@ def run_context(
         host=host_facts_from_meta(meta),
         server_metrics=metrics,
         server_metrics_source=metrics_source,
+        price=price_from_dict(meta.get("price")),
     )
 
 
@@ -98,9 +110,11 @@ def run_meta(
         **host_meta(),
         "concurrency": concurrency,
         "prompt_tokens": prompt_tokens,
+        "price": None if plan.price is None else price_to_dict(plan.price),
         "options": {
             "max_requests": plan.max_requests,
             "token_budget": plan.token_budget,
+            "max_cost": plan.max_cost,
             "max_seconds": plan.max_seconds,
             "max_tokens": plan.max_tokens,
             "context_window": plan.context_window,

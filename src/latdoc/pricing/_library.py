@@ -12,9 +12,11 @@ The library is imported on the first lookup, not with latdoc: its price table is
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from latdoc.model import Price, PriceTier, Rates
 from latdoc.probe.providers import get, owner_of
@@ -63,6 +65,8 @@ def find_price(
     :class:`~latdoc.errors.UsageError` for a ``provider`` that is no preset.
     """
     when = at if at is not None else datetime.now(UTC)
+    if base_url is not None and _local(base_url):
+        return None
     if base_url is not None:
         owner = owner_of(base_url)
         if owner is None:
@@ -74,6 +78,18 @@ def find_price(
         return None
     library_id = LIBRARY_PROVIDERS[preset]
     return None if library_id is None else _lookup(model, when, provider_id=library_id)
+
+
+def _local(base_url: str) -> bool:
+    """A server on this machine or a private network: no provider's list price is its."""
+    host = urlsplit(base_url).hostname or ""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private or address.is_link_local
 
 
 def _lookup(

@@ -19,7 +19,7 @@ from markupsafe import Markup
 
 from latdoc.analysis.kinds import spec_of, specs
 from latdoc.analysis.stats import quantile
-from latdoc.model import Diagnosis, Finding, Kind, RequestParts, Scenario
+from latdoc.model import Diagnosis, Finding, Kind, RequestParts, Scenario, cost_text
 from latdoc.records import Sample, Step
 from latdoc.report._layers import PARTING, distinct_layers, layers_text
 from latdoc.report._plot_data import MAX_ROWS, ttft_values
@@ -80,6 +80,7 @@ def page_context(diagnosis: Diagnosis, samples: Sequence[Sample]) -> dict[str, A
         "title": f"latdoc: {diagnosis.model} at {diagnosis.endpoint}",
         "diagnosis": diagnosis,
         "scenario": SCENARIO_NAMES.get(diagnosis.scenario, str(diagnosis.scenario)),
+        "cost": cost_text(diagnosis.cost, diagnosis.model).removeprefix("Cost: "),
         "date": _date(samples),
         "verdict": _verdict(diagnosis),
         "shares": _parts(healthy_parts)

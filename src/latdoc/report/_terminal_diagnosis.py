@@ -12,7 +12,15 @@ from rich.table import Table
 from rich.text import Text
 
 from latdoc.analysis.kinds import spec_of
-from latdoc.model import Diagnosis, Finding, Kind, Remedy, RequestParts, SystemItem
+from latdoc.model import (
+    Diagnosis,
+    Finding,
+    Kind,
+    Remedy,
+    RequestParts,
+    SystemItem,
+    cost_text,
+)
 from latdoc.report._console import side_by_side
 from latdoc.report._layers import PARTING, distinct_layers
 from latdoc.report._server import disagreement_texts, server_lines
@@ -278,6 +286,7 @@ def _verdict_lines(d: Diagnosis) -> list[RenderableType]:
                 (f"{d.failed} failed", failed_style),
             )
         ),
+        _indent(Text(cost_text(d.cost, d.model), style="dim"), 2),
         _BLANK,
         _indent(
             Text.assemble(

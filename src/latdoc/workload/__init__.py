@@ -32,6 +32,7 @@ from latdoc.workload._diagnosis_plan import (
     LENGTHS,
     DiagnosisPlan,
     planned_requests,
+    planned_spend,
     planned_tokens,
 )
 from latdoc.workload._probe_loop import DEFAULT_PROMPT, ProbePlan, ProbeRun, run_probe
@@ -64,6 +65,7 @@ __all__ = [
     "make_prompt",
     "network_unsettled",
     "planned_requests",
+    "planned_spend",
     "planned_tokens",
     "prompt_cost",
     "run_probe",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from latdoc.analysis.kinds.input_length import LONG_REFERENCE_TOKENS
-from latdoc.model import DEFAULT_CONCURRENCY, Price
+from latdoc.model import DEFAULT_CONCURRENCY, Price, planned_cost
 from latdoc.probe import ConnectionOptions, Endpoint
 from latdoc.workload._calibration import ASSUMED, TokenCalibration, calibration_words, prompt_cost
 
@@ -68,17 +68,33 @@ def planned_requests(concurrency: int = DEFAULT_CONCURRENCY) -> int:
     return 2 + short + len(LENGTH_ORDER) + REFERENCE_REPEATS
 
 
+def planned_sends(
+    max_tokens: int, context_window: int | None = None, concurrency: int = DEFAULT_CONCURRENCY
+) -> list[tuple[int, int]]:
+    """The prompt and output tokens of every request the full plan may send, at the bounds
+    it reserves them at."""
+    sends = [(prompt_cost(ASSUMED, w), 1) for w in calibration_words(CALIBRATION_NEAR_TOKENS)]
+    per_token = TokenCalibration(overhead=0.0, per_word=1.0, measured=True)
+    short = 1 + WARM_REQUESTS + RESUMED_TLS + EXTRA_COLD + SEQUENTIAL_REPEATS + concurrency
+    sends += [(prompt_cost(per_token, SHORT_TOKENS), max_tokens)] * short
+    for n in LENGTH_ORDER:
+        if context_window is None or n <= context_window:
+            asked = 1 + (REFERENCE_REPEATS if n == LONG_REFERENCE_TOKENS else 0)
+            sends += [(prompt_cost(per_token, n), max_tokens)] * asked
+    return sends
+
+
 def planned_tokens(
     max_tokens: int, context_window: int | None = None, concurrency: int = DEFAULT_CONCURRENCY
 ) -> int:
     """Prompt + output tokens the full plan may spend, at the bounds it reserves."""
-    near = calibration_words(CALIBRATION_NEAR_TOKENS)
-    total = sum(prompt_cost(ASSUMED, w) + 1 for w in near)
-    per_token = TokenCalibration(overhead=0.0, per_word=1.0, measured=True)
-    short = 1 + WARM_REQUESTS + RESUMED_TLS + EXTRA_COLD + SEQUENTIAL_REPEATS + concurrency
-    total += short * (prompt_cost(per_token, SHORT_TOKENS) + max_tokens)
-    for n in LENGTH_ORDER:
-        if context_window is None or n <= context_window:
-            asked = 1 + (REFERENCE_REPEATS if n == LONG_REFERENCE_TOKENS else 0)
-            total += asked * (prompt_cost(per_token, n) + max_tokens)
-    return total
+    return sum(p + o for p, o in planned_sends(max_tokens, context_window, concurrency))
+
+
+def planned_spend(plan: DiagnosisPlan) -> float | None:
+    """Dollars the full plan may spend at its price, at the bounds it reserves, before
+    ``max_cost`` cuts it; ``None`` without a price."""
+    if plan.price is None:
+        return None
+    sends = planned_sends(plan.max_tokens, plan.context_window, plan.concurrency)
+    return sum(planned_cost(plan.price, p, o) for p, o in sends)

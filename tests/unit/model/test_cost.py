@@ -4,7 +4,7 @@ no answer within its ``max_tokens`` exceeds."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 import pytest
 from hypothesis import given
@@ -15,7 +15,12 @@ from latdoc.model import (
     PriceTier,
     Rates,
     cost_of,
+    cost_text,
+    cost_to_dict,
+    dollars,
     planned_cost,
+    price_from_dict,
+    price_to_dict,
     summarise_costs,
 )
 from latdoc.records import RequestTrace
@@ -159,3 +164,42 @@ def test_no_answer_within_max_tokens_costs_more_than_planned(
 def test_the_plan_charges_the_whole_prompt_fresh_and_the_whole_max_tokens() -> None:
     assert planned_cost(PRICE, 10_000, 500) == pytest.approx((10_000 * 2.0 + 500 * 8.0) / 1e6)
     assert planned_cost(PRICE, 250_000, 500) == pytest.approx((250_000 * 4.0 + 500 * 12.0) / 1e6)
+
+
+def test_a_run_says_what_it_cost_with_the_price_and_its_source() -> None:
+    dated = Price(
+        rates=Rates(input=2.0, output=8.0),
+        source="genai-prices 0.2.3",
+        priced_as="openai/gpt-4.1",
+        since=date(2025, 4, 14),
+    )
+    summary = summarise_costs([trace(1_000, 100), trace(None, None)], dated)
+    text = cost_text(summary, "gpt-4.1")
+    assert text.startswith("Cost: $0.0028 for 1 request ($2.80 per 1,000 like them)")
+    assert "openai/gpt-4.1 from genai-prices 0.2.3, since 2025-04-14" in text
+    assert text.endswith("1 request reported no usage and is not counted")
+    document = cost_to_dict(summary)
+    assert document is not None and document["total"] == pytest.approx(0.0028)
+    assert price_from_dict(document["price"]) == dated
+
+
+def test_without_a_price_or_a_usage_the_cost_is_unknown_never_zero() -> None:
+    assert cost_to_dict(None) is None
+    unpriced = cost_text(None, "lab-sim")
+    assert "unknown" in unpriced and "--price in=X,out=Y" in unpriced and "$" not in unpriced
+    silent = cost_text(summarise_costs([trace(None, None)], PRICE), "m")
+    assert "unknown" in silent and "$" not in silent
+
+
+def test_a_price_kept_in_a_run_reads_back_whole() -> None:
+    assert price_from_dict(price_to_dict(PRICE)) == PRICE
+    assert price_from_dict(None) is None
+    assert price_from_dict({"source": "old"}) is None
+
+
+@pytest.mark.parametrize(
+    ("amount", "shown"),
+    [(0.0, "$0"), (12.3456, "$12.35"), (0.01234, "$0.0123"), (0.000012345, "$1.23e-05")],
+)
+def test_money_is_shown_to_the_cent_or_three_figures(amount: float, shown: str) -> None:
+    assert dollars(amount) == shown

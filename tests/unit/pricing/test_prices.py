@@ -16,7 +16,7 @@ from genai_prices.data_snapshot import get_snapshot
 
 from latdoc.errors import UsageError
 from latdoc.model import Price, Rates, cost_of
-from latdoc.pricing import LIBRARY_PROVIDERS, USER_SOURCE, find_price, parse_price
+from latdoc.pricing import LIBRARY_PROVIDERS, USER_SOURCE, find_price, parse_price, price_for
 from latdoc.probe import providers
 from latdoc.records import RequestTrace
 
@@ -213,3 +213,25 @@ def test_a_bad_price_is_one_line_naming_what_is_wrong(text: str, said: str) -> N
     message = str(caught.value)
     assert said in message
     assert "\n" not in message
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8080/v1",
+        "http://localhost:11434/v1",
+        "http://[::1]:8000/v1",
+        "http://10.0.0.7:8000/v1",
+        "http://192.168.1.20/v1",
+    ],
+)
+def test_a_server_on_this_machine_or_a_private_network_has_no_list_price(url: str) -> None:
+    assert price_for("gpt-4o", url) is None
+
+
+def test_the_users_price_comes_before_the_librarys() -> None:
+    listed = price_for("gpt-4o", "https://api.openai.com/v1")
+    assert listed is not None and listed.source.startswith("genai-prices ")
+    given = price_for("gpt-4o", "https://api.openai.com/v1", "in=1,out=2")
+    assert given is not None and given.source == "--price"
+    assert (given.rates.input, given.rates.output) == (1.0, 2.0)

@@ -17,7 +17,7 @@ from report_samples import make_diagnosis, make_trace, with_error
 DIAGNOSIS_KEYS = {
     "schema", "run_id", "endpoint", "model", "scenario", "requests", "requests_by_step", "failed",
     "verdict", "shares", "shares_ms", "findings", "remedies", "steps", "notes", "negligible",
-    "typical_request", "workload", "longer_prompt", "system", "server",
+    "typical_request", "workload", "longer_prompt", "system", "server", "cost",
 }  # fmt: skip
 VERDICT_KEYS = {
     "primary", "contributing", "confidence", "negligible", "rule_confidence", "confidence_model",

@@ -10,7 +10,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from latdoc.features.diagnose.analysis import DiagnosisRun
-from latdoc.workload import LENGTHS, DiagnosisPlan, planned_requests, planned_tokens
+from latdoc.model import dollars
+from latdoc.workload import (
+    LENGTHS,
+    DiagnosisPlan,
+    planned_requests,
+    planned_spend,
+    planned_tokens,
+)
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -21,8 +28,12 @@ def plan_line(plan: DiagnosisPlan) -> str:
     worst = planned_tokens(plan.max_tokens, plan.context_window, plan.concurrency)
     tokens = min(worst, plan.token_budget) if plan.token_budget else worst
     requests = min(planned_requests(plan.concurrency), plan.max_requests)
+    money = ""
+    if plan.price is not None and (spend := planned_spend(plan)) is not None:
+        cap = spend if plan.max_cost is None else min(spend, plan.max_cost)
+        money = f", {dollars(cap)} (at the price from {plan.price.source})"
     return (
-        f"Plan: at most {requests} requests, {tokens:,} prompt + output tokens and "
+        f"Plan: at most {requests} requests, {tokens:,} prompt + output tokens{money} and "
         f"{plan.max_seconds:g} s — calibration, network (cold and warm), input length "
         f"({', '.join(str(n) for n in LENGTHS)} tokens, as the time allows), load "
         f"(sequential, then {plan.concurrency} at once); each step stops once its "
