@@ -9,7 +9,7 @@ import csv
 from collections.abc import Iterator
 
 from latdoc.errors import UsageError
-from latdoc.workload.traces import Lines, TraceFormat, TraceRequest, count, ordered_times
+from latdoc.workload.traces._format import Lines, TraceFormat, TraceRequest, count, ordered_times
 
 _NEEDED = ("Timestamp", "Request tokens", "Response tokens")
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from latdoc.errors import UsageError
 from latdoc.store.requests import SCHEMA
-from latdoc.workload.traces import (
+from latdoc.workload.traces._format import (
     Lines,
     TraceFormat,
     TraceRequest,

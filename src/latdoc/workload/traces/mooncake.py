@@ -9,7 +9,7 @@ import json
 from collections.abc import Iterator
 
 from latdoc.errors import UsageError
-from latdoc.workload.traces import (
+from latdoc.workload.traces._format import (
     Lines,
     TraceFormat,
     TraceRequest,

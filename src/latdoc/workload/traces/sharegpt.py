@@ -14,7 +14,7 @@ from typing import Any
 
 from latdoc.errors import SSEError, UsageError, nesting_checked
 from latdoc.probe import JSONArrayDecoder
-from latdoc.workload.traces import Lines, TraceFormat, TraceRequest
+from latdoc.workload.traces._format import Lines, TraceFormat, TraceRequest
 
 _HUMAN = frozenset({"human", "user"})
 _MODEL = frozenset({"gpt", "assistant", "model", "chatgpt", "bard", "bing"})
