@@ -18,6 +18,8 @@ the hint for a wrong ``--api``, OpenTelemetry) reads this tuple.
 
 from __future__ import annotations
 
+import copyreg
+from collections.abc import Callable
 from typing import Any
 
 from latdoc.errors import UsageError
@@ -114,6 +116,17 @@ def reserved_body_fields() -> dict[str, str]:
         for name, why in spec.body_fields.items():
             fields.setdefault(name, why)
     return fields
+
+
+def _by_name(spec: DialectSpec) -> tuple[Callable[[str], DialectSpec], tuple[str]]:
+    """A spec is pickled by its name, as a trace stores it: a process it is sent to (load's
+    worker processes, Ray actors) finds the same dialect in its own registry, where the
+    spec's functions (lambdas among them) could not travel. The registry says so, not
+    the spec's class, which stands below every dialect and so below the registry."""
+    return (get, (spec.name,))
+
+
+copyreg.pickle(DialectSpec, _by_name)
 
 
 _PROBE_KEY = "latdoc-key-probe"

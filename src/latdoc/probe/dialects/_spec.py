@@ -122,7 +122,8 @@ class Route:
 
 @dataclass(frozen=True, eq=False)
 class DialectSpec:
-    """One API dialect: everything that differs between APIs, in one place."""
+    """One API dialect: everything that differs between APIs, in one place. It pickles as
+    its name, looked up again in the registry (:mod:`latdoc.probe.dialects`)."""
 
     name: str
     """The ``--api`` value, and the dialect a trace stores (``chat``, ``anthropic`` …)."""
@@ -173,14 +174,6 @@ class DialectSpec:
     """The body fields that ask a stream to report its usage
     (``{"stream_options": {"include_usage": True}}``); ``None`` when its streams report
     usage unasked."""
-
-    def __reduce__(self) -> tuple[Callable[[str], DialectSpec], tuple[str]]:
-        """Pickled by its name, as a trace stores it: a process it is sent to (load's
-        worker processes, Ray actors) finds the same dialect in its own registry, where
-        the spec's functions (lambdas among them) could not travel."""
-        from latdoc.probe.dialects import get
-
-        return (get, (self.name,))
 
     def __repr__(self) -> str:
         return f"DialectSpec({self.name!r})"
