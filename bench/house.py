@@ -9,6 +9,11 @@ Printed, from ``src/latdoc`` and ``tests`` as they stand:
   ``tests/unit/a/`` tests ``latdoc.a`` and may read its private modules);
 - modules below ``latdoc.cli`` that import ``argparse`` (goal: none; the lab, which
   starts processes of its own with their own command lines, stands apart);
+- import circles: the sets of two or more modules that each reach every other by
+  imports (goal: none), counted as grimp and import-linter read imports: every import
+  in a module's text (``if TYPE_CHECKING:`` ones and those in a function too), a
+  package's ``__init__`` a module of its own, ``from a import b`` an import of the
+  module ``a.b`` when there is one and of ``a`` otherwise;
 - test functions in each tier (``tests/unit``, ``tests/integration``, the rest), with
   the unit tier's share (goal ≥ half).
 
@@ -43,6 +48,7 @@ class Figures:
     private_doors: list[str] = field(default_factory=list)
     test_private_doors: list[str] = field(default_factory=list)
     argparse_below_cli: list[str] = field(default_factory=list)
+    import_circles: list[list[str]] = field(default_factory=list)
     tests_by_tier: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -56,6 +62,16 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def stem(node: ast.ImportFrom, here: str, is_package: bool) -> str:
+    """The module ``from … import`` names, a relative one resolved against ``here``."""
+    if not node.level:
+        return node.module or ""
+    base = here.split(".")
+    base = base if is_package else base[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
 def imported(tree: ast.Module, here: str, is_package: bool) -> list[str]:
     """Every module name ``tree`` imports, relative imports resolved against ``here``."""
     names = []
@@ -63,22 +79,62 @@ def imported(tree: ast.Module, here: str, is_package: bool) -> list[str]:
         if isinstance(node, ast.Import):
             names += [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = here.split(".")
-                base = base if is_package else base[:-1]
-                base = base[: len(base) - (node.level - 1)]
-                stem = ".".join([*base, node.module] if node.module else base)
-            else:
-                stem = node.module or ""
-            names.append(stem)
-            names += [f"{stem}.{a.name}" for a in node.names]
+            base = stem(node, here, is_package)
+            names.append(base)
+            names += [f"{base}.{a.name}" for a in node.names]
     return names
+
+
+def imported_modules(tree: ast.Module, here: str, is_package: bool) -> set[str]:
+    """The modules of the source ``tree`` imports, one per imported name, as grimp
+    reads them: ``from a import b`` imports ``a.b`` when it is a module, else ``a``."""
+    found: list[str | None] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [source_module(a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = stem(node, here, is_package)
+            for a in node.names:
+                whole = f"{base}.{a.name}"
+                found.append(whole if is_module(whole.split(".")) else source_module(base))
+    return {module for module in found if module is not None}
 
 
 def is_module(parts: list[str]) -> bool:
     """Whether ``latdoc.a.b`` names a module or package of the source (not a name in one)."""
     path = SOURCE.parent.joinpath(*parts)
     return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def source_module(name: str) -> str | None:
+    """The module of the source that ``name`` is or lies in, or None outside the source."""
+    parts = name.split(".")
+    while parts and not is_module(parts):
+        parts.pop()
+    return ".".join(parts) or None
+
+
+def circles(imports: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of ``imports`` (a module's, the modules it imports): each set
+    of two or more modules that reach one another, sorted."""
+    reach = {module: reachable(imports, module) for module in imports}
+    found = {
+        tuple(sorted({m for m in reach[module] if module in reach[m]} | {module}))
+        for module in imports
+    }
+    return sorted(list(circle) for circle in found if len(circle) > 1)
+
+
+def reachable(imports: dict[str, set[str]], start: str) -> set[str]:
+    """Every module ``start`` imports, directly or through others."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for module in imports.get(todo.pop(), ()):
+            if module not in seen:
+                seen.add(module)
+                todo.append(module)
+    return seen
 
 
 def private_door(importer: str, name: str) -> str | None:
@@ -114,6 +170,7 @@ def test_home(path: Path) -> str:
 
 def measure() -> Figures:
     f = Figures()
+    imports: dict[str, set[str]] = {}
     for path in sorted(SOURCE.rglob("*.py")):
         text = path.read_text(encoding="utf-8")
         lines = text.count("\n")
@@ -128,10 +185,12 @@ def measure() -> Figures:
             if length > FUNCTION_GOAL:
                 f.long_functions[f"{rel}:{fn}"] = length
         names = imported(tree, name, path.name == "__init__.py")
+        imports[name] = imported_modules(tree, name, path.name == "__init__.py")
         doors = {d for n in names if n.startswith("latdoc.") and (d := private_door(name, n))}
         f.private_doors += sorted(f"{name} -> {d}" for d in doors)
         if "argparse" in names and not name.startswith(("latdoc.cli", "latdoc.lab")):
             f.argparse_below_cli.append(name)
+    f.import_circles = circles(imports)
     tiers: Counter[str] = Counter()
     for path in sorted(TESTS.rglob("test_*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -164,6 +223,9 @@ def show(f: Figures) -> None:
     reaching = {d.split(" ")[0] for d in f.test_private_doors}
     print(f"test files reaching a private module: {len(reaching)}")
     print(f"argparse below cli: {len(f.argparse_below_cli)} {f.argparse_below_cli}")
+    print(f"import circles: {len(f.import_circles)}")
+    for circle in f.import_circles:
+        print(f"  {len(circle):5d}  {', '.join(circle)}")
     total = sum(f.tests_by_tier.values())
     tiers = ", ".join(f"{k} {v}" for k, v in f.tests_by_tier.items())
     print(f"test functions: {total} ({tiers}); unit share {f.unit_share:.0%} (goal ≥ 50%)")
