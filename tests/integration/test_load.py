@@ -39,9 +39,9 @@ from latdoc.features.load.analysis import (
     LITTLE_TOLERANCE,
     LevelStats,
     find_knee,
+    findings,
     knee_base,
 )
-from latdoc.features.load.render import findings
 from latdoc.lab.sim import Fault, LabConfig, LabProcess, LatencyModel
 from machine_noise import MachineNoise
 

@@ -44,6 +44,13 @@ def format_ms(value: float | None, unit: str | None = None) -> str:
     return f"{value:.1f} ms"
 
 
+def format_rate(value: float | None) -> str:
+    """A rate (requests or tokens a second) to three figures or so, or ``-``."""
+    if value is None:
+        return "-"
+    return f"{value:.0f}" if value >= 100 else f"{value:.1f}"
+
+
 def format_value(key: str, value: float) -> str:
     """An evidence number in its own unit: ``*_ms`` as a duration, ``*_s`` in seconds,
     counts as integers, anything else to three significant digits."""

@@ -17,8 +17,7 @@ from latdoc.advice.kinds.network_path import network_path_remedies
 from latdoc.analysis.compare import MEDIAN, compare_samples
 from latdoc.analysis.kinds.queueing import _client_queueing
 from latdoc.analysis.stats import mann_whitney_p
-from latdoc.features.load.analysis import Percentiles, find_knee
-from latdoc.features.load.render import findings
+from latdoc.features.load.analysis import Percentiles, find_knee, findings
 from latdoc.features.verify import VerifyResult, verdict_line
 from latdoc.features.verify.analysis import judge_arms
 from latdoc.model import Diagnosis, Scenario, Verdict

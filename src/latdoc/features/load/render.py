@@ -6,7 +6,6 @@ then the knee, the plateau, Little's law and goodput in sentences.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,22 +17,17 @@ from rich.table import Table
 from rich.text import Text
 
 from latdoc.analysis.gates import GateReport
-from latdoc.analysis.policy import (
-    CLIENT_DELAY_MS,
-    KNEE_MIN_RISE_MS,
-    KNEE_RATIO,
-    LITTLE_TOLERANCE,
-    PLATEAU_GROWTH,
-)
 from latdoc.features.load.analysis import (
     LevelStats,
     LoadAnalysis,
     Percentiles,
-    knee_base,
-    processes_for,
+    findings,
+    level_name,
 )
+from latdoc.model import cost_to_dict
 from latdoc.records import StepNote
-from latdoc.report.names import format_ms
+from latdoc.report.costs import CostRow, cost_block
+from latdoc.report.names import format_ms, format_rate
 
 LOAD_SCHEMA = "latdoc.load/1"
 
@@ -60,16 +54,6 @@ def _number(p: Percentiles | None, which: str, unit: str) -> str:
     return f"{value:.1f}" if value >= 10 else f"{value:.2f}"
 
 
-def _rate(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.0f}" if value >= 100 else f"{value:.1f}"
-
-
-def _level_name(lv: LevelStats) -> str:
-    return f"{lv.window.label} (partial)" if lv.window.partial else lv.window.label
-
-
 def _table(headers: Sequence[str]) -> Table:
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
     for k, header in enumerate(headers):
@@ -77,168 +61,10 @@ def _table(headers: Sequence[str]) -> Table:
     return table
 
 
-def findings(analysis: LoadAnalysis) -> list[str]:
-    """The knee, the plateau, Little's law, goodput and unsustained rates, in sentences."""
-    lines = _knee(analysis)
-    lines += _client_delay(analysis)
-    lines += _client_limits(analysis)
-    lines += _plateau(analysis)
-    lines += _little(analysis)
-    lines += _goodput(analysis)
-    for lv in analysis.levels:
-        if lv.failures:
-            said = ", ".join(f"{f.count} {f.code} during {f.phase}" for f in lv.failures)
-            lines.append(f"Failed at {_level_name(lv)}: {said}.")
-    for lv in analysis.levels:
-        if lv.sustained is False:
-            w = lv.window
-            lines.append(
-                f"The client could not sustain {w.rate:g}/s: it sent {_rate(lv.sent_per_s)}/s "
-                f"(arrivals a median {format_ms(w.late_ms_p50)} late); raise --max-in-flight "
-                "or lower the rate."
-            )
-    return lines
-
-
-def _knee(analysis: LoadAnalysis) -> list[str]:
-    """The knee against the lowest level, or that there was none."""
-    lines: list[str] = []
-    reference = knee_base(analysis.levels)
-    base = None if reference is None else reference[1].p50
-    lowest = "the lowest level" if reference is None else _level_name(reference[0])
-    knee = analysis.knee
-    what = "TTFT p50"
-    if analysis.levels and analysis.levels[0].server_ttft_ms is not None:
-        what = "server TTFT p50 (from the wire)"
-    knee_ttft = None if knee is None else knee.server_side_ttft_ms
-    if knee is not None and knee_ttft is not None and base is not None:
-        lines.append(
-            f"Knee at {_level_name(knee)}: {what} {format_ms(knee_ttft.p50)}, "
-            f"{knee_ttft.p50 / base:.1f}× the {format_ms(base)} at {lowest} "
-            f"(at least {KNEE_RATIO:g}× and {KNEE_MIN_RISE_MS:.0f} ms more): requests wait "
-            "for the server from there."
-        )
-    elif base is not None:
-        lines.append(
-            f"No knee: {what} stayed below {KNEE_RATIO:g}× or within "
-            f"{KNEE_MIN_RISE_MS:.0f} ms of the {format_ms(base)} at {lowest} at every level."
-        )
-    return lines
-
-
-def _client_delay(analysis: LoadAnalysis) -> list[str]:
-    """The level whose client's own delay was the longest, where it passed the bar."""
-    lines: list[str] = []
-    delays = [(lv, p.p50) for lv in analysis.levels if (p := lv.client_delay_ms) is not None]
-    if delays:
-        slowest, delay = max(delays, key=lambda pair: pair[1])
-        if delay > CLIENT_DELAY_MS:
-            lines.append(
-                f"The client's own delay had a median of {format_ms(delay)} at "
-                f"{_level_name(slowest)}: its event loop held requests back before they left. "
-                "TTFT includes it; the knee and the server's time do not."
-            )
-    return lines
-
-
-def _plateau(analysis: LoadAnalysis) -> list[str]:
-    """The throughput plateau, or that requests/s still grew."""
-    lines: list[str] = []
-    plateau = analysis.plateau
-    if plateau is not None and analysis.peak_requests_per_s is not None:
-        lines.append(
-            f"Throughput plateau at {_level_name(plateau)}: {_rate(plateau.requests_per_s)} "
-            f"requests/s, less than {PLATEAU_GROWTH:.0%} more than the level before "
-            f"(peak {_rate(analysis.peak_requests_per_s)}/s)."
-        )
-    elif analysis.levels:
-        lines.append("No throughput plateau: requests/s still grew at the highest level.")
-    return lines
-
-
-def _little(analysis: LoadAnalysis) -> list[str]:
-    """Whether Little's law held at every level, or where it did not."""
-    lines: list[str] = []
-    off = [lv for lv in analysis.levels if lv.little is not None and not lv.little.holds]
-    checked = [lv for lv in analysis.levels if lv.little is not None]
-    if checked and not off:
-        worst = max(lv.little.error for lv in checked if lv.little is not None)
-        lines.append(
-            f"Little's law holds at every level (in flight ≈ the level's target, "
-            f"at most {worst:.0%} off)."
-        )
-    for lv in off:
-        assert lv.little is not None
-        lines.append(
-            f"Little's law is {lv.little.error:.0%} off at {_level_name(lv)} "
-            f"({lv.little.in_flight:.1f} in flight against a target of "
-            f"{lv.little.target:.1f}; tolerance {LITTLE_TOLERANCE:.0%}): the client did not "
-            "hold the load it meant to, or the level was too short for its latency."
-        )
-    return lines
-
-
-def _goodput(analysis: LoadAnalysis) -> list[str]:
-    """The best goodput under the objectives asked for."""
-    lines: list[str] = []
-    slo = analysis.slo
-    if slo.any:
-        asked = ", ".join(
-            part
-            for part in (
-                None if slo.ttft_ms is None else f"TTFT ≤ {format_ms(slo.ttft_ms)}",
-                None if slo.tpot_ms is None else f"TPOT ≤ {format_ms(slo.tpot_ms)}",
-            )
-            if part
-        )
-        best = max(
-            (lv for lv in analysis.levels if lv.goodput_per_s is not None),
-            key=lambda lv: lv.goodput_per_s or 0.0,
-            default=None,
-        )
-        if best is not None:
-            lines.append(
-                f"Goodput ({asked}): at most {_rate(best.goodput_per_s)} requests/s, at "
-                f"{_level_name(best)} ({best.goodput_share or 0:.0%} of its requests)."
-            )
-    return lines
-
-
-def _client_limits(analysis: LoadAnalysis) -> list[str]:
-    """A sentence per level the client itself held back, with what would lift it."""
-    lines: list[str] = []
-    for lv in analysis.levels:
-        load = lv.window.client
-        if load is None or not load.saturated:
-            continue
-        reasons = load.reasons()
-        said = reasons[0] if len(reasons) == 1 else ", ".join(reasons[:-1]) + " and " + reasons[-1]
-        who = "" if load.processes == 1 else f" (the busiest of its {load.processes} workers)"
-        wanted = processes_for(load)
-        cores = os.cpu_count() or 1
-        spread = f"`--processes {wanted}`" + (
-            f" (this machine has {cores} cores; beyond them, `--ray` over more machines)"
-            if wanted > cores
-            else " or `--ray`"
-        )
-        together = (
-            ""
-            if load.read_together is None
-            else f" {load.read_together:.1%} of its gaps between tokens were read together, "
-            "each later token's own arrival lost."
-        )
-        lines.append(
-            f"At {_level_name(lv)} the client{who}, not the server, shaped the numbers (*): "
-            f"{said}. Its TTFT, inter-token gaps and throughput carry the client's own "
-            f"waiting;{together} {spread} would spread the streams."
-        )
-    return lines
-
-
 def _marked(lv: LevelStats) -> str:
     """The level's name, marked ``*`` where the client shaped it."""
     load = lv.window.client
-    return _level_name(lv) + ("*" if load is not None and load.saturated else "")
+    return level_name(lv) + ("*" if load is not None and load.saturated else "")
 
 
 def _cpu(lv: LevelStats) -> str:
@@ -247,17 +73,22 @@ def _cpu(lv: LevelStats) -> str:
 
 
 def render_load(
-    analysis: LoadAnalysis, notes: Sequence[StepNote] = (), *, title: str = ""
+    analysis: LoadAnalysis,
+    notes: Sequence[StepNote] = (),
+    *,
+    title: str = "",
+    model: str | None = None,
 ) -> RenderableType:
-    """A sweep's analysis as two terminal tables (latency, then throughput and errors)
-    and its notes."""
+    """A sweep's analysis as two terminal tables (latency, then throughput and errors),
+    what each level cost (where ``model`` is named: said unknown without a price) and
+    its notes."""
     closed = not analysis.levels or analysis.levels[0].window.rate is None
     level = "streams" if closed else "rate"
     unit = _latency_unit(analysis)
     latency = _table([level, "TTFT p50", "p95", "p99", "TPOT p50", "p95", "E2E p50", "p95", "p99"])
     for lv in analysis.levels:
         latency.add_row(
-            _level_name(lv),
+            level_name(lv),
             *(_number(lv.ttft_ms, q, unit) for q in ("p50", "p95", "p99")),
             *(_number(lv.tpot_ms, q, unit) for q in ("p50", "p95")),
             *(_number(lv.total_ms, q, unit) for q in ("p50", "p95", "p99")),
@@ -266,8 +97,9 @@ def render_load(
     throughput = _table(heads)
     for lv in analysis.levels:
         throughput.add_row(
-            _marked(lv), str(lv.requests), f"{lv.error_rate:.0%}", _rate(lv.requests_per_s),
-            _rate(lv.output_tokens_per_s), _rate(lv.sent_per_s), _rate(lv.goodput_per_s),
+            _marked(lv), str(lv.requests), f"{lv.error_rate:.0%}",
+            format_rate(lv.requests_per_s), format_rate(lv.output_tokens_per_s),
+            format_rate(lv.sent_per_s), format_rate(lv.goodput_per_s),
             _pct(lv.pool_wait_ms, "p95"), _pct(lv.client_delay_ms, "p95"),
         )  # fmt: skip
     parts: list[RenderableType] = []
@@ -281,6 +113,8 @@ def render_load(
         Padding(throughput, (0, 0, 0, 2)),
         Text(""),
     ]
+    if model is not None:
+        parts += [cost_block("Cost by level", _cost_rows(analysis), model), Text("")]
     parts += [Padding(Text(line), (0, 0, 0, 2)) for line in findings(analysis)]
     parts += [Padding(Text(f"Note: {n.text}", style="dim"), (0, 0, 0, 2)) for n in notes]
     parts.append(
@@ -301,9 +135,16 @@ def _pdict(p: Percentiles | None) -> dict[str, float] | None:
     return None if p is None else {"p50": p.p50, "p95": p.p95, "p99": p.p99, "mean": p.mean}
 
 
+def _cost_rows(analysis: LoadAnalysis) -> list[CostRow]:
+    return [CostRow(level_name(lv), lv.cost, lv.requests - lv.failed) for lv in analysis.levels]
+
+
 def _level_dict(lv: LevelStats) -> dict[str, Any]:
     w = lv.window
+    cost = CostRow(w.label, lv.cost, lv.requests - lv.failed)
     return {
+        "cost": cost_to_dict(lv.cost),
+        "cost_per_success": cost.per_success,
         "label": w.label,
         "window": w.document(),
         "seconds": w.seconds,
@@ -375,16 +216,16 @@ def render_load_html(
     throughput_svg = load_throughput_svg(labels, rps, good, plateau, axis)
     rows = [
         {
-            "level": _level_name(lv),
+            "level": level_name(lv),
             "requests": lv.requests,
             "errors": f"{lv.error_rate:.0%}",
             "ttft": " / ".join(_pct(lv.ttft_ms, q) for q in ("p50", "p95", "p99")),
             "tpot": " / ".join(_pct(lv.tpot_ms, q) for q in ("p50", "p95", "p99")),
             "total": " / ".join(_pct(lv.total_ms, q) for q in ("p50", "p95", "p99")),
-            "rps": _rate(lv.requests_per_s),
-            "tps": _rate(lv.output_tokens_per_s),
-            "sent": _rate(lv.sent_per_s),
-            "goodput": _rate(lv.goodput_per_s),
+            "rps": format_rate(lv.requests_per_s),
+            "tps": format_rate(lv.output_tokens_per_s),
+            "sent": format_rate(lv.sent_per_s),
+            "goodput": format_rate(lv.goodput_per_s),
             "pool": _pct(lv.pool_wait_ms, "p95"),
             "cpu": _cpu(lv),
         }
@@ -415,6 +256,8 @@ class ShownLoad:
     run_id: str
     title: str
     gates: GateReport | None = None
+    model: str | None = None
+    """The model, to say its cost is unknown by name where it has no price."""
 
     @property
     def page_kind(self) -> str:
@@ -431,7 +274,7 @@ class ShownLoad:
     def shown(self) -> tuple[RenderableType, ...]:
         from latdoc.report import render_gates
 
-        table = render_load(self.analysis, self.notes, title=self.title)
+        table = render_load(self.analysis, self.notes, title=self.title, model=self.model)
         if self.gates is None:
             return (table,)
         return (table, render_gates(self.gates, ("baseline", "this run")))

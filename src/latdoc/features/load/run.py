@@ -28,6 +28,7 @@ from latdoc.features.load.send.processes import ProcessFleet
 from latdoc.features.load.send.replay import Replay, replay_sweep
 from latdoc.features.load.send.sweep import LoadPlan, run_load
 from latdoc.features.load.send.workers import worker_plans
+from latdoc.model import price_from_dict, price_to_dict
 from latdoc.pipeline import host_meta
 from latdoc.records import Sample, Step, StepNote
 from latdoc.store import LOAD_KIND, Store
@@ -71,7 +72,7 @@ class LoadRun:
     def shown(self) -> ShownLoad:
         """The sweep as the command shows it."""
         title = f"{self.model} at {self.endpoint} under load"
-        return ShownLoad(self.analysis, self.notes, self.run_id, title, self.gates)
+        return ShownLoad(self.analysis, self.notes, self.run_id, title, self.gates, self.model)
 
 
 @dataclass(frozen=True)
@@ -180,6 +181,8 @@ def _load(
 ) -> LoadRun:
     check_load_target(plan, confirmed=confirmed)
     meta: dict[str, Any] = {**host_meta(), "load": _plan_meta(plan, slo)}
+    if plan.price is not None:
+        meta["price"] = price_to_dict(plan.price)
     opening: list[StepNote] = []
     if auto_processes:
         if workers is not None or replay is not None or find_max is not None:
@@ -331,7 +334,7 @@ def _run_sweep(
             f"there; {writer.committed} of its {len(samples)} traces are kept"
         )
         notes.append(StepNote(Step.RUN, error))
-    analysis = analyse_load(windows, samples, slo)
+    analysis = analyse_load(windows, samples, slo, plan.price)
     try:
         store.finish_run(run_id, status=status, notes=notes, diagnosis=load_to_record(analysis))
     except sqlite3.Error:
@@ -361,7 +364,8 @@ def reload_load(store: Store, run_id: str) -> LoadRun:
     load_meta = info.meta.get("load", {}) if isinstance(info.meta, Mapping) else {}
     slo_meta = load_meta.get("slo", {}) if isinstance(load_meta, Mapping) else {}
     slo = Slo(slo_meta.get("ttft_ms"), slo_meta.get("tpot_ms"))
-    analysis = analyse_load(windows, samples, slo)
+    price = price_from_dict(info.meta.get("price")) if isinstance(info.meta, Mapping) else None
+    analysis = analyse_load(windows, samples, slo, price)
     return LoadRun(
         info.run_id, analysis, tuple(samples), tuple(info.notes), info.status,
         info.endpoint, info.model, store.path,
@@ -378,6 +382,7 @@ def _plan_meta(plan: LoadPlan, slo: Slo) -> dict[str, Any]:
         "max_tokens": plan.max_tokens,
         "max_requests": plan.max_requests,
         "token_budget": plan.token_budget,
+        "max_cost": plan.max_cost,
         "max_seconds": plan.max_seconds,
         "max_error_rate": plan.max_error_rate,
         "max_in_flight": plan.max_in_flight,

@@ -37,6 +37,7 @@ sweep across its levels in :mod:`._sweep`, and an SLO's objectives read at a lev
 
 from latdoc.analysis.policy import LITTLE_TOLERANCE
 from latdoc.features.load.analysis._client import ClientLoad, busiest, processes_for
+from latdoc.features.load.analysis._findings import findings, level_name
 from latdoc.features.load.analysis._level import (
     SUSTAINED_LATE_MS,
     SUSTAINED_SHARE,
@@ -78,7 +79,9 @@ __all__ = [
     "failures_by_phase",
     "find_knee",
     "find_plateau",
+    "findings",
     "knee_base",
+    "level_name",
     "level_stats",
     "objective",
     "percentiles",

@@ -14,6 +14,7 @@ import numpy as np
 from latdoc.analysis.policy import LITTLE_TOLERANCE
 from latdoc.analysis.stats import quantiles
 from latdoc.features.load.analysis._client import ClientLoad
+from latdoc.model import CostSummary, Price, summarise_costs
 from latdoc.records import RequestTrace, Sample, Step
 
 SUSTAINED_SHARE = 0.9
@@ -177,6 +178,8 @@ class LevelStats:
     server's time."""
     failures: tuple[Failure, ...] = ()
     """The failed requests by error code and the phase they failed in, most first."""
+    cost: CostSummary | None = None
+    """What the level's requests cost at the model's price; None without a price."""
 
     @property
     def server_side_ttft_ms(self) -> Percentiles | None:
@@ -206,8 +209,10 @@ def percentiles(values: Sequence[float | None]) -> Percentiles | None:
     return Percentiles(float(p50), float(p95), float(p99), float(np.mean(data)))
 
 
-def level_stats(window: LevelWindow, samples: Sequence[Sample], slo: Slo) -> LevelStats:
-    """One level's numbers from the samples sent in it."""
+def level_stats(
+    window: LevelWindow, samples: Sequence[Sample], slo: Slo, price: Price | None = None
+) -> LevelStats:
+    """One level's numbers from the samples sent in it, its cost at ``price``."""
     traces = [s.trace for s in samples]
     ok = [t for t in traces if t.ok]
     start, end = window.start_ns, window.end_ns
@@ -235,6 +240,7 @@ def level_stats(window: LevelWindow, samples: Sequence[Sample], slo: Slo) -> Lev
         server_ttft_ms=percentiles([t.server_ttft_ms for t in ok]),
         client_delay_ms=percentiles([t.client_delay_ms for t in traces]),
         failures=failures_by_phase(traces),
+        cost=None if price is None else summarise_costs(traces, price),
     )
 
 

@@ -17,6 +17,7 @@ from latdoc.features.load.analysis._level import (
     Slo,
     level_stats,
 )
+from latdoc.model import Price
 from latdoc.records import Sample
 
 
@@ -41,14 +42,18 @@ class LoadAnalysis:
 
 
 def analyse_load(
-    windows: Sequence[LevelWindow], samples: Sequence[Sample], slo: Slo | None = None
+    windows: Sequence[LevelWindow],
+    samples: Sequence[Sample],
+    slo: Slo | None = None,
+    price: Price | None = None,
 ) -> LoadAnalysis:
-    """Every level's numbers, then the knee and the plateau across them."""
+    """Every level's numbers (its cost at ``price``), then the knee and the plateau
+    across them."""
     slo = slo or Slo()
     levels = []
     for w in windows:
         mine = [s for s in samples if s.step == w.step and s.concurrency == w.sample_concurrency]
-        levels.append(level_stats(w, mine, slo))
+        levels.append(level_stats(w, mine, slo, price))
     return LoadAnalysis(
         levels=tuple(levels),
         knee=find_knee(levels),

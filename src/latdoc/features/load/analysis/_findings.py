@@ -1,0 +1,185 @@
+"""A load sweep's findings in sentences: where it failed or could not be sent, the
+knee, the client's own delay, the plateau, Little's law, goodput, and the client's
+own limit; the terminal view, the JSON document and the page say the same."""
+
+from __future__ import annotations
+
+import os
+
+from latdoc.analysis.policy import (
+    CLIENT_DELAY_MS,
+    KNEE_MIN_RISE_MS,
+    KNEE_RATIO,
+    LITTLE_TOLERANCE,
+    PLATEAU_GROWTH,
+)
+from latdoc.features.load.analysis._client import processes_for
+from latdoc.features.load.analysis._level import LevelStats
+from latdoc.features.load.analysis._sweep import LoadAnalysis, knee_base
+from latdoc.report.names import format_ms, format_rate
+
+__all__ = ["findings", "level_name"]
+
+
+def level_name(lv: LevelStats) -> str:
+    """A level by its label, marked where it was cut short."""
+    return f"{lv.window.label} (partial)" if lv.window.partial else lv.window.label
+
+
+def findings(analysis: LoadAnalysis) -> list[str]:
+    """The knee, the plateau, Little's law, goodput and unsustained rates, in sentences."""
+    lines = _knee(analysis)
+    lines += _client_delay(analysis)
+    lines += _client_limits(analysis)
+    lines += _plateau(analysis)
+    lines += _little(analysis)
+    lines += _goodput(analysis)
+    for lv in analysis.levels:
+        if lv.failures:
+            said = ", ".join(f"{f.count} {f.code} during {f.phase}" for f in lv.failures)
+            lines.append(f"Failed at {level_name(lv)}: {said}.")
+    for lv in analysis.levels:
+        if lv.sustained is False:
+            w = lv.window
+            lines.append(
+                f"The client could not sustain {w.rate:g}/s: it sent "
+                f"{format_rate(lv.sent_per_s)}/s "
+                f"(arrivals a median {format_ms(w.late_ms_p50)} late); raise --max-in-flight "
+                "or lower the rate."
+            )
+    return lines
+
+
+def _knee(analysis: LoadAnalysis) -> list[str]:
+    """The knee against the lowest level, or that there was none."""
+    lines: list[str] = []
+    reference = knee_base(analysis.levels)
+    base = None if reference is None else reference[1].p50
+    lowest = "the lowest level" if reference is None else level_name(reference[0])
+    knee = analysis.knee
+    what = "TTFT p50"
+    if analysis.levels and analysis.levels[0].server_ttft_ms is not None:
+        what = "server TTFT p50 (from the wire)"
+    knee_ttft = None if knee is None else knee.server_side_ttft_ms
+    if knee is not None and knee_ttft is not None and base is not None:
+        lines.append(
+            f"Knee at {level_name(knee)}: {what} {format_ms(knee_ttft.p50)}, "
+            f"{knee_ttft.p50 / base:.1f}× the {format_ms(base)} at {lowest} "
+            f"(at least {KNEE_RATIO:g}× and {KNEE_MIN_RISE_MS:.0f} ms more): requests wait "
+            "for the server from there."
+        )
+    elif base is not None:
+        lines.append(
+            f"No knee: {what} stayed below {KNEE_RATIO:g}× or within "
+            f"{KNEE_MIN_RISE_MS:.0f} ms of the {format_ms(base)} at {lowest} at every level."
+        )
+    return lines
+
+
+def _client_delay(analysis: LoadAnalysis) -> list[str]:
+    """The level whose client's own delay was the longest, where it passed the bar."""
+    lines: list[str] = []
+    delays = [(lv, p.p50) for lv in analysis.levels if (p := lv.client_delay_ms) is not None]
+    if delays:
+        slowest, delay = max(delays, key=lambda pair: pair[1])
+        if delay > CLIENT_DELAY_MS:
+            lines.append(
+                f"The client's own delay had a median of {format_ms(delay)} at "
+                f"{level_name(slowest)}: its event loop held requests back before they left. "
+                "TTFT includes it; the knee and the server's time do not."
+            )
+    return lines
+
+
+def _plateau(analysis: LoadAnalysis) -> list[str]:
+    """The throughput plateau, or that requests/s still grew."""
+    lines: list[str] = []
+    plateau = analysis.plateau
+    if plateau is not None and analysis.peak_requests_per_s is not None:
+        lines.append(
+            f"Throughput plateau at {level_name(plateau)}: {format_rate(plateau.requests_per_s)} "
+            f"requests/s, less than {PLATEAU_GROWTH:.0%} more than the level before "
+            f"(peak {format_rate(analysis.peak_requests_per_s)}/s)."
+        )
+    elif analysis.levels:
+        lines.append("No throughput plateau: requests/s still grew at the highest level.")
+    return lines
+
+
+def _little(analysis: LoadAnalysis) -> list[str]:
+    """Whether Little's law held at every level, or where it did not."""
+    lines: list[str] = []
+    off = [lv for lv in analysis.levels if lv.little is not None and not lv.little.holds]
+    checked = [lv for lv in analysis.levels if lv.little is not None]
+    if checked and not off:
+        worst = max(lv.little.error for lv in checked if lv.little is not None)
+        lines.append(
+            f"Little's law holds at every level (in flight ≈ the level's target, "
+            f"at most {worst:.0%} off)."
+        )
+    for lv in off:
+        assert lv.little is not None
+        lines.append(
+            f"Little's law is {lv.little.error:.0%} off at {level_name(lv)} "
+            f"({lv.little.in_flight:.1f} in flight against a target of "
+            f"{lv.little.target:.1f}; tolerance {LITTLE_TOLERANCE:.0%}): the client did not "
+            "hold the load it meant to, or the level was too short for its latency."
+        )
+    return lines
+
+
+def _goodput(analysis: LoadAnalysis) -> list[str]:
+    """The best goodput under the objectives asked for."""
+    lines: list[str] = []
+    slo = analysis.slo
+    if slo.any:
+        asked = ", ".join(
+            part
+            for part in (
+                None if slo.ttft_ms is None else f"TTFT ≤ {format_ms(slo.ttft_ms)}",
+                None if slo.tpot_ms is None else f"TPOT ≤ {format_ms(slo.tpot_ms)}",
+            )
+            if part
+        )
+        best = max(
+            (lv for lv in analysis.levels if lv.goodput_per_s is not None),
+            key=lambda lv: lv.goodput_per_s or 0.0,
+            default=None,
+        )
+        if best is not None:
+            lines.append(
+                f"Goodput ({asked}): at most {format_rate(best.goodput_per_s)} requests/s, at "
+                f"{level_name(best)} ({best.goodput_share or 0:.0%} of its requests)."
+            )
+    return lines
+
+
+def _client_limits(analysis: LoadAnalysis) -> list[str]:
+    """A sentence per level the client itself held back, with what would lift it."""
+    lines: list[str] = []
+    for lv in analysis.levels:
+        load = lv.window.client
+        if load is None or not load.saturated:
+            continue
+        reasons = load.reasons()
+        said = reasons[0] if len(reasons) == 1 else ", ".join(reasons[:-1]) + " and " + reasons[-1]
+        who = "" if load.processes == 1 else f" (the busiest of its {load.processes} workers)"
+        wanted = processes_for(load)
+        cores = os.cpu_count() or 1
+        spread = f"`--processes {wanted}`" + (
+            f" (this machine has {cores} cores; beyond them, `--ray` over more machines)"
+            if wanted > cores
+            else " or `--ray`"
+        )
+        together = (
+            ""
+            if load.read_together is None
+            else f" {load.read_together:.1%} of its gaps between tokens were read together, "
+            "each later token's own arrival lost."
+        )
+        lines.append(
+            f"At {level_name(lv)} the client{who}, not the server, shaped the numbers (*): "
+            f"{said}. Its TTFT, inter-token gaps and throughput carry the client's own "
+            f"waiting;{together} {spread} would spread the streams."
+        )
+    return lines

@@ -1,0 +1,116 @@
+"""What a set of requests cost, side by side: a load's levels, a verify's arms, two runs
+compared. One table for every command, with the price it was read at, and the rows'
+JSON; where there is no price, one sentence saying so and no figure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
+
+from latdoc.model import CostSummary, cost_text, cost_to_dict, dollars
+
+__all__ = ["CostRow", "cost_block", "cost_rows_to_dict"]
+
+
+@dataclass(frozen=True, slots=True)
+class CostRow:
+    """One set of requests: what it is, what it cost, and how many of them succeeded."""
+
+    label: str
+    cost: CostSummary | None
+    succeeded: int
+
+    @property
+    def per_success(self) -> float | None:
+        """Dollars a successful request cost, the failed ones' cost included; ``None``
+        where some request reported no usage, or none succeeded."""
+        c = self.cost
+        if c is None or c.total is None or c.without_usage or not self.succeeded:
+            return None
+        return c.total / self.succeeded
+
+
+def _money(value: float | None) -> str:
+    return "-" if value is None else dollars(value)
+
+
+def cost_block(
+    heading: str, rows: Sequence[CostRow], model: str, *, difference: bool = False
+) -> RenderableType:
+    """The rows as a table under ``heading`` with the price they were read at; with
+    ``difference`` (two rows), a third row of the second's cost less the first's. Where
+    no row has a price, the sentence that says the cost is unknown."""
+    priced = [r.cost for r in rows if r.cost is not None]
+    if not priced:
+        return Padding(Text(cost_text(None, model), style="dim"), (0, 0, 0, 2))
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for k, header in enumerate(("", "requests", "cost", "per request", "per 1,000", "per success")):
+        table.add_column(header, justify="left" if k == 0 else "right", no_wrap=True)
+    for r in rows:
+        c = r.cost
+        table.add_row(
+            r.label,
+            "-" if c is None else str(c.requests),
+            _money(None if c is None else c.total),
+            _money(None if c is None else c.per_request),
+            _money(None if c is None else c.per_1000_requests),
+            _money(r.per_success),
+        )
+    if difference and len(rows) == 2:
+        table.add_row(*_difference(rows[0], rows[1]), style="bold")
+    price = priced[0].price
+    named = f" of {price.priced_as}" if price.priced_as else ""
+    lines: list[RenderableType] = [
+        Text(f"  {heading}, in US dollars (at the price{named} from {price.source})"),
+        Padding(table, (0, 0, 0, 2)),
+    ]
+    missing = sum(c.without_usage for c in priced)
+    if missing:
+        lines.append(
+            Padding(
+                Text(
+                    f"{missing} request{'' if missing == 1 else 's'} reported no usage: "
+                    "not counted",
+                    style="dim",
+                ),
+                (0, 0, 0, 2),
+            )
+        )
+    return Group(*lines)
+
+
+def _difference(a: CostRow, b: CostRow) -> tuple[str, ...]:
+    def less(x: float | None, y: float | None) -> str:
+        if x is None or y is None:
+            return "-"
+        change = y - x
+        relative = f" ({change / x:+.0%})" if x else ""
+        return f"{'+' if change >= 0 else '-'}{dollars(abs(change))}{relative}"
+
+    ca, cb = a.cost, b.cost
+    return (
+        f"{b.label} − {a.label}",
+        "",
+        "",
+        less(None if ca is None else ca.per_request, None if cb is None else cb.per_request),
+        less(
+            None if ca is None else ca.per_1000_requests,
+            None if cb is None else cb.per_1000_requests,
+        ),
+        less(a.per_success, b.per_success),
+    )
+
+
+def cost_rows_to_dict(rows: Sequence[CostRow]) -> list[dict[str, Any]]:
+    """Each row as JSON: its label, its cost (null without a price), its cost a success."""
+    return [
+        {"label": r.label, "cost": cost_to_dict(r.cost), "per_success": r.per_success} for r in rows
+    ]

@@ -1,0 +1,46 @@
+"""The cost table every command shows: each row's cost, per request, per 1,000 and per
+success, the price it was read at, a difference row for two arms; no figure at all
+without a price."""
+
+from __future__ import annotations
+
+import io
+
+from latdoc.model import Price, Rates, summarise_costs
+from latdoc.report import make_console
+from latdoc.report.costs import CostRow, cost_block, cost_rows_to_dict
+from unit.model.test_cost import trace
+
+PRICE = Price(Rates(input=2.0, output=8.0), source="genai-prices 0.2.3", priced_as="p/m")
+
+
+def _shown(block: object) -> str:
+    out = io.StringIO()
+    make_console(out, width=100).print(block)
+    return out.getvalue()
+
+
+def test_two_arms_side_by_side_with_their_difference() -> None:
+    a = CostRow("A", summarise_costs([trace(1_000, 100)] * 4, PRICE), succeeded=4)
+    b = CostRow("B", summarise_costs([trace(1_000, 50)] * 4, PRICE), succeeded=2)
+    text = _shown(cost_block("Cost by arm", [a, b], "m", difference=True))
+    assert "at the price of p/m from genai-prices 0.2.3" in text
+    # A: $0.0028 a request ($2.80 per 1,000); B: $0.0024 ($2.40), a success $0.0048.
+    assert "$0.0028" in text and "$2.80" in text and "$0.0048" in text
+    assert "-$0.0004 (-14%)" in text and "+$0.002 (+71%)" in text
+    rows = cost_rows_to_dict([a, b])
+    assert rows[1]["per_success"] == 2 * rows[1]["cost"]["per_request"]
+
+
+def test_without_a_price_the_block_is_one_sentence_and_no_figure() -> None:
+    text = _shown(cost_block("Cost by level", [CostRow("1", None, 3)], "lab-sim"))
+    assert "unknown" in text and "lab-sim" in text and "$" not in text
+    assert cost_rows_to_dict([CostRow("1", None, 3)]) == [
+        {"label": "1", "cost": None, "per_success": None}
+    ]
+
+
+def test_a_set_with_requests_that_reported_no_usage_has_no_cost_per_success() -> None:
+    partly = CostRow("1", summarise_costs([trace(1_000, 100), trace(None, None)], PRICE), 2)
+    assert partly.per_success is None
+    assert "1 request reported no usage: not counted" in _shown(cost_block("Cost", [partly], "m"))
