@@ -29,7 +29,9 @@ class Reservation:
     prompt_tokens: int
     output_tokens: int
     cost: float = 0.0
-    """Dollars, at the budget's price; 0 without one."""
+    """Dollars, at :attr:`price`; 0 without one."""
+    price: Price | None = None
+    """The price of the model the request is sent to: what it is settled at."""
 
     @property
     def tokens(self) -> int:
@@ -72,40 +74,49 @@ class Budget:
             )
         self.started = self.clock()
 
-    def can_afford(self, prompt_tokens: int, output_tokens: int, count: int = 1) -> bool:
+    def can_afford(
+        self, prompt_tokens: int, output_tokens: int, count: int = 1, price: Price | None = None
+    ) -> bool:
         if self.requests + count > self.max_requests:
             return False
         cost = (prompt_tokens + output_tokens) * count
         if self.token_budget is not None and self.tokens + cost > self.token_budget:
             return False
-        money = self._planned(prompt_tokens, output_tokens) * count
+        money = self._planned(prompt_tokens, output_tokens, price) * count
         return self.max_cost is None or self.spent + money <= self.max_cost
 
-    def _planned(self, prompt_tokens: int, output_tokens: int) -> float:
-        if self.price is None:
+    def _planned(self, prompt_tokens: int, output_tokens: int, price: Price | None) -> float:
+        price = price or self.price
+        if price is None:
             return 0.0
-        return planned_cost(self.price, prompt_tokens, output_tokens)
+        return planned_cost(price, prompt_tokens, output_tokens)
 
-    def reserve(self, prompt_tokens: int, output_tokens: int) -> Reservation | None:
+    def reserve(
+        self, prompt_tokens: int, output_tokens: int, price: Price | None = None
+    ) -> Reservation | None:
         """Count one request at its worst case; ``None`` (and nothing counted) if it would
-        not fit."""
-        if not self.can_afford(prompt_tokens, output_tokens):
+        not fit. ``price``: its model's, where it is not the run's (another arm's model)."""
+        if not self.can_afford(prompt_tokens, output_tokens, price=price):
             return None
-        return self._count(self._reservation(prompt_tokens, output_tokens))
+        return self._count(self._reservation(prompt_tokens, output_tokens, price))
 
     def reserve_many(
-        self, prompt_tokens: int, output_tokens: int, count: int
+        self, prompt_tokens: int, output_tokens: int, count: int, price: Price | None = None
     ) -> list[Reservation] | None:
         """Count ``count`` requests sent together, each at its worst case; ``None`` (and
         nothing counted) if they would not all fit."""
-        if not self.can_afford(prompt_tokens, output_tokens, count=count):
+        if not self.can_afford(prompt_tokens, output_tokens, count=count, price=price):
             return None
-        return [self._count(self._reservation(prompt_tokens, output_tokens)) for _ in range(count)]
+        return [
+            self._count(self._reservation(prompt_tokens, output_tokens, price))
+            for _ in range(count)
+        ]
 
-    def _reservation(self, prompt_tokens: int, output_tokens: int) -> Reservation:
-        return Reservation(
-            prompt_tokens, output_tokens, self._planned(prompt_tokens, output_tokens)
-        )
+    def _reservation(
+        self, prompt_tokens: int, output_tokens: int, price: Price | None
+    ) -> Reservation:
+        cost = self._planned(prompt_tokens, output_tokens, price)
+        return Reservation(prompt_tokens, output_tokens, cost, price or self.price)
 
     def _count(self, reservation: Reservation) -> Reservation:
         self.requests += 1
@@ -130,7 +141,7 @@ class Budget:
         if trace.prompt_tokens is None or not trace.output_tokens_exact:
             return
         self.tokens += trace.prompt_tokens + (trace.output_tokens or 0) - reservation.tokens
-        cost = None if self.price is None else cost_of(trace, self.price)
+        cost = None if reservation.price is None else cost_of(trace, reservation.price)
         if cost is not None:
             self.spent += cost.total - reservation.cost
 

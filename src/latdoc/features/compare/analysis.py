@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from latdoc.analysis.compare import Comparison
 from latdoc.analysis.gates import GateReport
+from latdoc.report.costs import CostRow
 from latdoc.store import RunInfo
 
 
@@ -18,6 +19,8 @@ class RunComparison:
     comparison: Comparison
     gates: GateReport | None = None
     """The ``--fail-if`` gates, B against A as its baseline, when any were given."""
+    costs: tuple[CostRow, CostRow] | None = None
+    """What each run's requests cost at the price it kept, A first."""
 
     @property
     def gates_failed(self) -> bool:

@@ -15,6 +15,7 @@ from latdoc.report import (
     render_gates,
     run_to_dict,
 )
+from latdoc.report.costs import cost_block, cost_rows_to_dict
 from latdoc.store import RunInfo
 
 if TYPE_CHECKING:
@@ -49,6 +50,8 @@ class ShownComparison:
         )
         if result.gates is not None:
             document["gates"] = gates_to_dict(result.gates)
+        if result.costs is not None:
+            document["costs"] = cost_rows_to_dict(result.costs)
         return document
 
     def shown(self) -> tuple[RenderableType, ...]:
@@ -59,7 +62,12 @@ class ShownComparison:
             b_label=describe(result.b),
             names=self.names,
         )
-        return (table,) if result.gates is None else (table, render_gates(result.gates, self.names))
+        blocks: list[RenderableType] = [table]
+        if result.costs is not None:
+            blocks.append(cost_block("Cost by run", result.costs, result.a.model, difference=True))
+        if result.gates is not None:
+            blocks.append(render_gates(result.gates, self.names))
+        return tuple(blocks)
 
     def page(self) -> str:
         result = self.result

@@ -29,6 +29,7 @@ from latdoc.report import (
     render_gates,
     run_to_dict,
 )
+from latdoc.report.costs import CostRow, cost_block, cost_rows_to_dict
 from latdoc.store import RunInfo
 
 if TYPE_CHECKING:
@@ -65,6 +66,10 @@ class VerifyResult:
     """The plan's gates checked on B against A, the baseline; ``None``: none asked."""
     interrupted: bool = False
     """The user stopped the sending; what was measured is compared."""
+    costs: tuple[CostRow, CostRow] | None = None
+    """What each arm's kept requests cost at its model's price, A first."""
+    model: str = ""
+    """The plan's model, to say its cost is unknown by name where it has no price."""
 
     @property
     def gain_ms(self) -> float | None:
@@ -109,6 +114,7 @@ class VerifyResult:
             "cached_tokens_b": self.cached_tokens_b,
             "stopped_because": self.stopped_because,
             "notes": [{"step": str(n.step), "text": n.text} for n in self.notes],
+            "costs": None if self.costs is None else cost_rows_to_dict(self.costs),
             "summary": verdict_line(self),
             "comparison": None
             if self.comparison is None or runs is None
@@ -127,6 +133,8 @@ class VerifyResult:
         if self.comparison is not None and self.runs is not None:
             a, b = self.labels
             blocks.append(render_comparison(self.comparison, a_label=a, b_label=b))
+        if self.costs is not None:
+            blocks.append(cost_block("Cost by arm", self.costs, self.model, difference=True))
         blocks += [f"  Note: {note.text}" for note in self.notes]
         if self.cached_tokens_b is not None:
             blocks.append(f"  B: the server reported {self.cached_tokens_b} prompt tokens cached.")

@@ -16,18 +16,22 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from latdoc.analysis.compare import METRICS, ratio_precision
 from latdoc.analysis.gates import GateReport, check_gates
+from latdoc.errors import UsageError
 from latdoc.features.verify.analysis import NOT_APPLICABLE, cached_prompt_tokens, judge_arms
 from latdoc.features.verify.experiments import Before, Experiment, Outcome
 from latdoc.features.verify.plan import VerifyPlan
 from latdoc.features.verify.render import VerifyResult
 from latdoc.features.verify.runs import ArmRun, open_verify_runs
 from latdoc.features.verify.send import Arm, ExperimentResult, run_experiment
+from latdoc.model import summarise_costs
+from latdoc.pricing import find_price
 from latdoc.records import Sample, Step, StepNote
+from latdoc.report.costs import CostRow
 from latdoc.store import Store
 from latdoc.workload import (
     ASSUMED,
@@ -91,7 +95,8 @@ class _State:
             return VerifyResult(
                 plan.remedy.name, NOT_APPLICABLE, reason=options, notes=tuple(self.notes)
             )
-        self.arms = self.spec.build_arms(plan, calibration, options)
+        a, b = self.spec.build_arms(plan, calibration, options)
+        self.arms = (_priced(a, plan), _priced(b, plan))
         self._open_runs()
         result = await _experiment(self, budget)
         self.stopped_because = result.stopped_because
@@ -136,6 +141,7 @@ class _State:
                 arm.endpoint.base_url,
                 arm.endpoint.model,
                 _options(self.plan, arm),
+                arm.price,
             )
             for arm in self.arms
         ]
@@ -188,6 +194,8 @@ class _State:
             runs=(self.store.run_info(run_ids[0]), self.store.run_info(run_ids[1])),
             gates=self._gates(run_ids),
             interrupted=status == "interrupted",
+            costs=(_cost_row(self.arms[0], a), _cost_row(self.arms[1], b)),
+            model=plan.endpoint.model,
         )
 
     def _gates(self, run_ids: tuple[str, str]) -> GateReport | None:
@@ -230,3 +238,26 @@ def _options(plan: VerifyPlan, arm: Arm) -> dict[str, Any]:
         "max_seconds": plan.max_seconds,
         "precision": plan.precision,
     }
+
+
+def _priced(arm: Arm, plan: VerifyPlan) -> Arm:
+    """``arm`` with its model's price: the plan's where it sends to the plan's model, else
+    the price library's. A money cap needs a price for every model it sends to."""
+    same = (arm.endpoint.model, arm.endpoint.base_url) == (
+        plan.endpoint.model,
+        plan.endpoint.base_url,
+    )
+    price = plan.price if same else find_price(None, arm.endpoint.model, arm.endpoint.base_url)
+    if price is None and plan.max_cost is not None:
+        raise UsageError(
+            f"--max-cost needs a price for every model the run sends to, and latdoc's price "
+            f"library has none for {arm.endpoint.model} (arm {arm.name})"
+        )
+    return replace(arm, price=price)
+
+
+def _cost_row(arm: Arm, samples: Sequence[Sample]) -> CostRow:
+    """What an arm's kept requests cost at its model's price."""
+    traces = [s.trace for s in samples]
+    cost = None if arm.price is None else summarise_costs(traces, arm.price)
+    return CostRow(arm.name, cost, sum(1 for t in traces if t.ok))

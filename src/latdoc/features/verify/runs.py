@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from secrets import token_hex
 from typing import Any
 
+from latdoc.model import Price, price_to_dict
 from latdoc.pipeline import host_meta
 from latdoc.store import VERIFY_KIND, Store
 
@@ -21,6 +22,8 @@ class ArmRun:
     endpoint: str
     model: str
     options: Mapping[str, Any]
+    price: Price | None = None
+    """The arm's model's price, kept so the run's cost can be read again."""
 
 
 def open_verify_runs(store: Store, remedy: str, arms: Sequence[ArmRun]) -> dict[str, str]:
@@ -39,6 +42,7 @@ def open_verify_runs(store: Store, remedy: str, arms: Sequence[ArmRun]) -> dict[
                 "arm": arm.name,
                 "arm_label": arm.label,
                 "options": dict(arm.options),
+                **({} if arm.price is None else {"price": price_to_dict(arm.price)}),
             },
         )
         for arm in arms

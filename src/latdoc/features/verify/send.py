@@ -21,6 +21,7 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from latdoc.model import Price
 from latdoc.probe import ConnectionOptions, Endpoint, ProbeSession, Prompt
 from latdoc.records import RequestTrace, Sample, Step, StepNote
 from latdoc.workload import Budget
@@ -53,6 +54,8 @@ class Arm:
     warmup_trials: int = 0
     """Trials sent before measuring (to open connections, fill a cache); not kept."""
     target_prompt_tokens: int | None = None
+    price: Price | None = None
+    """The price of the arm's model, where latdoc knows it: what its requests cost."""
 
     def session(self, budget: Budget | None = None) -> ProbeSession:
         """A session for this arm; a request it would send again is counted in ``budget``
@@ -146,7 +149,9 @@ class _Trials:
         """One trial of ``arm`` (its ``concurrency`` requests at once); ``False`` when the
         budget cannot afford it."""
         budget, rng = self.budget, self.rng
-        reservations = budget.reserve_many(arm.prompt_cost, arm.max_tokens, arm.concurrency)
+        reservations = budget.reserve_many(
+            arm.prompt_cost, arm.max_tokens, arm.concurrency, price=arm.price
+        )
         if reservations is None:
             return False
         session = self.sessions[arm.name]
@@ -187,7 +192,8 @@ class _Trials:
             block = list(arms)
             self.rng.shuffle(block)
             if not all(
-                budget.can_afford(a.prompt_cost, a.max_tokens, count=a.concurrency) for a in block
+                budget.can_afford(a.prompt_cost, a.max_tokens, count=a.concurrency, price=a.price)
+                for a in block
             ) or budget.requests_left < sum(a.concurrency for a in block):
                 return "budget"
             for arm in block:
