@@ -34,6 +34,7 @@ from latdoc.features.watch.analysis import (
 )
 from latdoc.features.watch.render import ShownClock, duration_text
 from latdoc.features.watch.send import WatchPlan, WatchResult, known_calibration, run_watch
+from latdoc.model import cost_of, planned_cost, price_to_dict
 from latdoc.pipeline import WATCH_KIND, host_meta, keep_hourly_verdict
 from latdoc.probe import Endpoint
 from latdoc.records import Sample, Step
@@ -74,13 +75,16 @@ def watch_endpoint(
     name: str | None = None,
     max_requests: int = MAX_REQUESTS,
     token_budget: int | None = None,
+    max_cost: float | None = None,
     duration_s: float | None = DURATION_S,
     on_sample: Callable[[Sample], None] | None = None,
     on_start: Callable[[str, bool], None] | None = None,
     clock: Callable[[], float] = time.time,
 ) -> WatchRun:
     """Run (or resume) the watch ``name`` (default :func:`watch_name`); its duration
-    counts from its first start, and ``None`` sends one tick. Ctrl-C ends it with every
+    counts from its first start, and ``None`` sends one tick. Its caps (``max_requests``,
+    ``token_budget``, ``max_cost`` at the plan's price) span the whole watch, resumes
+    included. Ctrl-C ends it with every
     finished trace kept (``result`` is then ``None``); either way the whole watch is read
     back by hour of day and its verdict kept for a diagnosis."""
     if name is None:
@@ -102,15 +106,25 @@ def watch_endpoint(
             endpoint=plan.endpoint.base_url,
             model=plan.endpoint.model,
             scenario="",
-            meta={**host_meta(), "name": name, "options": _options(plan), SKIPPED_TICKS: 0},
+            meta={
+                **host_meta(),
+                "name": name,
+                "options": _options(plan),
+                SKIPPED_TICKS: 0,
+                **({} if plan.price is None else {"price": price_to_dict(plan.price)}),
+            },
             kind=WATCH_KIND,
         )
         requests, tokens, first_index, skipped_before = 0, 0, 0, 0
         started = clock()
     if on_start is not None:
         on_start(run_id, bool(existing))
-    budget = Budget(max_requests=max_requests, token_budget=token_budget)
+    budget = Budget(
+        max_requests=max_requests, token_budget=token_budget, max_cost=max_cost, price=plan.price
+    )
     budget.requests, budget.tokens = requests, tokens
+    if existing and plan.price is not None:
+        budget.spent = _spent(store, run_id, plan)
     if requests >= max_requests or (token_budget is not None and tokens >= token_budget):
         store.finish_run(run_id, status="done", diagnosis=None)
         by_hour = _read_by_hour(store, run_id, name)
@@ -274,6 +288,22 @@ def _check_same_target(info: RunInfo, plan: WatchPlan) -> None:
                 f"watch {info.meta.get('name')!r} measures {what} {stored}, not {asked}; "
                 "give another --name for a new watch"
             )
+
+
+def _spent(store: Store, run_id: str, plan: WatchPlan) -> float:
+    """Dollars the watch's earlier runs spent: each request at its reported usage, or at
+    its worst case where the server reported none, as the budget counted it then."""
+    assert plan.price is not None
+    _, samples, _ = store.load_run(run_id)
+    spent = 0.0
+    for s in samples:
+        cost = cost_of(s.trace, plan.price)
+        if cost is not None:
+            spent += cost.total
+        else:
+            prompt = s.trace.prompt_tokens or s.target_prompt_tokens or plan.long_tokens
+            spent += planned_cost(plan.price, prompt, plan.max_tokens)
+    return spent
 
 
 def _options(plan: WatchPlan) -> dict[str, Any]:

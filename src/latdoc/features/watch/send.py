@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from latdoc.errors import CalibrationError, UsageError
+from latdoc.model import Price
 from latdoc.probe import ConnectionOptions, Endpoint, ProbeSession
 from latdoc.records import RequestTrace, Sample, Step
 from latdoc.workload import (
@@ -70,6 +71,8 @@ class WatchPlan:
     first_index: int = 0
     """Index of the first sample this invocation stores (a resumed watch continues)."""
     seed: int | None = None
+    price: Price | None = None
+    """The model's price, where latdoc's price library knows it or the user gave it."""
 
     def __post_init__(self) -> None:
         if not self.every_s > 0:
