@@ -2,7 +2,8 @@
 
 Every test here runs sealed: an internet socket (pytest-socket) or a new process
 (:class:`subprocess.Popen`, :func:`os.fork`) fails it at once, so a test that needs a
-server belongs in ``tests/integration``. Unix sockets stay open: asyncio's event loop
+server belongs in ``tests/integration``; so does a test whose code swallowed the
+refusal of its socket. Unix sockets stay open: asyncio's event loop
 wakes itself through a pair of them. The tier mirrors ``src/latdoc`` (and ``bench``):
 a test of ``latdoc.analysis`` lives in ``tests/unit/analysis``; only there may it read
 that package's private modules.
@@ -23,6 +24,10 @@ import pytest_socket
 # platform's description, and keeps the answer: asked once here, before any test is
 # sealed, a unit test that reads it (what every run records of its host) starts none.
 platform.platform()
+# urllib3 (under botocore and the price library) opens a socket when it is first
+# imported, to learn whether the host has IPv6: imported here, before any test is
+# sealed, that is not taken for a test's own socket.
+import urllib3.util.connection  # noqa: E402, F401
 
 
 class ProcessBlockedError(RuntimeError):
@@ -34,8 +39,16 @@ def _refuse(*_args: object, **_kwargs: object) -> NoReturn:
 
 
 @pytest.fixture(autouse=True)
-def sealed(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def sealed(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Iterator[None]:
     """No internet socket, no process, for the length of the test."""
+    refused: list[str] = []
+    blocked = pytest_socket.SocketBlockedError.__init__
+
+    def counted(self: pytest_socket.SocketBlockedError, *args: object, **kwargs: object) -> None:
+        refused.append("socket")
+        blocked(self, *args, **kwargs)
+
+    monkeypatch.setattr(pytest_socket.SocketBlockedError, "__init__", counted)
     pytest_socket.disable_socket(allow_unix_socket=True)
     monkeypatch.setattr(subprocess.Popen, "__init__", _refuse)
     monkeypatch.setattr(os, "fork", _refuse)
@@ -44,3 +57,5 @@ def sealed(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         yield
     finally:
         pytest_socket.enable_socket()
+    if refused and request.node.get_closest_marker("refused_socket") is None:
+        pytest.fail("a unit test opened an internet socket: move it to tests/integration")

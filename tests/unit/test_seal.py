@@ -13,12 +13,14 @@ import pytest_socket
 from unit.conftest import ProcessBlockedError
 
 
+@pytest.mark.refused_socket
 @pytest.mark.filterwarnings("ignore:A test tried to use socket")
 def test_an_internet_socket_is_refused() -> None:
     with pytest.raises(pytest_socket.SocketBlockedError):
         socket.socket(socket.AF_INET, socket.SOCK_STREAM)
 
 
+@pytest.mark.refused_socket
 @pytest.mark.filterwarnings("ignore:A test tried to use socket")
 def test_a_loopback_connection_is_refused() -> None:
     with pytest.raises(pytest_socket.SocketBlockedError):
