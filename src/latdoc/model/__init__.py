@@ -3,8 +3,9 @@
 :class:`Diagnosis` with its :class:`Verdict`, :class:`Finding` and :class:`Remedy`
 records, the :class:`Kind` of slow each names, the length curve, the server's own
 account, the client host's facts and checklist items, the :class:`RunContext`
-an analysis is given, and a model's :class:`Price`. Frozen records, and two
-definitions that every layer must read alike: latdoc's one percentile
+an analysis is given, the user's :class:`Priorities` among latency, cost and quality
+with each remedy's :class:`Effects` on them, and a model's :class:`Price`. Frozen
+records, and two definitions that every layer must read alike: latdoc's one percentile
 (:mod:`.percentile`), here because the length curve's band reads it, and what a
 request costs at a price (:mod:`.cost`), read by the plan before it sends and by
 every report after. The functions that compute the records live in
@@ -40,7 +41,6 @@ from latdoc.model.diagnosis import (
     PromptSource,
     Remedy,
     RequestParts,
-    Scenario,
     Verdict,
     Workload,
 )
@@ -49,6 +49,16 @@ from latdoc.model.host import HostFacts, SystemItem
 from latdoc.model.kind import Kind
 from latdoc.model.length import CURVE_CONFIDENCE, LengthCurve, LengthPoint
 from latdoc.model.percentile import QUANTILE_METHOD, quantile, quantiles
+from latdoc.model.priorities import (
+    PRESETS,
+    Corner,
+    CostChange,
+    Effects,
+    Priorities,
+    QualityRisk,
+    Scenario,
+    parse_priorities,
+)
 from latdoc.model.server import Disagreement, ServerAccount
 from latdoc.model.sizing import DEFAULT_CONCURRENCY, pool_size
 
@@ -56,11 +66,15 @@ __all__ = [
     "CURVE_CONFIDENCE",
     "DEFAULT_CONCURRENCY",
     "DIAGNOSIS_SCHEMA",
+    "PRESETS",
     "QUANTILE_METHOD",
+    "Corner",
     "Cost",
+    "CostChange",
     "CostSummary",
     "Diagnosis",
     "Disagreement",
+    "Effects",
     "Finding",
     "GainSource",
     "HostFacts",
@@ -74,7 +88,9 @@ __all__ = [
     "NoticeableBar",
     "Price",
     "PriceTier",
+    "Priorities",
     "PromptSource",
+    "QualityRisk",
     "Rates",
     "Remedy",
     "RequestParts",
@@ -89,6 +105,7 @@ __all__ = [
     "cost_to_dict",
     "diagnosis_to_dict",
     "dollars",
+    "parse_priorities",
     "planned_cost",
     "pool_size",
     "price_from_dict",

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from latdoc.model.cost import Price
-from latdoc.model.diagnosis import Scenario
 from latdoc.model.host import HostFacts
+from latdoc.model.priorities import Priorities, Scenario
 from latdoc.records import StepNote
 
 __all__ = ["RunContext"]
@@ -22,6 +22,8 @@ class RunContext:
     endpoint: str
     model: str
     scenario: Scenario = Scenario.CHAT
+    priorities: Priorities | None = None
+    """The user's priorities (``--priorities``); None for :attr:`scenario`'s preset."""
     concurrency: int = 1
     """The concurrency the user expects in production (for pool sizing)."""
     prompt_tokens: int | None = None
@@ -44,3 +46,8 @@ class RunContext:
     """Where those metrics were scraped, in words."""
     price: Price | None = None
     """The model's price the run was counted at; ``None`` where latdoc knew none."""
+
+    @property
+    def ranked_for(self) -> Priorities:
+        """What the remedies are ranked for: the user's priorities, else the scenario's."""
+        return self.priorities or Priorities.preset(self.scenario)

@@ -7,7 +7,6 @@ unless a name says otherwise.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -16,19 +15,9 @@ from latdoc.model.cost import CostSummary
 from latdoc.model.host import SystemItem
 from latdoc.model.kind import Kind
 from latdoc.model.length import LengthCurve
+from latdoc.model.priorities import Effects, Priorities, Scenario
 from latdoc.model.server import ServerAccount
 from latdoc.records import StepNote
-
-
-class Scenario(enum.StrEnum):
-    """What the user optimises for (MISSION.md, cost–latency–quality)."""
-
-    CHAT = "chat"
-    """Real-time chat: latency first."""
-    BATCH = "batch"
-    """Batch analysis: cost first."""
-    LONGDOC = "longdoc"
-    """Long-document understanding: quality first, with long input."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +46,7 @@ curve (a difference of predictions with the interval of its bootstrap refits).""
 
 @dataclass(frozen=True, slots=True)
 class Remedy:
-    """A concrete change, ranked for the scenario.
+    """A concrete change, ranked for the user's priorities.
 
     Its gain is printed only when this run measured it or the length curve models it,
     with the interval and the source; otherwise ``predicted_gain_ms`` is ``None`` and
@@ -81,6 +70,9 @@ class Remedy:
     """The ``latdoc verify`` command that measures this remedy on this endpoint."""
     how_to_measure: str | None = None
     """In words, how to measure a remedy that ``latdoc verify`` cannot."""
+    effects: Effects | None = None
+    """What it does to cost and quality, as its kind's registry declares; None in
+    documents written before remedies declared it."""
 
     def __post_init__(self) -> None:
         if (self.predicted_gain_ms is None) != (self.gain_source is None):
@@ -358,6 +350,9 @@ class Diagnosis:
     which input length would be named and noticeable; None when there is none."""
     cost: CostSummary | None = None
     """What the run's requests cost at the model's price; None where latdoc knew none."""
+    priorities: Priorities | None = None
+    """What the remedies were ranked for: the user's priorities, else the scenario's
+    preset; None before remedies are added, and in documents written before."""
 
     def requests_text(self) -> str:
         """``17 requests (network 4, length 5, load 8)``."""
