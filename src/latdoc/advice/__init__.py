@@ -1,9 +1,11 @@
-"""Advice: typed findings become ranked remedies for the user's scenario.
+"""Advice: typed findings become remedies ranked for the user's priorities.
 
 - :func:`with_remedies` fills a diagnosis's findings with their remedies, ranked by
-  :func:`recommend` for the scenario; each kind's remedies come from its builders
-  (``kinds``: one module per kind, the :data:`BUILDERS` tuple lists them,
-  :func:`builders_for` finds a kind's), each remedy named once in :mod:`~.keys`;
+  :func:`recommend` for the user's priorities among latency, cost and quality (else the
+  scenario's preset); each kind's remedies come from its builders (``kinds``: one module
+  per kind, which declares each remedy's effects on cost and quality; the
+  :data:`BUILDERS` tuple lists them, :func:`builders_for` finds a kind's), each remedy
+  named once in :mod:`~.keys`;
 - :func:`advised_pool`: the pool the advice gives this host, by the method's rule;
 - :func:`checklist` judges the client host's facts, :func:`with_system` keeps the items
   that matter for the verdict;

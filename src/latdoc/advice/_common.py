@@ -1,15 +1,36 @@
 """The remedies that answer several kinds alike, built once: an asynchronous client, a
 smaller or quantised model (one of the trade-offs :func:`another_model` builds), and
-retries by error class with backoff.
+retries by error class with backoff; and the effects on cost and quality of those and of
+a trimmed prompt, declared once for every kind that gives them.
 """
 
 from __future__ import annotations
 
 from latdoc.advice import keys
 from latdoc.advice.verify import VERIFY_MODEL, VERIFY_RETRY, verify_command
-from latdoc.model import Kind, Remedy, RunContext
+from latdoc.model import CostChange, Effects, Kind, QualityRisk, Remedy, RunContext
 
-__all__ = ["another_model", "async_client", "retries", "smaller_model"]
+__all__ = [
+    "SMALLER_MODEL_EFFECTS",
+    "TRIMMED_PROMPT_EFFECTS",
+    "another_model",
+    "async_client",
+    "retries",
+    "smaller_model",
+]
+
+SMALLER_MODEL_EFFECTS = Effects(
+    CostChange.LOWER,
+    QualityRisk.MAY_LOWER,
+    cost_why="a smaller model costs less a token",
+    quality_why="a smaller or quantised model knows less",
+)
+TRIMMED_PROMPT_EFFECTS = Effects(
+    CostChange.LOWER,
+    QualityRisk.MAY_CHANGE,
+    cost_why="fewer prompt tokens billed",
+    quality_why="the model no longer reads what was trimmed",
+)
 
 
 def async_client(kind: Kind) -> Remedy:

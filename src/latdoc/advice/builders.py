@@ -1,8 +1,9 @@
 """Which remedies each kind of slow gets: the one list, :data:`BUILDERS`.
 
 Each kind's remedies are built in a module of their own (:mod:`latdoc.advice.kinds`),
-which names its kind in a :class:`~latdoc.advice.kinds.RemedyBuilder`. A kind
-may have several builders, or none (``healthy``: nothing to remedy).
+which names its kind in a :class:`~latdoc.advice.kinds.RemedyBuilder` with every remedy
+it may give and that remedy's effects on cost and quality. A kind may have several
+builders, or none (``healthy``: nothing to remedy).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ BUILDERS: tuple[RemedyBuilder, ...] = (
 """Every kind's remedy builders."""
 
 
-def builders_for(kind: Kind) -> tuple[Build, ...]:
-    """What builds ``kind``'s remedies, in :data:`BUILDERS` order; empty for none."""
-    return tuple(b.build for b in BUILDERS if b.kind == kind)
+def builders_for(kind: Kind) -> tuple[RemedyBuilder, ...]:
+    """What builds ``kind``'s remedies and declares their effects, in :data:`BUILDERS`
+    order; empty for none."""
+    return tuple(b for b in BUILDERS if b.kind == kind)

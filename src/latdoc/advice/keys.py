@@ -1,6 +1,6 @@
 """Every remedy's key, once: the name a :class:`~latdoc.model.Remedy` carries in the
-diagnosis document (``remedies[].key``), by which the ranking weighs it and scripts
-find it. Keys are added, never renamed: stored runs hold them."""
+diagnosis document (``remedies[].key``), by which its kind declares its effects and
+scripts find it. Keys are added, never renamed: stored runs hold them."""
 
 from __future__ import annotations
 

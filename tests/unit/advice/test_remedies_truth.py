@@ -4,6 +4,7 @@ the length rule's words match its numbers; the stall bound follows from the run.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import statistics
 
@@ -23,9 +24,13 @@ from latdoc import (
     render_html,
     render_text,
 )
+from latdoc.advice import keys
 from latdoc.advice._stall import stall_timeout
+from latdoc.advice.kinds import input_length
+from latdoc.advice.remedies import rank
 from latdoc.advice.verify import verify_command
 from latdoc.analysis.policy import NOTICEABLE_FRACTION
+from latdoc.model import Effects, Priorities, Scenario
 from latdoc.report.names import format_ms
 from report_samples import ENDPOINT, make_trace
 
@@ -255,9 +260,9 @@ def test_the_stall_bound_lies_between_the_normal_gaps_and_the_longest_stall(
 
 
 def test_a_small_measured_saving_does_not_outrank_the_fix_for_the_verdicts_seconds() -> None:
-    import latdoc
-    from latdoc.advice import keys
-    from latdoc.advice.remedies import _rank
+    def declared(r: Remedy) -> Remedy:
+        effects = input_length.BUILDER.effects.get(r.key, Effects())
+        return dataclasses.replace(r, effects=effects)
 
     keep_alive = Remedy(
         keys.KEEP_ALIVE,
@@ -280,8 +285,10 @@ def test_a_small_measured_saving_does_not_outrank_the_fix_for_the_verdicts_secon
     )
     cache = Remedy(keys.PROMPT_CACHE, "Cache the prefix", Kind.INPUT_LENGTH, "fixed first", None)
     shares = {Kind.QUEUEING: 3000.0, Kind.NETWORK_SETUP: 15.0, Kind.INPUT_LENGTH: 1500.0}
+    chat = Priorities.preset(Scenario.CHAT)
     ranked = sorted(
-        [keep_alive, cache, spread, trim], key=lambda r: _rank(r, latdoc.Scenario.CHAT, shares)
+        (declared(r) for r in (keep_alive, cache, spread, trim)),
+        key=lambda r: rank(r, 0, chat, shares),
     )
     assert [r.key for r in ranked] == [
         keys.SPREAD_REQUESTS,
@@ -292,8 +299,6 @@ def test_a_small_measured_saving_does_not_outrank_the_fix_for_the_verdicts_secon
 
 
 def test_stalls_in_half_the_streams_are_not_dismissed_by_the_spread_they_make() -> None:
-    import dataclasses
-
     from latdoc.analysis.noticeable import is_noticeable, noticeable_bar
     from latdoc.records import Chunk
 

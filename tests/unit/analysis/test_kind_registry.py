@@ -30,6 +30,7 @@ from latdoc import (
 from latdoc.advice.builders import BUILDERS, RemedyBuilder
 from latdoc.analysis.facts import Facts
 from latdoc.analysis.kinds import KINDS, KindSpec, spec_of
+from latdoc.model import CostChange, Effects
 from report_samples import run_samples
 
 
@@ -123,10 +124,12 @@ def test_a_new_kind_is_shown_in_its_colour(monkeypatch: pytest.MonkeyPatch) -> N
 def test_a_new_kind_gets_the_remedies_registered_for_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(latdoc.analysis.kinds, "KINDS", (*KINDS, _toy_rule(True)))
     assert not [r for r in _diagnose().remedies if r.addresses == TOY]  # none registered yet
-    builder = RemedyBuilder(TOY, _toy_remedies)
+    dear = Effects(CostChange.HIGHER, cost_why="the toy is dear")
+    builder = RemedyBuilder(TOY, _toy_remedies, {"toy_fix": dear})
     monkeypatch.setattr(latdoc.advice.builders, "BUILDERS", (*BUILDERS, builder))
     (toy,) = [r for r in _diagnose().remedies if r.addresses == TOY]
     assert toy.key == "toy_fix"
+    assert toy.effects == dear  # as its registry entry declares
 
 
 def test_without_its_spec_a_kind_is_neither_found_nor_shown(

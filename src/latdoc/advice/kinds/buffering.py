@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from latdoc.advice import keys
 from latdoc.advice.kinds._builder import RemedyBuilder
 from latdoc.advice.verify import VERIFY_ENDPOINT, verify_command
-from latdoc.model import Diagnosis, Finding, Kind, Remedy, RunContext
+from latdoc.model import Diagnosis, Effects, Finding, Kind, Remedy, RunContext
 
 __all__ = ["BUILDER", "buffering_remedies"]
 
@@ -33,4 +33,4 @@ def buffering_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Re
     )
 
 
-BUILDER = RemedyBuilder(Kind.BUFFERING, buffering_remedies)
+BUILDER = RemedyBuilder(Kind.BUFFERING, buffering_remedies, {keys.UNBUFFER_STREAM: Effects()})

@@ -13,7 +13,7 @@ from latdoc.advice.kinds._builder import RemedyBuilder
 from latdoc.advice.verify import VERIFY_HTTP2, VERIFY_POOL, verify_command
 from latdoc.analysis.kinds.client import CLIENT_LOOP_LAG_MS
 from latdoc.analysis.policy import CLIENT_DELAY_MS
-from latdoc.model import Diagnosis, Finding, Kind, Remedy, RunContext
+from latdoc.model import Diagnosis, Effects, Finding, Kind, Remedy, RunContext
 
 __all__ = ["BUILDER", "client_remedies"]
 
@@ -58,4 +58,13 @@ def client_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remed
     yield async_client(f.kind)
 
 
-BUILDER = RemedyBuilder(Kind.CLIENT, client_remedies)
+BUILDER = RemedyBuilder(
+    Kind.CLIENT,
+    client_remedies,
+    {
+        keys.CLIENT_CPU: Effects(),
+        keys.ASYNC_CLIENT: Effects(),
+        keys.POOL_SIZE: Effects(),
+        keys.HTTP2: Effects(),
+    },
+)

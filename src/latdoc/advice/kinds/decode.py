@@ -7,10 +7,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from latdoc.advice import keys
-from latdoc.advice._common import smaller_model
+from latdoc.advice._common import SMALLER_MODEL_EFFECTS, smaller_model
 from latdoc.advice.kinds._builder import RemedyBuilder
 from latdoc.advice.verify import VERIFY_MAX_TOKENS, verify_command
-from latdoc.model import Diagnosis, Finding, Kind, Remedy, RunContext
+from latdoc.model import (
+    CostChange,
+    Diagnosis,
+    Effects,
+    Finding,
+    Kind,
+    QualityRisk,
+    Remedy,
+    RunContext,
+)
 
 __all__ = ["BUILDER", "decode_remedies"]
 
@@ -33,4 +42,16 @@ def decode_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remed
     )
 
 
-BUILDER = RemedyBuilder(Kind.DECODE, decode_remedies)
+BUILDER = RemedyBuilder(
+    Kind.DECODE,
+    decode_remedies,
+    {
+        keys.MAX_TOKENS: Effects(
+            CostChange.LOWER,
+            QualityRisk.MAY_CHANGE,
+            cost_why="fewer output tokens billed",
+            quality_why="an answer longer than the cap is cut off",
+        ),
+        keys.SMALLER_MODEL: SMALLER_MODEL_EFFECTS,
+    },
+)

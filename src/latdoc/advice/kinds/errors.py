@@ -11,7 +11,7 @@ from latdoc.advice import keys
 from latdoc.advice._common import retries
 from latdoc.advice.kinds._builder import RemedyBuilder
 from latdoc.errors import cannot_answer
-from latdoc.model import Diagnosis, Finding, Kind, Remedy, RunContext
+from latdoc.model import Diagnosis, Effects, Finding, Kind, Remedy, RunContext
 
 __all__ = ["BUILDER", "errors_remedies"]
 
@@ -48,4 +48,8 @@ def errors_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remed
         )
 
 
-BUILDER = RemedyBuilder(Kind.ERRORS, errors_remedies)
+BUILDER = RemedyBuilder(
+    Kind.ERRORS,
+    errors_remedies,
+    {keys.RETRIES: Effects(), keys.SPREAD_REQUESTS: Effects(), keys.FIX_ENDPOINT: Effects()},
+)

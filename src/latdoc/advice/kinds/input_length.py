@@ -8,7 +8,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from latdoc.advice import keys
-from latdoc.advice._common import another_model, smaller_model
+from latdoc.advice._common import (
+    SMALLER_MODEL_EFFECTS,
+    TRIMMED_PROMPT_EFFECTS,
+    another_model,
+    smaller_model,
+)
 from latdoc.advice._sizing import SUMMARY_AFTER_TURNS, TRIM_WINDOW_TOKENS, trim_window
 from latdoc.advice.kinds._builder import RemedyBuilder
 from latdoc.advice.verify import (
@@ -18,7 +23,16 @@ from latdoc.advice.verify import (
     VERIFY_TRIM,
     verify_command,
 )
-from latdoc.model import Diagnosis, Finding, Kind, Remedy, RunContext
+from latdoc.model import (
+    CostChange,
+    Diagnosis,
+    Effects,
+    Finding,
+    Kind,
+    QualityRisk,
+    Remedy,
+    RunContext,
+)
 
 __all__ = ["BUILDER", "input_length_remedies"]
 
@@ -95,4 +109,26 @@ def input_length_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator
     )
 
 
-BUILDER = RemedyBuilder(Kind.INPUT_LENGTH, input_length_remedies)
+BUILDER = RemedyBuilder(
+    Kind.INPUT_LENGTH,
+    input_length_remedies,
+    {
+        keys.TRIM_WINDOW: TRIMMED_PROMPT_EFFECTS,
+        keys.PROMPT_CACHE: Effects(
+            CostChange.LOWER, cost_why="a cached prefix is billed at the cached rate"
+        ),
+        keys.SUMMARIZE_HISTORY: Effects(
+            CostChange.LOWER,
+            QualityRisk.MAY_CHANGE,
+            cost_why="fewer prompt tokens a turn, less the summaries' own requests",
+            quality_why="the model reads a summary of the old turns, not the turns",
+        ),
+        keys.SMALLER_MODEL: SMALLER_MODEL_EFFECTS,
+        keys.LONG_CONTEXT_MODEL: Effects(
+            CostChange.HIGHER,
+            QualityRisk.MAY_CHANGE,
+            cost_why="a model served for long context is usually dearer a token",
+            quality_why="another model answers differently",
+        ),
+    },
+)

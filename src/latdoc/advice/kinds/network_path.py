@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 from latdoc.advice import keys
+from latdoc.advice._common import TRIMMED_PROMPT_EFFECTS
 from latdoc.advice._sizing import SELF_PACED, trim_window
 from latdoc.advice.kinds._builder import RemedyBuilder
 from latdoc.advice.verify import (
@@ -25,7 +26,7 @@ from latdoc.advice.verify import (
     verify_command,
 )
 from latdoc.analysis.policy import HIGH_RTT_MS
-from latdoc.model import Diagnosis, Finding, Kind, Remedy, RunContext
+from latdoc.model import Diagnosis, Effects, Finding, Kind, Remedy, RunContext
 
 __all__ = ["BUILDER", "network_path_remedies"]
 
@@ -102,7 +103,20 @@ def network_path_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator
         yield _gateway(f, ctx)
 
 
-BUILDER = RemedyBuilder(Kind.NETWORK_PATH, network_path_remedies)
+BUILDER = RemedyBuilder(
+    Kind.NETWORK_PATH,
+    network_path_remedies,
+    {
+        keys.LOSSY_PATH: Effects(),
+        keys.PROXY_BYPASS: Effects(),
+        keys.PROXY_KEEP_ALIVE: Effects(),
+        keys.NEARER_PROXY: Effects(),
+        keys.NEARER_REGION: Effects(),
+        keys.GATEWAY: Effects(),
+        keys.TCP_SETTINGS: Effects(),
+        keys.TRIM_WINDOW: TRIMMED_PROMPT_EFFECTS,
+    },
+)
 
 _LOSS_KEYS = frozenset({
     "retransmitted_segments", "sent_segments", "out_of_order_segments", "received_segments",

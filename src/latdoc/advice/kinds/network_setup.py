@@ -15,7 +15,7 @@ from latdoc.advice import keys
 from latdoc.advice._sizing import advised_pool
 from latdoc.advice.kinds._builder import RemedyBuilder
 from latdoc.advice.verify import VERIFY_KEEPALIVE, verify_command
-from latdoc.model import Diagnosis, Finding, Kind, Remedy, RunContext
+from latdoc.model import Diagnosis, Effects, Finding, Kind, Remedy, RunContext
 
 __all__ = ["BUILDER", "keep_alive_gain", "network_setup_remedies", "tls_resumption_gain"]
 
@@ -143,4 +143,13 @@ def _address_family(family: int, cost: float, ctx: RunContext) -> Remedy:
     )
 
 
-BUILDER = RemedyBuilder(Kind.NETWORK_SETUP, network_setup_remedies)
+BUILDER = RemedyBuilder(
+    Kind.NETWORK_SETUP,
+    network_setup_remedies,
+    {
+        keys.ADDRESS_FAMILY: Effects(),
+        keys.DNS_CACHE: Effects(),
+        keys.KEEP_ALIVE: Effects(),
+        keys.TLS_RESUMPTION: Effects(),
+    },
+)

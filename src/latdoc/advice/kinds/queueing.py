@@ -10,7 +10,7 @@ from latdoc.advice import keys
 from latdoc.advice._common import async_client, retries
 from latdoc.advice.kinds._builder import RemedyBuilder
 from latdoc.advice.verify import WATCH_NAME, watch_command
-from latdoc.model import Diagnosis, Finding, Kind, Remedy, RunContext
+from latdoc.model import Diagnosis, Effects, Finding, Kind, Remedy, RunContext
 
 __all__ = ["BUILDER", "queueing_remedies"]
 
@@ -31,4 +31,8 @@ def queueing_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Rem
     yield retries(f.kind, None, ctx)
 
 
-BUILDER = RemedyBuilder(Kind.QUEUEING, queueing_remedies)
+BUILDER = RemedyBuilder(
+    Kind.QUEUEING,
+    queueing_remedies,
+    {keys.ASYNC_CLIENT: Effects(), keys.RETRIES: Effects(), keys.SPREAD_REQUESTS: Effects()},
+)

@@ -14,7 +14,16 @@ from latdoc.advice import keys
 from latdoc.advice._common import another_model
 from latdoc.advice.kinds._builder import RemedyBuilder
 from latdoc.advice.verify import VERIFY_REASONING_EFFORT, verify_command
-from latdoc.model import Diagnosis, Finding, Kind, Remedy, RunContext
+from latdoc.model import (
+    CostChange,
+    Diagnosis,
+    Effects,
+    Finding,
+    Kind,
+    QualityRisk,
+    Remedy,
+    RunContext,
+)
 
 __all__ = ["BUILDER", "reasoning_remedies"]
 
@@ -45,4 +54,21 @@ def reasoning_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Re
     )
 
 
-BUILDER = RemedyBuilder(Kind.REASONING, reasoning_remedies)
+BUILDER = RemedyBuilder(
+    Kind.REASONING,
+    reasoning_remedies,
+    {
+        keys.REASONING_EFFORT: Effects(
+            CostChange.LOWER,
+            QualityRisk.MAY_LOWER,
+            cost_why="fewer reasoning tokens billed",
+            quality_why="less thinking can mean worse answers on hard questions",
+        ),
+        keys.NON_REASONING_MODEL: Effects(
+            CostChange.LOWER,
+            QualityRisk.MAY_LOWER,
+            cost_why="no reasoning tokens billed",
+            quality_why="worse answers on questions that need reasoning",
+        ),
+    },
+)

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from latdoc.advice import keys
 from latdoc.advice._stall import stall_timeout
 from latdoc.advice.kinds._builder import RemedyBuilder
-from latdoc.model import Diagnosis, Finding, Kind, Remedy, RunContext
+from latdoc.model import Diagnosis, Effects, Finding, Kind, Remedy, RunContext
 
 __all__ = ["BUILDER", "stalls_remedies"]
 
@@ -24,4 +24,4 @@ def stalls_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remed
     )
 
 
-BUILDER = RemedyBuilder(Kind.STALLS, stalls_remedies)
+BUILDER = RemedyBuilder(Kind.STALLS, stalls_remedies, {keys.STALL_TIMEOUT: Effects()})
