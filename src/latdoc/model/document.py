@@ -75,9 +75,16 @@ def diagnosis_to_dict(d: Diagnosis) -> dict[str, Any]:
     are null in documents written before confidence was calibrated, whose
     ``confidence`` is the rule's own. A finding's ``confidence`` stays its rule's own.
 
+    ``priorities`` is what the remedies were ranked for: the corners of latency, cost and
+    quality in the ``order`` read, their ``weights`` where the user gave weights, those
+    ``not_read`` (weighted 0), the ``scenario`` whose preset they are (null for the
+    user's ``--priorities``) and the ``text`` the reports print.
     Each remedy's ``predicted_gain_ms`` is null unless ``gain_source`` says it was
     ``measured`` in this run or ``fitted`` from the length curve, with its
-    ``gain_interval_ms``; ``verify_command`` is the experiment that would measure it.
+    ``gain_interval_ms``; ``verify_command`` is the experiment that would measure it;
+    ``effects`` says what it does to cost (``lower``, ``none``, ``higher``) and to the
+    answers (``none``, ``may_change``, ``may_lower``), each with why in words: classes,
+    never amounts.
     ``negligible`` names the kinds too small to matter and the bar they missed;
     ``workload`` is the request the shares, that bar and the verdict are of (its prompt:
     the user's ``--prompt-tokens``, else the recorded requests' median for recorded
@@ -101,6 +108,7 @@ def diagnosis_to_dict(d: Diagnosis) -> dict[str, Any]:
         "endpoint": d.endpoint,
         "model": d.model,
         "scenario": str(d.scenario),
+        "priorities": _priorities(d),
         "requests": d.requests,
         "requests_by_step": dict(d.requests_by_step),
         "failed": d.failed,
@@ -193,6 +201,30 @@ def _remedy(r: Remedy) -> dict[str, Any]:
         "verify_command": r.verify_command,
         "how_to_measure": r.how_to_measure,
         "tradeoff": r.tradeoff,
+        "effects": None
+        if r.effects is None
+        else {
+            "cost": str(r.effects.cost),
+            "cost_why": r.effects.cost_why,
+            "quality": str(r.effects.quality),
+            "quality_why": r.effects.quality_why,
+            "text": r.effects.text(),
+        },
+    }
+
+
+def _priorities(d: Diagnosis) -> dict[str, Any] | None:
+    p = d.priorities
+    if p is None:
+        return None
+    return {
+        "order": [str(c) for c in p.order],
+        "weights": None
+        if p.weights is None
+        else {str(c): w for c, w in zip(p.order, p.weights, strict=True)},
+        "not_read": [str(c) for c in p.not_read],
+        "scenario": None if p.scenario is None else str(p.scenario),
+        "text": p.text(),
     }
 
 

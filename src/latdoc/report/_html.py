@@ -81,6 +81,7 @@ def page_context(diagnosis: Diagnosis, samples: Sequence[Sample]) -> dict[str, A
         "diagnosis": diagnosis,
         "scenario": SCENARIO_NAMES.get(diagnosis.scenario, str(diagnosis.scenario)),
         "cost": cost_text(diagnosis.cost, diagnosis.model).removeprefix("Cost: "),
+        "ranked_for": None if diagnosis.priorities is None else diagnosis.priorities.text(),
         "date": _date(samples),
         "verdict": _verdict(diagnosis),
         "shares": _parts(healthy_parts)
@@ -101,6 +102,7 @@ def page_context(diagnosis: Diagnosis, samples: Sequence[Sample]) -> dict[str, A
                 "short": kind_short(r.addresses),
                 "gain": gain_text(r),
                 "unmeasured": unmeasured_text(r),
+                "effects": None if r.effects is None else r.effects.text(),
             }
             for r in diagnosis.remedies
         ],

@@ -243,6 +243,9 @@ def _remedy(i: int, r: Remedy) -> Group:
         Padding(Text(line.lstrip()), (0, 0, 0, 4 + len(line) - len(line.lstrip())), expand=False)
         for line in r.change.splitlines()
     ]
+    effects = None if r.effects is None else r.effects.text()
+    if effects is not None:
+        body.append(_indent(Text.assemble(("effects: ", "dim"), effects), 2))
     if r.tradeoff:
         body.append(_indent(Text.assemble(("trade-off: ", "yellow"), r.tradeoff), 2))
     return Group(head, *body)
@@ -372,7 +375,11 @@ def _findings_and_remedies(d: Diagnosis, negligible: set[Kind]) -> list[Renderab
             parts.append(_indent(Text(bar, style="dim"), 2))
         parts += [_indent(_finding(f)) for f in small]
     if d.remedies:
-        parts.append(_heading(f"Remedies, ranked for {d.scenario}:"))
+        if d.priorities is None:
+            parts.append(_heading(f"Remedies, ranked for {d.scenario}:"))
+        else:
+            parts.append(_heading("Remedies:"))
+            parts.append(_indent(Text(f"Ranked for: {d.priorities.text()}", style="dim"), 2))
         parts += [_indent(_remedy(i, r)) for i, r in enumerate(d.remedies, 1)]
     if d.system:
         parts.append(_heading("On this client host (`latdoc system` lists every check):"))

@@ -4,9 +4,10 @@
 (the one ``diagnose --json`` prints too), so storing a diagnosis needs no renderer.
 :func:`diagnosis_from_record` reads it back as a :class:`~latdoc.model.Diagnosis`,
 from this version's documents and from older ones, which lack keys added since
-(``negligible``, ``typical_request``, a remedy's gain source, ``system``, ``server``,
-the reasoning step, the network rule): those read as absent; a workload without its
-``source`` reads it from ``told`` (told, else the seed's prompt).
+(``negligible``, ``typical_request``, a remedy's gain source and effects, ``system``,
+``server``, the reasoning step, the network rule, the priorities): those read as
+absent; a workload without its ``source`` reads it from ``told`` (told, else the seed's
+prompt).
 
 The document is a summary, not the run: the length curve's bootstrap draws and each
 length's requests are not in it, so a diagnosis read back has no intervals around
@@ -24,8 +25,11 @@ from typing import Any, cast, get_args
 
 from latdoc.model import (
     DIAGNOSIS_SCHEMA,
+    Corner,
+    CostChange,
     Diagnosis,
     Disagreement,
+    Effects,
     Finding,
     GainSource,
     Kind,
@@ -36,7 +40,9 @@ from latdoc.model import (
     NetworkBottleneck,
     NetworkCheck,
     NoticeableBar,
+    Priorities,
     PromptSource,
+    QualityRisk,
     Remedy,
     RequestParts,
     Scenario,
@@ -109,6 +115,33 @@ def diagnosis_from_record(record: Mapping[str, Any]) -> Diagnosis:
         longer_prompt=_longer_prompt(r.opt_mapping("longer_prompt"))
         if r.has("longer_prompt")
         else None,
+        priorities=_priorities(r.opt_mapping("priorities")) if r.has("priorities") else None,
+    )
+
+
+def _priorities(record: Mapping[str, Any] | None) -> Priorities | None:
+    if record is None:
+        return None
+    r = Fields(record, "diagnosis.priorities")
+    order = tuple(Corner(c) for c in r.strings("order"))
+    weights = None if r.opt_mapping("weights") is None else r.numbers("weights")
+    scenario = r.opt_text("scenario")
+    return Priorities(
+        order,
+        None if weights is None else tuple(weights[c] for c in order),
+        None if scenario is None else Scenario(scenario),
+    )
+
+
+def _effects(record: Mapping[str, Any] | None) -> Effects | None:
+    if record is None:
+        return None
+    r = Fields(record, "diagnosis.remedies[].effects")
+    return Effects(
+        CostChange(r.text("cost")),
+        QualityRisk(r.text("quality")),
+        cost_why=r.opt_text("cost_why"),
+        quality_why=r.opt_text("quality_why"),
     )
 
 
@@ -233,6 +266,7 @@ def _remedy(record: Mapping[str, Any]) -> Remedy:
         gain_source=cast(GainSource, source),
         verify_command=optional("verify_command"),
         how_to_measure=optional("how_to_measure"),
+        effects=_effects(r.opt_mapping("effects")) if r.has("effects") else None,
     )
 
 

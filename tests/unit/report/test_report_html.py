@@ -8,7 +8,18 @@ import re
 
 import pytest
 
-from latdoc import Diagnosis, ErrorKind, Kind, Phase, Sample, TraceError, render_html
+from latdoc import (
+    Diagnosis,
+    ErrorKind,
+    Kind,
+    Phase,
+    Priorities,
+    Sample,
+    Scenario,
+    TraceError,
+    render_html,
+)
+from latdoc.model import CostChange, Effects
 from latdoc.report._plot_data import (
     MAX_ROWS,
     ms_tick_labels,
@@ -303,3 +314,16 @@ def test_page_is_the_same_twice() -> None:
     assert render_html(make_diagnosis(), run_samples()) == render_html(
         make_diagnosis(), run_samples()
     )
+
+
+def test_the_page_says_what_the_remedies_were_ranked_for_and_what_they_trade() -> None:
+    d = make_diagnosis()
+    effects = Effects(CostChange.HIGHER, cost_why="a dearer model")
+    d = dataclasses.replace(
+        d,
+        priorities=Priorities.preset(Scenario.BATCH),
+        remedies=(dataclasses.replace(d.remedies[0], effects=effects),),
+    )
+    page = render_html(d, run_samples())
+    assert "<dt>Ranked for</dt><dd>cost &gt; latency &gt; quality (--scenario batch)</dd>" in page
+    assert '<p class="muted effects">cost higher: a dearer model</p>' in page

@@ -8,8 +8,17 @@ from dataclasses import replace
 
 import pytest
 
-from latdoc import ErrorKind, Finding, Kind, Phase, TraceError, diagnosis_to_dict, trace_to_dict
-from latdoc.model import Workload
+from latdoc import (
+    ErrorKind,
+    Finding,
+    Kind,
+    Phase,
+    TraceError,
+    diagnosis_to_dict,
+    parse_priorities,
+    trace_to_dict,
+)
+from latdoc.model import Effects, Workload
 from latdoc.records import TcpInfo
 from latdoc.report import DIAGNOSIS_SCHEMA, TRACE_SCHEMA
 from report_samples import make_diagnosis, make_trace, with_error
@@ -17,8 +26,10 @@ from report_samples import make_diagnosis, make_trace, with_error
 DIAGNOSIS_KEYS = {
     "schema", "run_id", "endpoint", "model", "scenario", "requests", "requests_by_step", "failed",
     "verdict", "shares", "shares_ms", "findings", "remedies", "steps", "notes", "negligible",
-    "typical_request", "workload", "longer_prompt", "system", "server", "cost",
+    "typical_request", "workload", "longer_prompt", "system", "server", "cost", "priorities",
 }  # fmt: skip
+PRIORITIES_KEYS = {"order", "weights", "not_read", "scenario", "text"}
+EFFECTS_KEYS = {"cost", "cost_why", "quality", "quality_why", "text"}
 VERDICT_KEYS = {
     "primary", "contributing", "confidence", "negligible", "rule_confidence", "confidence_model",
     "bank_accuracy", "runner_up", "near_threshold",
@@ -29,7 +40,7 @@ FINDING_KEYS = {
 }  # fmt: skip
 REMEDY_KEYS = {
     "key", "title", "addresses", "change", "predicted_gain_ms", "tradeoff", "gain_interval_ms",
-    "gain_source", "verify_command", "how_to_measure",
+    "gain_source", "verify_command", "how_to_measure", "effects",
 }  # fmt: skip
 STEPS_KEYS = {"network", "network_rule", "length", "load", "reasoning"}
 LENGTH_KEYS = {
@@ -84,6 +95,16 @@ def test_diagnosis_document_keys_are_pinned() -> None:
     for note in doc["notes"]:
         assert set(note) == NOTE_KEYS
     assert json.loads(json.dumps(doc)) == doc
+    ranked = replace(
+        make_diagnosis(),
+        priorities=parse_priorities("latency=2,cost=0,quality=1"),
+        remedies=tuple(replace(r, effects=Effects()) for r in make_diagnosis().remedies),
+    )
+    ranked_doc = diagnosis_to_dict(ranked)
+    assert set(ranked_doc["priorities"]) == PRIORITIES_KEYS
+    assert ranked_doc["priorities"]["weights"] == {"latency": 2, "quality": 1}
+    for remedy in ranked_doc["remedies"]:
+        assert set(remedy["effects"]) == EFFECTS_KEYS
     typical = Workload(800, 32, 4, 900.0, 700.0, 200.0, source="recorded")
     workload = diagnosis_to_dict(replace(make_diagnosis(), workload=typical))["workload"]
     assert set(workload) == WORKLOAD_KEYS

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import pty
@@ -16,14 +17,18 @@ import pytest
 from latdoc import (
     ErrorKind,
     Phase,
+    Priorities,
+    Scenario,
     TraceError,
     make_console,
+    parse_priorities,
     render_diagnosis,
     render_summary,
     render_text,
     render_waterfall,
 )
 from latdoc.analysis.repeats import summarize
+from latdoc.model import CostChange, Effects, QualityRisk
 from latdoc.report import ProgressBars
 from latdoc.report.names import format_ms, format_value
 from report_samples import make_diagnosis, make_trace, with_error
@@ -251,3 +256,23 @@ def test_progress_disabled_on_a_terminal_stays_silent() -> None:
         bars.clear()
         stream.flush()
         assert read_terminal(leader) == ""
+
+
+def test_the_remedies_say_what_they_were_ranked_for_and_what_they_trade() -> None:
+    max_tokens = Effects(CostChange.LOWER, QualityRisk.MAY_CHANGE, "fewer output tokens", "cut")
+    d = make_diagnosis()
+    d = dataclasses.replace(
+        d,
+        priorities=parse_priorities("cost=2,latency=1,quality=0"),
+        remedies=(
+            dataclasses.replace(d.remedies[0], effects=max_tokens),
+            dataclasses.replace(d.remedies[-1], effects=Effects()),
+        ),
+    )
+    text = " ".join(render_text(render_diagnosis(d), 120).split())
+    assert "Ranked for: cost (2) > latency (1); quality not read (--priorities)" in text
+    assert "effects: cost lower: fewer output tokens; may change answers: cut" in text
+    assert text.count("effects:") == 1  # a remedy that changes neither says nothing
+    preset = dataclasses.replace(d, priorities=Priorities.preset(Scenario.LONGDOC))
+    text = " ".join(render_text(render_diagnosis(preset), 120).split())
+    assert "Ranked for: quality > latency > cost (--scenario longdoc)" in text

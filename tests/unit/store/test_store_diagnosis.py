@@ -19,7 +19,9 @@ from latdoc import (
     SystemItem,
     build_diagnosis,
     diagnosis_to_dict,
+    parse_priorities,
 )
+from latdoc.advice import with_remedies
 from latdoc.model import (
     Disagreement,
     LengthCheck,
@@ -123,6 +125,23 @@ def test_a_real_diagnosis_writes_the_same_document_after_a_round_trip() -> None:
     assert _without_derived(again) == _without_derived(document)
     total = document["typical_request"]["total_ms"]
     assert again["typical_request"]["total_ms"] == pytest.approx(total, abs=0.005)
+
+
+def test_the_priorities_and_each_remedys_effects_come_back() -> None:
+    told = RunContext(
+        "r", "https://x/v1", "m", priorities=parse_priorities("cost=2,latency=1,quality=0")
+    )
+    d = with_remedies(make_diagnosis(), told)
+    assert d.remedies and all(r.effects is not None for r in d.remedies)
+    back = diagnosis_from_record(_json(diagnosis_to_record(d)))
+    assert back.remedies == d.remedies
+    assert back.priorities == d.priorities == told.priorities
+    older = _json(diagnosis_to_record(d))
+    del older["priorities"]
+    for remedy in older["remedies"]:
+        del remedy["effects"]
+    back = diagnosis_from_record(older)
+    assert back.priorities is None and all(r.effects is None for r in back.remedies)
 
 
 def test_a_stored_diagnosis_loads_as_written(tmp_path: Path) -> None:
