@@ -234,3 +234,39 @@ def test_concurrency_is_what_the_load_step_sends_and_the_pool_is_sized_for(
     # The load step's sequential requests run alone; its burst sends exactly the concurrency.
     assert max(s.concurrency for s in samples if s.step is Step.LOAD) == 3
     assert sum(s.concurrency == 3 for s in samples if s.step is Step.LOAD) == 3
+
+
+def test_priorities_rank_the_remedies_and_the_document_says_them(
+    lab: LabFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "p.db"
+    quadratic = LatencyModel(
+        prefill_base_ms=5.0, prefill_ms_per_token=0.01, prefill_ms_per_token2=0.00005,
+        decode_ms_per_token=1.0,
+    )  # fmt: skip
+    with lab(LabConfig(latency=quadratic)) as server:
+        code = main(
+            ["diagnose", server.base_url, "-m", "lab-sim", "--db", str(db), "--json",
+             "--priorities", "cost,latency,quality", "--context-window", "4096",
+             "--max-tokens", "8", "--seed", "3"]
+        )  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    doc = json.loads(captured.out)
+    assert doc["priorities"] == {
+        "order": ["cost", "latency", "quality"], "weights": None, "not_read": [],
+        "scenario": None, "text": "cost > latency > quality (--priorities)",
+    }  # fmt: skip
+    assert doc["scenario"] == "chat"
+    assert doc["verdict"]["primary"] == "input_length", doc["findings"]
+    remedies = doc["remedies"]
+    classes = ["lower", "none", "higher"]
+    costs = [classes.index(r["effects"]["cost"]) for r in remedies]
+    assert costs == sorted(costs), "cost is read first: what bills less goes first"
+    assert remedies[0]["key"] == "trim_window"
+    assert remedies[-1]["key"] == "long_context_model"
+    assert remedies[-1]["effects"]["cost"] == "higher"
+    assert main(["report", doc["run_id"], "--db", str(db), "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["priorities"] == doc["priorities"]
+    assert [r["key"] for r in again["remedies"]] == [r["key"] for r in remedies]

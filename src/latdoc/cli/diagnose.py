@@ -34,7 +34,7 @@ from latdoc.features.diagnose import (
     plan_line,
 )
 from latdoc.features.vantage import diagnose_vantages
-from latdoc.model import DEFAULT_CONCURRENCY, Scenario
+from latdoc.model import DEFAULT_CONCURRENCY, Scenario, parse_priorities
 from latdoc.pipeline import named_metrics_url
 from latdoc.report import ProgressBars
 from latdoc.store import RunInfo, Store
@@ -66,6 +66,12 @@ def _add_diagnose_parser(sub: argparse._SubParsersAction[Any]) -> None:
         default=Scenario.CHAT.value,
         help="chat: latency first; batch: cost first; longdoc: quality with long input",
     )
+    d.add_argument(
+        "--priorities", type=parse_priorities, metavar="ORDER|WEIGHTS",
+        help="rank remedies for your own order of latency, cost and quality "
+        "(latency,cost,quality, or weights: latency=3,cost=1,quality=2) instead of the "
+        "scenario's",
+    )  # fmt: skip
     add_budget_arguments(d, max_requests=DEFAULT_MAX_REQUESTS, max_seconds=DEFAULT_MAX_SECONDS)
     d.add_argument(
         "--max-tokens", "--output-tokens", dest="max_tokens", type=positive_int,
@@ -176,12 +182,14 @@ def run_diagnose(args: argparse.Namespace) -> int:
                     vantages=places,
                     store=store,
                     scenario=Scenario(args.scenario),
+                    priorities=args.priorities,
                 )
                 return emit_vantages(runs, args, sys.stdout, err)
             try:
                 run = diagnose_endpoint(
                     plan,
                     scenario=Scenario(args.scenario),
+                    priorities=args.priorities,
                     store=store,
                     on_progress=progress,
                     server_metrics=args.server_metrics,
@@ -227,7 +235,9 @@ def _diagnose_trace(args: argparse.Namespace) -> int:
                 run_id = record_replay(plan, replay, store, on_progress=progress)
             finally:
                 progress.clear()
-            run = diagnose_traffic(store, run_id, prompt_tokens=args.prompt_tokens)
+            run = diagnose_traffic(
+                store, run_id, prompt_tokens=args.prompt_tokens, priorities=args.priorities
+            )
     emit(ShownDiagnosis(run), args)
     print(f"Run {run.run_id}: {len(run.samples)} replayed requests in {run.store_path}.",
           file=err)  # fmt: skip
@@ -239,9 +249,13 @@ def _diagnose_recorded(args: argparse.Namespace) -> int:
         raise UsageError("--from-run and --from-otlp send nothing: give no URL")
     with Store(args.db) as store:
         if args.from_run:
-            run = diagnose_traffic(store, args.from_run, prompt_tokens=args.prompt_tokens)
+            run = diagnose_traffic(
+                store, args.from_run, prompt_tokens=args.prompt_tokens, priorities=args.priorities
+            )
         else:
-            run = diagnose_otlp(store, args.from_otlp, prompt_tokens=args.prompt_tokens)
+            run = diagnose_otlp(
+                store, args.from_otlp, prompt_tokens=args.prompt_tokens, priorities=args.priorities
+            )
     emit(ShownDiagnosis(run), args)
     print(
         f"Run {run.run_id}: {len(run.samples)} recorded requests in {run.store_path}.",

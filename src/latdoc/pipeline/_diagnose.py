@@ -17,8 +17,10 @@ from latdoc.advice.system import with_system
 from latdoc.analysis.attribution import diagnose
 from latdoc.model import (
     Diagnosis,
+    Priorities,
     RunContext,
     Scenario,
+    parse_priorities,
     price_from_dict,
     price_to_dict,
     summarise_costs,
@@ -82,13 +84,16 @@ def run_context(
     meta: Mapping[str, Any],
     notes: Sequence[StepNote],
 ) -> RunContext:
-    """What the analysis needs to know beyond the samples, from a run's metadata."""
+    """What the analysis needs to know beyond the samples, from a run's metadata (the
+    priorities the user gave, kept as their ``--priorities`` text)."""
     metrics, metrics_source = metrics_from_meta(meta)
+    priorities = meta.get("priorities")
     return RunContext(
         run_id=run_id,
         endpoint=endpoint,
         model=model,
         scenario=scenario,
+        priorities=None if priorities is None else parse_priorities(str(priorities)),
         concurrency=int(meta.get("concurrency", 1)),
         prompt_tokens=None if meta.get("prompt_tokens") is None else int(meta["prompt_tokens"]),
         cpu_count=int(meta.get("cpu_count", 1)),
@@ -102,15 +107,20 @@ def run_context(
 
 
 def run_meta(
-    plan: DiagnosisPlan, concurrency: int, prompt_tokens: int | None = None
+    plan: DiagnosisPlan,
+    concurrency: int,
+    prompt_tokens: int | None = None,
+    priorities: Priorities | None = None,
 ) -> dict[str, Any]:
-    """What a run records about itself: versions, the client host, the options, and the
-    user's typical request (its concurrency and prompt tokens) the verdict is for."""
+    """What a run records about itself: versions, the client host, the options, the
+    user's typical request (its concurrency and prompt tokens) the verdict is for, and
+    the priorities the user ranks remedies by (None: the scenario's)."""
     return {
         **host_meta(),
         "concurrency": concurrency,
         "prompt_tokens": prompt_tokens,
         "price": None if plan.price is None else price_to_dict(plan.price),
+        "priorities": None if priorities is None else priorities.spec(),
         "options": {
             "max_requests": plan.max_requests,
             "token_budget": plan.token_budget,

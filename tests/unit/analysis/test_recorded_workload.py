@@ -12,7 +12,7 @@ from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
-from latdoc import Store, diagnose_traffic, rediagnose
+from latdoc import Priorities, Store, diagnose_traffic, parse_priorities, rediagnose
 from latdoc.analysis.traffic import recorded_prompt_tokens
 from latdoc.model import Scenario
 from latdoc.probe import dialects
@@ -124,3 +124,20 @@ def test_a_median_at_the_shortest_length_still_names_the_longer_prompt(tmp_path:
     assert d.workload is not None and d.workload.prompt_tokens == 200
     assert d.workload.source == "recorded" and d.length_check is None
     assert d.longer_prompt is not None and d.longer_prompt.prompt_tokens == 3200
+
+
+def test_priorities_told_for_recorded_traffic_are_kept_with_the_run(tmp_path: Path) -> None:
+    told = parse_priorities("quality,latency,cost")
+    with Store(tmp_path / "r.db") as store:
+        run_id = _keep(store, _traffic())
+        chat = diagnose_traffic(store, run_id, prompt_tokens=3200).diagnosis
+        ranked = diagnose_traffic(store, run_id, priorities=told).diagnosis
+        again = rediagnose(store, run_id).diagnosis
+        info = store.run_info(run_id)
+    assert chat.priorities == Priorities.preset(Scenario.CHAT)
+    assert ranked.priorities == again.priorities == told
+    assert info.meta["priorities"] == "quality,latency,cost", "kept for `latdoc report`"
+    keys = [r.key for r in ranked.remedies]
+    assert keys == [r.key for r in again.remedies]
+    assert keys[0] == "prompt_cache" != chat.remedies[0].key  # answers unchanged first
+    assert ranked.verdict == chat.verdict and ranked.shares_ms == chat.shares_ms

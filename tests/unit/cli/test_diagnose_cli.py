@@ -27,3 +27,18 @@ def test_report_of_an_unknown_run_is_a_usage_error(
 def test_failures_that_may_pass_are_still_retried_by_the_remedy() -> None:
     assert cannot_answer("http:429") is None and cannot_answer("timeout:wait") is None
     assert cannot_answer("http:503") is None and cannot_answer("stream_broken") is None
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ("latency,latency,cost", "Error: --priorities: latency is named twice"),
+        ("latency=1,cost=1,quality=1", "Error: --priorities: latency and cost weigh the same"),
+    ],
+)
+def test_bad_priorities_are_one_error_line_before_anything_is_sent(
+    given: str, said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["diagnose", "http://127.0.0.1:9/v1", "--priorities", given]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(said)

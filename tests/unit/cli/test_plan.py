@@ -49,3 +49,19 @@ def test_dry_run_prints_the_command_lines(
         "--duration-per-level 1s --max-tokens 4 --json"
     )
     assert len(lines) == 3
+
+
+def test_a_diagnose_step_takes_priorities_and_a_bad_one_names_its_step(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    step = '[[steps]]\ncommand = "diagnose"\npriorities = "{}"\n'
+    plan = _plan(tmp_path, "http://127.0.0.1:9/v1", step.format("cost,latency,quality"))
+    assert main(["run", str(plan), "--dry-run"]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.endswith("--priorities cost,latency,quality")
+    plan = _plan(tmp_path, "http://127.0.0.1:9/v1", step.format("cost,speed,quality"))
+    assert main(["run", str(plan), "--dry-run"]) == 2
+    (error,) = capsys.readouterr().err.splitlines()
+    assert error.endswith("step 1 (diagnose): --priorities: unknown corner 'speed': name the "
+                          "three corners in order (latency,cost,quality) or weigh them "
+                          "(latency=3,cost=1,quality=2)")  # fmt: skip

@@ -4,11 +4,12 @@ traffic (an ``instrument`` run, or the spans of an OTLP file), sending nothing."
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 
 from latdoc.errors import UsageError
 from latdoc.features.diagnose.analysis import DiagnosisRun, traffic_diagnosis
-from latdoc.model import Scenario
+from latdoc.model import Priorities, Scenario
 from latdoc.pipeline import (
     AUTO,
     MetricsReading,
@@ -41,6 +42,7 @@ def diagnose_endpoint(
     on_progress: ProgressHook | None = None,
     server_metrics: str | None = AUTO,
     prompt_tokens: int | None = None,
+    priorities: Priorities | None = None,
 ) -> DiagnosisRun:
     """Measure ``plan``'s endpoint, keep every sample, and diagnose it.
 
@@ -52,6 +54,7 @@ def diagnose_endpoint(
     (the one the load step sends and the pool is sized for) unless given.
     ``prompt_tokens`` is the user's typical prompt, which the verdict is for (kept with
     the run, so ``latdoc report`` gives the same verdict); None for the seed's 2K one.
+    ``priorities`` rank the remedies (kept with the run too); None for ``scenario``'s.
     """
     if concurrency is None:
         concurrency = plan.concurrency
@@ -67,9 +70,10 @@ def diagnose_endpoint(
                 on_progress=on_progress,
                 server_metrics=server_metrics,
                 prompt_tokens=prompt_tokens,
+                priorities=priorities,
             )
     target = metrics_target(server_metrics, plan.endpoint.base_url)
-    meta = run_meta(plan, concurrency, prompt_tokens)
+    meta = run_meta(plan, concurrency, prompt_tokens, priorities)
     run_id = store.new_run(
         endpoint=plan.endpoint.base_url,
         model=plan.endpoint.model,
@@ -134,7 +138,11 @@ _ANOTHER_RUN = "a {kind} run, not a diagnosis: `latdoc compare` compares it with
 
 
 def diagnose_traffic(
-    store: Store, run_id: str, *, prompt_tokens: int | None = None
+    store: Store,
+    run_id: str,
+    *,
+    prompt_tokens: int | None = None,
+    priorities: Priorities | None = None,
 ) -> DiagnosisRun:
     """Diagnose an ``instrument`` run (an id or a unique prefix) from its recorded requests.
 
@@ -142,7 +150,9 @@ def diagnose_traffic(
     purpose, no controlled prompt lengths, no concurrency probe. The verdict is for a
     request of ``prompt_tokens`` prompt tokens where the user tells it (kept with the
     run, so ``latdoc report`` gives the same verdict), else of the prompt told before,
-    else of the recorded requests' median prompt.
+    else of the recorded requests' median prompt. The remedies are ranked for
+    ``priorities`` where told (kept with the run alike), else for those told before,
+    else for the run's scenario.
     """
     info, samples, _ = store.load_run(run_id)
     if info.kind != INSTRUMENT_KIND:
@@ -154,6 +164,9 @@ def diagnose_traffic(
         raise UsageError(f"run {info.run_id} holds no recorded requests yet")
     if prompt_tokens is not None and info.meta.get("prompt_tokens") != prompt_tokens:
         store.update_meta(info.run_id, {"prompt_tokens": prompt_tokens})
+    if priorities is not None and info.meta.get("priorities") != priorities.spec():
+        store.update_meta(info.run_id, {"priorities": priorities.spec()})
+        info = replace(info, meta={**info.meta, "priorities": priorities.spec()})
     told = prompt_tokens if prompt_tokens is not None else info.meta.get("prompt_tokens")
     diagnosis, source = traffic_diagnosis(info, samples, told)
     return DiagnosisRun(
@@ -162,12 +175,17 @@ def diagnose_traffic(
 
 
 def diagnose_otlp(
-    store: Store, path: Path | str, *, prompt_tokens: int | None = None
+    store: Store,
+    path: Path | str,
+    *,
+    prompt_tokens: int | None = None,
+    priorities: Priorities | None = None,
 ) -> DiagnosisRun:
     """Keep the GenAI spans of an OTLP JSON file as a run of recorded traffic, and
     diagnose it; the notes name the instrumentation that wrote the spans (kept in the
     run's meta as ``instrumentation`` too) and the phases spans cannot tell apart.
-    ``prompt_tokens`` as for :func:`diagnose_traffic`: the spans' median where not told."""
+    ``prompt_tokens`` and ``priorities`` as for :func:`diagnose_traffic`: the spans'
+    median prompt where not told."""
     file = Path(path)
     try:
         data = file.read_bytes()
@@ -192,4 +210,4 @@ def diagnose_otlp(
         run_id, [Sample(Step.TRAFFIC, t, index=i) for i, t in enumerate(spans.traces)]
     )
     store.finish_run(run_id, status="done", diagnosis=None, notes=spans.notes)
-    return diagnose_traffic(store, run_id, prompt_tokens=prompt_tokens)
+    return diagnose_traffic(store, run_id, prompt_tokens=prompt_tokens, priorities=priorities)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from latdoc.features.vantage.analysis import VantageComparison, compare_vantages, vantage_row
-from latdoc.model import Scenario
+from latdoc.model import Priorities, Scenario
 from latdoc.pipeline import (
     build_diagnosis,
     host_meta,
@@ -86,14 +86,21 @@ def diagnose_vantages(
     vantages: Sequence[str],
     store: Store,
     scenario: Scenario,
+    priorities: Priorities | None = None,
 ) -> VantageRuns:
     """Diagnose ``plan``'s endpoint from each vantage at once; keep a diagnosis of each (the
-    pool is sized for the plan's concurrency, as the load step sends it)."""
+    pool is sized for the plan's concurrency, as the load step sends it; its remedies
+    ranked for ``priorities``, else for ``scenario``'s)."""
     found = run_at_vantages(ray, vantages, diagnose_here, plan)
     endpoint, model = plan.endpoint.base_url, plan.endpoint.model
     run_ids = {}
     for one in found:
-        meta = {**run_meta(plan, plan.concurrency), **one.host, "vantage": one.name, "ray": ray}
+        meta = {
+            **run_meta(plan, plan.concurrency, priorities=priorities),
+            **one.host,
+            "vantage": one.name,
+            "ray": ray,
+        }
         run_id = _keep(store, endpoint, model, one, meta, scenario=scenario, kind=DIAGNOSE_KIND)
         context = run_context(run_id, endpoint, model, scenario, meta, one.notes)
         document = diagnosis_to_record(build_diagnosis(one.samples, context))
