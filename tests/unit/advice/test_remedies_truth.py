@@ -217,7 +217,7 @@ def test_unmeasured_remedies_name_the_verify_command_instead_of_a_number() -> No
     )
     assert by_key["smaller_model"].verify_command is not None
     assert by_key["smaller_model"].verify_command.endswith("--remedy model --alt-model NAME")
-    assert list(by_key)[-1] == "smaller_model"  # trade-offs last
+    assert list(by_key)[-1] == "smaller_model"  # after max_tokens, which keeps the model
     text = " ".join(render_text(render_diagnosis(d), 120).split())
     assert "not measured here — measure it: latdoc verify" in text
     assert "saves" not in text
