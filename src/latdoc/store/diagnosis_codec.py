@@ -5,7 +5,7 @@
 :func:`diagnosis_from_record` reads it back as a :class:`~latdoc.model.Diagnosis`,
 from this version's documents and from older ones, which lack keys added since
 (``negligible``, ``typical_request``, a remedy's gain source and effects, ``system``,
-``server``, the reasoning step, the network rule, the priorities): those read as
+``server``, the reasoning step, the network rule, the priorities, the cost): those read as
 absent; a workload without its ``source`` reads it from ``told`` (told, else the seed's
 prompt).
 
@@ -27,6 +27,7 @@ from latdoc.model import (
     DIAGNOSIS_SCHEMA,
     Corner,
     CostChange,
+    CostSummary,
     Diagnosis,
     Disagreement,
     Effects,
@@ -51,6 +52,7 @@ from latdoc.model import (
     Verdict,
     Workload,
     diagnosis_to_dict,
+    price_from_dict,
 )
 from latdoc.model.document import without_ms_twins
 from latdoc.store._fields import Fields
@@ -116,6 +118,23 @@ def diagnosis_from_record(record: Mapping[str, Any]) -> Diagnosis:
         if r.has("longer_prompt")
         else None,
         priorities=_priorities(r.opt_mapping("priorities")) if r.has("priorities") else None,
+        cost=_cost(r.opt_mapping("cost")) if r.has("cost") else None,
+    )
+
+
+def _cost(record: Mapping[str, Any] | None) -> CostSummary | None:
+    if record is None:
+        return None
+    r = Fields(record, "diagnosis.cost")
+    price = price_from_dict(r.opt_mapping("price"))
+    if price is None:
+        return None
+    total = record.get("total")
+    return CostSummary(
+        price=price,
+        requests=r.integer("requests"),
+        without_usage=r.integer("without_usage"),
+        total=None if total is None else float(total),
     )
 
 

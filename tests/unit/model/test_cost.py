@@ -4,6 +4,7 @@ no answer within its ``max_tokens`` exceeds."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, date, datetime
 
 import pytest
@@ -24,6 +25,8 @@ from latdoc.model import (
     summarise_costs,
 )
 from latdoc.records import RequestTrace
+from latdoc.store import diagnosis_from_record, diagnosis_to_record
+from report_samples import make_diagnosis
 
 PRICE = Price(
     rates=Rates(input=2.0, output=8.0, cached_input=0.5, reasoning=3.0),
@@ -203,3 +206,10 @@ def test_a_price_kept_in_a_run_reads_back_whole() -> None:
 )
 def test_money_is_shown_to_the_cent_or_three_figures(amount: float, shown: str) -> None:
     assert dollars(amount) == shown
+
+
+def test_a_stored_diagnosis_reads_its_cost_back() -> None:
+    summary = summarise_costs([trace(1_000, 100), trace(None, None)], PRICE)
+    costed = replace(make_diagnosis(), cost=summary)
+    assert diagnosis_from_record(diagnosis_to_record(costed)).cost == summary
+    assert diagnosis_from_record(diagnosis_to_record(make_diagnosis())).cost is None
