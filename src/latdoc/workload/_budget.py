@@ -146,6 +146,14 @@ class Budget:
             self.spent += cost.total - reservation.cost
 
     @property
+    def caps(self) -> str:
+        """The caps a request is counted against, in words: ``request or token budget``,
+        and money where the run has a cap in it."""
+        if self.max_cost is not None:
+            return "request, token or money budget"
+        return "request or token budget"
+
+    @property
     def seconds_left(self) -> float:
         if self.max_seconds is None:
             return float("inf")

@@ -315,11 +315,11 @@ class _Runner:
         """One request of ``n`` prompt tokens: whether the step goes on (not when the budget
         is reached or the length rejected), and the request's TTFT in seconds."""
         if not self.budget.can_afford(self.cost(n), out):
-            self.note(Step.LENGTH, f"{n} tokens left out: request or token budget reached")
+            self.note(Step.LENGTH, f"{n} tokens left out: {self.budget.caps} reached")
             return False, None
         trace = await self.send(s, Step.LENGTH, n)
         if trace is None:
-            self.note(Step.LENGTH, f"{n} tokens: request or token budget reached")
+            self.note(Step.LENGTH, f"{n} tokens: {self.budget.caps} reached")
             return False, None
         if trace.error is not None and trace.error.refused_as_sent:
             self.note(Step.LENGTH, f"{n} tokens rejected by the endpoint: {trace.error.message}")
@@ -350,7 +350,7 @@ class _Runner:
                     return
                 if await self.send(s, Step.LOAD, SHORT_TOKENS) is None:
                     self.note(
-                        Step.LOAD, "request or token budget reached during the sequential repeats"
+                        Step.LOAD, f"{self.budget.caps} reached during the sequential repeats"
                     )
                     return
                 done += 1
@@ -373,13 +373,13 @@ class _Runner:
         ):
             at_once -= 1
         if reservations is None:
-            self.note(Step.LOAD, "the concurrency probe left out: request or token budget reached")
+            self.note(Step.LOAD, f"the concurrency probe left out: {self.budget.caps} reached")
             return 0
         if at_once < wanted:
             self.note(
                 Step.LOAD,
                 f"{at_once} requests at once instead of {wanted}: "
-                "the request or token budget affords no more",
+                f"the {self.budget.caps} affords no more",
             )
         async with self.session(max_connections=at_once) as s:
             prompts = [self.prompt(SHORT_TOKENS) for _ in range(at_once)]

@@ -167,7 +167,7 @@ class _Replayer:
         cost = prompt_cost(ASSUMED, ASSUMED.words_for(request.input_tokens))
         reservation = self.budget.reserve(cost, out)
         if reservation is None:
-            self.stopped = "the request or token budget ran out"
+            self.stopped = f"the {self.budget.caps} ran out"
             return None
         text: list[str] = []
         repeated = bool(request.blocks) and request.blocks[0] in self.seen_blocks

@@ -161,7 +161,7 @@ class _Sweep:
         out = self.plan.max_tokens
         reservation = self.budget.reserve(self.cost, out)
         if reservation is None:
-            level.stop("the request or token budget ran out")
+            level.stop(f"the {self.budget.caps} ran out")
             return
         self.started += 1
         prompt = make_prompt(self.words, self.rng)
