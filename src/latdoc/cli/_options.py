@@ -19,6 +19,7 @@ from latdoc.cli._parser import EXIT_REQUEST_FAILED as EXIT_REQUEST_FAILED
 from latdoc.cli._parser import EXIT_USAGE as EXIT_USAGE
 from latdoc.cli._sending import choice
 from latdoc.errors import UsageError
+from latdoc.model import DEFAULT_CONCURRENCY
 from latdoc.probe import BASE_URL_VARIABLE as BASE_URL_VARIABLE
 from latdoc.probe import check_extra_body, dialects, providers
 
@@ -171,32 +172,80 @@ def _key_help() -> str:
 
 
 def add_budget_arguments(
-    p: argparse.ArgumentParser, *, max_requests: int, max_seconds: float
+    p: argparse.ArgumentParser,
+    *,
+    max_requests: int,
+    max_seconds: float | None = None,
+    over: str | None = None,
 ) -> argparse._ArgumentGroup:
-    """The hard caps every sending command takes; returns the group for more of its own."""
+    """The hard caps every sending command takes (``--max-seconds`` where it has a default:
+    a watch has none), ``over`` what they span (default: the run); returns the group for
+    more of its own."""
     g = p.add_argument_group("budget")
     g.add_argument(
         "--max-requests", type=positive_int, default=max_requests, metavar="N",
-        help=f"hard cap on requests (default {max_requests})",
+        help=f"hard cap on requests{f' {over}' if over else ''} (default {max_requests})",
     )  # fmt: skip
     g.add_argument(
         "--token-budget", type=positive_int, metavar="N",
-        help="hard cap on prompt + output tokens over the whole run",
+        help=f"hard cap on prompt + output tokens {over or 'over the whole run'}",
     )  # fmt: skip
-    g.add_argument(
-        "--max-seconds", type=duration, default=max_seconds, metavar="DURATION",
-        help=f"wall-time budget (90s, 10m; a bare number is seconds); the plan adapts to it "
-        f"(default {max_seconds:g}s)",
-    )  # fmt: skip
+    if max_seconds is not None:
+        g.add_argument(
+            "--max-seconds", type=duration, default=max_seconds, metavar="DURATION",
+            help=f"wall-time budget (90s, 10m; a bare number is seconds); the plan adapts to "
+            f"it (default {max_seconds:g}s)",
+        )  # fmt: skip
     return g
 
 
-def add_output_tokens_argument(p: argparse.ArgumentParser, default: int) -> None:
-    """``--max-tokens``: the output length of each request, in every command."""
+def add_output_tokens_argument(p: argparse.ArgumentParser, plan: type[Any], *also: str) -> None:
+    """``--max-tokens`` (and any names it is ``also`` given): the output length of each
+    request, in every command, by default ``plan``'s."""
+    default = plan_default(plan, "max_tokens")
     p.add_argument(
-        "--max-tokens", type=positive_int, default=default, metavar="N",
-        help=f"max_tokens of each request: the output length (default {default})",
+        "--max-tokens", *also, dest="max_tokens", type=positive_int, default=default,
+        metavar="N", help=f"max_tokens of each request: the output length (default {default})",
     )  # fmt: skip
+
+
+def add_prompt_tokens_argument(
+    p: argparse._ActionsContainer, help_text: str, default: int | None = None
+) -> None:
+    """``--prompt-tokens N``: a prompt's length in tokens, which each command reads its own
+    way (said in ``help_text``)."""
+    p.add_argument(
+        "--prompt-tokens", type=positive_int, default=default, metavar="N", help=help_text
+    )
+
+
+def add_concurrency_argument(p: argparse.ArgumentParser, help_text: str) -> None:
+    """``--concurrency N``: the requests expected at once in production, by default the
+    model's (:data:`latdoc.model.DEFAULT_CONCURRENCY`)."""
+    p.add_argument(
+        "--concurrency", type=positive_int, default=DEFAULT_CONCURRENCY, metavar="N",
+        help=f"{help_text} (default {DEFAULT_CONCURRENCY})",
+    )  # fmt: skip
+
+
+def add_seed_argument(p: argparse.ArgumentParser, what: str) -> None:
+    """``--seed``: the seed of the random choices ``what`` names."""
+    p.add_argument("--seed", type=int, help=f"seed for {what}")
+
+
+def add_json_argument(p: argparse._ActionsContainer, help_text: str | None = None) -> None:
+    """``--json``: the result's JSON document on stdout (read by :func:`._output.emit`)."""
+    p.add_argument("--json", action="store_true", help=help_text)
+
+
+def add_html_argument(p: argparse._ActionsContainer, help_text: str | None = None) -> None:
+    """``--html FILE``: the result's page written to FILE (read by :func:`._output.emit`)."""
+    p.add_argument("--html", metavar="FILE", help=help_text)
+
+
+def add_yes_argument(p: argparse.ArgumentParser, help_text: str) -> None:
+    """``--yes``: go ahead with what the command otherwise only says or refuses."""
+    p.add_argument("--yes", action="store_true", help=help_text)
 
 
 def add_metrics_arguments(p: argparse.ArgumentParser, while_: str) -> None:

@@ -13,10 +13,17 @@ from latdoc.cli._options import (
     EXIT_OK,
     EXIT_REQUEST_FAILED,
     add_budget_arguments,
+    add_concurrency_argument,
+    add_html_argument,
+    add_json_argument,
+    add_output_tokens_argument,
+    add_prompt_tokens_argument,
+    add_seed_argument,
     add_store_argument,
     add_target_arguments,
     add_trace_arguments,
     add_vantage_arguments,
+    add_yes_argument,
     duration,
     plan_default,
     positive_int,
@@ -34,7 +41,7 @@ from latdoc.features.diagnose import (
     plan_line,
 )
 from latdoc.features.vantage import diagnose_vantages
-from latdoc.model import DEFAULT_CONCURRENCY, Scenario, parse_priorities
+from latdoc.model import Scenario, parse_priorities
 from latdoc.pipeline import named_metrics_url
 from latdoc.report import ProgressBars
 from latdoc.store import RunInfo, Store
@@ -43,7 +50,6 @@ from latdoc.workload import DiagnosisPlan
 
 DEFAULT_MAX_REQUESTS = plan_default(DiagnosisPlan, "max_requests")
 DEFAULT_MAX_SECONDS = plan_default(DiagnosisPlan, "max_seconds")
-DEFAULT_MAX_TOKENS = plan_default(DiagnosisPlan, "max_tokens")
 
 
 def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
@@ -73,27 +79,23 @@ def _add_diagnose_parser(sub: argparse._SubParsersAction[Any]) -> None:
         "scenario's",
     )  # fmt: skip
     add_budget_arguments(d, max_requests=DEFAULT_MAX_REQUESTS, max_seconds=DEFAULT_MAX_SECONDS)
-    d.add_argument(
-        "--max-tokens", "--output-tokens", dest="max_tokens", type=positive_int,
-        default=DEFAULT_MAX_TOKENS, metavar="N",
-        help=f"max_tokens of each request: the output length (default {DEFAULT_MAX_TOKENS})",
-    )  # fmt: skip
-    d.add_argument(
-        "--prompt-tokens", type=positive_int, metavar="N",
-        help="prompt tokens of your typical request: the shares and the verdict are for a "
+    add_output_tokens_argument(d, DiagnosisPlan, "--output-tokens")
+    add_prompt_tokens_argument(
+        d,
+        "prompt tokens of your typical request: the shares and the verdict are for a "
         "request of N prompt tokens, read from the measured length curve (default: the "
         "median of the recorded requests with --trace, --from-run or --from-otlp, else the "
         "seed's long prompt, 2,048)",
-    )  # fmt: skip
+    )
     d.add_argument(
         "--context-window", type=positive_int, metavar="N",
         help="the model's context window, to clip the long prompts",
     )  # fmt: skip
-    d.add_argument(
-        "--concurrency", type=positive_int, default=DEFAULT_CONCURRENCY, metavar="N",
-        help="concurrent requests you expect in production: the load step sends N at once "
-        f"(as the budget affords) and the pool is sized for N (default {DEFAULT_CONCURRENCY})",
-    )  # fmt: skip
+    add_concurrency_argument(
+        d,
+        "concurrent requests you expect in production: the load step sends N at once "
+        "(as the budget affords) and the pool is sized for N",
+    )
     d.add_argument(
         "--server-metrics", metavar="URL|off", default="auto",
         help="the engine's Prometheus page, read before and after the run (llama.cpp, "
@@ -111,10 +113,10 @@ def _add_diagnose_parser(sub: argparse._SubParsersAction[Any]) -> None:
     add_trace_arguments(
         d, "a workload-shaped diagnosis", "the three steps, diagnosed as recorded traffic"
     )
-    d.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
-    d.add_argument("--json", action="store_true", help="print the diagnosis as JSON")
+    add_html_argument(d, "write a self-contained HTML report")
+    add_json_argument(d, "print the diagnosis as JSON")
     add_store_argument(d)
-    d.add_argument("--seed", type=int, help="seed for generated prompts")
+    add_seed_argument(d, "generated prompts")
     add_vantage_arguments(d, "every step")
 
 
@@ -141,9 +143,7 @@ def _add_runs_parser(sub: argparse._SubParsersAction[Any]) -> None:
         "--older-than", type=duration, metavar="DURATION",
         help="with --prune: only runs started more than DURATION ago (7d, 12h)",
     )  # fmt: skip
-    runs.add_argument(
-        "--yes", action="store_true", help="with --prune: remove them, not only list them"
-    )
+    add_yes_argument(runs, "with --prune: remove them, not only list them")
 
 
 def run_diagnose(args: argparse.Namespace) -> int:

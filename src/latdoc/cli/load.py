@@ -13,12 +13,17 @@ from latdoc.cli._options import (
     EXIT_REQUEST_FAILED,
     add_budget_arguments,
     add_gate_argument,
+    add_html_argument,
+    add_json_argument,
     add_metrics_arguments,
     add_output_tokens_argument,
+    add_prompt_tokens_argument,
     add_ray_argument,
+    add_seed_argument,
     add_store_argument,
     add_target_arguments,
     add_trace_arguments,
+    add_yes_argument,
     duration,
     plan_default,
     positive_float,
@@ -48,7 +53,6 @@ from latdoc.store import Store
 DEFAULT_DURATION_S = plan_default(LoadPlan, "duration_per_level")
 DEFAULT_MAX_REQUESTS = plan_default(LoadPlan, "max_requests")
 DEFAULT_MAX_SECONDS = plan_default(LoadPlan, "max_seconds")
-DEFAULT_MAX_TOKENS = plan_default(LoadPlan, "max_tokens")
 DEFAULT_PROMPT_TOKENS = plan_default(LoadPlan, "prompt_tokens")
 DEFAULT_MAX_IN_FLIGHT = plan_default(LoadPlan, "max_in_flight")
 DEFAULT_MAX_ERROR_RATE = plan_default(LoadPlan, "max_error_rate")
@@ -137,11 +141,12 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         help=f"how long each level sends (10s, 2m; a bare number is seconds; "
         f"default {DEFAULT_DURATION_S:g}s)",
     )  # fmt: skip
-    p.add_argument(
-        "--prompt-tokens", type=positive_int, default=DEFAULT_PROMPT_TOKENS, metavar="N",
-        help=f"prompt length, in words of about a token (default {DEFAULT_PROMPT_TOKENS})",
-    )  # fmt: skip
-    add_output_tokens_argument(p, DEFAULT_MAX_TOKENS)
+    add_prompt_tokens_argument(
+        p,
+        f"prompt length, in words of about a token (default {DEFAULT_PROMPT_TOKENS})",
+        DEFAULT_PROMPT_TOKENS,
+    )
+    add_output_tokens_argument(p, LoadPlan)
     g = add_budget_arguments(p, max_requests=DEFAULT_MAX_REQUESTS, max_seconds=DEFAULT_MAX_SECONDS)
     g.add_argument(
         "--max-error-rate", type=share, default=DEFAULT_MAX_ERROR_RATE, metavar="SHARE",
@@ -154,9 +159,9 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     )  # fmt: skip
     _add_goal_arguments(p)
     _add_worker_arguments(p)
-    p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
-    p.add_argument("--json", action="store_true", help="print the sweep as JSON")
-    p.add_argument("--seed", type=int, help="seed for prompts and arrival times")
+    add_html_argument(p, "write a self-contained HTML report")
+    add_json_argument(p, "print the sweep as JSON")
+    add_seed_argument(p, "prompts and arrival times")
     add_trace_arguments(p, "replaying a trace", "the levels")
     p.add_argument(
         "--baseline",
@@ -187,10 +192,7 @@ def _add_goal_arguments(p: argparse.ArgumentParser) -> None:
         help=f"the most streams --find-max grows to (default {DEFAULT_LIMIT}), or with "
         "--rate the highest rate (default 1024 × the starting rate)",
     )  # fmt: skip
-    p.add_argument(
-        "--yes", action="store_true",
-        help="allow more than 64 streams against an endpoint that is not on this host",
-    )  # fmt: skip
+    add_yes_argument(p, "allow more than 64 streams against an endpoint that is not on this host")
 
 
 def _add_worker_arguments(p: argparse.ArgumentParser) -> None:

@@ -10,7 +10,10 @@ from typing import Any
 from latdoc.cli._options import (
     EXIT_OK,
     EXIT_REQUEST_FAILED,
+    add_json_argument,
     add_output_tokens_argument,
+    add_prompt_tokens_argument,
+    add_seed_argument,
     add_store_argument,
     add_target_arguments,
     add_vantage_arguments,
@@ -37,13 +40,10 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     add_target_arguments(probe)
     prompt = probe.add_mutually_exclusive_group()
     prompt.add_argument("--prompt", help="the prompt text")
-    prompt.add_argument(
-        "--prompt-tokens",
-        type=positive_int,
-        metavar="N",
-        help="a unique prompt of N tokens as the endpoint counts them (calibrated on usage)",
+    add_prompt_tokens_argument(
+        prompt, "a unique prompt of N tokens as the endpoint counts them (calibrated on usage)"
     )
-    add_output_tokens_argument(probe, 64)
+    add_output_tokens_argument(probe, ProbePlan)
     probe.add_argument("--repeat", "-n", type=positive_int, default=1, metavar="N")
     reuse = probe.add_mutually_exclusive_group()
     reuse.add_argument(
@@ -59,8 +59,8 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         action="store_false",
         help="open a new connection (DNS, TCP, TLS) for every request",
     )
-    probe.add_argument("--json", action="store_true", help="one JSON object per request on stdout")
-    probe.add_argument("--seed", type=int, help="seed for generated prompts")
+    add_json_argument(probe, "one JSON object per request on stdout")
+    add_seed_argument(probe, "generated prompts")
     add_vantage_arguments(probe, "the probes")
     add_store_argument(probe)
 

@@ -9,7 +9,7 @@ import os
 import sys
 from typing import Any, TextIO
 
-from latdoc.cli._options import EXIT_OK
+from latdoc.cli._options import EXIT_OK, add_json_argument
 from latdoc.probe.providers import PROVIDERS
 from latdoc.report import make_console, providers_to_dict, render_providers
 
@@ -23,7 +23,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         "key is read from and the header it goes in, and whether each variable is set "
         "here. A key's value is never shown. Sends nothing.",
     )
-    p.add_argument("--json", action="store_true", help="print the presets as JSON")
+    add_json_argument(p, "print the presets as JSON")
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:

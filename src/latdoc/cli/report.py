@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from latdoc.cli import load, watch
-from latdoc.cli._options import EXIT_OK, add_store_argument
+from latdoc.cli._options import EXIT_OK, add_html_argument, add_json_argument, add_store_argument
 from latdoc.cli._output import emit
 from latdoc.errors import UsageError
 from latdoc.features.diagnose import ShownDiagnosis, rediagnose
@@ -79,8 +79,8 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         "run_id", nargs="?", help="a run id (or a unique prefix) from `latdoc runs`"
     )
     out = report.add_mutually_exclusive_group()
-    out.add_argument("--html", metavar="FILE")
-    out.add_argument("--json", action="store_true")
+    add_html_argument(out)
+    add_json_argument(out)
     add_store_argument(report)
     watch.add_report_arguments(report)
 

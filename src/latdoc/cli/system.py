@@ -12,9 +12,13 @@ import os
 import sys
 from typing import Any, TextIO
 
-from latdoc.cli._options import BASE_URL_VARIABLE, EXIT_OK, positive_int
+from latdoc.cli._options import (
+    BASE_URL_VARIABLE,
+    EXIT_OK,
+    add_concurrency_argument,
+    add_json_argument,
+)
 from latdoc.features.system import check_system
-from latdoc.model import DEFAULT_CONCURRENCY
 from latdoc.report import make_console, render_system, system_to_dict
 
 
@@ -34,11 +38,8 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         help=f"API URLs to show the proxy of (default: ${BASE_URL_VARIABLE} and the "
         "--provider presets' URLs)",
     )  # fmt: skip
-    p.add_argument(
-        "--concurrency", type=positive_int, default=DEFAULT_CONCURRENCY, metavar="N",
-        help=f"concurrent streams you expect in production (default {DEFAULT_CONCURRENCY})",
-    )  # fmt: skip
-    p.add_argument("--json", action="store_true", help="print the checklist as JSON")
+    add_concurrency_argument(p, "concurrent streams you expect in production")
+    add_json_argument(p, "print the checklist as JSON")
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:

@@ -19,7 +19,10 @@ from latdoc.cli._options import (
     EXIT_USAGE,
     add_budget_arguments,
     add_gate_argument,
+    add_html_argument,
+    add_json_argument,
     add_output_tokens_argument,
+    add_seed_argument,
     add_store_argument,
     add_target_arguments,
     plan_default,
@@ -55,8 +58,8 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
     )
     add_gate_argument(compare, "A, the baseline")
     out = compare.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true", help="print the comparison as JSON")
-    out.add_argument("--html", metavar="FILE", help="write the comparison as an HTML page")
+    add_json_argument(out, "print the comparison as JSON")
+    add_html_argument(out, "write the comparison as an HTML page")
     add_store_argument(compare)
 
     v = sub.add_parser(
@@ -71,7 +74,7 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
     )
     add_target_arguments(v)
     add_remedy_arguments(v)
-    add_output_tokens_argument(v, 32)
+    add_output_tokens_argument(v, VerifyPlan)
     budget = add_budget_arguments(
         v, max_requests=DEFAULT_VERIFY_REQUESTS, max_seconds=DEFAULT_VERIFY_SECONDS
     )
@@ -80,10 +83,10 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
                         "± F (default 0.05)")  # fmt: skip
     add_gate_argument(v, "A, today's way (B the remedy)")
     out = v.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true", help="print the result as JSON")
-    out.add_argument("--html", metavar="FILE", help="write the comparison as an HTML page")
+    add_json_argument(out, "print the result as JSON")
+    add_html_argument(out, "write the comparison as an HTML page")
     add_store_argument(v)
-    v.add_argument("--seed", type=int, help="seed for prompts and the order of the arms")
+    add_seed_argument(v, "prompts and the order of the arms")
 
 
 CONVERTERS: dict[type, Callable[[str], Any]] = {int: positive_int, float: positive_float, str: str}

@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING, Any, TextIO
 from latdoc.cli._options import (
     EXIT_INTERRUPTED,
     EXIT_OK,
+    add_budget_arguments,
     add_metrics_arguments,
     add_output_tokens_argument,
+    add_seed_argument,
     add_store_argument,
     add_target_arguments,
     duration,
@@ -52,7 +54,6 @@ if TYPE_CHECKING:
     from latdoc.report.metrics import PrometheusMetrics
 
 DEFAULT_JITTER = plan_default(WatchPlan, "jitter")
-DEFAULT_MAX_TOKENS = plan_default(WatchPlan, "max_tokens")
 HOUR_OF_DAY = "hour-of-day"
 
 
@@ -89,23 +90,16 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         help="move each tick by up to ± F of the interval, at random "
         f"(default {DEFAULT_JITTER:g})",
     )  # fmt: skip
-    g = w.add_argument_group("budget")
-    g.add_argument(
-        "--max-requests", type=positive_int, default=MAX_REQUESTS, metavar="N",
-        help="hard cap on requests over the whole watch, resumes included "
-        f"(default {MAX_REQUESTS})",
-    )  # fmt: skip
-    g.add_argument(
-        "--token-budget", type=positive_int, metavar="N",
-        help="hard cap on prompt + output tokens over the whole watch, resumes included",
-    )  # fmt: skip
-    add_output_tokens_argument(w, DEFAULT_MAX_TOKENS)
+    add_budget_arguments(
+        w, max_requests=MAX_REQUESTS, over="over the whole watch, resumes included"
+    )
+    add_output_tokens_argument(w, WatchPlan)
     w.add_argument(
         "--long-tokens", type=positive_int, default=LONG_TOKENS, metavar="N",
         help=f"prompt length of the long request, in tokens (default {LONG_TOKENS})",
     )  # fmt: skip
     add_metrics_arguments(w, "watching")
-    w.add_argument("--seed", type=int, help="seed for generated prompts and the jitter")
+    add_seed_argument(w, "generated prompts and the jitter")
     add_store_argument(w)
 
 
