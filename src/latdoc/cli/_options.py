@@ -8,11 +8,14 @@ key and the store are ``_sending``'s.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import re
-from typing import TYPE_CHECKING, Any, TextIO
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
+from latdoc.analysis import quantities
 from latdoc.cli._parser import EXIT_INTERRUPTED as EXIT_INTERRUPTED
 from latdoc.cli._parser import EXIT_OK as EXIT_OK
 from latdoc.cli._parser import EXIT_REQUEST_FAILED as EXIT_REQUEST_FAILED
@@ -26,32 +29,28 @@ from latdoc.probe import check_extra_body, dialects, providers
 if TYPE_CHECKING:
     from latdoc.report.metrics import PrometheusMetrics
 
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+T = TypeVar("T")
 
 
-def non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
-    return value
+def argument_type(read: Callable[[str], T]) -> Callable[[str], T]:
+    """``read`` (a reader of :mod:`latdoc.analysis.quantities` or of a feature) as a
+    flag's type: its :class:`UsageError` becomes argparse's ``argument --flag: …``."""
+
+    @functools.wraps(read)
+    def parse(text: str) -> T:
+        try:
+            return read(text)
+        except UsageError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
 
 
-def positive_float(text: str) -> float:
-    value = non_negative_float(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("must be more than 0")
-    return value
+positive_int = argument_type(quantities.positive_int)
+non_negative_float = argument_type(quantities.non_negative_float)
+positive_float = argument_type(quantities.positive_float)
+duration = argument_type(quantities.duration)
+"""The one parser of every flag that takes a duration: ``30s``, ``5m``, ``1.5h``, ``2d``."""
 
 
 def json_object(text: str) -> dict[str, Any]:
@@ -373,30 +372,3 @@ def plan_default(plan: type[Any], name: str) -> Any:
         if f.name == name and f.default is not dataclasses.MISSING:
             return f.default
     raise LookupError(f"{plan.__name__}.{name} has no default")
-
-
-_DURATION_UNITS = {
-    "us": 1e-6,
-    "µs": 1e-6,
-    "ms": 0.001,
-    "s": 1.0,
-    "m": 60.0,
-    "h": 3600.0,
-    "d": 86400.0,
-}
-
-
-def duration(text: str) -> float:
-    """Seconds from ``30s``, ``5m``, ``1.5h``, ``24h``, ``2d``, ``500ms`` or ``250us`` (a bare
-    number is seconds): the one parser of every flag that takes a duration."""
-    import re
-
-    match = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(us|µs|ms|s|m|h|d)?\s*", text)
-    if match is None:
-        raise argparse.ArgumentTypeError(
-            f"not a duration: {text!r} (give a number and a unit, e.g. 30s, 5m, 1h, 24h)"
-        )
-    seconds = float(match.group(1)) * _DURATION_UNITS[match.group(2) or "s"]
-    if seconds <= 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0, got {text!r}")
-    return seconds
