@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from latdoc.analysis import quantities
 from latdoc.analysis.gates import parse_gates
 from latdoc.cli._options import (
     EXIT_INTERRUPTED,
@@ -24,6 +25,7 @@ from latdoc.cli._options import (
     add_target_arguments,
     add_trace_arguments,
     add_yes_argument,
+    argument_type,
     duration,
     plan_default,
     positive_float,
@@ -41,10 +43,11 @@ from latdoc.features.load import (
     LoadPlan,
     Objective,
     Replay,
-    Slo,
     Workers,
     load_endpoint,
-    objective,
+    parse_levels,
+    parse_rates,
+    parse_slo,
     reload_load,
 )
 from latdoc.report import ProgressBars
@@ -56,62 +59,6 @@ DEFAULT_MAX_SECONDS = plan_default(LoadPlan, "max_seconds")
 DEFAULT_PROMPT_TOKENS = plan_default(LoadPlan, "prompt_tokens")
 DEFAULT_MAX_IN_FLIGHT = plan_default(LoadPlan, "max_in_flight")
 DEFAULT_MAX_ERROR_RATE = plan_default(LoadPlan, "max_error_rate")
-
-
-def int_list(text: str) -> tuple[int, ...]:
-    """``1,2,4,8``: whole numbers of at least 1, in the order given."""
-    try:
-        values = tuple(int(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a list of whole numbers: {text!r}") from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"each level must be at least 1: {text!r}")
-    return values
-
-
-def rate_list(text: str) -> tuple[float, ...]:
-    """``0.5,1,2,4``: requests per second, each more than 0."""
-    try:
-        values = tuple(float(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a list of rates: {text!r}") from None
-    if not values or min(values) <= 0:
-        raise argparse.ArgumentTypeError(f"each rate must be more than 0: {text!r}")
-    return values
-
-
-def parse_slo(text: str) -> tuple[Slo, tuple[Objective, ...]]:
-    """``ttft=2s,tpot=100ms``: the objectives a request must meet to count as goodput;
-    ``ttft_p95=2s,tpot_p50=80ms``: the quantiles ``--find-max`` holds each level to."""
-    limits: dict[str, float] = {}
-    objectives: list[Objective] = []
-    for part in text.split(","):
-        name, _, value = part.partition("=")
-        name = name.strip().lower()
-        try:
-            ms = duration(value) * 1000.0
-            if name in ("ttft", "tpot"):
-                limits[name] = ms
-            elif "_p" in name:
-                objectives.append(objective(name, ms))
-            else:
-                raise argparse.ArgumentTypeError(name)
-        except (argparse.ArgumentTypeError, UsageError) as exc:
-            said = str(exc) if isinstance(exc, UsageError) else ""
-            raise argparse.ArgumentTypeError(
-                said
-                or f"--slo {text!r}: expected ttft=DURATION and/or tpot=DURATION, e.g. "
-                "ttft=2s,tpot=100ms (or, with --find-max, ttft_p95=2s,tpot_p50=80ms)"
-            ) from None
-    return Slo(ttft_ms=limits.get("ttft"), tpot_ms=limits.get("tpot")), tuple(objectives)
-
-
-def share(text: str) -> float:
-    value = positive_float(text.rstrip("%"))
-    value = value / 100 if text.endswith("%") else value
-    if value > 1:
-        raise argparse.ArgumentTypeError(f"a share between 0 and 1 (or a percentage): {text!r}")
-    return value
 
 
 def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
@@ -128,12 +75,12 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     add_target_arguments(p)
     levels = p.add_mutually_exclusive_group()
     levels.add_argument(
-        "--concurrency", type=int_list, metavar="N,N,...",
+        "--concurrency", type=argument_type(parse_levels), metavar="N,N,...",
         help="closed-loop levels: streams sending back to back "
         f"(default {','.join(str(n) for n in DEFAULT_CONCURRENCY)})",
     )  # fmt: skip
     levels.add_argument(
-        "--rate", type=rate_list, metavar="R,R,...",
+        "--rate", type=argument_type(parse_rates), metavar="R,R,...",
         help="open-loop levels: Poisson arrivals, requests per second",
     )  # fmt: skip
     p.add_argument(
@@ -149,7 +96,8 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     add_output_tokens_argument(p, LoadPlan)
     g = add_budget_arguments(p, max_requests=DEFAULT_MAX_REQUESTS, max_seconds=DEFAULT_MAX_SECONDS)
     g.add_argument(
-        "--max-error-rate", type=share, default=DEFAULT_MAX_ERROR_RATE, metavar="SHARE",
+        "--max-error-rate", type=argument_type(quantities.share), default=DEFAULT_MAX_ERROR_RATE,
+        metavar="SHARE",
         help="stop the sweep when a level's failed share passes this "
         f"(default {DEFAULT_MAX_ERROR_RATE:g})",
     )  # fmt: skip
@@ -177,7 +125,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
 def _add_goal_arguments(p: argparse.ArgumentParser) -> None:
     """``--slo``, ``--find-max`` and how far it may go."""
     p.add_argument(
-        "--slo", type=parse_slo, metavar="ttft=2s,tpot=100ms",
+        "--slo", type=argument_type(parse_slo), metavar="ttft=2s,tpot=100ms",
         help="objectives a request must meet to count as goodput; with --find-max, "
         "quantiles each level must meet (ttft_p95=2s,tpot_p50=80ms)",
     )  # fmt: skip

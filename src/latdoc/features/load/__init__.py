@@ -11,7 +11,14 @@
 - ``render``: two tables per level, a JSON document, a page.
 """
 
-from latdoc.features.load.analysis import LevelWindow, LoadAnalysis, Objective, Slo, objective
+from latdoc.features.load.analysis import (
+    LevelWindow,
+    LoadAnalysis,
+    Objective,
+    Slo,
+    objective,
+    parse_slo,
+)
 from latdoc.features.load.document import LOAD_RECORD_SCHEMA, load_from_record, load_to_record
 from latdoc.features.load.render import (
     LOAD_SCHEMA,
@@ -32,7 +39,7 @@ from latdoc.features.load.run import (
 )
 from latdoc.features.load.send.findmax import DEFAULT_LIMIT, FindMaxAsk
 from latdoc.features.load.send.replay import Replay
-from latdoc.features.load.send.sweep import DEFAULT_CONCURRENCY, LoadPlan
+from latdoc.features.load.send.sweep import DEFAULT_CONCURRENCY, LoadPlan, parse_levels, parse_rates
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
@@ -58,6 +65,9 @@ __all__ = [
     "load_to_dict",
     "load_to_record",
     "objective",
+    "parse_levels",
+    "parse_rates",
+    "parse_slo",
     "reload_load",
     "render_load",
     "render_load_html",

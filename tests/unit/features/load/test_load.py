@@ -18,8 +18,8 @@ from latdoc import (
     Store,
 )
 from latdoc.cli import main
-from latdoc.cli.load import parse_slo
-from latdoc.features.load import is_loopback
+from latdoc.errors import UsageError
+from latdoc.features.load import Objective, is_loopback, parse_levels, parse_rates, parse_slo
 from latdoc.features.load.analysis import (
     find_knee,
     find_plateau,
@@ -56,9 +56,32 @@ def test_many_streams_at_a_remote_endpoint_need_yes(
 def test_slo_and_the_pure_rules() -> None:
     assert parse_slo("ttft=2s,tpot=100ms") == (Slo(ttft_ms=2000.0, tpot_ms=100.0), ())
     assert parse_slo("tpot=500us") == (Slo(tpot_ms=0.5), ())
+    assert parse_slo("TTFT_p95=2s, e2e_p50=1.5s") == (
+        Slo(),
+        (Objective("ttft", 0.95, 2000.0), Objective("e2e", 0.5, 1500.0)),
+    )
     assert find_knee([]) is None and find_plateau([]) is None
-    with pytest.raises(Exception, match="ttft=DURATION"):
-        parse_slo("latency=2s")
+    for text in ("latency=2s", "ttft=soon", "ttft=0s", "ttft_p95=x"):
+        with pytest.raises(UsageError, match="ttft=DURATION"):
+            parse_slo(text)
+    with pytest.raises(UsageError, match="ttft_p100: with --find-max name a metric"):
+        parse_slo("ttft_p100=2s")
+
+
+def test_levels_and_rates_are_read_in_their_order_or_refused() -> None:
+    assert parse_levels("8,1, 4,") == (8, 1, 4)
+    assert parse_rates("0.5,2") == (0.5, 2.0)
+    refusals = [
+        (parse_levels, "1,x", "not a list of whole numbers: '1,x'"),
+        (parse_levels, "2,0", "each level must be at least 1: '2,0'"),
+        (parse_levels, ",", "each level must be at least 1: ','"),
+        (parse_rates, "1,fast", "not a list of rates: '1,fast'"),
+        (parse_rates, "1,0", "each rate must be more than 0: '1,0'"),
+    ]
+    for parse, text, said in refusals:
+        with pytest.raises(UsageError) as refused:
+            parse(text)
+        assert str(refused.value) == said
 
 
 def test_littles_law_catches_a_level_that_held_half_its_concurrency() -> None:

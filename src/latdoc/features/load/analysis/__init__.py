@@ -51,7 +51,13 @@ from latdoc.features.load.analysis._level import (
     level_stats,
     percentiles,
 )
-from latdoc.features.load.analysis._objectives import Objective, Reading, objective, read_level
+from latdoc.features.load.analysis._objectives import (
+    Objective,
+    Reading,
+    objective,
+    parse_slo,
+    read_level,
+)
 from latdoc.features.load.analysis._sweep import (
     LoadAnalysis,
     analyse_load,
@@ -84,6 +90,7 @@ __all__ = [
     "level_name",
     "level_stats",
     "objective",
+    "parse_slo",
     "percentiles",
     "processes_for",
     "read_level",

@@ -15,8 +15,10 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from latdoc.analysis.quantities import duration
 from latdoc.analysis.stats import quantile, quantile_interval
 from latdoc.errors import UsageError
+from latdoc.features.load.analysis._level import Slo
 from latdoc.records import RequestTrace
 
 _METRICS: dict[str, Callable[[RequestTrace], float | None]] = {
@@ -49,6 +51,32 @@ def objective(name: str, limit_ms: float) -> Objective:
             "tpot_p50, e2e_p99 (ttft, tpot or e2e; p01 to p99)"
         )
     return Objective(match["metric"], int(match["q"]) / 100, limit_ms)
+
+
+def parse_slo(text: str) -> tuple[Slo, tuple[Objective, ...]]:
+    """``ttft=2s,tpot=100ms``: the objectives a request must meet to count as goodput;
+    ``ttft_p95=2s,tpot_p50=80ms``: the quantiles ``--find-max`` holds each level to. A
+    part it cannot read is a :class:`UsageError` showing the two forms."""
+    expected = (
+        f"--slo {text!r}: expected ttft=DURATION and/or tpot=DURATION, e.g. "
+        "ttft=2s,tpot=100ms (or, with --find-max, ttft_p95=2s,tpot_p50=80ms)"
+    )
+    limits: dict[str, float] = {}
+    objectives: list[Objective] = []
+    for part in text.split(","):
+        name, _, value = part.partition("=")
+        name = name.strip().lower()
+        try:
+            ms = duration(value) * 1000.0
+        except UsageError:
+            raise UsageError(expected) from None
+        if name in ("ttft", "tpot"):
+            limits[name] = ms
+        elif "_p" in name:
+            objectives.append(objective(name, ms))
+        else:
+            raise UsageError(expected)
+    return Slo(ttft_ms=limits.get("ttft"), tpot_ms=limits.get("tpot")), tuple(objectives)
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ import random
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 
+from latdoc.errors import UsageError
 from latdoc.features.load.analysis import LevelWindow
 from latdoc.features.load.send.heap import kept_out_of_collection
 from latdoc.features.load.send.meter import ClientMeter
@@ -47,6 +48,29 @@ DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16)
 MIN_FOR_ERROR_RATE = 5
 """Finished requests a level needs before its error rate may stop the sweep."""
 _NS = 1_000_000_000
+
+
+def parse_levels(text: str) -> tuple[int, ...]:
+    """``1,2,4,8``: closed-loop levels, whole numbers of at least 1, in the order given."""
+    try:
+        values = tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise UsageError(f"not a list of whole numbers: {text!r}") from None
+    if not values or min(values) < 1:
+        raise UsageError(f"each level must be at least 1: {text!r}")
+    return values
+
+
+def parse_rates(text: str) -> tuple[float, ...]:
+    """``0.5,1,2,4``: open-loop levels, requests per second, each more than 0."""
+    try:
+        values = tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise UsageError(f"not a list of rates: {text!r}") from None
+    if not values or min(values) <= 0:
+        raise UsageError(f"each rate must be more than 0: {text!r}")
+    return values
+
 
 LevelHook = Callable[[LevelWindow], None]
 ProgressHook = Callable[[str, int, int], None]
