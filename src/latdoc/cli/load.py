@@ -34,14 +34,12 @@ from latdoc.cli._options import (
 )
 from latdoc.cli._output import emit
 from latdoc.cli._sending import Sending
-from latdoc.errors import UsageError
 from latdoc.features.load import (
     DEFAULT_CONCURRENCY,
     DEFAULT_LIMIT,
     DEFAULT_RAY_WORKERS,
     FindMaxAsk,
     LoadPlan,
-    Objective,
     Replay,
     Workers,
     load_endpoint,
@@ -165,35 +163,14 @@ def _processes(text: str) -> int | str:
     return "auto" if text.strip().lower() == "auto" else positive_int(text)
 
 
-def workers(args: argparse.Namespace) -> Workers | None:
-    """The workers ``--processes`` or ``--ray``/``--workers`` ask for, if any."""
-    if args.workers is not None and args.ray is None:
-        raise UsageError("--workers counts Ray actors: give --ray ADDRESS too")
-    if args.ray is not None:
-        return Workers.on_ray(args.ray, args.workers)
-    if isinstance(args.processes, int):
-        return Workers(args.processes)
-    return None
-
-
-def find_max(args: argparse.Namespace, objectives: tuple[Objective, ...]) -> FindMaxAsk | None:
-    """The search ``--find-max`` asks for, if any, with ``--slo``'s quantiles."""
-    if args.find_max:
-        start = args.rate[0] if args.rate else None
-        return FindMaxAsk(objectives, args.find_max_limit, start)
-    if objectives:
-        raise UsageError("--slo's quantiles (ttft_p95=…) are for --find-max; goodput takes "
-                         "ttft=… and tpot=…")  # fmt: skip
-    return None
-
-
 def run(args: argparse.Namespace) -> int:
     sending = Sending.of(args)
-    spread = workers(args)
+    processes = args.processes if isinstance(args.processes, int) else None
+    spread = Workers.asked(processes, args.ray, args.workers)
     err = sys.stderr
     gates = parse_gates(args.fail_if) if args.fail_if else ()
     slo, objectives = args.slo or (None, ())
-    found = find_max(args, objectives)
+    found = FindMaxAsk.asked(args.find_max, objectives, args.find_max_limit, args.rate or ())
     replay = None
     if args.trace is not None:
         streams = (args.concurrency or (1,))[0]

@@ -91,6 +91,19 @@ class Workers:
         ``address``."""
         return cls(DEFAULT_RAY_WORKERS if count is None else count, ray=address)
 
+    @classmethod
+    def asked(
+        cls, processes: int | None = None, ray: str | None = None, actors: int | None = None
+    ) -> Workers | None:
+        """The workers a sweep is asked to send from: ``actors`` Ray actors on the cluster
+        at ``ray`` (:meth:`on_ray`), else ``processes`` local processes; ``None``: this
+        process alone. Actors without a cluster are a :class:`UsageError`."""
+        if actors is not None and ray is None:
+            raise UsageError("--workers counts Ray actors: give --ray ADDRESS too")
+        if ray is not None:
+            return cls.on_ray(ray, actors)
+        return None if processes is None else cls(processes)
+
 
 def is_loopback(url: str) -> bool:
     """Whether ``url``'s host is this machine (``localhost`` or a loopback address)."""

@@ -42,3 +42,16 @@ def test_a_search_that_cannot_run_is_one_clear_error(
 ) -> None:
     assert main(["load", "http://127.0.0.1:9/v1", "-m", "m", *args]) == 2
     assert said in capsys.readouterr().err
+
+
+def test_a_search_is_asked_for_by_the_flag_with_its_quantiles_and_first_rate() -> None:
+    from latdoc.errors import UsageError
+    from latdoc.features.load import FindMaxAsk
+
+    p95 = (Objective("ttft", 0.95, 2000.0),)
+    assert FindMaxAsk.asked(False, ()) is None
+    assert FindMaxAsk.asked(True, p95, 64.0) == FindMaxAsk(p95, 64.0)
+    by_rate = FindMaxAsk.asked(True, p95, rates=(2.5,))
+    assert by_rate == FindMaxAsk(p95, None, 2.5) and by_rate.reach == 2.5 * 1024
+    with pytest.raises(UsageError, match="are for --find-max"):
+        FindMaxAsk.asked(False, p95)

@@ -36,3 +36,14 @@ def test_budgets_split_over_workers_and_never_overrun() -> None:
     assert split(5, 2) == [3, 2] and split(1, 3) == [1, 0, 0]
     with pytest.raises(UsageError, match="cannot be split over 8 workers"):
         worker_plans(plan, 8)
+
+
+def test_workers_are_ray_actors_local_processes_or_none() -> None:
+    from latdoc.features.load import DEFAULT_RAY_WORKERS, Workers
+
+    assert Workers.asked() is None
+    assert Workers.asked(processes=3) == Workers(3)
+    assert Workers.asked(ray="auto") == Workers(DEFAULT_RAY_WORKERS, ray="auto")
+    assert Workers.asked(ray="10.0.0.1:6379", actors=4) == Workers(4, ray="10.0.0.1:6379")
+    with pytest.raises(UsageError, match="--workers counts Ray actors: give --ray ADDRESS too"):
+        Workers.asked(processes=2, actors=4)

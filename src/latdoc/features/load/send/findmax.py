@@ -71,6 +71,24 @@ class FindMaxAsk:
                 "--find-max needs --slo with quantiles, e.g. ttft_p95=2s,tpot_p50=80ms"
             )
 
+    @classmethod
+    def asked(
+        cls,
+        find_max: bool,
+        objectives: tuple[Objective, ...],
+        limit: float | None = None,
+        rates: Sequence[float] = (),
+    ) -> FindMaxAsk | None:
+        """The search ``find_max`` asks for, if any, from the first of ``rates`` when
+        given; quantiles asked without the search are a :class:`UsageError` (goodput
+        takes limits, not quantiles)."""
+        if find_max:
+            return cls(objectives, limit, rates[0] if rates else None)
+        if objectives:
+            raise UsageError("--slo's quantiles (ttft_p95=…) are for --find-max; goodput takes "
+                             "ttft=… and tpot=…")  # fmt: skip
+        return None
+
     @property
     def reach(self) -> float:
         """The most streams, or the highest rate, the search tries."""
