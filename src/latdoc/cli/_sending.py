@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import inspect
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Any, TextIO, TypeVar
 
 from latdoc.cli._lab_extra import require_lab
 from latdoc.errors import UsageError
@@ -27,6 +28,12 @@ from latdoc.store import Store
 
 Choice = ApiChoice
 """What ``--provider``, ``--api`` and the URL choose together."""
+
+SHARED_FIELDS = ("max_tokens", "max_requests", "token_budget", "max_seconds", "seed")
+"""The options every sending command reads alike, each a field of its plan by the same
+name: the output length, the budget's caps and the seed."""
+
+P = TypeVar("P")
 
 
 @dataclass(frozen=True)
@@ -148,6 +155,20 @@ class Sending:
         """The endpoint and the connection to it, while the :func:`target` lasts."""
         with target(self.args, err, engine=engine, http2=http2) as where:
             yield endpoint_and_connection(self.args, where, self.key)
+
+    def plan(
+        self, kind: Callable[..., P], endpoint: Endpoint, connection: ConnectionOptions, **own: Any
+    ) -> P:
+        """The ``kind`` of plan the command sends by: to ``endpoint`` over ``connection``,
+        with the :data:`SHARED_FIELDS` the plan takes and the command has, and the
+        command's ``own`` fields."""
+        fields = inspect.signature(kind).parameters
+        shared = {
+            name: getattr(self.args, name)
+            for name in SHARED_FIELDS
+            if name in fields and hasattr(self.args, name)
+        }
+        return kind(endpoint=endpoint, connection=connection, **(shared | own))
 
     def store(self, *more: str | None) -> Store:
         """The ``--db`` store, masking the key, any ``more`` keys and the proxies'

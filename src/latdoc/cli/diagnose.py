@@ -161,15 +161,11 @@ def run_diagnose(args: argparse.Namespace) -> int:
         raise UsageError("--server-metrics reads an engine from this machine: not with --vantage")
     named_metrics_url(args.server_metrics)
     with sending.to(err, engine=True) as (endpoint, connection):
-        plan = DiagnosisPlan(
-            endpoint=endpoint,
-            connection=connection,
-            max_tokens=args.max_tokens,
-            max_requests=args.max_requests,
-            token_budget=args.token_budget,
-            max_seconds=args.max_seconds,
+        plan = sending.plan(
+            DiagnosisPlan,
+            endpoint,
+            connection,
             context_window=args.context_window,
-            seed=args.seed,
             concurrency=args.concurrency,
         )
         print(plan_line(plan), file=err)
@@ -216,16 +212,7 @@ def _diagnose_trace(args: argparse.Namespace) -> int:
     sending = Sending.of(args)
     err = sys.stderr
     with sending.to(err, engine=True) as (endpoint, connection):
-        plan = LoadPlan(
-            endpoint=endpoint,
-            connection=connection,
-            concurrency=(args.concurrency,),
-            max_tokens=args.max_tokens,
-            max_requests=args.max_requests,
-            token_budget=args.token_budget,
-            max_seconds=args.max_seconds,
-            seed=args.seed,
-        )
+        plan = sending.plan(LoadPlan, endpoint, connection, concurrency=(args.concurrency,))
         replay = Replay(args.trace, args.trace_format, args.speed, args.concurrency)
         print(f"Replaying {args.trace} against {endpoint.base_url}, then diagnosing it as "
               "recorded traffic.", file=err)  # fmt: skip

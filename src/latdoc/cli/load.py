@@ -176,20 +176,16 @@ def run(args: argparse.Namespace) -> int:
         streams = (args.concurrency or (1,))[0]
         replay = Replay(args.trace, args.trace_format, args.speed, streams)
     with sending.to(err, engine=False) as (endpoint, connection):
-        plan = LoadPlan(
-            endpoint=endpoint,
-            connection=connection,
+        plan = sending.plan(
+            LoadPlan,
+            endpoint,
+            connection,
             concurrency=args.concurrency or (),
             rates=args.rate or (),
             duration_per_level=args.duration_per_level,
             prompt_tokens=args.prompt_tokens,
-            max_tokens=args.max_tokens,
-            max_requests=args.max_requests,
-            token_budget=args.token_budget,
-            max_seconds=args.max_seconds,
             max_error_rate=args.max_error_rate,
             max_in_flight=args.max_in_flight,
-            seed=args.seed,
         )
         progress = ProgressBars(err)
         metrics = start_metrics(args, err)

@@ -70,15 +70,14 @@ def run(args: argparse.Namespace) -> int:
     err, out = sys.stderr, sys.stdout
     places = vantages(args)
     with sending.to(err, engine=False) as (endpoint, connection):
-        plan = ProbePlan(
-            endpoint=endpoint,
-            connection=connection,
+        plan = sending.plan(
+            ProbePlan,
+            endpoint,
+            connection,
             prompt=args.prompt,
             prompt_tokens=args.prompt_tokens,
-            max_tokens=args.max_tokens,
             repeat=args.repeat,
             reuse_connections=args.reuse,
-            seed=args.seed,
         )
         progress = ProgressBars(err, enabled=args.repeat > 1)
 

@@ -136,16 +136,12 @@ def run_verify(args: argparse.Namespace) -> int:
     spec = registry.experiment(args.remedy)
     http2 = True if spec.builtin_http2 else None
     with sending.to(err, engine=False, http2=http2) as (endpoint, connection):
-        plan = VerifyPlan(
-            endpoint=endpoint,
+        plan = sending.plan(
+            VerifyPlan,
+            endpoint,
+            connection,
             remedy=spec,
-            connection=connection,
-            max_tokens=args.max_tokens,
-            max_requests=args.max_requests,
-            token_budget=args.token_budget,
-            max_seconds=args.max_seconds,
             precision=args.precision,
-            seed=args.seed,
             gates=parse_gates(args.fail_if) if args.fail_if else (),
             options=spec.read(vars(args)),
         )

@@ -36,7 +36,6 @@ from latdoc.features.watch import (
     HOUR_OF_DAY_TITLE,
     LONG_TOKENS,
     MAX_REQUESTS,
-    SHORT_TOKENS,
     WatchClock,
     WatchPlan,
     clock_spans,
@@ -128,16 +127,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         with sending.to(err, engine=False) as (endpoint, connection):
             name = args.name or watch_name(endpoint)
-            plan = WatchPlan(
-                endpoint=endpoint,
-                connection=connection,
+            plan = sending.plan(
+                WatchPlan,
+                endpoint,
+                connection,
                 every_s=args.every,
-                until=None,
                 jitter=args.jitter,
-                short_tokens=SHORT_TOKENS,
                 long_tokens=args.long_tokens,
-                max_tokens=args.max_tokens,
-                seed=args.seed,
             )
             with sending.store() as store:
                 interrupted, clock = _watch(args, plan, name, store, metrics, err)

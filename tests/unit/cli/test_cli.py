@@ -78,3 +78,32 @@ def test_a_duration_flag_refuses_a_word_in_one_line(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1
     assert "not a duration" in err[0]
+
+
+_BUDGET = ["--max-requests", "9", "--token-budget", "99", "--max-seconds", "30s"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "kind", "own"),
+    [
+        (["load", *_BUDGET], "LoadPlan", {}),
+        (["diagnose", *_BUDGET], "DiagnosisPlan", {}),
+        (["verify", "--remedy", "keepalive", *_BUDGET], "VerifyPlan", {"remedy": "keepalive"}),
+        (["probe"], "ProbePlan", {}),
+        (["watch"], "WatchPlan", {}),
+    ],
+)
+def test_every_sending_command_reads_the_shared_options_into_its_plan(
+    argv: list[str], kind: str, own: dict[str, object]
+) -> None:
+    import latdoc
+    from latdoc.cli import build_parser
+    from latdoc.cli._sending import Sending
+    from latdoc.probe import ConnectionOptions, Endpoint
+
+    args = build_parser().parse_args([*argv, "--max-tokens", "7", "--seed", "3"])
+    endpoint = Endpoint("http://127.0.0.1:9/v1", "m")
+    plan = Sending(args, None).plan(getattr(latdoc, kind), endpoint, ConnectionOptions(), **own)
+    assert (plan.endpoint, plan.max_tokens, plan.seed) == (endpoint, 7, 3)
+    if "--max-requests" in argv:
+        assert (plan.max_requests, plan.token_budget, plan.max_seconds) == (9, 99, 30.0)
