@@ -43,9 +43,8 @@ from latdoc.features.diagnose import (
 from latdoc.features.vantage import diagnose_vantages
 from latdoc.model import Scenario, parse_priorities
 from latdoc.pipeline import named_metrics_url
-from latdoc.report import ProgressBars
-from latdoc.store import RunInfo, Store
-from latdoc.store.run import RUN_STATUSES
+from latdoc.report import ProgressBars, render_runs
+from latdoc.store import Store
 from latdoc.workload import DiagnosisPlan
 
 DEFAULT_MAX_REQUESTS = plan_default(DiagnosisPlan, "max_requests")
@@ -261,33 +260,17 @@ def run_runs(args: argparse.Namespace) -> int:
     if not runs:
         print("No stored runs yet: `latdoc diagnose` makes one.")
         return EXIT_OK
-    _print_runs(runs)
+    print(render_runs(runs))
     return EXIT_OK
-
-
-def _print_runs(runs: list[RunInfo]) -> None:
-    print(f"  {'run':<24} {'started (UTC)':<20} {'status':<12} {'req':>4} {'fail':>4}  "
-          f"{'verdict':<14} model @ endpoint")  # fmt: skip
-    for r in runs:
-        print(
-            f"  {r.run_id:<24} {r.started_at:%Y-%m-%d %H:%M:%S}  {r.status:<12} "
-            f"{r.requests:>4} {r.failed:>4}  {r.verdict or '-':<14} {r.model} @ {r.endpoint}"
-        )
-        for key in ("not_recorded", "not_reported"):
-            lost = r.meta.get(key)
-            if isinstance(lost, dict) and isinstance(lost.get("reasons"), dict):
-                for why, n in lost["reasons"].items():
-                    print(f"  {'':<24} {n} request{'' if n == 1 else 's'} {lost['what']}: {why}")
 
 
 def _prune(args: argparse.Namespace) -> int:
     """Print the runs chosen; remove them with ``--yes``."""
     from datetime import UTC, datetime, timedelta
 
+    statuses = None
     if args.status:
         statuses = {s.strip() for given in args.status for s in given.split(",") if s.strip()}
-    else:
-        statuses = set(RUN_STATUSES - {"running"})
     before = None
     if args.older_than is not None:
         before = datetime.now(UTC) - timedelta(seconds=args.older_than)
@@ -297,7 +280,7 @@ def _prune(args: argparse.Namespace) -> int:
             print("No run matches: nothing to remove.")
             return EXIT_OK
         traces = sum(r.requests for r in chosen)
-        _print_runs(chosen)
+        print(render_runs(chosen))
         what = f"{len(chosen)} run{'' if len(chosen) == 1 else 's'} ({traces} traces)"
         if not args.yes:
             print(

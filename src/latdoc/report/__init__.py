@@ -17,6 +17,7 @@ from latdoc.report._console import make_console, render_text
 from latdoc.report._gates import gates_to_dict, render_gates
 from latdoc.report._html import render_html
 from latdoc.report._providers import PROVIDERS_SCHEMA, providers_to_dict, render_providers
+from latdoc.report._runs import render_runs
 from latdoc.report._system import SYSTEM_SCHEMA, render_system, system_to_dict
 from latdoc.report._terminal_diagnosis import render_diagnosis
 from latdoc.report._terminal_probe import render_summary, render_waterfall
@@ -51,6 +52,7 @@ __all__ = [
     "render_gates",
     "render_html",
     "render_providers",
+    "render_runs",
     "render_summary",
     "render_system",
     "render_text",

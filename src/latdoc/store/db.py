@@ -182,9 +182,10 @@ class Store:
         self.runs.reopen_run(run_id)
 
     def choose_runs(
-        self, statuses: Collection[str], *, started_before: datetime | None = None
+        self, statuses: Collection[str] | None = None, *, started_before: datetime | None = None
     ) -> list[RunInfo]:
-        """:meth:`Runs.choose_runs`: the runs of these statuses, oldest first."""
+        """:meth:`Runs.choose_runs`: the runs of these statuses (``None``: all but
+        ``running``), oldest first."""
         return self.runs.choose_runs(statuses, started_before=started_before)
 
     def delete_runs(self, run_ids: Sequence[str]) -> int:

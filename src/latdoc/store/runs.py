@@ -112,11 +112,13 @@ class Runs:
                 raise self._db.missing(run_id)
 
     def choose_runs(
-        self, statuses: Collection[str], *, started_before: datetime | None = None
+        self, statuses: Collection[str] | None = None, *, started_before: datetime | None = None
     ) -> list[RunInfo]:
-        """The runs whose status is one of ``statuses`` (and that started before
-        ``started_before``, if given), oldest first; a ``running`` run whose process is
-        alive on this host is never chosen."""
+        """The runs whose status is one of ``statuses`` (``None``: every status but
+        ``running``; and that started before ``started_before``, if given), oldest first;
+        a ``running`` run whose process is alive on this host is never chosen."""
+        if statuses is None:
+            statuses = RUN_STATUSES - {"running"}
         unknown = set(statuses) - RUN_STATUSES
         if unknown:
             raise UsageError(

@@ -146,6 +146,8 @@ def test_prune_lists_first_and_removes_only_what_was_chosen(
             store.finish_run(ids[name], status=name.split("-")[1], diagnosis=None)
     with Store(db) as store:
         live = _new_run(store)
+        # Chosen by default: every status but running.
+        assert {r.run_id for r in store.choose_runs()} == set(ids.values())
 
     def listed() -> set[str]:
         with Store(db) as store:
