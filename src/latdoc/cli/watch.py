@@ -8,7 +8,6 @@ served as Prometheus metrics; ``report --watch`` reads it back by the clock.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -41,6 +40,7 @@ from latdoc.features.watch import (
     clock_spans,
     duration_text,
     ended_sentences,
+    started_sentence,
     watch_clock,
     watch_endpoint,
     watch_name,
@@ -158,18 +158,13 @@ def _watch(
 ) -> tuple[bool, WatchClock]:
     """Run the watch: whether Ctrl-C ended it (every finished trace is kept), and the
     watch by hour of day."""
-    ticks = math.ceil(args.duration / args.every)
-    planned = "one tick" if args.once else f"every {duration_text(args.every)} ± {args.jitter:.0%}"
+    duration_s = None if args.once else args.duration
 
     def on_start(run_id: str, resumed: bool) -> None:
-        how = "resumed" if resumed else "started"
-        limit = "" if args.once else f" for {duration_text(args.duration)} (~{ticks} ticks)"
-        print(
-            f"Watch {name!r} {how} (run {run_id}): {planned}{limit}, at most "
-            f"{args.max_requests} requests in all; Ctrl-C stops it and keeps every trace.",
-            file=err,
-            flush=True,
+        said = started_sentence(
+            plan, name, run_id, resumed, duration_s=duration_s, max_requests=args.max_requests
         )
+        print(said, file=err, flush=True)
 
     def on_sample(sample: Sample) -> None:
         trace = sample.trace
@@ -184,7 +179,7 @@ def _watch(
         store=store,
         max_requests=args.max_requests,
         token_budget=args.token_budget,
-        duration_s=None if args.once else args.duration,
+        duration_s=duration_s,
         on_sample=on_sample,
         on_start=on_start,
     )

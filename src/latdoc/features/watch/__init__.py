@@ -28,6 +28,7 @@ from latdoc.features.watch.render import (
     ended_sentences,
     render_clock,
     render_clock_html,
+    started_sentence,
 )
 from latdoc.features.watch.run import (
     DURATION_S,
@@ -78,6 +79,7 @@ __all__ = [
     "ended_sentences",
     "render_clock",
     "render_clock_html",
+    "started_sentence",
     "watch_clock",
     "watch_endpoint",
     "watch_name",

@@ -6,6 +6,7 @@ the HTML page adds a heat map of TTFT p50/p95, TPOT and error rate per bucket.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -16,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from latdoc.features.watch.analysis import DAY_S, ClockReport, Peak, p_text
-from latdoc.features.watch.send import REQUESTS_PER_TICK, WatchResult
+from latdoc.features.watch.send import REQUESTS_PER_TICK, WatchPlan, WatchResult
 from latdoc.report.names import format_ms
 
 WATCH_SCHEMA = "latdoc.watch/1"
@@ -46,6 +47,33 @@ def peak_sentence(peak: Peak) -> str:
         f"Peak {', '.join(peak.ranges)}: TTFT p50 {format_ms(peak.peak_ttft_p50_ms)} against "
         f"{format_ms(peak.off_peak_ttft_p50_ms)} off-peak, {peak.ratio:.2f}×{ci} "
         f"({p_text(peak.p_value)}, Mann–Whitney, n = {peak.peak_n}/{peak.off_peak_n})"
+    )
+
+
+def started_sentence(
+    plan: WatchPlan,
+    name: str,
+    run_id: str,
+    resumed: bool,
+    *,
+    duration_s: float | None,
+    max_requests: int,
+) -> str:
+    """What a run of the watch ``name`` says as it starts (or resumes): its schedule
+    (``duration_s`` ``None``: one tick), its cap on requests, and that Ctrl-C keeps
+    every trace."""
+    how = "resumed" if resumed else "started"
+    if duration_s is None:
+        planned = "one tick"
+    else:
+        ticks = math.ceil(duration_s / plan.every_s)
+        planned = (
+            f"every {duration_text(plan.every_s)} ± {plan.jitter:.0%} for "
+            f"{duration_text(duration_s)} (~{ticks} ticks)"
+        )
+    return (
+        f"Watch {name!r} {how} (run {run_id}): {planned}, at most {max_requests} requests "
+        "in all; Ctrl-C stops it and keeps every trace."
     )
 
 

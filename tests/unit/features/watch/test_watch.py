@@ -165,3 +165,17 @@ def test_what_a_watch_says_when_it_ends() -> None:
     )
     assert said[1].startswith("2 ticks skipped this time: a tick took longer than --every")
     assert "a tick is 3 requests" in said[2]
+
+
+def test_what_a_watch_says_when_it_starts() -> None:
+    from latdoc.features.watch import WatchPlan, started_sentence
+    from latdoc.probe import Endpoint
+
+    plan = WatchPlan(Endpoint("http://127.0.0.1:9/v1", "m"), every_s=300.0, jitter=0.1)
+    said = started_sentence(plan, "w", "r1", True, duration_s=3600.0, max_requests=300)
+    assert said == (
+        "Watch 'w' resumed (run r1): every 5m ± 10% for 1h (~12 ticks), at most 300 "
+        "requests in all; Ctrl-C stops it and keeps every trace."
+    )
+    once = started_sentence(plan, "w", "r1", False, duration_s=None, max_requests=9)
+    assert once.startswith("Watch 'w' started (run r1): one tick, at most 9 requests in all;")
