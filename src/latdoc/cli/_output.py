@@ -75,16 +75,18 @@ def emit(result: Shown, args: argparse.Namespace, *, terminal: bool = True) -> N
     """Show ``result`` as ``--html FILE`` and ``--json`` ask, the same for every command:
     its page to FILE if it has one; its JSON document on stdout, else its blocks (a
     stored run re-rendered, not ``terminal``, shows them only when no page was asked);
-    where its runs are kept, on stderr."""
+    where its runs are kept, on stderr. A command without ``--html`` (``probe``) writes no
+    page."""
     from latdoc.report import make_console
 
-    if args.html and (page := result.page()) is not None:
-        path = Path(args.html)
+    html: str | None = getattr(args, "html", None)
+    if html and (page := result.page()) is not None:
+        path = Path(html)
         write_output(path, page)
         print(f"HTML {result.page_kind} written to {path}", file=sys.stderr)
     if args.json:
         sys.stdout.write(json.dumps(result.document(), indent=2) + "\n")
-    elif terminal or not args.html:
+    elif terminal or not html:
         console = make_console(sys.stdout)
         for block in result.shown():
             console.print(block)

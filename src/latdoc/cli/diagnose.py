@@ -31,7 +31,6 @@ from latdoc.cli._options import (
 )
 from latdoc.cli._output import emit
 from latdoc.cli._sending import Sending
-from latdoc.cli.vantage import emit_vantages
 from latdoc.errors import UsageError
 from latdoc.features.diagnose import (
     ShownDiagnosis,
@@ -179,7 +178,8 @@ def run_diagnose(args: argparse.Namespace) -> int:
                     scenario=Scenario(args.scenario),
                     priorities=args.priorities,
                 )
-                return emit_vantages(runs, args, sys.stdout, err)
+                emit(runs.shown(), args)
+                return EXIT_REQUEST_FAILED if runs.every_failed else EXIT_OK
             try:
                 run = diagnose_endpoint(
                     plan,

@@ -20,8 +20,8 @@ from latdoc.cli._options import (
     positive_int,
     vantages,
 )
+from latdoc.cli._output import emit
 from latdoc.cli._sending import Sending
-from latdoc.cli.vantage import emit_vantages
 from latdoc.features.probe import probe_endpoint, render_probe
 from latdoc.features.vantage import probe_vantages
 from latdoc.records import RequestTrace
@@ -92,7 +92,8 @@ def run(args: argparse.Namespace) -> int:
         with sending.store() as store:
             if places is not None:
                 runs = probe_vantages(plan, ray=args.ray, vantages=places, store=store)
-                return emit_vantages(runs, args, out, err)
+                emit(runs.shown(), args)
+                return EXIT_REQUEST_FAILED if runs.every_failed else EXIT_OK
             try:
                 stored = probe_endpoint(plan, store=store, on_trace=on_trace)
             finally:

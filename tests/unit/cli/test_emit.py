@@ -72,3 +72,13 @@ def test_a_result_without_a_page_writes_no_file(
     emit(_Result(has_page=False), _args(page))
     assert not page.exists()
     assert "written" not in capsys.readouterr().err
+
+
+def test_a_command_without_html_prints_its_blocks_or_its_document(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    emit(_Result(), argparse.Namespace(json=False))
+    out, err = capsys.readouterr()
+    assert "first block" in out and "Runs kept in store.db" in err
+    emit(_Result(), argparse.Namespace(json=True))
+    assert json.loads(capsys.readouterr().out) == {"schema": "test/1", "value": 3}

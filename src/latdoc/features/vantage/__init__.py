@@ -7,11 +7,17 @@ as vantage points, kept as a run per vantage and compared.
 """
 
 from latdoc.features.vantage.analysis import VantageComparison
-from latdoc.features.vantage.render import VANTAGE_SCHEMA, render_vantages, vantages_to_dict
+from latdoc.features.vantage.render import (
+    VANTAGE_SCHEMA,
+    ShownVantages,
+    render_vantages,
+    vantages_to_dict,
+)
 from latdoc.features.vantage.run import VantageRuns, diagnose_vantages, probe_vantages
 
 __all__ = [
     "VANTAGE_SCHEMA",
+    "ShownVantages",
     "VantageComparison",
     "VantageRuns",
     "diagnose_vantages",

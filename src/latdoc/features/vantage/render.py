@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from rich import box
@@ -88,3 +90,31 @@ def vantages_to_dict(comparison: VantageComparison) -> dict[str, Any]:
             for r in comparison.rows
         ],
     }
+
+
+@dataclass(frozen=True)
+class ShownVantages:
+    """The vantages as ``probe --vantage`` and ``diagnose --vantage`` show them (a
+    :class:`latdoc.report.shown.Shown`): one table, or its JSON document, and where the
+    run of each vantage is kept."""
+
+    comparison: VantageComparison
+    run_ids: Mapping[str, str]
+    store_path: str
+
+    @property
+    def page_kind(self) -> str:
+        return "report"
+
+    def document(self) -> dict[str, Any]:
+        return vantages_to_dict(self.comparison)
+
+    def shown(self) -> tuple[RenderableType, ...]:
+        return (render_vantages(self.comparison, title="The endpoint by vantage"),)
+
+    def page(self) -> None:
+        return None
+
+    def kept(self) -> str:
+        kept = ", ".join(f"{name} {run_id}" for name, run_id in self.run_ids.items())
+        return f"Runs kept in {self.store_path}, one per vantage: {kept}."

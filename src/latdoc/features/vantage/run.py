@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from latdoc.features.vantage.analysis import VantageComparison, compare_vantages, vantage_row
+from latdoc.features.vantage.render import ShownVantages
 from latdoc.model import Priorities, Scenario
 from latdoc.pipeline import (
     build_diagnosis,
@@ -63,6 +64,15 @@ class VantageRuns:
     run_ids: dict[str, str]
     comparison: VantageComparison
     store_path: str
+
+    @property
+    def every_failed(self) -> bool:
+        """Every request sent from some vantage failed."""
+        return any(r.requests and r.failed == r.requests for r in self.comparison.rows)
+
+    def shown(self) -> ShownVantages:
+        """The vantages as the commands show them."""
+        return ShownVantages(self.comparison, self.run_ids, self.store_path)
 
 
 def probe_vantages(

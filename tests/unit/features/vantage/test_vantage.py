@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from datetime import UTC, datetime
 
@@ -9,10 +10,12 @@ import pytest
 
 from latdoc import RequestTrace, render_text
 from latdoc.cli import main
+from latdoc.errors import ErrorKind, Phase, TraceError
 from latdoc.features.vantage import render_vantages, vantages_to_dict
 from latdoc.features.vantage.analysis import compare_vantages, vantage_row
 
 MS = 1_000_000
+_FAILED = TraceError(ErrorKind.HTTP, Phase.WAIT, "HTTP 503", status=503)
 
 
 def _trace(rtt_ms: float, ttft_ms: float, *, new: bool = True) -> RequestTrace:
@@ -63,6 +66,25 @@ def test_the_nearest_is_the_lowest_round_trip_with_its_margin() -> None:
     document = vantages_to_dict(comparison)
     assert document["schema"] == "latdoc.vantages/1" and document["nearest"] == "us-east"
     assert [v["run_id"] for v in document["vantages"]] == ["r1", "r2"]
+
+
+def test_the_runs_by_vantage_are_shown_with_where_each_is_kept() -> None:
+    from latdoc.features.vantage import VantageRuns
+
+    rows = [
+        vantage_row("a", _place(20.0, 4, 5), run_id="r1"),
+        vantage_row(
+            "b", [_trace(20.0, 150.0), dataclasses.replace(_trace(20.0, 150.0), error=_FAILED)]
+        ),
+    ]
+    runs = VantageRuns({"a": "r1", "b": "r2"}, compare_vantages(rows), "s.db")
+    shown = runs.shown()
+    assert shown.document() == vantages_to_dict(runs.comparison) and shown.page() is None
+    assert "The endpoint by vantage" in render_text(shown.shown()[0])
+    assert shown.kept() == "Runs kept in s.db, one per vantage: a r1, b r2."
+    assert not runs.every_failed
+    every = [vantage_row("c", [dataclasses.replace(_trace(20.0, 150.0), error=_FAILED)])]
+    assert VantageRuns({"c": "r3"}, compare_vantages([*rows, *every]), "s.db").every_failed
 
 
 def test_places_alike_are_not_told_apart() -> None:
