@@ -8,11 +8,12 @@ key and the store are ``_sending``'s.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from latdoc.analysis import quantities
@@ -257,10 +258,13 @@ def add_metrics_arguments(p: argparse.ArgumentParser, while_: str) -> None:
                    help="address the metrics listen on (default 127.0.0.1)")  # fmt: skip
 
 
-def start_metrics(args: argparse.Namespace, err: TextIO) -> PrometheusMetrics | None:
-    """The metrics exporter ``--metrics-port`` asked for, serving; None when not asked."""
+@contextlib.contextmanager
+def serving_metrics(args: argparse.Namespace, err: TextIO) -> Iterator[PrometheusMetrics | None]:
+    """The metrics exporter ``--metrics-port`` asked for, serving until the block ends;
+    None when not asked."""
     if args.metrics_port is None:
-        return None
+        yield None
+        return
     if not 0 <= args.metrics_port <= 65535:
         raise UsageError(f"--metrics-port must be between 0 and 65535, got {args.metrics_port}")
     from latdoc.report.metrics import PrometheusMetrics
@@ -268,7 +272,10 @@ def start_metrics(args: argparse.Namespace, err: TextIO) -> PrometheusMetrics | 
     metrics = PrometheusMetrics()
     port = metrics.start(args.metrics_port, args.metrics_addr)
     print(f"Metrics on http://{args.metrics_addr}:{port}/metrics", file=err, flush=True)
-    return metrics
+    try:
+        yield metrics
+    finally:
+        metrics.close()
 
 
 _VANTAGE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")

@@ -30,7 +30,7 @@ from latdoc.cli._options import (
     plan_default,
     positive_float,
     positive_int,
-    start_metrics,
+    serving_metrics,
 )
 from latdoc.cli._output import emit
 from latdoc.cli._sending import Sending
@@ -188,8 +188,7 @@ def run(args: argparse.Namespace) -> int:
             max_in_flight=args.max_in_flight,
         )
         progress = ProgressBars(err)
-        metrics = start_metrics(args, err)
-        with sending.store() as store:
+        with serving_metrics(args, err) as metrics, sending.store() as store:
             try:
                 result = load_endpoint(
                     plan,
@@ -207,8 +206,6 @@ def run(args: argparse.Namespace) -> int:
                 )
             finally:
                 progress.clear()
-                if metrics is not None:
-                    metrics.close()
     emit(result.shown(), args)
     if result.store_error is not None:
         print(f"Error: {result.store_error}.", file=err)

@@ -24,7 +24,7 @@ from latdoc.cli._options import (
     non_negative_float,
     plan_default,
     positive_int,
-    start_metrics,
+    serving_metrics,
 )
 from latdoc.cli._output import emit
 from latdoc.cli._sending import Sending
@@ -123,24 +123,22 @@ def add_report_arguments(report: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     sending = Sending.of(args)
     err, out = sys.stderr, sys.stdout
-    metrics = start_metrics(args, err)
-    try:
-        with sending.to(err, engine=False) as (endpoint, connection):
-            name = args.name or watch_name(endpoint)
-            plan = sending.plan(
-                WatchPlan,
-                endpoint,
-                connection,
-                every_s=args.every,
-                jitter=args.jitter,
-                long_tokens=args.long_tokens,
-            )
-            with sending.store() as store:
-                interrupted, clock = _watch(args, plan, name, store, metrics, err)
-            make_console(out).print(*clock.shown(f"Watch {clock.name} {HOUR_OF_DAY_TITLE}").shown())
-    finally:
-        if metrics is not None:
-            metrics.close()
+    with (
+        serving_metrics(args, err) as metrics,
+        sending.to(err, engine=False) as (endpoint, connection),
+    ):
+        name = args.name or watch_name(endpoint)
+        plan = sending.plan(
+            WatchPlan,
+            endpoint,
+            connection,
+            every_s=args.every,
+            jitter=args.jitter,
+            long_tokens=args.long_tokens,
+        )
+        with sending.store() as store:
+            interrupted, clock = _watch(args, plan, name, store, metrics, err)
+        make_console(out).print(*clock.shown(f"Watch {clock.name} {HOUR_OF_DAY_TITLE}").shown())
     print(
         f"`latdoc report --watch {name} --by hour-of-day --html FILE` renders it again.",
         file=err,
