@@ -10,8 +10,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
-import json
-import math
 import re
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
@@ -25,7 +23,7 @@ from latdoc.cli._sending import choice
 from latdoc.errors import UsageError
 from latdoc.model import DEFAULT_CONCURRENCY
 from latdoc.probe import BASE_URL_VARIABLE as BASE_URL_VARIABLE
-from latdoc.probe import check_extra_body, dialects, providers
+from latdoc.probe import dialects, parse_extra_body, providers
 
 if TYPE_CHECKING:
     from latdoc.report.metrics import PrometheusMetrics
@@ -52,44 +50,8 @@ non_negative_float = argument_type(quantities.non_negative_float)
 positive_float = argument_type(quantities.positive_float)
 duration = argument_type(quantities.duration)
 """The one parser of every flag that takes a duration: ``30s``, ``5m``, ``1.5h``, ``2d``."""
-
-
-def json_object(text: str) -> dict[str, Any]:
-    """``--extra-body``: a JSON object of request fields latdoc does not write itself."""
-    try:
-        value = json.loads(text, parse_float=_finite, parse_constant=_not_json)
-        json.dumps(value, ensure_ascii=False).encode("utf-8")
-    except RecursionError:
-        raise argparse.ArgumentTypeError("not valid JSON (nested too deeply)") from None
-    except UnicodeEncodeError:
-        raise argparse.ArgumentTypeError(
-            f"holds text that is not Unicode: {_clip(text)!r}"
-        ) from None
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not valid JSON ({exc}): {_clip(text)!r}") from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(
-            f"expected a JSON object such as '{{\"ignore_eos\": true}}', got {text!r}"
-        )
-    try:
-        return check_extra_body(value)
-    except UsageError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("--extra-body ")) from None
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"{_clip(text)} is not a finite number")
-    return value
-
-
-def _not_json(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON value")
-
-
-def _clip(text: str, most: int = 80) -> str:
-    return text if len(text) <= most else f"{text[:most]}…"
+json_object = argument_type(parse_extra_body)
+"""``--extra-body``: a JSON object of request fields latdoc does not write itself."""
 
 
 def add_target_arguments(p: argparse.ArgumentParser) -> None:

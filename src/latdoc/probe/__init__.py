@@ -42,6 +42,7 @@ from latdoc.probe._dialect_io import (
     error_message,
     merge_fields,
     parse_event,
+    parse_extra_body,
     request_body,
 )
 from latdoc.probe._endpoint import Endpoint, Timeouts
@@ -118,6 +119,7 @@ __all__ = [
     "metrics_url",
     "now_ns",
     "parse_event",
+    "parse_extra_body",
     "parse_no_proxy",
     "parse_proxy",
     "proxy_secrets",

@@ -11,6 +11,7 @@ endpoint speaks, so a wrong ``--api`` is named rather than timed, as
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -31,6 +32,7 @@ __all__ = [
     "error_message",
     "merge_fields",
     "parse_event",
+    "parse_extra_body",
     "request_body",
 ]
 
@@ -53,6 +55,42 @@ def check_extra_body(extra: Mapping[str, Any]) -> dict[str, Any]:
     if taken:
         raise UsageError(f"--extra-body may not set {', '.join(taken)}")
     return dict(extra)
+
+
+def parse_extra_body(text: str) -> dict[str, Any]:
+    """``--extra-body``'s text, a JSON object of request fields latdoc does not write
+    itself, read and checked (:func:`check_extra_body`); what is not such an object,
+    nested too deeply, not finite or not Unicode is a :class:`UsageError` in one line."""
+    try:
+        value = json.loads(text, parse_float=_finite, parse_constant=_not_json)
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except RecursionError:
+        raise UsageError("not valid JSON (nested too deeply)") from None
+    except UnicodeEncodeError:
+        raise UsageError(f"holds text that is not Unicode: {_clip(text)!r}") from None
+    except ValueError as exc:
+        raise UsageError(f"not valid JSON ({exc}): {_clip(text)!r}") from None
+    if not isinstance(value, dict):
+        raise UsageError(f"expected a JSON object such as '{{\"ignore_eos\": true}}', got {text!r}")
+    try:
+        return check_extra_body(value)
+    except UsageError as exc:
+        raise UsageError(str(exc).removeprefix("--extra-body ")) from None
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{_clip(text)} is not a finite number")
+    return value
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _clip(text: str, most: int = 80) -> str:
+    return text if len(text) <= most else f"{text[:most]}…"
 
 
 def _has_field(body: Mapping[str, Any], dotted: str) -> bool:

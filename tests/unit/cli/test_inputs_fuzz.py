@@ -10,7 +10,6 @@ line saying it is nested too deeply. Hypothesis draws the malformed ones."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import json
@@ -23,8 +22,8 @@ from hypothesis import strategies as st
 
 from latdoc import Store
 from latdoc.cli import EXIT_USAGE, main
-from latdoc.cli._options import json_object
 from latdoc.errors import UsageError
+from latdoc.probe import parse_extra_body
 from paths import DATA
 from unit.workload.test_otlp_fuzz import JSON_VALUES, parent_of, paths_in
 
@@ -55,8 +54,8 @@ def _error_line(argv: list[str]) -> str:
 def test_extra_body_is_an_object_or_a_one_line_refusal(text: str) -> None:
     refusal = ""
     try:
-        value = json_object(text)
-    except argparse.ArgumentTypeError as exc:
+        value = parse_extra_body(text)
+    except UsageError as exc:
         refusal = str(exc)
     if refusal:
         assert "\n" not in refusal
