@@ -167,8 +167,7 @@ def run_diagnose(args: argparse.Namespace) -> int:
             concurrency=args.concurrency,
         )
         print(plan_line(plan), file=err)
-        progress = ProgressBars(err)
-        with sending.store() as store:
+        with sending.store() as store, ProgressBars(err) as progress:
             if places is not None:
                 runs = diagnose_vantages(
                     plan,
@@ -180,18 +179,15 @@ def run_diagnose(args: argparse.Namespace) -> int:
                 )
                 emit(runs.shown(), args)
                 return EXIT_REQUEST_FAILED if runs.every_failed else EXIT_OK
-            try:
-                run = diagnose_endpoint(
-                    plan,
-                    scenario=Scenario(args.scenario),
-                    priorities=args.priorities,
-                    store=store,
-                    on_progress=progress,
-                    server_metrics=args.server_metrics,
-                    prompt_tokens=args.prompt_tokens,
-                )
-            finally:
-                progress.close()
+            run = diagnose_endpoint(
+                plan,
+                scenario=Scenario(args.scenario),
+                priorities=args.priorities,
+                store=store,
+                on_progress=progress,
+                server_metrics=args.server_metrics,
+                prompt_tokens=args.prompt_tokens,
+            )
     emit(ShownDiagnosis(run), args)
     print(
         f"Run {run.run_id}: {len(run.samples)} traces kept in {run.store_path}; "
@@ -215,12 +211,9 @@ def _diagnose_trace(args: argparse.Namespace) -> int:
         replay = Replay(args.trace, args.trace_format, args.speed, args.concurrency)
         print(f"Replaying {args.trace} against {endpoint.base_url}, then diagnosing it as "
               "recorded traffic.", file=err)  # fmt: skip
-        progress = ProgressBars(err)
         with sending.store() as store:
-            try:
+            with ProgressBars(err, transient=True) as progress:
                 run_id = record_replay(plan, replay, store, on_progress=progress)
-            finally:
-                progress.clear()
             run = diagnose_traffic(
                 store, run_id, prompt_tokens=args.prompt_tokens, priorities=args.priorities
             )

@@ -187,25 +187,25 @@ def run(args: argparse.Namespace) -> int:
             max_error_rate=args.max_error_rate,
             max_in_flight=args.max_in_flight,
         )
-        progress = ProgressBars(err)
-        with serving_metrics(args, err) as metrics, sending.store() as store:
-            try:
-                result = load_endpoint(
-                    plan,
-                    store=store,
-                    slo=slo,
-                    confirmed=args.yes,
-                    on_progress=progress,
-                    on_sample=None if metrics is None else (lambda s: metrics.observe(s.trace)),
-                    workers=spread,
-                    replay=replay,
-                    find_max=found,
-                    auto_processes=args.processes == "auto",
-                    baseline=args.baseline,
-                    gates=gates,
-                )
-            finally:
-                progress.clear()
+        with (
+            serving_metrics(args, err) as metrics,
+            sending.store() as store,
+            ProgressBars(err, transient=True) as progress,
+        ):
+            result = load_endpoint(
+                plan,
+                store=store,
+                slo=slo,
+                confirmed=args.yes,
+                on_progress=progress,
+                on_sample=None if metrics is None else (lambda s: metrics.observe(s.trace)),
+                workers=spread,
+                replay=replay,
+                find_max=found,
+                auto_processes=args.processes == "auto",
+                baseline=args.baseline,
+                gates=gates,
+            )
     emit(result.shown(), args)
     if result.store_error is not None:
         print(f"Error: {result.store_error}.", file=err)

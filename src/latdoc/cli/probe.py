@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
             repeat=args.repeat,
             reuse_connections=args.reuse,
         )
-        progress = ProgressBars(err, enabled=args.repeat > 1)
+        progress = ProgressBars(err, enabled=args.repeat > 1, transient=True)
 
         def on_trace(index: int, trace: RequestTrace) -> None:
             if trace.error is not None:
@@ -89,15 +89,12 @@ def run(args: argparse.Namespace) -> int:
                 out.flush()
             progress("requests", index + 1, args.repeat)
 
-        with sending.store() as store:
+        with sending.store() as store, progress:
             if places is not None:
                 runs = probe_vantages(plan, ray=args.ray, vantages=places, store=store)
                 emit(runs.shown(), args)
                 return EXIT_REQUEST_FAILED if runs.every_failed else EXIT_OK
-            try:
-                stored = probe_endpoint(plan, store=store, on_trace=on_trace)
-            finally:
-                progress.clear()
+            stored = probe_endpoint(plan, store=store, on_trace=on_trace)
     result = stored.result
     if not args.json and result.traces:
         make_console(out).print(render_probe(result))

@@ -17,17 +17,21 @@ if TYPE_CHECKING:
 
 class ProgressBars:
     """``bars(label, done, total)`` after each step of work; ``message(text)`` for a line
-    above the bars; ``close()`` keeps the bars on screen, ``clear()`` erases them."""
+    above the bars; ``close()`` keeps the bars on screen, ``clear()`` erases them. Used
+    as a context manager, the bars are closed when the block ends, or cleared when
+    ``transient`` (a result printed in their place)."""
 
     def __init__(
         self,
         stream: TextIO,
         *,
         enabled: bool = True,
+        transient: bool = False,
         get_time: Callable[[], float] | None = None,
     ) -> None:
         self.stream = stream
         self.enabled = enabled and stream.isatty()
+        self.transient = transient
         self._get_time = get_time
         self._progress: Progress | None = None
         self._tasks: dict[str, TaskID] = {}
@@ -61,7 +65,7 @@ class ProgressBars:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
+        self._stop(keep=not self.transient)
 
     def _start(self) -> Progress:
         from rich.progress import (

@@ -249,6 +249,19 @@ def test_progress_on_a_terminal_draws_a_bar_per_stage_and_prints_above() -> None
     assert "Error: request 7: timeout:wait during wait: no first byte" in shown
 
 
+def test_progress_as_a_block_keeps_its_bars_or_erases_them_when_transient() -> None:
+    erase = "\x1b[1A\x1b[2K"
+    clock = iter(float(t) for t in range(1000))
+    for transient in (False, True):
+        with terminal() as (stream, leader):
+            with ProgressBars(stream, transient=transient, get_time=lambda: next(clock)) as bars:
+                bars("network", 1, 4)
+            stream.flush()
+            shown = read_terminal(leader)
+        assert "1/4" in shown
+        assert shown.endswith(erase) is transient
+
+
 def test_progress_disabled_on_a_terminal_stays_silent() -> None:
     with terminal() as (stream, leader):
         bars = ProgressBars(stream, enabled=False)
