@@ -4,14 +4,13 @@ variables and whether each is set here (never a key itself). Sends nothing."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sys
-from typing import Any, TextIO
+from typing import Any
 
 from latdoc.cli._options import EXIT_OK, add_json_argument
+from latdoc.cli._output import emit
 from latdoc.probe.providers import PROVIDERS
-from latdoc.report import make_console, providers_to_dict, render_providers
+from latdoc.report import ShownProviders
 
 
 def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
@@ -26,10 +25,6 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     add_json_argument(p, "print the presets as JSON")
 
 
-def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    out = out or sys.stdout
-    if args.json:
-        out.write(json.dumps(providers_to_dict(PROVIDERS, os.environ), indent=2) + "\n")
-    else:
-        make_console(out).print(render_providers(PROVIDERS, os.environ))
+def run(args: argparse.Namespace) -> int:
+    emit(ShownProviders(PROVIDERS, os.environ), args)
     return EXIT_OK

@@ -7,10 +7,8 @@ A failing check is information, not an error: the command exits 0.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sys
-from typing import Any, TextIO
+from typing import Any
 
 from latdoc.cli._options import (
     BASE_URL_VARIABLE,
@@ -18,8 +16,9 @@ from latdoc.cli._options import (
     add_concurrency_argument,
     add_json_argument,
 )
+from latdoc.cli._output import emit
 from latdoc.features.system import check_system
-from latdoc.report import make_console, render_system, system_to_dict
+from latdoc.report import ShownSystem
 
 
 def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
@@ -42,13 +41,9 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     add_json_argument(p, "print the checklist as JSON")
 
 
-def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    out = out or sys.stdout
+def run(args: argparse.Namespace) -> int:
     items = check_system(
         args.urls, concurrency=args.concurrency, base_url=os.environ.get(BASE_URL_VARIABLE)
     )
-    if args.json:
-        out.write(json.dumps(system_to_dict(items, args.concurrency), indent=2) + "\n")
-    else:
-        make_console(out).print(render_system(items, args.concurrency))
+    emit(ShownSystem(items, args.concurrency), args)
     return EXIT_OK

@@ -16,9 +16,14 @@ from latdoc.report._compare import (
 from latdoc.report._console import make_console, render_text
 from latdoc.report._gates import gates_to_dict, render_gates
 from latdoc.report._html import render_html
-from latdoc.report._providers import PROVIDERS_SCHEMA, providers_to_dict, render_providers
+from latdoc.report._providers import (
+    PROVIDERS_SCHEMA,
+    ShownProviders,
+    providers_to_dict,
+    render_providers,
+)
 from latdoc.report._runs import render_runs
-from latdoc.report._system import SYSTEM_SCHEMA, render_system, system_to_dict
+from latdoc.report._system import SYSTEM_SCHEMA, ShownSystem, render_system, system_to_dict
 from latdoc.report._terminal_diagnosis import render_diagnosis
 from latdoc.report._terminal_probe import render_summary, render_waterfall
 from latdoc.report.json_out import (
@@ -39,6 +44,8 @@ __all__ = [
     "TRACE_SCHEMA",
     "ProgressBars",
     "PrometheusMetrics",
+    "ShownProviders",
+    "ShownSystem",
     "comparison_to_dict",
     "diagnosis_to_dict",
     "format_ms",

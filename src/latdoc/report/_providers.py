@@ -6,6 +6,7 @@ whether its variable holds one. Builds; prints nothing."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from rich import box
@@ -92,3 +93,29 @@ def providers_to_dict(specs: Sequence[ProviderSpec], environ: Mapping[str, str])
             }
         )
     return {"schema": PROVIDERS_SCHEMA, "providers": rows}
+
+
+@dataclass(frozen=True)
+class ShownProviders:
+    """The presets as ``latdoc providers`` shows them (a
+    :class:`~latdoc.report.shown.Shown`): the table, or the document, for ``environ``;
+    no page, no run kept."""
+
+    specs: Sequence[ProviderSpec]
+    environ: Mapping[str, str]
+
+    @property
+    def page_kind(self) -> str:
+        return "report"
+
+    def document(self) -> dict[str, Any]:
+        return providers_to_dict(self.specs, self.environ)
+
+    def shown(self) -> tuple[RenderableType, ...]:
+        return (render_providers(self.specs, self.environ),)
+
+    def page(self) -> None:
+        return None
+
+    def kept(self) -> None:
+        return None

@@ -4,6 +4,7 @@ that changes it; the same as the ``latdoc.system/1`` document. Builds; prints no
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from rich import box
@@ -91,3 +92,28 @@ def system_to_dict(items: Sequence[SystemItem], concurrency: int) -> dict[str, A
         "failing": [i.key for i in items if i.ok is False],
         "items": [item_to_dict(i) for i in items],
     }
+
+
+@dataclass(frozen=True)
+class ShownSystem:
+    """The checklist as ``latdoc system`` shows it (a :class:`~latdoc.report.shown.Shown`):
+    its table and details, or its document; no page, no run kept."""
+
+    items: Sequence[SystemItem]
+    concurrency: int
+
+    @property
+    def page_kind(self) -> str:
+        return "report"
+
+    def document(self) -> dict[str, Any]:
+        return system_to_dict(self.items, self.concurrency)
+
+    def shown(self) -> tuple[RenderableType, ...]:
+        return (render_system(self.items, self.concurrency),)
+
+    def page(self) -> None:
+        return None
+
+    def kept(self) -> None:
+        return None
