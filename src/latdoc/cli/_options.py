@@ -1,8 +1,10 @@
-"""What every command parses alike: validators and the flags they share.
+"""What every command parses alike: the flags' types and the flags they share.
 
-Each is written once here; the command modules only declare their own flags. The
-exit codes are ``_parser``'s, named here too for the command modules; the target, the
-key and the store are ``_sending``'s.
+Each is written once here; the command modules only declare their own flags. A type
+reads its text with the library's reader (:mod:`latdoc.analysis.quantities`, the
+probe's, a feature's), wrapped by :func:`argument_type`, so the library and the command
+line read a value, and refuse it, alike. The exit codes are ``_parser``'s, named here
+too for the command modules; the target, the key and the store are ``_sending``'s.
 """
 
 from __future__ import annotations
@@ -140,9 +142,9 @@ def add_budget_arguments(
     max_seconds: float | None = None,
     over: str | None = None,
 ) -> argparse._ArgumentGroup:
-    """The hard caps every sending command takes (``--max-seconds`` where it has a default:
-    a watch has none), ``over`` what they span (default: the run); returns the group for
-    more of its own."""
+    """The hard caps every sending command takes: ``--max-requests``, ``--token-budget``
+    and, given its default, ``--max-seconds`` (a watch has no wall-time cap); ``over`` says
+    what they span (default: the whole run). Returns the group for more of its own."""
     g = p.add_argument_group("budget")
     g.add_argument(
         "--max-requests", type=positive_int, default=max_requests, metavar="N",
