@@ -154,6 +154,18 @@ def add_budget_arguments(
         "--token-budget", type=positive_int, metavar="N",
         help=f"hard cap on prompt + output tokens {over or 'over the whole run'}",
     )  # fmt: skip
+    g.add_argument(
+        "--max-cost", type=positive_float, metavar="DOLLARS",
+        help=f"hard cap in US dollars {over or 'over the whole run'}, at the model's price: "
+        "each request is counted at its worst case before it is sent, then at the usage "
+        "the server reports",
+    )  # fmt: skip
+    g.add_argument(
+        "--price", metavar="in=X,out=Y[,cached=Z]",
+        help="the model's price, in dollars per million prompt, output and cached prompt "
+        "tokens (default: genai-prices' price of the model at the URL's provider; a server "
+        "on this machine has none)",
+    )  # fmt: skip
     if max_seconds is not None:
         g.add_argument(
             "--max-seconds", type=duration, default=max_seconds, metavar="DURATION",

@@ -21,15 +21,17 @@ from typing import Any, TextIO, TypeVar
 
 from latdoc.cli._lab_extra import require_lab
 from latdoc.errors import UsageError
+from latdoc.pricing import price_for
 from latdoc.probe import ApiChoice, ConnectionOptions, Endpoint, choose_api, environment_key
 from latdoc.probe import endpoint_and_connection as _endpoint_and_connection
 from latdoc.probe import proxy_secrets as _proxy_secrets
 from latdoc.store import Store
+from latdoc.workload import check_money_cap
 
 Choice = ApiChoice
 """What ``--provider``, ``--api`` and the URL choose together."""
 
-SHARED_FIELDS = ("max_tokens", "max_requests", "token_budget", "max_seconds", "seed")
+SHARED_FIELDS = ("max_tokens", "max_requests", "token_budget", "max_seconds", "max_cost", "seed")
 """The options every sending command reads alike, each a field of its plan by the same
 name: the output length, the budget's caps and the seed."""
 
@@ -160,7 +162,8 @@ class Sending:
         self, kind: Callable[..., P], endpoint: Endpoint, connection: ConnectionOptions, **own: Any
     ) -> P:
         """The ``kind`` of plan the command sends by: to ``endpoint`` over ``connection``,
-        with the :data:`SHARED_FIELDS` the plan takes and the command has, and the
+        with the :data:`SHARED_FIELDS` the plan takes and the command has, the model's
+        price where the plan holds one (``--price``, else the price library's), and the
         command's ``own`` fields."""
         fields = inspect.signature(kind).parameters
         shared = {
@@ -168,6 +171,9 @@ class Sending:
             for name in SHARED_FIELDS
             if name in fields and hasattr(self.args, name)
         }
+        if "price" in fields and hasattr(self.args, "price"):
+            shared["price"] = price_for(endpoint.model, endpoint.base_url, self.args.price)
+            check_money_cap(getattr(self.args, "max_cost", None), shared["price"])
         return kind(endpoint=endpoint, connection=connection, **(shared | own))
 
     def store(self, *more: str | None) -> Store:

@@ -38,11 +38,12 @@ from latdoc.features.diagnose import (
     diagnose_otlp,
     diagnose_traffic,
     plan_line,
+    planned_table,
 )
 from latdoc.features.vantage import diagnose_vantages
 from latdoc.model import Scenario, parse_priorities
 from latdoc.pipeline import named_metrics_url
-from latdoc.report import ProgressBars, render_runs
+from latdoc.report import ProgressBars, make_console, render_runs
 from latdoc.store import Store
 from latdoc.workload import DiagnosisPlan
 
@@ -113,6 +114,10 @@ def _add_diagnose_parser(sub: argparse._SubParsersAction[Any]) -> None:
     )
     add_html_argument(d, "write a self-contained HTML report")
     add_json_argument(d, "print the diagnosis as JSON")
+    d.add_argument(
+        "--dry-run", action="store_true",
+        help="print the requests the plan may send and what they may cost, and send nothing",
+    )  # fmt: skip
     add_store_argument(d)
     add_seed_argument(d, "generated prompts")
     add_vantage_arguments(d, "every step")
@@ -167,6 +172,10 @@ def run_diagnose(args: argparse.Namespace) -> int:
             concurrency=args.concurrency,
         )
         print(plan_line(plan), file=err)
+        if args.dry_run:
+            make_console(sys.stdout).print(planned_table(plan))
+            print("Dry run: nothing was sent.", file=err)
+            return EXIT_OK
         with sending.store() as store, ProgressBars(err) as progress:
             if places is not None:
                 runs = diagnose_vantages(

@@ -177,6 +177,7 @@ def _watch(
         store=store,
         max_requests=args.max_requests,
         token_budget=args.token_budget,
+        max_cost=args.max_cost,
         duration_s=duration_s,
         on_sample=on_sample,
         on_start=on_start,

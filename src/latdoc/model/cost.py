@@ -14,6 +14,7 @@ of their own. Where a price comes from (the user's ``--price`` or a price librar
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
@@ -208,12 +209,15 @@ def summarise_costs(traces: Iterable[RequestTrace], price: Price) -> CostSummary
 
 def dollars(amount: float) -> str:
     """``amount`` as money, to the cent from a dollar up, else to three significant
-    figures (a request costs fractions of a cent)."""
+    figures, trailing zeros dropped (a request costs fractions of a cent)."""
     if amount == 0:
         return "$0"
-    if abs(amount) >= 1:
-        return f"${amount:,.2f}"
-    return f"${amount:.3g}" if abs(amount) >= 1e-4 else f"${amount:.2e}"
+    sign, amount = ("-" if amount < 0 else ""), abs(amount)
+    if amount >= 1:
+        return f"{sign}${amount:,.2f}"
+    decimals = 2 - math.floor(math.log10(amount))
+    whole, _, fraction = f"{amount:.{decimals}f}".partition(".")
+    return f"{sign}${whole}.{fraction.rstrip('0').ljust(2, '0')}"
 
 
 def _price_words(price: Price) -> str:

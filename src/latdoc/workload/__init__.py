@@ -16,7 +16,13 @@ labels; it computes no verdict and prints nothing.
 """
 
 from latdoc.workload._answers import answer_text
-from latdoc.workload._budget import Budget, Reservation, Spending, budget_for
+from latdoc.workload._budget import (
+    Budget,
+    Reservation,
+    Spending,
+    budget_for,
+    check_money_cap,
+)
 from latdoc.workload._calibration import (
     ASSUMED,
     CalibrationFailed,
@@ -31,7 +37,9 @@ from latdoc.workload._diagnosis_plan import (
     EXTRA_COLD,
     LENGTHS,
     DiagnosisPlan,
+    PlannedSend,
     planned_requests,
+    planned_sends,
     planned_spend,
     planned_tokens,
 )
@@ -48,6 +56,7 @@ __all__ = [
     "Budget",
     "CalibrationFailed",
     "DiagnosisPlan",
+    "PlannedSend",
     "ProbePlan",
     "ProbeRun",
     "ProgressHook",
@@ -61,10 +70,12 @@ __all__ = [
     "calibrate",
     "calibration_words",
     "cannot_answer_note",
+    "check_money_cap",
     "fit_calibration",
     "make_prompt",
     "network_unsettled",
     "planned_requests",
+    "planned_sends",
     "planned_spend",
     "planned_tokens",
     "prompt_cost",

@@ -65,13 +65,7 @@ class Budget:
             raise UsageError("--token-budget must be at least 1")
         if self.max_seconds is not None and self.max_seconds <= 0:
             raise UsageError("--max-seconds must be more than 0")
-        if self.max_cost is not None and self.max_cost <= 0:
-            raise UsageError("--max-cost must be more than 0")
-        if self.max_cost is not None and self.price is None:
-            raise UsageError(
-                "--max-cost needs the model's price, and latdoc's price library does not "
-                "know it: give --price in=X,out=Y (dollars per million tokens)"
-            )
+        check_money_cap(self.max_cost, self.price)
         self.started = self.clock()
 
     def can_afford(
@@ -162,6 +156,20 @@ class Budget:
     @property
     def requests_left(self) -> int:
         return self.max_requests - self.requests
+
+
+def check_money_cap(max_cost: float | None, price: Price | None) -> None:
+    """:class:`UsageError` for a cap in money that is not positive, or that has no price
+    to count it in."""
+    if max_cost is None:
+        return
+    if max_cost <= 0:
+        raise UsageError("--max-cost must be more than 0")
+    if price is None:
+        raise UsageError(
+            "--max-cost needs the model's price, and latdoc's price library does not know "
+            "it: give --price in=X,out=Y (dollars per million tokens)"
+        )
 
 
 class Spending(Protocol):

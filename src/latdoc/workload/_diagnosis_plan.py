@@ -68,19 +68,34 @@ def planned_requests(concurrency: int = DEFAULT_CONCURRENCY) -> int:
     return 2 + short + len(LENGTH_ORDER) + REFERENCE_REPEATS
 
 
+@dataclass(frozen=True, slots=True)
+class PlannedSend:
+    """Requests the full plan may send alike: how many, for which step, and the prompt
+    and output tokens each is reserved at."""
+
+    step: str
+    requests: int
+    prompt_tokens: int
+    output_tokens: int
+
+
 def planned_sends(
     max_tokens: int, context_window: int | None = None, concurrency: int = DEFAULT_CONCURRENCY
-) -> list[tuple[int, int]]:
-    """The prompt and output tokens of every request the full plan may send, at the bounds
-    it reserves them at."""
-    sends = [(prompt_cost(ASSUMED, w), 1) for w in calibration_words(CALIBRATION_NEAR_TOKENS)]
+) -> list[PlannedSend]:
+    """Every request the full plan may send, at the bounds it reserves them at."""
+    sends = [
+        PlannedSend("calibration", 1, prompt_cost(ASSUMED, w), 1)
+        for w in calibration_words(CALIBRATION_NEAR_TOKENS)
+    ]
     per_token = TokenCalibration(overhead=0.0, per_word=1.0, measured=True)
-    short = 1 + WARM_REQUESTS + RESUMED_TLS + EXTRA_COLD + SEQUENTIAL_REPEATS + concurrency
-    sends += [(prompt_cost(per_token, SHORT_TOKENS), max_tokens)] * short
+    short = prompt_cost(per_token, SHORT_TOKENS)
+    network = 1 + WARM_REQUESTS + RESUMED_TLS + EXTRA_COLD
+    sends.append(PlannedSend("network", network, short, max_tokens))
     for n in LENGTH_ORDER:
         if context_window is None or n <= context_window:
             asked = 1 + (REFERENCE_REPEATS if n == LONG_REFERENCE_TOKENS else 0)
-            sends += [(prompt_cost(per_token, n), max_tokens)] * asked
+            sends.append(PlannedSend(f"length {n:,}", asked, prompt_cost(per_token, n), max_tokens))
+    sends.append(PlannedSend("load", SEQUENTIAL_REPEATS + concurrency, short, max_tokens))
     return sends
 
 
@@ -88,7 +103,10 @@ def planned_tokens(
     max_tokens: int, context_window: int | None = None, concurrency: int = DEFAULT_CONCURRENCY
 ) -> int:
     """Prompt + output tokens the full plan may spend, at the bounds it reserves."""
-    return sum(p + o for p, o in planned_sends(max_tokens, context_window, concurrency))
+    return sum(
+        s.requests * (s.prompt_tokens + s.output_tokens)
+        for s in planned_sends(max_tokens, context_window, concurrency)
+    )
 
 
 def planned_spend(plan: DiagnosisPlan) -> float | None:
@@ -97,4 +115,6 @@ def planned_spend(plan: DiagnosisPlan) -> float | None:
     if plan.price is None:
         return None
     sends = planned_sends(plan.max_tokens, plan.context_window, plan.concurrency)
-    return sum(planned_cost(plan.price, p, o) for p, o in sends)
+    return sum(
+        s.requests * planned_cost(plan.price, s.prompt_tokens, s.output_tokens) for s in sends
+    )

@@ -22,6 +22,7 @@ from latdoc.features.diagnose.render import (
     diagnosis_document,
     diagnosis_page,
     plan_line,
+    planned_table,
 )
 from latdoc.features.diagnose.run import (
     diagnose_endpoint,
@@ -40,6 +41,7 @@ __all__ = [
     "diagnosis_document",
     "diagnosis_page",
     "plan_line",
+    "planned_table",
     "rediagnose",
     "traffic_diagnosis",
 ]

@@ -10,11 +10,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from latdoc.features.diagnose.analysis import DiagnosisRun
-from latdoc.model import dollars
+from latdoc.model import dollars, planned_cost
 from latdoc.workload import (
     LENGTHS,
     DiagnosisPlan,
     planned_requests,
+    planned_sends,
     planned_spend,
     planned_tokens,
 )
@@ -39,6 +40,32 @@ def plan_line(plan: DiagnosisPlan) -> str:
         f"(sequential, then {plan.concurrency} at once); each step stops once its "
         "decision is settled."
     )
+
+
+def planned_table(plan: DiagnosisPlan) -> RenderableType:
+    """What the full plan may send, step by step, each request at the bound it is
+    reserved at, and its worst-case cost at the plan's price (``diagnose --dry-run``)."""
+    from rich import box
+    from rich.padding import Padding
+    from rich.table import Table
+
+    price = plan.price
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    heads = ["step", "requests", "prompt tokens", "output tokens"]
+    heads += [] if price is None else ["at most"]
+    for k, head in enumerate(heads):
+        table.add_column(head, justify="left" if k == 0 else "right", no_wrap=True)
+    total = 0.0
+    for send in planned_sends(plan.max_tokens, plan.context_window, plan.concurrency):
+        row = [send.step, str(send.requests), f"{send.prompt_tokens:,}", str(send.output_tokens)]
+        if price is not None:
+            cost = send.requests * planned_cost(price, send.prompt_tokens, send.output_tokens)
+            total += cost
+            row.append(dollars(cost))
+        table.add_row(*row)
+    if price is not None:
+        table.add_row("all", "", "", "", dollars(total), style="bold")
+    return Padding(table, (0, 0, 0, 2))
 
 
 def diagnosis_document(run: DiagnosisRun) -> dict[str, Any]:
