@@ -76,7 +76,9 @@ def _exchange() -> _Family:
 def _plan() -> _Family:
     from latdoc.cli import plan
 
-    return (plan.add_parser, {"run": plan.run})
+    # The plan's steps run as command lines: it is given this module's parser and main,
+    # and imports neither.
+    return (plan.add_parser, {"run": lambda args: plan.run(args, main, build_parser)})
 
 
 def _load() -> _Family:

@@ -4,13 +4,16 @@
 A step is written under the command line's own option names, so the names come from
 the parsers here, and every step is read by its command's own parser before the first
 sends anything: a mistake anywhere in the plan is one error naming its step and nothing
-is sent. Each step then runs as the command line it stands for.
+is sent. Each step then runs as the command line it stands for: the command's parser
+and its ``main`` are given to :func:`run` by the command line that holds this module,
+which it does not import back.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +38,16 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     add_store_argument(p)
 
 
-def run(args: argparse.Namespace) -> int:
-    from latdoc.cli import main
+Main = Callable[[Sequence[str]], int]
+"""The command line's ``main``: runs one command line, says how it ended."""
+BuildParser = Callable[[Collection[str]], argparse.ArgumentParser]
+"""The command line's ``build_parser``: its parser with the whole parsers of the commands
+named."""
 
+
+def run(args: argparse.Namespace, main: Main, build_parser: BuildParser) -> int:
     path = Path(args.plan)
-    parsers = _command_parsers()
+    parsers = _command_parsers(build_parser)
     names = {command: _option_names(parser) for command, parser in parsers.items()}
     steps = read_plan(path, names, db=args.db)
     for step in steps:
@@ -63,10 +71,8 @@ def run(args: argparse.Namespace) -> int:
     )
 
 
-def _command_parsers() -> dict[str, argparse.ArgumentParser]:
+def _command_parsers(build_parser: BuildParser) -> dict[str, argparse.ArgumentParser]:
     """The parser of each command a step may run."""
-    from latdoc.cli import build_parser
-
     parser = build_parser(set(STEP_COMMANDS))
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     return {command: sub.choices[command] for command in STEP_COMMANDS}
