@@ -90,13 +90,7 @@ def diagnose_endpoint(
             on_sample(sample)
 
     reading = None if target is None else MetricsReading(target, plan.connection)
-    status, notes = "done", []
-    try:
-        result = asyncio.run(measure_steps(plan, on_sample=keep, on_progress=on_progress))
-        notes = result.notes
-    except KeyboardInterrupt:
-        status = "interrupted"
-        notes = [StepNote(Step.RUN, "interrupted by the user; diagnosed what was measured")]
+    status, notes = _measure(plan, keep, on_progress)
     if reading is not None:
         record = reading.finish()
         if record is not None:
@@ -113,6 +107,20 @@ def diagnose_endpoint(
     diagnosis = build_diagnosis(samples, context)
     store.finish_run(run_id, status=status, notes=notes, diagnosis=diagnosis_to_record(diagnosis))
     return DiagnosisRun(run_id, diagnosis, tuple(samples), status, store.path)
+
+
+def _measure(
+    plan: DiagnosisPlan, keep: SampleHook, on_progress: ProgressHook | None
+) -> tuple[str, list[StepNote]]:
+    """Send the plan's steps; how the run ended and its notes (Ctrl-C ends the measuring,
+    not the run: what was measured is diagnosed)."""
+    try:
+        result = asyncio.run(measure_steps(plan, on_sample=keep, on_progress=on_progress))
+    except KeyboardInterrupt:
+        return "interrupted", [
+            StepNote(Step.RUN, "interrupted by the user; diagnosed what was measured")
+        ]
+    return "done", list(result.notes)
 
 
 def rediagnose(store: Store, run_id: str) -> DiagnosisRun:

@@ -84,9 +84,9 @@ def watch_endpoint(
     """Run (or resume) the watch ``name`` (default :func:`watch_name`); its duration
     counts from its first start, and ``None`` sends one tick. Its caps (``max_requests``,
     ``token_budget``, ``max_cost`` at the plan's price) span the whole watch, resumes
-    included. Ctrl-C ends it with every
-    finished trace kept (``result`` is then ``None``); either way the whole watch is read
-    back by hour of day and its verdict kept for a diagnosis."""
+    included. Ctrl-C ends it with every finished trace kept (``result`` is then
+    ``None``); either way the whole watch is read back by hour of day and its verdict
+    kept for a diagnosis."""
     if name is None:
         name = watch_name(plan.endpoint)
     if not name:
@@ -102,19 +102,7 @@ def watch_endpoint(
         started = info.started_at.timestamp()
         store.reopen_run(run_id)
     else:
-        run_id = store.new_run(
-            endpoint=plan.endpoint.base_url,
-            model=plan.endpoint.model,
-            scenario="",
-            meta={
-                **host_meta(),
-                "name": name,
-                "options": _options(plan),
-                SKIPPED_TICKS: 0,
-                **({} if plan.price is None else {"price": price_to_dict(plan.price)}),
-            },
-            kind=WATCH_KIND,
-        )
+        run_id = _open_watch(store, plan, name)
         requests, tokens, first_index, skipped_before = 0, 0, 0, 0
         started = clock()
     if on_start is not None:
@@ -154,6 +142,23 @@ def watch_endpoint(
         store.update_meta(run_id, {SKIPPED_TICKS: skipped})
         store.finish_run(run_id, status=status, diagnosis=None)
     return WatchRun(run_id, name, bool(existing), result, _read_by_hour(store, run_id, name))
+
+
+def _open_watch(store: Store, plan: WatchPlan, name: str) -> str:
+    """A new watch's run: its name, options and price kept in its meta."""
+    return store.new_run(
+        endpoint=plan.endpoint.base_url,
+        model=plan.endpoint.model,
+        scenario="",
+        meta={
+            **host_meta(),
+            "name": name,
+            "options": _options(plan),
+            SKIPPED_TICKS: 0,
+            **({} if plan.price is None else {"price": price_to_dict(plan.price)}),
+        },
+        kind=WATCH_KIND,
+    )
 
 
 def _read_by_hour(store: Store, run_id: str, name: str) -> WatchClock:
