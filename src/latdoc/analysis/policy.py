@@ -129,6 +129,12 @@ FAMILIES: Final = (
         None,
     ),
     Family(
+        "verify --check",
+        "the share of the user's own checks passed, B against A, paired by case "
+        "(McNemar's exact test on the cases one arm passed and the other failed)",
+        None,
+    ),
+    Family(
         "gates",
         "every --fail-if gate in every group of like requests both runs have, one-sided "
         "(Fisher's exact test on the counts above the pooled quantile)",
@@ -213,8 +219,11 @@ LENGTH_RESAMPLES: Final = 400
 """Bootstrap resamples of the length curve's fit (each one a least-squares fit)."""
 
 PROPORTION_INTERVAL: Final = "wilson"
-"""The interval of a share (requests answered): Wilson's score interval, which keeps
-its level near 0 and 1 where the normal approximation does not."""
+"""The interval of a share (requests answered, the user's checks passed, the errors'
+share): Wilson's score interval, which keeps its level near 0 and 1 where the normal
+approximation does not. Over true rates drawn from 2% to 98% it held 95.0–95.8% of
+10, 20 and 50 cases (``tests/unit/analysis/test_proportions.py``); at one fixed rate a
+share of n cases has n + 1 outcomes, so it holds 90–98% depending on the rate."""
 
 # --- What is too small to call ------------------------------------------------------
 

@@ -25,7 +25,13 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from latdoc.analysis.policy import CONFIDENCE, MEDIAN_INTERVAL_DF, MIN_INTERVAL_N, RESAMPLES
+from latdoc.analysis.policy import (
+    CONFIDENCE,
+    MEDIAN_INTERVAL_DF,
+    MIN_INTERVAL_N,
+    PROPORTION_INTERVAL,
+    RESAMPLES,
+)
 from latdoc.model.percentile import quantile as quantile
 from latdoc.model.percentile import quantiles as quantiles
 
@@ -306,6 +312,34 @@ def mann_whitney_p(a: Iterable[float], b: Iterable[float]) -> float | None:
         return None
     p = float(mannwhitneyu(x, y, alternative="two-sided").pvalue)
     return 1.0 if np.isnan(p) else p
+
+
+def proportion_interval(successes: int, n: int) -> tuple[float, float] | None:
+    """The 95% interval of a share of ``successes`` in ``n``
+    (:data:`~latdoc.analysis.policy.PROPORTION_INTERVAL`: Wilson's score interval, from
+    scipy's binomial test); ``None`` for no trials."""
+    from scipy.stats import binomtest
+
+    if n == 0:
+        return None
+    ci = binomtest(successes, n).proportion_ci(
+        confidence_level=CONFIDENCE, method=PROPORTION_INTERVAL
+    )
+    return float(ci.low), float(ci.high)
+
+
+def mcnemar_p(only_a: int, only_b: int) -> float | None:
+    """McNemar's exact two-sided p-value that two arms succeed alike on paired cases, from
+    the discordant pairs alone: ``only_a`` cases A passed and B failed, ``only_b`` the other
+    way. The cases both passed or both failed say nothing of a difference; under none, each
+    discordant case falls either way with probability ½ (scipy's binomial test).
+    ``None`` when no case is discordant: nothing to test."""
+    from scipy.stats import binomtest
+
+    discordant = only_a + only_b
+    if discordant == 0:
+        return None
+    return float(binomtest(only_b, discordant, 0.5).pvalue)
 
 
 def holm(p_values: Sequence[float | None]) -> list[float | None]:

@@ -24,8 +24,8 @@ from __future__ import annotations
 from latdoc.analysis._rule import confidence
 from latdoc.analysis.facts import Facts
 from latdoc.analysis.kinds._spec import KindSpec
-from latdoc.analysis.policy import CONFIDENCE, MIN_N
-from latdoc.analysis.stats import median_of
+from latdoc.analysis.policy import MIN_N
+from latdoc.analysis.stats import median_of, proportion_interval
 from latdoc.model import Finding, Kind
 from latdoc.records import RequestTrace
 
@@ -65,9 +65,9 @@ def errors(f: Facts) -> Finding | None:
     wait = max(RETRY_WAIT_MS, (f.retry_after_s or 0.0) * 1000)
     # The share is read at the low end of the failure rate's interval: a run of twenty
     # that met two failures may come from an endpoint failing one in fifty.
-    from scipy.stats import binomtest  # imported on use, as the analysis's statistics do
-
-    low = float(binomtest(failed, total).proportion_ci(CONFIDENCE, method="wilson").low)
+    interval = proportion_interval(failed, total)
+    assert interval is not None  # total > 0
+    low = interval[0]
     # Where every request failed, as if the next would have succeeded: the share stays finite.
     retries = low / max(1 - low, 1 / (total + 1))
     evidence: dict[str, float] = {

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from latdoc.analysis.policy import ALPHA, CONFIDENCE, PROPORTION_INTERVAL
-from latdoc.analysis.stats import quantile, quantile_interval
+from latdoc.analysis.policy import ALPHA
+from latdoc.analysis.stats import proportion_interval, quantile, quantile_interval
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,21 +70,13 @@ def p95_interval(times: Sequence[float]) -> tuple[float, float] | None:
 
 
 def reliability(outcomes: Sequence[TrialOutcome], *, seed: int = 0) -> Reliability:
-    from scipy.stats import binomtest
-
     n = len(outcomes)
     ok = sum(1 for o in outcomes if o.ok)
     times = [o.end_to_end_ms for o in outcomes]
-    ci = None
-    if n:
-        interval = binomtest(ok, n).proportion_ci(
-            confidence_level=CONFIDENCE, method=PROPORTION_INTERVAL
-        )
-        ci = (float(interval.low), float(interval.high))
     return Reliability(
         trials=n,
         succeeded=ok,
-        success_ci=ci,
+        success_ci=proportion_interval(ok, n),
         p95_ms=quantile(times, 0.95) if times else None,
         p95_ci_ms=p95_interval(times),
         attempts_mean=float(np.mean([o.attempts for o in outcomes])) if outcomes else 0.0,
