@@ -46,6 +46,9 @@ def _check_serve(args: argparse.Namespace) -> None:
             raise UsageError(f"--alt-model {name}: that is the --model already served")
         if names.count(name) > 1:
             raise UsageError(f"--alt-model {name}: given more than once")
+    for name in args.wrong_models:
+        if name != args.model and name not in names:
+            raise UsageError(f"--wrong-model {name}: not a model served (--model, --alt-model)")
 
 
 def _api_key(var: str | None) -> str | None:
@@ -88,6 +91,7 @@ def config_from_args(args: argparse.Namespace) -> LabConfig:
             model=args.model,
             latency=latency,
             alt_models=alt_models,
+            wrong_models=tuple(args.wrong_models),
             default_max_tokens=args.default_max_tokens,
             answer_tokens=args.answer_tokens,
             headers_after_prefill=args.headers_after_prefill,

@@ -103,6 +103,11 @@ _ANSWERS: tuple[_Option, ...] = (
         help="another model on the same endpoint, timed like --model but with this prefill "
         "base and decode time, and no reasoning (repeatable)",
     ),
+    _option(
+        "--wrong-model", dest="wrong_models", action="append", default=[], metavar="NAME",
+        help="a model served (--model or an --alt-model) that answers a prompt starting "
+        "'Repeat exactly:' with the text reversed, where the others repeat it (repeatable)",
+    ),
     _option("--api-key-env", metavar="VAR", help="require the key in this variable"),
     _option("--seed", type=_whole, help="seed jitter, stalls, faults and load"),
     _option(

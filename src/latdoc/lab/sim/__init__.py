@@ -30,6 +30,7 @@ from latdoc.lab.sim._config import Fault, LabConfig, LatencyModel, TimingForm
 from latdoc.lab.sim._demo import DEMO_CONFIG
 from latdoc.lab.sim._events import OUTPUT_WORDS, output_text, output_token
 from latdoc.lab.sim._process import LabProcess
+from latdoc.lab.sim._request import REPEAT
 from latdoc.lab.sim._server import LabServer, serve_forever
 from latdoc.lab.sim._tokenizer import (
     CHAT_MESSAGE_OVERHEAD,
@@ -45,6 +46,7 @@ __all__ = [
     "CHAT_REPLY_OVERHEAD",
     "DEMO_CONFIG",
     "OUTPUT_WORDS",
+    "REPEAT",
     "Fault",
     "LabConfig",
     "LabProcess",

@@ -69,6 +69,9 @@ class Call:
     """The answer streams as one JSON array, not server-sent events."""
     reasoning_shown: bool = True
     """The reasoning streams; else it only takes its time and counts in the usage."""
+    answer: tuple[str, ...] | None = None
+    """The answer's own tokens (each with the whitespace before it) where the prompt asks
+    for a text back (:data:`~latdoc.lab.sim.REPEAT`); ``None``: the word cycle."""
 
     @property
     def total_tokens(self) -> int:

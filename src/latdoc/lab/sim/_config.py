@@ -95,6 +95,14 @@ class LabConfig:
     - ``alt_models``: more model ids served by the same endpoint, each timed by its
       own :class:`LatencyModel` (:meth:`latency_for`); ``/v1/models`` lists them
       after ``model``. Slots, cache, stalls and faults are shared by all models.
+    - ``wrong_models``: models served (``model`` or among ``alt_models``) that answer a
+      repeat prompt wrongly. A prompt whose text (a chat's last message, or a
+      completion's prompt) starts with :data:`~latdoc.lab.sim.REPEAT` (``Repeat
+      exactly:``) is answered with the rest of it, stripped, one lab token a piece,
+      ending by itself (``"stop"``) where the output limit allows it; a model named here
+      answers the same text reversed, character by character, so a check of the answer
+      fails on that model alone. Every other prompt gets the word cycle, whatever the
+      model.
     - ``default_max_tokens``: the output limit when a request names none.
     - ``answer_tokens``: the length of the model's natural answer. A request whose
       output limit is at least this gets that many tokens and ``finish_reason``
@@ -192,6 +200,7 @@ class LabConfig:
     model: str = "lab-sim"
     latency: LatencyModel = field(default_factory=LatencyModel)
     alt_models: Mapping[str, LatencyModel] = field(default_factory=dict)
+    wrong_models: tuple[str, ...] = ()
     default_max_tokens: int = 32
     answer_tokens: int | None = None
     headers_after_prefill: bool = False
@@ -231,6 +240,9 @@ class LabConfig:
         if self.default_max_tokens < 1:
             raise ValueError(f"default_max_tokens must be >= 1, got {self.default_max_tokens}")
         self._check_alt_models()
+        for name in self.wrong_models:
+            if name not in self.models:
+                raise ValueError(f"wrong_models names {name!r}, a model not served")
         for form in self.timing_forms:
             if not isinstance(form, TimingForm):
                 raise ValueError(f"timing_forms must hold TimingForms, got {form!r}")

@@ -1,8 +1,10 @@
 """The simulated answer and the server-sent events that carry it.
 
 Every answer is the same word cycle, one lab token per word, so a client knows
-the text and the token count of any prefix. The events are built from
-pre-encoded JSON fragments: the streaming hot path only concatenates bytes.
+the text and the token count of any prefix; a prompt that asks for a text back
+(:data:`~latdoc.lab.sim.REPEAT`) gets that text instead
+(:func:`answer_token`). The events are built from pre-encoded JSON fragments: the
+streaming hot path only concatenates bytes.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ __all__ = [
     "OUTPUT_WORDS",
     "Events",
     "Fragments",
+    "answer_text",
+    "answer_token",
     "arguments",
     "output_text",
     "output_token",
@@ -61,6 +65,18 @@ def output_token(k: int) -> str:
 def output_text(output_tokens: int) -> str:
     """The whole simulated answer of ``output_tokens`` tokens."""
     return "".join(output_token(k) for k in range(output_tokens))
+
+
+def answer_token(call: Call, k: int) -> str:
+    """Answer token ``k`` (from 0) of ``call``: its own answer's, or the word cycle's."""
+    return output_token(k) if call.answer is None else call.answer[k]
+
+
+def answer_text(call: Call) -> str:
+    """The whole answer of ``call``: its output tokens' text."""
+    if call.answer is None:
+        return output_text(call.output_tokens)
+    return "".join(call.answer[: call.output_tokens])
 
 
 @dataclass(frozen=True)

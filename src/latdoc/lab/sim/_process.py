@@ -44,6 +44,8 @@ def config_from_json(text: str) -> LabConfig:
     fields["latency"] = LatencyModel(**fields["latency"])
     alt_models = fields.get("alt_models", {})
     fields["alt_models"] = {name: LatencyModel(**model) for name, model in alt_models.items()}
+    if "wrong_models" in fields:
+        fields["wrong_models"] = tuple(fields["wrong_models"])
     if "load_profile" in fields:
         fields["load_profile"] = tuple(fields["load_profile"])
     if "extra_headers" in fields:

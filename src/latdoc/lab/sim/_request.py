@@ -21,9 +21,15 @@ from latdoc.lab.sim._tokenizer import (
     chat_prompt_token_list,
     chat_prompt_tokens,
     count_tokens,
+    message_text,
+    pieces,
     tokenize,
 )
 from latdoc.lab.sim.dialects import Query, StandIn
+
+REPEAT = "Repeat exactly:"
+"""How a prompt asks for a text back: the lab answers the rest of it
+(:attr:`LabConfig.wrong_models <latdoc.lab.sim.LabConfig>` answer it reversed)."""
 
 
 def parse_call(
@@ -70,7 +76,8 @@ def parse_call(
     if api.requires_max_tokens and data.get("max_tokens") is None:
         raise ApiError(400, "max_tokens: Field required", param="max_tokens")
     max_tokens = _output_limit(data, api, prompt_tokens, config)
-    answer = config.answer_tokens
+    own = _repeated(data, api, wrong=model in config.wrong_models)
+    answer = config.answer_tokens if own is None else len(own)
     finish_reason: FinishReason
     if answer is not None and answer <= max_tokens:
         output_tokens, finish_reason = answer, "stop"
@@ -91,7 +98,25 @@ def parse_call(
         _tool_name(data.get("tools")),
         api.json_array is not None and api.json_array(query or {}),
         api.reasoning_shown is None or api.reasoning_shown(data),
+        own,
     )
+
+
+def _repeated(data: dict[str, object], api: StandIn, *, wrong: bool) -> tuple[str, ...] | None:
+    """The answer's tokens when the prompt (a chat's last message, a completion's text)
+    asks for a text back, reversed by a model that answers wrongly; ``None`` otherwise,
+    and for nothing to repeat."""
+    if api.messages is None:
+        prompt = data.get("prompt")
+        text = prompt if isinstance(prompt, str) else ""
+    else:
+        messages = api.messages(data)
+        last = messages[-1] if isinstance(messages, list) and messages else None
+        text = message_text(last.get("content")) if isinstance(last, dict) else ""
+    if not text.startswith(REPEAT):
+        return None
+    wanted = text.removeprefix(REPEAT).strip()
+    return tuple(pieces(wanted[::-1] if wrong else wanted)) or None
 
 
 def _tool_name(tools: object) -> str | None:

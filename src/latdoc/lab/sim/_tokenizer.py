@@ -18,10 +18,12 @@ __all__ = [
     "chat_prompt_tokens",
     "count_tokens",
     "message_text",
+    "pieces",
     "tokenize",
 ]
 
 TOKEN_RE = re.compile(r"\w+|[^\w\s]")
+PIECE_RE = re.compile(r"\s*(?:\w+|[^\w\s])")
 
 CHAT_MESSAGE_OVERHEAD = 4
 """Tokens added per chat message (role and separators of a chat template)."""
@@ -38,6 +40,13 @@ def count_tokens(text: str) -> int:
 def tokenize(text: str) -> list[str]:
     """The lab tokens of ``text``, in order; ``len(tokenize(t)) == count_tokens(t)``."""
     return TOKEN_RE.findall(text)
+
+
+def pieces(text: str) -> list[str]:
+    """The lab tokens of ``text``, each with the whitespace before it: joined, they are the
+    text without its trailing whitespace, so an answer streamed a token at a time reads
+    as the text it was made from."""
+    return PIECE_RE.findall(text)
 
 
 def message_text(content: object) -> str:

@@ -22,7 +22,14 @@ import time
 from typing import Any, Protocol
 
 from latdoc.lab.sim._call import Call
-from latdoc.lab.sim._events import DONE, Events, Fragments, arguments, output_token
+from latdoc.lab.sim._events import (
+    DONE,
+    Events,
+    Fragments,
+    answer_token,
+    arguments,
+    output_token,
+)
 
 __all__ = ["ChatWriter", "StreamWriter", "each_token"]
 
@@ -79,6 +86,8 @@ class ChatWriter:
         if k < thinking:
             return self.events.body(_chat_choice({"reasoning_content": output_token(k)}))
         k -= thinking
+        if call.tool_name is None and call.answer is not None:
+            return self.events.body(self.fragments.text(call.answer[k]))
         if call.tool_name is None:
             tokens = self.fragments.tokens
             return self.events.body(tokens[k % len(tokens)])
@@ -100,7 +109,8 @@ class ChatWriter:
             return self.events.body(_chat_choice({"reasoning_content": text}))
         ks = range(first - thinking, first - thinking + count)
         if call.tool_name is None:
-            return self.events.body(self.fragments.text("".join(output_token(k) for k in ks)))
+            text = "".join(answer_token(call, k) for k in ks)
+            return self.events.body(self.fragments.text(text))
         function: dict[str, Any] = {"arguments": "".join(arguments(call, k) for k in ks)}
         tool: dict[str, Any] = {"index": 0, "function": function}
         if ks[0] == 0:

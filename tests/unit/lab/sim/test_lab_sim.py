@@ -169,6 +169,8 @@ def test_new_fields_round_trip_to_the_child() -> None:
         stall_ms=5,
         fault=Fault.RATE_LIMIT,
         fault_rate=0.25,
+        alt_models={"lab-wrong": LatencyModel()},
+        wrong_models=("lab-wrong",),
     )
     assert config_from_json(config_to_json(config)) == config
 
@@ -198,7 +200,7 @@ def test_serve_cli_sets_every_knob(monkeypatch: pytest.MonkeyPatch) -> None:
         "--retry-after-s 9 --drip-interval-ms 3 --hang-s 30 --default-max-tokens 16 "
         "--headers-after-prefill --reject-stream-options --stamp-chunks "
         "--answer-tokens 12 --reserve-ms-per-1k-max-tokens 6 --alt-model big:7:8 "
-        "--batch-slowdown 0.25 --tokens-per-event 2 --tokens-per-event-max 6"
+        "--batch-slowdown 0.25 --tokens-per-event 2 --tokens-per-event-max 6 --wrong-model big"
     )
     config = config_from_args(_serve_args(argv.split()))
     latency = LatencyModel(
@@ -216,6 +218,7 @@ def test_serve_cli_sets_every_knob(monkeypatch: pytest.MonkeyPatch) -> None:
         model="m",
         latency=latency,
         alt_models={"big": LatencyModel(7, 2, 3, 8, 5, 100, 2.5, 6, batch_slowdown=0.25)},
+        wrong_models=("big",),
         default_max_tokens=16,
         answer_tokens=12,
         headers_after_prefill=True,
@@ -269,6 +272,7 @@ def test_serve_cli_sets_keepalive_comments() -> None:
         ("--slots 0", "--slots must be >= 1"),
         ("--decode-ms-per-token -1", "--decode-ms-per-token must be"),
         ("--api-key-env LATDOC_UNSET_VARIABLE", "not set"),
+        ("--wrong-model big", "--wrong-model big: not a model served"),
     ],
 )
 def test_serve_cli_rejects_bad_options(argv: str, needle: str) -> None:

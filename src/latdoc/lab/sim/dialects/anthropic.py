@@ -15,7 +15,7 @@ import json
 from typing import Any
 
 from latdoc.lab.sim._call import ApiError, Call
-from latdoc.lab.sim._events import arguments, output_text, output_token, sse
+from latdoc.lab.sim._events import answer_text, answer_token, arguments, output_token, sse
 from latdoc.lab.sim._writers import StreamWriter, each_token
 from latdoc.lab.sim.dialects._stand_in import Authorized, Headers, StandIn
 
@@ -90,7 +90,7 @@ class AnthropicWriter:
                 block = {"type": "tool_use", "id": "toolu_lab", "name": call.tool_name, "input": {}}
                 head += self._start(block)
         if call.tool_name is None:
-            return head + self._delta({"type": "text_delta", "text": output_token(k)})
+            return head + self._delta({"type": "text_delta", "text": answer_token(call, k)})
         return head + self._delta({"type": "input_json_delta", "partial_json": arguments(call, k)})
 
     def closing(self, usage: dict[str, Any], truth: dict[str, Any] | None) -> list[bytes]:
@@ -174,7 +174,7 @@ def _document(call: Call, number: int, usage: dict[str, Any], cached: int) -> di
     stop = "end_turn" if call.finish_reason == "stop" else "max_tokens"
     return {
         "id": f"msg_lab{number}", "type": "message", "role": "assistant",
-        "model": call.model, "content": [{"type": "text", "text": output_text(call.output_tokens)}],
+        "model": call.model, "content": [{"type": "text", "text": answer_text(call)}],
         "stop_reason": stop, "stop_sequence": None,
         "usage": {"input_tokens": call.prompt_tokens - cached,
                   "output_tokens": call.total_tokens,

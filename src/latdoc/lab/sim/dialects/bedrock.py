@@ -40,7 +40,7 @@ import zlib
 from typing import Any
 
 from latdoc.lab.sim._call import ApiError, Call
-from latdoc.lab.sim._events import output_text, output_token
+from latdoc.lab.sim._events import answer_text, answer_token, output_token
 from latdoc.lab.sim._writers import StreamWriter, each_token
 from latdoc.lab.sim.dialects._stand_in import Authorized, Headers, StandIn
 
@@ -119,7 +119,7 @@ class BedrockWriter:
             head = self._send("contentBlockDelta", {"contentBlockIndex": 0, "delta": signed})
             head += self._send("contentBlockStop", {"contentBlockIndex": 0})
         index = 1 if thinking else 0
-        text: dict[str, Any] = {"text": output_token(k - thinking)}
+        text: dict[str, Any] = {"text": answer_token(self.call, k - thinking)}
         return head + self._send("contentBlockDelta", {"contentBlockIndex": index, "delta": text})
 
     def closing(self, usage: dict[str, Any], truth: dict[str, Any] | None) -> list[bytes]:
@@ -265,9 +265,7 @@ def _writer(call: Call, number: int, stamp: bool, cached_tokens: int) -> StreamW
 def _document(call: Call, number: int, usage: dict[str, Any], cached: int) -> dict[str, object]:
     """A whole Converse response."""
     return {
-        "output": {
-            "message": {"role": "assistant", "content": [{"text": output_text(call.output_tokens)}]}
-        },
+        "output": {"message": {"role": "assistant", "content": [{"text": answer_text(call)}]}},
         "stopReason": _STOP[call.finish_reason],
         "usage": {
             "inputTokens": call.prompt_tokens - cached,

@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from latdoc.lab.sim._call import Call
-from latdoc.lab.sim._events import CHAT, output_text
+from latdoc.lab.sim._events import CHAT, answer_text
 from latdoc.lab.sim._writers import ChatWriter, StreamWriter
 from latdoc.lab.sim.dialects._stand_in import StandIn, effort_tokens
 
@@ -36,7 +36,7 @@ def _writer(call: Call, number: int, stamp: bool, cached_tokens: int) -> StreamW
 
 
 def _document(call: Call, number: int, usage: dict[str, Any], cached: int) -> dict[str, object]:
-    message = {"role": "assistant", "content": output_text(call.output_tokens)}
+    message = {"role": "assistant", "content": answer_text(call)}
     choice: dict[str, object] = {"index": 0, "message": message}
     return openai_document(call, f"chatcmpl-lab{number}", "chat.completion", choice, usage)
 

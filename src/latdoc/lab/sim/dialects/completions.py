@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from latdoc.lab.sim._call import Call
-from latdoc.lab.sim._events import COMPLETIONS, output_text
+from latdoc.lab.sim._events import COMPLETIONS, answer_text
 from latdoc.lab.sim._writers import ChatWriter, StreamWriter
 from latdoc.lab.sim.dialects._stand_in import StandIn
 from latdoc.lab.sim.dialects.chat import openai_document
@@ -20,7 +20,7 @@ def _writer(call: Call, number: int, stamp: bool, cached_tokens: int) -> StreamW
 
 
 def _document(call: Call, number: int, usage: dict[str, Any], cached: int) -> dict[str, object]:
-    choice: dict[str, object] = {"index": 0, "text": output_text(call.output_tokens)}
+    choice: dict[str, object] = {"index": 0, "text": answer_text(call)}
     return openai_document(call, f"cmpl-lab{number}", "text_completion", choice, usage)
 
 

@@ -28,7 +28,7 @@ import time
 from typing import Any
 
 from latdoc.lab.sim._call import ApiError, Call
-from latdoc.lab.sim._events import output_text, output_token
+from latdoc.lab.sim._events import answer_text, answer_token, output_text, output_token
 from latdoc.lab.sim._writers import StreamWriter, each_token
 from latdoc.lab.sim.dialects._stand_in import (
     Authorized,
@@ -128,7 +128,7 @@ class GeminiWriter:
             return self._frame(self.response([part], 0, k + 1))
         k -= thinking
         if call.tool_name is None:
-            return self._frame(self.response([{"text": output_token(k)}], k + 1, thinking))
+            return self._frame(self.response([{"text": answer_token(call, k)}], k + 1, thinking))
         if k < call.output_tokens - 1:
             return b""
         called = {"name": call.tool_name, "args": {"words": output_text(call.output_tokens)}}
@@ -259,7 +259,7 @@ def gemini_document(
     """A whole ``GenerateContentResponse``."""
     writer = GeminiWriter(call, f"lab-response-{number}", False, cached)
     return writer.response(
-        [{"text": output_text(call.output_tokens)}],
+        [{"text": answer_text(call)}],
         call.output_tokens,
         call.reasoning_tokens,
         _FINISH[call.finish_reason],

@@ -16,7 +16,14 @@ import time
 from typing import Any
 
 from latdoc.lab.sim._call import Call
-from latdoc.lab.sim._events import arguments, output_text, output_token, sse
+from latdoc.lab.sim._events import (
+    answer_text,
+    answer_token,
+    arguments,
+    output_text,
+    output_token,
+    sse,
+)
 from latdoc.lab.sim._writers import StreamWriter, each_token
 from latdoc.lab.sim.dialects._stand_in import StandIn, effort_tokens
 
@@ -74,7 +81,7 @@ class ResponsesWriter:
                 "id": "fc_lab", "type": "function_call", "call_id": "call_lab",
                 "name": call.tool_name, "arguments": args, "status": status,
             }  # fmt: skip
-        text = output_text(call.output_tokens)
+        text = answer_text(call)
         content = [{"type": "output_text", "text": text, "annotations": []}] if done else []
         return {
             "id": "msg_lab", "type": "message", "role": "assistant",
@@ -122,7 +129,7 @@ class ResponsesWriter:
         return head + self._event(
             "response.output_text.delta",
             item_id="msg_lab", output_index=index, content_index=0,
-            delta=output_token(k), logprobs=[],
+            delta=answer_token(call, k), logprobs=[],
         )  # fmt: skip
 
     def _close_reasoning(self) -> bytes:
@@ -141,7 +148,7 @@ class ResponsesWriter:
         self.output.append(item)
         out = b""
         if call.tool_name is None:
-            text = output_text(call.output_tokens)
+            text = answer_text(call)
             where = {"item_id": "msg_lab", "output_index": index, "content_index": 0}
             part = {"type": "output_text", "text": text, "annotations": []}
             out += self._event("response.output_text.done", **where, text=text, logprobs=[])
@@ -202,7 +209,7 @@ def _writer(call: Call, number: int, stamp: bool, cached_tokens: int) -> StreamW
 
 def _document(call: Call, number: int, usage: dict[str, Any], cached: int) -> dict[str, object]:
     done = call.finish_reason == "stop"
-    text = output_text(call.output_tokens)
+    text = answer_text(call)
     item = {"id": "msg_lab", "type": "message", "role": "assistant", "status": "completed",
             "content": [{"type": "output_text", "text": text, "annotations": []}]}  # fmt: skip
     return {
