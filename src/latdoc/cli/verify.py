@@ -32,7 +32,7 @@ from latdoc.cli._options import (
 from latdoc.cli._output import emit
 from latdoc.cli._sending import Sending
 from latdoc.features.compare import ShownComparison, compare_runs
-from latdoc.features.verify import Outcome, VerifyPlan, plan_line, verify_remedy
+from latdoc.features.verify import Outcome, VerifyPlan, plan_line, read_checks, verify_remedy
 from latdoc.features.verify import experiments as registry
 from latdoc.store import Store
 
@@ -82,6 +82,10 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
                         help="stop once the 95%% interval of the headline ratio is within "
                         "± F (default 0.05)")  # fmt: skip
     add_gate_argument(v, "A, today's way (B the remedy)")
+    v.add_argument("--check", metavar="FILE", help="your own checks of the answers: JSON "
+                   "Lines, a prompt or messages and one of contains, regex, json_schema, equals "
+                   "or same_as_a; sent through both arms after the trials, each arm's pass "
+                   "rate shown and their difference tested")  # fmt: skip
     out = v.add_mutually_exclusive_group()
     add_json_argument(out, "print the result as JSON")
     add_html_argument(out, "write the comparison as an HTML page")
@@ -134,6 +138,7 @@ def run_verify(args: argparse.Namespace) -> int:
     sending = Sending.of(args)
     err = sys.stderr
     spec = registry.experiment(args.remedy)
+    checks = None if args.check is None else read_checks(args.check)
     http2 = True if spec.builtin_http2 else None
     with sending.to(err, engine=False, http2=http2) as (endpoint, connection):
         plan = sending.plan(
@@ -144,6 +149,7 @@ def run_verify(args: argparse.Namespace) -> int:
             precision=args.precision,
             gates=parse_gates(args.fail_if) if args.fail_if else (),
             options=spec.read(vars(args)),
+            checks=checks,
         )
         print(plan_line(plan), file=err)
         with sending.store(*spec.secrets_of(plan)) as store, ProgressBars(err) as bars:

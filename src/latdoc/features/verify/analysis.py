@@ -11,6 +11,9 @@ from latdoc.records import Sample
 
 NOT_APPLICABLE = "not_applicable"
 """The verdict where the remedy cannot be shown on this endpoint, with the reason."""
+TRADE = "trade"
+"""The verdict on a remedy that is faster but fails significantly more of the user's
+checks: never ``better``."""
 
 
 def judge_arms(
@@ -29,3 +32,13 @@ def cached_prompt_tokens(samples: Sequence[Sample]) -> float | None:
     known = [s.trace.cached_prompt_tokens for s in samples]
     reported = [n for n in known if n is not None]
     return float(statistics.median(reported)) if reported else None
+
+
+def weigh_checks(verdict: str, quality: str | None) -> str:
+    """The verdict once the user's checks are read: they can only take from it. A B that
+    is faster but fails significantly more of them is a :data:`TRADE`, one no faster that
+    fails more is ``worse``; otherwise (``quality`` ``no_difference`` or ``better``, or
+    not judged) the latency verdict stands."""
+    if quality != "worse":
+        return verdict
+    return {"better": TRADE, "no_difference": "worse"}.get(verdict, verdict)

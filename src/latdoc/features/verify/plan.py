@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 from latdoc.analysis.gates import Gate
 from latdoc.errors import UsageError
 from latdoc.features.verify import experiments
+from latdoc.features.verify.checks.cases import CheckFile
 from latdoc.features.verify.experiments import Experiment
 from latdoc.features.verify.send import Arm
 from latdoc.model import Price
@@ -50,6 +51,9 @@ class VerifyPlan:
     """The model's price, where latdoc's price library knows it or the user gave it."""
     options: object = None
     """The experiment's own options record; ``None``: its defaults."""
+    checks: CheckFile | None = None
+    """The user's own checks of the answers (``--check FILE``), sent through both arms
+    after the trials; ``None``: none."""
 
     def __post_init__(self) -> None:
         spec = experiments.resolve(self.remedy)
@@ -58,6 +62,11 @@ class VerifyPlan:
             object.__setattr__(self, "options", spec.options())
         if spec.check is not None:
             spec.check(self, spec.options_of(self))
+        if self.checks is not None and spec.runner is not None:
+            raise UsageError(
+                f"--check goes with a remedy of two arms; --remedy {spec.name} runs an "
+                "experiment of its own"
+            )
         if not 0 < self.precision < 1:
             raise UsageError("--precision must be between 0 and 1, e.g. 0.05")
 

@@ -1,8 +1,8 @@
 """What ``latdoc verify`` shows.
 
 - :class:`VerifyResult`: what an A/B experiment found, with its document
-  (:data:`VERIFY_SCHEMA`), the blocks the terminal shows (the comparison, the notes,
-  the verdict line, the gates) and its page;
+  (:data:`VERIFY_SCHEMA`), the blocks the terminal shows (the comparison, the user's
+  checks, the notes, the verdict line, the gates) and its page;
 - :func:`plan_line`: what an experiment will do, said before anything is sent.
 
 Nothing here writes: the command prints what these return.
@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any
 from latdoc.analysis.compare import TRIAL_MEAN, Comparison, MetricComparison
 from latdoc.analysis.gates import GateReport
 from latdoc.features.verify import experiments
-from latdoc.features.verify.analysis import NOT_APPLICABLE
+from latdoc.features.verify.analysis import NOT_APPLICABLE, TRADE
+from latdoc.features.verify.checks.analysis import CheckReport
+from latdoc.features.verify.checks.render import checks_clause, checks_to_dict, render_checks
 from latdoc.features.verify.plan import VerifyPlan, arm_summaries
 from latdoc.records import StepNote
 from latdoc.report import (
@@ -35,7 +37,8 @@ from latdoc.store import RunInfo
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
-VERIFY_SCHEMA = "latdoc.verify/1"
+VERIFY_SCHEMA = "latdoc.verify/2"
+"""/2: the ``checks`` section (``null`` without ``--check``) and the verdict ``trade``."""
 
 
 @dataclass(frozen=True)
@@ -44,7 +47,8 @@ class VerifyResult:
 
     remedy: str
     verdict: str
-    """``better``, ``worse``, ``no_difference`` or ``not_applicable``."""
+    """``better``, ``worse``, ``no_difference``, ``trade`` (faster, but failing more of
+    the user's checks) or ``not_applicable``."""
     reason: str | None = None
     """Why the remedy is not applicable here, in words."""
     headline: MetricComparison | None = None
@@ -70,6 +74,8 @@ class VerifyResult:
     """What each arm's kept requests cost at its model's price, A first."""
     model: str = ""
     """The plan's model, to say its cost is unknown by name where it has no price."""
+    checks: CheckReport | None = None
+    """The user's checks on both arms (``--check``); ``None``: none asked."""
 
     @property
     def gain_ms(self) -> float | None:
@@ -95,7 +101,8 @@ class VerifyResult:
 
     def document(self) -> dict[str, Any]:
         """The result as JSON (:data:`VERIFY_SCHEMA`): the verdict, the gain with its
-        interval, both arms' runs and their comparison, the gates if any."""
+        interval, both arms' cost, runs and comparison, the user's checks, the gates if
+        any."""
         runs = self.runs
         document: dict[str, Any] = {
             "schema": VERIFY_SCHEMA,
@@ -121,20 +128,23 @@ class VerifyResult:
             else comparison_to_dict(
                 self.comparison, a=run_to_dict(runs[0]), b=run_to_dict(runs[1])
             ),
+            "checks": None if self.checks is None else checks_to_dict(self.checks),
         }
         if self.gates is not None:
             document["gates"] = gates_to_dict(self.gates)
         return document
 
     def shown(self) -> tuple[RenderableType, ...]:
-        """The comparison of the arms, the notes, what the server cached, what the
-        measurement cannot say, the verdict line and the gates."""
+        """The comparison of the arms, their cost, the user's checks, the notes, what the
+        server cached, what the measurement cannot say, the verdict line and the gates."""
         blocks: list[RenderableType] = []
         if self.comparison is not None and self.runs is not None:
             a, b = self.labels
             blocks.append(render_comparison(self.comparison, a_label=a, b_label=b))
         if self.costs is not None:
             blocks.append(cost_block("Cost by arm", self.costs, self.model, difference=True))
+        if self.checks is not None:
+            blocks.append(render_checks(self.checks))
         blocks += [f"  Note: {note.text}" for note in self.notes]
         if self.cached_tokens_b is not None:
             blocks.append(f"  B: the server reported {self.cached_tokens_b} prompt tokens cached.")
@@ -167,7 +177,9 @@ class VerifyResult:
 
 
 def verdict_line(result: VerifyResult) -> str:
-    """The answer in one line: the verdict and what B saves, with its interval."""
+    """The answer in one line: the verdict and what B saves, with its interval, and what
+    the user's checks say; a :data:`~latdoc.features.verify.analysis.TRADE` leads with
+    what B gives up."""
     if result.verdict == NOT_APPLICABLE:
         return f"Verdict: not applicable — {result.reason}"
     m, gain, ci = result.headline, result.gain_ms, result.gain_interval_ms
@@ -177,10 +189,16 @@ def verdict_line(result: VerifyResult) -> str:
     statistic, counted = m.statistic, ""
     if statistic == TRIAL_MEAN:
         statistic, counted = "mean", " trials (each trial's mean, the median over trials)"
-    return (
-        f"Verdict: {result.verdict} — B {what} {format_ms(abs(gain))} of {statistic} "
-        f"{m.label} per request{interval}, {format_p(m.p_adjusted)}, n = {m.n_a}/{m.n_b}{counted}"
+    latency = (
+        f"B {what} {format_ms(abs(gain))} of {statistic} {m.label} per request{interval}, "
+        f"{format_p(m.p_adjusted)}, n = {m.n_a}/{m.n_b}{counted}"
     )
+    if result.checks is None:
+        return f"Verdict: {result.verdict} — {latency}"
+    checked = checks_clause(result.checks)
+    if result.verdict == TRADE:
+        return f"Verdict: {TRADE} — faster, but {checked}; {latency}"
+    return f"Verdict: {result.verdict} — {latency}; {checked}"
 
 
 def plan_line(plan: VerifyPlan) -> str:
@@ -195,6 +213,13 @@ def plan_line(plan: VerifyPlan) -> str:
         else f"Trials of A and B interleaved in shuffled blocks; {within}; stops early once "
         f"the 95% interval of A ÷ B is within ±{plan.precision:.0%}."
     )
+    checks = plan.checks
+    if checks is not None:
+        n = len(checks.cases)
+        how += (
+            f"\n  Then your {n} check{'s' if n != 1 else ''} ({checks.source}) in both arms, "
+            "held in the budget first."
+        )
     return (
         f"Plan: verify {plan.remedy.name} on {plan.endpoint.model} at {plan.endpoint.base_url}\n"
         f"  A: {a}\n  B: {b}\n  {how}"

@@ -6,9 +6,11 @@ around its arms. Before them, the endpoint's token count is calibrated, and the
 experiment's precondition is checked on the endpoint itself (HTTP/2 offered, an
 answer that ends by itself, the other endpoint or model answering). A remedy the
 endpoint cannot show is ``not_applicable`` with the reason, never a made-up gain.
-After them: both arms compared like with like, the verdict on the experiment's
-headline metric, its judgement of B's answers, and the plan's gates checked on B's
-runs as kept against A's, the baseline.
+The user's checks (``--check``) are held in the budget before the arms and sent
+through both after them. Then: both arms compared like with like, the verdict on the
+experiment's headline metric, its judgement of B's answers, the checks, which can only
+take from the verdict (:func:`~latdoc.features.verify.analysis.weigh_checks`), and the
+plan's gates checked on B's runs as kept against A's, the baseline.
 """
 
 from __future__ import annotations
@@ -22,7 +24,13 @@ from typing import Any
 from latdoc.analysis.compare import METRICS, ratio_precision
 from latdoc.analysis.gates import GateReport, check_gates
 from latdoc.errors import UsageError
-from latdoc.features.verify.analysis import NOT_APPLICABLE, cached_prompt_tokens, judge_arms
+from latdoc.features.verify.analysis import (
+    NOT_APPLICABLE,
+    cached_prompt_tokens,
+    judge_arms,
+    weigh_checks,
+)
+from latdoc.features.verify.checks import Answer, Held, hold_checks, judge_checks, send_checks
 from latdoc.features.verify.experiments import Before, Experiment, Outcome
 from latdoc.features.verify.plan import VerifyPlan
 from latdoc.features.verify.render import VerifyResult
@@ -84,6 +92,8 @@ class _State:
     arms: tuple[Arm, Arm] | None = None
     run_ids: dict[str, str] = field(default_factory=dict)
     stopped_because: str | None = None
+    answers: dict[str, dict[str, Answer]] = field(default_factory=dict)
+    """The arms' answers to the user's checks, by arm, then by case id."""
 
     async def run(self) -> VerifyResult:
         plan = self.plan
@@ -98,10 +108,27 @@ class _State:
         a, b = self.spec.build_arms(plan, calibration, options)
         self.arms = (_priced(a, plan), _priced(b, plan))
         self._open_runs()
+        held = self._hold_checks(budget, calibration)
         result = await _experiment(self, budget)
         self.stopped_because = result.stopped_because
         self.notes.extend(result.notes)
+        if held:
+            self.answers, notes = await send_checks(
+                held,
+                self.arms,
+                budget,
+                on_progress=lambda done, total: self._progress("checks", done, total),
+            )
+            self.notes.extend(notes)
         return self.finish("done")
+
+    def _hold_checks(self, budget: Budget, calibration: TokenCalibration) -> list[Held]:
+        checks, arms = self.plan.checks, self.arms
+        if checks is None or arms is None:
+            return []
+        held, notes = hold_checks(checks.cases, arms, budget, calibration, self.plan.max_tokens)
+        self.notes.extend(notes)
+        return held
 
     async def _prepare(self, budget: Budget, rng: random.Random) -> tuple[TokenCalibration, Any]:
         """Calibrate, and check the experiment's precondition on the endpoint: the options
@@ -179,6 +206,12 @@ class _State:
         if headline is None and reason is None:
             verdict = NOT_APPLICABLE
             reason = "fewer than two successful requests in an arm: nothing to compare"
+        checks = plan.checks
+        report = None
+        if checks is not None:
+            report = judge_checks(checks.source, checks.cases, self.answers)
+            if verdict != NOT_APPLICABLE:
+                verdict = weigh_checks(verdict, report.quality)
         return VerifyResult(
             plan.remedy.name,
             verdict,
@@ -196,6 +229,7 @@ class _State:
             interrupted=status == "interrupted",
             costs=(_cost_row(self.arms[0], a), _cost_row(self.arms[1], b)),
             model=plan.endpoint.model,
+            checks=report,
         )
 
     def _gates(self, run_ids: tuple[str, str]) -> GateReport | None:

@@ -56,6 +56,10 @@ class Arm:
     target_prompt_tokens: int | None = None
     price: Price | None = None
     """The price of the arm's model, where latdoc knows it: what its requests cost."""
+    adapt: Callable[[Prompt, int], tuple[Prompt, int]] | None = None
+    """How this arm sends the user's own request (a ``--check`` case: its prompt and
+    output limit) with the remedy applied, as it is to the arm's own prompts (trimmed,
+    at the arm's own limit); ``None``: as given, on the arm's endpoint and connection."""
 
     def session(self, budget: Budget | None = None) -> ProbeSession:
         """A session for this arm; a request it would send again is counted in ``budget``

@@ -1,10 +1,11 @@
 """``--remedy max-tokens``: a generous ``max_tokens`` against one just above what the
 answer needs, measured first. Only an answer that ends by itself can show it, and only
-if the tight limit does not cut the answers."""
+if the tight limit does not cut the answers. The user's own checks (``--check``) are
+sent at each arm's own limit, whatever limit a case names: the limit is the remedy."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -12,6 +13,7 @@ from latdoc.advice.verify import VERIFY_MAX_TOKENS
 from latdoc.features.verify.arms import QUESTION_TOKENS, base_arm, short_question
 from latdoc.features.verify.experiments._spec import Argument, Before, Experiment
 from latdoc.features.verify.send import Arm
+from latdoc.probe import Prompt
 from latdoc.records import Sample
 from latdoc.workload import TokenCalibration, prompt_cost
 
@@ -59,14 +61,21 @@ def _arms(plan: Plan, options: MaxTokensOptions, calibration: TokenCalibration) 
             question,
             label=f"max_tokens={generous} for a ~{answer}-token answer",
             max_tokens=generous,
+            adapt=at_limit(generous),
         ),
         replace(
             question,
             name="B",
             label=f"max_tokens={tight}, just above the answer's {answer} tokens",
             max_tokens=tight,
+            adapt=at_limit(tight),
         ),
     )
+
+
+def at_limit(max_tokens: int) -> Callable[[Prompt, int], tuple[Prompt, int]]:
+    """A user's request sent at ``max_tokens``, whatever limit it names."""
+    return lambda prompt, limit: (prompt, max_tokens)
 
 
 async def _answer_length(before: Before, options: MaxTokensOptions) -> MaxTokensOptions | str:

@@ -1,6 +1,6 @@
 """``--remedy model``: the model of today against another on the same endpoint. Only a
 model the endpoint serves can show it; whether its answers are as good is the user's
-to judge."""
+to judge, by their own checks (``--check``)."""
 
 from __future__ import annotations
 
@@ -63,5 +63,6 @@ MODEL = Experiment(
     arguments=(ALT_MODEL,),
     check=_check,
     precondition=_answers,
-    caveat="Speed is measured here; whether the answers are as good is yours to check.",
+    caveat="Speed is measured here; whether the answers are as good, by your own checks "
+    "alone (--check FILE).",
 )

@@ -1,16 +1,28 @@
-"""``--remedy trim``: the same task at the prompt length of today, against it trimmed."""
+"""``--remedy trim``: the same task at the prompt length of today, against it trimmed.
+
+The user's own checks (``--check``) go to A as written and to B trimmed to ``--to``
+tokens as an application trims a chat: its system prompt and the latest turns that fit
+(:func:`latdoc.client.trim_messages`, never half a message), a text its last words;
+where the last turn alone does not fit, its last words that do."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from latdoc.advice.verify import VERIFY_TRIM
-from latdoc.errors import UsageError
+from latdoc.client import message_text, trim_messages
+from latdoc.errors import ContextTooLong, UsageError
 from latdoc.features.verify.arms import base_arm, sized
 from latdoc.features.verify.experiments._spec import Argument, Experiment
 from latdoc.features.verify.send import Arm
+from latdoc.probe import Prompt
 from latdoc.workload import TokenCalibration
+
+MESSAGE_TOKENS = 4
+"""A chat message's role and separators, in tokens, beside its words."""
 
 if TYPE_CHECKING:
     from latdoc.features.verify.arms import Plan
@@ -50,8 +62,38 @@ def _arms(plan: Plan, options: TrimOptions, calibration: TokenCalibration) -> tu
             sized(base, calibration, options.to_tokens),
             name="B",
             label=f"the same task trimmed to {options.to_tokens} tokens",
+            adapt=trimmed(calibration, options.to_tokens),
         ),
     )
+
+
+def trimmed(
+    calibration: TokenCalibration, tokens: int
+) -> Callable[[Prompt, int], tuple[Prompt, int]]:
+    """A user's request (its prompt and output limit) with the prompt trimmed to about
+    ``tokens`` tokens as the endpoint counts words."""
+
+    def words_that_fit(text: str, budget: int) -> str:
+        words = text.split()
+        keep = calibration.words_for(max(budget, 1))
+        return text if len(words) <= keep else " ".join(words[-keep:])
+
+    def count(message: Mapping[str, Any]) -> int:
+        return math.ceil(calibration.per_word * len(message_text(message).split())) + (
+            MESSAGE_TOKENS
+        )
+
+    def trim(prompt: Prompt, limit: int) -> tuple[Prompt, int]:
+        if isinstance(prompt, str):
+            return words_that_fit(prompt, tokens), limit
+        try:
+            return [dict(m) for m in trim_messages(prompt, tokens, count_tokens=count)], limit
+        except ContextTooLong:
+            last = prompt[-1]
+            content = words_that_fit(last["content"], tokens - MESSAGE_TOKENS)
+            return [{"role": last["role"], "content": content}], limit
+
+    return trim
 
 
 TRIM = Experiment(
