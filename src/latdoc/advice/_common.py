@@ -7,7 +7,7 @@ a trimmed prompt, declared once for every kind that gives them.
 from __future__ import annotations
 
 from latdoc.advice import keys
-from latdoc.advice.verify import VERIFY_MODEL, VERIFY_RETRY, verify_command
+from latdoc.advice.verify import VERIFY_MODEL, VERIFY_RETRY, checked, verify_command
 from latdoc.model import CostChange, Effects, Kind, QualityRisk, Remedy, RunContext
 
 __all__ = [
@@ -49,14 +49,9 @@ def another_model(
 ) -> Remedy:
     """A remedy that swaps the model: always a trade-off, its gain measured by
     ``latdoc verify --remedy model`` against the model the user names."""
+    command = verify_command(ctx, VERIFY_MODEL, alt_model="NAME")
     return Remedy(
-        key,
-        title,
-        kind,
-        change,
-        None,
-        tradeoff=tradeoff,
-        verify_command=verify_command(ctx, VERIFY_MODEL, alt_model="NAME"),
+        key, title, kind, checked(change, command), None, tradeoff=tradeoff, verify_command=command
     )
 
 

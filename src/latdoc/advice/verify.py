@@ -32,6 +32,26 @@ VERIFY_PROXY = "proxy"
 _NAMED = frozenset(v for k, v in dict(globals()).items() if k.startswith("VERIFY_"))
 """The names above, read from them: what :func:`verify_command` accepts."""
 
+CHANGES_ANSWERS = frozenset({VERIFY_MODEL, VERIFY_TRIM, VERIFY_MAX_TOKENS, VERIFY_REASONING_EFFORT})
+"""The remedies whose arm B may answer differently, not only sooner, and whose experiment
+takes the user's own checks (``latdoc verify --check``): their advice names it
+(:func:`checked`). A summarised conversation changes answers too, but its experiment
+runs its own strategies and takes no checks."""
+
+CHECK_ANSWERS = (
+    "Check the answers too: add --check FILE (your own cases, JSON Lines) to the verify "
+    "command to compare both arms' pass rates."
+)
+"""A remedy's effects say how its answers may change; this says how to see whether they
+did."""
+
+
+def checked(change: str, command: str | None) -> str:
+    """The ``change`` of a remedy in :data:`CHANGES_ANSWERS`, with :data:`CHECK_ANSWERS`
+    on a line of its own where the remedy names its verify ``command``."""
+    return change if command is None else f"{change}\n{CHECK_ANSWERS}"
+
+
 CONVERSATION_STRATEGIES = "window:6,summary:10,reset:20"
 """Keep the last 6 turns; summarise beyond 10; start afresh every 20 (the seed's numbers)."""
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from latdoc.advice import keys
 from latdoc.advice._common import SMALLER_MODEL_EFFECTS, smaller_model
 from latdoc.advice.kinds._builder import RemedyBuilder
-from latdoc.advice.verify import VERIFY_MAX_TOKENS, verify_command
+from latdoc.advice.verify import VERIFY_MAX_TOKENS, checked, verify_command
 from latdoc.model import (
     CostChange,
     Diagnosis,
@@ -26,14 +26,18 @@ __all__ = ["BUILDER", "decode_remedies"]
 
 def decode_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remedy]:
     tpot = f.evidence.get("tpot_ms", 0.0)
+    command = verify_command(ctx, VERIFY_MAX_TOKENS)
     yield Remedy(
         keys.MAX_TOKENS,
         "Ask for no more output than the answer needs",
         f.kind,
-        f"Each output token costs ~{tpot:.0f} ms here: set max_tokens to the answer's "
-        "real length and ask for concise answers in the prompt.",
+        checked(
+            f"Each output token costs ~{tpot:.0f} ms here: set max_tokens to the answer's "
+            "real length and ask for concise answers in the prompt.",
+            command,
+        ),
         None,
-        verify_command=verify_command(ctx, VERIFY_MAX_TOKENS),
+        verify_command=command,
     )
     yield smaller_model(
         f.kind,

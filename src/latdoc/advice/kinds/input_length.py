@@ -21,6 +21,7 @@ from latdoc.advice.verify import (
     VERIFY_CONVERSATION,
     VERIFY_PROMPT_CACHE,
     VERIFY_TRIM,
+    checked,
     verify_command,
 )
 from latdoc.model import (
@@ -49,20 +50,26 @@ def input_length_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator
             gain = max(0.0, curve.predict_ms(long_tokens) - curve.predict_ms(window))
     rate = f.evidence.get("prefill_per_1k_ms")
     rate_text = f" (prefill costs {rate:.0f} ms per 1K tokens here)" if rate else ""
+    command = (
+        verify_command(ctx, VERIFY_TRIM, **{"from": long_tokens, "to": window})
+        if long_tokens > window
+        else None
+    )
     yield Remedy(
         keys.TRIM_WINDOW,
         f"Trim the context to a sliding window of ~{window} tokens",
         f.kind,
-        f"Keep the system prompt and the most recent ~{window} tokens of history"
-        f"{rate_text}:\n"
-        "  messages = [system, *last_turns_within(history, budget_tokens="
-        f"{window})]",
+        checked(
+            f"Keep the system prompt and the most recent ~{window} tokens of history"
+            f"{rate_text}:\n"
+            "  messages = [system, *last_turns_within(history, budget_tokens="
+            f"{window})]",
+            command,
+        ),
         gain,
         gain_interval_ms=interval if gain is not None else None,
         gain_source="fitted" if gain is not None else None,
-        verify_command=verify_command(ctx, VERIFY_TRIM, **{"from": long_tokens, "to": window})
-        if long_tokens > window
-        else None,
+        verify_command=command,
     )
     per_turn = max(1, long_tokens // SUMMARY_AFTER_TURNS) if long_tokens else 1000
     yield Remedy(

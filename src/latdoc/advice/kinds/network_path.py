@@ -23,6 +23,7 @@ from latdoc.advice.verify import (
     VERIFY_KEEPALIVE,
     VERIFY_PROXY,
     VERIFY_TRIM,
+    checked,
     verify_command,
 )
 from latdoc.analysis.policy import HIGH_RTT_MS
@@ -88,16 +89,18 @@ def network_path_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator
         )
     if f.evidence.get("long_prompt_send_ms") and d.length is not None:
         longest = d.length.points[-1].prompt_tokens
+        command = verify_command(ctx, VERIFY_TRIM, **{"from": longest, "to": trim_window(longest)})
         yield Remedy(
             keys.TRIM_WINDOW,
             "Send less: trim the prompt to what the answer needs",
             f.kind,
-            "The uplink is slow for long prompts: keep the last turns only, or compress "
-            "the history (see the input-length remedies).",
-            None,
-            verify_command=verify_command(
-                ctx, VERIFY_TRIM, **{"from": longest, "to": trim_window(longest)}
+            checked(
+                "The uplink is slow for long prompts: keep the last turns only, or compress "
+                "the history (see the input-length remedies).",
+                command,
             ),
+            None,
+            verify_command=command,
         )
     if not told and not proxied:
         yield _gateway(f, ctx)

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from latdoc.advice import keys
 from latdoc.advice._common import another_model
 from latdoc.advice.kinds._builder import RemedyBuilder
-from latdoc.advice.verify import VERIFY_REASONING_EFFORT, verify_command
+from latdoc.advice.verify import VERIFY_REASONING_EFFORT, checked, verify_command
 from latdoc.model import (
     CostChange,
     Diagnosis,
@@ -31,17 +31,21 @@ __all__ = ["BUILDER", "reasoning_remedies"]
 def reasoning_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remedy]:
     tokens = f.evidence.get("reasoning_tokens")
     spent = f"{tokens:.0f} reasoning tokens, " if tokens is not None else ""
+    command = verify_command(ctx, VERIFY_REASONING_EFFORT, reasoning_effort="low")
     yield Remedy(
         keys.REASONING_EFFORT,
         "Lower the reasoning effort or thinking budget",
         f.kind,
-        f"Thinking took {spent}~{f.share_ms:.0f} ms before the first answer token here:\n"
-        '  OpenAI chat: reasoning_effort="low" (or "minimal")\n'
-        '  OpenAI Responses: reasoning={"effort": "low"}\n'
-        '  Anthropic: thinking={"type": "enabled", "budget_tokens": 1024}, or disabled',
+        checked(
+            f"Thinking took {spent}~{f.share_ms:.0f} ms before the first answer token here:\n"
+            '  OpenAI chat: reasoning_effort="low" (or "minimal")\n'
+            '  OpenAI Responses: reasoning={"effort": "low"}\n'
+            '  Anthropic: thinking={"type": "enabled", "budget_tokens": 1024}, or disabled',
+            command,
+        ),
         None,
         tradeoff="less thinking can mean worse answers on hard questions",
-        verify_command=verify_command(ctx, VERIFY_REASONING_EFFORT, reasoning_effort="low"),
+        verify_command=command,
     )
     yield another_model(
         keys.NON_REASONING_MODEL,
