@@ -308,7 +308,7 @@ def test_the_command_prints_its_plan_and_a_json_verdict(
     assert err.startswith("Plan: verify trim on lab-sim at ")
     assert "A: a prompt of 1500 tokens" in err and "B: the same task at 300 tokens" in err
     document = json.loads(out)
-    assert document["schema"] == "latdoc.verify/1"
+    assert document["schema"] == "latdoc.verify/2"
     assert document["verdict"] == "better"
     low, high = document["gain_interval_ms"]
     assert low <= document["gain_ms"] <= high
@@ -446,5 +446,5 @@ def test_the_verb_checks_the_plans_gates_against_arm_a(tmp_path: Path) -> None:
     assert isinstance(result, VerifyResult) and result.gates is not None
     assert result.runs is not None and result.runs[0].run_id == result.run_ids[0]
     document = result.document()
-    assert document["schema"] == "latdoc.verify/1" and "gates" in document
+    assert document["schema"] == "latdoc.verify/2" and "gates" in document
     assert result.gates_failed == bool(result.gates.failed)
