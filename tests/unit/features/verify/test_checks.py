@@ -357,3 +357,16 @@ def test_the_answer_is_read_in_the_endpoint_s_own_dialect_without_its_reasoning(
     hook({"choices": [{"delta": {"reasoning_content": "hmm", "content": "Pa"}}]}, 0)
     hook({"choices": [{"delta": {"content": "ris"}}]}, 0)
     assert "".join(text) == "".join(chat) == "Paris"
+
+
+def test_a_remedy_that_runs_its_own_experiment_takes_no_checks() -> None:
+    from latdoc import VerifyPlan
+    from latdoc.features.verify import CheckFile
+
+    checks = CheckFile("f.jsonl", (case(Contains("x")),))
+    for name in ("conversation", "retry"):
+        with pytest.raises(
+            UsageError, match=f"--check goes with a remedy of two arms; --remedy {name}"
+        ):
+            VerifyPlan(endpoint=ENDPOINT, remedy=name, checks=checks)
+    assert VerifyPlan(endpoint=ENDPOINT, remedy="keepalive", checks=checks).checks == checks
