@@ -67,7 +67,7 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
         help="measure whether a remedy works: an A/B experiment on the endpoint",
         description="A is today's way, B the remedy: trials interleaved in shuffled A/B "
         "blocks so drift hits both alike, both arms stored as runs, the result shown as "
-        "`latdoc compare` shows it, with a verdict (better, worse, no_difference, "
+        "`latdoc compare` shows it, with a verdict (better, worse, no_difference, trade, "
         "not_applicable) and the measured gain with its 95%% interval. The sample grows "
         "until the interval is tight or the budget is spent. With no URL (no --provider, "
         "no OPENAI_BASE_URL) the built-in simulated endpoint is used.",
@@ -85,7 +85,8 @@ def add_parsers(sub: argparse._SubParsersAction[Any]) -> None:
     v.add_argument("--check", metavar="FILE", help="your own checks of the answers: JSON "
                    "Lines, a prompt or messages and one of contains, regex, json_schema, equals "
                    "or same_as_a; sent through both arms after the trials, each arm's pass "
-                   "rate shown and their difference tested")  # fmt: skip
+                   "rate shown and their difference tested (a faster B that fails more is a "
+                   "trade)")  # fmt: skip
     out = v.add_mutually_exclusive_group()
     add_json_argument(out, "print the result as JSON")
     add_html_argument(out, "write the comparison as an HTML page")

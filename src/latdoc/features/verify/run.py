@@ -113,13 +113,13 @@ class _State:
         self.stopped_because = result.stopped_because
         self.notes.extend(result.notes)
         if held:
-            self.answers, notes = await send_checks(
+            self.notes += await send_checks(
                 held,
                 self.arms,
                 budget,
+                self.answers,
                 on_progress=lambda done, total: self._progress("checks", done, total),
             )
-            self.notes.extend(notes)
         return self.finish("done")
 
     def _hold_checks(self, budget: Budget, calibration: TokenCalibration) -> list[Held]:

@@ -84,13 +84,16 @@ async def send_checks(
     held: Sequence[Held],
     arms: Sequence[Arm],
     budget: Budget,
+    answers: dict[str, dict[str, Answer]],
     *,
     on_progress: Callable[[int, int], None] | None = None,
-) -> tuple[dict[str, dict[str, Answer]], list[StepNote]]:
+) -> list[StepNote]:
     """Send every held case to every arm, each request settled in the budget against its
-    reservation: the answers by arm, then by case id (a case in every arm, or in none),
-    and a note if the time budget ran out first."""
-    answers: dict[str, dict[str, Answer]] = {arm.name: {} for arm in arms}
+    reservation, and keep the answers in ``answers`` by arm, then by case id, a case once
+    every arm has answered it (so what was answered stays when the sending is stopped);
+    a note if the time budget ran out first."""
+    for arm in arms:
+        answers.setdefault(arm.name, {})
     notes: list[StepNote] = []
     left = budget.seconds_left
     done = 0
@@ -123,7 +126,7 @@ async def send_checks(
                 "those answered in both arms are compared (--max-seconds)",
             )
         )
-    return answers, notes
+    return notes
 
 
 def _answer(trace: RequestTrace, text: str, arm: Arm) -> Answer:
