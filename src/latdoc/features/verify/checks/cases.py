@@ -26,7 +26,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 from latdoc.errors import UsageError, nesting_checked
 from latdoc.probe import Prompt
@@ -39,17 +39,6 @@ def normalise(text: str) -> str:
     """``text`` stripped, every run of whitespace one space, and case-folded: an answer
     that differs from another only so is the same answer."""
     return " ".join(text.split()).casefold()
-
-
-class Expectation(Protocol):
-    """What a case expects of its answer; ``baseline`` is arm A's answer to it."""
-
-    key: ClassVar[str]
-    """The field of a case that holds it."""
-
-    def judge(self, answer: str, baseline: str | None) -> str | None:
-        """Why ``answer`` fails, in a few words; ``None`` when it passes."""
-        ...
 
 
 @dataclass(frozen=True)
@@ -142,6 +131,11 @@ class SameAsA:
         return None if normalise(answer) == normalise(baseline) else "differs from A's answer"
 
 
+Expectation = Contains | Matches | FollowsSchema | Equals | SameAsA
+"""What a case expects of its answer: each is read from the case's field named by its
+``key``, and its ``judge(answer, baseline)`` says why an answer fails (``None``: it
+passes), ``baseline`` being arm A's answer to the case."""
+
 EXPECTATIONS = (Contains, Matches, FollowsSchema, Equals, SameAsA)
 """Every expectation a case may hold, by the field that names it."""
 
@@ -158,7 +152,7 @@ class CheckCase:
     line: int
     prompt: Prompt
     """The text, or the chat messages, to send."""
-    expectation: Contains | Matches | FollowsSchema | Equals | SameAsA
+    expectation: Expectation
     max_tokens: int | None = None
     """Its own output limit; ``None``: the run's ``--max-tokens``."""
 
