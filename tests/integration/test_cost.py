@@ -85,9 +85,10 @@ def test_without_a_price_the_cost_is_unknown_and_a_cap_is_refused(
         err = capsys.readouterr().err
         assert refused == 2
         assert err.count("\n") == 1 and err.startswith("Error: --max-cost needs the model's price")
-        assert main(
-            ["diagnose", server.base_url, "-m", "lab-sim", "--db", str(db), "--price", "in=1"]
-        ) == 2
+        assert (
+            main(["diagnose", server.base_url, "-m", "lab-sim", "--db", str(db), "--price", "in=1"])
+            == 2
+        )
         assert capsys.readouterr().err == (
             "Error: --price needs out: write in=X,out=Y[,cached=Z] in dollars per million "
             "tokens, e.g. in=2.5,out=10\n"

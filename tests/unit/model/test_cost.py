@@ -202,7 +202,15 @@ def test_a_price_kept_in_a_run_reads_back_whole() -> None:
 
 @pytest.mark.parametrize(
     ("amount", "shown"),
-    [(0.0, "$0"), (12.3456, "$12.35"), (0.01234, "$0.0123"), (0.000012345, "$0.0000123"), (0.5, "$0.50"), (0.0028, "$0.0028"), (-0.0004, "-$0.0004")],
+    [
+        (0.0, "$0"),
+        (12.3456, "$12.35"),
+        (0.01234, "$0.0123"),
+        (0.000012345, "$0.0000123"),
+        (0.5, "$0.50"),
+        (0.0028, "$0.0028"),
+        (-0.0004, "-$0.0004"),
+    ],
 )
 def test_money_is_shown_to_the_cent_or_three_figures(amount: float, shown: str) -> None:
     assert dollars(amount) == shown
