@@ -90,6 +90,26 @@ def test_a_faster_model_that_fails_the_checks_is_a_trade(
     assert "Verdict: better" not in shown
 
 
+def test_latency_cost_and_checks_side_by_side_name_the_trade(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The smaller model at a quarter of the price: faster and cheaper, but wrong."""
+    with serving(_lab(wrong=True)) as lab:
+        code = _verify(
+            lab.base_url, tmp_path, "--price", "in=2,out=8", "--alt-price", "in=0.5,out=2",
+            "--max-cost", "0.5",
+        )  # fmt: skip
+    out, _ = capsys.readouterr()
+    assert code == EXIT_OK
+    shown = _flat(out)
+    assert "Cost by arm, in US dollars (A at the price from --price; B at the price " in shown
+    difference = next(line.split() for line in out.splitlines() if line.strip().startswith("B − A"))
+    # The same requests at a quarter of the price: 75% less per 1,000 and per success.
+    assert difference[3].startswith("-$") and difference[4:] == ["(-75%)", difference[5], "(-75%)"]
+    assert "A 7/7 100%" in shown and "B 0/8 0%" in shown
+    assert "Verdict: trade — faster, but fails more of your checks" in shown
+
+
 def test_a_faster_model_that_passes_them_as_well_is_better(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

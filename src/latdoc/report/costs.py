@@ -15,7 +15,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from latdoc.model import CostSummary, cost_text, cost_to_dict, dollars
+from latdoc.model import CostSummary, Price, cost_text, cost_to_dict, dollars
 
 __all__ = ["CostRow", "cost_block", "cost_rows_to_dict"]
 
@@ -45,14 +45,14 @@ def _money(value: float | None) -> str:
 def cost_block(
     heading: str, rows: Sequence[CostRow], model: str, *, difference: bool = False
 ) -> RenderableType:
-    """The rows as a table under ``heading`` with the price they were read at; with
+    """The rows as a table under ``heading`` with the prices they were read at; with
     ``difference`` (two rows), a third row of the second's cost less the first's. Where
     no row has a price, the sentence that says the cost is unknown."""
     priced = [r.cost for r in rows if r.cost is not None]
     if not priced:
         return Padding(Text(cost_text(None, model), style="dim"), (0, 0, 0, 2))
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-    for k, header in enumerate(("", "requests", "cost", "per request", "per 1,000", "per success")):
+    for k, header in enumerate(("", "requests", "cost", "per 1,000", "per success")):
         table.add_column(header, justify="left" if k == 0 else "right", no_wrap=True)
     for r in rows:
         c = r.cost
@@ -60,16 +60,13 @@ def cost_block(
             r.label,
             "-" if c is None else str(c.requests),
             _money(None if c is None else c.total),
-            _money(None if c is None else c.per_request),
             _money(None if c is None else c.per_1000_requests),
             _money(r.per_success),
         )
     if difference and len(rows) == 2:
         table.add_row(*_difference(rows[0], rows[1]), style="bold")
-    price = priced[0].price
-    named = f" of {price.priced_as}" if price.priced_as else ""
     lines: list[RenderableType] = [
-        Text(f"  {heading}, in US dollars (at the price{named} from {price.source})"),
+        Text(f"  {heading}, in US dollars ({_prices(rows)})"),
         Padding(table, (0, 0, 0, 2)),
     ]
     missing = sum(c.without_usage for c in priced)
@@ -87,6 +84,19 @@ def cost_block(
     return Group(*lines)
 
 
+def _price_words(price: Price) -> str:
+    named = f" of {price.priced_as}" if price.priced_as else ""
+    return f"the price{named} from {price.source}"
+
+
+def _prices(rows: Sequence[CostRow]) -> str:
+    """The prices the rows were read at: one, or each row's where they differ."""
+    prices = {r.label: r.cost.price for r in rows if r.cost is not None}
+    if len(set(prices.values())) == 1:
+        return f"at {_price_words(next(iter(prices.values())))}"
+    return "; ".join(f"{label} at {_price_words(price)}" for label, price in prices.items())
+
+
 def _difference(a: CostRow, b: CostRow) -> tuple[str, ...]:
     def less(x: float | None, y: float | None) -> str:
         if x is None or y is None:
@@ -100,7 +110,6 @@ def _difference(a: CostRow, b: CostRow) -> tuple[str, ...]:
         f"{b.label} − {a.label}",
         "",
         "",
-        less(None if ca is None else ca.per_request, None if cb is None else cb.per_request),
         less(
             None if ca is None else ca.per_1000_requests,
             None if cb is None else cb.per_1000_requests,

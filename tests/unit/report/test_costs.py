@@ -27,9 +27,19 @@ def test_two_arms_side_by_side_with_their_difference() -> None:
     assert "at the price of p/m from genai-prices 0.2.3" in text
     # A: $0.0028 a request ($2.80 per 1,000); B: $0.0024 ($2.40), a success $0.0048.
     assert "$0.0028" in text and "$2.80" in text and "$0.0048" in text
-    assert "-$0.0004 (-14%)" in text and "+$0.002 (+71%)" in text
+    assert "-$0.40 (-14%)" in text and "+$0.002 (+71%)" in text
     rows = cost_rows_to_dict([a, b])
     assert rows[1]["per_success"] == 2 * rows[1]["cost"]["per_request"]
+
+
+def test_rows_at_different_prices_say_each_price() -> None:
+    user = Price(Rates(input=0.5, output=2.0), source="--alt-price")
+    a = CostRow("A", summarise_costs([trace(1_000, 100)], PRICE), succeeded=1)
+    b = CostRow("B", summarise_costs([trace(1_000, 100)], user), succeeded=1)
+    text = " ".join(_shown(cost_block("Cost by arm", [a, b], "m")).split())
+    assert "(A at the price of p/m from genai-prices 0.2.3; B at the price from --alt-price)" in (
+        text
+    )
 
 
 def test_without_a_price_the_block_is_one_sentence_and_no_figure() -> None:

@@ -275,13 +275,16 @@ def _options(plan: VerifyPlan, arm: Arm) -> dict[str, Any]:
 
 
 def _priced(arm: Arm, plan: VerifyPlan) -> Arm:
-    """``arm`` with its model's price: the plan's where it sends to the plan's model, else
-    the price library's. A money cap needs a price for every model it sends to."""
+    """``arm`` with its model's price: its own where the experiment gave it one (the
+    user's ``--alt-price``), the plan's where it sends to the plan's model, else the
+    price library's. A money cap needs a price for every model it sends to."""
     same = (arm.endpoint.model, arm.endpoint.base_url) == (
         plan.endpoint.model,
         plan.endpoint.base_url,
     )
-    price = plan.price if same else find_price(None, arm.endpoint.model, arm.endpoint.base_url)
+    price = arm.price
+    if price is None:
+        price = plan.price if same else find_price(None, arm.endpoint.model, arm.endpoint.base_url)
     if price is None and plan.max_cost is not None:
         raise UsageError(
             f"--max-cost needs a price for every model the run sends to, and latdoc's price "

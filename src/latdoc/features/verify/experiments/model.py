@@ -11,18 +11,29 @@ from latdoc.advice.verify import VERIFY_MODEL
 from latdoc.errors import UsageError
 from latdoc.features.verify.arms import base_arm
 from latdoc.features.verify.experiments._shared import ALT_MODEL, unanswered
-from latdoc.features.verify.experiments._spec import Before, Experiment
+from latdoc.features.verify.experiments._spec import Argument, Before, Experiment
 from latdoc.features.verify.send import Arm
+from latdoc.pricing import parse_price
 from latdoc.workload import TokenCalibration
 
 if TYPE_CHECKING:
     from latdoc.features.verify.arms import Plan
 
 
+ALT_PRICE = Argument(
+    "--alt-price",
+    "model: the other model's price, in=X,out=Y[,cached=Z] dollars per million tokens "
+    "(default: the price library's)",
+    metavar="in=X,out=Y",
+)
+
+
 @dataclass(frozen=True)
 class ModelOptions:
     alt_model: str | None = None
     """The model to try (required)."""
+    alt_price: str | None = None
+    """Its price, where the price library does not know it; ``None``: the library's."""
 
 
 def _check(plan: Plan, options: ModelOptions) -> None:
@@ -30,6 +41,8 @@ def _check(plan: Plan, options: ModelOptions) -> None:
         raise UsageError("--remedy model needs --alt-model NAME: the model to try")
     if options.alt_model == plan.endpoint.model:
         raise UsageError("--alt-model names the model under test: name another one")
+    if options.alt_price is not None:
+        parse_price(options.alt_price, flag="--alt-price")
 
 
 def _describe(plan: Plan, options: ModelOptions) -> tuple[str, str]:
@@ -43,7 +56,14 @@ def _arms(plan: Plan, options: ModelOptions, calibration: TokenCalibration) -> t
     return (
         replace(base, label=f"model {plan.endpoint.model}", warmup_trials=1),
         replace(
-            base, name="B", label=f"model {options.alt_model}", endpoint=other, warmup_trials=1
+            base,
+            name="B",
+            label=f"model {options.alt_model}",
+            endpoint=other,
+            warmup_trials=1,
+            price=None
+            if options.alt_price is None
+            else parse_price(options.alt_price, flag="--alt-price"),
         ),
     )
 
@@ -60,7 +80,7 @@ MODEL = Experiment(
     options=ModelOptions,
     describe=_describe,
     arms=_arms,
-    arguments=(ALT_MODEL,),
+    arguments=(ALT_MODEL, ALT_PRICE),
     check=_check,
     precondition=_answers,
     caveat="Speed is measured here; whether the answers are as good, by your own checks "
