@@ -128,3 +128,29 @@ def test_load_and_verify_show_each_level_and_arm_at_its_price(
     flat = " ".join(verify_out.split())
     assert "Cost by arm, in US dollars (at the price from --price)" in flat
     assert "B − A" in flat
+
+
+def test_a_server_that_reports_no_usage_is_held_under_the_cap_by_the_worst_case(
+    lab: LabFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The lab refuses stream_options, so its streams report no usage: the budget keeps
+    each request at its worst case, and what the lab itself counted stays under it."""
+    log = tmp_path / "writes.jsonl"
+    config = LabConfig(latency=QUICK, reject_stream_options=True, write_log=str(log))
+    with lab(config) as server:
+        code = main(
+            ["diagnose", server.base_url, "-m", "lab-sim", "--db", str(tmp_path / "runs.db"),
+             "--json", "--price", f"in={IN:g},out={OUT:g}", "--max-cost", "0.3",
+             "--max-tokens", "8", "--seed", "5"]
+        )  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    doc = json.loads(captured.out)
+    assert doc["cost"]["total"] is None
+    assert doc["cost"]["without_usage"] == doc["cost"]["requests"] > 0
+    counted = [json.loads(line) for line in log.read_text().splitlines()]
+    billed = sum(_dollars(c["prompt_tokens"], c["output_tokens"]) for c in counted)
+    assert len(counted) >= 5
+    assert billed <= 0.3
+    # The worst case left the long prompts out: the cap bound the run.
+    assert "money budget" in " ".join(n["text"] for n in doc["notes"])

@@ -121,7 +121,8 @@ class LabConfig:
       request's ``X-Request-ID`` and the ``perf_counter_ns`` just after each token's
       write, the server's own account of its pacing, to check a client's reading
       against without a packet capture (and without the bytes ``stamp_chunks`` adds
-      to every chunk).
+      to every chunk); and the prompt and output tokens it counted, what a provider
+      would bill whether or not the response told them.
     - ``api_key``: when set, requests need ``Authorization: Bearer <api_key>``.
     - ``keep_alive``: when False, every response says ``Connection: close`` and the
       server closes the connection after it, as some proxies do; each request then

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from starlette.types import Message, Scope, Send
 
+from latdoc.lab.sim._call import Call
 from latdoc.lab.sim._config import Fault, LabConfig, LatencyModel
 from latdoc.lab.sim._faults import STREAM_FAULTS, ResetConnection
 from latdoc.lab.sim._plan import Plan, lab_object, told_timing
@@ -92,7 +93,7 @@ class Lab(Protocol):
 
     def usage(self, plan: Plan) -> dict[str, Any]: ...
 
-    def log_writes(self, flight: Flight, writes_ns: list[int]) -> None: ...
+    def log_writes(self, flight: Flight, writes_ns: list[int], call: Call) -> None: ...
 
 
 def _compact(value: object) -> bytes:
@@ -299,7 +300,7 @@ class _Stream:
                     writes.append(time.perf_counter_ns())
         lab.release(plan)
         if writes is not None:
-            lab.log_writes(self.flight, writes)
+            lab.log_writes(self.flight, writes, plan.call)
         return strike_at == total and await _strike(lab, plan, self.flight, send, writer)
 
     async def close(self) -> None:

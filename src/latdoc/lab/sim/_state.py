@@ -20,7 +20,7 @@ from urllib.parse import parse_qs
 from starlette.types import Receive, Scope, Send
 
 from latdoc.lab.sim._cache import PrefixCache
-from latdoc.lab.sim._call import ApiError
+from latdoc.lab.sim._call import ApiError, Call
 from latdoc.lab.sim._config import Fault, LabConfig, LatencyModel, TimingForm
 from latdoc.lab.sim._faults import (
     FAULT_HEADER,
@@ -150,9 +150,11 @@ class LabState:
         background = self.pool.background_busy if self.pool is not None else 0
         return latency.batch_factor(self.decoding + background)
 
-    def log_writes(self, flight: Flight, writes_ns: list[int]) -> None:
+    def log_writes(self, flight: Flight, writes_ns: list[int], call: Call) -> None:
         """Append a stream's token writes to ``config.write_log``: one JSON line of the
-        request's ``X-Request-ID`` and the ``perf_counter_ns`` after each write."""
+        request's ``X-Request-ID``, the ``perf_counter_ns`` after each write, and the
+        prompt and output tokens the lab counted (what a provider would bill, whether or
+        not the response told them)."""
         if self.config.write_log is None:
             return
         if self.write_log is None:
@@ -160,7 +162,8 @@ class LabState:
             self.write_log = open(self.config.write_log, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
         request_id = _header(flight.scope, b"x-request-id")
         line = {"request_id": None if request_id is None else request_id.decode("latin-1"),
-                "writes_ns": writes_ns}  # fmt: skip
+                "writes_ns": writes_ns, "prompt_tokens": call.prompt_tokens,
+                "output_tokens": call.total_tokens}  # fmt: skip
         self.write_log.write(json.dumps(line, separators=(",", ":")) + "\n")
 
     def close(self) -> None:
