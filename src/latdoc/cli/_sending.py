@@ -55,19 +55,19 @@ def choice(args: argparse.Namespace) -> ApiChoice:
     return choose_api(args.url, provider=provider, api=api)
 
 
-def api_key(args: argparse.Namespace) -> str | None:
+def api_key(args: argparse.Namespace, chosen: ApiChoice | None = None) -> str | None:
     """The API key from the environment: ``--api-key-env VAR`` must be set if named;
     else the first set of the variables :func:`choice` names: the ``--provider``'s
     (``GROQ_API_KEY`` for ``--provider groq``), or the dialect's own
     (``ANTHROPIC_API_KEY`` for ``--api anthropic``, ``GOOGLE_API_KEY`` or
-    ``GEMINI_API_KEY`` for ``--api gemini``)."""
+    ``GEMINI_API_KEY`` for ``--api gemini``); ``chosen``: :func:`choice`, made already."""
     var = args.api_key_env
     if var is not None:
         value = os.environ.get(var)
         if not value:
             raise UsageError(f"--api-key-env {var}: the variable is not set")
         return value
-    return environment_key(choice(args))
+    return environment_key(chosen or choice(args))
 
 
 def proxy_secrets(args: argparse.Namespace) -> tuple[str, ...]:
@@ -84,7 +84,12 @@ def open_store(args: argparse.Namespace, key: str | None, *more: str | None) -> 
 
 @contextlib.contextmanager
 def target(
-    args: argparse.Namespace, err: TextIO, *, engine: bool, http2: bool | None = None
+    args: argparse.Namespace,
+    chosen: ApiChoice,
+    err: TextIO,
+    *,
+    engine: bool,
+    http2: bool | None = None,
 ) -> Iterator[Target]:
     """The URL on the command line, or the ``--provider``'s, or in ``OPENAI_BASE_URL``;
     else a built-in endpoint.
@@ -94,7 +99,7 @@ def target(
     default when ``--http2`` was given); it runs until the block ends. It needs the
     ``[lab]`` extra: without it, a :class:`UsageError` says how to install it.
     """
-    url = choice(args).url
+    url = chosen.url
     if url:
         yield Target(url, args.model, args.cacert)
         return
@@ -113,14 +118,13 @@ def target(
 
 
 def endpoint_and_connection(
-    args: argparse.Namespace, where: Target, key: str | None
+    args: argparse.Namespace, chosen: ApiChoice, where: Target, key: str | None
 ) -> tuple[Endpoint, ConnectionOptions]:
     """The endpoint to measure and how to connect to it, from the shared options. The
     built-in endpoint, on this machine, is reached direct unless ``--proxy`` names a
     proxy: the environment's proxy is for the network beyond it."""
     if not where.model:
         raise UsageError("--model is required for an endpoint other than the built-in one")
-    chosen = choice(args)
     proxy: str | None = getattr(args, "proxy", None)
     return _endpoint_and_connection(
         where.url,
@@ -139,24 +143,27 @@ def endpoint_and_connection(
 
 @dataclass(frozen=True)
 class Sending:
-    """A sending command's prologue: its options and the API key, read when it starts."""
+    """A sending command's prologue: its options, what they choose (the dialect, the URL,
+    the key's variables: looked up once) and the API key, read when it starts."""
 
     args: argparse.Namespace
+    chosen: ApiChoice
     key: str | None
 
     @classmethod
     def of(cls, args: argparse.Namespace) -> Sending:
-        """The options, with the key read now: a key variable named and not set fails
-        before anything starts."""
-        return cls(args, api_key(args))
+        """The options, with the choice made and the key read now: a key variable named
+        and not set fails before anything starts."""
+        chosen = choice(args)
+        return cls(args, chosen, api_key(args, chosen))
 
     @contextlib.contextmanager
     def to(
         self, err: TextIO, *, engine: bool, http2: bool | None = None
     ) -> Iterator[tuple[Endpoint, ConnectionOptions]]:
         """The endpoint and the connection to it, while the :func:`target` lasts."""
-        with target(self.args, err, engine=engine, http2=http2) as where:
-            yield endpoint_and_connection(self.args, where, self.key)
+        with target(self.args, self.chosen, err, engine=engine, http2=http2) as where:
+            yield endpoint_and_connection(self.args, self.chosen, where, self.key)
 
     def plan(
         self, kind: Callable[..., P], endpoint: Endpoint, connection: ConnectionOptions, **own: Any

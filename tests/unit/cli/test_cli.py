@@ -80,7 +80,10 @@ def test_a_duration_flag_refuses_a_word_in_one_line(
     assert "not a duration" in err[0]
 
 
-_BUDGET = ["--max-requests", "9", "--token-budget", "99", "--max-seconds", "30s"]
+_BUDGET = [
+    "--max-requests", "9", "--token-budget", "99", "--max-seconds", "30s", "--max-cost", "5",
+    "--price", "in=1,out=2",
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -103,7 +106,8 @@ def test_every_sending_command_reads_the_shared_options_into_its_plan(
 
     args = build_parser().parse_args([*argv, "--max-tokens", "7", "--seed", "3"])
     endpoint = Endpoint("http://127.0.0.1:9/v1", "m")
-    plan = Sending(args, None).plan(getattr(latdoc, kind), endpoint, ConnectionOptions(), **own)
+    plan = Sending.of(args).plan(getattr(latdoc, kind), endpoint, ConnectionOptions(), **own)
     assert (plan.endpoint, plan.max_tokens, plan.seed) == (endpoint, 7, 3)
     if "--max-requests" in argv:
         assert (plan.max_requests, plan.token_budget, plan.max_seconds) == (9, 99, 30.0)
+        assert plan.max_cost == 5 and plan.price.source == "--price"

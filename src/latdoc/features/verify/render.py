@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from latdoc.analysis.compare import TRIAL_MEAN, Comparison, MetricComparison
 from latdoc.analysis.gates import GateReport
-from latdoc.features.verify import experiments
 from latdoc.features.verify.analysis import NOT_APPLICABLE, TRADE
 from latdoc.features.verify.checks.analysis import CheckReport
 from latdoc.features.verify.checks.render import checks_clause, checks_to_dict, render_checks
@@ -76,6 +75,8 @@ class VerifyResult:
     """The plan's model, to say its cost is unknown by name where it has no price."""
     checks: CheckReport | None = None
     """The user's checks on both arms (``--check``); ``None``: none asked."""
+    caveat: str | None = None
+    """What the experiment's measurement cannot say (its experiment's ``caveat``)."""
 
     @property
     def gain_ms(self) -> float | None:
@@ -148,8 +149,8 @@ class VerifyResult:
         blocks += [f"  Note: {note.text}" for note in self.notes]
         if self.cached_tokens_b is not None:
             blocks.append(f"  B: the server reported {self.cached_tokens_b} prompt tokens cached.")
-        if (caveat := experiments.experiment(self.remedy).caveat) is not None:
-            blocks.append(f"  {caveat}")
+        if self.caveat is not None:
+            blocks.append(f"  {self.caveat}")
         blocks.append(verdict_line(self))
         if self.gates is not None:
             blocks.append(render_gates(self.gates))

@@ -230,6 +230,7 @@ class _State:
             costs=(_cost_row(self.arms[0], a), _cost_row(self.arms[1], b)),
             model=plan.endpoint.model,
             checks=report,
+            caveat=spec.caveat,
         )
 
     def _gates(self, run_ids: tuple[str, str]) -> GateReport | None:
