@@ -5,6 +5,7 @@ levels' and arms' costs; a bad price or a cap without a price is one ``Error:`` 
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -49,6 +50,13 @@ def test_a_priced_diagnosis_says_its_cost_and_never_spends_past_its_cap(
     notes = " ".join(n["text"] for n in doc["notes"])
     assert "money budget" in notes
     assert "$" in captured.err.splitlines()[0]  # the plan line says what it may spend
+
+    rows = tmp_path / "rows.csv"
+    assert main(["export", doc["run_id"], "--db", str(db), "--format", "csv", "-o", str(rows)]) == 0
+    with rows.open() as f:
+        costs = [float(r["cost_usd"]) for r in csv.DictReader(f)]
+    assert costs == pytest.approx(spent)  # each request's own cost, in the order kept
+    capsys.readouterr()
 
     assert main(["report", doc["run_id"], "--db", str(db)]) == 0
     shown = " ".join(capsys.readouterr().out.split())

@@ -5,7 +5,8 @@ The table is schema ``latdoc-requests``, version :data:`VERSION`; every row of e
 format carries both (the ``schema`` and ``version`` columns). One row per request:
 the conditions it was sent under (step, level, worker, prompt length asked), its
 ids and wall-clock start, its outcome, every phase in ms, the server's own timing as
-latdoc reads it, and its tokens. :data:`COLUMNS` is the one list of them.
+latdoc reads it, its tokens, and what it cost at the price the run kept (version 2;
+version 1 exports, without it, are read too). :data:`COLUMNS` is the one list of them.
 
 Formats, all written as rows are read from the store, a batch at a time, so a run
 of any size exports in bounded memory:
@@ -32,6 +33,7 @@ from typing import IO, Any
 
 from latdoc.analysis.servertime import server_timing_of
 from latdoc.errors import UsageError, nesting_checked
+from latdoc.model import Price, cost_of, price_from_dict
 from latdoc.records import Sample
 from latdoc.store._fields import loads
 from latdoc.store.codec import sample_from_record, sample_to_record
@@ -39,7 +41,9 @@ from latdoc.store.exchange import run_from_data, run_to_data
 from latdoc.store.run import RunInfo
 
 SCHEMA = "latdoc-requests"
-VERSION = 1
+VERSION = 2
+READS = (1, 2)
+"""The versions :func:`read_jsonl` reads: 2 added ``cost_usd``."""
 FORMATS = ("jsonl", "csv", "parquet")
 BATCH = 10_000
 """Rows held at once while writing Parquet, each batch a row group (the other formats
@@ -47,28 +51,46 @@ write each row): fewer row groups keep the file's footer, held until the end, sm
 
 
 @dataclass(frozen=True, slots=True)
+class RowRun:
+    """What a row reads of its run: its id, and the price it kept (``None``: none)."""
+
+    run_id: str
+    price: Price | None = None
+
+    @classmethod
+    def of(cls, run: RunInfo) -> RowRun:
+        meta = run.meta if isinstance(run.meta, Mapping) else {}
+        return cls(run.run_id, price_from_dict(meta.get("price")))
+
+
+@dataclass(frozen=True, slots=True)
 class Column:
     name: str
     kind: str
     """``int``, ``float``, ``bool`` or ``str``."""
-    value: Callable[[str, Sample], Any]
+    value: Callable[[RowRun, Sample], Any]
     doc: str
 
 
-def _t(attr: str) -> Callable[[str, Sample], Any]:
+def _t(attr: str) -> Callable[[RowRun, Sample], Any]:
     return lambda _run, s: getattr(s.trace, attr)
 
 
-def _server(attr: str) -> Callable[[str, Sample], Any]:
-    def read(_run: str, s: Sample) -> Any:
+def _cost(run: RowRun, s: Sample) -> float | None:
+    cost = None if run.price is None else cost_of(s.trace, run.price)
+    return None if cost is None else cost.total
+
+
+def _server(attr: str) -> Callable[[RowRun, Sample], Any]:
+    def read(_run: RowRun, s: Sample) -> Any:
         timing = server_timing_of(s.trace)
         return None if timing is None else getattr(timing, attr)
 
     return read
 
 
-def _error(attr: str) -> Callable[[str, Sample], Any]:
-    def read(_run: str, s: Sample) -> Any:
+def _error(attr: str) -> Callable[[RowRun, Sample], Any]:
+    def read(_run: RowRun, s: Sample) -> Any:
         error = s.trace.error
         if error is None:
             return None
@@ -85,7 +107,7 @@ def _phase(name: str) -> Column:
 COLUMNS: tuple[Column, ...] = (
     Column("schema", "str", lambda _r, _s: SCHEMA, "always latdoc-requests"),
     Column("version", "int", lambda _r, _s: VERSION, "the schema's version"),
-    Column("run_id", "str", lambda run, _s: run, "the run"),
+    Column("run_id", "str", lambda run, _s: run.run_id, "the run"),
     Column("index", "int", lambda _r, s: s.index, "order within the run"),
     Column("step", "str", lambda _r, s: str(s.step), "the step that sent it"),
     Column("concurrency", "int", lambda _r, s: s.concurrency, "requests in flight (the level)"),
@@ -154,13 +176,14 @@ COLUMNS: tuple[Column, ...] = (
     Column("request_bytes", "int", _t("request_bytes"), "request body size"),
     Column("response_bytes", "int", _t("response_bytes"), "response body size"),
     Column("finish_reason", "str", _t("finish_reason"), "why generation stopped"),
+    Column("cost_usd", "float", _cost, "dollars at the run's price, from the reported usage"),
 )
 """Every column, in order."""
 
 
-def row(run_id: str, sample: Sample) -> dict[str, Any]:
+def row(run: RowRun, sample: Sample) -> dict[str, Any]:
     """One request's columns."""
-    return {c.name: c.value(run_id, sample) for c in COLUMNS}
+    return {c.name: c.value(run, sample) for c in COLUMNS}
 
 
 # -- writing -------------------------------------------------------------------
@@ -201,10 +224,11 @@ def _write_jsonl(
 ) -> int:
     head = {"schema": SCHEMA, "version": VERSION, "kind": "run", "run": run_to_data(run)}
     head["diagnosis"] = None if diagnosis is None else dict(diagnosis)
+    of = RowRun.of(run)
     out.write(_dumps(head) + "\n")
     n = 0
     for sample in samples:
-        line = {"kind": "request", **row(run.run_id, sample), "record": sample_to_record(sample)}
+        line = {"kind": "request", **row(of, sample), "record": sample_to_record(sample)}
         out.write(_dumps(line) + "\n")
         n += 1
     return n
@@ -213,9 +237,10 @@ def _write_jsonl(
 def _write_csv(run: RunInfo, samples: Iterable[Sample], out: IO[str]) -> int:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow([c.name for c in COLUMNS])
+    of = RowRun.of(run)
     n = 0
     for sample in samples:
-        writer.writerow(["" if v is None else v for v in row(run.run_id, sample).values()])
+        writer.writerow(["" if v is None else v for v in row(of, sample).values()])
         n += 1
     return n
 
@@ -233,11 +258,11 @@ def _write_parquet(run: RunInfo, samples: Iterable[Sample], path: Path) -> int:
         [pa.field(c.name, types[c.kind]) for c in COLUMNS],
         metadata={"schema": SCHEMA, "version": str(VERSION)},
     )
-    n = 0
+    n, of = 0, RowRun.of(run)
     with pq.ParquetWriter(path, schema) as writer:
         batch: list[dict[str, Any]] = []
         for sample in samples:
-            batch.append(row(run.run_id, sample))
+            batch.append(row(of, sample))
             if len(batch) >= BATCH:
                 writer.write_table(pa.Table.from_pylist(batch, schema=schema))
                 n += len(batch)
@@ -335,10 +360,10 @@ def _check_schema(obj: Mapping[str, Any], source: str, number: int) -> None:
             f"{source}:{number}: schema is {obj.get('schema')!r}, expected {SCHEMA!r} "
             "(latdoc import reads what latdoc export --format jsonl writes)"
         )
-    if obj.get("version") != VERSION:
+    if obj.get("version") not in READS:
         raise UsageError(
             f"{source}:{number}: {SCHEMA} version {obj.get('version')!r} is not one this "
-            f"latdoc reads ({VERSION}); a newer latdoc may read it"
+            f"latdoc reads ({', '.join(map(str, READS))}); a newer latdoc may read it"
         )
 
 

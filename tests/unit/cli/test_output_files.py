@@ -75,7 +75,7 @@ def test_an_interrupted_export_leaves_no_file(
     db, run_id, _ = stored
     row = requests.row
 
-    def rows_then_ctrl_c(run: str, sample: object) -> dict[str, object]:
+    def rows_then_ctrl_c(run: object, sample: object) -> dict[str, object]:
         if sample.index >= 2:  # type: ignore[attr-defined]
             raise KeyboardInterrupt
         return row(run, sample)  # type: ignore[arg-type]
