@@ -108,6 +108,8 @@ def test_latency_cost_and_checks_side_by_side_name_the_trade(
     assert difference[3].startswith("-$") and difference[4:] == ["(-75%)", difference[5], "(-75%)"]
     assert "A 7/7 100%" in shown and "B 0/8 0%" in shown
     assert "Verdict: trade — faster, but fails more of your checks" in shown
+    spent = float(shown.split("The whole run spent $")[1].split(" ")[0])
+    assert 0 < spent <= 0.5
 
 
 def test_a_faster_model_that_passes_them_as_well_is_better(

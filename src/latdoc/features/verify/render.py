@@ -19,6 +19,7 @@ from latdoc.features.verify.analysis import NOT_APPLICABLE, TRADE
 from latdoc.features.verify.checks.analysis import CheckReport
 from latdoc.features.verify.checks.render import checks_clause, checks_to_dict, render_checks
 from latdoc.features.verify.plan import VerifyPlan, arm_summaries
+from latdoc.model import dollars
 from latdoc.records import StepNote
 from latdoc.report import (
     comparison_to_dict,
@@ -77,6 +78,9 @@ class VerifyResult:
     """The user's checks on both arms (``--check``); ``None``: none asked."""
     caveat: str | None = None
     """What the experiment's measurement cannot say (its experiment's ``caveat``)."""
+    spent: float | None = None
+    """Dollars the whole run spent (calibration, warm-ups and checks with the trials);
+    ``None`` where a model it sent to has no price."""
 
     @property
     def gain_ms(self) -> float | None:
@@ -123,6 +127,7 @@ class VerifyResult:
             "stopped_because": self.stopped_because,
             "notes": [{"step": str(n.step), "text": n.text} for n in self.notes],
             "costs": None if self.costs is None else cost_rows_to_dict(self.costs),
+            "spent_usd": self.spent,
             "summary": verdict_line(self),
             "comparison": None
             if self.comparison is None or runs is None
@@ -144,6 +149,11 @@ class VerifyResult:
             blocks.append(render_comparison(self.comparison, a_label=a, b_label=b))
         if self.costs is not None:
             blocks.append(cost_block("Cost by arm", self.costs, self.model, difference=True))
+        if self.spent is not None:
+            blocks.append(
+                f"  The whole run spent {dollars(self.spent)} (calibration, warm-ups and checks "
+                "too; a request whose server reported no usage at its worst case)."
+            )
         if self.checks is not None:
             blocks.append(render_checks(self.checks))
         blocks += [f"  Note: {note.text}" for note in self.notes]

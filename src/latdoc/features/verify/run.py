@@ -94,10 +94,11 @@ class _State:
     stopped_because: str | None = None
     answers: dict[str, dict[str, Answer]] = field(default_factory=dict)
     """The arms' answers to the user's checks, by arm, then by case id."""
+    budget: Budget | None = None
 
     async def run(self) -> VerifyResult:
         plan = self.plan
-        budget = budget_for(plan)
+        budget = self.budget = budget_for(plan)
         rng = random.Random(plan.seed)
         self._progress("calibration", 0, 1)
         calibration, options = await self._prepare(budget, rng)
@@ -231,7 +232,15 @@ class _State:
             model=plan.endpoint.model,
             checks=report,
             caveat=spec.caveat,
+            spent=self._spent(),
         )
+
+    def _spent(self) -> float | None:
+        """Dollars the whole run spent, where every model it sent to has a price."""
+        arms, budget = self.arms, self.budget
+        if budget is None or arms is None or any(a.price is None for a in arms):
+            return None
+        return budget.spent
 
     def _gates(self, run_ids: tuple[str, str]) -> GateReport | None:
         """The plan's gates on B's samples as kept, against A's, the baseline."""
