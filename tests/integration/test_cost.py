@@ -117,9 +117,11 @@ def test_load_and_verify_show_each_level_and_arm_at_its_price(
     db = tmp_path / "runs.db"
     price = ["--price", f"in={IN:g},out={OUT:g}"]
     with lab(LabConfig(latency=QUICK)) as server:
+        page = tmp_path / "load.html"
         loaded = main(
             ["load", server.base_url, "-m", "lab-sim", "--db", str(db), "--concurrency", "1,2",
-             "--duration-per-level", "0.5", "--max-tokens", "8", "--json", *price]
+             "--duration-per-level", "0.5", "--max-tokens", "8", "--json", "--html", str(page),
+             *price]
         )  # fmt: skip
         load_doc = json.loads(capsys.readouterr().out)
         verified = main(
@@ -133,6 +135,8 @@ def test_load_and_verify_show_each_level_and_arm_at_its_price(
         assert cost["total"] > 0 and cost["price"]["source"] == "--price"
         ok = level["requests"] - level["failed"]
         assert level["cost_per_success"] == pytest.approx(cost["total"] / ok)
+    shown = page.read_text()
+    assert "What each level cost" in shown and "In US dollars, at the price from --price." in shown
     flat = " ".join(verify_out.split())
     assert "Cost by arm, in US dollars (at the price from --price)" in flat
     assert "B − A" in flat

@@ -7,6 +7,7 @@ The sentence reads as hyperfine's does: "B: TTFT 1.84 ± 0.06× faster than A
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from rich import box
@@ -248,8 +249,10 @@ def render_comparison_html(
     b_label: str,
     names: tuple[str, str] = ("A", "B"),
     heading: str = "A against B",
+    cost: Sequence[str] = (),
 ) -> str:
-    """The comparison as one self-contained HTML page (no script, nothing fetched)."""
+    """The comparison as one self-contained HTML page (no script, nothing fetched), with
+    what each side cost in ``cost``'s sentences."""
     from latdoc.report._html import environment
 
     groups = []
@@ -290,5 +293,6 @@ def render_comparison_html(
             notes=notes,
             alpha=f"{ALPHA:g}",
             method=method_note(comparison).removeprefix("p: "),
+            cost=list(cost),
         )
     )

@@ -17,7 +17,7 @@ from rich.text import Text
 
 from latdoc.model import CostSummary, Price, cost_text, cost_to_dict, dollars
 
-__all__ = ["CostRow", "cost_block", "cost_rows_to_dict"]
+__all__ = ["CostRow", "cost_block", "cost_rows_to_dict", "cost_sentences"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +116,31 @@ def _difference(a: CostRow, b: CostRow) -> tuple[str, ...]:
         ),
         less(a.per_success, b.per_success),
     )
+
+
+def cost_sentences(rows: Sequence[CostRow], model: str, *, difference: bool = False) -> list[str]:
+    """The rows in sentences, for a page: each row's cost, per 1,000 and per success, the
+    prices read, and B's difference; without a price, the one sentence."""
+    priced = [r for r in rows if r.cost is not None]
+    if not priced:
+        return [cost_text(None, model)]
+    lines = []
+    for r in rows:
+        c = r.cost
+        if c is None:
+            lines.append(f"{r.label}: no price")
+            continue
+        lines.append(
+            f"{r.label}: {_money(c.total)} for {c.requests} requests "
+            f"({_money(c.per_1000_requests)} per 1,000, {_money(r.per_success)} per success)"
+        )
+    if difference and len(rows) == 2:
+        _, _, _, per_1000, per_success = _difference(rows[0], rows[1])
+        lines.append(
+            f"{rows[1].label} − {rows[0].label}: {per_1000} per 1,000, {per_success} per success"
+        )
+    lines.append(f"In US dollars, {_prices(rows)}.")
+    return lines
 
 
 def cost_rows_to_dict(rows: Sequence[CostRow]) -> list[dict[str, Any]]:

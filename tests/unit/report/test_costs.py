@@ -8,7 +8,7 @@ import io
 
 from latdoc.model import Price, Rates, summarise_costs
 from latdoc.report import make_console
-from latdoc.report.costs import CostRow, cost_block, cost_rows_to_dict
+from latdoc.report.costs import CostRow, cost_block, cost_rows_to_dict, cost_sentences
 from unit.model.test_cost import trace
 
 PRICE = Price(Rates(input=2.0, output=8.0), source="genai-prices 0.2.3", priced_as="p/m")
@@ -54,3 +54,16 @@ def test_a_set_with_requests_that_reported_no_usage_has_no_cost_per_success() ->
     partly = CostRow("1", summarise_costs([trace(1_000, 100), trace(None, None)], PRICE), 2)
     assert partly.per_success is None
     assert "1 request reported no usage: not counted" in _shown(cost_block("Cost", [partly], "m"))
+
+
+def test_a_page_says_the_same_in_sentences() -> None:
+    a = CostRow("A", summarise_costs([trace(1_000, 100)] * 4, PRICE), succeeded=4)
+    b = CostRow("B", summarise_costs([trace(1_000, 50)] * 4, PRICE), succeeded=2)
+    lines = cost_sentences([a, b], "m", difference=True)
+    assert lines[0] == "A: $0.0112 for 4 requests ($2.80 per 1,000, $0.0028 per success)"
+    assert lines[2] == "B − A: -$0.40 (-14%) per 1,000, +$0.002 (+71%) per success"
+    assert lines[3] == "In US dollars, at the price of p/m from genai-prices 0.2.3."
+    assert cost_sentences([CostRow("1", None, 1)], "lab-sim") == [
+        "Cost: unknown: latdoc has no price for model lab-sim at this endpoint; "
+        "--price in=X,out=Y (dollars per million tokens) counts it"
+    ]

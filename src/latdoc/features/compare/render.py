@@ -15,7 +15,7 @@ from latdoc.report import (
     render_gates,
     run_to_dict,
 )
-from latdoc.report.costs import cost_block, cost_rows_to_dict
+from latdoc.report.costs import cost_block, cost_rows_to_dict, cost_sentences
 from latdoc.store import RunInfo
 
 if TYPE_CHECKING:
@@ -71,8 +71,13 @@ class ShownComparison:
 
     def page(self) -> str:
         result = self.result
+        cost = (
+            ()
+            if result.costs is None
+            else cost_sentences(result.costs, result.a.model, difference=True)
+        )
         return render_comparison_html(
-            result.comparison, a_label=describe(result.a), b_label=describe(result.b)
+            result.comparison, a_label=describe(result.a), b_label=describe(result.b), cost=cost
         )
 
     def kept(self) -> None:

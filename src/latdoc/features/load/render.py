@@ -26,7 +26,7 @@ from latdoc.features.load.analysis import (
 )
 from latdoc.model import cost_to_dict
 from latdoc.records import StepNote
-from latdoc.report.costs import CostRow, cost_block
+from latdoc.report.costs import CostRow, cost_block, cost_sentences
 from latdoc.report.names import format_ms, format_rate
 
 LOAD_SCHEMA = "latdoc.load/1"
@@ -196,7 +196,11 @@ def load_to_dict(
 
 
 def render_load_html(
-    analysis: LoadAnalysis, notes: Sequence[StepNote] = (), *, title: str = ""
+    analysis: LoadAnalysis,
+    notes: Sequence[StepNote] = (),
+    *,
+    title: str = "",
+    model: str | None = None,
 ) -> str:
     """A sweep's analysis as a self-contained page: the tables and the TTFT and
     throughput plots."""
@@ -240,6 +244,7 @@ def render_load_html(
             rows=rows,
             findings=findings(analysis),
             notes=[n.text for n in notes],
+            cost=[] if model is None else cost_sentences(_cost_rows(analysis), model),
             ttft_plot=None if ttft_svg is None else Markup(ttft_svg),
             throughput_plot=None if throughput_svg is None else Markup(throughput_svg),
         )
@@ -280,7 +285,7 @@ class ShownLoad:
         return (table, render_gates(self.gates, ("baseline", "this run")))
 
     def page(self) -> str:
-        return render_load_html(self.analysis, self.notes, title=self.title)
+        return render_load_html(self.analysis, self.notes, title=self.title, model=self.model)
 
     def kept(self) -> None:
         return None

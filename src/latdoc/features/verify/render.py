@@ -31,7 +31,7 @@ from latdoc.report import (
     render_gates,
     run_to_dict,
 )
-from latdoc.report.costs import CostRow, cost_block, cost_rows_to_dict
+from latdoc.report.costs import CostRow, cost_block, cost_rows_to_dict, cost_sentences
 from latdoc.store import RunInfo
 
 if TYPE_CHECKING:
@@ -175,6 +175,9 @@ class VerifyResult:
             a_label=self.labels[0],
             b_label=self.labels[1],
             heading=f"verify {self.remedy}: {verdict_line(self)}",
+            cost=()
+            if self.costs is None
+            else cost_sentences(self.costs, self.model, difference=True),
         )
 
     def kept(self) -> str | None:
