@@ -41,13 +41,29 @@ LIBRARY_PROVIDERS: Mapping[str, str | None] = {
     "deepseek": "deepseek",
     "mistral": "mistral",
     "openrouter": "openrouter",
+    "dashscope": None,
+    "dashscope-intl": None,
+    "moonshot": "moonshotai",
+    "moonshot-intl": "moonshotai",
+    "zhipu": "zhipuai",
+    "zhipu-intl": "zai",
+    "ark": None,
+    "qianfan": None,
+    "siliconflow": None,
+    "siliconflow-intl": None,
+    "minimax": "minimax",
+    "minimax-intl": "minimax",
+    "hunyuan": None,
+    "stepfun": None,
     "vllm": None,
     "sglang": None,
     "ollama": None,
     "llama.cpp": None,
 }
 """Each ``--provider`` preset's provider in genai-prices; ``None`` for a local server,
-whose tokens cost what the user says (``--price``) or nothing."""
+whose tokens cost what the user says (``--price``) or nothing, and for a provider the
+library does not list (DashScope, Ark, Qianfan, SiliconFlow, Hunyuan, StepFun), whose
+price only ``--price`` gives."""
 
 
 def find_price(

@@ -3,95 +3,67 @@ hosts people call, listed once in :data:`PROVIDERS` (``--provider NAME``).
 
 A preset is data: everything a request does differently is its dialect's
 (:mod:`latdoc.probe.dialects`); a preset only says which dialect a host speaks, where
-it is, and which environment variables hold its key. So the presets live in one
-module, one :class:`ProviderSpec` each, rather than a module each as the dialects do;
-the two whose URL names the user's own resource (Azure's, Vertex AI's) build it from
-the environment with a function of a few lines.
+it is, which environment variables hold its key, and what its chat API does its own
+way (:class:`Quirks`: the usage fields that count cached and reasoning tokens, where a
+stream carries its usage, the switch that turns thinking off). So the presets live in
+one module, one :class:`ProviderSpec` each, rather than a module each as the dialects
+do; the two whose URL names the user's own resource (Azure's, Vertex AI's) build it
+from the environment with a function of a few lines. A provider with an international
+host as well as a mainland one has a preset for each, the second named ``NAME-intl``.
 
 A preset reads only its own key variables: an OpenAI key is never sent to Groq. The
 local servers are addressed as ``127.0.0.1``, not ``localhost``, so the connect time
 measured is not an IPv6 attempt refused first.
+
+The Chinese providers' presets were checked against their own documentation where it
+could be read: the base URLs of DashScope, Moonshot and SiliconFlow (each both hosts),
+Zhipu and Z.AI, Ark, Qianfan, MiniMax and Hunyuan; the key variables
+``DASHSCOPE_API_KEY``, ``MOONSHOT_API_KEY``, ``ZAI_API_KEY``, ``ARK_API_KEY`` and
+``HUNYUAN_API_KEY``; ``enable_thinking`` (DashScope, SiliconFlow) and ``thinking.type``
+(Zhipu, Ark); Zhipu's cached tokens in OpenAI's ``prompt_tokens_details.cached_tokens``;
+DeepSeek's ``prompt_cache_hit_tokens``. Not confirmed there, and taken from the SDKs,
+gateways and recorded responses of those who call them: ``ZHIPUAI_API_KEY`` (Zhipu's
+SDK), ``QIANFAN_API_KEY``, ``SILICONFLOW_API_KEY``, ``MINIMAX_API_KEY`` and
+``STEPFUN_API_KEY`` (MiniMax's own example sets ``OPENAI_API_KEY``); Moonshot's usage in
+``choices[0].usage`` of the last chunk and its ``cached_tokens``; Ark's cached tokens in
+OpenAI's field; StepFun's base URL and MiniMax's international host; and where
+DashScope, MiniMax, Hunyuan and StepFun count cached tokens, and DashScope and StepFun
+reasoning tokens (OpenAI's fields, which are read for them).
 """
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from urllib.parse import quote, urlsplit
 
 from latdoc.errors import UsageError
+from latdoc.probe._provider_spec import BEARER, ProviderChoice, ProviderSpec
+from latdoc.probe._quirks import (
+    OPENAI_CACHED,
+    OPENAI_REASONING,
+    OPENAI_USAGE,
+    Quirks,
+    ThinkingSwitch,
+    UsageFields,
+)
 
 __all__ = [
+    "CACHED_TOKEN_FIELDS",
     "PROVIDERS",
+    "REASONING_TOKEN_FIELDS",
+    "USAGE_PLACES",
     "ProviderChoice",
     "ProviderSpec",
+    "Quirks",
+    "ThinkingSwitch",
+    "UsageFields",
     "find",
     "get",
     "names",
     "owner_of",
     "resolve",
 ]
-
-BEARER = "Authorization: Bearer"
-"""The auth of OpenAI and every OpenAI-compatible host."""
-
-
-@dataclass(frozen=True)
-class ProviderSpec:
-    """One provider: the dialects it speaks, where it is, and how its key is read."""
-
-    name: str
-    """The ``--provider`` value."""
-    apis: tuple[str, ...]
-    """The ``--api`` dialects it serves at its base URL, its default first."""
-    base_url: str
-    """Its base URL; for a preset that builds it from the environment (:attr:`url_from`),
-    the pattern, as listed (``$AZURE_OPENAI_ENDPOINT``)."""
-    key_variables: tuple[str, ...]
-    """The environment variables its key is read from, the first set one winning; none
-    for a local server that takes no key."""
-    auth: str
-    """The header (and scheme) the key goes in, in its default dialect (Azure's
-    ``api-key``; an Entra ID token goes as ``Authorization: Bearer``)."""
-    hosts: tuple[str, ...] = ()
-    """The host names that are its own (a name, or a suffix after a dot or a hyphen:
-    ``us-central1-aiplatform.googleapis.com`` is ``aiplatform.googleapis.com``'s); none
-    for a local server, which may be anywhere."""
-    url_from: Callable[[Mapping[str, str]], str] | None = None
-    """Builds the base URL from the environment; :class:`UsageError` naming what is
-    missing. ``None``: the base URL is :attr:`base_url`."""
-
-    @property
-    def api(self) -> str:
-        """The dialect it speaks unless ``--api`` names another it serves."""
-        return self.apis[0]
-
-    def url(self, environ: Mapping[str, str] | None = None) -> str:
-        """Its base URL, from ``environ`` (the process's environment by default) where
-        the URL names the user's own resource."""
-        if self.url_from is None:
-            return self.base_url
-        return self.url_from(os.environ if environ is None else environ)
-
-    def owns(self, url: str) -> bool:
-        """Whether ``url``'s host is one of its own."""
-        host = (urlsplit(url).hostname or "").lower().rstrip(".")
-        return any(host == h or host.endswith(("." + h, "-" + h)) for h in self.hosts)
-
-
-@dataclass(frozen=True)
-class ProviderChoice:
-    """What a preset, with the ``--api`` and the URL given, chose."""
-
-    provider: ProviderSpec
-    api: str
-    """The dialect: ``--api`` if given (one the provider serves), else the provider's."""
-    base_url: str
-    """The URL given, else the provider's."""
-    key_variables: tuple[str, ...]
-    """The variables the key is read from."""
 
 
 def _azure_url(environ: Mapping[str, str]) -> str:
@@ -143,6 +115,42 @@ def _bedrock_url(environ: Mapping[str, str]) -> str:
     if not _LOCATION.fullmatch(region):
         raise UsageError(f"AWS_REGION is not a region: {region!r}")
     return f"https://bedrock-runtime.{region}.amazonaws.com"
+
+
+_ENABLE_THINKING = ThinkingSwitch("enable_thinking", on=True, off=False)
+"""DashScope's and SiliconFlow's switch of a hybrid model's thinking."""
+_THINKING_TYPE = ThinkingSwitch("thinking.type", on="enabled", off="disabled")
+"""Zhipu's and Ark's (Ark also takes ``auto``)."""
+
+
+def _chat_presets(
+    name: str,
+    url: str,
+    international: str | None,
+    key_variables: str | tuple[str, str],
+    quirks: Quirks | None = None,
+) -> tuple[ProviderSpec, ...]:
+    """A provider of the chat dialect alone, with its key in ``Authorization: Bearer``:
+    ``name`` at ``url``, and ``name-intl`` at its ``international`` host where it has
+    one; a pair of key variables is the mainland's, then the international host's."""
+    domestic, abroad = (
+        (key_variables, key_variables) if isinstance(key_variables, str) else key_variables
+    )
+    made = [(name, url, domestic)]
+    if international is not None:
+        made.append((f"{name}-intl", international, abroad))
+    return tuple(
+        ProviderSpec(
+            name=preset,
+            apis=("chat",),
+            base_url=base_url,
+            key_variables=(variable,),
+            auth=BEARER,
+            hosts=(urlsplit(base_url).hostname or "",),
+            quirks=quirks or Quirks(),
+        )
+        for preset, base_url, variable in made
+    )
 
 
 PROVIDERS: tuple[ProviderSpec, ...] = (
@@ -207,6 +215,7 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
         key_variables=("GROQ_API_KEY",),
         auth=BEARER,
         hosts=("groq.com",),
+        quirks=Quirks(usage=UsageFields(at="x_groq.usage")),
     ),
     ProviderSpec(
         name="together",
@@ -231,6 +240,7 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
         key_variables=("DEEPSEEK_API_KEY",),
         auth=BEARER,
         hosts=("deepseek.com",),
+        quirks=Quirks(usage=UsageFields(cached=("prompt_cache_hit_tokens",))),
     ),
     ProviderSpec(
         name="mistral",
@@ -248,6 +258,56 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
         auth=BEARER,
         hosts=("openrouter.ai",),
     ),
+    *_chat_presets(
+        "dashscope",
+        "https://dashscope.aliyuncs.com/compatible-mode/v1",
+        "https://dashscope-intl.aliyuncs.com/compatible-mode/v1",
+        "DASHSCOPE_API_KEY",
+        Quirks(thinking=_ENABLE_THINKING),
+    ),
+    *_chat_presets(
+        "moonshot",
+        "https://api.moonshot.cn/v1",
+        "https://api.moonshot.ai/v1",
+        "MOONSHOT_API_KEY",
+        Quirks(usage=UsageFields(cached=("cached_tokens",), at="choices.0.usage")),
+    ),
+    *_chat_presets(
+        "zhipu",
+        "https://open.bigmodel.cn/api/paas/v4",
+        "https://api.z.ai/api/paas/v4",
+        ("ZHIPUAI_API_KEY", "ZAI_API_KEY"),
+        Quirks(thinking=_THINKING_TYPE),
+    ),
+    *_chat_presets(
+        "ark",
+        "https://ark.cn-beijing.volces.com/api/v3",
+        None,
+        "ARK_API_KEY",
+        Quirks(thinking=_THINKING_TYPE),
+    ),
+    *_chat_presets(
+        "qianfan",
+        "https://qianfan.baidubce.com/v2",
+        None,
+        "QIANFAN_API_KEY",
+        Quirks(notes=("its keys have the form bce-v3/ALTAK-…/…",)),
+    ),
+    *_chat_presets(
+        "siliconflow",
+        "https://api.siliconflow.cn/v1",
+        "https://api.siliconflow.com/v1",
+        "SILICONFLOW_API_KEY",
+        Quirks(
+            thinking=_ENABLE_THINKING,
+            notes=("x-siliconcloud-trace-id names each response",),
+        ),
+    ),
+    *_chat_presets(
+        "minimax", "https://api.minimaxi.com/v1", "https://api.minimax.io/v1", "MINIMAX_API_KEY"
+    ),
+    *_chat_presets("hunyuan", "https://api.hunyuan.cloud.tencent.com/v1", None, "HUNYUAN_API_KEY"),
+    *_chat_presets("stepfun", "https://api.stepfun.com/v1", None, "STEPFUN_API_KEY"),
     ProviderSpec(
         name="vllm",
         apis=("chat", "completions", "responses", "anthropic"),
@@ -278,6 +338,18 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
     ),
 )
 """Every preset, in the order ``latdoc providers`` lists them."""
+
+CACHED_TOKEN_FIELDS = tuple(
+    dict.fromkeys((OPENAI_CACHED, *(f for p in PROVIDERS for f in p.quirks.usage.cached)))
+)
+"""Every usage field a preset counts cached prompt tokens in, OpenAI's first: the chat
+dialect reads the first one present, so a cache hit is seen whoever served it."""
+REASONING_TOKEN_FIELDS = tuple(
+    dict.fromkeys((OPENAI_REASONING, *(f for p in PROVIDERS for f in p.quirks.usage.reasoning)))
+)
+"""Every usage field a preset counts reasoning tokens in, OpenAI's first."""
+USAGE_PLACES = tuple(dict.fromkeys((OPENAI_USAGE, *(p.quirks.usage.at for p in PROVIDERS))))
+"""Every place in a chunk a preset's stream carries its usage, OpenAI's first."""
 
 
 def names() -> tuple[str, ...]:

@@ -166,13 +166,32 @@ def test_an_unknown_provider_is_the_users_mistake() -> None:
         find_price("nope", "gpt-4o")
 
 
-def test_every_preset_names_its_provider_in_the_library() -> None:
+CLOUD = {
+    "AZURE_OPENAI_ENDPOINT": "https://my-res.openai.azure.com",
+    "GOOGLE_CLOUD_PROJECT": "p-1",
+    "AWS_REGION": "eu-west-3",
+}
+
+
+def test_every_preset_names_the_provider_the_library_finds_at_its_url() -> None:
     assert set(LIBRARY_PROVIDERS) == set(providers.names())
-    known = {provider.id for provider in get_snapshot().providers}
+    snapshot = get_snapshot()
     for preset in providers.PROVIDERS:
         library_id = LIBRARY_PROVIDERS[preset.name]
-        assert (library_id is None) == (not preset.hosts), preset.name
-        assert library_id is None or library_id in known, preset.name
+        if not preset.hosts:
+            assert library_id is None, preset.name
+            continue
+        try:
+            found: str | None = snapshot.find_provider(None, None, preset.url(CLOUD)).id
+        except LookupError:
+            found = None
+        assert library_id == found, preset.name
+    assert {LIBRARY_PROVIDERS[n] for n in ("moonshot", "zhipu", "zhipu-intl", "minimax")} == {
+        "moonshotai",
+        "zhipuai",
+        "zai",
+        "minimax",
+    }
 
 
 @pytest.mark.parametrize(

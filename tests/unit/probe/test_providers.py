@@ -56,6 +56,40 @@ STATED = {
     "deepseek": ("chat", "https://api.deepseek.com/v1", ("DEEPSEEK_API_KEY",), "Bearer"),
     "mistral": ("chat", "https://api.mistral.ai/v1", ("MISTRAL_API_KEY",), "Bearer"),
     "openrouter": ("chat", "https://openrouter.ai/api/v1", ("OPENROUTER_API_KEY",), "Bearer"),
+    "dashscope": (
+        "chat",
+        "https://dashscope.aliyuncs.com/compatible-mode/v1",
+        ("DASHSCOPE_API_KEY",),
+        "Bearer",
+    ),
+    "dashscope-intl": (
+        "chat",
+        "https://dashscope-intl.aliyuncs.com/compatible-mode/v1",
+        ("DASHSCOPE_API_KEY",),
+        "Bearer",
+    ),
+    "moonshot": ("chat", "https://api.moonshot.cn/v1", ("MOONSHOT_API_KEY",), "Bearer"),
+    "moonshot-intl": ("chat", "https://api.moonshot.ai/v1", ("MOONSHOT_API_KEY",), "Bearer"),
+    "zhipu": ("chat", "https://open.bigmodel.cn/api/paas/v4", ("ZHIPUAI_API_KEY",), "Bearer"),
+    "zhipu-intl": ("chat", "https://api.z.ai/api/paas/v4", ("ZAI_API_KEY",), "Bearer"),
+    "ark": ("chat", "https://ark.cn-beijing.volces.com/api/v3", ("ARK_API_KEY",), "Bearer"),
+    "qianfan": ("chat", "https://qianfan.baidubce.com/v2", ("QIANFAN_API_KEY",), "Bearer"),
+    "siliconflow": ("chat", "https://api.siliconflow.cn/v1", ("SILICONFLOW_API_KEY",), "Bearer"),
+    "siliconflow-intl": (
+        "chat",
+        "https://api.siliconflow.com/v1",
+        ("SILICONFLOW_API_KEY",),
+        "Bearer",
+    ),
+    "minimax": ("chat", "https://api.minimaxi.com/v1", ("MINIMAX_API_KEY",), "Bearer"),
+    "minimax-intl": ("chat", "https://api.minimax.io/v1", ("MINIMAX_API_KEY",), "Bearer"),
+    "hunyuan": (
+        "chat",
+        "https://api.hunyuan.cloud.tencent.com/v1",
+        ("HUNYUAN_API_KEY",),
+        "Bearer",
+    ),
+    "stepfun": ("chat", "https://api.stepfun.com/v1", ("STEPFUN_API_KEY",), "Bearer"),
     "vllm": ("chat", "http://127.0.0.1:8000/v1", ("VLLM_API_KEY",), "Bearer"),
     "sglang": ("chat", "http://127.0.0.1:30000/v1", (), "Bearer"),
     "ollama": ("chat", "http://127.0.0.1:11434/v1", (), "Bearer"),
@@ -165,6 +199,9 @@ def test_each_host_belongs_to_one_provider() -> None:
     assert providers.owner_of("https://notanthropic.com/v1") is None
     assert providers.owner_of("http://localhost:8000/v1") is None
     assert providers.owner_of("https://x.services.ai.azure.com") is providers.get("azure")
+    assert providers.owner_of("https://api.moonshot.ai/v1") is providers.get("moonshot-intl")
+    assert providers.owner_of("https://dashscope.aliyuncs.com/api/v1") is providers.get("dashscope")
+    assert providers.owner_of("https://evil-z.ai/api/paas/v4") is None
 
 
 @pytest.mark.parametrize(

@@ -27,7 +27,8 @@ from __future__ import annotations
 from typing import Any
 
 from latdoc.errors import status_of_error_type
-from latdoc.probe._events import EventInfo, Usage, detail_int, int_or_none
+from latdoc.probe._events import EventInfo, Usage, int_or_none
+from latdoc.probe._quirks import at_path, count_at
 from latdoc.probe.dialects._spec import (
     BY_MAX_TOKENS,
     BY_MODEL,
@@ -40,6 +41,7 @@ from latdoc.probe.dialects._spec import (
     Route,
     bearer_auth,
 )
+from latdoc.probe.providers import CACHED_TOKEN_FIELDS, REASONING_TOKEN_FIELDS, USAGE_PLACES
 
 __all__ = ["SPEC", "chat_usage", "parse_chat_event"]
 
@@ -115,7 +117,12 @@ def _plain_chunk(obj: Any) -> EventInfo | None:
     if type(choices) is not list or len(choices) != 1:
         return None
     choice = choices[0]
-    if type(choice) is not dict or choice.get("finish_reason") is not None or "text" in choice:
+    if (
+        type(choice) is not dict
+        or choice.get("finish_reason") is not None
+        or "text" in choice
+        or "usage" in choice
+    ):
         return None
     delta = choice.get("delta")
     if type(delta) is not dict or not _PLAIN_DELTA_KEYS.issuperset(delta):
@@ -163,14 +170,18 @@ def _choice_parts(
 
 
 def chat_usage(raw: Any) -> Usage | None:
-    """``usage`` of chat completions: prompt, completion, cached and reasoning tokens."""
+    """``usage`` of chat completions: prompt, completion, cached and reasoning tokens,
+    the last two from the first field any preset counts them in
+    (:data:`~latdoc.probe.providers.CACHED_TOKEN_FIELDS`: OpenAI's
+    ``prompt_tokens_details.cached_tokens``, DeepSeek's ``prompt_cache_hit_tokens``,
+    Moonshot's ``cached_tokens`` …), whoever served the stream."""
     if not isinstance(raw, dict):
         return None
     return Usage(
         prompt_tokens=int_or_none(raw.get("prompt_tokens")),
         completion_tokens=int_or_none(raw.get("completion_tokens")),
-        cached_prompt_tokens=detail_int(raw, "prompt_tokens_details", "cached_tokens"),
-        reasoning_tokens=detail_int(raw, "completion_tokens_details", "reasoning_tokens"),
+        cached_prompt_tokens=count_at(raw, CACHED_TOKEN_FIELDS),
+        reasoning_tokens=count_at(raw, REASONING_TOKEN_FIELDS),
     )
 
 
@@ -189,12 +200,13 @@ _GROQ_USAGE = {
 
 
 def _usage_of(obj: dict[str, Any]) -> Any:
-    """``usage``, or Groq's ``x_groq.usage`` where a stream carries only that."""
-    usage = obj.get("usage")
-    groq = obj.get("x_groq")
-    if usage is None and isinstance(groq, dict):
-        return groq.get("usage")
-    return usage
+    """``usage``, or where else a preset's stream carries it
+    (:data:`~latdoc.probe.providers.USAGE_PLACES`: Groq's ``x_groq.usage``, Moonshot's
+    ``choices[0].usage``)."""
+    return next(
+        (usage for place in USAGE_PLACES if isinstance(usage := at_path(obj, place), dict)),
+        None,
+    )
 
 
 def _durations(raw: Any, names: dict[str, str], scale: float = 1.0) -> dict[str, float]:
