@@ -138,6 +138,7 @@ def endpoint_and_connection(
         timeout_s=args.timeout,
         proxy=proxy,
         direct=getattr(args, "no_proxy", False) or (not chosen.url and proxy is None),
+        provider=chosen.provider,
     )
 
 

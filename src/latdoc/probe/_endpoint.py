@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 from latdoc.errors import UsageError
 from latdoc.probe import dialects
 from latdoc.probe._dialect_io import check_extra_body
+from latdoc.probe._provider_spec import ProviderSpec
 from latdoc.probe.dialects import DialectSpec
 
 
@@ -40,6 +41,9 @@ class Endpoint:
     extra_body: Mapping[str, Any] = field(default_factory=dict, hash=False)
     """Fields added to every request body, for what an engine needs (``ignore_eos``,
     ``temperature``); never the model, the prompt, ``stream`` or ``max_tokens``."""
+    provider: ProviderSpec | None = field(default=None, repr=False)
+    """The ``--provider`` preset it was chosen by, whose quirks its requests follow
+    (the switch that turns thinking off); ``None``: the dialect's ways alone."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dialect", dialects.resolve(self.dialect))
@@ -63,6 +67,17 @@ class Endpoint:
         """Where each request goes: the dialect's route from the base URL and the model
         (made once: a load asks for it with every request)."""
         return self.spec.url(self.base_url, self.model)
+
+    def reasoning_fields(self, effort: str) -> dict[str, Any]:
+        """Request fields that ask for ``effort``: the provider's thinking switch where
+        its preset has one (``enable_thinking``, ``thinking.type``: ``none`` turns
+        thinking off), else the dialect's reasoning effort; :class:`UsageError` for an
+        effort neither takes."""
+        provider = self.provider
+        switch = None if provider is None else provider.quirks.thinking
+        if provider is None or switch is None:
+            return self.dialect.reasoning_fields(effort)
+        return switch.fields(effort, provider.name)
 
     @property
     def is_tls(self) -> bool:

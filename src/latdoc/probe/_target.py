@@ -24,6 +24,7 @@ from latdoc.errors import UsageError
 from latdoc.probe import dialects, providers
 from latdoc.probe._connection import ConnectionOptions
 from latdoc.probe._endpoint import Endpoint, Timeouts
+from latdoc.probe._provider_spec import ProviderSpec
 from latdoc.probe._proxy import ProxyConfig, parse_proxy
 from latdoc.probe.dialects import DialectSpec
 
@@ -47,6 +48,8 @@ class ApiChoice:
     """The base URL; ``None``: none was given (``latdoc`` then measures a built-in one)."""
     key_variables: tuple[str, ...]
     """The variables the key is read from, the first set one winning."""
+    provider: ProviderSpec | None = None
+    """The preset chosen, whose quirks the endpoint follows; ``None``: none was."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dialect", dialects.resolve(self.dialect))
@@ -71,7 +74,9 @@ def choose_api(
     """
     if provider is not None:
         chosen = providers.resolve(provider, api=api, url=url)
-        return ApiChoice(dialects.get(chosen.api), chosen.base_url, chosen.key_variables)
+        return ApiChoice(
+            dialects.get(chosen.api), chosen.base_url, chosen.key_variables, chosen.provider
+        )
     dialect = dialects.get(api or dialects.DEFAULT.name)
     return ApiChoice(dialect, url or os.environ.get(BASE_URL_VARIABLE), dialect.key_variables)
 
@@ -96,17 +101,24 @@ def endpoint_and_connection(
     timeout_s: float = 300.0,
     proxy: str | None = None,
     direct: bool = False,
+    provider: ProviderSpec | None = None,
 ) -> tuple[Endpoint, ConnectionOptions]:
     """The endpoint to measure, ``model`` at ``base_url`` in dialect ``api`` (a spec, or
-    its name), and how to connect to it: the server verified with ``cacert`` (else
-    ``SSL_CERT_FILE`` or the system's CAs; not at all when ``insecure``), through ``proxy``
-    (a URL) if given, else direct when ``direct``, else through the environment's proxy.
+    its name) with the quirks of ``provider``'s preset, and how to connect to it: the
+    server verified with ``cacert`` (else ``SSL_CERT_FILE`` or the system's CAs; not at
+    all when ``insecure``), through ``proxy`` (a URL) if given, else direct when
+    ``direct``, else through the environment's proxy.
 
     A bad URL, no model, or a proxy setting that cannot reach the endpoint is a
     :class:`UsageError` here, before anything is sent.
     """
     endpoint = Endpoint(
-        base_url, model, dialects.resolve(api), api_key=key, extra_body=extra_body or {}
+        base_url,
+        model,
+        dialects.resolve(api),
+        api_key=key,
+        extra_body=extra_body or {},
+        provider=provider,
     )
     connection = ConnectionOptions(
         http2=http2,

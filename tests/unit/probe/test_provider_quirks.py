@@ -1,7 +1,8 @@
 """Each preset's quirks as its entry states them: the usage fields its stream counts
 cached and reasoning tokens in, where the stream carries its usage, and the switch that
 turns its thinking off. The chat dialect reads every preset's fields, whichever
-provider a stream comes from."""
+provider a stream comes from, and an endpoint chosen by a preset asks for thinking off
+by that preset's switch."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from latdoc.probe import parse_event, providers
+from latdoc import Endpoint, UsageError
+from latdoc.probe import choose_api, endpoint_and_connection, parse_event, providers
 from latdoc.probe._events import Usage
 from latdoc.probe._quirks import OPENAI_CACHED, OPENAI_REASONING, Quirks
 
@@ -122,3 +124,41 @@ def test_openais_fields_come_first_and_a_missing_count_is_none() -> None:
 )  # fmt: skip
 def test_quirks_in_words(quirks: Quirks, words: tuple[str, ...]) -> None:
     assert quirks.words() == words
+
+
+@pytest.mark.parametrize(
+    ("provider", "effort", "fields"),
+    [
+        ("dashscope", "none", OFF_BY_ENABLE),
+        ("siliconflow", "none", OFF_BY_ENABLE),
+        ("zhipu", "none", OFF_BY_TYPE),
+        ("ark", "none", OFF_BY_TYPE),
+        ("deepseek", "low", {"reasoning_effort": "low"}),
+        (None, "none", {"reasoning_effort": "none"}),
+    ],
+)
+def test_an_endpoint_asks_for_thinking_off_by_its_presets_switch(
+    provider: str | None, effort: str, fields: dict[str, Any]
+) -> None:
+    spec = None if provider is None else providers.get(provider)
+    endpoint = Endpoint("http://127.0.0.1:9/v1", "m", provider=spec)
+    assert endpoint.reasoning_fields(effort) == fields
+
+
+def test_a_switch_takes_no_effort_but_none() -> None:
+    endpoint = Endpoint("http://127.0.0.1:9/v1", "m", provider=providers.get("dashscope"))
+    with pytest.raises(UsageError) as raised:
+        endpoint.reasoning_fields("low")
+    text = str(raised.value)
+    assert text.startswith("--provider dashscope turns thinking on or off (enable_thinking")
+    assert "--reasoning-effort none turns it off" in text and "\n" not in text
+
+
+def test_the_preset_chosen_reaches_the_endpoint() -> None:
+    lab = "http://127.0.0.1:9/v1"
+    chosen = choose_api(lab, provider="zhipu")
+    assert chosen.provider is providers.get("zhipu")
+    assert choose_api(lab).provider is None
+    endpoint, _ = endpoint_and_connection(lab, "glm", api=chosen.dialect, provider=chosen.provider)
+    assert endpoint.provider is providers.get("zhipu")
+    assert endpoint.reasoning_fields("none") == OFF_BY_TYPE

@@ -1,5 +1,7 @@
 """``--remedy reasoning-effort``: reasoning as the requests ask today, against a lower
-effort (Anthropic: a thinking budget), judged on the whole request."""
+effort (Anthropic: a thinking budget; a preset with a thinking switch, such as
+DashScope's ``enable_thinking``: thinking off, ``--reasoning-effort none``), judged on
+the whole request."""
 
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ class ReasoningEffortOptions:
 
 
 def _check(plan: Plan, options: ReasoningEffortOptions) -> None:
-    plan.endpoint.dialect.reasoning_fields(options.reasoning_effort)
+    plan.endpoint.reasoning_fields(options.reasoning_effort)
 
 
 def _describe(plan: Plan, options: ReasoningEffortOptions) -> tuple[str, str]:
@@ -37,7 +39,7 @@ def _arms(
     plan: Plan, options: ReasoningEffortOptions, calibration: TokenCalibration
 ) -> tuple[Arm, Arm]:
     ep = plan.endpoint
-    asked = ep.dialect.reasoning_fields(options.reasoning_effort)
+    asked = ep.reasoning_fields(options.reasoning_effort)
     lighter = replace(ep, extra_body=merge_fields(ep.extra_body, asked))
     _, effort = _describe(plan, options)
     base = base_arm(plan, calibration)
