@@ -76,7 +76,8 @@ def emit(result: Shown, args: argparse.Namespace, *, terminal: bool = True) -> N
     its page to FILE if it has one; its JSON document on stdout, else its blocks (a
     stored run re-rendered, not ``terminal``, shows them only when no page was asked);
     where its runs are kept, on stderr. A command without ``--html`` (``probe``) writes no
-    page."""
+    page. A line a block will not fold (``latdoc providers``' base URLs) is printed
+    whole past the width, for the terminal to wrap: every other line fits already."""
     from latdoc.report import make_console
 
     html: str | None = getattr(args, "html", None)
@@ -89,6 +90,6 @@ def emit(result: Shown, args: argparse.Namespace, *, terminal: bool = True) -> N
     elif terminal or not html:
         console = make_console(sys.stdout)
         for block in result.shown():
-            console.print(block)
+            console.print(block, crop=False)
     if (kept := result.kept()) is not None:
         print(kept, file=sys.stderr)

@@ -151,5 +151,5 @@ class Quirks:
     def words(self) -> tuple[str, ...]:
         """Every quirk in words, one line each; none for a provider that is OpenAI's
         likeness."""
-        switch = () if self.thinking is None else (f"thinking: {self.thinking.words()}",)
+        switch = () if self.thinking is None else (f"thinking on|off by {self.thinking.words()}",)
         return (*self.usage.words(), *switch, *self.notes)

@@ -1,7 +1,10 @@
-"""The provider presets (``--provider NAME``) as a table, and as the
+"""The provider presets (``--provider NAME``) as a block each, and as the
 ``latdoc.providers/1`` document: each one's dialects, base URL, auth header and key
-variables, with whether each variable is set. A key's value is never shown: only
-whether its variable holds one. Builds; prints nothing."""
+variables, with whether each variable is set, and its quirks. A key's value is never
+shown: only whether its variable holds one. Builds; prints nothing.
+
+Blocks, not a table: a base URL a user copies must stay whole, and at 80 columns a
+table's URL column folds every one of them (``https://api.opena`` / ``i.com/v1``)."""
 
 from __future__ import annotations
 
@@ -9,10 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rich import box
 from rich.console import Group, RenderableType
 from rich.padding import Padding
-from rich.table import Table
 from rich.text import Text
 
 from latdoc.errors import UsageError
@@ -30,45 +31,68 @@ def _shown_url(spec: ProviderSpec, environ: Mapping[str, str]) -> tuple[str, boo
         return spec.base_url, False
 
 
-def _apis(spec: ProviderSpec) -> Text:
-    text = Text(spec.api, style="bold")
-    for other in spec.apis[1:]:
-        text.append("\n" + other, style="dim")
+INDENT = "    "
+"""Where a preset's lines start under its name."""
+
+
+def _heading(spec: ProviderSpec) -> Text:
+    """``  groq  --api chat (also responses)``: the name, then the dialect it speaks
+    unless ``--api`` names another it serves."""
+    text = Text("  ")
+    text.append(spec.name, style="bold")
+    text.append(f"  --api {spec.api}")
+    if spec.apis[1:]:
+        text.append(f" (also {', '.join(spec.apis[1:])})", style="dim")
     return text
 
 
-def _keys(spec: ProviderSpec, environ: Mapping[str, str]) -> tuple[Text, Text]:
-    """The key variables with the header the key goes in; ``yes`` or ``no`` beside each."""
+def _url(spec: ProviderSpec, environ: Mapping[str, str]) -> Text:
+    """The base URL on a line of its own, never folded: a URL a user copies stays whole
+    at any width (one wider than the terminal runs on, for the terminal to wrap)."""
+    url, known = _shown_url(spec, environ)
+    text = Text(INDENT, no_wrap=True, overflow="ignore")
+    text.append(url, style="" if known else "dim")
+    return text
+
+
+def _keys(spec: ProviderSpec, environ: Mapping[str, str]) -> Text:
+    """``key GROQ_API_KEY (set), in Authorization: Bearer``: each variable the key is
+    read from in turn, whether it is set here, and the header the key goes in."""
     if not spec.key_variables:
-        return Text("none needed", style="dim"), Text("")
-    names = Text("\n".join(spec.key_variables))
-    names.append(f"\n{spec.auth}", style="dim")
-    marks = Text("\n".join("yes" if environ.get(v) else "no" for v in spec.key_variables))
-    return names, marks
+        return Text("no key needed", style="dim")
+    text = Text("key ")
+    for n, variable in enumerate(spec.key_variables):
+        if n:
+            text.append(", else ")
+        text.append(variable)
+        text.append(" (set)" if environ.get(variable) else " (not set)", style="dim")
+    text.append(f", in {spec.auth}", style="dim")
+    return text
+
+
+def _indented(text: Text) -> Padding:
+    return Padding(text, (0, 0, 0, len(INDENT)), expand=False)
 
 
 def render_providers(specs: Sequence[ProviderSpec], environ: Mapping[str, str]) -> RenderableType:
-    """The presets in a table: name, dialect (then the others it serves), base URL, key
-    variables (and the header the key goes in), whether each is set in ``environ``."""
-    table = Table(box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, show_edge=False)
-    table.add_column("provider", no_wrap=True, style="bold")
-    table.add_column("api", no_wrap=True)
-    table.add_column("base URL", overflow="fold", ratio=1)
-    table.add_column("key variable, header", no_wrap=True)
-    table.add_column("set", no_wrap=True)
+    """The presets, a block each: its name and dialect (and the others it serves), its
+    base URL alone on a line, its key variables (whether each is set in ``environ``, and
+    the header the key goes in), and its quirks in words."""
+    lines: list[RenderableType] = []
     for spec in specs:
-        url, known = _shown_url(spec, environ)
-        names, marks = _keys(spec, environ)
-        table.add_row(spec.name, _apis(spec), Text(url, style="" if known else "dim"), names, marks)
+        lines += [_heading(spec), _url(spec, environ), _indented(_keys(spec, environ))]
+        lines += [_indented(Text(said, style="dim")) for said in spec.quirks.words()]
+        lines.append(Text(""))
     notes = Text(
         "--provider NAME picks its first api, its base URL and its key variable; a URL or "
         "--api given takes their place where the provider serves it. azure's URL is "
         "AZURE_OPENAI_ENDPOINT, and an Entra ID token in AZURE_OPENAI_AD_TOKEN goes as "
         "Authorization: Bearer; vertex's URL is built from GOOGLE_CLOUD_PROJECT and "
-        "GOOGLE_CLOUD_LOCATION (global unless set).",
+        "GOOGLE_CLOUD_LOCATION (global unless set). A NAME-intl preset is the provider's "
+        "international host.",
         style="dim",
     )
-    return Group(Padding(table, (0, 0, 0, 2)), Padding(notes, (1, 0, 0, 2)))
+    return Group(*lines, Padding(notes, (0, 0, 0, 2), expand=False))
 
 
 def providers_to_dict(specs: Sequence[ProviderSpec], environ: Mapping[str, str]) -> dict[str, Any]:
@@ -90,9 +114,27 @@ def providers_to_dict(specs: Sequence[ProviderSpec], environ: Mapping[str, str])
                     {"name": v, "set": bool(environ.get(v))} for v in spec.key_variables
                 ],
                 "hosts": list(spec.hosts),
+                "quirks": _quirks_document(spec),
             }
         )
     return {"schema": PROVIDERS_SCHEMA, "providers": rows}
+
+
+def _quirks_document(spec: ProviderSpec) -> dict[str, Any]:
+    """A preset's quirks: the usage fields (dotted paths in the usage object) that count
+    cached and reasoning tokens, where in a chunk the usage is, the thinking switch
+    (its field, and the values that turn thinking on and off) or null, and notes."""
+    quirks = spec.quirks
+    switch = quirks.thinking
+    return {
+        "cached_tokens": list(quirks.usage.cached),
+        "reasoning_tokens": list(quirks.usage.reasoning),
+        "usage_at": quirks.usage.at,
+        "thinking": None
+        if switch is None
+        else {"field": switch.path, "on": switch.on, "off": switch.off},
+        "notes": list(quirks.notes),
+    }
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ a key."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -84,10 +85,22 @@ def test_the_provider_fills_in_what_was_not_given(
     assert api_key(parser.parse_args([*start, "--provider", "groq"])) is None
 
 
-def test_providers_lists_every_preset_at_100_columns_and_never_a_key(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def _blocks(out: str) -> dict[str, list[str]]:
+    """Each preset's block, by its name: its lines after the heading, unindented."""
+    blocks: dict[str, list[str]] = {}
+    for line in out.splitlines():
+        if heading := re.fullmatch(r"  (\S+)  --api (.+)", line):
+            blocks[heading[1]] = [heading[2]]
+        elif line.startswith("    ") and blocks:
+            blocks[list(blocks)[-1]].append(line[4:].rstrip())
+    return blocks
+
+
+@pytest.mark.parametrize("columns", [80, 100])
+def test_providers_lists_every_preset_with_its_url_whole_and_never_a_key(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], columns: int
 ) -> None:
-    monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.setenv("COLUMNS", str(columns))
     monkeypatch.setenv("GROQ_API_KEY", KEY)
     monkeypatch.setenv("GEMINI_API_KEY", KEY + "-gemini")
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "proj-9")
@@ -95,34 +108,32 @@ def test_providers_lists_every_preset_at_100_columns_and_never_a_key(
     monkeypatch.delenv("AZURE_OPENAI_ENDPOINT", raising=False)
     assert main(["providers"]) == EXIT_OK
     out = capsys.readouterr().out
-    lines = out.splitlines()
-    assert max(len(line) for line in lines) <= 100
     assert KEY not in out
-    rows = {}
-    for line in lines:
-        first = line.split()[0] if line.strip() else ""
-        if line.startswith("  ") and not line.startswith("   ") and first in providers.names():
-            rows[first] = line.split()
-    assert list(rows) == list(providers.names())
-    for spec in providers.PROVIDERS:
-        row = rows[spec.name]
-        assert row[1] == spec.api
-        if spec.key_variables:
-            assert row[-2] == spec.key_variables[0]
-            assert row[-1] == ("yes" if spec.name == "groq" else "no")
-    assert rows["groq"][2] == "https://api.groq.com/openai/v1"
-    assert rows["azure"][2] == "$AZURE_OPENAI_ENDPOINT"
-    left, right = lines[0].index("base URL"), lines[0].index("key variable")
-    vertex = lines.index(next(line for line in lines if line.split()[:1] == ["vertex"]))
-    url = "".join(line[left:right].strip() for line in lines[vertex : vertex + 3])
-    assert (
-        url
-        == "https://europe-west4-aiplatform.googleapis.com/v1/projects/proj-9/locations/europe-west4"
+    blocks = _blocks(out)
+    assert list(blocks) == list(providers.names())
+    vertex_url = (
+        "https://europe-west4-aiplatform.googleapis.com/v1/projects/proj-9/locations/europe-west4"
     )
-    gemini = lines.index(next(line for line in lines if line.split()[:1] == ["gemini"]))
-    assert lines[gemini + 1].split()[-2:] == ["GEMINI_API_KEY", "yes"]
-    ollama = next(line for line in lines if line.split()[:1] == ["ollama"])
-    assert ollama[right:].split() == ["none", "needed"]
+    urls = {spec.name: spec.base_url for spec in providers.PROVIDERS} | {"vertex": vertex_url}
+    keys = {}
+    for spec in providers.PROVIDERS:
+        api, url, *rest = blocks[spec.name]
+        said = list(spec.quirks.words())
+        assert api.split()[0] == spec.api
+        assert url == urls[spec.name]
+        assert rest[len(rest) - len(said) :] == said
+        keys[spec.name] = " ".join(rest[: len(rest) - len(said)])
+        assert keys[spec.name].startswith(
+            f"key {spec.key_variables[0]} (" if spec.key_variables else "no key needed"
+        )
+    assert all(len(line) <= columns for line in out.splitlines() if vertex_url not in line)
+    assert keys["groq"] == "key GROQ_API_KEY (set), in Authorization: Bearer"
+    assert keys["gemini"].endswith("else GEMINI_API_KEY (set), in x-goog-api-key")
+    assert keys["azure"].endswith("else AZURE_OPENAI_AD_TOKEN (not set), in api-key")
+    assert blocks["moonshot"][3:] == [
+        "usage in choices[0].usage of the last chunk",
+        "cached prompt tokens in usage.cached_tokens",
+    ]
 
 
 def test_providers_json_says_which_variables_are_set_and_never_their_values(
@@ -143,3 +154,17 @@ def test_providers_json_says_which_variables_are_set_and_never_their_values(
     assert by_name["vertex"]["base_url_pattern"].startswith("https://LOCATION-aiplatform")
     assert by_name["ollama"]["key_variables"] == []
     assert by_name["vllm"]["apis"][0] == by_name["vllm"]["api"] == "chat"
+    assert by_name["zhipu"]["quirks"]["thinking"] == {
+        "field": "thinking.type",
+        "on": "enabled",
+        "off": "disabled",
+    }
+    assert by_name["deepseek"]["quirks"]["cached_tokens"] == ["prompt_cache_hit_tokens"]
+    assert by_name["moonshot-intl"]["quirks"]["usage_at"] == "choices.0.usage"
+    assert by_name["openai"]["quirks"] == {
+        "cached_tokens": ["prompt_tokens_details.cached_tokens"],
+        "reasoning_tokens": ["completion_tokens_details.reasoning_tokens"],
+        "usage_at": "usage",
+        "thinking": None,
+        "notes": [],
+    }

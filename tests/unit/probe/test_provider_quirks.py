@@ -114,10 +114,10 @@ def test_openais_fields_come_first_and_a_missing_count_is_none() -> None:
         (providers.get("deepseek").quirks, ("cached prompt tokens in "
                                             "usage.prompt_cache_hit_tokens",)),
         (providers.get("groq").quirks, ("usage in x_groq.usage of the last chunk",)),
-        (providers.get("zhipu").quirks, ("thinking: thinking.type enabled|disabled",)),
+        (providers.get("zhipu").quirks, ("thinking on|off by thinking.type enabled|disabled",)),
         (
             providers.get("siliconflow").quirks,
-            ("thinking: enable_thinking true|false",
+            ("thinking on|off by enable_thinking true|false",
              "x-siliconcloud-trace-id names each response"),
         ),
     ],
