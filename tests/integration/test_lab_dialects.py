@@ -2,7 +2,9 @@
 
 If ``anthropic.messages.stream`` and ``openai.responses.create(stream=True)`` parse
 every event the lab sends, accumulate its text, thinking and tool calls and report
-its usage, the lab is faithful enough for latdoc's probe to be tested against it.
+its usage, the lab is faithful enough for latdoc's probe to be tested against it. The
+chat route's usage in DeepSeek's and Moonshot's shapes, and its thinking switched off
+as DashScope's and Zhipu's are, reach the OpenAI SDK as those providers' do.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import anthropic
 import openai
@@ -17,7 +20,7 @@ import pytest
 
 from conftest import FAST, LabFactory
 from latdoc import RequestTrace, Store, instrument
-from latdoc.lab.sim import LabConfig, LatencyModel, output_text
+from latdoc.lab.sim import LabConfig, LatencyModel, UsageShape, output_text
 
 THINKING = LatencyModel(
     prefill_base_ms=5.0, prefill_ms_per_token=0.01, decode_ms_per_token=1.0, reasoning_tokens=6
@@ -180,6 +183,77 @@ def test_chat_reasoning_content_and_usage_details_reach_the_openai_sdk(lab: LabF
     assert usage is not None and usage.completion_tokens == 5
     assert usage.completion_tokens_details is not None
     assert usage.completion_tokens_details.reasoning_tokens == 2
+
+
+LONG = " ".join(f"word{k}" for k in range(80))
+"""A prompt of five full blocks of the lab's prefix cache, and a few tokens more."""
+
+
+def _chat_twice(base_url: str) -> list[list[Any]]:
+    """The chunks of the same streamed chat request sent twice, the second's prefix
+    cached by the first."""
+    client = _openai(base_url)
+    return [
+        list(
+            client.chat.completions.create(
+                model="lab-sim",
+                messages=[{"role": "user", "content": LONG}],
+                max_tokens=2,
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+        )
+        for _ in range(2)
+    ]
+
+
+def test_chat_usage_in_deepseeks_shape_reaches_the_openai_sdk(lab: LabFactory) -> None:
+    config = LabConfig(latency=THINKING, prefix_cache=True, usage_shape=UsageShape.DEEPSEEK)
+    with lab(config) as server:
+        usages = [chunks[-1].usage for chunks in _chat_twice(server.base_url)]
+    assert all(u.prompt_tokens_details is None for u in usages)
+    hits = [u.model_extra["prompt_cache_hit_tokens"] for u in usages]
+    misses = [u.model_extra["prompt_cache_miss_tokens"] for u in usages]
+    assert hits == [0, 80]
+    assert [hit + miss for hit, miss in zip(hits, misses, strict=True)] == [
+        u.prompt_tokens for u in usages
+    ]
+    assert usages[1].completion_tokens_details.reasoning_tokens == 6
+
+
+def test_chat_usage_in_moonshots_shape_is_in_the_finishing_choice(lab: LabFactory) -> None:
+    config = LabConfig(latency=THINKING, prefix_cache=True, usage_shape=UsageShape.MOONSHOT)
+    with lab(config) as server:
+        answers = _chat_twice(server.base_url)
+    for chunks, cached in zip(answers, (0, 80), strict=True):
+        assert all(chunk.usage is None for chunk in chunks)
+        last = chunks[-1].choices[0]
+        assert last.finish_reason == "length"
+        usage = last.model_extra["usage"]
+        assert usage["cached_tokens"] == cached and usage["completion_tokens"] == 6 + 2
+
+
+@pytest.mark.parametrize(
+    "switch", [{"enable_thinking": False}, {"thinking": {"type": "disabled"}}], ids=str
+)
+def test_a_thinking_switch_turned_off_thinks_not(
+    lab: LabFactory, switch: dict[str, object]
+) -> None:
+    with lab(LabConfig(latency=THINKING)) as server:
+        chunks = list(
+            _openai(server.base_url).chat.completions.create(
+                model="lab-sim",
+                messages=[{"role": "user", "content": "hi"}],
+                max_tokens=3,
+                stream=True,
+                stream_options={"include_usage": True},
+                extra_body=switch,
+            )
+        )
+    assert not any(
+        c.choices and c.choices[0].delta.model_extra.get("reasoning_content") for c in chunks
+    )
+    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 3
 
 
 def test_an_instrumented_anthropic_client_keeps_its_thinking_apart(

@@ -33,6 +33,7 @@ from latdoc.lab.sim import (
     LabServer,
     LatencyModel,
     TimingForm,
+    UsageShape,
     serve_forever,
 )
 
@@ -48,6 +49,7 @@ __all__ = [
     "LinkSettings",
     "NetSettings",
     "TimingForm",
+    "UsageShape",
     "builtin_endpoint",
     "engine_available",
     "serve_forever",

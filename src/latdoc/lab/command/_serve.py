@@ -14,7 +14,7 @@ import os
 from latdoc.errors import UsageError
 from latdoc.lab.command._serve_options import CONFIG as _CONFIG
 from latdoc.lab.command._serve_options import LATENCY as _LATENCY
-from latdoc.lab.sim import Fault, LabConfig, LatencyModel, TimingForm
+from latdoc.lab.sim import Fault, LabConfig, LatencyModel, TimingForm, UsageShape
 
 
 def _check_serve(args: argparse.Namespace) -> None:
@@ -102,6 +102,7 @@ def config_from_args(args: argparse.Namespace) -> LabConfig:
             timing_forms=_CONFIG.timing_forms
             if args.timing_forms is None
             else tuple(TimingForm(form) for form in args.timing_forms),
+            usage_shape=UsageShape(args.usage_shape),
             api_key=_api_key(args.api_key_env),
             seed=args.seed,
             tokens_per_event=args.tokens_per_event,

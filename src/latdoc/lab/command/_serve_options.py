@@ -14,7 +14,7 @@ import math
 from typing import Any
 
 from latdoc.errors import UsageError
-from latdoc.lab.sim import Fault, LabConfig, LatencyModel, TimingForm
+from latdoc.lab.sim import Fault, LabConfig, LatencyModel, TimingForm, UsageShape
 from latdoc.lab.tls import check_identity
 
 LATENCY = LatencyModel()
@@ -159,6 +159,13 @@ _STREAM: tuple[_Option, ...] = (
         help="tell the server's own timing this way: the Server-Timing header (the "
         "default), llama.cpp's timings, vLLM's metrics or Groq's x_groq.usage in the last "
         "chat event (repeatable; each given replaces the default)",
+    ),
+    _option(
+        "--usage-shape", choices=[str(shape) for shape in UsageShape],
+        default=str(CONFIG.usage_shape),
+        help="word the chat usage as this provider does: OpenAI's (the default), "
+        "DeepSeek's prompt_cache_hit_tokens, or Moonshot's choices[0].usage with "
+        "cached_tokens",
     ),
 )  # fmt: skip
 """How the response is written: headers, events, keep-alive, the server's own timing."""

@@ -26,7 +26,7 @@ when a server starts.
 from __future__ import annotations
 
 from latdoc.lab.sim._app import create_app, in_flight, requests_received
-from latdoc.lab.sim._config import Fault, LabConfig, LatencyModel, TimingForm
+from latdoc.lab.sim._config import Fault, LabConfig, LatencyModel, TimingForm, UsageShape
 from latdoc.lab.sim._demo import DEMO_CONFIG
 from latdoc.lab.sim._events import OUTPUT_WORDS, output_text, output_token
 from latdoc.lab.sim._process import LabProcess
@@ -53,6 +53,7 @@ __all__ = [
     "LabServer",
     "LatencyModel",
     "TimingForm",
+    "UsageShape",
     "chat_prompt_token_list",
     "chat_prompt_tokens",
     "count_tokens",

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, fields
 
 from latdoc.lab.sim._latency import LatencyModel, check_at_least, check_finite, check_rate
 
-__all__ = ["Fault", "LabConfig", "LatencyModel", "TimingForm"]
+__all__ = ["Fault", "LabConfig", "LatencyModel", "TimingForm", "UsageShape"]
 
 
 class Fault(enum.StrEnum):
@@ -84,6 +84,28 @@ class TimingForm(enum.StrEnum):
     GROQ = "groq"
 
 
+class UsageShape(enum.StrEnum):
+    """How the chat and completions routes word a stream's usage
+    (``LabConfig.usage_shape``), as a provider does:
+
+    - ``openai``: a last chunk of its own (no choices) carries ``usage``, the prompt
+      tokens the prefix cache served in ``prompt_tokens_details.cached_tokens`` (only
+      with ``prefix_cache``), the reasoning tokens in
+      ``completion_tokens_details.reasoning_tokens``;
+    - ``deepseek``: as OpenAI's, the cache's part of the prompt told as
+      ``prompt_cache_hit_tokens`` and ``prompt_cache_miss_tokens`` instead, always;
+    - ``moonshot``: the usage in ``choices[0].usage`` of the chunk that finishes the
+      answer, with no chunk of its own, the cache's part as ``cached_tokens``, always.
+
+    A whole (not streamed) answer's usage is top-level in every shape, with the same
+    fields.
+    """
+
+    OPENAI = "openai"
+    DEEPSEEK = "deepseek"
+    MOONSHOT = "moonshot"
+
+
 @dataclass(frozen=True)
 class LabConfig:
     """What the simulated endpoint serves and how it behaves.
@@ -132,6 +154,8 @@ class LabConfig:
       buffer the stream).
     - ``timing_forms``: the :class:`TimingForm` s the endpoint tells its own timing in
       (``Server-Timing`` alone by default; ``()`` tells none).
+    - ``usage_shape``: the :class:`UsageShape` the chat and completions routes word
+      their usage in (OpenAI's by default).
     - ``seed``: seeds the jitter, the stall and fault draws, the background load and
       the tokens per event.
 
@@ -212,6 +236,7 @@ class LabConfig:
     keep_alive: bool = True
     extra_headers: tuple[tuple[str, str], ...] = ()
     timing_forms: tuple[TimingForm, ...] = (TimingForm.SERVER_TIMING,)
+    usage_shape: UsageShape = UsageShape.OPENAI
     seed: int | None = None
     tokens_per_event: int = 1
     tokens_per_event_max: int | None = None
@@ -247,6 +272,8 @@ class LabConfig:
         for form in self.timing_forms:
             if not isinstance(form, TimingForm):
                 raise ValueError(f"timing_forms must hold TimingForms, got {form!r}")
+        if not isinstance(self.usage_shape, UsageShape):
+            raise ValueError(f"usage_shape must be a UsageShape, got {self.usage_shape!r}")
         for header, text in self.extra_headers:
             if not header or ":" in header or any(c in header + text for c in "\r\n"):
                 raise ValueError(f"extra header {header!r}: {text!r} is not a valid header")

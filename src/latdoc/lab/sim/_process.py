@@ -21,7 +21,7 @@ from typing import Any
 from latdoc.errors import LabError
 from latdoc.lab import tls as lab_tls
 from latdoc.lab._service import Service
-from latdoc.lab.sim._config import Fault, LabConfig, LatencyModel, TimingForm
+from latdoc.lab.sim._config import Fault, LabConfig, LatencyModel, TimingForm, UsageShape
 from latdoc.lab.sim._server import DEFAULT_CONFIG, LabServer, serve_forever
 
 __all__ = ["LabProcess", "config_from_json", "config_to_json"]
@@ -54,6 +54,8 @@ def config_from_json(text: str) -> LabConfig:
         fields["fault"] = Fault(fields["fault"])
     if "timing_forms" in fields:
         fields["timing_forms"] = tuple(TimingForm(form) for form in fields["timing_forms"])
+    if "usage_shape" in fields:
+        fields["usage_shape"] = UsageShape(fields["usage_shape"])
     return LabConfig(**fields)
 
 

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 from starlette.types import Message, Scope, Send
 
 from latdoc.lab.sim._call import Call
-from latdoc.lab.sim._config import Fault, LabConfig, LatencyModel
+from latdoc.lab.sim._config import Fault, LabConfig, LatencyModel, UsageShape
 from latdoc.lab.sim._faults import STREAM_FAULTS, ResetConnection
 from latdoc.lab.sim._plan import Plan, lab_object, told_timing
 from latdoc.lab.sim._writers import ChatWriter, StreamWriter
@@ -310,6 +310,7 @@ class _Stream:
         truth = lab_object(plan) if self.flight.truth else None
         if isinstance(writer, ChatWriter):
             writer.told = told_timing(plan, lab.config.timing_forms, writer.call_id)
+            writer.usage_in_choice = lab.config.usage_shape is UsageShape.MOONSHOT
         closing = writer.closing(lab.usage(plan), truth)
         for piece in closing[:-1]:
             await self.send(_body(piece))

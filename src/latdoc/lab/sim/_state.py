@@ -21,7 +21,7 @@ from starlette.types import Receive, Scope, Send
 
 from latdoc.lab.sim._cache import PrefixCache
 from latdoc.lab.sim._call import ApiError, Call
-from latdoc.lab.sim._config import Fault, LabConfig, LatencyModel, TimingForm
+from latdoc.lab.sim._config import Fault, LabConfig, LatencyModel, TimingForm, UsageShape
 from latdoc.lab.sim._faults import (
     FAULT_HEADER,
     IMMEDIATE_FAULTS,
@@ -269,7 +269,13 @@ class LabState:
             "completion_tokens": call.total_tokens,
             "total_tokens": call.prompt_tokens + call.total_tokens,
         }
-        if self.cache is not None:
+        shape = self.config.usage_shape
+        if shape is UsageShape.DEEPSEEK:
+            usage["prompt_cache_hit_tokens"] = plan.cached_tokens
+            usage["prompt_cache_miss_tokens"] = call.prompt_tokens - plan.cached_tokens
+        elif shape is UsageShape.MOONSHOT:
+            usage["cached_tokens"] = plan.cached_tokens
+        elif self.cache is not None:
             usage["prompt_tokens_details"] = {"cached_tokens": plan.cached_tokens}
         return usage
 

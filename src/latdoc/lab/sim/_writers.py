@@ -75,6 +75,9 @@ class ChatWriter:
         self.told: dict[str, Any] = {}
         """Fields the last event carries beside ``lab``: the server's own timing as it
         words it (:func:`~latdoc.lab.sim._plan.told_timing`)."""
+        self.usage_in_choice = False
+        """The usage goes in ``choices[0].usage`` of the finishing chunk, as Moonshot's
+        does (:class:`~latdoc.lab.sim.UsageShape`), not in a chunk of its own."""
 
     def opening(self) -> bytes:
         role = self.fragments.role
@@ -135,7 +138,10 @@ class ChatWriter:
                     **usage,
                     "completion_tokens_details": {"reasoning_tokens": call.reasoning_tokens},
                 }
-            tail = b'[],"usage":%s' % json.dumps(usage, separators=(",", ":")).encode()
+            said = json.dumps(usage, separators=(",", ":")).encode()
+            if self.usage_in_choice:
+                return [self.events.body(finish[:-2] + b',"usage":%s}]' % said, lab), DONE]
+            tail = b'[],"usage":%s' % said
             return [self.events.body(finish), self.events.body(tail, lab), DONE]
         return [self.events.body(finish, lab), DONE]
 

@@ -26,6 +26,7 @@ from latdoc.lab.sim import (
     LabConfig,
     LatencyModel,
     TimingForm,
+    UsageShape,
 )
 from latdoc.lab.sim._process import config_from_json, config_to_json
 
@@ -148,3 +149,14 @@ def test_lab_serve_takes_the_forms_and_a_lab_process_keeps_them() -> None:
     )
     with pytest.raises(ValueError, match="TimingForm"):
         LabConfig(timing_forms=("vllm",))  # type: ignore[arg-type]
+
+
+def test_lab_serve_takes_a_usage_shape_and_a_lab_process_keeps_it() -> None:
+    parser = argparse.ArgumentParser(prog="latdoc")
+    add_parser(parser.add_subparsers(dest="command"), argparse.ArgumentParser)
+    config = config_from_args(parser.parse_args(["lab", "serve", "--usage-shape", "moonshot"]))
+    assert config.usage_shape is UsageShape.MOONSHOT
+    assert config_from_json(config_to_json(config)) == config
+    assert config_from_args(parser.parse_args(["lab", "serve"])).usage_shape is UsageShape.OPENAI
+    with pytest.raises(ValueError, match="UsageShape"):
+        LabConfig(usage_shape="moonshot")  # type: ignore[arg-type]

@@ -1,6 +1,9 @@
 """OpenAI chat completions as the lab serves them (``/v1/chat/completions``): the
 prompt in ``messages``, reasoning asked by ``reasoning_effort`` and streamed as
-``delta.reasoning_content``, usage when ``stream_options.include_usage`` asks for it.
+``delta.reasoning_content``, usage when ``stream_options.include_usage`` asks for it
+(worded as ``LabConfig.usage_shape`` says). Thinking is turned off as OpenAI-compatible
+providers of hybrid models turn it off: ``enable_thinking: false`` (DashScope,
+SiliconFlow) or ``thinking: {"type": "disabled"}`` (Zhipu, Ark).
 """
 
 from __future__ import annotations
@@ -41,12 +44,22 @@ def _document(call: Call, number: int, usage: dict[str, Any], cached: int) -> di
     return openai_document(call, f"chatcmpl-lab{number}", "chat.completion", choice, usage)
 
 
+def _reasoning(data: dict[str, object], medium: int) -> int:
+    """The reasoning tokens a request asks for: none where its thinking switch is off,
+    else as its ``reasoning_effort`` asks."""
+    thinking = data.get("thinking")
+    switched_off = data.get("enable_thinking") is False or (
+        isinstance(thinking, dict) and thinking.get("type") == "disabled"
+    )
+    return 0 if switched_off else effort_tokens(data.get("reasoning_effort"), medium)
+
+
 STAND_IN = StandIn(
     name="chat",
     path="/v1/chat/completions",
     messages=lambda data: data.get("messages"),
     writer=_writer,
     document=_document,
-    reasoning=lambda data, medium: effort_tokens(data.get("reasoning_effort"), medium),
+    reasoning=_reasoning,
     prompt_param="messages",
 )
