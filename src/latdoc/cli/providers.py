@@ -1,5 +1,6 @@
 """``latdoc providers``: the ``--provider`` presets, each with its dialects, base URL, key
-variables and whether each is set here (never a key itself). Sends nothing."""
+variables and whether each is set here (never a key itself), and its quirks. Sends
+nothing."""
 
 from __future__ import annotations
 
@@ -16,11 +17,13 @@ from latdoc.report import ShownProviders
 def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p = sub.add_parser(
         "providers",
-        help="the --provider presets: API, base URL, key variable, whether it is set",
+        help="the --provider presets: API, base URL, key variable, whether it is set, quirks",
         description="List the presets --provider NAME picks from: the API dialect each "
         "speaks (and the others it serves), its base URL, the environment variables its "
-        "key is read from and the header it goes in, and whether each variable is set "
-        "here. A key's value is never shown. Sends nothing.",
+        "key is read from and the header it goes in, whether each variable is set here, "
+        "and what its chat API does its own way (where its usage counts cached and "
+        "reasoning tokens, the switch that turns its thinking off). A key's value is "
+        "never shown. Sends nothing.",
     )
     add_json_argument(p, "print the presets as JSON")
 

@@ -19,7 +19,9 @@ The rooms behind this face, in the order a request passes through them:
   streamed JSON array), each event read into one ``_events.EventInfo`` (answer and
   reasoning apart).
 - ``providers``: the ``--provider`` presets (a host's dialect, base URL and key
-  variables), listed once in ``providers.PROVIDERS``.
+  variables, and its chat API's quirks), listed once in ``providers.PROVIDERS``;
+  ``_provider_spec``: what a preset is; ``_quirks``: what a provider does its own way
+  (the usage fields of cached and reasoning tokens, a thinking switch), as data.
 - ``_target``: the endpoint and connection a user's choices make (a provider, an
   API, a URL, a key, a proxy), as every sending command builds them.
 - ``_proxy``: which proxy a URL goes through (``HTTPS_PROXY``, ``NO_PROXY`` …, or
