@@ -12,6 +12,7 @@ fields by one rule (:func:`count_at`), whichever provider a stream comes from.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -93,7 +94,7 @@ class UsageFields:
 
 def _shown(path: str) -> str:
     """``choices.0.usage`` as its reader writes it: ``choices[0].usage``."""
-    return ".".join(f"[{s}]" if s.isdigit() else s for s in path.split(".")).replace(".[", "[")
+    return re.sub(r"\.(\d+)", r"[\1]", path)
 
 
 def _either(paths: tuple[str, ...]) -> str:
