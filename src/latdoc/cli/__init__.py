@@ -134,7 +134,7 @@ _COMMANDS: dict[str, tuple[str, Callable[[], _Family]]] = {
         _system,
     ),
     "providers": (
-        "the --provider presets: API, base URL, key variable, whether it is set",
+        "the --provider presets: API, base URL, key variable, whether it is set, quirks",
         _providers,
     ),
     "lab": ("the lab: endpoints with known latency", _lab),
