@@ -12,6 +12,7 @@ from latdoc.probe import dialects
 from latdoc.probe._events import EventInfo, Usage, merge_usage
 from latdoc.probe._recorder import Recorder
 from latdoc.probe._sse import SSEEvent
+from latdoc.probe._think import ThinkTags
 from latdoc.probe.dialects import DialectSpec
 from latdoc.records import Chunk
 
@@ -48,6 +49,9 @@ class StreamState:
     """The id the response's events give it (``chatcmpl-…``, ``msg_…``, ``resp_…``)."""
     _last_completion_tokens: int = 0
     _last_reasoning_tokens: int = 0
+    _think: ThinkTags | None = field(default_factory=ThinkTags, repr=False)
+    """Reads thinking written into the answer between tags (:mod:`._think`); ``None``
+    once the answer has begun, or opened no tag."""
     _foreign: Callable[[dict[str, Any], str | None], str | None] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -95,7 +99,26 @@ class StreamState:
         if info.unknown:
             self.unknown_events += 1
             return
+        if self._think is not None and info.output_chars:
+            info = self._thought(info, self._think)
         self._apply(info, event.t_ns, phase_of)
+
+    def _thought(self, info: EventInfo, think: ThinkTags) -> EventInfo:
+        """``info`` with the thinking its answer text holds told as reasoning. An event
+        that carries reasoning or a tool call beside its text is read as it comes."""
+        if info.reasoning_chars or info.tool_chars or len(info.text) != info.output_chars:
+            return info
+        thought, answer, opened = think.split(info.text)
+        if think.done:
+            self._think = None
+        if opened and self.first_tool_call is None:
+            # The events before were the opening tag's start, counted as answer.
+            if self.first_reasoning is None:
+                self.first_reasoning = self.first_answer
+            self.first_answer = None
+        if not thought:
+            return info
+        return info._replace(output_chars=answer, reasoning_chars=thought)
 
     def _apply(self, info: EventInfo, t_ns: int, rec: Recorder) -> None:
         if info.finish_reason is not None:

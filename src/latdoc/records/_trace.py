@@ -120,8 +120,9 @@ class RequestTrace:
     attempt: int = 1
     """1 for the first send of a request, 2 for a resend of the same request, …"""
     first_reasoning_ns: int | None = None
-    """The first chunk carrying reasoning: ``reasoning_content``, a thinking delta or a
-    reasoning summary delta. ``None`` when the response showed no reasoning."""
+    """The first chunk carrying reasoning: ``reasoning_content``, a thinking delta, a
+    reasoning summary delta, or thinking written into the answer between ``<think>`` tags
+    (:mod:`latdoc.probe._think`). ``None`` when the response showed no reasoning."""
     first_answer_ns: int | None = None
     """The first chunk carrying the answer: text, a tool call's arguments or a refusal."""
     reasoning_tokens: int | None = None
