@@ -80,6 +80,26 @@ def test_reasoning_is_timed_apart_from_the_answer(
     assert trace.response_id is not None
 
 
+@pytest.mark.parametrize("per_event", [1, 3])
+def test_thinking_between_think_tags_in_the_answer_is_timed_as_reasoning(
+    lab: LabFactory, per_event: int, machine_noise: MachineNoise
+) -> None:
+    """The lab writes its THINK reasoning tokens into the answer's content, ``<think>``
+    before the first and ``</think>`` after the last (MiniMax's way), one or three
+    tokens an event: the first answer token is the first after the tag, THINK token
+    times after the first thinking token, as with ``reasoning_content``."""
+    config = LabConfig(latency=SLOW_THOUGHT, reasoning_in_text=True, tokens_per_event=per_event)
+    with lab(config) as server:
+        trace = _probe(server.base_url, dialects.chat.SPEC, max_tokens=6)
+    assert trace.error is None, trace.error
+    assert trace.first_token_ns == trace.first_reasoning_ns
+    assert trace.first_reasoning_ns is not None and trace.first_answer_ns is not None
+    assert trace.reasoning_ms is not None and trace.ttfa_ms is not None
+    machine_noise.assert_near(trace.reasoning_ms, THINK * 4.0, 15.0, THINK * 4.0 - 1)
+    assert trace.reasoning_tokens == THINK
+    assert trace.output_tokens == THINK + 6 and trace.answer_tokens == 6
+
+
 def test_low_effort_thinks_less_and_disabled_thinking_none(lab: LabFactory) -> None:
     with lab(LabConfig(latency=SLOW_THOUGHT)) as server:
         low = _probe(

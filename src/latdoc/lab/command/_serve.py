@@ -108,6 +108,7 @@ def config_from_args(args: argparse.Namespace) -> LabConfig:
             tokens_per_event=args.tokens_per_event,
             tokens_per_event_max=args.tokens_per_event_max,
             keepalive_comment_ms=args.keepalive_comment_ms,
+            reasoning_in_text=args.reasoning_in_text,
             max_context_tokens=args.max_context_tokens,
             slots=args.slots,
             load_profile=tuple(args.load_profile),

@@ -154,6 +154,11 @@ _STREAM: tuple[_Option, ...] = (
         "the first token (while queued and in prefill; 0: none)",
     ),
     _option(
+        "--reasoning-in-text", action="store_true",
+        help="stream chat's and completions' reasoning as answer text between <think> "
+        "tags, as MiniMax and a vLLM without a reasoning parser do",
+    ),
+    _option(
         "--timing-form", dest="timing_forms", choices=[str(form) for form in TimingForm],
         action="append", default=None,
         help="tell the server's own timing this way: the Server-Timing header (the "

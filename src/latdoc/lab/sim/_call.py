@@ -72,6 +72,9 @@ class Call:
     answer: tuple[str, ...] | None = None
     """The answer's own tokens (each with the whitespace before it) where the prompt asks
     for a text back (:data:`~latdoc.lab.sim.REPEAT`); ``None``: the word cycle."""
+    reasoning_in_text: bool = False
+    """Chat and completions stream the reasoning as answer text between ``<think>`` and
+    ``</think>``, not as ``reasoning_content`` (``LabConfig.reasoning_in_text``)."""
 
     @property
     def total_tokens(self) -> int:

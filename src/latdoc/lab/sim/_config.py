@@ -171,6 +171,11 @@ class LabConfig:
       one a stream fault strikes at: those cut it short.
     - ``tokens_per_event_max``: when set, each event carries a seeded draw, uniform
       from ``tokens_per_event`` to this many tokens (an irregular server).
+    - ``reasoning_in_text``: chat and completions stream a reasoning model's thinking as
+      answer text, ``<think>`` before its first token and ``</think>`` and a blank line
+      after its last (as MiniMax does unless asked for ``reasoning_split``, and a vLLM
+      served without a reasoning parser), not as ``delta.reasoning_content``; its
+      timing and its usage are a reasoning stream's all the same.
     - ``keepalive_comment_ms``: a streamed server-sent-event answer gets its status
       and headers at once, before its slot, and then an SSE comment line
       ``: keep-alive`` every that many ms until its first event is written, while it
@@ -241,6 +246,7 @@ class LabConfig:
     tokens_per_event: int = 1
     tokens_per_event_max: int | None = None
     keepalive_comment_ms: float = 0.0
+    reasoning_in_text: bool = False
     max_context_tokens: int | None = None
     slots: int | None = None
     load_profile: tuple[float, ...] = ()

@@ -99,6 +99,7 @@ def parse_call(
         api.json_array is not None and api.json_array(query or {}),
         api.reasoning_shown is None or api.reasoning_shown(data),
         own,
+        config.reasoning_in_text,
     )
 
 

@@ -4,8 +4,8 @@ A :class:`StreamWriter` turns output token ``k`` (of the call's reasoning tokens
 its answer tokens) into the bytes of its event(s), so the schedule in
 :mod:`latdoc.lab.sim._serve` is the same whatever the API; each API's stand-in
 (:mod:`latdoc.lab.sim.dialects`) makes its own. :class:`ChatWriter` writes OpenAI's
-chunks for chat and completions, reasoning as ``delta.reasoning_content``, a tool
-call as ``delta.tool_calls``.
+chunks for chat and completions, reasoning as ``delta.reasoning_content`` (or as
+answer text between ``<think>`` tags), a tool call as ``delta.tool_calls``.
 
 A server that writes several tokens per event (``LabConfig.tokens_per_event``) asks
 for :meth:`StreamWriter.tokens`: chat and completions carry them in one chunk, their
@@ -87,7 +87,7 @@ class ChatWriter:
         call = self.call
         thinking = call.reasoning_tokens
         if k < thinking:
-            return self.events.body(_chat_choice({"reasoning_content": output_token(k)}))
+            return self._reasoning(k, k + 1)
         k -= thinking
         if call.tool_name is None and call.answer is not None:
             return self.events.body(self.fragments.text(call.answer[k]))
@@ -108,8 +108,7 @@ class ChatWriter:
         thinking = call.reasoning_tokens
         ks = range(first, first + count)
         if first < thinking:
-            text = "".join(output_token(k) for k in ks)
-            return self.events.body(_chat_choice({"reasoning_content": text}))
+            return self._reasoning(first, first + count)
         ks = range(first - thinking, first - thinking + count)
         if call.tool_name is None:
             text = "".join(answer_token(call, k) for k in ks)
@@ -120,6 +119,17 @@ class ChatWriter:
             tool.update(id="call_lab", type="function")
             function["name"] = call.tool_name
         return self.events.body(_chat_choice({"tool_calls": [tool]}))
+
+    def _reasoning(self, first: int, stop: int) -> bytes:
+        """The event of reasoning tokens ``first`` to ``stop``: ``reasoning_content``, or
+        answer text between ``<think>`` tags where the call writes it so."""
+        call = self.call
+        text = "".join(output_token(k) for k in range(first, stop))
+        if not call.reasoning_in_text:
+            return self.events.body(_chat_choice({"reasoning_content": text}))
+        opening = "<think>" if first == 0 else ""
+        closing = "</think>\n\n" if stop == call.reasoning_tokens else ""
+        return self.events.body(self.fragments.text(opening + text + closing))
 
     def closing(self, usage: dict[str, Any], truth: dict[str, Any] | None) -> list[bytes]:
         call = self.call

@@ -253,6 +253,11 @@ def test_serve_cli_sets_keepalive_comments() -> None:
     assert config == LabConfig(keepalive_comment_ms=40)
 
 
+def test_serve_cli_writes_reasoning_into_the_text() -> None:
+    config = config_from_args(_serve_args(["--reasoning-in-text"]))
+    assert config == LabConfig(reasoning_in_text=True)
+
+
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [
