@@ -177,6 +177,33 @@ def status_of_error_type(error_type: str) -> int | None:
     return ERROR_TYPE_STATUS.get(error_type)
 
 
+BASE_RESP_STATUS = {
+    1000: 500,
+    1001: 504,
+    1002: 429,
+    1004: 401,
+    1008: 402,
+    1024: 500,
+    1026: 400,
+    1033: 500,
+    1039: 429,
+    2013: 400,
+    2049: 401,
+}
+"""The HTTP status each of MiniMax's ``base_resp.status_code`` s stands for, an error it
+sends with HTTP 200 (its error codes page): 1000 unknown error, 1024 internal error and
+1033 a downstream one are server errors, 1001 a timeout; 1002 its rate limit and 1039
+its token-per-minute limit are 429; 1004 (not authorised) and 2049 (an invalid key)
+401; 1008, insufficient balance, 402; 1026 (input flagged as sensitive) and 2013
+(invalid parameters) refuse the request as sent. So the retry policy classes each as
+its status."""
+
+
+def status_of_base_resp(code: int) -> int | None:
+    """The HTTP status of a ``base_resp.status_code``, ``None`` for one not known."""
+    return BASE_RESP_STATUS.get(code)
+
+
 def parse_retry_after(value: str, now_wall: float) -> float | None:
     """A ``Retry-After`` header's wait in seconds: a number of seconds, or an HTTP date
     counted from the wall clock ``now_wall`` (a date past is 0); ``None`` for anything else."""

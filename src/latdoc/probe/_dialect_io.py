@@ -29,6 +29,7 @@ __all__ = [
     "Usage",
     "check_extra_body",
     "dialect_hint",
+    "error_in_body",
     "error_message",
     "merge_fields",
     "parse_event",
@@ -166,6 +167,21 @@ def dialect_hint(
         others = ", ".join(d.name for d in dialects.DIALECTS if d is not spec)
         return f"no {spec.route.path} here: is the base URL right, or is the dialect {others}?"
     return None
+
+
+def error_in_body(body: bytes, dialect: str | DialectSpec) -> EventInfo | None:
+    """The error a whole JSON body answered with HTTP 200 carries, read as the dialect
+    reads an error event (MiniMax's ``base_resp``, an ``error`` object): with the status
+    it stands for where it names one. ``None`` for a body that is no JSON object, or
+    one that carries no error."""
+    try:
+        obj = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(obj, dict):
+        return None
+    info = parse_event(obj, dialect)
+    return info if info.error is not None else None
 
 
 def error_message(body: bytes, content_type: str | None) -> str:

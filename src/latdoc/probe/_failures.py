@@ -18,9 +18,13 @@ from latdoc.errors import (
     TraceError,
     parse_retry_after,
 )
+from latdoc.probe._dialect_io import error_in_body
 from latdoc.probe._endpoint import Timeouts
 from latdoc.probe._recorder import Recorder
+from latdoc.probe.dialects import DialectSpec
 from latdoc.records import RequestTrace
+
+_ERROR_BODY_LIMIT = 64 * 1024
 
 
 def closed_before_answering(trace: RequestTrace) -> bool:
@@ -48,6 +52,36 @@ def http_error(status: int, message: str, retry_after: str | None) -> TraceError
         message += f" (Retry-After: {retry_after})"
     wait = None if not retry_after else parse_retry_after(retry_after, time.time())
     return TraceError(ErrorKind.HTTP, Phase.WAIT, f"HTTP {status}: {message}", status, wait)
+
+
+async def read_error_body(response: httpcore.Response) -> bytes:
+    """The start of a body that is not a stream (an error's), as much as arrives of it."""
+    body = bytearray()
+    try:
+        async for piece in response.aiter_stream():
+            body += piece
+            if len(body) >= _ERROR_BODY_LIMIT:
+                break
+    except (httpcore.ReadError, httpcore.RemoteProtocolError, httpcore.ReadTimeout):
+        pass
+    return bytes(body)
+
+
+def unframed(body: bytes, content_type: str, spec: DialectSpec, phase: Phase) -> TraceError:
+    """A 200 answer that is not framed as a stream: the error its JSON ``body`` carries
+    as the dialect reads an error event (MiniMax's ``base_resp``), typed by the status it
+    stands for, so a rate limit is retried as a 429 is; else an answer that is not a
+    stream."""
+    failed = error_in_body(body, spec) if body else None
+    if failed is not None:
+        message = f"HTTP 200 with an error in its body: {failed.error}"
+        return TraceError(ErrorKind.HTTP, phase, message, failed.error_status)
+    expected = " or ".join(f.described for f in spec.framings)
+    return TraceError(
+        ErrorKind.MALFORMED,
+        phase,
+        f"response is not {expected} (content-type: {content_type or 'none'})",
+    )
 
 
 def classify(

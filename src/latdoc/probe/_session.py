@@ -45,7 +45,14 @@ from latdoc.probe._endpoint import (
     make_proxy_ssl_context,
     make_ssl_context,
 )
-from latdoc.probe._failures import classify, closed_before_answering, http_error, redact
+from latdoc.probe._failures import (
+    classify,
+    closed_before_answering,
+    http_error,
+    read_error_body,
+    redact,
+    unframed,
+)
 from latdoc.probe._freeze import Exchange, TraceTarget, freeze_trace
 from latdoc.probe._h1 import LeanPool
 from latdoc.probe._poolline import PoolLine
@@ -61,8 +68,6 @@ ResendHook = Callable[[RequestTrace], bool]
 """Called with an attempt the session would send again. True: send it again; the
 attempt is the hook's to keep and is not returned. False: the attempt is returned
 as the request's result."""
-
-_ERROR_BODY_LIMIT = 64 * 1024
 
 _USER_AGENT = b"latdoc"
 
@@ -364,14 +369,8 @@ class ProbeSession:
             framings = self.endpoint.spec.framings
             framing = next((f for f in framings if f.fits(ctype)), None)
             if framing is None:
-                expected = " or ".join(f.described for f in framings)
-                raise StreamFailure(
-                    TraceError(
-                        ErrorKind.MALFORMED,
-                        rec.phase,
-                        f"response is not {expected} (content-type: {ctype or 'none'})",
-                    )
-                )
+                body = await read_error_body(response) if "json" in ctype.lower() else b""
+                raise StreamFailure(unframed(body, ctype, self.endpoint.spec, rec.phase))
             state = StreamState(rec.t0, self._count_tokens, on_event, self.endpoint.dialect)
             out.state = state
             decoder = framing.decoder()
@@ -397,16 +396,9 @@ class ProbeSession:
     async def _fail_on_status(
         self, response: httpcore.Response, rec: Recorder, out: Exchange
     ) -> None:
-        body = bytearray()
-        try:
-            async for piece in response.aiter_stream():
-                body += piece
-                if len(body) >= _ERROR_BODY_LIMIT:
-                    break
-        except (httpcore.ReadError, httpcore.RemoteProtocolError, httpcore.ReadTimeout):
-            pass
+        body = await read_error_body(response)
         status = response.status
-        message = error_message(bytes(body), out.headers.get("content-type"))
+        message = error_message(body, out.headers.get("content-type"))
         aws_type = out.headers.get("x-amzn-errortype", "").split(":", 1)[0].strip()
         if aws_type and not message.startswith(aws_type):
             message = f"{aws_type}: {message}"  # AWS names the error's type in a header

@@ -12,7 +12,9 @@ a ``delta.refusal`` or a completion's ``text``; the tool call's part is also tol
 apart, as the first tool-call output; its reasoning is ``delta.reasoning_content`` or
 ``delta.reasoning``. A role-only or empty delta carries none and never counts as a
 token. An event with a ``type`` of another dialect's (``message_start``,
-``response.created``) says the endpoint speaks that dialect.
+``response.created``) says the endpoint speaks that dialect. MiniMax's error, a
+``base_resp`` with a code other than 0 (sent with HTTP 200), is an error of the status
+its code stands for.
 
 The server's own times, where the events carry them: llama.cpp's ``timings``
 (``prompt_ms``, ``predicted_ms``); vLLM's per-request ``metrics`` (``queue_time_ms``,
@@ -27,7 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from latdoc.errors import status_of_error_type
-from latdoc.probe._events import EventInfo, Usage, int_or_none
+from latdoc.probe._events import EventInfo, Usage, base_resp_error, int_or_none
 from latdoc.probe._quirks import at_path, count_at
 from latdoc.probe.dialects._spec import (
     BY_MAX_TOKENS,
@@ -49,7 +51,7 @@ _ANSWER_KEYS = ("content", "refusal")
 _REASONING_KEYS = ("reasoning_content", "reasoning")
 
 
-_GENERAL_KEYS = frozenset(("error", "usage", "x_groq", "timings", "metrics"))
+_GENERAL_KEYS = frozenset(("error", "usage", "x_groq", "timings", "metrics", "base_resp"))
 """Fields of an event only the general reading below interprets."""
 _PLAIN_DELTA_KEYS = frozenset(("content", "role"))
 
@@ -71,6 +73,9 @@ def read_chat_event(obj: Any, event: str | None, foreign: Foreign) -> EventInfo:
         kind = error.get("code") or error.get("type")
         status = status_of_error_type(kind) if isinstance(kind, str) else None
         return EventInfo(error=str(error.get("message") or error), error_status=status)
+    failed = base_resp_error(obj.get("base_resp"))
+    if failed is not None:
+        return failed
     choices = obj.get("choices")
     if choices is None and "usage" not in obj and "x_groq" not in obj:
         other = foreign(obj, event)
