@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -10,13 +11,15 @@ import pytest
 from conftest import closed_port
 from latdoc import (
     Endpoint,
+    ProbeSession,
+    RequestTrace,
     Store,
     VerifyPlan,
 )
 from latdoc.cli import EXIT_OK, EXIT_USAGE, main
-from latdoc.client import RetryPolicy
+from latdoc.client import FailureClass, RetryPolicy
 from latdoc.features.verify import RetryVerdict, experiments, verify_retry
-from latdoc.features.verify.retry.send import RetryOptions
+from latdoc.features.verify.retry.send import RetryOptions, failure_class
 from latdoc.lab.sim import Fault, LabConfig, LabServer, LatencyModel, requests_received
 
 QUICK = LatencyModel(prefill_base_ms=5.0, prefill_ms_per_token=0.0, decode_ms_per_token=1.0)
@@ -140,3 +143,51 @@ def test_the_experiment_waits_the_retry_after_the_probe_recorded(tmp_path: Path)
     longer = LabConfig(latency=QUICK, fault=Fault("429"), fault_rate=0.5, retry_after_s=1, seed=5)
     b = _retry_run(longer, tmp_path / "long", patient).comparison.b
     assert b.attempts_mean == 1.0 and b.waited_s == 0.0 and b.succeeded < b.trials
+
+
+@pytest.mark.parametrize("fault", [Fault.BASE_RESP, Fault.BASE_RESP_EVENT])
+@pytest.mark.parametrize(
+    ("code", "status", "failure", "retried"),
+    [
+        (1002, 429, FailureClass.RATE_LIMIT, True),
+        (1000, 500, FailureClass.SERVER, True),
+        (1004, 401, FailureClass.CLIENT, False),
+        (1008, 402, FailureClass.CLIENT, False),
+    ],
+)
+def test_an_error_sent_with_http_200_is_classed_by_its_base_resp_code(
+    fault: Fault, code: int, status: int, failure: FailureClass, retried: bool
+) -> None:
+    """MiniMax's errors come with HTTP 200, as the whole body or as the stream's one
+    event: each fails as the status its code stands for, and the policy retries a rate
+    limit and a server error, never a refused key or an empty balance."""
+
+    async def probe(base_url: str) -> RequestTrace:
+        async with ProbeSession(Endpoint(base_url, "lab-sim")) as session:
+            return await session.request("hi", 4, headers={"x-lab-fault": str(fault)})
+
+    with LabServer(LabConfig(latency=QUICK, base_resp_code=code)) as lab:
+        trace = asyncio.run(probe(lab.base_url))
+    assert trace.status == 200 and trace.error is not None
+    assert trace.error.code == f"http:{status}", trace.error
+    assert f"base_resp {code}" in trace.error.message
+    assert failure_class(trace) is failure
+    decision = fast_policy().decide(1, failure, elapsed_s=0.0, status=trace.status)
+    assert decision.retry is retried
+
+
+def test_retries_answer_what_a_base_resp_rate_limit_loses(tmp_path: Path) -> None:
+    config = LabConfig(latency=QUICK, fault=Fault.BASE_RESP, fault_rate=0.3, seed=4)
+    verdict = run(config, tmp_path, trials=20)
+    a, b = verdict.comparison.a, verdict.comparison.b
+    assert a.success_rate < 1.0 and b.attempts_mean > 1.0
+    assert b.success_rate > a.success_rate
+
+
+def test_a_base_resp_refusing_the_key_stops_the_experiment_at_its_first_request(
+    tmp_path: Path,
+) -> None:
+    config = LabConfig(latency=QUICK, fault=Fault.BASE_RESP, base_resp_code=1004)
+    verdict = run(config, tmp_path, trials=10)
+    assert verdict.verdict == "not_applicable"
+    assert verdict.reason is not None and "http:401" in verdict.reason

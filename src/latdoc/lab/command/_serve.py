@@ -124,6 +124,7 @@ def config_from_args(args: argparse.Namespace) -> LabConfig:
             fault_rate=args.fault_rate,
             fault_after_tokens=args.fault_after_tokens,
             retry_after_s=args.retry_after_s,
+            base_resp_code=args.base_resp_code,
             drip_interval_ms=args.drip_interval_ms,
             hang_s=args.hang_s,
         )

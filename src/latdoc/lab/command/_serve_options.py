@@ -260,6 +260,11 @@ _FAULTS: tuple[_Option, ...] = (
         help="tokens sent before reset, truncate or malformed strike",
     ),
     _option("--retry-after-s", type=_whole, default=CONFIG.retry_after_s),
+    _option(
+        "--base-resp-code", type=_whole, default=CONFIG.base_resp_code, metavar="CODE",
+        help="base_resp.status_code of a base-resp fault (1002 rate limit, 1004 key "
+        "refused, 1008 balance, 1000 unknown error)",
+    ),
     _option("--drip-interval-ms", type=_finite, default=CONFIG.drip_interval_ms),
     _option(
         "--hang-s", type=_finite, default=CONFIG.hang_s,

@@ -49,7 +49,10 @@ class Fault(enum.StrEnum):
     - ``drip``: the body is sent one byte at a time, ``drip_interval_ms`` apart;
     - ``overloaded``: after ``fault_after_tokens`` output tokens the stream carries an
       error event of type ``overloaded_error`` (Anthropic's, or its likeness in the
-      other dialects) and ends.
+      other dialects) and ends;
+    - ``base-resp``: status 200 and MiniMax's error as the whole JSON body,
+      ``{"base_resp": {"status_code": …, "status_msg": …}}`` with ``base_resp_code``;
+    - ``base-resp-event``: status 200 and an event stream whose one event is that error.
     """
 
     RATE_LIMIT = "429"
@@ -62,6 +65,8 @@ class Fault(enum.StrEnum):
     MALFORMED = "malformed"
     DRIP = "drip"
     OVERLOADED = "overloaded"
+    BASE_RESP = "base-resp"
+    BASE_RESP_EVENT = "base-resp-event"
 
 
 class TimingForm(enum.StrEnum):
@@ -223,6 +228,8 @@ class LabConfig:
     - ``fault_after_tokens``: output tokens sent before ``reset``, ``truncate`` and
       ``malformed`` strike.
     - ``retry_after_s``: the ``Retry-After`` of a ``429``.
+    - ``base_resp_code``: the ``status_code`` of a ``base-resp`` fault (1002, MiniMax's
+      rate limit; 1004 its refused key, 1008 an empty balance, 1000 its unknown error).
     - ``drip_interval_ms``: the pause between bytes of a ``drip``.
     - ``hang_s``: how long a ``hang`` holds the connection before giving up (504).
     """
@@ -263,6 +270,7 @@ class LabConfig:
     fault_rate: float = 1.0
     fault_after_tokens: int = 3
     retry_after_s: int = 1
+    base_resp_code: int = 1002
     drip_interval_ms: float = 2.0
     hang_s: float = 300.0
 
@@ -292,6 +300,7 @@ class LabConfig:
             ("stall_after_token", 1),
             ("fault_after_tokens", 0),
             ("retry_after_s", 0),
+            ("base_resp_code", 1),
             ("tokens_per_event", 1),
         ):
             check_at_least(self, name, minimum)

@@ -50,7 +50,16 @@ __all__ = [
 
 FAULT_HEADER = b"x-lab-fault"
 
-IMMEDIATE_FAULTS = frozenset({Fault.RATE_LIMIT, Fault.SERVER_ERROR, Fault.UNAVAILABLE, Fault.HTML})
+IMMEDIATE_FAULTS = frozenset(
+    {
+        Fault.RATE_LIMIT,
+        Fault.SERVER_ERROR,
+        Fault.UNAVAILABLE,
+        Fault.HTML,
+        Fault.BASE_RESP,
+        Fault.BASE_RESP_EVENT,
+    }
+)
 """Faults answered at once, before the request takes a slot."""
 
 STREAM_FAULTS = frozenset({Fault.RESET, Fault.TRUNCATE, Fault.MALFORMED, Fault.OVERLOADED})
@@ -101,6 +110,22 @@ def _error_json(message: str, type_: str, code: str | None) -> bytes:
     return json.dumps({"error": error}).encode()
 
 
+_BASE_RESP_MESSAGES = {
+    1000: "unknown error",
+    1002: "rate limit exceeded(RPM)",
+    1004: "login fail: Please carry the API secret key in the 'Authorization' field",
+    1008: "insufficient balance",
+}
+
+
+def _base_resp_json(config: LabConfig) -> bytes:
+    """MiniMax's answer to a request it refuses, with HTTP 200: no choices, and the
+    error's code and message in ``base_resp``."""
+    code = config.base_resp_code
+    base_resp = {"status_code": code, "status_msg": _BASE_RESP_MESSAGES.get(code, "error")}
+    return json.dumps({"id": "", "choices": None, "base_resp": base_resp}).encode()
+
+
 def fault_response(fault: Fault, config: LabConfig) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
     """Status, headers and body of a fault answered at once (``IMMEDIATE_FAULTS``)."""
     content_type = b"application/json"
@@ -130,6 +155,10 @@ def fault_response(fault: Fault, config: LabConfig) -> tuple[int, list[tuple[byt
         body = _error_json("The server is overloaded or not ready yet.", "server_error", None)
     elif fault is Fault.HTML:
         status, body, content_type = 502, _HTML_502, b"text/html"
+    elif fault in (Fault.BASE_RESP, Fault.BASE_RESP_EVENT):
+        status, body = 200, _base_resp_json(config)
+        if fault is Fault.BASE_RESP_EVENT:
+            body, content_type = b"data: %s\n\n" % body, b"text/event-stream"
     else:
         raise ValueError(f"{fault} is not answered at once")
     headers += [(b"content-type", content_type), (b"content-length", b"%d" % len(body))]

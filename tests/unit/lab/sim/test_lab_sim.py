@@ -253,6 +253,11 @@ def test_serve_cli_sets_keepalive_comments() -> None:
     assert config == LabConfig(keepalive_comment_ms=40)
 
 
+def test_serve_cli_sets_the_base_resp_code() -> None:
+    config = config_from_args(_serve_args(["--fault", "base-resp", "--base-resp-code", "1004"]))
+    assert config == LabConfig(fault=Fault.BASE_RESP, base_resp_code=1004)
+
+
 def test_serve_cli_writes_reasoning_into_the_text() -> None:
     config = config_from_args(_serve_args(["--reasoning-in-text"]))
     assert config == LabConfig(reasoning_in_text=True)
