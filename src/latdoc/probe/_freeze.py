@@ -13,8 +13,10 @@ from typing import Any
 from latdoc.errors import TraceError
 from latdoc.probe._backend import TimedStream
 from latdoc.probe._failures import redact
+from latdoc.probe._framing import EventDecoder
 from latdoc.probe._recorder import Recorder, now_ns
 from latdoc.probe._servertiming import parse_server_timing
+from latdoc.probe._sse import SSEDecoder
 from latdoc.probe._stream_state import StreamState
 from latdoc.records import Chunk, ConnectAttempt, RequestTrace, TcpInfo
 
@@ -47,6 +49,8 @@ class Exchange:
     stream: TimedStream | None = None
     headers: dict[str, str] = field(default_factory=dict)
     state: StreamState | None = None
+    decoder: EventDecoder | None = None
+    """What read the body's events, once a stream was found."""
     done: int | None = None
     tcp_info: TcpInfo | None = None
 
@@ -140,7 +144,25 @@ def freeze_trace(
         proxy=target.proxy,
         proxy_connect_done_ns=rel(tunnel_done),
         **_from_events(state, t0),
+        **_keepalive(ex.decoder, t0),
     )
+
+
+def _keepalive(decoder: EventDecoder | None, t0: int) -> dict[str, Any]:
+    """How many ``: keep-alive`` comments came before the first event, and when the
+    first and the last arrived (from ``t0``); none of it for a body not read as
+    server-sent events."""
+    if not isinstance(decoder, SSEDecoder):
+        return {}
+    seen = decoder.keepalive
+    if seen is None:
+        return {"keepalive_comments": 0}
+    count, first, last = seen
+    return {
+        "keepalive_comments": count,
+        "first_keepalive_ns": first - t0,
+        "last_keepalive_ns": last - t0,
+    }
 
 
 _NO_EVENTS: dict[str, Any] = {

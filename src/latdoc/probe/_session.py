@@ -373,7 +373,7 @@ class ProbeSession:
                 raise StreamFailure(unframed(body, ctype, self.endpoint.spec, rec.phase))
             state = StreamState(rec.t0, self._count_tokens, on_event, self.endpoint.dialect)
             out.state = state
-            decoder = framing.decoder()
+            decoder = out.decoder = framing.decoder()
             stream = out.stream
             async for raw in response.aiter_stream():
                 t_read = stream.data_arrival(rec.stream_id) if stream is not None else None

@@ -27,7 +27,9 @@ How a read becomes events:
    dropped), or ``name`` alone with an empty value. ``data`` lines accumulate
    (joined with ``"\\n"``), ``event`` and ``id`` set this event's type and id
    (an ``id`` containing NUL is ignored), ``retry`` and unknown names are
-   ignored, and lines starting with ``:`` are comments, only counted.
+   ignored, and lines starting with ``:`` are comments, only counted; a
+   ``: keep-alive`` comment before the first event is stamped as well
+   (:attr:`SSEDecoder.keepalive`).
 4. A blank line dispatches the event if at least one ``data`` line was seen,
    and then resets the data, event and id buffers either way.
 
@@ -59,6 +61,7 @@ from latdoc.errors import SSEError
 __all__ = ["SSEDecoder", "SSEEvent"]
 
 _BOM = "\ufeff"
+_KEEPALIVE = "keep-alive"
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,9 +90,11 @@ class SSEDecoder:
         "_comments",
         "_data",
         "_decoder",
+        "_dispatched",
         "_event",
         "_failure",
         "_id",
+        "_keepalive",
         "_offset",
         "_partial",
         "_skip_lf",
@@ -105,6 +110,8 @@ class SSEDecoder:
         self._event: str | None = None
         self._id: str | None = None
         self._comments = 0
+        self._dispatched = False
+        self._keepalive: tuple[int, int, int] | None = None
         self._failure: str | None = None
         self._closed = False
 
@@ -112,6 +119,14 @@ class SSEDecoder:
     def comments(self) -> int:
         """Comment lines (starting with ``:``) seen so far, e.g. keep-alive pings."""
         return self._comments
+
+    @property
+    def keepalive(self) -> tuple[int, int, int] | None:
+        """The ``: keep-alive`` comments before the first event: how many, and the
+        ``t_ns`` of the first and the last; ``None`` without one. DeepSeek writes them
+        while a request waits to be scheduled; other comments (a gateway's
+        ``: PROCESSING``, a ping) are only counted."""
+        return self._keepalive
 
     def feed(self, data: bytes, t_ns: int) -> list[SSEEvent]:
         """Decode the next read of the body; return the events it completed.
@@ -201,12 +216,18 @@ class SSEDecoder:
                 if self._data:
                     out.append(SSEEvent("\n".join(self._data), self._event, self._id, t_ns))
                     self._data = []
+                    self._dispatched = True
                 self._event = None
                 self._id = None
                 continue
             colon = line.find(":")
             if colon == 0:
                 self._comments += 1
+                if not self._dispatched and line[1:].strip().lower() == _KEEPALIVE:
+                    seen = self._keepalive
+                    self._keepalive = (
+                        (1, t_ns, t_ns) if seen is None else (seen[0] + 1, seen[1], t_ns)
+                    )
                 continue
             if colon < 0:
                 name = line

@@ -49,6 +49,9 @@ first_tool_call
             first chunk carrying a tool call (its name or arguments), from t0
 reasoning   thinking before the answer: first answer (else the end) minus first
             reasoning
+keepalive_wait
+            the first response byte to the last ``: keep-alive`` comment before the
+            stream's first event: the wait in the server's queue, as it tells it
 tpot        (done - first_token) / (output_tokens - 1)
 itl         gaps between consecutive content chunks
 total       end of the response, from t0 (curl's ``time_total``)
@@ -180,6 +183,13 @@ class RequestTrace:
     ``None`` without a new TLS handshake."""
     tls_session_offered: bool = False
     """Whether the client offered an earlier session to resume."""
+    keepalive_comments: int | None = None
+    """``: keep-alive`` comment lines before the stream's first event: DeepSeek writes
+    them while a request waits to be scheduled. ``None`` when no event stream was read."""
+    first_keepalive_ns: int | None = None
+    """The first of them to arrive; ``None`` without one."""
+    last_keepalive_ns: int | None = None
+    """The last of them to arrive before the first event; ``None`` without one."""
 
     # -- derived metrics, in milliseconds -------------------------------------
 
@@ -306,6 +316,20 @@ class RequestTrace:
         if end is None or end < start:
             return None
         return (end - start) / _NS_PER_MS
+
+    @property
+    def keepalive_wait_ms(self) -> float | None:
+        """How long the server kept the request waiting, by its ``: keep-alive`` comments:
+        from the first response byte to the last of them before the stream's first
+        event. A server that writes them while a request waits to be scheduled
+        (DeepSeek) held it in its queue at least this long, at most one comment's
+        interval more, and the prefill came after. 0 for a stream without one; ``None``
+        when no event stream was read."""
+        if self.keepalive_comments is None:
+            return None
+        if self.last_keepalive_ns is None or self.first_byte_ns is None:
+            return 0.0
+        return max(0, self.last_keepalive_ns - self.first_byte_ns) / _NS_PER_MS
 
     @property
     def answer_tokens(self) -> int | None:

@@ -14,7 +14,9 @@ the request went through (credentials masked; ``null``: direct); ``ttfb_ms``,
 ``response.created`` included), ``ttft_ms``, ``ttfr_ms`` (first reasoning), ``ttfa_ms``
 (first answer token), ``first_tool_call_ms`` (first tool-call output), ``total_ms`` and
 each chunk's ``t_ms`` count from the start of the request, as curl's ``time_starttransfer`` and
-``time_total`` do.
+``time_total`` do. ``keepalive_comments`` counts the ``: keep-alive`` comments before the
+stream's first event, and ``keepalive_wait_ms`` runs from the first byte to the last of
+them: the wait in the server's queue, as DeepSeek tells it.
 """
 
 from __future__ import annotations
@@ -75,6 +77,8 @@ def trace_to_dict(trace: RequestTrace) -> dict[str, Any]:
         "connect_attempts": [_connect_attempt(a) for a in trace.connect_attempts],
         "tls_resumed": trace.tls_resumed,
         "tls_session_offered": trace.tls_session_offered,
+        "keepalive_comments": trace.keepalive_comments,
+        "keepalive_wait_ms": _r(trace.keepalive_wait_ms),
     }
 
 

@@ -27,9 +27,10 @@ RECORD_VERSION = 3
 response ids, and the attempt number; 3 the wait an error's ``Retry-After`` asked for and
 the headers that name proxies on the way. Later additions to version 2 (reasoning, the
 pool's grant, the first write, the arrival clock, the first event, the first tool
-call, the prompt's characters and its estimated tokens, the proxy and its tunnel's end) are
-read as ``None`` where a record lacks them; so are later additions to version 3 (the
-connection attempts, read as none, TLS resumption, and TCP_INFO's loss counters)."""
+call, the prompt's characters and its estimated tokens, the proxy and its tunnel's end,
+the keep-alive comments before the first event) are read as ``None`` where a record
+lacks them; so are later additions to version 3 (the connection attempts, read as none,
+TLS resumption, and TCP_INFO's loss counters)."""
 SAMPLE_RECORD_VERSION = 3
 """Version of sample records: 2 added the client's event-loop lag, 3 the load worker."""
 """Version written by :func:`trace_to_record` and :func:`sample_to_record`."""
@@ -67,6 +68,9 @@ _ADDED_V2 = (
     "prompt_chars",
     "prompt_tokens_estimated",
     "proxy_connect_done_ns",
+    "keepalive_comments",
+    "first_keepalive_ns",
+    "last_keepalive_ns",
 )
 """Optional integers added to version 2 records later: absent from older ones, read as None."""
 _TCP_INTS = ("rtt_us", "rttvar_us", "retransmits", "snd_cwnd")

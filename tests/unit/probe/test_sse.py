@@ -126,6 +126,18 @@ def test_comments_are_counted_not_dispatched() -> None:
     assert decoder.comments == 3
 
 
+def test_keep_alive_comments_before_the_first_event_are_stamped() -> None:
+    """DeepSeek's ``: keep-alive`` while a request waits: how many came before the first
+    event and when the first and last arrived; other comments, and any after the first
+    event, are only counted."""
+    reads = [b": keep-alive\n\n", b": PROCESSING\n\n", b":keep-alive\n", b"\n: KEEP-ALIVE\n"]
+    _, decoder = run([*reads, b"data: x\n\n: keep-alive\n\n"])
+    assert decoder.keepalive == (3, 0, 3)
+    assert decoder.comments == 5
+    _, decoder = run([b"data: x\n\n", b": keep-alive\n\n"])
+    assert decoder.keepalive is None and decoder.comments == 1
+
+
 def test_multi_line_data_and_empty_data_lines() -> None:
     events, _ = run([b"data: first\ndata:\ndata\ndata:  indented\n\n"])
     assert triples(events) == [("first\n\n\n indented", None, None)]

@@ -67,6 +67,7 @@ TRACE_KEYS = {
     "first_event_ms", "first_tool_call_ms", "prompt_chars", "prompt_tokens_estimated",
     "proxy", "proxy_connect_ms",
     "connect_attempts", "tls_resumed", "tls_session_offered",
+    "keepalive_comments", "keepalive_wait_ms",
 }  # fmt: skip
 TCP_INFO_KEYS = {
     "rtt_us", "rtt_ms", "rttvar_us", "rttvar_ms", "min_rtt_us", "min_rtt_ms", "retransmits",

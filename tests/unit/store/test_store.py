@@ -138,6 +138,9 @@ def traces(
         arrival_clock=st.none() | st.sampled_from(["kernel", "loop"]),
         prompt_chars=opt_int,
         prompt_tokens_estimated=opt_int,
+        keepalive_comments=opt_int,
+        first_keepalive_ns=opt_int,
+        last_keepalive_ns=opt_int,
     )
 
 
