@@ -1,7 +1,7 @@
 """Quirks of real endpoints, played by the lab and read by the real probe and diagnosis.
 
 Several tokens per streamed event (fixed or an irregular seeded draw), SSE keep-alive
-comments while a request waits for its slot and its prefill, decode that slows with
+comments while a request waits for its slot, decode that slows with
 the streams in flight (continuous batching), and a rare error rate: each must reach
 the client as the knob says, and a healthy endpoint with a healthy quirk must still
 be named healthy. The lab runs in a :class:`LabProcess`, so client and server do not
@@ -172,10 +172,11 @@ def test_keepalive_comments_while_queued_then_the_first_token_when_the_slot_free
     machine_noise: MachineNoise,
 ) -> None:
     """One slot, held 30 + 49·5 = 275 ms by a first request; a second sent once the first
-    streams gets its headers at once and a ``: keep-alive`` comment every 20 ms until its
-    first token, which comes its 30 ms prefill after the first request's last token. The
-    probe's first byte is then the headers: the queue shows between first byte and
-    first token."""
+    streams gets its headers at once and a ``: keep-alive`` comment every 20 ms while it
+    waits for the slot, none in its 30 ms prefill: its first token comes that prefill
+    after the first request's last token. The probe's first byte is then the headers:
+    the queue shows between first byte and first token, and the probe's keep-alive wait
+    (first byte to the last comment) is the queue, within a comment's interval."""
     every_ms = 20.0
     latency = LatencyModel(prefill_base_ms=30.0, prefill_ms_per_token=0.0, decode_ms_per_token=5.0)
     config = LabConfig(latency=latency, slots=1, keepalive_comment_ms=every_ms)
@@ -235,8 +236,9 @@ def test_keepalive_comments_while_queued_then_the_first_token_when_the_slot_free
     assert headers_ms < machine_noise.bound_ms(15.0, 60.0)
     intervals = [b - a for a, b in zip([headers_ms, *comments], comments, strict=False)]
     machine_noise.assert_effect(statistics.median(intervals), every_ms, 0.2)
-    assert abs(len(comments) - waited / every_ms) <= 2
-    assert all(at <= first_data_ms for at in comments)
+    assert abs(len(comments) - (waited - 30.0) / every_ms) <= 2
+    # The last comment while queued, none in the prefill after the slot frees.
+    machine_noise.assert_near(first_data_ms - comments[-1], 30.0 + every_ms / 2, every_ms, 20.0)
 
     assert probed.error is None, probed.error
     assert probed.first_byte_ns is not None and probed.first_token_ns is not None
@@ -245,6 +247,9 @@ def test_keepalive_comments_while_queued_then_the_first_token_when_the_slot_free
     queued_ms = (probed.first_token_ns - probed.first_byte_ns) / 1e6
     assert wait_ms < machine_noise.bound_ms(15.0, 60.0)
     assert queued_ms > 180.0
+    assert probed.keepalive_comments is not None and probed.keepalive_comments >= 8
+    assert probed.keepalive_wait_ms is not None
+    machine_noise.assert_near(probed.keepalive_wait_ms, queued_ms - 30.0 - every_ms / 2, 15.0, 25.0)
     # The first token comes the prefill after the slot frees (the first request's last
     # token, read by the same client on its own clock).
     freed_ms = (

@@ -150,8 +150,8 @@ _STREAM: tuple[_Option, ...] = (
     _option(
         "--keepalive-comment-ms", type=_finite, default=CONFIG.keepalive_comment_ms,
         metavar="MS",
-        help="send headers at once, then an SSE ': keep-alive' comment every MS ms until "
-        "the first token (while queued and in prefill; 0: none)",
+        help="send headers at once, then an SSE ': keep-alive' comment every MS ms while "
+        "the request waits for a slot (0: none)",
     ),
     _option(
         "--reasoning-in-text", action="store_true",

@@ -183,10 +183,10 @@ class LabConfig:
       timing and its usage are a reasoning stream's all the same.
     - ``keepalive_comment_ms``: a streamed server-sent-event answer gets its status
       and headers at once, before its slot, and then an SSE comment line
-      ``: keep-alive`` every that many ms until its first event is written, while it
-      waits for a slot, its reservation and its prefill (as DeepSeek's API does while
-      a request waits to be scheduled). The client's first byte then comes at once
-      and the wait shows only between the first byte and the first token. The
+      ``: keep-alive`` every that many ms while it waits for a slot (as DeepSeek's API
+      does while a request waits to be scheduled); none once it has one, through its
+      reservation and prefill. The client's first byte then comes at once and the
+      wait shows only between the first byte and the first token. The
       ``Server-Timing`` header, sent before the wait, then tells the time per token
       only (the queue and prefill are in the ``lab`` truth object), and there is no
       ``x-lab-start-ns``. ``0`` (the default): none, and headers as set above. Needs

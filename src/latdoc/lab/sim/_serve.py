@@ -10,10 +10,11 @@ Its slot is released once the last token is out. The ``reset``, ``truncate`` and
 ``malformed`` faults strike when token ``fault_after_tokens`` is due.
 
 With ``keepalive_comment_ms``, a server-sent-event answer's headers go at once and
-a ``: keep-alive`` comment every that many ms until its first event: while it waits
-for its slot (:func:`_admit_with_comments`) and through its reservation and prefill.
-The API's opening events (chat's role chunk, Anthropic's ``message_start``) then go
-with the first event, as they would with ``headers_after_prefill``.
+a ``: keep-alive`` comment every that many ms while it waits for its slot
+(:func:`_admit_with_comments`), as DeepSeek writes them while a request waits to be
+scheduled; none once it has its slot, through its reservation and prefill. The API's
+opening events (chat's role chunk, Anthropic's ``message_start``) then go with the
+first event, as they would with ``headers_after_prefill``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import math
 import time
 from typing import Any, Protocol
 
@@ -145,9 +145,8 @@ def _event_cuts(plan: Plan, strike_at: int | None) -> frozenset[int]:
     return frozenset(k for k in cuts if k is not None and 0 < k < plan.call.total_tokens)
 
 
-async def _admit_with_comments(lab: Lab, plan: Plan, send: Send, every_s: float) -> float:
-    """Wait for the request's slot, writing a keep-alive comment every ``every_s``;
-    return when the next one is due."""
+async def _admit_with_comments(lab: Lab, plan: Plan, send: Send, every_s: float) -> None:
+    """Wait for the request's slot, writing a keep-alive comment every ``every_s``."""
     loop = asyncio.get_running_loop()
     admission = asyncio.ensure_future(lab.admit(plan))
     next_at = loop.time() + every_s
@@ -156,7 +155,7 @@ async def _admit_with_comments(lab: Lab, plan: Plan, send: Send, every_s: float)
             done, _ = await asyncio.wait({admission}, timeout=max(0.0, next_at - loop.time()))
             if done:
                 admission.result()
-                return next_at
+                return
             await send(_body(KEEPALIVE_COMMENT))
             next_at = max(next_at + every_s, loop.time())
     finally:
@@ -178,8 +177,8 @@ async def serve_stream(lab: Lab, plan: Plan, flight: Flight, send: Send) -> None
 
 class _Stream:
     """One streamed answer as it is written: the headers (before the slot where
-    keep-alive comments are due while waiting, else after it or after the prefill), the
-    API's opening events, the tokens at their pace, and the closing events."""
+    keep-alive comments are due while it waits for one, else after it or after the
+    prefill), the API's opening events, the tokens at their pace, and the closing events."""
 
     def __init__(self, lab: Lab, plan: Plan, flight: Flight, send: Send) -> None:
         self.lab, self.plan, self.flight, self.send = lab, plan, flight, send
@@ -187,7 +186,6 @@ class _Stream:
         self.content_type = plan.api.media_type or _STREAM_TYPE[plan.call.json_array]
         self.every_s = lab.config.keepalive_comment_ms / 1000 if self.content_type == _SSE else 0.0
         self.head: Message = {"type": "http.response.start", "status": 200}
-        self.comment_at = math.inf
         self.begun = False
         self.writer: StreamWriter | None = None
 
@@ -199,7 +197,7 @@ class _Stream:
             self.head["headers"] = lab.headers(plan, None, self.content_type)
             self.flight.started = True
             await self.send(self.head)
-            self.comment_at = await _admit_with_comments(lab, plan, self.send, self.every_s)
+            await _admit_with_comments(lab, plan, self.send, self.every_s)
         else:
             await lab.admit(plan)
         start_ns = time.perf_counter_ns()
@@ -224,15 +222,8 @@ class _Stream:
             await self.send(_body(opening))
 
     async def wait_until(self, target: float) -> None:
-        """Sleep until ``target``, with a keep-alive comment whenever one is due."""
-        loop = self.loop
-        while self.comment_at < target:
-            delay = self.comment_at - loop.time()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            await self.send(_body(KEEPALIVE_COMMENT))
-            self.comment_at = max(self.comment_at + self.every_s, loop.time())
-        delay = target - loop.time()
+        """Sleep until ``target``."""
+        delay = target - self.loop.time()
         if delay > 0:
             await asyncio.sleep(delay)
 
@@ -294,7 +285,6 @@ class _Stream:
                 await self.begin()
             piece = writer.tokens(opened, k - opened + 1)
             if piece:  # a token the API does not show (hidden reasoning) is no write
-                self.comment_at = math.inf
                 await send(_body(piece))
                 if writes is not None:
                     writes.append(time.perf_counter_ns())
