@@ -392,12 +392,19 @@ def test_keepalive_comments_with_enough_slots_are_healthy() -> None:
     assert d.verdict.primary is Kind.HEALTHY, d.findings
 
 
-def test_keepalive_comments_do_not_hide_a_queue() -> None:
+def test_keepalive_comments_do_not_hide_a_queue(machine_noise: MachineNoise) -> None:
     """Two slots for the load step's four requests at once: they queue, comments or not,
-    and the queue is read between first byte and first token."""
+    and the queue is read between first byte and first token. The finding cites the
+    wait the comments told: two of the four waited a whole answer for a slot, about the
+    rise of their first tokens, and none sent alone waited."""
     config = LabConfig(latency=HEALTHY, seed=1, slots=2, keepalive_comment_ms=10.0)
     d = _diagnose(config, max_seconds=8.0)
     assert d.verdict.primary is Kind.QUEUEING, d.findings
+    (finding,) = [f for f in d.findings if f.kind is Kind.QUEUEING]
+    assert "by the server's ': keep-alive' comments, a request among 4 waited" in finding.rule
+    assert finding.evidence["keepalive_alone_ms"] == 0.0
+    told = finding.evidence["keepalive_concurrent_ms"]
+    machine_noise.assert_near(told, finding.share_ms, 20.0, 0.5 * finding.share_ms)
 
 
 def test_slow_decode_writing_eight_tokens_per_event_is_decode() -> None:

@@ -7,7 +7,8 @@ connections minus that of reused ones, of one prompt length and at least
 connection pays) with 95% intervals from order statistics (from ``MIN_INTERVAL_N``
 values a side). The load step: dispersion of same-length
 TTFTs and the rise under concurrency, on server-side TTFT (from the request reaching the
-wire: without the client's pool wait, its own delay and the connection's setup). The
+wire: without the client's pool wait, its own delay and the connection's setup), and the
+wait in the server's queue its ``: keep-alive`` comments tell, alone and together. The
 length step: the fitted curve. And across all steps: stalls, failures, Retry-After, the client's
 event-loop lag and its own delay before requests left, and what the path resent
 (:mod:`.loss`): a stall on a connection that saw loss during the request is the path's,
@@ -34,6 +35,7 @@ from latdoc.analysis.pace import stream_tpot_ms as stream_tpot_ms
 from latdoc.analysis.pace import streamed_tokens as streamed_tokens
 from latdoc.analysis.pace import token_tpot_ms as token_tpot_ms
 from latdoc.analysis.policy import MIN_KEEPALIVE_N
+from latdoc.analysis.queue_comments import keepalive_facts
 from latdoc.analysis.servertime import server_account
 from latdoc.analysis.signals import dispersion, find_stalls
 from latdoc.analysis.stats import difference_ci, median_interval, median_of
@@ -79,6 +81,9 @@ class Facts:
     concurrent: list[RequestTrace] = field(default_factory=list)
     """The load step's successful requests sent together at the run's concurrency (the
     user's): what their streams do when they decode side by side."""
+    keepalive: dict[str, float | None] = field(default_factory=dict)
+    """The server's queue as its ``: keep-alive`` comments tell it
+    (:func:`~.queue_comments.keepalive_facts`); empty when no request carried one."""
 
 
 def _network_facts(
@@ -335,6 +340,7 @@ def gather_facts(
         concurrent=[
             s.trace for s in steps if s.step == Step.LOAD and s.concurrency > 1 and s.trace.ok
         ],
+        keepalive=keepalive_facts(steps, alone_at_one_length(steps), lost),
     )
 
 

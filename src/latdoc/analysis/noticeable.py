@@ -156,4 +156,18 @@ def request_parts(samples: Sequence[Sample]) -> RequestParts | None:
             thinking,
             prefill - server_prefill,
         )
+    queued = _kept_waiting(cold)
+    if queued:
+        queued = min(queued, prefill)
+        return RequestParts(
+            setup or 0.0, send or 0.0, prefill - queued, decode, len(cold), thinking, queued
+        )
     return RequestParts(setup or 0.0, send or 0.0, prefill, decode, len(cold), thinking)
+
+
+def _kept_waiting(cold: Sequence[RequestTrace]) -> float | None:
+    """The median wait in the server's queue its ``: keep-alive`` comments told of the
+    cold requests (0 for one without them); None when none carried one."""
+    if not any(t.keepalive_comments for t in cold):
+        return None
+    return median_of(t.keepalive_wait_ms for t in cold)

@@ -272,7 +272,9 @@ class RequestParts:
 
     Where the server tells its own prefill (:mod:`latdoc.analysis.servertime`), prefill is the
     server's and ``server_wait_ms`` the rest of that wait: the server's queue, its
-    overhead and the round trip."""
+    overhead and the round trip. Where it keeps a waiting request's stream open with
+    ``: keep-alive`` comments instead (:mod:`latdoc.analysis.queue_comments`),
+    ``server_wait_ms`` is the wait they tell, its queue, and prefill the rest."""
 
     setup_ms: float
     send_ms: float

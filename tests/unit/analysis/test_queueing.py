@@ -1,14 +1,23 @@
 """The queueing rule reads the swing of identical requests' first tokens, except where
-the path loses packets: a loss no counter saw swings them as a queue would."""
+the path loses packets: a loss no counter saw swings them as a queue would. The wait a
+server's ``: keep-alive`` comments tell is its queue: cited beside the client's
+finding, and a finding of its own from the server's bar."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from latdoc import Kind
-from latdoc.analysis.kinds.queueing import queueing
+from latdoc.analysis.kinds.queueing import SERVER_QUEUE_MIN_MS, queueing
 from latdoc.analysis.loss import Counts, Loss
+from latdoc.analysis.noticeable import request_parts
+from latdoc.analysis.queue_comments import keepalive_facts
+from latdoc.records import Sample, Step
+from report_samples import MS, make_trace
 
 SWINGING = {
     "ttft_cv": 0.6,
@@ -24,7 +33,9 @@ SWINGING = {
 
 
 def _facts(loss: Loss | None) -> Any:
-    return SimpleNamespace(load=dict(SWINGING), server=None, server_account=None, loss=loss)
+    return SimpleNamespace(
+        load=dict(SWINGING), server=None, server_account=None, loss=loss, keepalive={}
+    )
 
 
 def _loss(retransmits: int, losing: int) -> Loss:
@@ -44,3 +55,89 @@ def test_the_same_swing_on_a_lossy_path_is_left_to_the_path() -> None:
     loss = _loss(retransmits=40, losing=8)
     assert loss.lossy
     assert queueing(_facts(loss)) is None
+
+
+def _kept(alone: float | None, together: float | None, found: bool = False) -> Any:
+    """Facts whose keep-alive comments tell these waits; the client's numbers swing
+    (and fire the rule) where ``found``."""
+    quiet = {**SWINGING, "ttft_cv": 0.1, "ttft_p95_over_p50": 1.1}
+    load = {**(SWINGING if found else quiet), "concurrency": 4.0}
+    told = {"keepalive_n": 12.0, "keepalive_alone_ms": alone, "keepalive_concurrent_ms": together}
+    return SimpleNamespace(load=load, server=None, loss=None, keepalive=told)
+
+
+def test_a_keep_alive_wait_that_rises_under_load_is_queueing() -> None:
+    finding = queueing(_kept(alone=5.0, together=305.0))
+    assert finding is not None and finding.kind == Kind.QUEUEING
+    assert finding.title == "The server kept requests waiting in its queue under load"
+    assert finding.share_ms == 300.0 and finding.n == 12
+    assert "a request among 4 waiting 305 ms on average" in finding.rule
+    assert finding.evidence["keepalive_concurrent_ms"] == 305.0
+
+
+def test_a_keep_alive_wait_alone_is_queueing_from_the_servers_bar() -> None:
+    finding = queueing(_kept(alone=SERVER_QUEUE_MIN_MS, together=None))
+    assert finding is not None and finding.share_ms == SERVER_QUEUE_MIN_MS
+    assert finding.title == "The server keeps requests waiting in its queue"
+    assert queueing(_kept(alone=SERVER_QUEUE_MIN_MS - 1, together=None)) is None
+
+
+def test_a_keep_alive_wait_below_the_bar_names_nothing() -> None:
+    assert queueing(_kept(alone=40.0, together=120.0)) is None
+    assert queueing(_kept(alone=0.0, together=0.0)) is None
+
+
+def test_a_queue_the_client_saw_cites_the_keep_alive_wait_and_keeps_its_share() -> None:
+    alone = queueing(_facts(None))
+    cited = queueing(_kept(alone=20.0, together=300.0, found=True))
+    assert alone is not None and cited is not None
+    assert cited.share_ms == alone.share_ms and cited.title == alone.title
+    assert cited.rule.startswith(alone.rule)
+    assert cited.rule.endswith(
+        "; by the server's ': keep-alive' comments, a request among 4 waited 300 ms on "
+        "average in its queue (one sent alone 20 ms)"
+    )
+    assert cited.evidence["keepalive_alone_ms"] == 20.0
+    quiet = queueing(_kept(alone=0.0, together=0.0, found=True))
+    assert quiet is not None and quiet.rule == alone.rule
+
+
+def _sample(step: Step, concurrency: int, waited_ms: float | None) -> Sample:
+    """A request whose stream carried keep-alive comments up to ``waited_ms`` after its
+    first byte (none: ``None``)."""
+    trace = make_trace()
+    assert trace.first_byte_ns is not None
+    last = None if waited_ms is None else trace.first_byte_ns + round(waited_ms * MS)
+    trace = replace(
+        trace,
+        keepalive_comments=0 if last is None else 3,
+        first_keepalive_ns=last,
+        last_keepalive_ns=last,
+    )
+    return Sample(step, trace, target_prompt_tokens=128, concurrency=concurrency)
+
+
+def test_the_facts_read_the_wait_alone_and_together() -> None:
+    alone = [_sample(Step.LOAD, 1, w) for w in (None, None, 30.0)]
+    burst = [_sample(Step.LOAD, 4, w) for w in (None, 100.0, 200.0, 300.0)]
+    samples = alone + burst
+    told = keepalive_facts(samples, alone)
+    assert told == {
+        "keepalive_n": 4.0,
+        "keepalive_alone_ms": 0.0,
+        "keepalive_concurrent_ms": pytest.approx(150.0),
+    }
+    assert keepalive_facts(samples[:2], samples[:2]) == {}
+
+
+def test_the_typical_request_shows_the_keep_alive_wait_as_the_servers() -> None:
+    waits = (250.0, 250.0, None)
+    cold = [replace(_sample(Step.NETWORK, 1, w), cold=True) for w in waits]
+    parts = request_parts(cold)
+    plain = request_parts([replace(s, trace=make_trace()) for s in cold])
+    assert parts is not None and plain is not None
+    assert parts.server_wait_ms == pytest.approx(250.0)
+    assert parts.prefill_ms == pytest.approx(plain.prefill_ms - 250.0)
+    assert parts.total_ms == pytest.approx(plain.total_ms)
+    assert ("server wait", pytest.approx(250.0)) in parts.items()
+    assert plain.server_wait_ms is None

@@ -16,7 +16,11 @@ Where the server tells its prefill, :func:`with_server_queueing` completes the r
 the rise under concurrency is split into the server's prefill and the wait its
 prefill does not explain, so a queue on one slot is named queueing, not prefill; and
 a queue the server reports itself fires the rule when the client's numbers alone did
-not.
+not. Where it keeps a waiting stream open with ``: keep-alive`` comments (DeepSeek's),
+:func:`with_keepalive` reads them alike: the wait they tell is cited beside the
+finding, and fires the rule from :data:`SERVER_QUEUE_MIN_MS` when nothing else did,
+as its rise under concurrency over a request sent alone, or as the wait of requests
+sent alone.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ __all__ = [
     "SERVER_QUEUE_MIN_MS",
     "SPEC",
     "queueing",
+    "with_keepalive",
     "with_server_queueing",
 ]
 
@@ -52,11 +57,12 @@ MIN_SWING_N = 6
 their slowest one, and the bank's swing findings read from five or fewer were wrong
 (2 of 2, against 94% right from six to nine)."""
 SERVER_QUEUE_MIN_MS = 100.0
-"""A queue the server reports (or a wait its prefill does not explain) counts from here."""
+"""A queue the server reports (its own queue time, a wait its prefill does not explain,
+or the wait its keep-alive comments tell) counts from here."""
 
 
 def queueing(f: Facts) -> Finding | None:
-    return with_server_queueing(_client_queueing(f), f)
+    return with_keepalive(with_server_queueing(_client_queueing(f), f), f)
 
 
 def _client_queueing(f: Facts) -> Finding | None:
@@ -177,6 +183,57 @@ def with_server_queueing(found: Finding | None, f: Facts) -> Finding | None:
             share_ms=rise,
             n=requests,
             confidence=confidence(requests, rise / SERVER_QUEUE_MIN_MS - 1),
+        )
+    return None
+
+
+def with_keepalive(found: Finding | None, f: Facts) -> Finding | None:
+    """The queueing finding with the wait the server's ``: keep-alive`` comments tell
+    (:mod:`~latdoc.analysis.queue_comments`), or one from that wait when nothing else
+    fired the rule: its rise under concurrency over a request sent alone, else the
+    wait of requests sent alone, from :data:`SERVER_QUEUE_MIN_MS`."""
+    told = f.keepalive
+    if not told:
+        return found
+    alone, together = told.get("keepalive_alone_ms"), told.get("keepalive_concurrent_ms")
+    evidence = {key: value for key, value in told.items() if value is not None}
+    n = int(told.get("keepalive_n") or 0)
+    concurrency = f.load.get("concurrency")
+    among = f"a request among {concurrency:.0f}" if concurrency else "a request sent together"
+    if found is not None:
+        if together:
+            beside = f" (one sent alone {alone:.0f} ms)" if alone is not None else ""
+            said = f"{among} waited {together:.0f} ms on average in its queue{beside}"
+        elif alone:
+            said = f"a request sent alone waited {alone:.0f} ms in its queue"
+        else:
+            return found
+        rule = f"{found.rule}; by the server's ': keep-alive' comments, {said}"
+        return replace(found, rule=rule, evidence={**found.evidence, **evidence})
+    rise = None if together is None or alone is None else together - alone
+    if rise is not None and rise >= SERVER_QUEUE_MIN_MS:
+        return Finding(
+            Kind.QUEUEING,
+            "The server kept requests waiting in its queue under load",
+            f"the server's ': keep-alive' comments kept {among} waiting {together:.0f} ms on "
+            f"average before its first event, {rise:.0f} ms (≥ {SERVER_QUEUE_MIN_MS:.0f} ms) "
+            "more than one sent alone",
+            evidence,
+            share_ms=rise,
+            n=n,
+            confidence=confidence(n, rise / SERVER_QUEUE_MIN_MS - 1),
+        )
+    if alone is not None and alone >= SERVER_QUEUE_MIN_MS:
+        return Finding(
+            Kind.QUEUEING,
+            "The server keeps requests waiting in its queue",
+            f"the server's ': keep-alive' comments kept requests sent alone waiting "
+            f"{alone:.0f} ms at the median before their first event "
+            f"(≥ {SERVER_QUEUE_MIN_MS:.0f} ms)",
+            evidence,
+            share_ms=alone,
+            n=n,
+            confidence=confidence(n, alone / SERVER_QUEUE_MIN_MS - 1),
         )
     return None
 
