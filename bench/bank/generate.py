@@ -32,6 +32,7 @@ import numpy.typing as npt
 from bank.scenario import (
     HEADERS_MS,
     INITIAL_WINDOW,
+    KEEPALIVE_COMMENT_MS,
     Draws,
     Scenario,
     arrived,
@@ -220,9 +221,13 @@ class _Run:
         times, shown_tokens = produced(s, d, i)
         times, per_event, shown = _events(s, self.rng, times, shown_tokens)
         arrivals = [first_out + _ns(t) for t in arrived(s, times)]
+        keepalive: dict[str, int] = {}
         if s.keepalive_comments:
-            # Headers as soon as the request reaches the server, comments after them.
-            first_byte = sent + _ns(float(d.upload[i] + d.rtt[i] - d.send[i]) + HEADERS_MS)
+            # Headers as soon as the request reaches the server, a comment every
+            # KEEPALIVE_COMMENT_MS while it waits for its slot.
+            arrival = float(d.upload[i] + d.rtt[i] - d.send[i])
+            first_byte = sent + _ns(arrival + HEADERS_MS)
+            keepalive = _keepalive(first_byte, float(d.wait[i]) - arrival - HEADERS_MS)
         if s.buffer_whole:
             # The hop sends the headers with the body, once it has all of it.
             first_byte = arrivals[0]
@@ -278,6 +283,7 @@ class _Run:
             started_ns=round(started.timestamp() * 1e9),
             request_id=request_id,
             response_id=f"chatcmpl-{request_id}",
+            **keepalive,
         )
         error = self._error()
         if error is None:
@@ -398,6 +404,20 @@ def _proxy_headers(s: Scenario, response_bytes: int) -> dict[str, str]:
     return {"transfer-encoding": "chunked"}
 
 
+def _keepalive(first_byte: int, queued_ms: float) -> dict[str, int]:
+    """The keep-alive comments of a request that waited ``queued_ms`` for its slot after
+    its headers (at ``first_byte``): one every :data:`KEEPALIVE_COMMENT_MS`, as the probe
+    records them."""
+    count = max(0, int(queued_ms // KEEPALIVE_COMMENT_MS))
+    if not count:
+        return {"keepalive_comments": 0}
+    return {
+        "keepalive_comments": count,
+        "first_keepalive_ns": first_byte + _ns(KEEPALIVE_COMMENT_MS),
+        "last_keepalive_ns": first_byte + _ns(count * KEEPALIVE_COMMENT_MS),
+    }
+
+
 def _failed(
     trace: RequestTrace, error: TraceError, shown: int, headers: int
 ) -> tuple[RequestTrace, int]:
@@ -428,6 +448,9 @@ def _failed(
             trace,
             **nothing,
             status=error.status,
+            keepalive_comments=None,
+            first_keepalive_ns=None,
+            last_keepalive_ns=None,
             first_byte_ns=headers,
             server_timing={},
             proxy_headers={},

@@ -53,11 +53,11 @@ figures the analysis reads agree:
   ``stall_ms``; the lab after a fixed token (the middle of the answer) for exactly it;
 - **a broken stream**: the bank keeps half the events, the lab resets the connection
   after half the answer's tokens (the next request then opens a new connection);
-- **keep-alive comments**: the bank models only their effect, the headers at once;
-  the lab writes a comment every :data:`KEEPALIVE_COMMENT_MS` ms, short beside the
-  seconds a real server waits between two (so that one fires in a wait of a few
-  hundred ms, and the probe meets comments between the headers and the first event
-  as it would on a long wait), long beside the lab's cost of a write. The lab's
+- **keep-alive comments**: both send the headers at once and a comment every
+  :data:`~bank.scenario.KEEPALIVE_COMMENT_MS` ms while a request waits for its slot,
+  short beside the seconds a real server waits between two (so that one fires in a
+  wait of a few hundred ms, and the probe meets comments between the headers and the
+  first event as it would on a long wait), long beside the lab's cost of a write. The lab's
   ``Server-Timing`` is then sent before the wait and tells the time per token only;
   the bank's still tells the queue and the prefill;
 - **irregular events**: each side draws its own events' sizes, evenly from 1 to 8
@@ -86,7 +86,7 @@ from typing import Any
 from bank.counterfactual import Counterfactual, counterfactual
 from bank.draw import draw
 from bank.generate import context, generate
-from bank.scenario import Scenario
+from bank.scenario import KEEPALIVE_COMMENT_MS, Scenario
 from bank.truth import (
     CLIENT_DELAY_MS,
     HIGH_RTT_MS,
@@ -119,12 +119,6 @@ MIN_STALL_TOKENS = 5
 IRREGULAR_EVENT_TOKENS = (1, 8)
 """The fewest and the most tokens of an irregular server's event (the bank's
 ``tokens_per_event`` 0): each drawn evenly between them."""
-KEEPALIVE_COMMENT_MS = 50.0
-"""How often the lab writes a keep-alive comment while a request waits. A real server
-writes them seconds apart, to hold a request open through a long wait for its slot;
-at that pace none would fire in the lab's waits of a few hundred ms and the run would
-check only the early headers. Every 50 ms, a queued burst's request meets several,
-and a quick prefill (tens of ms) one or none."""
 
 
 def unplayable(s: Scenario) -> str | None:

@@ -51,6 +51,12 @@ TLS_WORK_MS = 4.0
 """What a healthy TLS handshake takes beyond its two round trips."""
 HEADERS_MS = 1.0
 """From the server admitting a request to its response headers."""
+KEEPALIVE_COMMENT_MS = 50.0
+"""How often a server with keep-alive comments writes one while a request waits for its
+slot, in the bank and on the lab. A real server writes them seconds apart, to hold a
+request open through a long wait for its slot; at that pace none would fire in the
+lab's waits of a few hundred ms and the run would check only the early headers. Every
+50 ms, a queued burst's request meets several."""
 BYTES_PER_TOKEN = 4.2
 REQUEST_OVERHEAD_BYTES = 320
 UPLINK_BYTES_PER_MS = 12_500.0
