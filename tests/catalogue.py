@@ -33,9 +33,10 @@ LOCALE = PACKAGE / "locale"
 DOMAIN = "latdoc"
 LANGUAGES = ("zh",)
 
-KEYWORDS = {"_": None, "gettext": None, "N_": None, "Message": None}
-"""The calls whose first argument is a message: the renderers' ``_``, the markers of
-constants (``N_``) and of sentences with values (``Message``)."""
+KEYWORDS = {"_": None, "gettext": None, "say": None, "N_": None, "Message": None}
+"""The calls whose first argument is a message: what the renderers say (``_``,
+``say``), the markers of constants (``N_``) and of sentences with values
+(``Message``)."""
 MAPPING = [
     ("**/lab/**", "ignore"),
     ("**.py", "python"),
@@ -52,7 +53,7 @@ TEMPLATE_OPTIONS = {
 COMMENT_TAGS = ["TRANSLATORS:"]
 """A comment starting so, on the line before a message, is shown to its translator."""
 
-_F_STRING = re.compile(r"(?<![\w.])(?:Message|N_|_)\(\s*(?:[rR]?[fF]|[fF][rR])[\"']")
+_F_STRING = re.compile(r"(?<![\w.])(?:Message|N_|_|say)\(\s*(?:[rR]?[fF]|[fF][rR])[\"']")
 _FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)[^{}]*\}|%\(([A-Za-z_][A-Za-z0-9_]*)\)[sdf]")
 
 
@@ -125,6 +126,8 @@ def problems(path: Path, source: Catalog) -> Iterator[str]:
 def f_strings() -> Iterator[str]:
     """Marked f-strings: Babel cannot extract them, and their values are lost."""
     for path in sorted(PACKAGE.rglob("*.py")):
+        if "lab" in path.relative_to(PACKAGE).parts:
+            continue
         text = path.read_text(encoding="utf-8")
         for match in _F_STRING.finditer(text):
             line = text.count("\n", 0, match.start()) + 1

@@ -13,8 +13,9 @@ same values. A value that is itself a :class:`Message` is translated too; any ot
 string among the values is a name (a URL, a model, a command) and is shown as it is.
 
 A template is marked where it is written: ``Message("…")`` or, for a constant
-translated later, ``N_("…")``; ``pybabel extract`` (``make catalogue``) finds both by
-those names, with the renderers' ``_("…")`` and the HTML templates' ``{% trans %}``.
+translated later, ``N_("…")``; Babel's extractor (``make catalogue``) finds both by
+those names, with what the renderers say at once (``_("…")``, :func:`say`) and the HTML
+templates' ``{% trans %}``.
 
 One language is active at a time for the process, English until :func:`use_language`
 says otherwise: the command line chooses it once, from ``--lang``, ``LATDOC_LANG`` or
@@ -28,7 +29,7 @@ import contextlib
 import functools
 import gettext as _gettext
 import string
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 __all__ = [
@@ -36,11 +37,13 @@ __all__ = [
     "LANGUAGES",
     "LOCALE_DIR",
     "N_",
+    "SEPARATORS",
     "Message",
     "fields",
     "gettext",
     "language",
     "language_from",
+    "say",
     "speaking",
     "translate",
     "use_language",
@@ -55,23 +58,57 @@ other ``zh_*`` locale read as ``zh``)."""
 _active = "en"
 
 
+class _Formatter(string.Formatter):
+    """:meth:`str.format`, and ``!l``: the value with its first letter lower-cased (an
+    English sentence joined after another; a translation may leave it out)."""
+
+    def convert_field(self, value: object, conversion: str | None) -> object:
+        if conversion == "l":
+            text = str(value)
+            return text[:1].lower() + text[1:]
+        return super().convert_field(value, conversion)
+
+
+_FORMAT = _Formatter()
+
+
 class Message(str):
     """A sentence with values in it: its English text, and what to translate it from.
 
     ``Message("{n} of {total} requests failed", n=3, total=40)`` is the ``str``
     ``"3 of 40 requests failed"``; :func:`translate` looks its template up in the
     catalogue and formats the translation with the same values (each a format field,
-    with its format spec, as :meth:`str.format` reads them).
+    with its format spec, as :meth:`str.format` reads them, or ``!l``, the value's first
+    letter lower-cased). A template the catalogue does not have is used as it is: one
+    that only joins other messages (``"{a}; {b!l}"``) need not be in it.
     """
 
     template: str
     values: Mapping[str, object]
 
     def __new__(cls, template: str, /, **values: object) -> Message:
-        self = super().__new__(cls, template.format(**values))
+        self = super().__new__(cls, _FORMAT.vformat(template, (), values))
         self.template = template
         self.values = values
         return self
+
+    @classmethod
+    def of(cls, text: str) -> Message:
+        """``text`` as a message: itself where it is one, else a constant, translated by
+        its text (a constant marked ``N_`` where it is written)."""
+        if isinstance(text, Message):
+            return text
+        return cls(text.replace("{", "{{").replace("}", "}}"))
+
+    @classmethod
+    def joined(cls, separator: str, parts: Sequence[str], *, lower: bool = False) -> Message:
+        """``parts`` joined by ``separator``, each (and the separator: :data:`SEPARATORS`)
+        translated where shown; with ``lower``, every part after the first starts
+        lower-case in English."""
+        names = [f"p{i}" for i in range(len(parts))]
+        fields = [f"{{{name}{'!l' if lower and i else ''}}}" for i, name in enumerate(names)]
+        values = {name: cls.of(part) for name, part in zip(names, parts, strict=True)}
+        return cls("{sep}".join(fields), sep=cls.of(separator), **values)
 
     def __reduce__(self) -> tuple[object, ...]:
         return (_message, (self.template, dict(self.values)))
@@ -84,6 +121,15 @@ def _message(template: str, values: dict[str, object]) -> Message:
 def N_(template: str) -> str:
     """``template`` itself: marks a constant for the catalogue, translated where shown."""
     return template
+
+
+SEPARATORS = (
+    # TRANSLATORS: between the clauses of one sentence, each said on its own.
+    N_("; "),
+    # TRANSLATORS: between the items of a list (kinds, steps, sizes).
+    N_(", "),
+)
+"""What :meth:`Message.joined` joins with, translated too (``；`` and ``、`` in Chinese)."""
 
 
 def fields(template: str) -> frozenset[str]:
@@ -147,7 +193,13 @@ def translate(text: str) -> str:
         key: translate(value) if isinstance(value, Message) else value
         for key, value in text.values.items()
     }
-    return gettext(text.template).format(**values)
+    return _FORMAT.vformat(gettext(text.template), (), values)
+
+
+def say(template: str, /, **values: object) -> str:
+    """``template`` with ``values``, in the active language: what a renderer prints of a
+    sentence it makes itself (``translate(Message(template, **values))``)."""
+    return translate(Message(template, **values))
 
 
 def language_from(environ: Mapping[str, str]) -> str | None:

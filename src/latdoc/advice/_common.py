@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from latdoc.advice import keys
 from latdoc.advice.verify import VERIFY_MODEL, VERIFY_RETRY, checked, verify_command
+from latdoc.i18n import N_, Message
 from latdoc.model import CostChange, Effects, Kind, QualityRisk, Remedy, RunContext
 
 __all__ = [
@@ -22,24 +23,26 @@ __all__ = [
 SMALLER_MODEL_EFFECTS = Effects(
     CostChange.LOWER,
     QualityRisk.MAY_LOWER,
-    cost_why="a smaller model costs less a token",
-    quality_why="a smaller or quantised model knows less",
+    cost_why=N_("a smaller model costs less a token"),
+    quality_why=N_("a smaller or quantised model knows less"),
 )
 TRIMMED_PROMPT_EFFECTS = Effects(
     CostChange.LOWER,
     QualityRisk.MAY_CHANGE,
-    cost_why="fewer prompt tokens billed",
-    quality_why="the model no longer reads what was trimmed",
+    cost_why=N_("fewer prompt tokens billed"),
+    quality_why=N_("the model no longer reads what was trimmed"),
 )
 
 
 def async_client(kind: Kind) -> Remedy:
     return Remedy(
         keys.ASYNC_CLIENT,
-        "Use an asynchronous client",
+        N_("Use an asynchronous client"),
         kind,
-        "httpx.AsyncClient or openai.AsyncOpenAI with one shared client, so waiting "
-        "requests do not hold threads.",
+        N_(
+            "httpx.AsyncClient or openai.AsyncOpenAI with one shared client, so waiting "
+            "requests do not hold threads."
+        ),
         None,
     )
 
@@ -58,28 +61,32 @@ def another_model(
 def smaller_model(kind: Kind, change: str, ctx: RunContext) -> Remedy:
     return another_model(
         keys.SMALLER_MODEL,
-        "A smaller or quantised model of the same family",
+        N_("A smaller or quantised model of the same family"),
         kind,
         change,
-        "lower quality; know your priority order of latency, cost and quality",
+        N_("lower quality; know your priority order of latency, cost and quality"),
         ctx,
     )
 
 
 def retries(kind: Kind, retry_after_s: float | None, ctx: RunContext) -> Remedy:
     wait = (
-        f"429: wait the Retry-After the server sends ({retry_after_s:g} s here)"
+        Message("429: wait the Retry-After the server sends ({s:g} s here)", s=retry_after_s)
         if retry_after_s is not None
-        else "429: wait for Retry-After"
+        else Message("429: wait for Retry-After")
     )
     return Remedy(
         keys.RETRIES,
-        "Retry by error class with exponential backoff",
+        N_("Retry by error class with exponential backoff"),
         kind,
-        "Timeouts and 5xx: retry with exponential backoff and jitter, a few tries at most; "
-        f"{wait}; other 4xx: never retry; never replay a stream that has begun.\n"
-        "  from latdoc.client import RetryPolicy, make_async_client\n"
-        "  openai.AsyncOpenAI(max_retries=0, http_client=make_async_client(retry=RetryPolicy()))",
+        Message(
+            "Timeouts and 5xx: retry with exponential backoff and jitter, a few tries at "
+            "most; {wait}; other 4xx: never retry; never replay a stream that has begun.\n"
+            "  from latdoc.client import RetryPolicy, make_async_client\n"
+            "  openai.AsyncOpenAI(max_retries=0, "
+            "http_client=make_async_client(retry=RetryPolicy()))",
+            wait=wait,
+        ),
         None,
         verify_command=verify_command(ctx, VERIFY_RETRY),
     )

@@ -16,10 +16,12 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from latdoc.i18n import N_, Message
+
 NORMAL_GAP_MARGIN = 3.0
 """The timeout between chunks is at least this multiple of the stream's normal p99 gap."""
 
-_TAIL = "Retry (or fall back) when it fires; report recurring stalls to the provider."
+_TAIL = N_("Retry (or fall back) when it fires; report recurring stalls to the provider.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,41 +59,67 @@ def stall_timeout(evidence: Mapping[str, float]) -> StallTimeout:
     first = evidence.get("slowest_ttft_ms")
     if longest is None or shortest is None or p99 is None:
         return StallTimeout(
-            None, False, "Bound the wait between chunks in the stream loop. " + _TAIL
+            None,
+            False,
+            Message.joined(" ", [N_("Bound the wait between chunks in the stream loop."), _TAIL]),
         )
     floor = NORMAL_GAP_MARGIN * p99
     if floor >= longest:
         return StallTimeout(
             None,
             False,
-            f"No timeout tells these stalls (at most {_ms(longest)}) from the stream's normal "
-            f"gaps (p99 {_ms(p99)} × {NORMAL_GAP_MARGIN:g} = {_ms(floor)}): bound the whole "
-            "request instead. " + _TAIL,
+            Message(
+                "No timeout tells these stalls (at most {longest}) from the stream's normal "
+                "gaps (p99 {p99} × {margin:g} = {floor}): bound the whole request instead. "
+                "{tail}",
+                longest=_ms(longest),
+                p99=_ms(p99),
+                margin=NORMAL_GAP_MARGIN,
+                floor=_ms(floor),
+                tail=Message.of(_TAIL),
+            ),
         )
     gap = round_up(floor)
     if gap >= longest:
         gap = floor
     catches_all = gap < shortest
     seen = (
-        f"all {stalls} stalls seen here ({_ms(shortest)} to {_ms(longest)})"
+        Message(
+            "all {n} stalls seen here ({shortest} to {longest})",
+            n=stalls,
+            shortest=_ms(shortest),
+            longest=_ms(longest),
+        )
         if catches_all
-        else f"the stalls seen here longer than {_ms(gap)} (the longest {_ms(longest)})"
+        else Message(
+            "the stalls seen here longer than {gap} (the longest {longest})",
+            gap=_ms(gap),
+            longest=_ms(longest),
+        )
     )
-    head = (
-        f"A bound of {_seconds(gap)} s between chunks, {NORMAL_GAP_MARGIN:g}× the stream's "
-        f"normal p99 gap ({_ms(p99)}) rounded up, catches {seen}"
+    head = Message(
+        "A bound of {gap} s between chunks, {margin:g}× the stream's normal p99 gap ({p99}) "
+        "rounded up, catches {seen}",
+        gap=_seconds(gap),
+        margin=NORMAL_GAP_MARGIN,
+        p99=_ms(p99),
+        seen=seen,
     )
     if first is not None and first < gap:
-        code = (
-            f", and the slowest first token here ({_ms(first)}) comes sooner, so httpx's "
-            f"read timeout can hold it:\n  httpx.Timeout(None, read={_seconds(gap)})\n"
+        code = Message(
+            ", and the slowest first token here ({first}) comes sooner, so httpx's read "
+            "timeout can hold it:\n  httpx.Timeout(None, read={gap})\n",
+            first=_ms(first),
+            gap=_seconds(gap),
         )
     else:
-        wait = f" (up to {_ms(first)} here)" if first is not None else ""
-        code = (
-            f". httpx's read timeout would also cut the wait for the first token{wait}, "
-            "so bound each chunk after the first in the stream loop:\n"
-            f"  async with asyncio.timeout({_seconds(gap)}):\n"
-            "      chunk = await anext(chunks)\n"
+        wait = Message(" (up to {first} here)", first=_ms(first)) if first is not None else ""
+        code = Message(
+            ". httpx's read timeout would also cut the wait for the first token{wait}, so "
+            "bound each chunk after the first in the stream loop:\n"
+            "  async with asyncio.timeout({gap}):\n"
+            "      chunk = await anext(chunks)\n",
+            wait=wait,
+            gap=_seconds(gap),
         )
-    return StallTimeout(gap, catches_all, head + code + _TAIL)
+    return StallTimeout(gap, catches_all, Message.joined("", [head, code, _TAIL]))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shlex
 
+from latdoc.i18n import N_, Message
 from latdoc.model import RunContext
 
 # The remedies the advice names by their ``latdoc verify --remedy`` name, each written
@@ -38,7 +39,7 @@ takes the user's own checks (``latdoc verify --check``): their advice names it
 (:func:`checked`). A summarised conversation changes answers too, but its experiment
 runs its own strategies and takes no checks."""
 
-CHECK_ANSWERS = (
+CHECK_ANSWERS = N_(
     "Check the answers too: add --check FILE (your own cases, JSON Lines) to the verify "
     "command to compare both arms' pass rates."
 )
@@ -49,7 +50,7 @@ did."""
 def checked(change: str, command: str | None) -> str:
     """The ``change`` of a remedy in :data:`CHANGES_ANSWERS`, with :data:`CHECK_ANSWERS`
     on a line of its own where the remedy names its verify ``command``."""
-    return change if command is None else f"{change}\n{CHECK_ANSWERS}"
+    return change if command is None else Message.joined("\n", [change, CHECK_ANSWERS])
 
 
 CONVERSATION_STRATEGIES = "window:6,summary:10,reset:20"

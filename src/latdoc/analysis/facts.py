@@ -39,6 +39,7 @@ from latdoc.analysis.queue_comments import keepalive_facts
 from latdoc.analysis.servertime import server_account
 from latdoc.analysis.signals import dispersion, find_stalls
 from latdoc.analysis.stats import difference_ci, median_interval, median_of
+from latdoc.i18n import N_, Message
 from latdoc.model import LengthCurve, ServerAccount
 from latdoc.records import RequestTrace, Sample, Step
 
@@ -161,13 +162,13 @@ def keepalive_pairs(samples: Sequence[Sample]) -> tuple[list[float], list[float]
     if not timed:
         return [], [], None
     if not known:
-        return [], [], "no request told whether it opened a connection"
+        return [], [], N_("no request told whether it opened a connection")
     if all(s.trace.new_connection for s in known):
         if any(not s.cold for s in known):
-            return [], [], "the server closed every connection: no request reused one"
-        return [], [], "every request opened a new connection: none reused one"
+            return [], [], N_("the server closed every connection: no request reused one")
+        return [], [], N_("every request opened a new connection: none reused one")
     if not any(s.trace.new_connection for s in known):
-        return [], [], "no request opened a new connection"
+        return [], [], N_("no request opened a new connection")
     by_length: dict[int, tuple[list[float], list[float]]] = {}
     for s in known:
         length = s.target_prompt_tokens or s.trace.prompt_tokens
@@ -176,15 +177,22 @@ def keepalive_pairs(samples: Sequence[Sample]) -> tuple[list[float], list[float]
             (new if s.trace.new_connection else reused).append(s.trace.ttfb_ms)
     pairs = [(new, reused) for new, reused in by_length.values() if new and reused]
     if not pairs:
-        return [], [], "no new and reused connections carried requests of the same prompt length"
+        return (
+            [],
+            [],
+            N_("no new and reused connections carried requests of the same prompt length"),
+        )
     new, reused = max(pairs, key=lambda p: (min(len(p[0]), len(p[1])), len(p[0]) + len(p[1])))
     if min(len(new), len(reused)) < MIN_KEEPALIVE_N:
         return (
             [],
             [],
-            (
-                f"only {len(new)} new and {len(reused)} reused connections carried requests of "
-                f"the same prompt length (at least {MIN_KEEPALIVE_N} of each are needed)"
+            Message(
+                "only {new} new and {reused} reused connections carried requests of the same "
+                "prompt length (at least {least} of each are needed)",
+                new=len(new),
+                reused=len(reused),
+                least=MIN_KEEPALIVE_N,
             ),
         )
     return new, reused, None

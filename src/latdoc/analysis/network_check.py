@@ -15,6 +15,7 @@ from __future__ import annotations
 from latdoc.analysis.facts import Facts
 from latdoc.analysis.kinds import spec_of
 from latdoc.analysis.policy import SERVICE_RATIO, SLOW_SETUP_MS
+from latdoc.i18n import N_, Message
 from latdoc.model import NetworkBottleneck, NetworkCheck, Verdict
 
 __all__ = ["network_check"]
@@ -32,7 +33,8 @@ def network_check(facts: Facts, verdict: Verdict) -> NetworkCheck | None:
         return None
     setup, first_byte = n["setup_ms"], n["cold_ttfb_ms"]
     network_verdict = spec_of(verdict.primary).network
-    verdict_name = spec_of(verdict.primary).name
+    # The verdict's name, translated where the statement is shown (its spec marks it).
+    verdict_name = Message(spec_of(verdict.primary).name)
 
     def check(bottleneck: NetworkBottleneck | None, statement: str) -> NetworkCheck:
         return NetworkCheck(
@@ -48,38 +50,61 @@ def network_check(facts: Facts, verdict: Verdict) -> NetworkCheck | None:
     if setup is None or first_byte is None:
         return check(
             None,
-            "no request on a new connection was timed: the network rule cannot compare "
-            "the setup with the first byte",
+            N_(
+                "no request on a new connection was timed: the network rule cannot compare "
+                "the setup with the first byte"
+            ),
         )
-    compared = f"first byte on a new connection {_ms(first_byte)}, network setup {_ms(setup)}"
+    compared = Message(
+        "first byte on a new connection {first_byte}, network setup {setup}",
+        first_byte=_ms(first_byte),
+        setup=_ms(setup),
+    )
+    limits = {"compared": compared, "ratio": SERVICE_RATIO, "slow": SLOW_SETUP_MS}
     if first_byte >= SERVICE_RATIO * setup:
         if network_verdict:
             return check(
                 None,
-                f"{compared}: the first byte is ≥ {SERVICE_RATIO:.0f}× the setup, yet the "
-                f"verdict, {verdict_name}, adds the most to a typical request",
+                Message(
+                    "{compared}: the first byte is ≥ {ratio:.0f}× the setup, yet the "
+                    "verdict, {verdict}, adds the most to a typical request",
+                    verdict=verdict_name,
+                    **limits,
+                ),
             )
         return check(
             "model service",
-            f"{compared}: the first byte is ≥ {SERVICE_RATIO:.0f}× the setup, so the time to "
-            "the first byte is in the model service, not the network",
+            Message(
+                "{compared}: the first byte is ≥ {ratio:.0f}× the setup, so the time to "
+                "the first byte is in the model service, not the network",
+                **limits,
+            ),
         )
     if setup > SLOW_SETUP_MS:
         if network_verdict:
             return check(
                 "network",
-                f"{compared}: the setup is > {SLOW_SETUP_MS:.0f} ms and the first byte "
-                f"< {SERVICE_RATIO:.0f}× it, so the network is the main bottleneck",
+                Message(
+                    "{compared}: the setup is > {slow:.0f} ms and the first byte "
+                    "< {ratio:.0f}× it, so the network is the main bottleneck",
+                    **limits,
+                ),
             )
         return check(
             None,
-            f"{compared}: the setup is > {SLOW_SETUP_MS:.0f} ms and the first byte "
-            f"< {SERVICE_RATIO:.0f}× it, but the verdict, {verdict_name}, adds more to a "
-            "typical request, so the network is not the main bottleneck",
+            Message(
+                "{compared}: the setup is > {slow:.0f} ms and the first byte < {ratio:.0f}× "
+                "it, but the verdict, {verdict}, adds more to a typical request, so the "
+                "network is not the main bottleneck",
+                verdict=verdict_name,
+                **limits,
+            ),
         )
     return check(
         None,
-        f"{compared}: the setup is ≤ {SLOW_SETUP_MS:.0f} ms and the first byte "
-        f"< {SERVICE_RATIO:.0f}× it, so the rule names neither the network nor the model "
-        "service",
+        Message(
+            "{compared}: the setup is ≤ {slow:.0f} ms and the first byte < {ratio:.0f}× "
+            "it, so the rule names neither the network nor the model service",
+            **limits,
+        ),
     )

@@ -34,6 +34,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from latdoc.analysis.stats import median_of
+from latdoc.i18n import N_, Message
 from latdoc.model import Disagreement, ServerAccount
 from latdoc.records import RequestTrace, Sample, Step
 
@@ -225,14 +226,19 @@ def server_account(
         gap = counted - told
         if abs(gap) > max(DISAGREE_MS * len(samples), DISAGREE_FRACTION * told):
             why = (
-                "others share this server, and their requests queue with these"
+                N_("others share this server, and their requests queue with these")
                 if gap > 0
-                else "the engine's counter and its responses do not agree"
+                else N_("the engine's counter and its responses do not agree")
             )
             disagreements += (
                 Disagreement(
-                    f"the engine counted {counted:.0f} ms of prefill during the run, its "
-                    f"responses to this run told {told:.0f} ms: {why}",
+                    Message(
+                        "the engine counted {counted:.0f} ms of prefill during the run, its "
+                        "responses to this run told {told:.0f} ms: {why}",
+                        counted=counted,
+                        told=told,
+                        why=Message.of(why),
+                    ),
                     len(samples),
                     len(samples),
                     abs(gap),
@@ -264,14 +270,18 @@ def _disagreements(
     wrong = [sp for sp in splits if sp.disagrees]
     if wrong:
         worst = min(wrong, key=lambda sp: sp.residual_ms)
-        told = "queue + prefill" if worst.queue_told else "prefill"
+        told = N_("queue + prefill") if worst.queue_told else N_("prefill")
         waited = worst.prefill_ms + (worst.queue_ms if worst.queue_told else 0.0)
         out.append(
             Disagreement(
-                f"the server's {told} ({waited:.1f} ms) is longer than the client's whole "
-                f"wait for the first token after network and pool "
-                f"({waited + worst.residual_ms:.1f} ms): the server's clock or its "
-                "accounting is off, or the client's marks are late",
+                Message(
+                    "the server's {told} ({waited:.1f} ms) is longer than the client's whole "
+                    "wait for the first token after network and pool ({wait:.1f} ms): the "
+                    "server's clock or its accounting is off, or the client's marks are late",
+                    told=Message.of(told),
+                    waited=waited,
+                    wait=waited + worst.residual_ms,
+                ),
                 len(wrong),
                 len(splits),
                 -worst.residual_ms,
@@ -288,8 +298,12 @@ def _disagreements(
         gap, claimed, total = max(over)
         out.append(
             Disagreement(
-                f"the server says it processed for {claimed:.1f} ms, longer than the "
-                f"whole request took at the client ({total:.1f} ms)",
+                Message(
+                    "the server says it processed for {claimed:.1f} ms, longer than the "
+                    "whole request took at the client ({total:.1f} ms)",
+                    claimed=claimed,
+                    total=total,
+                ),
                 len(over),
                 sum(1 for _, t in timed if t.processing_ms is not None),
                 gap,

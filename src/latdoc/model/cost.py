@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+from latdoc.i18n import N_, Message
 from latdoc.records import RequestTrace
 
 __all__ = [
@@ -220,37 +221,48 @@ def dollars(amount: float) -> str:
     return f"{sign}${whole}.{fraction.rstrip('0').ljust(2, '0')}"
 
 
-def _price_words(price: Price) -> str:
-    named = f" of {price.priced_as}" if price.priced_as else ""
-    since = f", since {price.since.isoformat()}" if price.since else ""
-    return f"at the price{named} from {price.source}{since}"
+def _price_words(price: Price) -> Message:
+    named = Message(" of {model}", model=price.priced_as) if price.priced_as else ""
+    since = Message(", since {date}", date=price.since.isoformat()) if price.since else ""
+    return Message(
+        "at the price{named} from {source}{since}", named=named, source=price.source, since=since
+    )
 
 
 def cost_text(summary: CostSummary | None, model: str) -> str:
     """What a run cost, in one sentence, with the price's source; where it cannot be
     priced, why, and no figure."""
     if summary is None:
-        return (
-            f"Cost: unknown: latdoc has no price for model {model} at this endpoint; "
-            "--price in=X,out=Y (dollars per million tokens) counts it"
+        return Message(
+            "Cost: unknown: latdoc has no price for model {model} at this endpoint; "
+            "--price in=X,out=Y (dollars per million tokens) counts it",
+            model=model,
         )
     if summary.total is None:
-        return (
-            f"Cost: unknown: the server reported no usage for any of the {summary.requests} "
-            f"requests ({_price_words(summary.price)})"
+        return Message(
+            "Cost: unknown: the server reported no usage for any of the {n} requests ({price})",
+            n=summary.requests,
+            price=_price_words(summary.price),
         )
     per = summary.per_1000_requests
-    thousand = "" if per is None else f" ({dollars(per)} per 1,000 like them)"
-    text = (
-        f"Cost: {dollars(summary.total)} for {summary.priced} request"
-        f"{'' if summary.priced == 1 else 's'}{thousand}, {_price_words(summary.price)}"
+    thousand = "" if per is None else Message(" ({cost} per 1,000 like them)", cost=dollars(per))
+    text = Message(
+        N_("Cost: {cost} for {n} request{thousand}, {price}")
+        if summary.priced == 1
+        else N_("Cost: {cost} for {n} requests{thousand}, {price}"),
+        cost=dollars(summary.total),
+        n=summary.priced,
+        thousand=thousand,
+        price=_price_words(summary.price),
     )
     if summary.without_usage:
         n = summary.without_usage
-        one = n == 1
-        text += (
-            f"; {n} request{'' if one else 's'} reported no usage and "
-            f"{'is' if one else 'are'} not counted"
+        text = Message(
+            N_("{text}; {n} request reported no usage and is not counted")
+            if n == 1
+            else N_("{text}; {n} requests reported no usage and are not counted"),
+            text=text,
+            n=n,
         )
     return text
 

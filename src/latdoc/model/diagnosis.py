@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from latdoc.i18n import Message
 from latdoc.model.cost import CostSummary
 from latdoc.model.host import SystemItem
 from latdoc.model.kind import Kind
@@ -187,11 +188,16 @@ class Workload:
 
     def text(self) -> str:
         """``a typical request of 2,048 prompt tokens, 32 output tokens, at concurrency 4``."""
-        parts = [f"{self.prompt_tokens:,} prompt tokens"] if self.prompt_tokens else []
+        parts = [Message("{n:,} prompt tokens", n=self.prompt_tokens)] if self.prompt_tokens else []
         if self.output_tokens is not None:
-            parts.append(f"{self.output_tokens:,} output tokens")
-        size = f" of {', '.join(parts)}" if parts else ""
-        return f"a typical request{size}, at concurrency {self.concurrency}"
+            parts.append(Message("{n:,} output tokens", n=self.output_tokens))
+        if not parts:
+            return Message("a typical request, at concurrency {n}", n=self.concurrency)
+        return Message(
+            "a typical request of {size}, at concurrency {n}",
+            size=Message.joined(", ", parts),
+            n=self.concurrency,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -358,6 +364,18 @@ class Diagnosis:
 
     def requests_text(self) -> str:
         """``17 requests (network 4, length 5, load 8)``."""
-        plural = "" if self.requests == 1 else "s"
-        steps = ", ".join(f"{step} {n}" for step, n in self.requests_by_step.items())
-        return f"{self.requests} request{plural}" + (f" ({steps})" if steps else "")
+        requests = (
+            Message("{n} request", n=self.requests)
+            if self.requests == 1
+            else Message("{n} requests", n=self.requests)
+        )
+        if not self.requests_by_step:
+            return requests
+        steps = Message.joined(
+            ", ",
+            [
+                Message("{step} {n}", step=Message.of(str(step)), n=n)
+                for step, n in self.requests_by_step.items()
+            ],
+        )
+        return Message("{requests} ({steps})", requests=requests, steps=steps)

@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass
 
 from latdoc.errors import UsageError
+from latdoc.i18n import N_, Message
 
 __all__ = [
     "Corner",
@@ -48,6 +49,14 @@ class Corner(enum.StrEnum):
     QUALITY = "quality"
 
 
+_CORNER_WORDS = {
+    Corner.LATENCY: N_("latency"),
+    Corner.COST: N_("cost"),
+    Corner.QUALITY: N_("quality"),
+}
+"""Each corner in words, translated where shown (its value is the flag's word)."""
+
+
 class CostChange(enum.StrEnum):
     """What a remedy does to what the same work costs, by its sign: how much needs the
     user's price and traffic, which the ranking does not read. Listed cheaper first."""
@@ -73,9 +82,13 @@ class QualityRisk(enum.StrEnum):
 
 
 _QUALITY_WORDS = {
-    QualityRisk.NONE: "answers unchanged",
-    QualityRisk.MAY_CHANGE: "may change answers",
-    QualityRisk.MAY_LOWER: "may lower answer quality",
+    QualityRisk.NONE: N_("answers unchanged"),
+    QualityRisk.MAY_CHANGE: N_("may change answers"),
+    QualityRisk.MAY_LOWER: N_("may lower answer quality"),
+}
+_COST_WORDS = {
+    CostChange.LOWER: N_("cost lower: {why}"),
+    CostChange.HIGHER: N_("cost higher: {why}"),
 }
 
 
@@ -103,10 +116,16 @@ class Effects:
         remedy that changes neither."""
         parts = []
         if self.cost is not CostChange.NONE:
-            parts.append(f"cost {self.cost}: {self.cost_why}")
+            parts.append(Message(_COST_WORDS[self.cost], why=Message.of(self.cost_why or "")))
         if self.quality is not QualityRisk.NONE:
-            parts.append(f"{self.quality.words}: {self.quality_why}")
-        return "; ".join(parts) or None
+            parts.append(
+                Message(
+                    "{risk}: {why}",
+                    risk=Message.of(self.quality.words),
+                    why=Message.of(self.quality_why or ""),
+                )
+            )
+        return Message.joined("; ", parts) if parts else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,12 +171,27 @@ class Priorities:
     def text(self) -> str:
         """``latency > cost > quality (--scenario chat)``."""
         if self.weights is None:
-            corners = [str(c) for c in self.order]
+            corners = [Message.of(_CORNER_WORDS[c]) for c in self.order]
         else:
-            corners = [f"{c} ({w:g})" for c, w in zip(self.order, self.weights, strict=True)]
-        skipped = f"; {', '.join(self.not_read)} not read" if self.not_read else ""
+            corners = [
+                Message("{corner} ({weight:g})", corner=Message.of(_CORNER_WORDS[c]), weight=w)
+                for c, w in zip(self.order, self.weights, strict=True)
+            ]
+        skipped = (
+            Message(
+                "; {corners} not read",
+                corners=Message.joined(", ", [_CORNER_WORDS[c] for c in self.not_read]),
+            )
+            if self.not_read
+            else ""
+        )
         source = "--priorities" if self.scenario is None else f"--scenario {self.scenario}"
-        return f"{' > '.join(corners)}{skipped} ({source})"
+        return Message(
+            "{corners}{skipped} ({source})",
+            corners=Message.joined(" > ", corners),
+            skipped=skipped,
+            source=source,
+        )
 
     def spec(self) -> str:
         """The ``--priorities`` text that gives these again (a run keeps it)."""

@@ -16,22 +16,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from latdoc.analysis.policy import negligible
+from latdoc.i18n import N_
+from latdoc.i18n import gettext as _
 from latdoc.records import RequestTrace
 from latdoc.report.names import format_ms
 
 __all__ = ["LAYERS", "PARTING", "distinct_layers", "layers_text", "trace_layers"]
 
 LAYERS: tuple[tuple[str, str], ...] = (
-    ("ttfb_ms", "first byte"),
-    ("first_event_ms", "first event"),
-    ("ttfr_ms", "first reasoning"),
-    ("ttft_ms", "first token"),
-    ("ttfa_ms", "first answer token"),
-    ("first_tool_call_ms", "first tool call"),
+    ("ttfb_ms", N_("first byte")),
+    ("first_event_ms", N_("first event")),
+    ("ttfr_ms", N_("first reasoning")),
+    ("ttft_ms", N_("first token")),
+    ("ttfa_ms", N_("first answer token")),
+    ("first_tool_call_ms", N_("first tool call")),
 )
-"""Each layer's key (as the trace and the diagnosis's JSON name it) and label."""
+"""Each layer's key (as the trace and the diagnosis's JSON name it) and label (in English:
+translated where shown)."""
 _ANCHORS = ("ttfb_ms", "ttft_ms")
-PARTING = frozenset(key for key, _ in LAYERS if key not in _ANCHORS)
+PARTING = frozenset(key for key, _label in LAYERS if key not in _ANCHORS)
 """The layers shown only where they part from the others."""
 
 
@@ -51,7 +54,7 @@ def distinct_layers(marks: Mapping[str, float | None]) -> list[tuple[str, str, f
     """(key, label, ms) of the layers to show, earliest first: the first byte and the
     first token where measured, and each other layer measured apart from all of them."""
     kept = {key: value for key in _ANCHORS if (value := marks.get(key)) is not None}
-    for key, _ in LAYERS:
+    for key, _label in LAYERS:
         value = marks.get(key)
         if value is None or key in kept:
             continue
@@ -67,6 +70,6 @@ def layers_text(marks: Mapping[str, float | None]) -> str | None:
     shown = distinct_layers(marks)
     if not any(key not in _ANCHORS for key, _, _ in shown):
         return None
-    return "first output by layer: " + " → ".join(
-        f"{label} {format_ms(ms)}" for _, label, ms in shown
+    return _("first output by layer: ") + " → ".join(
+        f"{_(label)} {format_ms(ms)}" for _key, label, ms in shown
     )

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+from latdoc.i18n import N_, say, translate
+from latdoc.i18n import gettext as _
 from latdoc.model import ServerAccount
 from latdoc.report.names import format_ms, format_value
 
 __all__ = ["disagreement_texts", "server_lines"]
 
 _LABELS = (
-    ("queue_ms", "queue"),
-    ("prefill_ms", "prefill"),
-    ("decode_ms", "decode"),
-    ("processing_ms", "processing"),
-    ("gateway_ms", "gateway"),
-    ("wait_beyond_prefill_ms", "wait beyond prefill"),
-    ("network_and_client_ms", "network + client"),
+    ("queue_ms", N_("queue")),
+    ("prefill_ms", N_("prefill")),
+    ("decode_ms", N_("decode")),
+    ("processing_ms", N_("processing")),
+    ("gateway_ms", N_("gateway")),
+    ("wait_beyond_prefill_ms", N_("wait beyond prefill")),
+    ("network_and_client_ms", N_("network + client")),
 )
 
 
@@ -25,26 +27,35 @@ def server_lines(account: ServerAccount) -> list[str]:
     requests = int(n.get("requests") or 0)
     if requests:
         told = [
-            f"{label} {format_ms(value)}"
+            f"{_(label)} {format_ms(value)}"
             for key, label in _LABELS
             if (value := n.get(key)) is not None
         ]
-        lines.append(f"{requests} requests told their timing ({account.source}), medians:")
+        lines.append(
+            say(
+                "{n} requests told their timing ({source}), medians:",
+                n=requests,
+                source=account.source,
+            )
+        )
         lines.append("  " + ", ".join(told))
         conc, alone = n.get("concurrent_wait_ms"), n.get("alone_wait_ms")
         if conc is not None and alone is not None:
             lines.append(
-                f"  wait beyond prefill alone {format_ms(alone)}, with others in flight "
-                f"{format_ms(conc)}"
+                say(
+                    "  wait beyond prefill alone {alone}, with others in flight {together}",
+                    alone=format_ms(alone),
+                    together=format_ms(conc),
+                )
             )
     if account.metrics_source is not None:
-        lines.append(f"engine metrics, {account.metrics_source}:")
+        lines.append(say("engine metrics, {source}:", source=account.metrics_source))
         shown = [
             f"{key} {format_value(key, value)}"
             for key, value in account.metrics.items()
             if value is not None
         ]
-        lines.append("  " + (", ".join(shown) or "nothing counted"))
+        lines.append("  " + (", ".join(shown) or _("nothing counted")))
     return lines
 
 
@@ -53,6 +64,12 @@ def disagreement_texts(account: ServerAccount | None) -> list[str]:
     if account is None:
         return []
     return [
-        f"{d.what} ({d.requests} of {d.of} requests; up to {format_ms(d.worst_ms)} apart)"
+        say(
+            "{what} ({n} of {of} requests; up to {ms} apart)",
+            what=translate(d.what),
+            n=d.requests,
+            of=d.of,
+            ms=format_ms(d.worst_ms),
+        )
         for d in account.disagreements
     ]

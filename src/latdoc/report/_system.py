@@ -13,12 +13,13 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from latdoc.i18n import N_
 from latdoc.model import SystemItem
 from latdoc.model.document import item_to_dict
 
 SYSTEM_SCHEMA = "latdoc.system/1"
 
-NOT_READABLE = "not readable here"
+NOT_READABLE = N_("not readable here")
 
 
 def status_text(item: SystemItem) -> Text:

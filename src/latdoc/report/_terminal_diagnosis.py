@@ -1,5 +1,9 @@
 """A diagnosis in the terminal: the verdict, where the time goes, each step's evidence,
-the findings and the ranked remedies. Builds rich renderables; prints nothing."""
+the findings and the ranked remedies. Builds rich renderables; prints nothing.
+
+Every word is said in the active language (:mod:`latdoc.i18n`): the report's own with
+``_`` and :func:`~latdoc.i18n.say`, the data's (a finding's rule, a remedy's change) with
+:func:`~latdoc.i18n.translate`."""
 
 from __future__ import annotations
 
@@ -12,6 +16,8 @@ from rich.table import Table
 from rich.text import Text
 
 from latdoc.analysis.kinds import spec_of
+from latdoc.i18n import N_, say, translate
+from latdoc.i18n import gettext as _
 from latdoc.model import (
     Diagnosis,
     Finding,
@@ -39,7 +45,15 @@ from latdoc.report._truth import (
     unmeasured_text,
     workload_text,
 )
-from latdoc.report.names import format_ms, format_value, kind_colour, kind_name
+from latdoc.report.names import (
+    SHAPES,
+    format_ms,
+    format_value,
+    kind_colour,
+    kind_name,
+    kind_word,
+    step_word,
+)
 
 _BAR_WIDTH = 32
 
@@ -62,32 +76,32 @@ def _heading(text: str) -> Group:
 def _network_lines(d: Diagnosis) -> list[RenderableType]:
     n = d.network
     if n.get("setup_ms") is None and n.get("ttft_ms") is None:
-        return [Text("not measured", style="dim")]
+        return [Text(_("not measured"), style="dim")]
     parts = []
-    shown = {key for key, _, _ in distinct_layers(n)}
+    shown = {key for key, _label, _ms in distinct_layers(n)}
     for key, label in (
         ("dns_ms", "DNS"),
         ("connect_ms", "TCP"),
-        ("proxy_connect_ms", "proxy CONNECT"),
+        ("proxy_connect_ms", N_("proxy CONNECT")),
         ("tls_ms", "TLS"),
-        ("send_ms", "send"),
-        ("wait_ms", "server wait"),
-        ("ttfb_ms", "first byte"),
-        ("first_event_ms", "first event"),
-        ("ttft_ms", "first token"),
-        ("first_tool_call_ms", "first tool call"),
+        ("send_ms", N_("send")),
+        ("wait_ms", N_("server wait")),
+        ("ttfb_ms", N_("first byte")),
+        ("first_event_ms", N_("first event")),
+        ("ttft_ms", N_("first token")),
+        ("first_tool_call_ms", N_("first tool call")),
     ):
         value = n.get(key)
         if key in PARTING and key not in shown:
             continue
         if value is not None:
-            parts.append(Text.assemble((label, "dim"), " ", (format_ms(value), "bold")))
+            parts.append(Text.assemble((_(label), "dim"), " ", (format_ms(value), "bold")))
     lines: list[RenderableType] = [side_by_side(parts)]
     keepalive = keepalive_text(d)
     if keepalive is not None:
         lines.append(Text(keepalive))
     if d.network_check is not None:
-        lines.append(Text(f"seed rule: {d.network_check.statement}"))
+        lines.append(Text(say("seed rule: {rule}", rule=translate(d.network_check.statement))))
     return lines
 
 
@@ -95,22 +109,29 @@ def reasoning_lines(r: Mapping[str, float | None]) -> list[RenderableType]:
     """Time to first reasoning, to first answer token, thinking time and tokens."""
     parts = []
     for key, label in (
-        ("ttfr_ms", "first reasoning"),
-        ("ttfa_ms", "first answer token"),
-        ("reasoning_ms", "thinking"),
+        ("ttfr_ms", N_("first reasoning")),
+        ("ttfa_ms", N_("first answer token")),
+        ("reasoning_ms", N_("thinking")),
     ):
         value = r.get(key)
         if value is not None:
-            parts.append(Text.assemble((label, "dim"), " ", (format_ms(value), "bold")))
+            parts.append(Text.assemble((_(label), "dim"), " ", (format_ms(value), "bold")))
     tokens = r.get("reasoning_tokens")
     if tokens is not None:
-        parts.append(Text.assemble(("reasoning tokens", "dim"), " ", (f"{tokens:.0f}", "bold")))
+        parts.append(Text.assemble((_("reasoning tokens"), "dim"), " ", (f"{tokens:.0f}", "bold")))
     lines: list[RenderableType] = [side_by_side(parts)]
     n, total, hidden = r.get("reasoning_n"), r.get("requests_n"), r.get("hidden_n")
     if n is not None and total is not None:
-        said = f"{n:.0f} of {total:.0f} requests reasoned (medians over them; thinking over all)"
+        said = say(
+            "{n:.0f} of {total:.0f} requests reasoned (medians over them; thinking over all)",
+            n=n,
+            total=total,
+        )
         if hidden:
-            said += f"; {hidden:.0f} did not stream it: reported tokens × time per token"
+            said += say(
+                "; {hidden:.0f} did not stream it: reported tokens × time per token",
+                hidden=hidden,
+            )
         lines.append(Text(said, style="dim"))
     return lines
 
@@ -118,22 +139,29 @@ def reasoning_lines(r: Mapping[str, float | None]) -> list[RenderableType]:
 def _length_lines(d: Diagnosis) -> list[RenderableType]:
     curve = d.length
     if curve is None:
-        return [Text("not measured", style="dim")]
+        return [Text(_("not measured"), style="dim")]
     points = [
         Text.assemble(f"{p.prompt_tokens} → ", (format_ms(p.ttft_ms), "bold")) for p in curve.points
     ]
+    prefill = (
+        N_("prefill {ms} per 1K estimated tokens at the longest; curve {shape}")
+        if curve.tokens_estimated
+        else N_("prefill {ms} per 1K tokens at the longest; curve {shape}")
+    )
     lines: list[RenderableType] = [
         Text(
-            "TTFT by prompt tokens (estimated from the prompts' characters):"
+            _("TTFT by prompt tokens (estimated from the prompts' characters):")
             if curve.tokens_estimated
-            else "TTFT by prompt tokens:",
+            else _("TTFT by prompt tokens:"),
             style="dim",
         ),
         _indent(side_by_side(points)),
         Text(
-            f"prefill {format_ms(curve.prefill_ms_per_1k)} per 1K "
-            f"{'estimated ' if curve.tokens_estimated else ''}tokens at the longest; "
-            f"curve {curve.shape}"
+            say(
+                prefill,
+                ms=format_ms(curve.prefill_ms_per_1k),
+                shape=translate(SHAPES.get(curve.shape, curve.shape)),
+            )
         ),
     ]
     if d.length_check is not None:
@@ -147,8 +175,8 @@ def _length_lines(d: Diagnosis) -> list[RenderableType]:
 def _load_lines(ld: Mapping[str, float | None]) -> list[RenderableType]:
     p50 = ld.get("ttft_p50_ms")
     if p50 is None:
-        return [Text("not measured", style="dim")]
-    line = f"same-length TTFT p50 {format_ms(p50)}"
+        return [Text(_("not measured"), style="dim")]
+    line = say("same-length TTFT p50 {ms}", ms=format_ms(p50))
     cv, spread = ld.get("ttft_cv"), ld.get("ttft_p95_over_p50")
     if cv is not None and spread is not None:
         line += f", CV {cv:.2f}, p95/p50 {spread:.2f}"
@@ -157,8 +185,12 @@ def _load_lines(ld: Mapping[str, float | None]) -> list[RenderableType]:
     if conc is not None and ratio is not None:
         lines.append(
             Text(
-                f"{ld.get('concurrency') or 0:.0f} at once: TTFT p50 {format_ms(conc)} "
-                f"({ratio:.2f}× sequential)"
+                say(
+                    "{n:.0f} at once: TTFT p50 {ms} ({ratio:.2f}× sequential)",
+                    n=ld.get("concurrency") or 0,
+                    ms=format_ms(conc),
+                    ratio=ratio,
+                )
             )
         )
     return lines
@@ -175,17 +207,17 @@ def _shares(shares_ms: Mapping[Kind, float]) -> Table:
         bar: RenderableType = ""
         if largest > 0 and ms > 0:
             bar = Bar(largest, 0, ms, width=_BAR_WIDTH, color=kind_colour(kind))
-        table.add_row(Text(str(kind), style=kind_colour(kind)), format_ms(ms), bar)
+        table.add_row(Text(kind_word(kind), style=kind_colour(kind)), format_ms(ms), bar)
     return table
 
 
 _PART_COLOURS = {
-    "network setup": PHASE_COLOURS["connect"],
-    "send": PHASE_COLOURS["send"],
-    "server wait": PHASE_COLOURS["queue"],
-    "prefill": PHASE_COLOURS["wait"],
-    "reasoning": PHASE_COLOURS["reasoning"],
-    "decode": PHASE_COLOURS["stream"],
+    N_("network setup"): PHASE_COLOURS["connect"],
+    N_("send"): PHASE_COLOURS["send"],
+    N_("server wait"): PHASE_COLOURS["queue"],
+    N_("prefill"): PHASE_COLOURS["wait"],
+    N_("reasoning"): PHASE_COLOURS["reasoning"],
+    N_("decode"): PHASE_COLOURS["stream"],
 }
 
 
@@ -200,20 +232,20 @@ def _parts(parts: RequestParts) -> Table:
         bar: RenderableType = ""
         if largest > 0 and ms > 0:
             bar = Bar(largest, 0, ms, width=_BAR_WIDTH, color=_PART_COLOURS[name])
-        table.add_row(Text(name, style=_PART_COLOURS[name]), format_ms(ms), bar)
+        table.add_row(Text(_(name), style=_PART_COLOURS[name]), format_ms(ms), bar)
     return table
 
 
 def _finding(f: Finding) -> Group:
     head = Text.assemble(
         ("● ", kind_colour(f.kind)),
-        (f.title, "bold"),
+        (translate(f.title), "bold"),
         "  [",
-        (str(f.kind), kind_colour(f.kind)),
+        (kind_word(f.kind), kind_colour(f.kind)),
         "]  ",
-        f"adds ~{format_ms(f.share_ms)}, " if f.share_ms > 0 else "",
-        f"confidence {f.confidence:.2f}",
-        f", n = {f.n}" if f.n is not None else "",
+        say("adds ~{ms}, ", ms=format_ms(f.share_ms)) if f.share_ms > 0 else "",
+        say("confidence {p:.2f}", p=f.confidence),
+        say(", n = {n}", n=f.n) if f.n is not None else "",
     )
     evidence = [
         Text.assemble((key, "dim"), " ", (format_value(key, value), "bold"))
@@ -221,14 +253,14 @@ def _finding(f: Finding) -> Group:
     ]
     return Group(
         head,
-        _indent(Text.assemble(("rule: ", "dim"), f.rule), 2),
-        _indent(Text("evidence:", style="dim"), 2),
+        _indent(Text.assemble((_("rule: "), "dim"), translate(f.rule)), 2),
+        _indent(Text(_("evidence:"), style="dim"), 2),
         _indent(side_by_side(evidence), 3),
     )
 
 
 def _remedy(i: int, r: Remedy) -> Group:
-    head = Text.assemble(f"{i}. ", (r.title, "bold"))
+    head = Text.assemble(f"{i}. ", (translate(r.title), "bold"))
     gain = gain_text(r)
     measure: RenderableType
     if gain is not None:
@@ -238,29 +270,29 @@ def _remedy(i: int, r: Remedy) -> Group:
     # A wrapped line of code continues under its own first character, not at the margin.
     body: list[RenderableType] = [_indent(measure, 2)]
     if gain is not None and r.verify_command is not None:
-        body.append(_indent(Text.assemble(("confirm it: ", "dim"), r.verify_command), 2))
+        body.append(_indent(Text.assemble((_("confirm it: "), "dim"), r.verify_command), 2))
     body += [
         Padding(Text(line.lstrip()), (0, 0, 0, 4 + len(line) - len(line.lstrip())), expand=False)
-        for line in r.change.splitlines()
+        for line in translate(r.change).splitlines()
     ]
     effects = None if r.effects is None else r.effects.text()
     if effects is not None:
-        body.append(_indent(Text.assemble(("effects: ", "dim"), effects), 2))
+        body.append(_indent(Text.assemble((_("effects: "), "dim"), translate(effects)), 2))
     if r.tradeoff:
-        body.append(_indent(Text.assemble(("trade-off: ", "yellow"), r.tradeoff), 2))
+        body.append(_indent(Text.assemble((_("trade-off: "), "yellow"), translate(r.tradeoff)), 2))
     return Group(head, *body)
 
 
 def _system_item(item: SystemItem) -> Group:
     """A failing host setting: what it is now, what it should be, and the command."""
-    now = item.current if item.current is not None else NOT_READABLE
+    now = item.current if item.current is not None else _(NOT_READABLE)
     return Group(
         Text.assemble(
             ("✗ ", "red"), (item.name, "bold"), f"  {now} → {item.recommended}  [",
-            (", ".join(str(k) for k in item.kinds), "dim"), "]",
+            (_(", ").join(kind_word(k) for k in item.kinds), "dim"), "]",
         ),
-        _indent(Text(item.why, style="dim"), 2),
-        _indent(Text.assemble(("command: ", "dim"), (item.command, "bold")), 2),
+        _indent(Text(translate(item.why), style="dim"), 2),
+        _indent(Text.assemble((_("command: "), "dim"), (item.command, "bold")), 2),
     )  # fmt: skip
 
 
@@ -272,8 +304,14 @@ def render_diagnosis(d: Diagnosis) -> RenderableType:
     parts += _step_lines(d)
     parts += _findings_and_remedies(d, negligible)
     if d.notes:
-        parts.append(_heading("Left out:"))
-        parts += [_indent(Text.assemble((f"{n.step}: ", "dim"), n.text), 2) for n in d.notes]
+        parts.append(_heading(_("Left out:")))
+        parts += [
+            _indent(
+                Text.assemble((say("{step}: ", step=step_word(n.step)), "dim"), translate(n.text)),
+                2,
+            )
+            for n in d.notes
+        ]
     return Group(*parts)
 
 
@@ -285,17 +323,22 @@ def _verdict_lines(d: Diagnosis) -> list[RenderableType]:
     parts: list[RenderableType] = [
         _indent(
             Text.assemble(
-                f"{d.requests_text()} to {d.endpoint} (model {d.model}), ",
-                (f"{d.failed} failed", failed_style),
+                say(
+                    "{requests} to {endpoint} (model {model}), ",
+                    requests=translate(d.requests_text()),
+                    endpoint=d.endpoint,
+                    model=d.model,
+                ),
+                (say("{n} failed", n=d.failed), failed_style),
             )
         ),
-        _indent(Text(cost_text(d.cost, d.model), style="dim"), 2),
+        _indent(Text(translate(cost_text(d.cost, d.model)), style="dim"), 2),
         _BLANK,
         _indent(
             Text.assemble(
-                ("Verdict: ", "bold"),
+                (_("Verdict: "), "bold"),
                 (kind_name(v.primary), _kind_style(v.primary)),
-                f"   confidence {shown_probability(v.confidence):.2f}",
+                say("   confidence {p:.2f}", p=shown_probability(v.confidence)),
             ),
         ),
     ]
@@ -304,16 +347,18 @@ def _verdict_lines(d: Diagnosis) -> list[RenderableType]:
     if (near := near_threshold_text(v)) is not None:
         parts.append(_indent(Text(near, style="yellow"), 2))
     if v.contributing:
-        contributing = Text("Contributing: ")
+        contributing = Text(_("Contributing: "))
         for i, kind in enumerate(v.contributing):
             if i:
-                contributing.append(", ")
-            contributing.append(str(kind), style=kind_colour(kind))
+                contributing.append(_(", "))
+            contributing.append(kind_word(kind), style=kind_colour(kind))
         parts.append(_indent(contributing))
     if v.negligible:
-        parts.append(_indent(Text("Negligible here: " + ", ".join(map(str, v.negligible)))))
+        negligible = _(", ").join(map(kind_word, v.negligible))
+        parts.append(_indent(Text(_("Negligible here: ") + negligible)))
     for text in disagreement_texts(d.server):
-        parts.append(_indent(Text.assemble(("Client and server disagree: ", "bold yellow"), text)))
+        disagree = (_("Client and server disagree: "), "bold yellow")
+        parts.append(_indent(Text.assemble(disagree, text)))
     for line in (workload_text(d), longer_prompt_text(d)):
         if line is not None:
             parts.append(_indent(Text(line)))
@@ -325,17 +370,24 @@ def _where_the_time_goes(d: Diagnosis, negligible: set[Kind]) -> list[Renderable
     that is not negligible adds to it."""
     if spec_of(d.verdict.primary).shows_request_parts and d.typical_request is not None:
         grown = d.workload is not None and d.workload.growth_ms > 0
-        each = "median of each phase" + (", prefill with the fitted growth" if grown else "")
+        where = (
+            N_(
+                "Where the time goes: that request on a new connection ({ms}, median of each "
+                "phase, prefill with the fitted growth):"
+            )
+            if grown
+            else N_(
+                "Where the time goes: that request on a new connection ({ms}, median of "
+                "each phase):"
+            )
+        )
         return [
-            _heading(
-                f"Where the time goes: that request on a new connection "
-                f"({format_ms(d.typical_request.total_ms)}, {each}):"
-            ),
+            _heading(say(where, ms=format_ms(d.typical_request.total_ms))),
             _indent(_parts(d.typical_request), 2),
         ]
     if shares := {k: ms for k, ms in d.shares_ms.items() if k not in negligible and ms > 0}:
         return [
-            _heading("What each kind adds to that request:"),
+            _heading(_("What each kind adds to that request:")),
             _indent(_shares(shares), 2),
         ]
     return []
@@ -345,16 +397,16 @@ def _step_lines(d: Diagnosis) -> list[RenderableType]:
     """Each step's numbers, the reasoning phase, and the server's own timing."""
     parts: list[RenderableType] = []
     steps = [
-        ("Step 1 — network", _network_lines(d)),
-        ("Step 2 — input length", _length_lines(d)),
-        ("Step 3 — fluctuation and load", _load_lines(d.load)),
+        (_("Step 1 — network"), _network_lines(d)),
+        (_("Step 2 — input length"), _length_lines(d)),
+        (_("Step 3 — fluctuation and load"), _load_lines(d.load)),
     ]
     if d.reasoning:
-        steps.append(("Reasoning — thinking before the answer", reasoning_lines(d.reasoning)))
+        steps.append((_("Reasoning — thinking before the answer"), reasoning_lines(d.reasoning)))
     for title, lines in steps:
         parts += [_heading(title), *(_indent(line, 2) for line in lines)]
     if d.server is not None:
-        parts.append(_heading("The server's own timing:"))
+        parts.append(_heading(_("The server's own timing:")))
         parts += [_indent(Text(line), 2) for line in server_lines(d.server)]
     return parts
 
@@ -365,23 +417,24 @@ def _findings_and_remedies(d: Diagnosis, negligible: set[Kind]) -> list[Renderab
     parts: list[RenderableType] = []
     found = [f for f in d.findings if f.kind not in negligible]
     if found:
-        parts.append(_heading("Findings:"))
+        parts.append(_heading(_("Findings:")))
         parts += [_indent(_finding(f)) for f in found]
     small = [f for f in d.findings if f.kind in negligible]
     if small:
-        parts.append(_heading("Negligible here (no remedies):"))
+        parts.append(_heading(_("Negligible here (no remedies):")))
         bar = negligible_bar_text(d)
         if bar is not None:
             parts.append(_indent(Text(bar, style="dim"), 2))
         parts += [_indent(_finding(f)) for f in small]
     if d.remedies:
         if d.priorities is None:
-            parts.append(_heading(f"Remedies, ranked for {d.scenario}:"))
+            parts.append(_heading(say("Remedies, ranked for {scenario}:", scenario=d.scenario)))
         else:
-            parts.append(_heading("Remedies:"))
-            parts.append(_indent(Text(f"Ranked for: {d.priorities.text()}", style="dim"), 2))
+            parts.append(_heading(_("Remedies:")))
+            ranked = say("Ranked for: {priorities}", priorities=translate(d.priorities.text()))
+            parts.append(_indent(Text(ranked, style="dim"), 2))
         parts += [_indent(_remedy(i, r)) for i, r in enumerate(d.remedies, 1)]
     if d.system:
-        parts.append(_heading("On this client host (`latdoc system` lists every check):"))
+        parts.append(_heading(_("On this client host (`latdoc system` lists every check):")))
         parts += [_indent(_system_item(i)) for i in d.system]
     return parts

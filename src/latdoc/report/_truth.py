@@ -1,17 +1,20 @@
 """Words every renderer shares about how far to trust a number: a remedy's gain and
 its source, the verdict's confidence against the truth bank, the network and
-input-length rules' comparisons, keep-alive's saving, the negligible kinds' bar."""
+input-length rules' comparisons, keep-alive's saving, the negligible kinds' bar; each in
+the active language (:mod:`latdoc.i18n`)."""
 
 from __future__ import annotations
 
 import math
 
+from latdoc.i18n import N_, say, translate
+from latdoc.i18n import gettext as _
 from latdoc.model import Diagnosis, LengthCheck, Remedy, Verdict
-from latdoc.report.names import format_ms
+from latdoc.report.names import format_ms, kind_word
 
 GAIN_SOURCES = {
-    "measured": "measured in this run",
-    "fitted": "fitted from the length curve",
+    "measured": N_("measured in this run"),
+    "fitted": N_("fitted from the length curve"),
 }
 """What each ``Remedy.gain_source`` means, in the user's words."""
 
@@ -21,11 +24,17 @@ def gain_text(r: Remedy) -> str | None:
     None when the remedy has no gain."""
     if r.predicted_gain_ms is None or r.gain_source is None:
         return None
-    text = f"saves {format_ms(r.predicted_gain_ms)}"
-    if r.gain_interval_ms is not None:
-        low, high = r.gain_interval_ms
-        text += f" (95% CI {format_ms(low)} … {format_ms(high)})"
-    return f"{text}, {GAIN_SOURCES[r.gain_source]}"
+    source = _(GAIN_SOURCES[r.gain_source])
+    if r.gain_interval_ms is None:
+        return say("saves {ms}, {source}", ms=format_ms(r.predicted_gain_ms), source=source)
+    low, high = r.gain_interval_ms
+    return say(
+        "saves {ms} (95% CI {low} … {high}), {source}",
+        ms=format_ms(r.predicted_gain_ms),
+        low=format_ms(low),
+        high=format_ms(high),
+        source=source,
+    )
 
 
 def shown_probability(p: float) -> float:
@@ -39,9 +48,10 @@ def bank_accuracy_text(v: Verdict) -> str | None:
     None when the verdict was not calibrated or the bank never named its kind."""
     if v.bank_accuracy is None or v.bank_n is None:
         return None
-    return (
-        f"verdicts of this kind were right {v.bank_accuracy:.0%} of the time "
-        f"in the truth bank (n = {v.bank_n})"
+    return say(
+        "verdicts of this kind were right {share:.0%} of the time in the truth bank (n = {n})",
+        share=v.bank_accuracy,
+        n=v.bank_n,
     )
 
 
@@ -50,17 +60,21 @@ def near_threshold_text(v: Verdict) -> str | None:
     verdict is not near one."""
     if not v.near_threshold:
         return None
-    runner = "" if v.runner_up is None else f" (next in line: {v.runner_up})"
-    return f"near a threshold: a second run may say otherwise{runner}"
+    if v.runner_up is None:
+        return _("near a threshold: a second run may say otherwise")
+    return say(
+        "near a threshold: a second run may say otherwise (next in line: {kind})",
+        kind=kind_word(v.runner_up),
+    )
 
 
 def unmeasured_text(r: Remedy) -> str:
     """What a remedy without a gain says instead of a number."""
     if r.verify_command is not None:
-        return "not measured here — measure it: "
+        return _("not measured here — measure it: ")
     if r.how_to_measure is not None:
-        return f"not measured here — measure it: {r.how_to_measure}"
-    return "not measured here"
+        return say("not measured here — measure it: {how}", how=translate(r.how_to_measure))
+    return _("not measured here")
 
 
 def keepalive_text(d: Diagnosis) -> str | None:
@@ -73,24 +87,33 @@ def keepalive_text(d: Diagnosis) -> str | None:
         if saving <= 0:
             return None
         new, reused = n.get("keepalive_new_n"), n.get("keepalive_reused_n")
-        told = f"keep-alive saves {format_ms(saving)} of first-byte time per request"
-        if new is not None and reused is not None:
-            told += (
-                f" (median of {new:.0f} new vs {reused:.0f} reused connections, same prompt length)"
-            )
-        return told
+        if new is None or reused is None:
+            return say("keep-alive saves {ms} of first-byte time per request", ms=format_ms(saving))
+        return say(
+            "keep-alive saves {ms} of first-byte time per request (median of {new:.0f} new "
+            "vs {reused:.0f} reused connections, same prompt length)",
+            ms=format_ms(saving),
+            new=new,
+            reused=reused,
+        )
     check = d.network_check
     if check is None or check.keepalive_why is None:
         return None
-    return f"keep-alive saving not measured: {check.keepalive_why}"
+    return say("keep-alive saving not measured: {why}", why=translate(check.keepalive_why))
 
 
 def length_rule_text(check: LengthCheck) -> str:
     """What the input-length rule compared and whether it fired, in its own numbers."""
-    return (
-        f"seed rule: fitted TTFT at {check.long_tokens:,} tokens {format_ms(check.long_ms)} "
-        f"vs {format_ms(check.short_ms)} at {check.short_tokens:,} = {check.ratio:.1f}× "
-        f"(+{format_ms(check.growth_ms)}); {check.why}"
+    return say(
+        "seed rule: fitted TTFT at {long_tokens:,} tokens {long} vs {short} at "
+        "{short_tokens:,} = {ratio:.1f}× (+{growth}); {why}",
+        long_tokens=check.long_tokens,
+        long=format_ms(check.long_ms),
+        short=format_ms(check.short_ms),
+        short_tokens=check.short_tokens,
+        ratio=check.ratio,
+        growth=format_ms(check.growth_ms),
+        why=translate(check.why),
     )
 
 
@@ -103,9 +126,12 @@ def longest_ratio_text(d: Diagnosis) -> str | None:
     check = d.length_check
     if check is not None and check.long_tokens == long:
         return None
-    return (
-        f"longest ÷ shortest measured ({long:,} vs {short:,} tokens, not the rule's "
-        f"comparison): {curve.ratio_long_short:.1f}×"
+    return say(
+        "longest ÷ shortest measured ({long:,} vs {short:,} tokens, not the rule's "
+        "comparison): {ratio:.1f}×",
+        long=long,
+        short=short,
+        ratio=curve.ratio_long_short,
     )
 
 
@@ -115,13 +141,17 @@ def negligible_bar_text(d: Diagnosis) -> str | None:
     bar = d.noticeable
     if bar is None:
         return None
-    noise = f"end to end {format_ms(bar.noise_ms)}"
+    noise = say("end to end {ms}", ms=format_ms(bar.noise_ms))
     if bar.ttft_noise_ms is not None:
-        noise = f"to first token {format_ms(bar.ttft_noise_ms)}, {noise}"
-    return (
-        f"each adds less than {bar.fraction:.0%} of the typical request's "
-        f"{format_ms(bar.typical_ms)}, or no more than identical requests vary "
-        f"({noise})"
+        noise = say(
+            "to first token {ms}, {end_to_end}", ms=format_ms(bar.ttft_noise_ms), end_to_end=noise
+        )
+    return say(
+        "each adds less than {share:.0%} of the typical request's {ms}, or no more than "
+        "identical requests vary ({noise})",
+        share=bar.fraction,
+        ms=format_ms(bar.typical_ms),
+        noise=noise,
     )
 
 
@@ -134,22 +164,35 @@ def workload_text(d: Diagnosis) -> str | None:
     w = d.workload
     if w is None:
         return None
-    text = f"Shares are of {w.text()}: {format_ms(w.total_ms)} end to end"
+    text = say(
+        "Shares are of {request}: {ms} end to end",
+        request=translate(w.text()),
+        ms=format_ms(w.total_ms),
+    )
     if w.growth_ms > 0 and d.length_check is not None:
-        text += (
-            f" ({format_ms(w.short_ms)} at {d.length_check.short_tokens:,} tokens + "
-            f"{format_ms(w.growth_ms)} of prefill, fitted)"
+        text += say(
+            " ({short} at {tokens:,} tokens + {growth} of prefill, fitted)",
+            short=format_ms(w.short_ms),
+            tokens=d.length_check.short_tokens,
+            growth=format_ms(w.growth_ms),
         )
     if w.asked_tokens is not None:
-        whose = "your recorded requests' median" if w.source == "recorded" else "asked for"
-        text += (
-            f"; the {w.asked_tokens:,}-token prompt {whose} is beyond the longest length "
-            "measured: read there, not extrapolated"
+        beyond = (
+            N_(
+                "; the {tokens:,}-token prompt your recorded requests' median is beyond the "
+                "longest length measured: read there, not extrapolated"
+            )
+            if w.source == "recorded"
+            else N_(
+                "; the {tokens:,}-token prompt asked for is beyond the longest length "
+                "measured: read there, not extrapolated"
+            )
         )
+        text += say(beyond, tokens=w.asked_tokens)
     elif w.source == "recorded" and w.prompt_tokens is not None:
-        text += "; your recorded requests' median prompt: --prompt-tokens N for another"
+        text += _("; your recorded requests' median prompt: --prompt-tokens N for another")
     elif w.source == "seed" and w.prompt_tokens is not None:
-        text += "; the seed's long prompt: --prompt-tokens N for yours"
+        text += _("; the seed's long prompt: --prompt-tokens N for yours")
     return text
 
 
@@ -161,9 +204,14 @@ def longer_prompt_text(d: Diagnosis) -> str | None:
     if longer is None or check is None:
         return None
     low, high = longer.growth_interval_ms
-    return (
-        f"At {longer.prompt_tokens:,} prompt tokens input length would add "
-        f"{format_ms(longer.growth_ms)} (95% CI {format_ms(low)} … {format_ms(high)}): "
-        f"{longer.ratio:.1f}× the {check.short_tokens:,}-token TTFT, which the seed's rule "
-        f"names; if your prompts are that long, ask with --prompt-tokens {longer.prompt_tokens}"
+    return say(
+        "At {tokens:,} prompt tokens input length would add {growth} (95% CI {low} … "
+        "{high}): {ratio:.1f}× the {short_tokens:,}-token TTFT, which the seed's rule names; "
+        "if your prompts are that long, ask with --prompt-tokens {tokens}",
+        tokens=longer.prompt_tokens,
+        growth=format_ms(longer.growth_ms),
+        low=format_ms(low),
+        high=format_ms(high),
+        ratio=longer.ratio,
+        short_tokens=check.short_tokens,
     )

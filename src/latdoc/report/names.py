@@ -1,21 +1,54 @@
-"""Words and numbers every renderer shares: the kinds' names (from their specs), durations,
-evidence values."""
+"""Words and numbers every renderer shares: the kinds' names (from their specs), the
+steps', the length curve's shapes, durations, evidence values; each word in the active
+language (:mod:`latdoc.i18n`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from latdoc.analysis.kinds import spec_of
+from latdoc.i18n import N_, language, say, translate
 from latdoc.model import Kind
+from latdoc.records import Step
+
+SHAPES: Mapping[str, str] = {
+    "flat": N_("flat"),
+    "linear": N_("linear"),
+    "super-linear": N_("super-linear"),
+}
+"""The length curve's shapes (:attr:`latdoc.model.LengthCurve.shape`), to translate."""
+STEPS: Mapping[str, str] = {
+    Step.CALIBRATION: N_("calibration"),
+    Step.NETWORK: N_("network"),
+    Step.LENGTH: N_("length"),
+    Step.LOAD: N_("load"),
+    Step.RUN: N_("run"),
+}
+"""The steps a diagnosis's notes name, to translate; any other is shown as it is."""
 
 
 def kind_short(kind: Kind) -> str:
     """``Input length``: the kind's name as every report shows it (its spec's)."""
-    return spec_of(kind).name
+    return translate(spec_of(kind).name)
 
 
 def kind_name(kind: Kind) -> str:
     """``Input length (prefill grows with the prompt)``."""
     spec = spec_of(kind)
-    return f"{spec.name} ({spec.meaning})"
+    return say("{name} ({meaning})", name=translate(spec.name), meaning=translate(spec.meaning))
+
+
+def kind_word(kind: Kind) -> str:
+    """The kind where a report lists kinds: in English its identifier (``network_setup``,
+    as the JSON documents and the evidence name it), in another language its name, since
+    an identifier is an English word."""
+    return str(kind) if language() == "en" else kind_short(kind)
+
+
+def step_word(step: str) -> str:
+    """A step of the method as a note names it: ``load``, or its translation."""
+    word = STEPS.get(step)
+    return str(step) if word is None else translate(word)
 
 
 def kind_colour(kind: Kind) -> str:

@@ -13,6 +13,7 @@ from latdoc.advice.kinds._builder import RemedyBuilder
 from latdoc.advice.verify import VERIFY_HTTP2, VERIFY_POOL, verify_command
 from latdoc.analysis.kinds.client import CLIENT_LOOP_LAG_MS
 from latdoc.analysis.policy import CLIENT_DELAY_MS
+from latdoc.i18n import N_, Message
 from latdoc.model import Diagnosis, Effects, Finding, Kind, Remedy, RunContext
 
 __all__ = ["BUILDER", "client_remedies"]
@@ -22,25 +23,36 @@ def client_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remed
     if "loop_lag_ms" in f.evidence or "client_delay_ms" in f.evidence:
         yield Remedy(
             keys.CLIENT_CPU,
-            "Give the client spare CPU before trusting its timings",
+            N_("Give the client spare CPU before trusting its timings"),
             f.kind,
-            "Its event loop ran late, so every timestamp (its own and latdoc's) is late too: "
-            "run on a less loaded machine, split streams across processes, and keep CPU-heavy "
-            "work off the event loop (loop.run_in_executor).",
+            N_(
+                "Its event loop ran late, so every timestamp (its own and latdoc's) is late "
+                "too: run on a less loaded machine, split streams across processes, and keep "
+                "CPU-heavy work off the event loop (loop.run_in_executor)."
+            ),
             None,
-            how_to_measure="run `latdoc diagnose` again from a quieter machine: the "
-            "event-loop lag and the client delay in its findings should fall below "
-            f"{CLIENT_LOOP_LAG_MS:.0f} and {CLIENT_DELAY_MS:.0f} ms",
+            how_to_measure=Message(
+                "run `latdoc diagnose` again from a quieter machine: the event-loop lag and "
+                "the client delay in its findings should fall below {lag:.0f} and "
+                "{delay:.0f} ms",
+                lag=CLIENT_LOOP_LAG_MS,
+                delay=CLIENT_DELAY_MS,
+            ),
         )
         return
     size = advised_pool(ctx.cpu_count, ctx.concurrency)
     yield Remedy(
         keys.POOL_SIZE,
-        f"Size the connection pool to {size}",
+        Message("Size the connection pool to {size}", size=size),
         f.kind,
-        f"2 × {ctx.cpu_count} cores + {ctx.concurrency} concurrent requests = {size}:\n"
-        f"  httpx.Limits(max_connections={size}, max_keepalive_connections={size})\n"
-        "Too small queues requests in the client; too large wastes sockets and memory.",
+        Message(
+            "2 × {cores} cores + {concurrency} concurrent requests = {size}:\n"
+            "  httpx.Limits(max_connections={size}, max_keepalive_connections={size})\n"
+            "Too small queues requests in the client; too large wastes sockets and memory.",
+            cores=ctx.cpu_count,
+            concurrency=ctx.concurrency,
+            size=size,
+        ),
         None,
         verify_command=verify_command(
             ctx, VERIFY_POOL, pool_size=size, concurrency=ctx.concurrency
@@ -48,10 +60,12 @@ def client_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remed
     )
     yield Remedy(
         keys.HTTP2,
-        "Multiplex requests over HTTP/2",
+        N_("Multiplex requests over HTTP/2"),
         f.kind,
-        "One connection carries many streams, so requests do not wait for a free one:\n"
-        "  httpx.AsyncClient(http2=True)  # pip install 'httpx[http2]'",
+        N_(
+            "One connection carries many streams, so requests do not wait for a free one:\n"
+            "  httpx.AsyncClient(http2=True)  # pip install 'httpx[http2]'"
+        ),
         None,
         verify_command=verify_command(ctx, VERIFY_HTTP2, concurrency=ctx.concurrency),
     )

@@ -10,6 +10,7 @@ from latdoc.advice import keys
 from latdoc.advice._common import SMALLER_MODEL_EFFECTS, smaller_model
 from latdoc.advice.kinds._builder import RemedyBuilder
 from latdoc.advice.verify import VERIFY_MAX_TOKENS, checked, verify_command
+from latdoc.i18n import N_, Message
 from latdoc.model import (
     CostChange,
     Diagnosis,
@@ -29,11 +30,14 @@ def decode_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remed
     command = verify_command(ctx, VERIFY_MAX_TOKENS)
     yield Remedy(
         keys.MAX_TOKENS,
-        "Ask for no more output than the answer needs",
+        N_("Ask for no more output than the answer needs"),
         f.kind,
         checked(
-            f"Each output token costs ~{tpot:.0f} ms here: set max_tokens to the answer's "
-            "real length and ask for concise answers in the prompt.",
+            Message(
+                "Each output token costs ~{tpot:.0f} ms here: set max_tokens to the answer's "
+                "real length and ask for concise answers in the prompt.",
+                tpot=tpot,
+            ),
             command,
         ),
         None,
@@ -41,7 +45,7 @@ def decode_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remed
     )
     yield smaller_model(
         f.kind,
-        "Decode speed grows as the model shrinks (e.g. 7B instead of 72B, INT8/INT4).",
+        N_("Decode speed grows as the model shrinks (e.g. 7B instead of 72B, INT8/INT4)."),
         ctx,
     )
 
@@ -53,8 +57,8 @@ BUILDER = RemedyBuilder(
         keys.MAX_TOKENS: Effects(
             CostChange.LOWER,
             QualityRisk.MAY_CHANGE,
-            cost_why="fewer output tokens billed",
-            quality_why="an answer longer than the cap is cut off",
+            cost_why=N_("fewer output tokens billed"),
+            quality_why=N_("an answer longer than the cap is cut off"),
         ),
         keys.SMALLER_MODEL: SMALLER_MODEL_EFFECTS,
     },

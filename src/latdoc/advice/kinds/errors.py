@@ -11,6 +11,7 @@ from latdoc.advice import keys
 from latdoc.advice._common import retries
 from latdoc.advice.kinds._builder import RemedyBuilder
 from latdoc.errors import cannot_answer
+from latdoc.i18n import N_, Message
 from latdoc.model import Diagnosis, Effects, Finding, Kind, Remedy, RunContext
 
 __all__ = ["BUILDER", "errors_remedies"]
@@ -27,12 +28,20 @@ def errors_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remed
     if checks:
         yield Remedy(
             keys.FIX_ENDPOINT,
-            "Fix the endpoint's address or credentials",
+            N_("Fix the endpoint's address or credentials"),
             f.kind,
-            "These failures meet every request alike, and no retry passes them:\n"
-            + "\n".join(f"  {code}: {hint}" for code, hint in checks.items()),
+            Message.joined(
+                "\n",
+                [
+                    N_("These failures meet every request alike, and no retry passes them:"),
+                    *(
+                        Message("  {code}: {hint}", code=code, hint=Message.of(hint))
+                        for code, hint in checks.items()
+                    ),
+                ],
+            ),
             None,
-            how_to_measure="run `latdoc probe` on the corrected URL, model and key: it answers",
+            how_to_measure=N_("run `latdoc probe` on the corrected URL, model and key: it answers"),
         )
     if len(checks) == len(codes):
         return
@@ -40,10 +49,12 @@ def errors_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remed
     if any(code == "http:429" for code in f.evidence):
         yield Remedy(
             keys.SPREAD_REQUESTS,
-            "Stay under the rate limit",
+            N_("Stay under the rate limit"),
             f.kind,
-            "Limit concurrency with an asyncio.Semaphore and honour Retry-After; ask "
-            "the provider for a higher limit if the load is steady.",
+            N_(
+                "Limit concurrency with an asyncio.Semaphore and honour Retry-After; ask "
+                "the provider for a higher limit if the load is steady."
+            ),
             None,
         )
 

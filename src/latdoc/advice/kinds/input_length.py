@@ -24,6 +24,7 @@ from latdoc.advice.verify import (
     checked,
     verify_command,
 )
+from latdoc.i18n import N_, Message
 from latdoc.model import (
     CostChange,
     Diagnosis,
@@ -49,7 +50,9 @@ def input_length_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator
         if interval is not None:
             gain = max(0.0, curve.predict_ms(long_tokens) - curve.predict_ms(window))
     rate = f.evidence.get("prefill_per_1k_ms")
-    rate_text = f" (prefill costs {rate:.0f} ms per 1K tokens here)" if rate else ""
+    rate_text = (
+        Message(" (prefill costs {rate:.0f} ms per 1K tokens here)", rate=rate) if rate else ""
+    )
     command = (
         verify_command(ctx, VERIFY_TRIM, **{"from": long_tokens, "to": window})
         if long_tokens > window
@@ -57,13 +60,16 @@ def input_length_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator
     )
     yield Remedy(
         keys.TRIM_WINDOW,
-        f"Trim the context to a sliding window of ~{window} tokens",
+        Message("Trim the context to a sliding window of ~{window} tokens", window=window),
         f.kind,
         checked(
-            f"Keep the system prompt and the most recent ~{window} tokens of history"
-            f"{rate_text}:\n"
-            "  messages = [system, *last_turns_within(history, budget_tokens="
-            f"{window})]",
+            Message(
+                "Keep the system prompt and the most recent ~{window} tokens of history"
+                "{rate}:\n"
+                "  messages = [system, *last_turns_within(history, budget_tokens={window})]",
+                window=window,
+                rate=rate_text,
+            ),
             command,
         ),
         gain,
@@ -74,10 +80,12 @@ def input_length_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator
     per_turn = max(1, long_tokens // SUMMARY_AFTER_TURNS) if long_tokens else 1000
     yield Remedy(
         keys.SUMMARIZE_HISTORY,
-        "Compress old turns into a summary",
+        N_("Compress old turns into a summary"),
         f.kind,
-        "Beyond ~10 turns, replace the oldest turns with a model-written summary, and "
-        "start a fresh conversation carrying the summary every ~20 turns.",
+        N_(
+            "Beyond ~10 turns, replace the oldest turns with a model-written summary, and "
+            "start a fresh conversation carrying the summary every ~20 turns."
+        ),
         None,
         verify_command=verify_command(
             ctx,
@@ -90,11 +98,13 @@ def input_length_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator
     if long_tokens > window:
         yield Remedy(
             keys.PROMPT_CACHE,
-            "Keep the prompt's start the same so the server can cache it",
+            N_("Keep the prompt's start the same so the server can cache it"),
             f.kind,
-            "Put the fixed parts first (system prompt, documents, older turns) and the new "
-            "turn last; where the provider caches prompt prefixes, a repeated prefix skips "
-            "its prefill.",
+            N_(
+                "Put the fixed parts first (system prompt, documents, older turns) and the new "
+                "turn last; where the provider caches prompt prefixes, a repeated prefix skips "
+                "its prefill."
+            ),
             None,
             verify_command=verify_command(
                 ctx, VERIFY_PROMPT_CACHE, prefix_tokens=long_tokens - window
@@ -102,16 +112,18 @@ def input_length_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator
         )
     yield another_model(
         keys.LONG_CONTEXT_MODEL,
-        "Prefer a model served for long context",
+        N_("Prefer a model served for long context"),
         f.kind,
-        "A model and server built for 128K+ context (FlashAttention/PagedAttention "
-        "serving) keep prefill linear where classic serving degrades past ~4K tokens.",
-        "another model: check quality and price on your own task first",
+        N_(
+            "A model and server built for 128K+ context (FlashAttention/PagedAttention "
+            "serving) keep prefill linear where classic serving degrades past ~4K tokens."
+        ),
+        N_("another model: check quality and price on your own task first"),
         ctx,
     )
     yield smaller_model(
         f.kind,
-        "e.g. a 7B instead of a 72B, or INT8/INT4 weights: prefill and decode both get faster.",
+        N_("e.g. a 7B instead of a 72B, or INT8/INT4 weights: prefill and decode both get faster."),
         ctx,
     )
 
@@ -122,20 +134,20 @@ BUILDER = RemedyBuilder(
     {
         keys.TRIM_WINDOW: TRIMMED_PROMPT_EFFECTS,
         keys.PROMPT_CACHE: Effects(
-            CostChange.LOWER, cost_why="a cached prefix is billed at the cached rate"
+            CostChange.LOWER, cost_why=N_("a cached prefix is billed at the cached rate")
         ),
         keys.SUMMARIZE_HISTORY: Effects(
             CostChange.LOWER,
             QualityRisk.MAY_CHANGE,
-            cost_why="fewer prompt tokens a turn, less the summaries' own requests",
-            quality_why="the model reads a summary of the old turns, not the turns",
+            cost_why=N_("fewer prompt tokens a turn, less the summaries' own requests"),
+            quality_why=N_("the model reads a summary of the old turns, not the turns"),
         ),
         keys.SMALLER_MODEL: SMALLER_MODEL_EFFECTS,
         keys.LONG_CONTEXT_MODEL: Effects(
             CostChange.HIGHER,
             QualityRisk.MAY_CHANGE,
-            cost_why="a model served for long context is usually dearer a token",
-            quality_why="another model answers differently",
+            cost_why=N_("a model served for long context is usually dearer a token"),
+            quality_why=N_("another model answers differently"),
         ),
     },
 )

@@ -27,6 +27,7 @@ from latdoc.advice.verify import (
     verify_command,
 )
 from latdoc.analysis.policy import HIGH_RTT_MS
+from latdoc.i18n import N_, Message
 from latdoc.model import Diagnosis, Effects, Finding, Kind, Remedy, RunContext
 
 __all__ = ["BUILDER", "network_path_remedies"]
@@ -41,17 +42,22 @@ def network_path_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator
         worst = max(s for s in shares if s is not None)
         yield Remedy(
             keys.LOSSY_PATH,
-            "Find where the path loses packets",
+            N_("Find where the path loses packets"),
             f.kind,
-            f"Up to {worst:.1%} of the segments were lost or arrived behind a lost one. Loss "
-            "is on the path, not the "
-            "server: try a wired link instead of Wi-Fi, another network or without the "
-            "VPN, and `mtr` to the host to see which hop drops; on the client host a "
-            "congestion control that does not halve its rate at each loss helps the "
-            "upload:\n  sysctl -w net.ipv4.tcp_congestion_control=bbr",
+            Message(
+                "Up to {share:.1%} of the segments were lost or arrived behind a lost one. "
+                "Loss is on the path, not the server: try a wired link instead of Wi-Fi, "
+                "another network or without the VPN, and `mtr` to the host to see which hop "
+                "drops; on the client host a congestion control that does not halve its rate "
+                "at each loss helps the upload:\n"
+                "  sysctl -w net.ipv4.tcp_congestion_control=bbr",
+                share=worst,
+            ),
             None,
-            how_to_measure="run `latdoc diagnose` again on the other network: the shares "
-            "(retransmit_share, out_of_order_share) of the network-path finding",
+            how_to_measure=N_(
+                "run `latdoc diagnose` again on the other network: the shares "
+                "(retransmit_share, out_of_order_share) of the network-path finding"
+            ),
         )
         if set(f.evidence) <= _LOSS_KEYS:
             return  # the loss alone: the path's other remedies address nothing here
@@ -67,10 +73,14 @@ def network_path_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator
     if rtt is not None and rtt > HIGH_RTT_MS:
         yield Remedy(
             keys.NEARER_REGION,
-            "Use the nearest region or endpoint",
+            N_("Use the nearest region or endpoint"),
             f.kind,
-            f"The round trip is {rtt:.0f} ms here. Set base_url to the endpoint nearest the "
-            "client (openai.AsyncOpenAI(base_url=...)) or run the client next to the service.",
+            Message(
+                "The round trip is {rtt:.0f} ms here. Set base_url to the endpoint nearest "
+                "the client (openai.AsyncOpenAI(base_url=...)) or run the client next to the "
+                "service.",
+                rtt=rtt,
+            ),
             None,
             verify_command=verify_command(ctx, VERIFY_ENDPOINT, alt="URL2"),
         )
@@ -79,24 +89,30 @@ def network_path_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator
     if slow_start != 0 and not self_paced:
         yield Remedy(
             keys.TCP_SETTINGS,
-            "No TCP slow start after idle on the client host",
+            N_("No TCP slow start after idle on the client host"),
             f.kind,
-            "A long prompt sent after a pause then goes out at the full rate:\n"
-            "  sysctl -w net.ipv4.tcp_slow_start_after_idle=0",
+            N_(
+                "A long prompt sent after a pause then goes out at the full rate:\n"
+                "  sysctl -w net.ipv4.tcp_slow_start_after_idle=0"
+            ),
             None,
-            how_to_measure="run `latdoc diagnose` again after the change and compare the "
-            "send time of the long prompts",
+            how_to_measure=N_(
+                "run `latdoc diagnose` again after the change and compare the send time of "
+                "the long prompts"
+            ),
         )
     if f.evidence.get("long_prompt_send_ms") and d.length is not None:
         longest = d.length.points[-1].prompt_tokens
         command = verify_command(ctx, VERIFY_TRIM, **{"from": longest, "to": trim_window(longest)})
         yield Remedy(
             keys.TRIM_WINDOW,
-            "Send less: trim the prompt to what the answer needs",
+            N_("Send less: trim the prompt to what the answer needs"),
             f.kind,
             checked(
-                "The uplink is slow for long prompts: keep the last turns only, or compress "
-                "the history (see the input-length remedies).",
+                N_(
+                    "The uplink is slow for long prompts: keep the last turns only, or "
+                    "compress the history (see the input-length remedies)."
+                ),
                 command,
             ),
             None,
@@ -133,35 +149,45 @@ def _proxy(f: Finding, ctx: RunContext) -> Iterator[Remedy]:
     host = urlsplit(ctx.endpoint).hostname or "API_HOST"
     yield Remedy(
         keys.PROXY_BYPASS,
-        "Reach the API's host direct: bypass the proxy for it",
+        N_("Reach the API's host direct: bypass the proxy for it"),
         f.kind,
-        f"The proxy takes {tunnel:.0f} ms to open each tunnel. Where policy allows the "
-        f"host direct, list it in NO_PROXY:\n  export NO_PROXY={host}\n"
-        "(httpx and the openai SDK read it, as curl does), or give this client no proxy: "
-        "httpx.AsyncClient(trust_env=False).",
+        Message(
+            "The proxy takes {ms:.0f} ms to open each tunnel. Where policy allows the host "
+            "direct, list it in NO_PROXY:\n  export NO_PROXY={host}\n"
+            "(httpx and the openai SDK read it, as curl does), or give this client no proxy: "
+            "httpx.AsyncClient(trust_env=False).",
+            ms=tunnel,
+            host=host,
+        ),
         None,
         verify_command=verify_command(ctx, VERIFY_DIRECT),
-        how_to_measure="latdoc verify --remedy direct: the same requests through the proxy "
-        "and direct, each on a new connection",
+        how_to_measure=N_(
+            "latdoc verify --remedy direct: the same requests through the proxy and direct, "
+            "each on a new connection"
+        ),
     )
     yield Remedy(
         keys.PROXY_KEEP_ALIVE,
-        "Keep connections alive through the proxy's tunnel",
+        N_("Keep connections alive through the proxy's tunnel"),
         f.kind,
-        "A connection kept alive pays the CONNECT once: share one client "
-        "(httpx.AsyncClient / openai.AsyncOpenAI) for the process, and keep its pool's idle "
-        "connections longer than the gaps between requests "
-        "(httpx.Limits(keepalive_expiry=...)), below the proxy's own idle timeout.",
+        N_(
+            "A connection kept alive pays the CONNECT once: share one client "
+            "(httpx.AsyncClient / openai.AsyncOpenAI) for the process, and keep its pool's "
+            "idle connections longer than the gaps between requests "
+            "(httpx.Limits(keepalive_expiry=...)), below the proxy's own idle timeout."
+        ),
         None,
         verify_command=verify_command(ctx, VERIFY_KEEPALIVE),
     )
     yield Remedy(
         keys.NEARER_PROXY,
-        "Use a proxy nearer the client, or a lighter one",
+        N_("Use a proxy nearer the client, or a lighter one"),
         f.kind,
-        "A proxy on the client's own network or region opens its tunnel in a few "
-        "milliseconds; one far away, or busy checking each CONNECT, adds its round trips "
-        "to every new connection.",
+        N_(
+            "A proxy on the client's own network or region opens its tunnel in a few "
+            "milliseconds; one far away, or busy checking each CONNECT, adds its round trips "
+            "to every new connection."
+        ),
         None,
         verify_command=verify_command(ctx, VERIFY_PROXY, alt_proxy="PROXY_URL"),
     )
@@ -173,27 +199,36 @@ def _gateway(f: Finding, ctx: RunContext) -> Remedy:
     if gateway is not None:
         return Remedy(
             keys.GATEWAY,
-            "Lighten the gateway, or call the model direct on the hot path",
+            N_("Lighten the gateway, or call the model direct on the hot path"),
             f.kind,
-            f"The gateway says it adds {gateway:.0f} ms before each request reaches the "
-            "model. Turn off the pre-call hooks and callbacks the path does not need "
-            "(logging, guardrails, budget and key checks done per request), run the gateway "
-            "next to the client or the model, or send latency-critical requests to the "
-            "upstream's URL direct.",
+            Message(
+                "The gateway says it adds {ms:.0f} ms before each request reaches the model. "
+                "Turn off the pre-call hooks and callbacks the path does not need (logging, "
+                "guardrails, budget and key checks done per request), run the gateway next "
+                "to the client or the model, or send latency-critical requests to the "
+                "upstream's URL direct.",
+                ms=gateway,
+            ),
             None,
             verify_command=measure,
-            how_to_measure="the gateway's own x-litellm-overhead-duration-ms header, per "
-            "request; the verify command times the gateway against the upstream direct",
+            how_to_measure=N_(
+                "the gateway's own x-litellm-overhead-duration-ms header, per request; the "
+                "verify command times the gateway against the upstream direct"
+            ),
         )
     return Remedy(
         keys.GATEWAY,
-        "If a gateway or proxy stands before the model, measure what it adds",
+        N_("If a gateway or proxy stands before the model, measure what it adds"),
         f.kind,
-        "This endpoint does not say what a gateway in front of the model adds, so its "
-        "time is not told apart from the rest of the path here. Time the gateway against "
-        "the upstream it routes to, called direct, with the same model and prompt.",
+        N_(
+            "This endpoint does not say what a gateway in front of the model adds, so its "
+            "time is not told apart from the rest of the path here. Time the gateway against "
+            "the upstream it routes to, called direct, with the same model and prompt."
+        ),
         None,
         verify_command=measure,
-        how_to_measure="latdoc verify --remedy endpoint: the gateway's URL against the "
-        "upstream's URL direct; the difference in time to first token is the gateway's",
+        how_to_measure=N_(
+            "latdoc verify --remedy endpoint: the gateway's URL against the upstream's URL "
+            "direct; the difference in time to first token is the gateway's"
+        ),
     )

@@ -15,6 +15,7 @@ from latdoc.advice import keys
 from latdoc.advice._sizing import advised_pool
 from latdoc.advice.kinds._builder import RemedyBuilder
 from latdoc.advice.verify import VERIFY_KEEPALIVE, verify_command
+from latdoc.i18n import N_, Message
 from latdoc.model import Diagnosis, Effects, Finding, Kind, Remedy, RunContext
 
 __all__ = ["BUILDER", "keep_alive_gain", "network_setup_remedies", "tls_resumption_gain"]
@@ -51,39 +52,55 @@ def network_setup_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterato
     if slow is not None and fast is not None:
         yield Remedy(
             keys.ADDRESS_FAMILY,
-            "Stop sending connections to the slow address",
+            N_("Stop sending connections to the slow address"),
             f.kind,
-            f"{f.title.rsplit(': ', 1)[-1]} connects in {slow:.0f} ms against {fast:.0f} ms for "
-            "the host's fastest address: ask the provider to drop or fix it, or pin the fast "
-            "address in /etc/hosts (and watch for it changing).",
+            Message(
+                "{address} connects in {slow:.0f} ms against {fast:.0f} ms for the host's "
+                "fastest address: ask the provider to drop or fix it, or pin the fast "
+                "address in /etc/hosts (and watch for it changing).",
+                address=f.title.rsplit(": ", 1)[-1],
+                slow=slow,
+                fast=fast,
+            ),
             slow - fast,
             gain_source="measured",
-            how_to_measure="`latdoc probe` repeated: each new connection's attempts "
-            "(connect_attempts) show the address it went to and its connect time",
+            how_to_measure=N_(
+                "`latdoc probe` repeated: each new connection's attempts (connect_attempts) "
+                "show the address it went to and its connect time"
+            ),
         )
     if "dns" in f.title.lower():
         yield Remedy(
             keys.DNS_CACHE,
-            "Cache DNS answers or use a faster resolver",
+            N_("Cache DNS answers or use a faster resolver"),
             f.kind,
-            "Run a local caching resolver (systemd-resolved, dnsmasq or nscd) or point "
-            "/etc/resolv.conf at a faster one; keep connections alive so lookups are rare.",
+            N_(
+                "Run a local caching resolver (systemd-resolved, dnsmasq or nscd) or point "
+                "/etc/resolv.conf at a faster one; keep connections alive so lookups are rare."
+            ),
             None,
-            how_to_measure=f"compare the DNS phase of `latdoc probe {ctx.endpoint} --model "
-            f"{ctx.model}` before and after the change",
+            how_to_measure=Message(
+                "compare the DNS phase of `latdoc probe {endpoint} --model {model}` before "
+                "and after the change",
+                endpoint=ctx.endpoint,
+                model=ctx.model,
+            ),
         )
     size = advised_pool(ctx.cpu_count, ctx.concurrency)
     measured = keep_alive_gain(d)
     yield Remedy(
         keys.KEEP_ALIVE,
-        "Reuse connections (HTTP keep-alive)",
+        N_("Reuse connections (HTTP keep-alive)"),
         f.kind,
-        "Create one client at start-up and reuse it for every call:\n"
-        f"  httpx.AsyncClient(limits=httpx.Limits(max_connections={size}, "
-        f"max_keepalive_connections={size}))\n"
-        "  client = openai.AsyncOpenAI()  # once, not per request\n"
-        "If the server still closes connections, check the proxy or load balancer's "
-        "keep-alive timeout and any 'Connection: close' it adds.",
+        Message(
+            "Create one client at start-up and reuse it for every call:\n"
+            "  httpx.AsyncClient(limits=httpx.Limits(max_connections={size}, "
+            "max_keepalive_connections={size}))\n"
+            "  client = openai.AsyncOpenAI()  # once, not per request\n"
+            "If the server still closes connections, check the proxy or load balancer's "
+            "keep-alive timeout and any 'Connection: close' it adds.",
+            size=size,
+        ),
         measured[0] if measured else None,
         gain_interval_ms=measured[1] if measured else None,
         gain_source="measured" if measured else None,
@@ -94,17 +111,23 @@ def network_setup_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterato
         full, resumed = resumption
         yield Remedy(
             keys.TLS_RESUMPTION,
-            "Resume TLS sessions on new connections",
+            N_("Resume TLS sessions on new connections"),
             f.kind,
-            f"The server resumes TLS sessions: a resumed handshake took {resumed:.0f} ms here "
-            f"against {full:.0f} ms for a full one. Python's ssl (and so httpx and the "
-            "OpenAI SDK) never offers a session by itself: keep connections alive first; "
-            "where new connections are unavoidable, a client that caches sessions "
-            "(curl, Go's tls.ClientSessionCache, Node's https.Agent) pays the shorter one.",
+            Message(
+                "The server resumes TLS sessions: a resumed handshake took {resumed:.0f} ms "
+                "here against {full:.0f} ms for a full one. Python's ssl (and so httpx and "
+                "the OpenAI SDK) never offers a session by itself: keep connections alive "
+                "first; where new connections are unavoidable, a client that caches sessions "
+                "(curl, Go's tls.ClientSessionCache, Node's https.Agent) pays the shorter one.",
+                resumed=resumed,
+                full=full,
+            ),
             full - resumed,
             gain_source="measured",
-            how_to_measure="the network step's cold requests: one offers the first "
-            "connection's session; compare its tls_ms with the others'",
+            how_to_measure=N_(
+                "the network step's cold requests: one offers the first connection's "
+                "session; compare its tls_ms with the others'"
+            ),
         )
 
 
@@ -120,26 +143,38 @@ def tls_resumption_gain(d: Diagnosis) -> tuple[float, float] | None:
 def _address_family(family: int, cost: float, ctx: RunContext) -> Remedy:
     dead, works = ("IPv6", "IPv4") if family == 6 else ("IPv4", "IPv6")
     prefer = (
-        "  echo 'precedence ::ffff:0:0/96 100' >> /etc/gai.conf   # IPv4 first, every host\n"
+        Message(
+            "  echo 'precedence ::ffff:0:0/96 100' >> /etc/gai.conf   # IPv4 first, every host\n"
+        )
         if family == 6
         else ""
     )
     return Remedy(
         keys.ADDRESS_FAMILY,
-        f"Connect over {works}: {dead} does not reach this host",
+        Message("Connect over {works}: {dead} does not reach this host", works=works, dead=dead),
         Kind.NETWORK_SETUP,
-        f"Every {dead} attempt failed or timed out, costing each new connection "
-        f"{cost:.0f} ms before {works} was tried. Fix the {dead} route (or the firewall "
-        f"that drops it), or prefer {works} for this host:\n"
-        + prefer
-        + f"  or bind the client to {works} (httpx.AsyncHTTPTransport(local_address="
-        + ("'0.0.0.0'" if family == 6 else "'::'")
-        + ")),\n"
-        f"or use a resolver that does not return the {dead} addresses that do not work.",
+        Message(
+            "Every {dead} attempt failed or timed out, costing each new connection "
+            "{cost:.0f} ms before {works} was tried. Fix the {dead} route (or the firewall "
+            "that drops it), or prefer {works} for this host:\n"
+            "{prefer}  or bind the client to {works} (httpx.AsyncHTTPTransport(local_address="
+            "{address})),\n"
+            "or use a resolver that does not return the {dead} addresses that do not work.",
+            dead=dead,
+            cost=cost,
+            works=works,
+            prefer=prefer,
+            address="'0.0.0.0'" if family == 6 else "'::'",
+        ),
         cost,
         gain_source="measured",
-        how_to_measure=f"`latdoc probe {ctx.endpoint} --model {ctx.model}`: a new "
-        f"connection's attempts (connect_attempts) show the {dead} attempts and their cost",
+        how_to_measure=Message(
+            "`latdoc probe {endpoint} --model {model}`: a new connection's attempts "
+            "(connect_attempts) show the {dead} attempts and their cost",
+            endpoint=ctx.endpoint,
+            model=ctx.model,
+            dead=dead,
+        ),
     )
 
 

@@ -14,6 +14,7 @@ from latdoc.advice import keys
 from latdoc.advice._common import another_model
 from latdoc.advice.kinds._builder import RemedyBuilder
 from latdoc.advice.verify import VERIFY_REASONING_EFFORT, checked, verify_command
+from latdoc.i18n import N_, Message
 from latdoc.model import (
     CostChange,
     Diagnosis,
@@ -30,30 +31,36 @@ __all__ = ["BUILDER", "reasoning_remedies"]
 
 def reasoning_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remedy]:
     tokens = f.evidence.get("reasoning_tokens")
-    spent = f"{tokens:.0f} reasoning tokens, " if tokens is not None else ""
+    spent = Message("{tokens:.0f} reasoning tokens, ", tokens=tokens) if tokens is not None else ""
     command = verify_command(ctx, VERIFY_REASONING_EFFORT, reasoning_effort="low")
     yield Remedy(
         keys.REASONING_EFFORT,
-        "Lower the reasoning effort or thinking budget",
+        N_("Lower the reasoning effort or thinking budget"),
         f.kind,
         checked(
-            f"Thinking took {spent}~{f.share_ms:.0f} ms before the first answer token here:\n"
-            '  OpenAI chat: reasoning_effort="low" (or "minimal")\n'
-            '  OpenAI Responses: reasoning={"effort": "low"}\n'
-            '  Anthropic: thinking={"type": "enabled", "budget_tokens": 1024}, or disabled',
+            Message(
+                "Thinking took {spent}~{ms:.0f} ms before the first answer token here:\n"
+                '  OpenAI chat: reasoning_effort="low" (or "minimal")\n'
+                '  OpenAI Responses: reasoning={{"effort": "low"}}\n'
+                '  Anthropic: thinking={{"type": "enabled", "budget_tokens": 1024}}, or disabled',
+                spent=spent,
+                ms=f.share_ms,
+            ),
             command,
         ),
         None,
-        tradeoff="less thinking can mean worse answers on hard questions",
+        tradeoff=N_("less thinking can mean worse answers on hard questions"),
         verify_command=command,
     )
     yield another_model(
         keys.NON_REASONING_MODEL,
-        "A non-reasoning model on the latency-critical path",
+        N_("A non-reasoning model on the latency-critical path"),
         f.kind,
-        "Route the requests a user waits for to a model that answers at once; keep the "
-        "reasoning model for the questions that need it.",
-        "lower quality on questions that need reasoning",
+        N_(
+            "Route the requests a user waits for to a model that answers at once; keep the "
+            "reasoning model for the questions that need it."
+        ),
+        N_("lower quality on questions that need reasoning"),
         ctx,
     )
 
@@ -65,14 +72,14 @@ BUILDER = RemedyBuilder(
         keys.REASONING_EFFORT: Effects(
             CostChange.LOWER,
             QualityRisk.MAY_LOWER,
-            cost_why="fewer reasoning tokens billed",
-            quality_why="less thinking can mean worse answers on hard questions",
+            cost_why=N_("fewer reasoning tokens billed"),
+            quality_why=N_("less thinking can mean worse answers on hard questions"),
         ),
         keys.NON_REASONING_MODEL: Effects(
             CostChange.LOWER,
             QualityRisk.MAY_LOWER,
-            cost_why="no reasoning tokens billed",
-            quality_why="worse answers on questions that need reasoning",
+            cost_why=N_("no reasoning tokens billed"),
+            quality_why=N_("worse answers on questions that need reasoning"),
         ),
     },
 )

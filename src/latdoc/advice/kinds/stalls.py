@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from latdoc.advice import keys
 from latdoc.advice._stall import stall_timeout
 from latdoc.advice.kinds._builder import RemedyBuilder
+from latdoc.i18n import N_
 from latdoc.model import Diagnosis, Effects, Finding, Kind, Remedy, RunContext
 
 __all__ = ["BUILDER", "stalls_remedies"]
@@ -17,7 +18,7 @@ __all__ = ["BUILDER", "stalls_remedies"]
 def stalls_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remedy]:
     yield Remedy(
         keys.STALL_TIMEOUT,
-        "Bound the wait between chunks",
+        N_("Bound the wait between chunks"),
         f.kind,
         stall_timeout(f.evidence).change,
         None,

@@ -13,6 +13,7 @@ from latdoc.analysis._rule import confidence
 from latdoc.analysis.buffering import median_burst
 from latdoc.analysis.facts import Facts
 from latdoc.analysis.kinds._spec import KindSpec
+from latdoc.i18n import N_, Message
 from latdoc.model import Finding, Kind
 
 __all__ = ["BUFFERED_SHARE", "SPEC", "buffering"]
@@ -31,31 +32,48 @@ def buffering(f: Facts) -> Finding | None:
     evidence["long_streams"] = float(f.long_streams)
     proxies = Counter(b.proxy for b in bursts if b.proxy is not None)
     named = f" ({proxies.most_common(1)[0][0]})" if proxies else ""
+    numbers = {
+        "events": evidence["events_per_stream"],
+        "reads": evidence["reads_per_stream"],
+        "span": evidence["arrival_span_ms"],
+        "named": named,
+    }
     if evidence["held_whole"] >= 0.5:
         produced = evidence.get("server_decode_ms")
         over = (
-            f"though the server says it produced them over {produced:.0f} ms"
+            Message("though the server says it produced them over {ms:.0f} ms", ms=produced)
             if produced is not None
-            else "and the first token came only with the rest (time to first token "
-            f"{evidence['ttft_over_total']:.0%} of the whole request)"
+            else Message(
+                "and the first token came only with the rest (time to first token "
+                "{share:.0%} of the whole request)",
+                share=evidence["ttft_over_total"],
+            )
         )
-        pattern = (
-            f"{evidence['events_per_stream']:.0f} events in {evidence['reads_per_stream']:.0f} "
-            f"read(s), within {evidence['arrival_span_ms']:.1f} ms, {over}; something on the "
-            f"way buffers the response{named}"
+        pattern = Message(
+            "{events:.0f} events in {reads:.0f} read(s), within {span:.1f} ms, {over}; "
+            "something on the way buffers the response{named}",
+            over=over,
+            **numbers,
         )
     else:
-        pattern = (
-            f"{evidence['events_per_stream']:.0f} events in {evidence['reads_per_stream']:.0f} "
-            f"reads over {evidence['arrival_span_ms']:.0f} ms, the first "
-            f"{evidence['first_burst_events']:.0f} together, so the first token waited "
-            f"~{evidence['held_ms']:.0f} ms for the rest of its burst; something on the way "
-            f"passes the response on a buffer at a time{named}"
+        pattern = Message(
+            "{events:.0f} events in {reads:.0f} reads over {span:.0f} ms, the first "
+            "{first:.0f} together, so the first token waited ~{held:.0f} ms for the rest of "
+            "its burst; something on the way passes the response on a buffer at a "
+            "time{named}",
+            first=evidence["first_burst_events"],
+            held=evidence["held_ms"],
+            **numbers,
         )
     return Finding(
         Kind.BUFFERING,
-        "A proxy or gateway holds the stream back",
-        f"{len(bursts)} of {f.long_streams} streams of 16+ events arrived in bursts: {pattern}",
+        N_("A proxy or gateway holds the stream back"),
+        Message(
+            "{n} of {streams} streams of 16+ events arrived in bursts: {pattern}",
+            n=len(bursts),
+            streams=f.long_streams,
+            pattern=pattern,
+        ),
         evidence,
         share_ms=evidence["held_ms"],
         n=len(bursts),
@@ -65,8 +83,8 @@ def buffering(f: Facts) -> Finding | None:
 
 SPEC = KindSpec(
     Kind.BUFFERING,
-    "Buffered stream",
-    "a proxy or gateway holds the stream back",
+    N_("Buffered stream"),
+    N_("a proxy or gateway holds the stream back"),
     colour="#a0673a",
     rule=buffering,
     before_first_token=True,

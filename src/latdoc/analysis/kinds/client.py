@@ -9,6 +9,7 @@ from latdoc.analysis._rule import confidence
 from latdoc.analysis.facts import Facts
 from latdoc.analysis.kinds._spec import KindSpec
 from latdoc.analysis.policy import CLIENT_DELAY_MS
+from latdoc.i18n import N_, Message
 from latdoc.model import Finding, Kind
 
 __all__ = ["CLIENT_DELAY_MS", "CLIENT_LOOP_LAG_MS", "CLIENT_QUEUE_MS", "SPEC", "client"]
@@ -22,9 +23,13 @@ def client(f: Facts) -> Finding | None:
     if lag is not None and lag > CLIENT_LOOP_LAG_MS:
         return Finding(
             Kind.CLIENT,
-            "The measuring client's event loop runs late",
-            f"median worst event-loop lag per request {lag:.0f} ms > {CLIENT_LOOP_LAG_MS:.0f} ms: "
-            "the client machine is overloaded, and every timestamp is late by as much",
+            N_("The measuring client's event loop runs late"),
+            Message(
+                "median worst event-loop lag per request {lag:.0f} ms > {limit:.0f} ms: "
+                "the client machine is overloaded, and every timestamp is late by as much",
+                lag=lag,
+                limit=CLIENT_LOOP_LAG_MS,
+            ),
             {"loop_lag_ms": lag},
             share_ms=lag,
             n=len(f.measured),
@@ -34,10 +39,14 @@ def client(f: Facts) -> Finding | None:
     if delay is not None and delay > CLIENT_DELAY_MS:
         return Finding(
             Kind.CLIENT,
-            "The measuring client holds requests back before they leave",
-            f"median client delay before the request reached the wire {delay:.0f} ms > "
-            f"{CLIENT_DELAY_MS:.0f} ms: its event loop was busy; the server's TTFT is "
-            "counted from the wire without it",
+            N_("The measuring client holds requests back before they leave"),
+            Message(
+                "median client delay before the request reached the wire {delay:.0f} ms > "
+                "{limit:.0f} ms: its event loop was busy; the server's TTFT is counted from "
+                "the wire without it",
+                delay=delay,
+                limit=CLIENT_DELAY_MS,
+            ),
             {"client_delay_ms": delay},
             share_ms=delay,
             n=len(f.measured),
@@ -48,8 +57,12 @@ def client(f: Facts) -> Finding | None:
         return None
     return Finding(
         Kind.CLIENT,
-        "Requests wait for a free connection in the client",
-        f"median wait for a pooled connection {queue:.0f} ms > {CLIENT_QUEUE_MS:.0f} ms",
+        N_("Requests wait for a free connection in the client"),
+        Message(
+            "median wait for a pooled connection {wait:.0f} ms > {limit:.0f} ms",
+            wait=queue,
+            limit=CLIENT_QUEUE_MS,
+        ),
         {"pool_wait_ms": queue},
         share_ms=queue,
         n=int(f.load["sequential_n"] or 0),
@@ -59,8 +72,8 @@ def client(f: Facts) -> Finding | None:
 
 SPEC = KindSpec(
     Kind.CLIENT,
-    "Client",
-    "the pool or event loop holds requests back",
+    N_("Client"),
+    N_("the pool or event loop holds requests back"),
     colour="#33a9bb",
     rule=client,
     before_first_token=True,

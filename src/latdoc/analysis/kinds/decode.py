@@ -26,6 +26,7 @@ from latdoc.analysis.facts import Facts
 from latdoc.analysis.kinds._spec import KindSpec
 from latdoc.analysis.pace import streamed_tokens, token_tpot_ms
 from latdoc.analysis.stats import median_of
+from latdoc.i18n import N_, Message
 from latdoc.model import Finding, Kind
 
 __all__ = ["SLOW_TPOT_MS", "SPEC", "decode", "streamed_tokens", "token_tpot_ms"]
@@ -38,20 +39,25 @@ def decode(f: Facts) -> Finding | None:
     tpot = median_of(token_tpot_ms(t) for t in ok)
     tokens = median_of(float(t.answer_tokens) for t in ok if t.answer_tokens)
     together = median_of(token_tpot_ms(t) for t in f.concurrent)
-    where = "in the stream's steady rhythm"
+    where = Message("in the stream's steady rhythm")
     n = len(ok)
     if together is not None and tpot is not None and together > tpot and together > SLOW_TPOT_MS:
         # The user's streams decode side by side: a server that batches them slows each.
         tpot, n = together, len(f.concurrent)
-        where = f"with {n} streams decoding at once (the run's --concurrency, yours)"
+        where = Message("with {n} streams decoding at once (the run's --concurrency, yours)", n=n)
     if tpot is None or tokens is None or tpot <= SLOW_TPOT_MS:
         return None
     decode = tpot * max(0.0, tokens - 1)
     return Finding(
         Kind.DECODE,
-        "Slow generation",
-        f"{tpot:.0f} ms per output token > {SLOW_TPOT_MS:.0f} ms "
-        f"({1000 / tpot:.1f} tokens/s) {where}",
+        N_("Slow generation"),
+        Message(
+            "{tpot:.0f} ms per output token > {limit:.0f} ms ({rate:.1f} tokens/s) {where}",
+            tpot=tpot,
+            limit=SLOW_TPOT_MS,
+            rate=1000 / tpot,
+            where=where,
+        ),
         {"tpot_ms": tpot, "decode_ms": decode, "output_tokens": tokens},
         share_ms=decode,
         n=n,
@@ -61,8 +67,8 @@ def decode(f: Facts) -> Finding | None:
 
 SPEC = KindSpec(
     Kind.DECODE,
-    "Decode",
-    "slow generation or long outputs",
+    N_("Decode"),
+    N_("slow generation or long outputs"),
     colour="#46a85c",
     rule=decode,
 )

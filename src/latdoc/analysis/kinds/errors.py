@@ -26,6 +26,7 @@ from latdoc.analysis.facts import Facts
 from latdoc.analysis.kinds._spec import KindSpec
 from latdoc.analysis.policy import MIN_N
 from latdoc.analysis.stats import median_of, proportion_interval
+from latdoc.i18n import N_, Message
 from latdoc.model import Finding, Kind
 from latdoc.records import RequestTrace
 
@@ -83,9 +84,18 @@ def errors(f: Facts) -> Finding | None:
     codes = ", ".join(f"{code} ×{count}" for code, count in f.failed.most_common())
     return Finding(
         Kind.ERRORS,
-        "Requests fail",
-        f"{failed} of {total} requests failed ({rate:.0%} ≥ {ERROR_RATE:.0%}): {codes}; "
-        f"retried, each failure costs {failing:.0f} ms and a wait of {wait:.0f} ms",
+        N_("Requests fail"),
+        Message(
+            "{failed} of {total} requests failed ({rate:.0%} ≥ {limit:.0%}): {codes}; "
+            "retried, each failure costs {failing:.0f} ms and a wait of {wait:.0f} ms",
+            failed=failed,
+            total=total,
+            rate=rate,
+            limit=ERROR_RATE,
+            codes=codes,
+            failing=failing,
+            wait=wait,
+        ),
         evidence,
         share_ms=retries * (failing + wait),
         n=total,
@@ -108,8 +118,8 @@ def most_failed(f: Facts) -> bool:
 
 SPEC = KindSpec(
     Kind.ERRORS,
-    "Errors",
-    "requests fail: refused, rate-limited, timed out or cut off",
+    N_("Errors"),
+    N_("requests fail: refused, rate-limited, timed out or cut off"),
     colour="#d64545",
     rule=errors,
     first_when=most_failed,

@@ -12,14 +12,15 @@ from latdoc.analysis._rule import confidence
 from latdoc.analysis.facts import Facts
 from latdoc.analysis.kinds._spec import KindSpec
 from latdoc.analysis.stats import median_of
+from latdoc.i18n import N_
 from latdoc.model import Kind, Verdict
 
 __all__ = ["SPEC", "healthy_shares", "healthy_verdict"]
 
 SPEC = KindSpec(
     Kind.HEALTHY,
-    "Healthy",
-    "no kind of slow stands out",
+    N_("Healthy"),
+    N_("no kind of slow stands out"),
     colour="#9aa1aa",
     rule=None,
     shows_request_parts=True,

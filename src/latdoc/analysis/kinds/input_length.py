@@ -36,6 +36,7 @@ from latdoc.analysis._rule import confidence
 from latdoc.analysis.facts import Facts
 from latdoc.analysis.kinds._spec import KindSpec
 from latdoc.analysis.policy import ALPHA
+from latdoc.i18n import N_, Message
 from latdoc.model import Finding, Kind, LengthCheck, LengthCurve, LengthPoint
 
 __all__ = [
@@ -144,16 +145,18 @@ def trend_p(points: Sequence[LengthPoint]) -> float | None:
     return float(norm.sf(observed / math.sqrt(spread / (len(ranks) - 1))))
 
 
-def _requests(curve: LengthCurve) -> str:
+def _requests(curve: LengthCurve) -> Message:
     """``13 requests at 5 lengths``."""
     n = sum(len(p.values_ms) for p in curve.points)
-    return f"{n} requests at {len(curve.points)} lengths"
+    return Message("{n} requests at {lengths} lengths", n=n, lengths=len(curve.points))
 
 
-def _thresholds() -> str:
-    return (
-        f"≥ {LENGTH_RATIO:.0f}×, or ≥ {LENGTH_MIN_RATIO:.0f}× and "
-        f"+{LENGTH_MIN_GROWTH_MS / 1000:.0f} s"
+def _thresholds() -> Message:
+    return Message(
+        "≥ {ratio:.0f}×, or ≥ {min_ratio:.0f}× and +{growth:.0f} s",
+        ratio=LENGTH_RATIO,
+        min_ratio=LENGTH_MIN_RATIO,
+        growth=LENGTH_MIN_GROWTH_MS / 1000,
     )
 
 
@@ -188,32 +191,61 @@ def check_at(f: Facts, reference: int | None) -> LengthCheck | None:
     interval = curve.difference_interval_ms(tokens, short.prompt_tokens)
     p = trend_p(curve.points)
     grows = p < ALPHA if p is not None else _grows_with_length(curve)
-    reasons = []
+    reasons: list[Message] = []
     if not seed_rule_fires(short_ms, long_ms):
-        reasons.append(f"{ratio:.1f}× and +{growth:.0f} ms fall short of {_thresholds()}")
+        reasons.append(
+            Message(
+                "{ratio:.1f}× and +{growth:.0f} ms fall short of {thresholds}",
+                ratio=ratio,
+                growth=growth,
+                thresholds=_thresholds(),
+            )
+        )
     if not grows:
         reasons.append(
-            f"TTFT does not rise with the length beyond the requests' jitter "
-            f"(one-sided trend p {p:.2g} ≥ {ALPHA}, over {_requests(curve)})"
+            Message(
+                "TTFT does not rise with the length beyond the requests' jitter "
+                "(one-sided trend p {p:.2g} ≥ {alpha}, over {requests})",
+                p=p,
+                alpha=ALPHA,
+                requests=_requests(curve),
+            )
             if p is not None
-            else "a longer prompt was served clearly faster than a shorter one"
+            else Message("a longer prompt was served clearly faster than a shorter one")
         )
     fired = not reasons
     beyond = (
-        f", rising with the length beyond the requests' jitter (one-sided trend p {p:.2g}, "
-        f"over {_requests(curve)})"
+        Message(
+            ", rising with the length beyond the requests' jitter (one-sided trend p {p:.2g}, "
+            "over {requests})",
+            p=p,
+            requests=_requests(curve),
+        )
         if p is not None
         else ""
     )
     why = (
-        f"fired: {ratio:.1f}× meets {_thresholds()}{beyond}"
+        Message(
+            "fired: {ratio:.1f}× meets {thresholds}{beyond}",
+            ratio=ratio,
+            thresholds=_thresholds(),
+            beyond=beyond,
+        )
         if fired
-        else "did not fire: " + "; ".join(reasons)
+        else Message(
+            "did not fire: {reasons}",
+            reasons=reasons[0]
+            if len(reasons) == 1
+            else Message("{first}; {second}", first=reasons[0], second=reasons[1]),
+        )
     )
     if asked is not None:
-        why += (
-            f"; the {asked:,}-token prompt asked for is beyond the longest length measured, "
-            f"read at {tokens:,} tokens, not extrapolated"
+        why = Message(
+            "{why}; the {asked:,}-token prompt asked for is beyond the longest length "
+            "measured, read at {tokens:,} tokens, not extrapolated",
+            why=why,
+            asked=asked,
+            tokens=tokens,
         )
     return LengthCheck(
         short_tokens=short.prompt_tokens,
@@ -242,10 +274,16 @@ def input_length(f: Facts) -> Finding | None:
     curve = f.curve
     return Finding(
         Kind.INPUT_LENGTH,
-        "Prefill grows with the prompt",
-        f"the fitted TTFT at {check.long_tokens} tokens is {check.ratio:.1f}× that at "
-        f"{check.short_tokens} (seed rule: {_thresholds()}), beyond the requests' jitter; "
-        f"curve {curve.shape}",
+        N_("Prefill grows with the prompt"),
+        Message(
+            "the fitted TTFT at {long} tokens is {ratio:.1f}× that at {short} (seed rule: "
+            "{thresholds}), beyond the requests' jitter; curve {shape}",
+            long=check.long_tokens,
+            ratio=check.ratio,
+            short=check.short_tokens,
+            thresholds=_thresholds(),
+            shape=Message(curve.shape),
+        ),
         {
             "short_tokens": float(check.short_tokens),
             "short_ttft_ms": check.short_ms,
@@ -262,8 +300,8 @@ def input_length(f: Facts) -> Finding | None:
 
 SPEC = KindSpec(
     Kind.INPUT_LENGTH,
-    "Input length",
-    "prefill grows with the prompt",
+    N_("Input length"),
+    N_("prefill grows with the prompt"),
     colour="#4a80e0",
     rule=input_length,
     before_first_token=True,

@@ -42,6 +42,7 @@ from latdoc.analysis.facts import Facts
 from latdoc.analysis.kinds._spec import KindSpec
 from latdoc.analysis.policy import HIGH_RTT_MS, LOSSY_RETRANSMIT_SHARE
 from latdoc.analysis.stats import median_of
+from latdoc.i18n import N_, Message
 from latdoc.model import Finding, Kind
 
 __all__ = [
@@ -171,8 +172,8 @@ def network_path(f: Facts) -> Finding | None:
         evidence.update(part.evidence)
     return Finding(
         Kind.NETWORK_PATH,
-        "; ".join([first.title, *(p.title[0].lower() + p.title[1:] for p in rest)]),
-        "; ".join(p.rule for p in parts),
+        Message.joined("; ", [p.title for p in parts], lower=True),
+        Message.joined("; ", [p.rule for p in parts]),
         evidence,
         share_ms=sum(p.share_ms for p in parts),
         n=sum(p.n or 0 for p in parts),
@@ -188,9 +189,13 @@ def _gateway(f: Facts) -> Finding | None:
     told = int(numbers.get("requests") or 0)
     return Finding(
         Kind.NETWORK_PATH,
-        "A gateway adds time before the model",
-        f"the gateway's own header (LiteLLM's x-litellm-overhead-duration-ms) says it adds "
-        f"{gateway:.0f} ms (median) before each request reaches the model > {GATEWAY_MS:.0f} ms",
+        N_("A gateway adds time before the model"),
+        Message(
+            "the gateway's own header (LiteLLM's x-litellm-overhead-duration-ms) says it adds "
+            "{ms:.0f} ms (median) before each request reaches the model > {limit:.0f} ms",
+            ms=gateway,
+            limit=GATEWAY_MS,
+        ),
         {"gateway_ms": gateway},
         share_ms=gateway,
         n=told,
@@ -205,15 +210,24 @@ def _proxy(f: Facts) -> Finding | None:
         return None
     cold_n = int(n["cold_n"] or 0)
     proxies = sorted({t.proxy for t in f.measured if t.proxy is not None})
-    named = f"the proxy {proxies[0]}" if len(proxies) == 1 else "the proxy"
+    named = (
+        Message("the proxy {proxy}", proxy=proxies[0])
+        if len(proxies) == 1
+        else Message("the proxy")
+    )
     evidence = {"proxy_connect_ms": tunnel}
     if n["connect_ms"] is not None:
         evidence["proxy_tcp_ms"] = n["connect_ms"]
     return Finding(
         Kind.NETWORK_PATH,
-        "A proxy adds time to every new connection",
-        f"{named} took {tunnel:.0f} ms (median) to open its tunnel (CONNECT) after the TCP "
-        f"handshake > {PROXY_CONNECT_MS:.0f} ms, before TLS with the endpoint could start",
+        N_("A proxy adds time to every new connection"),
+        Message(
+            "{named} took {ms:.0f} ms (median) to open its tunnel (CONNECT) after the TCP "
+            "handshake > {limit:.0f} ms, before TLS with the endpoint could start",
+            named=named,
+            ms=tunnel,
+            limit=PROXY_CONNECT_MS,
+        ),
         evidence,
         share_ms=tunnel,
         n=cold_n,
@@ -241,14 +255,22 @@ def _loss(f: Facts) -> Finding | None:
         "counted_requests": float(loss.requests),
         "path_stall_ms": sum(paused.values()),
     }
-    said = []
+    said: list[str] = []
     up, down = loss.up_share, loss.down_share
     if up is not None:
         evidence["retransmit_share"] = up
-        said.append(f"{up:.1%} of the client's {c.sent} data segments retransmitted")
+        said.append(
+            Message(
+                "{share:.1%} of the client's {n} data segments retransmitted", share=up, n=c.sent
+            )
+        )
     if down is not None:
         evidence["out_of_order_share"] = down
-        said.append(f"{down:.1%} of the {c.received} received arrived out of order")
+        said.append(
+            Message(
+                "{share:.1%} of the {n} received arrived out of order", share=down, n=c.received
+            )
+        )
     if loss.rttvar_ms is not None:
         evidence["rttvar_ms"] = loss.rttvar_ms
     if loss.rtt_ms is not None:
@@ -256,10 +278,16 @@ def _loss(f: Facts) -> Finding | None:
     worst = max(s for s in (up, down) if s is not None)
     return Finding(
         Kind.NETWORK_PATH,
-        "The path loses packets",
-        f"{' and '.join(said)} (> {LOSSY_RETRANSMIT_SHARE:.0%}), in {loss.losing} of "
-        f"{loss.requests} requests, round-trip variance {loss.rttvar_ms or 0:.0f} ms: "
-        "loss on the way, not the server's pauses",
+        N_("The path loses packets"),
+        Message(
+            "{said} (> {limit:.0%}), in {losing} of {n} requests, round-trip variance "
+            "{rttvar:.0f} ms: loss on the way, not the server's pauses",
+            said=said[0] if len(said) == 1 else Message("{a} and {b}", a=said[0], b=said[1]),
+            limit=LOSSY_RETRANSMIT_SHARE,
+            losing=loss.losing,
+            n=loss.requests,
+            rttvar=loss.rttvar_ms or 0,
+        ),
         evidence,
         share_ms=recovery / ok,
         n=loss.requests,
@@ -278,9 +306,13 @@ def _path(f: Facts) -> Finding | None:
     if rtt is not None and rtt > HIGH_RTT_MS:
         return Finding(
             Kind.NETWORK_PATH,
-            "High round-trip time to the endpoint",
-            f"TCP connect (one round trip) {rtt:.0f} ms > {HIGH_RTT_MS:.0f} ms: far region "
-            "or a slow path",
+            N_("High round-trip time to the endpoint"),
+            Message(
+                "TCP connect (one round trip) {rtt:.0f} ms > {limit:.0f} ms: far region or a "
+                "slow path",
+                rtt=rtt,
+                limit=HIGH_RTT_MS,
+            ),
             evidence,
             share_ms=path_share(f, rtt),
             n=cold_n,
@@ -289,9 +321,12 @@ def _path(f: Facts) -> Finding | None:
     if upload is not None and upload > SLOW_UPLOAD_MS:
         return Finding(
             Kind.NETWORK_PATH,
-            "Slow upload of long prompts",
-            f"uploading a long prompt took {upload:.0f} ms > {SLOW_UPLOAD_MS:.0f} ms: the "
-            "uplink's bandwidth",
+            N_("Slow upload of long prompts"),
+            Message(
+                "uploading a long prompt took {ms:.0f} ms > {limit:.0f} ms: the uplink's bandwidth",
+                ms=upload,
+                limit=SLOW_UPLOAD_MS,
+            ),
             evidence,
             share_ms=path_share(f, rtt),
             n=upload_n,
@@ -302,8 +337,8 @@ def _path(f: Facts) -> Finding | None:
 
 SPEC = KindSpec(
     Kind.NETWORK_PATH,
-    "Network path",
-    "round-trip time and bandwidth to the server, and gateways and proxies on the way",
+    N_("Network path"),
+    N_("round-trip time and bandwidth to the server, and gateways and proxies on the way"),
     colour="#e6843f",
     rule=network_path,
     before_first_token=True,

@@ -22,6 +22,7 @@ from latdoc.analysis.facts import Facts
 from latdoc.analysis.kinds._spec import KindSpec
 from latdoc.analysis.policy import MIN_N
 from latdoc.analysis.stats import median_of
+from latdoc.i18n import N_, Message
 from latdoc.model import Finding, Kind
 from latdoc.records import RequestTrace
 
@@ -110,10 +111,15 @@ def network_setup(f: Facts) -> Finding | None:
         name, other = _FAMILY_NAMES[family], _FAMILY_NAMES[10 - family]
         return Finding(
             Kind.NETWORK_SETUP,
-            f"{name} never connects: each new connection waits for {other}",
-            f"every {name} attempt of {tried} new connections failed or timed out while "
-            f"{other} connected: {cost:.0f} ms lost per new connection "
-            f"(> {DEAD_FAMILY_MS:.0f} ms)",
+            Message(
+                "{name} never connects: each new connection waits for {other}",
+                name=name, other=other,
+            ),
+            Message(
+                "every {name} attempt of {tried} new connections failed or timed out while "
+                "{other} connected: {cost:.0f} ms lost per new connection (> {limit:.0f} ms)",
+                name=name, tried=tried, other=other, cost=cost, limit=DEAD_FAMILY_MS,
+            ),
             {**evidence, "dead_family": float(family), "dead_family_cost_ms": cost,
              "dead_family_connections": float(tried)},
             share_ms=cost,
@@ -123,8 +129,12 @@ def network_setup(f: Facts) -> Finding | None:
     if dns is not None and dns > SLOW_DNS_MS:
         return Finding(
             Kind.NETWORK_SETUP,
-            "Slow DNS lookup",
-            f"DNS lookup {dns:.0f} ms > {SLOW_DNS_MS:.0f} ms (seed: fix the network)",
+            N_("Slow DNS lookup"),
+            Message(
+                "DNS lookup {dns:.0f} ms > {limit:.0f} ms (seed: fix the network)",
+                dns=dns,
+                limit=SLOW_DNS_MS,
+            ),
             evidence,
             share_ms=dns,
             n=cold_n,
@@ -133,9 +143,12 @@ def network_setup(f: Facts) -> Finding | None:
     if closes is not None and closes >= 0.5:
         return Finding(
             Kind.NETWORK_SETUP,
-            "Every request opens a new connection",
-            f"{closes:.0%} of requests sent for reuse needed a new connection: the server "
-            "(or a proxy) closes connections, so each pays DNS + TCP + TLS",
+            N_("Every request opens a new connection"),
+            Message(
+                "{share:.0%} of requests sent for reuse needed a new connection: the server "
+                "(or a proxy) closes connections, so each pays DNS + TCP + TLS",
+                share=closes,
+            ),
             {**evidence, "reused_fraction": 1 - closes},
             share_ms=setup,
             n=int(n["warm_n"] or 0),
@@ -145,9 +158,14 @@ def network_setup(f: Facts) -> Finding | None:
         extra = tls - 2 * rtt
         return Finding(
             Kind.NETWORK_SETUP,
-            "Slow TLS handshake",
-            f"TLS {tls:.0f} ms is {extra:.0f} ms more than its two round trips "
-            f"(> {SLOW_TLS_EXTRA_MS:.0f} ms): long certificate chain or a slow server",
+            N_("Slow TLS handshake"),
+            Message(
+                "TLS {tls:.0f} ms is {extra:.0f} ms more than its two round trips "
+                "(> {limit:.0f} ms): long certificate chain or a slow server",
+                tls=tls,
+                extra=extra,
+                limit=SLOW_TLS_EXTRA_MS,
+            ),
             evidence,
             share_ms=extra,
             n=cold_n,
@@ -158,10 +176,19 @@ def network_setup(f: Facts) -> Finding | None:
         address, fast, slow_ms, fast_ms, count = slow
         return Finding(
             Kind.NETWORK_SETUP,
-            f"One of the host's addresses connects slowly: {address}",
-            f"TCP connect to {address} took {slow_ms:.0f} ms (median of {count}) against "
-            f"{fast_ms:.0f} ms to {fast} (> {SLOW_ADDRESS_MS:.0f} ms and "
-            f"{SLOW_ADDRESS_RATIO:g}× slower): a far or overloaded address among the records",
+            Message("One of the host's addresses connects slowly: {address}", address=address),
+            Message(
+                "TCP connect to {address} took {slow:.0f} ms (median of {n}) against "
+                "{fast_ms:.0f} ms to {fast} (> {limit:.0f} ms and {ratio:g}× slower): a far "
+                "or overloaded address among the records",
+                address=address,
+                slow=slow_ms,
+                n=count,
+                fast_ms=fast_ms,
+                fast=fast,
+                limit=SLOW_ADDRESS_MS,
+                ratio=SLOW_ADDRESS_RATIO,
+            ),
             {**evidence, "slow_address_connect_ms": slow_ms, "fast_address_connect_ms": fast_ms},
             share_ms=slow_ms - fast_ms,
             n=count,
@@ -175,8 +202,8 @@ _SETUP_KEYS = frozenset({"dns_ms", "connect_ms", "tls_ms", "setup_ms", "rtt_ms"}
 
 SPEC = KindSpec(
     Kind.NETWORK_SETUP,
-    "Network setup",
-    "DNS, TCP and TLS handshakes, connections not reused",
+    N_("Network setup"),
+    N_("DNS, TCP and TLS handshakes, connections not reused"),
     colour="#8b6ee0",
     rule=network_setup,
     before_first_token=True,

@@ -31,6 +31,7 @@ from latdoc.analysis._rule import confidence
 from latdoc.analysis.facts import Facts
 from latdoc.analysis.kinds._spec import KindSpec
 from latdoc.analysis.policy import KNEE_MIN_RISE_MS, KNEE_RATIO, queues_under_load
+from latdoc.i18n import N_, Message
 from latdoc.model import Finding, Kind
 
 __all__ = [
@@ -83,11 +84,15 @@ def _client_queueing(f: Facts) -> Finding | None:
         if queues_under_load(ratio, rise):
             return Finding(
                 Kind.QUEUEING,
-                "Requests queue on the server under load",
-                f"TTFT with {ld['concurrency']:.0f} concurrent requests (the run's "
-                f"--concurrency: what your application runs at) is {ratio:.1f}× the "
-                f"sequential TTFT (≥ {QUEUE_LOAD_RATIO}×) at the same prompt length; its "
-                f"share is the wait a request among {ld['concurrency']:.0f} adds",
+                N_("Requests queue on the server under load"),
+                Message(
+                    "TTFT with {n:.0f} concurrent requests (the run's --concurrency: what your "
+                    "application runs at) is {ratio:.1f}× the sequential TTFT (≥ {limit}×) at "
+                    "the same prompt length; its share is the wait a request among {n:.0f} adds",
+                    n=ld["concurrency"],
+                    ratio=ratio,
+                    limit=QUEUE_LOAD_RATIO,
+                ),
                 evidence,
                 share_ms=rise,
                 n=n,
@@ -104,10 +109,16 @@ def _client_queueing(f: Facts) -> Finding | None:
         if varying:
             return Finding(
                 Kind.QUEUEING,
-                "Time to first token swings between identical requests",
-                f"TTFT of same-length requests varies: CV {cv:.2f} (≥ {QUEUE_CV}) or p95/p50 "
-                f"{spread:.1f} (≥ {QUEUE_P95_P50}); not explained by length: server-side "
-                "queueing or background load",
+                N_("Time to first token swings between identical requests"),
+                Message(
+                    "TTFT of same-length requests varies: CV {cv:.2f} (≥ {cv_limit}) or "
+                    "p95/p50 {spread:.1f} (≥ {spread_limit}); not explained by length: "
+                    "server-side queueing or background load",
+                    cv=cv,
+                    cv_limit=QUEUE_CV,
+                    spread=spread,
+                    spread_limit=QUEUE_P95_P50,
+                ),
                 evidence,
                 share_ms=_swing_share(ld.get("ttft_mean_ms"), ld.get("ttft_quiet_ms"), p50, spread),
                 n=n,
@@ -152,10 +163,14 @@ def with_server_queueing(found: Finding | None, f: Facts) -> Finding | None:
             return found
         rule = found.rule
         if conc_wait is not None and conc_prefill is not None:
-            rule += (
-                f"; by the server's own timing ({account.source}) its prefill took "
-                f"{conc_prefill:.0f} ms under concurrency and {conc_wait:.0f} ms more was "
-                "waiting: queueing, not prefill"
+            rule = Message(
+                "{rule}; by the server's own timing ({source}) its prefill took "
+                "{prefill:.0f} ms under concurrency and {wait:.0f} ms more was waiting: "
+                "queueing, not prefill",
+                rule=Message.of(rule),
+                source=account.source,
+                prefill=conc_prefill,
+                wait=conc_wait,
             )
         return replace(found, rule=rule, evidence={**found.evidence, **evidence})
     told = n.get("queue_ms")
@@ -164,9 +179,14 @@ def with_server_queueing(found: Finding | None, f: Facts) -> Finding | None:
     if told is not None and told >= SERVER_QUEUE_MIN_MS:
         return Finding(
             Kind.QUEUEING,
-            "The server reports requests waiting in its queue",
-            f"the server's own queue time ({account.source}) is {told:.0f} ms at the median "
-            f"(≥ {SERVER_QUEUE_MIN_MS:.0f} ms)",
+            N_("The server reports requests waiting in its queue"),
+            Message(
+                "the server's own queue time ({source}) is {ms:.0f} ms at the median "
+                "(≥ {limit:.0f} ms)",
+                source=account.source,
+                ms=told,
+                limit=SERVER_QUEUE_MIN_MS,
+            ),
             {"server_queue_ms": told, **evidence},
             share_ms=told,
             n=requests,
@@ -175,10 +195,15 @@ def with_server_queueing(found: Finding | None, f: Facts) -> Finding | None:
     if rise is not None and rise >= SERVER_QUEUE_MIN_MS:
         return Finding(
             Kind.QUEUEING,
-            "Requests wait on the server beyond their prefill under load",
-            f"with concurrent requests the wait the server's prefill does not explain "
-            f"({account.source}) rose {rise:.0f} ms (≥ {SERVER_QUEUE_MIN_MS:.0f} ms) "
-            "over a request sent alone: queueing, not prefill",
+            N_("Requests wait on the server beyond their prefill under load"),
+            Message(
+                "with concurrent requests the wait the server's prefill does not explain "
+                "({source}) rose {ms:.0f} ms (≥ {limit:.0f} ms) over a request sent alone: "
+                "queueing, not prefill",
+                source=account.source,
+                ms=rise,
+                limit=SERVER_QUEUE_MIN_MS,
+            ),
             evidence,
             share_ms=rise,
             n=requests,
@@ -240,8 +265,8 @@ def with_keepalive(found: Finding | None, f: Facts) -> Finding | None:
 
 SPEC = KindSpec(
     Kind.QUEUEING,
-    "Server queueing",
-    "server-side wait that follows load, not length",
+    N_("Server queueing"),
+    N_("server-side wait that follows load, not length"),
     colour="#d9a521",
     rule=queueing,
     before_first_token=True,

@@ -12,6 +12,7 @@ from __future__ import annotations
 from latdoc.analysis._rule import confidence
 from latdoc.analysis.facts import Facts
 from latdoc.analysis.kinds._spec import KindSpec
+from latdoc.i18n import N_, Message
 from latdoc.model import Finding, Kind
 
 __all__ = ["REASONING_MIN_MS", "SPEC", "reasoning"]
@@ -28,17 +29,27 @@ def reasoning(f: Facts) -> Finding | None:
     n = int(r.get("reasoning_n") or 0)
     hidden = int(r.get("hidden_n") or 0)
     how = (
-        "from the first reasoning output to the first answer token"
+        Message("from the first reasoning output to the first answer token")
         if not hidden
-        else f"({hidden} of {n} not streamed: reported reasoning tokens × time per token)"
+        else Message(
+            "({hidden} of {n} not streamed: reported reasoning tokens × time per token)",
+            hidden=hidden,
+            n=n,
+        )
     )
     tokens = r.get("reasoning_tokens")
-    told = f", {tokens:.0f} reasoning tokens" if tokens is not None else ""
+    told = Message(", {tokens:.0f} reasoning tokens", tokens=tokens) if tokens is not None else ""
     return Finding(
         Kind.REASONING,
-        "The model thinks before it answers",
-        f"median {share:.0f} ms thinking before the first answer token "
-        f"(≥ {REASONING_MIN_MS:.0f} ms), {how}{told}",
+        N_("The model thinks before it answers"),
+        Message(
+            "median {share:.0f} ms thinking before the first answer token (≥ {limit:.0f} ms), "
+            "{how}{told}",
+            share=share,
+            limit=REASONING_MIN_MS,
+            how=how,
+            told=told,
+        ),
         {k: v for k, v in r.items() if v is not None},
         share_ms=share,
         n=n,
@@ -48,8 +59,8 @@ def reasoning(f: Facts) -> Finding | None:
 
 SPEC = KindSpec(
     Kind.REASONING,
-    "Reasoning",
-    "the model thinks before its first answer token",
+    N_("Reasoning"),
+    N_("the model thinks before its first answer token"),
     colour="#b36bc9",
     rule=reasoning,
 )

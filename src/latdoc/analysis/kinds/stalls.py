@@ -13,6 +13,7 @@ from latdoc.analysis._rule import confidence
 from latdoc.analysis.facts import Facts
 from latdoc.analysis.kinds._spec import KindSpec
 from latdoc.analysis.stats import quantile
+from latdoc.i18n import N_, Message
 from latdoc.model import Finding, Kind
 from latdoc.records import RequestTrace
 
@@ -40,9 +41,14 @@ def stalls(f: Facts) -> Finding | None:
         evidence["slowest_ttft_ms"] = slowest
     return Finding(
         Kind.STALLS,
-        "The stream stalls mid-way",
-        f"{len(f.stalls)} inter-token gaps far above the stream's rhythm (modified z > 3.5, "
-        f"≥ 5× the median gap and ≥ 100 ms) in {affected} of {len(ok)} requests",
+        N_("The stream stalls mid-way"),
+        Message(
+            "{n} inter-token gaps far above the stream's rhythm (modified z > 3.5, ≥ 5× the "
+            "median gap and ≥ 100 ms) in {affected} of {total} requests",
+            n=len(f.stalls),
+            affected=affected,
+            total=len(ok),
+        ),
         evidence,
         share_ms=total / max(1, len(ok)),
         n=len(ok),
@@ -64,8 +70,8 @@ def _normal_gaps(traces: Sequence[RequestTrace], stall_gaps: Sequence[float]) ->
 
 SPEC = KindSpec(
     Kind.STALLS,
-    "Mid-stream stalls",
-    "pauses in the middle of the stream",
+    N_("Mid-stream stalls"),
+    N_("pauses in the middle of the stream"),
     colour="#d95892",
     rule=stalls,
 )
