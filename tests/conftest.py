@@ -34,6 +34,9 @@ LabFactory = Callable[..., AbstractContextManager[LabServer]]
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # The tests hold latdoc's English words: a developer's Chinese locale (or LATDOC_LANG)
+    # does not change what the commands they start print; a test of Chinese asks for it.
+    os.environ["LATDOC_LANG"] = "en"
     if not hasattr(config, "workerinput"):
         # The controller: the workers it starts inherit the lock directory (:mod:`alone`).
         os.environ[alone.ENV] = tempfile.mkdtemp(prefix="latdoc-tests-")

@@ -201,17 +201,71 @@ def _stop_on_sigterm(command: str) -> None:
         signal.signal(signal.SIGTERM, _sigterm_as_ctrl_c)
 
 
+def _language(arguments: Sequence[str]) -> str:
+    """The language the command speaks: ``--lang``'s, read before the parser (so that its
+    own errors are said in it; a value it does not know is left to the parser to refuse),
+    else ``LATDOC_LANG``'s or a Chinese locale's (:func:`latdoc.i18n.language_from`),
+    else English."""
+    import os
+
+    from latdoc.i18n import LANGUAGES, Message, language_from
+
+    for i, argument in enumerate(arguments):
+        if argument == "--":
+            break
+        asked = argument.removeprefix("--lang=") if argument.startswith("--lang=") else None
+        if argument == "--lang" and i + 1 < len(arguments):
+            asked = arguments[i + 1]
+        if asked in LANGUAGES:
+            return asked
+    asked = language_from(os.environ)
+    if asked is None:
+        return "en"
+    if asked not in LANGUAGES:
+        from latdoc.errors import UsageError
+
+        raise UsageError(
+            Message("LATDOC_LANG is {asked!r}: latdoc speaks {languages}", asked=asked,
+                    languages=", ".join(LANGUAGES))
+        )  # fmt: skip
+    return asked
+
+
+def _said(exc: BaseException) -> str:
+    """An error's message in the language spoken: its :class:`~latdoc.i18n.Message` (or
+    plain text) translated, where the error's message is its one argument."""
+    from latdoc.i18n import translate
+
+    if type(exc).__str__ is BaseException.__str__ and len(exc.args) == 1:
+        (message,) = exc.args
+        if isinstance(message, str):
+            return translate(message)
+    return str(exc)
+
+
+def _error_line(said: str) -> str:
+    from latdoc.i18n import Message, translate
+
+    return translate(Message("Error: {error}", error=said))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    from latdoc import i18n
+
     arguments = sys.argv[1:] if argv is None else list(argv)
+    spoken = i18n.language()
     try:
+        i18n.use_language(_language(arguments))
         args = build_parser(_named(arguments)).parse_args(arguments)
+        if getattr(args, "lang", None) is not None:
+            i18n.use_language(args.lang)
         _, family = _COMMANDS[args.command]
         _, runs = family()
         if argv is None:
             _stop_on_sigterm(args.command)
         return runs[args.command](args)
     except KeyboardInterrupt:
-        print("Interrupted.", file=sys.stderr)
+        print(i18n.gettext("Interrupted."), file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as exc:
         # latdoc's errors are imported only when one is raised: --version never needs them.
@@ -221,9 +275,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if isinstance(exc, sqlite3.Error):
             # The store failed under a command (a full disk): said in a line, not a trace.
-            print(f"Error: the latdoc store could not be used: {exc}", file=sys.stderr)
+            said = i18n.Message("the latdoc store could not be used: {error}", error=str(exc))
+            print(_error_line(said), file=sys.stderr)
             return EXIT_REQUEST_FAILED
         if not isinstance(exc, LatdocError):
             raise
-        print(f"Error: {exc}", file=sys.stderr)
+        print(_error_line(_said(exc)), file=sys.stderr)
         return EXIT_USAGE if isinstance(exc, UsageError) else EXIT_REQUEST_FAILED
+    finally:
+        # A caller that runs several commands in one process (a plan, a test) speaks its
+        # own language again after each.
+        i18n.use_language(spoken)

@@ -23,6 +23,7 @@ from latdoc.cli._parser import EXIT_REQUEST_FAILED as EXIT_REQUEST_FAILED
 from latdoc.cli._parser import EXIT_USAGE as EXIT_USAGE
 from latdoc.cli._sending import choice
 from latdoc.errors import UsageError
+from latdoc.i18n import LANGUAGES, N_, Message
 from latdoc.model import DEFAULT_CONCURRENCY
 from latdoc.probe import BASE_URL_VARIABLE as BASE_URL_VARIABLE
 from latdoc.probe import dialects, parse_extra_body, providers
@@ -219,6 +220,16 @@ def add_html_argument(p: argparse._ActionsContainer, help_text: str | None = Non
     p.add_argument("--html", metavar="FILE", help=help_text)
 
 
+def add_lang_argument(p: argparse.ArgumentParser) -> None:
+    """``--lang``: the language of what the command prints, read by :func:`latdoc.cli.main`
+    before the arguments are parsed (so their own errors are said in it too)."""
+    p.add_argument(
+        "--lang", choices=LANGUAGES,
+        help="the language of the report and of its errors (default: $LATDOC_LANG, else zh "
+        "where the locale is zh_*, else en); JSON stays English",
+    )  # fmt: skip
+
+
 def add_yes_argument(p: argparse.ArgumentParser, help_text: str) -> None:
     """``--yes``: go ahead with what the command otherwise only says or refuses."""
     p.add_argument("--yes", action="store_true", help=help_text)
@@ -242,7 +253,11 @@ def serving_metrics(args: argparse.Namespace, err: TextIO) -> Iterator[Prometheu
         yield None
         return
     if not 0 <= args.metrics_port <= 65535:
-        raise UsageError(f"--metrics-port must be between 0 and 65535, got {args.metrics_port}")
+        raise UsageError(
+            Message(
+                "--metrics-port must be between 0 and 65535, got {port}", port=args.metrics_port
+            )
+        )
     from latdoc.report.metrics import PrometheusMetrics
 
     metrics = PrometheusMetrics()
@@ -291,12 +306,14 @@ def add_vantage_arguments(p: argparse.ArgumentParser, what: str) -> None:
 def vantages(args: argparse.Namespace) -> tuple[str, ...] | None:
     """The vantage names asked for, or None; ``--ray`` and ``--vantage`` go together."""
     if (args.ray is None) != (args.vantage is None):
-        raise UsageError("--ray ADDRESS and --vantage NAME,NAME go together")
+        raise UsageError(N_("--ray ADDRESS and --vantage NAME,NAME go together"))
     names: tuple[str, ...] | None = args.vantage
     if names is not None and not choice(args).url:
         raise UsageError(
-            "--vantage measures from other machines: give the endpoint's URL (the built-in "
-            "endpoint runs on this machine only)"
+            N_(
+                "--vantage measures from other machines: give the endpoint's URL (the built-in "
+                "endpoint runs on this machine only)"
+            )
         )
     return names
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from latdoc.errors import UsageError
+from latdoc.i18n import Message
 
 if TYPE_CHECKING:
     import argparse
@@ -68,7 +69,11 @@ def _said(target: Path) -> Iterator[None]:
     try:
         yield
     except OSError as exc:
-        raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
+        raise UsageError(
+            Message(
+                "cannot write {target}: {why}", target=str(target), why=exc.strerror or str(exc)
+            )
+        ) from None
 
 
 def emit(result: Shown, args: argparse.Namespace, *, terminal: bool = True) -> None:

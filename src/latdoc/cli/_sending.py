@@ -21,6 +21,7 @@ from typing import Any, TextIO, TypeVar
 
 from latdoc.cli._lab_extra import require_lab
 from latdoc.errors import UsageError
+from latdoc.i18n import N_, Message
 from latdoc.pricing import price_for
 from latdoc.probe import ApiChoice, ConnectionOptions, Endpoint, choose_api, environment_key
 from latdoc.probe import endpoint_and_connection as _endpoint_and_connection
@@ -65,7 +66,7 @@ def api_key(args: argparse.Namespace, chosen: ApiChoice | None = None) -> str | 
     if var is not None:
         value = os.environ.get(var)
         if not value:
-            raise UsageError(f"--api-key-env {var}: the variable is not set")
+            raise UsageError(Message("--api-key-env {var}: the variable is not set", var=var))
         return value
     return environment_key(chosen or choice(args))
 
@@ -124,7 +125,7 @@ def endpoint_and_connection(
     built-in endpoint, on this machine, is reached direct unless ``--proxy`` names a
     proxy: the environment's proxy is for the network beyond it."""
     if not where.model:
-        raise UsageError("--model is required for an endpoint other than the built-in one")
+        raise UsageError(N_("--model is required for an endpoint other than the built-in one"))
     proxy: str | None = getattr(args, "proxy", None)
     return _endpoint_and_connection(
         where.url,

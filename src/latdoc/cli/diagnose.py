@@ -16,6 +16,7 @@ from latdoc.cli._options import (
     add_concurrency_argument,
     add_html_argument,
     add_json_argument,
+    add_lang_argument,
     add_output_tokens_argument,
     add_prompt_tokens_argument,
     add_seed_argument,
@@ -41,6 +42,7 @@ from latdoc.features.diagnose import (
     planned_table,
 )
 from latdoc.features.vantage import diagnose_vantages
+from latdoc.i18n import N_
 from latdoc.model import Scenario, parse_priorities
 from latdoc.pipeline import named_metrics_url
 from latdoc.report import ProgressBars, make_console, render_runs
@@ -114,6 +116,7 @@ def _add_diagnose_parser(sub: argparse._SubParsersAction[Any]) -> None:
     )
     add_html_argument(d, "write a self-contained HTML report")
     add_json_argument(d, "print the diagnosis as JSON")
+    add_lang_argument(d)
     d.add_argument(
         "--dry-run", action="store_true",
         help="print the requests the plan may send and what they may cost, and send nothing",
@@ -152,8 +155,8 @@ def _add_runs_parser(sub: argparse._SubParsersAction[Any]) -> None:
 def run_diagnose(args: argparse.Namespace) -> int:
     if args.from_run or args.from_otlp:
         if args.trace:
-            raise UsageError("--trace sends the trace's requests; --from-run and --from-otlp "
-                             "send nothing: give one of them")  # fmt: skip
+            raise UsageError(N_("--trace sends the trace's requests; --from-run and "
+                                "--from-otlp send nothing: give one of them"))  # fmt: skip
         return _diagnose_recorded(args)
     if args.trace:
         return _diagnose_trace(args)
@@ -161,7 +164,9 @@ def run_diagnose(args: argparse.Namespace) -> int:
     err = sys.stderr
     places = vantages(args)
     if places is not None and args.server_metrics not in ("auto", "off"):
-        raise UsageError("--server-metrics reads an engine from this machine: not with --vantage")
+        raise UsageError(
+            N_("--server-metrics reads an engine from this machine: not with --vantage")
+        )
     named_metrics_url(args.server_metrics)
     with sending.to(err, engine=True) as (endpoint, connection):
         plan = sending.plan(
@@ -234,7 +239,7 @@ def _diagnose_trace(args: argparse.Namespace) -> int:
 
 def _diagnose_recorded(args: argparse.Namespace) -> int:
     if args.url:
-        raise UsageError("--from-run and --from-otlp send nothing: give no URL")
+        raise UsageError(N_("--from-run and --from-otlp send nothing: give no URL"))
     with Store(args.db) as store:
         if args.from_run:
             run = diagnose_traffic(
@@ -256,7 +261,7 @@ def run_runs(args: argparse.Namespace) -> int:
     if args.prune:
         return _prune(args)
     if args.status or args.older_than or args.yes:
-        raise UsageError("--status, --older-than and --yes choose what --prune removes")
+        raise UsageError(N_("--status, --older-than and --yes choose what --prune removes"))
     with Store(args.db) as store:
         runs = store.list_runs(args.limit)
     if not runs:

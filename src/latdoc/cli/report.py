@@ -17,11 +17,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from latdoc.cli import load, watch
-from latdoc.cli._options import EXIT_OK, add_html_argument, add_json_argument, add_store_argument
+from latdoc.cli._options import (
+    EXIT_OK,
+    add_html_argument,
+    add_json_argument,
+    add_lang_argument,
+    add_store_argument,
+)
 from latdoc.cli._output import emit
 from latdoc.errors import UsageError
 from latdoc.features.diagnose import ShownDiagnosis, rediagnose
 from latdoc.features.load import LOAD_RECORD_SCHEMA
+from latdoc.i18n import N_
 from latdoc.model import DIAGNOSIS_SCHEMA
 from latdoc.store import (
     DIAGNOSE_KIND,
@@ -81,6 +88,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     out = report.add_mutually_exclusive_group()
     add_html_argument(out)
     add_json_argument(out)
+    add_lang_argument(report)
     add_store_argument(report)
     watch.add_report_arguments(report)
 
@@ -89,6 +97,6 @@ def run(args: argparse.Namespace) -> int:
     if args.watch:
         return watch.run_report(args)
     if not args.run_id:
-        raise UsageError("give a run id from `latdoc runs`, or --watch NAME")
+        raise UsageError(N_("give a run id from `latdoc runs`, or --watch NAME"))
     with Store(args.db) as store:
         return run_kind(store.run_info(args.run_id).kind).report(args, store)

@@ -45,6 +45,7 @@ from latdoc.features.watch import (
     watch_endpoint,
     watch_name,
 )
+from latdoc.i18n import N_
 from latdoc.records import Sample, Step
 from latdoc.report import make_console
 from latdoc.store import Store
@@ -190,7 +191,7 @@ def _watch(
 
 def run_report(args: argparse.Namespace) -> int:
     if args.run_id:
-        raise UsageError("give a run id or --watch NAME, not both")
+        raise UsageError(N_("give a run id or --watch NAME, not both"))
     spans = clock_spans(
         bucket_s=args.bucket, cycle_s=args.cycle, by_hour_of_day=args.by == HOUR_OF_DAY
     )

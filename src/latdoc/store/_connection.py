@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from latdoc.errors import UsageError
+from latdoc.i18n import Message
 from latdoc.records import Sample
 from latdoc.store import process
 from latdoc.store._file import WriteTurns, open_store
@@ -95,8 +96,15 @@ class Connection:
             raise self.missing(prefix)
         if len(matches) > 1:
             shown = ", ".join(matches[:5]) + (", …" if len(matches) > 5 else "")
-            raise UsageError(f"run id {prefix!r} is ambiguous ({shown}); give more of it")
+            raise UsageError(
+                Message("run id {prefix!r} is ambiguous ({shown}); give more of it",
+                        prefix=prefix, shown=shown)
+            )  # fmt: skip
         return matches[0]
 
     def missing(self, run_id: str) -> UsageError:
-        return UsageError(f"no run {run_id} in {self.path}; `latdoc runs` lists them")
+        return UsageError(
+            Message(
+                "no run {run} in {path}; `latdoc runs` lists them", run=run_id, path=str(self.path)
+            )
+        )
