@@ -10,6 +10,7 @@ on :data:`NAMES` or :data:`ALLOWED`.
 from __future__ import annotations
 
 import re
+from html.parser import HTMLParser
 
 RUN = 3
 """Three English words in a row make a sentence left in English."""
@@ -44,3 +45,38 @@ def english_runs(text: str, run: int = RUN) -> list[str]:
                 found.append(" ".join(words))
             words = []
     return found
+
+
+class _Visible(HTMLParser):
+    """A page's text as a reader sees it, a line per block: not its stylesheet, its
+    plots (their text is drawn as outlines) or a name in ``<code>`` outside a ``<pre>``."""
+
+    _HIDDEN = frozenset({"style", "svg", "script"})
+    _BLOCKS = frozenset({"p", "li", "h1", "h2", "h3", "dt", "dd", "th", "td", "pre", "title"})
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.open: list[str] = []
+        self.parts: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.open.append(tag)
+        if tag in self._BLOCKS:
+            self.parts.append("\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in self.open:
+            del self.open[len(self.open) - 1 - self.open[::-1].index(tag) :]
+
+    def handle_data(self, data: str) -> None:
+        hidden = self._HIDDEN.intersection(self.open)
+        name = bool(self.open) and self.open[-1] == "code" and "pre" not in self.open
+        if not hidden and not name:
+            self.parts.append(data)
+
+
+def visible_text(page: str) -> str:
+    """What a reader of ``page`` reads (:class:`_Visible`)."""
+    parser = _Visible()
+    parser.feed(page)
+    return "".join(parser.parts)

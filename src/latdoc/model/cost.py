@@ -232,24 +232,29 @@ def _price_words(price: Price) -> Message:
 def cost_text(summary: CostSummary | None, model: str) -> str:
     """What a run cost, in one sentence, with the price's source; where it cannot be
     priced, why, and no figure."""
+    return Message("Cost: {cost}", cost=cost_words(summary, model))
+
+
+def cost_words(summary: CostSummary | None, model: str) -> str:
+    """:func:`cost_text` without its ``Cost:``, for a page that labels it."""
     if summary is None:
         return Message(
-            "Cost: unknown: latdoc has no price for model {model} at this endpoint; "
+            "unknown: latdoc has no price for model {model} at this endpoint; "
             "--price in=X,out=Y (dollars per million tokens) counts it",
             model=model,
         )
     if summary.total is None:
         return Message(
-            "Cost: unknown: the server reported no usage for any of the {n} requests ({price})",
+            "unknown: the server reported no usage for any of the {n} requests ({price})",
             n=summary.requests,
             price=_price_words(summary.price),
         )
     per = summary.per_1000_requests
     thousand = "" if per is None else Message(" ({cost} per 1,000 like them)", cost=dollars(per))
     text = Message(
-        N_("Cost: {cost} for {n} request{thousand}, {price}")
+        N_("{cost} for {n} request{thousand}, {price}")
         if summary.priced == 1
-        else N_("Cost: {cost} for {n} requests{thousand}, {price}"),
+        else N_("{cost} for {n} requests{thousand}, {price}"),
         cost=dollars(summary.total),
         n=summary.priced,
         thousand=thousand,

@@ -10,6 +10,7 @@ the watch here, in the core, so that no feature reaches into another.
 
 from __future__ import annotations
 
+from latdoc.i18n import Message
 from latdoc.records import Step, StepNote
 from latdoc.store import WATCH_KIND, RunInfo, Store
 
@@ -42,5 +43,11 @@ def watch_note(store: Store, endpoint: str, model: str) -> StepNote | None:
         return None
     name = str(info.meta.get("name", info.run_id))
     return StepNote(
-        Step.LOAD, f"watch {name!r} ({info.requests} requests by hour of day): {verdict}"
+        Step.LOAD,
+        Message(
+            "watch {name!r} ({n} requests by hour of day): {verdict}",
+            name=name,
+            n=info.requests,
+            verdict=verdict,
+        ),
     )

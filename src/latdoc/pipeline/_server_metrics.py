@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 from latdoc.analysis.engine_metrics import engine_delta, parse_exposition
 from latdoc.errors import UsageError
+from latdoc.i18n import Message
 from latdoc.probe import ConnectionOptions, metrics_url, scrape_metrics
 
 __all__ = [
@@ -64,18 +65,24 @@ class MetricsReading:
         try:
             import prometheus_client  # noqa: F401
         except ImportError:
-            self.note = f"server metrics not read: prometheus-client is missing ({_HINT})"
+            self.note = Message(
+                "server metrics not read: prometheus-client is missing ({hint})", hint=_HINT
+            )
             return None
         text, why = scrape_metrics(
             self.url, cacert=self.connection.cacert, insecure=self.connection.insecure
         )
         if text is None:
-            self.note = f"server metrics not read at {self.url} ({why})"
+            self.note = Message(
+                "server metrics not read at {url} ({why})", url=self.url, why=str(why)
+            )
             return None
         try:
             return parse_exposition(text)
         except ValueError:
-            self.note = f"server metrics not read: {self.url} is not in the Prometheus text format"
+            self.note = Message(
+                "server metrics not read: {url} is not in the Prometheus text format", url=self.url
+            )
             return None
 
     def finish(self) -> dict[str, Any] | None:
@@ -87,7 +94,9 @@ class MetricsReading:
             return None
         found = engine_delta(self.before, after)
         if found is None:
-            self.note = f"server metrics at {self.url} are not llama.cpp's or vLLM's: not used"
+            self.note = Message(
+                "server metrics at {url} are not llama.cpp's or vLLM's: not used", url=self.url
+            )
             return None
         engine, numbers = found
         return {"url": self.url, "engine": engine, "numbers": numbers}

@@ -6,6 +6,12 @@ passed through unescaped is the SVG that :mod:`latdoc.report._plots` draws. The
 stylesheet is inline and the plots are inline SVG with text as paths: the page
 needs no network, script, font or image to open. Colours follow the reader's
 light or dark preference.
+
+The page speaks the active language (:mod:`latdoc.i18n`): the template's own words
+through jinja2's i18n extension (``_("…")``, extracted into the same catalogue), the
+data's through the ``tr`` filter and the sentences made here through
+:func:`~latdoc.i18n.say`. The plots' axis labels stay English: their text is drawn as
+glyph outlines from a font with no Chinese in it.
 """
 
 from __future__ import annotations
@@ -19,7 +25,9 @@ from markupsafe import Markup
 
 from latdoc.analysis.kinds import spec_of, specs
 from latdoc.analysis.stats import quantile
-from latdoc.model import Diagnosis, Finding, Kind, RequestParts, Scenario, cost_text
+from latdoc.i18n import N_, language, say, translate
+from latdoc.i18n import gettext as _
+from latdoc.model import Diagnosis, Finding, Kind, RequestParts, Scenario, cost_words
 from latdoc.records import Sample, Step
 from latdoc.report._layers import PARTING, distinct_layers, layers_text
 from latdoc.report._plot_data import MAX_ROWS, ttft_values
@@ -38,15 +46,15 @@ from latdoc.report._truth import (
     unmeasured_text,
     workload_text,
 )
-from latdoc.report.names import format_ms, format_value, kind_short
+from latdoc.report.names import SHAPES, format_ms, format_value, kind_short, step_word
 
 if TYPE_CHECKING:
     from jinja2 import Environment
 
 SCENARIO_NAMES: Mapping[Scenario, str] = {
-    Scenario.CHAT: "Real-time chat (latency first)",
-    Scenario.BATCH: "Batch analysis (cost first)",
-    Scenario.LONGDOC: "Long-document understanding (quality first)",
+    Scenario.CHAT: N_("Real-time chat (latency first)"),
+    Scenario.BATCH: N_("Batch analysis (cost first)"),
+    Scenario.LONGDOC: N_("Long-document understanding (quality first)"),
 }
 
 
@@ -54,14 +62,22 @@ SCENARIO_NAMES: Mapping[Scenario, str] = {
 def environment() -> Environment:
     from jinja2 import Environment, PackageLoader, StrictUndefined
 
-    return Environment(
+    env = Environment(
         loader=PackageLoader("latdoc.report", "templates"),
         autoescape=True,
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        extensions=["jinja2.ext.i18n"],
     )
+    # The callables read the active language when the page renders, so one environment
+    # serves every language.
+    env.install_gettext_callables(  # type: ignore[attr-defined]
+        gettext=_, ngettext=lambda one, many, n: _(one if n == 1 else many), newstyle=True
+    )
+    env.filters["tr"] = translate
+    return env
 
 
 def render_html(diagnosis: Diagnosis, samples: Sequence[Sample]) -> str:
@@ -76,12 +92,19 @@ def page_context(diagnosis: Diagnosis, samples: Sequence[Sample]) -> dict[str, A
     negligible = set(diagnosis.verdict.negligible)
     parts_only = spec_of(diagnosis.verdict.primary).shows_request_parts
     healthy_parts = diagnosis.typical_request if parts_only else None
+    scenario = SCENARIO_NAMES.get(diagnosis.scenario)
     return {
-        "title": f"latdoc: {diagnosis.model} at {diagnosis.endpoint}",
+        "lang": language(),
+        "title": say(
+            "latdoc: {model} at {endpoint}", model=diagnosis.model, endpoint=diagnosis.endpoint
+        ),
         "diagnosis": diagnosis,
-        "scenario": SCENARIO_NAMES.get(diagnosis.scenario, str(diagnosis.scenario)),
-        "cost": cost_text(diagnosis.cost, diagnosis.model).removeprefix("Cost: "),
-        "ranked_for": None if diagnosis.priorities is None else diagnosis.priorities.text(),
+        "requests": translate(diagnosis.requests_text()),
+        "scenario": str(diagnosis.scenario) if scenario is None else _(scenario),
+        "cost": translate(cost_words(diagnosis.cost, diagnosis.model)),
+        "ranked_for": None
+        if diagnosis.priorities is None
+        else translate(diagnosis.priorities.text()),
         "date": _date(samples),
         "verdict": _verdict(diagnosis),
         "shares": _parts(healthy_parts)
@@ -90,8 +113,9 @@ def page_context(diagnosis: Diagnosis, samples: Sequence[Sample]) -> dict[str, A
             {k: v for k, v in diagnosis.shares_ms.items() if k not in negligible},
             None if diagnosis.workload is None else diagnosis.workload.total_ms,
         ),
-        "workload": workload_text(diagnosis),
-        "longer_prompt": longer_prompt_text(diagnosis),
+        "workload": _sentence_or_none(workload_text(diagnosis)),
+        "longer_prompt": _sentence_or_none(longer_prompt_text(diagnosis)),
+        "step_word": step_word,
         "findings": [_finding(f) for f in diagnosis.findings if f.kind not in negligible],
         "negligible": [_finding(f) for f in diagnosis.findings if f.kind in negligible],
         "negligible_bar": negligible_bar_text(diagnosis),
@@ -102,16 +126,16 @@ def page_context(diagnosis: Diagnosis, samples: Sequence[Sample]) -> dict[str, A
                 "short": kind_short(r.addresses),
                 "gain": gain_text(r),
                 "unmeasured": unmeasured_text(r),
-                "effects": None if r.effects is None else r.effects.text(),
+                "effects": None if r.effects is None else translate(r.effects.text() or ""),
             }
             for r in diagnosis.remedies
         ],
         "measurements": [
             (title, [(k, _measured(v, k)) for k, v in numbers.items()])
             for title, numbers in (
-                ("Network", _parted(diagnosis.network)),
-                ("Load", diagnosis.load),
-                ("Reasoning", diagnosis.reasoning),
+                (_("Network"), _parted(diagnosis.network)),
+                (_("Load"), diagnosis.load),
+                (_("Reasoning"), diagnosis.reasoning),
                 *_server_cards(diagnosis),
             )
             if numbers
@@ -142,13 +166,24 @@ def _network_lines(diagnosis: Diagnosis) -> list[str]:
     lines = []
     keepalive = keepalive_text(diagnosis)
     if keepalive is not None:
-        lines.append(keepalive[0].upper() + keepalive[1:] + ".")
+        lines.append(_sentence(keepalive))
     layers = layers_text(diagnosis.network)
     if layers is not None:
-        lines.append(layers[0].upper() + layers[1:] + ".")
+        lines.append(_sentence(layers))
     if diagnosis.network_check is not None:
-        lines.append(f"Seed rule: {diagnosis.network_check.statement}.")
+        rule = translate(diagnosis.network_check.statement)
+        lines.append(say("Seed rule: {rule}.", rule=rule))
     return lines
+
+
+def _sentence(text: str) -> str:
+    """``text``, already in the active language, as a sentence of its own: its first
+    letter upper-case (a Chinese sentence has none) and its full stop."""
+    return say("{sentence}.", sentence=text[:1].upper() + text[1:])
+
+
+def _sentence_or_none(text: str | None) -> str | None:
+    return None if text is None else _sentence(text)
 
 
 def _parted(numbers: Mapping[str, float | None]) -> dict[str, float | None]:
@@ -163,8 +198,8 @@ def _server_cards(diagnosis: Diagnosis) -> list[tuple[str, Mapping[str, float | 
     if account is None:
         return []
     return [
-        (f"The server's own timing ({account.source})", account.numbers),
-        (f"Engine metrics ({account.metrics_source})", account.metrics),
+        (say("The server's own timing ({source})", source=account.source), account.numbers),
+        (say("Engine metrics ({source})", source=account.metrics_source), account.metrics),
     ]
 
 
@@ -183,7 +218,7 @@ def _finding(f: Finding) -> dict[str, Any]:
 def _date(samples: Sequence[Sample]) -> str:
     starts = [s.trace.started_at for s in samples]
     if not starts:
-        return "no requests recorded"
+        return _("no requests recorded")
     first = min(starts)
     if first.tzinfo is None:
         return first.strftime("%Y-%m-%d %H:%M")
@@ -199,12 +234,12 @@ def _verdict(diagnosis: Diagnosis) -> dict[str, Any]:
     spec = spec_of(verdict.primary)
     return {
         "kind": verdict.primary.value,
-        "short": spec.name,
-        "meaning": spec.meaning,
+        "short": translate(spec.name),
+        "meaning": translate(spec.meaning),
         "confidence": _percent(shown_probability(verdict.confidence)),
         "calibrated": verdict.confidence_model is not None,
-        "bank": bank_accuracy_text(verdict),
-        "near": near_threshold_text(verdict),
+        "bank": _sentence_or_none(bank_accuracy_text(verdict)),
+        "near": _sentence_or_none(near_threshold_text(verdict)),
         "contributing": [kind_short(k) for k in verdict.contributing],
         "negligible": [kind_short(k) for k in verdict.negligible],
     }
@@ -218,9 +253,9 @@ def _shares(shares_ms: Mapping[Kind, float], request_ms: float | None) -> dict[s
     total = max(named, request_ms or 0.0)
     segments = [(f"k-{kind.value}", kind_short(kind), ms) for kind, ms in shares]
     if total > named > 0:
-        segments.append((f"k-{Kind.HEALTHY.value}", "The rest of it", total - named))
+        segments.append((f"k-{Kind.HEALTHY.value}", _("The rest of it"), total - named))
     return {
-        "title": "Where the time of that request goes",
+        "title": _("Where the time of that request goes"),
         "total": format_ms(total) if total > 0 else None,
         "segments": [
             {
@@ -243,13 +278,16 @@ def _parts(parts: RequestParts) -> dict[str, Any]:
     phase by phase, in the order it passes them."""
     total = parts.total_ms
     return {
-        "title": "Where the time of that request on a new connection goes "
-        f"(median of each phase over {parts.requests})",
+        "title": say(
+            "Where the time of that request on a new connection goes (median of each phase "
+            "over {n})",
+            n=parts.requests,
+        ),
         "total": format_ms(total) if total > 0 else None,
         "segments": [
             {
                 "css": f"p-{key}",
-                "short": name[0].upper() + name[1:],
+                "short": _(name)[:1].upper() + _(name)[1:],
                 "ms": format_ms(ms),
                 "percent": f"{ms / total * 100:.0f} %",
                 "width": f"{ms / total * 100:.2f}",
@@ -265,7 +303,7 @@ def _parts(parts: RequestParts) -> dict[str, Any]:
 
 
 def _measured(value: float | None, key: str) -> str:
-    return "not measured" if value is None else format_value(key, value)
+    return _("not measured") if value is None else format_value(key, value)
 
 
 def _figures(diagnosis: Diagnosis, samples: Sequence[Sample]) -> list[dict[str, Any]]:
@@ -273,28 +311,28 @@ def _figures(diagnosis: Diagnosis, samples: Sequence[Sample]) -> list[dict[str, 
     from latdoc.report import _plots as plots
 
     waterfall = _figure(
-        "Phases of each request",
+        _("Phases of each request"),
         plots.waterfall_svg(samples) if samples else None,
         _waterfall_caption(samples),
-        "No request was recorded.",
+        _("No request was recorded."),
     )
     waterfall["failures"] = _failures(samples)
     figures = [waterfall]
     if diagnosis.length is not None or any(s.step == Step.LENGTH for s in samples):
         figures.append(
             _figure(
-                "Time to first token against prompt length",
+                _("Time to first token against prompt length"),
                 plots.length_svg(samples, diagnosis.length),
                 _length_caption(diagnosis, samples),
-                "No successful request at a measured prompt length.",
+                _("No successful request at a measured prompt length."),
             )
         )
     figures.append(
         _figure(
-            "Distribution of time to first token",
+            _("Distribution of time to first token"),
             plots.ttft_histogram_svg(samples),
             _histogram_caption(samples),
-            "No successful request: there is no time to first token to show.",
+            _("No successful request: there is no time to first token to show."),
         )
     )
     return figures
@@ -322,27 +360,34 @@ def _failures(samples: Sequence[Sample]) -> list[tuple[str, int]]:
     return list(counts.items())
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'s' if n != 1 else ''}"
+def _plural(n: int, one: str, many: str, **values: object) -> str:
+    """``one`` or ``many`` (each with a field ``{n}``), as ``n`` says, said with ``n`` and
+    ``values``."""
+    return say(one if n == 1 else many, n=n, **values)
 
 
 def _waterfall_caption(samples: Sequence[Sample]) -> str:
     failed = [s.trace.error.code for s in samples if s.trace.error is not None]
-    caption = (
-        "One bar per request in the order sent; x is time from the start of that request. "
-        f"{_plural(len(failed), 'failed request')} marked ✕"
+    marked = _plural(
+        len(failed), N_("{n} failed request marked ✕"), N_("{n} failed requests marked ✕")
     )
     if failed:
         counts: dict[str, int] = {}
         for code in failed:
             counts[code] = counts.get(code, 0) + 1
-        caption += " (" + ", ".join(f"{code} × {n}" for code, n in counts.items()) + ")"
-    caption += "."
+        marked += " (" + _(", ").join(f"{code} × {n}" for code, n in counts.items()) + ")"
+    caption = say(
+        "One bar per request in the order sent; x is time from the start of that request. "
+        "{marked}.",
+        marked=marked,
+    )
     if len(samples) > MAX_ROWS:
         left_out = len(samples) - MAX_ROWS
-        caption += (
-            f" {MAX_ROWS} of {len(samples)} requests shown, evenly spaced; "
-            f"{left_out} of {len(samples)} requests left out."
+        caption += say(
+            " {shown} of {n} requests shown, evenly spaced; {left} of {n} requests left out.",
+            shown=MAX_ROWS,
+            n=len(samples),
+            left=left_out,
         )
     return caption
 
@@ -352,20 +397,30 @@ def _length_caption(diagnosis: Diagnosis, samples: Sequence[Sample]) -> str:
     failed = sum(1 for s in samples if s.step == Step.LENGTH and not s.trace.ok)
     parts = []
     if curve is not None and curve.points:
-        band = " The band is its 95% bootstrap interval." if curve.draws else ""
+        band = _(" The band is its 95% bootstrap interval.") if curve.draws else ""
         parts.append(
-            f"Shape: {curve.shape}; prefill about {format_ms(curve.prefill_ms_per_1k)} per 1K "
-            "tokens at the longest length. The line is the fitted a + b·k + c·k² for k "
-            f"thousand prompt tokens, on a log axis of prompt length.{band}"
+            say(
+                "Shape: {shape}; prefill about {ms} per 1K tokens at the longest length. The "
+                "line is the fitted a + b·k + c·k² for k thousand prompt tokens, on a log axis "
+                "of prompt length.{band}",
+                shape=translate(SHAPES.get(curve.shape, curve.shape)),
+                ms=format_ms(curve.prefill_ms_per_1k),
+                band=band,
+            )
         )
     if diagnosis.length_check is not None:
-        text = length_rule_text(diagnosis.length_check)
-        parts.append(text[0].upper() + text[1:] + ".")
+        parts.append(_sentence(length_rule_text(diagnosis.length_check)))
     longest = longest_ratio_text(diagnosis)
     if longest is not None:
-        parts.append(longest[0].upper() + longest[1:] + ".")
+        parts.append(_sentence(longest))
     if failed:
-        parts.append(f"{_plural(failed, 'length request')} failed, not shown.")
+        parts.append(
+            _plural(
+                failed,
+                N_("{n} length request failed, not shown."),
+                N_("{n} length requests failed, not shown."),
+            )
+        )
     return " ".join(parts)
 
 
@@ -374,7 +429,10 @@ def _histogram_caption(samples: Sequence[Sample]) -> str:
     if not values:
         return ""
     p50, p95 = quantile(values, 0.5), quantile(values, 0.95)
-    return (
-        f"{_plural(len(values), 'successful request')}, stacked by step; "
-        f"p50 {format_ms(p50)}, p95 {format_ms(p95)}."
+    return _plural(
+        len(values),
+        N_("{n} successful request, stacked by step; p50 {p50}, p95 {p95}."),
+        N_("{n} successful requests, stacked by step; p50 {p50}, p95 {p95}."),
+        p50=format_ms(p50),
+        p95=format_ms(p95),
     )

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from latdoc.errors import UsageError
+from latdoc.i18n import N_
 from latdoc.model import Price, cost_of, planned_cost
 from latdoc.records import RequestTrace
 
@@ -144,8 +145,8 @@ class Budget:
         """The caps a request is counted against, in words: ``request or token budget``,
         and money where the run has a cap in it."""
         if self.max_cost is not None:
-            return "request, token or money budget"
-        return "request or token budget"
+            return N_("request, token or money budget")
+        return N_("request or token budget")
 
     @property
     def seconds_left(self) -> float:

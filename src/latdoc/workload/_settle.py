@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from latdoc.analysis.kinds.input_length import seed_rule_fires
 from latdoc.analysis.kinds.network_setup import SLOW_DNS_MS, SLOW_TLS_EXTRA_MS
 from latdoc.analysis.policy import HIGH_RTT_MS
+from latdoc.i18n import N_
 from latdoc.records import RequestTrace
 
 SETTLED_MARGIN = 1.5
@@ -37,17 +38,17 @@ def network_unsettled(cold: RequestTrace, warm: Sequence[RequestTrace]) -> str |
     """Why the first cold request and the warm ones do not settle the network rules, or
     None when they do (the extra cold requests are then not sent)."""
     if _near(cold.dns_ms, SLOW_DNS_MS):
-        return "the DNS lookup is near its threshold"
+        return N_("the DNS lookup is near its threshold")
     if _near(cold.handshake_ms, HIGH_RTT_MS):
-        return "the round trip is near its threshold"
+        return N_("the round trip is near its threshold")
     tls, rtt = cold.tls_ms, cold.handshake_ms
     if tls is not None and rtt is not None and _near(tls - 2 * rtt, SLOW_TLS_EXTRA_MS):
-        return "the TLS handshake is near its threshold"
+        return N_("the TLS handshake is near its threshold")
     reused = [t for t in warm if t.ok and not t.new_connection] or [t for t in warm if t.ok]
     totals = [t.total_ms for t in reused if t.total_ms is not None]
     setup = cold.setup_ms
     if setup is not None and totals and setup >= SETUP_WORTH_MEASURING * statistics.median(totals):
-        return "a new connection's setup is a noticeable share of a request"
+        return N_("a new connection's setup is a noticeable share of a request")
     return None
 
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 
 from latdoc.analysis.kinds.input_length import LONG_REFERENCE_TOKENS
 from latdoc.errors import TraceError
+from latdoc.i18n import N_, Message
 from latdoc.model import DEFAULT_CONCURRENCY
 from latdoc.probe import LoopLagMonitor, ProbeSession, now_ns
 from latdoc.records import RequestTrace, Sample, Step, StepNote
@@ -186,7 +187,8 @@ class _Runner:
         costs = [prompt_cost(ASSUMED, w) for w in words]
         if not self.budget.can_afford(max(costs), 1, count=2):
             self.note(
-                Step.CALIBRATION, "no budget to calibrate prompt lengths; 1 token per word assumed"
+                Step.CALIBRATION,
+                N_("no budget to calibrate prompt lengths; 1 token per word assumed"),
             )
             return
         reservations = [r for c in costs if (r := self.budget.reserve(c, 1)) is not None]
@@ -198,12 +200,16 @@ class _Runner:
                 )
             except CalibrationFailed as exc:
                 calibration, traces = ASSUMED, exc.traces
-                self.note(Step.CALIBRATION, f"{exc}; 1 token per word assumed")
+                self.note(
+                    Step.CALIBRATION, Message("{error}; 1 token per word assumed", error=str(exc))
+                )
         for r, t in zip(reservations, traces, strict=False):
             self.budget.settle(r, t)
             self.keep(Sample(Step.CALIBRATION, t, t.prompt_tokens))
         if not calibration.measured and traces:
-            self.note(Step.CALIBRATION, "the endpoint reports no usage; 1 token per word assumed")
+            self.note(
+                Step.CALIBRATION, N_("the endpoint reports no usage; 1 token per word assumed")
+            )
         self.calibration = calibration
         self.result.calibration = calibration
         self.progress(Step.CALIBRATION, 2, 2)
@@ -217,11 +223,11 @@ class _Runner:
         async with self.session() as s:
             for i in range(1 + WARM_REQUESTS):
                 if i > 0 and self.budget.seconds_left < self._short_ttft_s() * SAFETY:
-                    self.note(Step.NETWORK, "time budget reached during the network step")
+                    self.note(Step.NETWORK, N_("time budget reached during the network step"))
                     return
                 trace = await self.send(s, Step.NETWORK, SHORT_TOKENS, cold=i == 0)
                 if trace is None:
-                    self.note(Step.NETWORK, "budget reached during the network step")
+                    self.note(Step.NETWORK, N_("budget reached during the network step"))
                     return
                 traces.append(trace)
                 done += 1
@@ -239,19 +245,30 @@ class _Runner:
         if why is None:
             self.note(
                 Step.NETWORK,
-                f"{done} requests: the first cold request settled the network rules, "
-                "so no more cold requests were sent",
+                Message(
+                    "{n} requests: the first cold request settled the network rules, so no more "
+                    "cold requests were sent",
+                    n=done,
+                ),
             )
             self.progress(Step.NETWORK, total, total)
             return
         for _ in range(EXTRA_COLD):
             async with self.session(reuse=False) as s:
                 if await self.send(s, Step.NETWORK, SHORT_TOKENS, cold=True) is None:
-                    self.note(Step.NETWORK, "budget reached before the extra cold requests")
+                    self.note(Step.NETWORK, N_("budget reached before the extra cold requests"))
                     return
             done += 1
             self.progress(Step.NETWORK, done, total)
-        self.note(Step.NETWORK, f"{done} requests: {EXTRA_COLD} more cold ones, as {why}")
+        self.note(
+            Step.NETWORK,
+            Message(
+                "{n} requests: {extra} more cold ones, as {why}",
+                n=done,
+                extra=EXTRA_COLD,
+                why=Message.of(why),
+            ),
+        )
 
     def _short_ttft_s(self) -> float:
         ttfts = [
@@ -270,7 +287,10 @@ class _Runner:
         if len(lengths) < len(LENGTH_ORDER):
             self.note(
                 Step.LENGTH,
-                f"lengths above the {self.plan.context_window}-token context window left out",
+                Message(
+                    "lengths above the {n}-token context window left out",
+                    n=self.plan.context_window,
+                ),
             )
         out = self.plan.max_tokens
         decode_s = self._decode_s()
@@ -286,8 +306,13 @@ class _Runner:
                 if not must_have and predicted * SAFETY > left:
                     self.note(
                         Step.LENGTH,
-                        f"{n} tokens left out: predicted {predicted:.1f} s per request, "
-                        f"{max(0.0, left):.1f} s of the time budget left",
+                        Message(
+                            "{n} tokens left out: predicted {predicted:.1f} s per request, "
+                            "{left:.1f} s of the time budget left",
+                            n=n,
+                            predicted=predicted,
+                            left=max(0.0, left),
+                        ),
                     )
                     break
                 go_on, ttft = await self._length_request(s, n, out)
@@ -307,22 +332,39 @@ class _Runner:
                             return
                     self.note(
                         Step.LENGTH,
-                        f"{n} tokens asked {1 + REFERENCE_REPEATS if again else 1} times: "
-                        "its first TTFT was near the length rule's threshold",
+                        Message(
+                            "{n} tokens asked {times} times: its first TTFT was near the length "
+                            "rule's threshold",
+                            n=n,
+                            times=1 + REFERENCE_REPEATS if again else 1,
+                        ),
                     )
 
     async def _length_request(self, s: ProbeSession, n: int, out: int) -> tuple[bool, float | None]:
         """One request of ``n`` prompt tokens: whether the step goes on (not when the budget
         is reached or the length rejected), and the request's TTFT in seconds."""
         if not self.budget.can_afford(self.cost(n), out):
-            self.note(Step.LENGTH, f"{n} tokens left out: {self.budget.caps} reached")
+            self.note(
+                Step.LENGTH,
+                Message(
+                    "{n} tokens left out: {caps} reached", n=n, caps=Message.of(self.budget.caps)
+                ),
+            )
             return False, None
         trace = await self.send(s, Step.LENGTH, n)
         if trace is None:
-            self.note(Step.LENGTH, f"{n} tokens: {self.budget.caps} reached")
+            self.note(
+                Step.LENGTH,
+                Message("{n} tokens: {caps} reached", n=n, caps=Message.of(self.budget.caps)),
+            )
             return False, None
         if trace.error is not None and trace.error.refused_as_sent:
-            self.note(Step.LENGTH, f"{n} tokens rejected by the endpoint: {trace.error.message}")
+            self.note(
+                Step.LENGTH,
+                Message(
+                    "{n} tokens rejected by the endpoint: {error}", n=n, error=trace.error.message
+                ),
+            )
             return False, None
         return True, None if trace.ttft_ms is None else trace.ttft_ms / 1000
 

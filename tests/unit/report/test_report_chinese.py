@@ -1,7 +1,7 @@
 """The diagnosis in Chinese: for every kind of slow the truth bank makes, the terminal
-report says it in Chinese, with no English sentence left but names, units, commands and
-code; it fits the terminal in cells, as a Chinese character takes two; and the library
-speaks English unless asked."""
+report says it in Chinese, and so does the page, with no English sentence left but
+names, units, commands and code; the report fits the terminal in cells, as a Chinese
+character takes two; and the library speaks English unless asked."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from rich.cells import cell_len
 
 from bank import CAUSES, context, draw, generate
-from english import english_runs
-from latdoc import Diagnosis, build_diagnosis, render_diagnosis, render_text
+from english import english_runs, visible_text
+from latdoc import Diagnosis, build_diagnosis, render_diagnosis, render_html, render_text
 from latdoc.i18n import language, speaking
 
 MIXES = (*((cause,) for cause in CAUSES), ("far", "slow_upload"), ("burst_queue", "server_timing"))
@@ -82,3 +82,27 @@ def test_the_scanner_finds_a_sentence_left_in_english_and_passes_names() -> None
     assert english_runs("确认：latdoc verify https://x.test/v1 --model m --remedy trim") == []
     assert english_runs("  from latdoc.client import RetryPolicy, make_async_client") == []
     assert english_runs("DNS 12.0 ms   TCP 24.0 ms   TLS 41.0 ms   发送 2.5 ms") == []
+
+
+@pytest.mark.parametrize("causes", [("long_input",), ("burst_queue", "server_timing"), ("errors",)])
+def test_the_page_is_chinese(causes: tuple[str, ...]) -> None:
+    s = draw(1000, causes=causes, intensity="clear", noise="low")
+    samples = generate(s)
+    d = build_diagnosis(samples, context(s))
+    with speaking("zh"):
+        page = render_html(d, samples)
+    text = visible_text(page)
+    assert english_runs(text) == [], text
+    assert '<html lang="zh">' in page
+    assert "诊断结论" in text and "优化建议" in text
+
+
+def test_the_page_in_english_is_the_page_it_was() -> None:
+    s = draw(1000, causes=("long_input",), intensity="clear", noise="low")
+    samples = generate(s)
+    d = build_diagnosis(samples, context(s))
+    page = render_html(d, samples)
+    assert '<html lang="en">' in page
+    text = visible_text(page)
+    assert "Verdict" in text and "Remedies, best first" in text
+    assert "Shares are of a typical request of 2,048 prompt tokens" in text

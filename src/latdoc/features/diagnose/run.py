@@ -9,6 +9,7 @@ from pathlib import Path
 
 from latdoc.errors import UsageError
 from latdoc.features.diagnose.analysis import DiagnosisRun, traffic_diagnosis
+from latdoc.i18n import N_
 from latdoc.model import Priorities, Scenario
 from latdoc.pipeline import (
     AUTO,
@@ -118,7 +119,7 @@ def _measure(
         result = asyncio.run(measure_steps(plan, on_sample=keep, on_progress=on_progress))
     except KeyboardInterrupt:
         return "interrupted", [
-            StepNote(Step.RUN, "interrupted by the user; diagnosed what was measured")
+            StepNote(Step.RUN, N_("interrupted by the user; diagnosed what was measured"))
         ]
     return "done", list(result.notes)
 
