@@ -14,10 +14,11 @@ from html.parser import HTMLParser
 
 RUN = 3
 """Three English words in a row make a sentence left in English."""
-NAMES = frozenset({"latdoc", "httpx", "openai", "nginx", "curl", "mtr", "sysctl"})
+NAMES = frozenset({"latdoc", "httpx", "openai", "nginx", "curl", "mtr", "sysctl", "pip", "uv"})
 """Words that are names of programs, not English: ``latdoc verify`` is a command."""
-ALLOWED: frozenset[str] = frozenset()
-"""Runs of English words that are names, not sentences, wherever they stand."""
+ALLOWED = frozenset({"Too many open files"})
+"""Runs of English words that are names, not sentences, wherever they stand: an error
+message the system itself prints (EMFILE's)."""
 
 _WORD = re.compile(r"^(?:[Aa]|[A-Za-z][a-z]+(?:'s)?)$")
 _EDGES = "`'\"()[]{}<>,.;:!?“”‘’（）：；，。、！？…"

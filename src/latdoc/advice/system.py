@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from latdoc.advice._sizing import SELF_PACED, advised_pool
+from latdoc.i18n import N_, Message
 from latdoc.model import Diagnosis, HostFacts, Kind, RunContext, SystemItem
 
 KEEPALIVE_TIME_S = 60
@@ -63,40 +64,56 @@ def proxy_items(facts: Sequence[ProxyRouteFact]) -> tuple[SystemItem, ...]:
     items = []
     for fact in facts:
         first, *more = fact.hosts
-        hosts = first if not more else f"{first} and {len(more)} more"
-        listed = f"For {', '.join(fact.hosts)}: " if more else ""
+        hosts = first if not more else Message("{first} and {n} more", first=first, n=len(more))
+        listed = Message("For {hosts}: ", hosts=", ".join(fact.hosts)) if more else ""
+        name = Message("proxy for {hosts}", hosts=hosts)
         if fact.problem is not None:
-            why = (
-                f"{listed}{fact.problem}. httpx, the openai SDK, curl and latdoc read these "
-                "variables: fix or unset it."
+            why = Message(
+                "{listed}{problem}. httpx, the openai SDK, curl and latdoc read these "
+                "variables: fix or unset it.",
+                listed=listed,
+                problem=fact.problem,
             )
             items.append(
                 SystemItem(
-                    key="proxy", name=f"proxy for {hosts}", current=fact.problem,
-                    recommended="a proxy URL the clients can use", ok=False, why=why,
+                    key="proxy", name=name, current=fact.problem,
+                    recommended=N_("a proxy URL the clients can use"), ok=False, why=why,
                     command="unset HTTPS_PROXY HTTP_PROXY ALL_PROXY NO_PROXY",
                     kinds=(Kind.NETWORK_PATH, Kind.ERRORS),
                 )
             )  # fmt: skip
             continue
         if fact.proxied:
-            why = listed + (
-                "Requests go through this proxy, as httpx, the openai SDK and curl choose it "
-                "from the environment: each new connection pays its CONNECT round trip "
-                "before TLS (latdoc probe and diagnose time it as proxy_connect). Where "
-                "policy allows, listing the API's host in NO_PROXY connects direct."
+            why = Message.joined(
+                "",
+                [
+                    listed,
+                    N_(
+                        "Requests go through this proxy, as httpx, the openai SDK and curl "
+                        "choose it from the environment: each new connection pays its CONNECT "
+                        "round trip before TLS (latdoc probe and diagnose time it as "
+                        "proxy_connect). Where policy allows, listing the API's host in "
+                        "NO_PROXY connects direct."
+                    ),
+                ],
             )
             command = f"export NO_PROXY={','.join(fact.hosts)}"
         else:
-            why = listed + (
-                "Requests connect direct: no proxy variable (HTTPS_PROXY, HTTP_PROXY, "
-                "ALL_PROXY) applies to these hosts, or NO_PROXY lists them."
+            why = Message.joined(
+                "",
+                [
+                    listed,
+                    N_(
+                        "Requests connect direct: no proxy variable (HTTPS_PROXY, HTTP_PROXY, "
+                        "ALL_PROXY) applies to these hosts, or NO_PROXY lists them."
+                    ),
+                ],
             )
-            command = "export HTTPS_PROXY=http://PROXY:PORT  # only where the network needs one"
+            command = N_("export HTTPS_PROXY=http://PROXY:PORT  # only where the network needs one")
         items.append(
             SystemItem(
-                key="proxy", name=f"proxy for {hosts}", current=fact.route,
-                recommended="direct, or a proxy near the client", ok=None, why=why,
+                key="proxy", name=name, current=fact.route,
+                recommended=N_("direct, or a proxy near the client"), ok=None, why=why,
                 command=command, kinds=(Kind.NETWORK_PATH, Kind.NETWORK_SETUP),
             )
         )  # fmt: skip
@@ -128,17 +145,19 @@ def _slow_start(f: HostFacts) -> SystemItem:
     self_paced = f.congestion_control in SELF_PACED
     current = None if value is None else str(value)
     if value == 1 and self_paced:
-        current = f"1 ({f.congestion_control}: not applied)"
+        current = Message("1 ({control}: not applied)", control=f.congestion_control)
     return SystemItem(
         key="slow_start_after_idle",
         name=name,
         current=current,
         recommended="0",
         ok=None if value is None else (value == 0 or self_paced),
-        why="After a pause longer than the retransmission timeout (~0.2–1 s), Linux "
-        "shrinks a kept-alive connection's congestion window back to 10 packets, so "
-        "the next long prompt pays extra round trips to ramp up again. Congestion "
-        "controls that pace themselves (bbr) skip this restart.",
+        why=N_(
+            "After a pause longer than the retransmission timeout (~0.2–1 s), Linux "
+            "shrinks a kept-alive connection's congestion window back to 10 packets, so "
+            "the next long prompt pays extra round trips to ramp up again. Congestion "
+            "controls that pace themselves (bbr) skip this restart."
+        ),
         command=_sysctl_command(name, 0),
         kinds=(Kind.NETWORK_PATH,),
     )
@@ -149,12 +168,17 @@ def _keepalive(f: HostFacts) -> tuple[SystemItem, ...]:
     detect = None
     if time_s is not None and intvl_s is not None and probes is not None:
         total = time_s + intvl_s * probes
-        detect = (
-            f"a dead connection is noticed after {time_s} + {probes} × {intvl_s} = "
-            f"{total} s ({_duration(total)})"
+        detect = Message(
+            "a dead connection is noticed after {time} + {probes} × {intvl} = {total} s "
+            "({duration})",
+            time=time_s,
+            probes=probes,
+            intvl=intvl_s,
+            total=total,
+            duration=_duration(total),
         )
     kinds = (Kind.NETWORK_SETUP, Kind.STALLS)
-    socket_note = (
+    socket_note = N_(
         " Applies to sockets that turn keep-alive on: httpx.AsyncHTTPTransport("
         "socket_options=[(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)])."
     )
@@ -165,9 +189,18 @@ def _keepalive(f: HostFacts) -> tuple[SystemItem, ...]:
             time_s,
             KEEPALIVE_TIME_S,
             "s",
-            "Silence before the kernel probes an idle connection. NAT gateways and load "
-            "balancers forget idle flows after a few minutes; probing sooner keeps pooled "
-            "connections alive and finds dead ones in minutes, not hours." + socket_note,
+            Message.joined(
+                "",
+                [
+                    N_(
+                        "Silence before the kernel probes an idle connection. NAT gateways and "
+                        "load balancers forget idle flows after a few minutes; probing sooner "
+                        "keeps pooled connections alive and finds dead ones in minutes, not "
+                        "hours."
+                    ),
+                    socket_note,
+                ],
+            ),
             kinds,
             detect,
         ),
@@ -177,7 +210,7 @@ def _keepalive(f: HostFacts) -> tuple[SystemItem, ...]:
             intvl_s,
             KEEPALIVE_INTVL_S,
             "s",
-            "Seconds between keep-alive probes once the first went unanswered.",
+            N_("Seconds between keep-alive probes once the first went unanswered."),
             kinds,
         ),
         _at_most(
@@ -186,8 +219,10 @@ def _keepalive(f: HostFacts) -> tuple[SystemItem, ...]:
             probes,
             KEEPALIVE_PROBES,
             "",
-            "Unanswered probes before the connection is declared dead and the request "
-            "waiting on it fails, instead of hanging.",
+            N_(
+                "Unanswered probes before the connection is declared dead and the request "
+                "waiting on it fails, instead of hanging."
+            ),
             kinds,
         ),
     )
@@ -244,11 +279,16 @@ def _ports(f: HostFacts, concurrency: int, pool: int) -> SystemItem:
         key="ephemeral_ports",
         name="net.ipv4.ip_local_port_range",
         current=None if ports is None or size is None else f"{ports[0]}–{ports[1]} ({size})",
-        recommended=f"≥ {needed} ports",
+        recommended=Message("≥ {n} ports", n=needed),
         ok=None if size is None else size >= needed,
-        why=f"{concurrency} streams need the pool's {pool} ports, plus {TIME_WAIT_S} s of "
-        f"TIME_WAIT ports if each opens a new connection a second. Reusing connections "
-        "(keep-alive) is the real fix; a wider range buys headroom.",
+        why=Message(
+            "{concurrency} streams need the pool's {pool} ports, plus {wait} s of TIME_WAIT "
+            "ports if each opens a new connection a second. Reusing connections (keep-alive) "
+            "is the real fix; a wider range buys headroom.",
+            concurrency=concurrency,
+            pool=pool,
+            wait=TIME_WAIT_S,
+        ),
         command=f'sysctl -w net.ipv4.ip_local_port_range="{low} {high}"',
         kinds=(Kind.CLIENT, Kind.NETWORK_SETUP),
         allows=allows,
@@ -274,13 +314,17 @@ def _open_files(f: HostFacts, pool: int) -> SystemItem:
         command += f"  # hard limit {hard}: raise LimitNOFILE= or /etc/security/limits.conf"
     return SystemItem(
         key="open_files",
-        name="open files (ulimit -n)",
+        name=N_("open files (ulimit -n)"),
         current=current,
         recommended=f"≥ {needed}",
         ok=None if soft is None else (unlimited or soft >= needed),
-        why=f"Every stream holds a socket, and a socket is a file: the pool's {pool} "
-        f"connections plus {FILES_HEADROOM} for the rest. Past the limit, new connections "
-        "fail with 'Too many open files' (EMFILE).",
+        why=Message(
+            "Every stream holds a socket, and a socket is a file: the pool's {pool} "
+            "connections plus {headroom} for the rest. Past the limit, new connections fail "
+            "with 'Too many open files' (EMFILE).",
+            pool=pool,
+            headroom=FILES_HEADROOM,
+        ),
         command=command,
         kinds=(Kind.CLIENT, Kind.ERRORS),
         allows=allows,
@@ -291,12 +335,17 @@ def _pool(f: HostFacts, concurrency: int, pool: int) -> SystemItem:
     cores = f.cpu_count
     return SystemItem(
         key="pool_size",
-        name="cores → pool size",
-        current=None if cores is None else f"{cores} cores",
-        recommended=f"pool of {pool}",
+        name=N_("cores → pool size"),
+        current=None if cores is None else Message("{n} cores", n=cores),
+        recommended=Message("pool of {n}", n=pool),
         ok=None,
-        why=f"2 × cores + expected concurrency = 2 × {cores or 1} + {concurrency} = {pool}: "
-        "too small queues requests in the client, too large wastes sockets and memory.",
+        why=Message(
+            "2 × cores + expected concurrency = 2 × {cores} + {concurrency} = {pool}: too "
+            "small queues requests in the client, too large wastes sockets and memory.",
+            cores=cores or 1,
+            concurrency=concurrency,
+            pool=pool,
+        ),
         command=f"httpx.Limits(max_connections={pool}, max_keepalive_connections={pool})",
         kinds=(Kind.CLIENT,),
     )
@@ -310,10 +359,12 @@ def _http2(f: HostFacts) -> SystemItem:
         key="http2",
         name="HTTP/2 (h2)",
         current=current,
-        recommended="h2 installed",
+        recommended=N_("h2 installed"),
         ok=f.http2_available,
-        why="With h2 and httpx.AsyncClient(http2=True), many streams share one connection: "
-        "requests wait neither for a free connection nor for a new handshake.",
+        why=N_(
+            "With h2 and httpx.AsyncClient(http2=True), many streams share one connection: "
+            "requests wait neither for a free connection nor for a new handshake."
+        ),
         command="pip install 'httpx[http2]'",
         kinds=(Kind.CLIENT, Kind.NETWORK_SETUP),
     )
@@ -331,10 +382,12 @@ def _python(f: HostFacts) -> SystemItem:
         key="python",
         name="Python",
         current=version,
-        recommended=f"{MIN_PYTHON[0]}.{MIN_PYTHON[1]} or newer",
+        recommended=Message("{major}.{minor} or newer", major=MIN_PYTHON[0], minor=MIN_PYTHON[1]),
         ok=ok,
-        why="CPython 3.11 runs asyncio code markedly faster and adds asyncio.TaskGroup and "
-        "asyncio.timeout: less event-loop lag under many streams.",
+        why=N_(
+            "CPython 3.11 runs asyncio code markedly faster and adds asyncio.TaskGroup and "
+            "asyncio.timeout: less event-loop lag under many streams."
+        ),
         command="uv python install 3.12",
         kinds=(Kind.CLIENT,),
     )
@@ -350,8 +403,10 @@ def _openssl(f: HostFacts) -> SystemItem:
         current=current,
         recommended="TLS 1.3 (≥ 1.1.1)",
         ok=f.tls13,
-        why="TLS 1.3 completes its handshake in one round trip instead of TLS 1.2's two, "
-        "on every new connection.",
-        command="use a Python built against OpenSSL 1.1.1 or newer",
+        why=N_(
+            "TLS 1.3 completes its handshake in one round trip instead of TLS 1.2's two, "
+            "on every new connection."
+        ),
+        command=N_("use a Python built against OpenSSL 1.1.1 or newer"),
         kinds=(Kind.NETWORK_SETUP,),
     )

@@ -285,14 +285,15 @@ def _remedy(i: int, r: Remedy) -> Group:
 
 def _system_item(item: SystemItem) -> Group:
     """A failing host setting: what it is now, what it should be, and the command."""
-    now = item.current if item.current is not None else _(NOT_READABLE)
+    now = translate(item.current) if item.current is not None else _(NOT_READABLE)
     return Group(
         Text.assemble(
-            ("✗ ", "red"), (item.name, "bold"), f"  {now} → {item.recommended}  [",
+            ("✗ ", "red"), (translate(item.name), "bold"),
+            f"  {now} → {translate(item.recommended)}  [",
             (_(", ").join(kind_word(k) for k in item.kinds), "dim"), "]",
         ),
         _indent(Text(translate(item.why), style="dim"), 2),
-        _indent(Text.assemble((_("command: "), "dim"), (item.command, "bold")), 2),
+        _indent(Text.assemble((_("command: "), "dim"), (translate(item.command), "bold")), 2),
     )  # fmt: skip
 
 

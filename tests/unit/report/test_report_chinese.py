@@ -5,6 +5,7 @@ character takes two; and the library speaks English unless asked."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import pytest
@@ -13,7 +14,9 @@ from rich.cells import cell_len
 from bank import CAUSES, context, draw, generate
 from english import english_runs, visible_text
 from latdoc import Diagnosis, build_diagnosis, render_diagnosis, render_html, render_text
+from latdoc.advice.system import ProxyRouteFact, checklist, proxy_items
 from latdoc.i18n import language, speaking
+from latdoc.model import HostFacts
 
 MIXES = (*((cause,) for cause in CAUSES), ("far", "slow_upload"), ("burst_queue", "server_timing"))
 """Each cause the bank models alone (a server that tells its timing is healthy, shown phase
@@ -106,3 +109,30 @@ def test_the_page_in_english_is_the_page_it_was() -> None:
     text = visible_text(page)
     assert "Verdict" in text and "Remedies, best first" in text
     assert "Shares are of a typical request of 2,048 prompt tokens" in text
+
+
+# A host that fails every check a diagnosis may show.
+FAILING_HOST = HostFacts(
+    slow_start_after_idle=1, congestion_control="cubic", keepalive_time_s=7200,
+    keepalive_intvl_s=75, keepalive_probes=9, port_range=(60000, 60100), open_files_soft=64,
+    open_files_hard=64, cpu_count=4, http2_available=False, python_version="3.10.2",
+    openssl_version="OpenSSL 1.0.2", tls13=False,
+)  # fmt: skip
+PROXIES = (
+    ProxyRouteFact(("api.example.com", "a.test"), "http://proxy:3128 (HTTPS_PROXY)", True),
+    ProxyRouteFact(("api.example.com",), "direct", False),
+)
+
+
+def test_the_host_checks_a_diagnosis_shows_are_chinese() -> None:
+    s = draw(1000, causes=("slow_dns",), intensity="clear", noise="low")
+    samples = generate(s)
+    items = (*checklist(FAILING_HOST, 10), *proxy_items(PROXIES))
+    d = dataclasses.replace(build_diagnosis(samples, context(s)), system=items)
+    text = chinese(d)
+    host = text[text.index("本客户端主机上") :]
+    assert english_runs(host) == [], host
+    assert "个端口" in host and "的代理" in host
+    with speaking("zh"):
+        page = visible_text(render_html(d, samples))
+    assert english_runs(page) == []
