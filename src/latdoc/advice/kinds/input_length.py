@@ -40,61 +40,10 @@ __all__ = ["BUILDER", "input_length_remedies"]
 
 
 def input_length_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remedy]:
-    curve = d.length
     long_tokens = int(f.evidence.get("long_tokens", 0))
     window = trim_window(long_tokens) if long_tokens else TRIM_WINDOW_TOKENS
-    gain: float | None = None
-    interval = None
-    if curve is not None and long_tokens > window:
-        interval = curve.difference_interval_ms(long_tokens, window)
-        if interval is not None:
-            gain = max(0.0, curve.predict_ms(long_tokens) - curve.predict_ms(window))
-    rate = f.evidence.get("prefill_per_1k_ms")
-    rate_text = (
-        Message(" (prefill costs {rate:.0f} ms per 1K tokens here)", rate=rate) if rate else ""
-    )
-    command = (
-        verify_command(ctx, VERIFY_TRIM, **{"from": long_tokens, "to": window})
-        if long_tokens > window
-        else None
-    )
-    yield Remedy(
-        keys.TRIM_WINDOW,
-        Message("Trim the context to a sliding window of ~{window} tokens", window=window),
-        f.kind,
-        checked(
-            Message(
-                "Keep the system prompt and the most recent ~{window} tokens of history"
-                "{rate}:\n"
-                "  messages = [system, *last_turns_within(history, budget_tokens={window})]",
-                window=window,
-                rate=rate_text,
-            ),
-            command,
-        ),
-        gain,
-        gain_interval_ms=interval if gain is not None else None,
-        gain_source="fitted" if gain is not None else None,
-        verify_command=command,
-    )
-    per_turn = max(1, long_tokens // SUMMARY_AFTER_TURNS) if long_tokens else 1000
-    yield Remedy(
-        keys.SUMMARIZE_HISTORY,
-        N_("Compress old turns into a summary"),
-        f.kind,
-        N_(
-            "Beyond ~10 turns, replace the oldest turns with a model-written summary, and "
-            "start a fresh conversation carrying the summary every ~20 turns."
-        ),
-        None,
-        verify_command=verify_command(
-            ctx,
-            VERIFY_CONVERSATION,
-            turns=2 * SUMMARY_AFTER_TURNS,
-            tokens_per_turn=per_turn,
-            strategies=CONVERSATION_STRATEGIES,
-        ),
-    )
+    yield _trim_window(f, d, ctx, long_tokens, window)
+    yield _summarize_history(f, ctx, long_tokens)
     if long_tokens > window:
         yield Remedy(
             keys.PROMPT_CACHE,
@@ -125,6 +74,72 @@ def input_length_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator
         f.kind,
         N_("e.g. a 7B instead of a 72B, or INT8/INT4 weights: prefill and decode both get faster."),
         ctx,
+    )
+
+
+def _trim_window(
+    f: Finding, d: Diagnosis, ctx: RunContext, long_tokens: int, window: int
+) -> Remedy:
+    """Trimming to ``window`` tokens, its gain the length curve's prediction for the long
+    prompt less its prediction for the window, given only with the curve's interval: a
+    gain the fit cannot bound is not printed."""
+    curve = d.length
+    gain: float | None = None
+    interval = None
+    if curve is not None and long_tokens > window:
+        interval = curve.difference_interval_ms(long_tokens, window)
+        if interval is not None:
+            gain = max(0.0, curve.predict_ms(long_tokens) - curve.predict_ms(window))
+    rate = f.evidence.get("prefill_per_1k_ms")
+    rate_text = (
+        Message(" (prefill costs {rate:.0f} ms per 1K tokens here)", rate=rate) if rate else ""
+    )
+    command = (
+        verify_command(ctx, VERIFY_TRIM, **{"from": long_tokens, "to": window})
+        if long_tokens > window
+        else None
+    )
+    return Remedy(
+        keys.TRIM_WINDOW,
+        Message("Trim the context to a sliding window of ~{window} tokens", window=window),
+        f.kind,
+        checked(
+            Message(
+                "Keep the system prompt and the most recent ~{window} tokens of history"
+                "{rate}:\n"
+                "  messages = [system, *last_turns_within(history, budget_tokens={window})]",
+                window=window,
+                rate=rate_text,
+            ),
+            command,
+        ),
+        gain,
+        gain_interval_ms=interval if gain is not None else None,
+        gain_source="fitted" if gain is not None else None,
+        verify_command=command,
+    )
+
+
+def _summarize_history(f: Finding, ctx: RunContext, long_tokens: int) -> Remedy:
+    """Summarising old turns, verified by a conversation long enough to need a summary,
+    each turn a share of the long prompt (1,000 tokens when the finding gave none)."""
+    per_turn = max(1, long_tokens // SUMMARY_AFTER_TURNS) if long_tokens else 1000
+    return Remedy(
+        keys.SUMMARIZE_HISTORY,
+        N_("Compress old turns into a summary"),
+        f.kind,
+        N_(
+            "Beyond ~10 turns, replace the oldest turns with a model-written summary, and "
+            "start a fresh conversation carrying the summary every ~20 turns."
+        ),
+        None,
+        verify_command=verify_command(
+            ctx,
+            VERIFY_CONVERSATION,
+            turns=2 * SUMMARY_AFTER_TURNS,
+            tokens_per_turn=per_turn,
+            strategies=CONVERSATION_STRATEGIES,
+        ),
     )
 
 

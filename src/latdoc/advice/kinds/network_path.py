@@ -39,26 +39,7 @@ _PROXY_EVIDENCE = frozenset({"proxy_connect_ms", "proxy_tcp_ms"})
 def network_path_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remedy]:
     shares = [f.evidence.get(k) for k in ("retransmit_share", "out_of_order_share")]
     if any(s is not None for s in shares):
-        worst = max(s for s in shares if s is not None)
-        yield Remedy(
-            keys.LOSSY_PATH,
-            N_("Find where the path loses packets"),
-            f.kind,
-            Message(
-                "Up to {share:.1%} of the segments were lost or arrived behind a lost one. "
-                "Loss is on the path, not the server: try a wired link instead of Wi-Fi, "
-                "another network or without the VPN, and `mtr` to the host to see which hop "
-                "drops; on the client host a congestion control that does not halve its rate "
-                "at each loss helps the upload:\n"
-                "  sysctl -w net.ipv4.tcp_congestion_control=bbr",
-                share=worst,
-            ),
-            None,
-            how_to_measure=N_(
-                "run `latdoc diagnose` again on the other network: the shares "
-                "(retransmit_share, out_of_order_share) of the network-path finding"
-            ),
-        )
+        yield _lossy_path(f, max(s for s in shares if s is not None))
         if set(f.evidence) <= _LOSS_KEYS:
             return  # the loss alone: the path's other remedies address nothing here
     told = "gateway_ms" in f.evidence
@@ -102,22 +83,7 @@ def network_path_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator
             ),
         )
     if f.evidence.get("long_prompt_send_ms") and d.length is not None:
-        longest = d.length.points[-1].prompt_tokens
-        command = verify_command(ctx, VERIFY_TRIM, **{"from": longest, "to": trim_window(longest)})
-        yield Remedy(
-            keys.TRIM_WINDOW,
-            N_("Send less: trim the prompt to what the answer needs"),
-            f.kind,
-            checked(
-                N_(
-                    "The uplink is slow for long prompts: keep the last turns only, or "
-                    "compress the history (see the input-length remedies)."
-                ),
-                command,
-            ),
-            None,
-            verify_command=command,
-        )
+        yield _send_less(f, ctx, d.length.points[-1].prompt_tokens)
     if not told and not proxied:
         yield _gateway(f, ctx)
 
@@ -142,6 +108,50 @@ _LOSS_KEYS = frozenset({
     "losing_requests", "counted_requests", "path_stall_ms", "retransmit_share",
     "out_of_order_share", "rttvar_ms", "kernel_rtt_ms",
 })  # fmt: skip
+
+
+def _lossy_path(f: Finding, worst: float) -> Remedy:
+    """Where to look for the path's loss, told with ``worst``, the larger of its
+    retransmitted and out-of-order shares."""
+    return Remedy(
+        keys.LOSSY_PATH,
+        N_("Find where the path loses packets"),
+        f.kind,
+        Message(
+            "Up to {share:.1%} of the segments were lost or arrived behind a lost one. "
+            "Loss is on the path, not the server: try a wired link instead of Wi-Fi, "
+            "another network or without the VPN, and `mtr` to the host to see which hop "
+            "drops; on the client host a congestion control that does not halve its rate "
+            "at each loss helps the upload:\n"
+            "  sysctl -w net.ipv4.tcp_congestion_control=bbr",
+            share=worst,
+        ),
+        None,
+        how_to_measure=N_(
+            "run `latdoc diagnose` again on the other network: the shares "
+            "(retransmit_share, out_of_order_share) of the network-path finding"
+        ),
+    )
+
+
+def _send_less(f: Finding, ctx: RunContext, longest: int) -> Remedy:
+    """A slow uplink sends a shorter prompt: the run's longest prompt trimmed to its
+    window, verified as the input-length remedy is."""
+    command = verify_command(ctx, VERIFY_TRIM, **{"from": longest, "to": trim_window(longest)})
+    return Remedy(
+        keys.TRIM_WINDOW,
+        N_("Send less: trim the prompt to what the answer needs"),
+        f.kind,
+        checked(
+            N_(
+                "The uplink is slow for long prompts: keep the last turns only, or "
+                "compress the history (see the input-length remedies)."
+            ),
+            command,
+        ),
+        None,
+        verify_command=command,
+    )
 
 
 def _proxy(f: Finding, ctx: RunContext) -> Iterator[Remedy]:

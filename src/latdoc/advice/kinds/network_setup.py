@@ -50,85 +50,13 @@ def network_setup_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterato
     slow = f.evidence.get("slow_address_connect_ms")
     fast = f.evidence.get("fast_address_connect_ms")
     if slow is not None and fast is not None:
-        yield Remedy(
-            keys.ADDRESS_FAMILY,
-            N_("Stop sending connections to the slow address"),
-            f.kind,
-            Message(
-                "{address} connects in {slow:.0f} ms against {fast:.0f} ms for the host's "
-                "fastest address: ask the provider to drop or fix it, or pin the fast "
-                "address in /etc/hosts (and watch for it changing).",
-                address=f.title.rsplit(": ", 1)[-1],
-                slow=slow,
-                fast=fast,
-            ),
-            slow - fast,
-            gain_source="measured",
-            how_to_measure=N_(
-                "`latdoc probe` repeated: each new connection's attempts (connect_attempts) "
-                "show the address it went to and its connect time"
-            ),
-        )
+        yield _slow_address(f, slow, fast)
     if "dns" in f.title.lower():
-        yield Remedy(
-            keys.DNS_CACHE,
-            N_("Cache DNS answers or use a faster resolver"),
-            f.kind,
-            N_(
-                "Run a local caching resolver (systemd-resolved, dnsmasq or nscd) or point "
-                "/etc/resolv.conf at a faster one; keep connections alive so lookups are rare."
-            ),
-            None,
-            how_to_measure=Message(
-                "compare the DNS phase of `latdoc probe {endpoint} --model {model}` before "
-                "and after the change",
-                endpoint=ctx.endpoint,
-                model=ctx.model,
-            ),
-        )
-    size = advised_pool(ctx.cpu_count, ctx.concurrency)
-    measured = keep_alive_gain(d)
-    yield Remedy(
-        keys.KEEP_ALIVE,
-        N_("Reuse connections (HTTP keep-alive)"),
-        f.kind,
-        Message(
-            "Create one client at start-up and reuse it for every call:\n"
-            "  httpx.AsyncClient(limits=httpx.Limits(max_connections={size}, "
-            "max_keepalive_connections={size}))\n"
-            "  client = openai.AsyncOpenAI()  # once, not per request\n"
-            "If the server still closes connections, check the proxy or load balancer's "
-            "keep-alive timeout and any 'Connection: close' it adds.",
-            size=size,
-        ),
-        measured[0] if measured else None,
-        gain_interval_ms=measured[1] if measured else None,
-        gain_source="measured" if measured else None,
-        verify_command=verify_command(ctx, VERIFY_KEEPALIVE),
-    )
+        yield _dns_cache(f, ctx)
+    yield _keep_alive(f, d, ctx)
     resumption = tls_resumption_gain(d)
     if resumption is not None:
-        full, resumed = resumption
-        yield Remedy(
-            keys.TLS_RESUMPTION,
-            N_("Resume TLS sessions on new connections"),
-            f.kind,
-            Message(
-                "The server resumes TLS sessions: a resumed handshake took {resumed:.0f} ms "
-                "here against {full:.0f} ms for a full one. Python's ssl (and so httpx and "
-                "the OpenAI SDK) never offers a session by itself: keep connections alive "
-                "first; where new connections are unavoidable, a client that caches sessions "
-                "(curl, Go's tls.ClientSessionCache, Node's https.Agent) pays the shorter one.",
-                resumed=resumed,
-                full=full,
-            ),
-            full - resumed,
-            gain_source="measured",
-            how_to_measure=N_(
-                "the network step's cold requests: one offers the first connection's "
-                "session; compare its tls_ms with the others'"
-            ),
-        )
+        yield _tls_resumption(f, *resumption)
 
 
 def tls_resumption_gain(d: Diagnosis) -> tuple[float, float] | None:
@@ -174,6 +102,101 @@ def _address_family(family: int, cost: float, ctx: RunContext) -> Remedy:
             endpoint=ctx.endpoint,
             model=ctx.model,
             dead=dead,
+        ),
+    )
+
+
+def _slow_address(f: Finding, slow: float, fast: float) -> Remedy:
+    """The address the finding names connects slower than the host's fastest: its gain
+    the difference, measured, each new connection that goes to it."""
+    return Remedy(
+        keys.ADDRESS_FAMILY,
+        N_("Stop sending connections to the slow address"),
+        f.kind,
+        Message(
+            "{address} connects in {slow:.0f} ms against {fast:.0f} ms for the host's "
+            "fastest address: ask the provider to drop or fix it, or pin the fast "
+            "address in /etc/hosts (and watch for it changing).",
+            address=f.title.rsplit(": ", 1)[-1],
+            slow=slow,
+            fast=fast,
+        ),
+        slow - fast,
+        gain_source="measured",
+        how_to_measure=N_(
+            "`latdoc probe` repeated: each new connection's attempts (connect_attempts) "
+            "show the address it went to and its connect time"
+        ),
+    )
+
+
+def _dns_cache(f: Finding, ctx: RunContext) -> Remedy:
+    """A slow lookup gets a caching or a faster resolver, with no gain of its own: what
+    it saves is measured by timing the DNS phase before and after the change."""
+    return Remedy(
+        keys.DNS_CACHE,
+        N_("Cache DNS answers or use a faster resolver"),
+        f.kind,
+        N_(
+            "Run a local caching resolver (systemd-resolved, dnsmasq or nscd) or point "
+            "/etc/resolv.conf at a faster one; keep connections alive so lookups are rare."
+        ),
+        None,
+        how_to_measure=Message(
+            "compare the DNS phase of `latdoc probe {endpoint} --model {model}` before "
+            "and after the change",
+            endpoint=ctx.endpoint,
+            model=ctx.model,
+        ),
+    )
+
+
+def _keep_alive(f: Finding, d: Diagnosis, ctx: RunContext) -> Remedy:
+    """Keep-alive with a pool sized for the machine and the run's concurrency, its gain
+    :func:`keep_alive_gain` when that was measured with an interval."""
+    size = advised_pool(ctx.cpu_count, ctx.concurrency)
+    measured = keep_alive_gain(d)
+    return Remedy(
+        keys.KEEP_ALIVE,
+        N_("Reuse connections (HTTP keep-alive)"),
+        f.kind,
+        Message(
+            "Create one client at start-up and reuse it for every call:\n"
+            "  httpx.AsyncClient(limits=httpx.Limits(max_connections={size}, "
+            "max_keepalive_connections={size}))\n"
+            "  client = openai.AsyncOpenAI()  # once, not per request\n"
+            "If the server still closes connections, check the proxy or load balancer's "
+            "keep-alive timeout and any 'Connection: close' it adds.",
+            size=size,
+        ),
+        measured[0] if measured else None,
+        gain_interval_ms=measured[1] if measured else None,
+        gain_source="measured" if measured else None,
+        verify_command=verify_command(ctx, VERIFY_KEEPALIVE),
+    )
+
+
+def _tls_resumption(f: Finding, full: float, resumed: float) -> Remedy:
+    """Resuming TLS sessions, its gain the full handshake less the resumed one as
+    :func:`tls_resumption_gain` measured them."""
+    return Remedy(
+        keys.TLS_RESUMPTION,
+        N_("Resume TLS sessions on new connections"),
+        f.kind,
+        Message(
+            "The server resumes TLS sessions: a resumed handshake took {resumed:.0f} ms "
+            "here against {full:.0f} ms for a full one. Python's ssl (and so httpx and "
+            "the OpenAI SDK) never offers a session by itself: keep connections alive "
+            "first; where new connections are unavoidable, a client that caches sessions "
+            "(curl, Go's tls.ClientSessionCache, Node's https.Agent) pays the shorter one.",
+            resumed=resumed,
+            full=full,
+        ),
+        full - resumed,
+        gain_source="measured",
+        how_to_measure=N_(
+            "the network step's cold requests: one offers the first connection's "
+            "session; compare its tls_ms with the others'"
         ),
     )
 
