@@ -4,7 +4,8 @@
   them make N tokens on this endpoint, learned from its own usage.
 - ``_budget``: hard caps on requests, tokens and seconds, reserved before sending.
 - ``_diagnosis_plan``: what a diagnosis plans to send, and the most it sends and spends;
-  ``_steps``: the three measured steps that send it (network, input length, load).
+  ``_steps``: the three measured steps that send it (network, input length, load),
+  each request through ``_sending``, which reserves, labels and keeps it.
 - ``_probe_loop``: a series of probes as ``latdoc probe`` sends them.
 
 Inputs read from files: :mod:`.traces`, production traces to replay, and
@@ -45,8 +46,9 @@ from latdoc.workload._diagnosis_plan import (
 )
 from latdoc.workload._probe_loop import DEFAULT_PROMPT, ProbePlan, ProbeRun, run_probe
 from latdoc.workload._prompts import make_prompt
+from latdoc.workload._sending import ProgressHook, SampleHook, StepsResult
 from latdoc.workload._settle import network_unsettled
-from latdoc.workload._steps import ProgressHook, SampleHook, StepsResult, run_steps
+from latdoc.workload._steps import run_steps
 
 __all__ = [
     "ASSUMED",

@@ -21,29 +21,25 @@ decision is settled.
 
 Each request is reserved in the :class:`Budget` before it is sent and handed to
 ``on_sample`` as soon as it finishes, so an interrupted run keeps every finished
-trace. This module sends and labels; it computes no verdict and prints nothing. The
-lengths, repeats and margins it sends by are the plan's (:mod:`._diagnosis_plan`).
+trace (:mod:`._sending`). This module sends and labels; it computes no verdict and
+prints nothing. The lengths, repeats and margins it sends by are the plan's
+(:mod:`._diagnosis_plan`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
-import random
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 
 from latdoc.analysis.kinds.input_length import LONG_REFERENCE_TOKENS
-from latdoc.errors import TraceError
 from latdoc.i18n import N_, Message
 from latdoc.model import DEFAULT_CONCURRENCY
-from latdoc.probe import LoopLagMonitor, ProbeSession, now_ns
-from latdoc.records import RequestTrace, Sample, Step, StepNote
+from latdoc.probe import LoopLagMonitor, ProbeSession
+from latdoc.records import RequestTrace, Sample, Step
 from latdoc.workload._budget import Budget, budget_for
 from latdoc.workload._calibration import (
     ASSUMED,
     CalibrationFailed,
-    TokenCalibration,
     calibrate,
     calibration_words,
     cannot_answer_note,
@@ -65,122 +61,19 @@ from latdoc.workload._diagnosis_plan import (
 from latdoc.workload._diagnosis_plan import LENGTHS as LENGTHS
 from latdoc.workload._diagnosis_plan import planned_requests as planned_requests
 from latdoc.workload._diagnosis_plan import planned_tokens as planned_tokens
-from latdoc.workload._prompts import make_prompt
+from latdoc.workload._sending import (
+    CannotAnswer,
+    ProgressHook,
+    SampleHook,
+    StepSender,
+    StepsResult,
+)
 from latdoc.workload._settle import length_unsettled, network_unsettled
 
-ProgressHook = Callable[[str, int, int], None]
-SampleHook = Callable[[Sample], None]
 
-
-@dataclass
-class StepsResult:
-    """What the three measured steps sent: every sample, the notes of what was left out
-    and why, and the token calibration."""
-
-    samples: list[Sample] = field(default_factory=list)
-    notes: list[StepNote] = field(default_factory=list)
-    calibration: TokenCalibration | None = None
-
-
-class _Runner:
-    def __init__(
-        self,
-        plan: DiagnosisPlan,
-        budget: Budget,
-        on_sample: SampleHook | None,
-        on_progress: ProgressHook | None,
-    ) -> None:
-        self.plan = plan
-        self.budget = budget
-        self.rng = random.Random(plan.seed)
-        self.result = StepsResult()
-        self.on_sample = on_sample
-        self.on_progress = on_progress
-        self.calibration: TokenCalibration = ASSUMED
-        self.lag: LoopLagMonitor | None = None
-        self.current_step = Step.CALIBRATION
-        self.answered = False
-        """Whether any request has succeeded yet."""
-
-    def session(self, *, reuse: bool = True, max_connections: int = 16) -> ProbeSession:
-        return self.plan.connection.session(
-            self.plan.endpoint,
-            reuse=reuse,
-            max_connections=max_connections,
-            on_resend=self.resend,
-        )
-
-    def resend(self, first: RequestTrace) -> bool:
-        """Keep a first attempt the session would send again, if the budget has room for it."""
-        return self.resend_as(self.current_step, None, 1, cold=False)(first)
-
-    def resend_as(
-        self, step: Step, tokens: int | None, concurrency: int, *, cold: bool
-    ) -> Callable[[RequestTrace], bool]:
-        """A resend hook that keeps the first attempt labelled as the request it belongs to."""
-
-        def hook(first: RequestTrace) -> bool:
-            if not self.budget.count_resend():
-                return False
-            self.keep(Sample(step, first, tokens, concurrency, cold))
-            return True
-
-        return hook
-
-    def note(self, step: Step, text: str) -> None:
-        self.result.notes.append(StepNote(step, text))
-
-    def keep(self, sample: Sample) -> None:
-        """Keep a finished request; raise :class:`_CannotAnswer` when it failed as every
-        request to this endpoint would, before any has succeeded."""
-        t = sample.trace
-        end = t.t0_ns + (t.done_ns if t.done_ns is not None else now_ns() - t.t0_ns)
-        lag = self.lag.max_between(t.t0_ns, end) if self.lag is not None else None
-        sample = replace(sample, index=len(self.result.samples), loop_lag_ms=lag)
-        self.result.samples.append(sample)
-        if self.on_sample is not None:
-            self.on_sample(sample)
-        self.answered = self.answered or t.ok
-        if not self.answered and t.error is not None and t.error.cannot_answer is not None:
-            raise _CannotAnswer(t.error)
-
-    def progress(self, step: Step, done: int, total: int) -> None:
-        self.current_step = step
-        if self.on_progress is not None:
-            self.on_progress(step, done, total)
-
-    def prompt(self, tokens: int) -> str:
-        return make_prompt(self.calibration.words_for(tokens), self.rng)
-
-    def cost(self, tokens: int) -> int:
-        """An upper bound of what the endpoint will count for a prompt asked at ``tokens``."""
-        return prompt_cost(self.calibration, self.calibration.words_for(tokens))
-
-    async def send(
-        self,
-        session: ProbeSession,
-        step: Step,
-        tokens: int,
-        *,
-        cold: bool = False,
-        resume_tls: bool = False,
-    ) -> RequestTrace | None:
-        out = self.plan.max_tokens
-        cost = self.cost(tokens)
-        reservation = self.budget.reserve(cost, out)
-        if reservation is None:
-            return None
-        trace = await session.request(
-            self.prompt(tokens),
-            out,
-            on_resend=self.resend_as(step, tokens, 1, cold=cold),
-            resume_tls=resume_tls,
-        )
-        self.budget.settle(reservation, trace)
-        self.keep(Sample(step, trace, tokens, 1, cold))
-        return trace
-
-    # -- steps ----------------------------------------------------------------
+class _Runner(StepSender):
+    """The steps, in the order :func:`run_steps` sends them, each on the sender's
+    session and budget."""
 
     async def calibrate(self) -> None:
         words = calibration_words(CALIBRATION_NEAR_TOKENS)
@@ -462,15 +355,6 @@ async def run_steps(
             await runner.load()
     except TimeoutError:
         runner.note(Step.RUN, "the time budget ran out; the request in flight was abandoned")
-    except _CannotAnswer as stop:
+    except CannotAnswer as stop:
         runner.note(Step.RUN, cannot_answer_note(stop.error))
     return runner.result
-
-
-class _CannotAnswer(Exception):
-    """A request failed as every request to this endpoint would (see
-    :attr:`~latdoc.errors.TraceError.cannot_answer`): the steps stop."""
-
-    def __init__(self, error: TraceError) -> None:
-        super().__init__(str(error))
-        self.error = error
