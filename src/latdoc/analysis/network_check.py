@@ -32,29 +32,34 @@ def network_check(facts: Facts, verdict: Verdict) -> NetworkCheck | None:
     if not (n["cold_n"] or n["warm_n"]):
         return None
     setup, first_byte = n["setup_ms"], n["cold_ttfb_ms"]
+    bottleneck: NetworkBottleneck | None = None
+    if setup is None or first_byte is None:
+        statement = N_(
+            "no request on a new connection was timed: the network rule cannot compare "
+            "the setup with the first byte"
+        )
+    else:
+        bottleneck, statement = _decision(setup, first_byte, verdict)
+    return NetworkCheck(
+        setup_ms=setup,
+        first_byte_ms=first_byte,
+        slow_setup_ms=SLOW_SETUP_MS,
+        service_ratio=SERVICE_RATIO,
+        bottleneck=bottleneck,
+        statement=statement,
+        keepalive_why=facts.keepalive_why,
+    )
+
+
+def _decision(
+    setup: float, first_byte: float, verdict: Verdict
+) -> tuple[NetworkBottleneck | None, str]:
+    """The rule's comparison of a timed setup and first byte: the bottleneck it names
+    (None where the verdict disagrees or neither limit is crossed), and the statement
+    saying why, with the verdict's name where it decided against the rule."""
     network_verdict = spec_of(verdict.primary).network
     # The verdict's name, translated where the statement is shown (its spec marks it).
     verdict_name = Message(spec_of(verdict.primary).name)
-
-    def check(bottleneck: NetworkBottleneck | None, statement: str) -> NetworkCheck:
-        return NetworkCheck(
-            setup_ms=setup,
-            first_byte_ms=first_byte,
-            slow_setup_ms=SLOW_SETUP_MS,
-            service_ratio=SERVICE_RATIO,
-            bottleneck=bottleneck,
-            statement=statement,
-            keepalive_why=facts.keepalive_why,
-        )
-
-    if setup is None or first_byte is None:
-        return check(
-            None,
-            N_(
-                "no request on a new connection was timed: the network rule cannot compare "
-                "the setup with the first byte"
-            ),
-        )
     compared = Message(
         "first byte on a new connection {first_byte}, network setup {setup}",
         first_byte=_ms(first_byte),
@@ -63,7 +68,7 @@ def network_check(facts: Facts, verdict: Verdict) -> NetworkCheck | None:
     limits = {"compared": compared, "ratio": SERVICE_RATIO, "slow": SLOW_SETUP_MS}
     if first_byte >= SERVICE_RATIO * setup:
         if network_verdict:
-            return check(
+            return (
                 None,
                 Message(
                     "{compared}: the first byte is ≥ {ratio:.0f}× the setup, yet the "
@@ -72,7 +77,7 @@ def network_check(facts: Facts, verdict: Verdict) -> NetworkCheck | None:
                     **limits,
                 ),
             )
-        return check(
+        return (
             "model service",
             Message(
                 "{compared}: the first byte is ≥ {ratio:.0f}× the setup, so the time to "
@@ -82,7 +87,7 @@ def network_check(facts: Facts, verdict: Verdict) -> NetworkCheck | None:
         )
     if setup > SLOW_SETUP_MS:
         if network_verdict:
-            return check(
+            return (
                 "network",
                 Message(
                     "{compared}: the setup is > {slow:.0f} ms and the first byte "
@@ -90,7 +95,7 @@ def network_check(facts: Facts, verdict: Verdict) -> NetworkCheck | None:
                     **limits,
                 ),
             )
-        return check(
+        return (
             None,
             Message(
                 "{compared}: the setup is > {slow:.0f} ms and the first byte < {ratio:.0f}× "
@@ -100,7 +105,7 @@ def network_check(facts: Facts, verdict: Verdict) -> NetworkCheck | None:
                 **limits,
             ),
         )
-    return check(
+    return (
         None,
         Message(
             "{compared}: the setup is ≤ {slow:.0f} ms and the first byte < {ratio:.0f}× "

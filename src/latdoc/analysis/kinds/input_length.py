@@ -191,8 +191,40 @@ def check_at(f: Facts, reference: int | None) -> LengthCheck | None:
     interval = curve.difference_interval_ms(tokens, short.prompt_tokens)
     p = trend_p(curve.points)
     grows = p < ALPHA if p is not None else _grows_with_length(curve)
+    reasons = _shortfalls(
+        curve, ratio, growth, p, seed_fires=seed_rule_fires(short_ms, long_ms), grows=grows
+    )
+    fired = not reasons
+    why = _why(curve, ratio, p, reasons, asked, tokens)
+    return LengthCheck(
+        short_tokens=short.prompt_tokens,
+        short_ms=short_ms,
+        long_tokens=tokens,
+        long_ms=long_ms,
+        ratio=ratio,
+        growth_ms=growth,
+        noise_ms=noise,
+        grows_with_length=grows,
+        fired=fired,
+        why=why,
+        growth_interval_ms=interval,
+        asked_tokens=asked,
+    )
+
+
+def _shortfalls(
+    curve: LengthCurve,
+    ratio: float,
+    growth: float,
+    p: float | None,
+    *,
+    seed_fires: bool,
+    grows: bool,
+) -> list[Message]:
+    """Why the rule does not fire, one sentence per condition it misses: the seed's
+    thresholds, and a rise beyond the requests' jitter; empty when it fires."""
     reasons: list[Message] = []
-    if not seed_rule_fires(short_ms, long_ms):
+    if not seed_fires:
         reasons.append(
             Message(
                 "{ratio:.1f}× and +{growth:.0f} ms fall short of {thresholds}",
@@ -213,7 +245,19 @@ def check_at(f: Facts, reference: int | None) -> LengthCheck | None:
             if p is not None
             else Message("a longer prompt was served clearly faster than a shorter one")
         )
-    fired = not reasons
+    return reasons
+
+
+def _why(
+    curve: LengthCurve,
+    ratio: float,
+    p: float | None,
+    reasons: list[Message],
+    asked: int | None,
+    tokens: int,
+) -> Message:
+    """The check's sentence: what fired it, or the ``reasons`` it did not; and, when the
+    prompt ``asked`` for is beyond the curve, that it was read at ``tokens`` instead."""
     beyond = (
         Message(
             ", rising with the length beyond the requests' jitter (one-sided trend p {p:.2g}, "
@@ -231,7 +275,7 @@ def check_at(f: Facts, reference: int | None) -> LengthCheck | None:
             thresholds=_thresholds(),
             beyond=beyond,
         )
-        if fired
+        if not reasons
         else Message(
             "did not fire: {reasons}",
             reasons=reasons[0]
@@ -247,20 +291,7 @@ def check_at(f: Facts, reference: int | None) -> LengthCheck | None:
             asked=asked,
             tokens=tokens,
         )
-    return LengthCheck(
-        short_tokens=short.prompt_tokens,
-        short_ms=short_ms,
-        long_tokens=tokens,
-        long_ms=long_ms,
-        ratio=ratio,
-        growth_ms=growth,
-        noise_ms=noise,
-        grows_with_length=grows,
-        fired=fired,
-        why=why,
-        growth_interval_ms=interval,
-        asked_tokens=asked,
-    )
+    return why
 
 
 def input_length(f: Facts) -> Finding | None:

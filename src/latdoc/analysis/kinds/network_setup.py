@@ -107,25 +107,7 @@ def network_setup(f: Facts) -> Finding | None:
     evidence = {k: v for k, v in n.items() if v is not None and k in _SETUP_KEYS}
     dead = dead_family(f.measured)
     if dead is not None and dead[2] > DEAD_FAMILY_MS:
-        family, tried, cost = dead
-        name, other = _FAMILY_NAMES[family], _FAMILY_NAMES[10 - family]
-        return Finding(
-            Kind.NETWORK_SETUP,
-            Message(
-                "{name} never connects: each new connection waits for {other}",
-                name=name, other=other,
-            ),
-            Message(
-                "every {name} attempt of {tried} new connections failed or timed out while "
-                "{other} connected: {cost:.0f} ms lost per new connection (> {limit:.0f} ms)",
-                name=name, tried=tried, other=other, cost=cost, limit=DEAD_FAMILY_MS,
-            ),
-            {**evidence, "dead_family": float(family), "dead_family_cost_ms": cost,
-             "dead_family_connections": float(tried)},
-            share_ms=cost,
-            n=tried,
-            confidence=confidence(tried, cost / DEAD_FAMILY_MS - 1),
-        )  # fmt: skip
+        return _dead_family_finding(*dead, evidence)
     if dns is not None and dns > SLOW_DNS_MS:
         return Finding(
             Kind.NETWORK_SETUP,
@@ -173,28 +155,60 @@ def network_setup(f: Facts) -> Finding | None:
         )
     slow = slow_address(f.measured)
     if slow is not None:
-        address, fast, slow_ms, fast_ms, count = slow
-        return Finding(
-            Kind.NETWORK_SETUP,
-            Message("One of the host's addresses connects slowly: {address}", address=address),
-            Message(
-                "TCP connect to {address} took {slow:.0f} ms (median of {n}) against "
-                "{fast_ms:.0f} ms to {fast} (> {limit:.0f} ms and {ratio:g}× slower): a far "
-                "or overloaded address among the records",
-                address=address,
-                slow=slow_ms,
-                n=count,
-                fast_ms=fast_ms,
-                fast=fast,
-                limit=SLOW_ADDRESS_MS,
-                ratio=SLOW_ADDRESS_RATIO,
-            ),
-            {**evidence, "slow_address_connect_ms": slow_ms, "fast_address_connect_ms": fast_ms},
-            share_ms=slow_ms - fast_ms,
-            n=count,
-            confidence=confidence(count, (slow_ms - fast_ms) / SLOW_ADDRESS_MS - 1),
-        )
+        return _slow_address_finding(*slow, evidence)
     return None
+
+
+def _dead_family_finding(
+    family: int, tried: int, cost: float, evidence: dict[str, float]
+) -> Finding:
+    """The finding of an address family that never connects (see :func:`dead_family`):
+    each new connection waits ``cost`` ms for the other family."""
+    name, other = _FAMILY_NAMES[family], _FAMILY_NAMES[10 - family]
+    return Finding(
+        Kind.NETWORK_SETUP,
+        Message(
+            "{name} never connects: each new connection waits for {other}",
+            name=name, other=other,
+        ),
+        Message(
+            "every {name} attempt of {tried} new connections failed or timed out while "
+            "{other} connected: {cost:.0f} ms lost per new connection (> {limit:.0f} ms)",
+            name=name, tried=tried, other=other, cost=cost, limit=DEAD_FAMILY_MS,
+        ),
+        {**evidence, "dead_family": float(family), "dead_family_cost_ms": cost,
+         "dead_family_connections": float(tried)},
+        share_ms=cost,
+        n=tried,
+        confidence=confidence(tried, cost / DEAD_FAMILY_MS - 1),
+    )  # fmt: skip
+
+
+def _slow_address_finding(
+    address: str, fast: str, slow_ms: float, fast_ms: float, count: int, evidence: dict[str, float]
+) -> Finding:
+    """The finding of one of the host's addresses slower to connect than the fastest of
+    its family (see :func:`slow_address`): what it adds is its share."""
+    return Finding(
+        Kind.NETWORK_SETUP,
+        Message("One of the host's addresses connects slowly: {address}", address=address),
+        Message(
+            "TCP connect to {address} took {slow:.0f} ms (median of {n}) against "
+            "{fast_ms:.0f} ms to {fast} (> {limit:.0f} ms and {ratio:g}× slower): a far "
+            "or overloaded address among the records",
+            address=address,
+            slow=slow_ms,
+            n=count,
+            fast_ms=fast_ms,
+            fast=fast,
+            limit=SLOW_ADDRESS_MS,
+            ratio=SLOW_ADDRESS_RATIO,
+        ),
+        {**evidence, "slow_address_connect_ms": slow_ms, "fast_address_connect_ms": fast_ms},
+        share_ms=slow_ms - fast_ms,
+        n=count,
+        confidence=confidence(count, (slow_ms - fast_ms) / SLOW_ADDRESS_MS - 1),
+    )
 
 
 _SETUP_KEYS = frozenset({"dns_ms", "connect_ms", "tls_ms", "setup_ms", "rtt_ms"})
