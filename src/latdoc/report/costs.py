@@ -15,7 +15,8 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from latdoc.model import CostSummary, Price, cost_text, cost_to_dict, dollars
+from latdoc.model import CostSummary, Price, cost_text, cost_to_dict, dollars, summarise_costs
+from latdoc.records import RequestTrace
 
 __all__ = ["CostRow", "cost_block", "cost_rows_to_dict", "cost_sentences"]
 
@@ -27,6 +28,12 @@ class CostRow:
     label: str
     cost: CostSummary | None
     succeeded: int
+
+    @classmethod
+    def of(cls, label: str, traces: Sequence[RequestTrace], price: Price | None) -> CostRow:
+        """``traces`` at ``price`` (none: their cost is unknown)."""
+        cost = None if price is None else summarise_costs(traces, price)
+        return cls(label, cost, sum(1 for t in traces if t.ok))
 
     @property
     def per_success(self) -> float | None:

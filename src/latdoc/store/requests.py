@@ -33,7 +33,7 @@ from typing import IO, Any
 
 from latdoc.analysis.servertime import server_timing_of
 from latdoc.errors import UsageError, nesting_checked
-from latdoc.model import Price, cost_of, price_from_dict
+from latdoc.model import Price, cost_of
 from latdoc.records import Sample
 from latdoc.store._fields import loads
 from latdoc.store.codec import sample_from_record, sample_to_record
@@ -59,8 +59,7 @@ class RowRun:
 
     @classmethod
     def of(cls, run: RunInfo) -> RowRun:
-        meta = run.meta if isinstance(run.meta, Mapping) else {}
-        return cls(run.run_id, price_from_dict(meta.get("price")))
+        return cls(run.run_id, run.price)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from latdoc.model import Price, price_from_dict
 from latdoc.records import Step, StepNote
 from latdoc.store.process import Owner
 
@@ -61,6 +62,11 @@ class RunInfo:
     owner: Owner | None = field(default=None, compare=False)
     """The process that keeps (or kept) the run; ``None`` for runs stored before it was
     recorded, and for imported ones."""
+
+    @property
+    def price(self) -> Price | None:
+        """The model's price the run kept in its meta; ``None``: it kept none."""
+        return price_from_dict(self.meta.get("price")) if isinstance(self.meta, Mapping) else None
 
 
 def notes_to_data(notes: Sequence[StepNote]) -> list[dict[str, str]]:

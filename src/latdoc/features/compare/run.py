@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from latdoc.analysis.compare import compare_samples
 from latdoc.analysis.gates import Gate, check_gates
 from latdoc.errors import UsageError
 from latdoc.features.compare.analysis import RunComparison
-from latdoc.model import price_from_dict, summarise_costs
-from latdoc.records import Sample
 from latdoc.report.costs import CostRow
-from latdoc.store import RunInfo, Store
+from latdoc.store import Store
 
 
 def compare_runs(
@@ -49,13 +47,8 @@ def compare_runs(
             "conditions (step, prompt length, concurrency) that both measured"
         )
     report = check_gates(samples_a, samples_b, gates) if gates else None
-    costs = (_cost_row("A", info_a, samples_a), _cost_row("B", info_b, samples_b))
+    costs = (
+        CostRow.of("A", [s.trace for s in samples_a], info_a.price),
+        CostRow.of("B", [s.trace for s in samples_b], info_b.price),
+    )
     return RunComparison(info_a, info_b, comparison, report, costs)
-
-
-def _cost_row(name: str, info: RunInfo, samples: Sequence[Sample]) -> CostRow:
-    """What a run's requests cost at the price it kept (none: a run without a price)."""
-    traces = [s.trace for s in samples]
-    price = price_from_dict(info.meta.get("price")) if isinstance(info.meta, Mapping) else None
-    cost = None if price is None else summarise_costs(traces, price)
-    return CostRow(name, cost, sum(1 for t in traces if t.ok))

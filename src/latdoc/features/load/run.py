@@ -28,7 +28,7 @@ from latdoc.features.load.send.processes import ProcessFleet
 from latdoc.features.load.send.replay import Replay, replay_sweep
 from latdoc.features.load.send.sweep import LoadPlan, run_load
 from latdoc.features.load.send.workers import worker_plans
-from latdoc.model import price_from_dict, price_to_dict
+from latdoc.model import price_to_dict
 from latdoc.pipeline import host_meta
 from latdoc.records import Sample, Step, StepNote
 from latdoc.store import LOAD_KIND, Store
@@ -377,8 +377,7 @@ def reload_load(store: Store, run_id: str) -> LoadRun:
     load_meta = info.meta.get("load", {}) if isinstance(info.meta, Mapping) else {}
     slo_meta = load_meta.get("slo", {}) if isinstance(load_meta, Mapping) else {}
     slo = Slo(slo_meta.get("ttft_ms"), slo_meta.get("tpot_ms"))
-    price = price_from_dict(info.meta.get("price")) if isinstance(info.meta, Mapping) else None
-    analysis = analyse_load(windows, samples, slo, price)
+    analysis = analyse_load(windows, samples, slo, info.price)
     return LoadRun(
         info.run_id, analysis, tuple(samples), tuple(info.notes), info.status,
         info.endpoint, info.model, store.path,

@@ -36,7 +36,6 @@ from latdoc.features.verify.plan import VerifyPlan
 from latdoc.features.verify.render import VerifyResult
 from latdoc.features.verify.runs import ArmRun, open_verify_runs
 from latdoc.features.verify.send import Arm, ExperimentResult, run_experiment
-from latdoc.model import summarise_costs
 from latdoc.pricing import find_price
 from latdoc.records import Sample, Step, StepNote
 from latdoc.report.costs import CostRow
@@ -305,6 +304,4 @@ def _priced(arm: Arm, plan: VerifyPlan) -> Arm:
 
 def _cost_row(arm: Arm, samples: Sequence[Sample]) -> CostRow:
     """What an arm's kept requests cost at its model's price."""
-    traces = [s.trace for s in samples]
-    cost = None if arm.price is None else summarise_costs(traces, arm.price)
-    return CostRow(arm.name, cost, sum(1 for t in traces if t.ok))
+    return CostRow.of(arm.name, [s.trace for s in samples], arm.price)
