@@ -39,7 +39,7 @@ from latdoc.pipeline import WATCH_KIND, host_meta, keep_hourly_verdict
 from latdoc.probe import Endpoint
 from latdoc.records import Sample, Step
 from latdoc.store import RunInfo, Store
-from latdoc.workload import Budget, TokenCalibration
+from latdoc.workload import ASSUMED, Budget, TokenCalibration, prompt_cost
 
 DURATION_S = 86400.0
 """How long a watch lasts from its first start, when not given: a day."""
@@ -296,18 +296,21 @@ def _check_same_target(info: RunInfo, plan: WatchPlan) -> None:
 
 
 def _spent(store: Store, run_id: str, plan: WatchPlan) -> float:
-    """Dollars the watch's earlier runs spent: each request at its reported usage, or at
-    its worst case where the server reported none, as the budget counted it then."""
+    """Dollars the watch's earlier runs spent: each request at its reported usage, or,
+    where the server reported none, at the worst case the budget reserved it at (the
+    prompt's upper bound at the length it asked, the whole ``max_tokens``)."""
     assert plan.price is not None
+    calibration = plan.calibration or ASSUMED
     _, samples, _ = store.load_run(run_id)
     spent = 0.0
     for s in samples:
         cost = cost_of(s.trace, plan.price)
         if cost is not None:
             spent += cost.total
-        else:
-            prompt = s.trace.prompt_tokens or s.target_prompt_tokens or plan.long_tokens
-            spent += planned_cost(plan.price, prompt, plan.max_tokens)
+            continue
+        asked = s.target_prompt_tokens or plan.long_tokens
+        prompt = prompt_cost(calibration, calibration.words_for(asked))
+        spent += planned_cost(plan.price, prompt, plan.max_tokens)
     return spent
 
 
