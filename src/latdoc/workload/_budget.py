@@ -72,46 +72,42 @@ class Budget:
     def can_afford(
         self, prompt_tokens: int, output_tokens: int, count: int = 1, price: Price | None = None
     ) -> bool:
+        return self._fits(self._reservation(prompt_tokens, output_tokens, price), count)
+
+    def _fits(self, reservation: Reservation, count: int) -> bool:
+        """Whether ``count`` requests each reserved at ``reservation`` fit every cap."""
         if self.requests + count > self.max_requests:
             return False
-        cost = (prompt_tokens + output_tokens) * count
-        if self.token_budget is not None and self.tokens + cost > self.token_budget:
+        tokens = reservation.tokens * count
+        if self.token_budget is not None and self.tokens + tokens > self.token_budget:
             return False
-        money = self._planned(prompt_tokens, output_tokens, price) * count
-        return self.max_cost is None or self.spent + money <= self.max_cost
-
-    def _planned(self, prompt_tokens: int, output_tokens: int, price: Price | None) -> float:
-        price = price or self.price
-        if price is None:
-            return 0.0
-        return planned_cost(price, prompt_tokens, output_tokens)
+        return self.max_cost is None or self.spent + reservation.cost * count <= self.max_cost
 
     def reserve(
         self, prompt_tokens: int, output_tokens: int, price: Price | None = None
     ) -> Reservation | None:
         """Count one request at its worst case; ``None`` (and nothing counted) if it would
         not fit. ``price``: its model's, where it is not the run's (another arm's model)."""
-        if not self.can_afford(prompt_tokens, output_tokens, price=price):
-            return None
-        return self._count(self._reservation(prompt_tokens, output_tokens, price))
+        reservation = self._reservation(prompt_tokens, output_tokens, price)
+        return self._count(reservation) if self._fits(reservation, 1) else None
 
     def reserve_many(
         self, prompt_tokens: int, output_tokens: int, count: int, price: Price | None = None
     ) -> list[Reservation] | None:
         """Count ``count`` requests sent together, each at its worst case; ``None`` (and
         nothing counted) if they would not all fit."""
-        if not self.can_afford(prompt_tokens, output_tokens, count=count, price=price):
+        reservation = self._reservation(prompt_tokens, output_tokens, price)
+        if not self._fits(reservation, count):
             return None
-        return [
-            self._count(self._reservation(prompt_tokens, output_tokens, price))
-            for _ in range(count)
-        ]
+        return [self._count(reservation) for _ in range(count)]
 
     def _reservation(
         self, prompt_tokens: int, output_tokens: int, price: Price | None
     ) -> Reservation:
-        cost = self._planned(prompt_tokens, output_tokens, price)
-        return Reservation(prompt_tokens, output_tokens, cost, price or self.price)
+        """A request's worst case, in tokens and in dollars at its model's price."""
+        price = price or self.price
+        cost = 0.0 if price is None else planned_cost(price, prompt_tokens, output_tokens)
+        return Reservation(prompt_tokens, output_tokens, cost, price)
 
     def _count(self, reservation: Reservation) -> Reservation:
         self.requests += 1
