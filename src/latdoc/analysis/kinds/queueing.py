@@ -224,25 +224,45 @@ def with_keepalive(found: Finding | None, f: Facts) -> Finding | None:
     evidence = {key: value for key, value in told.items() if value is not None}
     n = int(told.get("keepalive_n") or 0)
     concurrency = f.load.get("concurrency")
-    among = f"a request among {concurrency:.0f}" if concurrency else "a request sent together"
+    among: Message | str = (
+        Message("a request among {n:.0f}", n=concurrency)
+        if concurrency
+        else N_("a request sent together")
+    )
     if found is not None:
+        said: Message
         if together:
-            beside = f" (one sent alone {alone:.0f} ms)" if alone is not None else ""
-            said = f"{among} waited {together:.0f} ms on average in its queue{beside}"
+            beside: Message | str = (
+                Message(" (one sent alone {ms:.0f} ms)", ms=alone) if alone is not None else ""
+            )
+            said = Message(
+                "{among} waited {ms:.0f} ms on average in its queue{beside}",
+                among=among,
+                ms=together,
+                beside=beside,
+            )
         elif alone:
-            said = f"a request sent alone waited {alone:.0f} ms in its queue"
+            said = Message("a request sent alone waited {ms:.0f} ms in its queue", ms=alone)
         else:
             return found
-        rule = f"{found.rule}; by the server's ': keep-alive' comments, {said}"
+        rule = Message(
+            "{rule}; by the server's ': keep-alive' comments, {said}", rule=found.rule, said=said
+        )
         return replace(found, rule=rule, evidence={**found.evidence, **evidence})
     rise = None if together is None or alone is None else together - alone
     if rise is not None and rise >= SERVER_QUEUE_MIN_MS:
         return Finding(
             Kind.QUEUEING,
-            "The server kept requests waiting in its queue under load",
-            f"the server's ': keep-alive' comments kept {among} waiting {together:.0f} ms on "
-            f"average before its first event, {rise:.0f} ms (≥ {SERVER_QUEUE_MIN_MS:.0f} ms) "
-            "more than one sent alone",
+            N_("The server kept requests waiting in its queue under load"),
+            Message(
+                "the server's ': keep-alive' comments kept {among} waiting {ms:.0f} ms on "
+                "average before its first event, {rise:.0f} ms (≥ {limit:.0f} ms) more than "
+                "one sent alone",
+                among=among,
+                ms=together,
+                rise=rise,
+                limit=SERVER_QUEUE_MIN_MS,
+            ),
             evidence,
             share_ms=rise,
             n=n,
@@ -251,10 +271,13 @@ def with_keepalive(found: Finding | None, f: Facts) -> Finding | None:
     if alone is not None and alone >= SERVER_QUEUE_MIN_MS:
         return Finding(
             Kind.QUEUEING,
-            "The server keeps requests waiting in its queue",
-            f"the server's ': keep-alive' comments kept requests sent alone waiting "
-            f"{alone:.0f} ms at the median before their first event "
-            f"(≥ {SERVER_QUEUE_MIN_MS:.0f} ms)",
+            N_("The server keeps requests waiting in its queue"),
+            Message(
+                "the server's ': keep-alive' comments kept requests sent alone waiting "
+                "{ms:.0f} ms at the median before their first event (≥ {limit:.0f} ms)",
+                ms=alone,
+                limit=SERVER_QUEUE_MIN_MS,
+            ),
             evidence,
             share_ms=alone,
             n=n,
