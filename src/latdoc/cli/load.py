@@ -46,10 +46,8 @@ from latdoc.features.load import (
     parse_levels,
     parse_rates,
     parse_slo,
-    reload_load,
 )
 from latdoc.report import ProgressBars
-from latdoc.store import Store
 
 DEFAULT_DURATION_S = plan_default(LoadPlan, "duration_per_level")
 DEFAULT_MAX_REQUESTS = plan_default(LoadPlan, "max_requests")
@@ -219,9 +217,3 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
     failed = result.all_failed or result.gate_failed or not result.samples
     return EXIT_REQUEST_FAILED if failed else EXIT_OK
-
-
-def run_report(args: argparse.Namespace, store: Store) -> int:
-    """``latdoc report`` of a load run."""
-    emit(reload_load(store, args.run_id).shown(), args, terminal=False)
-    return EXIT_OK

@@ -1,11 +1,11 @@
-"""Every kind of run the store keeps has one entry in the command line's registry, and no
+"""Every kind of run the store keeps has one entry in the registry of run kinds, and no
 module names a kind by a string of its own.
 
 The store accepts a run's ``kind`` only from :data:`latdoc.store.RUN_KINDS`, where each
-name is written once; the registry (:data:`latdoc.cli.report.RUN_KINDS`) pairs each with
-the document its runs keep and how ``latdoc report`` shows one again. A kind passed as
-``kind="load"`` or compared as ``info.kind == "load"`` elsewhere would be a second
-spelling of the stored name, which this test finds in the source.
+name is written once; the registry (:data:`latdoc.features.report.RUN_KINDS`) pairs each
+with the document its runs keep and how ``latdoc report`` and a page show one again. A
+kind passed as ``kind="load"`` or compared as ``info.kind == "load"`` elsewhere would be
+a second spelling of the stored name, which this test finds in the source.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import ast
 from pathlib import Path
 
 import latdoc
-from latdoc.cli.report import RUN_KINDS, run_kind
+from latdoc.features.report import RUN_KINDS, run_kind
 from latdoc.store import RUN_KINDS as STORED_KINDS
 
 SRC = Path(latdoc.__file__).parent
