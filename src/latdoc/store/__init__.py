@@ -37,6 +37,7 @@ from latdoc.store.run import (
     WATCH_KIND,
     RunInfo,
 )
+from latdoc.store.runs import RunFilter, RunProgress
 from latdoc.store.writer import SampleWriter
 
 __all__ = [
@@ -50,7 +51,9 @@ __all__ = [
     "VERIFY_KIND",
     "WATCH_KIND",
     "BucketStats",
+    "RunFilter",
     "RunInfo",
+    "RunProgress",
     "SampleWriter",
     "Store",
     "default_path",

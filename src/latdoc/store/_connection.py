@@ -18,7 +18,7 @@ from latdoc.errors import UsageError
 from latdoc.i18n import Message
 from latdoc.records import Sample
 from latdoc.store import process
-from latdoc.store._file import WriteTurns, open_store
+from latdoc.store._file import MEMORY, WriteTurns, open_store
 from latdoc.store.redact import Redactor
 from latdoc.store.rows import insert_run, insert_samples
 from latdoc.store.run import RunInfo
@@ -34,14 +34,18 @@ class Connection:
         secrets: tuple[str, ...],
         clock: Callable[[], datetime],
         busy_timeout_ms: int,
+        *,
+        read_only: bool = False,
     ) -> None:
         self.path = path
+        self.read_only = read_only
         self.secrets = secrets
         self.redactor = Redactor(secrets)
         self.clock = clock
         self.busy_timeout_ms = busy_timeout_ms
-        self.sql = open_store(path, busy_timeout_ms)
-        self.turns = WriteTurns(path)
+        self.sql = open_store(path, busy_timeout_ms, read_only=read_only)
+        # A reader takes no turns: it leaves no turn file beside a store it only reads.
+        self.turns = WriteTurns(MEMORY if read_only else path)
         self.owner = process.current()
         self.gone: set[str] = set()
         """Runs of this host found ``running`` with their process gone when the store

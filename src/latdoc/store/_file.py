@@ -11,7 +11,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from latdoc.errors import UsageError
-from latdoc.store.schema import check_version, migrate
+from latdoc.i18n import Message
+from latdoc.store.schema import SCHEMA_VERSION, check_version, migrate
 
 try:
     import fcntl
@@ -43,9 +44,16 @@ def default_path() -> Path:
     return path
 
 
-def open_store(path: str, busy_timeout_ms: int) -> sqlite3.Connection:
+def open_store(path: str, busy_timeout_ms: int, *, read_only: bool = False) -> sqlite3.Connection:
     """A connection to the store at ``path`` (created if new), at the current schema, whose
-    statements wait ``busy_timeout_ms`` for a lock another connection holds."""
+    statements wait ``busy_timeout_ms`` for a lock another connection holds.
+
+    ``read_only`` opens an existing store that this connection can never write (SQLite's
+    ``mode=ro``): nothing is created, migrated or set; a store of an older schema is
+    refused with the command that brings it up to date, since reading it as it is would
+    need every older query kept."""
+    if read_only:
+        return _open_read_only(path, busy_timeout_ms)
     if path != MEMORY:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -64,6 +72,42 @@ def open_store(path: str, busy_timeout_ms: int) -> sqlite3.Connection:
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise UsageError(f"cannot use {path} as a latdoc store: {exc}") from None
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _open_read_only(path: str, busy_timeout_ms: int) -> sqlite3.Connection:
+    if path == MEMORY or not Path(path).is_file():
+        raise UsageError(Message("no latdoc store at {path}", path=path))
+    try:
+        conn = sqlite3.connect(
+            f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, isolation_level=None,
+            check_same_thread=False,
+        )  # fmt: skip
+    except sqlite3.Error as exc:
+        raise UsageError(
+            Message("cannot open the latdoc store {path}: {error}", path=path, error=str(exc))
+        ) from None
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms:d}")
+        version = check_version(conn, path)
+        if version < SCHEMA_VERSION:
+            raise UsageError(
+                Message(
+                    "{path} has store schema version {version}, older than this latdoc's "
+                    "({current}); any command that writes it brings it up to date "
+                    "(`latdoc runs --db {path}`)",
+                    path=path, version=version, current=SCHEMA_VERSION,
+                )
+            )  # fmt: skip
+        conn.execute("PRAGMA query_only = ON")
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise UsageError(
+            Message("cannot use {path} as a latdoc store: {error}", path=path, error=str(exc))
+        ) from None
     except BaseException:
         conn.close()
         raise

@@ -70,6 +70,9 @@ class Store:
     ``busy_timeout_ms`` is how long a statement waits for a lock another connection
     holds before it fails with "database is locked" (:data:`BUSY_TIMEOUT_MS`): a
     recording that would rather lose records than keep them waiting sets it lower.
+    ``read_only`` opens an existing store without ever writing it (``latdoc serve``,
+    which reads what other processes write): a run whose process has gone reads as
+    interrupted, and is left for a writer to mark so.
     """
 
     runs: Runs
@@ -84,17 +87,20 @@ class Store:
         secrets: Iterable[str] = (),
         clock: Callable[[], datetime] = _utc_now,
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+        read_only: bool = False,
     ) -> None:
         self.path = str(default_path() if path is None else path)
         self._closing: list[Callable[[], None]] = []
         self._closed = False
-        self._db = Connection(self.path, tuple(secrets), clock, busy_timeout_ms)
+        self._db = Connection(
+            self.path, tuple(secrets), clock, busy_timeout_ms, read_only=read_only
+        )
         self.runs = Runs(self._db)
         self.samples = Samples(self._db)
         self.exchange = Exchange(self._db, self.samples)
         self.queries = Queries(self._db)
         try:
-            self.runs.mark_gone()
+            self.runs.mark_gone(write=not read_only)
         except sqlite3.OperationalError:
             # Read-only, busy or full: the runs are marked by the next open that can
             # write, and read as interrupted until then.

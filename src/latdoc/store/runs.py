@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from secrets import token_hex
 from typing import Any
@@ -27,6 +28,47 @@ from latdoc.store.run import (
     notes_to_data,
     utc_text,
 )
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    """Which runs a listing shows: an endpoint (its URL, or a part of it), a kind, and
+    runs started from ``since`` and before ``until``; ``None`` leaves a field open."""
+
+    endpoint: str | None = None
+    kind: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def sql(self) -> tuple[list[str], list[Any]]:
+        """The ``WHERE`` terms on ``runs`` and their parameters."""
+        where: list[str] = []
+        params: list[Any] = []
+        if self.endpoint:
+            where.append("instr(endpoint, ?) > 0")
+            params.append(self.endpoint)
+        if self.kind:
+            where.append("kind = ?")
+            params.append(self.kind)
+        if self.since is not None:
+            where.append("started_at >= ?")
+            params.append(utc_text(self.since))
+        if self.until is not None:
+            where.append("started_at < ?")
+            params.append(utc_text(self.until))
+        return where, params
+
+
+@dataclass(frozen=True)
+class RunProgress:
+    """How far a run has come, as a live page follows it."""
+
+    run_id: str
+    status: str
+    finished: bool
+    samples: int
+    last_seq: int
+    """The newest of its samples' sequence numbers (0: none yet): a change is news."""
 
 
 class Runs:
@@ -146,9 +188,10 @@ class Runs:
                 ).rowcount
         return removed
 
-    def mark_gone(self) -> None:
+    def mark_gone(self, *, write: bool = True) -> None:
         """Mark ``interrupted`` every ``running`` run of this host whose process has ended,
-        with a note of what it kept; its end is the end of its last kept trace."""
+        with a note of what it kept; its end is the end of its last kept trace. Without
+        ``write`` they are only read as interrupted (:meth:`Connection.as_seen`)."""
         here = self._db.owner
         rows = self._db.sql.execute(
             "SELECT run_id, pid, host, boot_id, pid_started FROM runs "
@@ -161,6 +204,8 @@ class Runs:
             if process.is_gone(process.Owner(row[1], row[2], row[3], row[4]), here)
         ]
         self._db.gone = set(gone)
+        if not write:
+            return
         for run_id in gone:
             with self._db.transaction():
                 self._mark_interrupted(run_id)
@@ -205,6 +250,75 @@ class Runs:
             (limit,),
         )
         return [self._db.as_seen(run_from_row(row)) for row in rows]
+
+    def page_runs(
+        self, chosen: RunFilter = RunFilter(), *, after: str | None = None, limit: int = 50
+    ) -> list[RunInfo]:
+        """Up to ``limit`` of the runs ``chosen`` picks, newest first, beginning after the
+        run ``after`` (the last of the page before): a page costs the same at the ten
+        thousandth run as at the first, since no earlier page is counted past."""
+        where, params = chosen.sql()
+        if after is not None:
+            where.append(
+                "(started_at, run_id) < (SELECT started_at, run_id FROM runs WHERE run_id = ?)"
+            )
+            params.append(after)
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        rows = self._db.sql.execute(
+            f"SELECT {RUN_COLUMNS} FROM runs{clause} ORDER BY started_at DESC, run_id DESC LIMIT ?",
+            (*params, limit),
+        )
+        return [self._db.as_seen(run_from_row(row)) for row in rows]
+
+    def count_runs(self, chosen: RunFilter = RunFilter()) -> int:
+        """How many runs ``chosen`` picks."""
+        where, params = chosen.sql()
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        return int(self._db.sql.execute(f"SELECT count(*) FROM runs{clause}", params).fetchone()[0])
+
+    def progress(self, run_id: str) -> RunProgress:
+        """How far a run has come: its status as seen, and its samples so far (a live
+        page asks this every second, so it reads two indexed counts, no trace)."""
+        full_id = self._db.resolve(run_id)
+        status, finished = self._db.sql.execute(
+            "SELECT status, finished_at FROM runs WHERE run_id = ?", (full_id,)
+        ).fetchone()
+        samples, last = self._db.sql.execute(
+            "SELECT count(*), coalesce(max(seq), 0) FROM samples WHERE run_id = ?", (full_id,)
+        ).fetchone()
+        if status == "running" and full_id in self._db.gone:
+            status = "interrupted"
+        return RunProgress(full_id, status, finished is not None, int(samples), int(last))
+
+    def mark(self) -> tuple[int, int, int]:
+        """What changes when any run is added, written or finished: the runs, the newest
+        sample's sequence number, and the runs still running (a live listing compares
+        one with the next)."""
+        runs, last, running = self._db.sql.execute(
+            "SELECT (SELECT count(*) FROM runs), (SELECT coalesce(max(seq), 0) FROM samples), "
+            "(SELECT count(*) FROM runs WHERE status = 'running')"
+        ).fetchone()
+        return int(runs), int(last), int(running)
+
+    def costs(self, run_ids: Sequence[str]) -> dict[str, float]:
+        """The cost each of ``run_ids`` recorded in its document, in dollars, where it
+        recorded one (a diagnosis with a price): what a listing shows without decoding a
+        trace."""
+        rows = self._db.sql.execute(
+            "SELECT run_id, json_extract(diagnosis, '$.cost.total') FROM runs "
+            "WHERE run_id IN (SELECT value FROM json_each(?)) AND json_valid(diagnosis)",
+            (json_text(list(run_ids)),),
+        )
+        return {run_id: float(total) for run_id, total in rows if total is not None}
+
+    def endpoints(self, limit: int = 200) -> list[str]:
+        """The endpoints the store has runs of, most recently used first (a filter's
+        choices)."""
+        rows = self._db.sql.execute(
+            "SELECT endpoint FROM runs GROUP BY endpoint ORDER BY max(started_at) DESC LIMIT ?",
+            (limit,),
+        )
+        return [row[0] for row in rows]
 
     def find_runs(self, kind: str, name: str | None = None) -> list[RunInfo]:
         """Runs of ``kind`` (with ``meta["name"] == name`` if given), newest first."""

@@ -82,6 +82,16 @@ class Samples:
             None if diagnosis is None else json.loads(diagnosis),
         )
 
+    def samples_page(self, run_id: str, *, offset: int = 0, limit: int = 100) -> list[Sample]:
+        """``limit`` of a run's samples in order, from the ``offset``-th: a page of a run
+        of any size."""
+        rows = self._db.sql.execute(
+            f"SELECT {SAMPLE_COLUMNS} FROM samples JOIN sample_traces USING (seq) "
+            "WHERE run_id = ? ORDER BY idx, seq LIMIT ? OFFSET ?",
+            (self._db.resolve(run_id), limit, offset),
+        )
+        return [sample_from_row(r) for r in rows]
+
     def iter_samples(self, run_id: str) -> Iterator[Sample]:
         """The samples of a run (an id or a unique prefix) in order, read from the file a
         few at a time as they are asked for: any number in bounded memory."""
