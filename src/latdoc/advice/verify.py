@@ -59,10 +59,14 @@ CONVERSATION_STRATEGIES = "window:6,summary:10,reset:20"
 
 def verify_command(ctx: RunContext, remedy: str, **options: object) -> str:
     """``latdoc verify`` for ``remedy`` (one of the ``VERIFY_`` names above) on ``ctx``'s
-    endpoint, options in the order given (``pool_size=20`` becomes ``--pool-size 20``)."""
+    endpoint, with the ``--provider`` preset the run sent with (its key, its quirks),
+    options in the order given (``pool_size=20`` becomes ``--pool-size 20``)."""
     if remedy not in _NAMED:
         raise ValueError(f"latdoc verify has no remedy {remedy!r}")
-    words = ["latdoc", "verify", ctx.endpoint, "--model", ctx.model, "--remedy", remedy]
+    words = ["latdoc", "verify", ctx.endpoint, "--model", ctx.model]
+    if ctx.preset is not None:
+        words += ["--provider", ctx.preset.name]
+    words += ["--remedy", remedy]
     for name, value in options.items():
         words += ["--" + name.replace("_", "-"), str(value)]
     return _command(words)

@@ -13,7 +13,7 @@ every report after. The functions that compute the records live in
 This package imports nothing of latdoc but its records and errors.
 """
 
-from latdoc.model.context import RunContext
+from latdoc.model.context import Preset, RunContext
 from latdoc.model.cost import (
     Cost,
     CostSummary,
@@ -87,6 +87,7 @@ __all__ = [
     "NetworkBottleneck",
     "NetworkCheck",
     "NoticeableBar",
+    "Preset",
     "Price",
     "PriceTier",
     "Priorities",

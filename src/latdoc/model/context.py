@@ -11,7 +11,19 @@ from latdoc.model.host import HostFacts
 from latdoc.model.priorities import Priorities, Scenario
 from latdoc.records import StepNote
 
-__all__ = ["RunContext"]
+__all__ = ["Preset", "RunContext"]
+
+
+@dataclass(frozen=True)
+class Preset:
+    """The ``--provider`` preset a run sent with, as its advice needs it: the verify
+    commands it names send with the same preset (its key variables, its quirks)."""
+
+    name: str
+    """The ``--provider`` value."""
+    reasoning_effort: str | None = None
+    """The one ``--reasoning-effort`` its requests take, where its only lever is a
+    switch that turns thinking off (``none``); ``None``: the dialect's efforts."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +58,8 @@ class RunContext:
     """Where those metrics were scraped, in words."""
     price: Price | None = None
     """The model's price the run was counted at; ``None`` where latdoc knew none."""
+    preset: Preset | None = None
+    """The ``--provider`` preset the run sent with; ``None`` for none."""
 
     @property
     def ranked_for(self) -> Priorities:

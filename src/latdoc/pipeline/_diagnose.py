@@ -17,6 +17,7 @@ from latdoc.advice.system import with_system
 from latdoc.analysis.attribution import diagnose
 from latdoc.model import (
     Diagnosis,
+    Preset,
     Priorities,
     RunContext,
     Scenario,
@@ -27,6 +28,7 @@ from latdoc.model import (
 )
 from latdoc.pipeline._host import host_facts_from_meta, host_meta
 from latdoc.pipeline._server_metrics import metrics_from_meta
+from latdoc.probe import providers
 from latdoc.records import Sample, StepNote
 from latdoc.workload import (
     Budget,
@@ -103,7 +105,20 @@ def run_context(
         server_metrics=metrics,
         server_metrics_source=metrics_source,
         price=price_from_dict(meta.get("price")),
+        preset=preset_of(meta.get("provider")),
     )
+
+
+def preset_of(name: object) -> Preset | None:
+    """The preset a run recorded it sent with, as the advice reads it: its name, and the
+    effort its thinking switch takes where that is its only lever (from the preset's
+    quirks, so the advice proposes what ``verify`` accepts); ``None`` for no preset, or
+    one this version does not know."""
+    spec = providers.find(name) if isinstance(name, str) else None
+    if spec is None:
+        return None
+    switch = spec.quirks.thinking
+    return Preset(spec.name, None if switch is None else switch.effort)
 
 
 def run_meta(
@@ -113,13 +128,15 @@ def run_meta(
     priorities: Priorities | None = None,
 ) -> dict[str, Any]:
     """What a run records about itself: versions, the client host, the options, the
-    user's typical request (its concurrency and prompt tokens) the verdict is for, and
-    the priorities the user ranks remedies by (None: the scenario's)."""
+    user's typical request (its concurrency and prompt tokens) the verdict is for, the
+    priorities the user ranks remedies by (None: the scenario's), and the ``--provider``
+    preset it sent with (None: none)."""
     return {
         **host_meta(),
         "concurrency": concurrency,
         "prompt_tokens": prompt_tokens,
         "price": None if plan.price is None else price_to_dict(plan.price),
+        "provider": None if plan.endpoint.provider is None else plan.endpoint.provider.name,
         "priorities": None if priorities is None else priorities.spec(),
         "options": {
             "max_requests": plan.max_requests,

@@ -15,7 +15,7 @@ import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from latdoc.errors import UsageError
 
@@ -113,15 +113,18 @@ class ThinkingSwitch:
     """Its value that turns thinking on."""
     off: bool | str
     """Its value that turns thinking off."""
+    effort: ClassVar[str] = "none"
+    """The one ``--reasoning-effort`` a switch takes: thinking off. The advice names it
+    in the verify command it proposes for a preset with a switch."""
 
     def fields(self, effort: str, provider: str) -> dict[str, Any]:
-        """The request fields that ask for ``effort``: thinking off for ``none``; any
-        other effort is a :class:`UsageError`, for the switch has no lower setting than
-        on."""
-        if effort != "none":
+        """The request fields that ask for ``effort``: thinking off for :attr:`effort`;
+        any other effort is a :class:`UsageError`, for the switch has no lower setting
+        than on."""
+        if effort != self.effort:
             raise UsageError(
                 f"--provider {provider} turns thinking on or off ({self.words()}), it takes "
-                f"no reasoning effort {effort}: --reasoning-effort none turns it off"
+                f"no reasoning effort {effort}: --reasoning-effort {self.effort} turns it off"
             )
         value: Any = self.off
         for step in reversed(self.path.split(".")):

@@ -5,14 +5,24 @@ a key."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
+import shlex
 
 import pytest
 
+from latdoc import Finding, Kind, UsageError
+from latdoc.advice.kinds.reasoning import reasoning_remedies
 from latdoc.cli import EXIT_OK, EXIT_USAGE, build_parser, main
-from latdoc.cli._sending import api_key, choice
+from latdoc.cli._sending import Sending, api_key, choice
+from latdoc.features.verify import VerifyPlan, experiments
+from latdoc.features.verify.plan import build_arms
+from latdoc.model import Scenario
+from latdoc.pipeline import run_context
 from latdoc.probe import providers
+from latdoc.workload import ASSUMED
+from report_samples import make_diagnosis
 
 KEY = "sk-lab-provider-0123456789abcdef"
 
@@ -168,3 +178,50 @@ def test_providers_json_says_which_variables_are_set_and_never_their_values(
         "thinking": None,
         "notes": [],
     }
+
+
+SWITCHED = [spec.name for spec in providers.PROVIDERS if spec.quirks.thinking is not None]
+"""The presets whose only lever on reasoning is a switch that turns thinking off."""
+
+
+def _verify_plan(command: str) -> VerifyPlan:
+    """The plan ``latdoc verify`` would send by for ``command``, built as the command
+    builds it; nothing is sent."""
+    words = shlex.split(command)
+    assert words[:2] == ["latdoc", "verify"]
+    args = build_parser().parse_args(words[1:])
+    sending = Sending.of(args)
+    spec = experiments.experiment(args.remedy)
+    with sending.to(io.StringIO(), engine=False) as (endpoint, connection):
+        return VerifyPlan(endpoint, spec, connection=connection, options=spec.read(vars(args)))
+
+
+@pytest.mark.parametrize("name", SWITCHED)
+def test_the_reasoning_advice_for_a_preset_with_a_switch_is_a_command_verify_takes(
+    name: str,
+) -> None:
+    """Its command names the preset and the one effort its switch takes, so verify's arm
+    B turns thinking off; the effort the advice names for every other endpoint is
+    refused by such a preset."""
+    switch = providers.get(name).quirks.thinking
+    assert switch is not None
+    url = "http://127.0.0.1:9/v1"
+    ctx = run_context("run", url, "qwen3", Scenario.CHAT, {"provider": name}, ())
+    finding = Finding(Kind.REASONING, "It thinks first", "rule", {}, 900.0, 0.8)
+    command = next(reasoning_remedies(finding, make_diagnosis(), ctx)).verify_command
+    assert command is not None
+    _, b = build_arms(_verify_plan(command), ASSUMED)
+    assert b.endpoint.extra_body == switch.fields(switch.effort, name)
+    with pytest.raises(UsageError, match="turns thinking on or off"):
+        _verify_plan(
+            command.replace(f"--reasoning-effort {switch.effort}", "--reasoning-effort low")
+        )
+
+
+def test_the_reasoning_advice_without_a_preset_asks_for_a_low_effort() -> None:
+    ctx = run_context("run", "http://127.0.0.1:9/v1", "m", Scenario.CHAT, {}, ())
+    finding = Finding(Kind.REASONING, "It thinks first", "rule", {}, 900.0, 0.8)
+    command = next(reasoning_remedies(finding, make_diagnosis(), ctx)).verify_command
+    assert command is not None
+    assert "--provider" not in command
+    assert command.endswith("--remedy reasoning-effort --reasoning-effort low")

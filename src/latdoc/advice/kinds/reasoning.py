@@ -3,7 +3,9 @@
 Thinking is output the user never reads on the latency-critical path: a lower
 reasoning effort (OpenAI) or thinking budget (Anthropic) shortens it, a model that
 does not reason removes it. Neither gain is printed from this run: ``latdoc verify
---remedy reasoning-effort`` and ``--remedy model`` measure them on the endpoint.
+--remedy reasoning-effort`` and ``--remedy model`` measure them on the endpoint. Where
+a ``--provider`` preset's only lever is a switch that turns thinking off (DashScope's
+``enable_thinking``), the command asks for what the switch takes.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ __all__ = ["BUILDER", "reasoning_remedies"]
 def reasoning_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remedy]:
     tokens = f.evidence.get("reasoning_tokens")
     spent = Message("{tokens:.0f} reasoning tokens, ", tokens=tokens) if tokens is not None else ""
-    command = verify_command(ctx, VERIFY_REASONING_EFFORT, reasoning_effort="low")
+    command = verify_command(ctx, VERIFY_REASONING_EFFORT, reasoning_effort=_lighter(ctx))
     yield Remedy(
         keys.REASONING_EFFORT,
         N_("Lower the reasoning effort or thinking budget"),
@@ -63,6 +65,13 @@ def reasoning_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Re
         N_("lower quality on questions that need reasoning"),
         ctx,
     )
+
+
+def _lighter(ctx: RunContext) -> str:
+    """The effort verify's arm B asks for: ``low``, or the one a preset whose only lever
+    is a thinking switch takes (thinking off), which refuses any other."""
+    preset = ctx.preset
+    return "low" if preset is None or preset.reasoning_effort is None else preset.reasoning_effort
 
 
 BUILDER = RemedyBuilder(
