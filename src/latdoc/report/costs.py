@@ -1,6 +1,8 @@
 """What a set of requests cost, side by side: a load's levels, a verify's arms, two runs
 compared. One table for every command, with the price it was read at, and the rows'
-JSON; where there is no price, one sentence saying so and no figure.
+JSON; where there is no price, one sentence saying so and no figure. Its words are
+marked for the catalogue: the table is said in the active language, the sentences are
+:class:`~latdoc.i18n.Message` s, translated where a page shows them.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from latdoc.i18n import N_, Message, say, translate
 from latdoc.model import CostSummary, Price, cost_text, cost_to_dict, dollars, summarise_costs
 from latdoc.records import RequestTrace
 
@@ -45,6 +48,10 @@ class CostRow:
         return c.total / self.succeeded
 
 
+_HEADERS = ("", N_("requests"), N_("cost"), N_("per 1,000"), N_("per success"))
+"""The table's columns: the rows' labels (names, unheaded), then the figures."""
+
+
 def _money(value: float | None) -> str:
     return "-" if value is None else dollars(value)
 
@@ -52,15 +59,16 @@ def _money(value: float | None) -> str:
 def cost_block(
     heading: str, rows: Sequence[CostRow], model: str, *, difference: bool = False
 ) -> RenderableType:
-    """The rows as a table under ``heading`` with the prices they were read at; with
-    ``difference`` (two rows), a third row of the second's cost less the first's. Where
-    no row has a price, the sentence that says the cost is unknown."""
+    """The rows as a table under ``heading`` (a constant marked ``N_`` where it is
+    written) with the prices they were read at; with ``difference`` (two rows), a third
+    row of the second's cost less the first's. Where no row has a price, the sentence
+    that says the cost is unknown. Said in the active language."""
     priced = [r.cost for r in rows if r.cost is not None]
     if not priced:
-        return Padding(Text(cost_text(None, model), style="dim"), (0, 0, 0, 2))
+        return Padding(Text(translate(cost_text(None, model)), style="dim"), (0, 0, 0, 2))
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-    for k, header in enumerate(("", "requests", "cost", "per 1,000", "per success")):
-        table.add_column(header, justify="left" if k == 0 else "right", no_wrap=True)
+    for k, header in enumerate(_HEADERS):
+        table.add_column(translate(header), justify="left" if k == 0 else "right", no_wrap=True)
     for r in rows:
         c = r.cost
         table.add_row(
@@ -73,7 +81,14 @@ def cost_block(
     if difference and len(rows) == 2:
         table.add_row(*_difference(rows[0], rows[1]), style="bold")
     lines: list[RenderableType] = [
-        Text(f"  {heading}, in US dollars ({_prices(rows)})"),
+        Text(
+            "  "
+            + say(
+                "{heading}, in US dollars ({prices})",
+                heading=Message.of(heading),
+                prices=_prices(rows),
+            )
+        ),
         Padding(table, (0, 0, 0, 2)),
     ]
     missing = sum(c.without_usage for c in priced)
@@ -81,8 +96,14 @@ def cost_block(
         lines.append(
             Padding(
                 Text(
-                    f"{missing} request{'' if missing == 1 else 's'} reported no usage: "
-                    "not counted",
+                    translate(
+                        Message(
+                            N_("{n} request reported no usage: not counted")
+                            if missing == 1
+                            else N_("{n} requests reported no usage: not counted"),
+                            n=missing,
+                        )
+                    ),
                     style="dim",
                 ),
                 (0, 0, 0, 2),
@@ -91,17 +112,23 @@ def cost_block(
     return Group(*lines)
 
 
-def _price_words(price: Price) -> str:
-    named = f" of {price.priced_as}" if price.priced_as else ""
-    return f"the price{named} from {price.source}"
+def _price_words(price: Price) -> Message:
+    named = Message(" of {model}", model=price.priced_as) if price.priced_as else ""
+    return Message("the price{named} from {source}", named=named, source=price.source)
 
 
-def _prices(rows: Sequence[CostRow]) -> str:
+def _prices(rows: Sequence[CostRow]) -> Message:
     """The prices the rows were read at: one, or each row's where they differ."""
     prices = {r.label: r.cost.price for r in rows if r.cost is not None}
     if len(set(prices.values())) == 1:
-        return f"at {_price_words(next(iter(prices.values())))}"
-    return "; ".join(f"{label} at {_price_words(price)}" for label, price in prices.items())
+        return Message("at {price}", price=_price_words(next(iter(prices.values()))))
+    return Message.joined(
+        "; ",
+        [
+            Message("{label} at {price}", label=label, price=_price_words(price))
+            for label, price in prices.items()
+        ],
+    )
 
 
 def _difference(a: CostRow, b: CostRow) -> tuple[str, ...]:
@@ -127,26 +154,39 @@ def _difference(a: CostRow, b: CostRow) -> tuple[str, ...]:
 
 def cost_sentences(rows: Sequence[CostRow], model: str, *, difference: bool = False) -> list[str]:
     """The rows in sentences, for a page: each row's cost, per 1,000 and per success, the
-    prices read, and B's difference; without a price, the one sentence."""
+    prices read, and B's difference; without a price, the one sentence. Each is a
+    :class:`~latdoc.i18n.Message`, translated where the page shows it."""
     priced = [r for r in rows if r.cost is not None]
     if not priced:
         return [cost_text(None, model)]
-    lines = []
+    lines: list[str] = []
     for r in rows:
         c = r.cost
         if c is None:
-            lines.append(f"{r.label}: no price")
+            lines.append(Message("{label}: no price", label=r.label))
             continue
         lines.append(
-            f"{r.label}: {_money(c.total)} for {c.requests} requests "
-            f"({_money(c.per_1000_requests)} per 1,000, {_money(r.per_success)} per success)"
+            Message(
+                "{label}: {cost} for {n} requests ({per_1000} per 1,000, {per_success} per "
+                "success)",
+                label=r.label,
+                cost=_money(c.total),
+                n=c.requests,
+                per_1000=_money(c.per_1000_requests),
+                per_success=_money(r.per_success),
+            )
         )
     if difference and len(rows) == 2:
-        _, _, _, per_1000, per_success = _difference(rows[0], rows[1])
+        label, _, _, per_1000, per_success = _difference(rows[0], rows[1])
         lines.append(
-            f"{rows[1].label} − {rows[0].label}: {per_1000} per 1,000, {per_success} per success"
+            Message(
+                "{label}: {per_1000} per 1,000, {per_success} per success",
+                label=label,
+                per_1000=per_1000,
+                per_success=per_success,
+            )
         )
-    lines.append(f"In US dollars, {_prices(rows)}.")
+    lines.append(Message("In US dollars, {prices}.", prices=_prices(rows)))
     return lines
 
 

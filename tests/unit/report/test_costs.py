@@ -1,11 +1,16 @@
 """The cost table every command shows: each row's cost, per request, per 1,000 and per
 success, the price it was read at, a difference row for two arms; no figure at all
-without a price."""
+without a price; in Chinese, no English but names and figures."""
 
 from __future__ import annotations
 
 import io
+import re
 
+import pytest
+
+from english import english_runs
+from latdoc.i18n import speaking, translate
 from latdoc.model import Price, Rates, summarise_costs
 from latdoc.report import make_console
 from latdoc.report.costs import CostRow, cost_block, cost_rows_to_dict, cost_sentences
@@ -67,3 +72,26 @@ def test_a_page_says_the_same_in_sentences() -> None:
         "Cost: unknown: latdoc has no price for model lab-sim at this endpoint; "
         "--price in=X,out=Y (dollars per million tokens) counts it"
     ]
+
+
+@pytest.mark.parametrize("heading", ["Cost by arm", "Cost by level", "Cost by run"])
+def test_the_block_and_the_sentences_in_chinese_leave_no_english(heading: str) -> None:
+    """Every word of the table and of its sentences is said in Chinese: not even two
+    English words in a row are left (a column's ``per success``)."""
+    user = Price(Rates(input=0.5, output=2.0), source="--alt-price")
+    a = CostRow("A", summarise_costs([trace(1_000, 100), trace(None, None)], PRICE), 1)
+    b = CostRow("B", summarise_costs([trace(1_000, 50)] * 4, user), succeeded=2)
+    english = _shown(cost_block(heading, [a, b], "m", difference=True))
+    with speaking("zh"):
+        text = _shown(cost_block(heading, [a, b], "m", difference=True))
+        sentences = [translate(s) for s in cost_sentences([a, b], "m", difference=True)]
+        sentences += [translate(s) for s in cost_sentences([CostRow("A", None, 1)], "m")]
+    assert english_runs(text, run=2) == [], text
+    assert english_runs("\n".join(sentences), run=2) == [], sentences
+    assert "单位为美元" in text and "每次成功" in text and "未计入" in text
+    assert _figures(text) == _figures(english) != []
+    assert "p/m" in text and "--alt-price" in text
+
+
+def _figures(text: str) -> list[str]:
+    return re.findall(r"[-+]?\$[\d.,]+(?: \([-+]\d+%\))?", text)

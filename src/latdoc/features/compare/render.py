@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from latdoc.features.compare.analysis import RunComparison
+from latdoc.i18n import N_
 from latdoc.report import (
     comparison_to_dict,
     gates_to_dict,
@@ -64,7 +65,9 @@ class ShownComparison:
         )
         blocks: list[RenderableType] = [table]
         if result.costs is not None:
-            blocks.append(cost_block("Cost by run", result.costs, result.a.model, difference=True))
+            blocks.append(
+                cost_block(N_("Cost by run"), result.costs, result.a.model, difference=True)
+            )
         if result.gates is not None:
             blocks.append(render_gates(result.gates, self.names))
         return tuple(blocks)

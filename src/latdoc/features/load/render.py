@@ -24,6 +24,7 @@ from latdoc.features.load.analysis import (
     findings,
     level_name,
 )
+from latdoc.i18n import N_
 from latdoc.model import cost_to_dict
 from latdoc.records import StepNote
 from latdoc.report.costs import CostRow, cost_block, cost_sentences
@@ -114,7 +115,7 @@ def render_load(
         Text(""),
     ]
     if model is not None:
-        parts += [cost_block("Cost by level", _cost_rows(analysis), model), Text("")]
+        parts += [cost_block(N_("Cost by level"), _cost_rows(analysis), model), Text("")]
     parts += [Padding(Text(line), (0, 0, 0, 2)) for line in findings(analysis)]
     parts += [Padding(Text(f"Note: {n.text}", style="dim"), (0, 0, 0, 2)) for n in notes]
     parts.append(

@@ -19,6 +19,7 @@ from latdoc.features.verify.analysis import NOT_APPLICABLE, TRADE
 from latdoc.features.verify.checks.analysis import CheckReport
 from latdoc.features.verify.checks.render import checks_clause, checks_to_dict, render_checks
 from latdoc.features.verify.plan import VerifyPlan, arm_summaries
+from latdoc.i18n import N_
 from latdoc.model import dollars
 from latdoc.records import StepNote
 from latdoc.report import (
@@ -148,7 +149,7 @@ class VerifyResult:
             a, b = self.labels
             blocks.append(render_comparison(self.comparison, a_label=a, b_label=b))
         if self.costs is not None:
-            blocks.append(cost_block("Cost by arm", self.costs, self.model, difference=True))
+            blocks.append(cost_block(N_("Cost by arm"), self.costs, self.model, difference=True))
         if self.spent is not None:
             blocks.append(
                 f"  The whole run spent {dollars(self.spent)} (calibration, warm-ups and checks "
