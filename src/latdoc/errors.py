@@ -39,8 +39,9 @@ from __future__ import annotations
 import contextlib
 import enum
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 
 class Phase(enum.StrEnum):
@@ -202,6 +203,36 @@ its status."""
 def status_of_base_resp(code: int) -> int | None:
     """The HTTP status of a ``base_resp.status_code``, ``None`` for one not known."""
     return BASE_RESP_STATUS.get(code)
+
+
+@dataclass(frozen=True)
+class BaseResp:
+    """An error MiniMax sent with HTTP 200, in its ``base_resp``: read once here, so the
+    probe's traces and the production client's retries class it alike."""
+
+    code: int
+    """Its ``status_code``."""
+    text: str
+    """``base_resp 1002: rate limit``: the code, and its ``status_msg`` where it has one."""
+
+    @property
+    def status(self) -> int | None:
+        """The HTTP status its code stands for (:data:`BASE_RESP_STATUS`), ``None`` for a
+        code not known."""
+        return status_of_base_resp(self.code)
+
+
+def read_base_resp(raw: Any) -> BaseResp | None:
+    """MiniMax's ``base_resp`` (``{"status_code": 1002, "status_msg": "rate limit"}``) as
+    the error it is; ``None`` for none, or for its success (code 0)."""
+    if not isinstance(raw, Mapping):
+        return None
+    code = raw.get("status_code")
+    if not isinstance(code, int) or isinstance(code, bool) or not code:
+        return None
+    message = raw.get("status_msg")
+    said = f": {message}" if isinstance(message, str) and message else ""
+    return BaseResp(code, f"base_resp {code}{said}")
 
 
 def parse_retry_after(value: str, now_wall: float) -> float | None:

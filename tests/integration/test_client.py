@@ -20,6 +20,7 @@ import pytest
 
 from conftest import FAST, LabFactory
 from latdoc.client import (
+    BaseRespError,
     FailureClass,
     FirstTokenTimeout,
     PhaseTimeouts,
@@ -518,3 +519,78 @@ def test_a_callers_read_timeout_caps_every_attempt(server: LabServer) -> None:
     assert "read timeout of 0.2 s" in str(info.value)
     assert [d.failure for d in decisions] == [FailureClass.TIMEOUT] * 3
     assert 0.6 <= time.monotonic() - started < 2.0
+
+
+def _answer(server: LabServer, headers: dict[str, str] | None = None) -> Stream:
+    """One request for a whole JSON answer (not streamed) through a tuned client."""
+    out = Stream()
+    with make_client(retry=QUICK, on_retry=out.decisions.append) as client:
+        try:
+            response = client.post(
+                f"{server.base_url}/chat/completions",
+                json={**BODY, "stream": False},
+                headers=headers,
+            )
+            out.status, out.body = response.status_code, response.content
+        except httpx.HTTPError as exc:
+            out.error = exc
+    return out
+
+
+@pytest.mark.parametrize(
+    ("code", "failure"), [(1002, FailureClass.RATE_LIMIT), (1000, FailureClass.SERVER)]
+)
+def test_a_base_resp_rate_limit_or_server_error_sent_with_200_is_retried_then_raised(
+    lab: LabFactory, code: int, failure: FailureClass
+) -> None:
+    """MiniMax's errors come with HTTP 200 in ``base_resp``: the policy sees the status
+    each code stands for (1002 a 429, 1000 a 500) and retries it, as the probe classes it."""
+    with lab(LabConfig(latency=FAST, base_resp_code=code)) as server:
+        out = _answer(server, {"x-lab-fault": str(Fault.BASE_RESP)})
+        assert _count(server) == 3
+    assert _actions(out) == [(failure, True), (failure, True), (failure, False)]
+    assert isinstance(out.error, BaseRespError)
+    assert out.error.code == code and f"base_resp {code}" in str(out.error)
+
+
+def test_a_base_resp_refusing_the_key_is_sent_once_and_raised(lab: LabFactory) -> None:
+    with lab(LabConfig(latency=FAST, base_resp_code=1004)) as server:
+        out = _answer(server, {"x-lab-fault": str(Fault.BASE_RESP)})
+        assert _count(server) == 1
+    assert _actions(out) == [(FailureClass.CLIENT, False)]
+    assert isinstance(out.error, BaseRespError) and out.error.status == 401
+
+
+def test_a_base_resp_error_once_is_retried_and_the_answer_read_whole(lab: LabFactory) -> None:
+    """The body read to look for ``base_resp`` goes back to the caller whole."""
+    config = LabConfig(latency=FAST, fault=Fault.BASE_RESP, fault_rate=0.5, seed=1)
+    with lab(config) as server:
+        outs = [_answer(server) for _ in range(6)]
+    retried = [out for out in outs if out.decisions and out.error is None]
+    assert retried, [_actions(out) for out in outs]
+    for out in retried:
+        assert out.status == 200
+        answer = json.loads(out.body)
+        assert answer["choices"][0]["message"]["content"]
+        assert "base_resp" not in answer or answer["base_resp"]["status_code"] == 0
+
+
+def test_openai_raises_a_refused_key_sent_with_200(lab: LabFactory) -> None:
+    """The SDK, which would parse the 200 as an answer without choices, hands the
+    client's error on as it is."""
+    with lab(LabConfig(latency=FAST, base_resp_code=1004)) as server:
+        client = openai.OpenAI(
+            base_url=server.base_url,
+            api_key="k",
+            max_retries=0,
+            http_client=make_client(retry=QUICK),
+        )
+        with pytest.raises(BaseRespError) as raised:
+            client.chat.completions.create(
+                model="lab-sim",
+                messages=[{"role": "user", "content": "hi"}],
+                max_tokens=4,
+                extra_headers={"x-lab-fault": str(Fault.BASE_RESP)},
+            )
+        assert _count(server) == 1
+    assert raised.value.status == 401

@@ -7,7 +7,8 @@
   raising :class:`FirstTokenTimeout`, :class:`StreamStalled`, :class:`TotalTimeout`
   and :class:`StreamTruncated`.
 - ``_retry``: :class:`RetryPolicy`, :class:`RetryBudget` and the
-  :class:`RetryDecision` each failure gets; ``_retry_transport`` acts on them.
+  :class:`RetryDecision` each failure gets; ``_retry_transport`` acts on them,
+  raising :class:`BaseRespError` for an error sent with HTTP 200 that is not retried.
 - ``_conversation``: :func:`trim_messages`, :func:`summarize_history`,
   :class:`ResetPolicy` and :class:`TokenEstimate`.
 - ``_instrument``, ``_timed_pool`` (with ``_request_watch`` and ``_request_facts``),
@@ -45,12 +46,13 @@ from latdoc.client._retry import (
     RetryBudget,
     RetryDecision,
     RetryPolicy,
+    classify_base_resp,
     classify_error_type,
     classify_exception,
     classify_status,
     server_wait,
 )
-from latdoc.client._retry_transport import AsyncRetryTransport, RetryTransport
+from latdoc.client._retry_transport import AsyncRetryTransport, BaseRespError, RetryTransport
 from latdoc.client._timeouts import (
     AsyncTimeoutTransport,
     FirstTokenTimeout,
@@ -66,6 +68,7 @@ __all__ = [
     "SUMMARY_INSTRUCTION",
     "AsyncRetryTransport",
     "AsyncTimeoutTransport",
+    "BaseRespError",
     "FailureClass",
     "FirstTokenTimeout",
     "Instrumentation",
@@ -83,6 +86,7 @@ __all__ = [
     "TokenEstimate",
     "TotalTimeout",
     "asummarize_history",
+    "classify_base_resp",
     "classify_error_type",
     "classify_exception",
     "classify_status",

@@ -9,7 +9,9 @@ turns it into a :class:`RetryDecision` (retry or not, the wait, the reason):
 - ``server`` (5xx but 501 and 505, and 529 "overloaded"): the same with the
   longer ``server_base_s`` and ``server_cap_s``, unless the server says when;
   an ``error`` event inside a stream is classed by the status of its type
-  (:func:`classify_error_type`: Anthropic's ``overloaded_error`` is a 529);
+  (:func:`classify_error_type`: Anthropic's ``overloaded_error`` is a 529), and so
+  is an error sent with HTTP 200 in MiniMax's ``base_resp`` (:func:`classify_base_resp`:
+  1002, its rate limit, is a 429);
 - ``rate_limit`` (429): the server's own wait: ``retry-after-ms``, then
   ``Retry-After`` in seconds or as an HTTP date, then the ``x-ratelimit-reset-*``
   headers; the server backoff when it names none. A wait longer than
@@ -34,13 +36,14 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from latdoc.errors import PolicyError, parse_retry_after, status_of_error_type
+from latdoc.errors import BaseResp, PolicyError, parse_retry_after, status_of_error_type
 
 __all__ = [
     "FailureClass",
     "RetryBudget",
     "RetryDecision",
     "RetryPolicy",
+    "classify_base_resp",
     "classify_error_type",
     "classify_exception",
     "classify_status",
@@ -81,6 +84,13 @@ def classify_error_type(error_type: str) -> FailureClass | None:
     event), as the HTTP status it stands for; ``None`` for a type not known."""
     status = status_of_error_type(error_type)
     return None if status is None else classify_status(status)
+
+
+def classify_base_resp(failed: BaseResp) -> FailureClass:
+    """The failure an error in MiniMax's ``base_resp`` is, as the HTTP status its code
+    stands for; a code not known is not retried."""
+    status = failed.status
+    return (None if status is None else classify_status(status)) or FailureClass.OTHER
 
 
 def classify_exception(exc: BaseException) -> FailureClass:

@@ -2,7 +2,11 @@
 
 The wrapper retries only before it hands a response back: a failure raised by
 the inner transport (no response yet), or a response whose status the policy
-retries (its small error body is read and dropped first). Once a response goes
+retries (its small error body is read and dropped first). A JSON body sent with a
+2xx status is read before it goes back (its caller reads it whole anyway): where it
+is MiniMax's error in ``base_resp``, it is classed as the status its code stands for
+(:func:`~latdoc.client._retry.classify_base_resp`), retried as that status would be,
+and raised as :class:`BaseRespError` where it is not retried. Once a response goes
 back to the caller its body is the caller's; a failure while it streams is
 reported as a ``stream`` decision and raised, never replayed.
 
@@ -13,6 +17,7 @@ are parameters, so tests can be exact.
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import time
@@ -26,11 +31,13 @@ from latdoc.client._retry import (
     FailureClass,
     RetryDecision,
     RetryPolicy,
+    classify_base_resp,
     classify_exception,
     classify_status,
 )
+from latdoc.errors import BaseResp, ClientError, read_base_resp
 
-__all__ = ["AsyncRetryTransport", "RetryTransport"]
+__all__ = ["AsyncRetryTransport", "BaseRespError", "RetryTransport"]
 
 logger = logging.getLogger("latdoc.client")
 
@@ -54,6 +61,36 @@ def _error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
+class BaseRespError(ClientError, httpx.HTTPError):
+    """MiniMax refused the request with HTTP 200 and an error in ``base_resp`` that the
+    policy does not retry (a key refused, a balance spent) or gave up retrying."""
+
+    def __init__(self, failed: BaseResp) -> None:
+        super().__init__(failed.text)
+        self.code = failed.code
+        """The ``base_resp.status_code``."""
+        self.status = failed.status
+        """The HTTP status it stands for, ``None`` for a code not known."""
+
+
+def _read_whole(response: httpx.Response) -> bool:
+    """Whether the body is read before the response goes back: JSON with a 2xx status,
+    where MiniMax puts its errors."""
+    kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    return response.is_success and kind == "application/json"
+
+
+def _refusal(response: httpx.Response, raw: bytes) -> BaseResp | None:
+    """The error in ``base_resp`` of the JSON body ``raw`` (as sent: decoded here),
+    ``None`` for a body without one."""
+    decoded = httpx.Response(response.status_code, headers=response.headers, content=raw)
+    try:
+        body = json.loads(decoded.read())
+    except (httpx.DecodingError, ValueError):
+        return None
+    return read_base_resp(body.get("base_resp")) if isinstance(body, dict) else None
+
+
 class _Attempts:
     """One request's attempts: the decisions between them, sync or async alike."""
 
@@ -74,6 +111,9 @@ class _Attempts:
         if failure is None:
             return None
         return self._decide(failure, response.headers, response.status_code, None)
+
+    def after_refusal(self, failed: BaseResp, headers: httpx.Headers) -> RetryDecision:
+        return self._decide(classify_base_resp(failed), headers, failed.status, failed.text)
 
     def _decide(
         self,
@@ -173,6 +213,14 @@ class RetryTransport(httpx.BaseTransport):
                 self.sleep(decision.wait_s)
                 continue
             decision_or_none = attempts.after_response(response)
+            if decision_or_none is None and _read_whole(response):
+                failed = self._read_refusal(response, attempts)
+                if failed is not None:
+                    decision = attempts.after_refusal(failed, response.headers)
+                    if not decision.retry or decision.wait_s is None:
+                        raise BaseRespError(failed)
+                    self.sleep(decision.wait_s)
+                    continue
             if decision_or_none is None or not decision_or_none.retry:
                 assert isinstance(response.stream, httpx.SyncByteStream)
                 response.stream = _ReportingStream(response.stream, attempts, response.status_code)
@@ -185,6 +233,20 @@ class RetryTransport(httpx.BaseTransport):
                 response.close()
             assert decision_or_none.wait_s is not None
             self.sleep(decision_or_none.wait_s)
+
+    @staticmethod
+    def _read_refusal(response: httpx.Response, attempts: _Attempts) -> BaseResp | None:
+        """The body read whole, and put back to be read again; its ``base_resp`` error."""
+        assert isinstance(response.stream, httpx.SyncByteStream)
+        try:
+            raw = b"".join(response.stream)
+        except httpx.TransportError as exc:
+            attempts.stream_failed(exc, response.status_code)
+            raise
+        finally:
+            response.stream.close()
+        response.stream = httpx.ByteStream(raw)
+        return _refusal(response, raw)
 
     def close(self) -> None:
         self.inner.close()
@@ -224,6 +286,14 @@ class AsyncRetryTransport(httpx.AsyncBaseTransport):
                 await self.sleep(decision.wait_s)
                 continue
             decision_or_none = attempts.after_response(response)
+            if decision_or_none is None and _read_whole(response):
+                failed = await self._read_refusal(response, attempts)
+                if failed is not None:
+                    decision = attempts.after_refusal(failed, response.headers)
+                    if not decision.retry or decision.wait_s is None:
+                        raise BaseRespError(failed)
+                    await self.sleep(decision.wait_s)
+                    continue
             if decision_or_none is None or not decision_or_none.retry:
                 assert isinstance(response.stream, httpx.AsyncByteStream)
                 response.stream = _AsyncReportingStream(
@@ -238,6 +308,20 @@ class AsyncRetryTransport(httpx.AsyncBaseTransport):
                 await response.aclose()
             assert decision_or_none.wait_s is not None
             await self.sleep(decision_or_none.wait_s)
+
+    @staticmethod
+    async def _read_refusal(response: httpx.Response, attempts: _Attempts) -> BaseResp | None:
+        """The body read whole, and put back to be read again; its ``base_resp`` error."""
+        assert isinstance(response.stream, httpx.AsyncByteStream)
+        try:
+            raw = b"".join([chunk async for chunk in response.stream])
+        except httpx.TransportError as exc:
+            attempts.stream_failed(exc, response.status_code)
+            raise
+        finally:
+            await response.stream.aclose()
+        response.stream = httpx.ByteStream(raw)
+        return _refusal(response, raw)
 
     async def aclose(self) -> None:
         await self.inner.aclose()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from latdoc.errors import status_of_base_resp, status_of_error_type
+from latdoc.errors import read_base_resp, status_of_error_type
 
 __all__ = [
     "EventInfo",
@@ -71,18 +71,11 @@ def error_event(code: Any, message: Any) -> EventInfo:
 
 
 def base_resp_error(raw: Any) -> EventInfo | None:
-    """MiniMax's ``base_resp`` (``{"status_code": 1002, "status_msg": "rate limit"}``), its
-    error sent with HTTP 200 where other APIs answer with an error status: an error with
-    the status its code stands for (:data:`~latdoc.errors.BASE_RESP_STATUS`). ``None``
-    for none, or for its success (code 0)."""
-    if not isinstance(raw, dict):
-        return None
-    code = int_or_none(raw.get("status_code"))
-    if not code:
-        return None
-    message = raw.get("status_msg")
-    text = f"base_resp {code}" + (f": {message}" if isinstance(message, str) and message else "")
-    return EventInfo(error=text, error_status=status_of_base_resp(code))
+    """MiniMax's ``base_resp``, its error sent with HTTP 200 where other APIs answer with
+    an error status: an error with the status its code stands for
+    (:func:`~latdoc.errors.read_base_resp`). ``None`` for none, or for its success."""
+    failed = read_base_resp(raw)
+    return None if failed is None else EventInfo(error=failed.text, error_status=failed.status)
 
 
 def int_or_none(value: Any) -> int | None:
