@@ -43,6 +43,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from latdoc.i18n import N_, Message
+
 
 class Phase(enum.StrEnum):
     """Where a request is, in the order it passes through."""
@@ -116,27 +118,43 @@ class TraceError:
 
 
 CANNOT_ANSWER = {
-    "dns": "the host name does not resolve: check the URL's host, and this machine's DNS",
-    "connect": "nothing accepts connections there: check the URL's host and port, and that "
-    "the server runs",
-    "tls": "the TLS handshake failed: check the server's certificate, or name a private CA "
-    "with --cacert FILE",
-    "http:401": "the endpoint refused the credentials: check the API key (OPENAI_API_KEY, "
-    "ANTHROPIC_API_KEY for --api anthropic, or --api-key-env VAR)",
-    "http:403": "the endpoint refused the credentials: check the API key and what it is "
-    "allowed to use",
-    "http:404": "no such path or model: check the base URL (the part before "
-    "/chat/completions, e.g. https://api.openai.com/v1), --api and --model",
-    "http:405": "the endpoint does not take this request there: check the base URL and --api",
-    "proxy": "the proxy would not open a tunnel to the endpoint: check the proxy URL "
-    "(HTTPS_PROXY, ALL_PROXY or --proxy), that it runs and speaks that protocol, its "
-    "credentials, or reach the host direct (NO_PROXY=HOST or --no-proxy)",
-    "proxy:403": "the proxy refuses to connect to this host or port: ask for it to be "
-    "allowed, or reach the host direct (NO_PROXY=HOST or --no-proxy)",
-    "proxy:401": "the proxy refused the credentials: check the user and password in the "
-    "proxy URL (http://USER:PASSWORD@proxy:port)",
-    "proxy:407": "the proxy asks for credentials: give them in the proxy URL "
-    "(http://USER:PASSWORD@proxy:port)",
+    "dns": N_("the host name does not resolve: check the URL's host, and this machine's DNS"),
+    "connect": N_(
+        "nothing accepts connections there: check the URL's host and port, and that the server runs"
+    ),
+    "tls": N_(
+        "the TLS handshake failed: check the server's certificate, or name a private CA "
+        "with --cacert FILE"
+    ),
+    "http:401": N_(
+        "the endpoint refused the credentials: check the API key (OPENAI_API_KEY, "
+        "ANTHROPIC_API_KEY for --api anthropic, or --api-key-env VAR)"
+    ),
+    "http:403": N_(
+        "the endpoint refused the credentials: check the API key and what it is allowed to use"
+    ),
+    "http:404": N_(
+        "no such path or model: check the base URL (the part before "
+        "/chat/completions, e.g. https://api.openai.com/v1), --api and --model"
+    ),
+    "http:405": N_("the endpoint does not take this request there: check the base URL and --api"),
+    "proxy": N_(
+        "the proxy would not open a tunnel to the endpoint: check the proxy URL "
+        "(HTTPS_PROXY, ALL_PROXY or --proxy), that it runs and speaks that protocol, its "
+        "credentials, or reach the host direct (NO_PROXY=HOST or --no-proxy)"
+    ),
+    "proxy:403": N_(
+        "the proxy refuses to connect to this host or port: ask for it to be "
+        "allowed, or reach the host direct (NO_PROXY=HOST or --no-proxy)"
+    ),
+    "proxy:401": N_(
+        "the proxy refused the credentials: check the user and password in the "
+        "proxy URL (http://USER:PASSWORD@proxy:port)"
+    ),
+    "proxy:407": N_(
+        "the proxy asks for credentials: give them in the proxy URL "
+        "(http://USER:PASSWORD@proxy:port)"
+    ),
 }
 """For each failure that every request to the same URL, model and key meets alike (a
 name that does not resolve, a port nobody listens on, a certificate the client
@@ -260,6 +278,17 @@ class LatdocError(Exception):
     """Base of every error latdoc raises on purpose."""
 
 
+def message_of(exc: BaseException) -> str:
+    """What ``exc`` says, to be shown in the language spoken: its one argument where that
+    is its message (a :class:`~latdoc.i18n.Message`, or a constant found in the catalogue
+    by its text), else its text (``str(exc)``, English)."""
+    if type(exc).__str__ is BaseException.__str__ and len(exc.args) == 1:
+        (message,) = exc.args
+        if isinstance(message, str):
+            return message
+    return str(exc)
+
+
 class UsageError(LatdocError):
     """The user asked for something that cannot be done as asked."""
 
@@ -271,14 +300,21 @@ def nesting_checked(where: str) -> Iterator[None]:
     try:
         yield
     except RecursionError:
-        raise UsageError(f"{where}: nested too deeply") from None
+        raise UsageError(Message("{where}: nested too deeply", where=where)) from None
 
 
 class RequestFailed(LatdocError):
     """A measured request failed; ``error`` says how and in which phase."""
 
     def __init__(self, error: TraceError) -> None:
-        super().__init__(str(error))
+        super().__init__(
+            Message(
+                "{code} during {phase}: {message}",
+                code=error.code,
+                phase=str(error.phase),
+                message=error.message,
+            )
+        )
         self.error = error
 
 
@@ -303,7 +339,12 @@ class ContextTooLong(ClientError):
 
     def __init__(self, needed_tokens: int, budget_tokens: int, what: str) -> None:
         super().__init__(
-            f"{what} need {needed_tokens} tokens, more than the budget of {budget_tokens}"
+            Message(
+                "{what} need {needed} tokens, more than the budget of {budget}",
+                what=Message.of(what),
+                needed=needed_tokens,
+                budget=budget_tokens,
+            )
         )
         self.needed_tokens = needed_tokens
         self.budget_tokens = budget_tokens

@@ -101,13 +101,18 @@ class Message(str):
         return cls(text.replace("{", "{{").replace("}", "}}"))
 
     @classmethod
-    def joined(cls, separator: str, parts: Sequence[str], *, lower: bool = False) -> Message:
+    def joined(
+        cls, separator: str, parts: Sequence[str], *, lower: bool = False, names: bool = False
+    ) -> Message:
         """``parts`` joined by ``separator``, each (and the separator: :data:`SEPARATORS`)
         translated where shown; with ``lower``, every part after the first starts
-        lower-case in English."""
-        names = [f"p{i}" for i in range(len(parts))]
-        fields = [f"{{{name}{'!l' if lower and i else ''}}}" for i, name in enumerate(names)]
-        values = {name: cls.of(part) for name, part in zip(names, parts, strict=True)}
+        lower-case in English; with ``names``, the parts are names (a flag's values, what
+        the user types) shown as they are, and only the separator is translated."""
+        keys = [f"p{i}" for i in range(len(parts))]
+        fields = [f"{{{key}{'!l' if lower and i else ''}}}" for i, key in enumerate(keys)]
+        values = {
+            key: part if names else cls.of(part) for key, part in zip(keys, parts, strict=True)
+        }
         return cls("{sep}".join(fields), sep=cls.of(separator), **values)
 
     def __reduce__(self) -> tuple[object, ...]:

@@ -26,6 +26,7 @@ from latdoc.analysis.compare import METRICS, like_groups, ok_traces
 from latdoc.analysis.policy import ALPHA, MIN_N
 from latdoc.analysis.stats import holm, quantile
 from latdoc.errors import UsageError
+from latdoc.i18n import N_, Message
 from latdoc.records import Sample
 
 QUANTILES = {"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99}
@@ -63,23 +64,37 @@ def parse_gates(text: str) -> tuple[Gate, ...]:
         match = _ONE.match(part)
         if match is None:
             raise UsageError(
-                f"--fail-if {part.strip()!r}: write METRIC_pNN > +LIMIT, the limit a share "
-                "(+10%) or a duration (+5ms), e.g. 'ttft_p50 > +10%, tpot_p95 > +5ms'"
+                Message(
+                    "--fail-if {gate!r}: write METRIC_pNN > +LIMIT, the limit a share (+10%) or "
+                    "a duration (+5ms), e.g. 'ttft_p50 > +10%, tpot_p95 > +5ms'",
+                    gate=part.strip(),
+                )
             )
         metric, q, unit = match["metric"], match["q"], match["unit"]
         if metric not in metrics:
-            raise UsageError(f"--fail-if {part.strip()!r}: metric {metric!r}: use one of "
-                             f"{', '.join(metrics)}")  # fmt: skip
+            raise UsageError(
+                Message(
+                    "--fail-if {gate!r}: metric {metric!r}: use one of {metrics}",
+                    gate=part.strip(),
+                    metric=metric,
+                    metrics=", ".join(metrics),
+                )
+            )
         if q not in QUANTILES:
             raise UsageError(
-                f"--fail-if {part.strip()!r}: quantile {q}: use one of {', '.join(QUANTILES)}"
+                Message(
+                    "--fail-if {gate!r}: quantile {q}: use one of {quantiles}",
+                    gate=part.strip(),
+                    q=q,
+                    quantiles=", ".join(QUANTILES),
+                )
             )
         value = float(match["value"])
         relative = unit == "%"
         limit = value / 100 if relative else value * _UNITS_MS[unit]
         gates.append(Gate(metric, q, limit, relative, part.strip()))
     if not gates:
-        raise UsageError("--fail-if is empty: e.g. 'ttft_p50 > +10%'")
+        raise UsageError(N_("--fail-if is empty: e.g. 'ttft_p50 > +10%'"))
     return tuple(gates)
 
 

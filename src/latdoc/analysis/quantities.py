@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from latdoc.errors import UsageError
+from latdoc.i18n import N_, Message
 
 _DURATION = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(us|µs|ms|s|m|h|d)?\s*")
 _SECONDS = {"us": 1e-6, "µs": 1e-6, "ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -21,9 +22,9 @@ def positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise UsageError(f"not a whole number: {text!r}") from None
+        raise UsageError(Message("not a whole number: {text!r}", text=text)) from None
     if value < 1:
-        raise UsageError(f"must be at least 1, got {value}")
+        raise UsageError(Message("must be at least 1, got {value}", value=value))
     return value
 
 
@@ -32,9 +33,9 @@ def non_negative_float(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise UsageError(f"not a number: {text!r}") from None
+        raise UsageError(Message("not a number: {text!r}", text=text)) from None
     if value < 0:
-        raise UsageError(f"must not be negative, got {value}")
+        raise UsageError(Message("must not be negative, got {value}", value=value))
     return value
 
 
@@ -42,7 +43,7 @@ def positive_float(text: str) -> float:
     """A number more than 0."""
     value = non_negative_float(text)
     if value == 0:
-        raise UsageError("must be more than 0")
+        raise UsageError(N_("must be more than 0"))
     return value
 
 
@@ -51,7 +52,7 @@ def share(text: str) -> float:
     value = positive_float(text.rstrip("%"))
     value = value / 100 if text.endswith("%") else value
     if value > 1:
-        raise UsageError(f"a share between 0 and 1 (or a percentage): {text!r}")
+        raise UsageError(Message("a share between 0 and 1 (or a percentage): {text!r}", text=text))
     return value
 
 
@@ -61,9 +62,12 @@ def duration(text: str) -> float:
     match = _DURATION.fullmatch(text)
     if match is None:
         raise UsageError(
-            f"not a duration: {text!r} (give a number and a unit, e.g. 30s, 5m, 1h, 24h)"
+            Message(
+                "not a duration: {text!r} (give a number and a unit, e.g. 30s, 5m, 1h, 24h)",
+                text=text,
+            )
         )
     seconds = float(match.group(1)) * _SECONDS[match.group(2) or "s"]
     if seconds <= 0:
-        raise UsageError(f"must be more than 0, got {text!r}")
+        raise UsageError(Message("must be more than 0, got {text!r}", text=text))
     return seconds

@@ -244,13 +244,10 @@ def _language(arguments: Sequence[str]) -> str:
 def _said(exc: BaseException) -> str:
     """An error's message in the language spoken: its :class:`~latdoc.i18n.Message` (or
     plain text) translated, where the error's message is its one argument."""
+    from latdoc.errors import message_of
     from latdoc.i18n import translate
 
-    if type(exc).__str__ is BaseException.__str__ and len(exc.args) == 1:
-        (message,) = exc.args
-        if isinstance(message, str):
-            return translate(message)
-    return str(exc)
+    return translate(message_of(exc))
 
 
 def _error_line(said: str) -> str:

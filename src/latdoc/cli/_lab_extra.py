@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 
 from latdoc.errors import UsageError
+from latdoc.i18n import Message
 
 LAB_PACKAGES = ("starlette", "uvicorn", "hypercorn", "trustme", "dnslib")
 """The ``[lab]`` extra's packages, as they are imported."""
@@ -41,6 +42,12 @@ def require_lab(what: str, otherwise: str = "") -> None:
     missing = missing_lab_packages()
     if missing:
         raise UsageError(
-            f"{what} needs the lab, an optional extra ({', '.join(missing)} not installed): "
-            f"{INSTALL}{otherwise}"
+            Message(
+                "{what} needs the lab, an optional extra ({missing} not installed): "
+                "{install}{otherwise}",
+                what=Message.of(what),
+                missing=", ".join(missing),
+                install=INSTALL,
+                otherwise=Message.of(otherwise),
+            )
         )

@@ -22,8 +22,8 @@ from latdoc.cli._parser import EXIT_OK as EXIT_OK
 from latdoc.cli._parser import EXIT_REQUEST_FAILED as EXIT_REQUEST_FAILED
 from latdoc.cli._parser import EXIT_USAGE as EXIT_USAGE
 from latdoc.cli._sending import choice
-from latdoc.errors import UsageError
-from latdoc.i18n import LANGUAGES, N_, Message
+from latdoc.errors import UsageError, message_of
+from latdoc.i18n import LANGUAGES, N_, Message, say, translate
 from latdoc.model import DEFAULT_CONCURRENCY
 from latdoc.probe import BASE_URL_VARIABLE as BASE_URL_VARIABLE
 from latdoc.probe import dialects, parse_extra_body, providers
@@ -36,14 +36,15 @@ T = TypeVar("T")
 
 def argument_type(read: Callable[[str], T]) -> Callable[[str], T]:
     """``read`` (a reader of :mod:`latdoc.analysis.quantities` or of a feature) as a
-    flag's type: its :class:`UsageError` becomes argparse's ``argument --flag: …``."""
+    flag's type: its :class:`UsageError` becomes argparse's ``argument --flag: …``, said
+    in the language spoken, as argparse's own words are (argparse keeps only the text)."""
 
     @functools.wraps(read)
     def parse(text: str) -> T:
         try:
             return read(text)
         except UsageError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
+            raise argparse.ArgumentTypeError(translate(message_of(exc))) from None
 
     return parse
 
@@ -278,8 +279,11 @@ def vantage_list(text: str) -> tuple[str, ...]:
     bad = [n for n in names if not _VANTAGE_NAME.match(n)]
     if not names or bad or len(set(names)) != len(names):
         raise argparse.ArgumentTypeError(
-            f"--vantage {text!r}: expected distinct names of letters, digits, '.', '_' or '-', "
-            "e.g. us-east,eu-west"
+            say(
+                "--vantage {text!r}: expected distinct names of letters, digits, '.', '_' or "
+                "'-', e.g. us-east,eu-west",
+                text=text,
+            )
         )
     return names
 

@@ -105,7 +105,8 @@ def target(
         yield Target(url, args.model, args.cacert)
         return
     require_lab(
-        "the built-in endpoint (measured when no URL is given)", ", or give an endpoint's URL"
+        N_("the built-in endpoint (measured when no URL is given)"),
+        N_(", or give an endpoint's URL"),
     )
     from latdoc.lab import builtin_endpoint
 

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from latdoc.cli._options import EXIT_OK, add_store_argument
-from latdoc.errors import UsageError
+from latdoc.errors import UsageError, message_of
 from latdoc.features.run import STEP_COMMANDS, URL, OptionName, PlannedStep, read_plan, run_plan
+from latdoc.i18n import Message
 
 
 def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
@@ -54,7 +55,15 @@ def run(args: argparse.Namespace, main: Main, build_parser: BuildParser) -> int:
         try:
             parsers[step.command].parse_args(step.argv[1:])
         except UsageError as exc:
-            raise UsageError(f"{path}: step {step.number} ({step.command}): {exc}") from None
+            raise UsageError(
+                Message(
+                    "{path}: step {number} ({command}): {exc}",
+                    path=path,
+                    number=step.number,
+                    command=step.command,
+                    exc=message_of(exc),
+                )
+            ) from None
     if args.dry_run:
         for step in steps:
             print(step.shown())

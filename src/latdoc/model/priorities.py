@@ -211,7 +211,7 @@ remedies"): real-time chat puts latency first and tolerates less accurate answer
 (the seed suggests quantised models for it); batch analysis puts cost first and takes a
 cheaper model; long-document work puts quality first and pays for a long-context model."""
 
-_FORM = (
+_FORM = N_(
     "name the three corners in order (latency,cost,quality) or weigh them "
     "(latency=3,cost=1,quality=2)"
 )
@@ -231,28 +231,49 @@ def parse_priorities(text: str) -> Priorities:
     for part in parts:
         name, equals, value = (s.strip() for s in part.partition("="))
         if name not in set(Corner):
-            raise UsageError(f"--priorities: unknown corner {name!r}: {_FORM}")
+            raise UsageError(
+                Message(
+                    "--priorities: unknown corner {name!r}: {form}",
+                    name=name,
+                    form=Message.of(_FORM),
+                )
+            )
         corner = Corner(name)
         if corner in named:
-            raise UsageError(f"--priorities: {corner} is named twice")
+            raise UsageError(Message("--priorities: {corner} is named twice", corner=corner))
         named[corner] = _weight(corner, value) if equals else None
     missing = [c for c in Corner if c not in named]
     if missing:
-        raise UsageError(f"--priorities leaves out {' and '.join(missing)}: {_FORM}")
+        raise UsageError(
+            Message(
+                "--priorities leaves out {missing}: {form}",
+                missing=Message.joined(N_(" and "), missing, names=True),
+                form=Message.of(_FORM),
+            )
+        )
     weights = list(named.values())
     if all(w is None for w in weights):
         return Priorities(tuple(named))
     if any(w is None for w in weights):
-        raise UsageError(f"--priorities gives weights to some corners only: {_FORM}")
+        raise UsageError(
+            Message(
+                "--priorities gives weights to some corners only: {form}", form=Message.of(_FORM)
+            )
+        )
     given = {c: w for c, w in named.items() if w}
     if not given:
-        raise UsageError("--priorities: every weight is 0: at least one corner must count")
+        raise UsageError(N_("--priorities: every weight is 0: at least one corner must count"))
     order = sorted(given, key=lambda c: -given[c])
     for first, second in itertools.pairwise(order):
         if given[first] == given[second]:
             raise UsageError(
-                f"--priorities: {first} and {second} weigh the same ({given[first]:g}): the "
-                "ranking reads one corner before another, so give them different weights"
+                Message(
+                    "--priorities: {first} and {second} weigh the same ({weight:g}): the ranking "
+                    "reads one corner before another, so give them different weights",
+                    first=first,
+                    second=second,
+                    weight=given[first],
+                )
             )
     return Priorities(tuple(order), tuple(given[c] for c in order))
 
@@ -263,5 +284,11 @@ def _weight(corner: Corner, value: str) -> float:
     except ValueError:
         number = math.nan
     if not math.isfinite(number) or "_" in value or number < 0:
-        raise UsageError(f"--priorities: {corner}={value!r} is not a weight (a number ≥ 0)")
+        raise UsageError(
+            Message(
+                "--priorities: {corner}={value!r} is not a weight (a number ≥ 0)",
+                corner=corner,
+                value=value,
+            )
+        )
     return number

@@ -16,8 +16,9 @@ from types import ModuleType
 from typing import Any, TypeVar
 
 from latdoc.errors import LatdocError, UsageError
+from latdoc.i18n import N_, Message
 
-INSTALL_HINT = "--ray needs Ray, an optional extra: pip install 'llm-latency-doctor[ray]'"
+INSTALL_HINT = N_("--ray needs Ray, an optional extra: pip install 'llm-latency-doctor[ray]'")
 VANTAGE_SHARE = 0.001
 """How much of a node's ``vantage:NAME`` resource one measuring task takes."""
 _Plan = TypeVar("_Plan")
@@ -45,7 +46,9 @@ def connect(address: str) -> ModuleType:
                 configure_logging=False,
             )
         except (ConnectionError, ValueError, RuntimeError) as exc:
-            raise UsageError(f"cannot join the Ray cluster at {address}: {exc}") from None
+            raise UsageError(
+                Message("cannot join the Ray cluster at {address}: {exc}", address=address, exc=exc)
+            ) from None
     return ray
 
 
@@ -64,8 +67,13 @@ def run_at_vantages(
         if missing:
             labels = ", ".join(f"vantage:{n}" for n in missing)
             raise UsageError(
-                f"no node of the Ray cluster at {address} carries {labels}; start one with "
-                f"ray start --address ... --resources '{{\"vantage:{missing[0]}\": 1}}'"
+                Message(
+                    "no node of the Ray cluster at {address} carries {labels}; start one with ray "
+                    "start --address ... --resources '{{\"vantage:{missing}\": 1}}'",
+                    address=address,
+                    labels=labels,
+                    missing=missing[0],
+                )
             )
         task = ray.remote(measure)
         refs = [
@@ -91,9 +99,15 @@ def _result(ray: ModuleType, ref: Any, name: str) -> Any:
         cause = exc.cause if isinstance(exc.cause, BaseException) else None
         if isinstance(cause, LatdocError):
             raise cause from None
-        raise LatdocError(f"the measuring at vantage {name} failed: {first_line(exc)}") from None
+        raise LatdocError(
+            Message("the measuring at vantage {name} failed: {exc}", name=name, exc=first_line(exc))
+        ) from None
     except ray.exceptions.RayError as exc:
-        raise LatdocError(f"the measuring at vantage {name} was lost: {first_line(exc)}") from None
+        raise LatdocError(
+            Message(
+                "the measuring at vantage {name} was lost: {exc}", name=name, exc=first_line(exc)
+            )
+        ) from None
 
 
 def first_line(exc: BaseException) -> str:

@@ -47,7 +47,10 @@ def named_metrics_url(option: str | None) -> str | None:
     parts = urlsplit(option)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UsageError(
-            f"--server-metrics {option!r}: expected http(s)://host[:port]/metrics, or off"
+            Message(
+                "--server-metrics {option!r}: expected http(s)://host[:port]/metrics, or off",
+                option=option,
+            )
         )
     return option
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from latdoc.errors import UsageError
+from latdoc.i18n import N_, Message
 from latdoc.model import Price, Rates
 
 __all__ = ["USER_SOURCE", "parse_price"]
@@ -13,7 +14,7 @@ USER_SOURCE = "--price"
 """The :attr:`~latdoc.model.Price.source` of a price the user gave."""
 
 _KEYS = ("in", "out", "cached")
-_FORM = "write in=X,out=Y[,cached=Z] in dollars per million tokens, e.g. in=2.5,out=10"
+_FORM = N_("write in=X,out=Y[,cached=Z] in dollars per million tokens, e.g. in=2.5,out=10")
 
 
 def parse_price(text: str, flag: str = USER_SOURCE) -> Price:
@@ -31,15 +32,31 @@ def parse_price(text: str, flag: str = USER_SOURCE) -> Price:
             continue
         key, equals, value = (s.strip() for s in part.partition("="))
         if not equals:
-            raise UsageError(f"{flag} {part!r} is not KEY=VALUE: {_FORM}")
+            raise UsageError(
+                Message(
+                    "{flag} {part!r} is not KEY=VALUE: {form}",
+                    flag=flag,
+                    part=part,
+                    form=Message.of(_FORM),
+                )
+            )
         if key not in _KEYS:
-            raise UsageError(f"{flag}: unknown key {key!r}: use in, out and cached")
+            raise UsageError(
+                Message("{flag}: unknown key {key!r}: use in, out and cached", flag=flag, key=key)
+            )
         if key in given:
-            raise UsageError(f"{flag}: {key} is given twice")
+            raise UsageError(Message("{flag}: {key} is given twice", flag=flag, key=key))
         given[key] = _dollars(flag, key, value)
     missing = [key for key in ("in", "out") if key not in given]
     if missing:
-        raise UsageError(f"{flag} needs {' and '.join(missing)}: {_FORM}")
+        raise UsageError(
+            Message(
+                "{flag} needs {missing}: {form}",
+                flag=flag,
+                missing=Message.joined(N_(" and "), missing, names=True),
+                form=Message.of(_FORM),
+            )
+        )
     rates = Rates(input=given["in"], output=given["out"], cached_input=given.get("cached"))
     return Price(rates=rates, source=flag)
 
@@ -50,7 +67,16 @@ def _dollars(flag: str, key: str, value: str) -> float:
     except ValueError:
         number = math.nan
     if not math.isfinite(number) or "_" in value:
-        raise UsageError(f"{flag}: {key}={value!r} is not a number of dollars")
+        raise UsageError(
+            Message(
+                "{flag}: {key}={value!r} is not a number of dollars",
+                flag=flag,
+                key=key,
+                value=value,
+            )
+        )
     if number < 0:
-        raise UsageError(f"{flag}: {key}={value} is negative")
+        raise UsageError(
+            Message("{flag}: {key}={value} is negative", flag=flag, key=key, value=value)
+        )
     return number

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from latdoc.errors import UsageError
+from latdoc.i18n import N_, Message
 from latdoc.records import RequestTrace
 
 if TYPE_CHECKING:
@@ -25,7 +26,9 @@ if TYPE_CHECKING:
 
 __all__ = ["INSTALL_HINT", "PHASE_METRICS", "PrometheusMetrics", "endpoint_label"]
 
-INSTALL_HINT = "--metrics-port needs prometheus-client: pip install 'llm-latency-doctor[metrics]'"
+INSTALL_HINT = N_(
+    "--metrics-port needs prometheus-client: pip install 'llm-latency-doctor[metrics]'"
+)
 
 _NETWORK_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1.0, 2.5)
 """DNS, TCP, TLS and send: a millisecond on loopback to the seed's 200 ms rule and past it."""
@@ -126,7 +129,13 @@ class PrometheusMetrics:
                 port, addr=addr, registry=self.registry
             )
         except OSError as exc:
-            raise UsageError(f"--metrics-port {port}: cannot listen: {exc.strerror}") from None
+            raise UsageError(
+                Message(
+                    "--metrics-port {port}: cannot listen: {strerror}",
+                    port=port,
+                    strerror=exc.strerror,
+                )
+            ) from None
         return int(self._server.server_port)
 
     def close(self) -> None:

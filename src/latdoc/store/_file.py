@@ -59,7 +59,9 @@ def open_store(path: str, busy_timeout_ms: int, *, read_only: bool = False) -> s
     try:
         conn = sqlite3.connect(path, isolation_level=None)
     except sqlite3.Error as exc:
-        raise UsageError(f"cannot open the latdoc store {path}: {exc}") from None
+        raise UsageError(
+            Message("cannot open the latdoc store {path}: {exc}", path=path, exc=exc)
+        ) from None
     try:
         conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms:d}")
         check_version(conn, path)
@@ -71,7 +73,9 @@ def open_store(path: str, busy_timeout_ms: int, *, read_only: bool = False) -> s
         migrate(conn, path)
     except sqlite3.DatabaseError as exc:
         conn.close()
-        raise UsageError(f"cannot use {path} as a latdoc store: {exc}") from None
+        raise UsageError(
+            Message("cannot use {path} as a latdoc store: {exc}", path=path, exc=exc)
+        ) from None
     except BaseException:
         conn.close()
         raise

@@ -34,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from latdoc.errors import UsageError
+from latdoc.i18n import N_
 from latdoc.records import Sample, Step, StepNote
 from latdoc.store._connection import Connection
 from latdoc.store._file import BUSY_TIMEOUT_MS, default_path
@@ -125,7 +126,7 @@ class Store:
         busy timeout: for a thread of its own (a connection serves the thread that opened
         it)."""
         if self.path == ":memory:":
-            raise UsageError("a store in memory has no second connection")
+            raise UsageError(N_("a store in memory has no second connection"))
         db = self._db
         return Store(
             self.path, secrets=db.secrets, clock=db.clock, busy_timeout_ms=db.busy_timeout_ms

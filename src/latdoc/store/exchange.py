@@ -21,7 +21,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from latdoc.errors import UsageError, nesting_checked
+from latdoc.errors import UsageError, message_of, nesting_checked
+from latdoc.i18n import Message
 from latdoc.records import Sample
 from latdoc.store._connection import Connection
 from latdoc.store._fields import loads
@@ -87,27 +88,47 @@ def load_document(text: str) -> RunDocument:
     try:
         document = loads(text)
     except ValueError as exc:
-        raise UsageError(f"not a latdoc run export: invalid JSON ({exc})") from None
+        raise UsageError(
+            Message("not a latdoc run export: invalid JSON ({exc})", exc=exc)
+        ) from None
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         found = document.get("format") if isinstance(document, dict) else None
-        raise UsageError(f"not a latdoc run export: format is {found!r}, expected {FORMAT!r}")
+        raise UsageError(
+            Message(
+                "not a latdoc run export: format is {found!r}, expected {expected!r}",
+                found=found,
+                expected=FORMAT,
+            )
+        )
     version = document.get("version")
     loader = _LOADERS.get(version) if type(version) is int else None
     if loader is None:
         known = ", ".join(str(v) for v in sorted(_LOADERS))
         raise UsageError(
-            f"latdoc run export version {version!r} is not one this latdoc reads ({known}); "
-            "a newer latdoc may read it"
+            Message(
+                "latdoc run export version {version!r} is not one this latdoc reads ({known}); a "
+                "newer latdoc may read it",
+                version=version,
+                known=known,
+            )
         )
     try:
         return loader(document)
     except (KeyError, TypeError, ValueError) as exc:
-        raise UsageError(f"broken latdoc run export (version {version}): {_said(exc)}") from None
+        raise UsageError(
+            Message(
+                "broken latdoc run export (version {version}): {exc}",
+                version=version,
+                exc=_said(exc),
+            )
+        ) from None
 
 
 def _said(exc: Exception) -> str:
     """What went wrong, a missing key said as such (a ``KeyError`` prints only the key)."""
-    return f"missing {exc.args[0]!r}" if type(exc) is KeyError and exc.args else str(exc)
+    if type(exc) is KeyError and exc.args:
+        return Message("missing {key!r}", key=exc.args[0])
+    return message_of(exc)
 
 
 def _sample(index: int, record: Any) -> Sample:
@@ -202,7 +223,11 @@ class Exchange:
             run_id = document.run.run_id
             with self._db.transaction():
                 if self._db.exists(run_id):
-                    raise UsageError(f"run {run_id} is already in {self._db.path}")
+                    raise UsageError(
+                        Message(
+                            "run {run_id} is already in {path}", run_id=run_id, path=self._db.path
+                        )
+                    )
                 self._db.insert_run(document.run, document.run.meta, document.diagnosis)
                 self._db.insert_samples(run_id, document.samples)
         return run_id
@@ -216,7 +241,11 @@ class Exchange:
         added = 0
         with self._db.transaction():
             if self._db.exists(run.run_id):
-                raise UsageError(f"run {run.run_id} is already in {self._db.path}")
+                raise UsageError(
+                    Message(
+                        "run {run_id} is already in {path}", run_id=run.run_id, path=self._db.path
+                    )
+                )
             self._db.insert_run(run, run.meta, diagnosis)
             batch: list[Sample] = []
             for sample in samples:

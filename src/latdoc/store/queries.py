@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from latdoc.errors import UsageError
+from latdoc.i18n import N_, Message
 from latdoc.records import Step
 from latdoc.store._connection import Connection
 from latdoc.store.aggregate import BucketStats, aggregate_samples, bucket_ttfts
@@ -112,8 +113,10 @@ class Queries:
                 "SELECT run_id FROM runs WHERE json_extract(meta, '$.name') = ?", (name,)
             ).fetchall()
             if not named:
-                raise UsageError(f"no run named {name!r} in {self._db.path}")
+                raise UsageError(
+                    Message("no run named {name!r} in {path}", name=name, path=self._db.path)
+                )
             full_ids.update(row[0] for row in named)
         if not full_ids:
-            raise UsageError("name the runs to aggregate: run ids or a name")
+            raise UsageError(N_("name the runs to aggregate: run ids or a name"))
         return sorted(full_ids)

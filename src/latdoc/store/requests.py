@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from latdoc.analysis.servertime import server_timing_of
-from latdoc.errors import UsageError, nesting_checked
+from latdoc.errors import UsageError, message_of, nesting_checked
+from latdoc.i18n import N_, Message
 from latdoc.model import Price, cost_of
 from latdoc.records import Sample
 from latdoc.store._fields import loads
@@ -203,9 +204,11 @@ def write(
         return _write_csv(run, samples, _text(out))
     if fmt == "parquet":
         if not isinstance(out, Path):
-            raise UsageError("--format parquet writes a file: give --output FILE")
+            raise UsageError(N_("--format parquet writes a file: give --output FILE"))
         return _write_parquet(run, samples, out)
-    raise UsageError(f"--format {fmt}: use one of {', '.join(FORMATS)}")
+    raise UsageError(
+        Message("--format {fmt}: use one of {formats}", fmt=fmt, formats=", ".join(FORMATS))
+    )
 
 
 def _text(out: IO[str] | Path) -> IO[str]:
@@ -250,7 +253,7 @@ def _write_parquet(run: RunInfo, samples: Iterable[Sample], path: Path) -> int:
         import pyarrow.parquet as pq
     except ImportError:
         raise UsageError(
-            "--format parquet needs pyarrow: pip install 'llm-latency-doctor[parquet]'"
+            N_("--format parquet needs pyarrow: pip install 'llm-latency-doctor[parquet]'")
         ) from None
     types = {"int": pa.int64(), "float": pa.float64(), "bool": pa.bool_(), "str": pa.string()}
     schema = pa.schema(
@@ -289,7 +292,9 @@ def open_text(path: Path) -> IO[str]:
     try:
         raw = path.open("rb")
     except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+        raise UsageError(
+            Message("cannot read {path}: {strerror}", path=path, strerror=exc.strerror)
+        ) from None
     magic = raw.peek(2)[:2] if isinstance(raw, io.BufferedReader) else b""
     stream: Any = gzip.GzipFile(fileobj=raw) if magic == b"\x1f\x8b" else raw
     return io.TextIOWrapper(stream, encoding="utf-8-sig")
@@ -300,18 +305,20 @@ def read_jsonl(lines: IO[str], source: str) -> JsonlRun:
     broken line is a :class:`UsageError` naming the file and the line."""
     first = _line(lines, source, 1)
     if first is None:
-        raise UsageError(f"{source}: empty, not a latdoc requests export")
+        raise UsageError(Message("{source}: empty, not a latdoc requests export", source=source))
     head = _object(first, source, 1)
     _check_schema(head, source, 1)
     if head.get("kind") != "run" or not isinstance(head.get("run"), dict):
-        raise UsageError(f"{source}:1: the first line is not the run (kind 'run')")
+        raise UsageError(
+            Message("{source}:1: the first line is not the run (kind 'run')", source=source)
+        )
     try:
         diagnosis = head.get("diagnosis")
         if diagnosis is not None and not isinstance(diagnosis, dict):
             raise ValueError("diagnosis: expected an object or null")
         run = run_from_data(head["run"])
     except (KeyError, TypeError, ValueError) as exc:
-        raise UsageError(f"{source}:1: {_said(exc)}") from None
+        raise UsageError(Message("{source}:1: {exc}", source=source, exc=_said(exc))) from None
     return JsonlRun(run, diagnosis, _samples(lines, source))
 
 
@@ -327,18 +334,32 @@ def _samples(lines: IO[str], source: str) -> Iterator[Sample]:
         obj = _object(text, source, number)
         _check_schema(obj, source, number)
         if obj.get("kind") != "request":
-            raise UsageError(f"{source}:{number}: expected a request line (kind 'request')")
+            raise UsageError(
+                Message(
+                    "{source}:{number}: expected a request line (kind 'request')",
+                    source=source,
+                    number=number,
+                )
+            )
         try:
             yield sample_from_record(obj["record"])
         except (KeyError, TypeError, ValueError) as exc:
-            raise UsageError(f"{source}:{number}: record: {_said(exc)}") from None
+            raise UsageError(
+                Message(
+                    "{source}:{number}: record: {exc}", source=source, number=number, exc=_said(exc)
+                )
+            ) from None
 
 
 def _line(lines: IO[str], source: str, number: int) -> str | None:
     try:
         text = lines.readline()
     except (UnicodeDecodeError, OSError, EOFError) as exc:
-        raise UsageError(f"{source}:{number}: cannot be read: {exc}") from None
+        raise UsageError(
+            Message(
+                "{source}:{number}: cannot be read: {exc}", source=source, number=number, exc=exc
+            )
+        ) from None
     return text or None
 
 
@@ -347,24 +368,45 @@ def _object(text: str, source: str, number: int) -> dict[str, Any]:
         with nesting_checked(f"{source}:{number}"):
             obj = loads(text)
     except ValueError as exc:
-        raise UsageError(f"{source}:{number}: invalid JSON ({exc})") from None
+        raise UsageError(
+            Message(
+                "{source}:{number}: invalid JSON ({exc})", source=source, number=number, exc=exc
+            )
+        ) from None
     if not isinstance(obj, dict):
-        raise UsageError(f"{source}:{number}: expected a JSON object")
+        raise UsageError(
+            Message("{source}:{number}: expected a JSON object", source=source, number=number)
+        )
     return obj
 
 
 def _check_schema(obj: Mapping[str, Any], source: str, number: int) -> None:
     if obj.get("schema") != SCHEMA:
         raise UsageError(
-            f"{source}:{number}: schema is {obj.get('schema')!r}, expected {SCHEMA!r} "
-            "(latdoc import reads what latdoc export --format jsonl writes)"
+            Message(
+                "{source}:{number}: schema is {found!r}, expected {expected!r} (latdoc import "
+                "reads what latdoc export --format jsonl writes)",
+                source=source,
+                number=number,
+                found=obj.get("schema"),
+                expected=SCHEMA,
+            )
         )
     if obj.get("version") not in READS:
         raise UsageError(
-            f"{source}:{number}: {SCHEMA} version {obj.get('version')!r} is not one this "
-            f"latdoc reads ({', '.join(map(str, READS))}); a newer latdoc may read it"
+            Message(
+                "{source}:{number}: {schema} version {version!r} is not one this latdoc reads "
+                "({versions}); a newer latdoc may read it",
+                source=source,
+                number=number,
+                schema=SCHEMA,
+                version=obj.get("version"),
+                versions=", ".join(map(str, READS)),
+            )
         )
 
 
 def _said(exc: Exception) -> str:
-    return f"missing {exc.args[0]!r}" if type(exc) is KeyError and exc.args else str(exc)
+    if type(exc) is KeyError and exc.args:
+        return Message("missing {key!r}", key=exc.args[0])
+    return message_of(exc)

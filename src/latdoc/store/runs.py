@@ -16,6 +16,7 @@ from secrets import token_hex
 from typing import Any
 
 from latdoc.errors import UsageError
+from latdoc.i18n import Message
 from latdoc.records import Step, StepNote
 from latdoc.store import process
 from latdoc.store._connection import Connection
@@ -164,7 +165,11 @@ class Runs:
         unknown = set(statuses) - RUN_STATUSES
         if unknown:
             raise UsageError(
-                f"status {', '.join(sorted(unknown))}: use one of {', '.join(sorted(RUN_STATUSES))}"
+                Message(
+                    "status {unknown}: use one of {statuses}",
+                    unknown=", ".join(sorted(unknown)),
+                    statuses=", ".join(sorted(RUN_STATUSES)),
+                )
             )
         query = f"SELECT {RUN_COLUMNS} FROM runs WHERE status IN (SELECT value FROM json_each(?))"
         params: list[Any] = [json_text(sorted(statuses))]

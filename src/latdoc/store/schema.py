@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from latdoc.errors import LatdocError
+from latdoc.i18n import Message
 from latdoc.store._fields import INT64
 
 APPLICATION_ID = 0x6C617464
@@ -273,7 +274,13 @@ def migrate(
                 conn.execute(f"PRAGMA application_id = {APPLICATION_ID:d}")
             broken = conn.execute("PRAGMA foreign_key_check").fetchone()
             if broken is not None:
-                raise LatdocError(f"{where}: migrating broke a reference ({broken[0]})")
+                raise LatdocError(
+                    Message(
+                        "{where}: migrating broke a reference ({broken})",
+                        where=where,
+                        broken=broken[0],
+                    )
+                )
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -288,11 +295,18 @@ def check_version(conn: sqlite3.Connection, where: str, known: int = SCHEMA_VERS
     version = int(conn.execute("PRAGMA user_version").fetchone()[0])
     app_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
     if app_id not in (0, APPLICATION_ID) or (version == 0 and _has_tables(conn)):
-        raise LatdocError(f"{where} is an SQLite database but not a latdoc store")
+        raise LatdocError(
+            Message("{where} is an SQLite database but not a latdoc store", where=where)
+        )
     if version > known:
         raise LatdocError(
-            f"{where} has store schema version {version}, newer than this latdoc "
-            f"understands ({known}); upgrade latdoc to read it"
+            Message(
+                "{where} has store schema version {version}, newer than this latdoc understands "
+                "({known}); upgrade latdoc to read it",
+                where=where,
+                version=version,
+                known=known,
+            )
         )
     return version
 

@@ -8,6 +8,7 @@ from latdoc.analysis.compare import compare_samples
 from latdoc.analysis.gates import Gate, check_gates
 from latdoc.errors import UsageError
 from latdoc.features.compare.analysis import RunComparison
+from latdoc.i18n import N_, Message
 from latdoc.report.costs import CostRow
 from latdoc.store import Store
 
@@ -29,22 +30,33 @@ def compare_runs(
     info_a, samples_a, _ = store.load_run(run_a)
     info_b, samples_b, _ = store.load_run(run_b)
     if info_a.run_id == info_b.run_id:
-        raise UsageError(f"both runs are {info_a.run_id}: compare two different runs")
+        raise UsageError(
+            Message("both runs are {run_id}: compare two different runs", run_id=info_a.run_id)
+        )
     if not allow_different:
         for what, x, y in (
-            ("endpoint", info_a.endpoint, info_b.endpoint),
-            ("model", info_a.model, info_b.model),
+            (N_("endpoint"), info_a.endpoint, info_b.endpoint),
+            (N_("model"), info_a.model, info_b.model),
         ):
             if x != y:
                 raise UsageError(
-                    f"the runs measured different {what}s ({x} and {y}); "
-                    "pass --allow-different to compare them anyway"
+                    Message(
+                        "the runs measured different {what}s ({x} and {y}); pass "
+                        "--allow-different to compare them anyway",
+                        what=Message.of(what),
+                        x=x,
+                        y=y,
+                    )
                 )
     comparison = compare_samples(samples_a, samples_b, seed=seed)
     if not comparison.groups:
         raise UsageError(
-            f"runs {info_a.run_id} and {info_b.run_id} have no requests sent under the same "
-            "conditions (step, prompt length, concurrency) that both measured"
+            Message(
+                "runs {run_id} and {other} have no requests sent under the same conditions "
+                "(step, prompt length, concurrency) that both measured",
+                run_id=info_a.run_id,
+                other=info_b.run_id,
+            )
         )
     report = check_gates(samples_a, samples_b, gates) if gates else None
     costs = (

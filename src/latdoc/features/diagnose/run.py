@@ -9,7 +9,7 @@ from pathlib import Path
 
 from latdoc.errors import UsageError
 from latdoc.features.diagnose.analysis import DiagnosisRun, traffic_diagnosis
-from latdoc.i18n import N_
+from latdoc.i18n import N_, Message
 from latdoc.model import Priorities, Scenario
 from latdoc.pipeline import (
     AUTO,
@@ -130,8 +130,8 @@ def rediagnose(store: Store, run_id: str) -> DiagnosisRun:
     if info.kind == INSTRUMENT_KIND:
         return diagnose_traffic(store, info.run_id)
     if info.kind != DIAGNOSE_KIND:
-        said = _NOT_A_DIAGNOSIS.get(info.kind, _ANOTHER_RUN).format(kind=info.kind)
-        raise UsageError(f"run {info.run_id} is {said}")
+        said = Message(_NOT_A_DIAGNOSIS.get(info.kind, _ANOTHER_RUN), kind=info.kind)
+        raise UsageError(Message("run {run_id} is {said}", run_id=info.run_id, said=said))
     context = run_context(
         info.run_id, info.endpoint, info.model, Scenario(info.scenario), info.meta, info.notes
     )
@@ -140,10 +140,10 @@ def rediagnose(store: Store, run_id: str) -> DiagnosisRun:
 
 
 _NOT_A_DIAGNOSIS = {
-    LOAD_KIND: "a load sweep, not a diagnosis: `latdoc report` renders it",
+    LOAD_KIND: N_("a load sweep, not a diagnosis: `latdoc report` renders it"),
 }
 """What :func:`rediagnose` says of a stored run of another kind, by kind."""
-_ANOTHER_RUN = "a {kind} run, not a diagnosis: `latdoc compare` compares it with another run"
+_ANOTHER_RUN = N_("a {kind} run, not a diagnosis: `latdoc compare` compares it with another run")
 
 
 def diagnose_traffic(
@@ -166,11 +166,15 @@ def diagnose_traffic(
     info, samples, _ = store.load_run(run_id)
     if info.kind != INSTRUMENT_KIND:
         raise UsageError(
-            f"run {info.run_id} is a {info.kind} run, not recorded traffic: "
-            f"`latdoc report {info.run_id}` shows it"
+            Message(
+                "run {run_id} is a {kind} run, not recorded traffic: `latdoc report {run_id}` "
+                "shows it",
+                run_id=info.run_id,
+                kind=info.kind,
+            )
         )
     if not any(s.step is Step.TRAFFIC for s in samples):
-        raise UsageError(f"run {info.run_id} holds no recorded requests yet")
+        raise UsageError(Message("run {run_id} holds no recorded requests yet", run_id=info.run_id))
     if prompt_tokens is not None and info.meta.get("prompt_tokens") != prompt_tokens:
         store.update_meta(info.run_id, {"prompt_tokens": prompt_tokens})
     if priorities is not None and info.meta.get("priorities") != priorities.spec():
@@ -199,7 +203,9 @@ def diagnose_otlp(
     try:
         data = file.read_bytes()
     except OSError as exc:
-        raise UsageError(f"cannot read {file}: {exc.strerror}") from None
+        raise UsageError(
+            Message("cannot read {file}: {strerror}", file=file, strerror=exc.strerror)
+        ) from None
     spans = read_otlp(decode(data, str(file)), str(file))
     first = spans.traces[0]
     run_id = store.new_run(

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from latdoc.errors import UsageError, nesting_checked
+from latdoc.i18n import N_, Message
 from latdoc.records import Sample
 from latdoc.store import RunInfo, Store
 from latdoc.store.requests import FORMATS, open_text, read_jsonl, write
@@ -55,11 +56,15 @@ def open_export(
     """The run ``run_id`` (an id or a unique prefix) to export in ``format``; a
     :class:`UsageError` for an unknown run, or for Parquet when ``to_file`` is false."""
     if format not in FORMATS:
-        raise UsageError(f"--format {format}: use one of {', '.join(FORMATS)}")
+        raise UsageError(
+            Message(
+                "--format {format}: use one of {formats}", format=format, formats=", ".join(FORMATS)
+            )
+        )
     info = store.run_info(run_id)
     diagnosis = store.diagnosis_document(info.run_id)
     if format == PARQUET and not to_file:
-        raise UsageError("--format parquet writes a file: give --output FILE")
+        raise UsageError(N_("--format parquet writes a file: give --output FILE"))
     return RunExport(store, info, format, diagnosis)
 
 

@@ -28,6 +28,7 @@ from latdoc.features.load.analysis import (
     Percentiles,
     Slo,
 )
+from latdoc.i18n import Message
 
 LOAD_RECORD_SCHEMA = "latdoc.load_record/1"
 """The stored document's schema and version."""
@@ -55,8 +56,13 @@ def load_from_record(document: Mapping[str, Any]) -> LoadAnalysis:
     schema = document.get("schema", PRINTED_SCHEMA)
     if schema not in (LOAD_RECORD_SCHEMA, PRINTED_SCHEMA):
         raise UsageError(
-            f"the stored load document is {schema!r}: this version of latdoc reads "
-            f"{LOAD_RECORD_SCHEMA} and {PRINTED_SCHEMA}"
+            Message(
+                "the stored load document is {schema!r}: this version of latdoc reads "
+                "{record} and {printed}",
+                schema=schema,
+                record=LOAD_RECORD_SCHEMA,
+                printed=PRINTED_SCHEMA,
+            )
         )
     printed = schema == PRINTED_SCHEMA
     levels = tuple(_level(raw, printed=printed) for raw in document.get("levels") or ())

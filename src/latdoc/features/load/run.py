@@ -28,6 +28,7 @@ from latdoc.features.load.send.processes import ProcessFleet
 from latdoc.features.load.send.replay import Replay, replay_sweep
 from latdoc.features.load.send.sweep import LoadPlan, run_load
 from latdoc.features.load.send.workers import worker_plans
+from latdoc.i18n import N_, Message
 from latdoc.model import price_to_dict
 from latdoc.pipeline import host_meta
 from latdoc.records import Sample, Step, StepNote
@@ -99,7 +100,7 @@ class Workers:
         at ``ray`` (:meth:`on_ray`), else ``processes`` local processes; ``None``: this
         process alone. Actors without a cluster are a :class:`UsageError`."""
         if actors is not None and ray is None:
-            raise UsageError("--workers counts Ray actors: give --ray ADDRESS too")
+            raise UsageError(N_("--workers counts Ray actors: give --ray ADDRESS too"))
         if ray is not None:
             return cls.on_ray(ray, actors)
         return None if processes is None else cls(processes)
@@ -122,9 +123,15 @@ def check_load_target(plan: LoadPlan, *, confirmed: bool) -> None:
     if streams > MAX_REMOTE_STREAMS and not confirmed and not is_loopback(plan.endpoint.base_url):
         what = "--concurrency" if plan.closed_loop else "--max-in-flight"
         raise UsageError(
-            f"{what} {streams} would hold up to {streams} streams open against "
-            f"{urlsplit(plan.endpoint.base_url).hostname}, which is not this host; more than "
-            f"{MAX_REMOTE_STREAMS} needs --yes (make sure you may load it that hard)"
+            Message(
+                "{flag} {streams} would hold up to {streams} streams open against {host}, "
+                "which is not this host; more than {most} needs --yes (make sure "
+                "you may load it that hard)",
+                flag=what,
+                streams=streams,
+                host=urlsplit(plan.endpoint.base_url).hostname,
+                most=MAX_REMOTE_STREAMS,
+            )
         )
 
 
@@ -158,16 +165,23 @@ def load_endpoint(
     sent), the same levels compared with each other, into :attr:`LoadRun.gates`.
     """
     if bool(gates) != (baseline is not None):
-        raise UsageError("--fail-if and --baseline RUN_ID go together: the gates hold this "
-                         "run against the baseline")  # fmt: skip
+        raise UsageError(
+            N_(
+                "--fail-if and --baseline RUN_ID go together: the gates hold this run against the "
+                "baseline"
+            )
+        )
     if find_max is not None and (
         workers is not None or replay is not None or auto_processes or len(plan.rates) > 1
     ):
-        raise UsageError("--find-max probes its own levels from this process: leave out "
-                         "--trace, --processes and --ray, and give --rate one starting "
-                         "rate at most")  # fmt: skip
+        raise UsageError(
+            N_(
+                "--find-max probes its own levels from this process: leave out --trace, "
+                "--processes and --ray, and give --rate one starting rate at most"
+            )
+        )
     if replay is not None and plan.rates:
-        raise UsageError("--trace sends at the trace's own times: leave out --rate")
+        raise UsageError(N_("--trace sends at the trace's own times: leave out --rate"))
     held: list[Sample] = []
     if baseline is not None:
         _, held, _ = store.load_run(baseline)
@@ -199,8 +213,12 @@ def _load(
     opening: list[StepNote] = []
     if auto_processes:
         if workers is not None or replay is not None or find_max is not None:
-            raise UsageError("--processes auto chooses the processes itself: leave out "
-                             "--ray, --trace and --find-max")  # fmt: skip
+            raise UsageError(
+                N_(
+                    "--processes auto chooses the processes itself: leave out --ray, --trace and "
+                    "--find-max"
+                )
+            )
         choice = choose_processes(plan)
         meta["processes_auto"] = choice.document()
         opening.append(StepNote(Step.RUN, choice.sentence()))
@@ -208,7 +226,9 @@ def _load(
         workers = Workers(choice.processes) if choice.processes > 1 else None
     if replay is not None:
         if workers is not None:
-            raise UsageError("--trace replays from this process: leave out --processes and --ray")
+            raise UsageError(
+                N_("--trace replays from this process: leave out --processes and --ray")
+            )
         meta["replay"] = {"trace": replay.path, "format": replay.fmt, "speed": replay.speed,
                           "streams": replay.streams}  # fmt: skip
         sweep = replay_sweep(plan, replay, on_progress)
@@ -371,7 +391,11 @@ def reload_load(store: Store, run_id: str) -> LoadRun:
     """Analyse a stored sweep (an id or a unique prefix of one) again, sending nothing."""
     info, samples, document = store.load_run(run_id)
     if info.kind != LOAD_KIND:
-        raise UsageError(f"run {info.run_id} is a {info.kind} run, not a load sweep")
+        raise UsageError(
+            Message(
+                "run {run_id} is a {kind} run, not a load sweep", run_id=info.run_id, kind=info.kind
+            )
+        )
     stored = None if document is None else load_from_record(document)
     windows = [] if stored is None else [lv.window for lv in stored.levels]
     load_meta = info.meta.get("load", {}) if isinstance(info.meta, Mapping) else {}

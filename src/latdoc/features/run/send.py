@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from latdoc.errors import UsageError, nesting_checked
+from latdoc.i18n import Message
 
 STEP_COMMANDS = ("probe", "diagnose", "load", "verify", "watch")
 """The commands a plan's step may run: those that send requests to the endpoint."""
@@ -96,11 +97,16 @@ def read_plan(path: Path, names: OptionNames, *, db: str | None = None) -> list[
     plan = _load(path)
     unknown = set(plan) - {"endpoint", "steps"}
     if unknown:
-        raise UsageError(f"{path}: unknown table or key {', '.join(sorted(unknown))}: a plan "
-                         "has [endpoint] and [[steps]]")  # fmt: skip
+        raise UsageError(
+            Message(
+                "{path}: unknown table or key {unknown}: a plan has [endpoint] and [[steps]]",
+                path=path,
+                unknown=", ".join(sorted(unknown)),
+            )
+        )
     endpoint = plan.get("endpoint", {})
     if not isinstance(endpoint, dict):
-        raise UsageError(f"{path}: endpoint must be a table ([endpoint])")
+        raise UsageError(Message("{path}: endpoint must be a table ([endpoint])", path=path))
     shared = {
         key: name
         for key, name in names[STEP_COMMANDS[0]].items()
@@ -109,12 +115,19 @@ def read_plan(path: Path, names: OptionNames, *, db: str | None = None) -> list[
     extra = set(endpoint) - set(shared)
     if extra:
         raise UsageError(
-            f"{path}: [endpoint] {', '.join(sorted(extra))}: it holds what every step shares "
-            f"({', '.join(sorted(ENDPOINT_KEYS))}); put the rest in a step"
+            Message(
+                "{path}: [endpoint] {extra}: it holds what every step shares ({keys}); put "
+                "the rest in a step",
+                path=path,
+                extra=", ".join(sorted(extra)),
+                keys=", ".join(sorted(ENDPOINT_KEYS)),
+            )
         )
     steps = plan.get("steps")
     if not isinstance(steps, list) or not steps:
-        raise UsageError(f"{path}: no steps: add [[steps]] tables, each with a command")
+        raise UsageError(
+            Message("{path}: no steps: add [[steps]] tables, each with a command", path=path)
+        )
     given = _options(endpoint, shared, f"{path}: [endpoint]")
     return [_step(path, number, step, names, given, db) for number, step in enumerate(steps, 1)]
 
@@ -123,14 +136,18 @@ def _load(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+        raise UsageError(
+            Message("cannot read {path}: {strerror}", path=path, strerror=exc.strerror)
+        ) from None
     except UnicodeDecodeError as exc:
-        raise UsageError(f"{path}: not UTF-8 text ({exc.reason})") from None
+        raise UsageError(
+            Message("{path}: not UTF-8 text ({reason})", path=path, reason=exc.reason)
+        ) from None
     try:
         with nesting_checked(str(path)):
             return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"{path}: {exc}") from None
+        raise UsageError(Message("{path}: {exc}", path=path, exc=exc)) from None
 
 
 def _step(
@@ -142,17 +159,32 @@ def _step(
     db: str | None,
 ) -> PlannedStep:
     if not isinstance(step, dict):
-        raise UsageError(f"{path}: step {number} must be a table ([[steps]])")
-    where = f"{path}: step {number}"
+        raise UsageError(
+            Message("{path}: step {number} must be a table ([[steps]])", path=path, number=number)
+        )
+    where = Message("{path}: step {number}", path=str(path), number=number)
     command = step.get("command")
     if command not in STEP_COMMANDS:
-        raise UsageError(f"{where}: command {command!r}: use one of {', '.join(STEP_COMMANDS)}")
+        raise UsageError(
+            Message(
+                "{where}: command {command!r}: use one of {commands}",
+                where=where,
+                command=command,
+                commands=", ".join(STEP_COMMANDS),
+            )
+        )
     options = _options(
-        {k: v for k, v in step.items() if k != "command"}, names[command], f"{where} ({command})"
+        {k: v for k, v in step.items() if k != "command"},
+        names[command],
+        Message("{where} ({command})", where=where, command=command),
     )
     clash = sorted(options[o].key for o in options if o in given)
     if clash:
-        raise UsageError(f"{where}: {', '.join(clash)} is in [endpoint] already")
+        raise UsageError(
+            Message(
+                "{where}: {clash} is in [endpoint] already", where=where, clash=", ".join(clash)
+            )
+        )
     if db is not None:
         options.setdefault("--db", _Given("db", "--db", db))
     argv = [command, *_arguments({**given, **options}, where)]
@@ -169,11 +201,26 @@ def _options(
         name = names.get(key)
         if name is None:
             near = difflib.get_close_matches(key, names, n=1)
-            hint = f" (did you mean {near[0]}?)" if near else ""
-            raise UsageError(f"{where}: no option is named {key}{hint}")
+            hint = Message(" (did you mean {near}?)", near=near[0]) if near else ""
+            raise UsageError(
+                Message(
+                    "{where}: no option is named {key}{hint}",
+                    where=where,
+                    key=key,
+                    hint=Message.of(hint),
+                )
+            )
         if name.option in options:
             first = options[name.option].key
-            raise UsageError(f"{where}: {first} and {key} name the same option ({name.option})")
+            raise UsageError(
+                Message(
+                    "{where}: {first} and {key} name the same option ({option})",
+                    where=where,
+                    first=first,
+                    key=key,
+                    option=name.option,
+                )
+            )
         options[name.option] = _Given(key, name.flag, value)
     return options
 
@@ -183,7 +230,7 @@ def _arguments(options: Mapping[str, _Given], where: str) -> list[str]:
     url = options.get(URL.option)
     if url is not None:
         if not isinstance(url.value, str):
-            raise UsageError(f"{where}: url must be a string")
+            raise UsageError(Message("{where}: url must be a string", where=where))
         argv.append(url.value)
     for option, given in options.items():
         if option == URL.option:
@@ -193,7 +240,10 @@ def _arguments(options: Mapping[str, _Given], where: str) -> list[str]:
         elif given.value is False:
             continue
         else:
-            argv += [given.flag, _text(given.value, f"{where}: {given.key}")]
+            argv += [
+                given.flag,
+                _text(given.value, Message("{where}: {key}", where=where, key=given.key)),
+            ]
     return argv
 
 
@@ -209,4 +259,10 @@ def _text(value: Any, where: str) -> str:
     if isinstance(value, dict):
         return json.dumps(value)
     shown = json.dumps(value, default=str)
-    raise UsageError(f"{where} = {shown}: give a string, a number, true/false or a list of them")
+    raise UsageError(
+        Message(
+            "{where} = {shown}: give a string, a number, true/false or a list of them",
+            where=where,
+            shown=shown,
+        )
+    )

@@ -14,6 +14,7 @@ from latdoc.features.verify import experiments
 from latdoc.features.verify.checks.cases import CheckFile
 from latdoc.features.verify.experiments import Experiment
 from latdoc.features.verify.send import Arm
+from latdoc.i18n import N_, Message
 from latdoc.model import Price
 from latdoc.probe import ConnectionOptions, Endpoint
 from latdoc.workload import TokenCalibration
@@ -64,11 +65,14 @@ class VerifyPlan:
             spec.check(self, spec.options_of(self))
         if self.checks is not None and spec.runner is not None:
             raise UsageError(
-                f"--check goes with a remedy of two arms; --remedy {spec.name} runs an "
-                "experiment of its own"
+                Message(
+                    "--check goes with a remedy of two arms; --remedy {name} runs an experiment "
+                    "of its own",
+                    name=spec.name,
+                )
             )
         if not 0 < self.precision < 1:
-            raise UsageError("--precision must be between 0 and 1, e.g. 0.05")
+            raise UsageError(N_("--precision must be between 0 and 1, e.g. 0.05"))
 
     def options_as(self, kind: type[T]) -> T:
         """The options record, which must be a ``kind``: the experiment's own."""

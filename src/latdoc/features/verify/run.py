@@ -36,6 +36,7 @@ from latdoc.features.verify.plan import VerifyPlan
 from latdoc.features.verify.render import VerifyResult
 from latdoc.features.verify.runs import ArmRun, open_verify_runs
 from latdoc.features.verify.send import Arm, ExperimentResult, run_experiment
+from latdoc.i18n import Message
 from latdoc.pricing import find_price
 from latdoc.records import Sample, Step, StepNote
 from latdoc.report.costs import CostRow
@@ -296,8 +297,12 @@ def _priced(arm: Arm, plan: VerifyPlan) -> Arm:
         price = plan.price if same else find_price(None, arm.endpoint.model, arm.endpoint.base_url)
     if price is None and plan.max_cost is not None:
         raise UsageError(
-            f"--max-cost needs a price for every model the run sends to, and latdoc's price "
-            f"library has none for {arm.endpoint.model} (arm {arm.name})"
+            Message(
+                "--max-cost needs a price for every model the run sends to, and latdoc's price "
+                "library has none for {model} (arm {arm})",
+                model=arm.endpoint.model,
+                arm=arm.name,
+            )
         )
     return replace(arm, price=price)
 

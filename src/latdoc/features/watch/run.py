@@ -34,6 +34,7 @@ from latdoc.features.watch.analysis import (
 )
 from latdoc.features.watch.render import ShownClock, duration_text
 from latdoc.features.watch.send import WatchPlan, WatchResult, known_calibration, run_watch
+from latdoc.i18n import N_, Message
 from latdoc.model import cost_of, planned_cost, price_to_dict
 from latdoc.pipeline import WATCH_KIND, host_meta, keep_hourly_verdict
 from latdoc.probe import Endpoint
@@ -90,7 +91,7 @@ def watch_endpoint(
     if name is None:
         name = watch_name(plan.endpoint)
     if not name:
-        raise UsageError("--name must not be empty")
+        raise UsageError(N_("--name must not be empty"))
     existing = store.find_runs(WATCH_KIND, name)
     if existing:
         info = existing[0]
@@ -209,8 +210,12 @@ def watch_clock(
     runs = store.find_runs(WATCH_KIND, name)
     if not runs:
         known = sorted({str(r.meta.get("name")) for r in store.find_runs(WATCH_KIND)})
-        hint = f"; watches in {store.path}: {', '.join(known)}" if known else ""
-        raise UsageError(f"no watch named {name!r}{hint}")
+        hint = (
+            Message("; watches in {path}: {known}", path=str(store.path), known=", ".join(known))
+            if known
+            else ""
+        )
+        raise UsageError(Message("no watch named {name!r}{hint}", name=name, hint=Message.of(hint)))
     info = runs[0]
     bucket, cycle = _spans(bucket_s, cycle_s)
     # Counted and ranked by the store from its narrow rows: no trace record is decoded.
@@ -239,8 +244,12 @@ def _spans(bucket_s: float, cycle_s: float | None) -> tuple[timedelta, timedelta
     cycle_us = round(cycle_s * 1e6)
     if cycle_us % bucket_us:
         raise UsageError(
-            f"the cycle ({cycle_s:g} s) is not a whole number of buckets ({bucket_s:g} s); "
-            "give a --bucket that divides --cycle"
+            Message(
+                "the cycle ({cycle:g} s) is not a whole number of buckets ({bucket:g} s); "
+                "give a --bucket that divides --cycle",
+                cycle=cycle_s,
+                bucket=bucket_s,
+            )
         )
     return timedelta(microseconds=bucket_us), timedelta(microseconds=cycle_us)
 
@@ -263,13 +272,13 @@ def clock_spans(
     if cycle_s is not None:
         bucket = bucket_s if bucket_s is not None else cycle_s / 24
         if bucket > cycle_s:
-            raise UsageError("--bucket must not be longer than --cycle")
+            raise UsageError(N_("--bucket must not be longer than --cycle"))
         how = f"buckets of {duration_text(bucket)} over a {duration_text(cycle_s)} cycle"
         return ClockSpans(bucket, cycle_s, how)
     if by_hour_of_day or bucket_s is None:
         bucket = bucket_s if bucket_s is not None else HOUR_S
         if bucket > DAY_S:
-            raise UsageError("--bucket must not be longer than the day with --by hour-of-day")
+            raise UsageError(N_("--bucket must not be longer than the day with --by hour-of-day"))
         return ClockSpans(bucket, DAY_S, HOUR_OF_DAY_TITLE)
     return ClockSpans(bucket_s, None, f"buckets of {duration_text(bucket_s)}")
 
@@ -285,13 +294,19 @@ def _stored_calibration(store: Store, info: RunInfo, plan: WatchPlan) -> TokenCa
 
 def _check_same_target(info: RunInfo, plan: WatchPlan) -> None:
     for what, stored, asked in (
-        ("endpoint", info.endpoint, plan.endpoint.base_url),
-        ("model", info.model, plan.endpoint.model),
+        (N_("endpoint"), info.endpoint, plan.endpoint.base_url),
+        (N_("model"), info.model, plan.endpoint.model),
     ):
         if stored != asked:
             raise UsageError(
-                f"watch {info.meta.get('name')!r} measures {what} {stored}, not {asked}; "
-                "give another --name for a new watch"
+                Message(
+                    "watch {name!r} measures {what} {stored}, not {asked}; give another --name "
+                    "for a new watch",
+                    name=info.meta.get("name"),
+                    what=Message.of(what),
+                    stored=stored,
+                    asked=asked,
+                )
             )
 
 

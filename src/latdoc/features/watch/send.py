@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from latdoc.errors import CalibrationError, UsageError
+from latdoc.i18n import N_, Message
 from latdoc.model import Price
 from latdoc.probe import ConnectionOptions, Endpoint, ProbeSession
 from latdoc.records import RequestTrace, Sample, Step
@@ -76,13 +77,19 @@ class WatchPlan:
 
     def __post_init__(self) -> None:
         if not self.every_s > 0:
-            raise UsageError("--every must be more than 0")
+            raise UsageError(N_("--every must be more than 0"))
         if not 0 <= self.jitter <= 0.5:
-            raise UsageError(f"--jitter must be between 0 and 0.5, got {self.jitter:g}")
+            raise UsageError(
+                Message("--jitter must be between 0 and 0.5, got {jitter:g}", jitter=self.jitter)
+            )
         if self.long_tokens <= self.short_tokens:
             raise UsageError(
-                f"--long-tokens ({self.long_tokens}) must be more than the short prompt's "
-                f"{self.short_tokens} tokens"
+                Message(
+                    "--long-tokens ({long_tokens}) must be more than the short prompt's "
+                    "{short_tokens} tokens",
+                    long_tokens=self.long_tokens,
+                    short_tokens=self.short_tokens,
+                )
             )
 
 
@@ -135,8 +142,12 @@ async def run_watch(
         took = clock() - began
         if ticks == 1 and plan.until is not None and took > plan.every_s:
             raise WatchTooFast(
-                f"one tick took {took:.1f} s, longer than --every {plan.every_s:g}s; "
-                "give an interval longer than three requests"
+                Message(
+                    "one tick took {took:.1f} s, longer than --every {every:g}s; give an "
+                    "interval longer than three requests",
+                    took=took,
+                    every=plan.every_s,
+                )
             )
         if plan.until is None:
             return WatchResult(ticks, requests, "once", skipped)

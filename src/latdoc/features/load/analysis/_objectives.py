@@ -19,6 +19,7 @@ from latdoc.analysis.quantities import duration
 from latdoc.analysis.stats import quantile, quantile_interval
 from latdoc.errors import UsageError
 from latdoc.features.load.analysis._level import Slo
+from latdoc.i18n import Message
 from latdoc.records import RequestTrace
 
 _METRICS: dict[str, Callable[[RequestTrace], float | None]] = {
@@ -47,8 +48,11 @@ def objective(name: str, limit_ms: float) -> Objective:
     match = _ONE.match(name)
     if match is None or not 1 <= int(match["q"]) <= 99:
         raise UsageError(
-            f"--slo {name}: with --find-max name a metric and a quantile: ttft_p95, "
-            "tpot_p50, e2e_p99 (ttft, tpot or e2e; p01 to p99)"
+            Message(
+                "--slo {name}: with --find-max name a metric and a quantile: ttft_p95, tpot_p50, "
+                "e2e_p99 (ttft, tpot or e2e; p01 to p99)",
+                name=name,
+            )
         )
     return Objective(match["metric"], int(match["q"]) / 100, limit_ms)
 

@@ -36,6 +36,7 @@ from latdoc.features.load.analysis import (
     read_level,
 )
 from latdoc.features.load.send.sweep import LoadPlan, _Sweep, too_many_failed, within_time_budget
+from latdoc.i18n import N_
 from latdoc.records import RequestTrace, Sample, StepNote
 from latdoc.workload import budget_for
 
@@ -68,7 +69,7 @@ class FindMaxAsk:
     def __post_init__(self) -> None:
         if not self.objectives:
             raise UsageError(
-                "--find-max needs --slo with quantiles, e.g. ttft_p95=2s,tpot_p50=80ms"
+                N_("--find-max needs --slo with quantiles, e.g. ttft_p95=2s,tpot_p50=80ms")
             )
 
     @classmethod
@@ -85,8 +86,12 @@ class FindMaxAsk:
         if find_max:
             return cls(objectives, limit, rates[0] if rates else None)
         if objectives:
-            raise UsageError("--slo's quantiles (ttft_p95=…) are for --find-max; goodput takes "
-                             "ttft=… and tpot=…")  # fmt: skip
+            raise UsageError(
+                N_(
+                    "--slo's quantiles (ttft_p95=…) are for --find-max; goodput takes ttft=… and "
+                    "tpot=…"
+                )
+            )
         return None
 
     @property

@@ -32,7 +32,7 @@ from datetime import timedelta
 from types import TracebackType
 from typing import Any, Protocol, Self
 
-from latdoc.errors import LatdocError
+from latdoc.errors import LatdocError, message_of
 from latdoc.features.load.analysis import LevelWindow, busiest
 from latdoc.features.load.send.sweep import (
     LoadPlan,
@@ -42,6 +42,7 @@ from latdoc.features.load.send.sweep import (
     within_time_budget,
 )
 from latdoc.features.load.send.workers import Batch, LevelOrder, split, worker_clocks, worker_host
+from latdoc.i18n import Message
 from latdoc.probe import now_ns
 from latdoc.records import Sample, Step, StepNote
 
@@ -197,15 +198,25 @@ async def join(handles: Sequence[WorkerHandle]) -> list[Member]:
             same = bool(where.get("boot_id")) and where.get("boot_id") == mine.get("boot_id")
             return Member(handle, where, await estimate_offset(handle, same_clock=same))
         except WorkerLost as exc:
-            raise LatdocError(f"load worker {handle.worker} did not start: {exc}") from None
+            raise LatdocError(
+                Message(
+                    "load worker {worker} did not start: {exc}",
+                    worker=handle.worker,
+                    exc=message_of(exc),
+                )
+            ) from None
 
     try:
         async with asyncio.timeout(START_TIMEOUT_S):
             return list(await asyncio.gather(*(one(h) for h in handles)))
     except TimeoutError:
         raise LatdocError(
-            f"the {len(handles)} load workers did not all start within {START_TIMEOUT_S:g} s "
-            "(on Ray: does the cluster have a free CPU for each?)"
+            Message(
+                "the {workers} load workers did not all start within {timeout:g} s (on "
+                "Ray: does the cluster have a free CPU for each?)",
+                workers=len(handles),
+                timeout=START_TIMEOUT_S,
+            )
         ) from None
 
 

@@ -18,6 +18,7 @@ from latdoc.errors import UsageError
 from latdoc.features.load.send.fleet import Fleet, WorkerLost
 from latdoc.features.load.send.sweep import LoadPlan
 from latdoc.features.load.send.workers import Batch, LevelOrder, LoadWorker
+from latdoc.i18n import Message
 from latdoc.pipeline import connect, first_line
 
 WORKER_CPUS = 1.0
@@ -76,8 +77,14 @@ class RayFleet(Fleet):
             cpus = float(self._ray.cluster_resources().get("CPU", 0.0))
             if cpus < len(plans) * WORKER_CPUS:
                 raise UsageError(
-                    f"{len(plans)} load workers need {len(plans) * WORKER_CPUS:g} CPUs; the Ray "
-                    f"cluster at {address} has {cpus:g}"
+                    Message(
+                        "{workers} load workers need {needed:g} CPUs; the Ray cluster at {address} "
+                        "has {cpus:g}",
+                        workers=len(plans),
+                        needed=len(plans) * WORKER_CPUS,
+                        address=address,
+                        cpus=cpus,
+                    )
                 )
             actor = self._ray.remote(LoadWorker).options(
                 num_cpus=WORKER_CPUS, max_restarts=0, scheduling_strategy="SPREAD"

@@ -32,6 +32,7 @@ from latdoc.errors import UsageError
 from latdoc.features.load.analysis import LevelWindow
 from latdoc.features.load.send.heap import kept_out_of_collection
 from latdoc.features.load.send.meter import ClientMeter
+from latdoc.i18n import Message
 from latdoc.model import Price
 from latdoc.probe import (
     ConnectionOptions,
@@ -55,9 +56,9 @@ def parse_levels(text: str) -> tuple[int, ...]:
     try:
         values = tuple(int(v) for v in text.split(",") if v.strip())
     except ValueError:
-        raise UsageError(f"not a list of whole numbers: {text!r}") from None
+        raise UsageError(Message("not a list of whole numbers: {text!r}", text=text)) from None
     if not values or min(values) < 1:
-        raise UsageError(f"each level must be at least 1: {text!r}")
+        raise UsageError(Message("each level must be at least 1: {text!r}", text=text))
     return values
 
 
@@ -66,9 +67,9 @@ def parse_rates(text: str) -> tuple[float, ...]:
     try:
         values = tuple(float(v) for v in text.split(",") if v.strip())
     except ValueError:
-        raise UsageError(f"not a list of rates: {text!r}") from None
+        raise UsageError(Message("not a list of rates: {text!r}", text=text)) from None
     if not values or min(values) <= 0:
-        raise UsageError(f"each rate must be more than 0: {text!r}")
+        raise UsageError(Message("each rate must be more than 0: {text!r}", text=text))
     return values
 
 

@@ -31,6 +31,7 @@ from typing import Any
 from latdoc.errors import UsageError
 from latdoc.features.load.analysis import LevelWindow
 from latdoc.features.load.send.sweep import LoadPlan, _Level, _Sweep
+from latdoc.i18n import N_, Message
 from latdoc.probe import now_ns
 from latdoc.records import Sample, StepNote
 from latdoc.workload import budget_for
@@ -83,13 +84,23 @@ def split(total: int, workers: int) -> list[int]:
 def worker_plans(plan: LoadPlan, workers: int) -> list[LoadPlan]:
     """Each worker's plan: the request, token and money budgets split between them."""
     if workers < 1:
-        raise UsageError("a load needs at least 1 worker")
+        raise UsageError(N_("a load needs at least 1 worker"))
     if plan.max_requests < workers:
         raise UsageError(
-            f"--max-requests {plan.max_requests} cannot be split over {workers} workers"
+            Message(
+                "--max-requests {max_requests} cannot be split over {workers} workers",
+                max_requests=plan.max_requests,
+                workers=workers,
+            )
         )
     if plan.token_budget is not None and plan.token_budget < workers:
-        raise UsageError(f"--token-budget {plan.token_budget} cannot be split over {workers}")
+        raise UsageError(
+            Message(
+                "--token-budget {token_budget} cannot be split over {workers}",
+                token_budget=plan.token_budget,
+                workers=workers,
+            )
+        )
     requests = split(plan.max_requests, workers)
     tokens = split(plan.token_budget, workers) if plan.token_budget is not None else None
     money = None if plan.max_cost is None else plan.max_cost / workers

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from latdoc.errors import UsageError, nesting_checked
+from latdoc.i18n import Message
 from latdoc.probe import Prompt
 
 NORMALISATION = "strip, collapse whitespace, case-fold"
@@ -182,7 +183,9 @@ def read_checks(path: str | Path) -> CheckFile:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"--check {path}: cannot read it: {exc}") from None
+        raise UsageError(
+            Message("--check {path}: cannot read it: {exc}", path=path, exc=exc)
+        ) from None
     cases: list[CheckCase] = []
     seen: dict[str, int] = {}
     for number, line in enumerate(text.splitlines(), start=1):
@@ -193,13 +196,20 @@ def read_checks(path: str | Path) -> CheckFile:
             with nesting_checked(where):
                 case = _case(json.loads(line), number)
         except ValueError as exc:
-            raise UsageError(f"{where}: {_fault(exc)}") from None
+            raise UsageError(Message("{where}: {exc}", where=where, exc=_fault(exc))) from None
         if case.id in seen:
-            raise UsageError(f"{where}: id {case.id!r} is line {seen[case.id]}'s too")
+            raise UsageError(
+                Message(
+                    "{where}: id {id!r} is line {line}'s too",
+                    where=where,
+                    id=case.id,
+                    line=seen[case.id],
+                )
+            )
         seen[case.id] = number
         cases.append(case)
     if not cases:
-        raise UsageError(f"--check {path}: no cases: one JSON object a line")
+        raise UsageError(Message("--check {path}: no cases: one JSON object a line", path=path))
     return CheckFile(str(path), tuple(cases))
 
 

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from latdoc import i18n
 from latdoc.errors import UsageError
 from latdoc.probe import ConnectionOptions, Endpoint, ProbeSession
 from latdoc.records import RequestTrace, Step, StepNote
@@ -68,15 +69,18 @@ def parse_strategies(text: str) -> tuple[Strategy, ...]:
         kind, _, number = part.partition(":")
         if kind not in KINDS or not number.isdigit() or int(number) < 1:
             raise UsageError(
-                f"--strategies: {part!r} is not one of window:N, summary:N, reset:N "
-                "(N turns, at least 1)"
+                i18n.Message(
+                    "--strategies: {part!r} is not one of window:N, summary:N, reset:N (N turns, "
+                    "at least 1)",
+                    part=part,
+                )
             )
         strategy = Strategy(kind, int(number))
         if strategy in out:
-            raise UsageError(f"--strategies: {part!r} is given twice")
+            raise UsageError(i18n.Message("--strategies: {part!r} is given twice", part=part))
         out.append(strategy)
     if not out:
-        raise UsageError("--strategies: name at least one, e.g. window:6")
+        raise UsageError(i18n.N_("--strategies: name at least one, e.g. window:6"))
     return tuple(out)
 
 

@@ -34,6 +34,7 @@ from latdoc.features.verify.experiments.proxy import PROXY
 from latdoc.features.verify.experiments.reasoning_effort import REASONING_EFFORT
 from latdoc.features.verify.experiments.retry import RETRY
 from latdoc.features.verify.experiments.trim import TRIM
+from latdoc.i18n import Message
 
 __all__ = [
     "EXPERIMENTS",
@@ -78,7 +79,13 @@ def experiment(name: str) -> Experiment[Any]:
     for e in EXPERIMENTS:
         if e.name == name:
             return e
-    raise UsageError(f"latdoc verify has no remedy {name!r}; one of {', '.join(names())}")
+    raise UsageError(
+        Message(
+            "latdoc verify has no remedy {name!r}; one of {remedies}",
+            name=name,
+            remedies=", ".join(names()),
+        )
+    )
 
 
 def resolve(remedy: str | Experiment[Any]) -> Experiment[Any]:

@@ -11,6 +11,7 @@ from latdoc.errors import UsageError
 from latdoc.features.verify.arms import base_arm
 from latdoc.features.verify.experiments._spec import Argument
 from latdoc.features.verify.send import Arm
+from latdoc.i18n import N_
 from latdoc.model import DEFAULT_CONCURRENCY
 from latdoc.workload import TokenCalibration
 
@@ -36,7 +37,7 @@ ALT_MODEL = Argument("--alt-model", "model: the model to try", metavar="NAME")
 
 def check_pool_size(pool_size: int | None) -> None:
     if pool_size is not None and pool_size < 1:
-        raise UsageError("--pool-size must be at least 1")
+        raise UsageError(N_("--pool-size must be at least 1"))
 
 
 def today_pool(concurrency: int, pool_size: int | None) -> int:

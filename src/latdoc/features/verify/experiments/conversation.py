@@ -11,6 +11,7 @@ from latdoc.errors import UsageError
 from latdoc.features.verify.conversation import verify_conversation
 from latdoc.features.verify.conversation.send import ConversationOptions, parse_strategies
 from latdoc.features.verify.experiments._spec import Argument, Experiment
+from latdoc.i18n import N_
 
 if TYPE_CHECKING:
     from latdoc.features.verify.arms import Plan
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 def _check(plan: Plan, options: ConversationOptions) -> None:
     parse_strategies(options.strategies)
     if options.turns < 2:
-        raise UsageError("--turns must be at least 2: a conversation needs history")
+        raise UsageError(N_("--turns must be at least 2: a conversation needs history"))
 
 
 def _describe(plan: Plan, options: ConversationOptions) -> tuple[str, str]:

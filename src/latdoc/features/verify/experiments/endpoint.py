@@ -22,6 +22,7 @@ from latdoc.features.verify.arms import base_arm
 from latdoc.features.verify.experiments._shared import ALT_MODEL, unanswered
 from latdoc.features.verify.experiments._spec import Argument, Before, Experiment, options_from
 from latdoc.features.verify.send import Arm
+from latdoc.i18n import N_, Message
 from latdoc.probe import Endpoint
 from latdoc.store import redact_url
 from latdoc.workload import TokenCalibration
@@ -62,7 +63,7 @@ def _read(values: Mapping[str, object]) -> EndpointOptions:
     if (var := values.get(ALT_API_KEY_ENV.name)) is not None:
         key = os.environ.get(str(var))
         if not key:
-            raise UsageError(f"--alt-api-key-env {var}: the variable is not set")
+            raise UsageError(Message("--alt-api-key-env {var}: the variable is not set", var=var))
     options = options_from(EndpointOptions, (ALT_URL, ALT_MODEL, SAME_KEY), values)
     return replace(options, alt_api_key=key)
 
@@ -74,7 +75,9 @@ def origin(url: str) -> tuple[str, str, int | None]:
     try:
         port = parts.port
     except ValueError:
-        raise UsageError(f"invalid URL {redact_url(url)!r}: its port is not a number") from None
+        raise UsageError(
+            Message("invalid URL {url!r}: its port is not a number", url=redact_url(url))
+        ) from None
     scheme = parts.scheme.lower()
     default = {"http": 80, "https": 443}.get(scheme)
     return scheme, (parts.hostname or "").lower(), port if port is not None else default
@@ -88,9 +91,9 @@ def holds_credentials(endpoint: Endpoint) -> bool:
 
 def _check(plan: Plan, options: EndpointOptions) -> None:
     if not options.alt_url:
-        raise UsageError("--remedy endpoint needs --alt URL2: the endpoint to try")
+        raise UsageError(N_("--remedy endpoint needs --alt URL2: the endpoint to try"))
     if options.same_key and options.alt_api_key is not None:
-        raise UsageError("--same-key and --alt-api-key-env name two keys for --alt: give one")
+        raise UsageError(N_("--same-key and --alt-api-key-env name two keys for --alt: give one"))
     here = plan.endpoint
     if (
         holds_credentials(here)
@@ -100,9 +103,13 @@ def _check(plan: Plan, options: EndpointOptions) -> None:
     ):
         there = urlsplit(options.alt_url).netloc.rpartition("@")[2]
         raise UsageError(
-            f"--alt {redact_url(options.alt_url)} is another host than the endpoint's, and "
-            f"the API key is not sent to {there} unless you say so: --alt-api-key-env VAR "
-            "names the key for it, or --same-key lets the same key go there"
+            Message(
+                "--alt {alt} is another host than the endpoint's, and the API key is not sent "
+                "to {there} unless you say so: --alt-api-key-env VAR names the key for it, or "
+                "--same-key lets the same key go there",
+                alt=redact_url(options.alt_url),
+                there=there,
+            )
         )
 
 

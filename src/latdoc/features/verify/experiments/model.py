@@ -13,6 +13,7 @@ from latdoc.features.verify.arms import base_arm
 from latdoc.features.verify.experiments._shared import ALT_MODEL, unanswered
 from latdoc.features.verify.experiments._spec import Argument, Before, Experiment
 from latdoc.features.verify.send import Arm
+from latdoc.i18n import N_
 from latdoc.pricing import parse_price
 from latdoc.workload import TokenCalibration
 
@@ -38,9 +39,9 @@ class ModelOptions:
 
 def _check(plan: Plan, options: ModelOptions) -> None:
     if not options.alt_model:
-        raise UsageError("--remedy model needs --alt-model NAME: the model to try")
+        raise UsageError(N_("--remedy model needs --alt-model NAME: the model to try"))
     if options.alt_model == plan.endpoint.model:
-        raise UsageError("--alt-model names the model under test: name another one")
+        raise UsageError(N_("--alt-model names the model under test: name another one"))
     if options.alt_price is not None:
         parse_price(options.alt_price, flag="--alt-price")
 

@@ -19,6 +19,7 @@ from latdoc.features.verify.experiments._shared import (
 )
 from latdoc.features.verify.experiments._spec import Experiment, options_from
 from latdoc.features.verify.send import Arm
+from latdoc.i18n import N_
 from latdoc.model import DEFAULT_CONCURRENCY
 from latdoc.pipeline import cpu_count
 from latdoc.workload import TokenCalibration
@@ -52,7 +53,7 @@ def _read(values: Mapping[str, object]) -> PoolOptions:
 
 def _check(plan: Plan, options: PoolOptions) -> None:
     if options.pool_size is None:
-        raise UsageError("--remedy pool needs --pool-size: the pool your client has today")
+        raise UsageError(N_("--remedy pool needs --pool-size: the pool your client has today"))
     check_pool_size(options.pool_size)
 
 

@@ -16,6 +16,7 @@ from latdoc.features.verify.experiments._shared import unanswered
 from latdoc.features.verify.experiments._spec import Argument, Before, Experiment
 from latdoc.features.verify.experiments.direct import proxy_arm_label
 from latdoc.features.verify.send import Arm
+from latdoc.i18n import N_
 from latdoc.probe import ProxyConfig, parse_proxy
 from latdoc.workload import TokenCalibration
 
@@ -31,7 +32,7 @@ class ProxyOptions:
 
 def _check(plan: Plan, options: ProxyOptions) -> None:
     if not options.alt_proxy:
-        raise UsageError("--remedy proxy needs --alt-proxy URL: the proxy to try")
+        raise UsageError(N_("--remedy proxy needs --alt-proxy URL: the proxy to try"))
     parse_proxy(options.alt_proxy, "--alt-proxy")
 
 

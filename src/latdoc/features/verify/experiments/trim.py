@@ -18,6 +18,7 @@ from latdoc.errors import ContextTooLong, UsageError
 from latdoc.features.verify.arms import base_arm, sized
 from latdoc.features.verify.experiments._spec import Argument, Experiment
 from latdoc.features.verify.send import Arm
+from latdoc.i18n import N_
 from latdoc.probe import Prompt
 from latdoc.workload import TokenCalibration
 
@@ -38,9 +39,9 @@ class TrimOptions:
 
 def _check(plan: Plan, options: TrimOptions) -> None:
     if options.from_tokens is None or options.to_tokens is None:
-        raise UsageError("--remedy trim needs --from N and --to M (prompt tokens)")
+        raise UsageError(N_("--remedy trim needs --from N and --to M (prompt tokens)"))
     if options.to_tokens >= options.from_tokens:
-        raise UsageError("--to must be fewer tokens than --from: trimming shortens")
+        raise UsageError(N_("--to must be fewer tokens than --from: trimming shortens"))
 
 
 def _describe(plan: Plan, options: TrimOptions) -> tuple[str, str]:
