@@ -1,7 +1,11 @@
 """Every error latdoc raises on purpose is said in the language spoken: its message is
 marked for the catalogue where it is written (``Message("…", …)`` with values,
 ``N_("…")`` without), never a plain string or an f-string the ``Error:`` line can only
-print in English; and a few real mistakes come out in Chinese under ``--lang zh``."""
+print in English; and a few real mistakes come out in Chinese under ``--lang zh``.
+
+The :class:`~latdoc.errors.ProbeFault` family is left out: its message becomes a failed
+request's :class:`~latdoc.errors.TraceError`, data stored as it is, not an ``Error:``
+line."""
 
 from __future__ import annotations
 
@@ -21,14 +25,18 @@ PACKAGES = (
     "advice",
     "analysis",
     "cli",
+    "client",
     "errors.py",
     "features",
+    "lab",
     "model",
     "pipeline",
     "pricing",
+    "probe",
     "records",
     "report",
     "store",
+    "workload",
 )
 """What is scanned, under ``src/latdoc``: a package (every module in it) or a module."""
 
@@ -41,6 +49,7 @@ def _error_names() -> frozenset[str]:
         name
         for name, value in inspect.getmembers(latdoc.errors, inspect.isclass)
         if issubclass(value, latdoc.errors.LatdocError)
+        and not issubclass(value, latdoc.errors.ProbeFault)
     }
     classes = [
         node
@@ -116,6 +125,7 @@ def test_the_error_tree_is_known_by_name() -> None:
     names = _error_names()
     assert {"UsageError", "RequestFailed", "PolicyError", "StreamStalled"} <= names
     assert "ValueError" not in names
+    assert "SSEError" not in names, "a probe fault is a failed request's data"
 
 
 def test_every_error_raised_is_marked_for_the_catalogue() -> None:

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from latdoc import i18n
 from latdoc.errors import ContextTooLong, PolicyError
 
 __all__ = [
@@ -37,6 +38,9 @@ __all__ = [
 
 Message = Mapping[str, Any]
 TokenCounter = Callable[[Message], int]
+
+_SYSTEM_AND_LAST = i18n.N_("the system prompt and the last turn")
+"""What must be kept when a history is trimmed, as :class:`ContextTooLong` names it."""
 
 SUMMARY_INSTRUCTION = (
     "Summarize the conversation so far in at most 80 words, keeping every fact the user gave:"
@@ -70,9 +74,19 @@ class TokenEstimate:
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.chars_per_token) and self.chars_per_token > 0):
-            raise PolicyError(f"chars_per_token must be > 0, got {self.chars_per_token!r}")
+            raise PolicyError(
+                i18n.Message(
+                    "chars_per_token must be > 0, got {chars_per_token!r}",
+                    chars_per_token=self.chars_per_token,
+                )
+            )
         if self.tokens_per_message < 0:
-            raise PolicyError(f"tokens_per_message must be >= 0, got {self.tokens_per_message}")
+            raise PolicyError(
+                i18n.Message(
+                    "tokens_per_message must be >= 0, got {tokens_per_message}",
+                    tokens_per_message=self.tokens_per_message,
+                )
+            )
 
     def __call__(self, message: Message) -> int:
         chars = len(message_text(message))
@@ -86,7 +100,9 @@ class TokenEstimate:
             chars += sum(len(message_text(m)) for m in messages)
             tokens += prompt_tokens - self.tokens_per_message * len(messages)
         if chars <= 0 or tokens <= 0:
-            raise PolicyError("calibration needs messages with text and their prompt_tokens")
+            raise PolicyError(
+                i18n.N_("calibration needs messages with text and their prompt_tokens")
+            )
         return TokenEstimate(chars / tokens, self.tokens_per_message)
 
 
@@ -128,14 +144,19 @@ def trim_messages(
     ``count_tokens`` defaults to :class:`TokenEstimate`.
     """
     if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int) or budget_tokens < 1:
-        raise PolicyError(f"budget_tokens must be an integer >= 1, got {budget_tokens!r}")
+        raise PolicyError(
+            i18n.Message(
+                "budget_tokens must be an integer >= 1, got {budget_tokens!r}",
+                budget_tokens=budget_tokens,
+            )
+        )
     count = count_tokens or TokenEstimate()
     lead, system = _split_system(messages, keep_system)
     used = _count(system, count)
     starts = _turn_starts(messages, lead)
     if not starts:
         if used > budget_tokens:
-            raise ContextTooLong(used, budget_tokens, "the system prompt and the last turn")
+            raise ContextTooLong(used, budget_tokens, _SYSTEM_AND_LAST)
         return system
     cut = len(messages)
     for start in reversed(starts):
@@ -143,7 +164,7 @@ def trim_messages(
         if used + cost > budget_tokens:
             if cut == len(messages):
                 need = used + cost
-                raise ContextTooLong(need, budget_tokens, "the system prompt and the last turn")
+                raise ContextTooLong(need, budget_tokens, _SYSTEM_AND_LAST)
             break
         used += cost
         cut = start
@@ -165,7 +186,11 @@ def _split_old(
 ) -> tuple[list[Message], list[Message], list[Message]]:
     """System prompt, the turns to summarize, and the last ``keep_turns`` turns."""
     if isinstance(keep_turns, bool) or not isinstance(keep_turns, int) or keep_turns < 1:
-        raise PolicyError(f"keep_turns must be an integer >= 1, got {keep_turns!r}")
+        raise PolicyError(
+            i18n.Message(
+                "keep_turns must be an integer >= 1, got {keep_turns!r}", keep_turns=keep_turns
+            )
+        )
     lead, system = _split_system(messages, keep_system)
     starts = _turn_starts(messages, lead)
     if len(starts) <= keep_turns:
@@ -226,7 +251,9 @@ class ResetPolicy:
     def __post_init__(self) -> None:
         turns = self.every_turns
         if isinstance(turns, bool) or not isinstance(turns, int) or turns < 1:
-            raise PolicyError(f"every_turns must be an integer >= 1, got {turns!r}")
+            raise PolicyError(
+                i18n.Message("every_turns must be an integer >= 1, got {turns!r}", turns=turns)
+            )
 
     def due(self, messages: Sequence[Message], *, keep_system: bool = True) -> bool:
         lead, _ = _split_system(messages, keep_system)

@@ -23,6 +23,7 @@ from latdoc.client._retry import RetryPolicy
 from latdoc.client._retry_transport import AsyncRetryTransport, DecisionHook, RetryTransport
 from latdoc.client._timeouts import AsyncTimeoutTransport, PhaseTimeouts, TimeoutTransport
 from latdoc.errors import PolicyError
+from latdoc.i18n import Message
 from latdoc.model import DEFAULT_CONCURRENCY
 from latdoc.model import pool_size as model_pool_size
 
@@ -59,7 +60,10 @@ def pool_limits(
         math.isfinite(keepalive_expiry) and keepalive_expiry >= 0
     ):
         raise PolicyError(
-            f"keepalive_expiry must be a finite number >= 0, got {keepalive_expiry!r}"
+            Message(
+                "keepalive_expiry must be a finite number >= 0, got {keepalive_expiry!r}",
+                keepalive_expiry=keepalive_expiry,
+            )
         )
     return httpx.Limits(
         max_connections=size, max_keepalive_connections=size, keepalive_expiry=keepalive_expiry
@@ -68,7 +72,9 @@ def pool_limits(
 
 def _check_count(name: str, value: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise PolicyError(f"{name} must be an integer >= 1, got {value!r}")
+        raise PolicyError(
+            Message("{name} must be an integer >= 1, got {value!r}", name=name, value=value)
+        )
 
 
 @dataclass(frozen=True, slots=True)

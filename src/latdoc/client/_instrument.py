@@ -36,6 +36,7 @@ import httpx
 
 from latdoc.client._timed_pool import TimedPool
 from latdoc.errors import UsageError
+from latdoc.i18n import N_, Message
 from latdoc.probe import TimedBackend
 from latdoc.records import RequestTrace, Sample, Step, StepNote
 from latdoc.store import INSTRUMENT_KIND, Store, redact_url
@@ -316,12 +317,17 @@ def _http_client(client: Any) -> Any:
     for candidate in (client, inner):
         if _is_client(candidate, "Client"):
             raise UsageError(
-                f"instrument() times asynchronous clients only; {type(client).__name__} is "
-                "synchronous: use httpx.AsyncClient or openai.AsyncOpenAI"
+                Message(
+                    "instrument() times asynchronous clients only; {client} is "
+                    "synchronous: use httpx.AsyncClient or openai.AsyncOpenAI",
+                    client=type(client).__name__,
+                )
             )
     raise UsageError(
-        f"instrument() takes an httpx.AsyncClient or an openai.AsyncOpenAI, "
-        f"not {type(client).__name__}"
+        Message(
+            "instrument() takes an httpx.AsyncClient or an openai.AsyncOpenAI, not {client}",
+            client=type(client).__name__,
+        )
     )
 
 
@@ -348,11 +354,13 @@ def _pools_of(http: Any) -> list[tuple[Any, Any]]:
     for transport in transports:
         pool = getattr(transport, "_pool", None)
         if isinstance(pool, TimedPool):
-            raise UsageError("this client is instrumented already")
+            raise UsageError(N_("this client is instrumented already"))
         if pool is None or not hasattr(pool, "_network_backend"):
             raise UsageError(
-                f"instrument() needs httpx's own transport; this client uses "
-                f"{type(transport).__name__}"
+                Message(
+                    "instrument() needs httpx's own transport; this client uses {transport}",
+                    transport=type(transport).__name__,
+                )
             )
         found.append((transport, pool))
     return found
@@ -373,5 +381,11 @@ def _run_for(store: Store, run: str | None, endpoint: str) -> str:
         )
     info = store.run_info(run)
     if info.kind != INSTRUMENT_KIND:
-        raise UsageError(f"run {info.run_id} is a {info.kind} run; instrument adds to its own runs")
+        raise UsageError(
+            Message(
+                "run {run_id} is a {kind} run; instrument adds to its own runs",
+                run_id=info.run_id,
+                kind=info.kind,
+            )
+        )
     return info.run_id

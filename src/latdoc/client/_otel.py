@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from latdoc.errors import UsageError
+from latdoc.i18n import N_
 from latdoc.probe import dialects
 from latdoc.records import RequestTrace
 
@@ -42,7 +43,7 @@ def _api() -> tuple[Any, Any]:
         from opentelemetry import metrics, trace
     except ImportError:
         raise UsageError(
-            "otel=True needs OpenTelemetry: pip install 'llm-latency-doctor[otel]'"
+            N_("otel=True needs OpenTelemetry: pip install 'llm-latency-doctor[otel]'")
         ) from None
     return trace, metrics
 

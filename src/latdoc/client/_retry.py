@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from latdoc.errors import BaseResp, PolicyError, parse_retry_after, status_of_error_type
+from latdoc.i18n import N_, Message
 
 __all__ = [
     "FailureClass",
@@ -189,9 +190,19 @@ class RetryBudget:
     def __init__(self, ratio: float = 0.2, reserve: float = 10.0) -> None:
         for name, value in (("ratio", ratio), ("reserve", reserve)):
             if isinstance(value, bool) or not isinstance(value, int | float):
-                raise PolicyError(f"RetryBudget {name} must be a number, got {value!r}")
+                raise PolicyError(
+                    Message(
+                        "RetryBudget {name} must be a number, got {value!r}", name=name, value=value
+                    )
+                )
             if not (math.isfinite(value) and value >= 0):
-                raise PolicyError(f"RetryBudget {name} must be a finite number >= 0, got {value!r}")
+                raise PolicyError(
+                    Message(
+                        "RetryBudget {name} must be a finite number >= 0, got {value!r}",
+                        name=name,
+                        value=value,
+                    )
+                )
         self.ratio = float(ratio)
         self.reserve = float(reserve)
         self._balance = float(reserve)
@@ -221,11 +232,24 @@ class RetryBudget:
 
 def _positive(name: str, value: float, *, zero: bool = False) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise PolicyError(f"RetryPolicy {name} must be a number of seconds, got {value!r}")
+        raise PolicyError(
+            Message(
+                "RetryPolicy {name} must be a number of seconds, got {value!r}",
+                name=name,
+                value=value,
+            )
+        )
     ok = math.isfinite(value) and (value >= 0 if zero else value > 0)
     if not ok:
         bound = ">= 0" if zero else "> 0"
-        raise PolicyError(f"RetryPolicy {name} must be a finite number {bound}, got {value!r}")
+        raise PolicyError(
+            Message(
+                "RetryPolicy {name} must be a finite number {bound}, got {value!r}",
+                name=name,
+                bound=bound,
+                value=value,
+            )
+        )
 
 
 @dataclass(frozen=True)
@@ -263,19 +287,28 @@ class RetryPolicy:
         if attempts is None:
             if self.deadline_s is None:
                 raise PolicyError(
-                    "RetryPolicy could retry forever: give max_attempts or deadline_s"
+                    N_("RetryPolicy could retry forever: give max_attempts or deadline_s")
                 )
         elif isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
-            raise PolicyError(f"RetryPolicy max_attempts must be an integer >= 1, got {attempts!r}")
+            raise PolicyError(
+                Message(
+                    "RetryPolicy max_attempts must be an integer >= 1, got {attempts!r}",
+                    attempts=attempts,
+                )
+            )
         if self.deadline_s is not None:
             _positive("deadline_s", self.deadline_s)
         for name in ("connect_base_s", "connect_cap_s", "server_base_s", "server_cap_s"):
             _positive(name, getattr(self, name))
         _positive("max_retry_after_s", self.max_retry_after_s, zero=True)
         if self.connect_cap_s < self.connect_base_s or self.server_cap_s < self.server_base_s:
-            raise PolicyError("RetryPolicy caps must be at least their base")
+            raise PolicyError(N_("RetryPolicy caps must be at least their base"))
         if self.budget is not None and not isinstance(self.budget, RetryBudget):
-            raise PolicyError(f"RetryPolicy budget must be a RetryBudget, got {self.budget!r}")
+            raise PolicyError(
+                Message(
+                    "RetryPolicy budget must be a RetryBudget, got {budget!r}", budget=self.budget
+                )
+            )
 
     def backoff(self, failure: FailureClass, retry: int, draw: Callable[[], float]) -> float:
         """Full jitter before retry ``retry`` (from 1); ``draw`` gives a uniform in [0, 1)."""

@@ -35,6 +35,7 @@ import httpx
 
 from latdoc.client._reads import READ_LIMIT
 from latdoc.errors import ClientStreamError, ClientTimeout, PolicyError
+from latdoc.i18n import N_, Message
 
 __all__ = [
     "AsyncTimeoutTransport",
@@ -74,9 +75,19 @@ def _check_limit(name: str, value: float | None) -> None:
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise PolicyError(f"{name} must be a number of seconds or None, got {value!r}")
+        raise PolicyError(
+            Message(
+                "{name} must be a number of seconds or None, got {value!r}", name=name, value=value
+            )
+        )
     if not (math.isfinite(value) and value > 0):
-        raise PolicyError(f"{name} must be a finite number of seconds > 0, got {value!r}")
+        raise PolicyError(
+            Message(
+                "{name} must be a finite number of seconds > 0, got {value!r}",
+                name=name,
+                value=value,
+            )
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,7 +227,7 @@ class _DoneWatch:
     def check(self, request: httpx.Request) -> None:
         if self.active and b"[DONE]" not in self.tail:
             raise StreamTruncated(
-                "the event stream ended without data: [DONE] (the answer may be cut short)",
+                N_("the event stream ended without data: [DONE] (the answer may be cut short)"),
                 request=request,
             )
 

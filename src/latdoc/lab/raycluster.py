@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from latdoc.errors import LabError
+from latdoc.i18n import N_, Message
 from latdoc.lab._service import Service
 
 __all__ = ["LocalRayCluster", "RayNode"]
@@ -69,7 +70,7 @@ class LocalRayCluster(Service):
         timeout: float = 90.0,
     ) -> None:
         if not nodes:
-            raise LabError("a Ray cluster needs at least its head node")
+            raise LabError(N_("a Ray cluster needs at least its head node"))
         self.nodes = tuple(nodes)
         beside = Path(sys.executable).parent / "ray"
         self.ray = ray or (str(beside) if beside.exists() else shutil.which("ray") or "ray")
@@ -124,7 +125,13 @@ class LocalRayCluster(Service):
         while time.monotonic() < deadline:
             for proc in self._procs:
                 if proc.poll() is not None:
-                    raise LabError(f"a Ray node exited with code {proc.returncode}: {self._log()}")
+                    raise LabError(
+                        Message(
+                            "a Ray node exited with code {returncode}: {log}",
+                            returncode=proc.returncode,
+                            log=self._log(),
+                        )
+                    )
             status = subprocess.run(
                 [self.ray, "status", "--address", self.address],
                 env=self.env, capture_output=True, text=True, timeout=30, check=False,
@@ -134,7 +141,13 @@ class LocalRayCluster(Service):
             if status.returncode == 0 and resources and f"/{float(wanted_cpus)} CPU" in text:
                 return
             time.sleep(_POLL_S)
-        raise LabError(f"the Ray cluster was not up within {self.timeout:g} s: {text[-300:]}")
+        raise LabError(
+            Message(
+                "the Ray cluster was not up within {timeout:g} s: {log}",
+                timeout=self.timeout,
+                log=text[-300:],
+            )
+        )
 
     def _log(self) -> str:
         if self._dir is None:

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from latdoc.errors import LabError, UsageError
+from latdoc.i18n import N_, Message
 
 if TYPE_CHECKING:
     import trustme
@@ -71,7 +72,9 @@ def check_identity(text: str) -> str:
             pass
     name = name.lower().removesuffix(".")
     if len(name) > 253 or not _DNS_NAME.fullmatch(name):
-        raise UsageError(f"not a host name or IP address for a TLS certificate: {text!r}")
+        raise UsageError(
+            Message("not a host name or IP address for a TLS certificate: {text!r}", text=text)
+        )
     return name
 
 
@@ -95,7 +98,7 @@ def check_tls_names(names: Iterable[str], tls: bool) -> tuple[str, ...]:
         raise TypeError(f"TLS names are a sequence of names, not one name: {names!r}")
     checked = tuple(check_identity(name) for name in names)
     if checked and not tls:
-        raise LabError("TLS names are names in the TLS certificate: pass tls=True with them")
+        raise LabError(N_("TLS names are names in the TLS certificate: pass tls=True with them"))
     return checked
 
 

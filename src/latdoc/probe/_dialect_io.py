@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from latdoc.errors import UsageError
+from latdoc.i18n import N_, Message
 from latdoc.probe import dialects
 from latdoc.probe._events import EventInfo, Usage
 from latdoc.probe.dialects import DialectSpec
@@ -49,13 +50,22 @@ def check_extra_body(extra: Mapping[str, Any]) -> dict[str, Any]:
     one that latdoc writes itself in some dialect (the model, the prompt, streaming, the
     output length), a field inside an object named by its dotted path
     (``generationConfig.maxOutputTokens``)."""
+    problem = _extra_body_problem(extra)
+    if problem is not None:
+        raise UsageError(Message("--extra-body {problem}", problem=problem))
+    return dict(extra)
+
+
+def _extra_body_problem(extra: Mapping[str, Any]) -> Message | None:
+    """What is wrong with ``extra`` as ``--extra-body``, said after the flag's name (the
+    command line's own error names it already), or ``None``."""
     if not isinstance(extra, Mapping):
-        raise UsageError(f"--extra-body must be a JSON object, got {type(extra).__name__}")
+        return Message("must be a JSON object, got {kind}", kind=type(extra).__name__)
     reserved = dialects.reserved_body_fields()
     taken = [f"{k} ({why})" for k, why in sorted(reserved.items()) if _has_field(extra, k)]
     if taken:
-        raise UsageError(f"--extra-body may not set {', '.join(taken)}")
-    return dict(extra)
+        return Message("may not set {fields}", fields=", ".join(taken))
+    return None
 
 
 def parse_extra_body(text: str) -> dict[str, Any]:
@@ -66,17 +76,25 @@ def parse_extra_body(text: str) -> dict[str, Any]:
         value = json.loads(text, parse_float=_finite, parse_constant=_not_json)
         json.dumps(value, ensure_ascii=False).encode("utf-8")
     except RecursionError:
-        raise UsageError("not valid JSON (nested too deeply)") from None
+        raise UsageError(N_("not valid JSON (nested too deeply)")) from None
     except UnicodeEncodeError:
-        raise UsageError(f"holds text that is not Unicode: {_clip(text)!r}") from None
+        raise UsageError(
+            Message("holds text that is not Unicode: {text!r}", text=_clip(text))
+        ) from None
     except ValueError as exc:
-        raise UsageError(f"not valid JSON ({exc}): {_clip(text)!r}") from None
+        raise UsageError(
+            Message("not valid JSON ({exc}): {text!r}", exc=str(exc), text=_clip(text))
+        ) from None
     if not isinstance(value, dict):
-        raise UsageError(f"expected a JSON object such as '{{\"ignore_eos\": true}}', got {text!r}")
-    try:
-        return check_extra_body(value)
-    except UsageError as exc:
-        raise UsageError(str(exc).removeprefix("--extra-body ")) from None
+        raise UsageError(
+            Message(
+                "expected a JSON object such as '{{\"ignore_eos\": true}}', got {text!r}", text=text
+            )
+        )
+    problem = _extra_body_problem(value)
+    if problem is not None:
+        raise UsageError(problem)
+    return value
 
 
 def _finite(text: str) -> float:

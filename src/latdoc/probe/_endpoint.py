@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from latdoc.errors import UsageError
+from latdoc.i18n import N_, Message
 from latdoc.probe import dialects
 from latdoc.probe._dialect_io import check_extra_body
 from latdoc.probe._provider_spec import ProviderSpec
@@ -51,11 +52,14 @@ class Endpoint:
         parts = urlsplit(self.base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise UsageError(
-                f"invalid URL {self.base_url!r}: expected http(s)://host[:port]/path, "
-                "e.g. https://api.openai.com/v1"
+                Message(
+                    "invalid URL {base_url!r}: expected http(s)://host[:port]/path, e.g. "
+                    "https://api.openai.com/v1",
+                    base_url=self.base_url,
+                )
             )
         if not self.model:
-            raise UsageError("a model name is required (--model)")
+            raise UsageError(N_("a model name is required (--model)"))
 
     @property
     def spec(self) -> DialectSpec:
@@ -88,8 +92,14 @@ def make_ssl_context(cacert: str | None = None, *, insecure: bool = False) -> ss
     """TLS settings with curl's meaning: ``--cacert FILE``, ``--insecure``, ``SSL_CERT_FILE``."""
     cafile = cacert or os.environ.get("SSL_CERT_FILE") or None
     if cafile is not None and not os.path.isfile(cafile):
-        problem = "is not a file" if os.path.exists(cafile) else "not found"
-        raise UsageError(f"CA certificate file {problem}: {cafile}")
+        problem = N_("is not a file") if os.path.exists(cafile) else N_("not found")
+        raise UsageError(
+            Message(
+                "CA certificate file {problem}: {cafile}",
+                problem=Message.of(problem),
+                cafile=cafile,
+            )
+        )
     changed = None if cafile is None else os.stat(cafile).st_mtime_ns
     return _ssl_context(cafile, changed, insecure)
 
@@ -113,9 +123,17 @@ def _ssl_context(cafile: str | None, changed: int | None, insecure: bool) -> ssl
     try:
         ctx = ssl.create_default_context(cafile=cafile)
     except ssl.SSLError as exc:
-        raise UsageError(f"cannot load CA certificates from {cafile}: {exc}") from None
+        raise UsageError(
+            Message("cannot load CA certificates from {cafile}: {exc}", cafile=cafile, exc=str(exc))
+        ) from None
     except OSError as exc:
-        raise UsageError(f"cannot read CA certificates from {cafile}: {exc.strerror}") from None
+        raise UsageError(
+            Message(
+                "cannot read CA certificates from {cafile}: {strerror}",
+                cafile=cafile,
+                strerror=exc.strerror,
+            )
+        ) from None
     if insecure:
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE

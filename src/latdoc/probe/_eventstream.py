@@ -37,11 +37,12 @@ import struct
 from typing import Any
 
 from latdoc.errors import SSEError, UsageError
+from latdoc.i18n import N_
 from latdoc.probe._sse import SSEEvent
 
 __all__ = ["BOTOCORE_MISSING", "EventStreamDecoder", "require_botocore"]
 
-BOTOCORE_MISSING = (
+BOTOCORE_MISSING = N_(
     "AWS's event stream and request signing need botocore: "
     "pip install 'llm-latency-doctor[bedrock]'"
 )

@@ -33,6 +33,7 @@ from urllib.parse import unquote, urlsplit
 import httpcore
 
 from latdoc.errors import UsageError
+from latdoc.i18n import N_, Message
 
 __all__ = [
     "NoProxyEntry",
@@ -96,7 +97,9 @@ def parse_proxy(text: str, source: str = "--proxy") -> Proxy:
     password) for one that cannot be used."""
     raw = text.strip()
     if not raw:
-        raise UsageError(f"{source} is empty: give a proxy URL such as http://proxy:3128")
+        raise UsageError(
+            Message("{source} is empty: give a proxy URL such as http://proxy:3128", source=source)
+        )
     if "://" not in raw:
         raw = "http://" + raw
     shown = _mask(raw)
@@ -104,17 +107,37 @@ def parse_proxy(text: str, source: str = "--proxy") -> Proxy:
         parts = urlsplit(raw)
         port = parts.port
     except ValueError as exc:
-        raise UsageError(f"{source} {shown}: not a proxy URL ({exc})") from None
+        raise UsageError(
+            Message(
+                "{source} {shown}: not a proxy URL ({exc})",
+                source=source,
+                shown=shown,
+                exc=str(exc),
+            )
+        ) from None
     scheme = parts.scheme.lower()
     if scheme not in _SCHEMES:
         raise UsageError(
-            f"{source} {shown}: proxy scheme {scheme!r} is not supported; use http://, "
-            "https://, socks5:// or socks5h://"
+            Message(
+                "{source} {shown}: proxy scheme {scheme!r} is not supported; use "
+                "http://, https://, socks5:// or socks5h://",
+                source=source,
+                shown=shown,
+                scheme=scheme,
+            )
         )
     if not parts.hostname:
-        raise UsageError(f"{source} {shown}: the proxy URL names no host")
+        raise UsageError(
+            Message("{source} {shown}: the proxy URL names no host", source=source, shown=shown)
+        )
     if parts.path not in ("", "/") or parts.query or parts.fragment:
-        raise UsageError(f"{source} {shown}: a proxy URL is scheme://[user:password@]host[:port]")
+        raise UsageError(
+            Message(
+                "{source} {shown}: a proxy URL is scheme://[user:password@]host[:port]",
+                source=source,
+                shown=shown,
+            )
+        )
     return Proxy(
         scheme,
         parts.hostname,
@@ -186,12 +209,22 @@ def _no_proxy_entry(item: str, source: str) -> NoProxyEntry:
     if body.startswith("["):
         close = body.find("]")
         if close < 0:
-            raise UsageError(f"{source} entry {item!r}: an unclosed '[' (write [::1] or ::1)")
+            raise UsageError(
+                Message(
+                    "{source} entry {item!r}: an unclosed '[' (write [::1] or ::1)",
+                    source=source,
+                    item=item,
+                )
+            )
         host, rest = body[1:close], body[close + 1 :]
         if rest:
             port = _port(rest.removeprefix(":"), item, source) if rest.startswith(":") else -1
             if port == -1:
-                raise UsageError(f"{source} entry {item!r}: expected [address]:port")
+                raise UsageError(
+                    Message(
+                        "{source} entry {item!r}: expected [address]:port", source=source, item=item
+                    )
+                )
     elif body.count(":") == 1:
         host, _, text_port = body.partition(":")
         port = _port(text_port, item, source)
@@ -200,8 +233,12 @@ def _no_proxy_entry(item: str, source: str) -> NoProxyEntry:
             network = ipaddress.ip_network(host, strict=False)
         except ValueError:
             raise UsageError(
-                f"{source} entry {item!r}: not a network (write an address and a prefix "
-                "length, e.g. 10.0.0.0/8)"
+                Message(
+                    "{source} entry {item!r}: not a network (write an address and a prefix "
+                    "length, e.g. 10.0.0.0/8)",
+                    source=source,
+                    item=item,
+                )
             ) from None
         return NoProxyEntry(item, network=network, port=port)
     try:
@@ -214,15 +251,26 @@ def _no_proxy_entry(item: str, source: str) -> NoProxyEntry:
     name = host.removeprefix("*").removeprefix(".").lower().rstrip(".")
     if not name or any(c in name for c in "*/@[] \t") or name.startswith("."):
         raise UsageError(
-            f"{source} entry {item!r}: not a host name, address, network or '*' "
-            "(e.g. example.com, .example.com, 10.0.0.0/8, localhost:8080)"
+            Message(
+                "{source} entry {item!r}: not a host name, address, network or '*' "
+                "(e.g. example.com, .example.com, 10.0.0.0/8, localhost:8080)",
+                source=source,
+                item=item,
+            )
         )
     return NoProxyEntry(item, domain=name, subdomains_only=subdomains_only, port=port)
 
 
 def _port(text: str, item: str, source: str) -> int:
     if not text.isdigit() or not 0 < int(text) < 65536:
-        raise UsageError(f"{source} entry {item!r}: {text!r} is not a port (1–65535)")
+        raise UsageError(
+            Message(
+                "{source} entry {item!r}: {text!r} is not a port (1–65535)",
+                source=source,
+                item=item,
+                text=text,
+            )
+        )
     return int(text)
 
 
@@ -255,7 +303,7 @@ class ProxyConfig:
 
     def __post_init__(self) -> None:
         if self.url is not None and self.direct:
-            raise UsageError("--proxy URL and --no-proxy contradict each other: give one")
+            raise UsageError(N_("--proxy URL and --no-proxy contradict each other: give one"))
         if self.url is not None:
             parse_proxy(self.url)
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from latdoc.errors import UsageError
+from latdoc.i18n import Message
 
 __all__ = [
     "OPENAI_CACHED",
@@ -123,8 +124,14 @@ class ThinkingSwitch:
         than on."""
         if effort != self.effort:
             raise UsageError(
-                f"--provider {provider} turns thinking on or off ({self.words()}), it takes "
-                f"no reasoning effort {effort}: --reasoning-effort {self.effort} turns it off"
+                Message(
+                    "--provider {provider} turns thinking on or off ({words}), it takes no "
+                    "reasoning effort {effort}: --reasoning-effort {off} turns it off",
+                    provider=provider,
+                    words=self.words(),
+                    effort=effort,
+                    off=self.effort,
+                )
             )
         value: Any = self.off
         for step in reversed(self.path.split(".")):

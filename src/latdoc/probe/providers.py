@@ -38,6 +38,7 @@ from collections.abc import Mapping
 from urllib.parse import quote, urlsplit
 
 from latdoc.errors import UsageError
+from latdoc.i18n import N_, Message
 from latdoc.probe._provider_spec import BEARER, ProviderChoice, ProviderSpec
 from latdoc.probe._quirks import (
     OPENAI_CACHED,
@@ -70,11 +71,15 @@ def _azure_url(environ: Mapping[str, str]) -> str:
     endpoint = environ.get("AZURE_OPENAI_ENDPOINT", "").strip()
     if not endpoint:
         raise UsageError(
-            "--provider azure needs the resource's URL: give it, or set AZURE_OPENAI_ENDPOINT "
-            "(https://RESOURCE.openai.azure.com)"
+            N_(
+                "--provider azure needs the resource's URL: give it, or set AZURE_OPENAI_ENDPOINT "
+                "(https://RESOURCE.openai.azure.com)"
+            )
         )
     if urlsplit(endpoint).scheme not in ("http", "https"):
-        raise UsageError(f"AZURE_OPENAI_ENDPOINT is not an http(s) URL: {endpoint!r}")
+        raise UsageError(
+            Message("AZURE_OPENAI_ENDPOINT is not an http(s) URL: {endpoint!r}", endpoint=endpoint)
+        )
     return endpoint
 
 
@@ -89,12 +94,16 @@ def _vertex_url(environ: Mapping[str, str]) -> str:
     project = environ.get("GOOGLE_CLOUD_PROJECT", "").strip()
     if not project:
         raise UsageError(
-            "--provider vertex needs the project: set GOOGLE_CLOUD_PROJECT (and "
-            "GOOGLE_CLOUD_LOCATION, global unless set), or give the base URL"
+            N_(
+                "--provider vertex needs the project: set GOOGLE_CLOUD_PROJECT (and "
+                "GOOGLE_CLOUD_LOCATION, global unless set), or give the base URL"
+            )
         )
     location = environ.get("GOOGLE_CLOUD_LOCATION", "").strip() or "global"
     if not _LOCATION.fullmatch(location):
-        raise UsageError(f"GOOGLE_CLOUD_LOCATION is not a location: {location!r}")
+        raise UsageError(
+            Message("GOOGLE_CLOUD_LOCATION is not a location: {location!r}", location=location)
+        )
     if location == "global":
         host = "aiplatform.googleapis.com"
     elif location in _MULTI_REGIONS:
@@ -109,11 +118,13 @@ def _bedrock_url(environ: Mapping[str, str]) -> str:
     region = (environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or "").strip()
     if not region:
         raise UsageError(
-            "--provider bedrock needs the region: set AWS_REGION (or AWS_DEFAULT_REGION), or "
-            "give the base URL (https://bedrock-runtime.REGION.amazonaws.com)"
+            N_(
+                "--provider bedrock needs the region: set AWS_REGION (or AWS_DEFAULT_REGION), or "
+                "give the base URL (https://bedrock-runtime.REGION.amazonaws.com)"
+            )
         )
     if not _LOCATION.fullmatch(region):
-        raise UsageError(f"AWS_REGION is not a region: {region!r}")
+        raise UsageError(Message("AWS_REGION is not a region: {region!r}", region=region))
     return f"https://bedrock-runtime.{region}.amazonaws.com"
 
 
@@ -366,7 +377,9 @@ def get(name: str) -> ProviderSpec:
     """The preset called ``name``; :class:`UsageError` naming the known ones."""
     spec = find(name)
     if spec is None:
-        raise UsageError(f"unknown provider {name!r}: {', '.join(names())}")
+        raise UsageError(
+            Message("unknown provider {name!r}: {known}", name=name, known=", ".join(names()))
+        )
     return spec
 
 
@@ -391,15 +404,24 @@ def resolve(
     spec = get(name)
     if api is not None and api not in spec.apis:
         raise UsageError(
-            f"--provider {name} speaks --api {' or '.join(spec.apis)}, not {api}: "
-            "drop --api, or --provider"
+            Message(
+                "--provider {name} speaks --api {apis}, not {api}: drop --api, or --provider",
+                name=name,
+                apis=" or ".join(spec.apis),
+                api=api,
+            )
         )
     base_url = url or spec.url(environ)
     owner = owner_of(base_url)
     if owner is not None and owner is not spec:
         host = urlsplit(base_url).hostname
         raise UsageError(
-            f"{host} is {owner.name}'s host, not {name}'s: give --provider {owner.name}, "
-            "or drop --provider"
+            Message(
+                "{host} is {owner}'s host, not {name}'s: give --provider {owner}, or "
+                "drop --provider",
+                host=host,
+                owner=owner.name,
+                name=name,
+            )
         )
     return ProviderChoice(spec, api or spec.api, base_url, spec.key_variables)

@@ -61,11 +61,11 @@ class Budget:
 
     def __post_init__(self) -> None:
         if self.max_requests < 1:
-            raise UsageError("--max-requests must be at least 1")
+            raise UsageError(N_("--max-requests must be at least 1"))
         if self.token_budget is not None and self.token_budget < 1:
-            raise UsageError("--token-budget must be at least 1")
+            raise UsageError(N_("--token-budget must be at least 1"))
         if self.max_seconds is not None and self.max_seconds <= 0:
-            raise UsageError("--max-seconds must be more than 0")
+            raise UsageError(N_("--max-seconds must be more than 0"))
         check_money_cap(self.max_cost, self.price)
         self.started = self.clock()
 
@@ -161,11 +161,13 @@ def check_money_cap(max_cost: float | None, price: Price | None) -> None:
     if max_cost is None:
         return
     if max_cost <= 0:
-        raise UsageError("--max-cost must be more than 0")
+        raise UsageError(N_("--max-cost must be more than 0"))
     if price is None:
         raise UsageError(
-            "--max-cost needs the model's price, and latdoc's price library does not know "
-            "it: give --price in=X,out=Y (dollars per million tokens)"
+            N_(
+                "--max-cost needs the model's price, and latdoc's price library does not know "
+                "it: give --price in=X,out=Y (dollars per million tokens)"
+            )
         )
 
 

@@ -13,6 +13,7 @@ import random
 from dataclasses import dataclass
 
 from latdoc.errors import CalibrationError, TraceError
+from latdoc.i18n import Message
 from latdoc.probe import ProbeSession
 from latdoc.records import RequestTrace
 from latdoc.workload._prompts import make_prompt
@@ -85,14 +86,16 @@ async def calibrate(
         trace = await session.request(make_prompt(words, rng), max_tokens=1)
         traces.append(trace)
         if trace.error is not None:
-            raise CalibrationFailed(f"calibration request failed: {trace.error}", traces)
+            raise CalibrationFailed(
+                Message("calibration request failed: {error}", error=trace.error), traces
+            )
         if trace.prompt_tokens is None:
             return ASSUMED, traces
         counts.append(trace.prompt_tokens)
     try:
         return fit_calibration((short_words, long_words), (counts[0], counts[1])), traces
     except CalibrationError as exc:
-        raise CalibrationFailed(str(exc), traces) from exc
+        raise CalibrationFailed(exc.args[0], traces) from exc
 
 
 def fit_calibration(words: tuple[int, int], counts: tuple[int, int]) -> TokenCalibration:
@@ -101,8 +104,14 @@ def fit_calibration(words: tuple[int, int], counts: tuple[int, int]) -> TokenCal
     per_word = (long_count - short_count) / (long_words - short_words)
     if per_word <= 0:
         raise CalibrationError(
-            f"the endpoint counted {short_count} and {long_count} prompt tokens for "
-            f"{short_words} and {long_words} words; cannot fit a token rate"
+            Message(
+                "the endpoint counted {short_count} and {long_count} prompt tokens for "
+                "{short_words} and {long_words} words; cannot fit a token rate",
+                short_count=short_count,
+                long_count=long_count,
+                short_words=short_words,
+                long_words=long_words,
+            )
         )
     overhead = short_count - per_word * short_words
     return TokenCalibration(overhead=overhead, per_word=per_word, measured=True)

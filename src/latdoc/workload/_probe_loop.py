@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from latdoc.errors import UsageError
+from latdoc.i18n import N_
 from latdoc.probe import ConnectionOptions, Endpoint
 from latdoc.records import RequestTrace
 from latdoc.workload._calibration import TokenCalibration, calibrate
@@ -35,13 +36,13 @@ class ProbePlan:
 
     def __post_init__(self) -> None:
         if self.prompt is not None and self.prompt_tokens is not None:
-            raise UsageError("give either a prompt or a prompt length in tokens, not both")
+            raise UsageError(N_("give either a prompt or a prompt length in tokens, not both"))
         if self.prompt_tokens is not None and self.prompt_tokens < 1:
-            raise UsageError("--prompt-tokens must be at least 1")
+            raise UsageError(N_("--prompt-tokens must be at least 1"))
         if self.max_tokens < 1:
-            raise UsageError("--max-tokens must be at least 1")
+            raise UsageError(N_("--max-tokens must be at least 1"))
         if self.repeat < 1:
-            raise UsageError("--repeat must be at least 1")
+            raise UsageError(N_("--repeat must be at least 1"))
 
 
 @dataclass(frozen=True)

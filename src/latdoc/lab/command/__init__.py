@@ -25,6 +25,7 @@ import argparse
 from typing import Any
 
 from latdoc.errors import UsageError
+from latdoc.i18n import Message
 from latdoc.lab.command._engine import add_engine_parser, run_engine
 from latdoc.lab.command._net import add_net_parser, run_net
 from latdoc.lab.command._serve import config_from_args
@@ -70,4 +71,4 @@ def run(args: argparse.Namespace) -> int:
         return run_net(args)
     if command == "engine":
         return run_engine(args)
-    raise UsageError(f"unknown command {command!r}")
+    raise UsageError(Message("unknown command {command!r}", command=command))

@@ -15,6 +15,7 @@ import threading
 from typing import Any
 
 from latdoc.errors import UsageError
+from latdoc.i18n import Message
 from latdoc.lab.engine import EngineServer
 
 _ENGINE_PORT = 8080
@@ -63,16 +64,22 @@ def add_engine_parser(lab_subparsers: argparse._SubParsersAction[Any]) -> None:
 
 def _check_engine(args: argparse.Namespace) -> None:
     if not 0 <= args.port <= 65535:
-        raise UsageError(f"--port must be 0..65535, got {args.port}")
+        raise UsageError(Message("--port must be 0..65535, got {port}", port=args.port))
     if args.slots < 1:
-        raise UsageError(f"--slots must be at least 1, got {args.slots}")
+        raise UsageError(Message("--slots must be at least 1, got {slots}", slots=args.slots))
     if args.ctx_size < 16 * args.slots:
         raise UsageError(
-            f"--ctx-size {args.ctx_size} is too small for {args.slots} slot(s) "
-            f"(at least {16 * args.slots})"
+            Message(
+                "--ctx-size {ctx_size} is too small for {slots} slot(s) (at least {least})",
+                ctx_size=args.ctx_size,
+                slots=args.slots,
+                least=16 * args.slots,
+            )
         )
     if args.threads is not None and args.threads < 1:
-        raise UsageError(f"--threads must be at least 1, got {args.threads}")
+        raise UsageError(
+            Message("--threads must be at least 1, got {threads}", threads=args.threads)
+        )
 
 
 def run_engine(args: argparse.Namespace) -> int:

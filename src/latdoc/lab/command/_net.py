@@ -15,6 +15,7 @@ import subprocess
 from typing import Any
 
 from latdoc.errors import UsageError
+from latdoc.i18n import N_, Message
 from latdoc.lab.net import LabNet, LinkSettings, NetSettings, teardown
 
 _KEEP: Any = argparse.SUPPRESS
@@ -129,11 +130,11 @@ def run_net(args: argparse.Namespace) -> int:
     if command == "exec":
         argv = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
         if not argv:
-            raise UsageError("exec needs a command: latdoc lab net exec -- CMD [ARG...]")
+            raise UsageError(N_("exec needs a command: latdoc lab net exec -- CMD [ARG...]"))
         net = LabNet.attach(args.name)
         code = subprocess.run(net.client_argv(argv), check=False).returncode
         return code if code >= 0 else 128 - code
-    raise UsageError(f"unknown command {command!r}")
+    raise UsageError(Message("unknown command {command!r}", command=command))
 
 
 def _link_settings(args: argparse.Namespace, base: LinkSettings) -> LinkSettings:
@@ -160,7 +161,7 @@ def _net_up(args: argparse.Namespace) -> int:
         _link_settings(args, LinkSettings()), args.dns_delay_ms, args.host_name, args.aaaa
     )
     if args.lifetime_h <= 0:
-        raise UsageError("--lifetime-h must be more than 0")
+        raise UsageError(N_("--lifetime-h must be more than 0"))
     net = LabNet(settings, name=args.name)
     net.start(detach=True, lifetime_s=args.lifetime_h * 3600)
     try:

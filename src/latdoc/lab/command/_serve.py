@@ -12,6 +12,7 @@ import dataclasses
 import os
 
 from latdoc.errors import UsageError
+from latdoc.i18n import N_, Message
 from latdoc.lab.command._serve_options import CONFIG as _CONFIG
 from latdoc.lab.command._serve_options import LATENCY as _LATENCY
 from latdoc.lab.sim import Fault, LabConfig, LatencyModel, TimingForm, UsageShape
@@ -19,36 +20,48 @@ from latdoc.lab.sim import Fault, LabConfig, LatencyModel, TimingForm, UsageShap
 
 def _check_serve(args: argparse.Namespace) -> None:
     if args.http2 and not args.tls:
-        raise UsageError("--http2 needs --tls (HTTP/2 is negotiated with ALPN)")
+        raise UsageError(N_("--http2 needs --tls (HTTP/2 is negotiated with ALPN)"))
     if args.tls_names and not args.tls:
-        raise UsageError("--tls-name needs --tls: it names the TLS certificate")
+        raise UsageError(N_("--tls-name needs --tls: it names the TLS certificate"))
     if args.load_profile and args.slots is None:
-        raise UsageError("--load-profile needs --slots: background requests take slots")
+        raise UsageError(N_("--load-profile needs --slots: background requests take slots"))
     for flag, value in (("--stall-rate", args.stall_rate), ("--fault-rate", args.fault_rate)):
         if not 0 <= value <= 1:
-            raise UsageError(f"{flag} must be between 0 and 1, got {value:g}")
+            raise UsageError(
+                Message("{flag} must be between 0 and 1, got {value:g}", flag=flag, value=value)
+            )
     for value in args.load_profile:
         if not 0 <= value <= 1:
-            raise UsageError(f"--load-profile fractions must be between 0 and 1, got {value:g}")
+            raise UsageError(
+                Message(
+                    "--load-profile fractions must be between 0 and 1, got {value:g}", value=value
+                )
+            )
     if args.fault is None and args.fault_rate != _CONFIG.fault_rate:
-        raise UsageError("--fault-rate needs --fault: the failure to inject")
+        raise UsageError(N_("--fault-rate needs --fault: the failure to inject"))
     if args.stall_ms > 0 and args.stall_after_token is None:
-        raise UsageError("--stall-ms needs --stall-after-token: the token the stall follows")
+        raise UsageError(N_("--stall-ms needs --stall-after-token: the token the stall follows"))
     if args.keepalive_comment_ms > 0 and args.headers_after_prefill:
         raise UsageError(
-            "--keepalive-comment-ms needs the headers at once, not --headers-after-prefill"
+            N_("--keepalive-comment-ms needs the headers at once, not --headers-after-prefill")
         )
     if args.kv_threshold_tokens is None and args.kv_penalty != _LATENCY.kv_penalty:
-        raise UsageError("--kv-penalty needs --kv-threshold-tokens")
+        raise UsageError(N_("--kv-penalty needs --kv-threshold-tokens"))
     names = [name for name, _, _ in args.alt_models]
     for name in names:
         if name == args.model:
-            raise UsageError(f"--alt-model {name}: that is the --model already served")
+            raise UsageError(
+                Message("--alt-model {name}: that is the --model already served", name=name)
+            )
         if names.count(name) > 1:
-            raise UsageError(f"--alt-model {name}: given more than once")
+            raise UsageError(Message("--alt-model {name}: given more than once", name=name))
     for name in args.wrong_models:
         if name != args.model and name not in names:
-            raise UsageError(f"--wrong-model {name}: not a model served (--model, --alt-model)")
+            raise UsageError(
+                Message(
+                    "--wrong-model {name}: not a model served (--model, --alt-model)", name=name
+                )
+            )
 
 
 def _api_key(var: str | None) -> str | None:
@@ -56,7 +69,7 @@ def _api_key(var: str | None) -> str | None:
         return None
     value = os.environ.get(var)
     if not value:
-        raise UsageError(f"--api-key-env {var}: the variable is not set")
+        raise UsageError(Message("--api-key-env {var}: the variable is not set", var=var))
     return value
 
 

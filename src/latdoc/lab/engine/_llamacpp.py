@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from latdoc.errors import LabError
+from latdoc.i18n import N_, Message
 from latdoc.lab._service import Service
 
 __all__ = [
@@ -80,7 +81,11 @@ def find_model() -> Path:
         dist = importlib.metadata.distribution(MODEL_DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:
         raise LabError(
-            f"the lab engine's model is not installed ({MODEL_DISTRIBUTION}): {INSTALL_HINT}"
+            Message(
+                "the lab engine's model is not installed ({distribution}): {install}",
+                distribution=MODEL_DISTRIBUTION,
+                install=INSTALL_HINT,
+            )
         ) from None
     for entry in dist.files or ():
         if entry.name == MODEL_FILE:
@@ -88,8 +93,13 @@ def find_model() -> Path:
             if path.is_file():
                 return path
     raise LabError(
-        f"{MODEL_DISTRIBUTION} {dist.version} is installed but {MODEL_FILE} is missing "
-        f"from it: {INSTALL_HINT}"
+        Message(
+            "{distribution} {version} is installed but {file} is missing from it: {install}",
+            distribution=MODEL_DISTRIBUTION,
+            version=dist.version,
+            file=MODEL_FILE,
+            install=INSTALL_HINT,
+        )
     )
 
 
@@ -97,7 +107,13 @@ def _import_xllamacpp() -> ModuleType:
     try:
         return importlib.import_module("xllamacpp")
     except ImportError as exc:
-        raise LabError(f"cannot import xllamacpp ({exc}): {INSTALL_HINT}") from None
+        raise LabError(
+            Message(
+                "cannot import xllamacpp ({exc}): {install}",
+                exc=str(exc),
+                install=INSTALL_HINT,
+            )
+        ) from None
 
 
 def engine_available() -> str | None:
@@ -152,13 +168,19 @@ class EngineServer(Service):
         threads: int | None = None,
     ) -> None:
         if not 0 <= port <= 65535:
-            raise LabError(f"port must be 0..65535, not {port}")
+            raise LabError(Message("port must be 0..65535, not {port}", port=port))
         if slots < 1:
-            raise LabError(f"slots must be at least 1, not {slots}")
+            raise LabError(Message("slots must be at least 1, not {slots}", slots=slots))
         if ctx_size < 16 * slots:
-            raise LabError(f"ctx_size {ctx_size} is too small for {slots} slot(s)")
+            raise LabError(
+                Message(
+                    "ctx_size {ctx_size} is too small for {slots} slot(s)",
+                    ctx_size=ctx_size,
+                    slots=slots,
+                )
+            )
         if threads is not None and threads < 1:
-            raise LabError(f"threads must be at least 1, not {threads}")
+            raise LabError(Message("threads must be at least 1, not {threads}", threads=threads))
         self.model_path = model_path
         self.port = port
         self.slots = slots
@@ -179,11 +201,11 @@ class EngineServer(Service):
     def start(self) -> None:
         """Load the model, start serving and wait until ``/health`` says ready."""
         if self._server is not None:
-            raise LabError("the engine is already running")
+            raise LabError(N_("the engine is already running"))
         started = time.perf_counter()
         path = self.model_path or find_model()
         if not path.is_file():
-            raise LabError(f"model file not found: {path}")
+            raise LabError(Message("model file not found: {path}", path=path))
         xllamacpp = _import_xllamacpp()
         if self.port:
             _check_port_free(self.port)
@@ -193,7 +215,9 @@ class EngineServer(Service):
             address = str(self._server.listening_address)
             port = urlsplit(address).port
             if port is None:
-                raise LabError(f"the engine reports no port in {address!r}")
+                raise LabError(
+                    Message("the engine reports no port in {address!r}", address=address)
+                )
             self.port = port
             self.base_url = f"http://{_HOST}:{port}/v1"
             self.model = self._wait_ready(started + READY_TIMEOUT_S)
@@ -237,7 +261,7 @@ class EngineServer(Service):
         try:
             return xllamacpp.Server(params)
         except RuntimeError as exc:
-            raise LabError(f"the engine did not start: {exc}") from None
+            raise LabError(Message("the engine did not start: {exc}", exc=str(exc))) from None
         finally:
             for sig, handler in saved.items():
                 if handler is not None:
@@ -256,8 +280,12 @@ class EngineServer(Service):
                     last = str(exc) or type(exc).__name__
                 if time.perf_counter() >= deadline:
                     raise LabError(
-                        f"the engine at {self.root_url} was not ready within "
-                        f"{READY_TIMEOUT_S:g} s ({last})"
+                        Message(
+                            "the engine at {root_url} was not ready within {timeout:g} s ({last})",
+                            root_url=self.root_url,
+                            timeout=READY_TIMEOUT_S,
+                            last=last,
+                        )
                     )
                 time.sleep(_POLL_INTERVAL_S)
 
@@ -269,8 +297,13 @@ def _check_port_free(port: int) -> None:
             probe.bind((_HOST, port))
         except OSError as exc:
             raise LabError(
-                f"cannot serve on {_HOST}:{port}: {exc.strerror or exc}; "
-                "choose another port (--port, or 0 for a free one)"
+                Message(
+                    "cannot serve on {host}:{port}: {reason}; choose another port (--port, "
+                    "or 0 for a free one)",
+                    host=_HOST,
+                    port=port,
+                    reason=exc.strerror or exc,
+                )
             ) from None
 
 
@@ -280,4 +313,4 @@ def _model_id(listing: Any) -> str:
         model_id = data[0].get("id")
         if isinstance(model_id, str) and model_id:
             return model_id
-    raise LabError("the engine's /v1/models lists no model")
+    raise LabError(N_("the engine's /v1/models lists no model"))

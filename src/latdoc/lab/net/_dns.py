@@ -28,6 +28,7 @@ import shutil
 import socket
 
 from latdoc.errors import UsageError
+from latdoc.i18n import Message
 
 __all__ = ["NETNS_ETC", "DnsServer", "answer", "remove_resolver", "write_resolver"]
 
@@ -100,7 +101,9 @@ class DnsServer:
 
     def set_delay(self, delay_ms: float) -> None:
         if not 0 <= delay_ms <= 60_000:
-            raise UsageError(f"DNS delay must be 0 to 60000 ms, got {delay_ms:g}")
+            raise UsageError(
+                Message("DNS delay must be 0 to 60000 ms, got {delay_ms:g}", delay_ms=delay_ms)
+            )
         self.delay_s = delay_ms / 1000
 
     def fileno(self) -> int:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from latdoc.errors import LabError, UsageError
+from latdoc.i18n import Message
 
 __all__ = [
     "DirectionStats",
@@ -78,16 +79,29 @@ class LinkSettings:
 
     def __post_init__(self) -> None:
         if not 0 <= self.delay_ms <= 60_000:
-            raise UsageError(f"delay must be 0 to 60000 ms, got {self.delay_ms:g}")
+            raise UsageError(
+                Message("delay must be 0 to 60000 ms, got {delay_ms:g}", delay_ms=self.delay_ms)
+            )
         if not 0 <= self.jitter_ms <= 60_000:
-            raise UsageError(f"jitter must be 0 to 60000 ms, got {self.jitter_ms:g}")
+            raise UsageError(
+                Message("jitter must be 0 to 60000 ms, got {jitter_ms:g}", jitter_ms=self.jitter_ms)
+            )
         for rate in (self.rate_kbit, self.up_rate_kbit):
             if rate is not None and not 1 <= rate <= 100_000_000:
-                raise UsageError(f"a rate limit must be 1 to 1e8 kbit/s, got {rate:g}")
+                raise UsageError(
+                    Message("a rate limit must be 1 to 1e8 kbit/s, got {rate:g}", rate=rate)
+                )
         if not 0 <= self.loss < 1:
-            raise UsageError(f"loss is a probability from 0 to below 1, got {self.loss:g}")
+            raise UsageError(
+                Message("loss is a probability from 0 to below 1, got {loss:g}", loss=self.loss)
+            )
         if not 1 <= self.queue_packets <= 1_000_000:
-            raise UsageError(f"the queue holds 1 to 1000000 packets, got {self.queue_packets}")
+            raise UsageError(
+                Message(
+                    "the queue holds 1 to 1000000 packets, got {queue_packets}",
+                    queue_packets=self.queue_packets,
+                )
+            )
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -131,7 +145,11 @@ def open_tun(name: str) -> int:
         fcntl.ioctl(fd, _TUNSETIFF, struct.pack("16sH22x", name.encode(), _IFF_TUN | _IFF_NO_PI))
     except OSError as exc:
         os.close(fd)
-        raise LabError(f"cannot create TUN device {name!r}: {exc.strerror}") from exc
+        raise LabError(
+            Message(
+                "cannot create TUN device {name!r}: {strerror}", name=name, strerror=exc.strerror
+            )
+        ) from exc
     return fd
 
 
@@ -164,7 +182,9 @@ def configure_tun(
         result = subprocess.run(["ip", *command], capture_output=True, text=True, timeout=10)
         if result.returncode != 0:
             detail = result.stderr.strip() or f"exit code {result.returncode}"
-            raise LabError(f"ip {' '.join(command)}: {detail}")
+            raise LabError(
+                Message("ip {command}: {detail}", command=" ".join(command), detail=detail)
+            )
 
 
 class Direction:
@@ -286,7 +306,15 @@ def control(path: str, message: dict[str, Any], timeout: float = 5.0) -> dict[st
             sock.sendall(json.dumps(message).encode())
             answer: dict[str, Any] = json.loads(sock.recv(CONTROL_MESSAGE_BYTES))
         except (OSError, ValueError) as exc:
-            raise LabError(f"the lab link does not answer on {path}: {exc}") from exc
+            raise LabError(
+                Message("the lab link does not answer on {path}: {exc}", path=path, exc=str(exc))
+            ) from exc
     if not answer.get("ok"):
-        raise LabError(f"the lab link refused {message.get('op')!r}: {answer.get('error')}")
+        raise LabError(
+            Message(
+                "the lab link refused {op!r}: {error}",
+                op=message.get("op"),
+                error=answer.get("error"),
+            )
+        )
     return answer

@@ -25,6 +25,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from latdoc.errors import LabError, UsageError
+from latdoc.i18n import N_, Message
 from latdoc.lab.net._link import CONTROL_MESSAGE_BYTES, Link, LinkSettings, LinkStats
 
 if TYPE_CHECKING:
@@ -126,12 +127,12 @@ class _Daemon:
                 self.link.configure(LinkSettings.from_dict(message["link"]))
             if message.get("dns_delay_ms") is not None:
                 if self.dns is None:
-                    raise LabError("this link serves no DNS")
+                    raise LabError(N_("this link serves no DNS"))
                 self.dns.set_delay(float(message["dns_delay_ms"]))
         elif op == "stop":
             self.stopping = True
         elif op != "ping" and op != "stats":
-            raise LabError(f"unknown request {op!r}")
+            raise LabError(Message("unknown request {op!r}", op=op))
         stats = LinkStats(
             self.link.up.stats(),
             self.link.down.stats(),

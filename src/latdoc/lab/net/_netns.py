@@ -25,6 +25,7 @@ from typing import Any
 
 from latdoc import errors
 from latdoc.errors import LabError, UsageError
+from latdoc.i18n import N_, Message
 from latdoc.lab.net._dns import remove_resolver, write_resolver
 from latdoc.lab.net._link import configure_tun, open_tun
 
@@ -47,7 +48,9 @@ __all__ = [
 ]
 
 STATE_DIR = "/run/latdoc-net"
-ROOT_HINT = "the impaired network needs root (network namespaces, TUN devices); run as root or skip"
+ROOT_HINT = N_(
+    "the impaired network needs root (network namespaces, TUN devices); run as root or skip"
+)
 
 _NAME = re.compile(r"[a-z][a-z0-9-]{0,11}")
 _STOP_GRACE_S = 5.0
@@ -61,13 +64,23 @@ ProcessId = tuple[int, int]
 def require_root() -> None:
     """Raise :class:`LabError` saying why the impaired network cannot run here."""
     if os.geteuid() != 0:
-        raise LabError(f"{ROOT_HINT} (running as uid {os.geteuid()})")
+        raise LabError(
+            Message("{hint} (running as uid {uid})", hint=Message.of(ROOT_HINT), uid=os.geteuid())
+        )
     if shutil.which("ip") is None:
-        raise LabError(f"{ROOT_HINT} (the `ip` command of iproute2 is missing)")
+        raise LabError(
+            Message("{hint} (the `ip` command of iproute2 is missing)", hint=Message.of(ROOT_HINT))
+        )
     try:
         os.close(os.open("/dev/net/tun", os.O_RDWR))
     except OSError as exc:
-        raise LabError(f"{ROOT_HINT} (cannot open /dev/net/tun: {exc.strerror})") from None
+        raise LabError(
+            Message(
+                "{hint} (cannot open /dev/net/tun: {strerror})",
+                hint=Message.of(ROOT_HINT),
+                strerror=exc.strerror,
+            )
+        ) from None
 
 
 def teardown(name: str) -> bool:
@@ -81,7 +94,11 @@ def check_name(name: str) -> str:
     """``name`` if it can name a lab network, else :class:`UsageError`."""
     if not _NAME.fullmatch(name):
         raise UsageError(
-            f"invalid lab network name {name!r}: 1-12 of a-z, 0-9 and '-', starting with a letter"
+            Message(
+                "invalid lab network name {name!r}: 1-12 of a-z, 0-9 and '-', starting "
+                "with a letter",
+                name=name,
+            )
         )
     return name
 
@@ -198,7 +215,7 @@ def _ip(*args: str, check: bool = True) -> str:
     result = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=_IP_TIMEOUT_S)
     if check and result.returncode != 0:
         detail = result.stderr.strip() or f"exit code {result.returncode}"
-        raise LabError(f"ip {' '.join(args)}: {detail}")
+        raise LabError(Message("ip {command}: {detail}", command=" ".join(args), detail=detail))
     return result.stdout
 
 
@@ -281,7 +298,17 @@ def clear_stale(name: str) -> None:
     state = NetState.load(name)
     if state is not None and alive(state.link):
         if state.owner is None:
-            raise LabError(f"lab network {name!r} is up; remove it with `latdoc lab net down`")
+            raise LabError(
+                Message(
+                    "lab network {name!r} is up; remove it with `latdoc lab net down`", name=name
+                )
+            )
         if alive(state.owner):
-            raise LabError(f"lab network {name!r} is in use by process {state.owner[0]}")
+            raise LabError(
+                Message(
+                    "lab network {name!r} is in use by process {pid}",
+                    name=name,
+                    pid=state.owner[0],
+                )
+            )
     remove(name)

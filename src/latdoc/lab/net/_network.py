@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from latdoc.errors import LabError, UsageError
+from latdoc.i18n import N_, Message
 from latdoc.lab._service import Service
 from latdoc.lab.net._link import LinkSettings, LinkStats, control
 from latdoc.lab.net._netns import (
@@ -93,9 +94,16 @@ class NetSettings:
 
     def __post_init__(self) -> None:
         if not 0 <= self.dns_delay_ms <= 60_000:
-            raise UsageError(f"DNS delay must be 0 to 60000 ms, got {self.dns_delay_ms:g}")
+            raise UsageError(
+                Message(
+                    "DNS delay must be 0 to 60000 ms, got {dns_delay_ms:g}",
+                    dns_delay_ms=self.dns_delay_ms,
+                )
+            )
         if not _HOST.fullmatch(self.host_name):
-            raise UsageError(f"not a lowercase host name: {self.host_name!r}")
+            raise UsageError(
+                Message("not a lowercase host name: {host_name!r}", host_name=self.host_name)
+            )
 
 
 @dataclass(frozen=True)
@@ -141,7 +149,11 @@ class LabNet(Service):
         require_root()
         state = NetState.load(name)
         if state is None or not alive(state.link):
-            raise LabError(f"lab network {name!r} is not up; start it with `latdoc lab net up`")
+            raise LabError(
+                Message(
+                    "lab network {name!r} is not up; start it with `latdoc lab net up`", name=name
+                )
+            )
         net = cls(_settings_from_dict(state.settings), name=name)
         net._state = state
         net._running = net._owned = True
@@ -151,9 +163,9 @@ class LabNet(Service):
         """Create the namespaces, the link and DNS. ``detach``: outlive this process."""
         require_root()
         if importlib.util.find_spec("dnslib") is None:
-            raise LabError("the lab DNS server needs dnslib: pip install dnslib")
+            raise LabError(N_("the lab DNS server needs dnslib: pip install dnslib"))
         if self._running:
-            raise LabError(f"lab network {self.name!r} is already running")
+            raise LabError(Message("lab network {name!r} is already running", name=self.name))
         clear_stale(self.name)
         self._running = self._owned = True
         try:
@@ -224,7 +236,7 @@ class LabNet(Service):
                 continue
             return
         log = log_tail(self._state.log_path("link"))
-        raise LabError(f"the lab link did not start: {log or 'no output'}")
+        raise LabError(Message("the lab link did not start: {log}", log=log or "no output"))
 
     def set(self, link: LinkSettings | None = None, dns_delay_ms: float | None = None) -> None:
         """Change the link's impairments and/or the DNS delay while it runs."""
@@ -292,7 +304,9 @@ class LabNet(Service):
                 ca_file = ca.group(1) if ca is not None else None
                 return LabEndpoint(base_url, ip_url, ca_file, process.pid)
             time.sleep(_POLL_S * 5)
-        raise LabError(f"the lab endpoint did not start: {log_tail(log_path) or 'no output'}")
+        raise LabError(
+            Message("the lab endpoint did not start: {log}", log=log_tail(log_path) or "no output")
+        )
 
     def client_argv(self, argv: list[str]) -> list[str]:
         """``argv`` as a command that runs in the client namespace."""
@@ -313,7 +327,7 @@ class LabNet(Service):
 
     def _require_running(self) -> None:
         if not self._running:
-            raise LabError(f"lab network {self.name!r} is not running")
+            raise LabError(Message("lab network {name!r} is not running", name=self.name))
 
     def stop(self) -> None:
         """Stop every process by PID, then remove the namespaces and files."""

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from latdoc.errors import LabError
+from latdoc.i18n import N_, Message
 from latdoc.lab import tls as lab_tls
 from latdoc.lab._service import Service
 from latdoc.lab.sim._config import Fault, LabConfig, LatencyModel, TimingForm, UsageShape
@@ -95,7 +96,7 @@ class LabProcess(Service):
     def start(self) -> None:
         """Start the child and return once its server accepts requests."""
         if self._process is not None:
-            raise LabError("this lab process is already running")
+            raise LabError(N_("this lab process is already running"))
         arguments = {
             "config": config_to_json(self.config),
             "host": self.host,
@@ -114,9 +115,15 @@ class LabProcess(Service):
         line = self._process.stdout.readline() if ready else b""
         if not line:
             code = self._process.poll()
-            state = "still silent" if code is None else f"exit code {code}"
+            state = (
+                Message.of(N_("still silent"))
+                if code is None
+                else Message("exit code {code}", code=code)
+            )
             self.stop()
-            raise LabError(f"lab process did not start ({state}); its stderr says why")
+            raise LabError(
+                Message("lab process did not start ({state}); its stderr says why", state=state)
+            )
         announced = json.loads(line)
         self.port = announced["port"]
         self.base_url = announced["base_url"]

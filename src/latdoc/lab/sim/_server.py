@@ -28,6 +28,7 @@ from typing import Any, cast
 from starlette.applications import Starlette
 
 from latdoc.errors import LabError
+from latdoc.i18n import N_, Message
 from latdoc.lab import tls as lab_tls
 from latdoc.lab._service import Service
 from latdoc.lab.sim._app import create_app, end_streams
@@ -133,7 +134,7 @@ class LabServer(Service):
         tls_names: Sequence[str] = (),
     ) -> None:
         if http2 and not tls:
-            raise LabError("the lab serves HTTP/2 only over TLS: pass tls=True with http2=True")
+            raise LabError(N_("the lab serves HTTP/2 only over TLS: pass tls=True with http2=True"))
         self.config = config
         self.host = host
         self.port = port
@@ -154,11 +155,18 @@ class LabServer(Service):
     def start(self) -> None:
         """Bind, start the server thread and return once it accepts requests."""
         if self._thread is not None:
-            raise LabError("this lab server is already running")
+            raise LabError(N_("this lab server is already running"))
         try:
             sock = _Listener(self.host, self.port)
         except OSError as exc:
-            raise LabError(f"lab server cannot listen on {self.host}:{self.port}: {exc}") from exc
+            raise LabError(
+                Message(
+                    "lab server cannot listen on {host}:{port}: {exc}",
+                    host=self.host,
+                    port=self.port,
+                    exc=str(exc),
+                )
+            ) from exc
         self._sock = sock
         self.port = sock.getsockname()[1]
         context = None
@@ -185,7 +193,7 @@ class LabServer(Service):
         if not self._ready.wait(_START_TIMEOUT_S) or self._error is not None:
             error = self._error
             self.stop()
-            raise LabError(f"lab server did not start: {error!r}") from error
+            raise LabError(Message("lab server did not start: {error!r}", error=error)) from error
 
     def stop(self) -> None:
         """End streams in flight, close every connection and join the thread."""
@@ -205,7 +213,7 @@ class LabServer(Service):
         self.ca_file = None
         self._loop = self._stop_event = None
         if thread is not None and thread.is_alive():
-            raise LabError("lab server thread did not stop")
+            raise LabError(N_("lab server thread did not stop"))
 
     def _run(self, sock: _Listener, app: Starlette, context: ssl.SSLContext | None) -> None:
         try:

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from latdoc.errors import UsageError
+from latdoc.i18n import Message
 from latdoc.probe.dialects import (
     anthropic,
     azure,
@@ -82,7 +83,9 @@ def get(name: str) -> DialectSpec:
     """The dialect called ``name``; :class:`UsageError` naming the known ones."""
     spec = find(name)
     if spec is None:
-        raise UsageError(f"unknown API dialect {name!r}: {', '.join(names())}")
+        raise UsageError(
+            Message("unknown API dialect {name!r}: {known}", name=name, known=", ".join(names()))
+        )
     return spec
 
 

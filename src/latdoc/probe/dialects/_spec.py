@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from latdoc.errors import UsageError
+from latdoc.i18n import Message
 from latdoc.probe._events import EventInfo
 from latdoc.probe._framing import SSE, Framing
 
@@ -226,9 +227,15 @@ class DialectSpec:
         """Request fields that ask for ``effort``; :class:`UsageError` for an unknown
         effort or a dialect without one."""
         if effort not in REASONING_EFFORTS:
-            raise UsageError(f"unknown reasoning effort {effort!r}: {', '.join(REASONING_EFFORTS)}")
+            raise UsageError(
+                Message(
+                    "unknown reasoning effort {effort!r}: {known}",
+                    effort=effort,
+                    known=", ".join(REASONING_EFFORTS),
+                )
+            )
         if self.reasoning is None:
-            raise UsageError(f"the {self.name} dialect has no reasoning effort")
+            raise UsageError(Message("the {name} dialect has no reasoning effort", name=self.name))
         return self.reasoning(effort)
 
 

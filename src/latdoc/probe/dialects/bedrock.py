@@ -46,6 +46,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from latdoc.errors import UsageError
+from latdoc.i18n import N_, Message
 from latdoc.probe._events import EventInfo, Usage, int_or_none
 from latdoc.probe._eventstream import require_botocore
 from latdoc.probe._framing import EVENT_STREAM
@@ -253,22 +254,30 @@ class SigV4Signer:
             credentials, configured = _chain(aws)
             region = region_of(url) or configured
         except BotoCoreError as exc:
-            raise UsageError(f"--api bedrock: the AWS credentials cannot be read: {exc}") from None
+            raise UsageError(
+                Message("--api bedrock: the AWS credentials cannot be read: {exc}", exc=str(exc))
+            ) from None
         if credentials is None:
             raise UsageError(
-                "--api bedrock: no AWS credentials: set AWS_ACCESS_KEY_ID and "
-                "AWS_SECRET_ACCESS_KEY, or AWS_PROFILE, or a Bedrock API key in "
-                "AWS_BEARER_TOKEN_BEDROCK"
+                N_(
+                    "--api bedrock: no AWS credentials: set AWS_ACCESS_KEY_ID and "
+                    "AWS_SECRET_ACCESS_KEY, or AWS_PROFILE, or a Bedrock API key in "
+                    "AWS_BEARER_TOKEN_BEDROCK"
+                )
             )
         if not region:
             raise UsageError(
-                "--api bedrock: no AWS region: set AWS_REGION, or give the regional URL "
-                "https://bedrock-runtime.REGION.amazonaws.com"
+                N_(
+                    "--api bedrock: no AWS region: set AWS_REGION, or give the regional URL "
+                    "https://bedrock-runtime.REGION.amazonaws.com"
+                )
             )
         try:
             return cls(credentials, region)
         except BotoCoreError as exc:
-            raise UsageError(f"--api bedrock: the AWS credentials cannot be read: {exc}") from None
+            raise UsageError(
+                Message("--api bedrock: the AWS credentials cannot be read: {exc}", exc=str(exc))
+            ) from None
 
     def __call__(
         self, method: str, url: str, headers: Sequence[tuple[bytes, bytes]], body: bytes

@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from latdoc.errors import UsageError
+from latdoc.i18n import Message
 from latdoc.records import RequestTrace, Step, StepNote
 from latdoc.workload.otlp._spans import is_genai, spans_of
 from latdoc.workload.otlp._trace import Read, trace_of
@@ -26,8 +27,11 @@ def read_otlp(text: str, source: str = "OTLP file") -> OtlpTraffic:
     spans = [span for span in spans_of(text, source) if is_genai(span)]
     if not spans:
         raise UsageError(
-            f"{source} holds no GenAI spans (spans with gen_ai.* attributes, OpenInference "
-            "LLM spans or Langfuse generations)"
+            Message(
+                "{source} holds no GenAI spans (spans with gen_ai.* attributes, "
+                "OpenInference LLM spans or Langfuse generations)",
+                source=source,
+            )
         )
     read = sorted((trace_of(span) for span in spans), key=lambda r: r.trace.started_at)
     traces = [r.trace for r in read]

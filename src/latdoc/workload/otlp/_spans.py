@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from latdoc.errors import UsageError
+from latdoc.i18n import Message
 from latdoc.workload.otlp._typed import At, parse
 
 _SCOPES = (
@@ -33,12 +34,21 @@ def _documents(text: str, source: str) -> Iterator[At]:
         except ValueError:
             first = None
         if not isinstance(first, dict):
-            raise UsageError(f"{source}: not JSON ({whole})") from None
+            raise UsageError(
+                Message("{source}: not JSON ({whole})", source=source, whole=whole)
+            ) from None
     for number, line in lines:
         try:
             yield At(parse(line, f"{source}:{number}"), f"{source}:{number}")
         except ValueError as exc:
-            raise UsageError(f"{source}:{number}: not JSON ({exc})") from None
+            raise UsageError(
+                Message(
+                    "{source}:{number}: not JSON ({exc})",
+                    source=source,
+                    number=number,
+                    exc=str(exc),
+                )
+            ) from None
 
 
 class Span:
@@ -72,7 +82,9 @@ def _scope_name(scope: At) -> str:
 def spans_of(text: str, source: str) -> Iterator[Span]:
     for document in _documents(text, source):
         if not isinstance(document.value, dict) or "resourceSpans" not in document.value:
-            raise UsageError(f"{document.source}: not OTLP JSON (no resourceSpans)")
+            raise UsageError(
+                Message("{source}: not OTLP JSON (no resourceSpans)", source=document.source)
+            )
         for resource_spans in document["resourceSpans"].items():
             resource = resource_spans.get("resource")
             if not resource.missing:

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from latdoc.errors import UsageError, nesting_checked
+from latdoc.i18n import Message
 
 INT64 = (-(2**63), 2**63 - 1)
 """What a protobuf ``int64``/``fixed64`` field (an OTLP time or ``intValue``) can hold."""
@@ -28,7 +29,9 @@ def decode(data: bytes, source: str) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise UsageError(f"{source}: not UTF-8 text (byte {exc.start})") from None
+        raise UsageError(
+            Message("{source}: not UTF-8 text (byte {start})", source=source, start=exc.start)
+        ) from None
 
 
 def parse(text: str, source: str) -> Any:

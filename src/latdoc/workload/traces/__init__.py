@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import IO
 
 from latdoc.errors import UsageError
+from latdoc.i18n import Message
 from latdoc.workload.traces import burstgpt, latdoc_export, mooncake, sharegpt
 from latdoc.workload.traces._format import Lines, TraceFormat, TraceRequest
 
@@ -48,7 +49,9 @@ def open_trace(path: Path, fmt: str | None = None) -> Iterator[TraceRequest]:
     try:
         raw = path.open("rb")
     except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+        raise UsageError(
+            Message("cannot read {path}: {strerror}", path=path, strerror=exc.strerror)
+        ) from None
     return read_trace(raw, str(path), fmt)
 
 
@@ -66,7 +69,7 @@ def read_trace(raw: IO[bytes], source: str, fmt: str | None = None) -> Iterator[
         lines = _numbered(text, source)
         first = next(lines, None)
         if first is None:
-            raise UsageError(f"{source}: empty: no requests to replay")
+            raise UsageError(Message("{source}: empty: no requests to replay", source=source))
         chosen = _choose(first[1], source, fmt)
         yield from chosen.read(_again(first, lines), source)
 
@@ -76,13 +79,20 @@ def _choose(first: str, source: str, fmt: str | None) -> TraceFormat:
         for f in formats():
             if f.name == fmt:
                 return f
-        raise UsageError(f"--trace-format {fmt}: use one of {', '.join(names())}")
+        raise UsageError(
+            Message("--trace-format {fmt}: use one of {known}", fmt=fmt, known=", ".join(names()))
+        )
     for f in formats():
         if f.sniff(first):
             return f
     raise UsageError(
-        f"{source}: not a trace latdoc knows (its first line: {first[:60]!r}); "
-        f"name its format with --trace-format ({', '.join(names())})"
+        Message(
+            "{source}: not a trace latdoc knows (its first line: {start!r}); name "
+            "its format with --trace-format ({known})",
+            source=source,
+            start=first[:60],
+            known=", ".join(names()),
+        )
     )
 
 
@@ -93,7 +103,14 @@ def _numbered(text: IO[str], source: str) -> Lines:
         try:
             line = text.readline()
         except (UnicodeDecodeError, OSError, EOFError) as exc:
-            raise UsageError(f"{source}:{number}: cannot be read: {exc}") from None
+            raise UsageError(
+                Message(
+                    "{source}:{number}: cannot be read: {exc}",
+                    source=source,
+                    number=number,
+                    exc=str(exc),
+                )
+            ) from None
         if not line:
             return
         if line.strip():

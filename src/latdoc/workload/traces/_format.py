@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from latdoc.errors import UsageError, nesting_checked
+from latdoc.i18n import Message
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,22 +55,46 @@ def json_lines(lines: Lines, source: str) -> Iterator[tuple[int, str, dict[str, 
             with nesting_checked(where):
                 obj = json.loads(line)
         except ValueError as exc:
-            raise UsageError(f"{where}: invalid JSON ({exc})") from None
+            raise UsageError(
+                Message("{where}: invalid JSON ({exc})", where=where, exc=str(exc))
+            ) from None
         if not isinstance(obj, dict):
-            raise UsageError(f"{where}: expected a JSON object")
+            raise UsageError(Message("{where}: expected a JSON object", where=where))
         yield number, where, obj
 
 
 def count(value: object, where: str, name: str, *, least: int = 0) -> int:
     """A whole number of at least ``least`` from a trace's field, or a clear error."""
     if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise UsageError(f"{where}: {name} must be a whole number, not {value!r}")
+        raise UsageError(
+            Message(
+                "{where}: {name} must be a whole number, not {value!r}",
+                where=where,
+                name=name,
+                value=value,
+            )
+        )
     try:
         number = float(value)
     except ValueError:
-        raise UsageError(f"{where}: {name} must be a whole number, not {value!r}") from None
+        raise UsageError(
+            Message(
+                "{where}: {name} must be a whole number, not {value!r}",
+                where=where,
+                name=name,
+                value=value,
+            )
+        ) from None
     if number != int(number) or number < least:
-        raise UsageError(f"{where}: {name} must be a whole number ≥ {least}, not {value!r}")
+        raise UsageError(
+            Message(
+                "{where}: {name} must be a whole number ≥ {least}, not {value!r}",
+                where=where,
+                name=name,
+                least=least,
+                value=value,
+            )
+        )
     return int(number)
 
 
@@ -87,9 +112,15 @@ def ordered_times(requests: Iterator[TraceRequest], source: str) -> Iterator[Tra
         at = r.at_s - first
         if at < last:
             raise UsageError(
-                f"{source}:{r.line}: its time is before the request before it "
-                f"({at:.3f} s after the first, the one before at {last:.3f} s): "
-                "a trace's requests are in the order they were sent"
+                Message(
+                    "{source}:{line}: its time is before the request before it ({at:.3f} s "
+                    "after the first, the one before at {last:.3f} s): a trace's requests "
+                    "are in the order they were sent",
+                    source=source,
+                    line=r.line,
+                    at=at,
+                    last=last,
+                )
             )
         last = at
         yield TraceRequest(r.line, at, r.input_tokens, r.output_tokens, r.blocks, r.session,

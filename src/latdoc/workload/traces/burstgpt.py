@@ -9,6 +9,7 @@ import csv
 from collections.abc import Iterator
 
 from latdoc.errors import UsageError
+from latdoc.i18n import Message
 from latdoc.workload.traces._format import Lines, TraceFormat, TraceRequest, count, ordered_times
 
 _NEEDED = ("Timestamp", "Request tokens", "Response tokens")
@@ -29,22 +30,43 @@ def _requests(lines: Lines, source: str) -> Iterator[TraceRequest]:
         try:
             row = next(csv.reader([line]))
         except csv.Error as exc:
-            raise UsageError(f"{where}: {exc}") from None
+            raise UsageError(Message("{where}: {exc}", where=where, exc=str(exc))) from None
         if header is None:
             header = [h.strip() for h in row]
             missing = [name for name in _NEEDED if name not in header]
             if missing:
-                raise UsageError(f"{where}: the header lacks {', '.join(missing)}")
+                raise UsageError(
+                    Message(
+                        "{where}: the header lacks {missing}",
+                        where=where,
+                        missing=", ".join(missing),
+                    )
+                )
             at, ask, answer = (header.index(name) for name in _NEEDED)
             continue
         if len(row) != len(header):
-            raise UsageError(f"{where}: {len(row)} fields where the header has {len(header)}")
+            raise UsageError(
+                Message(
+                    "{where}: {n_row} fields where the header has {n_header}",
+                    where=where,
+                    n_row=len(row),
+                    n_header=len(header),
+                )
+            )
         try:
             stamp = float(row[at])
         except ValueError:
-            raise UsageError(f"{where}: Timestamp must be a number, not {row[at]!r}") from None
+            raise UsageError(
+                Message(
+                    "{where}: Timestamp must be a number, not {stamp!r}", where=where, stamp=row[at]
+                )
+            ) from None
         if stamp < 0:
-            raise UsageError(f"{where}: Timestamp must not be negative ({stamp})")
+            raise UsageError(
+                Message(
+                    "{where}: Timestamp must not be negative ({stamp})", where=where, stamp=stamp
+                )
+            )
         yield TraceRequest(
             number,
             stamp,

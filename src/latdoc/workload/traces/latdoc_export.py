@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from latdoc.errors import UsageError
+from latdoc.i18n import Message
 from latdoc.store.requests import SCHEMA
 from latdoc.workload.traces._format import (
     Lines,
@@ -29,12 +30,18 @@ def _read(lines: Lines, source: str) -> Iterator[TraceRequest]:
 def _requests(lines: Lines, source: str) -> Iterator[TraceRequest]:
     for number, where, obj in json_lines(lines, source):
         if obj.get("schema") != SCHEMA:
-            raise UsageError(f"{where}: not a line of a latdoc export ({SCHEMA})")
+            raise UsageError(
+                Message(
+                    "{where}: not a line of a latdoc export ({schema})", where=where, schema=SCHEMA
+                )
+            )
         if obj.get("kind") != "request" or not obj.get("ok", True):
             continue
         tokens = obj.get("prompt_tokens") or obj.get("target_prompt_tokens")
         if tokens is None:
-            raise UsageError(f"{where}: the request has no prompt length to replay")
+            raise UsageError(
+                Message("{where}: the request has no prompt length to replay", where=where)
+            )
         started = obj.get("started_ns")
         yield TraceRequest(
             number,

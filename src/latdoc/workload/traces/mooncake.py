@@ -9,6 +9,7 @@ import json
 from collections.abc import Iterator
 
 from latdoc.errors import UsageError
+from latdoc.i18n import Message
 from latdoc.workload.traces._format import (
     Lines,
     TraceFormat,
@@ -38,10 +39,10 @@ def _requests(lines: Lines, source: str) -> Iterator[TraceRequest]:
     for number, where, obj in json_lines(lines, source):
         for key in ("input_length", "output_length"):
             if key not in obj:
-                raise UsageError(f"{where}: missing {key!r}")
+                raise UsageError(Message("{where}: missing {key!r}", where=where, key=key))
         ids = obj.get("hash_ids", [])
         if not isinstance(ids, list):
-            raise UsageError(f"{where}: hash_ids must be a list of numbers")
+            raise UsageError(Message("{where}: hash_ids must be a list of numbers", where=where))
         blocks = tuple(count(i, where, "a hash id") for i in ids)
         stamp = obj.get("timestamp")
         at = None if stamp is None else count(stamp, where, "timestamp") / 1000

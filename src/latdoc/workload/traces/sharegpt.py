@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from latdoc.errors import SSEError, UsageError, nesting_checked
+from latdoc.i18n import Message
 from latdoc.probe import JSONArrayDecoder
 from latdoc.workload.traces._format import Lines, TraceFormat, TraceRequest
 
@@ -46,7 +47,12 @@ def _from_array(first: tuple[int, str], lines: Lines, source: str) -> Iterator[T
             events = decoder.feed(line.encode("utf-8"), 0)
         except SSEError as exc:
             raise UsageError(
-                f"{source}:{number}: not a JSON array of conversations: {exc}"
+                Message(
+                    "{source}:{number}: not a JSON array of conversations: {exc}",
+                    source=source,
+                    number=number,
+                    exc=str(exc),
+                )
             ) from None
         for event in events:
             element += 1
@@ -63,7 +69,9 @@ def _parse(text: str, where: str) -> Any:
         with nesting_checked(where):
             return json.loads(text)
     except ValueError as exc:
-        raise UsageError(f"{where}: invalid JSON ({exc})") from None
+        raise UsageError(
+            Message("{where}: invalid JSON ({exc})", where=where, exc=str(exc))
+        ) from None
 
 
 def _conversation(
@@ -71,12 +79,18 @@ def _conversation(
 ) -> Iterator[TraceRequest]:
     where = f"{source}:{number}" + ("" if element is None else f" (conversation {element})")
     if not isinstance(obj, dict) or not isinstance(obj.get("conversations"), list):
-        raise UsageError(f"{where}: expected an object with a list of conversations")
+        raise UsageError(
+            Message("{where}: expected an object with a list of conversations", where=where)
+        )
     session = str(obj.get("id", f"{number}.{element or 0}"))
     turns: list[tuple[str, str]] = []
     for i, turn in enumerate(obj["conversations"]):
         if not isinstance(turn, dict) or not isinstance(turn.get("value"), str):
-            raise UsageError(f"{where}: turn {i}: expected {{'from': ..., 'value': text}}")
+            raise UsageError(
+                Message(
+                    "{where}: turn {i}: expected {{'from': ..., 'value': text}}", where=where, i=i
+                )
+            )
         turns.append((str(turn.get("from", "")).lower(), turn["value"]))
     k = 0
     for i, (who, text) in enumerate(turns):
