@@ -45,8 +45,6 @@ from typing import Any
 
 from latdoc.i18n import N_, Message
 
-from latdoc.i18n import Message
-
 
 class Phase(enum.StrEnum):
     """Where a request is, in the order it passes through."""
