@@ -63,6 +63,7 @@ from latdoc.features.load.analysis._sweep import (
     analyse_load,
     find_knee,
     find_plateau,
+    find_tail_knee,
     knee_base,
 )
 
@@ -85,6 +86,7 @@ __all__ = [
     "failures_by_phase",
     "find_knee",
     "find_plateau",
+    "find_tail_knee",
     "findings",
     "knee_base",
     "level_name",

@@ -15,7 +15,7 @@ from latdoc.analysis.policy import (
 )
 from latdoc.features.load.analysis._client import processes_for
 from latdoc.features.load.analysis._level import LevelStats
-from latdoc.features.load.analysis._sweep import LoadAnalysis, knee_base
+from latdoc.features.load.analysis._sweep import LoadAnalysis, find_tail_knee, knee_base
 from latdoc.report.names import format_ms, format_rate
 
 __all__ = ["findings", "level_name"]
@@ -51,29 +51,57 @@ def findings(analysis: LoadAnalysis) -> list[str]:
 
 
 def _knee(analysis: LoadAnalysis) -> list[str]:
-    """The knee against the lowest level, or that there was none."""
-    lines: list[str] = []
+    """The knee against the lowest level, or that there was none; and where the p95
+    queued before the median did, that too, so the sentence never denies the plot."""
     reference = knee_base(analysis.levels)
-    base = None if reference is None else reference[1].p50
-    lowest = "the lowest level" if reference is None else level_name(reference[0])
+    if reference is None:
+        return []
+    lowest, base = reference
     knee = analysis.knee
     what = "TTFT p50"
     if analysis.levels and analysis.levels[0].server_ttft_ms is not None:
         what = "server TTFT p50 (from the wire)"
+    bar = f"{KNEE_RATIO:g}× and {KNEE_MIN_RISE_MS:.0f} ms"
+    tail = _tail(analysis, lowest, base.p95)
     knee_ttft = None if knee is None else knee.server_side_ttft_ms
-    if knee is not None and knee_ttft is not None and base is not None:
-        lines.append(
+    if knee is not None and knee_ttft is not None:
+        line = (
             f"Knee at {level_name(knee)}: {what} {format_ms(knee_ttft.p50)}, "
-            f"{knee_ttft.p50 / base:.1f}× the {format_ms(base)} at {lowest} "
-            f"(at least {KNEE_RATIO:g}× and {KNEE_MIN_RISE_MS:.0f} ms more): requests wait "
-            "for the server from there."
+            f"{knee_ttft.p50 / base.p50:.1f}× the {format_ms(base.p50)} at "
+            f"{level_name(lowest)} (at least {bar} more): requests wait for the server "
+            "from there."
         )
-    elif base is not None:
-        lines.append(
-            f"No knee: {what} stayed below {KNEE_RATIO:g}× or within "
-            f"{KNEE_MIN_RISE_MS:.0f} ms of the {format_ms(base)} at {lowest} at every level."
-        )
-    return lines
+        return [line + (f" The p95 queued sooner: {tail}" if tail else "")]
+    line = (
+        f"No knee{' in the median' if tail else ''}: {what} stayed below "
+        f"{KNEE_RATIO:g}× or within {KNEE_MIN_RISE_MS:.0f} ms of the {format_ms(base.p50)} "
+        f"at {level_name(lowest)} at every level."
+    )
+    return [line + (f" The p95 did not: {tail}" if tail else "")]
+
+
+def _tail(analysis: LoadAnalysis, lowest: LevelStats, base_ms: float) -> str | None:
+    """Where the server-side TTFT p95 queued before the knee (or with none), how far it
+    rose and from what: ``None`` where it did not."""
+    tail, knee = find_tail_knee(analysis.levels), analysis.knee
+    levels = analysis.levels
+    if tail is None or (knee is not None and levels.index(knee) <= levels.index(tail)):
+        return None
+    before = [
+        (lv, p)
+        for lv in levels[: levels.index(tail)]
+        if (p := lv.server_side_ttft_ms) is not None and not lv.window.partial
+    ]
+    value = tail.server_side_ttft_ms
+    assert value is not None  # the tail knee is a measured level
+    rise = f"{format_ms(value.p95)} at {level_name(tail)}"
+    if before and before[-1][0] is not lowest:
+        previous, p = before[-1]
+        rise = f"from {format_ms(p.p95)} at {level_name(previous)} to {rise}"
+    return (
+        f"it rose {rise}, {value.p95 / base_ms:.1f}× the {format_ms(base_ms)} at "
+        f"{level_name(lowest)}: some requests wait for the server from {level_name(tail)} on."
+    )
 
 
 def _client_delay(analysis: LoadAnalysis) -> list[str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from latdoc.analysis.policy import PLATEAU_GROWTH, queues_under_load
 from latdoc.features.load.analysis._level import (
@@ -79,18 +80,29 @@ def knee_base(levels: Sequence[LevelStats]) -> tuple[LevelStats, Percentiles] | 
     return measured[0] if measured else None
 
 
-def find_knee(levels: Sequence[LevelStats]) -> LevelStats | None:
-    """The first level whose server-side TTFT p50 queues against :func:`knee_base`'s
+def find_knee(
+    levels: Sequence[LevelStats], quantile: Literal["p50", "p95", "p99"] = "p50"
+) -> LevelStats | None:
+    """The first level whose server-side TTFT ``quantile`` (the p50: the knee) queues
+    against :func:`knee_base`'s same quantile
     (:func:`~latdoc.analysis.policy.queues_under_load`); a level cut short is never the
     knee."""
     measured = _measured(levels)
     if len(measured) < 2:
         return None
-    base = measured[0][1]
+    base = getattr(measured[0][1], quantile)
     for lv, p in measured[1:]:
-        if base.p50 > 0 and queues_under_load(p.p50 / base.p50, p.p50 - base.p50):
+        value = getattr(p, quantile)
+        if base > 0 and queues_under_load(value / base, value - base):
             return lv
     return None
+
+
+def find_tail_knee(levels: Sequence[LevelStats]) -> LevelStats | None:
+    """The first level whose server-side TTFT p95 queues against the lowest level's, by
+    the knee's rule: a few requests wait for the server there while the median may not
+    yet (one in seven, at one stream past the slots); the page's plot draws that p95."""
+    return find_knee(levels, "p95")
 
 
 def find_plateau(levels: Sequence[LevelStats]) -> LevelStats | None:
