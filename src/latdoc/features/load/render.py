@@ -21,6 +21,7 @@ from latdoc.features.load.analysis import (
     LevelStats,
     LoadAnalysis,
     Percentiles,
+    find_tail_knee,
     findings,
     level_name,
 )
@@ -182,12 +183,14 @@ def load_to_dict(
     analysis: LoadAnalysis, *, notes: Sequence[StepNote] = (), run_id: str | None = None
 ) -> dict[str, Any]:
     """A sweep's analysis as the ``latdoc.load`` JSON document."""
+    tail = find_tail_knee(analysis.levels)
     return {
         "schema": LOAD_SCHEMA,
         "run_id": run_id,
         "slo": {"ttft_ms": analysis.slo.ttft_ms, "tpot_ms": analysis.slo.tpot_ms},
         "levels": [_level_dict(lv) for lv in analysis.levels],
         "knee": None if analysis.knee is None else analysis.knee.window.label,
+        "tail_knee": None if tail is None else tail.window.label,
         "plateau": None if analysis.plateau is None else analysis.plateau.window.label,
         "peak_requests_per_s": analysis.peak_requests_per_s,
         "unloaded_ttft_ms": analysis.unloaded_ttft_ms,
