@@ -22,7 +22,7 @@ it at one stream already; ``decode`` when the time per output token did.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -142,28 +142,58 @@ class FindMax:
     by_rate: bool = False
 
     def _level(self, value: float) -> str:
-        return f"{value:.3g} requests/s" if self.by_rate else f"{value:g} streams"
+        return self._levels([value])
+
+    def _levels(self, values: Sequence[float]) -> str:
+        """Levels in one phrase: ``1 stream``, ``1, 2 and 4 streams``, ``10 requests/s``."""
+        said = [f"{v:.3g}" if self.by_rate else f"{v:g}" for v in values]
+        listed = said[0] if len(said) == 1 else ", ".join(said[:-1]) + " and " + said[-1]
+        if self.by_rate:
+            return f"{listed} requests/s"
+        return f"{listed} stream" if said == ["1"] else f"{listed} streams"
+
+    @property
+    def headline(self) -> str:
+        """The answer in one line, which the terminal and the page lead with."""
+        slo = ", ".join(o.text for o in self.objectives)
+        if self.best is None:
+            first = self.probes[0].streams if self.probes else 1
+            return f"No level met the SLO ({slo}): even {self._level(first)} failed it"
+        if self.first_failed is None:
+            return f"{self._level(self.best)} met the SLO ({slo}), and no level tried failed it"
+        return f"The most load that meets the SLO ({slo}): {self._level(self.best)}"
+
+    @property
+    def detail(self) -> str:
+        """What the headline rests on: the level that failed, what broke the SLO first,
+        and the levels judged by their point estimate."""
+        parts: list[str] = []
+        if self.best is not None and self.first_failed is not None:
+            parts.append(f"{self._level(self.first_failed)} failed it, so the capacity lies "
+                         "between")  # fmt: skip
+        elif self.best is not None and self.best >= self.limit:
+            parts.append(f"The search stopped at its limit of {self._level(self.limit)}")
+        elif self.best is not None:
+            parts.append(f"The search stopped at {self._level(self.best)}, its budget spent "
+                         "(--max-requests, --max-cost, --token-budget)")  # fmt: skip
+        if self.broke is not None:
+            parts.append(_BROKE[self.broke])
+        undecided = sorted(p.streams for p in self.probes if not p.decided)
+        if len(undecided) == 1:
+            parts.append(f"After {MAX_ROUNDS} rounds the 95% interval at "
+                         f"{self._level(undecided[0])} still spanned the limit, so that "
+                         "level was judged by its point estimate; a longer "
+                         "--duration-per-level would decide it")  # fmt: skip
+        elif undecided:
+            parts.append(f"After {MAX_ROUNDS} rounds the 95% intervals at "
+                         f"{self._levels(undecided)} still spanned the limit, so those "
+                         "levels were judged by their point estimates; a longer "
+                         "--duration-per-level would decide them")  # fmt: skip
+        return ". ".join(parts) + ("." if parts else "")
 
     def sentence(self) -> str:
-        slo = ", ".join(o.text for o in self.objectives)
-        first = self.probes[0].streams if self.probes else 1
-        if self.best is None:
-            head = f"No level met the SLO ({slo}): even {self._level(first)} failed it"
-        elif self.first_failed is None:
-            top = self._level(self.limit)
-            head = (f"{self._level(self.best)} met the SLO ({slo}); the search stopped at "
-                    f"its limit of {top} without a level that failed it")  # fmt: skip
-        else:
-            head = (f"The most load that meets the SLO ({slo}): {self._level(self.best)}; "
-                    f"{self._level(self.first_failed)} failed it, so the capacity lies "
-                    "between")  # fmt: skip
-        if self.broke is not None:
-            head += f". {_BROKE[self.broke]}"
-        undecided = [self._level(p.streams) for p in self.probes if not p.decided]
-        if undecided:
-            head += (f". Judged by the point estimate, the intervals still holding a limit "
-                     f"after {MAX_ROUNDS} rounds: {', '.join(undecided)}")  # fmt: skip
-        return head
+        """The headline and what it rests on, as one paragraph."""
+        return f"{self.headline}. {self.detail}".rstrip(" ")
 
     def document(self) -> dict[str, Any]:
         return {
@@ -204,6 +234,27 @@ class FindMax:
             ],
         }
 
+    @classmethod
+    def from_document(cls, document: object) -> FindMax | None:
+        """The answer a run's meta keeps (:meth:`document`), to show it again; ``None``
+        where the run kept none, or one this version cannot read."""
+        if not isinstance(document, Mapping):
+            return None
+        try:
+            objectives = tuple(
+                Objective(str(o["metric"]), float(o["quantile"]), float(o["limit_ms"]))
+                for o in document["objectives"]
+            )
+            by_text = {o.text: o for o in objectives}
+            probes = tuple(_probe(p, by_text) for p in document["probes"])
+            by_rate = document["by"] == "rate"
+            kind = "rate" if by_rate else "streams"
+            return cls(objectives, probes, document[f"best_{kind}"],
+                       document[f"first_failed_{kind}"], document["broke"],
+                       float(document["limit"]), by_rate)  # fmt: skip
+        except (KeyError, TypeError, ValueError):
+            return None
+
 
 _BROKE = {
     "errors": "Errors broke it first: the failing level's failed share passed --max-error-rate",
@@ -213,6 +264,22 @@ _BROKE = {
     "stream",
     "decode": "Decode broke it first: the time per output token grows past its limit",
 }
+
+
+def _probe(raw: Mapping[str, Any], objectives: Mapping[str, Objective]) -> Probe:
+    """One probe as :meth:`FindMax.document` keeps it."""
+    readings = tuple(
+        Reading(objectives[r["objective"]], int(r["n"]), r["value_ms"],
+                _interval(r["interval_ms"]), str(r["verdict"]))
+        for r in raw["readings"]
+    )  # fmt: skip
+    return Probe(float(raw["streams"]), int(raw["rounds"]), int(raw["requests"]),
+                 int(raw["failed"]), readings, bool(raw["passed"]), bool(raw["decided"]),
+                 bool(raw["too_many_errors"]), raw["achieved_rate"])  # fmt: skip
+
+
+def _interval(raw: Sequence[float] | None) -> tuple[float, float] | None:
+    return None if raw is None else (float(raw[0]), float(raw[1]))
 
 
 def _judged(readings: Sequence[Reading]) -> tuple[bool, bool]:
@@ -402,7 +469,7 @@ def find_max_sweep(
     Coroutine[Any, Any, list[StepNote]],
 ]:
     """The search as a sweep :func:`~latdoc.features.load.run.load_endpoint` runs; its
-    answer reaches ``on_result`` and the run's notes."""
+    answer reaches ``on_result``, which the report leads with."""
 
     async def sweep(
         keep: Callable[[Sample], None],
@@ -421,7 +488,6 @@ def find_max_sweep(
                 for w in sorted(windows, key=lambda w: w.concurrency or w.rate or 0):
                     on_level(w)
             on_result(result)
-            runner.note(result.sentence())
 
         await within_time_budget(budget.seconds_left, run(), runner.note)
         return runner.notes
