@@ -4,13 +4,14 @@ that serves 4 requests at once and queues the rest, the answer is 4."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from conftest import LabFactory
 from latdoc.cli import main
-from latdoc.lab.sim import LabConfig, LatencyModel
+from latdoc.lab.sim import LabConfig, LabProcess, LatencyModel
 from latdoc.store import Store
 
 MODEL = LatencyModel(prefill_base_ms=20.0, prefill_ms_per_token=0.0, decode_ms_per_token=2.0)
@@ -59,3 +60,25 @@ def test_by_rate_the_search_brackets_the_highest_rate_within_a_tenth(
     assert failed <= 80
     rates = [p["streams"] for p in found["probes"]]
     assert rates[:2] == [10, 20]
+
+
+def test_the_page_leads_with_the_answer_and_draws_the_slos_limit(tmp_path: Path) -> None:
+    """Six slots, a request of ~170 ms: at 7 streams one request in seven waits a whole
+    answer for a slot, so the TTFT p95 leaves 120 ms far behind while its median stays at
+    the prefill. The page's heading is the search's answer, its plot draws the limit,
+    and its knee sentence says where the p95 queued rather than "no knee"."""
+    db, page = tmp_path / "fm.db", tmp_path / "fm.html"
+    latency = LatencyModel(prefill_base_ms=20.0, prefill_ms_per_token=0.0,
+                           decode_ms_per_token=10.0)  # fmt: skip
+    with LabProcess(LabConfig(latency=latency, slots=6, seed=3)) as server:
+        code = main(["load", server.base_url, "-m", "lab-sim", "--find-max", "--slo",
+                     "ttft_p95=120ms", "--duration-per-level", "0.5", "--max-tokens", "16",
+                     "--max-requests", "2000", "--db", str(db), "--html", str(page)])  # fmt: skip
+    assert code == 0
+    html = page.read_text(encoding="utf-8")
+    first = re.search(r"<h1>(.*?)</h1>", html)
+    assert first is not None
+    assert first[1] == "The most load that meets the SLO (ttft_p95 ≤ 120 ms): 6 streams"
+    assert 'id="load-slo-0"' in html and 'id="load-slo-best"' in html
+    assert "against the SLO ttft_p95 ≤ 120 ms, met up to 6" in html
+    assert "No knee:" not in html

@@ -1,5 +1,6 @@
 """The conversation, load and watch pages' plots as inline SVG: time to first token by
-turn, one line per strategy; its p50 and p95 by load level with the knee marked, and
+turn, one line per strategy; its p50 and p95 by load level with the knee marked (and an
+SLO's limits and the most load that met them, where a search found it), and
 requests per second by level with the plateau and goodput; and the watch's heat map of
 latency by time bucket. Each function returns the ``<svg>`` element as text, or
 ``None`` when there is nothing to draw. Importing this module loads matplotlib: only
@@ -54,8 +55,13 @@ def load_ttft_svg(
     ttft_ms: Sequence[tuple[float, float] | None],
     knee: int | None,
     axis: str = "load level",
+    *,
+    limits: Sequence[tuple[str, float]] = (),
+    best: int | None = None,
 ) -> str | None:
-    """TTFT p50 and p95 by load level, the knee marked."""
+    """TTFT p50 and p95 by load level, the knee marked; each of ``limits`` (an SLO's
+    objective, named, and its limit in ms) a horizontal line, and ``best`` (the most load
+    that met them) marked."""
     points = [(k, v) for k, v in enumerate(ttft_ms) if v is not None]
     if not points:
         return None
@@ -80,6 +86,20 @@ def load_ttft_svg(
                 f"knee at {levels[knee]}", (knee, 1.0), xycoords=("data", "axes fraction"),
                 xytext=(4, -12), textcoords="offset points", color=FG,
             )  # fmt: skip
+        for k, (name, limit_ms) in enumerate(limits):
+            line = ax.axhline(limit_ms, color=SERIES_COLOURS[3], linestyle="-.", linewidth=1.2)
+            line.set_gid(f"load-slo-{k}")
+            ax.annotate(
+                f"SLO: {name}", (1.0, limit_ms), xycoords=("axes fraction", "data"),
+                xytext=(-4, 3), textcoords="offset points", ha="right", color=FG,
+            )  # fmt: skip
+        if best is not None:
+            mark = ax.axvline(best, color=SERIES_COLOURS[3], linestyle=":", linewidth=1.4)
+            mark.set_gid("load-slo-best")
+            ax.annotate(
+                f"SLO met up to {levels[best]}", (best, 1.0), xycoords=("data", "axes fraction"),
+                xytext=(4, -26), textcoords="offset points", color=FG,
+            )  # fmt: skip
         ax.set_xticks(range(len(levels)), list(levels))
         ax.set_xlabel(axis)
         ax.set_ylabel("time to first token")
@@ -87,7 +107,12 @@ def load_ttft_svg(
         ax.set_ylim(bottom=0)
         ax.grid(axis="y")
         ax.legend(loc="upper left", frameon=False)
-        return figure_svg(figure, "Time to first token p50 and p95 by load level", "load-ttft")
+        label = "Time to first token p50 and p95 by load level"
+        if limits:
+            label += ", against the SLO " + ", ".join(name for name, _ in limits)
+        if best is not None:
+            label += f", met up to {levels[best]}"
+        return figure_svg(figure, label, "load-ttft")
 
 
 def load_throughput_svg(

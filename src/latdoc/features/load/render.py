@@ -1,7 +1,9 @@
 """``latdoc load`` shown: two tables per level in the terminal, a JSON document, a page.
 
 The terminal view fits 80 columns: latency by level, then throughput by level,
-then the knee, the plateau, Little's law and goodput in sentences.
+then the knee, the plateau, Little's law and goodput in sentences. Where
+``--find-max`` found an answer, the terminal and the page lead with it, and the page's
+TTFT plot draws the SLO's limit and marks the level found.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from latdoc.features.load.analysis import (
     findings,
     level_name,
 )
+from latdoc.features.load.send.findmax import FindMax
 from latdoc.i18n import N_
 from latdoc.model import cost_to_dict
 from latdoc.records import StepNote
@@ -80,10 +83,11 @@ def render_load(
     *,
     title: str = "",
     model: str | None = None,
+    found: FindMax | None = None,
 ) -> RenderableType:
     """A sweep's analysis as two terminal tables (latency, then throughput and errors),
     what each level cost (where ``model`` is named: said unknown without a price) and
-    its notes."""
+    its notes; led by ``--find-max``'s answer where ``found`` holds one."""
     closed = not analysis.levels or analysis.levels[0].window.rate is None
     level = "streams" if closed else "rate"
     unit = _latency_unit(analysis)
@@ -107,6 +111,12 @@ def render_load(
     parts: list[RenderableType] = []
     if title:
         parts += [Text(f"  {title}", style="bold"), Text("")]
+    if found is not None:
+        parts += [
+            Padding(Text(f"{found.headline}.", style="bold"), (0, 0, 0, 2)),
+            Padding(Text(found.detail), (0, 0, 0, 2)),
+            Text(""),
+        ]
     parts += [
         Text(f"  Latency by level, in {unit} (successful requests)"),
         Padding(latency, (0, 0, 0, 2)),
@@ -180,9 +190,14 @@ def _level_dict(lv: LevelStats) -> dict[str, Any]:
 
 
 def load_to_dict(
-    analysis: LoadAnalysis, *, notes: Sequence[StepNote] = (), run_id: str | None = None
+    analysis: LoadAnalysis,
+    *,
+    notes: Sequence[StepNote] = (),
+    run_id: str | None = None,
+    found: FindMax | None = None,
 ) -> dict[str, Any]:
-    """A sweep's analysis as the ``latdoc.load`` JSON document."""
+    """A sweep's analysis as the ``latdoc.load`` JSON document, with ``--find-max``'s
+    answer where ``found`` holds one."""
     tail = find_tail_knee(analysis.levels)
     return {
         "schema": LOAD_SCHEMA,
@@ -196,6 +211,7 @@ def load_to_dict(
         "unloaded_ttft_ms": analysis.unloaded_ttft_ms,
         "findings": findings(analysis),
         "notes": [n.text for n in notes],
+        "find_max": None if found is None else {**found.document(), "sentence": found.sentence()},
     }
 
 
@@ -205,9 +221,11 @@ def render_load_html(
     *,
     title: str = "",
     model: str | None = None,
+    found: FindMax | None = None,
 ) -> str:
     """A sweep's analysis as a self-contained page: the tables and the TTFT and
-    throughput plots."""
+    throughput plots; where ``found`` holds ``--find-max``'s answer, the page's heading
+    is that answer and the TTFT plot draws the SLO's limit and marks the level found."""
     from markupsafe import Markup
 
     from latdoc.report.pages import environment, load_throughput_svg, load_ttft_svg
@@ -217,7 +235,11 @@ def render_load_html(
     labels = [lv.window.label for lv in analysis.levels]
     ttft = [(lv.ttft_ms.p50, lv.ttft_ms.p95) if lv.ttft_ms else None for lv in analysis.levels]
     knee = None if analysis.knee is None else analysis.levels.index(analysis.knee)
-    ttft_svg = load_ttft_svg(labels, ttft, knee, axis)
+    objectives = () if found is None else found.objectives
+    limits = [(o.text, o.limit_ms) for o in objectives if o.metric == "ttft"]
+    ttft_svg = load_ttft_svg(
+        labels, ttft, knee, axis, limits=limits, best=_found_level(analysis, found)
+    )
     rps = [lv.requests_per_s for lv in analysis.levels]
     good = [lv.goodput_per_s for lv in analysis.levels]
     plateau = None if analysis.plateau is None else analysis.levels.index(analysis.plateau)
@@ -244,6 +266,7 @@ def render_load_html(
         .get_template("load.html.j2")
         .render(
             title=title or "latdoc: under load",
+            answer=found,
             level_name="streams" if closed else "arrival rate",
             rows=rows,
             findings=findings(analysis),
@@ -253,6 +276,17 @@ def render_load_html(
             throughput_plot=None if throughput_svg is None else Markup(throughput_svg),
         )
     )
+
+
+def _found_level(analysis: LoadAnalysis, found: FindMax | None) -> int | None:
+    """Where among the levels the most load that met the SLO is, if it is one of them."""
+    if found is None or found.best is None:
+        return None
+    for k, lv in enumerate(analysis.levels):
+        level = lv.window.rate if found.by_rate else lv.window.concurrency
+        if level is not None and float(level) == found.best:
+            return k
+    return None
 
 
 @dataclass(frozen=True)
@@ -267,6 +301,8 @@ class ShownLoad:
     gates: GateReport | None = None
     model: str | None = None
     """The model, to say its cost is unknown by name where it has no price."""
+    found: FindMax | None = None
+    """``--find-max``'s answer, which the view leads with."""
 
     @property
     def page_kind(self) -> str:
@@ -275,7 +311,9 @@ class ShownLoad:
     def document(self) -> dict[str, Any]:
         from latdoc.report import gates_to_dict
 
-        document = load_to_dict(self.analysis, notes=self.notes, run_id=self.run_id)
+        document = load_to_dict(
+            self.analysis, notes=self.notes, run_id=self.run_id, found=self.found
+        )
         if self.gates is not None:
             document["gates"] = gates_to_dict(self.gates)
         return document
@@ -283,13 +321,17 @@ class ShownLoad:
     def shown(self) -> tuple[RenderableType, ...]:
         from latdoc.report import render_gates
 
-        table = render_load(self.analysis, self.notes, title=self.title, model=self.model)
+        table = render_load(
+            self.analysis, self.notes, title=self.title, model=self.model, found=self.found
+        )
         if self.gates is None:
             return (table,)
         return (table, render_gates(self.gates, ("baseline", "this run")))
 
     def page(self) -> str:
-        return render_load_html(self.analysis, self.notes, title=self.title, model=self.model)
+        return render_load_html(
+            self.analysis, self.notes, title=self.title, model=self.model, found=self.found
+        )
 
     def kept(self) -> None:
         return None

@@ -59,6 +59,8 @@ class LoadRun:
     """Traces in the store, when that is not all of ``samples``."""
     gates: GateReport | None = None
     """The gates held against the baseline run, when asked for."""
+    find_max: FindMax | None = None
+    """``--find-max``'s answer, when it was asked for and the search finished."""
 
     @property
     def all_failed(self) -> bool:
@@ -73,7 +75,9 @@ class LoadRun:
     def shown(self) -> ShownLoad:
         """The sweep as the command shows it."""
         title = f"{self.model} at {self.endpoint} under load"
-        return ShownLoad(self.analysis, self.notes, self.run_id, title, self.gates, self.model)
+        return ShownLoad(
+            self.analysis, self.notes, self.run_id, title, self.gates, self.model, self.find_max
+        )
 
 
 @dataclass(frozen=True)
@@ -238,9 +242,10 @@ def _load(
         sweep = find_max_sweep(plan, find_max.objectives, find_max.reach, on_progress,
                                found.append, find_max.start_rate)  # fmt: skip
         run = _run_sweep(plan, sweep, store, slo, meta, on_sample)
-        if found:
-            store.update_meta(run.run_id, {"find_max": found[0].document()})
-        return run
+        if not found:
+            return run
+        store.update_meta(run.run_id, {"find_max": found[0].document()})
+        return replace(run, find_max=found[0])
     with ExitStack() as stack:
         if workers is None:
             return _run_sweep(
@@ -402,9 +407,12 @@ def reload_load(store: Store, run_id: str) -> LoadRun:
     slo_meta = load_meta.get("slo", {}) if isinstance(load_meta, Mapping) else {}
     slo = Slo(slo_meta.get("ttft_ms"), slo_meta.get("tpot_ms"))
     analysis = analyse_load(windows, samples, slo, info.price)
+    found = (
+        FindMax.from_document(info.meta.get("find_max")) if isinstance(info.meta, Mapping) else None
+    )
     return LoadRun(
         info.run_id, analysis, tuple(samples), tuple(info.notes), info.status,
-        info.endpoint, info.model, store.path,
+        info.endpoint, info.model, store.path, find_max=found,
     )  # fmt: skip
 
 
