@@ -1,7 +1,8 @@
 """The conversation, load and watch pages' plots as inline SVG: time to first token by
 turn, one line per strategy; its p50 and p95 by load level with the knee marked (and an
-SLO's limits and the most load that met them, where a search found it), and
-requests per second by level with the plateau and goodput; and the watch's heat map of
+SLO's limits and the most load that met them, where a search found it), the time per
+output token's the same way, and requests per second by level with the plateau and
+goodput; and the watch's heat map of
 latency by time bucket. Each function returns the ``<svg>`` element as text, or
 ``None`` when there is nothing to draw. Importing this module loads matplotlib: only
 the HTML renderers import it, when they render.
@@ -62,7 +63,40 @@ def load_ttft_svg(
     """TTFT p50 and p95 by load level, the knee marked; each of ``limits`` (an SLO's
     objective, named, and its limit in ms) a horizontal line, and ``best`` (the most load
     that met them) marked."""
-    points = [(k, v) for k, v in enumerate(ttft_ms) if v is not None]
+    return _by_level(
+        levels, ttft_ms, knee, axis, limits=limits, best=best,
+        gid="load-ttft", quantity="time to first token",
+    )  # fmt: skip
+
+
+def load_tpot_svg(
+    levels: Sequence[str],
+    tpot_ms: Sequence[tuple[float, float] | None],
+    axis: str = "load level",
+    *,
+    limits: Sequence[tuple[str, float]] = (),
+) -> str | None:
+    """The time per output token after the first (the inter-token latency) p50 and p95
+    by load level; each of ``limits`` (a TPOT objective) a horizontal line."""
+    return _by_level(
+        levels, tpot_ms, None, axis, limits=limits, best=None,
+        gid="load-tpot", quantity="time per output token",
+    )  # fmt: skip
+
+
+def _by_level(
+    levels: Sequence[str],
+    values_ms: Sequence[tuple[float, float] | None],
+    knee: int | None,
+    axis: str,
+    *,
+    limits: Sequence[tuple[str, float]],
+    best: int | None,
+    gid: str,
+    quantity: str,
+) -> str | None:
+    """A latency's p50 and p95 by load level, with the marks :func:`load_ttft_svg` says."""
+    points = [(k, v) for k, v in enumerate(values_ms) if v is not None]
     if not points:
         return None
     with plot_style():
@@ -73,12 +107,12 @@ def load_ttft_svg(
             xs, [v[0] for _, v in points], marker="o", markersize=3, linewidth=1.6,
             label="p50", color=SERIES_COLOURS[1],
         )  # fmt: skip
-        p50.set_gid("load-ttft-p50")
+        p50.set_gid(f"{gid}-p50")
         (p95,) = ax.plot(
             xs, [v[1] for _, v in points], marker="o", markersize=3, linewidth=1.2,
             linestyle="--", label="p95", color=SERIES_COLOURS[0],
         )  # fmt: skip
-        p95.set_gid("load-ttft-p95")
+        p95.set_gid(f"{gid}-p95")
         if knee is not None:
             mark = ax.axvline(knee, color=MUTED, linestyle=":", linewidth=1.2)
             mark.set_gid("load-knee")
@@ -88,7 +122,7 @@ def load_ttft_svg(
             )  # fmt: skip
         for k, (name, limit_ms) in enumerate(limits):
             line = ax.axhline(limit_ms, color=SERIES_COLOURS[3], linestyle="-.", linewidth=1.2)
-            line.set_gid(f"load-slo-{k}")
+            line.set_gid(f"load-slo-{k}" if gid == "load-ttft" else f"{gid}-slo-{k}")
             ax.annotate(
                 f"SLO: {name}", (1.0, limit_ms), xycoords=("axes fraction", "data"),
                 xytext=(-4, 3), textcoords="offset points", ha="right", color=FG,
@@ -102,17 +136,17 @@ def load_ttft_svg(
             )  # fmt: skip
         ax.set_xticks(range(len(levels)), list(levels))
         ax.set_xlabel(axis)
-        ax.set_ylabel("time to first token")
+        ax.set_ylabel(quantity)
         ax.yaxis.set_major_formatter(MsFormatter())
         ax.set_ylim(bottom=0)
         ax.grid(axis="y")
         ax.legend(loc="upper left", frameon=False)
-        label = "Time to first token p50 and p95 by load level"
+        label = f"{quantity[0].upper()}{quantity[1:]} p50 and p95 by load level"
         if limits:
             label += ", against the SLO " + ", ".join(name for name, _ in limits)
         if best is not None:
             label += f", met up to {levels[best]}"
-        return figure_svg(figure, label, "load-ttft")
+        return figure_svg(figure, label, gid)
 
 
 def load_throughput_svg(

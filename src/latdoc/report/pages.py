@@ -9,6 +9,7 @@ from latdoc.report._page_plots import (
     clock_heatmap_svg,
     conversation_svg,
     load_throughput_svg,
+    load_tpot_svg,
     load_ttft_svg,
 )
 
@@ -17,5 +18,6 @@ __all__ = [
     "conversation_svg",
     "environment",
     "load_throughput_svg",
+    "load_tpot_svg",
     "load_ttft_svg",
 ]

@@ -223,12 +223,18 @@ def render_load_html(
     model: str | None = None,
     found: FindMax | None = None,
 ) -> str:
-    """A sweep's analysis as a self-contained page: the tables and the TTFT and
-    throughput plots; where ``found`` holds ``--find-max``'s answer, the page's heading
-    is that answer and the TTFT plot draws the SLO's limit and marks the level found."""
+    """A sweep's analysis as a self-contained page: the tables and the TTFT, time per
+    output token and throughput plots; where ``found`` holds ``--find-max``'s answer, the
+    page's heading is that answer, and each plot of a metric it names draws its limit (the
+    TTFT plot marks the level found)."""
     from markupsafe import Markup
 
-    from latdoc.report.pages import environment, load_throughput_svg, load_ttft_svg
+    from latdoc.report.pages import (
+        environment,
+        load_throughput_svg,
+        load_tpot_svg,
+        load_ttft_svg,
+    )
 
     closed = not analysis.levels or analysis.levels[0].window.rate is None
     axis = "streams at once" if closed else "asked arrival rate"
@@ -240,6 +246,9 @@ def render_load_html(
     ttft_svg = load_ttft_svg(
         labels, ttft, knee, axis, limits=limits, best=_found_level(analysis, found)
     )
+    tpot = [(lv.tpot_ms.p50, lv.tpot_ms.p95) if lv.tpot_ms else None for lv in analysis.levels]
+    tpot_limits = [(o.text, o.limit_ms) for o in objectives if o.metric == "tpot"]
+    tpot_svg = load_tpot_svg(labels, tpot, axis, limits=tpot_limits)
     rps = [lv.requests_per_s for lv in analysis.levels]
     good = [lv.goodput_per_s for lv in analysis.levels]
     plateau = None if analysis.plateau is None else analysis.levels.index(analysis.plateau)
@@ -274,6 +283,7 @@ def render_load_html(
             cost=[] if model is None else cost_sentences(_cost_rows(analysis), model),
             ttft_plot=None if ttft_svg is None else Markup(ttft_svg),
             throughput_plot=None if throughput_svg is None else Markup(throughput_svg),
+            tpot_plot=None if tpot_svg is None else Markup(tpot_svg),
         )
     )
 

@@ -154,3 +154,19 @@ def test_the_answer_a_run_keeps_reads_back_whole() -> None:
     assert FindMax.from_document(json.loads(json.dumps(found.document()))) == found
     assert FindMax.from_document(None) is None
     assert FindMax.from_document({"objectives": []}) is None
+
+
+def test_the_time_per_token_has_its_plot_with_its_own_limit() -> None:
+    from dataclasses import replace
+
+    tpot = [Percentiles(20.0 + k, 30.0 + 4 * k, 30.0 + 4 * k, 20.0 + k) for k in range(6)]
+    levels = tuple(replace(lv, tpot_ms=t) for lv, t in zip(SIX_SLOTS.levels, tpot, strict=True))
+    analysis = replace(SIX_SLOTS, levels=levels)
+    found = FindMax((Objective("tpot", 0.95, 45.0),), (_probe(1.0, True),), 6.0, 7.0,
+                    "decode", 256.0)  # fmt: skip
+    page = render_load_html(analysis, found=found)
+    assert 'id="load-tpot-p50"' in page and 'id="load-tpot-p95"' in page
+    assert 'id="load-tpot-slo-0"' in page
+    assert "Time per output token p50 and p95 by load level, against the SLO tpot_p95" in page
+    assert "No answer had a second token." not in page
+    assert "No answer had a second token." in render_load_html(SIX_SLOTS)
