@@ -18,6 +18,7 @@ from latdoc.features.load.analysis import (
     LoadAnalysis,
     Slo,
     analyse_load,
+    windows_kept,
 )
 from latdoc.features.load.document import load_from_record, load_to_record
 from latdoc.features.load.render import ShownLoad
@@ -402,8 +403,12 @@ def reload_load(store: Store, run_id: str) -> LoadRun:
             )
         )
     stored = None if document is None else load_from_record(document)
-    windows = [] if stored is None else [lv.window for lv in stored.levels]
     load_meta = info.meta.get("load", {}) if isinstance(info.meta, Mapping) else {}
+    if stored is not None:
+        windows = [lv.window for lv in stored.levels]
+    else:
+        # Still running (a live page), or killed before it kept its record.
+        windows = windows_kept(samples, load_meta.get("rates") or ())
     slo_meta = load_meta.get("slo", {}) if isinstance(load_meta, Mapping) else {}
     slo = Slo(slo_meta.get("ttft_ms"), slo_meta.get("tpot_ms"))
     analysis = analyse_load(windows, samples, slo, info.price)

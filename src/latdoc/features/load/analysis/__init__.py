@@ -65,6 +65,7 @@ from latdoc.features.load.analysis._sweep import (
     find_plateau,
     find_tail_knee,
     knee_base,
+    windows_kept,
 )
 
 __all__ = [
@@ -96,4 +97,5 @@ __all__ = [
     "percentiles",
     "processes_for",
     "read_level",
+    "windows_kept",
 ]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from latdoc.analysis.policy import PLATEAU_GROWTH, queues_under_load
@@ -19,7 +19,7 @@ from latdoc.features.load.analysis._level import (
     level_stats,
 )
 from latdoc.model import Price
-from latdoc.records import Sample
+from latdoc.records import Sample, Step
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +62,33 @@ def analyse_load(
         peak_requests_per_s=max((lv.requests_per_s for lv in levels), default=None),
         slo=slo,
     )
+
+
+def windows_kept(samples: Sequence[Sample], rates: Sequence[float] = ()) -> list[LevelWindow]:
+    """The levels of a sweep that kept no record of them (one still running, or one whose
+    process was killed), read from its requests: a level per step and concurrency, in the
+    order each was first sent, from its first request's start to its last one's end;
+    ``rates`` are the sweep's asked arrival rates, level by level. The last level may
+    still be running: it is partial, out of the knee and the plateau until it ends."""
+    spans: dict[tuple[Step, int], tuple[int, int]] = {}
+    for sample in samples:
+        if sample.step not in (Step.LOAD, Step.ARRIVALS):
+            continue
+        t = sample.trace
+        end = t.t0_ns + (t.done_ns or 0)
+        key = (sample.step, sample.concurrency)
+        first, last = spans.get(key, (t.t0_ns, end))
+        spans[key] = (min(first, t.t0_ns), max(last, end))
+    windows = []
+    for number, ((step, concurrency), (start, end)) in enumerate(spans.items(), 1):
+        if step is Step.LOAD:
+            windows.append(LevelWindow(number, concurrency, None, start, end))
+        elif 0 < concurrency <= len(rates):
+            rate = float(rates[concurrency - 1])
+            windows.append(LevelWindow(concurrency, None, rate, start, end))
+    if windows:
+        windows[-1] = replace(windows[-1], partial=True)
+    return windows
 
 
 def _measured(levels: Sequence[LevelStats]) -> list[tuple[LevelStats, Percentiles]]:
