@@ -20,6 +20,7 @@ from rich.text import Text
 
 from latdoc.analysis.gates import GateReport
 from latdoc.features.load.analysis import (
+    FindMax,
     LevelStats,
     LoadAnalysis,
     Percentiles,
@@ -27,7 +28,6 @@ from latdoc.features.load.analysis import (
     findings,
     level_name,
 )
-from latdoc.features.load.send.findmax import FindMax
 from latdoc.i18n import N_
 from latdoc.model import cost_to_dict
 from latdoc.records import StepNote

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from latdoc.analysis.gates import Gate, GateReport, check_gates
 from latdoc.errors import UsageError
 from latdoc.features.load.analysis import (
+    FindMax,
     LevelWindow,
     LoadAnalysis,
     Slo,
@@ -23,7 +24,7 @@ from latdoc.features.load.analysis import (
 from latdoc.features.load.document import load_from_record, load_to_record
 from latdoc.features.load.render import ShownLoad
 from latdoc.features.load.send.auto import choose_processes
-from latdoc.features.load.send.findmax import FindMax, FindMaxAsk, find_max_sweep
+from latdoc.features.load.send.findmax import FindMaxAsk, find_max_sweep
 from latdoc.features.load.send.fleet import Fleet, FleetSweep, join
 from latdoc.features.load.send.processes import ProcessFleet
 from latdoc.features.load.send.replay import Replay, replay_sweep

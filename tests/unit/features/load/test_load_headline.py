@@ -10,17 +10,19 @@ import re
 from latdoc import render_text
 from latdoc.features.load import render_load, render_load_html
 from latdoc.features.load.analysis import (
+    FindMax,
     LevelStats,
     LevelWindow,
     LoadAnalysis,
+    Objective,
     Percentiles,
+    Probe,
     Slo,
     find_knee,
     find_tail_knee,
     findings,
 )
 from latdoc.features.load.render import load_to_dict
-from latdoc.features.load.send.findmax import FindMax, Objective, Probe
 
 SECOND = 10**9
 P95_400 = Objective("ttft", 0.95, 400.0)

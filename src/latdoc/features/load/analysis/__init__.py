@@ -38,6 +38,7 @@ sweep across its levels in :mod:`._sweep`, and an SLO's objectives read at a lev
 from latdoc.analysis.policy import LITTLE_TOLERANCE
 from latdoc.features.load.analysis._client import ClientLoad, busiest, processes_for
 from latdoc.features.load.analysis._findings import findings, level_name
+from latdoc.features.load.analysis._found import MAX_ROUNDS, OVER_SATURATION, FindMax, Probe
 from latdoc.features.load.analysis._level import (
     SUSTAINED_LATE_MS,
     SUSTAINED_SHARE,
@@ -70,16 +71,20 @@ from latdoc.features.load.analysis._sweep import (
 
 __all__ = [
     "LITTLE_TOLERANCE",
+    "MAX_ROUNDS",
+    "OVER_SATURATION",
     "SUSTAINED_LATE_MS",
     "SUSTAINED_SHARE",
     "ClientLoad",
     "Failure",
+    "FindMax",
     "LevelStats",
     "LevelWindow",
     "LittlesLaw",
     "LoadAnalysis",
     "Objective",
     "Percentiles",
+    "Probe",
     "Reading",
     "Slo",
     "analyse_load",
