@@ -65,26 +65,15 @@ def json_lines(lines: Lines, source: str) -> Iterator[tuple[int, str, dict[str, 
 
 def count(value: object, where: str, name: str, *, least: int = 0) -> int:
     """A whole number of at least ``least`` from a trace's field, or a clear error."""
+    not_whole = Message(
+        "{where}: {name} must be a whole number, not {value!r}", where=where, name=name, value=value
+    )
     if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise UsageError(
-            Message(
-                "{where}: {name} must be a whole number, not {value!r}",
-                where=where,
-                name=name,
-                value=value,
-            )
-        )
+        raise UsageError(not_whole)
     try:
         number = float(value)
     except ValueError:
-        raise UsageError(
-            Message(
-                "{where}: {name} must be a whole number, not {value!r}",
-                where=where,
-                name=name,
-                value=value,
-            )
-        ) from None
+        raise UsageError(not_whole) from None
     if number != int(number) or number < least:
         raise UsageError(
             Message(
