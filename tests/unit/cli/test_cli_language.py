@@ -3,27 +3,15 @@ Chinese locale; the ``Error:`` line in it; a run's JSON in English whatever it i
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
-from latdoc.cli import EXIT_USAGE, main
 from latdoc.i18n import language
 
 
-@pytest.fixture(autouse=True)
-def _no_language(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("LATDOC_LANG", "LC_ALL", "LC_MESSAGES", "LANG"):
-        monkeypatch.delenv(var, raising=False)
-
-
-def _error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    assert main(argv) == EXIT_USAGE
-    err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1
-    return err.strip()
-
-
-def test_lang_zh_says_the_error_in_chinese(capsys: pytest.CaptureFixture[str]) -> None:
-    said = _error(["report", "--lang", "zh"], capsys)
+def test_lang_zh_says_the_error_in_chinese(error_line: Callable[[list[str]], str]) -> None:
+    said = error_line(["report", "--lang", "zh"])
     assert said == "错误：请给出 `latdoc runs` 中的运行 id，或使用 --watch NAME"
     assert language() == "en", "the command's language ends with it"
 
@@ -42,23 +30,23 @@ def test_the_environment_chooses_the_language(
     environ: dict[str, str],
     prefix: str,
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    error_line: Callable[[list[str]], str],
 ) -> None:
     for name, value in environ.items():
         monkeypatch.setenv(name, value)
-    assert _error(["report"], capsys).startswith(prefix)
+    assert error_line(["report"]).startswith(prefix)
 
 
 def test_the_flag_wins_over_the_environment(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, error_line: Callable[[list[str]], str]
 ) -> None:
     monkeypatch.setenv("LATDOC_LANG", "zh")
-    assert _error(["report", "--lang=en"], capsys).startswith("Error: give a run id")
+    assert error_line(["report", "--lang=en"]).startswith("Error: give a run id")
 
 
 def test_a_language_latdoc_does_not_speak_is_one_error_line(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, error_line: Callable[[list[str]], str]
 ) -> None:
-    assert "invalid choice: 'fr'" in _error(["report", "--lang", "fr"], capsys)
+    assert "invalid choice: 'fr'" in error_line(["report", "--lang", "fr"])
     monkeypatch.setenv("LATDOC_LANG", "fr")
-    assert _error(["report"], capsys) == "Error: LATDOC_LANG is 'fr': latdoc speaks en, zh"
+    assert error_line(["report"]) == "Error: LATDOC_LANG is 'fr': latdoc speaks en, zh"

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import argparse
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from latdoc.cli import EXIT_USAGE, main
 from latdoc.cli._parser import ARGPARSE_ERRORS, argparse_message
 from latdoc.i18n import speaking, translate
 
@@ -19,19 +19,6 @@ ENGLISH_WORDS = re.compile(
     r"are|required|unrecognized|ambiguous|option|could|match|ignored|explicit|most|least)\b"
 )
 """The words of argparse's sentences that no translation keeps."""
-
-
-@pytest.fixture(autouse=True)
-def _no_language(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("LATDOC_LANG", "LC_ALL", "LC_MESSAGES", "LANG"):
-        monkeypatch.delenv(var, raising=False)
-
-
-def _error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    assert main(argv) == EXIT_USAGE
-    err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1
-    return err.strip()
 
 
 @pytest.mark.parametrize(
@@ -84,24 +71,24 @@ def test_the_mistake_is_said_in_the_language_asked(
     english: str,
     chinese: str,
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    error_line: Callable[[list[str]], str],
 ) -> None:
-    assert _error(argv, capsys) == english
+    assert error_line(argv) == english
     monkeypatch.setenv("LATDOC_LANG", "zh")
-    assert _error(argv, capsys) == chinese
+    assert error_line(argv) == chinese
 
 
 def test_a_trace_latdoc_cannot_read_is_said_in_chinese(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error_line: Callable[[list[str]], str]
 ) -> None:
     trace = tmp_path / "trace.jsonl"
     trace.write_text('{"timestamp": 0, "input_length": "many", "output_length": 1}\n')
     argv = ["load", "http://127.0.0.1:9/v1", "-m", "m", "--trace", str(trace)]
     argv += ["--trace-format", "mooncake"]
-    english = _error(argv, capsys)
+    english = error_line(argv)
     assert english == f"Error: {trace}:1: input_length must be a whole number, not 'many'"
     monkeypatch.setenv("LATDOC_LANG", "zh")
-    assert _error(argv, capsys) == f"错误：{trace}:1：input_length 须为整数，而不是 'many'"
+    assert error_line(argv) == f"错误：{trace}:1：input_length 须为整数，而不是 'many'"
 
 
 def _argparse_errors() -> list[str]:
