@@ -319,11 +319,49 @@ class Runs:
     def endpoints(self, limit: int = 200) -> list[str]:
         """The endpoints the store has runs of, most recently used first (a filter's
         choices)."""
+        # Each endpoint is found from the one before it in the index on endpoints, and
+        # its last start read there too: a step per endpoint, not one per run.
         rows = self._db.sql.execute(
-            "SELECT endpoint FROM runs GROUP BY endpoint ORDER BY max(started_at) DESC LIMIT ?",
+            "WITH RECURSIVE seen (endpoint) AS ("
+            " SELECT min(endpoint) FROM runs"
+            " UNION ALL SELECT (SELECT min(endpoint) FROM runs WHERE endpoint > seen.endpoint)"
+            " FROM seen WHERE seen.endpoint IS NOT NULL) "
+            "SELECT endpoint FROM seen WHERE endpoint IS NOT NULL ORDER BY "
+            "(SELECT max(started_at) FROM runs WHERE runs.endpoint = seen.endpoint) DESC LIMIT ?",
             (limit,),
         )
         return [row[0] for row in rows]
+
+    def target_runs(
+        self,
+        kind: str,
+        endpoint: str,
+        model: str,
+        *,
+        after: datetime | None = None,
+        before: datetime | None = None,
+        newest_first: bool = True,
+        limit: int | None = None,
+    ) -> list[RunInfo]:
+        """Up to ``limit`` runs of ``kind`` on ``endpoint`` and ``model`` exactly, started
+        after ``after`` and before ``before`` (``None`` leaves a side open), newest first
+        unless not ``newest_first``: the run before or after another of the same target,
+        read from the index on kinds, not from every run of the kind."""
+        where = ["kind = ?", "endpoint = ?", "model = ?"]
+        params: list[Any] = [kind, endpoint, model]
+        if after is not None:
+            where.append("started_at > ?")
+            params.append(utc_text(after))
+        if before is not None:
+            where.append("started_at < ?")
+            params.append(utc_text(before))
+        order = "DESC" if newest_first else "ASC"
+        rows = self._db.sql.execute(
+            f"SELECT {RUN_COLUMNS} FROM runs WHERE {' AND '.join(where)} "
+            f"ORDER BY started_at {order}, run_id {order} LIMIT ?",
+            (*params, -1 if limit is None else limit),
+        )
+        return [self._db.as_seen(run_from_row(row)) for row in rows]
 
     def find_runs(self, kind: str, name: str | None = None) -> list[RunInfo]:
         """Runs of ``kind`` (with ``meta["name"] == name`` if given), newest first."""

@@ -240,3 +240,29 @@ def test_the_page_size_has_a_default_and_a_bound() -> None:
     assert list_query({}).limit == PAGE_SIZE
     with pytest.raises(UsageError):
         list_query({"limit": "100000"})
+
+
+def test_an_experiment_is_tied_to_the_latest_diagnosis_of_its_target(db: Path) -> None:
+    from latdoc.features.serve.analysis import related
+
+    url, other = "https://api.example.com/v1", "https://gw.example.com/v1"
+    with Store(db, clock=Clock()) as store:
+
+        def run(kind: str, endpoint: str = url, **meta: str) -> str:
+            run_id = store.new_run(endpoint=endpoint, model="m", scenario="", meta=meta, kind=kind)
+            store.finish_run(run_id, status="done", diagnosis=None)
+            return run_id
+
+        first = run("diagnose")
+        early = run(VERIFY_KIND, arm="A", remedy="r")
+        run(VERIFY_KIND, arm="B", remedy="r")
+        run(VERIFY_KIND, other, arm="A", remedy="r")
+        second = run("diagnose")
+        run("diagnose", other)
+        late = run(VERIFY_KIND, arm="A", remedy="r")
+        infos = {run_id: store.runs.run_info(run_id) for run_id in (first, second, early, late)}
+        assert related(store, infos[first]).verified_by == (infos[early],)
+        assert related(store, infos[second]).verified_by == (infos[late],)
+        assert related(store, infos[late]).proposed_by == infos[second]
+        assert related(store, infos[early]).proposed_by == infos[first]
+        assert store.runs.endpoints() == [url, other], "the one used last first"

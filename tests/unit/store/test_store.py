@@ -34,6 +34,7 @@ from latdoc.records import StepNote, TcpInfo
 from latdoc.store import (
     SCHEMA_VERSION,
     BucketStats,
+    RunFilter,
     RunInfo,
     SampleWriter,
     default_path,
@@ -605,7 +606,7 @@ def test_a_version_4_store_gains_the_worker_column_and_keeps_its_samples(db: Pat
         _, kept, _ = store.load_run("r4")
     assert [(s.index, s.worker) for s in kept] == [(0, None), (1, 3)]
     conn = sqlite3.connect(db)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
     assert conn.execute("SELECT worker FROM samples ORDER BY idx").fetchall() == [(None,), (3,)]
     conn.close()
 
@@ -864,7 +865,7 @@ def test_a_version_3_store_is_migrated_with_its_summary_columns_filled(db: Path)
         _, samples, _ = store.load_run(run_id)
     assert [s.trace for s in samples] == traces
     conn = sqlite3.connect(db)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
     rows = conn.execute(
         "SELECT started_ns, ttft_ms, tpot_ms, output_tokens, status, attempt, ok, error_code, "
         "loop_lag_ms FROM samples ORDER BY idx"
@@ -1120,3 +1121,31 @@ def test_a_trace_from_before_prompt_sizes_were_kept_loads_with_none() -> None:
     assert (loaded.prompt_chars, loaded.prompt_tokens_estimated) == (None, None)
     with pytest.raises(ValueError, match="prompt_chars"):
         trace_from_record(record | {"prompt_chars": "long"})
+
+
+def test_a_version_6_store_gains_the_run_indexes_and_serve_waits_for_it(db: Path) -> None:
+    conn = sqlite3.connect(db, isolation_level=None)
+    schema.migrate(conn, str(db), schema.MIGRATIONS[:6])
+    conn.execute(
+        "INSERT INTO runs (run_id, started_at, status, endpoint, model, scenario, meta, kind) "
+        "VALUES ('r6', '2026-11-29T20:15:02.000000+00:00', 'done', ?, 'm', '', '{}', 'load')",
+        (URL,),
+    )
+    conn.close()
+    with pytest.raises(UsageError, match="older than this latdoc's"):
+        Store(db, read_only=True)
+    with Store(db) as store:
+        assert [run.run_id for run in store.runs.target_runs("load", URL, "m")] == ["r6"]
+    conn = sqlite3.connect(db)
+    indexes = {
+        row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")
+    }
+    assert {"runs_kind", "runs_endpoint", "runs_running"} <= indexes
+    plan = " ".join(
+        row[3]
+        for row in conn.execute("EXPLAIN QUERY PLAN SELECT count(*) FROM runs WHERE kind = 'load'")
+    )
+    assert "runs_kind" in plan, "a kind's runs are counted from the index, not every run"
+    conn.close()
+    with Store(db, read_only=True) as store:
+        assert store.runs.count_runs(RunFilter(kind="load")) == 1

@@ -144,34 +144,33 @@ def related(store: Store, info: RunInfo) -> Related:
     """What ``info``'s page links to. An experiment (``latdoc verify``) is tied to the
     diagnosis that proposed it: the latest diagnosis of the same endpoint and model that
     began before it. A diagnosis lists the experiments tied to it so (arm A of each, the
-    experiment's baseline)."""
+    experiment's baseline): those of its target that began after it, up to the next
+    diagnosis of that target, each read from the store's index, never every run."""
     if info.kind == VERIFY_KIND:
         return Related(_proposer(store, info), ())
     if info.kind != DIAGNOSE_KIND:
         return Related(None, ())
-    experiments = [
-        run
-        for run in store.find_runs(VERIFY_KIND)
-        if run.meta.get("arm") == "A"
-        and _same_target(run, info)
-        and run.started_at > info.started_at
-    ]
+    runs = store.runs
+    later = runs.target_runs(DIAGNOSE_KIND, info.endpoint, info.model, after=info.started_at,
+                             newest_first=False, limit=1)  # fmt: skip
+    # An experiment that began with the next diagnosis may still be this one's: a second
+    # more is read, and each is checked exactly.
+    until = later[0].started_at + timedelta(seconds=1) if later else None
+    experiments = runs.target_runs(VERIFY_KIND, info.endpoint, info.model,
+                                   after=info.started_at, before=until)  # fmt: skip
     return Related(
         None,
-        tuple(run for run in experiments if _proposer_of(run, store) == info.run_id),
+        tuple(
+            run
+            for run in experiments
+            if run.meta.get("arm") == "A" and _proposer_of(run, store) == info.run_id
+        ),
     )
 
 
-def _same_target(a: RunInfo, b: RunInfo) -> bool:
-    return a.endpoint == b.endpoint and a.model == b.model
-
-
 def _proposer(store: Store, info: RunInfo) -> RunInfo | None:
-    before = [
-        run
-        for run in store.find_runs(DIAGNOSE_KIND)
-        if _same_target(run, info) and run.started_at < info.started_at
-    ]
+    before = store.runs.target_runs(DIAGNOSE_KIND, info.endpoint, info.model,
+                                    before=info.started_at, limit=1)  # fmt: skip
     return before[0] if before else None
 
 
