@@ -203,9 +203,12 @@ class Store:
         """:meth:`Runs.list_runs`: up to ``limit`` runs, newest first."""
         return self.runs.list_runs(limit)
 
-    def find_runs(self, kind: str, name: str | None = None) -> list[RunInfo]:
-        """:meth:`Runs.find_runs`: runs of ``kind`` (and ``name``), newest first."""
-        return self.runs.find_runs(kind, name)
+    def find_runs(
+        self, kind: str, name: str | None = None, *, experiment: str | None = None
+    ) -> list[RunInfo]:
+        """:meth:`Runs.find_runs`: runs of ``kind`` (and ``name``, and ``experiment``),
+        newest first."""
+        return self.runs.find_runs(kind, name, experiment=experiment)
 
     def run_info(self, run_id: str) -> RunInfo:
         """:meth:`Runs.run_info`: a run's info, without its samples."""

@@ -363,13 +363,20 @@ class Runs:
         )
         return [self._db.as_seen(run_from_row(row)) for row in rows]
 
-    def find_runs(self, kind: str, name: str | None = None) -> list[RunInfo]:
-        """Runs of ``kind`` (with ``meta["name"] == name`` if given), newest first."""
+    def find_runs(
+        self, kind: str, name: str | None = None, *, experiment: str | None = None
+    ) -> list[RunInfo]:
+        """Runs of ``kind`` (with ``meta["name"] == name`` and ``meta["experiment"] ==
+        experiment`` if given), newest first; the meta is matched in SQL, so only the runs
+        found are read."""
         query = f"SELECT {RUN_COLUMNS} FROM runs WHERE kind = ?"
         params: tuple[str, ...] = (kind,)
         if name is not None:
             query += " AND json_extract(meta, '$.name') = ?"
-            params = (kind, name)
+            params = (*params, name)
+        if experiment is not None:
+            query += " AND json_extract(meta, '$.experiment') = ?"
+            params = (*params, experiment)
         rows = self._db.sql.execute(query + " ORDER BY started_at DESC, run_id DESC", params)
         return [self._db.as_seen(run_from_row(row)) for row in rows]
 

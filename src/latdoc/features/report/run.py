@@ -65,11 +65,9 @@ def _experiment_page(store: Store, info: RunInfo) -> Shown | None:
     """An arm of an experiment beside its other arm, A as the baseline, as ``latdoc
     verify`` compared them; ``None`` while the other arm is not in the store."""
     experiment = info.meta.get("experiment")
-    arms = {
-        run.meta.get("arm"): run
-        for run in store.find_runs(VERIFY_KIND)
-        if run.meta.get("experiment") == experiment
-    }
+    if not isinstance(experiment, str):
+        return None
+    arms = {run.meta.get("arm"): run for run in store.find_runs(VERIFY_KIND, experiment=experiment)}
     a, b = arms.get("A"), arms.get("B")
     if a is None or b is None or not a.requests or not b.requests:
         return None
