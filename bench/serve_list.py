@@ -202,7 +202,7 @@ def build(path: Path, runs: int, seed: int) -> Built:
         run_id = f"{started:%Y%m%d-%H%M%S}-{i:06x}"
         meta: dict[str, Any] = {"latdoc": "0.9", "python": "3.12.7"}
         if kind == "verify":
-            meta |= {"arm": "AB"[i % 2], "remedy": "reuse connections"}
+            meta |= {"experiment": f"e{i // 2}", "arm": "AB"[i % 2], "remedy": "reuse connections"}
         diagnosis = None
         if kind == "diagnose" and status == "done" and rng.random() < 1 / 3:
             diagnosis = {
@@ -249,15 +249,20 @@ def build(path: Path, runs: int, seed: int) -> Built:
         )
         store.add_samples(diagnosis, diagnosis_samples(first + runs * EVERY))
         store.finish_run(diagnosis, status="done", diagnosis=None)
-        experiment = store.new_run(
-            endpoint=ENDPOINTS[0],
-            model="gpt-4o-mini",
-            scenario="chat",
-            meta={"arm": "A", "remedy": "reuse connections"},
-            kind="verify",
-        )
-        store.add_samples(experiment, diagnosis_samples(first + runs * EVERY)[:8])
-        store.finish_run(experiment, status="done", diagnosis=None)
+        arms = []
+        for arm in "AB":
+            arms.append(
+                store.new_run(
+                    endpoint=ENDPOINTS[0],
+                    model="gpt-4o-mini",
+                    scenario="chat",
+                    meta={"experiment": "last", "arm": arm, "remedy": "reuse connections"},
+                    kind="verify",
+                )
+            )
+            store.add_samples(arms[-1], diagnosis_samples(first + runs * EVERY)[:8])
+            store.finish_run(arms[-1], status="done", diagnosis=None)
+        experiment = arms[0]
     return Built(path, first, first + runs * EVERY, diagnosis, experiment)
 
 
