@@ -7,6 +7,8 @@ trace. Exceptions are for what a caller must handle, all rooted at
 
     LatdocError
     ├── UsageError          bad input from the user (a flag, a file, a URL)
+    │   ├── NotFound            a run or a watch asked for by name that is not there
+    │   └── StoreUnusable       a store's file that cannot be used
     ├── RequestFailed       a measured request failed; carries its TraceError
     ├── CalibrationError    the endpoint's token count could not be learned
     ├── LabError            the lab could not start what it was asked to
@@ -291,6 +293,15 @@ def message_of(exc: BaseException) -> str:
 
 class UsageError(LatdocError):
     """The user asked for something that cannot be done as asked."""
+
+
+class NotFound(UsageError):
+    """What was asked for by its name is not there: a run id, a watch's name."""
+
+
+class StoreUnusable(UsageError):
+    """The store's file cannot be used: missing, not SQLite, not a latdoc store, or of
+    a schema this reader cannot read."""
 
 
 @contextlib.contextmanager

@@ -14,7 +14,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from latdoc.errors import UsageError
+from latdoc.errors import NotFound, UsageError
 from latdoc.i18n import Message
 from latdoc.records import Sample
 from latdoc.store import process
@@ -106,8 +106,8 @@ class Connection:
             )  # fmt: skip
         return matches[0]
 
-    def missing(self, run_id: str) -> UsageError:
-        return UsageError(
+    def missing(self, run_id: str) -> NotFound:
+        return NotFound(
             Message(
                 "no run {run} in {path}; `latdoc runs` lists them", run=run_id, path=str(self.path)
             )

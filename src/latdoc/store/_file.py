@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from latdoc.errors import UsageError
+from latdoc.errors import StoreUnusable
 from latdoc.i18n import Message
 from latdoc.store.schema import SCHEMA_VERSION, check_version, migrate
 
@@ -59,7 +59,7 @@ def open_store(path: str, busy_timeout_ms: int, *, read_only: bool = False) -> s
     try:
         conn = sqlite3.connect(path, isolation_level=None)
     except sqlite3.Error as exc:
-        raise UsageError(
+        raise StoreUnusable(
             Message("cannot open the latdoc store {path}: {exc}", path=path, exc=exc)
         ) from None
     try:
@@ -73,7 +73,7 @@ def open_store(path: str, busy_timeout_ms: int, *, read_only: bool = False) -> s
         migrate(conn, path)
     except sqlite3.DatabaseError as exc:
         conn.close()
-        raise UsageError(
+        raise StoreUnusable(
             Message("cannot use {path} as a latdoc store: {exc}", path=path, exc=exc)
         ) from None
     except BaseException:
@@ -84,21 +84,21 @@ def open_store(path: str, busy_timeout_ms: int, *, read_only: bool = False) -> s
 
 def _open_read_only(path: str, busy_timeout_ms: int) -> sqlite3.Connection:
     if path == MEMORY or not Path(path).is_file():
-        raise UsageError(Message("no latdoc store at {path}", path=path))
+        raise StoreUnusable(Message("no latdoc store at {path}", path=path))
     try:
         conn = sqlite3.connect(
             f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, isolation_level=None,
             check_same_thread=False,
         )  # fmt: skip
     except sqlite3.Error as exc:
-        raise UsageError(
+        raise StoreUnusable(
             Message("cannot open the latdoc store {path}: {error}", path=path, error=str(exc))
         ) from None
     try:
         conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms:d}")
         version = check_version(conn, path)
         if version < SCHEMA_VERSION:
-            raise UsageError(
+            raise StoreUnusable(
                 Message(
                     "{path} has store schema version {version}, older than this latdoc's "
                     "({current}); any command that writes it brings it up to date "
@@ -109,7 +109,7 @@ def _open_read_only(path: str, busy_timeout_ms: int) -> sqlite3.Connection:
         conn.execute("PRAGMA query_only = ON")
     except sqlite3.DatabaseError as exc:
         conn.close()
-        raise UsageError(
+        raise StoreUnusable(
             Message("cannot use {path} as a latdoc store: {error}", path=path, error=str(exc))
         ) from None
     except BaseException:

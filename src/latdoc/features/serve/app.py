@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from latdoc.errors import LatdocError, UsageError
+from latdoc.errors import LatdocError, NotFound, StoreUnusable, UsageError
 from latdoc.features.report import page_of
 from latdoc.features.serve.analysis import (
     MAX_ROWS,
@@ -351,7 +351,7 @@ class _App:
 
     async def not_found(self, request: Request, exc: Exception) -> Response:
         said = Message("nothing is served at {path}", path=request.url.path)
-        return self._said(request, _NotFound(said))
+        return self._said(request, NotFound(said))
 
     async def failed(self, request: Request, exc: Exception) -> Response:
         from starlette.responses import HTMLResponse, JSONResponse
@@ -370,17 +370,12 @@ class _App:
         )
 
 
-class _NotFound(UsageError):
-    """A path or a run that is not there: 404."""
-
-
 def _status_of(exc: LatdocError) -> int:
-    text = str(exc)
-    if isinstance(exc, _NotFound) or text.startswith("no run "):
+    """The HTTP status an error is answered with: what is not there, 404; a store that
+    cannot be read, 503; any other mistake in what was asked, 400."""
+    if isinstance(exc, NotFound):
         return 404
-    if text.startswith(("cannot use", "cannot open", "no latdoc store")) or "store schema" in text:
-        return 503
-    if not isinstance(exc, UsageError):
+    if isinstance(exc, StoreUnusable) or not isinstance(exc, UsageError):
         return 503
     return 400
 
