@@ -168,6 +168,12 @@ def test_an_unknown_run_is_a_page_and_a_json_error(db: Path, client: TestClient)
     assert client.get("/no/such/page").status_code == 404
 
 
+def test_the_icon_a_browser_asks_for_is_no_error(db: Path, client: TestClient) -> None:
+    _fill(db, 1)
+    answer = client.get("/favicon.ico")
+    assert answer.status_code == 204 and answer.content == b""
+
+
 def test_a_store_that_cannot_be_read_is_503(tmp_path: Path) -> None:
     foreign = tmp_path / "foreign.db"
     import sqlite3

@@ -121,6 +121,7 @@ def make_app(options: ServeOptions) -> Starlette:
     routes = [
         Route("/", app.runs),
         Route("/runs/{run_id}", app.run),
+        Route("/favicon.ico", app.icon),
         Route("/api", app.api),
         Route("/api/", app.api),
         Route("/api/runs", app.api_runs),
@@ -214,6 +215,13 @@ class _App:
         except LatdocError as exc:
             return self._said(request, exc)
         return HTMLResponse(html)
+
+    async def icon(self, request: Request) -> Response:
+        """Nothing, said as nothing: a browser asks every page's site for an icon, and a
+        404 would stand in its console as an error on every page."""
+        from starlette.responses import Response
+
+        return Response(status_code=204)
 
     # -- the API -----------------------------------------------------------------
 
