@@ -90,11 +90,12 @@ def _fill(db: Path, url: str) -> None:
 
 def _serve(db: Path, log: list[str]) -> tuple[subprocess.Popen[str], str]:
     """``latdoc serve`` on a free port, and the address it printed once it listens; the
-    rest of what it says is kept in ``log``."""
+    rest of what it says is kept in ``log``. It is started beside the store, so the list
+    (and a screenshot of it) names the store ``runs.db``, not a temporary folder."""
     server = subprocess.Popen(
-        [sys.executable, "-m", "latdoc", "serve", "--db", str(db), "--port", "0"],
+        [sys.executable, "-m", "latdoc", "serve", "--db", db.name, "--port", "0"],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"}, cwd=db.parent,
     )  # fmt: skip
     assert server.stderr is not None
     deadline = time.monotonic() + START_S
