@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
-from tests.report_samples import run_samples
 
 from latdoc.errors import UsageError
 from latdoc.features.serve import API_SCHEMA, ServeOptions, make_app
 from latdoc.features.serve.analysis import PAGE_SIZE, list_query
 from latdoc.store import LOAD_KIND, VERIFY_KIND, RunFilter, Store
+from report_samples import run_samples
 
 START = datetime(2026, 11, 1, 8, 0, tzinfo=UTC)
 

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tests.report_samples import make_trace
-
 from latdoc.features.load.analysis import analyse_load, windows_kept
 from latdoc.records import Sample, Step
+from report_samples import make_trace
 
 MS = 1_000_000
 
