@@ -272,3 +272,16 @@ def test_an_experiment_is_tied_to_the_latest_diagnosis_of_its_target(db: Path) -
         assert related(store, infos[late]).proposed_by == infos[second]
         assert related(store, infos[early]).proposed_by == infos[first]
         assert store.runs.endpoints() == [url, other], "the one used last first"
+
+
+def test_the_list_speaks_chinese_when_asked(db: Path, client: TestClient) -> None:
+    from latdoc.i18n import speaking
+
+    ids = _fill(db, 2)
+    with speaking("zh"):
+        page = client.get("/").text
+        missing = client.get("/runs/nope")
+    assert "<h1>运行记录</h1>" in page and "显示 2 次运行中的 2 次" in page
+    assert 'lang="zh"' in page and ids[0] in page
+    assert "Runs, newest first" not in page and "Older" not in page
+    assert "<h1>未找到</h1>" in missing.text
