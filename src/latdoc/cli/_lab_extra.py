@@ -10,17 +10,12 @@ from __future__ import annotations
 import importlib.util
 
 from latdoc.errors import UsageError
-from latdoc.i18n import Message
+from latdoc.i18n import N_, Message
 
 LAB_PACKAGES = ("starlette", "uvicorn", "hypercorn", "trustme", "dnslib")
 """The ``[lab]`` extra's packages, as they are imported."""
 
 INSTALL = "pip install 'llm-latency-doctor[lab]'"
-
-
-def missing_lab_packages() -> list[str]:
-    """The lab's packages that cannot be imported here, without importing any."""
-    return missing_packages(LAB_PACKAGES)
 
 
 def missing_packages(names: tuple[str, ...]) -> list[str]:
@@ -39,15 +34,24 @@ def missing_packages(names: tuple[str, ...]) -> list[str]:
 
 def require_lab(what: str, otherwise: str = "") -> None:
     """A :class:`UsageError` naming the install command when ``what`` cannot have the lab."""
-    missing = missing_lab_packages()
+    require_extra(what, N_("the lab"), LAB_PACKAGES, INSTALL, otherwise)
+
+
+def require_extra(
+    what: str, extra: str, packages: tuple[str, ...], install: str, otherwise: str = ""
+) -> None:
+    """A :class:`UsageError` naming ``install`` when ``what`` cannot import the optional
+    ``extra``'s ``packages`` here."""
+    missing = missing_packages(packages)
     if missing:
         raise UsageError(
             Message(
-                "{what} needs the lab, an optional extra ({missing} not installed): "
+                "{what} needs {extra}, an optional extra ({missing} not installed): "
                 "{install}{otherwise}",
                 what=Message.of(what),
+                extra=Message.of(extra),
                 missing=", ".join(missing),
-                install=INSTALL,
+                install=install,
                 otherwise=Message.of(otherwise),
             )
         )

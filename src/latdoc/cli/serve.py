@@ -8,10 +8,10 @@ import os
 import sys
 from typing import Any
 
-from latdoc.cli._lab_extra import missing_packages
+from latdoc.cli._lab_extra import require_extra
 from latdoc.cli._options import EXIT_OK, add_lang_argument, add_store_argument
 from latdoc.errors import UsageError
-from latdoc.i18n import Message, translate
+from latdoc.i18n import N_, Message, translate
 
 SERVE_PACKAGES = ("starlette", "uvicorn")
 """The ``[serve]`` extra's packages, as they are imported."""
@@ -49,12 +49,9 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    missing = missing_packages(SERVE_PACKAGES)
-    if missing:
-        raise UsageError(
-            Message("latdoc serve needs the serve extra ({missing} not installed): "
-                    "pip install 'llm-latency-doctor[serve]'", missing=", ".join(missing))
-        )  # fmt: skip
+    require_extra(
+        "latdoc serve", N_("the web app"), SERVE_PACKAGES, "pip install 'llm-latency-doctor[serve]'"
+    )
     from latdoc.features.serve import ServeOptions, check_store, local_host, serve
     from latdoc.store import default_path
 
