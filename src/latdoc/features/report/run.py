@@ -30,26 +30,18 @@ from latdoc.store import (
     Store,
 )
 
-Report = Callable[[Store, str], Shown]
+Report = Callable[[Store, RunInfo], Shown]
 Page = Callable[[Store, RunInfo], Shown | None]
 
 
-def _diagnosis(store: Store, run_id: str) -> Shown:
+def _diagnosis(store: Store, info: RunInfo) -> Shown:
     """Diagnosed again (a diagnosis, or recorded traffic); any other kind is refused by
     :func:`latdoc.features.diagnose.rediagnose` with what shows it instead."""
-    return ShownDiagnosis(rediagnose(store, run_id))
+    return ShownDiagnosis(rediagnose(store, info.run_id))
 
 
-def _load(store: Store, run_id: str) -> Shown:
-    return reload_load(store, run_id).shown()
-
-
-def _diagnosis_page(store: Store, info: RunInfo) -> Shown:
-    return _diagnosis(store, info.run_id)
-
-
-def _load_page(store: Store, info: RunInfo) -> Shown:
-    return _load(store, info.run_id)
+def _load(store: Store, info: RunInfo) -> Shown:
+    return reload_load(store, info.run_id).shown()
 
 
 def _watch_page(store: Store, info: RunInfo) -> Shown | None:
@@ -94,9 +86,9 @@ class RunKind:
 
 
 RUN_KINDS: tuple[RunKind, ...] = (
-    RunKind(DIAGNOSE_KIND, DIAGNOSIS_SCHEMA, _diagnosis, _diagnosis_page),
-    RunKind(INSTRUMENT_KIND, None, _diagnosis, _diagnosis_page),
-    RunKind(LOAD_KIND, LOAD_RECORD_SCHEMA, _load, _load_page),
+    RunKind(DIAGNOSE_KIND, DIAGNOSIS_SCHEMA, _diagnosis, _diagnosis),
+    RunKind(INSTRUMENT_KIND, None, _diagnosis, _diagnosis),
+    RunKind(LOAD_KIND, LOAD_RECORD_SCHEMA, _load, _load),
     RunKind(PROBE_KIND, None, _diagnosis, _no_page),
     RunKind(VERIFY_KIND, None, _diagnosis, _experiment_page),
     RunKind(WATCH_KIND, None, _diagnosis, _watch_page),
@@ -113,7 +105,8 @@ def run_kind(name: str) -> RunKind:
 
 def report_run(store: Store, run_id: str) -> Shown:
     """What ``latdoc report RUN`` shows of the stored run ``run_id`` (or a unique prefix)."""
-    return run_kind(store.run_info(run_id).kind).report(store, run_id)
+    info = store.run_info(run_id)
+    return run_kind(info.kind).report(store, info)
 
 
 def page_of(store: Store, info: RunInfo) -> Shown | None:
