@@ -285,3 +285,4 @@ def test_the_list_speaks_chinese_when_asked(db: Path, client: TestClient) -> Non
     assert 'lang="zh"' in page and ids[0] in page
     assert "Runs, newest first" not in page and "Older" not in page
     assert "<h1>未找到</h1>" in missing.text
+    assert "中没有运行 nope" in missing.text, "the error's message, said in Chinese too"

@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from latdoc.errors import LatdocError, NotFound, StoreUnusable, UsageError
+from latdoc.errors import LatdocError, NotFound, StoreUnusable, UsageError, message_of
 from latdoc.features.report import page_of
 from latdoc.features.serve.analysis import (
     MAX_ROWS,
@@ -42,7 +42,7 @@ from latdoc.features.serve.render import (
     runs_html,
 )
 from latdoc.features.serve.wire import API_SCHEMA, TokenCheck, event_stream
-from latdoc.i18n import Message, gettext, translate
+from latdoc.i18n import Message, gettext, language, translate
 from latdoc.store import Store
 from latdoc.store.requests import SCHEMA as ROWS_SCHEMA
 from latdoc.store.requests import VERSION as ROWS_VERSION
@@ -190,7 +190,7 @@ class _App:
             progress = store.runs.progress(info.run_id)
             live = progress.status == "running"
             live_url = f"{base}/api/runs/{info.run_id}/events" if live else None
-            key = (info.run_id, progress.status, str(progress.last_seq), base, _lang())
+            key = (info.run_id, progress.status, str(progress.last_seq), base, language())
 
             def make() -> str:
                 nav = nav_html(info, related(store, info), base=base, live=live)
@@ -306,20 +306,13 @@ class _App:
             first = await self._read(lambda store: store.runs.progress(run_id))
         except LatdocError as exc:
             return self._said(request, exc)
-
-        async def news() -> AsyncIterator[tuple[str, dict[str, Any]] | None]:
-            seen, full_id = first, first.run_id
-            while seen.status == "running":
-                await asyncio.sleep(POLL_S)
-                now = await self._read(lambda store: store.runs.progress(full_id))
-                if now != seen:
-                    seen = now
-                    yield "change", {"samples": now.samples, "status": now.status}
-                else:
-                    yield None
-            yield "end", {"samples": seen.samples, "status": seen.status}
-
-        return event_stream(request, news(), poll_s=POLL_S)
+        news = self._news(
+            first,
+            lambda store: store.runs.progress(first.run_id),
+            lambda now: {"samples": now.samples, "status": now.status},
+            going=lambda now: now.status == "running",
+        )
+        return event_stream(request, news, poll_s=POLL_S)
 
     async def store_events(self, request: Request) -> Response:
         def mark(store: Store) -> tuple[int, int, int]:
@@ -329,26 +322,36 @@ class _App:
             first = await self._read(mark)
         except LatdocError as exc:
             return self._said(request, exc)
+        news = self._news(first, mark, lambda now: {"runs": now[0], "running": now[2]})
+        return event_stream(request, news, poll_s=POLL_S)
 
-        async def news() -> AsyncIterator[tuple[str, dict[str, Any]] | None]:
-            seen = first
-            while True:
-                await asyncio.sleep(POLL_S)
-                now = await self._read(mark)
-                if now != seen:
-                    seen = now
-                    yield "change", {"runs": now[0], "running": now[2]}
-                else:
-                    yield None
-
-        return event_stream(request, news(), poll_s=POLL_S)
+    async def _news(
+        self,
+        first: T,
+        read: Callable[[Store], T],
+        said: Callable[[T], dict[str, Any]],
+        going: Callable[[T], bool] = lambda _: True,
+    ) -> AsyncIterator[tuple[str, dict[str, Any]] | None]:
+        """What ``read`` finds, every :data:`POLL_S`, while it is ``going``: ``change``
+        when it differs from the time before, ``None`` when it does not, and ``end``
+        once it has stopped going."""
+        seen = first
+        while going(seen):
+            await asyncio.sleep(POLL_S)
+            now = await self._read(read)
+            if now == seen:
+                yield None
+                continue
+            seen = now
+            yield "change", said(now)
+        yield "end", said(seen)
 
     # -- failures ----------------------------------------------------------------
 
     def _said(self, request: Request, exc: LatdocError) -> Response:
         from starlette.responses import HTMLResponse, JSONResponse
 
-        message = translate(str(exc)) if isinstance(exc, UsageError) else str(exc)
+        message = translate(message_of(exc))
         status = _status_of(exc)
         if request.url.path.startswith("/api"):
             return JSONResponse(
@@ -425,9 +428,3 @@ def _whole(text: str | None, name: str, least: int, most: int | None, default: i
 
 def _base(request: Request) -> str:
     return str(request.scope.get("root_path", "")).rstrip("/")
-
-
-def _lang() -> str:
-    from latdoc.i18n import language
-
-    return language()

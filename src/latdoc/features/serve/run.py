@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Callable
-from pathlib import Path
 
 from latdoc.errors import UsageError
 from latdoc.features.serve.app import ServeOptions, make_app
@@ -66,9 +65,8 @@ def serve(
         sock.close()
 
 
-def check_store(db: str) -> Path:
-    """The store ``db``, opened once read-only: a store that cannot be served is said
+def check_store(db: str) -> None:
+    """Open the store ``db`` once, read-only: a store that cannot be served is said
     before the server starts, not on its first page."""
     with Store(db, read_only=True):
         pass
-    return Path(db)
