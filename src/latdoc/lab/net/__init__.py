@@ -4,7 +4,8 @@
   the endpoint in the server namespace), with its :class:`NetSettings`.
 - ``_netns``: the namespaces, the state file under :data:`STATE_DIR` and the
   processes of a network, made and removed by name.
-- ``_link``: the link's impairments (:class:`LinkSettings`, :class:`LinkStats`),
+- ``_link``: the link's impairments (:class:`LinkSettings`, :class:`LinkStats`, with
+  how late the link itself forwarded, :class:`LinkLag`),
   its TUN devices and the client of its control socket.
 - ``_link_daemon``: the link process (``python -m latdoc.lab.net._link_daemon``),
   one event loop for packets, DNS and control.
@@ -17,7 +18,7 @@ the link process.
 
 from __future__ import annotations
 
-from latdoc.lab.net._link import LinkSettings, LinkStats
+from latdoc.lab.net._link import LinkLag, LinkSettings, LinkStats
 from latdoc.lab.net._netns import STATE_DIR, require_root, teardown
 from latdoc.lab.net._network import (
     CLIENT_IP,
@@ -37,6 +38,7 @@ __all__ = [
     "STATE_DIR",
     "LabEndpoint",
     "LabNet",
+    "LinkLag",
     "LinkSettings",
     "LinkStats",
     "NetSettings",

@@ -28,6 +28,7 @@ import random
 import socket
 import struct
 import subprocess
+import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -37,8 +38,10 @@ from latdoc.errors import LabError, UsageError
 from latdoc.i18n import Message
 
 __all__ = [
+    "LATE_BUCKETS_MS",
     "DirectionStats",
     "Link",
+    "LinkLag",
     "LinkSettings",
     "LinkStats",
     "configure_tun",
@@ -52,6 +55,9 @@ _IFF_NO_PI = 0x1000
 _MAX_PACKET = 65535
 _READS_PER_WAKE = 64
 _MAX_IN_FLIGHT = 100_000
+
+LATE_BUCKETS_MS = (0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0)
+"""The lateness thresholds the link counts packets over (:class:`LinkLag`)."""
 
 CONTROL_MESSAGE_BYTES = 65536
 """The largest request or answer on the control socket (one ``SOCK_SEQPACKET`` message)."""
@@ -124,17 +130,80 @@ class DirectionStats:
 
 
 @dataclass(frozen=True)
+class LinkLag:
+    """How late the link itself was, counted since it started (both directions).
+
+    A packet is *late* by the time between when it was due (its arrival plus the
+    delay, the jitter and the rate's queue) and when the link wrote it: time the link
+    process spent waiting for a core, or asleep past its timer. ``late_over[i]`` counts
+    the packets later than ``LATE_BUCKETS_MS[i]``; ``waited_ms`` is the link process's
+    own wait for a core while it was ready to run (Linux ``schedstat``; 0 where the
+    kernel keeps no such account), which also covers a packet read late. The
+    difference of two readings (:meth:`since`) is what happened between them, so a
+    test can tell the product measuring wrong from the lab forwarding late.
+    ``priority`` says how the link process is scheduled: ``fifo`` (real time),
+    ``raised`` (a negative nice value) or ``normal``.
+    """
+
+    packets: int = 0
+    late_total_ms: float = 0.0
+    late_over: tuple[int, ...] = (0,) * len(LATE_BUCKETS_MS)
+    late_max_ms: float = 0.0
+    waited_ms: float = 0.0
+    priority: str = "normal"
+
+    def since(self, before: LinkLag) -> LinkLag:
+        """The lag between the reading ``before`` and this one (``late_max_ms`` is the
+        bound :attr:`max_late_ms` gives for the interval)."""
+        over = tuple(a - b for a, b in zip(self.late_over, before.late_over, strict=True))
+        interval = LinkLag(
+            self.packets - before.packets,
+            self.late_total_ms - before.late_total_ms,
+            over,
+            self.late_max_ms,
+            self.waited_ms - before.waited_ms,
+            self.priority,
+        )
+        return dataclasses.replace(interval, late_max_ms=interval.max_late_ms)
+
+    @property
+    def max_late_ms(self) -> float:
+        """An upper bound on the latest packet: the lowest threshold no packet passed
+        (the latest ever seen, when some passed them all)."""
+        for threshold, count in zip(LATE_BUCKETS_MS, self.late_over, strict=True):
+            if count == 0:
+                return min(threshold, self.late_max_ms) if self.packets else 0.0
+        return self.late_max_ms
+
+    @property
+    def held_ms(self) -> float:
+        """The most the link can have added to one packet's trip in this interval: the
+        latest packet's lateness after it was read, plus the process's wait for a core
+        (a packet read late waited at most that long before it was read)."""
+        return self.max_late_ms + self.waited_ms
+
+    @classmethod
+    def from_dict(cls, fields: dict[str, Any]) -> LinkLag:
+        return cls(**{**fields, "late_over": tuple(fields["late_over"])})
+
+
+@dataclass(frozen=True)
 class LinkStats:
     """Counters since the link started; ``up`` is client→server."""
 
     up: DirectionStats
     down: DirectionStats
     dns_queries: int
+    lag: LinkLag = LinkLag()
 
     @classmethod
     def from_dict(cls, fields: dict[str, Any]) -> LinkStats:
+        lag = LinkLag.from_dict(fields["lag"]) if "lag" in fields else LinkLag()
         return cls(
-            DirectionStats(**fields["up"]), DirectionStats(**fields["down"]), fields["dns_queries"]
+            DirectionStats(**fields["up"]),
+            DirectionStats(**fields["down"]),
+            fields["dns_queries"],
+            lag,
         )
 
 
@@ -243,14 +312,14 @@ class Direction:
     def next_due(self) -> float | None:
         return self._in_flight[0][0] if self._in_flight else None
 
-    def pop_due(self, now: float) -> Iterator[bytes]:
-        """The packets due by ``now``, in order."""
+    def pop_due(self, now: float) -> Iterator[tuple[float, bytes]]:
+        """The packets due by ``now``, in order, each with the time it was due."""
         in_flight = self._in_flight
         while in_flight and in_flight[0][0] <= now:
-            packet = in_flight.popleft()[1]
+            due, packet = in_flight.popleft()
             self.delivered += 1
             self.delivered_bytes += len(packet)
-            yield packet
+            yield due, packet
 
     def stats(self) -> DirectionStats:
         return DirectionStats(
@@ -270,6 +339,10 @@ class Link:
         self.settings = settings
         self.up = Direction(settings, settings.up_rate_kbit or settings.rate_kbit, rng)
         self.down = Direction(settings, settings.rate_kbit, rng)
+        self.packets = 0
+        self.late_total_s = 0.0
+        self.late_max_s = 0.0
+        self.late_over = [0] * len(LATE_BUCKETS_MS)
 
     def configure(self, settings: LinkSettings) -> None:
         self.settings = settings
@@ -290,11 +363,39 @@ class Link:
         dues = [d for d in (self.up.next_due(), self.down.next_due()) if d is not None]
         return min(dues) if dues else None
 
-    def deliver(self, now: float) -> None:
+    def deliver(self, now: float, written: float | None = None) -> None:
+        """Write every packet due by ``now``; ``written`` is the time they leave (the
+        clock now, by default), from which each one's lateness is counted."""
         for direction, fd in ((self.up, self.server_fd), (self.down, self.client_fd)):
-            for packet in direction.pop_due(now):
+            for due, packet in direction.pop_due(now):
                 with contextlib.suppress(OSError):
                     os.write(fd, packet)
+                if written is None:
+                    written = time.monotonic()
+                self._count_late(written - due)
+
+    def _count_late(self, late_s: float) -> None:
+        self.packets += 1
+        if late_s <= 0:
+            return
+        self.late_total_s += late_s
+        self.late_max_s = max(self.late_max_s, late_s)
+        late_ms = late_s * 1000
+        for k, threshold in enumerate(LATE_BUCKETS_MS):
+            if late_ms <= threshold:
+                break
+            self.late_over[k] += 1
+
+    def lag(self, waited_ms: float, priority: str) -> LinkLag:
+        """The lag counted so far, with the process's wait for a core and its priority."""
+        return LinkLag(
+            self.packets,
+            self.late_total_s * 1000,
+            tuple(self.late_over),
+            self.late_max_s * 1000,
+            waited_ms,
+            priority,
+        )
 
 
 def control(path: str, message: dict[str, Any], timeout: float = 5.0) -> dict[str, Any]:

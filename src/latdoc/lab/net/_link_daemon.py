@@ -34,6 +34,12 @@ if TYPE_CHECKING:
 __all__ = ["main"]
 
 _MAX_WAIT_S = 0.25
+_FIFO_PRIORITY = 10
+"""The real-time priority the link asks for (1-99): above every normal process, so a
+busy machine does not hold packets back, and low among real-time threads (the kernel's
+own run at 50). The loop sleeps in ``select`` between packets, and the kernel caps real
+time at 95% of a core, so a link that never slept could still not freeze the machine."""
+_RAISED_NICE = -10
 _MAX_LEAD_S = 0.001
 _LEAD_SMOOTHING = 0.1
 _CONTROL_CLIENTS = 8
@@ -61,6 +67,7 @@ class _Daemon:
         self.listener.listen(_CONTROL_CLIENTS)
         self.listener.setblocking(False)
         self.clients: dict[int, socket.socket] = {}
+        self.priority = "normal"
 
     def run(self, lifetime_s: float, parent_pid: int | None) -> None:
         end = time.monotonic() + lifetime_s
@@ -137,6 +144,7 @@ class _Daemon:
             self.link.up.stats(),
             self.link.down.stats(),
             self.dns.queries if self.dns is not None else 0,
+            self.link.lag(_waited_ms(), self.priority),
         )
         return {"ok": True, "pid": os.getpid(), "stats": dataclasses.asdict(stats)}
 
@@ -151,6 +159,36 @@ class _Daemon:
         for fd in (self.link.client_fd, self.link.server_fd):
             with contextlib.suppress(OSError):
                 os.close(fd)
+
+
+def _raise_priority() -> str:
+    """Schedule this process above the machine's other work where allowed: real time
+    (``fifo``), else a negative nice value (``raised``), else as it was (``normal``).
+
+    The link is the lab's clock: a packet it forwards late reads as a longer round
+    trip, which no test could tell from the product measuring wrong. The lab runs as
+    root, which may do either; a container may refuse both.
+    """
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(_FIFO_PRIORITY))
+        return "fifo"
+    except (OSError, AttributeError):
+        pass
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, _RAISED_NICE)
+        return "raised"
+    except OSError:
+        return "normal"
+
+
+def _waited_ms() -> float:
+    """How long this process has waited for a core while ready to run, in ms (the
+    second field of Linux's ``/proc/self/schedstat``; 0 where there is none)."""
+    try:
+        with open("/proc/self/schedstat") as stat:
+            return int(stat.read().split()[1]) / 1e6
+    except (OSError, IndexError, ValueError):
+        return 0.0
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -176,6 +214,7 @@ def main(argv: list[str] | None = None) -> None:
 
         dns = DnsServer(**json.loads(args.dns))
     daemon = _Daemon(link, dns, args.control)
+    daemon.priority = _raise_priority()
 
     def stop(_signum: int, _frame: FrameType | None) -> None:
         daemon.stopping = True

@@ -256,7 +256,8 @@ class LabNet(Service):
         self._state.save()
 
     def stats(self) -> LinkStats:
-        """Packets delivered, lost and dropped in each direction, and DNS queries answered."""
+        """Packets delivered, lost and dropped in each direction, DNS queries answered,
+        and how late the link itself forwarded (:class:`LinkLag`)."""
         self._require_running()
         answer = control(self._state.control_path, {"op": "stats"})
         return LinkStats.from_dict(answer["stats"])

@@ -9,6 +9,8 @@ are also checked on their own, without root.
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import random
 from typing import Any
 
@@ -21,7 +23,7 @@ from latdoc.lab.net import (
     NetSettings,
     require_root,
 )
-from latdoc.lab.net._link import Direction
+from latdoc.lab.net._link import LATE_BUCKETS_MS, Direction, Link, LinkLag
 
 try:
     require_root()
@@ -34,7 +36,7 @@ def test_direction_delays_in_order_with_jitter() -> None:
     direction = Direction(LinkSettings(delay_ms=10, jitter_ms=5), None, random.Random(1))
     for k in range(100):
         direction.admit(bytes([k]), k * 0.001)
-    delivered = list(direction.pop_due(1.0))
+    delivered = [packet for _, packet in direction.pop_due(1.0)]
     assert delivered == [bytes([k]) for k in range(100)]
     assert direction.next_due() is None
 
@@ -46,7 +48,7 @@ def test_direction_serializes_at_the_rate_and_drops_beyond_the_queue() -> None:
         direction.admit(b"x" * 1000, 0.0)
     assert direction.dropped == 2
     assert list(direction.pop_due(0.999)) == []
-    assert len(list(direction.pop_due(2.0))) == 2
+    assert [due for due, _ in direction.pop_due(2.0)] == pytest.approx([1.0, 2.0])
     assert direction.next_due() == pytest.approx(3.0)
 
 
@@ -102,5 +104,41 @@ def test_direction_black_holes_ipv6_only() -> None:
     ipv4, ipv6 = bytes([0x45]) + bytes(19), bytes([0x60]) + bytes(39)
     for packet in (ipv4, ipv6, ipv6):
         direction.admit(packet, 0.0)
-    assert list(direction.pop_due(1.0)) == [ipv4]
+    assert [packet for _, packet in direction.pop_due(1.0)] == [ipv4]
     assert (direction.stats().blackholed, direction.stats().lost) == (2, 0)
+
+
+def test_the_link_counts_how_late_it_forwarded_each_packet() -> None:
+    client_read, client_write = os.pipe()
+    server_read, server_write = os.pipe()
+    try:
+        link = Link(client_write, server_write, LinkSettings(delay_ms=10), seed=1)
+        for k in range(3):
+            link.up.admit(bytes([k]), 0.0)  # each due at 10 ms
+        link.down.admit(b"d", 0.001)  # due at 11 ms
+        start = link.lag(0.0, "fifo")
+        link.deliver(0.0104, written=0.0104)  # the up packets: 0.4 ms late
+        link.deliver(0.2, written=0.041)  # the down packet: 30 ms late
+        assert os.read(server_read, 16) == bytes([0, 1, 2])
+        assert os.read(client_read, 16) == b"d"
+        lag = link.lag(7.5, "fifo").since(start)
+    finally:
+        for fd in (client_read, client_write, server_read, server_write):
+            os.close(fd)
+    assert lag.packets == 4
+    assert lag.late_total_ms == pytest.approx(3 * 0.4 + 30)
+    # Three within the first threshold; one past 0.5, 1, 2, 5, 10 and 20 ms, not 50.
+    assert lag.late_over == tuple(1 if t < 30 else 0 for t in LATE_BUCKETS_MS)
+    assert lag.max_late_ms == pytest.approx(30.0)  # the latest seen, below the 50 ms bucket
+    assert lag.waited_ms == 7.5 and lag.held_ms == pytest.approx(37.5)
+    quiet = link.lag(7.5, "fifo").since(link.lag(7.5, "fifo"))
+    assert (quiet.packets, quiet.max_late_ms, quiet.held_ms) == (0, 0.0, 0.0)
+
+
+def test_link_lag_bounds_the_latest_packet_by_its_bucket() -> None:
+    over = tuple(1 if t < 5 else 0 for t in LATE_BUCKETS_MS)  # one packet 2-5 ms late
+    before = LinkLag(10, 1.0, (0,) * len(LATE_BUCKETS_MS), 40.0, 0.0)
+    after = LinkLag(20, 5.0, over, 40.0, 3.0)
+    # The all-time latest was 40 ms, but none in this interval passed 5 ms.
+    assert after.since(before).max_late_ms == 5.0
+    assert LinkLag.from_dict(dataclasses.asdict(after)) == after
