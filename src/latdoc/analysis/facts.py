@@ -315,7 +315,11 @@ def gather_facts(
     lossy = {i for i, c in enumerate(request_counts(ok)) if c is not None and c.saw_loss}
     loss = path_loss(ok)
     lost = frozenset(id(ok[i]) for i in lossy) if loss is not None and loss.lossy else frozenset()
-    stalls = [s for s in every_stall if s[0] not in lossy]
+    # On a lossy path a pause within one retransmission timeout is the path's too, where
+    # its request counted no loss: a segment lost with nothing behind it was resent.
+    recovery_ms = loss.recovery_ms if loss is not None and loss.lossy else 0.0
+    on_path = [s for s in every_stall if s[0] in lossy or s[1] <= recovery_ms]
+    stalls = [s for s in every_stall if s not in on_path]
     # A length the endpoint refused as sent (beyond its context window) is the probe's
     # own request over the limit, not a failure a user's request meets.
     failed = Counter(
@@ -344,7 +348,7 @@ def gather_facts(
         reasoning=reasoning_facts(ok),
         keepalive_why=keepalive_why,
         loss=loss,
-        path_stalls=[s for s in every_stall if s[0] in lossy],
+        path_stalls=on_path,
         concurrent=[
             s.trace for s in steps if s.step == Step.LOAD and s.concurrency > 1 and s.trace.ok
         ],

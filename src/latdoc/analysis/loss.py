@@ -12,7 +12,10 @@ one another, so the difference is what this request's exchange sent and received
 
 A lossy path resends and its round trip varies (``rttvar``); a far server has a long
 round trip and resends nothing; a server that pauses leaves both alone. So a pause in
-a stream whose connection saw loss meanwhile is the path's, not the server's.
+a stream whose connection saw loss meanwhile is the path's, not the server's; and on a
+lossy path, so is a pause no longer than one retransmission timeout
+(:attr:`Loss.recovery_ms`) where no counter moved: a segment lost with nothing behind
+it is resent by a timer, and neither side's out-of-order count sees it.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from latdoc.analysis.policy import LOSS_MIN_SEGMENTS, LOSSY_RETRANSMIT_SHARE
+from latdoc.analysis.policy import LOSS_MIN_SEGMENTS, LOSSY_RETRANSMIT_SHARE, TCP_MIN_RTO_MS
 from latdoc.analysis.stats import median_of
 from latdoc.records import RequestTrace
 
@@ -82,6 +85,14 @@ class Loss:
         """Data segments received out of order; None below :data:`LOSS_MIN_SEGMENTS`."""
         c = self.counts
         return c.out_of_order / c.received if c.received >= LOSS_MIN_SEGMENTS else None
+
+    @property
+    def recovery_ms(self) -> float:
+        """What one loss recovered by a retransmission timeout costs on this path: the
+        kernel's timeout from the smoothed round trip and its variance (RFC 6298), at
+        least :data:`TCP_MIN_RTO_MS`. A loss no counter on the client's side saw (a
+        segment lost with nothing sent behind it) pauses a request by no more."""
+        return max(TCP_MIN_RTO_MS, (self.rtt_ms or 0.0) + 4 * (self.rttvar_ms or 0.0))
 
     @property
     def lossy(self) -> bool:

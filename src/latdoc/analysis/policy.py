@@ -59,6 +59,7 @@ __all__ = [
     "RESAMPLES",
     "SERVICE_RATIO",
     "SLOW_SETUP_MS",
+    "TCP_MIN_RTO_MS",
     "Family",
     "negligible",
     "queues_under_load",
@@ -268,6 +269,13 @@ under a tenth of this; 1% loss already costs a Reno flow most of its rate at 100
 
 LOSS_MIN_SEGMENTS: Final = 200
 """The fewest data segments counted in a direction before its share is read."""
+
+TCP_MIN_RTO_MS: Final = 200.0
+"""The shortest retransmission timeout of Linux's TCP (``TCP_RTO_MIN``): a segment lost
+with nothing sent behind it costs at least this, or the path's smoothed round trip
+plus four times its variance where that is longer (RFC 6298). On a lossy path such a
+loss, which no counter on the client's side sees, lifts one request's first token by
+that much: a rise under concurrency no larger is the path's recovery, not a queue."""
 
 CLIENT_CPU_SHARE: Final = 0.9
 """A load level whose client process used at least this share of a core (its CPU time

@@ -151,6 +151,31 @@ def test_pauses_on_a_lossy_path_are_loss_not_stalls() -> None:
     assert "lossy_path" in [r.key for r in d.remedies]
 
 
+def _with_uncounted_pause(gap_ms: float) -> list[Sample]:
+    """The lossy streams, and one more request on a connection of its own whose pause of
+    ``gap_ms`` no counter saw (its segments all in order, none resent)."""
+    samples = _streams(lossy=True)
+    plain = make_trace(dns=None, connect=None, tls=None, wait=300.0, stream=100.0)
+    quiet = replace(_stalled(plain, gap_ms), new_connection=True, connection_id=99)
+    quiet = replace(quiet, tcp_info=_tcp(0, 20, 0, 40))
+    return _numbered([*samples, Sample(Step.LOAD, quiet, 128)])
+
+
+def test_on_a_lossy_path_an_uncounted_pause_within_one_timeout_is_the_paths() -> None:
+    # The path's round trip is 20 ms, its variance 9 ms: its timeout is Linux's least,
+    # 200 ms. A pause of 170 ms (a tail-loss probe's two round trips, or a timeout) in a
+    # request that counted no loss is a loss resent by a timer, not the server's stall.
+    facts = gather_facts(_with_uncounted_pause(170.0), None)
+    assert facts.loss is not None and facts.loss.recovery_ms == pytest.approx(200.0)
+    assert facts.stalls == []
+    assert len(facts.path_stalls) == 13
+    d = build_diagnosis(_with_uncounted_pause(170.0), CONTEXT)
+    assert Kind.STALLS not in {f.kind for f in d.findings}
+    # A longer pause than the path's timeout is the server's, lossy path or not.
+    longer = gather_facts(_with_uncounted_pause(900.0), None)
+    assert [gap for _, gap in longer.stalls] == [pytest.approx(900.0 + 100.0 / 9)]
+
+
 def test_the_same_pauses_without_loss_are_the_servers_stalls() -> None:
     d = build_diagnosis(_streams(lossy=False), CONTEXT)
     kinds = {f.kind: f for f in d.findings}

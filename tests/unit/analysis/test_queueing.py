@@ -57,6 +57,26 @@ def test_the_same_swing_on_a_lossy_path_is_left_to_the_path() -> None:
     assert queueing(_facts(loss)) is None
 
 
+def test_a_rise_under_load_on_a_lossy_path_counts_above_one_retransmission_timeout() -> None:
+    loss = _loss(retransmits=40, losing=8)  # 80 ms round trip, variance 5 ms: RTO 200 ms
+
+    def burst(rise_ms: float, path: Loss | None) -> Any:
+        quiet = {**SWINGING, "ttft_cv": 0.1, "ttft_p95_over_p50": 1.1, "concurrency": 4.0}
+        conc = quiet["ttft_p50_ms"] + rise_ms
+        load = {**quiet, "concurrent_ttft_p50_ms": conc, "concurrent_over_sequential": conc / 200}
+        return SimpleNamespace(load=load, server=None, loss=path, keepalive={})
+
+    # 190 ms more at four at once: a queue on a clean path, one lost segment's timeout
+    # on a lossy one.
+    clean = queueing(burst(190.0, None))
+    assert clean is not None and clean.share_ms == 190.0
+    assert queueing(burst(190.0, loss)) is None
+    lossy = queueing(burst(400.0, loss))
+    assert lossy is not None and lossy.share_ms == 400.0
+    slow_path = replace(loss, rtt_ms=300.0, rttvar_ms=50.0)  # its timeout is 500 ms
+    assert queueing(burst(400.0, slow_path)) is None
+
+
 def _kept(alone: float | None, together: float | None, found: bool = False) -> Any:
     """Facts whose keep-alive comments tell these waits; the client's numbers swing
     (and fire the rule) where ``found``."""

@@ -12,6 +12,11 @@ counterfactual truth found a quarter of a request's time there, unnamed). Its sh
 the rise under concurrency (what a request sent among that many waits on average), or
 what the swings add to the mean of identical requests' TTFT over a quiet one's.
 
+On a lossy path the swing is not read, and a rise under concurrency counts only above
+one retransmission timeout (:attr:`~latdoc.analysis.loss.Loss.recovery_ms`): the burst's
+requests that counted a loss are left out, but a loss no counter saw costs one such
+timeout, and in a burst of four one such request lifts the median.
+
 Where the server tells its prefill, :func:`with_server_queueing` completes the rule:
 the rise under concurrency is split into the server's prefill and the wait its
 prefill does not explain, so a queue on one slot is named queueing, not prefill; and
@@ -74,6 +79,7 @@ def _client_queueing(f: Facts) -> Finding | None:
     evidence = {k: v for k, v in ld.items() if v is not None}
     mean = ld.get("concurrent_ttft_mean_ms")
     lossy = f.loss is not None and f.loss.lossy
+    recovery_ms = f.loss.recovery_ms if f.loss is not None and lossy else 0.0
     if mean is not None and p50 and conc is not None and mean > conc and not lossy:
         # A request among them waits this on average: where fewer slots than requests
         # leave most to start at once, the median of the burst sees no queue at all. On
@@ -81,7 +87,10 @@ def _client_queueing(f: Facts) -> Finding | None:
         conc, ratio = mean, mean / p50
     if ratio is not None and conc is not None and p50 is not None:
         rise = conc - p50
-        if queues_under_load(ratio, rise):
+        # On a lossy path a burst's few requests can meet a loss no counter saw (one
+        # retransmission timeout each): a rise no larger than that timeout is the path's
+        # (``recovery_ms`` is 0 on a clean path).
+        if queues_under_load(ratio, rise) and rise > recovery_ms:
             return Finding(
                 Kind.QUEUEING,
                 N_("Requests queue on the server under load"),
