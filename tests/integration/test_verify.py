@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ from latdoc.features.verify.experiments.pool import PoolOptions
 from latdoc.features.verify.experiments.prompt_cache import PromptCacheOptions
 from latdoc.features.verify.experiments.reasoning_effort import ReasoningEffortOptions
 from latdoc.features.verify.experiments.trim import TrimOptions
-from latdoc.lab.sim import LabConfig, LatencyModel
+from latdoc.lab.sim import LabConfig, LabProcess, LatencyModel
 from machine_noise import MachineNoise
 from unit.features.verify.test_verify import KEY_A, KEY_B, QUICK, serving
 
@@ -211,7 +212,10 @@ def test_prompt_cache_measures_the_prefill_of_the_cached_prefix(tmp_path: Path) 
 
 
 def test_prompt_cache_without_a_cache_is_not_applicable(tmp_path: Path) -> None:
-    with serving(LabConfig(latency=replace(QUICK, prefill_ms_per_token=0.2))) as lab:
+    # Whether the endpoint reports cached tokens decides it, not what the prefix costs: no
+    # prefill per token, so the trials both arms send before it is read take 20 ms each
+    # where 0.2 ms a token made them 250.
+    with serving(LabConfig(latency=QUICK)) as lab:
         result = verify(
             lab.base_url,
             experiments.experiment("prompt-cache"),
@@ -225,6 +229,21 @@ def test_prompt_cache_without_a_cache_is_not_applicable(tmp_path: Path) -> None:
 SERVICE = LatencyModel(prefill_base_ms=20.0, prefill_ms_per_token=0.0, decode_ms_per_token=10.0)
 
 
+@pytest.fixture(scope="module")
+def service_lab() -> Iterator[LabProcess]:
+    """SERVICE in a lab process, one for both pool tests: with no slots, cache or load it
+    keeps nothing from one experiment to the next, so each meets it as a fresh one."""
+    with serving(LabConfig(latency=SERVICE), process=True) as lab:
+        yield lab
+
+
+@pytest.fixture(scope="module")
+def service_lab_h2() -> Iterator[LabProcess]:
+    """:func:`service_lab` over TLS with HTTP/2 offered, one for every HTTP/2 test."""
+    with serving(LabConfig(latency=SERVICE), process=True, tls=True, http2=True) as lab:
+        yield lab
+
+
 def queue_truth(result: VerifyResult, tmp_path: Path, pool: int, concurrency: int) -> float:
     """The mean extra TTFT when ``concurrency`` requests share ``pool`` connections:
     they run in waves of ``pool``, each a whole request of A later than the one before
@@ -236,15 +255,16 @@ def queue_truth(result: VerifyResult, tmp_path: Path, pool: int, concurrency: in
 
 
 @pytest.mark.parametrize("pool", [2, None])
-def test_pool_measures_the_client_queue(tmp_path: Path, pool: int | None) -> None:
-    with serving(LabConfig(latency=SERVICE), process=True) as lab:
-        result = verify(
-            lab.base_url,
-            experiments.experiment("pool"),
-            tmp_path,
-            options=PoolOptions(concurrency=8, pool_size=pool or 16),
-            max_requests=160,
-        )
+def test_pool_measures_the_client_queue(
+    tmp_path: Path, pool: int | None, service_lab: LabProcess
+) -> None:
+    result = verify(
+        service_lab.base_url,
+        experiments.experiment("pool"),
+        tmp_path,
+        options=PoolOptions(concurrency=8, pool_size=pool or 16),
+        max_requests=160,
+    )
     if pool is None:
         assert result.verdict == "no_difference", result.headline
     else:
@@ -252,16 +272,17 @@ def test_pool_measures_the_client_queue(tmp_path: Path, pool: int | None) -> Non
 
 
 @pytest.mark.parametrize("pool", [2, 8])
-def test_http2_multiplexes_what_a_small_http1_pool_queues(tmp_path: Path, pool: int) -> None:
-    with serving(LabConfig(latency=SERVICE), process=True, tls=True, http2=True) as lab:
-        result = verify(
-            lab.base_url,
-            experiments.experiment("http2"),
-            tmp_path,
-            cacert=lab.ca_file,
-            options=Http2Options(concurrency=8, pool_size=pool),
-            max_requests=160,
-        )
+def test_http2_multiplexes_what_a_small_http1_pool_queues(
+    tmp_path: Path, pool: int, service_lab_h2: LabProcess
+) -> None:
+    result = verify(
+        service_lab_h2.base_url,
+        experiments.experiment("http2"),
+        tmp_path,
+        cacert=service_lab_h2.ca_file,
+        options=Http2Options(concurrency=8, pool_size=pool),
+        max_requests=160,
+    )
     if pool == 8:
         # No queue on either side: A's pool never held a request back, and what is left
         # is HTTP/2 against HTTP/1.1 on one server (a few ms, more on a loaded machine),
