@@ -134,12 +134,17 @@ def test_closed_loop_throughput_plateaus_at_the_slots(
     # a plateau over 4, and the plateau (the first level that gains less) is then 16.
     assert a.plateau is not None and a.plateau.window.label in ("8", "16"), a.plateau
     eight, sixteen = (_level(run, label).requests_per_s for label in ("8", "16"))
-    assert sixteen < 1.1 * eight
-    assert a.peak_requests_per_s is not None
     # A busy machine adds its noise to every request's time (never more than a whole
     # service): the lower bounds allow it; a server that did not use its slots would
     # still fall short of them by half.
     slower_s = machine_noise.bound_ms(0.0, SERVICE_S * 1000) / 1000
+    # Sixteen streams gain less than a tenth over eight, beyond what that noise can have
+    # cost the eight's turnarounds (a burst of the other worker's load while the eight
+    # ran left a slot idle: 18.6/s, then 21.0/s at sixteen). Capped at half a service,
+    # so sixteen doing twice the work of eight, no plateau at all, still fails.
+    turnaround_s = min(slower_s, SERVICE_S / 2)
+    assert sixteen < 1.1 * eight * (SERVICE_S + turnaround_s) / SERVICE_S, (eight, sixteen)
+    assert a.peak_requests_per_s is not None
     assert 0.75 * SLOTS / (SERVICE_S + slower_s) <= a.peak_requests_per_s <= 1.1 * capacity
     one = _level(run, "1").requests_per_s
     assert 0.75 / (SERVICE_S + slower_s) <= one <= 1.1 / SERVICE_S
