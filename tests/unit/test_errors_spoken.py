@@ -41,10 +41,12 @@ PACKAGES = (
 """What is scanned, under ``src/latdoc``: a package (every module in it) or a module."""
 
 
-def _error_names() -> frozenset[str]:
+@pytest.fixture(scope="module")
+def error_names() -> frozenset[str]:
     """The names of :class:`~latdoc.errors.LatdocError` and its subclasses: those of
     ``latdoc.errors``, and every class of latdoc's source whose base is one of them (the
-    client's timeouts derive from them there), to a fixed point."""
+    client's timeouts derive from them there), to a fixed point. Read once for the
+    module's tests."""
     names = {
         name
         for name, value in inspect.getmembers(latdoc.errors, inspect.isclass)
@@ -127,19 +129,17 @@ def test_the_scan_finds_each_way_of_raising_english() -> None:
     assert _unspoken_raises(source, errors) == [1, 2, 3, 4, 5]
 
 
-def test_the_error_tree_is_known_by_name() -> None:
-    names = _error_names()
-    assert {"UsageError", "RequestFailed", "PolicyError", "StreamStalled"} <= names
-    assert "ValueError" not in names
-    assert "SSEError" not in names, "a probe fault is a failed request's data"
+def test_the_error_tree_is_known_by_name(error_names: frozenset[str]) -> None:
+    assert {"UsageError", "RequestFailed", "PolicyError", "StreamStalled"} <= error_names
+    assert "ValueError" not in error_names
+    assert "SSEError" not in error_names, "a probe fault is a failed request's data"
 
 
-def test_every_error_raised_is_marked_for_the_catalogue() -> None:
-    errors = _error_names()
+def test_every_error_raised_is_marked_for_the_catalogue(error_names: frozenset[str]) -> None:
     unspoken = [
         f"{path.relative_to(SOURCE)}:{line}"
         for path in _modules()
-        for line in _unspoken_raises(path.read_text(encoding="utf-8"), errors)
+        for line in _unspoken_raises(path.read_text(encoding="utf-8"), error_names)
     ]
     assert unspoken == [], "mark each message: Message('…', name=value) or N_('…')"
 

@@ -67,8 +67,22 @@ def healthy_samples() -> list[Sample]:
     return _numbered(samples + _steady_load())
 
 
-def test_a_healthy_run_is_split_into_setup_prefill_and_decode() -> None:
-    d = build_diagnosis(healthy_samples(), CONTEXT)
+@pytest.fixture(scope="module")
+def healthy() -> Diagnosis:
+    """The diagnosis of :func:`healthy_samples`, built once for the tests that read it."""
+    return build_diagnosis(healthy_samples(), CONTEXT)
+
+
+@pytest.fixture(scope="module")
+def healthy_page(healthy: Diagnosis) -> str:
+    """Its page, rendered once (a page is a string)."""
+    return render_html(healthy, healthy_samples())
+
+
+def test_a_healthy_run_is_split_into_setup_prefill_and_decode(
+    healthy: Diagnosis, healthy_page: str
+) -> None:
+    d = healthy
     assert d.verdict.primary is Kind.HEALTHY, d.findings
     parts = d.typical_request
     assert parts is not None
@@ -87,24 +101,23 @@ def test_a_healthy_run_is_split_into_setup_prefill_and_decode() -> None:
     prefill = format_ms(parts.prefill_ms)
     for name in ("network setup 77.0 ms", f"prefill {prefill}", "decode 1.20 s"):
         assert name in text
-    page = render_html(d, healthy_samples())
     for name in ("Network setup", "Prefill", "Decode"):
-        assert 'class="share p-' in page and f"{name} <strong>" in page
+        assert 'class="share p-' in healthy_page and f"{name} <strong>" in healthy_page
     doc = diagnosis_to_dict(d)
     assert doc["typical_request"]["decode_ms"] == pytest.approx(1200.0)
 
 
-def test_the_length_caption_says_what_the_rule_compared_and_why_it_did_not_fire() -> None:
-    samples = healthy_samples()
-    d = build_diagnosis(samples, CONTEXT)
+def test_the_length_caption_says_what_the_rule_compared_and_why_it_did_not_fire(
+    healthy: Diagnosis, healthy_page: str
+) -> None:
+    d = healthy
     check = d.length_check
     assert check is not None and not check.fired
     assert check.long_tokens == 2048 and 2 < check.ratio < 5
     assert check.ratio == pytest.approx(check.long_ms / check.short_ms)
     assert d.length is not None and d.length.ratio_long_short > 5
-    page = render_html(d, samples)
     terminal = " ".join(render_text(render_diagnosis(d), 120).split())
-    for text in (page, terminal):
+    for text in (healthy_page, terminal):
         assert WRONG_CLAIM not in text
         assert "fitted TTFT at 2,048 tokens" in text
         assert "did not fire" in text
@@ -113,11 +126,9 @@ def test_the_length_caption_says_what_the_rule_compared_and_why_it_did_not_fire(
     assert diagnosis_to_dict(d)["steps"]["length"]["rule"]["fired"] is False
 
 
-def test_the_length_plot_is_on_a_log_axis_with_the_fits_band() -> None:
-    samples = healthy_samples()
-    page = render_html(build_diagnosis(samples, CONTEXT), samples)
-    assert 'id="length-band"' in page
-    assert "on a log axis" in page
+def test_the_length_plot_is_on_a_log_axis_with_the_fits_band(healthy_page: str) -> None:
+    assert 'id="length-band"' in healthy_page
+    assert "on a log axis" in healthy_page
 
 
 def slow_decode_with_cheap_connections() -> list[Sample]:

@@ -41,8 +41,10 @@ WIRE_MARGIN = 0.05
 """One miss in 24 is allowed."""
 
 
-def _phases(s: Scenario) -> None:
-    for sample in generate(s):
+def _phases(s: Scenario, samples: list[Sample]) -> None:
+    """The records of ``s`` (``samples``, as :func:`bank.generate` made them) have their
+    phases in order and every field the analysis reads."""
+    for sample in samples:
         t = sample.trace
         marks = [
             t.queue_done_ns,
@@ -75,8 +77,8 @@ def _phases(s: Scenario) -> None:
 
 def test_the_bank_records_a_run_the_analysis_reads_step_by_step() -> None:
     for s in draw_many(60, seed=17):
-        _phases(s)
         samples = generate(s)
+        _phases(s, samples)
         assert samples == generate(s), "the same seed gives the same samples"
         steps = {sample.step for sample in samples}
         assert {Step.CALIBRATION, Step.NETWORK} <= steps
@@ -169,8 +171,8 @@ def test_clear_wire_causes_are_recorded_whole_and_named() -> None:
     right, missed, material = 0, [], 0
     for cause, i in itertools.product(WIRE_CAUSES, range(PER_CAUSE)):
         s = draw(1000 + i, causes=(cause,), intensity="clear", noise="low")
-        _phases(s)
         samples = generate(s)
+        _phases(s, samples)
         _carries(cause, s, samples)
         true = counterfactual(s)
         material += true.primary is not Kind.HEALTHY
@@ -195,9 +197,9 @@ def test_a_server_that_tells_its_timing_is_read_and_changes_no_verdict(intensity
     }
     for i in range(4):
         s = draw(1000 + i, causes=(TOLD,), intensity=intensity, noise="low")
-        _phases(s)
-        assert truth(s).primary is Kind.HEALTHY
         samples = generate(s)
+        _phases(s, samples)
+        assert truth(s).primary is Kind.HEALTHY
         told = [server_timing_of(x.trace) for x in samples if x.trace.ok]
         assert all(t is not None for t in told)
         d = build_diagnosis(samples, context(s))

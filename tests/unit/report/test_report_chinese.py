@@ -17,6 +17,7 @@ from latdoc import Diagnosis, build_diagnosis, render_diagnosis, render_html, re
 from latdoc.advice.system import ProxyRouteFact, checklist, proxy_items
 from latdoc.i18n import language, speaking
 from latdoc.model import HostFacts
+from latdoc.records import Sample
 
 MIXES = (*((cause,) for cause in CAUSES), ("far", "slow_upload"), ("burst_queue", "server_timing"))
 """Each cause the bank models alone (a server that tells its timing is healthy, shown phase
@@ -24,9 +25,16 @@ by phase), and two that bring more findings and remedies."""
 
 
 @functools.cache
-def diagnosed(causes: tuple[str, ...]) -> Diagnosis:
+def recorded(causes: tuple[str, ...]) -> tuple[list[Sample], Diagnosis]:
+    """The bank's clear, low-noise run of ``causes`` and its diagnosis, made once for every
+    test that reads them (neither is changed)."""
     s = draw(1000, causes=causes, intensity="clear", noise="low")
-    return build_diagnosis(generate(s), context(s))
+    samples = generate(s)
+    return samples, build_diagnosis(samples, context(s))
+
+
+def diagnosed(causes: tuple[str, ...]) -> Diagnosis:
+    return recorded(causes)[1]
 
 
 def chinese(d: Diagnosis, width: int = 100) -> str:
@@ -89,9 +97,7 @@ def test_the_scanner_finds_a_sentence_left_in_english_and_passes_names() -> None
 
 @pytest.mark.parametrize("causes", [("long_input",), ("burst_queue", "server_timing"), ("errors",)])
 def test_the_page_is_chinese(causes: tuple[str, ...]) -> None:
-    s = draw(1000, causes=causes, intensity="clear", noise="low")
-    samples = generate(s)
-    d = build_diagnosis(samples, context(s))
+    samples, d = recorded(causes)
     with speaking("zh"):
         page = render_html(d, samples)
     text = visible_text(page)
@@ -101,9 +107,7 @@ def test_the_page_is_chinese(causes: tuple[str, ...]) -> None:
 
 
 def test_the_page_in_english_is_the_page_it_was() -> None:
-    s = draw(1000, causes=("long_input",), intensity="clear", noise="low")
-    samples = generate(s)
-    d = build_diagnosis(samples, context(s))
+    samples, d = recorded(("long_input",))
     page = render_html(d, samples)
     assert '<html lang="en">' in page
     text = visible_text(page)
@@ -125,10 +129,9 @@ PROXIES = (
 
 
 def test_the_host_checks_a_diagnosis_shows_are_chinese() -> None:
-    s = draw(1000, causes=("slow_dns",), intensity="clear", noise="low")
-    samples = generate(s)
+    samples, diagnosis = recorded(("slow_dns",))
     items = (*checklist(FAILING_HOST, 10), *proxy_items(PROXIES))
-    d = dataclasses.replace(build_diagnosis(samples, context(s)), system=items)
+    d = dataclasses.replace(diagnosis, system=items)
     text = chinese(d)
     host = text[text.index("本客户端主机上") :]
     assert english_runs(host) == [], host

@@ -49,12 +49,18 @@ def extent(points: list[tuple[float, float]]) -> tuple[float, float, float, floa
     return min(xs), max(xs) - min(xs), min(ys), max(ys) - min(ys)
 
 
+@pytest.fixture(scope="module")
+def page() -> str:
+    """The page of the sample diagnosis and its samples: rendered once for every test that
+    reads it (a page is a string, and the same inputs give the same page)."""
+    return render_html(make_diagnosis(), run_samples())
+
+
 def test_kind_names_are_human() -> None:
     assert kind_name(Kind.INPUT_LENGTH) == "Input length (prefill grows with the prompt)"
 
 
-def test_page_shows_verdict_findings_and_remedies() -> None:
-    page = render_html(make_diagnosis(), run_samples())
+def test_page_shows_verdict_findings_and_remedies(page: str) -> None:
     assert page.startswith("<!DOCTYPE html>")
     assert "Input length" in page and "prefill grows with the prompt" in page
     assert "86 %" in page
@@ -81,8 +87,7 @@ def test_page_shows_verdict_findings_and_remedies() -> None:
     assert "<h2>Measurements</h2>" in page and "not measured" in page
 
 
-def test_share_bar_widths_follow_the_shares() -> None:
-    page = render_html(make_diagnosis(), run_samples())
+def test_share_bar_widths_follow_the_shares(page: str) -> None:
     widths = dict(re.findall(r'class="share k-(\w+)" style="width:([\d.]+)%"', page))
     total = 1480.0 + 610.0 + 77.0 + 1200.0
     assert float(widths["input_length"]) == pytest.approx(1480.0 / total * 100, abs=0.01)
@@ -90,17 +95,15 @@ def test_share_bar_widths_follow_the_shares() -> None:
     assert "3.37 s in all" in page
 
 
-def test_three_plots_with_length_samples_two_without() -> None:
-    assert render_html(make_diagnosis(), run_samples()).count("<svg") == 3
-    page = render_html(make_diagnosis(length=None), run_samples(with_length=False))
-    assert page.count("<svg") == 2
-    assert 'aria-label="Time to first token against prompt length"' not in page
+def test_three_plots_with_length_samples_two_without(page: str) -> None:
+    assert page.count("<svg") == 3
+    without = render_html(make_diagnosis(length=None), run_samples(with_length=False))
+    assert without.count("<svg") == 2
+    assert 'aria-label="Time to first token against prompt length"' not in without
 
 
-def test_length_plot_draws_points_medians_and_the_fitted_curve() -> None:
-    diagnosis = make_diagnosis()
-    assert diagnosis.length is not None
-    page = render_html(diagnosis, run_samples())
+def test_length_plot_draws_points_medians_and_the_fitted_curve(page: str) -> None:
+    assert make_diagnosis().length is not None
     requests = page[page.index('<g id="length-requests">') :]
     requests = requests[: requests.index("</g>\n   </g>")]
     assert requests.count("<use ") == 12
@@ -118,8 +121,7 @@ def test_length_plot_draws_points_medians_and_the_fitted_curve() -> None:
     assert "super-linear" in page
 
 
-def test_nothing_is_fetched_from_the_network() -> None:
-    page = render_html(make_diagnosis(), run_samples())
+def test_nothing_is_fetched_from_the_network(page: str) -> None:
     without_endpoint = page.replace(ENDPOINT, "")
     # The SVG namespace names are identifiers, never fetched.
     urls = set(re.findall(r"https?://[^\s\"'<>]+", without_endpoint))
@@ -150,8 +152,7 @@ def test_strings_from_the_data_are_escaped() -> None:
     assert "&lt;img src=x onerror=alert(1)&gt;" in page
 
 
-def test_error_messages_are_listed_and_escaped() -> None:
-    page = render_html(make_diagnosis(), run_samples())
+def test_error_messages_are_listed_and_escaped(page: str) -> None:
     assert "<b>slow down</b>" not in page
     assert "<code>http:429 during wait: rate limited &lt;b&gt;slow down&lt;/b&gt;</code>" in page
 
@@ -183,8 +184,7 @@ def test_failed_only_samples_show_a_message_instead_of_a_histogram() -> None:
     assert labels[-1] == "#4 length 128 tok ✕ timeout:wait"
 
 
-def test_failed_requests_are_marked_and_ok_ones_are_not() -> None:
-    page = render_html(make_diagnosis(), run_samples())
+def test_failed_requests_are_marked_and_ok_ones_are_not(page: str) -> None:
     failed_rows = {int(m) for m in re.findall(r'<g id="wf-fail-(\d+)">', page)}
     assert failed_rows == {len(run_samples()) - 1}
     assert "1 failed request marked ✕ (http:429 × 1)" in page
@@ -202,9 +202,8 @@ def test_identical_ttfts_still_make_a_histogram(count: int) -> None:
     assert '<g id="ttft-p50">' in page and '<g id="ttft-p95">' in page
 
 
-def test_histogram_bars_count_the_requests() -> None:
+def test_histogram_bars_count_the_requests(page: str) -> None:
     samples = run_samples()
-    page = render_html(make_diagnosis(), samples)
     bars = {gid: extent(p) for gid, p in shapes(page).items() if gid.startswith("hist-")}
     # Stacked: the tallest stack is the fullest bin; heights are proportional to counts,
     # so the sum of all bar heights over the unit height is the number of ok requests.
@@ -310,10 +309,10 @@ def test_histogram_edges_cover_every_value_with_round_bins(values: list[float]) 
     assert 2 <= len(edges) <= 26
 
 
-def test_page_is_the_same_twice() -> None:
-    assert render_html(make_diagnosis(), run_samples()) == render_html(
-        make_diagnosis(), run_samples()
-    )
+def test_page_is_the_same_twice(page: str) -> None:
+    """Rendered again from inputs made anew, after whatever other pages the module drew
+    since the first."""
+    assert render_html(make_diagnosis(), run_samples()) == page
 
 
 def test_the_page_says_what_the_remedies_were_ranked_for_and_what_they_trade() -> None:

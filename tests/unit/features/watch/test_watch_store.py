@@ -4,6 +4,7 @@ from every decoded trace, and the store queries behind it."""
 from __future__ import annotations
 
 import random
+import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -91,9 +92,10 @@ def _from_decoded_traces(store: Store, name: str, bucket_s: float, cycle_s: floa
     return clock_report(points, bucket_s=bucket_s, cycle_s=cycle_s, seed=0)
 
 
-@pytest.fixture
-def watch_db(tmp_path: Path) -> Path:
-    db = tmp_path / "watch.db"
+@pytest.fixture(scope="module")
+def recorded_watch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The watch's store, written once for the module: each test reads a copy of its file."""
+    db = tmp_path_factory.mktemp("watch") / "watch.db"
     with Store(db) as store:
         run_id = store.new_run(
             endpoint=URL,
@@ -105,6 +107,13 @@ def watch_db(tmp_path: Path) -> Path:
         store.add_samples(run_id, _watch_samples(700, seed=5))
         store.finish_run(run_id, status="done", diagnosis=None)
     return db
+
+
+@pytest.fixture
+def watch_db(recorded_watch: Path, tmp_path: Path) -> Path:
+    """A store of its own for the test (one test keeps a verdict in it): the closed store's
+    folder copied whole."""
+    return shutil.copytree(recorded_watch.parent, tmp_path / "watch") / recorded_watch.name
 
 
 @pytest.mark.parametrize(
