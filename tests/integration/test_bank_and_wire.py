@@ -11,15 +11,12 @@ are its own, so the figures are compared within tolerances, not equal."""
 
 from __future__ import annotations
 
-import multiprocessing
-from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import replace
 
 import pytest
 
-from bank import context, generate
+from bank import generate
 from bank.lab import Case, Comparison, Figures, compare, lab_config, measure
-from latdoc import build_diagnosis
 from latdoc.lab.sim import LabProcess
 from latdoc.records import Step
 from latdoc.workload import EXTRA_COLD
@@ -63,8 +60,9 @@ and its last step (the load) would then send fewer requests than the bank's."""
 
 
 @pytest.fixture(scope="module", params=NAMES)
-def run(request: pytest.FixtureRequest, comparisons: dict[str, Future[Comparison]]) -> Comparison:
-    return comparisons[request.param].result()
+def run(request: pytest.FixtureRequest) -> Comparison:
+    case = BY_NAME[request.param]
+    return compare(replace(case, max_seconds=BUDGET_SLACK * case.max_seconds))
 
 
 def test_bank_and_wire_name_the_true_primary_kind(run: Comparison) -> None:
@@ -159,49 +157,9 @@ QUIRKS_BY_NAME = {case.name: case for case in QUIRKS}
 
 
 @pytest.fixture(scope="module", params=QUIRK_NAMES)
-def quirk_run(
-    request: pytest.FixtureRequest, comparisons: dict[str, Future[Comparison]]
-) -> Comparison:
-    return comparisons[request.param].result()
-
-
-AT_ONCE = 4
-"""Cases :func:`comparisons` runs side by side. A run mostly waits on the lab's model
-(about a second of work in its 5 to 12 s): four at once keep under half a core busy,
-which leaves the tests beside them on the other worker most of the machine."""
-
-
-def _warm() -> None:
-    """A pool worker's start: one bank diagnosis, which imports what a first diagnosis
-    imports (scipy's statistics, a second of work), before the worker measures."""
-    case = QUIRKS[0]
-    scenario = case.scenario()
-    build_diagnosis(generate(scenario, max_seconds=case.max_seconds), context(scenario))
-
-
-@pytest.fixture(scope="module")
-def comparisons() -> dict[str, Future[Comparison]]:
-    """Every case of the module (:data:`NAMES` and :data:`QUIRK_NAMES`) run both ways,
-    :data:`AT_ONCE` at a time, each in a process of its own, by name: the two longest
-    (24 output tokens) first, the short ones (8) two by two beside them, so all take
-    about the longest one's time. Processes, not threads, so no client waits on another's
-    interpreter lock between a chunk's arrival and its timestamp. Each run's error is
-    raised by its own tests only."""
-    cases = [*(QUIRKS_BY_NAME[n] for n in QUIRK_NAMES), *(BY_NAME[n] for n in NAMES)]
-    cases.sort(key=lambda case: -case.output_tokens)
-    # Fresh interpreters (spawn), not forks of this one, whose threads (the test runner's)
-    # may hold a lock at the moment of the fork. Each worker of the pool imports latdoc
-    # once, all at the start, before any of them measures.
-    spawn = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(AT_ONCE, mp_context=spawn, initializer=_warm) as pool:
-        runs = {
-            case.name: pool.submit(
-                compare, replace(case, max_seconds=BUDGET_SLACK * case.max_seconds)
-            )
-            for case in cases
-        }
-    # The pool's exit waited for every run.
-    return runs
+def quirk_run(request: pytest.FixtureRequest) -> Comparison:
+    case = QUIRKS_BY_NAME[request.param]
+    return compare(replace(case, max_seconds=BUDGET_SLACK * case.max_seconds))
 
 
 def test_with_a_quirk_bank_and_wire_name_the_true_primary_kind(quirk_run: Comparison) -> None:

@@ -65,18 +65,17 @@ def _report(db: Path, name: str, day_s: float, capsys: pytest.CaptureFixture[str
 def test_watch_finds_the_lab_peak_and_a_flat_lab_has_none(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A 16 s day in 8 parts, background filling the one slot in 3 of them (each
+    """A 32 s day in 8 parts, background filling the one slot in 3 of them (each
     background request holds it 60 ms on average); a watch every 0.2 s for one day. The
     lab's day starts at the epoch, as the report's cycle does, so each report bucket is
     one part of the lab's day, all busy or all quiet. A flat day (5 % all day) for 16 s
     is watched at the same time by another process, into a store of its own."""
     latency = LatencyModel(prefill_base_ms=8, prefill_ms_per_token=0.01, decode_ms_per_token=1)
-    day_s = 16.0
-    # Busy from the fifth part after this one (8 to 10 s away: time for the two labs and
-    # the other watch to start on a busy machine), so the watch's first tick (its
-    # calibration, which must fit in --every) falls in a quiet part.
+    day_s = 32.0
+    # Busy from the third part after this one, so the watch's first tick (its calibration,
+    # which must fit in --every) falls in a quiet part.
     now_part = int(time.time() % day_s // (day_s / 8))
-    busy_parts = {(now_part + k) % 8 for k in (5, 6, 7)}
+    busy_parts = {(now_part + k) % 8 for k in (3, 4, 5)}
     profile = tuple(1.0 if part in busy_parts else 0.0 for part in range(8))
     db = tmp_path / "watch.db"
     peaked = LabConfig(latency=latency, slots=1, load_profile=profile, day_seconds=day_s,
@@ -123,7 +122,7 @@ def test_watch_finds_the_lab_peak_and_a_flat_lab_has_none(
     assert document["verdict"] == "no daily pattern"
 
     html = tmp_path / "watch.html"
-    args = ["report", "--watch", "peaked", "--cycle", "32s", "--bucket", "4s", "--html", str(html)]
+    args = ["report", "--watch", "peaked", "--cycle", "64s", "--bucket", "8s", "--html", str(html)]
     assert main([*args, "--db", str(db)]) == EXIT_OK
     page = html.read_text()
     assert 'class="plot heatmap"' in page and "off-peak" in page
