@@ -8,6 +8,7 @@ queueing, told by the server, not as prefill.
 from __future__ import annotations
 
 import asyncio
+import os
 
 import pytest
 
@@ -20,7 +21,9 @@ from latdoc import (
     Step,
     build_diagnosis,
 )
+from latdoc.analysis.servertime import DISAGREE_FRACTION, DISAGREE_MS
 from latdoc.lab.sim import LabConfig, LabServer, LatencyModel
+from machine_noise import run_delay_ms
 from unit.analysis.test_server_timing import CONTEXT
 
 
@@ -36,8 +39,12 @@ def test_a_queue_on_one_slot_is_queueing_by_the_servers_own_account() -> None:
         return list(await asyncio.gather(*(one() for _ in range(n))))
 
     with LabServer(config) as lab:
+        # The client and the lab's thread share this process: what it waited for a core
+        # while the requests ran is how late either side's marks can be.
+        before = run_delay_ms(os.getpid())
         alone = [asyncio.run(together(lab.base_url, 1))[0] for _ in range(3)]
         crowd = asyncio.run(together(lab.base_url, 4))
+        held_ms = run_delay_ms(os.getpid()) - before
     samples = [Sample(Step.LOAD, t, index=i) for i, t in enumerate(alone)]
     samples += [Sample(Step.LOAD, t, concurrency=4, index=10 + i) for i, t in enumerate(crowd)]
     d = build_diagnosis(samples, CONTEXT)
@@ -50,4 +57,8 @@ def test_a_queue_on_one_slot_is_queueing_by_the_servers_own_account() -> None:
     assert ev["server_concurrent_wait_ms"] > 100.0
     assert "queueing, not prefill" in queueing.rule
     assert d.server is not None and d.server.source == "Server-Timing"
-    assert d.server.disagreements == ()
+    # The two accounts agree within the product's resolution, plus what this machine held
+    # the process back while the requests ran (0 on a quiet machine).
+    resolution_ms = max(DISAGREE_MS, DISAGREE_FRACTION * 60.0)
+    for disagreement in d.server.disagreements:
+        assert disagreement.worst_ms <= resolution_ms + held_ms, (disagreement, held_ms)
