@@ -136,7 +136,7 @@ def one_run(
         if tier == "all":
             argv = ["make", "-C", str(clone), "test", f"PYTEST_ARGS=--junitxml={junit}"]
         else:
-            argv = [str(clone / ".venv/bin/pytest"), "-q", "-n", "2", "--dist", "loadfile"]
+            argv = [str(clone / ".venv/bin/pytest"), "-q", "-n", "3", "--dist", "loadfile"]
             argv += ["-p", "no:cacheprovider", f"--junitxml={junit}", "tests/integration"]
         started = time.monotonic()
         if hog:

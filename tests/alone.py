@@ -1,12 +1,12 @@
 """Tests marked ``alone`` run while no other test of the suite runs.
 
-On two workers (``pytest -n 2``) every test shares the machine with whatever the other
-worker runs. Most tests take that in their stride, widening their tolerance by the
+On several workers (``pytest -n 3``) every test shares the machine with whatever the
+other workers run. Most tests take that in their stride, widening their tolerance by the
 noise they measure in the same run (:mod:`machine_noise`). A few compare latdoc's times
 with a second client's (the real ``curl``) or hold a phase to well under a round trip;
-a burst of the other worker's work that lands on one client and not the other is no
+a burst of another worker's work that lands on one client and not the other is no
 noise either could measure. Those tests are marked ``alone``: while one runs, the
-other worker waits between its tests; the rest run side by side as before.
+other workers wait between their tests; the rest run side by side as before.
 
 The workers agree through two lock files (``flock``): a test takes the *room* shared,
 an ``alone`` test takes it exclusively. Each first passes through a *turnstile*, held by

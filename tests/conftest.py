@@ -61,7 +61,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
-    """On two workers, a test marked ``alone`` runs while the other worker waits
+    """On several workers, a test marked ``alone`` runs while the other workers wait
     (:mod:`alone`)."""
     if not hasattr(item.config, "workerinput"):
         return (yield)

@@ -17,7 +17,7 @@ from latdoc.client import FailureClass, classify_error_type, classify_status
 from latdoc.lab.sim import LabConfig, LatencyModel, chat_prompt_tokens
 from latdoc.probe import dialects
 from latdoc.probe.dialects import DialectSpec
-from machine_noise import MachineNoise
+from machine_noise import MachineNoise, held_back
 from scripted_server import ScriptedServer, plain_response, sse_response
 
 PROMPT = "Hello, please briefly introduce yourself."
@@ -63,14 +63,19 @@ def _probe(
 def test_reasoning_is_timed_apart_from_the_answer(
     lab: LabFactory, dialect: DialectSpec, machine_noise: MachineNoise
 ) -> None:
-    with lab(LabConfig(latency=SLOW_THOUGHT, api_key="sk-lab-secret")) as server:
+    with (
+        lab(LabConfig(latency=SLOW_THOUGHT, api_key="sk-lab-secret")) as server,
+        held_back() as held,
+    ):
         trace = _probe(server.base_url, dialect, key="sk-lab-secret")
     assert trace.error is None, trace.error
     assert trace.url.endswith(dialect.route.path)
     assert trace.first_token_ns == trace.first_reasoning_ns
     assert trace.first_reasoning_ns is not None and trace.first_answer_ns is not None
     assert trace.reasoning_ms is not None
-    machine_noise.assert_near(trace.reasoning_ms, THINK * 4.0, 15.0, THINK * 4.0 - 1)
+    machine_noise.assert_near(
+        trace.reasoning_ms, THINK * 4.0, 15.0, THINK * 4.0 - 1, late_ms=held.ms
+    )
     assert trace.reasoning_tokens == THINK
     assert trace.output_tokens == THINK + 4 and trace.answer_tokens == 4
     assert len(trace.chunks) == THINK + 4
