@@ -122,6 +122,7 @@ if TYPE_CHECKING:
     )
     from latdoc.probe import ConnectionOptions, Dialect, Endpoint, ProbeSession, Timeouts
     from latdoc.records import Chunk, RequestTrace, Sample, Step
+    from latdoc.reference import ReferenceProfile, healthy_reference, load_reference
     from latdoc.report import (
         comparison_to_dict,
         diagnosis_to_dict,
@@ -229,6 +230,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "latdoc.probe": ("ConnectionOptions", "Dialect", "Endpoint", "ProbeSession", "Timeouts"),
     "latdoc.records": ("Chunk", "RequestTrace", "Sample", "Step"),
+    "latdoc.reference": ("ReferenceProfile", "healthy_reference", "load_reference"),
     "latdoc.report": (
         "comparison_to_dict",
         "diagnosis_to_dict",
@@ -282,6 +284,7 @@ __all__ = [
     "ProbePlan",
     "ProbeRun",
     "ProbeSession",
+    "ReferenceProfile",
     "Remedy",
     "RequestFailed",
     "RequestTrace",
@@ -325,8 +328,10 @@ __all__ = [
     "diagnose_otlp",
     "diagnose_traffic",
     "diagnosis_to_dict",
+    "healthy_reference",
     "instrument",
     "load_endpoint",
+    "load_reference",
     "load_to_dict",
     "make_async_client",
     "make_client",

@@ -30,6 +30,7 @@ FACES = (
     "latdoc.model",
     "latdoc.pipeline",
     "latdoc.pricing",
+    "latdoc.reference",
     "latdoc.report",
 )
 
