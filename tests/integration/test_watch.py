@@ -43,8 +43,10 @@ def _busy_buckets(profile: tuple[float, ...], n: int) -> set[int]:
     return {index for index, load in enumerate(profile) if load >= 0.5}
 
 
-def _watch_args(url: str, name: str, seconds: float, db: Path) -> list[str]:
-    return ["watch", url, "--model", "lab-sim", "--name", name, "--every", f"{WATCH_EVERY_S:g}s",
+def _watch_args(
+    url: str, name: str, seconds: float, db: Path, every_s: float = WATCH_EVERY_S
+) -> list[str]:
+    return ["watch", url, "--model", "lab-sim", "--name", name, "--every", f"{every_s:g}s",
             "--duration", f"{seconds:g}s", "--long-tokens", "256", "--max-tokens", "8",
             "--seed", "3", "--db", str(db)]  # fmt: skip
 
@@ -84,7 +86,8 @@ def test_watch_finds_the_lab_peak_and_a_flat_lab_has_none(
     flat_db = tmp_path / "flat.db"
     # The flat lab's first token takes ~65 ms: a busy machine's lateness, a few ms in
     # some parts of the day (+5.6 ms on a first token of 12.8 ms, beside two other test
-    # workers and the peaked watch), stays under the peak's 20% margin.
+    # workers and the peaked watch), stays under the peak's 20% margin. Its ticks of
+    # three such requests are 0.4 s apart (five in each part of its day).
     slower = LatencyModel(prefill_base_ms=60, prefill_ms_per_token=0.01, decode_ms_per_token=1)
     flat = LabConfig(latency=slower, slots=1, load_profile=(0.05,), day_seconds=flat_day,
                      background_request_ms=60, seed=7)  # fmt: skip
@@ -94,7 +97,7 @@ def test_watch_finds_the_lab_peak_and_a_flat_lab_has_none(
                 sys.executable,
                 "-m",
                 "latdoc",
-                *_watch_args(flat_lab.base_url, "flat", flat_day, flat_db),
+                *_watch_args(flat_lab.base_url, "flat", flat_day, flat_db, every_s=0.4),
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
