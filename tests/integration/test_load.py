@@ -34,6 +34,7 @@ from latdoc import (
     render_load,
     render_text,
 )
+from latdoc.analysis.servertime import server_timing_of
 from latdoc.cli import main
 from latdoc.features.load.analysis import (
     LITTLE_TOLERANCE,
@@ -162,10 +163,23 @@ def test_littles_law_holds_at_every_level(sweep: tuple[LoadRun, Path]) -> None:
 
 def test_goodput_counts_requests_meeting_every_slo(sweep: tuple[LoadRun, Path]) -> None:
     run, _ = sweep
-    # At 4 streams nobody waits for a slot: every request meets the SLO, but for one a
-    # busy machine holds up five times its 20 ms TTFT (1 of 38 was seen beside a CPU hog).
-    four = _level(run, "4").goodput_share
-    assert four is not None and four >= 0.9, four
+    # At 4 streams nobody waits for a slot, by the lab's own account (Server-Timing): a
+    # request that missed the SLO there was held by the machine, not the server (beside a
+    # CPU hog 1 of 38 took five times its 20 ms TTFT; beside two other busy workers, 8 of
+    # 43). Every request the server served within the SLO and the machine did not hold
+    # up counts as goodput.
+    level = _level(run, "4")
+    four = level.goodput_share
+    at_four = [
+        s.trace for s in run.samples if s.step == Step.LOAD and s.concurrency == 4 and s.trace.ok
+    ]
+    told = [server_timing_of(t) for t in at_four]
+    assert at_four and all(t is not None and t.queue_ms is not None for t in told)
+    # A slot wait would be a whole answer (~170 ms); a slot freed a moment after the
+    # stream's last event is not one.
+    assert max(t.queue_ms or 0.0 for t in told if t is not None) < 50.0, "no slot wait at 4"
+    on_time = [t for t in at_four if (t.ttft_ms or 0.0) <= 100.0 and (t.tpot_ms or 0.0) <= 50.0]
+    assert four is not None and four == pytest.approx(len(on_time) / len(at_four), abs=0.05)
     # At 16 streams, three quarters wait a whole request for a slot: past 100 ms.
     sixteen = _level(run, "16")
     assert sixteen.goodput_share is not None and sixteen.goodput_share < 0.4
