@@ -40,10 +40,15 @@ from bank.hard import EVALUATION_SEED, TUNING_SEEDS
 from latdoc.analysis.calibration import BY_KIND, FEATURES
 from latdoc.pipeline import build_diagnosis
 
-VERSION = "bank-3"
+VERSION = "bank-4"
 """Bump when the bank, the rules or this fit change the table."""
 MIN_KIND = 100
 """The fewest verdicts of a primary kind that get an offset of their own."""
+MONOTONE = ("nearest", "runner_up")
+"""The probability never falls as every other answer falls farther away: where the fit
+gives a kind a falling slope in one of these, its own weight is set so the slope is
+flat (a kind's few verdicts near another threshold are not enough to say that being
+far from it makes the verdict likelier wrong)."""
 REGULARISATION = 1.0
 """scikit-learn's ``C``: the inverse strength of the L2 penalty on the weights."""
 TABLE = Path(__file__).resolve().parent.parent / "src/latdoc/analysis/confidence_table.py"
@@ -100,7 +105,10 @@ def fit(verdicts: Sequence[Scored]) -> Model:
     model = LogisticRegression(C=REGULARISATION, max_iter=8000).fit(x, y)
     coef = model.coef_[0]
     n, k = len(FEATURES), len(kinds)
-    own = coef[n + k :].reshape(k, len(BY_KIND))
+    own = coef[n + k :].reshape(k, len(BY_KIND)).copy()
+    for feature in MONOTONE:
+        j, shared = BY_KIND.index(feature), coef[FEATURES.index(feature)]
+        own[:, j] = np.maximum(own[:, j], -shared)
     return Model(
         round(float(model.intercept_[0]), 4),
         tuple(round(float(c), 4) for c in coef[:n]),

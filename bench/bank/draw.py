@@ -1,26 +1,55 @@
 """Seeded draws of scenarios: a healthy endpoint, then none, one or two causes injected.
 
-Each scenario starts from a healthy endpoint drawn within MISSION.md's healthy
-ranges (fast DNS, a near region, a flat length curve, slots to spare, a quick
-decode), then gets its causes, each ``clear`` (well beyond the healthy bound) or
-``borderline`` (just beyond it), and a noise level. The label says what was drawn;
-the truth (:mod:`bank.truth`) is computed from the resulting model, not from it.
+Each scenario starts from a healthy endpoint, then gets its causes, each ``clear``
+(well beyond the healthy bound) or ``borderline`` (beyond it), and a noise level; the
+realistic draw adds causes ``above`` the bound (just past it) and ``below`` it (just
+short of it). Where the reference profile (``latdoc.reference``) defines the quantity,
+the healthy endpoint's value is drawn from the spread of healthy endpoints it cites
+(:func:`spread`: its typical value as the median, its slow edge as the 90th
+percentile, never more than :data:`BEYOND` × the edge), and a cause's strengths are
+multiples of the edge; elsewhere from MISSION.md's healthy ranges (fast DNS, a near
+region, slots to spare). The label says what was drawn; the truth
+(:mod:`bank.counterfactual`) is computed from the resulting model, not from it.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import replace
+from statistics import NormalDist
 
 import numpy as np
 
 from bank.scenario import Scenario, request_bytes
 from bank.truth import LONG_UPLOAD_TOKENS
+from latdoc.reference import healthy_reference
+
+PROFILE = healthy_reference()
+BEYOND = 1.05
+"""A healthy endpoint's value is drawn up to this many times the profile's slow edge:
+the edge is the 90th percentile of healthy endpoints, not a wall."""
+_Z90 = NormalDist().inv_cdf(0.9)
 
 NOISE = {"low": 0.03, "mid": 0.10, "high": 0.25}
 INTENSITIES = ("clear", "borderline")
 """The plain draw's strengths of a cause; the realistic draw adds ``below``."""
 Inject = Callable[[Scenario, np.random.Generator, bool], Scenario]
+
+
+def spread(rng: np.random.Generator, key: str) -> float:
+    """A healthy endpoint's value of the profile's quantity ``key``: log-normal, with the
+    typical value as its median and the slow edge as its 90th percentile (the 10th, for
+    a rate), drawn no further than :data:`BEYOND` past the edge."""
+    q = PROFILE[key]
+    sigma = abs(math.log(q.slow_edge / q.typical)) / _Z90
+    dist = NormalDist(math.log(q.typical), sigma)
+    if q.slower == "higher":
+        low, high = 0.0, dist.cdf(math.log(q.slow_edge * BEYOND))
+    else:
+        low, high = dist.cdf(math.log(q.slow_edge / BEYOND)), 1.0
+    u = min(max(float(rng.uniform(low, high)), 1e-12), 1 - 1e-12)
+    return math.exp(dist.inv_cdf(u))
 
 
 def healthy(seed: int, rng: np.random.Generator, noise: str) -> Scenario:
@@ -31,9 +60,9 @@ def healthy(seed: int, rng: np.random.Generator, noise: str) -> Scenario:
         tls=bool(rng.random() < 0.85),
         tls_extra_ms=float(rng.uniform(0, 40)),
         prefill_a_ms=float(rng.uniform(60, 300)),
-        prefill_b_ms=float(rng.uniform(0.01, 0.08)),
+        prefill_b_ms=spread(rng, "prefill_ms_per_1k") / 1000,
         prefill_c_ms=0.0,
-        tpot_ms=float(rng.uniform(8, 35)),
+        tpot_ms=spread(rng, "tpot_ms"),
         output_tokens=int(rng.choice([32, 32, 32, 64, 128])),
         slots=int(rng.choice([8, 16, 32, 64])),
         concurrency=int(rng.choice([4, 4, 4, 8])),
@@ -64,14 +93,29 @@ def far(s: Scenario, rng: np.random.Generator, clear: bool) -> Scenario:
     return replace(s, rtt_ms=_between(rng, clear, (160, 400), (110, 140)))
 
 
-def long_input(s: Scenario, rng: np.random.Generator, clear: bool) -> Scenario:
-    """Prefill that grows by ``growth`` ms from 128 to 2048 tokens, part linear, part
-    quadratic."""
-    growth = _between(rng, clear, (2000, 9000), (1100, 1500))
+def _edge(key: str, rng: np.random.Generator, low: float, high: float) -> float:
+    """Between ``low`` and ``high`` times the profile's slow edge of ``key``."""
+    return PROFILE.edge(key) * float(rng.uniform(low, high))
+
+
+ABOVE_EDGE, BELOW_EDGE = (1.0, 1.3), (0.7, 0.97)
+"""A cause just past the profile's slow edge, and just short of it, as multiples of it."""
+
+
+def _growing(s: Scenario, rng: np.random.Generator, per_1k: float) -> Scenario:
+    """Prefill that grows from 128 to 2048 tokens as ``per_1k`` ms per 1K tokens would,
+    part linear, part quadratic."""
+    growth = per_1k * (2048 - 128) / 1000
     linear = float(rng.uniform(0, 1))
     b = linear * growth / (2048 - 128)
     c = (1 - linear) * growth / (2048**2 - 128**2)
     return replace(s, prefill_b_ms=b, prefill_c_ms=c)
+
+
+def long_input(s: Scenario, rng: np.random.Generator, clear: bool) -> Scenario:
+    """Prefill that grows from 128 to 2048 tokens 8–40× (clear) or 2–4× (borderline) as
+    fast as the profile's slow edge, part linear, part quadratic."""
+    return _growing(s, rng, _edge("prefill_ms_per_1k", rng, *((8, 40) if clear else (2, 4))))
 
 
 def burst_queue(s: Scenario, rng: np.random.Generator, clear: bool) -> Scenario:
@@ -88,7 +132,9 @@ def busy(s: Scenario, rng: np.random.Generator, clear: bool) -> Scenario:
 
 
 def slow_decode(s: Scenario, rng: np.random.Generator, clear: bool) -> Scenario:
-    return replace(s, tpot_ms=_between(rng, clear, (80, 200), (55, 65)))
+    """Decode 2.6–6.6× (clear, 80–200 ms a token) or 1.3–2× (borderline) the profile's
+    slow edge."""
+    return replace(s, tpot_ms=_edge("tpot_ms", rng, *((2.6, 6.6) if clear else (1.3, 2.0))))
 
 
 def stalls(s: Scenario, rng: np.random.Generator, clear: bool) -> Scenario:
@@ -142,8 +188,11 @@ def buffering(s: Scenario, rng: np.random.Generator, clear: bool) -> Scenario:
 
 
 def client_delay(s: Scenario, rng: np.random.Generator, clear: bool) -> Scenario:
-    """A client whose busy event loop holds each request before it leaves."""
-    return replace(s, client_delay_ms=_between(rng, clear, (80, 400), (13, 20)))
+    """A client whose busy event loop holds each request before it leaves: 2–5× (clear)
+    or 1.3–2× (borderline) the profile's slow edge."""
+    return replace(
+        s, client_delay_ms=_edge("client_delay_ms", rng, *((2, 5) if clear else (1.3, 2.0)))
+    )
 
 
 CAUSES: dict[str, tuple[Inject, float]] = {
@@ -181,14 +230,8 @@ def _far_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
 
 
 def _length_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
-    """Prefill at 2,048 tokens 3.5 to 4.8× that at 128, and less than 1 s more."""
-    short = s.prefill_ms(128)
-    ratio = float(rng.uniform(3.5, 4.8))
-    growth = min((ratio - 1) * short, 950.0)
-    linear = float(rng.uniform(0, 1))
-    b = linear * growth / (2048 - 128)
-    c = (1 - linear) * growth / (2048**2 - 128**2)
-    return replace(s, prefill_b_ms=b, prefill_c_ms=c)
+    """Prefill growing to 2,048 tokens just short of the profile's slow edge."""
+    return _growing(s, rng, _edge("prefill_ms_per_1k", rng, *BELOW_EDGE))
 
 
 def _busy_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
@@ -202,7 +245,7 @@ def _burst_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
 
 
 def _decode_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
-    return replace(s, tpot_ms=float(rng.uniform(36, 49)))
+    return replace(s, tpot_ms=_edge("tpot_ms", rng, *BELOW_EDGE))
 
 
 def _stalls_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
@@ -236,7 +279,7 @@ def _buffering_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario
 
 
 def _client_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
-    return replace(s, client_delay_ms=float(rng.uniform(7, 9.7)))
+    return replace(s, client_delay_ms=_edge("client_delay_ms", rng, *BELOW_EDGE))
 
 
 def _closes_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
@@ -266,12 +309,34 @@ BELOW: dict[str, Inject] = {
     "closes": _closes_below,
     "server_timing": _told_below,
 }
-"""Each cause of degree just short of the bound MISSION.md or its rule gives it (0.7 to
-0.97 of it): the zone below a threshold, where a rule must stay quiet unless the cause
-matters all the same."""
+"""Each cause of degree just short of the bound the reference profile (its slow edge),
+MISSION.md or its rule gives it (0.7 to 0.97 of it): the zone below a threshold, where
+a rule must stay quiet unless the cause matters all the same."""
 
 
-REALISTIC_INTENSITIES = {"clear": 0.45, "borderline": 0.3, "below": 0.25}
+def _length_above(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
+    return _growing(s, rng, _edge("prefill_ms_per_1k", rng, *ABOVE_EDGE))
+
+
+def _decode_above(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
+    return replace(s, tpot_ms=_edge("tpot_ms", rng, *ABOVE_EDGE))
+
+
+def _client_above(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
+    return replace(s, client_delay_ms=_edge("client_delay_ms", rng, *ABOVE_EDGE))
+
+
+ABOVE: dict[str, Inject] = {
+    "long_input": _length_above,
+    "slow_decode": _decode_above,
+    "client_delay": _client_above,
+}
+"""Each cause whose bound is the reference profile's slow edge, just past it (1 to 1.3
+times it): past healthy, material or not by what it costs the user's request. A cause
+with no edge of the profile is drawn ``borderline`` instead."""
+
+
+REALISTIC_INTENSITIES = {"clear": 0.4, "borderline": 0.25, "above": 0.15, "below": 0.2}
 WORKLOAD_PROMPTS = {128: 0.25, 512: 0.2, 2048: 0.3, 8192: 0.25}
 """The user's typical prompt, drawn per scenario."""
 QUIRK_ODDS = {
@@ -331,8 +396,9 @@ def draw(
 
     ``realistic``: also draw, on a stream of the seed's own (so the scenario's healthy
     endpoint and the names of its causes are those of the plain draw), the user's
-    workload (their typical prompt), causes just short of their thresholds
-    (:data:`BELOW`) beside clear and borderline ones, the quirks of :data:`QUIRK_ODDS`
+    workload (their typical prompt), causes just past the profile's slow edge
+    (:data:`ABOVE`) and just short of their thresholds (:data:`BELOW`) beside clear and
+    borderline ones, the quirks of :data:`QUIRK_ODDS`
     and a heavy tail."""
     rng = np.random.default_rng([seed, 1])
     extra = np.random.default_rng([seed, 3])
@@ -354,6 +420,8 @@ def draw(
             )
         if strength == "below":
             s = BELOW[cause](s, rng, False)
+        elif strength == "above":
+            s = ABOVE[cause](s, rng, False) if cause in ABOVE else CAUSES[cause][0](s, rng, False)
         else:
             s = CAUSES[cause][0](s, rng, strength == "clear")
         words.append(f"{cause}({strength})")

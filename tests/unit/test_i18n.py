@@ -34,17 +34,21 @@ def test_english_is_returned_as_it_is() -> None:
 def test_a_message_is_said_in_chinese_with_its_own_values() -> None:
     inner = Message("in the stream's steady rhythm")
     m = Message(
-        "{tpot:.0f} ms per output token > {limit:.0f} ms ({rate:.1f} tokens/s) {where}",
+        "{tpot:.0f} ms per output token ({rate:.1f} tokens/s) {where}, past the slow edge "
+        "of healthy, {edge:.1f} ms (hosted endpoints decode at ~{typical:.0f} ms a token: "
+        "{source})",
         tpot=80.4,
-        limit=50.0,
         rate=12.44,
         where=inner,
+        edge=30.2,
+        typical=12.7,
+        source="Artificial Analysis, 2025-11-20",
     )
     with speaking("zh"):
         said = translate(m)
         assert language() == "zh"
     assert language() == "en"
-    assert "80 ms" in said and "50 ms" in said and "12.4" in said
+    assert "80 ms" in said and "30.2 ms" in said and "12.4" in said
     assert "steady rhythm" not in said and "output token" not in said
 
 

@@ -111,6 +111,6 @@ def _verdict(all_findings: Sequence[Finding], facts: Facts, bar: NoticeableBar |
         return healthy_verdict(facts, negligible)
     ahead = [s.kind for s in specs() if s.first_when is not None and s.first_when(facts)]
     firsts = [f for kind in ahead for f in findings if f.kind == kind]
-    primary = firsts[0] if firsts else max(findings, key=lambda f: f.share_ms)
-    rest = sorted((f for f in findings if f is not primary), key=lambda f: -f.share_ms)
+    primary = firsts[0] if firsts else max(findings, key=lambda f: f.excess_ms)
+    rest = sorted((f for f in findings if f is not primary), key=lambda f: -f.excess_ms)
     return Verdict(primary.kind, tuple(f.kind for f in rest), primary.confidence, negligible)

@@ -107,9 +107,12 @@ def _log_ratio(a: float, b: float) -> float:
     return max(-CAP, min(CAP, math.log(max(a, 1e-6) / max(b, 1e-6))))
 
 
-def rule_distances(f: Facts) -> dict[Kind, float]:
+def rule_distances(f: Facts, bar: NoticeableBar | None = None) -> dict[Kind, float]:
     """How far each rule's deciding statistic is from its threshold (|log ratio|), for
-    the rules whose statistic this run measured."""
+    the rules whose statistic this run measured. Where a kind is named by its excess over
+    the reference profile (decode, input length), the threshold is the value at which
+    that excess would reach the kind's noticeable bar in this run: an endpoint near the
+    profile's slow edge, but with an excess far below the bar, is far from naming it."""
     n, ld = f.network, f.load
     out: dict[Kind, list[float]] = {}
 
@@ -122,13 +125,17 @@ def rule_distances(f: Facts) -> dict[Kind, float]:
         add(Kind.NETWORK_SETUP, n["tls_ms"] - 2 * n["rtt_ms"], network_setup.SLOW_TLS_EXTRA_MS)
     add(Kind.NETWORK_PATH, n["rtt_ms"], HIGH_RTT_MS)
     check = input_length.length_check(f)
-    if check is not None:
-        add(Kind.INPUT_LENGTH, check.ratio, input_length.LENGTH_RATIO)
+    if check is not None and check.reference_growth_ms is not None:
+        needed = check.reference_growth_ms + (bar_for(Kind.INPUT_LENGTH, bar) or 0.0)
+        add(Kind.INPUT_LENGTH, check.growth_ms, needed)
     add(Kind.QUEUEING, ld["concurrent_over_sequential"], queueing.QUEUE_LOAD_RATIO)
     add(Kind.QUEUEING, ld["ttft_cv"], queueing.QUEUE_CV)
     add(Kind.QUEUEING, ld["ttft_p95_over_p50"], queueing.QUEUE_P95_P50)
     ok = [t for t in f.measured if t.ok]
-    add(Kind.DECODE, median_of(decode.token_tpot_ms(t) for t in ok), decode.SLOW_TPOT_MS)
+    tokens = median_of(float(t.answer_tokens) for t in ok if t.answer_tokens)
+    gaps = max(1.0, (tokens or 2.0) - 1)
+    needed_tpot = f.reference.edge("tpot_ms") + (bar_for(Kind.DECODE, bar) or 0.0) / gaps
+    add(Kind.DECODE, median_of(decode.token_tpot_ms(t) for t in ok), needed_tpot)
     if f.measured:
         rate = sum(f.failed.values()) / len(f.measured)
         add(Kind.ERRORS, rate if rate > 0 else None, errors.ERROR_RATE)
@@ -143,24 +150,24 @@ def evidence_of(
     facts: Facts | None = None,
 ) -> Evidence:
     """How close this run came to another answer."""
-    by_margin = sorted(findings, key=lambda f: -f.share_ms / _bar(f, bar))
+    by_margin = sorted(findings, key=lambda f: -f.excess_ms / _bar(f, bar))
     primary = next((f for f in findings if f.kind is verdict.primary), None)
     below = 0.0
     if primary is None:
         top = by_margin[0] if by_margin else None
-        below = CAP if top is None else _log_ratio(_bar(top, bar), top.share_ms)
+        below = CAP if top is None else _log_ratio(_bar(top, bar), top.excess_ms)
         runner, margin, gap = (None if top is None else top.kind), 0.0, 0.0
     else:
-        margin = _log_ratio(primary.share_ms, _bar(primary, bar))
-        others = sorted((f for f in findings if f is not primary), key=lambda f: -f.share_ms)
-        if others and others[0].share_ms >= _bar(others[0], bar):
-            runner, gap = others[0].kind, _log_ratio(primary.share_ms, others[0].share_ms)
+        margin = _log_ratio(primary.excess_ms, _bar(primary, bar))
+        others = sorted((f for f in findings if f is not primary), key=lambda f: -f.excess_ms)
+        if others and others[0].excess_ms >= _bar(others[0], bar):
+            runner, gap = others[0].kind, _log_ratio(primary.excess_ms, others[0].excess_ms)
         else:
             runner, gap = Kind.HEALTHY, margin
     noise = 0.0
     if bar is not None and bar.typical_ms > 0:
         noise = min(1.0, max(bar.noise_ms, bar.ttft_noise_ms or 0.0) / bar.typical_ms)
-    distances = {} if facts is None else rule_distances(facts)
+    distances = {} if facts is None else rule_distances(facts, bar)
     elsewhere = {k: d for k, d in distances.items() if k is not verdict.primary}
     nearest = min([CAP, *elsewhere.values()])
     if primary is None and elsewhere and nearest < below:

@@ -42,6 +42,7 @@ from latdoc.analysis.stats import difference_ci, median_interval, median_of
 from latdoc.i18n import N_, Message
 from latdoc.model import LengthCurve, ServerAccount
 from latdoc.records import RequestTrace, Sample, Step
+from latdoc.reference import ReferenceProfile, healthy_reference
 
 
 @dataclass
@@ -85,6 +86,9 @@ class Facts:
     keepalive: dict[str, float | None] = field(default_factory=dict)
     """The server's queue as its ``: keep-alive`` comments tell it
     (:func:`~.queue_comments.keepalive_facts`); empty when no request carried one."""
+    reference: ReferenceProfile = field(default_factory=healthy_reference)
+    """What healthy is (:mod:`latdoc.reference`): a kind's excess is what the typical
+    request would save were it at this profile's slow edge."""
 
 
 def _network_facts(
@@ -292,11 +296,13 @@ def gather_facts(
     by_step: Sequence[Sample] | None = None,
     server_metrics: Mapping[str, float | None] | None = None,
     server_metrics_source: str | None = None,
+    reference: ReferenceProfile | None = None,
 ) -> Facts:
     """``by_step``, when given, holds the samples the network, length and load summaries
     read (recorded traffic relabelled by step); ``samples`` are the run's requests.
     ``server_metrics`` are the engine's counters over the run, read beside the server's
-    own timing (:func:`~.servertime.server_account`)."""
+    own timing (:func:`~.servertime.server_account`). ``reference`` is what healthy is
+    (the profile latdoc ships by default)."""
     steps = samples if by_step is None else by_step
     # A calibration request's latency is not the run's (it asks for one token), but its
     # failure is one: a run whose first request already failed is judged by it.
@@ -353,6 +359,7 @@ def gather_facts(
             s.trace for s in steps if s.step == Step.LOAD and s.concurrency > 1 and s.trace.ok
         ],
         keepalive=keepalive_facts(steps, alone_at_one_length(steps), lost),
+        reference=reference or healthy_reference(),
     )
 
 

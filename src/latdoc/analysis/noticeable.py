@@ -83,7 +83,7 @@ def _own_total(trace: RequestTrace) -> float | None:
 
 
 def is_noticeable(finding: Finding, bar: NoticeableBar | None) -> bool:
-    return share_noticeable(finding.kind, finding.share_ms, bar)
+    return share_noticeable(finding.kind, finding.excess_ms, bar)
 
 
 def share_noticeable(kind: Kind, share_ms: float, bar: NoticeableBar | None) -> bool:

@@ -289,10 +289,11 @@ the bursts a mean hides."""
 
 CLIENT_DELAY_MS: Final = 10.0
 CLIENT_DELAY_STATISTIC: Final = "median"
-"""The client's own delay before a request left (event loop busy, time before the
-write) is a finding when its median over requests is above :data:`CLIENT_DELAY_MS`:
-the ``client`` rule and the load report's note per level read both. The load report
-used a p95 of 5 ms or more, so a level could be noted that the rule would not name."""
+"""The load generator's own delay before a request left (event loop busy, time before
+the write) is noted on a level when its median over requests is above
+:data:`CLIENT_DELAY_MS`: the generator falling behind its own schedule. (The ``client``
+kind of a diagnosis is named past the reference profile's slow edge of healthy.) The
+load report used a p95 of 5 ms or more before."""
 
 PLATEAU_GROWTH: Final = 0.10
 """A load level whose requests/s grows less than this over the level before is the

@@ -88,8 +88,8 @@ def longer_prompt(
 ) -> LongerPrompt | None:
     """The shortest measured length beyond the rule's long prompt (beyond the shortest
     length where the typical prompt is no longer: recorded traffic's median may be) at
-    which the rule fires and input length's growth is noticeable against a typical
-    request of that prompt; None when input length is already named, no such length was
+    which input length's growth past healthy is noticeable against a typical request of
+    that prompt; None when input length is already named, no such length was
     measured, or the curve has no interval to print its growth with."""
     if Kind.INPUT_LENGTH in (verdict.primary, *verdict.contributing):
         return None
@@ -101,9 +101,9 @@ def longer_prompt(
         if point.prompt_tokens <= floor:
             continue
         at = check_at(facts, point.prompt_tokens)
-        if at is None or not at.fired or at.growth_interval_ms is None:
+        if at is None or at.excess_ms <= 0 or at.growth_interval_ms is None:
             continue
         longer_bar = replace(bar, typical_ms=short_ms + growth_to(at))
-        if share_noticeable(Kind.INPUT_LENGTH, at.growth_ms, longer_bar):
+        if share_noticeable(Kind.INPUT_LENGTH, at.excess_ms, longer_bar):
             return LongerPrompt(at.long_tokens, at.growth_ms, at.growth_interval_ms, at.ratio)
     return None

@@ -37,6 +37,20 @@ class Finding:
     """0..1: how sure the rule is (sample size, margin over the threshold)."""
     n: int | None = None
     """How many requests (or streams, or lengths' requests) the rule read."""
+    excess_ms: float = -1.0
+    """What the typical request would save were this kind at the reference profile's
+    slow edge of healthy (:mod:`latdoc.reference`), in ms: the part of ``share_ms`` a
+    healthy endpoint would not spend, and what the verdict weighs. Left out, the whole
+    share (a kind a healthy endpoint has none of)."""
+
+    def __post_init__(self) -> None:
+        if self.excess_ms < 0:
+            object.__setattr__(self, "excess_ms", self.share_ms)
+
+    @property
+    def past_healthy(self) -> bool:
+        """Part of the share is a healthy endpoint's own: the excess is less than it."""
+        return self.excess_ms < self.share_ms
 
 
 GainSource = Literal["measured", "fitted"]
@@ -146,6 +160,22 @@ class LengthCheck:
     asked_tokens: int | None = None
     """The prompt the rule was asked to read when it lies beyond the longest length
     measured: ``long_tokens`` is then that longest, not an extrapolation; None otherwise."""
+    reference_growth_ms: float | None = None
+    """What a healthy endpoint's prefill adds between the same two lengths, at the
+    reference profile's slow edge (``prefill_ms_per_1k``); None in runs stored before
+    the profile."""
+
+    @property
+    def excess_ms(self) -> float:
+        """The growth past healthy: what the long prompt would save were the prefill at
+        the reference's slow edge (0 when the TTFT does not grow with the length beyond
+        the requests' jitter). In runs stored before the profile, the whole growth where
+        the seed's rule fired."""
+        if self.reference_growth_ms is None:
+            return max(0.0, self.growth_ms) if self.fired else 0.0
+        if not self.grows_with_length:
+            return 0.0
+        return max(0.0, self.growth_ms - self.reference_growth_ms)
 
 
 PromptSource = Literal["told", "recorded", "seed"]

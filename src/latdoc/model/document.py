@@ -180,6 +180,7 @@ def _findings(d: Diagnosis) -> list[dict[str, Any]]:
                 "evidence": with_ms_twins(f.evidence),
                 "share_s": round(f.share_ms / 1000, 6),
                 "share_ms": round(f.share_ms, 3),
+                "excess_ms": round(f.excess_ms, 3),
                 "confidence": f.confidence,
                 "n": f.n,
                 "remedy": remedy.title if remedy else None,
@@ -335,6 +336,10 @@ def _length_rule(d: Diagnosis) -> dict[str, Any] | None:
         if check.growth_interval_ms is None
         else [round(v, 3) for v in check.growth_interval_ms],
         "asked_tokens": check.asked_tokens,
+        "reference_growth_ms": None
+        if check.reference_growth_ms is None
+        else round(check.reference_growth_ms, 3),
+        "excess_ms": round(check.excess_ms, 3),
     }
 
 

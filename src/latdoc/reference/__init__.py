@@ -67,6 +67,8 @@ class Source:
 
     cite: str
     """What the source says, in a line, with its figures."""
+    by: str
+    """Who says it, in a few words (``Artificial Analysis``)."""
     url: str
     """Its address (``seed/`` for the seed article the method implements)."""
     date: str = ""
@@ -100,6 +102,14 @@ class Quantity:
     def is_slow(self, value: float) -> bool:
         """``value`` lies past the slow edge."""
         return self.beyond_edge(value) > 0.0
+
+    def cited(self) -> str:
+        """Who says what its typical value is, with the date: ``Artificial Analysis,
+        2025-11-20``; empty for a value the user set."""
+        for source in self.sources:
+            if source.supports in ("typical", "both"):
+                return f"{source.by}, {source.date}" if source.date else source.by
+        return ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,7 +346,13 @@ def _sources(key: str, raw: object, origin: str, *, complete: bool) -> tuple[Sou
                 ),
             )
         sources.append(
-            Source(str(entry["cite"]), str(entry["url"]), str(entry.get("date", "")), supports)
+            Source(
+                str(entry["cite"]),
+                str(entry["by"]),
+                str(entry["url"]),
+                str(entry.get("date", "")),
+                supports,
+            )
         )
     if complete:
         backed = {s.supports for s in sources}

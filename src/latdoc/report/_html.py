@@ -209,6 +209,7 @@ def _finding(f: Finding) -> dict[str, Any]:
         "kind": f.kind.value,
         "short": kind_short(f.kind),
         "share": format_ms(f.share_ms) if f.share_ms > 0 else "",
+        "excess": format_ms(f.excess_ms) if f.past_healthy else "",
         "confidence": _percent(f.confidence),
         "n": f.n,
         "evidence": [(k, format_value(k, v)) for k, v in f.evidence.items()],

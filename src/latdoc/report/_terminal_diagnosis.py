@@ -244,6 +244,7 @@ def _finding(f: Finding) -> Group:
         (kind_word(f.kind), kind_colour(f.kind)),
         "]  ",
         say("adds ~{ms}, ", ms=format_ms(f.share_ms)) if f.share_ms > 0 else "",
+        say("~{ms} past healthy, ", ms=format_ms(f.excess_ms)) if f.past_healthy else "",
         say("confidence {p:.2f}", p=f.confidence),
         say(", n = {n}", n=f.n) if f.n is not None else "",
     )

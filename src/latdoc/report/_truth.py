@@ -206,8 +206,8 @@ def longer_prompt_text(d: Diagnosis) -> str | None:
     low, high = longer.growth_interval_ms
     return say(
         "At {tokens:,} prompt tokens input length would add {growth} (95% CI {low} … "
-        "{high}): {ratio:.1f}× the {short_tokens:,}-token TTFT, which the seed's rule names; "
-        "if your prompts are that long, ask with --prompt-tokens {tokens}",
+        "{high}): {ratio:.1f}× the {short_tokens:,}-token TTFT, past what a healthy prefill "
+        "adds; if your prompts are that long, ask with --prompt-tokens {tokens}",
         tokens=longer.prompt_tokens,
         growth=format_ms(longer.growth_ms),
         low=format_ms(low),

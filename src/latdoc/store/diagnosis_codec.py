@@ -255,6 +255,8 @@ def _finding(record: Mapping[str, Any]) -> Finding:
         share_ms=r.number("share_ms"),
         confidence=r.number("confidence"),
         n=r.opt_integer("n") if r.has("n") else None,
+        # A run stored before the reference profile weighed each kind by its share.
+        excess_ms=r.number("excess_ms") if r.has("excess_ms") else -1.0,
     )
 
 
@@ -335,6 +337,9 @@ def _length_check(length: Mapping[str, Any] | None) -> LengthCheck | None:
         if rule.get("growth_interval_ms") is None
         else _pair(rule["growth_interval_ms"], "diagnosis.steps.length.rule.growth_interval_ms"),
         asked_tokens=r.opt_integer("asked_tokens") if r.has("asked_tokens") else None,
+        reference_growth_ms=r.opt_number("reference_growth_ms")
+        if r.has("reference_growth_ms")
+        else None,
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -336,11 +337,16 @@ def test_a_lagging_client_is_named_and_not_blamed_on_the_server() -> None:
             output_tokens=8, output_tokens_exact=True, chunk_tokens_exact=True,
         )  # fmt: skip
 
-    samples = [Sample("load", trace(50 + 3 * i), 64, loop_lag_ms=80.0) for i in range(6)]
+    # 180 ms of lag, past the reference profile's 100 ms of a healthy client's delay.
+    samples = [Sample("load", trace(50 + 3 * i), 64, loop_lag_ms=180.0) for i in range(6)]
     d = diagnose(samples, RunContext("r", "u", "m"))
     assert d.verdict.primary is Kind.CLIENT
     (finding,) = d.findings
-    assert finding.evidence["loop_lag_ms"] == 80.0
+    assert finding.evidence["loop_lag_ms"] == 180.0
+    assert finding.excess_ms == 80.0 and finding.share_ms == 180.0
+    # 80 ms is a healthy client's.
+    samples = [replace(s, loop_lag_ms=80.0) for s in samples]
+    assert diagnose(samples, RunContext("r", "u", "m")).verdict.primary is not Kind.CLIENT
 
 
 def test_a_medians_interval_is_its_order_statistics() -> None:

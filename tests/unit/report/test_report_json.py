@@ -35,8 +35,8 @@ VERDICT_KEYS = {
     "bank_accuracy", "runner_up", "near_threshold",
 }  # fmt: skip
 FINDING_KEYS = {
-    "kind", "title", "rule", "evidence", "share_s", "share_ms", "confidence", "n", "remedy",
-    "predicted_gain_ms",
+    "kind", "title", "rule", "evidence", "share_s", "share_ms", "excess_ms", "confidence", "n",
+    "remedy", "predicted_gain_ms",
 }  # fmt: skip
 REMEDY_KEYS = {
     "key", "title", "addresses", "change", "predicted_gain_ms", "tradeoff", "gain_interval_ms",
@@ -121,6 +121,8 @@ def test_seconds_keep_their_key_and_gain_a_milliseconds_twin() -> None:
     first = doc["findings"][0]
     assert first["share_s"] == pytest.approx(1.48)
     assert first["share_ms"] == pytest.approx(1480.0)
+    # A finding that says no excess has its whole share past healthy.
+    assert first["excess_ms"] == pytest.approx(1480.0)
 
 
 def test_evidence_and_step_numbers_in_seconds_get_an_ms_twin() -> None:

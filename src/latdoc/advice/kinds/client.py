@@ -11,10 +11,9 @@ from latdoc.advice._common import async_client
 from latdoc.advice._sizing import advised_pool
 from latdoc.advice.kinds._builder import RemedyBuilder
 from latdoc.advice.verify import VERIFY_HTTP2, VERIFY_POOL, verify_command
-from latdoc.analysis.kinds.client import CLIENT_LOOP_LAG_MS
-from latdoc.analysis.policy import CLIENT_DELAY_MS
 from latdoc.i18n import N_, Message
 from latdoc.model import Diagnosis, Effects, Finding, Kind, Remedy, RunContext
+from latdoc.reference import healthy_reference
 
 __all__ = ["BUILDER", "client_remedies"]
 
@@ -33,10 +32,8 @@ def client_remedies(f: Finding, d: Diagnosis, ctx: RunContext) -> Iterator[Remed
             None,
             how_to_measure=Message(
                 "run `latdoc diagnose` again from a quieter machine: the event-loop lag and "
-                "the client delay in its findings should fall below {lag:.0f} and "
-                "{delay:.0f} ms",
-                lag=CLIENT_LOOP_LAG_MS,
-                delay=CLIENT_DELAY_MS,
+                "the client delay in its findings should fall below {delay:.0f} ms",
+                delay=healthy_reference().edge("client_delay_ms"),
             ),
         )
         return

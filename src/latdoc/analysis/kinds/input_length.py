@@ -196,6 +196,7 @@ def check_at(f: Facts, reference: int | None) -> LengthCheck | None:
     )
     fired = not reasons
     why = _why(curve, ratio, p, reasons, asked, tokens)
+    per_token = f.reference.edge("prefill_ms_per_1k") / 1000
     return LengthCheck(
         short_tokens=short.prompt_tokens,
         short_ms=short_ms,
@@ -209,6 +210,7 @@ def check_at(f: Facts, reference: int | None) -> LengthCheck | None:
         why=why,
         growth_interval_ms=interval,
         asked_tokens=asked,
+        reference_growth_ms=per_token * (tokens - short.prompt_tokens),
     )
 
 
@@ -295,25 +297,42 @@ def _why(
 
 
 def input_length(f: Facts) -> Finding | None:
-    """The finding when the rule fired, its confidence by the requests on the curve and
-    the ratio's margin over :data:`LENGTH_RATIO`."""
+    """The finding when the fitted growth from the shortest length to the long prompt
+    lies past what a healthy endpoint's prefill adds (the reference profile's slow edge,
+    ``prefill_ms_per_1k``) and follows the length beyond the requests' jitter; its share
+    is the growth, its excess the growth past healthy. Its confidence is by the requests
+    on the curve and how far the growth lies past the healthy one."""
     check = length_check(f)
-    if check is None or not check.fired or f.curve is None:
+    if check is None or check.excess_ms <= 0 or f.curve is None:
         return None
     n = sum(p.n for p in f.curve.points)
-    certain = confidence(n, check.ratio / LENGTH_RATIO - 0.5)
+    healthy = f.reference["prefill_ms_per_1k"]
+    reference = check.reference_growth_ms or 0.0
+    certain = confidence(n, check.growth_ms / max(reference, 1e-9) - 1)
     curve = f.curve
+    seed = Message(
+        "{ratio:.1f}×, {fired}",
+        ratio=check.ratio,
+        fired=Message("fired") if check.fired else Message("did not fire"),
+    )
     return Finding(
         Kind.INPUT_LENGTH,
         N_("Prefill grows with the prompt"),
         Message(
-            "the fitted TTFT at {long} tokens is {ratio:.1f}× that at {short} (seed rule: "
-            "{thresholds}), beyond the requests' jitter; curve {shape}",
-            long=check.long_tokens,
-            ratio=check.ratio,
+            "the fitted TTFT grows by {growth:.0f} ms from {short} to {long} tokens, past the "
+            "{reference:.0f} ms of a prefill at the slow edge of healthy, {edge:.0f} ms per 1K "
+            "tokens (hosted models' prefill costs ~{typical:.0f} ms per 1K: {source}), beyond "
+            "the requests' jitter; curve {shape}; seed rule ({thresholds}): {seed}",
+            growth=check.growth_ms,
             short=check.short_tokens,
-            thresholds=_thresholds(),
+            long=check.long_tokens,
+            reference=reference,
+            edge=healthy.slow_edge,
+            typical=healthy.typical,
+            source=healthy.cited(),
             shape=Message(curve.shape),
+            thresholds=_thresholds(),
+            seed=seed,
         ),
         {
             "short_tokens": float(check.short_tokens),
@@ -324,6 +343,7 @@ def input_length(f: Facts) -> Finding | None:
             "prefill_per_1k_ms": curve.prefill_ms_per_1k,
         },
         share_ms=check.growth_ms,
+        excess_ms=check.excess_ms,
         n=n,
         confidence=certain,
     )
