@@ -42,12 +42,17 @@ def diagnose(
 
     ``views`` relabel recorded traffic by step (:func:`~.traffic.traffic_views`).
     """
-    reference = context.prompt_tokens or (
+    long_tokens = context.prompt_tokens or (
         None if context.scenario is Scenario.LONGDOC else LONG_REFERENCE_TOKENS
     )
     steps = samples if views is None else views.samples
     facts = gather_facts(
-        samples, reference, steps, context.server_metrics, context.server_metrics_source
+        samples,
+        long_tokens,
+        steps,
+        context.server_metrics,
+        context.server_metrics_source,
+        reference=context.reference,
     )
     rules = [spec.rule for spec in specs() if spec.rule is not None]
     findings = tuple(f for rule in rules if (f := rule(facts)) is not None)
@@ -91,6 +96,9 @@ def diagnose(
         longer_prompt=None
         if context.prompt_tokens is not None and context.prompt_source == "told"
         else longer_prompt(facts, check, bar, verdict),
+        reference=None
+        if context.reference is None
+        else (context.reference.name, context.reference.origin),
     )
 
 

@@ -45,6 +45,7 @@ from latdoc.features.vantage import diagnose_vantages
 from latdoc.i18n import N_
 from latdoc.model import Scenario, parse_priorities
 from latdoc.pipeline import named_metrics_url
+from latdoc.reference import load_reference
 from latdoc.report import ProgressBars, make_console, render_runs
 from latdoc.store import Store
 from latdoc.workload import DiagnosisPlan
@@ -78,6 +79,12 @@ def _add_diagnose_parser(sub: argparse._SubParsersAction[Any]) -> None:
         help="rank remedies for your own order of latency, cost and quality "
         "(latency,cost,quality, or weights: latency=3,cost=1,quality=2) instead of the "
         "scenario's",
+    )  # fmt: skip
+    d.add_argument(
+        "--reference", type=load_reference, metavar="FILE",
+        help="what healthy is for you: a TOML file of the reference profile's fields, any "
+        "subset ([quantity.tpot_ms] slow_edge = 20), laid over the profile latdoc ships "
+        "(docs: How it measures); kept with the run",
     )  # fmt: skip
     add_budget_arguments(d, max_requests=DEFAULT_MAX_REQUESTS, max_seconds=DEFAULT_MAX_SECONDS)
     add_output_tokens_argument(d, DiagnosisPlan, "--output-tokens")
@@ -167,6 +174,10 @@ def run_diagnose(args: argparse.Namespace) -> int:
         raise UsageError(
             N_("--server-metrics reads an engine from this machine: not with --vantage")
         )
+    if places is not None and args.reference is not None:
+        raise UsageError(
+            N_("--reference is not taken with --vantage: diagnose each place on its own")
+        )
     named_metrics_url(args.server_metrics)
     with sending.to(err, engine=True) as (endpoint, connection):
         plan = sending.plan(
@@ -201,6 +212,7 @@ def run_diagnose(args: argparse.Namespace) -> int:
                 on_progress=progress,
                 server_metrics=args.server_metrics,
                 prompt_tokens=args.prompt_tokens,
+                reference=args.reference,
             )
     emit(ShownDiagnosis(run), args)
     print(
@@ -229,7 +241,11 @@ def _diagnose_trace(args: argparse.Namespace) -> int:
             with ProgressBars(err, transient=True) as progress:
                 run_id = record_replay(plan, replay, store, on_progress=progress)
             run = diagnose_traffic(
-                store, run_id, prompt_tokens=args.prompt_tokens, priorities=args.priorities
+                store,
+                run_id,
+                prompt_tokens=args.prompt_tokens,
+                priorities=args.priorities,
+                reference=args.reference,
             )
     emit(ShownDiagnosis(run), args)
     print(f"Run {run.run_id}: {len(run.samples)} replayed requests in {run.store_path}.",
@@ -243,11 +259,19 @@ def _diagnose_recorded(args: argparse.Namespace) -> int:
     with Store(args.db) as store:
         if args.from_run:
             run = diagnose_traffic(
-                store, args.from_run, prompt_tokens=args.prompt_tokens, priorities=args.priorities
+                store,
+                args.from_run,
+                prompt_tokens=args.prompt_tokens,
+                priorities=args.priorities,
+                reference=args.reference,
             )
         else:
             run = diagnose_otlp(
-                store, args.from_otlp, prompt_tokens=args.prompt_tokens, priorities=args.priorities
+                store,
+                args.from_otlp,
+                prompt_tokens=args.prompt_tokens,
+                priorities=args.priorities,
+                reference=args.reference,
             )
     emit(ShownDiagnosis(run), args)
     print(

@@ -10,6 +10,7 @@ from latdoc.model.cost import Price
 from latdoc.model.host import HostFacts
 from latdoc.model.priorities import Priorities, Scenario
 from latdoc.records import StepNote
+from latdoc.reference import ReferenceProfile
 
 __all__ = ["Preset", "RunContext"]
 
@@ -60,6 +61,9 @@ class RunContext:
     """The model's price the run was counted at; ``None`` where latdoc knew none."""
     preset: Preset | None = None
     """The ``--provider`` preset the run sent with; ``None`` for none."""
+    reference: ReferenceProfile | None = None
+    """What healthy is for this run (``diagnose --reference FILE``); ``None`` for the
+    profile latdoc ships (:func:`latdoc.healthy_reference`)."""
 
     @property
     def ranked_for(self) -> Priorities:

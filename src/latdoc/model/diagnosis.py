@@ -391,6 +391,9 @@ class Diagnosis:
     priorities: Priorities | None = None
     """What the remedies were ranked for: the user's priorities, else the scenario's
     preset; None before remedies are added, and in documents written before."""
+    reference: tuple[str, str] | None = None
+    """The user's reference of healthy the run was held against, as its name and where
+    it came from (``diagnose --reference FILE``); None for the profile latdoc ships."""
 
     def requests_text(self) -> str:
         """``17 requests (network 4, length 5, load 8)``."""

@@ -118,6 +118,9 @@ def diagnosis_to_dict(d: Diagnosis) -> dict[str, Any]:
         "typical_request": _typical_request(d),
         "workload": _workload(d),
         "longer_prompt": _longer_prompt(d),
+        "reference": None
+        if d.reference is None
+        else {"name": d.reference[0], "origin": d.reference[1]},
         "shares": {str(k): round(v / 1000, 6) for k, v in d.shares_ms.items()},
         "shares_ms": {str(k): round(v, 3) for k, v in d.shares_ms.items()},
         "findings": _findings(d),

@@ -30,6 +30,7 @@ from latdoc.pipeline._host import host_facts_from_meta, host_meta
 from latdoc.pipeline._server_metrics import metrics_from_meta
 from latdoc.probe import providers
 from latdoc.records import Sample, StepNote
+from latdoc.reference import ReferenceProfile, reference_from_record, reference_to_record
 from latdoc.workload import (
     Budget,
     DiagnosisPlan,
@@ -106,6 +107,9 @@ def run_context(
         server_metrics_source=metrics_source,
         price=price_from_dict(meta.get("price")),
         preset=preset_of(meta.get("provider")),
+        reference=None
+        if meta.get("reference") is None
+        else reference_from_record(meta["reference"]),
     )
 
 
@@ -126,11 +130,13 @@ def run_meta(
     concurrency: int,
     prompt_tokens: int | None = None,
     priorities: Priorities | None = None,
+    reference: ReferenceProfile | None = None,
 ) -> dict[str, Any]:
     """What a run records about itself: versions, the client host, the options, the
     user's typical request (its concurrency and prompt tokens) the verdict is for, the
-    priorities the user ranks remedies by (None: the scenario's), and the ``--provider``
-    preset it sent with (None: none)."""
+    priorities the user ranks remedies by (None: the scenario's), the ``--provider``
+    preset it sent with (None: none), and the user's reference of healthy (None: the
+    profile latdoc ships)."""
     return {
         **host_meta(),
         "concurrency": concurrency,
@@ -138,6 +144,7 @@ def run_meta(
         "price": None if plan.price is None else price_to_dict(plan.price),
         "provider": None if plan.endpoint.provider is None else plan.endpoint.provider.name,
         "priorities": None if priorities is None else priorities.spec(),
+        "reference": None if reference is None else reference_to_record(reference),
         "options": {
             "max_requests": plan.max_requests,
             "token_budget": plan.token_budget,

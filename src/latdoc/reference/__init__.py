@@ -37,6 +37,8 @@ __all__ = [
     "healthy_reference",
     "load_reference",
     "parse",
+    "reference_from_record",
+    "reference_to_record",
 ]
 
 QUANTITIES: tuple[str, ...] = (
@@ -371,3 +373,37 @@ def _bad(origin: str, what: Message) -> UsageError:
     return UsageError(
         Message("the reference {origin} cannot be used: {what}", origin=origin, what=what)
     )
+
+
+def reference_to_record(profile: ReferenceProfile) -> dict[str, Any] | None:
+    """What a run keeps of the reference it was held against, so its report gives the same
+    verdict: ``None`` for the profile latdoc ships; else its name and origin and, for each
+    quantity that differs from the shipped one, its edge and typical value."""
+    shipped = healthy_reference()
+    if profile == shipped:
+        return None
+    changed = {
+        q.key: {"slow_edge": q.slow_edge, "typical": q.typical}
+        for q in profile
+        if q.key not in shipped
+        or (q.slow_edge, q.typical)
+        != (
+            shipped.edge(q.key),
+            shipped.typical(q.key),
+        )
+    }
+    return {
+        "profile": {"name": profile.name, "scope": profile.scope, "compiled": profile.compiled},
+        "origin": profile.origin,
+        "quantity": changed,
+    }
+
+
+def reference_from_record(record: Mapping[str, Any] | None) -> ReferenceProfile:
+    """The reference a run kept (:func:`reference_to_record`); the shipped one for none."""
+    if not record:
+        return healthy_reference()
+    origin = str(record.get("origin", "run"))
+    if not record.get("quantity"):
+        return replace(healthy_reference(), origin=origin, name=str(record["profile"]["name"]))
+    return parse(record, origin=origin, base=healthy_reference())

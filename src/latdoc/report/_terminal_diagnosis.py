@@ -348,6 +348,10 @@ def _verdict_lines(d: Diagnosis) -> list[RenderableType]:
         parts.append(_indent(Text(bank, style="dim"), 2))
     if (near := near_threshold_text(v)) is not None:
         parts.append(_indent(Text(near, style="yellow"), 2))
+    if d.reference is not None:
+        name, origin = d.reference
+        held = say("healthy is your reference: {name} ({origin})", name=name, origin=origin)
+        parts.append(_indent(Text(held, style="dim"), 2))
     if v.contributing:
         contributing = Text(_("Contributing: "))
         for i, kind in enumerate(v.contributing):

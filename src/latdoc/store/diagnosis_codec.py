@@ -119,7 +119,15 @@ def diagnosis_from_record(record: Mapping[str, Any]) -> Diagnosis:
         else None,
         priorities=_priorities(r.opt_mapping("priorities")) if r.has("priorities") else None,
         cost=_cost(r.opt_mapping("cost")) if r.has("cost") else None,
+        reference=_reference(r.opt_mapping("reference")) if r.has("reference") else None,
     )
+
+
+def _reference(record: Mapping[str, Any] | None) -> tuple[str, str] | None:
+    if record is None:
+        return None
+    r = Fields(record, "diagnosis.reference")
+    return r.text("name"), r.text("origin")
 
 
 def _cost(record: Mapping[str, Any] | None) -> CostSummary | None:

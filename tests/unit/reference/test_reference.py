@@ -10,7 +10,7 @@ import pytest
 
 from latdoc import ReferenceProfile, healthy_reference, load_reference
 from latdoc.errors import UsageError
-from latdoc.reference import QUANTITIES
+from latdoc.reference import QUANTITIES, reference_from_record, reference_to_record
 from paths import ROOT
 
 DOCS = ROOT / "docs" / "method.md"
@@ -117,3 +117,18 @@ def test_a_file_latdoc_cannot_use_says_what_is_wrong(tmp_path: Path, text: str, 
 def test_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="cannot read the reference file"):
         load_reference(tmp_path / "absent.toml")
+
+
+def test_a_run_keeps_only_what_differs_from_the_shipped_profile(tmp_path: Path) -> None:
+    assert reference_to_record(healthy_reference()) is None
+    assert reference_from_record(None) == healthy_reference()
+    mine = tmp_path / "mine.toml"
+    mine.write_text("[profile]\nname = 'ours'\n[quantity.rtt_ms]\nslow_edge = 20\ntypical = 5\n")
+    theirs = load_reference(mine)
+    kept = reference_to_record(theirs)
+    assert kept is not None and set(kept["quantity"]) == {"rtt_ms"}
+    back = reference_from_record(kept)
+    assert back.name == "ours" and back.origin == str(mine)
+    assert [(q.key, q.slow_edge, q.typical) for q in back] == [
+        (q.key, q.slow_edge, q.typical) for q in theirs
+    ]

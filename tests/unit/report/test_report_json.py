@@ -27,6 +27,7 @@ DIAGNOSIS_KEYS = {
     "schema", "run_id", "endpoint", "model", "scenario", "requests", "requests_by_step", "failed",
     "verdict", "shares", "shares_ms", "findings", "remedies", "steps", "notes", "negligible",
     "typical_request", "workload", "longer_prompt", "system", "server", "cost", "priorities",
+    "reference",
 }  # fmt: skip
 PRIORITIES_KEYS = {"order", "weights", "not_read", "scenario", "text"}
 EFFECTS_KEYS = {"cost", "cost_why", "quality", "quality_why", "text"}

@@ -22,6 +22,7 @@ from latdoc.pipeline import (
     watch_note,
 )
 from latdoc.records import Sample, Step, StepNote
+from latdoc.reference import ReferenceProfile, reference_to_record
 from latdoc.store import (
     DIAGNOSE_KIND,
     INSTRUMENT_KIND,
@@ -44,6 +45,7 @@ def diagnose_endpoint(
     server_metrics: str | None = AUTO,
     prompt_tokens: int | None = None,
     priorities: Priorities | None = None,
+    reference: ReferenceProfile | None = None,
 ) -> DiagnosisRun:
     """Measure ``plan``'s endpoint, keep every sample, and diagnose it.
 
@@ -56,6 +58,8 @@ def diagnose_endpoint(
     ``prompt_tokens`` is the user's typical prompt, which the verdict is for (kept with
     the run, so ``latdoc report`` gives the same verdict); None for the seed's 2K one.
     ``priorities`` rank the remedies (kept with the run too); None for ``scenario``'s.
+    ``reference`` is what healthy is (kept with the run too); None for the profile
+    latdoc ships.
     """
     if concurrency is None:
         concurrency = plan.concurrency
@@ -72,9 +76,10 @@ def diagnose_endpoint(
                 server_metrics=server_metrics,
                 prompt_tokens=prompt_tokens,
                 priorities=priorities,
+                reference=reference,
             )
     target = metrics_target(server_metrics, plan.endpoint.base_url)
-    meta = run_meta(plan, concurrency, prompt_tokens, priorities)
+    meta = run_meta(plan, concurrency, prompt_tokens, priorities, reference)
     run_id = store.new_run(
         endpoint=plan.endpoint.base_url,
         model=plan.endpoint.model,
@@ -152,6 +157,7 @@ def diagnose_traffic(
     *,
     prompt_tokens: int | None = None,
     priorities: Priorities | None = None,
+    reference: ReferenceProfile | None = None,
 ) -> DiagnosisRun:
     """Diagnose an ``instrument`` run (an id or a unique prefix) from its recorded requests.
 
@@ -161,7 +167,8 @@ def diagnose_traffic(
     run, so ``latdoc report`` gives the same verdict), else of the prompt told before,
     else of the recorded requests' median prompt. The remedies are ranked for
     ``priorities`` where told (kept with the run alike), else for those told before,
-    else for the run's scenario.
+    else for the run's scenario. ``reference`` is what healthy is, where told (kept
+    with the run alike), else the one told before, else the profile latdoc ships.
     """
     info, samples, _ = store.load_run(run_id)
     if info.kind != INSTRUMENT_KIND:
@@ -180,6 +187,10 @@ def diagnose_traffic(
     if priorities is not None and info.meta.get("priorities") != priorities.spec():
         store.update_meta(info.run_id, {"priorities": priorities.spec()})
         info = replace(info, meta={**info.meta, "priorities": priorities.spec()})
+    if reference is not None:
+        kept = reference_to_record(reference)
+        store.update_meta(info.run_id, {"reference": kept})
+        info = replace(info, meta={**info.meta, "reference": kept})
     told = prompt_tokens if prompt_tokens is not None else info.meta.get("prompt_tokens")
     diagnosis, source = traffic_diagnosis(info, samples, told)
     return DiagnosisRun(
@@ -193,12 +204,13 @@ def diagnose_otlp(
     *,
     prompt_tokens: int | None = None,
     priorities: Priorities | None = None,
+    reference: ReferenceProfile | None = None,
 ) -> DiagnosisRun:
     """Keep the GenAI spans of an OTLP JSON file as a run of recorded traffic, and
     diagnose it; the notes name the instrumentation that wrote the spans (kept in the
     run's meta as ``instrumentation`` too) and the phases spans cannot tell apart.
-    ``prompt_tokens`` and ``priorities`` as for :func:`diagnose_traffic`: the spans'
-    median prompt where not told."""
+    ``prompt_tokens``, ``priorities`` and ``reference`` as for :func:`diagnose_traffic`:
+    the spans' median prompt where not told."""
     file = Path(path)
     try:
         data = file.read_bytes()
@@ -225,4 +237,6 @@ def diagnose_otlp(
         run_id, [Sample(Step.TRAFFIC, t, index=i) for i, t in enumerate(spans.traces)]
     )
     store.finish_run(run_id, status="done", diagnosis=None, notes=spans.notes)
-    return diagnose_traffic(store, run_id, prompt_tokens=prompt_tokens, priorities=priorities)
+    return diagnose_traffic(
+        store, run_id, prompt_tokens=prompt_tokens, priorities=priorities, reference=reference
+    )
