@@ -3,13 +3,16 @@
 ``diagnose(samples, context)`` is pure. It summarises each step (network, input
 length, load), applies each kind's rule (:mod:`.kinds`: one module per kind, with the
 thresholds of MISSION.md) in the order :data:`~.kinds.KINDS` lists them, and picks the
-verdict: the kind whose finding adds the most latency to a typical request, with the
-others as contributing kinds. The typical request is the user's (:mod:`.typical`): of
+verdict: the kind whose finding's excess is largest, what a typical request would save
+were the kind at the reference profile's slow edge of healthy (:mod:`latdoc.reference`;
+the whole share for a kind a healthy endpoint has none of), with the others as
+contributing kinds. The typical request is the user's (:mod:`.typical`): of
 their prompt (``RunContext.prompt_tokens``: told, or their recorded requests' median;
 the seed's 2K-token long prompt where neither is known), read from the fitted length
 curve. Each finding's ``share_ms`` is the latency its kind adds to that request, as the
-kind's module defines it. A finding whose share a user would not notice
-(:mod:`.noticeable`) is listed as negligible instead and never chosen. A kind's spec
+kind's module defines it, and its ``excess_ms`` the part of it past healthy. A finding
+whose excess a user would not notice (:mod:`.noticeable`) is listed as negligible
+instead and never chosen. A kind's spec
 may put it first whatever its share: errors, when a quarter or more of the requests
 failed, since nothing else matters until they succeed. The verdict's confidence is the
 probability that its primary kind is right, read from the primary rule's own confidence

@@ -2,9 +2,11 @@
 
 A rule can fire on a real but tiny effect: a 1.4 ms connection setup paid by an
 11 s request. Such a kind is named "negligible here" instead of contributing, and
-gets no remedies. A finding contributes when its share of the typical request is
+gets no remedies. A finding contributes when its excess (the part of its share past
+the reference profile's healthy, :attr:`~latdoc.model.Finding.excess_ms`; its whole
+share for a kind a healthy endpoint has none of) is
 
-- at least :data:`NOTICEABLE_FRACTION` of that request's end-to-end time, and
+- at least :data:`NOTICEABLE_FRACTION` of the typical request's end-to-end time, and
 - more than the run's noise in the same metric: the scaled median absolute
   deviation of identical requests — every request sent alone at the load step's
   prompt length (:func:`~.facts.alone_at_one_length`: the network step's, cold and

@@ -4,14 +4,15 @@ The rule compares TTFT at a long prompt (the seed's ~5,000 characters,
 :data:`LONG_REFERENCE_TOKENS`; the longest measured for longdoc; the user's own prompt
 when the run was told it) with TTFT at the shortest, both read from the fitted length
 curve (:mod:`latdoc.analysis.length`), so every request on the curve counts: the seven
-to nine sent alone at the shortest length, one or two at each other. It fires at
-≥ :data:`LENGTH_RATIO`×, or at ≥ :data:`LENGTH_MIN_RATIO`× with at least
-:data:`LENGTH_MIN_GROWTH_MS` more (:func:`seed_rule_fires`), when TTFT rises with the
-length beyond the requests' jitter (:func:`trend_p`, a one-sided test over every length
-measured at the policy's α): the growth follows the length, not the jitter of a few
-requests. Its comparison is kept as a :class:`LengthCheck` whether it fires or not, so
-the report states what the rule compared in the rule's own numbers. Its share is the
-fitted growth.
+to nine sent alone at the shortest length, one or two at each other. The kind is named
+when that growth lies past what a healthy endpoint's prefill adds between the two
+lengths (the reference profile's slow edge, ``prefill_ms_per_1k``), and TTFT rises with
+the length beyond the requests' jitter (:func:`trend_p`, a one-sided test over every
+length measured at the policy's α): the growth follows the length, not the jitter of a
+few requests. Its share is the fitted growth, its excess the growth past healthy. The
+seed's own comparison, ≥ :data:`LENGTH_RATIO`× or ≥ :data:`LENGTH_MIN_RATIO`× with at
+least :data:`LENGTH_MIN_GROWTH_MS` more (:func:`seed_rule_fires`), is kept as a
+:class:`LengthCheck`, fired or not, so the report states it as the seed rule's line.
 
 The test reads every request at every length, not the two lengths the thresholds
 compare. The t test of the two lengths' log medians it replaces pooled the jitter from
