@@ -221,7 +221,7 @@ def parse(
     order = {key: i for i, key in enumerate(QUANTITIES)}
     ordered = sorted(quantities.values(), key=lambda q: order.get(q.key, len(order)))
     return ReferenceProfile(
-        name=str(head.get("name", base.name if base else origin)),
+        name=str(head.get("name", Path(origin).stem if base else origin)),
         scope=str(head.get("scope", base.scope if base else "")),
         compiled=str(head.get("compiled", base.compiled if base else "")),
         quantities=MappingProxyType({q.key: q for q in ordered}),

@@ -88,6 +88,7 @@ def test_an_edge_set_alone_below_the_typical_value_takes_the_typical_with_it(
     mine.write_text("[quantity.tpot_ms]\nslow_edge = 10\n[quantity.dns_ms]\nslow_edge = 50\n")
     theirs = load_reference(mine)
     assert (theirs.edge("tpot_ms"), theirs.typical("tpot_ms")) == (10.0, 10.0)
+    assert theirs.name == "mine", "a file that names no profile is called after itself"
     assert (theirs.edge("dns_ms"), theirs.typical("dns_ms")) == (50.0, 10.0)
 
 
