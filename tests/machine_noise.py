@@ -90,11 +90,12 @@ class HeldBack:
 
 
 @contextmanager
-def held_back() -> Iterator[HeldBack]:
+def held_back(*others: int) -> Iterator[HeldBack]:
     """Measure what held this process back while the block ran. A test whose client and
     lab share the process (the ``lab`` fixture's server runs in a thread) reads it as
     how far either side's marks can move: a pause lengthens an interval the client
-    measures, or shortens it, when the lab, late, writes the events it owes at once."""
+    measures, or shortens it, when the lab, late, writes the events it owes at once.
+    ``others`` are more processes whose wait for a core counts too (a lab process)."""
     held, started = HeldBack(), [0]
 
     def on_gc(phase: str, _info: dict[str, int]) -> None:
@@ -103,13 +104,14 @@ def held_back() -> Iterator[HeldBack]:
         elif started[0]:
             held.gc_ms += (time.perf_counter_ns() - started[0]) / 1e6
 
-    before = run_delay_ms(os.getpid())
+    pids = (os.getpid(), *others)
+    before = sum(run_delay_ms(pid) for pid in pids)
     gc.callbacks.append(on_gc)
     try:
         yield held
     finally:
         gc.callbacks.remove(on_gc)
-        held.wait_ms = run_delay_ms(os.getpid()) - before
+        held.wait_ms = sum(run_delay_ms(pid) for pid in pids) - before
 
 
 def spread_ms(values: Iterable[float]) -> float:

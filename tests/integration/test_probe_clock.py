@@ -25,7 +25,7 @@ from conftest import LabFactory
 from latdoc import Endpoint, ProbeSession, RequestTrace
 from latdoc.lab.sim import LabConfig, LabProcess, LatencyModel
 from latdoc.probe import TimedStream, kernel_stamps_possible
-from machine_noise import MachineNoise, run_delay_ms, spread_ms
+from machine_noise import MachineNoise, held_back, run_delay_ms, spread_ms
 
 PREFILL_MS = 30.0
 
@@ -154,11 +154,12 @@ def test_arrivals_are_the_kernels_stamps_never_later_than_the_loops(
 
 
 @LINUX
-def test_chunks_that_arrive_while_the_loop_is_blocked_keep_their_own_gaps(
-    lab: LabFactory,
-) -> None:
+def test_chunks_that_arrive_while_the_loop_is_blocked_keep_their_own_gaps() -> None:
     """Several tokens arrive while the loop is blocked: the loop then sees them at
-    once, yet each keeps the moment it came, ``DECODE_MS`` apart."""
+    once, yet each keeps the moment it came, ``DECODE_MS`` apart. The lab runs in a
+    process of its own, so the loop's block (which holds this process's interpreter)
+    does not hold its writes; a gap may stray by what the lab's process waited for a
+    core while it wrote (beside a CPU hog one came 5.2 ms after the last, not 10)."""
     decode_ms = 10.0
     model = LatencyModel(
         prefill_base_ms=5.0, prefill_ms_per_token=0.0, decode_ms_per_token=decode_ms
@@ -177,7 +178,7 @@ def test_chunks_that_arrive_while_the_loop_is_blocked_keep_their_own_gaps(
             await session.request("warm up", 1)
             return await session.request("hi", 12, on_event=on_event)
 
-    with lab(LabConfig(latency=model)) as server:
+    with LabProcess(LabConfig(latency=model)) as server, held_back(server.pid or 0) as held:
         trace = asyncio.run(go(server.base_url))
     assert trace.error is None, trace.error
     late_ms = [
@@ -185,7 +186,8 @@ def test_chunks_that_arrive_while_the_loop_is_blocked_keep_their_own_gaps(
     ]
     assert min(late_ms[1:4]) > BLOCK_S * 1000 / 2  # the loop saw these tokens long after
     gaps = trace.itl_ms[1:6]
-    assert gaps == pytest.approx([decode_ms] * len(gaps), abs=decode_ms * 0.4)
+    allowed = decode_ms * 0.4 + held.wait_ms
+    assert gaps == pytest.approx([decode_ms] * len(gaps), abs=allowed), held
 
 
 @LINUX

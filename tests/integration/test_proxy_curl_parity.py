@@ -10,7 +10,10 @@ between them (``proxy_connect`` + ``tls``) must agree with curl's medians within
 plain ``http://`` endpoint (``--proxytunnel``: from ``time_connect`` to
 ``time_pretransfer``), or within three times curl's own spread over the rounds (its scaled MAD) when
 the machine is busier than that, as in :mod:`test_curl_parity`: curl's TLS phase
-includes loading its CA file, which a busy core stretches.
+includes loading its CA file, which a busy core stretches. Beside a CPU hog that
+stretch moves curl's median itself (time_appconnect 10.4 ms against latdoc's 6.5, with
+a spread of 1.2): the tolerance is widened by the machine's scheduling noise measured in
+the same run (:mod:`machine_noise`), never past :data:`CAP_MS`.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from forward_proxy import binary, tinyproxy
 from latdoc import Endpoint, ProbeSession, RequestTrace
 from latdoc.analysis.noticeable import MAD_TO_SIGMA
 from latdoc.probe import ProxyConfig, dialects, request_body
+from machine_noise import MachineNoise
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("curl") is None, reason="needs the curl binary"),
@@ -38,6 +42,9 @@ pytestmark = [
 
 ROUNDS = 15
 TOLERANCE_MS = 2.0
+CAP_MS = 10.0
+"""The widest the tolerance grows on a busy machine: a phase counted twice, or a
+CONNECT round trip left out of TLS, would still show."""
 CURL_FORMAT = "%{time_connect} %{time_appconnect}"
 CURL_TUNNEL_FORMAT = "%{time_connect} %{time_pretransfer}"
 PROMPT = "Hello there, how are you today?"
@@ -82,7 +89,7 @@ def _probe(url: str, proxy: str, ca_file: str) -> RequestTrace:
 
 
 def test_the_proxy_phases_agree_with_curl_through_tinyproxy(
-    lab: LabFactory, tmp_path: Path
+    lab: LabFactory, tmp_path: Path, machine_noise: MachineNoise
 ) -> None:
     with lab(tls=True) as server, lab() as plain, tinyproxy(tmp_path) as proxy:
         assert server.ca_file is not None
@@ -113,7 +120,8 @@ def test_the_proxy_phases_agree_with_curl_through_tinyproxy(
         curl_median = statistics.median(curl_values)
         probe_median = statistics.median(row[i] for row in probe_rows)
         spread = MAD_TO_SIGMA * statistics.median(abs(v - curl_median) for v in curl_values)
-        tolerance = max(TOLERANCE_MS, 3 * spread)
+        quiet = max(TOLERANCE_MS, 3 * spread)
+        tolerance = machine_noise.bound_ms(quiet, max(CAP_MS, quiet))
         print(
             f"{name}: latdoc {probe_median:.2f} ms, curl {curl_median:.2f} ms, "
             f"difference {probe_median - curl_median:+.2f} ms (curl's spread {spread:.2f} ms)"
