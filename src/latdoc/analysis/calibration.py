@@ -120,7 +120,8 @@ def rule_distances(f: Facts, bar: NoticeableBar | None = None) -> dict[Kind, flo
         if value is not None and value > 0:
             out.setdefault(kind, []).append(abs(math.log(value / threshold)))
 
-    add(Kind.NETWORK_SETUP, n["dns_ms"], network_setup.SLOW_DNS_MS)
+    needed_dns = f.reference.edge("dns_ms") + (bar_for(Kind.NETWORK_SETUP, bar) or 0.0)
+    add(Kind.NETWORK_SETUP, n["dns_ms"], needed_dns)
     if n["tls_ms"] is not None and n["rtt_ms"] is not None:
         add(Kind.NETWORK_SETUP, n["tls_ms"] - 2 * n["rtt_ms"], network_setup.SLOW_TLS_EXTRA_MS)
     add(Kind.NETWORK_PATH, n["rtt_ms"], HIGH_RTT_MS)

@@ -1,12 +1,14 @@
 """``network_setup``: a new connection's DNS, TCP and TLS, before the server sees a request.
 
-The rule fires on an address family that never connects, a slow lookup, a server that
-closes every connection (so every request pays the setup), a handshake slower than its
-round trips, or one of the host's addresses slower to connect than the others, each
-with its threshold. Its share is the time the dead family costs each new connection
-(from the first attempt to the start of the one that connected), the DNS lookup, the
-whole setup a new connection pays, the TLS handshake's time beyond its two round trips,
-or what the slow address adds to the connections that went to it.
+The rule fires on an address family that never connects, a lookup past the reference
+profile's slow edge of healthy (``dns_ms``: 200 ms, the seed's), a server that closes
+every connection (so every request pays the setup), a handshake slower than its round
+trips, or one of the host's addresses slower to connect than the others, each with its
+threshold. Its share is the time the dead family costs each new connection (from the
+first attempt to the start of the one that connected), the DNS lookup, the whole setup
+a new connection pays, the TLS handshake's time beyond its two round trips, or what the
+slow address adds to the connections that went to it; a slow lookup's excess is the
+part of it past the edge.
 
 A dead family is read from the connection attempts the probe raced (happy eyeballs,
 RFC 8305): every attempt on it failed, timed out or was still waiting when the other
@@ -25,6 +27,7 @@ from latdoc.analysis.stats import median_of
 from latdoc.i18n import N_, Message
 from latdoc.model import Finding, Kind
 from latdoc.records import RequestTrace
+from latdoc.reference import healthy_reference
 
 __all__ = [
     "DEAD_FAMILY_MS",
@@ -37,7 +40,9 @@ __all__ = [
     "slow_address",
 ]
 
-SLOW_DNS_MS = 200.0
+SLOW_DNS_MS = healthy_reference().edge("dns_ms")
+"""The shipped profile's slow edge of a lookup: what the plan reads to ask more cold
+requests near it (a run held against a user's reference reads that one's)."""
 SLOW_TLS_EXTRA_MS = 200.0
 DEAD_FAMILY_MS = 20.0
 """A dead address family is named when it costs a new connection more than this (median):
@@ -108,19 +113,24 @@ def network_setup(f: Facts) -> Finding | None:
     dead = dead_family(f.measured)
     if dead is not None and dead[2] > DEAD_FAMILY_MS:
         return _dead_family_finding(*dead, evidence)
-    if dns is not None and dns > SLOW_DNS_MS:
+    lookup = f.reference["dns_ms"]
+    if dns is not None and lookup.is_slow(dns):
         return Finding(
             Kind.NETWORK_SETUP,
             N_("Slow DNS lookup"),
             Message(
-                "DNS lookup {dns:.0f} ms > {limit:.0f} ms (seed: fix the network)",
+                "DNS lookup {dns:.0f} ms, past the slow edge of healthy, {limit:.0f} ms (good "
+                "resolvers answer in ~{typical:.0f} ms: {source}; seed: fix the network)",
                 dns=dns,
-                limit=SLOW_DNS_MS,
+                limit=lookup.slow_edge,
+                typical=lookup.typical,
+                source=lookup.cited(),
             ),
             evidence,
             share_ms=dns,
+            excess_ms=lookup.beyond_edge(dns),
             n=cold_n,
-            confidence=confidence(cold_n, dns / SLOW_DNS_MS - 1),
+            confidence=confidence(cold_n, dns / max(lookup.slow_edge, 1e-9) - 1),
         )
     if closes is not None and closes >= 0.5:
         return Finding(
