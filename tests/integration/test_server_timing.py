@@ -8,7 +8,6 @@ queueing, told by the server, not as prefill.
 from __future__ import annotations
 
 import asyncio
-import os
 
 import pytest
 
@@ -23,7 +22,7 @@ from latdoc import (
 )
 from latdoc.analysis.servertime import DISAGREE_FRACTION, DISAGREE_MS
 from latdoc.lab.sim import LabConfig, LabServer, LatencyModel
-from machine_noise import run_delay_ms
+from machine_noise import held_back
 from unit.analysis.test_server_timing import CONTEXT
 
 
@@ -41,10 +40,10 @@ def test_a_queue_on_one_slot_is_queueing_by_the_servers_own_account() -> None:
     with LabServer(config) as lab:
         # The client and the lab's thread share this process: what it waited for a core
         # while the requests ran is how late either side's marks can be.
-        before = run_delay_ms(os.getpid())
-        alone = [asyncio.run(together(lab.base_url, 1))[0] for _ in range(3)]
-        crowd = asyncio.run(together(lab.base_url, 4))
-        held_ms = run_delay_ms(os.getpid()) - before
+        with held_back() as held:
+            alone = [asyncio.run(together(lab.base_url, 1))[0] for _ in range(3)]
+            crowd = asyncio.run(together(lab.base_url, 4))
+        held_ms = held.wait_ms
     samples = [Sample(Step.LOAD, t, index=i) for i, t in enumerate(alone)]
     samples += [Sample(Step.LOAD, t, concurrency=4, index=10 + i) for i, t in enumerate(crowd)]
     d = build_diagnosis(samples, CONTEXT)
