@@ -118,6 +118,7 @@ def _window(raw: Mapping[str, Any]) -> LevelWindow:
         end_ns=int(raw["end_ns"]),
         scheduled=raw.get("scheduled"),
         late_ms_p50=raw.get("late_ms_p50"),
+        unsent=int(raw.get("unsent") or 0),
         partial=raw.get("partial") is True,
         client=ClientLoad.from_document(raw.get("client")),
     )

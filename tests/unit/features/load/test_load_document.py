@@ -75,6 +75,20 @@ def test_the_printed_form_earlier_versions_stored_reads_back_too() -> None:
     assert load_from_record({k: v for k, v in printed.items() if k != "schema"}) == analysis
 
 
+def test_an_open_loop_level_keeps_the_arrivals_it_never_sent_and_earlier_records_read_none() -> (
+    None
+):
+    _, samples, _ = _sweep()
+    window = LevelWindow(1, None, 2.0, 0, 10 * SECOND, scheduled=21, late_ms_p50=3.0, unsent=2)
+    analysis = analyse_load([window], [dataclasses.replace(s, step=Step.ARRIVALS, concurrency=1)
+                                       for s in samples[:8]], Slo())  # fmt: skip
+    record = json.loads(json.dumps(load_to_record(analysis)))
+    assert record["levels"][0]["window"]["unsent"] == 2
+    assert load_from_record(record) == analysis
+    del record["levels"][0]["window"]["unsent"]
+    assert load_from_record(record).levels[0].window.unsent == 0
+
+
 def test_a_document_of_another_version_is_named() -> None:
     with pytest.raises(UsageError, match=r"latdoc\.load_record/9"):
         load_from_record({"schema": "latdoc.load_record/9", "levels": []})

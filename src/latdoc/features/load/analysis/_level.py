@@ -41,6 +41,10 @@ class LevelWindow:
     """Open loop: arrivals scheduled inside the window."""
     late_ms_p50: float | None = None
     """Open loop: how late arrivals left against their schedule, median."""
+    unsent: int = 0
+    """Open loop: arrivals due inside the window that the generator reached only after
+    the window had ended (its event loop ran late, or every connection was busy), so
+    were never sent. Counted in :attr:`scheduled`."""
     partial: bool = False
     """Cut short before it ended (Ctrl-C, the time budget, a lost worker, or the error
     budget stopping it): its finished requests are kept, but it is left out of the knee
@@ -78,6 +82,7 @@ class LevelWindow:
             "end_ns": self.end_ns,
             "scheduled": self.scheduled,
             "late_ms_p50": self.late_ms_p50,
+            "unsent": self.unsent,
             "partial": self.partial,
             "client": None if self.client is None else self.client.document(),
         }

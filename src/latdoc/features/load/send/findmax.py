@@ -273,7 +273,8 @@ def _merged(
     scheduled = sum(w.scheduled or 0 for w in windows)
     lates = [w.late_ms_p50 for w in windows if w.late_ms_p50 is not None]
     late = max(lates) if lates else None
-    return LevelWindow(number, None, value, start, end, scheduled, late, partial=partial,
+    return LevelWindow(number, None, value, start, end, scheduled, late,
+                       unsent=sum(w.unsent for w in windows), partial=partial,
                        client=client)  # fmt: skip
 
 

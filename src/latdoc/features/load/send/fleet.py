@@ -370,6 +370,7 @@ class FleetSweep:
             scheduled=sum(scheduled) if scheduled else None,
             # The workers' medians, the latest of them: an upper bound of the whole median.
             late_ms_p50=max(late) if late else None,
+            unsent=sum(w.unsent for w in ws),
             partial=partial or any(w.partial for w in ws),
             client=busiest((w.client for w in ws), len(self.members)),
         )

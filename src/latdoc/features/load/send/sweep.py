@@ -271,6 +271,7 @@ class _Sweep:
         start = now_ns()
         level = _Level(number, start + int(seconds * _NS))
         late_ms: list[float] = []
+        sent = 0
         partial = False
         try:
             # ``in_flight`` one-connection sessions, each lent to one arrival at a time:
@@ -298,6 +299,7 @@ class _Sweep:
                             idle.put_nowait(session)
                             break
                         late_ms.append((now_ns() - due) / 1e6)
+                        sent += 1
                         group.create_task(arrival(session))
         except BaseException:
             partial = True
@@ -313,6 +315,8 @@ class _Sweep:
                 _end(level),
                 len(schedule),
                 late,
+                # Reached after the window ended, unless the level was stopped first.
+                unsent=0 if partial or level.stop_ns is not None else len(schedule) - sent,
                 partial=partial,
                 client=self.meter.end(),
             )
@@ -322,6 +326,12 @@ class _Sweep:
     def _level_done(self, window: LevelWindow, level: _Level) -> None:
         if level.reason is not None:
             self.note(f"level {window.label} stopped early: {level.reason}")
+        if window.unsent and not window.partial:
+            self.note(
+                f"level {window.label}: {window.unsent} of its {window.scheduled} arrivals were "
+                "due inside the window but reached only after it ended (the generator ran late "
+                "or every connection was busy), and were not sent"
+            )
         if window.partial:
             self.note(
                 f"level {window.label} was cut short after {window.seconds:.1f} s of "
