@@ -61,10 +61,17 @@ def diagnose(
     findings = tuple(f for rule in rules if (f := rule(facts)) is not None)
     check = length_check(facts)
     identical = samples if views is None else views.identical
-    bar = noticeable_bar(identical, growth_to(check))
+    beyond = sum(f.beyond_alone_ms for f in findings)
+    bar = noticeable_bar(identical, growth_to(check) + beyond)
     verdict = calibrated(_verdict(findings, facts, bar), findings, bar, len(facts.measured), facts)
     workload = typical_workload(
-        identical, check, bar, context.concurrency, context.prompt_tokens, context.prompt_source
+        identical,
+        check,
+        bar,
+        context.concurrency,
+        context.prompt_tokens,
+        context.prompt_source,
+        beyond_alone_ms=beyond,
     )
     shares = {f.kind: round(f.share_ms, 3) for f in findings} or healthy_shares(
         facts, None if workload is None else workload.total_ms
@@ -98,7 +105,7 @@ def diagnose(
         workload=workload,
         longer_prompt=None
         if context.prompt_tokens is not None and context.prompt_source == "told"
-        else longer_prompt(facts, check, bar, verdict),
+        else longer_prompt(facts, check, bar, verdict, beyond_alone_ms=beyond),
         reference=None
         if context.reference is None
         else (context.reference.name, context.reference.origin),

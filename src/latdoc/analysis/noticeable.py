@@ -56,9 +56,10 @@ HALF_MAD_TO_SIGMA = 2.5018
 median) to the standard deviation of the whole."""
 
 
-def noticeable_bar(samples: Sequence[Sample], growth_ms: float = 0.0) -> NoticeableBar | None:
-    """The bar of this run, or None when no identical requests succeeded; ``growth_ms`` is
-    what input length adds from their prompt to the typical request's."""
+def noticeable_bar(samples: Sequence[Sample], added_ms: float = 0.0) -> NoticeableBar | None:
+    """The bar of this run, or None when no identical requests succeeded; ``added_ms`` is
+    what the typical request adds to their median: input length's growth from their
+    prompt to its, and what the kinds add beyond a request sent alone."""
     alone = alone_at_one_length(samples) or [
         s for s in samples if s.step == Step.NETWORK and s.trace.ok
     ]
@@ -70,7 +71,7 @@ def noticeable_bar(samples: Sequence[Sample], growth_ms: float = 0.0) -> Noticea
     ttfts = [v for t in traces if (v := server_ttft_ms(t)) is not None]
     totals = [v for t in traces if (v := _own_total(t)) is not None]
     return NoticeableBar(
-        typical + max(0.0, growth_ms), _noise(totals) or 0.0, NOTICEABLE_FRACTION, _noise(ttfts)
+        typical + max(0.0, added_ms), _noise(totals) or 0.0, NOTICEABLE_FRACTION, _noise(ttfts)
     )
 
 

@@ -4,8 +4,10 @@ speak of (:class:`~latdoc.model.Workload`).
 A request of the user's prompt (``diagnose --prompt-tokens``; the seed's long prompt,
 2K tokens, where they did not tell it), the output the run's requests produced, at the
 concurrency they declared. Its time is the shortest length's typical request (the
-median end-to-end time of the warm requests sent alone) plus what the fitted length
-curve adds from the shortest length to its prompt: input length's share of it. A
+median end-to-end time of the warm requests sent alone), plus what the fitted length
+curve adds from the shortest length to its prompt (input length's share of it), plus
+what the kinds add beyond a request sent alone (the wait among the user's concurrency):
+the one time the kinds' shares are parts of. A
 prompt beyond the longest length measured is read at that longest, never
 extrapolated; one no longer than the shortest adds nothing.
 
@@ -51,10 +53,13 @@ def typical_workload(
     concurrency: int,
     told: int | None,
     source: PromptSource = "told",
+    *,
+    beyond_alone_ms: float = 0.0,
 ) -> Workload | None:
     """The typical request of this run, whose time the bar was read against; None without
     a bar (no identical request succeeded). ``told`` is the user's prompt, if given, or
-    their recorded requests' (``source`` says which)."""
+    their recorded requests' (``source`` says which); ``beyond_alone_ms`` what the kinds
+    add to it beyond a request sent alone, which the bar holds."""
     if bar is None:
         return None
     alone = alone_at_one_length(samples) or [
@@ -71,10 +76,11 @@ def typical_workload(
         output_tokens=round(statistics.median(outputs)) if outputs else None,
         concurrency=concurrency,
         total_ms=bar.typical_ms,
-        short_ms=bar.typical_ms - growth,
+        short_ms=bar.typical_ms - growth - beyond_alone_ms,
         growth_ms=growth,
         source=source if told is not None else "seed",
         asked_tokens=None if check is None else check.asked_tokens,
+        beyond_alone_ms=beyond_alone_ms,
     )
 
 
@@ -84,7 +90,12 @@ def _asked_length(alone: Sequence[Sample]) -> int | None:
 
 
 def longer_prompt(
-    facts: Facts, check: LengthCheck | None, bar: NoticeableBar | None, verdict: Verdict
+    facts: Facts,
+    check: LengthCheck | None,
+    bar: NoticeableBar | None,
+    verdict: Verdict,
+    *,
+    beyond_alone_ms: float = 0.0,
 ) -> LongerPrompt | None:
     """The shortest measured length beyond the rule's long prompt (beyond the shortest
     length where the typical prompt is no longer: recorded traffic's median may be) at
@@ -96,14 +107,14 @@ def longer_prompt(
     if bar is None or facts.curve is None:
         return None
     floor = facts.curve.points[0].prompt_tokens if check is None else check.long_tokens
-    short_ms = bar.typical_ms - growth_to(check)
+    short_ms = bar.typical_ms - growth_to(check) - beyond_alone_ms
     for point in facts.curve.points:
         if point.prompt_tokens <= floor:
             continue
         at = check_at(facts, point.prompt_tokens)
         if at is None or at.excess_ms <= 0 or at.growth_interval_ms is None:
             continue
-        longer_bar = replace(bar, typical_ms=short_ms + growth_to(at))
+        longer_bar = replace(bar, typical_ms=short_ms + growth_to(at) + beyond_alone_ms)
         if share_noticeable(Kind.INPUT_LENGTH, at.excess_ms, longer_bar):
             return LongerPrompt(at.long_tokens, at.growth_ms, at.growth_interval_ms, at.ratio)
     return None

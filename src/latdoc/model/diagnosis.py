@@ -43,6 +43,14 @@ class Finding:
     healthy endpoint would not spend, and what the verdict weighs. Left out, the whole
     share (a kind a healthy endpoint has none of)."""
 
+    beyond_alone_ms: float = 0.0
+    """The part of ``share_ms`` a typical request sent alone does not pay, which the
+    user's request does: the wait a request among the user's concurrency adds, decode
+    slowed by streams decoding together, or what swings add to identical requests'
+    mean over their median. The typical request's time counts it
+    (:attr:`Workload.beyond_alone_ms`); 0 where the whole share lies inside a request
+    sent alone."""
+
     def __post_init__(self) -> None:
         if self.excess_ms < 0:
             object.__setattr__(self, "excess_ms", self.share_ms)
@@ -188,8 +196,10 @@ class Workload:
     user's typical request, of ``prompt_tokens`` prompt tokens.
 
     Its time is the shortest length's typical request (the median end-to-end time of
-    the warm requests sent alone) plus what the fitted length curve adds from the
-    shortest length to ``prompt_tokens``; the other kinds' shares are as measured."""
+    the warm requests sent alone), plus what the fitted length curve adds from the
+    shortest length to ``prompt_tokens``, plus what the kinds add to it beyond a request
+    sent alone (:attr:`Finding.beyond_alone_ms`: the wait among the user's
+    concurrency): one set of figures its kinds' shares and the rest of it add up to."""
 
     prompt_tokens: int | None
     """None where the requests asked for no length and none was measured (recorded
@@ -198,7 +208,7 @@ class Workload:
     """The median output tokens of the requests sent alone; None where not counted."""
     concurrency: int
     total_ms: float
-    """Its end-to-end time: :attr:`short_ms` + :attr:`growth_ms`."""
+    """Its end-to-end time: :attr:`short_ms` + :attr:`growth_ms` + :attr:`beyond_alone_ms`."""
     short_ms: float
     """The shortest length's typical request, end to end."""
     growth_ms: float = 0.0
@@ -210,6 +220,9 @@ class Workload:
     asked_tokens: int | None = None
     """The prompt asked for when it lies beyond the longest length measured, which
     ``prompt_tokens`` is then: the curve is not extrapolated past it."""
+    beyond_alone_ms: float = 0.0
+    """What the kinds add to it beyond a request sent alone (the sum of the findings'
+    :attr:`Finding.beyond_alone_ms`)."""
 
     @property
     def told(self) -> bool:
@@ -394,6 +407,22 @@ class Diagnosis:
     reference: tuple[str, str] | None = None
     """The user's reference of healthy the run was held against, as its name and where
     it came from (``diagnose --reference FILE``); None for the profile latdoc ships."""
+
+    def noticed_shares(self) -> dict[Kind, float]:
+        """The shares of the kinds not negligible, largest first: what the report's
+        "where the time goes" shows."""
+        noticed = {k: ms for k, ms in self.shares_ms.items()
+                   if k not in self.verdict.negligible and ms > 0}  # fmt: skip
+        return dict(sorted(noticed.items(), key=lambda kv: -kv[1]))
+
+    @property
+    def rest_ms(self) -> float | None:
+        """What of the typical request no noticed kind adds, so its shown shares and this
+        add up to :attr:`Workload.total_ms`; None without a typical request or where a
+        healthy verdict's whole request is its one share."""
+        if self.workload is None or Kind.HEALTHY in self.shares_ms:
+            return None
+        return max(0.0, self.workload.total_ms - sum(self.noticed_shares().values()))
 
     def requests_text(self) -> str:
         """``17 requests (network 4, length 5, load 8)``."""

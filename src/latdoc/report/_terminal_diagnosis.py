@@ -196,18 +196,26 @@ def _load_lines(ld: Mapping[str, float | None]) -> list[RenderableType]:
     return lines
 
 
-def _shares(shares_ms: Mapping[Kind, float]) -> Table:
-    """Each kind's share of a typical request: name, duration, and a bar to scale."""
-    largest = max(shares_ms.values(), default=0.0)
+def _shares(shares_ms: Mapping[Kind, float], rest: float | None = None) -> Table:
+    """Each kind's share of a typical request: name, duration, and a bar to scale; then
+    what no kind adds, the rest of it, so the rows add up to the request."""
+    rows = [
+        (Text(kind_word(kind), style=kind_colour(kind)), ms, kind_colour(kind))
+        for kind, ms in sorted(shares_ms.items(), key=lambda kv: -kv[1])
+    ]
+    if rest is not None and rest >= 0.5:
+        healthy = kind_colour(Kind.HEALTHY)
+        rows.append((Text(_("the rest of it"), style=healthy), rest, healthy))
+    largest = max((ms for _, ms, _ in rows), default=0.0)
     table = Table.grid(padding=(0, 2))
     table.add_column(no_wrap=True)
     table.add_column(justify="right", no_wrap=True)
     table.add_column(no_wrap=True)
-    for kind, ms in sorted(shares_ms.items(), key=lambda kv: -kv[1]):
+    for name, ms, colour in rows:
         bar: RenderableType = ""
         if largest > 0 and ms > 0:
-            bar = Bar(largest, 0, ms, width=_BAR_WIDTH, color=kind_colour(kind))
-        table.add_row(Text(kind_word(kind), style=kind_colour(kind)), format_ms(ms), bar)
+            bar = Bar(largest, 0, ms, width=_BAR_WIDTH, color=colour)
+        table.add_row(name, format_ms(ms), bar)
     return table
 
 
@@ -394,7 +402,7 @@ def _where_the_time_goes(d: Diagnosis, negligible: set[Kind]) -> list[Renderable
     if shares := {k: ms for k, ms in d.shares_ms.items() if k not in negligible and ms > 0}:
         return [
             _heading(_("What each kind adds to that request:")),
-            _indent(_shares(shares), 2),
+            _indent(_shares(shares, d.rest_ms), 2),
         ]
     return []
 

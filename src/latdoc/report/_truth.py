@@ -169,13 +169,29 @@ def workload_text(d: Diagnosis) -> str | None:
         request=translate(w.text()),
         ms=format_ms(w.total_ms),
     )
+    parts: list[str] = []
     if w.growth_ms > 0 and d.length_check is not None:
-        text += say(
-            " ({short} at {tokens:,} tokens + {growth} of prefill, fitted)",
-            short=format_ms(w.short_ms),
-            tokens=d.length_check.short_tokens,
-            growth=format_ms(w.growth_ms),
+        parts.append(
+            say(
+                "{short} at {tokens:,} tokens + {growth} of prefill, fitted",
+                short=format_ms(w.short_ms),
+                tokens=d.length_check.short_tokens,
+                growth=format_ms(w.growth_ms),
+            )
         )
+    elif w.beyond_alone_ms > 0:
+        parts.append(say("{short} sent alone", short=format_ms(w.short_ms)))
+    if w.beyond_alone_ms > 0:
+        kinds = [kind_word(f.kind) for f in d.findings if f.beyond_alone_ms > 0]
+        parts.append(
+            say(
+                "{ms} that {kinds} adds beyond a request sent alone",
+                ms=format_ms(w.beyond_alone_ms),
+                kinds=", ".join(dict.fromkeys(kinds)),
+            )
+        )
+    if parts:
+        text += " (" + " + ".join(parts) + ")"
     if w.asked_tokens is not None:
         beyond = (
             N_(

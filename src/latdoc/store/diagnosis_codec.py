@@ -185,6 +185,7 @@ def _workload(record: Mapping[str, Any] | None) -> Workload | None:
         growth_ms=r.number("growth_ms"),
         source=_prompt_source(r),
         asked_tokens=r.opt_integer("asked_tokens"),
+        beyond_alone_ms=r.number("beyond_alone_ms") if r.has("beyond_alone_ms") else 0.0,
     )
 
 
@@ -265,6 +266,7 @@ def _finding(record: Mapping[str, Any]) -> Finding:
         n=r.opt_integer("n") if r.has("n") else None,
         # A run stored before the reference profile weighed each kind by its share.
         excess_ms=r.number("excess_ms") if r.has("excess_ms") else -1.0,
+        beyond_alone_ms=r.number("beyond_alone_ms") if r.has("beyond_alone_ms") else 0.0,
     )
 
 

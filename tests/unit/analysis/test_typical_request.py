@@ -15,7 +15,10 @@ import pytest
 from bank import Scenario, draw, generate
 from bank.generate import context
 from latdoc import Kind, build_diagnosis
+from latdoc.model.document import diagnosis_to_dict
 from latdoc.records import Sample
+from latdoc.report import render_diagnosis, render_text
+from latdoc.report.names import format_ms
 
 
 def _grown_samples() -> tuple[list[Sample], Scenario]:
@@ -56,3 +59,31 @@ def test_a_prompt_beyond_the_longest_length_is_read_there_and_said_so() -> None:
     short = build_diagnosis(samples, replace(context(s), prompt_tokens=64))
     assert short.workload is not None and short.workload.growth_ms == 0.0
     assert short.workload.prompt_tokens == 64 and Kind.INPUT_LENGTH not in short.shares_ms
+
+
+def test_the_request_at_the_users_concurrency_is_what_its_kinds_and_the_rest_add_up_to() -> None:
+    s = replace(draw(11, causes=("burst_queue",), intensity="clear", noise="low"),
+                prefill_b_ms=0.5, prefill_a_ms=60.0)  # fmt: skip
+    d = build_diagnosis(generate(s), replace(context(s), prompt_tokens=2048))
+    w, bar = d.workload, d.noticeable
+    assert w is not None and bar is not None
+    queue = next(f for f in d.findings if f.kind is Kind.QUEUEING)
+    # The wait among the user's streams is part of their request, not on top of it.
+    assert queue.beyond_alone_ms == pytest.approx(queue.share_ms) and queue.share_ms > 0
+    assert w.beyond_alone_ms == pytest.approx(sum(f.beyond_alone_ms for f in d.findings))
+    assert w.total_ms == pytest.approx(w.short_ms + w.growth_ms + w.beyond_alone_ms)
+    assert w.total_ms == pytest.approx(bar.typical_ms)
+    named = sum(ms for k, ms in d.shares_ms.items() if k not in d.verdict.negligible)
+    assert named <= w.total_ms
+    text = render_text(render_diagnosis(d), width=300)
+    assert "that queueing adds beyond a request sent alone" in text
+    (rest,) = [line for line in text.splitlines() if "the rest of it" in line]
+    assert format_ms(w.total_ms - named) in rest
+    # The printed document says the same figures, and they add up there too.
+    doc = diagnosis_to_dict(d)
+    printed = doc["workload"]
+    assert printed["beyond_alone_ms"] == pytest.approx(w.beyond_alone_ms, abs=1e-3)
+    shown = sum(
+        f["share_ms"] for f in doc["findings"] if f["kind"] not in doc["verdict"]["negligible"]
+    )
+    assert shown + printed["rest_ms"] == pytest.approx(printed["total_ms"], abs=0.01)

@@ -36,8 +36,8 @@ VERDICT_KEYS = {
     "bank_accuracy", "runner_up", "near_threshold",
 }  # fmt: skip
 FINDING_KEYS = {
-    "kind", "title", "rule", "evidence", "share_s", "share_ms", "excess_ms", "confidence", "n",
-    "remedy", "predicted_gain_ms",
+    "kind", "title", "rule", "evidence", "share_s", "share_ms", "excess_ms", "beyond_alone_ms",
+    "confidence", "n", "remedy", "predicted_gain_ms",
 }  # fmt: skip
 REMEDY_KEYS = {
     "key", "title", "addresses", "change", "predicted_gain_ms", "tradeoff", "gain_interval_ms",
@@ -50,8 +50,8 @@ LENGTH_KEYS = {
 }  # fmt: skip
 POINT_KEYS = {"prompt_tokens", "ttft_ms", "n"}
 WORKLOAD_KEYS = {
-    "prompt_tokens", "output_tokens", "concurrency", "total_ms", "short_ms", "growth_ms", "told",
-    "source", "asked_tokens",
+    "prompt_tokens", "output_tokens", "concurrency", "total_ms", "short_ms", "growth_ms",
+    "beyond_alone_ms", "rest_ms", "told", "source", "asked_tokens",
 }  # fmt: skip
 NOTE_KEYS = {"step", "text"}
 

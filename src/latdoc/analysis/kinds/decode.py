@@ -44,6 +44,7 @@ def decode(f: Facts) -> Finding | None:
     edge = healthy.slow_edge
     where = Message("in the stream's steady rhythm")
     n = len(ok)
+    alone = tpot
     if together is not None and tpot is not None and together > tpot and together > edge:
         # The user's streams decode side by side: a server that batches them slows each.
         tpot, n = together, len(f.concurrent)
@@ -70,6 +71,9 @@ def decode(f: Facts) -> Finding | None:
         excess_ms=healthy.beyond_edge(tpot) * gaps,
         n=n,
         confidence=confidence(n, tpot / max(edge, 1e-9) - 1),
+        # What decoding together adds over the requests sent alone, which the typical
+        # request's time holds already.
+        beyond_alone_ms=0.0 if alone is None else (tpot - alone) * gaps,
     )
 
 

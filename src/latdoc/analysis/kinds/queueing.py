@@ -106,6 +106,7 @@ def _client_queueing(f: Facts) -> Finding | None:
                 share_ms=rise,
                 n=n,
                 confidence=confidence(n, ratio / QUEUE_LOAD_RATIO - 1),
+                beyond_alone_ms=rise,
             )
     # On a lossy path the swing is not read: the requests that counted a loss are left
     # out of it, but a lost segment with nothing sent behind it (a stream's first event
@@ -116,6 +117,7 @@ def _client_queueing(f: Facts) -> Finding | None:
     if cv is not None and spread is not None and p50 is not None and n >= MIN_SWING_N:
         varying = (cv >= QUEUE_CV or spread >= QUEUE_P95_P50) and p50 * (spread - 1) >= QUEUE_MIN_MS
         if varying:
+            swing = _swing_share(ld.get("ttft_mean_ms"), ld.get("ttft_quiet_ms"), p50, spread)
             return Finding(
                 Kind.QUEUEING,
                 N_("Time to first token swings between identical requests"),
@@ -129,11 +131,20 @@ def _client_queueing(f: Facts) -> Finding | None:
                     spread_limit=QUEUE_P95_P50,
                 ),
                 evidence,
-                share_ms=_swing_share(ld.get("ttft_mean_ms"), ld.get("ttft_quiet_ms"), p50, spread),
+                share_ms=swing,
                 n=n,
                 confidence=confidence(n, max(cv / QUEUE_CV, spread / QUEUE_P95_P50) - 1),
+                # The median request holds the swings up to the median; the rest is
+                # what they add to the mean.
+                beyond_alone_ms=_beyond_median(swing, ld.get("ttft_mean_ms"), p50),
             )
     return None
+
+
+def _beyond_median(swing: float, mean: float | None, p50: float) -> float:
+    """What the swings add to identical requests' mean TTFT over their median, at most
+    their share."""
+    return swing if mean is None else min(swing, max(0.0, mean - p50))
 
 
 def _swing_share(mean: float | None, quiet: float | None, p50: float, spread: float) -> float:
@@ -217,6 +228,7 @@ def with_server_queueing(found: Finding | None, f: Facts) -> Finding | None:
             share_ms=rise,
             n=requests,
             confidence=confidence(requests, rise / SERVER_QUEUE_MIN_MS - 1),
+            beyond_alone_ms=rise,
         )
     return None
 
@@ -276,6 +288,7 @@ def with_keepalive(found: Finding | None, f: Facts) -> Finding | None:
             share_ms=rise,
             n=n,
             confidence=confidence(n, rise / SERVER_QUEUE_MIN_MS - 1),
+            beyond_alone_ms=rise,
         )
     if alone is not None and alone >= SERVER_QUEUE_MIN_MS:
         return Finding(
