@@ -66,8 +66,8 @@ taken back to them, and what that saves, is the bank's own."""
 
 REFERENCE: Final[Mapping[str, float]] = {
     "dns_ms": PROFILE.edge("dns_ms"),
-    "rtt_ms": 50.0,
-    "tls_extra_ms": 40.0,
+    "rtt_ms": PROFILE.edge("rtt_ms"),
+    "tls_extra_ms": PROFILE.tls_work_edge_ms - TLS_WORK_MS,
     "uplink_bytes_per_ms": UPLINK_BYTES_PER_MS,
     "tpot_ms": PROFILE.edge("tpot_ms"),
     "prefill_ms_per_token": PROFILE.edge("prefill_ms_per_1k") / 1000,
@@ -77,10 +77,11 @@ REFERENCE: Final[Mapping[str, float]] = {
 profile, at its slow edge: 30.2 ms a token (the 10th percentile of hosted models'
 output speed), a prefill growing linearly by 62 ms per 1K tokens (the 90th percentile
 of public engine and hosted figures), a client that holds a request back at most
-100 ms (where asyncio calls a callback slow) and a lookup of at most 200 ms (the
-seed's). The bank's own still: a round trip of at most 50 ms (MISSION.md: a near
-region's TCP handshake takes 10–50 ms), TLS work of 40 ms beyond its round trips and a
-100 Mbit/s uplink (the top of the bank's healthy draws). The other causes
+100 ms (where asyncio calls a callback slow), a lookup of at most 200 ms (the
+seed's), a round trip of at most 50 ms (the seed's near region) and a handshake that
+spends at most 60 ms beyond its two round trips (its 100 ms edge less two typical
+round trips of 20 ms). The bank's own still: a 100 Mbit/s uplink (the top of the
+bank's healthy draws). The other causes
 are absent on a healthy endpoint: no queue for a slot, no busy periods, no stalls, no
 failures, no reasoning before the answer, no hop holding the stream."""
 SHORTEST_PROMPT: Final = 128

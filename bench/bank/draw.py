@@ -21,7 +21,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from bank.scenario import Scenario, request_bytes
+from bank.scenario import TLS_WORK_MS, Scenario, request_bytes
 from bank.truth import LONG_UPLOAD_TOKENS
 from latdoc.reference import healthy_reference
 
@@ -81,7 +81,16 @@ def slow_dns(s: Scenario, rng: np.random.Generator, clear: bool) -> Scenario:
 
 
 def slow_tls(s: Scenario, rng: np.random.Generator, clear: bool) -> Scenario:
-    return replace(s, tls=True, tls_extra_ms=_between(rng, clear, (400, 1200), (220, 320)))
+    """A server whose handshake work is 7-21× (clear) or 2-4× (borderline) the most a
+    healthy one spends beyond its round trips."""
+    return replace(s, tls=True, tls_extra_ms=_tls_extra(rng, *((7, 21) if clear else (2, 4))))
+
+
+def _tls_extra(rng: np.random.Generator, low: float, high: float) -> float:
+    """The bank's ``tls_extra_ms`` at ``low`` to ``high`` times the profile's most a
+    healthy handshake spends beyond its two round trips (the bank's own handshake work
+    of :data:`~bank.scenario.TLS_WORK_MS` is part of it)."""
+    return PROFILE.tls_work_edge_ms * float(rng.uniform(low, high)) - TLS_WORK_MS
 
 
 def closes(s: Scenario, rng: np.random.Generator, clear: bool) -> Scenario:
@@ -222,7 +231,7 @@ def _dns_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
 
 
 def _tls_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
-    return replace(s, tls=True, tls_extra_ms=float(rng.uniform(140, 195)))
+    return replace(s, tls=True, tls_extra_ms=_tls_extra(rng, *BELOW_EDGE))
 
 
 def _far_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
@@ -326,10 +335,20 @@ def _client_above(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
     return replace(s, client_delay_ms=_edge("client_delay_ms", rng, *ABOVE_EDGE))
 
 
+def _dns_above(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
+    return replace(s, dns_ms=_edge("dns_ms", rng, *ABOVE_EDGE))
+
+
+def _tls_above(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
+    return replace(s, tls=True, tls_extra_ms=_tls_extra(rng, *ABOVE_EDGE))
+
+
 ABOVE: dict[str, Inject] = {
     "long_input": _length_above,
     "slow_decode": _decode_above,
     "client_delay": _client_above,
+    "slow_dns": _dns_above,
+    "slow_tls": _tls_above,
 }
 """Each cause whose bound is the reference profile's slow edge, just past it (1 to 1.3
 times it): past healthy, material or not by what it costs the user's request. A cause

@@ -99,6 +99,7 @@ def figures(outcomes: Sequence[Outcome], replayed: Sequence[Flip], seed: int) ->
     easy = [o for o in outcomes if not o.hard]
     quirky = [o for o in outcomes if o.healthy_quirks]
     recall, precision, _, _ = recall_precision(outcomes, contributing_only=True)
+    kinds_recall, kinds_precision, _, _ = recall_precision(outcomes, contributing_only=False)
     easy_flips = [f.flipped for f in replayed if not f.hard]
     return {
         "n": len(outcomes),
@@ -107,10 +108,15 @@ def figures(outcomes: Sequence[Outcome], replayed: Sequence[Flip], seed: int) ->
         "hard_slice_accuracy": accuracy(hard) if hard else None,
         "hard_slice_n": len(hard),
         "easy_accuracy": accuracy(easy) if easy else None,
+        "outside_hard_accuracy": accuracy(easy) if easy else None,
         "healthy_quirks_accuracy": _rate([o.primary is Kind.HEALTHY for o in quirky]),
         "healthy_quirks_n": len(quirky),
+        "kinds_recall": kinds_recall,
+        "kinds_precision": kinds_precision,
         "contributing_recall": recall,
         "contributing_precision": precision,
+        "contributing_only_recall": recall,
+        "contributing_only_precision": precision,
         "ece": calibration(outcomes)[1],
         "ece_hard_slice": calibration(hard)[1] if hard else None,
         "auroc": auroc(outcomes),

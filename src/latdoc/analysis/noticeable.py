@@ -71,7 +71,26 @@ def noticeable_bar(samples: Sequence[Sample], added_ms: float = 0.0) -> Noticeab
     ttfts = [v for t in traces if (v := server_ttft_ms(t)) is not None]
     totals = [v for t in traces if (v := _own_total(t)) is not None]
     return NoticeableBar(
-        typical + max(0.0, added_ms), _noise(totals) or 0.0, NOTICEABLE_FRACTION, _noise(ttfts)
+        typical + max(0.0, added_ms),
+        _noise(totals) or 0.0,
+        NOTICEABLE_FRACTION,
+        _noise(ttfts),
+        new_connection_ms=(
+            _setup_of_new(samples) if any(t.new_connection is False for t in warm) else 0.0
+        ),
+    )
+
+
+def _setup_of_new(samples: Sequence[Sample]) -> float:
+    """The median setup (DNS + TCP + TLS) of the successful requests that opened a
+    connection: what one adds to a request that reuses one."""
+    return (
+        median_of(
+            t.setup_ms
+            for s in samples
+            if (t := s.trace).ok and t.new_connection and t.setup_ms is not None
+        )
+        or 0.0
     )
 
 
@@ -111,7 +130,8 @@ def _bar_parts(kind: Kind, bar: NoticeableBar | None) -> tuple[float, float] | N
     spec = spec_of(kind)
     if spec.always_noticeable or bar is None:
         return None
-    return bar.fraction * bar.typical_ms, bar.noise_for(spec.before_first_token)
+    typical = bar.typical_ms + (bar.new_connection_ms if spec.on_new_connection else 0.0)
+    return bar.fraction * typical, bar.noise_for(spec.before_first_token)
 
 
 def _noise(values: Sequence[float]) -> float | None:

@@ -298,6 +298,11 @@ class NoticeableBar:
     ttft_noise_ms: float | None = None
     """How much the same requests' times to first token vary (scaled MAD): the noise
     of the kinds that act before the first token; ``None`` where not measured."""
+    new_connection_ms: float = 0.0
+    """What a new connection's setup adds to the typical request where the server keeps
+    connections alive (the median DNS + TCP + TLS of the requests that opened one): a
+    kind that acts only on such a request is weighed on it, the request that pays it
+    (step 1 of the method); 0 where every request opens one, and pays it already."""
 
     @property
     def min_share_ms(self) -> float:

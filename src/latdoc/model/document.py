@@ -285,6 +285,7 @@ def _negligible(d: Diagnosis) -> dict[str, Any] | None:
         "ttft_noise_ms": None if bar.ttft_noise_ms is None else round(bar.ttft_noise_ms, 3),
         "fraction": bar.fraction,
         "min_share_ms": round(bar.min_share_ms, 3),
+        "new_connection_ms": round(bar.new_connection_ms, 3),
     }
 
 

@@ -145,6 +145,14 @@ class ReferenceProfile:
         """The typical value of ``key``."""
         return self[key].typical
 
+    @property
+    def tls_work_edge_ms(self) -> float:
+        """The most a healthy handshake spends beyond its two round trips (ms): the
+        handshake's slow edge less two typical round trips of a near region. What a
+        handshake costs past that is the server's (a long chain, a slow key exchange),
+        not the path's, whose round trips it pays whatever it is."""
+        return max(0.0, self.edge("tls_handshake_ms") - 2 * self.typical("rtt_ms"))
+
 
 @functools.cache
 def healthy_reference() -> ReferenceProfile:

@@ -382,6 +382,7 @@ def _bar(record: Mapping[str, Any] | None) -> NoticeableBar | None:
         noise_ms=r.number("noise_ms"),
         fraction=r.number("fraction"),
         ttft_noise_ms=r.opt_number("ttft_noise_ms") if r.has("ttft_noise_ms") else None,
+        new_connection_ms=r.number("new_connection_ms") if r.has("new_connection_ms") else 0.0,
     )
 
 

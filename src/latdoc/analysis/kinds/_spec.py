@@ -46,6 +46,10 @@ class KindSpec:
     first_when: Callable[[Facts], bool] | None = None
     """When this holds for a run, the verdict names this kind first whatever the other
     kinds add (``errors``, when a quarter of the requests failed)."""
+    on_new_connection: bool = False
+    """It acts only on a request that opens a connection, so it is weighed on such a
+    request (:attr:`~latdoc.model.NoticeableBar.new_connection_ms`), not on a warm one
+    it never touches (``network_setup``)."""
     shows_request_parts: bool = False
     """As the verdict, the reports show where a typical request's time goes, phase by
     phase, instead of what each kind adds (``healthy``: no kind adds anything)."""

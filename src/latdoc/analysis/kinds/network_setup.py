@@ -2,13 +2,16 @@
 
 The rule fires on an address family that never connects, a lookup past the reference
 profile's slow edge of healthy (``dns_ms``: 200 ms, the seed's), a server that closes
-every connection (so every request pays the setup), a handshake slower than its round
-trips, or one of the host's addresses slower to connect than the others, each with its
-threshold. Its share is the time the dead family costs each new connection (from the
-first attempt to the start of the one that connected), the DNS lookup, the whole setup
-a new connection pays, the TLS handshake's time beyond its two round trips, or what the
-slow address adds to the connections that went to it; a slow lookup's excess is the
-part of it past the edge.
+every connection (so every request pays the setup), a handshake that spends more beyond
+its two round trips than a healthy one does (the profile's handshake edge, 100 ms, less
+two typical round trips of 20 ms: 60 ms), or one of the host's addresses slower to
+connect than the others, each with its threshold. Its share is the time the dead family
+costs each new connection (from the first attempt to the start of the one that
+connected), the DNS lookup, the whole setup a new connection pays, the TLS handshake's
+time beyond its two round trips, or what the slow address adds to the connections that
+went to it; a slow lookup's or handshake's excess is the part of it past the edge. A
+setup found on a server that keeps connections alive is weighed on a request that opens
+one (the spec's ``on_new_connection``).
 
 A dead family is read from the connection attempts the probe raced (happy eyeballs,
 RFC 8305): every attempt on it failed, timed out or was still waiting when the other
@@ -43,7 +46,10 @@ __all__ = [
 SLOW_DNS_MS = healthy_reference().edge("dns_ms")
 """The shipped profile's slow edge of a lookup: what the plan reads to ask more cold
 requests near it (a run held against a user's reference reads that one's)."""
-SLOW_TLS_EXTRA_MS = 200.0
+SLOW_TLS_EXTRA_MS = healthy_reference().tls_work_edge_ms
+"""The shipped profile's most a healthy handshake spends beyond its two round trips
+(100 ms less two round trips of 20 ms): what the plan reads to ask more cold requests
+near it (a run held against a user's reference reads that one's)."""
 DEAD_FAMILY_MS = 20.0
 """A dead address family is named when it costs a new connection more than this (median):
 a family refused at once costs a round trip or less, and is no one's bottleneck."""
@@ -146,22 +152,30 @@ def network_setup(f: Facts) -> Finding | None:
             n=int(n["warm_n"] or 0),
             confidence=confidence(int(n["warm_n"] or 0), closes),
         )
-    if tls is not None and rtt is not None and tls - 2 * rtt > SLOW_TLS_EXTRA_MS:
+    work = f.reference.tls_work_edge_ms
+    if tls is not None and rtt is not None and tls - 2 * rtt > work:
         extra = tls - 2 * rtt
+        handshake = f.reference["tls_handshake_ms"]
         return Finding(
             Kind.NETWORK_SETUP,
             N_("Slow TLS handshake"),
             Message(
-                "TLS {tls:.0f} ms is {extra:.0f} ms more than its two round trips "
-                "(> {limit:.0f} ms): long certificate chain or a slow server",
+                "TLS {tls:.0f} ms is {extra:.0f} ms more than its two round trips, past the "
+                "{limit:.0f} ms a healthy handshake spends beyond them (its slow edge, "
+                "{edge:.0f} ms, less two typical round trips; handshakes take ~{typical:.0f} "
+                "ms: {source}): long certificate chain or a slow server",
                 tls=tls,
                 extra=extra,
-                limit=SLOW_TLS_EXTRA_MS,
+                limit=work,
+                edge=handshake.slow_edge,
+                typical=handshake.typical,
+                source=handshake.cited(),
             ),
             evidence,
             share_ms=extra,
+            excess_ms=extra - work,
             n=cold_n,
-            confidence=confidence(cold_n, extra / SLOW_TLS_EXTRA_MS - 1),
+            confidence=confidence(cold_n, extra / max(work, 1e-9) - 1),
         )
     slow = slow_address(f.measured)
     if slow is not None:
@@ -232,4 +246,5 @@ SPEC = KindSpec(
     rule=network_setup,
     before_first_token=True,
     network=True,
+    on_new_connection=True,
 )
