@@ -12,13 +12,19 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 
+from latdoc.reference import healthy_reference
+
 RUN = 3
 """Three English words in a row make a sentence left in English."""
 NAMES = frozenset({"latdoc", "httpx", "openai", "nginx", "curl", "mtr", "sysctl", "pip", "uv"})
 """Words that are names of programs, not English: ``latdoc verify`` is a command."""
-ALLOWED = frozenset({"Too many open files"})
+ALLOWED = frozenset(
+    {"Too many open files"}
+    | {source.by for quantity in healthy_reference() for source in quantity.sources}
+)
 """Runs of English words that are names, not sentences, wherever they stand: an error
-message the system itself prints (EMFILE's)."""
+message the system itself prints (EMFILE's), and who the reference profile cites
+(``Ookla Speedtest Global Index``)."""
 
 _WORD = re.compile(r"^(?:[Aa]|[A-Za-z][a-z]+(?:'s)?)$")
 _EDGES = "`'\"()[]{}<>,.;:!?“”‘’（）：；，。、！？…"

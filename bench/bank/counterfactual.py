@@ -42,7 +42,6 @@ from typing import Final
 from bank.scenario import (
     HEADERS_MS,
     TLS_WORK_MS,
-    UPLINK_BYTES_PER_MS,
     Scenario,
     request_bytes,
     upload_ms,
@@ -68,7 +67,7 @@ REFERENCE: Final[Mapping[str, float]] = {
     "dns_ms": PROFILE.edge("dns_ms"),
     "rtt_ms": PROFILE.edge("rtt_ms"),
     "tls_extra_ms": PROFILE.tls_work_edge_ms - TLS_WORK_MS,
-    "uplink_bytes_per_ms": UPLINK_BYTES_PER_MS,
+    "uplink_bytes_per_ms": PROFILE.edge("upload_mbit_s") * 125.0,
     "tpot_ms": PROFILE.edge("tpot_ms"),
     "prefill_ms_per_token": PROFILE.edge("prefill_ms_per_1k") / 1000,
     "client_delay_ms": PROFILE.edge("client_delay_ms"),
@@ -80,8 +79,7 @@ of public engine and hosted figures), a client that holds a request back at most
 100 ms (where asyncio calls a callback slow), a lookup of at most 200 ms (the
 seed's), a round trip of at most 50 ms (the seed's near region) and a handshake that
 spends at most 60 ms beyond its two round trips (its 100 ms edge less two typical
-round trips of 20 ms). The bank's own still: a 100 Mbit/s uplink (the top of the
-bank's healthy draws). The other causes
+round trips of 20 ms) and an uplink of at least 10 Mbit/s. The other causes
 are absent on a healthy endpoint: no queue for a slot, no busy periods, no stalls, no
 failures, no reasoning before the answer, no hop holding the stream."""
 SHORTEST_PROMPT: Final = 128

@@ -21,8 +21,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from bank.scenario import TLS_WORK_MS, Scenario, request_bytes
-from bank.truth import LONG_UPLOAD_TOKENS
+from bank.scenario import TLS_WORK_MS, Scenario
 from latdoc.reference import healthy_reference
 
 PROFILE = healthy_reference()
@@ -161,10 +160,15 @@ def errors(s: Scenario, rng: np.random.Generator, clear: bool) -> Scenario:
 
 
 def slow_upload(s: Scenario, rng: np.random.Generator, clear: bool) -> Scenario:
-    """An uplink on which the long prompt takes ``upload`` ms to send at its bandwidth
-    (slow start's round trips come on top)."""
-    upload = _between(rng, clear, (450, 1500), (230, 320))
-    return replace(s, uplink_bytes_per_ms=request_bytes(LONG_UPLOAD_TOKENS) / upload)
+    """An uplink 16-54× (clear) or 2-4× (borderline) slower than the profile's slowest
+    healthy one (slow start's round trips come on top of its bandwidth's time)."""
+    return replace(s, uplink_bytes_per_ms=_uplink(rng, *((16, 54) if clear else (2, 4))))
+
+
+def _uplink(rng: np.random.Generator, low: float, high: float) -> float:
+    """An uplink (bytes per ms) ``low`` to ``high`` times slower than the profile's
+    slowest healthy one (``upload_mbit_s``; 125 bytes per ms a Mbit/s)."""
+    return PROFILE.edge("upload_mbit_s") * 125.0 / float(rng.uniform(low, high))
 
 
 def server_timing(s: Scenario, rng: np.random.Generator, clear: bool) -> Scenario:
@@ -267,8 +271,7 @@ def _errors_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
 
 
 def _upload_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
-    upload = float(rng.uniform(140, 195))
-    return replace(s, uplink_bytes_per_ms=request_bytes(LONG_UPLOAD_TOKENS) / upload)
+    return replace(s, uplink_bytes_per_ms=_uplink(rng, *BELOW_EDGE))
 
 
 def _reasoning_below(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
@@ -343,12 +346,17 @@ def _tls_above(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
     return replace(s, tls=True, tls_extra_ms=_tls_extra(rng, *ABOVE_EDGE))
 
 
+def _upload_above(s: Scenario, rng: np.random.Generator, _: bool) -> Scenario:
+    return replace(s, uplink_bytes_per_ms=_uplink(rng, *ABOVE_EDGE))
+
+
 ABOVE: dict[str, Inject] = {
     "long_input": _length_above,
     "slow_decode": _decode_above,
     "client_delay": _client_above,
     "slow_dns": _dns_above,
     "slow_tls": _tls_above,
+    "slow_upload": _upload_above,
 }
 """Each cause whose bound is the reference profile's slow edge, just past it (1 to 1.3
 times it): past healthy, material or not by what it costs the user's request. A cause
@@ -430,6 +438,10 @@ def draw(
             str(c) for c in rng.choice(names, count, replace=False, p=weights / weights.sum())
         )
     s = healthy(seed, rng, noise)
+    if realistic:
+        # The world's uplinks, on a stream of their own (the plain draw's is 100 Mbit/s).
+        world = np.random.default_rng([seed, 5])
+        s = replace(s, uplink_bytes_per_ms=spread(world, "upload_mbit_s") * 125.0)
     words = []
     for cause in causes:
         strength = intensity or str(rng.choice(INTENSITIES, p=[0.7, 0.3]))

@@ -10,9 +10,9 @@ A scenario is **hard** when any of these holds (:func:`is_hard`):
      healthy (``latdoc.reference``: the time per output token, 30.2 ms; the prefill's
      growth per 1K prompt tokens from the shortest prompt to the user's, 62 ms; the
      client's own delay, 100 ms; the DNS lookup, 200 ms; the TLS work beyond the
-     handshake's two round trips, 60 ms: its 100 ms edge less two typical round trips),
-     or a threshold the method (MISSION.md) or a rule's documented bound gives it: the
-     round trip (100 ms), the long prompt's upload (200 ms), the burst's TTFT over a
+     handshake's two round trips, 60 ms: its 100 ms edge less two typical round trips;
+     the uplink, 10 Mbit/s), or a threshold the method (MISSION.md) or a rule's
+     documented bound gives it: the round trip (100 ms), the burst's TTFT over a
      request's alone (1.5×), the reasoning before the answer (100 ms), a stall
      (100 ms), the first token held by a hop (100 ms), the share of requests that
      fail (5%).
@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bank.counterfactual import PROFILE, Counterfactual, bar_ms
-from bank.scenario import TLS_WORK_MS, Scenario, burst_queue_ms, request_bytes, upload_ms
+from bank.scenario import TLS_WORK_MS, Scenario, burst_queue_ms
 
 NEAR = 0.30
 """How near a threshold, as a share of it, makes a scenario hard (both sides)."""
@@ -52,7 +52,7 @@ THRESHOLDS: Mapping[str, float] = {
     "dns_ms": 200.0,
     "tls_extra_ms": PROFILE.tls_work_edge_ms - TLS_WORK_MS,
     "rtt_ms": 100.0,
-    "long_upload_ms": 200.0,
+    "uplink_mbit_s": PROFILE.edge("upload_mbit_s"),
     "prefill_ms_per_1k": PROFILE.edge("prefill_ms_per_1k"),
     "burst_ratio": 1.5,
     "tpot_ms": PROFILE.edge("tpot_ms"),
@@ -148,9 +148,7 @@ def facts_of(s: Scenario, cf: Counterfactual) -> HardFacts:
         "dns_ms": s.dns_ms,
         "rtt_ms": s.rtt_ms,
         "tpot_ms": s.tpot_ms,
-        "long_upload_ms": float(
-            upload_ms(request_bytes(s.prompt_tokens), s.rtt_ms, s.uplink_bytes_per_ms)
-        ),
+        "uplink_mbit_s": s.uplink_bytes_per_ms / 125.0,
         "burst_ratio": _burst_ratio(s),
     }
     if s.tls:

@@ -1,14 +1,20 @@
 """``network_path``: the way to the endpoint itself, the round trip and the upload of
-long prompts, each with its threshold. The rule reads the round trip and the upload
-of a long prompt: the one nearest :data:`LONG_UPLOAD_TOKENS` (the seed's 10K-token
-example), its send less the round trip the peer's ACK of the last byte adds where the
-send was timed to it. Its share is what the path costs the user's own request beyond
-a near region's (:func:`path_share`): the round trip beyond :data:`NEAR_REGION_RTT_MS`,
-and the upload of the user's prompt (the measured upload of the length nearest it,
-scaled to its size), of which the part paced by round trips shrinks with them. The
-whole round trip and a long prompt's upload, which it was, charged a warm request of
-a few hundred tokens a round trip it pays anyway and an upload it never makes: a
-round trip of 130 ms was given 250 ms where a near region saves 80.
+long prompts. The rule reads the round trip and the upload of a long prompt: the one
+nearest :data:`LONG_UPLOAD_TOKENS` (the seed's 10K-token example), its send less the
+round trip the peer's ACK of the last byte adds where the send was timed to it. It
+fires on a round trip past the reference profile's slow edge of a near region
+(``rtt_ms``: 50 ms, the seed's) or an upload slower than its slowest healthy uplink
+(``upload_mbit_s``: 10 Mbit/s); the seed's bounds (100 ms, 200 ms) stay in its line.
+Its share is what the path costs the user's own request beyond a near region's
+(:func:`path_share`): the round trip beyond that edge, once for the request and once
+for each of slow start's rounds its upload waits, and the bandwidth's time of the
+user's prompt (the measured upload of the length nearest it, scaled to its size, less
+those rounds); its excess (:func:`path_excess`) counts the bandwidth's time only beyond
+the slowest healthy uplink's. The whole round trip and a long prompt's upload, which it
+was, charged a warm request of a few hundred tokens a round trip it pays anyway and an
+upload it never makes: a round trip of 130 ms was given 250 ms where a near region
+saves 80; and the rounds' round trips, counted once in the rounds and again in the
+upload, gave a far region's 8K-token request twice what a near one saves.
 
 A lossy path is named here too, from what the kernel counted (:mod:`latdoc.analysis.loss`):
 more than :data:`LOSSY_RETRANSMIT_SHARE` of the client's data segments retransmitted, or
@@ -50,21 +56,17 @@ __all__ = [
     "HIGH_RTT_MS",
     "LONG_UPLOAD_TOKENS",
     "LOSSY_RETRANSMIT_SHARE",
-    "NEAR_REGION_RTT_MS",
     "PROXY_CONNECT_MS",
     "SLOW_UPLOAD_MS",
     "SPEC",
     "long_upload",
     "network_path",
+    "path_excess",
     "path_share",
     "upload_at",
 ]
 
 SLOW_UPLOAD_MS = 200.0
-NEAR_REGION_RTT_MS = 50.0
-"""The round trip to a near region (MISSION.md: a near region's TCP handshake takes
-10–50 ms; across regions it goes from 50 ms to 300 ms and more): what the path would
-cost were the endpoint near."""
 GATEWAY_MS = 20.0
 """A gateway that says it adds more than this per request (median) before the model is
 named: about a same-region round trip, many times a light proxy's own cost."""
@@ -134,24 +136,53 @@ def upload_at(f: Facts, tokens: int) -> float | None:
 
 def path_share(f: Facts, rtt: float | None) -> float:
     """What the path costs the user's request beyond a near region's and a fast
-    uplink's: the round trip beyond :data:`NEAR_REGION_RTT_MS`, once for the request
-    and once for each of slow start's rounds its upload waits, and the rest of the
-    upload (its bandwidth's time)."""
+    uplink's: the round trip beyond the reference profile's near-region edge
+    (``rtt_ms``: 50 ms), once for the request and once for each of slow start's rounds
+    its upload waits, and the rest of the upload (its bandwidth's time)."""
+    return _path_costs(f, rtt)[0]
+
+
+def path_excess(f: Facts, rtt: float | None) -> float:
+    """The part of :func:`path_share` past healthy: the round trips' part of it, and
+    the bandwidth's time beyond what the profile's slowest healthy uplink
+    (``upload_mbit_s``: 10 Mbit/s) takes for the user's prompt."""
+    return _path_costs(f, rtt)[1]
+
+
+def _path_costs(f: Facts, rtt: float | None) -> tuple[float, float]:
     tokens = f.long_reference_tokens or LONG_UPLOAD_TOKENS
     upload = upload_at(f, tokens) or 0.0
     rounds = _slow_start_rounds(f, tokens)
     trip = rtt or 0.0
-    beyond = max(0.0, trip - NEAR_REGION_RTT_MS)
-    return beyond * (1 + rounds) + max(0.0, upload - rounds * min(trip, NEAR_REGION_RTT_MS))
+    beyond = max(0.0, trip - f.reference["rtt_ms"].slow_edge)
+    # A send timed to the peer's ACK waited each of slow start's rounds at this round
+    # trip: what is left is the bandwidth's time.
+    bandwidth = max(0.0, upload - rounds * trip)
+    uplink = f.reference["upload_mbit_s"].slow_edge * 125.0  # bytes per ms
+    healthy = tokens * _bytes_per_token(f, tokens) / uplink
+    trips = beyond * (1 + rounds)
+    return trips + bandwidth, trips + max(0.0, bandwidth - healthy)
+
+
+def _bytes_per_token(f: Facts, tokens: int) -> float:
+    """Bytes per prompt token (median) of the requests of the measured length nearest
+    ``tokens``: a request's fixed part weighs on a short prompt's, so all lengths
+    together overstate a long one's (a 128-token request's bytes made an 8K-token
+    prompt wait one slow-start round too many)."""
+    sized = [t for t in f.measured if t.prompt_tokens and t.request_bytes]
+    if not sized:
+        return 0.0
+    nearest = min({t.prompt_tokens or 0 for t in sized}, key=lambda n: (abs(n - tokens), n))
+    same = [t for t in sized if t.prompt_tokens == nearest]
+    return median_of((t.request_bytes or 0) / (t.prompt_tokens or 1) for t in same) or 0.0
 
 
 def _slow_start_rounds(f: Facts, tokens: int) -> int:
     """The round trips a prompt of ``tokens`` waits while it is sent: TCP slow start sends
     :data:`INITIAL_WINDOW` segments, then twice as many a round trip."""
-    sized = [t for t in f.measured if t.prompt_tokens and t.request_bytes]
-    if not sized:
+    per_token = _bytes_per_token(f, tokens)
+    if not per_token:
         return 0
-    per_token = median_of((t.request_bytes or 0) / (t.prompt_tokens or 1) for t in sized) or 0.0
     left, window, rounds = math.ceil(tokens * per_token / MSS), INITIAL_WINDOW, 0
     while left > window:
         left -= window
@@ -303,32 +334,48 @@ def _path(f: Facts) -> Finding | None:
     evidence = {k: v for k, v in n.items() if v is not None and k in {"rtt_ms", "connect_ms"}}
     if upload is not None:
         evidence["long_prompt_send_ms"] = upload
-    if rtt is not None and rtt > HIGH_RTT_MS:
+    share, excess = _path_costs(f, rtt)
+    near = f.reference["rtt_ms"]
+    if rtt is not None and near.is_slow(rtt):
         return Finding(
             Kind.NETWORK_PATH,
             N_("High round-trip time to the endpoint"),
             Message(
-                "TCP connect (one round trip) {rtt:.0f} ms > {limit:.0f} ms: far region or a "
-                "slow path",
+                "TCP connect (one round trip) {rtt:.0f} ms, past the slow edge of healthy for "
+                "a near region, {edge:.0f} ms (~{typical:.0f} ms: {source}); seed rule > "
+                "{limit:.0f} ms: far region or a slow path",
                 rtt=rtt,
+                edge=near.slow_edge,
+                typical=near.typical,
+                source=near.cited(),
                 limit=HIGH_RTT_MS,
             ),
             evidence,
-            share_ms=path_share(f, rtt),
+            share_ms=share,
+            excess_ms=excess,
             n=cold_n,
             confidence=confidence(cold_n, rtt / HIGH_RTT_MS - 1),
         )
-    if upload is not None and upload > SLOW_UPLOAD_MS:
+    if upload is not None and excess > 0:
+        uplink = f.reference["upload_mbit_s"]
         return Finding(
             Kind.NETWORK_PATH,
             N_("Slow upload of long prompts"),
             Message(
-                "uploading a long prompt took {ms:.0f} ms > {limit:.0f} ms: the uplink's bandwidth",
+                "uploading a long prompt took {ms:.0f} ms; your prompt's upload takes "
+                "{excess:.0f} ms longer than at the slowest healthy uplink, {edge:.0f} Mbit/s "
+                "(~{typical:.0f} Mbit/s: {source}); seed rule > {limit:.0f} ms: the uplink's "
+                "bandwidth",
                 ms=upload,
+                excess=excess,
+                edge=uplink.slow_edge,
+                typical=uplink.typical,
+                source=uplink.cited(),
                 limit=SLOW_UPLOAD_MS,
             ),
             evidence,
-            share_ms=path_share(f, rtt),
+            share_ms=share,
+            excess_ms=excess,
             n=upload_n,
             confidence=confidence(upload_n, upload / SLOW_UPLOAD_MS - 1),
         )
