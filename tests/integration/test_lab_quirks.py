@@ -38,7 +38,7 @@ from latdoc.analysis.kinds.queueing import MIN_SWING_N, QUEUE_CV, QUEUE_P95_P50
 from latdoc.analysis.signals import find_stalls
 from latdoc.lab.sim import Fault, LabConfig, LabProcess, LabServer, LatencyModel, output_token
 from latdoc.probe import SSEDecoder
-from machine_noise import MachineNoise, run_delay_ms
+from machine_noise import WIDEN, HeldBack, MachineNoise, held_back, run_delay_ms
 
 MODEL = LabConfig().model
 
@@ -368,9 +368,20 @@ HEALTHY = LatencyModel(
 )
 
 
-def _diagnose(config: LabConfig, *, max_seconds: float = 6.0) -> Diagnosis:
+@dataclasses.dataclass(frozen=True)
+class Diagnosed:
+    """A run's diagnosis, with what held its client and its lab back while it ran and
+    the machine's scheduling noise around it."""
+
+    diagnosis: Diagnosis
+    held: HeldBack
+    noise_ms: float
+
+
+def _diagnose(config: LabConfig, *, max_seconds: float = 6.0) -> Diagnosed:
     """A short diagnosis run against ``config``: 32 output tokens, four at once in the
     load step (which a budget under 8 s leaves out)."""
+    noise = MachineNoise()
     with LabProcess(config) as lab:
         plan = DiagnosisPlan(
             Endpoint(lab.base_url, config.model),
@@ -380,15 +391,28 @@ def _diagnose(config: LabConfig, *, max_seconds: float = 6.0) -> Diagnosis:
             seed=11,
             concurrency=4,
         )
-        result = asyncio.run(measure_steps(plan))
+        assert lab.pid is not None
+        with held_back(lab.pid) as held:
+            result = asyncio.run(measure_steps(plan))
         context = RunContext(
             "quirks", lab.base_url, config.model, cpu_count=2, notes=tuple(result.notes)
         )
-    return build_diagnosis(result.samples, context)
+    return Diagnosed(build_diagnosis(result.samples, context), held, noise.ms())
 
 
 def _kinds(d: Diagnosis) -> list[Kind]:
     return [f.kind for f in d.findings]
+
+
+def _no_stall_but_the_machines(run: Diagnosed, widest_gap_ms: float) -> None:
+    """No stall, or one no longer than the stream's widest gap between events plus what
+    held the client and the lab back while the run went (a process held between two
+    events widens the gap between them); never one the verdict names."""
+    d = run.diagnosis
+    assert d.verdict.primary is not Kind.STALLS, d.findings
+    for f in d.findings:
+        if f.kind is Kind.STALLS:
+            assert f.evidence["longest_ms"] <= 1.25 * widest_gap_ms + run.held.ms, (f, run.held)
 
 
 IRREGULAR = LabConfig(latency=HEALTHY, seed=1, tokens_per_event=1, tokens_per_event_max=8)
@@ -396,7 +420,7 @@ IRREGULAR = LabConfig(latency=HEALTHY, seed=1, tokens_per_event=1, tokens_per_ev
 
 
 @pytest.fixture(scope="module")
-def irregular() -> Diagnosis:
+def irregular() -> Diagnosed:
     """The diagnosis of :data:`IRREGULAR`, with the load step's burst (a budget of 8 s),
     read by two tests: its verdict like the other healthy endpoints' writing several
     tokens per event, and the swing of its first tokens."""
@@ -414,23 +438,29 @@ def test_a_healthy_endpoint_writing_several_tokens_per_event_is_healthy(
     """15 ms a token is healthy however many tokens each event carries: the gap between
     two 8-token events (120 ms) is eight tokens' time, not a slow token or a stall."""
     config = LabConfig(latency=HEALTHY, seed=1, tokens_per_event=tokens, tokens_per_event_max=most)
-    d = request.getfixturevalue("irregular") if config == IRREGULAR else _diagnose(config)
+    run = request.getfixturevalue("irregular") if config == IRREGULAR else _diagnose(config)
+    d = run.diagnosis
     assert d.verdict.primary is Kind.HEALTHY, d.findings
-    assert Kind.DECODE not in _kinds(d) and Kind.STALLS not in _kinds(d)
+    assert Kind.DECODE not in _kinds(d)
+    _no_stall_but_the_machines(run, (most or tokens) * HEALTHY.decode_ms_per_token)
     assert d.failed == 0
 
 
-def test_irregular_tokens_per_event_are_no_swing_of_the_first_token(irregular: Diagnosis) -> None:
+def test_irregular_tokens_per_event_are_no_swing_of_the_first_token(irregular: Diagnosed) -> None:
     """1 to 8 tokens an event at 15 ms a token and a 20 ms prefill: the first event comes
     up to 105 ms after the first token, which swung the first events of identical
     requests sent alone by a CV of 0.65 and a p95/p50 of 2.4 and named queueing. The
     load step reads the first token's time (the first event's later tokens, by its
     share of the characters, taken off at the stream's rate): a CV of about 0.3, the
-    lab's words of 2 to 11 letters reading a token or so out."""
-    d = irregular
+    lab's words of 2 to 11 letters reading a token or so out. A busy machine swings a
+    first token of ~27 ms too: the margins below the rule's bounds widen by the noise
+    measured around the run, never past the bounds themselves."""
+    d = irregular.diagnosis
+    p50 = d.load["ttft_p50_ms"] or 1.0
+    widen = WIDEN * irregular.noise_ms / p50
     assert (d.load["sequential_n"] or 0) >= MIN_SWING_N
-    assert (d.load["ttft_cv"] or 0) < QUEUE_CV / 1.25, d.load
-    assert (d.load["ttft_p95_over_p50"] or 0) < QUEUE_P95_P50 / 1.15, d.load
+    assert (d.load["ttft_cv"] or 0) < min(QUEUE_CV, QUEUE_CV / 1.25 + widen), d.load
+    assert (d.load["ttft_p95_over_p50"] or 0) < min(QUEUE_P95_P50, QUEUE_P95_P50 / 1.15 + widen)
     assert Kind.QUEUEING not in _kinds(d), d.findings
     assert d.verdict.primary is Kind.HEALTHY, d.findings
 
@@ -439,7 +469,7 @@ def test_keepalive_comments_with_enough_slots_are_healthy() -> None:
     """Keep-alive comments through each prefill, with a slot for every request the load
     step sends at once: the early first byte hides nothing, and nothing is slow."""
     config = LabConfig(latency=HEALTHY, seed=1, slots=4, keepalive_comment_ms=5.0)
-    d = _diagnose(config, max_seconds=8.0)
+    d = _diagnose(config, max_seconds=8.0).diagnosis
     assert d.load["concurrency"] == 4
     assert d.verdict.primary is Kind.HEALTHY, d.findings
 
@@ -450,7 +480,7 @@ def test_keepalive_comments_do_not_hide_a_queue(machine_noise: MachineNoise) -> 
     wait the comments told: two of the four waited a whole answer for a slot, about the
     rise of their first tokens, and none sent alone waited."""
     config = LabConfig(latency=HEALTHY, seed=1, slots=2, keepalive_comment_ms=10.0)
-    d = _diagnose(config, max_seconds=8.0)
+    d = _diagnose(config, max_seconds=8.0).diagnosis
     assert d.verdict.primary is Kind.QUEUEING, d.findings
     (finding,) = [f for f in d.findings if f.kind is Kind.QUEUEING]
     assert "by the server's ': keep-alive' comments, a request among 4 waited" in finding.rule
@@ -462,8 +492,9 @@ def test_keepalive_comments_do_not_hide_a_queue(machine_noise: MachineNoise) -> 
 def test_slow_decode_writing_eight_tokens_per_event_is_decode() -> None:
     """60 ms a token, eight an event: decode, at about 60 ms a token (not 480)."""
     slow = dataclasses.replace(HEALTHY, decode_ms_per_token=60.0)
-    d = _diagnose(LabConfig(latency=slow, seed=1, tokens_per_event=8), max_seconds=8.0)
+    run = _diagnose(LabConfig(latency=slow, seed=1, tokens_per_event=8), max_seconds=8.0)
+    d = run.diagnosis
     assert d.verdict.primary is Kind.DECODE, d.findings
     (finding,) = [f for f in d.findings if f.kind is Kind.DECODE]
     assert finding.evidence["tpot_ms"] == pytest.approx(60.0, rel=0.2)
-    assert Kind.STALLS not in _kinds(d)
+    _no_stall_but_the_machines(run, 8 * slow.decode_ms_per_token)
