@@ -49,8 +49,8 @@ from bank.score import (
 from latdoc.analysis import confidence_table
 from latdoc.analysis.policy import ALPHA, CONFIDENCE
 from latdoc.model import Kind
+from latdoc.reference import healthy_reference
 
-GOAL_ACCURACY = 0.95
 GOAL_RECALL = GOAL_PRECISION = 0.90
 GOAL_POWER = GOAL_RECALL
 """A rule's power where its kind truly matters: the recall goal, kind by kind."""
@@ -231,7 +231,6 @@ def _rule_own(outcomes: Sequence[Outcome]) -> list[Outcome]:
 GOAL_HARD = 0.88
 GOAL_OUTSIDE_HARD = 0.97
 GOAL_HEALTHY_QUIRKS = 0.98
-GOAL_KINDS = 0.90
 GOAL_CONTRIBUTING = 0.75
 GOAL_AUROC = 0.85
 GOAL_AUROC_HARD = 0.80
@@ -271,30 +270,6 @@ def slices_grid(f: dict[str, object]) -> Grid:
             _figure(f["healthy_quirks_accuracy"]),
             f"≥ {GOAL_HEALTHY_QUIRKS:.0%}",
             at_least(f["healthy_quirks_accuracy"], GOAL_HEALTHY_QUIRKS),
-        ),
-        (
-            "kinds named (primary and contributing): recall",
-            _figure(f["kinds_recall"]),
-            f"≥ {GOAL_KINDS:.0%}",
-            at_least(f["kinds_recall"], GOAL_KINDS),
-        ),
-        (
-            "… precision",
-            _figure(f["kinds_precision"]),
-            f"≥ {GOAL_KINDS:.0%}",
-            at_least(f["kinds_precision"], GOAL_KINDS),
-        ),
-        (
-            "contributing kinds only: recall",
-            _figure(f["contributing_only_recall"]),
-            f"≥ {GOAL_CONTRIBUTING:.0%}",
-            at_least(f["contributing_only_recall"], GOAL_CONTRIBUTING),
-        ),
-        (
-            "… precision",
-            _figure(f["contributing_only_precision"]),
-            f"≥ {GOAL_CONTRIBUTING:.0%}",
-            at_least(f["contributing_only_precision"], GOAL_CONTRIBUTING),
         ),
         (
             "expected calibration error, all scenarios",
@@ -344,6 +319,61 @@ def slices_grid(f: dict[str, object]) -> Grid:
     return Grid("the slices and the confidence", ("measure", "value", "goal", ""), rows, left=4)
 
 
+SENSITIVITY = (0.75, 1.25)
+"""The factors the bank's truth moves the reference's values by, the product kept."""
+SENSITIVITY_ROWS = (
+    ("all scenarios", "accuracy", ".1%"),
+    ("hard slice", "hard_slice_accuracy", ".1%"),
+    ("outside the hard slice", "outside_hard_accuracy", ".1%"),
+    ("healthy with quirks named healthy", "healthy_quirks_accuracy", ".1%"),
+    ("kinds named: recall", "kinds_recall", ".1%"),
+    ("kinds named: precision", "kinds_precision", ".1%"),
+    ("contributing only: recall", "contributing_only_recall", ".1%"),
+    ("contributing only: precision", "contributing_only_precision", ".1%"),
+    ("expected calibration error", "ece", ".3f"),
+    ("AUROC", "auroc", ".2f"),
+)
+
+
+def sensitivity(n: int, seed: int, realistic: bool) -> dict[float, dict[str, object]]:
+    """The figures when the bank's truth takes causes back to the reference's values
+    moved by each factor of :data:`SENSITIVITY` while the product keeps its own (no
+    flips: the replays do not depend on the truth)."""
+    out = {}
+    for factor in SENSITIVITY:
+        outcomes, _ = evaluate.run(n, seed, realistic=realistic, moved_by=factor)
+        out[factor] = evaluate.figures(outcomes, (), seed)
+    return out
+
+
+def sensitivity_grid(f: dict[str, object], moved: dict[float, dict[str, object]]) -> Grid:
+    """The figures as cited and with the truth's reference moved down and up."""
+    columns = [("the reference −25%", moved.get(0.75)), ("as cited", f),
+               ("the reference +25%", moved.get(1.25))]  # fmt: skip
+    rows = [
+        (name, *(_figure(figs[key], fmt) if figs else "—" for _, figs in columns))
+        for name, key, fmt in SENSITIVITY_ROWS
+    ]
+    return Grid(
+        "sensitivity: the truth's reference moved, the product's kept",
+        ("moved", *(name for name, _ in columns)),
+        rows,
+        left=1,
+    )
+
+
+def profile_grid() -> Grid:
+    """The reference profile both sides read: each quantity's slow edge, typical value
+    and who says so."""
+    rows = []
+    for q in healthy_reference():
+        sources = "; ".join(f"{src.by}{f' ({src.date})' if src.date else ''}" for src in q.sources)
+        rows.append((q.label, f"{q.slow_edge:g} {q.unit}", f"{q.typical:g} {q.unit}", sources))
+    return Grid(
+        "the reference profile", ("quantity", "slow edge", "typical", "sources"), rows, left=1
+    )
+
+
 def truths_grid(outcomes: Sequence[Outcome]) -> Grid:
     """Where the counterfactual truth and the rule-copying one disagree: (this truth's
     primary, the other's) → scenarios, and how often the verdict sided with each."""
@@ -381,7 +411,7 @@ def goals_grid(outcomes: Sequence[Outcome], n: int, seed: int) -> Grid:
     c_rec, c_prec, c_true, c_named = recall_precision(outcomes, contributing_only=True)
     ece = calibration(outcomes)[1]
     rows = [
-        ("primary accuracy", _share(acc), f"≥ {GOAL_ACCURACY:.0%}", _mark(acc >= GOAL_ACCURACY)),
+        ("primary accuracy (the slices' mix: no goal of its own)", _share(acc), "", ""),
         (
             "kinds named: recall",
             f"{_share(rec)} of {true_n}",
@@ -397,14 +427,14 @@ def goals_grid(outcomes: Sequence[Outcome], n: int, seed: int) -> Grid:
         (
             "contributing only: recall",
             f"{_share(c_rec)} of {c_true}",
-            f"≥ {GOAL_RECALL:.0%}",
-            _mark(c_rec >= GOAL_RECALL),
+            f"≥ {GOAL_CONTRIBUTING:.0%}",
+            _mark(c_rec >= GOAL_CONTRIBUTING),
         ),
         (
             "contributing only: precision",
             f"{_share(c_prec)} of {c_named}",
-            f"≥ {GOAL_PRECISION:.0%}",
-            _mark(c_prec >= GOAL_PRECISION),
+            f"≥ {GOAL_CONTRIBUTING:.0%}",
+            _mark(c_prec >= GOAL_CONTRIBUTING),
         ),
         (
             f"expected calibration error (held out from the fit, {confidence_table.VERSION})",
@@ -455,7 +485,12 @@ def rich_table(grid: Grid) -> Table:
 
 
 def report(
-    console: Console, outcomes: Sequence[Outcome], n: int, seed: int, f: dict[str, object]
+    console: Console,
+    outcomes: Sequence[Outcome],
+    n: int,
+    seed: int,
+    f: dict[str, object],
+    moved: dict[float, dict[str, object]] | None = None,
 ) -> None:
     console.print(rich_table(confusion_grid(outcomes)))
     console.print(
@@ -468,6 +503,8 @@ def report(
     console.print(rich_table(truths_grid(outcomes)))
     console.print(rich_table(goals_grid(outcomes, n, seed)))
     console.print(rich_table(slices_grid(f)))
+    if moved:
+        console.print(rich_table(sensitivity_grid(f, moved)))
 
 
 # -- the page -----------------------------------------------------------------------------
@@ -552,6 +589,7 @@ def write_page(
     seed: int,
     page: Path,
     replayed: Sequence[evaluate.Flip] = (),
+    moved: dict[float, dict[str, object]] | None = None,
 ) -> Path:
     """The figures of this run as a documentation page at ``page`` and its reliability
     plot beside it; returns the plot's path."""
@@ -589,6 +627,8 @@ def write_page(
         rule_ece=calibration(raw)[1] if raw else None,
         plot=plot.name,
         slices=slices_grid(f),
+        profile=profile_grid(),
+        sensitivity=sensitivity_grid(f, moved) if moved else None,
         truths=truths_grid(outcomes),
         disagreements=disagreements(outcomes),
         tuning_seeds=", ".join(str(x) for x in TUNING_SEEDS),
@@ -648,6 +688,11 @@ def main() -> None:
         help=f"replay the first N scenarios with {evaluate.REPLAYS} noise seeds each for the "
         "flip rate (default 200; 0: none)",
     )
+    parser.add_argument(
+        "--no-sensitivity",
+        action="store_true",
+        help="leave out the figures with the truth's reference moved 25%% down and up",
+    )
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
     parser.add_argument(
         "--page",
@@ -667,17 +712,23 @@ def main() -> None:
     start = time.perf_counter()
     replayed = evaluate.flips(scenarios)
     replaying = time.perf_counter() - start
+    moved = (
+        sensitivity(args.n, args.seed, not args.plain)
+        if args.truth == "counterfactual" and not args.no_sensitivity
+        else {}
+    )
     f = evaluate.figures(outcomes, replayed, args.seed)
-    report(console, outcomes, args.n, args.seed, f)
+    report(console, outcomes, args.n, args.seed, f, moved)
     console.print(
         f"took {took:.1f} s ({1000 * took / args.n:.1f} ms a scenario), "
         f"and {replaying:.1f} s for {len(replayed)} × {evaluate.REPLAYS} replays"
     )
     if args.json:
-        args.json.write_text(json.dumps(f, indent=2) + "\n", encoding="utf-8")
+        document = {**f, "sensitivity": {f"{factor:g}": figs for factor, figs in moved.items()}}
+        args.json.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
         console.print(f"wrote {args.json}")
     if args.page:
-        plot = write_page(outcomes, args.n, args.seed, args.page, replayed)
+        plot = write_page(outcomes, args.n, args.seed, args.page, replayed, moved)
         console.print(f"wrote {args.page} and {plot}")
 
 

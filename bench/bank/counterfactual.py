@@ -218,9 +218,14 @@ def _retries(s: Scenario, headers_ms: float, ttft_ms: float, total_ms: float) ->
     return p / (1 - p) * (max(0.0, failed) + wait)
 
 
-def _healthy(s: Scenario, kind: Kind) -> Scenario:
-    """``s`` with ``kind``'s causes taken back to a healthy endpoint's."""
-    r = REFERENCE
+def moved(factor: float) -> Mapping[str, float]:
+    """:data:`REFERENCE` with every value moved by ``factor`` (1.25: 25% up), for the
+    sensitivity of the figures to the definition of healthy."""
+    return {key: value * factor for key, value in REFERENCE.items()}
+
+
+def _healthy(s: Scenario, kind: Kind, r: Mapping[str, float] = REFERENCE) -> Scenario:
+    """``s`` with ``kind``'s causes taken back to a healthy endpoint's (``r``)."""
     if kind is Kind.NETWORK_SETUP:
         return replace(
             s,
@@ -282,13 +287,16 @@ KINDS: Final = (
 )
 
 
-def _saving(s: Scenario, kind: Kind) -> tuple[float, float]:
+def _saving(
+    s: Scenario, kind: Kind, reference: Mapping[str, float] = REFERENCE
+) -> tuple[float, float]:
     """What removing ``kind``'s causes saves, and the request it is weighed on (ms)."""
     user = parts(s, new_connection=s.server_closes)
     if kind is Kind.NETWORK_SETUP and not s.server_closes:
         cold = parts(s, new_connection=True)
-        return _gain(cold, parts(_healthy(s, kind), new_connection=True)), cold["total"]
-    healthy = _healthy(s, kind)
+        healthy_cold = parts(_healthy(s, kind, reference), new_connection=True)
+        return _gain(cold, healthy_cold), cold["total"]
+    healthy = _healthy(s, kind, reference)
     return _gain(user, parts(healthy, new_connection=healthy.server_closes)), user["total"]
 
 
@@ -296,12 +304,13 @@ def _gain(now: Mapping[str, float], then: Mapping[str, float]) -> float:
     return max(0.0, now["ttft"] - then["ttft"], now["total"] - then["total"])
 
 
-def counterfactual(s: Scenario) -> Counterfactual:
-    """The scenario's primary and contributing kinds on its user's workload."""
+def counterfactual(s: Scenario, reference: Mapping[str, float] = REFERENCE) -> Counterfactual:
+    """The scenario's primary and contributing kinds on its user's workload, against
+    ``reference`` (the profile's; :func:`moved` for the sensitivity)."""
     user = parts(s, new_connection=s.server_closes)
     savings, bars = {}, {}
     for kind in KINDS:
-        saving, weighed_on = _saving(s, kind)
+        saving, weighed_on = _saving(s, kind, reference)
         if saving > 0:
             savings[kind] = saving
             bars[kind] = bar_ms(weighed_on)

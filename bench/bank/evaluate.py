@@ -15,7 +15,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from bank.counterfactual import counterfactual
+from bank.counterfactual import counterfactual, moved
 from bank.draw import NOISE, draw_many
 from bank.generate import context, generate
 from bank.hard import facts_of, healthy_with_quirks, reasons
@@ -38,9 +38,11 @@ REPLAYS = 10
 """Noise seeds each scenario of :func:`flips` is run with."""
 
 
-def outcome(s: Scenario, which: str = "counterfactual") -> Outcome:
-    """One scenario diagnosed and scored against the truth named ``which``."""
-    cf, rules = counterfactual(s), rule_truth(s)
+def outcome(s: Scenario, which: str = "counterfactual", moved_by: float = 1.0) -> Outcome:
+    """One scenario diagnosed and scored against the truth named ``which`` (the
+    counterfactual one with the reference's values moved by ``moved_by``)."""
+    cf = counterfactual(s) if moved_by == 1.0 else counterfactual(s, moved(moved_by))
+    rules = rule_truth(s)
     true, other = (cf, rules.primary) if which == "counterfactual" else (rules, cf.primary)
     facts = facts_of(s, cf)
     noise = next(k for k, v in NOISE.items() if v == s.jitter)
@@ -55,11 +57,16 @@ def outcome(s: Scenario, which: str = "counterfactual") -> Outcome:
 
 
 def run(
-    n: int, seed: int, *, realistic: bool = True, which: str = "counterfactual"
+    n: int,
+    seed: int,
+    *,
+    realistic: bool = True,
+    which: str = "counterfactual",
+    moved_by: float = 1.0,
 ) -> tuple[list[Outcome], float]:
     """Every scenario's outcome, and the seconds it took."""
     start = time.perf_counter()
-    out = [outcome(s, which) for s in draw_many(n, seed, realistic=realistic)]
+    out = [outcome(s, which, moved_by) for s in draw_many(n, seed, realistic=realistic)]
     return out, time.perf_counter() - start
 
 

@@ -31,13 +31,25 @@ from bank.score import (
     upper_bound,
     within_alpha,
 )
-from calibration import SHORT, command, plot_path, run, write_page
+from calibration import (
+    SHORT,
+    command,
+    markdown_table,
+    plot_path,
+    profile_grid,
+    run,
+    sensitivity,
+    write_page,
+)
 from latdoc.analysis import confidence_table
 from latdoc.model import Kind
 from paths import ROOT
 
 SEED = 4
 SLICE = 150
+MOVED_SLICE = 40
+"""Scenarios the sensitivity's moved truths are scored on here (the page's own run
+scores all of them)."""
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 ROUNDING = 0.0005
 """Shares are printed to a tenth of a percent."""
@@ -52,7 +64,7 @@ def outcomes() -> list[Outcome]:
 @pytest.fixture(scope="module")
 def page(outcomes: list[Outcome], tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("docs") / "calibration.md"
-    write_page(outcomes, SLICE, SEED, path)
+    write_page(outcomes, SLICE, SEED, path, moved=sensitivity(MOVED_SLICE, SEED, True))
     return path
 
 
@@ -83,7 +95,9 @@ def share(cell: str) -> float:
 def test_the_goals_are_the_figures_of_the_verdicts(outcomes: list[Outcome], page: Path) -> None:
     _, rows = tables(page.read_text(encoding="utf-8"))["figure"]
     goals = {row[0]: row[1:] for row in rows}
-    assert share(goals["primary accuracy"][0]) == pytest.approx(accuracy(outcomes), abs=ROUNDING)
+    assert share(
+        goals["primary accuracy (the slices' mix: no goal of its own)"][0]
+    ) == pytest.approx(accuracy(outcomes), abs=ROUNDING)
     rec, prec, true_n, named_n = recall_precision(outcomes, contributing_only=False)
     assert share(goals["kinds named: recall"][0]) == pytest.approx(rec, abs=ROUNDING)
     assert goals["kinds named: recall"][0].endswith(f"of {true_n}")
@@ -179,7 +193,9 @@ def test_the_page_says_what_made_it(page: Path) -> None:
     assert command(SLICE, SEED, page) in text
     assert f"{SLICE} scenarios drawn with seed {SEED}" in text
     assert f"`{confidence_table.VERSION}`" in text
-    assert re.search(r"\d{4}-\d{2}-\d{2}", text) is None, "the page carries no date"
+    # The dates are the profile's sources', never the run's.
+    rest = text.replace(markdown_table(profile_grid()), "")
+    assert re.search(r"\d{4}-\d{2}-\d{2}", rest) is None, "the page carries no date"
 
 
 def test_the_reliability_plot_is_a_png_beside_the_page(page: Path) -> None:
@@ -196,7 +212,7 @@ def test_the_page_renders_every_table_and_the_plot(page: Path) -> None:
     text = page.read_text(encoding="utf-8")
     html = markdown.markdown(text, extensions=["tables", "admonition", "attr_list"])
     found = tables(text)
-    assert html.count("<table>") == len(found) == 8
+    assert html.count("<table>") == len(found) == 10
     assert html.count("<tr>") == sum(1 + len(rows) for _, rows in found.values())
     assert f'src="{plot_path(page).name}"' in html
     assert 'class="admonition note"' in html
@@ -242,3 +258,28 @@ def test_the_committed_page_is_of_the_current_confidence_table() -> None:
     assert f"the confidence table `{confidence_table.VERSION}`" in text
     assert (ROOT / "docs" / "calibration-reliability.png").read_bytes().startswith(PNG_SIGNATURE)
     assert "calibration.md" in (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+
+
+def test_the_page_shows_the_profile_and_how_the_figures_move_with_it(page: Path) -> None:
+    found = tables(page.read_text(encoding="utf-8"))
+    header, rows = found["quantity"]
+    assert header == ["quantity", "slow edge", "typical", "sources"]
+    assert rows[0][:3] == ["DNS lookup", "200 ms", "10 ms"]
+    header, rows = found["moved"]
+    assert header[1:] == ["the reference −25%", "as cited", "the reference +25%"]
+    assert all(cell != "—" for row in rows for cell in row[1:]), rows
+
+
+def test_a_laxer_reference_names_fewer_kinds_and_a_stricter_one_more() -> None:
+    """Moving every value of the truth's reference up takes causes back to a slower
+    healthy endpoint: each saves less, so no more kinds matter; down, no fewer."""
+    from bank import draw_many
+    from bank.counterfactual import counterfactual, moved
+
+    scenarios = draw_many(60, SEED, realistic=True)
+    named = {
+        factor: sum(len(counterfactual(s, moved(factor)).named) for s in scenarios)
+        for factor in (0.75, 1.0, 1.25)
+    }
+    assert named[1.25] <= named[1.0] <= named[0.75], named
+    assert named[1.25] < named[0.75], named
