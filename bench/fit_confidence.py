@@ -40,7 +40,7 @@ from bank.hard import EVALUATION_SEED, TUNING_SEEDS
 from latdoc.analysis.calibration import BY_KIND, FEATURES
 from latdoc.pipeline import build_diagnosis
 
-VERSION = "bank-5"
+VERSION = "bank-6"
 """Bump when the bank, the rules or this fit change the table."""
 MIN_KIND = 100
 """The fewest verdicts of a primary kind that get an offset of their own."""
@@ -103,12 +103,17 @@ def fit(verdicts: Sequence[Scored]) -> Model:
     x = np.array([row(v) for v in verdicts])
     y = np.array([v.right for v in verdicts], dtype=int)
     model = LogisticRegression(C=REGULARISATION, max_iter=8000).fit(x, y)
-    coef = model.coef_[0]
+    coef = model.coef_[0].copy()
     n, k = len(FEATURES), len(kinds)
     own = coef[n + k :].reshape(k, len(BY_KIND)).copy()
     for feature in MONOTONE:
-        j, shared = BY_KIND.index(feature), coef[FEATURES.index(feature)]
-        own[:, j] = np.maximum(own[:, j], -shared)
+        i, j = FEATURES.index(feature), BY_KIND.index(feature)
+        # Each kind's slope (the shared weight plus its own) is at least flat; a kind
+        # with too few verdicts for weights of its own has the shared slope alone, so
+        # that one is at least flat too.
+        slopes = np.maximum(own[:, j] + coef[i], 0.0)
+        coef[i] = max(coef[i], 0.0)
+        own[:, j] = slopes - coef[i]
     return Model(
         round(float(model.intercept_[0]), 4),
         tuple(round(float(c), 4) for c in coef[:n]),
