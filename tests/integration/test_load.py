@@ -140,11 +140,16 @@ def test_closed_loop_throughput_plateaus_at_the_slots(
     # service): the lower bounds allow it; a server that did not use its slots would
     # still fall short of them by half.
     slower_s = machine_noise.bound_ms(0.0, SERVICE_S * 1000) / 1000
-    # Sixteen streams gain less than a tenth over eight, beyond what that noise can have
+    # Sixteen streams gain less than a tenth over eight, beyond what that noise, or the
+    # eight's own event loop running late (the level's p99, its own account), can have
     # cost the eight's turnarounds (a burst of the other worker's load while the eight
     # ran left a slot idle: 18.6/s, then 21.0/s at sixteen). Capped at half a service,
     # so sixteen doing twice the work of eight, no plateau at all, still fails.
-    turnaround_s = min(slower_s, SERVICE_S / 2)
+    client = _level(run, "8").window.client
+    lag_s = (
+        0.0 if client is None or client.loop_lag_ms_p99 is None else client.loop_lag_ms_p99 / 1000
+    )
+    turnaround_s = min(max(slower_s, lag_s), SERVICE_S / 2)
     assert sixteen < 1.1 * eight * (SERVICE_S + turnaround_s) / SERVICE_S, (eight, sixteen)
     assert a.peak_requests_per_s is not None
     assert 0.75 * SLOTS / (SERVICE_S + slower_s) <= a.peak_requests_per_s <= 1.1 * capacity

@@ -36,6 +36,9 @@ STAMP_AFTER_WRITE_MS = 1.0
 """How much earlier than the send's stamp the lab can start its prefill on loopback."""
 
 
+QUIET_NOISE_MS = 1.0
+"""Scheduling noise (:mod:`machine_noise`) under which the machine counts as quiet: a
+fraction of a millisecond alone, several beside a CPU hog."""
 BLOCK_S = 0.15
 
 
@@ -276,8 +279,14 @@ def test_http2_chunks_carry_their_own_frames_arrival_not_the_connections_last_re
     # of a token's 5 ms.
     spread = spread_ms(own_ms)
     assert own < machine_noise.bound_ms(1.0, 4.0, extra_ms=spread), summary
-    # Well ahead of the connection's last read, busy machine or not. The time the lab
-    # took from stamping a chunk to writing it is in both, so they are compared chunk by
-    # chunk: 1.1-1.6 ms apart at the median on a quiet machine, 1.5-3.4 beside a CPU hog;
-    # a chunk stamped with the last read would be 0 ms apart.
-    assert ahead >= 0.5, summary
+    # Ahead of the connection's last read. The time the lab took from stamping a chunk
+    # to writing it is in both, so they are compared chunk by chunk: 1.1-1.6 ms apart at
+    # the median on a quiet machine, 1.5-3.4 beside a CPU hog; a chunk stamped with the
+    # last read would be 0 ms apart, every one of them. A machine busier still (the hog
+    # and two more busy processes) leaves the reader so late that each read takes many
+    # frames and hands them over at once, most of them read last: then only the chunks
+    # handed over after a later read than their own frame's are ahead, but some are.
+    ahead_share = sum(a >= 0.5 for a in ahead_ms) / len(ahead_ms)
+    assert ahead_share > 0, (summary, ahead_share)
+    if machine_noise.ms() < QUIET_NOISE_MS:
+        assert ahead >= 0.5, summary
