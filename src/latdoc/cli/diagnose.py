@@ -40,6 +40,7 @@ from latdoc.features.diagnose import (
     diagnose_traffic,
     plan_line,
     planned_table,
+    reference_of_run,
 )
 from latdoc.features.vantage import diagnose_vantages
 from latdoc.i18n import N_
@@ -85,6 +86,12 @@ def _add_diagnose_parser(sub: argparse._SubParsersAction[Any]) -> None:
         help="what healthy is for you: a TOML file of the reference profile's fields, any "
         "subset ([quantity.tpot_ms] slow_edge = 20), laid over the profile latdoc ships "
         "(docs: How it measures); kept with the run",
+    )  # fmt: skip
+    d.add_argument(
+        "--reference-run", metavar="RUN",
+        help="what healthy is for you: a stored run of another endpoint, region, model or "
+        "day, whose measured values (DNS, round trip, handshake, time per token, prefill "
+        "growth, swing, client delay) become the reference; kept with the run",
     )  # fmt: skip
     add_budget_arguments(d, max_requests=DEFAULT_MAX_REQUESTS, max_seconds=DEFAULT_MAX_SECONDS)
     add_output_tokens_argument(d, DiagnosisPlan, "--output-tokens")
@@ -160,6 +167,13 @@ def _add_runs_parser(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def run_diagnose(args: argparse.Namespace) -> int:
+    if args.reference_run is not None:
+        if args.reference is not None:
+            raise UsageError(
+                N_("--reference and --reference-run both say what healthy is: give one")
+            )
+        with Store(args.db) as store:
+            args.reference = reference_of_run(store, args.reference_run)
     if args.from_run or args.from_otlp:
         if args.trace:
             raise UsageError(N_("--trace sends the trace's requests; --from-run and "
@@ -176,7 +190,10 @@ def run_diagnose(args: argparse.Namespace) -> int:
         )
     if places is not None and args.reference is not None:
         raise UsageError(
-            N_("--reference is not taken with --vantage: diagnose each place on its own")
+            N_(
+                "--reference and --reference-run are not taken with --vantage: diagnose "
+                "each place on its own"
+            )
         )
     named_metrics_url(args.server_metrics)
     with sending.to(err, engine=True) as (endpoint, connection):

@@ -42,6 +42,7 @@ from latdoc.report._truth import (
     longest_ratio_text,
     near_threshold_text,
     negligible_bar_text,
+    reference_text,
     shown_probability,
     unmeasured_text,
     workload_text,
@@ -241,6 +242,7 @@ def _verdict(diagnosis: Diagnosis) -> dict[str, Any]:
         "calibrated": verdict.confidence_model is not None,
         "bank": _sentence_or_none(bank_accuracy_text(verdict)),
         "near": _sentence_or_none(near_threshold_text(verdict)),
+        "reference": _sentence_or_none(reference_text(diagnosis)),
         "contributing": [kind_short(k) for k in verdict.contributing],
         "negligible": [kind_short(k) for k in verdict.negligible],
     }

@@ -41,6 +41,7 @@ from latdoc.report._truth import (
     longest_ratio_text,
     near_threshold_text,
     negligible_bar_text,
+    reference_text,
     shown_probability,
     unmeasured_text,
     workload_text,
@@ -356,9 +357,7 @@ def _verdict_lines(d: Diagnosis) -> list[RenderableType]:
         parts.append(_indent(Text(bank, style="dim"), 2))
     if (near := near_threshold_text(v)) is not None:
         parts.append(_indent(Text(near, style="yellow"), 2))
-    if d.reference is not None:
-        name, origin = d.reference
-        held = say("healthy is your reference: {name} ({origin})", name=name, origin=origin)
+    if (held := reference_text(d)) is not None:
         parts.append(_indent(Text(held, style="dim"), 2))
     if v.contributing:
         contributing = Text(_("Contributing: "))

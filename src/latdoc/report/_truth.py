@@ -231,3 +231,28 @@ def longer_prompt_text(d: Diagnosis) -> str | None:
         ratio=longer.ratio,
         short_tokens=check.short_tokens,
     )
+
+
+def reference_text(d: Diagnosis) -> str | None:
+    """``healthy is your reference: our fleet (fleet.toml)``, or for another run's
+    measured values ``healthy is your reference: run X; against it, decode adds 0.90 s
+    and network_path 0.20 s to this request``; None for the profile latdoc ships."""
+    if d.reference is None:
+        return None
+    name, origin = d.reference
+    if not origin.startswith("run "):
+        return say("healthy is your reference: {name} ({origin})", name=name, origin=origin)
+    beyond = sorted((f for f in d.findings if f.excess_ms > 0), key=lambda f: -f.excess_ms)
+    if not beyond:
+        return say(
+            "healthy is your reference: {run}; against it, no kind adds to this request",
+            run=name,
+        )
+    parts = []
+    for f in beyond:
+        parts.append(say("{kind} adds {ms}", kind=kind_word(f.kind), ms=format_ms(f.excess_ms)))
+    return say(
+        "healthy is your reference: {run}; against it, {parts} to this request",
+        run=name,
+        parts=", ".join(parts),
+    )

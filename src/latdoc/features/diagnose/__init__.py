@@ -29,6 +29,7 @@ from latdoc.features.diagnose.run import (
     diagnose_otlp,
     diagnose_traffic,
     rediagnose,
+    reference_of_run,
 )
 
 __all__ = [
@@ -43,5 +44,6 @@ __all__ = [
     "plan_line",
     "planned_table",
     "rediagnose",
+    "reference_of_run",
     "traffic_diagnosis",
 ]

@@ -7,6 +7,7 @@ import asyncio
 from dataclasses import replace
 from pathlib import Path
 
+from latdoc.analysis.run_reference import measured_reference
 from latdoc.errors import UsageError
 from latdoc.features.diagnose.analysis import DiagnosisRun, traffic_diagnosis
 from latdoc.i18n import N_, Message
@@ -240,3 +241,12 @@ def diagnose_otlp(
     return diagnose_traffic(
         store, run_id, prompt_tokens=prompt_tokens, priorities=priorities, reference=reference
     )
+
+
+def reference_of_run(store: Store, run_id: str) -> ReferenceProfile:
+    """What run ``run_id`` measured, as the reference a run is held against
+    (``diagnose --reference-run``): its DNS, round trip, handshake, time per token,
+    prefill growth, swing and client delay, over the profile latdoc ships
+    (:func:`~latdoc.analysis.run_reference.measured_reference`)."""
+    info, samples, _ = store.load_run(run_id)
+    return measured_reference(samples, run_id=info.run_id, date=info.started_at.date().isoformat())

@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from latdoc import Kind, Store, diagnose_traffic, load_reference, rediagnose
 from latdoc.cli import EXIT_OK, EXIT_USAGE, main
+from latdoc.records import Sample
 from latdoc.report import diagnosis_to_dict, make_console, render_diagnosis
 from latdoc.store import diagnosis_from_record, diagnosis_to_record
+from report_samples import make_trace
 from unit.analysis.test_recorded_workload import _keep, _traffic
 
 FLEET = "[profile]\nname = 'our fleet'\n\n[quantity.tpot_ms]\nslow_edge = 5.0\ntypical = 3.0\n"
@@ -68,3 +71,50 @@ def test_the_command_line_takes_the_file_and_refuses_one_it_cannot_use(
     assert main([*args, "--reference", str(bad)]) == EXIT_USAGE
     err = capsys.readouterr().err
     assert "typical 40.0 lies past its slow edge 30.2" in err and "Traceback" not in err
+
+
+def _faster(samples: list[Sample]) -> list[Sample]:
+    """The same traffic from an endpoint that streams its answers three times as fast."""
+    out = []
+    for s in samples:
+        t = s.trace
+        wait = (t.first_byte_ns - t.sent_ns) / 1e6 if t.first_byte_ns and t.sent_ns else 40.0
+        quick = make_trace(dns=None, connect=None, tls=None, wait=wait, stream=400.0,
+                           prompt_tokens=t.prompt_tokens)  # fmt: skip
+        kept = replace(
+            quick,
+            dialect="chat",
+            started_at=t.started_at,
+            prompt_tokens_estimated=t.prompt_tokens_estimated,
+        )
+        out.append(replace(s, trace=kept))
+    return out
+
+
+def test_another_runs_measurements_are_the_reference_when_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "r.db"
+    with Store(db) as store:
+        reference = _keep(store, _faster(_traffic()))
+        run_id = _keep(store, _traffic())
+    args = ["diagnose", "--from-run", run_id, "--db", str(db), "--json"]
+    assert main([*args, "--reference-run", reference]) == EXIT_OK
+    doc = json.loads(capsys.readouterr().out)
+    # ~12 ms a token is healthy by the profile, slow against a run streaming at ~4.
+    assert doc["verdict"]["primary"] == "decode"
+    assert doc["reference"] == {"name": f"run {reference}", "origin": f"run {reference}"}
+    (decode,) = [f for f in doc["findings"] if f["kind"] == "decode"]
+    assert 0 < decode["excess_ms"] < decode["share_ms"]
+    # Kept with the run: the report says the same without being told again.
+    assert main(["report", run_id, "--db", str(db)]) == EXIT_OK
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"healthy is your reference: run {reference}; against it, decode adds" in text
+
+    told = tmp_path / "fleet.toml"
+    told.write_text(FLEET)
+    assert main([*args, "--reference-run", reference, "--reference", str(told)]) == EXIT_USAGE
+    assert "give one" in capsys.readouterr().err
+    assert main([*args, "--reference-run", "no-such-run"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "no-such-run" in err and "Traceback" not in err
