@@ -17,7 +17,7 @@ from bank.generate import context
 from latdoc import Kind, build_diagnosis
 from latdoc.model.document import diagnosis_to_dict
 from latdoc.records import Sample
-from latdoc.report import render_diagnosis, render_text
+from latdoc.report import render_diagnosis, render_html, render_text
 from latdoc.report.names import format_ms
 
 
@@ -87,3 +87,22 @@ def test_the_request_at_the_users_concurrency_is_what_its_kinds_and_the_rest_add
         f["share_ms"] for f in doc["findings"] if f["kind"] not in doc["verdict"]["negligible"]
     )
     assert shown + printed["rest_ms"] == pytest.approx(printed["total_ms"], abs=0.01)
+
+
+def test_the_pages_bar_is_the_request_the_verdict_speaks_of() -> None:
+    """The demo's page said "a typical request … 9.93 s" and, two lines below, "Where the
+    time of that request goes (10.16 s in all)": its bar summed what each kind adds. Its
+    total is the request's, its segments the kinds' shares and the rest of it."""
+    s = replace(draw(11, causes=("burst_queue",), intensity="clear", noise="low"),
+                prefill_b_ms=0.5, prefill_a_ms=60.0)  # fmt: skip
+    d = build_diagnosis(generate(s), replace(context(s), prompt_tokens=2048))
+    assert d.workload is not None and d.rest_ms is not None
+    page = render_html(d, [])
+    assert f"({format_ms(d.workload.total_ms)} in all)" in page
+    assert f"{format_ms(d.workload.total_ms)} end to end" in page
+    legend = page[page.index('<ul class="legend">') :]
+    legend = legend[: legend.index("</ul>")]
+    shown = [format_ms(ms) for ms in (*d.noticed_shares().values(), d.rest_ms)]
+    assert legend.count("<strong>") == len(shown)
+    for ms in shown:
+        assert f"<strong>{ms}</strong>" in legend
