@@ -221,15 +221,26 @@ class Exchange:
         with nesting_checked("the run export"):
             document = load_document(text)
             run_id = document.run.run_id
-            with self._db.transaction():
-                if self._db.exists(run_id):
-                    raise UsageError(
-                        Message(
-                            "run {run_id} is already in {path}", run_id=run_id, path=self._db.path
+            try:
+                with self._db.transaction():
+                    if self._db.exists(run_id):
+                        raise UsageError(
+                            Message(
+                                "run {run_id} is already in {path}",
+                                run_id=run_id,
+                                path=self._db.path,
+                            )
                         )
+                    self._db.insert_run(document.run, document.run.meta, document.diagnosis)
+                    self._db.insert_samples(run_id, document.samples)
+            except UnicodeEncodeError:
+                # JSON's \ud800 escapes read as lone surrogates, which no store can keep.
+                raise UsageError(
+                    Message(
+                        "not a latdoc run export: it holds text that is not Unicode (a lone "
+                        "surrogate); nothing was imported"
                     )
-                self._db.insert_run(document.run, document.run.meta, document.diagnosis)
-                self._db.insert_samples(run_id, document.samples)
+                ) from None
         return run_id
 
     def import_run(

@@ -312,3 +312,14 @@ def test_a_deeply_nested_plan_is_one_error_line(depth: int, where: str, inline: 
         _, refusal = _main(["run", str(plan), "--dry-run"])
     if depth >= 1000:
         assert refusal == f"Error: {plan}: nested too deeply", refusal
+
+
+def test_an_export_holding_a_lone_surrogate_is_refused_and_nothing_kept(export: str) -> None:
+    """JSON reads ``\\ud800`` as a lone surrogate, which no store can write: found by the
+    mutated-export fuzzing as a UnicodeEncodeError out of SQLite."""
+    document = json.loads(export)
+    document["run"]["endpoint"] = "\ud800"
+    with Store(":memory:") as store:
+        with pytest.raises(UsageError, match="a lone surrogate"):
+            store.import_json(json.dumps(document))
+        assert store.list_runs() == []
