@@ -17,24 +17,27 @@ from machine_noise import MachineNoise
 MODEL = LatencyModel(prefill_base_ms=20.0, prefill_ms_per_token=0.0, decode_ms_per_token=2.0)
 
 
+SLOT_WAIT = LatencyModel(prefill_base_ms=20.0, prefill_ms_per_token=0.0, decode_ms_per_token=10.0)
+"""A request of ~170 ms, most of it decode: its first token comes after 20 ms, unless it
+waits a whole request for a slot."""
+
+
 def test_the_search_finds_the_labs_four_slots(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], machine_noise: MachineNoise
 ) -> None:
-    """A request takes ~52 ms and holds a slot throughout: at 5 streams one in five waits
-    for a slot, and the p90 of the time to first token leaves 35 ms far behind. Rounds
-    of 0.7 s: a p90's interval needs 36 values, which one stream (13 a round) has in
-    its third round, two in their second and four or more in their first, so on a quiet
-    machine every level is decided by its interval, none judged by its point. The lab
-    runs in a process of its own: beside a CPU hog, in the load's process, its slots
-    stretched until two streams missed the SLO. The SLO allows the prefill 15 ms on a
-    quiet machine, widened by the machine's noise (beside the hog and two busy workers,
-    three streams' p90 passed 35 ms), never past 50 ms: a fifth stream's slot wait puts
-    its p90 near 72."""
+    """A request takes ~170 ms and holds a slot throughout: at 5 streams one in five waits
+    for a slot, so a fifth of the first tokens come after ~190 ms and the p90 is there.
+    The SLO, a p90 of 100 ms, leaves the 20 ms prefill 80 ms for the machine's own
+    delays (widened by its noise, never past 150 ms): with the slot wait a tenth of
+    that, a quiet machine's margin, beside the CPU hog two streams' p90 passed 44 ms.
+    The lab runs in a process of its own. Rounds of 1 s: a p90's interval needs 36
+    values, which two streams have in their second round and four or more in their
+    first; one stream's level is judged by its point after its three rounds."""
     db = tmp_path / "fm.db"
-    slo = machine_noise.bound_ms(35.0, 50.0)
-    with LabProcess(LabConfig(latency=MODEL, slots=4)) as server:
+    slo = machine_noise.bound_ms(100.0, 150.0)
+    with LabProcess(LabConfig(latency=SLOT_WAIT, slots=4)) as server:
         code = main(["load", server.base_url, "-m", "lab-sim", "--find-max", "--slo",
-                     f"ttft_p90={slo:.0f}ms", "--duration-per-level", "0.7", "--max-tokens",
+                     f"ttft_p90={slo:.0f}ms", "--duration-per-level", "1", "--max-tokens",
                      "16", "--max-requests", "5000", "--db", str(db)])  # fmt: skip
     out = capsys.readouterr().out
     assert code == 0

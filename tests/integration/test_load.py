@@ -45,7 +45,7 @@ from latdoc.features.load.analysis import (
     knee_base,
 )
 from latdoc.lab.sim import Fault, LabConfig, LabProcess, LatencyModel
-from machine_noise import MachineNoise, held_back
+from machine_noise import HeldBack, MachineNoise, held_back
 
 SLOTS = 4
 
@@ -60,18 +60,25 @@ SERVICE_S = (20.0 + 10.0 * (OUTPUT - 1)) / 1000
 
 
 """One request's time on a free slot, as the lab plans it."""
+SWEEP_LEVEL_S = 2.0
+"""Each level's duration, unless a test asks for another."""
 
 
 @pytest.fixture(scope="module")
-def slotted() -> Iterator[str]:
+def slotted_lab() -> Iterator[LabProcess]:
     with LabProcess(LabConfig(slots=SLOTS, latency=LATENCY, seed=3)) as server:
-        yield server.base_url
+        yield server
+
+
+@pytest.fixture(scope="module")
+def slotted(slotted_lab: LabProcess) -> str:
+    return slotted_lab.base_url
 
 
 def _plan(base_url: str, **options: object) -> LoadPlan:
     defaults: dict[str, object] = {
         "max_tokens": OUTPUT,
-        "duration_per_level": 2.0,
+        "duration_per_level": SWEEP_LEVEL_S,
         "max_seconds": 60.0,
         "seed": 7,
     }
@@ -83,14 +90,24 @@ def _level(run: LoadRun, label: str) -> LevelStats:
 
 
 @pytest.fixture(scope="module")
-def sweep(slotted: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[LoadRun, Path]:
+def measured_sweep(
+    slotted_lab: LabProcess, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[LoadRun, Path, HeldBack]:
+    """The sweep, and what held its client and its lab back while it ran."""
     db = tmp_path_factory.mktemp("load") / "sweep.db"
-    with Store(db) as store:
+    assert slotted_lab.pid is not None
+    with Store(db) as store, held_back(slotted_lab.pid) as held:
         run = load_endpoint(
-            _plan(slotted, concurrency=(1, 2, 4, 8, 16)),
+            _plan(slotted_lab.base_url, concurrency=(1, 2, 4, 8, 16)),
             store=store,
             slo=Slo(ttft_ms=100.0, tpot_ms=50.0),
         )
+    return run, db, held
+
+
+@pytest.fixture(scope="module")
+def sweep(measured_sweep: tuple[LoadRun, Path, HeldBack]) -> tuple[LoadRun, Path]:
+    run, db, _ = measured_sweep
     return run, db
 
 
@@ -125,9 +142,9 @@ def test_the_knee_sentence_reads_the_rules_own_reference(sweep: tuple[LoadRun, P
 
 
 def test_closed_loop_throughput_plateaus_at_the_slots(
-    sweep: tuple[LoadRun, Path], machine_noise: MachineNoise
+    measured_sweep: tuple[LoadRun, Path, HeldBack], machine_noise: MachineNoise
 ) -> None:
-    run, _ = sweep
+    run, _, held = measured_sweep
     a = run.analysis
     capacity = SLOTS / SERVICE_S
     # Past 8 streams (a queue at every slot) more streams buy no more work. At 4 the
@@ -151,10 +168,16 @@ def test_closed_loop_throughput_plateaus_at_the_slots(
     )
     turnaround_s = min(max(slower_s, lag_s), SERVICE_S / 2)
     assert sixteen < 1.1 * eight * (SERVICE_S + turnaround_s) / SERVICE_S, (eight, sixteen)
+    # A level's requests lose at most the time its client or lab was held back, and no
+    # level more than the whole sweep's (its own account of both processes' wait for a
+    # core): beside a calibration run the first level's 2 s served 4.1 requests a second
+    # where an unhindered one serves 5.9.
+    kept = max(0.0, 1 - held.ms / 1000 / SWEEP_LEVEL_S)
     assert a.peak_requests_per_s is not None
-    assert 0.75 * SLOTS / (SERVICE_S + slower_s) <= a.peak_requests_per_s <= 1.1 * capacity
+    assert 0.75 * kept * SLOTS / (SERVICE_S + slower_s) <= a.peak_requests_per_s
+    assert a.peak_requests_per_s <= 1.1 * capacity
     one = _level(run, "1").requests_per_s
-    assert 0.75 / (SERVICE_S + slower_s) <= one <= 1.1 / SERVICE_S
+    assert 0.75 * kept / (SERVICE_S + slower_s) <= one <= 1.1 / SERVICE_S, held
 
 
 def _turnaround_share(lv: LevelStats) -> float:
