@@ -240,7 +240,7 @@ def reference_text(d: Diagnosis) -> str | None:
     if d.reference is None:
         return None
     name, origin = d.reference
-    if not origin.startswith("run "):
+    if not (origin == name and origin.startswith("run ")):
         return say("healthy is your reference: {name} ({origin})", name=name, origin=origin)
     beyond = sorted((f for f in d.findings if f.excess_ms > 0), key=lambda f: -f.excess_ms)
     if not beyond:
