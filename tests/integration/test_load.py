@@ -162,11 +162,7 @@ def test_closed_loop_throughput_plateaus_at_the_slots(
     # cost the eight's turnarounds (a burst of the other worker's load while the eight
     # ran left a slot idle: 18.6/s, then 21.0/s at sixteen). Capped at half a service,
     # so sixteen doing twice the work of eight, no plateau at all, still fails.
-    client = _level(run, "8").window.client
-    lag_s = (
-        0.0 if client is None or client.loop_lag_ms_p99 is None else client.loop_lag_ms_p99 / 1000
-    )
-    turnaround_s = min(max(slower_s, lag_s), SERVICE_S / 2)
+    turnaround_s = min(max(slower_s, _loop_lag_s(_level(run, "8"))), SERVICE_S / 2)
     assert sixteen < 1.1 * eight * (SERVICE_S + turnaround_s) / SERVICE_S, (eight, sixteen)
     # A level's requests lose at most the time its client or lab was held back, and no
     # level more than the whole sweep's (its own account of both processes' wait for a
@@ -180,14 +176,19 @@ def test_closed_loop_throughput_plateaus_at_the_slots(
     assert 0.75 * kept / (SERVICE_S + slower_s) <= one <= 1.1 / SERVICE_S, held
 
 
+def _loop_lag_s(lv: LevelStats) -> float:
+    """How late the level's event loop woke, by its own account (p99), in seconds."""
+    client = lv.window.client
+    return (
+        0.0 if client is None or client.loop_lag_ms_p99 is None else client.loop_lag_ms_p99 / 1000
+    )
+
+
 def _turnaround_share(lv: LevelStats) -> float:
     """The most of each stream's time its client can have spent turning an answer into
     the next request, by the level's own account of its event loop's lateness (p99):
     on a busy machine a stream sits idle that long between its requests."""
-    client = lv.window.client
-    lag_s = (
-        0.0 if client is None or client.loop_lag_ms_p99 is None else client.loop_lag_ms_p99 / 1000
-    )
+    lag_s = _loop_lag_s(lv)
     return lag_s / (SERVICE_S + lag_s)
 
 
