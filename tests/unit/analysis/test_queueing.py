@@ -77,6 +77,31 @@ def test_a_rise_under_load_on_a_lossy_path_counts_above_one_retransmission_timeo
     assert queueing(burst(400.0, slow_path)) is None
 
 
+def test_an_untold_server_wait_on_a_lossy_path_counts_above_one_retransmission_timeout() -> None:
+    # The server told its prefill and no queue: the wait is what the client's first token
+    # leaves. A lab on a 40 ms link losing 8% of segments measured 41 ms of it alone and
+    # 196 ms among concurrent requests, whose client numbers named no queue.
+    loss = _loss(retransmits=40, losing=8)  # its timeout is 200 ms
+
+    def told(alone_ms: float, together_ms: float, path: Loss | None) -> Any:
+        quiet = {**SWINGING, "ttft_cv": 0.1, "ttft_p95_over_p50": 1.1}
+        numbers = {"requests": 24.0, "alone_wait_ms": alone_ms, "concurrent_wait_ms": together_ms}
+        account = SimpleNamespace(numbers=numbers, source="Server-Timing")
+        return SimpleNamespace(load=quiet, server=account, loss=path, keepalive={})
+
+    clean = queueing(told(41.0, 196.0, None))
+    assert clean is not None and clean.share_ms == pytest.approx(155.0)
+    assert "beyond their prefill" in clean.title
+    assert queueing(told(41.0, 196.0, loss)) is None
+    lossy = queueing(told(41.0, 441.0, loss))
+    assert lossy is not None and lossy.share_ms == pytest.approx(400.0)
+    # A queue the server tells is its own, whatever the path.
+    numbers = {"requests": 24.0, "queue_ms": 150.0}
+    own = SimpleNamespace(numbers=numbers, source="Server-Timing")
+    facts = SimpleNamespace(load=told(0, 0, None).load, server=own, loss=loss, keepalive={})
+    assert (found := queueing(facts)) is not None and found.share_ms == 150.0
+
+
 def _kept(alone: float | None, together: float | None, found: bool = False) -> Any:
     """Facts whose keep-alive comments tell these waits; the client's numbers swing
     (and fire the rule) where ``found``."""

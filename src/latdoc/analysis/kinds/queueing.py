@@ -21,7 +21,9 @@ Where the server tells its prefill, :func:`with_server_queueing` completes the r
 the rise under concurrency is split into the server's prefill and the wait its
 prefill does not explain, so a queue on one slot is named queueing, not prefill; and
 a queue the server reports itself fires the rule when the client's numbers alone did
-not. Where it keeps a waiting stream open with ``: keep-alive`` comments (DeepSeek's),
+not (a wait it did not tell is read from the client's first token, so on a lossy path
+its rise counts only above one retransmission timeout, as the client's does). Where
+it keeps a waiting stream open with ``: keep-alive`` comments (DeepSeek's),
 :func:`with_keepalive` reads them alike: the wait they tell is cited beside the
 finding, and fires the rule from :data:`SERVER_QUEUE_MIN_MS` when nothing else did,
 as its rise under concurrency over a request sent alone, or as the wait of requests
@@ -212,7 +214,13 @@ def with_server_queueing(found: Finding | None, f: Facts) -> Finding | None:
             n=requests,
             confidence=confidence(requests, told / SERVER_QUEUE_MIN_MS - 1),
         )
-    if rise is not None and rise >= SERVER_QUEUE_MIN_MS:
+    # Untold, the wait is what the client's first token leaves after the network and the
+    # server's prefill: on a lossy path a loss no counter saw is in it, as in the
+    # client's own rise, and a rise no larger than one retransmission timeout is the
+    # path's.
+    lossy = f.loss is not None and f.loss.lossy
+    recovery_ms = f.loss.recovery_ms if f.loss is not None and lossy else 0.0
+    if rise is not None and rise >= SERVER_QUEUE_MIN_MS and rise > recovery_ms:
         return Finding(
             Kind.QUEUEING,
             N_("Requests wait on the server beyond their prefill under load"),
@@ -271,7 +279,13 @@ def with_keepalive(found: Finding | None, f: Facts) -> Finding | None:
         )
         return replace(found, rule=rule, evidence={**found.evidence, **evidence})
     rise = None if together is None or alone is None else together - alone
-    if rise is not None and rise >= SERVER_QUEUE_MIN_MS:
+    # Untold, the wait is what the client's first token leaves after the network and the
+    # server's prefill: on a lossy path a loss no counter saw is in it, as in the
+    # client's own rise, and a rise no larger than one retransmission timeout is the
+    # path's.
+    lossy = f.loss is not None and f.loss.lossy
+    recovery_ms = f.loss.recovery_ms if f.loss is not None and lossy else 0.0
+    if rise is not None and rise >= SERVER_QUEUE_MIN_MS and rise > recovery_ms:
         return Finding(
             Kind.QUEUEING,
             N_("The server kept requests waiting in its queue under load"),
