@@ -279,13 +279,7 @@ def with_keepalive(found: Finding | None, f: Facts) -> Finding | None:
         )
         return replace(found, rule=rule, evidence={**found.evidence, **evidence})
     rise = None if together is None or alone is None else together - alone
-    # Untold, the wait is what the client's first token leaves after the network and the
-    # server's prefill: on a lossy path a loss no counter saw is in it, as in the
-    # client's own rise, and a rise no larger than one retransmission timeout is the
-    # path's.
-    lossy = f.loss is not None and f.loss.lossy
-    recovery_ms = f.loss.recovery_ms if f.loss is not None and lossy else 0.0
-    if rise is not None and rise >= SERVER_QUEUE_MIN_MS and rise > recovery_ms:
+    if rise is not None and rise >= SERVER_QUEUE_MIN_MS:
         return Finding(
             Kind.QUEUEING,
             N_("The server kept requests waiting in its queue under load"),
