@@ -37,21 +37,26 @@ from latdoc.records import RequestTrace
 __all__ = [
     "EVENTS_PER_READ",
     "MIN_CHUNKS",
+    "MIN_EVENTS",
     "MIN_HELD_MS",
     "SPAN_FRACTION",
     "Burst",
+    "judged",
     "median_burst",
     "proxy_named",
     "stream_burst",
 ]
 
 MIN_CHUNKS = 16
-"""Streams with fewer content events are not judged."""
+"""Streams with fewer content events (or tokens, :func:`judged`) are not judged."""
+MIN_EVENTS = 4
+"""A stream of several tokens an event is judged from this many events: fewer may be
+a server's own pieces of a short answer."""
 EVENTS_PER_READ = 8.0
 """A healthy stream arrives about one event per read; a held one many per read."""
 SPAN_FRACTION = 0.1
 """The events arrived within this fraction of the time it took to produce them."""
-MIN_HELD_MS = 100.0
+MIN_HELD_MS = 50.0
 """Tokens held back for less than this are not worth naming."""
 
 _CDN_HEADERS = (
@@ -115,13 +120,19 @@ def stream_burst(trace: RequestTrace, one_token_ms: float | None = None) -> Burs
     server does not say how long it produced it waited that long for its prefill, and
     the rest for the hop. Without it the whole wait is counted, an upper bound."""
     chunks = trace.chunks
-    if not trace.ok or len(chunks) < MIN_CHUNKS:
+    if not trace.ok or not judged(trace):
         return None
     if trace.first_token_ns is None or trace.done_ns is None or not trace.done_ns:
         return None
     reads = trace.reads
     first = sum(1 for c in chunks if c.t_ns == chunks[0].t_ns)
-    if len(chunks) / reads < EVENTS_PER_READ or first < EVENTS_PER_READ:
+    if len(chunks) < MIN_CHUNKS:
+        # Fewer events than tokens to tell by: only a stream that came in one read is
+        # read, as held whole (below, by its span: a server that writes its events as
+        # it makes them spreads them over the time it takes).
+        if first < len(chunks):
+            return None
+    elif len(chunks) / reads < EVENTS_PER_READ or first < EVENTS_PER_READ:
         return None
     span = (chunks[-1].t_ns - chunks[0].t_ns) / 1e6
     timing = server_timing_of(trace)
@@ -149,6 +160,18 @@ def stream_burst(trace: RequestTrace, one_token_ms: float | None = None) -> Burs
         ttft_over_total=trace.first_token_ns / trace.done_ns,
         proxy=proxy_named(trace.proxy_headers),
     )
+
+
+def judged(trace: RequestTrace) -> bool:
+    """Whether ``trace``'s stream is long enough to tell held back from streamed:
+    :data:`MIN_CHUNKS` content events, or that many tokens (the usage's count where the
+    server told it) in :data:`MIN_EVENTS` events or more (a server that sends several
+    tokens an event)."""
+    chunks = trace.chunks
+    if len(chunks) >= MIN_CHUNKS:
+        return True
+    tokens = max(sum(c.tokens for c in chunks), trace.output_tokens or 0)
+    return len(chunks) >= MIN_EVENTS and tokens >= MIN_CHUNKS
 
 
 def median_burst(bursts: list[Burst]) -> dict[str, float]:

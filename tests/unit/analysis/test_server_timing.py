@@ -150,7 +150,14 @@ def test_a_short_stream_sent_in_one_piece_is_not_buffering() -> None:
     base = _told({"prompt_ms": 20.0, "predicted_ms": 900.0})
     assert base.first_token_ns is not None
     one_read = tuple(Chunk(base.first_token_ns, 4, 1) for _ in range(6))
-    assert stream_burst(dataclasses.replace(base, chunks=one_read)) is None
+    short = dataclasses.replace(base, chunks=one_read, output_tokens=6)
+    assert stream_burst(short) is None, "a server may send a short answer in one piece"
+    # The same six events carrying the hundred tokens the usage counts, made over 900 ms
+    # and read at once: held whole, whatever the server's tokens an event.
+    several = stream_burst(dataclasses.replace(base, chunks=one_read, output_tokens=100))
+    assert several is not None and several.whole and several.held_ms == 900.0
+    three = dataclasses.replace(base, chunks=one_read[:3], output_tokens=100)
+    assert stream_burst(three) is None, "three pieces may be the server's own"
     held = tuple(Chunk(base.first_token_ns, 4, 1) for _ in range(40))
     burst = stream_burst(dataclasses.replace(base, chunks=held))
     assert burst is not None and burst.reads == 1 and burst.held_ms == 900.0
