@@ -101,7 +101,8 @@ def test_a_healthy_run_is_split_into_setup_prefill_and_decode(
     assert parts.prefill_ms == pytest.approx(381.5 + 35.0 + d.workload.growth_ms, abs=1.0)
     assert parts.decode_ms == pytest.approx(1200.0)
     raw = render_text(render_diagnosis(d), 120)
-    assert not re.search(r"^\s+healthy\s", raw, re.M), "one bar named healthy"
+    # A bar is a name, then its time (a wrapped sentence may begin with the word too).
+    assert not re.search(r"^\s+healthy\s+[\d.]+ m?s\b", raw, re.M), "one bar named healthy"
     text = " ".join(raw.split())
     prefill = format_ms(parts.prefill_ms)
     for name in ("network setup 77.0 ms", f"prefill {prefill}", "decode 1.20 s"):
@@ -118,7 +119,7 @@ def test_the_length_caption_says_what_the_rule_compared_and_why_it_did_not_fire(
     d = healthy
     check = d.length_check
     assert check is not None and not check.fired
-    assert check.long_tokens == 2048 and 2 < check.ratio < 5
+    assert check.long_tokens == 2048 and 1 < check.ratio < 5
     assert check.ratio == pytest.approx(check.long_ms / check.short_ms)
     assert d.length is not None and d.length.ratio_long_short > 5
     terminal = " ".join(render_text(render_diagnosis(d), 120).split())

@@ -49,6 +49,19 @@ def test_negative_curvature_falls_back_to_a_line() -> None:
     assert curve.b_ms_per_1k > 0
 
 
+def test_a_prefill_that_grows_with_the_squared_prompt_alone_is_fitted_as_such() -> None:
+    # 150 ms + 17 ms per (1K tokens)², measured with the shortest a little slow (the
+    # other steps' requests): the unbounded quadratic's linear term is negative, and a
+    # line through the relative errors read 8K at 60% of its TTFT and 32K at a sixth.
+    truth = [(128, 200.0, 10), (512, 154.5), (2048, 221.3), (8192, 1290.8), (32768, 18404.0)]
+    pts = [LengthPoint(p[0], p[1], p[2] if len(p) > 2 else 1) for p in truth]
+    curve = fit_length_curve(pts)
+    assert curve is not None
+    assert curve.b_ms_per_1k == 0.0 and curve.c_ms_per_1k2 > 0
+    for tokens, ms in [(8192, 1290.8), (32768, 18404.0)]:
+        assert curve.predict_ms(tokens) == pytest.approx(ms, rel=0.1)
+
+
 def test_a_single_length_gives_no_curve() -> None:
     assert fit_length_curve([LengthPoint(128, 50.0, 3)]) is None
 
