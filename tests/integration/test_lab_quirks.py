@@ -478,15 +478,18 @@ def test_keepalive_comments_do_not_hide_a_queue(machine_noise: MachineNoise) -> 
     """Two slots for the load step's four requests at once: they queue, comments or not,
     and the queue is read between first byte and first token. The finding cites the
     wait the comments told: two of the four waited a whole answer for a slot, about the
-    rise of their first tokens, and none sent alone waited."""
+    rise of their first tokens, and none sent alone waited. Kept four in flight on two
+    slots, a request waits a whole answer: twice the burst's mean."""
     config = LabConfig(latency=HEALTHY, seed=1, slots=2, keepalive_comment_ms=10.0)
     d = _diagnose(config, max_seconds=8.0).diagnosis
     assert d.verdict.primary is Kind.QUEUEING, d.findings
     (finding,) = [f for f in d.findings if f.kind is Kind.QUEUEING]
     assert "by the server's ': keep-alive' comments, a request among 4 waited" in finding.rule
     assert finding.evidence["keepalive_alone_ms"] == 0.0
-    told = finding.evidence["keepalive_concurrent_ms"]
-    machine_noise.assert_near(told, finding.share_ms, 20.0, 0.5 * finding.share_ms)
+    told, rise = finding.evidence["keepalive_concurrent_ms"], finding.evidence["burst_rise_ms"]
+    machine_noise.assert_near(told, rise, 20.0, 0.5 * rise)
+    assert finding.evidence["concurrent_waited_share"] == 0.5
+    machine_noise.assert_near(finding.share_ms, 2 * rise, 40.0, rise)
 
 
 def test_slow_decode_writing_eight_tokens_per_event_is_decode() -> None:

@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from latdoc.analysis.buffering import MIN_CHUNKS, Burst, stream_burst
+from latdoc.analysis.buffering import Burst, judged, stream_burst
 from latdoc.analysis.length import fit_length_curve, length_points
 from latdoc.analysis.loss import Loss, path_loss, request_counts
 from latdoc.analysis.pace import WHOLE_TOKEN_SLACK as WHOLE_TOKEN_SLACK
@@ -251,6 +251,12 @@ def _load_facts(
     conc_ttft = [v for s in conc if (v := _unthought_ttft_ms(s.trace)) is not None]
     conc_median = statistics.median(conc_ttft) if conc_ttft else None
     conc_mean = statistics.fmean(conc_ttft) if conc_ttft else None
+    slot = median_of(_slot_ms(t) for t in seq)
+    waited = (
+        sum(1 for v in conc_ttft if v - seq_median >= slot / 2) / len(conc_ttft)
+        if conc_ttft and seq_median is not None and slot
+        else None
+    )
     return {
         "sequential_n": float(len(seq_ttft)),
         "ttft_p50_ms": disp.median if disp else seq_median,
@@ -267,7 +273,21 @@ def _load_facts(
         if seq_ttft
         else None,
         "client_queue_ms": median_of(s.trace.queue_ms for s in conc),
+        "slot_ms": slot,
+        "concurrent_waited_share": waited,
     }
+
+
+def _slot_ms(trace: RequestTrace) -> float | None:
+    """How long the server held ``trace``'s request: from its arrival to its last token,
+    the request's time less what came before it reached the wire, its sending and a
+    round trip (half on the way there, half on the way back)."""
+    total = trace.total_ms
+    if total is None:
+        return None
+    before = (trace.queue_ms or 0.0) + (trace.client_delay_ms or 0.0) + (trace.setup_ms or 0.0)
+    held = total - before - (trace.send_ms or 0.0) - (trace.rtt_ms or 0.0)
+    return held if held > 0 else None
 
 
 def _unthought_ttft_ms(trace: RequestTrace) -> float | None:
@@ -308,10 +328,6 @@ def gather_facts(
     # failure is one: a run whose first request already failed is judged by it.
     measured = [s for s in samples if s.step != Step.CALIBRATION or not s.trace.ok]
     ok = [s.trace for s in measured if s.trace.ok]
-    curve = fit_length_curve(length_points(_length_pairs(steps)))
-    lengths = [s.trace for s in steps if s.step == Step.LENGTH and s.trace.ok]
-    if curve is not None and lengths and all(t.prompt_tokens is None for t in lengths):
-        curve = replace(curve, tokens_estimated=True)
     one_token = one_token_wait_ms(samples)
     bursts = {i: b for i, t in enumerate(ok) if (b := stream_burst(t, one_token)) is not None}
     # A held-back stream's gaps are the hop's flushes, not the server's pauses.
@@ -321,6 +337,10 @@ def gather_facts(
     lossy = {i for i, c in enumerate(request_counts(ok)) if c is not None and c.saw_loss}
     loss = path_loss(ok)
     lost = frozenset(id(ok[i]) for i in lossy) if loss is not None and loss.lossy else frozenset()
+    curve = fit_length_curve(length_points(_length_pairs(steps, lost)))
+    lengths = [s.trace for s in steps if s.step == Step.LENGTH and s.trace.ok]
+    if curve is not None and lengths and all(t.prompt_tokens is None for t in lengths):
+        curve = replace(curve, tokens_estimated=True)
     # On a lossy path a pause within one retransmission timeout is the path's too, where
     # its request counted no loss: a segment lost with nothing behind it was resent.
     recovery_ms = loss.recovery_ms if loss is not None and loss.lossy else 0.0
@@ -349,7 +369,7 @@ def gather_facts(
         loop_lag_ms=median_of(s.loop_lag_ms for s in measured),
         client_delay_ms=median_of(s.trace.client_delay_ms for s in measured),
         bursts=list(bursts.values()),
-        long_streams=sum(1 for t in ok if len(t.chunks) >= MIN_CHUNKS),
+        long_streams=sum(1 for t in ok if judged(t)),
         server=server_account(samples, server_metrics, server_metrics_source),
         reasoning=reasoning_facts(ok),
         keepalive_why=keepalive_why,
@@ -376,14 +396,20 @@ def one_token_wait_ms(samples: Sequence[Sample]) -> float | None:
     )
 
 
-def _length_pairs(samples: Sequence[Sample]) -> list[tuple[int, float]]:
+def _length_pairs(
+    samples: Sequence[Sample], lost: frozenset[int] = frozenset()
+) -> list[tuple[int, float]]:
     """(prompt tokens, TTFT from the wire) of the length step, one length per
     requested length (the endpoint's count of a calibrated prompt can differ by a token
     or two), and of the requests sent alone at the other steps' length: the curve's
-    shortest point, with many requests."""
+    shortest point, with many requests. ``lost``: the ids of traces that saw loss on a
+    lossy path, left out: a longer prompt crosses more segments, so on such a path it
+    meets more losses, and their recovery would read as a prefill that grows."""
     by_target: dict[int, list[RequestTrace]] = {}
     for s in samples:
         t = s.trace
+        if id(t) in lost:
+            continue
         if s.step == Step.LENGTH and t.ok and t.ttft_ms is not None:
             target = s.target_prompt_tokens or t.prompt_tokens
             if target is not None:
@@ -391,7 +417,7 @@ def _length_pairs(samples: Sequence[Sample]) -> list[tuple[int, float]]:
     if by_target:
         for s in alone_at_one_length(samples):
             target = s.target_prompt_tokens
-            if target is not None and s.trace.ttft_ms is not None:
+            if target is not None and s.trace.ttft_ms is not None and id(s.trace) not in lost:
                 by_target.setdefault(target, []).append(s.trace)
     pairs = []
     for target, traces in by_target.items():

@@ -156,6 +156,8 @@ def test_the_knee_and_the_queueing_rule_read_one_ratio_and_one_floor() -> None:
         server=None,
         server_account=None,
         loss=None,
+        curve=None,
+        long_reference_tokens=None,
     )
     assert _client_queueing(facts) is None
     facts.load |= {

@@ -12,11 +12,14 @@ from typing import Any
 import pytest
 
 from latdoc import Kind
-from latdoc.analysis.kinds.queueing import SERVER_QUEUE_MIN_MS, queueing
+from latdoc.analysis.facts import gather_facts
+from latdoc.analysis.kinds.queueing import SERVER_QUEUE_MIN_MS, queueing, slot_scale
+from latdoc.analysis.length import fit_length_curve, length_points
 from latdoc.analysis.loss import Counts, Loss
 from latdoc.analysis.noticeable import request_parts
 from latdoc.analysis.queue_comments import keepalive_facts
 from latdoc.records import Sample, Step
+from latdoc.reference import healthy_reference
 from report_samples import MS, make_trace
 
 SWINGING = {
@@ -32,10 +35,15 @@ SWINGING = {
 }
 
 
-def _facts(loss: Loss | None) -> Any:
+def _namespace(**facts: Any) -> Any:
+    """Facts of a run with no length curve and no keep-alive comments, but ``facts``."""
     return SimpleNamespace(
-        load=dict(SWINGING), server=None, server_account=None, loss=loss, keepalive={}
+        **{"curve": None, "long_reference_tokens": None, "keepalive": {}, **facts}
     )
+
+
+def _facts(loss: Loss | None) -> Any:
+    return _namespace(load=dict(SWINGING), server=None, server_account=None, loss=loss)
 
 
 def _loss(retransmits: int, losing: int) -> Loss:
@@ -64,7 +72,7 @@ def test_a_rise_under_load_on_a_lossy_path_counts_above_one_retransmission_timeo
         quiet = {**SWINGING, "ttft_cv": 0.1, "ttft_p95_over_p50": 1.1, "concurrency": 4.0}
         conc = quiet["ttft_p50_ms"] + rise_ms
         load = {**quiet, "concurrent_ttft_p50_ms": conc, "concurrent_over_sequential": conc / 200}
-        return SimpleNamespace(load=load, server=None, loss=path, keepalive={})
+        return _namespace(load=load, server=None, loss=path)
 
     # 190 ms more at four at once: a queue on a clean path, one lost segment's timeout
     # on a lossy one.
@@ -77,6 +85,73 @@ def test_a_rise_under_load_on_a_lossy_path_counts_above_one_retransmission_timeo
     assert queueing(burst(400.0, slow_path)) is None
 
 
+def _burst(slot_ms: float, waited: float | None, **more: Any) -> Any:
+    """Four sent together at 200 ms alone, three of them a slot's time later each (one
+    slot): the burst's mean is 1.5 slot times above a request alone."""
+    quiet = {**SWINGING, "ttft_cv": 0.1, "ttft_p95_over_p50": 1.1, "concurrency": 4.0}
+    mean = 200.0 + 1.5 * slot_ms
+    load = {
+        **quiet,
+        "concurrent_ttft_p50_ms": mean,
+        "concurrent_ttft_mean_ms": mean,
+        "concurrent_over_sequential": mean / 200.0,
+        "slot_ms": slot_ms,
+        "concurrent_waited_share": waited,
+    }
+    return _namespace(load=load, server=None, loss=None, network={}, **more)
+
+
+def test_a_queue_for_slots_is_the_wait_of_requests_kept_in_flight() -> None:
+    # Kept four in flight on one slot, a request waits for the three ahead of it: three
+    # slot times (Little's law), where one burst of four waits 1.5 on average.
+    one_slot = queueing(_burst(400.0, 0.75))
+    assert one_slot is not None and one_slot.share_ms == pytest.approx(1200.0)
+    assert one_slot.excess_ms == one_slot.beyond_alone_ms == one_slot.share_ms
+    assert one_slot.evidence["burst_rise_ms"] == pytest.approx(600.0)
+    assert "3.00 slot times" in str(one_slot.rule)
+    # Two of four waited: two slots, and one slot time a request.
+    two_slots = queueing(_burst(400.0, 0.5))
+    assert two_slots is not None and two_slots.share_ms == pytest.approx(400.0)
+    # Every request waited (a server busy with others' requests): no slots to read, the
+    # burst's own rise.
+    busy = queueing(_burst(400.0, 1.0))
+    assert busy is not None and busy.share_ms == pytest.approx(600.0)
+
+
+def test_at_the_users_longer_prompt_each_request_holds_its_slot_longer() -> None:
+    # TTFT 200 ms at 128 tokens, 600 at 2,048: a request of 2,048 tokens holds its slot
+    # 400 ms longer than the 400 ms of the short ones sent together.
+    points = length_points([(128, 200.0)] * 3 + [(2048, 600.0)] * 3)
+    curve = fit_length_curve(points)
+    facts = _burst(
+        400.0, 0.75, curve=curve, long_reference_tokens=2048, reference=healthy_reference()
+    )
+    assert slot_scale(facts) == pytest.approx(2.0)
+    found = queueing(facts)
+    assert found is not None and found.share_ms == pytest.approx(2400.0)
+    assert "2,048 prompt tokens holds its slot 2.0× as long as one of 128" in str(found.rule)
+
+
+def test_the_facts_read_a_slots_time_and_the_share_of_a_burst_that_waited_for_one() -> None:
+    # Warm requests alone hold the server 1,615 ms (a 380 ms wait, the first token's 35
+    # and a 1.2 s stream); of four sent together, three waited one, two and three of those.
+    alone = [Sample(Step.LOAD, make_trace(dns=None, connect=None, tls=None), 128) for _ in range(8)]
+    burst = [
+        Sample(
+            Step.LOAD,
+            make_trace(dns=None, connect=None, tls=None, wait=380.0 + k * 1615.0),
+            128,
+            concurrency=4,
+        )
+        for k in range(4)
+    ]
+    load = gather_facts([*alone, *burst], None).load
+    assert load["slot_ms"] == pytest.approx(380.0 + 35.0 + 1200.0)
+    assert load["concurrent_waited_share"] == pytest.approx(0.75)
+    found = queueing(gather_facts([*alone, *burst], None))
+    assert found is not None and found.share_ms == pytest.approx(3 * 1615.0)
+
+
 def test_an_untold_server_wait_on_a_lossy_path_counts_above_one_retransmission_timeout() -> None:
     # The server told its prefill and no queue: the wait is what the client's first token
     # leaves. A lab on a 40 ms link losing 8% of segments measured 41 ms of it alone and
@@ -87,7 +162,7 @@ def test_an_untold_server_wait_on_a_lossy_path_counts_above_one_retransmission_t
         quiet = {**SWINGING, "ttft_cv": 0.1, "ttft_p95_over_p50": 1.1}
         numbers = {"requests": 24.0, "alone_wait_ms": alone_ms, "concurrent_wait_ms": together_ms}
         account = SimpleNamespace(numbers=numbers, source="Server-Timing")
-        return SimpleNamespace(load=quiet, server=account, loss=path, keepalive={})
+        return _namespace(load=quiet, server=account, loss=path)
 
     clean = queueing(told(41.0, 196.0, None))
     assert clean is not None and clean.share_ms == pytest.approx(155.0)
@@ -98,7 +173,7 @@ def test_an_untold_server_wait_on_a_lossy_path_counts_above_one_retransmission_t
     # A queue the server tells is its own, whatever the path.
     numbers = {"requests": 24.0, "queue_ms": 150.0}
     own = SimpleNamespace(numbers=numbers, source="Server-Timing")
-    facts = SimpleNamespace(load=told(0, 0, None).load, server=own, loss=loss, keepalive={})
+    facts = _namespace(load=told(0, 0, None).load, server=own, loss=loss)
     assert (found := queueing(facts)) is not None and found.share_ms == 150.0
 
 
@@ -108,7 +183,7 @@ def _kept(alone: float | None, together: float | None, found: bool = False) -> A
     quiet = {**SWINGING, "ttft_cv": 0.1, "ttft_p95_over_p50": 1.1}
     load = {**(SWINGING if found else quiet), "concurrency": 4.0}
     told = {"keepalive_n": 12.0, "keepalive_alone_ms": alone, "keepalive_concurrent_ms": together}
-    return SimpleNamespace(load=load, server=None, loss=None, keepalive=told)
+    return _namespace(load=load, server=None, loss=None, keepalive=told)
 
 
 def test_a_keep_alive_wait_that_rises_under_load_is_queueing() -> None:

@@ -37,6 +37,7 @@ from dataclasses import replace
 from latdoc.analysis._rule import confidence
 from latdoc.analysis.facts import Facts
 from latdoc.analysis.kinds._spec import KindSpec
+from latdoc.analysis.kinds.input_length import length_check
 from latdoc.analysis.policy import KNEE_MIN_RISE_MS, KNEE_RATIO, queues_under_load
 from latdoc.i18n import N_, Message
 from latdoc.model import Finding, Kind
@@ -50,6 +51,7 @@ __all__ = [
     "SERVER_QUEUE_MIN_MS",
     "SPEC",
     "queueing",
+    "slot_scale",
     "with_keepalive",
     "with_server_queueing",
 ]
@@ -73,6 +75,72 @@ def queueing(f: Facts) -> Finding | None:
     return with_keepalive(with_server_queueing(_client_queueing(f), f), f)
 
 
+def slot_scale(f: Facts) -> float:
+    """How many times as long a request of the user's prompt holds a server slot as one
+    of the load step's (:data:`~latdoc.analysis.facts.Facts` ``load["slot_ms"]``): the
+    user's prompt adds the fitted length curve's growth to it. 1 where the curve adds
+    nothing or the slot's time is unknown."""
+    check = length_check(f)
+    growth = 0.0 if check is None else max(0.0, check.growth_ms)
+    slot = f.load.get("slot_ms")
+    return (slot + growth) / slot if growth > 0 and slot else 1.0
+
+
+def _at_user_prompt(found: Finding, f: Facts, rise_ms: float) -> Finding:
+    """``found``, whose share is the burst's rise under concurrency (``rise_ms``, at the
+    load step's prompt), read as the wait of the user's request.
+
+    The burst shows the slots: the requests that waited about a slot's time or more
+    waited for one. Where some did and some did not, the server serves ``c × (1 − w)``
+    at once (``w`` the share that waited), and an application that keeps ``c`` requests
+    in flight all the time waits ``w / (1 − w)`` slot times a request (Little's law: it
+    is served ``c`` at a time by fewer slots); a single burst's mean shows only part of
+    it (a quarter of a request among four on three slots, half of three on one).
+    At the user's prompt each request holds its slot longer (:func:`slot_scale`).
+    Where every request of the burst waited, the slots were held by others' requests (a
+    busy server): the wait is theirs, the burst's own rise, at any prompt."""
+    ld = f.load
+    slot, waited = ld.get("slot_ms"), ld.get("concurrent_waited_share")
+    if slot is None or waited is None or not 0 < waited < 1:
+        return found
+    scale = slot_scale(f)
+    check = length_check(f)
+    per_request = waited / (1 - waited)
+    wait = slot * scale * per_request
+    prompt = Message(
+        "{rule}; {waited:.0%} of the requests sent together waited a slot's time "
+        "({slot:.0f} ms) or more: kept {n:.0f} in flight, a request waits {per:.2f} "
+        "slot times",
+        rule=Message.of(found.rule),
+        waited=waited,
+        slot=slot,
+        n=ld["concurrency"],
+        per=per_request,
+    )
+    if scale > 1.0 and check is not None:
+        prompt = Message(
+            "{rule}; a request of {tokens:,} prompt tokens holds its slot {scale:.1f}× as long "
+            "as one of {short:,}",
+            rule=Message.of(prompt),
+            tokens=check.long_tokens,
+            scale=scale,
+            short=check.short_tokens,
+        )
+    return replace(
+        found,
+        rule=Message("{rule}: {ms:.0f} ms a request", rule=Message.of(prompt), ms=wait),
+        evidence={
+            **found.evidence,
+            "slot_scale": scale,
+            "burst_rise_ms": rise_ms,
+            "wait_at_user_request_ms": wait,
+        },
+        share_ms=wait,
+        excess_ms=wait,
+        beyond_alone_ms=wait,
+    )
+
+
 def _client_queueing(f: Facts) -> Finding | None:
     ld = f.load
     cv, spread, p50 = ld["ttft_cv"], ld["ttft_p95_over_p50"], ld["ttft_p50_ms"]
@@ -93,7 +161,7 @@ def _client_queueing(f: Facts) -> Finding | None:
         # retransmission timeout each): a rise no larger than that timeout is the path's
         # (``recovery_ms`` is 0 on a clean path).
         if queues_under_load(ratio, rise) and rise > recovery_ms:
-            return Finding(
+            found = Finding(
                 Kind.QUEUEING,
                 N_("Requests queue on the server under load"),
                 Message(
@@ -110,6 +178,7 @@ def _client_queueing(f: Facts) -> Finding | None:
                 confidence=confidence(n, ratio / QUEUE_LOAD_RATIO - 1),
                 beyond_alone_ms=rise,
             )
+            return _at_user_prompt(found, f, rise)
     # On a lossy path the swing is not read: the requests that counted a loss are left
     # out of it, but a lost segment with nothing sent behind it (a stream's first event
     # often travels alone) is recovered by a retransmission timeout no counter on the
@@ -221,7 +290,7 @@ def with_server_queueing(found: Finding | None, f: Facts) -> Finding | None:
     lossy = f.loss is not None and f.loss.lossy
     recovery_ms = f.loss.recovery_ms if f.loss is not None and lossy else 0.0
     if rise is not None and rise >= SERVER_QUEUE_MIN_MS and rise > recovery_ms:
-        return Finding(
+        found = Finding(
             Kind.QUEUEING,
             N_("Requests wait on the server beyond their prefill under load"),
             Message(
@@ -238,6 +307,7 @@ def with_server_queueing(found: Finding | None, f: Facts) -> Finding | None:
             confidence=confidence(requests, rise / SERVER_QUEUE_MIN_MS - 1),
             beyond_alone_ms=rise,
         )
+        return _at_user_prompt(found, f, rise)
     return None
 
 
