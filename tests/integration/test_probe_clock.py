@@ -265,8 +265,9 @@ def test_http2_chunks_carry_their_own_frames_arrival_not_the_connections_last_re
     # The lab in a process of its own, so its writes do not wait on this one's.
     config = LabConfig(latency=latency, stamp_chunks=True)
     with LabProcess(config, tls=True, http2=True) as server:
-        assert server.ca_file is not None
-        traces = asyncio.run(go(server.base_url, server.ca_file))
+        assert server.ca_file is not None and server.pid is not None
+        with held_back(server.pid) as held:
+            traces = asyncio.run(go(server.base_url, server.ca_file))
     assert all(t.ok and t.http_version == "HTTP/2" for t in traces)
     assert len(own_ms) == sum(t.output_tokens or 0 for t in traces) == streams * 24
     assert min(own_ms) >= 0, "a chunk stamped before the lab wrote it: frames misread"
@@ -276,9 +277,12 @@ def test_http2_chunks_carry_their_own_frames_arrival_not_the_connections_last_re
     # Under 1 ms on a quiet machine, widened by the noise (or by the spread of the stamps
     # themselves: the lab's writes and this loop's reads wait on a busy machine while the
     # 32 streams run, when a noise measurement before or after sees none), never to most
-    # of a token's 5 ms.
+    # of a token's 5 ms, but for what held the lab and this process back while the
+    # streams ran: a reader waiting for a core reads every frame late (5.4 ms at the
+    # median beside a CPU hog and two more busy processes).
     spread = spread_ms(own_ms)
-    assert own < machine_noise.bound_ms(1.0, 4.0, extra_ms=spread), summary
+    late = machine_noise.bound_ms(1.0, 4.0, extra_ms=spread) + held.ms
+    assert own < late, (summary, held)
     # Ahead of the connection's last read. The time the lab took from stamping a chunk
     # to writing it is in both, so they are compared chunk by chunk: 1.1-1.6 ms apart at
     # the median on a quiet machine, 1.5-3.4 beside a CPU hog; a chunk stamped with the
