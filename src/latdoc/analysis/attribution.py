@@ -34,7 +34,16 @@ from latdoc.analysis.network_check import network_check
 from latdoc.analysis.noticeable import is_noticeable, noticeable_bar, request_parts
 from latdoc.analysis.traffic import StepViews
 from latdoc.analysis.typical import growth_to, longer_prompt, typical_workload
-from latdoc.model import Diagnosis, Finding, NoticeableBar, RunContext, Scenario, Verdict
+from latdoc.i18n import Message
+from latdoc.model import (
+    Diagnosis,
+    Finding,
+    Kind,
+    NoticeableBar,
+    RunContext,
+    Scenario,
+    Verdict,
+)
 from latdoc.records import Sample, Step
 
 
@@ -58,7 +67,7 @@ def diagnose(
         reference=context.reference,
     )
     rules = [spec.rule for spec in specs() if spec.rule is not None]
-    findings = tuple(f for rule in rules if (f := rule(facts)) is not None)
+    findings = with_the_requests_ahead(tuple(f for rule in rules if (f := rule(facts)) is not None))
     check = length_check(facts)
     identical = samples if views is None else views.identical
     beyond = sum(f.beyond_alone_ms for f in findings)
@@ -109,6 +118,37 @@ def diagnose(
         reference=None
         if context.reference is None
         else (context.reference.name, context.reference.origin),
+    )
+
+
+def with_the_requests_ahead(findings: tuple[Finding, ...]) -> tuple[Finding, ...]:
+    """``findings``, where the user's requests queue for the server's slots, with the
+    excess of each kind spent in the slot (:attr:`~.kinds.KindSpec.in_the_slot`) counted
+    for the requests ahead too: a request waits ``k`` slot times (the queueing finding's
+    ``slot_times_waited``), each as much shorter were the kind at the reference, so
+    what it saves the user's request is its excess ``1 + k`` times. Its share, the time
+    it adds to the request itself, stays."""
+    queue = next((f for f in findings if f.kind is Kind.QUEUEING), None)
+    ahead = 0.0 if queue is None else queue.evidence.get("slot_times_waited", 0.0)
+    if ahead <= 0:
+        return findings
+    slot = {s.kind for s in specs() if s.in_the_slot}
+    return tuple(
+        replace(
+            f,
+            rule=Message(
+                "{rule}; each of the {ahead:.2f} slot times a request waits is as much "
+                "longer: it saves {ms:.0f} ms at the user's concurrency",
+                rule=Message.of(f.rule),
+                ahead=ahead,
+                ms=f.excess_ms * (1 + ahead),
+            ),
+            excess_ms=f.excess_ms * (1 + ahead),
+            evidence={**f.evidence, "excess_of_requests_ahead_ms": f.excess_ms * ahead},
+        )
+        if f.kind in slot and f.excess_ms > 0
+        else f
+        for f in findings
     )
 
 

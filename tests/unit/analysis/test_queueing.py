@@ -12,12 +12,14 @@ from typing import Any
 import pytest
 
 from latdoc import Kind
+from latdoc.analysis.attribution import with_the_requests_ahead
 from latdoc.analysis.facts import gather_facts
 from latdoc.analysis.kinds.queueing import SERVER_QUEUE_MIN_MS, queueing, slot_scale
 from latdoc.analysis.length import fit_length_curve, length_points
 from latdoc.analysis.loss import Counts, Loss
 from latdoc.analysis.noticeable import request_parts
 from latdoc.analysis.queue_comments import keepalive_facts
+from latdoc.model import Finding
 from latdoc.records import Sample, Step
 from latdoc.reference import healthy_reference
 from report_samples import MS, make_trace
@@ -261,3 +263,19 @@ def test_the_typical_request_shows_the_keep_alive_wait_as_the_servers() -> None:
     assert parts.total_ms == pytest.approx(plain.total_ms)
     assert ("server wait", pytest.approx(250.0)) in parts.items()
     assert plain.server_wait_ms is None
+
+
+def test_a_kind_spent_in_the_slot_saves_its_excess_for_each_request_ahead_too() -> None:
+    # Kept four in flight on one slot, a request waits three slot times: a prefill 500 ms
+    # past healthy makes each of the three ahead 500 ms longer too, so fixing it saves
+    # 2 s; a slow lookup, spent before the request reaches the server, saves its own.
+    queue = Finding(Kind.QUEUEING, "q", "r", {"slot_times_waited": 3.0}, 3000.0, 1.0)
+    prefill = Finding(Kind.INPUT_LENGTH, "i", "r", {}, 600.0, 1.0, excess_ms=500.0)
+    lookup = Finding(Kind.NETWORK_SETUP, "n", "r", {}, 300.0, 1.0, excess_ms=100.0)
+    out = {f.kind: f for f in with_the_requests_ahead((queue, prefill, lookup))}
+    assert out[Kind.INPUT_LENGTH].excess_ms == 2000.0
+    assert out[Kind.INPUT_LENGTH].share_ms == 600.0
+    assert out[Kind.INPUT_LENGTH].evidence["excess_of_requests_ahead_ms"] == 1500.0
+    assert out[Kind.NETWORK_SETUP] is lookup and out[Kind.QUEUEING] is queue
+    # With no queue for slots nothing moves.
+    assert with_the_requests_ahead((prefill, lookup)) == (prefill, lookup)

@@ -50,6 +50,11 @@ class KindSpec:
     """It acts only on a request that opens a connection, so it is weighed on such a
     request (:attr:`~latdoc.model.NoticeableBar.new_connection_ms`), not on a warm one
     it never touches (``network_setup``)."""
+    in_the_slot: bool = False
+    """Its time is spent holding a server slot (prefill, reasoning, decode, a stall), so
+    where the user's requests queue for slots each request ahead of theirs holds its slot
+    that much longer too: what it saves counts for those as well
+    (:func:`latdoc.analysis.attribution.diagnose`)."""
     shows_request_parts: bool = False
     """As the verdict, the reports show where a typical request's time goes, phase by
     phase, instead of what each kind adds (``healthy``: no kind adds anything)."""

@@ -83,4 +83,5 @@ SPEC = KindSpec(
     N_("slow generation or long outputs"),
     colour="#46a85c",
     rule=decode,
+    in_the_slot=True,
 )

@@ -356,5 +356,6 @@ SPEC = KindSpec(
     N_("prefill grows with the prompt"),
     colour="#4a80e0",
     rule=input_length,
+    in_the_slot=True,
     before_first_token=True,
 )

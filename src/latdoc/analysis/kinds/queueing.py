@@ -133,6 +133,7 @@ def _at_user_prompt(found: Finding, f: Facts, rise_ms: float) -> Finding:
             **found.evidence,
             "slot_scale": scale,
             "burst_rise_ms": rise_ms,
+            "slot_times_waited": per_request,
             "wait_at_user_request_ms": wait,
         },
         share_ms=wait,

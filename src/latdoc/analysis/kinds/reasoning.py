@@ -63,4 +63,5 @@ SPEC = KindSpec(
     N_("the model thinks before its first answer token"),
     colour="#b36bc9",
     rule=reasoning,
+    in_the_slot=True,
 )

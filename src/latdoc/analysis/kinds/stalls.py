@@ -74,4 +74,5 @@ SPEC = KindSpec(
     N_("pauses in the middle of the stream"),
     colour="#d95892",
     rule=stalls,
+    in_the_slot=True,
 )
