@@ -94,10 +94,18 @@ def freeze_trace(
 
     dns_done, connect_done, tls_done, tunnel_done = _setup_marks(rec, target)
     sent, acked = rec.sent
+    first_byte = rec.first_byte
+    events = _from_events(state := ex.state, t0)
+    first_token = events["first_token_ns"]
+    if first_token is not None and first_byte is not None and first_byte > first_token + t0:
+        # The first token's frame came in the same read as the response's headers or a
+        # later one: an HTTP/2 headers stamp the loop took late (after the write's own
+        # late return) is its frame's read at the latest, and so is the send's end.
+        first_byte = first_token + t0
+        sent = None if sent is None else min(sent, first_byte)
     granted = rec.pool_granted
     if granted is not None and rec.queue_done is not None:
         granted = min(granted, rec.queue_done)
-    state = ex.state
     server_timing = parse_server_timing(ex.headers)
     if state is not None:
         server_timing.update(state.server_timing)
@@ -123,7 +131,7 @@ def freeze_trace(
         tls_done_ns=rel(tls_done),
         sent_ns=rel(sent),
         sent_acked=acked,
-        first_byte_ns=rel(rec.first_byte),
+        first_byte_ns=rel(first_byte),
         done_ns=rel(ex.done),
         status=ex.status,
         request_bytes=request_body_bytes,
@@ -143,7 +151,7 @@ def freeze_trace(
         tls_session_offered=rec.tls_session_offered and rec.new_connection,
         proxy=target.proxy,
         proxy_connect_done_ns=rel(tunnel_done),
-        **_from_events(state, t0),
+        **events,
         **_keepalive(ex.decoder, t0),
     )
 
