@@ -128,8 +128,12 @@ def test_the_server_killed_mid_level_at_256_streams(
     assert set(in_flight) <= broken | {("connect", "connect")}
     assert in_flight[("stream_broken", "stream")] > 0
     # Sent after: refused at connect (one that got in just as the server died breaks).
+    # Under a budget of half the requests failing, the level may stop before any stream
+    # sends again (beside other work, no request sent after the kill was refused in one
+    # run of five).
     assert set(after) <= broken | {("connect", "connect")}
-    assert after[("connect", "connect")] > 0
+    if max_error_rate == "1":
+        assert after[("connect", "connect")] > 0
 
     # The report says the same, level by level.
     reported = Counter()
@@ -151,7 +155,7 @@ def test_the_server_killed_mid_level_at_256_streams(
         assert f"{STREAMS} (partial)" in text
         assert f"Failed at {STREAMS} (partial): " in text
         refused = after[("connect", "connect")] + in_flight[("connect", "connect")]
-        assert f"{refused} connect during connect" in text
+        assert (f"{refused} connect during connect" in text) == (refused > 0), text
     else:
         # A budget that allows every failure: the level runs its time, unmarked, and the
         # sweep goes on until another budget says (here the request budget: the streams
