@@ -40,7 +40,7 @@ from latdoc.analysis.kinds._spec import KindSpec
 from latdoc.analysis.kinds.input_length import length_check
 from latdoc.analysis.policy import KNEE_MIN_RISE_MS, KNEE_RATIO, queues_under_load
 from latdoc.i18n import N_, Message
-from latdoc.model import Finding, Kind
+from latdoc.model import Finding, Kind, LengthCheck
 
 __all__ = [
     "MIN_SWING_N",
@@ -75,12 +75,13 @@ def queueing(f: Facts) -> Finding | None:
     return with_keepalive(with_server_queueing(_client_queueing(f), f), f)
 
 
-def slot_scale(f: Facts) -> float:
+def slot_scale(f: Facts, check: LengthCheck | None = None) -> float:
     """How many times as long a request of the user's prompt holds a server slot as one
     of the load step's (:data:`~latdoc.analysis.facts.Facts` ``load["slot_ms"]``): the
     user's prompt adds the fitted length curve's growth to it. 1 where the curve adds
-    nothing or the slot's time is unknown."""
-    check = length_check(f)
+    nothing or the slot's time is unknown. ``check``: the length rule's comparison where
+    the caller has it already (else it is read from ``f``)."""
+    check = length_check(f) if check is None else check
     growth = 0.0 if check is None else max(0.0, check.growth_ms)
     slot = f.load.get("slot_ms")
     return (slot + growth) / slot if growth > 0 and slot else 1.0
@@ -103,8 +104,8 @@ def _at_user_prompt(found: Finding, f: Facts, rise_ms: float) -> Finding:
     slot, waited = ld.get("slot_ms"), ld.get("concurrent_waited_share")
     if slot is None or waited is None or not 0 < waited < 1:
         return found
-    scale = slot_scale(f)
     check = length_check(f)
+    scale = slot_scale(f, check)
     per_request = waited / (1 - waited)
     wait = slot * scale * per_request
     prompt = Message(
