@@ -11,6 +11,7 @@ import asyncio
 import socket
 import struct
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -48,6 +49,10 @@ class ScriptedServer:
 
     script: Sequence[Step] | Callable[[bytes], Sequence[Step]]
     requests: list[bytes] = field(default_factory=list)
+    writes: list[int] = field(default_factory=list)
+    """When each bytes step was handed to the socket (``perf_counter_ns``, the clock a
+    probe in the same process stamps with): what a test compares arrivals with, so a
+    server thread the machine ran late is not read as a late probe."""
 
     def __post_init__(self) -> None:
         self._loop = asyncio.new_event_loop()
@@ -94,6 +99,7 @@ class ScriptedServer:
                 script = self.script(request) if callable(self.script) else self.script
                 for step in script:
                     if isinstance(step, bytes):
+                        self.writes.append(time.perf_counter_ns())
                         writer.write(step)
                         await writer.drain()
                     elif isinstance(step, float | int):

@@ -26,7 +26,7 @@ from latdoc.errors import UsageError, message_of
 from latdoc.i18n import LANGUAGES, N_, Message, say, translate
 from latdoc.model import DEFAULT_CONCURRENCY
 from latdoc.probe import BASE_URL_VARIABLE as BASE_URL_VARIABLE
-from latdoc.probe import dialects, parse_extra_body, providers
+from latdoc.probe import dialects, load_tools, parse_extra_body, providers
 
 if TYPE_CHECKING:
     from latdoc.report.metrics import PrometheusMetrics
@@ -56,6 +56,8 @@ duration = argument_type(quantities.duration)
 """The one parser of every flag that takes a duration: ``30s``, ``5m``, ``1.5h``, ``2d``."""
 json_object = argument_type(parse_extra_body)
 """``--extra-body``: a JSON object of request fields latdoc does not write itself."""
+tools_file = argument_type(load_tools)
+"""``--tools``: a JSON file of tool definitions every request offers."""
 
 
 def add_target_arguments(p: argparse.ArgumentParser) -> None:
@@ -80,6 +82,12 @@ def add_target_arguments(p: argparse.ArgumentParser) -> None:
         "--extra-body", type=json_object, default={}, metavar="JSON",
         help="fields added to every request body, e.g. '{\"ignore_eos\": true, "
         "\"temperature\": 0}' (not model, messages, prompt, stream or max_tokens)",
+    )  # fmt: skip
+    p.add_argument(
+        "--tools", type=tools_file, default=(), metavar="FILE",
+        help="offer every request the tools in FILE (a JSON list of function definitions, "
+        "in any API's shape: name, description, JSON Schema parameters); the record keeps "
+        "when the first tool call and its arguments' last byte arrived",
     )  # fmt: skip
     g = p.add_argument_group("connection")
     g.add_argument("--http2", action="store_true", help="offer HTTP/2 (ALPN) as well as 1.1")

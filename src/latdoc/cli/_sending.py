@@ -141,6 +141,7 @@ def endpoint_and_connection(
         proxy=proxy,
         direct=getattr(args, "no_proxy", False) or (not chosen.url and proxy is None),
         provider=chosen.provider,
+        tools=getattr(args, "tools", ()),
     )
 
 

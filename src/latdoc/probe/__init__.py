@@ -26,6 +26,7 @@ The rooms behind this face, in the order a request passes through them:
   API, a URL, a key, a proxy), as every sending command builds them.
 - ``_proxy``: which proxy a URL goes through (``HTTPS_PROXY``, ``NO_PROXY`` …, or
   ``--proxy``), and httpcore's own pool for it (HTTP ``CONNECT`` and forwarding, SOCKS5).
+- ``_tools``: the tools a request offers (``--tools FILE``), read from any API's shape.
 - ``_failures``: every lower-level error mapped to a typed failure, once.
 - ``_tcpinfo``, ``_servertiming``, ``_looplag``: the kernel's, the server's and the
   client's own view of the time; ``_metrics``: an engine's ``/metrics`` page, read.
@@ -76,6 +77,7 @@ from latdoc.probe._target import (
     proxy_secrets,
 )
 from latdoc.probe._tcpinfo import read_tcp_info
+from latdoc.probe._tools import Tool, load_tools, parse_tools
 
 __all__ = [
     "BASE_URL_VARIABLE",
@@ -106,6 +108,7 @@ __all__ = [
     "TimedBackend",
     "TimedStream",
     "Timeouts",
+    "Tool",
     "TraceTarget",
     "check_extra_body",
     "choose_api",
@@ -117,6 +120,7 @@ __all__ = [
     "freeze_trace",
     "http_error",
     "kernel_stamps_possible",
+    "load_tools",
     "merge_fields",
     "metrics_url",
     "now_ns",
@@ -124,6 +128,7 @@ __all__ = [
     "parse_extra_body",
     "parse_no_proxy",
     "parse_proxy",
+    "parse_tools",
     "proxy_secrets",
     "read_tcp_info",
     "request_body",

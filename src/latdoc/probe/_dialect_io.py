@@ -21,6 +21,7 @@ from latdoc.errors import UsageError
 from latdoc.i18n import N_, Message
 from latdoc.probe import dialects
 from latdoc.probe._events import EventInfo, Usage
+from latdoc.probe._tools import Tool
 from latdoc.probe.dialects import DialectSpec
 
 __all__ = [
@@ -146,17 +147,22 @@ def request_body(
     *,
     include_usage: bool,
     extra: Mapping[str, Any] | None = None,
+    tools: Sequence[Tool] = (),
 ) -> dict[str, Any]:
-    """The JSON body of a streamed request; ``extra`` fields (checked by
-    :func:`check_extra_body`) are added to it, such as ``ignore_eos``, ``temperature``
-    or a reasoning effort. Each dialect places the messages its own way (Anthropic's
-    system messages as ``system``, the Responses API's as ``input``)."""
+    """The JSON body of a streamed request offering ``tools`` in the dialect's shape;
+    ``extra`` fields (checked by :func:`check_extra_body`) are added to it last, such as
+    ``ignore_eos``, ``temperature`` or a reasoning effort. Each dialect places the
+    messages its own way (Anthropic's system messages as ``system``, the Responses API's
+    as ``input``)."""
     messages = (
         [{"role": "user", "content": prompt}]
         if isinstance(prompt, str)
         else [dict(m) for m in prompt]
     )
-    body = dialects.resolve(dialect).body(model, messages, max_tokens, include_usage)
+    spec = dialects.resolve(dialect)
+    body = spec.body(model, messages, max_tokens, include_usage)
+    if tools:
+        body = merge_fields(body, spec.tool_fields(tools))
     return merge_fields(body, check_extra_body(extra)) if extra else body
 
 

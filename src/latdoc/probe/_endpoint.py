@@ -15,6 +15,7 @@ from latdoc.i18n import N_, Message
 from latdoc.probe import dialects
 from latdoc.probe._dialect_io import check_extra_body
 from latdoc.probe._provider_spec import ProviderSpec
+from latdoc.probe._tools import Tool
 from latdoc.probe.dialects import DialectSpec
 
 
@@ -45,10 +46,16 @@ class Endpoint:
     provider: ProviderSpec | None = field(default=None, repr=False)
     """The ``--provider`` preset it was chosen by, whose quirks its requests follow
     (the switch that turns thinking off); ``None``: the dialect's ways alone."""
+    tools: tuple[Tool, ...] = field(default=(), hash=False)
+    """The tools every request offers the model (``--tools``), written in the dialect's
+    shape; none by default."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dialect", dialects.resolve(self.dialect))
         check_extra_body(self.extra_body)
+        object.__setattr__(self, "tools", tuple(self.tools))
+        if self.tools:
+            self.dialect.tool_fields(self.tools)
         parts = urlsplit(self.base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise UsageError(

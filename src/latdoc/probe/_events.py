@@ -15,6 +15,7 @@ from latdoc.errors import read_base_resp, status_of_error_type
 
 __all__ = [
     "EventInfo",
+    "ToolPart",
     "Usage",
     "base_resp_error",
     "detail_int",
@@ -31,6 +32,18 @@ class Usage:
     cached_prompt_tokens: int | None
     reasoning_tokens: int | None = None
     """Output tokens spent reasoning, as reported (part of ``completion_tokens``)."""
+
+
+class ToolPart(NamedTuple):
+    """What one event carried of one tool call: the call it belongs to, its name if the
+    event gave it, and characters of its arguments."""
+
+    place: int | None
+    """The call's place in the response, as the dialect numbers it (chat's ``index``, a
+    content block's, an output item's); ``None``: the event holds the whole call, a call
+    of its own (Gemini's ``functionCall``)."""
+    name: str | None = None
+    argument_chars: int = 0
 
 
 class EventInfo(NamedTuple):
@@ -59,6 +72,9 @@ class EventInfo(NamedTuple):
     """An event of a type the dialect does not define: skipped, and counted."""
     other_dialect: str | None = None
     """The dialect the event belongs to when it is clearly not this one's."""
+    tool_parts: tuple[ToolPart, ...] = ()
+    """The tool calls the event carried a part of (a name, arguments); an event that
+    names a call without output (the Responses API's ``output_item.added``) has one too."""
 
 
 def error_event(code: Any, message: Any) -> EventInfo:

@@ -18,7 +18,7 @@ from latdoc.probe._recorder import Recorder, now_ns
 from latdoc.probe._servertiming import parse_server_timing
 from latdoc.probe._sse import SSEDecoder
 from latdoc.probe._stream_state import StreamState
-from latdoc.records import Chunk, ConnectAttempt, RequestTrace, TcpInfo
+from latdoc.records import Chunk, ConnectAttempt, RequestTrace, TcpInfo, ToolCall
 
 PROXY_HEADERS = (
     "akamai-grn",
@@ -188,6 +188,7 @@ _NO_EVENTS: dict[str, Any] = {
     "first_tool_call_ns": None,
     "reasoning_tokens": None,
     "unknown_events": None,
+    "tool_calls": (),
 }
 
 
@@ -219,6 +220,15 @@ def _from_events(state: StreamState | None, t0: int) -> dict[str, Any]:
         "first_tool_call_ns": rel(state.first_tool_call),
         "reasoning_tokens": usage.reasoning_tokens if usage is not None else None,
         "unknown_events": state.unknown_events,
+        "tool_calls": tuple(
+            sorted(
+                (
+                    ToolCall(name, chars, first - t0, last - t0)
+                    for name, chars, first, last in state.tool_calls.values()
+                ),
+                key=lambda call: call.first_ns,
+            )
+        ),
     }
 
 

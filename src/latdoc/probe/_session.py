@@ -280,6 +280,7 @@ class ProbeSession:
             max_tokens,
             include_usage=self.include_usage,
             extra=ep.extra_body,
+            tools=ep.tools,
         )
         content = json.dumps(body).encode()
         if self._signer is not None:

@@ -47,6 +47,9 @@ class StreamState:
     text: list[str] = field(default_factory=list)
     response_id: str | None = None
     """The id the response's events give it (``chatcmpl-…``, ``msg_…``, ``resp_…``)."""
+    tool_calls: dict[object, list[Any]] = field(default_factory=dict)
+    """Each tool call read so far, by its place in the response: ``[name, argument
+    characters, first part, arguments' last byte]`` (absolute ``perf_counter_ns``)."""
     _last_completion_tokens: int = 0
     _last_reasoning_tokens: int = 0
     _think: ThinkTags | None = field(default_factory=ThinkTags, repr=False)
@@ -121,8 +124,13 @@ class StreamState:
         return info._replace(output_chars=answer, reasoning_chars=thought)
 
     def _apply(self, info: EventInfo, t_ns: int, rec: Recorder) -> None:
+        if info.tool_parts:
+            self._tool_parts(info, t_ns)
         if info.finish_reason is not None:
-            self.finish_reason = info.finish_reason
+            # A stream that called a tool and stopped by itself ended for the call (Gemini
+            # says STOP, some engines ``stop``): one finish reason for it in every dialect.
+            called = info.finish_reason == "stop" and self.tool_calls
+            self.finish_reason = "tool_calls" if called else info.finish_reason
         if info.ends_stream:
             self.done_marker = True
         if info.server_timing:
@@ -149,6 +157,19 @@ class StreamState:
             self.chunks.append(Chunk(t_ns - self.t0, chars, tokens))
             if self.count_tokens is not None:
                 self.text.append(info.text)
+
+    def _tool_parts(self, info: EventInfo, t_ns: int) -> None:
+        calls = self.tool_calls
+        for part in info.tool_parts:
+            key: object = part.place if part.place is not None else ("whole", len(calls))
+            call = calls.get(key)
+            if call is None:
+                calls[key] = call = [part.name, 0, t_ns, t_ns]
+            elif call[0] is None:
+                call[0] = part.name
+            if part.argument_chars:
+                call[1] += part.argument_chars
+                call[3] = t_ns
 
     def _hidden(self, info: EventInfo) -> int:
         """Reasoning tokens the usage counted since the last chunk that streamed none of

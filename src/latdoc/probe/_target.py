@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +26,7 @@ from latdoc.probe._connection import ConnectionOptions
 from latdoc.probe._endpoint import Endpoint, Timeouts
 from latdoc.probe._provider_spec import ProviderSpec
 from latdoc.probe._proxy import ProxyConfig, parse_proxy
+from latdoc.probe._tools import Tool
 from latdoc.probe.dialects import DialectSpec
 
 BASE_URL_VARIABLE = "OPENAI_BASE_URL"
@@ -102,6 +103,7 @@ def endpoint_and_connection(
     proxy: str | None = None,
     direct: bool = False,
     provider: ProviderSpec | None = None,
+    tools: Sequence[Tool] = (),
 ) -> tuple[Endpoint, ConnectionOptions]:
     """The endpoint to measure, ``model`` at ``base_url`` in dialect ``api`` (a spec, or
     its name) with the quirks of ``provider``'s preset, and how to connect to it: the
@@ -119,6 +121,7 @@ def endpoint_and_connection(
         api_key=key,
         extra_body=extra_body or {},
         provider=provider,
+        tools=tuple(tools),
     )
     connection = ConnectionOptions(
         http2=http2,

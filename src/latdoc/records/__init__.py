@@ -7,11 +7,18 @@ failed (:class:`~latdoc.errors.TraceError`) lives with the exceptions in
 :mod:`latdoc.errors`.
 
 The trace and its derived metrics are defined in :mod:`._trace`, what it is made of
-(chunks, the kernel's view of the connection, connect attempts) in :mod:`._parts`, and
+(chunks, the kernel's view of the connection, connect attempts, tool calls) in :mod:`._parts`, and
 the labels of why it was sent in :mod:`._sample`.
 """
 
-from latdoc.records._parts import CHARS_PER_TOKEN, Chunk, ConnectAttempt, TcpInfo, estimate_tokens
+from latdoc.records._parts import (
+    CHARS_PER_TOKEN,
+    Chunk,
+    ConnectAttempt,
+    TcpInfo,
+    ToolCall,
+    estimate_tokens,
+)
 from latdoc.records._sample import Sample, Step, StepNote
 from latdoc.records._trace import RequestTrace
 
@@ -24,5 +31,6 @@ __all__ = [
     "Step",
     "StepNote",
     "TcpInfo",
+    "ToolCall",
     "estimate_tokens",
 ]

@@ -92,3 +92,25 @@ class ConnectAttempt:
     @property
     def ms(self) -> float:
         return self.elapsed_ns / _NS_PER_MS
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call the response streamed: its name, how much its arguments held, and
+    when its first and last parts arrived."""
+
+    name: str | None
+    """The tool's name as the response gave it; ``None`` when no part named it."""
+    argument_chars: int
+    """Characters of its arguments (the JSON text as streamed, or as the dialect's
+    whole-call part serialises compactly)."""
+    first_ns: int
+    """When the first event carrying the call (its name or arguments) arrived, from t0."""
+    last_ns: int
+    """When the last event carrying its arguments arrived (else its name), from t0: the
+    arguments' last byte."""
+
+    @property
+    def streaming_ms(self) -> float:
+        """From its first part to its arguments' last byte."""
+        return (self.last_ns - self.first_ns) / _NS_PER_MS

@@ -47,6 +47,8 @@ ttfa        first chunk carrying the answer (text, tool call, structured output)
             from t0
 first_tool_call
             first chunk carrying a tool call (its name or arguments), from t0
+tool_arguments_done
+            the last byte of the last tool call's arguments, from t0
 reasoning   thinking before the answer: first answer (else the end) minus first
             reasoning
 keepalive_wait
@@ -66,7 +68,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from latdoc.errors import RequestFailed, TraceError
-from latdoc.records._parts import _NS_PER_MS, Chunk, ConnectAttempt, TcpInfo
+from latdoc.records._parts import _NS_PER_MS, Chunk, ConnectAttempt, TcpInfo, ToolCall
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +192,10 @@ class RequestTrace:
     """The first of them to arrive; ``None`` without one."""
     last_keepalive_ns: int | None = None
     """The last of them to arrive before the first event; ``None`` without one."""
+    tool_calls: tuple[ToolCall, ...] = ()
+    """Every tool call the response streamed, in the order they began: name, arguments'
+    size, first part and arguments' last byte. Empty when it called none, and in traces
+    recorded before tool calls were kept."""
 
     # -- derived metrics, in milliseconds -------------------------------------
 
@@ -293,6 +299,27 @@ class RequestTrace:
     def first_tool_call_ms(self) -> float | None:
         """Time to the first tool-call output."""
         return _ms(self.first_tool_call_ns)
+
+    @property
+    def tool_arguments_done_ms(self) -> float | None:
+        """Time to the last byte of the last tool call's arguments, from ``t0``; ``None``
+        when the response called no tool."""
+        if not self.tool_calls:
+            return None
+        return _ms(max(call.last_ns for call in self.tool_calls))
+
+    @property
+    def first_output_kind(self) -> str | None:
+        """What the first output was: ``"reasoning"``, ``"tool_call"`` or ``"text"`` (an
+        answer's text, a refusal); ``None`` without output."""
+        first = self.first_token_ns
+        if first is None:
+            return None
+        if self.first_reasoning_ns == first:
+            return "reasoning"
+        if self.first_tool_call_ns == first:
+            return "tool_call"
+        return "text"
 
     @property
     def ttfr_ms(self) -> float | None:

@@ -120,6 +120,8 @@ def render_waterfall(trace: RequestTrace) -> RenderableType:
         _BLANK,
         _indent(_tokens_line(trace)),
     ]
+    if trace.tool_calls:
+        parts.append(_indent(_tool_calls_line(trace)))
     layers = layers_text(trace_layers(trace))
     if layers is not None:
         parts.append(_indent(Text(layers[0].upper() + layers[1:])))
@@ -153,6 +155,23 @@ def _tokens_line(trace: RequestTrace) -> RenderableType:
     if trace.tcp_info is not None and trace.tcp_info.retransmits:
         parts.append(f"{trace.tcp_info.retransmits} retransmits")
     return side_by_side([Text(part) for part in parts])
+
+
+def _tool_calls_line(trace: RequestTrace) -> RenderableType:
+    """``tool calls (first output): lookup(41 chars of arguments, 0.9 ms from first part to
+    last byte) · arguments done at 312 ms``."""
+    calls = ", ".join(
+        f"{c.name or '(unnamed)'}({c.argument_chars} chars of arguments, "
+        f"{format_ms(c.streaming_ms)} from first part to last byte)"
+        for c in trace.tool_calls
+    )
+    first = " (first output)" if trace.first_output_kind == "tool_call" else ""
+    return side_by_side(
+        [
+            Text(f"tool calls{first}: {calls}"),
+            Text(f"arguments done at {format_ms(trace.tool_arguments_done_ms)}"),
+        ]
+    )
 
 
 def _group_table(title: str, group: GroupSummary, *, skip_setup: bool) -> Group:

@@ -12,11 +12,15 @@ round trip or SOCKS5 handshake; ``null`` without a tunnel), ``tls_ms``, ``send_m
 the request went through (credentials masked; ``null``: direct); ``ttfb_ms``,
 ``first_event_ms`` (the stream's first event, a control event such as
 ``response.created`` included), ``ttft_ms``, ``ttfr_ms`` (first reasoning), ``ttfa_ms``
-(first answer token), ``first_tool_call_ms`` (first tool-call output), ``total_ms`` and
+(first answer token), ``first_tool_call_ms`` (first tool-call output),
+``tool_arguments_done_ms`` (the last byte of the last tool call's arguments), ``total_ms`` and
 each chunk's ``t_ms`` count from the start of the request, as curl's ``time_starttransfer`` and
 ``time_total`` do. ``keepalive_comments`` counts the ``: keep-alive`` comments before the
 stream's first event, and ``keepalive_wait_ms`` runs from the first byte to the last of
-them: the wait in the server's queue, as DeepSeek tells it.
+them: the wait in the server's queue, as DeepSeek tells it. ``first_output_kind`` says
+what the first output was (``text``, ``reasoning`` or ``tool_call``), and ``tool_calls``
+lists each call the response streamed: its ``name``, ``argument_chars``, and when its
+first part and its arguments' last byte arrived (``first_ms``, ``last_ms``).
 """
 
 from __future__ import annotations
@@ -79,6 +83,16 @@ def trace_to_dict(trace: RequestTrace) -> dict[str, Any]:
         "tls_session_offered": trace.tls_session_offered,
         "keepalive_comments": trace.keepalive_comments,
         "keepalive_wait_ms": _r(trace.keepalive_wait_ms),
+        "first_output_kind": trace.first_output_kind,
+        "tool_calls": [
+            {
+                "name": c.name,
+                "argument_chars": c.argument_chars,
+                "first_ms": _r(c.first_ns / 1e6),
+                "last_ms": _r(c.last_ns / 1e6),
+            }
+            for c in trace.tool_calls
+        ],
     }
 
 
@@ -103,6 +117,7 @@ def _phases(trace: RequestTrace) -> dict[str, Any]:
         "reasoning_ms": _r(trace.reasoning_ms),
         "first_event_ms": _r(trace.first_event_ms),
         "first_tool_call_ms": _r(trace.first_tool_call_ms),
+        "tool_arguments_done_ms": _r(trace.tool_arguments_done_ms),
         "tpot_ms": _r(trace.tpot_ms),
         "total_ms": _r(trace.total_ms),
         "rtt_ms": _r(trace.rtt_ms),

@@ -19,7 +19,15 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 from latdoc.errors import ErrorKind, Phase, TraceError
-from latdoc.records import Chunk, ConnectAttempt, RequestTrace, Sample, Step, TcpInfo
+from latdoc.records import (
+    Chunk,
+    ConnectAttempt,
+    RequestTrace,
+    Sample,
+    Step,
+    TcpInfo,
+    ToolCall,
+)
 from latdoc.store._fields import Fields
 
 RECORD_VERSION = 3
@@ -29,8 +37,8 @@ the headers that name proxies on the way. Later additions to version 2 (reasonin
 pool's grant, the first write, the arrival clock, the first event, the first tool
 call, the prompt's characters and its estimated tokens, the proxy and its tunnel's end,
 the keep-alive comments before the first event) are read as ``None`` where a record
-lacks them; so are later additions to version 3 (the connection attempts, read as none,
-TLS resumption, and TCP_INFO's loss counters)."""
+lacks them; so are later additions to version 3 (the connection attempts and the tool
+calls, read as none, TLS resumption, and TCP_INFO's loss counters)."""
 SAMPLE_RECORD_VERSION = 3
 """Version of sample records: 2 added the client's event-loop lag, 3 the load worker."""
 """Version written by :func:`trace_to_record` and :func:`sample_to_record`."""
@@ -128,6 +136,15 @@ def trace_to_record(trace: RequestTrace) -> dict[str, Any]:
     ]
     record["tls_resumed"] = trace.tls_resumed
     record["tls_session_offered"] = trace.tls_session_offered
+    record["tool_calls"] = [
+        {
+            "name": c.name,
+            "argument_chars": c.argument_chars,
+            "first_ns": c.first_ns,
+            "last_ns": c.last_ns,
+        }
+        for c in trace.tool_calls
+    ]
     return record
 
 
@@ -264,6 +281,9 @@ def _trace_v3(record: Mapping[str, Any]) -> RequestTrace:
         tls_session_offered=r.flag("tls_session_offered")
         if r.has("tls_session_offered")
         else False,
+        tool_calls=tuple(
+            _tool_call_v3(c) for c in (r.objects("tool_calls") if r.has("tool_calls") else ())
+        ),
     )
     if trace.error is None:
         return trace
@@ -281,6 +301,14 @@ def _attempt_v3(record: Mapping[str, Any]) -> ConnectAttempt:
     return ConnectAttempt(
         r.text("address"), family, r.integer("start_ns"), r.integer("elapsed_ns"), outcome
     )
+
+
+def _tool_call_v3(record: Mapping[str, Any]) -> ToolCall:
+    r = Fields(record, "trace.tool_calls")
+    chars = r.integer("argument_chars")
+    if chars < 0:
+        raise ValueError(f"trace.tool_calls.argument_chars: expected 0 or more, got {chars}")
+    return ToolCall(r.opt_text("name"), chars, r.integer("first_ns"), r.integer("last_ns"))
 
 
 _TRACE_LOADERS: dict[int, Callable[[Mapping[str, Any]], RequestTrace]] = {

@@ -118,9 +118,8 @@ def test_gemini_events_read_text_thoughts_tool_calls_usage_and_finish() -> None:
     assert said.output_chars == 8 and said.text == "Hi there"
     call = {"functionCall": {"name": "lookup", "args": {"q": "x"}}}
     called = parse_event(_response(call, finish="STOP"), dialects.gemini.SPEC)
-    assert (
-        called.output_chars == len("lookup" + '{"q":"x"}') and called.finish_reason == "tool_calls"
-    )
+    assert called.output_chars == len("lookup" + '{"q":"x"}') and called.finish_reason == "stop"
+    assert [(p.place, p.name, p.argument_chars) for p in called.tool_parts] == [(None, "lookup", 9)]
     usage = {
         "promptTokenCount": 120,
         "cachedContentTokenCount": 100,

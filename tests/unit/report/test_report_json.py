@@ -69,6 +69,7 @@ TRACE_KEYS = {
     "proxy", "proxy_connect_ms",
     "connect_attempts", "tls_resumed", "tls_session_offered",
     "keepalive_comments", "keepalive_wait_ms",
+    "tool_arguments_done_ms", "first_output_kind", "tool_calls",
 }  # fmt: skip
 TCP_INFO_KEYS = {
     "rtt_us", "rtt_ms", "rttvar_us", "rttvar_ms", "min_rtt_us", "min_rtt_ms", "retransmits",

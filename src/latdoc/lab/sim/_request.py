@@ -6,8 +6,8 @@ it its own way: :attr:`~latdoc.lab.sim.dialects.StandIn.error_body`), including
 ``context_length_exceeded`` when the prompt and the requested output do not fit.
 What differs between APIs (where the prompt is, how reasoning is asked for) is read
 from the route's :class:`~latdoc.lab.sim.dialects.StandIn`; a prompt given as
-messages is counted as chat messages are; a request with ``tools`` is answered with
-a call to its first tool.
+messages is counted as chat messages are; a request with ``tools`` (Bedrock's
+``toolConfig.tools``) is answered with a call to its first tool.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def parse_call(
         include_usage,
         prompt,
         0 if api.reasoning is None else api.reasoning(data, thinks),
-        _tool_name(data.get("tools")),
+        _tool_name(_tools_of(data)),
         api.json_array is not None and api.json_array(query or {}),
         api.reasoning_shown is None or api.reasoning_shown(data),
         own,
@@ -120,6 +120,12 @@ def _repeated(data: dict[str, object], api: StandIn, *, wrong: bool) -> tuple[st
     return tuple(pieces(wanted[::-1] if wrong else wanted)) or None
 
 
+def _tools_of(data: dict[str, object]) -> object:
+    """The request's tool list: ``tools``, or Bedrock's ``toolConfig.tools``."""
+    config = data.get("toolConfig")
+    return config.get("tools") if isinstance(config, dict) else data.get("tools")
+
+
 def _tool_name(tools: object) -> str | None:
     if not isinstance(tools, list) or not tools or not isinstance(tools[0], dict):
         return None
@@ -127,6 +133,9 @@ def _tool_name(tools: object) -> str | None:
     declared = tool.get("functionDeclarations")
     if isinstance(declared, list) and declared and isinstance(declared[0], dict):
         tool = declared[0]  # Gemini's: functions declared inside a tool
+    spec = tool.get("toolSpec")
+    if isinstance(spec, dict):
+        tool = spec  # Bedrock's
     function = tool.get("function")
     name = function.get("name") if isinstance(function, dict) else tool.get("name")
     return name if isinstance(name, str) and name else None

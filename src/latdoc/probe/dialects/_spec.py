@@ -20,6 +20,7 @@ from latdoc.errors import UsageError
 from latdoc.i18n import Message
 from latdoc.probe._events import EventInfo
 from latdoc.probe._framing import SSE, Framing
+from latdoc.probe._tools import Tool
 
 __all__ = [
     "BY_MAX_TOKENS",
@@ -35,6 +36,7 @@ __all__ = [
     "Parser",
     "Route",
     "Signer",
+    "Tool",
     "bearer_auth",
     "event_type",
     "text_chars",
@@ -171,6 +173,9 @@ class DialectSpec:
     prompt_fields: tuple[str, ...] = ()
     """The body fields that hold the prompt (``messages``; ``system`` and ``messages``):
     the text in them is what :meth:`prompt_chars` counts in a request someone else made."""
+    tools: Callable[[Sequence[Tool]], dict[str, Any]] | None = None
+    """The request fields that offer the model these tools (``--tools``), in the API's own
+    shape; ``None`` when the API has no tool calls."""
     usage_option: Mapping[str, Any] | None = None
     """The body fields that ask a stream to report its usage
     (``{"stream_options": {"include_usage": True}}``); ``None`` when its streams report
@@ -237,6 +242,13 @@ class DialectSpec:
         if self.reasoning is None:
             raise UsageError(Message("the {name} dialect has no reasoning effort", name=self.name))
         return self.reasoning(effort)
+
+    def tool_fields(self, tools: Sequence[Tool]) -> dict[str, Any]:
+        """Request fields that offer ``tools``; :class:`UsageError` for a dialect without
+        tool calls."""
+        if self.tools is None:
+            raise UsageError(Message("the {name} dialect has no tool calls", name=self.name))
+        return self.tools(tools) if tools else {}
 
 
 _TEXT_KEYS = frozenset({"content", "text", "parts", "input", "system", "prompt"})

@@ -19,10 +19,17 @@ skipped and counted.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from latdoc.probe._events import EventInfo, Usage, detail_int, error_event, int_or_none
+from latdoc.probe._events import (
+    EventInfo,
+    ToolPart,
+    Usage,
+    detail_int,
+    error_event,
+    int_or_none,
+)
 from latdoc.probe.dialects._spec import (
     BY_MAX_TOKENS,
     BY_MODEL,
@@ -32,6 +39,7 @@ from latdoc.probe.dialects._spec import (
     Foreign,
     Messages,
     Route,
+    Tool,
     event_type,
 )
 
@@ -78,9 +86,9 @@ def parse_anthropic_event(obj: Any, event: str | None, foreign: Foreign) -> Even
     if kind == "error" or (kind is None and isinstance(obj.get("error"), dict)):
         return _error(obj.get("error"))
     if kind == "content_block_delta":
-        return _delta(obj.get("delta"))
+        return _delta(obj.get("delta"), int_or_none(obj.get("index")))
     if kind == "content_block_start":
-        return _block_start(obj.get("content_block"))
+        return _block_start(obj.get("content_block"), int_or_none(obj.get("index")))
     if kind == "message_start":
         message = obj.get("message")
         message = message if isinstance(message, dict) else {}
@@ -103,14 +111,17 @@ def parse_anthropic_event(obj: Any, event: str | None, foreign: Foreign) -> Even
     return EventInfo(unknown=True, other_dialect=foreign(obj, event))
 
 
-def _delta(delta: Any) -> EventInfo:
+def _delta(delta: Any, index: int | None) -> EventInfo:
     if not isinstance(delta, dict):
         return EventInfo(unknown=True)
     kind = delta.get("type")
     if kind == "text_delta":
         return _answer(delta.get("text"))
     if kind == "input_json_delta":
-        return _answer(delta.get("partial_json"), tool=True)
+        arguments = delta.get("partial_json")
+        if isinstance(arguments, str) and arguments:
+            return _tool(ToolPart(index, None, len(arguments)), arguments)
+        return EventInfo()
     if kind == "thinking_delta":
         thinking = delta.get("thinking")
         if isinstance(thinking, str) and thinking:
@@ -121,18 +132,26 @@ def _delta(delta: Any) -> EventInfo:
     return EventInfo(unknown=True)
 
 
-def _answer(value: Any, *, tool: bool = False) -> EventInfo:
+def _answer(value: Any) -> EventInfo:
     if isinstance(value, str) and value:
-        return EventInfo(output_chars=len(value), tool_chars=len(value) if tool else 0, text=value)
+        return EventInfo(output_chars=len(value), text=value)
     return EventInfo()
 
 
-def _block_start(block: Any) -> EventInfo:
+def _tool(part: ToolPart, text: str) -> EventInfo:
+    """An event carrying ``text`` of a tool call (its name, or its arguments' JSON)."""
+    return EventInfo(output_chars=len(text), tool_chars=len(text), text=text, tool_parts=(part,))
+
+
+def _block_start(block: Any, index: int | None) -> EventInfo:
     """A block's start: a tool call's name is its first output; text starts empty."""
     if not isinstance(block, dict):
         return EventInfo(unknown=True)
     if block.get("type") in ("tool_use", "server_tool_use"):
-        return _answer(block.get("name"), tool=True)
+        name = block.get("name")
+        if isinstance(name, str) and name:
+            return _tool(ToolPart(index, name), name)
+        return EventInfo()
     if block.get("type") == "text":
         return _answer(block.get("text"))
     return EventInfo()
@@ -183,6 +202,10 @@ def _thinking(effort: str) -> dict[str, Any]:
     return {"thinking": {"type": "enabled", "budget_tokens": budget}}
 
 
+def _tools(tools: Sequence[Tool]) -> dict[str, Any]:
+    return {"tools": [t.described(name=t.name, input_schema=t.parameters) for t in tools]}
+
+
 SPEC = DialectSpec(
     name="anthropic",
     title="Anthropic's Messages API",
@@ -201,5 +224,6 @@ SPEC = DialectSpec(
     claims=lambda obj, event: event_type(obj, event) in _OWN,
     reasoning=_thinking,
     hosts=("anthropic.com",),
+    tools=_tools,
     prompt_fields=("system", "messages"),
 )

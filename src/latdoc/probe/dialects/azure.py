@@ -56,6 +56,7 @@ SPEC = DialectSpec(
     end_marker=chat.SPEC.end_marker,
     reasoning=chat.SPEC.reasoning,
     hosts=("openai.azure.com", "cognitiveservices.azure.com", "services.ai.azure.com"),
+    tools=chat.SPEC.tools,
     prompt_fields=chat.SPEC.prompt_fields,
     usage_option=chat.SPEC.usage_option,
 )

@@ -47,7 +47,7 @@ from urllib.parse import urlsplit
 
 from latdoc.errors import UsageError
 from latdoc.i18n import N_, Message
-from latdoc.probe._events import EventInfo, Usage, int_or_none
+from latdoc.probe._events import EventInfo, ToolPart, Usage, int_or_none
 from latdoc.probe._eventstream import require_botocore
 from latdoc.probe._framing import EVENT_STREAM
 from latdoc.probe.dialects._spec import (
@@ -58,6 +58,7 @@ from latdoc.probe.dialects._spec import (
     Messages,
     Route,
     Signer,
+    Tool,
     bearer_auth,
 )
 from latdoc.probe.dialects.anthropic import THINKING_BUDGETS
@@ -125,13 +126,16 @@ def parse_bedrock_event(obj: Any, event: str | None, foreign: Foreign) -> EventI
     if event is None:
         return EventInfo(unknown=True, other_dialect=foreign(obj, event))
     if event == "contentBlockDelta":
-        return _delta(obj.get("delta"))
+        return _delta(obj.get("delta"), int_or_none(obj.get("contentBlockIndex")))
     if event == "contentBlockStart":
         start = obj.get("start")
         tool = start.get("toolUse") if isinstance(start, dict) else None
         name = tool.get("name") if isinstance(tool, dict) else None
-        if isinstance(name, str):
-            return EventInfo(output_chars=len(name), tool_chars=len(name), text=name)
+        if isinstance(name, str) and name:
+            part = ToolPart(int_or_none(obj.get("contentBlockIndex")), name)
+            return EventInfo(
+                output_chars=len(name), tool_chars=len(name), text=name, tool_parts=(part,)
+            )
         return EventInfo()
     if event == "messageStop":
         reason = obj.get("stopReason")
@@ -149,7 +153,7 @@ def parse_bedrock_event(obj: Any, event: str | None, foreign: Foreign) -> EventI
     return EventInfo()  # messageStart and contentBlockStop carry no output
 
 
-def _delta(delta: Any) -> EventInfo:
+def _delta(delta: Any, index: int | None) -> EventInfo:
     if not isinstance(delta, dict):
         return EventInfo()
     answer: list[str] = []
@@ -167,11 +171,13 @@ def _delta(delta: Any) -> EventInfo:
     citation = delta.get("citation")
     if isinstance(citation, dict) and isinstance(citation.get("title"), str):
         answer.append(citation["title"])
+    arguments = len(tool_input) if isinstance(tool_input, str) else 0
     return EventInfo(
         output_chars=sum(map(len, answer)),
-        tool_chars=len(tool_input) if isinstance(tool_input, str) else 0,
+        tool_chars=arguments,
         reasoning_chars=sum(map(len, reasoning)),
         text="".join(reasoning) + "".join(answer),
+        tool_parts=(ToolPart(index, None, arguments),) if arguments else (),
     )
 
 
@@ -323,6 +329,13 @@ def _claims(obj: dict[str, Any], event: str | None) -> bool:
     return event in _EVENTS
 
 
+def _tools(tools: Sequence[Tool]) -> dict[str, Any]:
+    specs = [
+        {"toolSpec": t.described(name=t.name, inputSchema={"json": t.parameters})} for t in tools
+    ]
+    return {"toolConfig": {"tools": specs}}
+
+
 SPEC = DialectSpec(
     name="bedrock",
     title="Amazon Bedrock's ConverseStream",
@@ -341,5 +354,6 @@ SPEC = DialectSpec(
     reasoning=_thinking,
     framings=(EVENT_STREAM,),
     signer=_signer,
+    tools=_tools,
     prompt_fields=("system", "messages"),
 )

@@ -26,10 +26,11 @@ last chunk), kept in ms as ``groq-queue``, ``groq-prompt`` and ``groq-completion
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from latdoc.errors import status_of_error_type
-from latdoc.probe._events import EventInfo, Usage, base_resp_error, int_or_none
+from latdoc.probe._events import EventInfo, ToolPart, Usage, base_resp_error, int_or_none
 from latdoc.probe._quirks import at_path, count_at
 from latdoc.probe.dialects._spec import (
     BY_MAX_TOKENS,
@@ -41,6 +42,7 @@ from latdoc.probe.dialects._spec import (
     Foreign,
     Messages,
     Route,
+    Tool,
     bearer_auth,
 )
 from latdoc.probe.providers import CACHED_TOKEN_FIELDS, REASONING_TOKEN_FIELDS, USAGE_PLACES
@@ -84,12 +86,13 @@ def read_chat_event(obj: Any, event: str | None, foreign: Foreign) -> EventInfo:
     answer: list[str] = []
     reasoning: list[str] = []
     tools: list[str] = []
+    calls: list[ToolPart] = []
     finish: str | None = None
     if isinstance(choices, list):
         for choice in choices:
             if not isinstance(choice, dict):
                 continue
-            _choice_parts(choice, answer, reasoning, tools)
+            _choice_parts(choice, answer, reasoning, tools, calls)
             reason = choice.get("finish_reason")
             if isinstance(reason, str):
                 finish = reason
@@ -108,6 +111,7 @@ def read_chat_event(obj: Any, event: str | None, foreign: Foreign) -> EventInfo:
         usage=chat_usage(_usage_of(obj)),
         server_timing=_server_timing(obj),
         response_id=response_id if isinstance(response_id, str) else None,
+        tool_parts=tuple(calls),
     )
 
 
@@ -144,7 +148,11 @@ def _plain_chunk(obj: Any) -> EventInfo | None:
 
 
 def _choice_parts(
-    choice: dict[str, Any], answer: list[str], reasoning: list[str], tools: list[str]
+    choice: dict[str, Any],
+    answer: list[str],
+    reasoning: list[str],
+    tools: list[str],
+    calls: list[ToolPart],
 ) -> None:
     delta = choice.get("delta")
     if isinstance(delta, dict):
@@ -156,19 +164,21 @@ def _choice_parts(
             value = delta.get(key)
             if isinstance(value, str):
                 reasoning.append(value)
-        calls = delta.get("tool_calls")
-        functions = (
-            [c.get("function") for c in calls if isinstance(c, dict)]
-            if isinstance(calls, list)
-            else []
-        )
-        functions.append(delta.get("function_call"))
-        for function in functions:
+        listed = delta.get("tool_calls")
+        functions = [
+            (c.get("index", place), c.get("function"))
+            for place, c in enumerate(listed if isinstance(listed, list) else ())
+            if isinstance(c, dict)
+        ]
+        functions.append((0, delta.get("function_call")))
+        for index, function in functions:
             if isinstance(function, dict):
-                for key in ("name", "arguments"):
-                    value = function.get(key)
-                    if isinstance(value, str):
-                        tools.append(value)
+                name, arguments = function.get("name"), function.get("arguments")
+                name = name if isinstance(name, str) and name else None
+                arguments = arguments if isinstance(arguments, str) else ""
+                tools.extend(p for p in (name, arguments) if p)
+                if name or arguments:
+                    calls.append(ToolPart(int_or_none(index), name, len(arguments)))
     text = choice.get("text")
     if isinstance(text, str):
         answer.append(text)
@@ -253,6 +263,15 @@ def _claims(obj: dict[str, Any], event: str | None) -> bool:
     return "type" not in obj and isinstance(obj.get("choices"), list)
 
 
+def _tools(tools: Sequence[Tool]) -> dict[str, Any]:
+    return {
+        "tools": [
+            {"type": "function", "function": t.described(name=t.name, parameters=t.parameters)}
+            for t in tools
+        ]
+    }
+
+
 SPEC = DialectSpec(
     name="chat",
     title="OpenAI chat completions",
@@ -271,6 +290,7 @@ SPEC = DialectSpec(
     end_marker="[DONE] or a finish_reason",
     claims=_claims,
     reasoning=lambda effort: {"reasoning_effort": effort},
+    tools=_tools,
     prompt_fields=("messages",),
     usage_option={"stream_options": {"include_usage": True}},
 )

@@ -35,10 +35,10 @@ a refused request, is a failure with its HTTP ``code``; a prompt blocked
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from latdoc.probe._events import EventInfo, Usage, int_or_none
+from latdoc.probe._events import EventInfo, ToolPart, Usage, int_or_none
 from latdoc.probe._framing import JSON_ARRAY, SSE
 from latdoc.probe.dialects._spec import (
     BY_MAX_TOKENS,
@@ -47,6 +47,7 @@ from latdoc.probe.dialects._spec import (
     Foreign,
     Messages,
     Route,
+    Tool,
 )
 
 __all__ = [
@@ -56,6 +57,7 @@ __all__ = [
     "gemini_body",
     "gemini_body_fields",
     "gemini_thinking",
+    "gemini_tools",
     "gemini_usage",
     "parse_gemini_event",
 ]
@@ -117,17 +119,16 @@ def parse_gemini_event(obj: Any, event: str | None, foreign: Foreign) -> EventIn
     answer: list[str] = []
     reasoning: list[str] = []
     tools: list[str] = []
+    calls: list[ToolPart] = []
     finish: str | None = None
     candidates = obj.get("candidates")
     for candidate in candidates if isinstance(candidates, list) else ():
         if not isinstance(candidate, dict):
             continue
-        _parts(candidate.get("content"), answer, reasoning, tools)
+        _parts(candidate.get("content"), answer, reasoning, tools, calls)
         reason = candidate.get("finishReason")
         if isinstance(reason, str):
             finish = _FINISH.get(reason, reason.lower())
-    if finish == "stop" and tools:
-        finish = "tool_calls"
     feedback = obj.get("promptFeedback")
     if finish is None and isinstance(feedback, dict) and feedback.get("blockReason"):
         finish = "content_filter"
@@ -143,12 +144,19 @@ def parse_gemini_event(obj: Any, event: str | None, foreign: Foreign) -> EventIn
         finish_reason=finish,
         usage=gemini_usage(obj.get("usageMetadata")),
         response_id=response_id if isinstance(response_id, str) else None,
+        tool_parts=tuple(calls),
     )
 
 
-def _parts(content: Any, answer: list[str], reasoning: list[str], tools: list[str]) -> None:
+def _parts(
+    content: Any,
+    answer: list[str],
+    reasoning: list[str],
+    tools: list[str],
+    calls: list[ToolPart],
+) -> None:
     """Adds a candidate's text to ``answer`` or ``reasoning``, a function call's name and
-    arguments to ``tools``."""
+    arguments to ``tools`` and the call, whole, to ``calls``."""
     parts = content.get("parts") if isinstance(content, dict) else None
     for part in parts if isinstance(parts, list) else ():
         if not isinstance(part, dict):
@@ -159,9 +167,12 @@ def _parts(content: Any, answer: list[str], reasoning: list[str], tools: list[st
         call = part.get("functionCall")
         if isinstance(call, dict):
             name = call.get("name")
-            tools.append(name if isinstance(name, str) else "")
-            if call.get("args") is not None:
-                tools.append(json.dumps(call["args"], separators=(",", ":")))
+            name = name if isinstance(name, str) and name else None
+            args = (
+                "" if call.get("args") is None else json.dumps(call["args"], separators=(",", ":"))
+            )
+            tools.extend(p for p in (name, args) if p)
+            calls.append(ToolPart(None, name, len(args)))
         code = part.get("executableCode")
         if isinstance(code, dict) and isinstance(code.get("code"), str):
             answer.append(code["code"])
@@ -238,6 +249,11 @@ def _auth_headers(api_key: str | None) -> list[tuple[bytes, bytes]]:
     return [(b"x-goog-api-key", api_key.encode())] if api_key else []
 
 
+def gemini_tools(tools: Sequence[Tool]) -> dict[str, Any]:
+    declared = [t.described(name=t.name, parameters=t.parameters) for t in tools]
+    return {"tools": [{"functionDeclarations": declared}]}
+
+
 SPEC = DialectSpec(
     name="gemini",
     title="Google's Gemini API",
@@ -254,5 +270,6 @@ SPEC = DialectSpec(
     hosts=("generativelanguage.googleapis.com",),
     otel_operation="generate_content",
     framings=(SSE, JSON_ARRAY),
+    tools=gemini_tools,
     prompt_fields=("systemInstruction", "contents"),
 )

@@ -9,7 +9,8 @@ Every event names its ``type``. The answer is ``response.output_text.delta``,
 (or a custom or MCP tool's input delta), the last three the tool-call output; reasoning
 is
 ``response.reasoning_summary_text.delta`` and ``response.reasoning_text.delta``.
-``response.completed`` ends the stream with the usage (``output_tokens_details.
+A tool call's name comes with its output item (``response.output_item.added``), which
+carries no output. ``response.completed`` ends the stream with the usage (``output_tokens_details.
 reasoning_tokens`` among it); ``response.incomplete`` ends it cut short (``length``
 when the output limit cut it); ``response.failed`` and ``error`` are failures,
 classed by their code's HTTP status where it has one. The lifecycle events
@@ -19,9 +20,17 @@ other type is skipped and counted.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from latdoc.probe._events import EventInfo, Usage, detail_int, error_event, int_or_none
+from latdoc.probe._events import (
+    EventInfo,
+    ToolPart,
+    Usage,
+    detail_int,
+    error_event,
+    int_or_none,
+)
 from latdoc.probe.dialects._spec import (
     BY_MAX_TOKENS,
     BY_MODEL,
@@ -31,6 +40,7 @@ from latdoc.probe.dialects._spec import (
     Foreign,
     Messages,
     Route,
+    Tool,
     bearer_auth,
     event_type,
 )
@@ -53,6 +63,8 @@ _TOOL = frozenset(
         "response.mcp_call_arguments.delta",
     }
 )
+_TOOL_ITEMS = frozenset({"function_call", "custom_tool_call", "mcp_call"})
+"""Output items that are a tool call, named when they are added."""
 _REASONING = frozenset({"response.reasoning_summary_text.delta", "response.reasoning_text.delta"})
 _LIFECYCLE = frozenset(
     {
@@ -88,8 +100,14 @@ def parse_responses_event(obj: Any, event: str | None, foreign: Foreign) -> Even
             return EventInfo()
         if kind in _REASONING:
             return EventInfo(reasoning_chars=len(delta), text=delta)
-        tool = len(delta) if kind in _TOOL else 0
-        return EventInfo(output_chars=len(delta), tool_chars=tool, text=delta)
+        if kind not in _TOOL:
+            return EventInfo(output_chars=len(delta), text=delta)
+        part = ToolPart(int_or_none(obj.get("output_index")), None, len(delta))
+        return EventInfo(
+            output_chars=len(delta), tool_chars=len(delta), text=delta, tool_parts=(part,)
+        )
+    if kind == "response.output_item.added":
+        return _item_added(obj)
     if kind in _LIFECYCLE:
         return EventInfo()
     if kind == "error":
@@ -123,6 +141,17 @@ def parse_responses_event(obj: Any, event: str | None, foreign: Foreign) -> Even
     return EventInfo(unknown=True, other_dialect=foreign(obj, event))
 
 
+def _item_added(obj: dict[str, Any]) -> EventInfo:
+    """An output item's start: a tool call's names the call (no output yet, its
+    arguments' deltas follow); any other carries nothing."""
+    item = obj.get("item")
+    if not isinstance(item, dict) or item.get("type") not in _TOOL_ITEMS:
+        return EventInfo()
+    name = item.get("name")
+    name = name if isinstance(name, str) and name else None
+    return EventInfo(tool_parts=(ToolPart(int_or_none(obj.get("output_index")), name),))
+
+
 def responses_usage(raw: Any) -> Usage | None:
     """The Responses ``usage``: input (cached among it) and output (reasoning among it)."""
     if not isinstance(raw, dict):
@@ -144,6 +173,12 @@ def _claims(obj: dict[str, Any], event: str | None) -> bool:
     return kind is not None and kind.startswith("response.")
 
 
+def _tools(tools: Sequence[Tool]) -> dict[str, Any]:
+    return {
+        "tools": [t.described(type="function", name=t.name, parameters=t.parameters) for t in tools]
+    }
+
+
 SPEC = DialectSpec(
     name="responses",
     title="OpenAI's Responses API",
@@ -161,5 +196,6 @@ SPEC = DialectSpec(
     end_marker="response.completed",
     claims=_claims,
     reasoning=lambda effort: {"reasoning": {"effort": effort}},
+    tools=_tools,
     prompt_fields=("instructions", "input"),
 )

@@ -22,6 +22,7 @@ from latdoc.probe.dialects.gemini import (
     gemini_body,
     gemini_body_fields,
     gemini_thinking,
+    gemini_tools,
     parse_gemini_event,
 )
 
@@ -41,5 +42,6 @@ SPEC = DialectSpec(
     hosts=("aiplatform.googleapis.com",),
     otel_operation="generate_content",
     framings=(JSON_ARRAY, SSE),
+    tools=gemini_tools,
     prompt_fields=("systemInstruction", "contents"),
 )

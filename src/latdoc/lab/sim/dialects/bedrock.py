@@ -22,7 +22,9 @@ messages (:func:`frame`: the prelude with both lengths and its CRC32, the header
 ``:event-type``, ``:content-type`` and ``:message-type``, the JSON payload, the message
 CRC32): ``messageStart`` with the headers, then one ``contentBlockDelta`` a token
 (reasoning as ``reasoningContent.text``, its block closed with a signature before the
-answer's), ``contentBlockStop``, ``messageStop`` (``end_turn`` or ``max_tokens``) and
+answer's; a request with ``toolConfig`` is answered with a call to its first tool: a
+``contentBlockStart`` naming it, its arguments as ``toolUse.input`` deltas),
+``contentBlockStop``, ``messageStop`` (``end_turn``, ``tool_use`` or ``max_tokens``) and
 ``metadata``: the ``usage`` (``inputTokens`` without the prompt the prefix cache
 served, which is ``cacheReadInputTokens``) and ``metrics.latencyMs``, the lab's time
 from the request's slot to its last event. The ``overloaded`` fault is an exception
@@ -40,7 +42,7 @@ import zlib
 from typing import Any
 
 from latdoc.lab.sim._call import ApiError, Call
-from latdoc.lab.sim._events import answer_text, answer_token, output_token
+from latdoc.lab.sim._events import answer_text, answer_token, arguments, output_token
 from latdoc.lab.sim._writers import StreamWriter, each_token
 from latdoc.lab.sim.dialects._stand_in import Authorized, Headers, StandIn
 
@@ -119,14 +121,26 @@ class BedrockWriter:
             head = self._send("contentBlockDelta", {"contentBlockIndex": 0, "delta": signed})
             head += self._send("contentBlockStop", {"contentBlockIndex": 0})
         index = 1 if thinking else 0
-        text: dict[str, Any] = {"text": answer_token(self.call, k - thinking)}
-        return head + self._send("contentBlockDelta", {"contentBlockIndex": index, "delta": text})
+        name = self.call.tool_name
+        if name is None:
+            text: dict[str, Any] = {"text": answer_token(self.call, k - thinking)}
+            return head + self._send(
+                "contentBlockDelta", {"contentBlockIndex": index, "delta": text}
+            )
+        if k == thinking:
+            start = {"toolUse": {"toolUseId": "tooluse_lab", "name": name}}
+            head += self._send("contentBlockStart", {"contentBlockIndex": index, "start": start})
+        delta = {"toolUse": {"input": arguments(self.call, k - thinking)}}
+        return head + self._send("contentBlockDelta", {"contentBlockIndex": index, "delta": delta})
 
     def closing(self, usage: dict[str, Any], truth: dict[str, Any] | None) -> list[bytes]:
         call = self.call
         index = 1 if call.reasoning_tokens else 0
         stop = self._send("contentBlockStop", {"contentBlockIndex": index})
-        stop += self._send("messageStop", {"stopReason": _STOP[call.finish_reason]})
+        reason = _STOP[call.finish_reason]
+        if call.tool_name is not None and call.finish_reason == "stop":
+            reason = "tool_use"
+        stop += self._send("messageStop", {"stopReason": reason})
         tokens: dict[str, Any] = {
             "inputTokens": call.prompt_tokens - self.cached,
             "outputTokens": call.total_tokens,
