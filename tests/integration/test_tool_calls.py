@@ -10,15 +10,18 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
 from conftest import FAST, LabFactory
-from latdoc import Endpoint, ProbeSession, RequestTrace
+from latdoc import Endpoint, ProbeSession, RequestTrace, Store
+from latdoc.cli import main
 from latdoc.lab.sim import LabConfig, output_text
 from latdoc.probe import Tool, dialects
 from latdoc.probe.dialects import DialectSpec
 from latdoc.store.codec import trace_from_record, trace_to_record
+from packet_capture import LoopbackCapture, can_capture
 
 KEY = "tools-key-0123456789"
 TOOLS = (Tool("lookup", "Find a word", {"type": "object", "properties": {"q": {}}}),)
@@ -67,6 +70,28 @@ def test_a_tool_call_is_recorded_with_its_name_size_and_last_byte(
     assert plain.first_output_kind == "text"
 
 
+@pytest.mark.skipif(not can_capture(), reason="a packet capture needs root (CAP_NET_RAW)")
+@pytest.mark.parametrize(
+    ("name", "marker"), [("chat", b'"tool_calls"'), ("anthropic", b'"tool_use"')]
+)
+def test_the_first_tool_call_is_stamped_within_a_millisecond_of_the_wire(
+    lab: LabFactory, name: str, marker: bytes
+) -> None:
+    """The segment that carried the first tool-call event, as the kernel saw it arrive on
+    loopback, against the probe's stamp of that event."""
+    dialect = dialects.resolve(name)
+    with lab(LabConfig(latency=FAST, answer_tokens=ANSWER)) as server:
+        port = urlsplit(server.base_url).port
+        assert port is not None
+        with LoopbackCapture(port) as capture:
+            trace = _probe(server.base_url, dialect, TOOLS)
+    assert trace.error is None and trace.first_tool_call_ns is not None
+    wire = capture.first(marker)
+    gap_ms = (trace.t0_ns + trace.first_tool_call_ns - wire.t_ns) / 1e6
+    print(f"{name}: first tool call stamped {gap_ms:+.3f} ms from the wire")
+    assert abs(gap_ms) < 1.0
+
+
 def test_probe_offers_a_tools_file_and_prints_the_call(lab: LabFactory, tmp_path: Path) -> None:
     tools = tmp_path / "tools.json"
     tools.write_text(json.dumps([{"name": "lookup", "input_schema": {"type": "object"}}]))
@@ -101,3 +126,32 @@ def test_a_bad_tools_file_stops_the_command_before_anything_is_sent(tmp_path: Pa
     assert done.returncode == 2
     assert f"tools file {tools}: tool 1 needs a name" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["diagnose", "--max-requests", "12", "--json"],
+        ["load", "--concurrency", "1,2", "--duration-per-level", "1"],
+    ],
+    ids=lambda c: c[0],
+)
+def test_diagnose_and_load_offer_the_tools_and_keep_every_call(
+    lab: LabFactory, tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps([{"type": "function", "name": "lookup", "parameters": {}}]))
+    db = tmp_path / "t.db"
+    with lab(LabConfig(latency=FAST, answer_tokens=ANSWER)) as server:
+        verb, *rest = command
+        code = main(
+            [verb, server.base_url, "-m", "lab-sim", "--api", "responses", "--tools", str(tools),
+             "--max-tokens", "16", "--db", str(db), *rest]
+        )  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    with Store(db) as store:
+        (info,) = store.list_runs()
+        _, samples, _ = store.load_run(info.run_id)
+    traces = [s.trace for s in samples if s.trace.ok]
+    assert traces and all(t.first_output_kind == "tool_call" for t in traces)
+    assert {c.name for t in traces for c in t.tool_calls} == {"lookup"}
