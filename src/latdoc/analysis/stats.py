@@ -131,6 +131,39 @@ def mean_interval(
     return float(interval.low), float(interval.high)
 
 
+@dataclass(frozen=True)
+class Slope:
+    """A least-squares line's slope with its interval at :data:`CONFIDENCE`, and its
+    intercept: what one unit more of ``x`` adds to ``y``."""
+
+    slope: float
+    low: float
+    high: float
+    intercept: float
+
+    def at(self, x: float) -> float:
+        return self.intercept + self.slope * x
+
+
+def slope_interval(
+    xs: Sequence[float], ys: Sequence[float], *, confidence: float = CONFIDENCE
+) -> Slope | None:
+    """The ordinary least-squares slope of ``ys`` on ``xs`` with Student's t interval
+    (``n - 2`` degrees of freedom; its level is simulated in the unit tier,
+    ``tests/unit/analysis/test_slope.py``); ``None`` under three points or when every
+    ``x`` is the same."""
+    from scipy.stats import linregress, t
+
+    x = np.asarray(xs, dtype=float)
+    y = np.asarray(ys, dtype=float)
+    if x.size < 3 or x.size != y.size or np.ptp(x) == 0:
+        return None
+    fit = linregress(x, y)
+    reach = float(t.ppf((1 + confidence) / 2, x.size - 2)) * float(fit.stderr)
+    slope = float(fit.slope)
+    return Slope(slope, slope - reach, slope + reach, float(fit.intercept))
+
+
 def quantile_interval(
     values: Iterable[float], q: float, *, confidence: float = CONFIDENCE
 ) -> tuple[float, float] | None:

@@ -33,10 +33,10 @@ from latdoc.cli._options import (
 from latdoc.cli._output import emit
 from latdoc.cli._sending import Sending
 from latdoc.errors import UsageError
+from latdoc.features.agent import ShownAgentDiagnosis, diagnose_otlp_file
 from latdoc.features.diagnose import (
     ShownDiagnosis,
     diagnose_endpoint,
-    diagnose_otlp,
     diagnose_traffic,
     plan_line,
     planned_table,
@@ -282,15 +282,17 @@ def _diagnose_recorded(args: argparse.Namespace) -> int:
                 priorities=args.priorities,
                 reference=args.reference,
             )
+            shown: ShownDiagnosis | ShownAgentDiagnosis = ShownDiagnosis(run)
         else:
-            run = diagnose_otlp(
+            shown = diagnose_otlp_file(
                 store,
                 args.from_otlp,
                 prompt_tokens=args.prompt_tokens,
                 priorities=args.priorities,
                 reference=args.reference,
             )
-    emit(ShownDiagnosis(run), args)
+            run = shown.run
+    emit(shown, args)
     print(
         f"Run {run.run_id}: {len(run.samples)} recorded requests in {run.store_path}.",
         file=sys.stderr,

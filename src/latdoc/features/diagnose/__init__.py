@@ -27,6 +27,7 @@ from latdoc.features.diagnose.render import (
 from latdoc.features.diagnose.run import (
     diagnose_endpoint,
     diagnose_otlp,
+    diagnose_spans,
     diagnose_traffic,
     rediagnose,
     reference_of_run,
@@ -37,6 +38,7 @@ __all__ = [
     "ShownDiagnosis",
     "diagnose_endpoint",
     "diagnose_otlp",
+    "diagnose_spans",
     "diagnose_traffic",
     "diagnosis_blocks",
     "diagnosis_document",

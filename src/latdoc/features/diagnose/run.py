@@ -32,7 +32,7 @@ from latdoc.store import (
     diagnosis_to_record,
 )
 from latdoc.workload import DiagnosisPlan, ProgressHook, SampleHook
-from latdoc.workload.otlp import decode, read_otlp
+from latdoc.workload.otlp import OtlpTraffic, read_otlp_file
 
 
 def diagnose_endpoint(
@@ -208,18 +208,31 @@ def diagnose_otlp(
     reference: ReferenceProfile | None = None,
 ) -> DiagnosisRun:
     """Keep the GenAI spans of an OTLP JSON file as a run of recorded traffic, and
-    diagnose it; the notes name the instrumentation that wrote the spans (kept in the
-    run's meta as ``instrumentation`` too) and the phases spans cannot tell apart.
-    ``prompt_tokens``, ``priorities`` and ``reference`` as for :func:`diagnose_traffic`:
-    the spans' median prompt where not told."""
-    file = Path(path)
-    try:
-        data = file.read_bytes()
-    except OSError as exc:
-        raise UsageError(
-            Message("cannot read {file}: {strerror}", file=file, strerror=exc.strerror)
-        ) from None
-    spans = read_otlp(decode(data, str(file)), str(file))
+    diagnose it (:func:`diagnose_spans`)."""
+    return diagnose_spans(
+        store,
+        read_otlp_file(path),
+        Path(path).name,
+        prompt_tokens=prompt_tokens,
+        priorities=priorities,
+        reference=reference,
+    )
+
+
+def diagnose_spans(
+    store: Store,
+    spans: OtlpTraffic,
+    file_name: str,
+    *,
+    prompt_tokens: int | None = None,
+    priorities: Priorities | None = None,
+    reference: ReferenceProfile | None = None,
+) -> DiagnosisRun:
+    """Keep the model calls an OTLP file held (read as :func:`read_otlp_file` reads it) as
+    a run of recorded traffic, and diagnose it; the notes name the instrumentation that
+    wrote the spans (kept in the run's meta as ``instrumentation`` too) and the phases
+    spans cannot tell apart. ``prompt_tokens``, ``priorities`` and ``reference`` as for
+    :func:`diagnose_traffic`: the spans' median prompt where not told."""
     first = spans.traces[0]
     run_id = store.new_run(
         endpoint=first.url,
@@ -227,7 +240,7 @@ def diagnose_otlp(
         scenario=Scenario.CHAT,
         meta={
             "source": "otlp",
-            "file": file.name,
+            "file": file_name,
             "spans": len(spans.traces),
             "instrumentation": spans.instrumentation,
             "prompt_tokens": prompt_tokens,

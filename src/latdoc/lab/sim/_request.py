@@ -7,7 +7,8 @@ it its own way: :attr:`~latdoc.lab.sim.dialects.StandIn.error_body`), including
 What differs between APIs (where the prompt is, how reasoning is asked for) is read
 from the route's :class:`~latdoc.lab.sim.dialects.StandIn`; a prompt given as
 messages is counted as chat messages are; a request with ``tools`` (Bedrock's
-``toolConfig.tools``) is answered with a call to its first tool.
+``toolConfig.tools``) is answered with a call to its first tool, unless its last turn
+hands back a tool's result: that is answered in text, as an agent's loop needs.
 """
 
 from __future__ import annotations
@@ -95,7 +96,7 @@ def parse_call(
         include_usage,
         prompt,
         0 if api.reasoning is None else api.reasoning(data, thinks),
-        _tool_name(_tools_of(data)),
+        None if _after_tool_result(data) else _tool_name(_tools_of(data)),
         api.json_array is not None and api.json_array(query or {}),
         api.reasoning_shown is None or api.reasoning_shown(data),
         own,
@@ -118,6 +119,27 @@ def _repeated(data: dict[str, object], api: StandIn, *, wrong: bool) -> tuple[st
         return None
     wanted = text.removeprefix(REPEAT).strip()
     return tuple(pieces(wanted[::-1] if wrong else wanted)) or None
+
+
+def _after_tool_result(data: dict[str, object]) -> bool:
+    """Whether the conversation's last turn hands back a tool's result (a chat ``tool``
+    message, a Responses ``function_call_output``, an Anthropic ``tool_result`` block, a
+    Gemini ``functionResponse``, a Bedrock ``toolResult``): then the model answers in
+    text, as an agent's loop needs to end."""
+    turns = next(
+        (v for key in ("messages", "input", "contents") if isinstance(v := data.get(key), list)),
+        None,
+    )
+    if not turns or not isinstance(last := turns[-1], dict):
+        return False
+    if last.get("role") == "tool" or last.get("type") == "function_call_output":
+        return True
+    parts = last.get("content", last.get("parts"))
+    return isinstance(parts, list) and any(
+        isinstance(p, dict)
+        and (p.get("type") == "tool_result" or "functionResponse" in p or "toolResult" in p)
+        for p in parts
+    )
 
 
 def _tools_of(data: dict[str, object]) -> object:

@@ -30,6 +30,11 @@ phase attributes are read when latdoc wrote the span. Every other phase is ``Non
 lack beyond that (the network phases are noted wherever traffic is diagnosed,
 :mod:`latdoc.analysis.traffic`).
 
+A file that holds an agent's run (OpenInference's ``AGENT`` and ``TOOL`` spans, the
+conventions' ``invoke_agent`` and ``execute_tool``) keeps every span of the tree
+(:class:`AgentSpan`), and a call recorded twice (an agent framework's model span holding
+the client's) is read once, from the span nearer the wire.
+
 The file is read like any other input latdoc is given (:mod:`latdoc.workload.traces`
 reads the traces it replays); keeping the traces as a run is the store's
 (:meth:`latdoc.store.Store.add_samples`). :mod:`._typed` walks the JSON,
@@ -38,7 +43,7 @@ first token and the chunks came, :mod:`._trace` the rest of a span's trace, and
 :mod:`._read` the whole file with its notes.
 """
 
-from latdoc.workload.otlp._read import OtlpTraffic, read_otlp
+from latdoc.workload.otlp._read import AgentSpan, OtlpTraffic, read_otlp, read_otlp_file
 from latdoc.workload.otlp._typed import decode
 
-__all__ = ["OtlpTraffic", "decode", "read_otlp"]
+__all__ = ["AgentSpan", "OtlpTraffic", "decode", "read_otlp", "read_otlp_file"]

@@ -4,12 +4,33 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 from latdoc.errors import UsageError
 from latdoc.i18n import Message
 from latdoc.records import RequestTrace, Step, StepNote
-from latdoc.workload.otlp._spans import is_genai, spans_of
+from latdoc.workload.otlp._spans import Span, role, span_ids, spans_of
 from latdoc.workload.otlp._trace import Read, trace_of
+from latdoc.workload.otlp._typed import decode
+
+
+@dataclass(frozen=True)
+class AgentSpan:
+    """One span of an agent's run: what it is, where it sits in the tree, and when."""
+
+    role: str
+    """``"agent"``, ``"model"``, ``"tool"``, ``"call"`` (a framework's span holding a model
+    call's own, read from that) or ``"step"`` (any other span of the tree: a chain, a
+    turn, the application's own)."""
+    name: str
+    trace_id: str
+    span_id: str
+    parent_id: str | None
+    start_ns: int
+    """Wall clock, Unix nanoseconds."""
+    end_ns: int
+    trace: RequestTrace | None = None
+    """A model call's trace (the one the traffic's traces hold); ``None`` for the others."""
 
 
 @dataclass(frozen=True)
@@ -19,12 +40,58 @@ class OtlpTraffic:
     instrumentation: str = ""
     """What wrote the spans: the instrumentation's name and its scope's version (several,
     most spans first, when several did); the scope's name when latdoc does not know it."""
+    agent: tuple[AgentSpan, ...] = ()
+    """Every span of the file, in time order, when it holds an agent's run (an agent or a
+    tool span); empty otherwise. Its model spans are the traffic's traces."""
+
+
+def _outer_calls(spans: list[Span]) -> set[int]:
+    """The model spans (by position) that hold another model span below them: an agent
+    framework's span of a call whose client was instrumented too. The innermost span of
+    a call is the one nearer the wire."""
+    parents: dict[tuple[str, str], str | None] = {}
+    for span in spans:
+        trace, own, parent = span_ids(span)
+        if own:
+            parents[(trace, own)] = parent
+    model_at = {span_ids(span)[:2]: n for n, span in enumerate(spans) if role(span) == "model"}
+    outer: set[int] = set()
+    for span in spans:
+        if role(span) != "model":
+            continue
+        trace, _own, parent = span_ids(span)
+        seen = 0
+        while parent is not None and seen < len(parents):
+            n = model_at.get((trace, parent))
+            if n is not None:
+                outer.add(n)
+            parent = parents.get((trace, parent))
+            seen += 1
+    return outer
+
+
+def read_otlp_file(path: Path | str) -> OtlpTraffic:
+    """The OTLP JSON file at ``path`` read (:func:`read_otlp`); a file that cannot be read
+    is a :class:`UsageError` naming it."""
+    file = Path(path)
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise UsageError(
+            Message("cannot read {file}: {strerror}", file=file, strerror=exc.strerror)
+        ) from None
+    return read_otlp(decode(data, str(file)), str(file))
 
 
 def read_otlp(text: str, source: str = "OTLP file") -> OtlpTraffic:
     """The GenAI spans of an OTLP JSON document as traces; ``UsageError`` when none, and
-    when the document is malformed, naming ``source`` and the place in it."""
-    spans = [span for span in spans_of(text, source) if is_genai(span)]
+    when the document is malformed, naming ``source`` and the place in it. A call that
+    two instrumentations recorded (an agent framework's span holding the client's) is
+    one trace, the innermost span's; a file holding an agent's run keeps every span of
+    it (:attr:`OtlpTraffic.agent`)."""
+    every = list(spans_of(text, source))
+    outer = _outer_calls(every)
+    spans = [s for n, s in enumerate(every) if role(s) == "model" and n not in outer]
     if not spans:
         raise UsageError(
             Message(
@@ -33,11 +100,51 @@ def read_otlp(text: str, source: str = "OTLP file") -> OtlpTraffic:
                 source=source,
             )
         )
-    read = sorted((trace_of(span) for span in spans), key=lambda r: r.trace.started_at)
+    reads = {id(span): trace_of(span) for span in spans}
+    read = sorted(reads.values(), key=lambda r: r.trace.started_at)
     traces = [r.trace for r in read]
     writers = Counter(span.scope for span in spans)
     instrumentation = ", ".join(name for name, _ in writers.most_common())
-    return OtlpTraffic(tuple(traces), _notes(read, instrumentation), instrumentation)
+    notes = _notes(read, instrumentation)
+    if outer:
+        notes += (
+            StepNote(
+                Step.RUN,
+                f"{len(outer)} model calls were recorded twice (an agent framework's span "
+                "holding the client's): each is read once, from the span nearer the wire",
+            ),
+        )
+    agent = _agent_spans(every, reads) if any(role(s) in ("agent", "tool") for s in every) else ()
+    return OtlpTraffic(tuple(traces), notes, instrumentation, agent)
+
+
+def _agent_spans(every: list[Span], reads: dict[int, Read]) -> tuple[AgentSpan, ...]:
+    out = []
+    for span in every:
+        kind = role(span)
+        read = reads.get(id(span))
+        if kind == "model" and read is None:
+            kind = "call"  # a framework's span of a call read from its inner span
+        trace_id, own, parent = span_ids(span)
+        start = span.at.get("startTimeUnixNano")
+        end = span.at.get("endTimeUnixNano")
+        if start.missing:
+            continue
+        begun = start.integer(0)
+        name = span.at.get("name")
+        out.append(
+            AgentSpan(
+                kind or "step",
+                name.value if isinstance(name.value, str) else "",
+                trace_id,
+                own,
+                parent,
+                begun,
+                end.integer(begun) if not end.missing else begun,
+                read.trace if read is not None else None,
+            )
+        )
+    return tuple(sorted(out, key=lambda s: (s.start_ns, -s.end_ns)))
 
 
 def _notes(read: list[Read], instrumentation: str) -> tuple[StepNote, ...]:

@@ -113,10 +113,38 @@ def _value(raw: At) -> Any:
     return None
 
 
-def is_genai(span: Span) -> bool:
+_TOOL_OPERATIONS = frozenset({"execute_tool"})
+_AGENT_OPERATIONS = frozenset({"invoke_agent", "create_agent", "invoke_workflow"})
+
+
+def role(span: Span) -> str | None:
+    """What a span is in an agent's run: ``"model"`` (a model call), ``"tool"`` (a tool's
+    execution: the conventions' ``execute_tool``, OpenInference's ``TOOL``, a Langfuse
+    ``tool`` observation), ``"agent"`` (an agent's invocation: ``invoke_agent``,
+    OpenInference's ``AGENT``, a Langfuse ``agent``), or ``None`` for any other span
+    (a chain, a workflow's step, the application's own)."""
     a = span.attributes
-    return (
-        any(key.startswith("gen_ai.") for key in a)
-        or a.get("openinference.span.kind") == "LLM"
-        or a.get("langfuse.observation.type") == "generation"
-    )
+    operation = a.get("gen_ai.operation.name")
+    kind = a.get("openinference.span.kind")
+    observation = a.get("langfuse.observation.type")
+    if operation in _TOOL_OPERATIONS or kind == "TOOL" or observation == "tool":
+        return "tool"
+    if operation in _AGENT_OPERATIONS or kind == "AGENT" or observation == "agent":
+        return "agent"
+    if any(key.startswith("gen_ai.") for key in a) or kind == "LLM" or observation == "generation":
+        return "model"
+    return None
+
+
+def span_ids(span: Span) -> tuple[str, str, str | None]:
+    """The span's trace id, its own id and its parent's (``None`` for a root), as the
+    file writes them (hex in OTLP/JSON)."""
+    at = span.at
+    trace = at.get("traceId")
+    own = at.get("spanId")
+    parent = at.get("parentSpanId")
+
+    def text(value: At) -> str:
+        return "" if value.missing or not isinstance(value.value, str) else value.value
+
+    return text(trace), text(own), text(parent) or None

@@ -1,0 +1,241 @@
+"""What ``latdoc diagnose --from-otlp`` shows of an agent's run, before the diagnosis of
+its model calls: where the run's wall-clock time went, what holds the agent back, its
+tools, its context's growth and what the context remedies would save, turn by turn.
+
+Nothing here writes: the command prints what these return.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from latdoc.features.agent.analysis import AgentRun, ContextRemedy
+from latdoc.features.diagnose import DiagnosisRun, ShownDiagnosis
+from latdoc.i18n import N_, Message, translate
+from latdoc.report.names import format_ms
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+_PARTS = {
+    "model": N_("the model calls"),
+    "tools": N_("the tools"),
+    "agent": N_("the agent itself (between calls)"),
+}
+
+
+def _pct(share: float) -> str:
+    return f"{100 * share:.0f}%"
+
+
+def agent_document(run: AgentRun) -> dict[str, Any]:
+    """The run as JSON: every duration in ms, shares of the wall clock as fractions."""
+
+    def remedy(r: ContextRemedy) -> dict[str, Any]:
+        return {
+            "name": r.name,
+            "tokens_left_out": r.tokens_left_out,
+            "saving_ms": r.saving_ms,
+            "saving_low_ms": r.low_ms,
+            "saving_high_ms": r.high_ms,
+        }
+
+    def slope(s: Any) -> dict[str, float] | None:
+        return None if s is None else {"value": s.slope, "low": s.low, "high": s.high}
+
+    return {
+        "wall_ms": run.wall_ms,
+        "model_ms": run.model_ms,
+        "tool_ms": run.tool_ms,
+        "agent_ms": run.agent_ms,
+        "shares": {
+            "model": run.share(run.model_ms),
+            "tools": run.share(run.tool_ms),
+            "agent": run.share(run.agent_ms),
+        },
+        "holds_back": run.holds_back,
+        "parallel_tool_saving_ms": run.parallel_saving_ms,
+        "model_calls": run.model_calls,
+        "tool_calls": run.tool_calls,
+        "tools": [{"name": t.name, "calls": t.calls, "total_ms": t.total_ms} for t in run.tools],
+        "turns": [
+            {
+                "wall_ms": t.wall_ms,
+                "model_ms": t.model_ms,
+                "tool_ms": t.tool_ms,
+                "agent_ms": t.agent_ms,
+                "model_calls": t.model_calls,
+                "tool_calls": t.tool_calls,
+                "prompt_tokens": t.prompt_tokens,
+                "ttft_ms": t.ttft_ms,
+            }
+            for t in run.turns
+        ],
+        "context": {
+            "growth_tokens_per_turn": slope(run.growth),
+            "ttft_ms_per_prompt_token": slope(run.token_cost),
+            "noticeable": run.context_noticeable,
+            "remedies": [remedy(r) for r in run.remedies],
+        },
+    }
+
+
+def agent_blocks(run: AgentRun) -> tuple[RenderableType, ...]:
+    """The terminal view of the run: the critical path first, then context and turns."""
+    from rich import box
+    from rich.padding import Padding
+    from rich.table import Table
+    from rich.text import Text
+
+    lines: list[str] = [
+        Message(
+            "Agent run: {turns} user turns, {calls} model calls, {tools} tool calls, "
+            "{wall} of wall-clock time",
+            turns=len(run.turns),
+            calls=run.model_calls,
+            tools=run.tool_calls,
+            wall=format_ms(run.wall_ms),
+        ),
+        Message(
+            "Where it went: model calls {model} ({model_share}), tools {tool} "
+            "({tool_share}), the agent itself {agent} ({agent_share})",
+            model=format_ms(run.model_ms),
+            model_share=_pct(run.share(run.model_ms)),
+            tool=format_ms(run.tool_ms),
+            tool_share=_pct(run.share(run.tool_ms)),
+            agent=format_ms(run.agent_ms),
+            agent_share=_pct(run.share(run.agent_ms)),
+        ),
+        Message("What holds it back: {part}", part=Message.of(_PARTS[run.holds_back])),
+    ]
+    for tool in run.tools:
+        lines.append(
+            Message(
+                "  tool {name}: {calls} calls, {total} ({share} of the run)",
+                name=tool.name,
+                calls=tool.calls,
+                total=format_ms(tool.total_ms),
+                share=_pct(run.share(tool.total_ms)),
+            )
+        )
+    if run.parallel_saving_ms > 0:
+        lines.append(
+            Message(
+                "Tool calls of one answer ran one after another: run at once, they would "
+                "save {saving}",
+                saving=format_ms(run.parallel_saving_ms),
+            )
+        )
+    lines += _context_lines(run)
+    blocks: list[RenderableType] = [
+        Padding(Text("\n".join(translate(line) for line in lines)), (0, 0, 0, 2))
+    ]
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    heads = [N_("turn"), N_("wall"), N_("model"), N_("tools"), N_("agent")]
+    heads += [N_("calls"), N_("prompt tokens"), N_("first TTFT")]
+    for k, head in enumerate(heads):
+        table.add_column(translate(head), justify="left" if k == 0 else "right", no_wrap=True)
+    for n, turn in enumerate(run.turns, 1):
+        table.add_row(
+            str(n),
+            format_ms(turn.wall_ms),
+            format_ms(turn.model_ms),
+            format_ms(turn.tool_ms),
+            format_ms(turn.agent_ms),
+            f"{turn.model_calls} + {turn.tool_calls}",
+            "-" if turn.prompt_tokens is None else f"{turn.prompt_tokens:,}",
+            format_ms(turn.ttft_ms),
+        )
+    blocks.append(Padding(table, (0, 0, 0, 4)))
+    return tuple(blocks)
+
+
+def _context_lines(run: AgentRun) -> list[str]:
+    prompts = [t.prompt_tokens for t in run.turns if t.prompt_tokens is not None]
+    if len(prompts) < 2:
+        return []
+    lines: list[str] = []
+    growth = run.growth
+    grew = Message(
+        "Context: a turn's first prompt went from {first:,} to {last:,} tokens",
+        first=prompts[0],
+        last=prompts[-1],
+    )
+    if growth is not None:
+        grew = Message(
+            "{grew}, {slope:+,.0f} tokens a turn (95%: {low:,.0f} to {high:,.0f})",
+            grew=grew,
+            slope=growth.slope,
+            low=growth.low,
+            high=growth.high,
+        )
+    lines.append(grew)
+    cost = run.token_cost
+    if cost is None or cost.low <= 0:
+        lines.append(
+            Message(
+                "  no remedy's saving can be given: TTFT did not rise measurably with the "
+                "prompt over these {calls} calls",
+                calls=run.model_calls,
+            )
+        )
+        return lines
+    lines.append(
+        Message(
+            "  a prompt token costs {cost} of TTFT (95%: {low} to {high})",
+            cost=format_ms(cost.slope),
+            low=format_ms(cost.low),
+            high=format_ms(cost.high),
+        )
+    )
+    named = {
+        "window": N_("a window of the last 2 turns"),
+        "reset": N_("a fresh context each turn"),
+    }
+    for remedy in run.remedies:
+        if remedy.saving_ms is None or remedy.low_ms is None or remedy.high_ms is None:
+            continue
+        lines.append(
+            Message(
+                "  {remedy}: {tokens:,} prompt tokens fewer, saves {saving} of TTFT over "
+                "the run (95%: {low} to {high}; {share} of it)",
+                remedy=Message.of(named[remedy.name]),
+                tokens=remedy.tokens_left_out,
+                saving=format_ms(remedy.saving_ms),
+                low=format_ms(remedy.low_ms),
+                high=format_ms(remedy.high_ms),
+                share=_pct(run.share(remedy.saving_ms)),
+            )
+        )
+    if run.context_noticeable:
+        lines.append(N_("  the context's growth is a noticeable share of the run"))
+    return lines
+
+
+@dataclass(frozen=True)
+class ShownAgentDiagnosis:
+    """An agent's run and the diagnosis of its model calls, as the command shows them."""
+
+    agent: AgentRun
+    diagnosis: ShownDiagnosis
+
+    @property
+    def run(self) -> DiagnosisRun:
+        return self.diagnosis.run
+
+    @property
+    def page_kind(self) -> str:
+        return self.diagnosis.page_kind
+
+    def document(self) -> dict[str, Any]:
+        return {**self.diagnosis.document(), "agent": agent_document(self.agent)}
+
+    def shown(self) -> tuple[RenderableType, ...]:
+        return (*agent_blocks(self.agent), *self.diagnosis.shown())
+
+    def page(self) -> str:
+        return self.diagnosis.page()
+
+    def kept(self) -> None:
+        return None

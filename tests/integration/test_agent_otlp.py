@@ -1,0 +1,74 @@
+"""An agent of the OpenAI Agents SDK (``openai-agents``) with two tools, run against the
+lab with one slow tool and a context that grows about 1K tokens a turn over 8 turns, its
+spans traced by OpenInference's openai-agents and openai instrumentations (the real
+packages, ``tests/otlp_agent.py``), diagnosed with ``latdoc diagnose --from-otlp``: the
+slow tool and the context's growth are named with their shares of the run's wall clock,
+and the window's saving is stated, against the lab's own prefill cost."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import FAST, LabFactory
+from latdoc.cli import main
+from latdoc.lab.sim import LabConfig
+from paths import TESTS
+
+AGENT = TESTS / "otlp_agent.py"
+TURNS = 8
+WORDS = 1000
+TOOL_S = 0.4
+PREFILL = dataclasses.replace(
+    FAST, prefill_base_ms=10.0, prefill_ms_per_token=0.05, decode_ms_per_token=1.0
+)
+"""A twentieth of a millisecond a prompt token: 60 ms at the first turn, ~0.5 s at the
+last, the growth a user would see on a hosted model's long contexts."""
+
+
+def test_an_agent_run_names_its_slow_tool_and_its_growing_context(
+    lab: LabFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spans = tmp_path / "agent.jsonl"
+    # OpenInference stamps its first-token event at the stream's first chunk, whatever it
+    # carries: the lab holds its role-only chunk until the prefill ends, as OpenAI does.
+    config = LabConfig(latency=PREFILL, answer_tokens=8, headers_after_prefill=True)
+    with lab(config) as server:
+        done = subprocess.run(
+            [sys.executable, str(AGENT), server.base_url, str(spans), "--turns", str(TURNS),
+             "--words", str(WORDS), "--tool-s", str(TOOL_S), "--usage"],
+            capture_output=True, text=True, timeout=180, check=False,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["model_calls"] == 2 * TURNS
+    code = main(["diagnose", "--from-otlp", str(spans), "--json", "--db", str(tmp_path / "a.db")])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    document = json.loads(out.out)
+    assert document["requests"] == 2 * TURNS  # each call once, though two spans hold it
+    agent = document["agent"]
+    assert (agent["model_calls"], agent["tool_calls"], len(agent["turns"])) == (16, 8, 8)
+    (lookup,) = agent["tools"]
+    assert lookup["name"] == "lookup" and lookup["calls"] == TURNS
+    assert lookup["total_ms"] >= TURNS * TOOL_S * 1000
+    assert agent["shares"]["tools"] == pytest.approx(agent["tool_ms"] / agent["wall_ms"])
+    assert sum(agent["shares"].values()) == pytest.approx(1.0)
+    context = agent["context"]
+    growth = context["growth_tokens_per_turn"]
+    assert growth["low"] <= growth["value"] <= growth["high"] and 900 < growth["value"] < 1300
+    # The TTFT a prompt token costs holds the lab's own prefill cost.
+    cost = context["ttft_ms_per_prompt_token"]
+    assert cost["low"] <= PREFILL.prefill_ms_per_token <= cost["high"]
+    window = context["remedies"][0]
+    assert window["name"] == "window" and window["saving_ms"] is not None
+    assert window["saving_low_ms"] <= window["saving_ms"] <= window["saving_high_ms"]
+    assert context["noticeable"]
+    code = main(["diagnose", "--from-otlp", str(spans), "--db", str(tmp_path / "a.db")])
+    shown = capsys.readouterr().out
+    assert "tool lookup: 8 calls" in shown and "a window of the last 2 turns:" in shown
+    assert "the context's growth is a noticeable share of the run" in shown

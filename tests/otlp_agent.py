@@ -1,0 +1,96 @@
+"""An agent built with the OpenAI Agents SDK (``openai-agents``), run as its own process
+by the tests: every user turn adds context and the agent calls its ``lookup`` tool
+before it answers. Its spans are traced by OpenInference's openai-agents and openai
+instrumentations (the real packages) into one tree and written as OTLP JSON, one
+export request a line, as ``tests/otlp_app.py`` writes them.
+
+    python tests/otlp_agent.py BASE_URL OUT_FILE --turns 3 --words 300 --tool-s 0.8 [--usage]
+
+The model is the lab's, spoken to in chat completions; the lab answers a request that
+offers tools with a call to the first (``lookup``), and a turn that hands back the
+tool's result in text, so each user turn is two model calls around one tool call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from pathlib import Path
+
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+from otlp_app import OtlpJsonFile
+
+
+async def _run(args: argparse.Namespace) -> int:
+    import openai
+    from agents import (
+        Agent,
+        ModelSettings,
+        OpenAIChatCompletionsModel,
+        Runner,
+        function_tool,
+        set_tracing_disabled,
+    )
+
+    set_tracing_disabled(False)
+
+    @function_tool
+    def lookup(words: str) -> str:
+        """Look words up in the slow dictionary."""
+        time.sleep(args.tool_s)
+        return f"{words}: words"
+
+    @function_tool
+    def note(text: str) -> str:
+        """Write a note down."""
+        return "noted"
+
+    client = openai.AsyncOpenAI(api_key="sk-test", base_url=args.base_url, max_retries=0)
+    agent = Agent(
+        name="reader",
+        instructions="Look words up before you answer.",
+        tools=[lookup, note],
+        model=OpenAIChatCompletionsModel(model="lab-sim", openai_client=client),
+        model_settings=ModelSettings(include_usage=args.usage),
+    )
+    history: list[dict[str, str]] = []
+    calls = 0
+    for turn in range(args.turns):
+        text = f"Turn {turn}: " + "word " * args.words
+        result = Runner.run_streamed(agent, [*history, {"role": "user", "content": text}])
+        async for _ in result.stream_events():
+            pass
+        history = result.to_input_list()
+        calls += len(result.raw_responses)
+    await client.close()
+    return calls
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("base_url")
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--turns", type=int, default=3)
+    parser.add_argument("--words", type=int, default=300)
+    parser.add_argument("--tool-s", type=float, default=0.8)
+    parser.add_argument("--usage", action="store_true", help="ask the streams for usage")
+    args = parser.parse_args()
+    provider = TracerProvider(resource=Resource.create({"service.name": "otlp-agent"}))
+    provider.add_span_processor(SimpleSpanProcessor(OtlpJsonFile(args.out)))
+    from openinference.instrumentation.openai import OpenAIInstrumentor
+    from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
+
+    OpenAIAgentsInstrumentor().instrument(tracer_provider=provider)
+    OpenAIInstrumentor().instrument(tracer_provider=provider)
+    calls = asyncio.run(_run(args))
+    provider.force_flush()
+    print(json.dumps({"model_calls": calls}))
+
+
+if __name__ == "__main__":
+    main()
