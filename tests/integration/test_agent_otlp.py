@@ -68,6 +68,9 @@ def test_an_agent_run_names_its_slow_tool_and_its_growing_context(
     assert window["name"] == "window" and window["saving_ms"] is not None
     assert window["saving_low_ms"] <= window["saving_ms"] <= window["saving_high_ms"]
     assert context["noticeable"]
+    # The run keeps its tree: `latdoc report` shows the same run again.
+    assert main(["report", document["run_id"], "--json", "--db", str(tmp_path / "a.db")]) == 0
+    assert json.loads(capsys.readouterr().out)["agent"] == agent
     code = main(["diagnose", "--from-otlp", str(spans), "--db", str(tmp_path / "a.db")])
     shown = capsys.readouterr().out
     assert "tool lookup: 8 calls" in shown and "a window of the last 2 turns:" in shown

@@ -8,9 +8,12 @@ holds the client's), its tool spans never read as model calls, and the tree kept
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 from latdoc.features.agent import analyse_agent
+from latdoc.features.agent.run import spans_from_meta, spans_to_meta
+from latdoc.records import Sample, Step
 from latdoc.workload.otlp import read_otlp_file
 from paths import DATA
 
@@ -48,3 +51,12 @@ def test_the_run_from_the_real_spans_adds_up() -> None:
     assert all(190 < turn.tool_ms < 400 for turn in run.turns)
     prompts = [turn.prompt_tokens for turn in run.turns]
     assert prompts == sorted(prompts) and prompts[0] is not None and prompts[0] < prompts[-1]
+
+
+def test_the_tree_kept_in_a_runs_meta_reads_back_as_the_same_run() -> None:
+    traffic = read_otlp_file(AGENTS)
+    kept = spans_to_meta(traffic.agent, traffic.traces)
+    samples = [Sample(Step.TRAFFIC, t, index=i) for i, t in enumerate(traffic.traces)]
+    again = spans_from_meta([*json.loads(json.dumps(kept)), "not a span"], samples)
+    assert again == list(traffic.agent)
+    assert analyse_agent(again) == analyse_agent(traffic.agent)

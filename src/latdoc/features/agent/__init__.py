@@ -5,12 +5,13 @@ calls.
 
 - ``analysis``: the run read from its spans (:func:`analyse_agent`), pure;
 - ``render``: its JSON, its terminal blocks, and the shown result;
-- ``run``: the file read, kept and diagnosed (:func:`diagnose_otlp_file`).
+- ``run``: the file read, kept (its span tree in the run's meta) and diagnosed
+  (:func:`diagnose_otlp_file`), and a stored run shown again (:func:`shown_instrumented`).
 """
 
 from latdoc.features.agent.analysis import AgentRun, analyse_agent
 from latdoc.features.agent.render import ShownAgentDiagnosis, agent_blocks, agent_document
-from latdoc.features.agent.run import diagnose_otlp_file
+from latdoc.features.agent.run import diagnose_otlp_file, shown_instrumented
 
 __all__ = [
     "AgentRun",
@@ -19,4 +20,5 @@ __all__ = [
     "agent_document",
     "analyse_agent",
     "diagnose_otlp_file",
+    "shown_instrumented",
 ]

@@ -4,8 +4,10 @@ traffic (an ``instrument`` run, or the spans of an OTLP file), sending nothing."
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from latdoc.analysis.run_reference import measured_reference
 from latdoc.errors import UsageError
@@ -227,12 +229,14 @@ def diagnose_spans(
     prompt_tokens: int | None = None,
     priorities: Priorities | None = None,
     reference: ReferenceProfile | None = None,
+    meta: Mapping[str, Any] | None = None,
 ) -> DiagnosisRun:
     """Keep the model calls an OTLP file held (read as :func:`read_otlp_file` reads it) as
     a run of recorded traffic, and diagnose it; the notes name the instrumentation that
     wrote the spans (kept in the run's meta as ``instrumentation`` too) and the phases
     spans cannot tell apart. ``prompt_tokens``, ``priorities`` and ``reference`` as for
-    :func:`diagnose_traffic`: the spans' median prompt where not told."""
+    :func:`diagnose_traffic`: the spans' median prompt where not told; ``meta`` is more
+    the run keeps (an agent's span tree)."""
     first = spans.traces[0]
     run_id = store.new_run(
         endpoint=first.url,
@@ -244,6 +248,7 @@ def diagnose_spans(
             "spans": len(spans.traces),
             "instrumentation": spans.instrumentation,
             "prompt_tokens": prompt_tokens,
+            **(meta or {}),
         },
         kind=INSTRUMENT_KIND,
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from latdoc.features.agent import shown_instrumented
 from latdoc.features.compare import ShownComparison, compare_runs
 from latdoc.features.diagnose import ShownDiagnosis, rediagnose
 from latdoc.features.load import LOAD_RECORD_SCHEMA, reload_load
@@ -38,6 +39,11 @@ def _diagnosis(store: Store, info: RunInfo) -> Shown:
     """Diagnosed again (a diagnosis, or recorded traffic); any other kind is refused by
     :func:`latdoc.features.diagnose.rediagnose` with what shows it instead."""
     return ShownDiagnosis(rediagnose(store, info.run_id))
+
+
+def _instrumented(store: Store, info: RunInfo) -> Shown:
+    """Recorded traffic diagnosed again, led by its agent's run where it kept one."""
+    return shown_instrumented(store, info)
 
 
 def _load(store: Store, info: RunInfo) -> Shown:
@@ -87,7 +93,7 @@ class RunKind:
 
 RUN_KINDS: tuple[RunKind, ...] = (
     RunKind(DIAGNOSE_KIND, DIAGNOSIS_SCHEMA, _diagnosis, _diagnosis),
-    RunKind(INSTRUMENT_KIND, None, _diagnosis, _diagnosis),
+    RunKind(INSTRUMENT_KIND, None, _instrumented, _instrumented),
     RunKind(LOAD_KIND, LOAD_RECORD_SCHEMA, _load, _load),
     RunKind(PROBE_KIND, None, _diagnosis, _no_page),
     RunKind(VERIFY_KIND, None, _diagnosis, _experiment_page),
