@@ -16,7 +16,9 @@ token costs is the least-squares slope of TTFT on the prompt's tokens, with its 
 tokens it leaves out, and where the interval holds zero no saving is given. A window of
 the last ``k`` user turns leaves out, from each call of a later turn, what the context
 grew since turn ``k`` (measured: its first call's prompt against the turn's); a reset
-(a window of one) everything the earlier turns added.
+(a window of one) everything the earlier turns added; a cached prefix, where no call
+reported cached prompt tokens, the prefill of each prompt's part that the call before
+it sent already.
 """
 
 from __future__ import annotations
@@ -70,7 +72,8 @@ class ContextRemedy:
     """What one of the seed's context remedies would save over the run."""
 
     name: str
-    """``"window"`` (the last :data:`WINDOW_TURNS` turns kept) or ``"reset"``."""
+    """``"window"`` (the last :data:`WINDOW_TURNS` turns kept), ``"reset"`` or
+    ``"prefix"`` (a cached prefix, offered where no call reported one)."""
     tokens_left_out: int
     """Prompt tokens the remedy leaves out of the run's model calls, measured."""
     saving_ms: float | None
@@ -99,6 +102,12 @@ class AgentRun:
     token_cost: Slope | None
     """TTFT milliseconds a prompt token costs over the run's calls, with its interval."""
     remedies: tuple[ContextRemedy, ...]
+    cached_calls: int
+    """Model calls whose usage reported prompt tokens served from the provider's cache."""
+    cached_tokens: int
+    """Prompt tokens the provider reported served from its cache, over the run."""
+    prompt_tokens: int
+    """Prompt tokens of the run's calls that told them (reported, else estimated)."""
     holds_back: str
     """``"model"``, ``"tools"`` or ``"agent"``: the largest part of the wall clock."""
     context_noticeable: bool
@@ -137,6 +146,10 @@ def analyse_agent(spans: Sequence[AgentSpan]) -> AgentRun | None:
         _remedy(name, keep, turns, calls, token_cost)
         for name, keep in (("window", WINDOW_TURNS), ("reset", 1))
     )
+    traces = [s.trace for _, s in calls if s.trace is not None]
+    cached = [t.cached_prompt_tokens or 0 for t in traces]
+    if not any(cached):
+        remedies += (_prefix_remedy(calls, token_cost),)
     wall = sum(t.wall_ms for t in turns)
     reset = remedies[-1]
     return AgentRun(
@@ -154,6 +167,9 @@ def analyse_agent(spans: Sequence[AgentSpan]) -> AgentRun | None:
         ),
         token_cost=token_cost,
         remedies=remedies,
+        cached_calls=sum(1 for c in cached if c),
+        cached_tokens=sum(cached),
+        prompt_tokens=sum(p for t in traces if (p := _prompt(t)) is not None),
         holds_back=max(parts, key=lambda k: parts[k]),
         context_noticeable=reset.low_ms is not None
         and wall > 0
@@ -222,6 +238,24 @@ def _remedy(
         if turn < keep or base is None or grown is None or prompt is None:
             continue
         left_out += max(0, min(prompt, grown - base))
+    return _saving(name, left_out, cost)
+
+
+def _prefix_remedy(calls: list[tuple[int, AgentSpan]], cost: Slope | None) -> ContextRemedy:
+    """A cached prefix, where no call reported one: each call's prompt, up to the last
+    call's length, served from the provider's cache (an agent's next prompt holds its
+    last one whole), its prefill skipped."""
+    left_out = 0
+    last: int | None = None
+    for _, span in calls:
+        prompt = _prompt(span.trace)
+        if prompt is not None and last is not None:
+            left_out += min(prompt, last)
+        last = prompt if prompt is not None else last
+    return _saving("prefix", left_out, cost)
+
+
+def _saving(name: str, left_out: int, cost: Slope | None) -> ContextRemedy:
     if cost is None or cost.low <= 0 or not left_out:
         return ContextRemedy(name, left_out, None, None, None)
     return ContextRemedy(

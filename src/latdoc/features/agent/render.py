@@ -76,6 +76,9 @@ def agent_document(run: AgentRun) -> dict[str, Any]:
             "growth_tokens_per_turn": slope(run.growth),
             "ttft_ms_per_prompt_token": slope(run.token_cost),
             "noticeable": run.context_noticeable,
+            "cached_calls": run.cached_calls,
+            "cached_prompt_tokens": run.cached_tokens,
+            "prompt_tokens": run.prompt_tokens,
             "remedies": [remedy(r) for r in run.remedies],
         },
     }
@@ -171,6 +174,17 @@ def _context_lines(run: AgentRun) -> list[str]:
             high=growth.high,
         )
     lines.append(grew)
+    if run.cached_calls:
+        lines.append(
+            Message(
+                "  the provider served {cached:,} of {prompt:,} prompt tokens from its cache "
+                "({calls} of {total} calls)",
+                cached=run.cached_tokens,
+                prompt=run.prompt_tokens,
+                calls=run.cached_calls,
+                total=run.model_calls,
+            )
+        )
     cost = run.token_cost
     if cost is None or cost.low <= 0:
         lines.append(
@@ -192,6 +206,7 @@ def _context_lines(run: AgentRun) -> list[str]:
     named = {
         "window": N_("a window of the last 2 turns"),
         "reset": N_("a fresh context each turn"),
+        "prefix": N_("a cached prefix (each prompt reusing the last one's)"),
     }
     for remedy in run.remedies:
         if remedy.saving_ms is None or remedy.low_ms is None or remedy.high_ms is None:

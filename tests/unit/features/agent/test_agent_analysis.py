@@ -103,12 +103,18 @@ def test_a_context_growing_a_turn_at_a_time_names_its_cost_and_the_window_saves_
     assert run.growth.slope == pytest.approx(1000)
     # Each turn's second call is 40 tokens longer at the same TTFT: a slope a hair under.
     assert run.token_cost.slope == pytest.approx(0.3, rel=1e-3)
-    window, reset = run.remedies
+    window, reset, prefix = run.remedies
     left_out = 2 * sum(1000 * (k - 1) for k in range(2, 8))
     assert window.name == "window" and window.tokens_left_out == left_out
     assert window.saving_ms == pytest.approx(0.3 * left_out, rel=1e-3)
     assert reset.tokens_left_out == 2 * sum(1000 * k for k in range(1, 8))
     assert run.context_noticeable
+    # No call reported a cached prefix: each call could have reused the last one's prompt
+    # (second calls: the turn's first, 1,000 (k + 1); first calls: the last turn's second).
+    assert prefix.name == "prefix" and run.cached_calls == 0
+    assert prefix.tokens_left_out == sum(1000 * (k + 1) for k in range(8)) + sum(
+        1000 * k + 40 for k in range(1, 8)
+    )
     document = agent_document(run)
     assert document["context"]["remedies"][0]["saving_ms"] == window.saving_ms
     assert document["shares"]["tools"] == pytest.approx(run.tool_ms / run.wall_ms)
@@ -126,3 +132,20 @@ def test_no_saving_is_given_where_ttft_did_not_rise_with_the_prompt() -> None:
 
 def test_spans_without_a_model_call_are_no_run() -> None:
     assert analyse_agent([_span("tool", "a", "t", None, 0, 10)]) is None
+
+
+def test_a_provider_that_caches_the_prefix_is_said_and_no_cache_is_offered() -> None:
+    spans = []
+    for k in range(4):
+        spans += _turn(f"t{k}", 10_000 * k, 1000 * (k + 1), 300, 20 + 0.3 * 1000 * (k + 1))
+    cached = [
+        dataclasses.replace(s, trace=dataclasses.replace(s.trace, cached_prompt_tokens=900))
+        if s.trace is not None and s.span_id == "m2"
+        else s
+        for s in spans
+    ]
+    run = analyse_agent(cached)
+    assert run is not None
+    assert (run.cached_calls, run.cached_tokens) == (4, 3600)
+    assert run.prompt_tokens == sum(2 * 1000 * (k + 1) + 40 for k in range(4))
+    assert [r.name for r in run.remedies] == ["window", "reset"]
