@@ -81,10 +81,17 @@ def environment() -> Environment:
     return env
 
 
-def render_html(diagnosis: Diagnosis, samples: Sequence[Sample]) -> str:
-    """The whole page as a string; the caller decides where to write it."""
+def render_html(
+    diagnosis: Diagnosis,
+    samples: Sequence[Sample],
+    *,
+    lead_figures: Sequence[tuple[str, str | None, str, str]] = (),
+) -> str:
+    """The whole page as a string; the caller decides where to write it. ``lead_figures``
+    come before the diagnosis's own, each a title, an inline ``<svg>`` (``None``: nothing
+    to draw), a caption and what to say instead of an empty plot."""
     context = page_context(diagnosis, samples)
-    context["figures"] = _figures(diagnosis, samples)
+    context["figures"] = [_figure(*lead) for lead in lead_figures] + _figures(diagnosis, samples)
     return environment().get_template("report.html.j2").render(context)
 
 

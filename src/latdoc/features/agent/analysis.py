@@ -32,7 +32,7 @@ from latdoc.analysis.policy import NOTICEABLE_FRACTION
 from latdoc.analysis.stats import Slope, slope_interval
 from latdoc.workload.otlp import AgentSpan
 
-__all__ = ["AgentRun", "ContextRemedy", "ToolUse", "Turn", "analyse_agent"]
+__all__ = ["AgentRun", "Bar", "ContextRemedy", "ToolUse", "Turn", "analyse_agent"]
 
 WINDOW_TURNS = 2
 """The window remedy keeps the last this many user turns of context."""
@@ -56,6 +56,21 @@ class Turn:
     @property
     def wall_ms(self) -> float:
         return (self.end_ns - self.start_ns) / _NS_PER_MS
+
+
+@dataclass(frozen=True)
+class Bar:
+    """A model call or a tool call on the run's time axis (ms from the run's start)."""
+
+    turn: int
+    """The user turn it belongs to, from 0."""
+    role: str
+    """``"model"`` or ``"tool"``."""
+    label: str
+    start_ms: float
+    end_ms: float
+    first_token_ms: float | None = None
+    """A model call's first token, on the same axis; ``None`` when not recorded."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +125,8 @@ class AgentRun:
     """Prompt tokens of the run's calls that told them (reported, else estimated)."""
     holds_back: str
     """``"model"``, ``"tools"`` or ``"agent"``: the largest part of the wall clock."""
+    bars: tuple[Bar, ...]
+    """Every model and tool call on the run's time axis, in the order they began."""
     context_noticeable: bool
     """The context's growth added at least :data:`NOTICEABLE_FRACTION` of the run (the
     reset's saving, at the low end of its interval)."""
@@ -171,10 +188,34 @@ def analyse_agent(spans: Sequence[AgentSpan]) -> AgentRun | None:
         cached_tokens=sum(cached),
         prompt_tokens=sum(p for t in traces if (p := _prompt(t)) is not None),
         holds_back=max(parts, key=lambda k: parts[k]),
+        bars=_bars(spans, turns),
         context_noticeable=reset.low_ms is not None
         and wall > 0
         and reset.low_ms >= NOTICEABLE_FRACTION * wall,
     )
+
+
+def _bars(spans: Sequence[AgentSpan], turns: list[Turn]) -> tuple[Bar, ...]:
+    origin = turns[0].start_ns
+    bars = []
+    for span in sorted(spans, key=lambda s: s.start_ns):
+        if span.role not in ("model", "tool"):
+            continue
+        turn = max((n for n, t in enumerate(turns) if t.start_ns <= span.start_ns), default=0)
+        ttft = None if span.trace is None else span.trace.ttft_ms
+        start = (span.start_ns - origin) / _NS_PER_MS
+        label = span.trace.model if span.trace is not None and span.trace.model else span.name
+        bars.append(
+            Bar(
+                turn,
+                span.role,
+                label or span.role,
+                start,
+                (span.end_ns - origin) / _NS_PER_MS,
+                None if ttft is None else start + ttft,
+            )
+        )
+    return tuple(bars)
 
 
 def _turn(members: list[AgentSpan]) -> Turn:

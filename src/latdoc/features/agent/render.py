@@ -84,13 +84,9 @@ def agent_document(run: AgentRun) -> dict[str, Any]:
     }
 
 
-def agent_blocks(run: AgentRun) -> tuple[RenderableType, ...]:
-    """The terminal view of the run: the critical path first, then context and turns."""
-    from rich import box
-    from rich.padding import Padding
-    from rich.table import Table
-    from rich.text import Text
-
+def agent_lines(run: AgentRun) -> list[str]:
+    """The run in sentences, as the terminal and the page say it: the critical path, what
+    holds the agent back, its tools, and its context."""
     lines: list[str] = [
         Message(
             "Agent run: {turns} user turns, {calls} model calls, {tools} tool calls, "
@@ -131,6 +127,17 @@ def agent_blocks(run: AgentRun) -> tuple[RenderableType, ...]:
             )
         )
     lines += _context_lines(run)
+    return lines
+
+
+def agent_blocks(run: AgentRun) -> tuple[RenderableType, ...]:
+    """The terminal view of the run: the critical path first, then context and turns."""
+    from rich import box
+    from rich.padding import Padding
+    from rich.table import Table
+    from rich.text import Text
+
+    lines = agent_lines(run)
     blocks: list[RenderableType] = [
         Padding(Text("\n".join(translate(line) for line in lines)), (0, 0, 0, 2))
     ]
@@ -152,6 +159,58 @@ def agent_blocks(run: AgentRun) -> tuple[RenderableType, ...]:
         )
     blocks.append(Padding(table, (0, 0, 0, 4)))
     return tuple(blocks)
+
+
+def agent_waterfall_svg(run: AgentRun) -> str | None:
+    """The run's model and tool calls as bars on one time axis, one row each in the order
+    they began, a model call split at its first token; each user turn a band behind them.
+    Bars carry SVG ids ``agent-<row>-<part>`` (``wait``, ``stream``, ``tool``)."""
+    if not run.bars:
+        return None
+    from matplotlib.patches import Patch
+
+    from latdoc.report._figure import MsFormatter, figure_svg, new_figure, plot_style
+    from latdoc.report._theme import PHASE_COLOURS, STEP_COLOURS
+
+    colours = {"wait": PHASE_COLOURS["wait"], "stream": PHASE_COLOURS["stream"]}
+    colours["tool"] = PHASE_COLOURS["connect"]
+    bars = run.bars
+    origin = run.turns[0].start_ns
+    with plot_style():
+        figure = new_figure(1.4 + 0.22 * len(bars))
+        ax = figure.add_subplot()
+        for n, turn in enumerate(run.turns):
+            ax.axvspan(
+                (turn.start_ns - origin) / 1e6,
+                (turn.end_ns - origin) / 1e6,
+                color=STEP_COLOURS[n % 2],
+                alpha=0.07,
+                lw=0,
+                gid=f"agent-turn-{n}",
+            )
+        for row, bar in enumerate(bars):
+            parts = [("tool", bar.start_ms, bar.end_ms)]
+            if bar.role == "model":
+                split = bar.end_ms if bar.first_token_ms is None else bar.first_token_ms
+                parts = [("wait", bar.start_ms, split), ("stream", split, bar.end_ms)]
+            for part, start, end in parts:
+                if end <= start:
+                    continue
+                (patch,) = ax.barh([row], [end - start], left=[start], height=0.7,
+                                   color=colours[part]).patches  # fmt: skip
+                patch.set_gid(f"agent-{row}-{part}")
+        labels = [f"{bar.turn + 1} · {bar.label}" for bar in bars]
+        ax.set_yticks(range(len(bars)), labels, fontsize=8)
+        ax.set_ylim(len(bars) - 0.5, -0.5)
+        ax.set_xlim(left=0)
+        ax.xaxis.set_major_formatter(MsFormatter())
+        ax.grid(axis="x")
+        ax.tick_params(axis="y", length=0)
+        ax.set_xlabel("time from the run's start")
+        handles = [Patch(color=colours[p]) for p in ("wait", "stream", "tool")]
+        names = ["model: before its first token", "model: streaming", "tool"]
+        figure.legend(handles, names, loc="outside upper left", ncols=3)
+        return figure_svg(figure, "The agent's run", "agent-waterfall")
 
 
 def _context_lines(run: AgentRun) -> list[str]:
@@ -250,7 +309,28 @@ class ShownAgentDiagnosis:
         return (*agent_blocks(self.agent), *self.diagnosis.shown())
 
     def page(self) -> str:
-        return self.diagnosis.page()
+        from latdoc.report import render_html
+
+        run = self.diagnosis.run
+        figure = (
+            translate(N_("The agent's run: model calls and tools on one time axis")),
+            agent_waterfall_svg(self.agent),
+            translate(
+                Message.joined(
+                    "; ",
+                    [
+                        N_(
+                            "Each row is a model call (waiting for its first token, then "
+                            "streaming) or a tool's execution, from the run's start, the "
+                            "bands the user turns"
+                        ),
+                        *(line.strip() for line in agent_lines(self.agent)),
+                    ],
+                )
+            ),
+            translate(N_("No model or tool call was recorded.")),
+        )
+        return render_html(run.diagnosis, run.samples, lead_figures=(figure,))
 
     def kept(self) -> None:
         return None
