@@ -120,6 +120,12 @@ def test_otel_spans_and_metrics_follow_the_genai_conventions(
         assert isinstance(attrs[f"latdoc.{phase}_ms"], float)
     assert attrs["latdoc.new_connection"] is True
     assert dict(spans[1].attributes or {})["latdoc.new_connection"] is False
+    # The conventions' newer attributes: the request streamed, and its first chunk.
+    assert attrs["gen_ai.request.stream"] is True
+    assert attrs["gen_ai.response.time_to_first_chunk"] == pytest.approx(
+        attrs["latdoc.ttft_ms"] / 1000, abs=1e-5
+    )
+    assert "latdoc.first_tool_call_ms" not in attrs  # no tool was offered
     assert first.end_time is not None and first.start_time is not None
     assert first.end_time - first.start_time == pytest.approx(
         attrs["latdoc.total_ms"] * 1e6, abs=1e3

@@ -1,7 +1,8 @@
 """Each instrumented request as an OpenTelemetry GenAI span and metrics.
 
 Spans and metrics follow the GenAI semantic conventions (span ``chat {model}``
-with ``gen_ai.*`` attributes; ``gen_ai.client.operation.duration``,
+with ``gen_ai.*`` attributes, ``gen_ai.request.stream`` and
+``gen_ai.response.time_to_first_chunk`` among them; ``gen_ai.client.operation.duration``,
 ``gen_ai.client.operation.time_to_first_chunk``,
 ``gen_ai.client.operation.time_per_output_chunk`` in seconds and
 ``gen_ai.client.token.usage`` in tokens), and carry latdoc's phases as ``latdoc.*``
@@ -35,6 +36,8 @@ _PHASES = (
     "server_ttft",
     "tpot",
     "total",
+    "first_tool_call",
+    "tool_arguments_done",
 )
 
 
@@ -126,7 +129,9 @@ def _common_attributes(trace: RequestTrace, operation: str) -> dict[str, Any]:
 
 
 def _usage_attributes(trace: RequestTrace) -> dict[str, Any]:
-    attributes: dict[str, Any] = {}
+    attributes: dict[str, Any] = {"gen_ai.request.stream": trace.first_event_ns is not None}
+    if trace.ttft_ms is not None:
+        attributes["gen_ai.response.time_to_first_chunk"] = trace.ttft_ms / 1000
     if trace.prompt_tokens is not None:
         attributes["gen_ai.usage.input_tokens"] = trace.prompt_tokens
     if trace.output_tokens is not None:

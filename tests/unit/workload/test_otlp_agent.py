@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from typing import Any
 
 from latdoc.features.agent import analyse_agent
 from latdoc.features.agent.run import spans_from_meta, spans_to_meta
 from latdoc.records import Sample, Step
-from latdoc.workload.otlp import read_otlp_file
+from latdoc.workload.otlp import read_otlp, read_otlp_file
 from paths import DATA
 
 AGENTS = DATA / "otlp_openai_agents.jsonl"
@@ -60,3 +61,57 @@ def test_the_tree_kept_in_a_runs_meta_reads_back_as_the_same_run() -> None:
     again = spans_from_meta([*json.loads(json.dumps(kept)), "not a span"], samples)
     assert again == list(traffic.agent)
     assert analyse_agent(again) == analyse_agent(traffic.agent)
+
+
+def _span(own: str, parent: str | None, start_ms: int, end_ms: int, **attributes: Any) -> Any:
+    def value(v: Any) -> dict[str, Any]:
+        if isinstance(v, str):
+            return {"stringValue": v}
+        return {"doubleValue": v} if isinstance(v, float) else {"intValue": str(v)}
+
+    span = {
+        "traceId": "ab" * 16,
+        "spanId": own * 8,
+        "name": str(attributes.get("gen_ai.operation.name", "step")),
+        "startTimeUnixNano": str(1_800_000_000_000_000_000 + start_ms * 1_000_000),
+        "endTimeUnixNano": str(1_800_000_000_000_000_000 + end_ms * 1_000_000),
+        "attributes": [{"key": k, "value": value(v)} for k, v in attributes.items()],
+    }
+    if parent is not None:
+        span["parentSpanId"] = parent * 8
+    return span
+
+
+def test_the_conventions_agent_and_tool_spans_and_latdocs_tool_call_attribute() -> None:
+    """An ``invoke_agent`` span holding a ``chat`` and an ``execute_tool`` span, in the
+    GenAI conventions: one model call (its first tool call read from latdoc's attribute),
+    the tool never a call."""
+    spans = [
+        _span("a", None, 0, 1000, **{"gen_ai.operation.name": "invoke_agent"}),
+        _span(
+            "c",
+            "a",
+            10,
+            400,
+            **{
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": "m",
+                "latdoc.ttft_ms": 120.0,
+                "latdoc.first_tool_call_ms": 130.0,
+            },
+        ),
+        _span(
+            "t",
+            "a",
+            400,
+            900,
+            **{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup"},
+        ),
+    ]
+    document = {"resourceSpans": [{"scopeSpans": [{"scope": {"name": "x"}, "spans": spans}]}]}
+    traffic = read_otlp(json.dumps(document))
+    (call,) = traffic.traces
+    assert call.first_tool_call_ns == 130_000_000 and call.ttft_ms == 120.0
+    assert [s.role for s in traffic.agent] == ["agent", "model", "tool"]
+    run = analyse_agent(traffic.agent)
+    assert run is not None and (run.model_ms, run.tool_ms, run.agent_ms) == (390.0, 500.0, 110.0)

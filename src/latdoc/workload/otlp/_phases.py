@@ -52,6 +52,9 @@ def phases(span: Span, start: int, end: int) -> tuple[dict[str, Any], str | None
             break
         cumulative += step
         marks[field] = cumulative
+    tool = ns("first_tool_call")
+    if tool is not None:
+        marks["first_tool_call_ns"] = tool
     ttfb, wait, ttft = ns("ttfb"), ns("wait"), ns("ttft")
     if ttfb is not None:
         marks["first_byte_ns"] = ttfb
