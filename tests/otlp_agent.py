@@ -1,10 +1,13 @@
-"""An agent built with the OpenAI Agents SDK (``openai-agents``), run as its own process
-by the tests: every user turn adds context and the agent calls its ``lookup`` tool
-before it answers. Its spans are traced by OpenInference's openai-agents and openai
-instrumentations (the real packages) into one tree and written as OTLP JSON, one
-export request a line, as ``tests/otlp_app.py`` writes them.
+"""An agent with two tools, run as its own process by the tests: every user turn adds
+context and the agent calls its ``lookup`` tool before it answers. Built with the OpenAI
+Agents SDK (``openai-agents``), its spans traced by OpenInference's openai-agents and
+openai instrumentations; or with pydantic-ai, traced by its own instrumentation in the
+GenAI semantic conventions (``invoke_agent``, ``chat``, ``execute_tool``). The real
+packages write the spans into one tree, as OTLP JSON, one export request a line, as
+``tests/otlp_app.py`` writes them.
 
-    python tests/otlp_agent.py BASE_URL OUT_FILE --turns 3 --words 300 --tool-s 0.8 [--usage]
+    python tests/otlp_agent.py BASE_URL OUT_FILE [--framework agents|pydantic-ai]
+        --turns 3 --words 300 --tool-s 0.8 [--usage]
 
 The model is the lab's, spoken to in chat completions; the lab answers a request that
 offers tools with a call to the first (``lookup``), and a turn that hands back the
@@ -71,6 +74,38 @@ async def _run(args: argparse.Namespace) -> int:
     return calls
 
 
+async def _run_pydantic_ai(args: argparse.Namespace, provider: TracerProvider) -> int:
+    from pydantic_ai import Agent, InstrumentationSettings
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    model = OpenAIChatModel(
+        "lab-sim", provider=OpenAIProvider(base_url=args.base_url, api_key="sk-test")
+    )
+    Agent.instrument_all(InstrumentationSettings(tracer_provider=provider))
+    agent = Agent(model, instructions="Look words up before you answer.")
+
+    @agent.tool_plain
+    def lookup(words: str) -> str:
+        """Look words up in the slow dictionary."""
+        time.sleep(args.tool_s)
+        return f"{words}: words"
+
+    @agent.tool_plain
+    def note(text: str) -> str:
+        """Write a note down."""
+        return "noted"
+
+    history: list[object] = []
+    calls = 0
+    for turn in range(args.turns):
+        text = f"Turn {turn}: " + "word " * args.words
+        result = await agent.run(text, message_history=history)  # type: ignore[arg-type]
+        history = list(result.all_messages())
+        calls += sum(1 for m in result.new_messages() if m.kind == "response")
+    return calls
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("base_url")
@@ -79,9 +114,15 @@ def main() -> None:
     parser.add_argument("--words", type=int, default=300)
     parser.add_argument("--tool-s", type=float, default=0.8)
     parser.add_argument("--usage", action="store_true", help="ask the streams for usage")
+    parser.add_argument("--framework", choices=("agents", "pydantic-ai"), default="agents")
     args = parser.parse_args()
     provider = TracerProvider(resource=Resource.create({"service.name": "otlp-agent"}))
     provider.add_span_processor(SimpleSpanProcessor(OtlpJsonFile(args.out)))
+    if args.framework == "pydantic-ai":
+        calls = asyncio.run(_run_pydantic_ai(args, provider))
+        provider.force_flush()
+        print(json.dumps({"model_calls": calls}))
+        return
     from openinference.instrumentation.openai import OpenAIInstrumentor
     from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
 

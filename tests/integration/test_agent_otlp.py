@@ -61,9 +61,16 @@ def test_an_agent_run_names_its_slow_tool_and_its_growing_context(
     context = agent["context"]
     growth = context["growth_tokens_per_turn"]
     assert growth["low"] <= growth["value"] <= growth["high"] and 900 < growth["value"] < 1300
-    # The TTFT a prompt token costs holds the lab's own prefill cost.
+    # The TTFT a prompt token costs holds the lab's own prefill cost, give or take the
+    # longer body's upload and parse per token (1% of it on a quiet machine, where the
+    # lab's jitter-free prefill leaves the interval about that narrow): 2% is allowed.
     cost = context["ttft_ms_per_prompt_token"]
-    assert cost["low"] <= PREFILL.prefill_ms_per_token <= cost["high"]
+    print(
+        f"a prompt token: {cost['value']:.5f} ms ({cost['low']:.5f} to {cost['high']:.5f})",
+        file=sys.stderr,
+    )
+    assert cost["low"] <= cost["value"] <= cost["high"]
+    assert cost["low"] / 1.02 <= PREFILL.prefill_ms_per_token <= cost["high"] * 1.02
     window = context["remedies"][0]
     assert window["name"] == "window" and window["saving_ms"] is not None
     assert window["saving_low_ms"] <= window["saving_ms"] <= window["saving_high_ms"]
@@ -75,3 +82,30 @@ def test_an_agent_run_names_its_slow_tool_and_its_growing_context(
     shown = capsys.readouterr().out
     assert "tool lookup: 8 calls" in shown and "a window of the last 2 turns:" in shown
     assert "the context's growth is a noticeable share of the run" in shown
+
+
+def test_a_pydantic_ai_agent_traced_in_the_genai_conventions_is_read_as_a_run(
+    lab: LabFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """pydantic-ai's own instrumentation writes ``invoke_agent``, ``chat`` and
+    ``execute_tool`` spans; its agent does not stream, so no call has a first token and
+    no context remedy is given a number."""
+    spans = tmp_path / "agent.jsonl"
+    with lab(LabConfig(latency=PREFILL, answer_tokens=8)) as server:
+        done = subprocess.run(
+            [sys.executable, str(AGENT), server.base_url, str(spans), "--framework",
+             "pydantic-ai", "--turns", "3", "--words", "200", "--tool-s", "0.2"],
+            capture_output=True, text=True, timeout=180, check=False,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    code = main(["diagnose", "--from-otlp", str(spans), "--json", "--db", str(tmp_path / "p.db")])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    agent = json.loads(out.out)["agent"]
+    assert (agent["model_calls"], agent["tool_calls"], len(agent["turns"])) == (6, 3, 3)
+    assert [(t["name"], t["calls"]) for t in agent["tools"]] == [("lookup", 3)]
+    assert all(t["ttft_ms"] is None for t in agent["turns"])
+    assert agent["context"]["ttft_ms_per_prompt_token"] is None
+    assert all(r["saving_ms"] is None for r in agent["context"]["remedies"])
+    prompts = [t["prompt_tokens"] for t in agent["turns"]]
+    assert prompts == sorted(prompts) and prompts[0] < prompts[-1]

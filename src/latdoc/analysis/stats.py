@@ -133,8 +133,8 @@ def mean_interval(
 
 @dataclass(frozen=True)
 class Slope:
-    """A least-squares line's slope with its interval at :data:`CONFIDENCE`, and its
-    intercept: what one unit more of ``x`` adds to ``y``."""
+    """A line's slope with its interval at :data:`CONFIDENCE`, and its intercept: what
+    one unit more of ``x`` adds to ``y``."""
 
     slope: float
     low: float
@@ -145,23 +145,31 @@ class Slope:
         return self.intercept + self.slope * x
 
 
+MIN_SLOPE_POINTS = 5
+"""The fewest points a slope's interval is given from: with fewer, the Theil–Sen
+interval missed its level in simulation (68% of the time at three points)."""
+
+
 def slope_interval(
     xs: Sequence[float], ys: Sequence[float], *, confidence: float = CONFIDENCE
 ) -> Slope | None:
-    """The ordinary least-squares slope of ``ys`` on ``xs`` with Student's t interval
-    (``n - 2`` degrees of freedom; its level is simulated in the unit tier,
-    ``tests/unit/analysis/test_slope.py``); ``None`` under three points or when every
-    ``x`` is the same."""
-    from scipy.stats import linregress, t
+    """The Theil–Sen slope of ``ys`` on ``xs`` (the median of the pairwise slopes) with
+    its interval from Kendall's tau (``scipy.stats.theilslopes``): one point far off the
+    line, such as a first call that paid for a new connection, moves it little where it
+    drags a least-squares line. Simulated on lines with normal noise, the interval
+    covers the true slope 96–99% of the time at 5 to 12 points and 95.6% at 16 to 30
+    (``tests/unit/analysis/test_slope.py``). ``None`` under :data:`MIN_SLOPE_POINTS`
+    points or when every ``x`` is the same."""
+    from scipy.stats import theilslopes
 
     x = np.asarray(xs, dtype=float)
     y = np.asarray(ys, dtype=float)
-    if x.size < 3 or x.size != y.size or np.ptp(x) == 0:
+    if x.size < MIN_SLOPE_POINTS or x.size != y.size or np.ptp(x) == 0:
         return None
-    fit = linregress(x, y)
-    reach = float(t.ppf((1 + confidence) / 2, x.size - 2)) * float(fit.stderr)
-    slope = float(fit.slope)
-    return Slope(slope, slope - reach, slope + reach, float(fit.intercept))
+    fit = theilslopes(y, x, alpha=confidence)
+    return Slope(
+        float(fit.slope), float(fit.low_slope), float(fit.high_slope), float(fit.intercept)
+    )
 
 
 def quantile_interval(

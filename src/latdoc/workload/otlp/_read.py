@@ -131,11 +131,10 @@ def _agent_spans(every: list[Span], reads: dict[int, Read]) -> tuple[AgentSpan, 
         if start.missing:
             continue
         begun = start.integer(0)
-        name = span.at.get("name")
         out.append(
             AgentSpan(
                 kind or "step",
-                name.value if isinstance(name.value, str) else "",
+                _name(span, kind),
                 trace_id,
                 own,
                 parent,
@@ -190,3 +189,18 @@ def _notes(read: list[Read], instrumentation: str) -> tuple[StepNote, ...]:
             )
         )
     return tuple(notes)
+
+
+def _name(span: Span, kind: str | None) -> str:
+    """A tool's or an agent's own name where the span tells it (the conventions'
+    ``gen_ai.tool.name`` and ``gen_ai.agent.name``, OpenInference's ``tool.name`` and
+    ``agent.name``), else the span's name."""
+    keys = {
+        "tool": ("gen_ai.tool.name", "tool.name"),
+        "agent": ("gen_ai.agent.name", "agent.name"),
+    }.get(kind or "", ())
+    named = next((v for key in keys if isinstance(v := span.attributes.get(key), str) and v), None)
+    if named is not None:
+        return named
+    name = span.at.get("name")
+    return name.value if isinstance(name.value, str) else ""

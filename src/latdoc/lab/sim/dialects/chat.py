@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from latdoc.lab.sim._call import Call
-from latdoc.lab.sim._events import CHAT, answer_text
+from latdoc.lab.sim._events import CHAT, answer_text, arguments
 from latdoc.lab.sim._writers import ChatWriter, StreamWriter
 from latdoc.lab.sim.dialects._stand_in import StandIn, effort_tokens
 
@@ -39,9 +39,18 @@ def _writer(call: Call, number: int, stamp: bool, cached_tokens: int) -> StreamW
 
 
 def _document(call: Call, number: int, usage: dict[str, Any], cached: int) -> dict[str, object]:
-    message = {"role": "assistant", "content": answer_text(call)}
+    message: dict[str, object] = {"role": "assistant", "content": answer_text(call)}
+    if call.tool_name is not None:
+        words = "".join(arguments(call, k) for k in range(call.output_tokens))
+        function = {"name": call.tool_name, "arguments": words}
+        message = {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_lab", "type": "function", "function": function}
+        ]}  # fmt: skip
     choice: dict[str, object] = {"index": 0, "message": message}
-    return openai_document(call, f"chatcmpl-lab{number}", "chat.completion", choice, usage)
+    document = openai_document(call, f"chatcmpl-lab{number}", "chat.completion", choice, usage)
+    if call.tool_name is not None and call.finish_reason == "stop":
+        choice["finish_reason"] = "tool_calls"
+    return document
 
 
 def _reasoning(data: dict[str, object], medium: int) -> int:
