@@ -32,7 +32,16 @@ from latdoc.analysis.policy import NOTICEABLE_FRACTION
 from latdoc.analysis.stats import Slope, slope_interval
 from latdoc.workload.otlp import AgentSpan
 
-__all__ = ["AgentRun", "Bar", "ContextRemedy", "ToolUse", "Turn", "analyse_agent"]
+__all__ = [
+    "AgentRemedy",
+    "AgentRun",
+    "Bar",
+    "ContextRemedy",
+    "ToolUse",
+    "Turn",
+    "analyse_agent",
+    "ranked_remedies",
+]
 
 WINDOW_TURNS = 2
 """The window remedy keeps the last this many user turns of context."""
@@ -342,3 +351,40 @@ def _tools(spans: Sequence[AgentSpan]) -> tuple[ToolUse, ...]:
             counts[span.name or "(unnamed)"].append(span.end_ns - span.start_ns)
     uses = [ToolUse(name, len(v), sum(v) / _NS_PER_MS) for name, v in counts.items()]
     return tuple(sorted(uses, key=lambda u: -u.total_ms))
+
+
+@dataclass(frozen=True)
+class AgentRemedy:
+    """One change to the agent, with what it would save over the run."""
+
+    name: str
+    """``"parallel"`` (the tool calls of one answer at once), ``"tool"`` (the slowest
+    tool made faster or its results cached), or a :class:`ContextRemedy`'s name."""
+    saving_ms: float | None
+    """What it saves: measured (``parallel``) or fitted, with ``low_ms``/``high_ms``."""
+    low_ms: float | None = None
+    high_ms: float | None = None
+    at_most_ms: float | None = None
+    """Where no saving can be given, the most it could save (the tool's whole time)."""
+    subject: str = ""
+    """What it acts on: the tool's name."""
+
+
+def ranked_remedies(run: AgentRun) -> tuple[AgentRemedy, ...]:
+    """The changes to the agent, largest saving first: those with a measured or fitted
+    saving ranked by it, then those only bounded (a tool made faster saves at most its
+    time), by their bound."""
+    found: list[AgentRemedy] = []
+    if run.parallel_saving_ms > 0:
+        saving = run.parallel_saving_ms
+        found.append(AgentRemedy("parallel", saving, saving, saving))
+    found += [
+        AgentRemedy(r.name, r.saving_ms, r.low_ms, r.high_ms)
+        for r in run.remedies
+        if r.saving_ms is not None and r.name != "reset"
+    ]
+    found.sort(key=lambda r: -(r.saving_ms or 0.0))
+    if run.tools:
+        slowest = run.tools[0]
+        found.append(AgentRemedy("tool", None, at_most_ms=slowest.total_ms, subject=slowest.name))
+    return tuple(found)

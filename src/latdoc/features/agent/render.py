@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from latdoc.features.agent.analysis import AgentRun, ContextRemedy
+from latdoc.features.agent.analysis import AgentRun, ContextRemedy, ranked_remedies
 from latdoc.features.diagnose import DiagnosisRun, ShownDiagnosis
 from latdoc.i18n import N_, Message, translate
 from latdoc.report.names import format_ms
@@ -81,6 +81,17 @@ def agent_document(run: AgentRun) -> dict[str, Any]:
             "prompt_tokens": run.prompt_tokens,
             "remedies": [remedy(r) for r in run.remedies],
         },
+        "remedies": [
+            {
+                "name": r.name,
+                "subject": r.subject or None,
+                "saving_ms": r.saving_ms,
+                "saving_low_ms": r.low_ms,
+                "saving_high_ms": r.high_ms,
+                "at_most_ms": r.at_most_ms,
+            }
+            for r in ranked_remedies(run)
+        ],
     }
 
 
@@ -127,6 +138,7 @@ def agent_lines(run: AgentRun) -> list[str]:
             )
         )
     lines += _context_lines(run)
+    lines += _remedy_lines(run)
     return lines
 
 
@@ -211,6 +223,50 @@ def agent_waterfall_svg(run: AgentRun) -> str | None:
         names = ["model: before its first token", "model: streaming", "tool"]
         figure.legend(handles, names, loc="outside upper left", ncols=3)
         return figure_svg(figure, "The agent's run", "agent-waterfall")
+
+
+_REMEDIES = {
+    "parallel": N_("run the tool calls of one answer at once"),
+    "window": N_("keep a window of the last 2 turns of context"),
+    "prefix": N_("cache the prompt's prefix (each call reusing the last one's)"),
+}
+
+
+def _remedy_lines(run: AgentRun) -> list[str]:
+    ranked = ranked_remedies(run)
+    if not ranked:
+        return []
+    lines: list[str] = [N_("Remedies for the agent, largest saving first:")]
+    for n, remedy in enumerate(ranked, 1):
+        if remedy.name == "tool":
+            lines.append(
+                Message(
+                    "  {n}. make the tool {tool} faster or cache its results: it saves at "
+                    "most its {total}",
+                    n=n,
+                    tool=remedy.subject,
+                    total=format_ms(remedy.at_most_ms),
+                )
+            )
+            continue
+        lines.append(
+            Message(
+                "  {n}. {remedy}: saves {saving} (95%: {low} to {high})",
+                n=n,
+                remedy=Message.of(_REMEDIES[remedy.name]),
+                saving=format_ms(remedy.saving_ms),
+                low=format_ms(remedy.low_ms),
+                high=format_ms(remedy.high_ms),
+            )
+            if remedy.name != "parallel"
+            else Message(
+                "  {n}. {remedy}: saves {saving}, measured",
+                n=n,
+                remedy=Message.of(_REMEDIES[remedy.name]),
+                saving=format_ms(remedy.saving_ms),
+            )
+        )
+    return lines
 
 
 def _context_lines(run: AgentRun) -> list[str]:

@@ -9,6 +9,7 @@ import dataclasses
 import pytest
 
 from latdoc.features.agent import agent_document, analyse_agent
+from latdoc.features.agent.analysis import ranked_remedies
 from latdoc.workload.otlp import AgentSpan
 from report_samples import make_trace
 
@@ -149,3 +150,26 @@ def test_a_provider_that_caches_the_prefix_is_said_and_no_cache_is_offered() -> 
     assert (run.cached_calls, run.cached_tokens) == (4, 3600)
     assert run.prompt_tokens == sum(2 * 1000 * (k + 1) + 40 for k in range(4))
     assert [r.name for r in run.remedies] == ["window", "reset"]
+
+
+def test_the_remedies_are_ranked_by_what_they_save_and_a_tool_only_bounded() -> None:
+    spans = []
+    for k in range(8):
+        prompt = 1000 * (k + 1)
+        spans += _turn(f"t{k}", 10_000 * k, prompt, 300, 20 + 0.3 * prompt)
+    spans += [
+        _span("tool", "t7", "x1", "root", 80_000, 80_200, "search"),
+        _span("tool", "t7", "x2", "root", 80_200, 80_300, "search"),
+    ]
+    run = analyse_agent(spans)
+    assert run is not None
+    ranked = ranked_remedies(run)
+    names = [r.name for r in ranked]
+    assert names[-1] == "tool" and ranked[-1].subject == "lookup"
+    assert ranked[-1].saving_ms is None and ranked[-1].at_most_ms == pytest.approx(2400)
+    savings = [r.saving_ms for r in ranked if r.saving_ms is not None]
+    assert savings == sorted(savings, reverse=True)
+    assert set(names) == {"prefix", "window", "parallel", "tool"}
+    parallel = next(r for r in ranked if r.name == "parallel")
+    assert parallel.saving_ms == pytest.approx(100)  # 200 + 100 ms in turn, at once 200
+    assert agent_document(run)["remedies"][0]["name"] == names[0]
