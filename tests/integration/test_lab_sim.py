@@ -538,8 +538,10 @@ def test_slots_report_who_was_there_at_arrival() -> None:
     ahead = [r.headers["x-lab-queue-ahead"] for r in responses]
     assert (busy, ahead) == (["0", "1", "1"], ["0", "0", "1"])
     queues = [server_timing(r)["queue"] for r in responses]
+    # Each behind one more: how long depends on when the client's sends arrived, which a
+    # busy machine spreads (the second waited 31 ms on a quiet one, 18 ms beside a hog).
     assert queues[0] == 0
-    assert 20 <= queues[1] < queues[2]
+    assert 0 < queues[1] < queues[2]
     truth = [json.loads(events(iter(r.text.splitlines()))[-2])["lab"] for r in responses]
     assert [t["queue_ms"] for t in truth] == pytest.approx(queues, abs=0.001)
 
