@@ -16,7 +16,7 @@ What the features send (a load sweep, a watch, an experiment) is in each feature
 labels; it computes no verdict and prints nothing.
 """
 
-from latdoc.workload._answers import answer_text
+from latdoc.workload._answers import answer_text, chat_tool_calls
 from latdoc.workload._budget import (
     Budget,
     Reservation,
@@ -72,6 +72,7 @@ __all__ = [
     "calibrate",
     "calibration_words",
     "cannot_answer_note",
+    "chat_tool_calls",
     "check_money_cap",
     "fit_calibration",
     "make_prompt",

@@ -40,3 +40,37 @@ def answer_text(
                 into.append(text)
 
     return hook
+
+
+def chat_tool_calls(
+    calls: dict[int, dict[str, str]], then: EventHook | None = None
+) -> Callable[[Any, int], None]:
+    """An event hook that keeps each tool call a chat completions stream sends, by its
+    index: its ``id``, ``name`` and the text of its ``arguments``; it hands every event
+    on to ``then`` first. What an agent puts back in the conversation to answer it."""
+
+    def hook(event: Any, t_ns: int) -> None:
+        if then is not None:
+            then(event, t_ns)
+        if not isinstance(event, dict):
+            return
+        for choice in event.get("choices") or ():
+            delta = choice.get("delta") if isinstance(choice, dict) else None
+            listed = delta.get("tool_calls") if isinstance(delta, dict) else None
+            for place, call in enumerate(listed if isinstance(listed, list) else ()):
+                if not isinstance(call, dict):
+                    continue
+                index = call.get("index", place)
+                kept = calls.setdefault(
+                    index if isinstance(index, int) else place,
+                    {"id": "", "name": "", "arguments": ""},
+                )
+                if isinstance(call.get("id"), str):
+                    kept["id"] = call["id"]
+                function = call.get("function")
+                if isinstance(function, dict):
+                    for key in ("name", "arguments"):
+                        if isinstance(function.get(key), str):
+                            kept[key] += function[key]
+
+    return hook

@@ -42,6 +42,20 @@ def test_the_shipped_samples_are_read_by_their_first_line() -> None:
     assert all(r.at_s is None for r in chats)
 
 
+def test_the_shipped_agent_sample_is_twenty_sessions_of_turns_with_tool_results() -> None:
+    turns = list(open_trace(SAMPLES / "agent.jsonl"))
+    assert len(turns) == 40 and len({r.session for r in turns}) == 20
+    first = [r for r in turns if r.session == "agent-sample-0"]
+    assert [r.turn for r in first] == [0, 1] and all(r.at_s is None for r in turns)
+    (result,) = first[1].tool_results
+    assert (result.name, result.ms) == ("lookup", 200.0)
+    assert result.content.startswith("The word of session 0, turn 1")
+    assert first[0].text is not None and first[0].text.startswith("Session 0 turn 0:")
+    # The turn, where a line leaves it out, counts on from the session's last.
+    counted = _read('{"session": 7, "user": "a"}\n{"session": 7, "user": "b"}\n')
+    assert [(r.session, r.turn, r.tool_results) for r in counted] == [("7", 0, ()), ("7", 1, ())]
+
+
 def test_sharegpt_as_json_lines_and_latdoc_exports_are_read_too(tmp_path: Path) -> None:
     line = {"id": "a", "conversations": [{"from": "human", "value": "one two three"},
                                          {"from": "gpt", "value": "four five"}]}  # fmt: skip
@@ -90,6 +104,13 @@ def test_gzip_and_a_byte_order_mark_are_read() -> None:
         ("Timestamp,Request tokens,Response tokens\n1.0,20\n", "t.trace:2: 2 fields"),
         ("Timestamp,Request tokens,Response tokens\n-1,20,5\n", "must not be negative"),
         ('[{"id": 1, "conversations": 5}]', "expected an object with a list of conversations"),
+        ('{"session": "s", "user": ""}\n', "t.trace:1: user must be the turn's text"),
+        ('{"session": true, "user": "hi"}\n', "t.trace:1: session must be a name or a number"),
+        (
+            '{"session": "s", "user": "hi", "tool_results": [{"name": "x", "ms": -1}]}\n',
+            "t.trace:1: tool result 1 needs a name, its content as text and its time",
+        ),
+        ('{"session": "s", "user": "hi", "tool_results": {}}\n', "tool_results must be a list"),
         ("hello world\n", "not a trace latdoc knows"),
         ("", "empty"),
     ],
@@ -103,9 +124,9 @@ def test_a_trace_that_cannot_be_replayed_is_one_error_naming_the_line(text: str,
 def test_a_format_named_by_hand_and_a_wrong_name() -> None:
     line = '{"input_length": 10, "output_length": 5}\n'
     assert len(_read(line, "mooncake")) == 1
-    with pytest.raises(UsageError, match="use one of mooncake, sharegpt, burstgpt, latdoc"):
+    with pytest.raises(UsageError, match="use one of mooncake, agent, sharegpt, burstgpt, latdoc"):
         _read(line, "alpaca")
-    assert names() == ("mooncake", "sharegpt", "burstgpt", "latdoc")
+    assert names() == ("mooncake", "agent", "sharegpt", "burstgpt", "latdoc")
 
 
 def test_a_huge_trace_is_read_as_it_is_needed(tmp_path: Path) -> None:

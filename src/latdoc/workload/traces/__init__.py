@@ -9,6 +9,9 @@ reads one), listed by :func:`formats`:
   ``output_length`` and ``hash_ids`` (the blocks of shared prefix);
 - ``sharegpt``: conversations (``conversations: [{"from": "human", "value": ...},
   ...]``), as a JSON array or JSON Lines; each human turn a request of its session;
+- ``agent``: an agent's sessions, JSON Lines of ``session``, ``turn``, ``user`` and the
+  ``tool_results`` its tools gave; each turn sent with the session's history and each
+  tool result handed back when the model calls a tool;
 - ``burstgpt``: CSV with ``Timestamp`` (s), ``Request tokens``, ``Response tokens``;
 - ``latdoc``: latdoc's own JSON Lines export (``latdoc export``), so a recorded run
   replays elsewhere.
@@ -29,15 +32,23 @@ from typing import IO
 
 from latdoc.errors import UsageError
 from latdoc.i18n import Message
-from latdoc.workload.traces import burstgpt, latdoc_export, mooncake, sharegpt
-from latdoc.workload.traces._format import Lines, TraceFormat, TraceRequest
+from latdoc.workload.traces import agent, burstgpt, latdoc_export, mooncake, sharegpt
+from latdoc.workload.traces._format import Lines, ToolResult, TraceFormat, TraceRequest
 
-__all__ = ["TraceFormat", "TraceRequest", "formats", "names", "open_trace", "read_trace"]
+__all__ = [
+    "ToolResult",
+    "TraceFormat",
+    "TraceRequest",
+    "formats",
+    "names",
+    "open_trace",
+    "read_trace",
+]
 
 
 def formats() -> tuple[TraceFormat, ...]:
     """Every format, in the order sniffing tries them: one module each."""
-    return (mooncake.FORMAT, sharegpt.FORMAT, burstgpt.FORMAT, latdoc_export.FORMAT)
+    return (mooncake.FORMAT, agent.FORMAT, sharegpt.FORMAT, burstgpt.FORMAT, latdoc_export.FORMAT)
 
 
 def names() -> tuple[str, ...]:

@@ -13,6 +13,15 @@ from latdoc.i18n import Message
 
 
 @dataclass(frozen=True, slots=True)
+class ToolResult:
+    """What a tool gave back in a recorded agent turn, and how long it took."""
+
+    name: str
+    content: str
+    ms: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class TraceRequest:
     """One request of a trace."""
 
@@ -31,6 +40,10 @@ class TraceRequest:
     """Its turn in the session, from 0."""
     text: str | None = None
     """The user's own words for this turn, where the trace has them."""
+    tool_results: tuple[ToolResult, ...] = ()
+    """An agent's turn: the results its tools gave, in the order the model called them,
+    each handed back to the model as the tool's answer (after its time) until the model
+    answers in text."""
 
 
 Lines = Iterator[tuple[int, str]]
@@ -113,4 +126,4 @@ def ordered_times(requests: Iterator[TraceRequest], source: str) -> Iterator[Tra
             )
         last = at
         yield TraceRequest(r.line, at, r.input_tokens, r.output_tokens, r.blocks, r.session,
-                           r.turn, r.text)  # fmt: skip
+                           r.turn, r.text, r.tool_results)  # fmt: skip

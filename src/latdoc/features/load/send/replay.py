@@ -28,18 +28,28 @@ import contextlib
 import random
 import statistics
 from collections.abc import Callable, Coroutine, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from latdoc.errors import UsageError
 from latdoc.features.load.analysis import LevelWindow
 from latdoc.features.load.send.meter import ClientMeter
 from latdoc.features.load.send.sweep import LoadPlan, within_time_budget
-from latdoc.probe import ProbeSession, now_ns
+from latdoc.i18n import Message
+from latdoc.probe import ProbeSession, Tool, now_ns
 from latdoc.records import RequestTrace, Sample, Step, StepNote
 from latdoc.store import INSTRUMENT_KIND, Store
-from latdoc.workload import ASSUMED, Budget, answer_text, budget_for, make_prompt, prompt_cost
-from latdoc.workload.traces import TraceRequest, open_trace
+from latdoc.workload import (
+    ASSUMED,
+    Budget,
+    answer_text,
+    budget_for,
+    chat_tool_calls,
+    make_prompt,
+    prompt_cost,
+)
+from latdoc.workload.traces import ToolResult, TraceRequest, open_trace
 from latdoc.workload.traces.mooncake import BLOCK_TOKENS
 
 LATE_MS = 5.0
@@ -67,6 +77,8 @@ class TraceShape:
     timed: bool
     duration_s: float
     sessions: int
+    tools: tuple[str, ...] = ()
+    """The tools an agent trace's results name, in the order first met."""
 
 
 def survey(replay: Replay) -> TraceShape:
@@ -76,15 +88,42 @@ def survey(replay: Replay) -> TraceShape:
     last = 0.0
     timed = True
     sessions: set[str] = set()
+    tools: dict[str, None] = {}
     for r in open_trace(Path(replay.path), replay.fmt):
         n += 1
+        for result in r.tool_results:
+            if len(tools) < 128:
+                tools.setdefault(result.name)
         if r.at_s is None:
             timed = False
         else:
             last = r.at_s
         if r.session is not None and len(sessions) < 1_000_000:
             sessions.add(r.session)
-    return TraceShape(n, timed and n > 0, last, len(sessions))
+    return TraceShape(n, timed and n > 0, last, len(sessions), tuple(tools))
+
+
+def _offering_tools(plan: LoadPlan, names: tuple[str, ...]) -> LoadPlan:
+    """An agent trace's plan: its requests offer the tools its results name (where the
+    plan offers none of its own, ``--tools``), in the chat dialect, the one whose tool
+    messages the replay writes."""
+    endpoint = plan.endpoint
+    if endpoint.spec.name not in _TOOL_MESSAGES:
+        raise UsageError(
+            Message(
+                "an agent trace replays in the chat dialect (its tool calls and results are "
+                "chat messages), not {name}: use --api chat",
+                name=endpoint.spec.name,
+            )
+        )
+    if endpoint.tools:
+        return plan
+    offered = tuple(Tool(name) for name in names)
+    return replace(plan, endpoint=replace(endpoint, tools=offered))
+
+
+_TOOL_MESSAGES = frozenset({"chat", "azure"})
+"""The dialects whose tool messages an agent trace's replay writes."""
 
 
 def block_words(block: int, words: int) -> list[str]:
@@ -122,6 +161,8 @@ class _Replayer:
         as_traffic: bool = False,
     ) -> None:
         self.plan, self.replay, self.shape, self.budget = plan, replay, shape, budget
+        if shape.tools:
+            self.plan = _offering_tools(plan, shape.tools)
         self.as_traffic = as_traffic
         """Keep each request as recorded traffic (step ``traffic``, its concurrency the
         requests in flight when it left), as :func:`record_replay` does."""
@@ -160,9 +201,10 @@ class _Replayer:
         step: Step,
         label: int,
         due_ns: int | None = None,
+        calls: dict[int, dict[str, str]] | None = None,
     ) -> tuple[RequestTrace, str] | None:
         """Reserve, send and keep one request; ``due_ns``: when the trace says it is sent
-        (its lag is measured as it leaves)."""
+        (its lag is measured as it leaves); ``calls`` keeps the tool calls it answers with."""
         out = max(1, min(request.output_tokens, self.plan.max_tokens))
         cost = prompt_cost(ASSUMED, ASSUMED.words_for(request.input_tokens))
         reservation = self.budget.reserve(cost, out)
@@ -178,9 +220,10 @@ class _Replayer:
         self.in_flight += 1
         with_others = self.in_flight
         try:
-            trace = await session.request(
-                prompt, out, on_event=answer_text(text, self.plan.on_event)
-            )
+            hook = answer_text(text, self.plan.on_event)
+            if calls is not None:
+                hook = chat_tool_calls(calls, hook)
+            trace = await session.request(prompt, out, on_event=hook)
         finally:
             self.in_flight -= 1
         self.meter.observe(trace)
@@ -269,21 +312,62 @@ class _Replayer:
     async def _conversation(
         self, session: ProbeSession, turns: list[TraceRequest], streams: int
     ) -> None:
-        history: list[dict[str, str]] = []
+        history: list[dict[str, Any]] = []
         for r in turns:
             if self.stopped is not None:
                 return
             if r.text is None:
                 await self.send(session, r, prompt_of(r, self.rng), Step.LOAD, streams)
                 continue
-            messages = [*history, {"role": "user", "content": r.text}]
-            sent = await self.send(session, r, messages, Step.LOAD, streams)
-            if sent is None:
-                return
-            trace, answer = sent
-            if not trace.ok:
-                return
-            history = [*messages, {"role": "assistant", "content": answer}]
+            messages: list[dict[str, Any]] = [*history, {"role": "user", "content": r.text}]
+            results = list(r.tool_results)
+            while True:
+                calls: dict[int, dict[str, str]] = {}
+                sent = await self.send(session, r, messages, Step.LOAD, streams, calls=calls)
+                if sent is None:
+                    return
+                trace, answer = sent
+                if not trace.ok:
+                    return
+                if not calls or not results:
+                    history = [*messages, {"role": "assistant", "content": answer}]
+                    break
+                messages = await self._tools_answered(messages, answer, calls, results)
+
+    async def _tools_answered(
+        self,
+        messages: list[dict[str, Any]],
+        answer: str,
+        calls: dict[int, dict[str, str]],
+        results: list[ToolResult],
+    ) -> list[dict[str, Any]]:
+        """The conversation with the model's tool calls and, for each, the trace's next
+        result, handed back after the tool's recorded time (an empty answer where the
+        trace has no more results: every call is answered, as the API requires)."""
+        called = [calls[i] for i in sorted(calls)]
+        ids = [c["id"] or f"call_{n}" for n, c in enumerate(called)]
+        out = [
+            *messages,
+            {
+                "role": "assistant",
+                "content": answer or None,
+                "tool_calls": [
+                    {
+                        "id": i,
+                        "type": "function",
+                        "function": {"name": c["name"], "arguments": c["arguments"]},
+                    }
+                    for i, c in zip(ids, called, strict=True)
+                ],
+            },
+        ]
+        for call_id in ids:
+            result = results.pop(0) if results else None
+            if result is not None and result.ms:
+                await asyncio.sleep(result.ms / 1000)
+            content = "" if result is None else result.content
+            out.append({"role": "tool", "tool_call_id": call_id, "content": content})
+        return out
 
     def _say_lag(self, speed: float) -> None:
         if not self.late_ms:

@@ -1,0 +1,114 @@
+"""An agent's sessions replayed by ``latdoc load --trace`` (the ``agent`` format): each
+turn sent with its session's history, the model's own answers in it; where the model
+calls a tool, the trace's result handed back as the tool's answer and the model asked
+again. The endpoint is a scripted chat server that calls ``lookup`` when the last message
+is the user's and answers in text after a tool's result, and keeps every request."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from latdoc.cli import main
+from paths import ROOT
+from scripted_server import ScriptedServer, Step, sse_response
+
+SAMPLES = ROOT / "src" / "latdoc" / "workload" / "traces" / "samples"
+
+SESSIONS = 20
+TURNS = 2
+
+
+def _event(obj: dict[str, Any]) -> bytes:
+    return f"data: {json.dumps(obj)}\n\n".encode()
+
+
+def _answer(request: bytes, number: int) -> list[Step]:
+    body = json.loads(request.split(b"\r\n\r\n", 1)[1])
+    last = body["messages"][-1]
+    usage = {"prompt_tokens": 10 * len(body["messages"]), "completion_tokens": 3}
+    if last["role"] == "user":
+        call = {"index": 0, "id": f"call_{number}", "type": "function",
+                "function": {"name": "lookup", "arguments": f'{{"q": "{number}"}}'}}  # fmt: skip
+        events = [
+            {
+                "id": "c",
+                "choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [call]}}],
+            },
+            {"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+        ]
+    else:
+        text = f"answer-{number}"
+        events = [
+            {"id": "c", "choices": [{"index": 0, "delta": {"content": text}}]},
+            {"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+        ]
+    events.append({"id": "c", "choices": [], "usage": usage})
+    return sse_response([*map(_event, events), b"data: [DONE]\n\n"])
+
+
+def test_a_20_session_agent_trace_replays_each_turn_on_the_real_answers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = tmp_path / "agent.jsonl"
+    with trace.open("w") as out:
+        for s in range(SESSIONS):
+            for t in range(TURNS):
+                result = {"name": "lookup", "content": f"result {s}.{t}", "ms": 5}
+                line = {"session": f"s{s}", "user": f"question {s}.{t}", "tool_results": [result]}
+                out.write(json.dumps(line) + "\n")
+    answered: list[bytes] = []
+
+    def script(request: bytes) -> list[Step]:
+        answered.append(request)
+        return _answer(request, len(answered))
+
+    with ScriptedServer(script) as server:
+        code = main(["load", server.base_url, "-m", "m", "--trace", str(trace), "--concurrency",
+                     "4", "--max-tokens", "16", "--db", str(tmp_path / "a.db")])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    bodies = [json.loads(r.split(b"\r\n\r\n", 1)[1]) for r in answered]
+    assert len(bodies) == SESSIONS * TURNS * 2
+    # Every request offers the tool the trace's results name.
+    assert all([t["function"]["name"] for t in b["tools"]] == ["lookup"] for b in bodies)
+    sent_answers = set()
+    for number, body in enumerate(bodies, 1):
+        messages = body["messages"]
+        last = messages[-1]
+        if last["role"] == "tool":
+            # The model's own call, answered with the trace's result for that turn.
+            call = messages[-2]["tool_calls"][0]
+            assert call["function"] == {
+                "name": "lookup",
+                "arguments": call["function"]["arguments"],
+            }
+            assert last["tool_call_id"] == call["id"]
+            question = messages[-3]["content"]
+            assert last["content"] == "result " + question.removeprefix("question ")
+            sent_answers.add(number)
+            continue
+        session, turn = last["content"].removeprefix("question ").split(".")
+        # A later turn carries the earlier ones whole: question, call, result, answer.
+        assert len(messages) == 1 + 4 * int(turn)
+        for k in range(int(turn)):
+            earlier = messages[4 * k : 4 * k + 4]
+            assert earlier[0] == {"role": "user", "content": f"question {session}.{k}"}
+            assert earlier[2]["content"] == f"result {session}.{k}"
+            said = earlier[3]["content"]
+            assert earlier[3]["role"] == "assistant" and said.startswith("answer-")
+            # The answer is the one the server gave that session's text request.
+            assert int(said.removeprefix("answer-")) in sent_answers
+
+
+def test_an_agent_trace_in_another_dialect_is_refused_before_anything_is_sent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with ScriptedServer(lambda request: sse_response([])) as server:
+        code = main(["load", server.base_url, "-m", "m", "--api", "anthropic", "--trace",
+                     str(SAMPLES / "agent.jsonl"), "--db", str(tmp_path / "a.db")])  # fmt: skip
+        assert server.requests == []
+    assert code == 2
+    assert "an agent trace replays in the chat dialect" in capsys.readouterr().err
