@@ -74,6 +74,16 @@ def plot_style() -> Iterator[None]:
         yield
 
 
+def rows_on_a_time_axis(ax: Any, rows: int) -> None:
+    """An axes of ``rows`` horizontal bars, the first at the top, on a time axis in ms
+    from zero, gridded along it (the waterfalls)."""
+    ax.set_ylim(rows - 0.5, -0.5)
+    ax.set_xlim(left=0)
+    ax.xaxis.set_major_formatter(MsFormatter())
+    ax.grid(axis="x")
+    ax.tick_params(axis="y", length=0)
+
+
 def new_figure(height_in: float) -> Figure:
     figure = Figure(figsize=(_WIDTH_IN, height_in), layout="constrained")
     FigureCanvasSVG(figure)

@@ -19,7 +19,14 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLoca
 from latdoc.analysis.stats import quantile
 from latdoc.model import LengthCurve
 from latdoc.records import Sample
-from latdoc.report._figure import FG, MsFormatter, figure_svg, new_figure, plot_style
+from latdoc.report._figure import (
+    FG,
+    MsFormatter,
+    figure_svg,
+    new_figure,
+    plot_style,
+    rows_on_a_time_axis,
+)
 from latdoc.report._plot_data import (
     MAX_ROWS,
     PHASES,
@@ -71,11 +78,7 @@ def waterfall_svg(samples: Sequence[Sample], cap: int = MAX_ROWS) -> str | None:
         ax.set_yticks(range(len(rows)), [row_label(p, s) for p, s in rows], fontsize=8)
         for r in failed:
             ax.get_yticklabels()[r].set_color(ERROR_COLOUR)
-        ax.set_ylim(len(rows) - 0.5, -0.5)
-        ax.set_xlim(left=0)
-        ax.xaxis.set_major_formatter(MsFormatter())
-        ax.grid(axis="x")
-        ax.tick_params(axis="y", length=0)
+        rows_on_a_time_axis(ax, len(rows))
         ax.set_xlabel("time from the start of each request")
         handles, labels = ax.get_legend_handles_labels()
         if failed:

@@ -181,7 +181,7 @@ def agent_waterfall_svg(run: AgentRun) -> str | None:
         return None
     from matplotlib.patches import Patch
 
-    from latdoc.report._figure import MsFormatter, figure_svg, new_figure, plot_style
+    from latdoc.report._figure import figure_svg, new_figure, plot_style, rows_on_a_time_axis
     from latdoc.report._theme import PHASE_COLOURS, STEP_COLOURS
 
     colours = {"wait": PHASE_COLOURS["wait"], "stream": PHASE_COLOURS["stream"]}
@@ -213,11 +213,7 @@ def agent_waterfall_svg(run: AgentRun) -> str | None:
                 patch.set_gid(f"agent-{row}-{part}")
         labels = [f"{bar.turn + 1} · {bar.label}" for bar in bars]
         ax.set_yticks(range(len(bars)), labels, fontsize=8)
-        ax.set_ylim(len(bars) - 0.5, -0.5)
-        ax.set_xlim(left=0)
-        ax.xaxis.set_major_formatter(MsFormatter())
-        ax.grid(axis="x")
-        ax.tick_params(axis="y", length=0)
+        rows_on_a_time_axis(ax, len(bars))
         ax.set_xlabel("time from the run's start")
         handles = [Patch(color=colours[p]) for p in ("wait", "stream", "tool")]
         names = ["model: before its first token", "model: streaming", "tool"]

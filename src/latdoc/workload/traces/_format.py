@@ -59,6 +59,16 @@ class TraceFormat:
     """The requests of a file's lines; the ``str`` names the file in errors."""
 
 
+def object_with(first: str, *keys: str) -> bool:
+    """Whether a file's first line is a JSON object holding every one of ``keys``: how a
+    JSON Lines format knows its files."""
+    try:
+        obj = json.loads(first)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(obj, dict) and all(key in obj for key in keys)
+
+
 def json_lines(lines: Lines, source: str) -> Iterator[tuple[int, str, dict[str, object]]]:
     """Each line's number, the place to name in an error (``file:line``), and its JSON
     object."""

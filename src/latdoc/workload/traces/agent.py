@@ -15,7 +15,6 @@ endpoint's own usage is what the report reads."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -28,15 +27,12 @@ from latdoc.workload.traces._format import (
     TraceRequest,
     count,
     json_lines,
+    object_with,
 )
 
 
 def _sniff(first: str) -> bool:
-    try:
-        obj = json.loads(first)
-    except (ValueError, RecursionError):
-        return False
-    return isinstance(obj, dict) and "session" in obj and "user" in obj
+    return object_with(first, "session", "user")
 
 
 def _read(lines: Lines, source: str) -> Iterator[TraceRequest]:

@@ -5,7 +5,6 @@ replay sends prompts that really share it and a prefix cache can hit."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 
 from latdoc.errors import UsageError
@@ -16,6 +15,7 @@ from latdoc.workload.traces._format import (
     TraceRequest,
     count,
     json_lines,
+    object_with,
     ordered_times,
 )
 
@@ -24,11 +24,7 @@ BLOCK_TOKENS = 512
 
 
 def _sniff(first: str) -> bool:
-    try:
-        obj = json.loads(first)
-    except (ValueError, RecursionError):
-        return False
-    return isinstance(obj, dict) and "input_length" in obj and "output_length" in obj
+    return object_with(first, "input_length", "output_length")
 
 
 def _read(lines: Lines, source: str) -> Iterator[TraceRequest]:
