@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from latdoc.analysis.policy import NOTICEABLE_FRACTION
 from latdoc.analysis.stats import Slope, slope_interval
+from latdoc.records import RequestTrace
 from latdoc.workload.otlp import AgentSpan
 
 __all__ = [
@@ -177,7 +178,7 @@ def analyse_agent(spans: Sequence[AgentSpan]) -> AgentRun | None:
     if not any(cached):
         remedies += (_prefix_remedy(calls, token_cost),)
     wall = sum(t.wall_ms for t in turns)
-    reset = remedies[-1]
+    reset = next(r for r in remedies if r.name == "reset")
     return AgentRun(
         wall_ms=wall,
         model_ms=model_ms,
@@ -252,11 +253,12 @@ def _turn(members: list[AgentSpan]) -> Turn:
     )
 
 
-def _prompt(trace: object) -> int | None:
+def _prompt(trace: RequestTrace | None) -> int | None:
+    """A call's prompt tokens: the usage's count, else the estimate from its text."""
     if trace is None:
         return None
-    told = getattr(trace, "prompt_tokens", None)
-    return told if told is not None else getattr(trace, "prompt_tokens_estimated", None)
+    told = trace.prompt_tokens
+    return told if told is not None else trace.prompt_tokens_estimated
 
 
 def _token_cost(calls: list[tuple[int, AgentSpan]]) -> Slope | None:

@@ -173,3 +173,17 @@ def test_the_remedies_are_ranked_by_what_they_save_and_a_tool_only_bounded() -> 
     parallel = next(r for r in ranked if r.name == "parallel")
     assert parallel.saving_ms == pytest.approx(100)  # 200 + 100 ms in turn, at once 200
     assert agent_document(run)["remedies"][0]["name"] == names[0]
+
+
+def test_the_contexts_growth_is_noticeable_by_what_a_reset_saves_not_a_cached_prefix() -> None:
+    """Long tools make the run 171 s: the growth (a reset's 16.8 s) is under a tenth of it,
+    though a cached prefix would save 19.3 s, over a tenth."""
+    spans = []
+    for k in range(8):
+        prompt = 1000 * (k + 1)
+        spans += _turn(f"t{k}", 100_000 * k, prompt, 21_000, 20 + 0.3 * prompt)
+    run = analyse_agent(spans)
+    assert run is not None
+    saving = {r.name: r.saving_ms or 0.0 for r in run.remedies}
+    assert saving["reset"] < 0.1 * run.wall_ms < saving["prefix"]
+    assert not run.context_noticeable
