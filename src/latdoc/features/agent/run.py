@@ -20,6 +20,7 @@ from latdoc.workload.otlp import AgentSpan, read_otlp_file
 AGENT_META = "agent_spans"
 """The run's meta key holding its span tree (:func:`spans_to_meta`)."""
 _FIELDS = ("role", "name", "trace_id", "span_id", "parent_id", "start_ns", "end_ns")
+_NAMED = frozenset({"tool", "agent", "model"})
 
 
 def diagnose_otlp_file(
@@ -61,12 +62,16 @@ def shown_instrumented(store: Store, info: RunInfo) -> ShownDiagnosis | ShownAge
 
 
 def spans_to_meta(spans: Sequence[AgentSpan], traces: Sequence[object]) -> list[dict[str, Any]]:
-    """The tree as plain data: each span's fields, a model call's as the index of its
-    sample (its place among ``traces``)."""
+    """The tree as plain data: each span's fields (the names of tools, agents and model
+    calls only), a model call's trace as the index of its sample (its place among
+    ``traces``)."""
     index = {id(trace): n for n, trace in enumerate(traces)}
     return [
         {
             **{name: getattr(span, name) for name in _FIELDS},
+            # Only a tool's and an agent's names are shown; another span's name (the
+            # application's own) is not kept.
+            "name": span.name if span.role in _NAMED else "",
             "sample": None if span.trace is None else index.get(id(span.trace)),
         }
         for span in spans
