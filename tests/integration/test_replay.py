@@ -81,7 +81,7 @@ def test_conversations_are_sent_turn_by_turn_with_their_history(
     assert (third.trace.prompt_tokens or 0) > 100 > (first.trace.prompt_tokens or 0)
     assert by_prompt[-1] > 3 * by_prompt[0]
     turns = next(n for n in notes if n.startswith("by turn:"))
-    assert "turn 3:" in turns and "cached tokens" in turns
+    assert "turn 3:" in turns and "cached tokens" in turns and "TPOT p50" in turns
     assert 0 <= _client(db, capsys)["read_together"] <= 1
 
 

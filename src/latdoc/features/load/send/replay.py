@@ -413,7 +413,11 @@ class _Replayer:
             cached = [t.cached_prompt_tokens for t in ok if t.cached_prompt_tokens is not None]
             if not ttfts:
                 continue
-            text = f"turn {turn + 1}: TTFT p50 {statistics.median(ttfts):.0f} ms (n {len(ttfts)})"
+            text = f"turn {turn + 1}: TTFT p50 {statistics.median(ttfts):.0f} ms"
+            tpots = [t.tpot_ms for t in ok if t.tpot_ms is not None]
+            if tpots:
+                text += f", TPOT p50 {statistics.median(tpots):.1f} ms"
+            text += f" (n {len(ttfts)})"
             if cached:
                 text += f", cached tokens p50 {statistics.median(cached):.0f}"
             parts.append(text)
