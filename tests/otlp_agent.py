@@ -75,13 +75,23 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 async def _run_pydantic_ai(args: argparse.Namespace, provider: TracerProvider) -> int:
+    import openai
     from pydantic_ai import Agent, InstrumentationSettings
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
 
-    model = OpenAIChatModel(
-        "lab-sim", provider=OpenAIProvider(base_url=args.base_url, api_key="sk-test")
-    )
+    client = openai.AsyncOpenAI(api_key="sk-test", base_url=args.base_url, max_retries=0)
+    if args.latdoc is not None:
+        # latdoc's own client instrumentation, its spans through the same provider: each
+        # call's phases as latdoc measures them, inside the framework's spans.
+        from opentelemetry import trace
+
+        import latdoc
+
+        trace.set_tracer_provider(provider)
+        store = latdoc.Store(args.latdoc)
+        latdoc.instrument(client, store=store, otel=True)
+    model = OpenAIChatModel("lab-sim", provider=OpenAIProvider(openai_client=client))
     Agent.instrument_all(InstrumentationSettings(tracer_provider=provider))
     agent = Agent(model, instructions="Look words up before you answer.")
 
@@ -115,6 +125,10 @@ def main() -> None:
     parser.add_argument("--tool-s", type=float, default=0.8)
     parser.add_argument("--usage", action="store_true", help="ask the streams for usage")
     parser.add_argument("--framework", choices=("agents", "pydantic-ai"), default="agents")
+    parser.add_argument(
+        "--latdoc", type=Path, metavar="DB",
+        help="pydantic-ai: its client instrumented by latdoc too (otel=True), kept in DB",
+    )  # fmt: skip
     args = parser.parse_args()
     provider = TracerProvider(resource=Resource.create({"service.name": "otlp-agent"}))
     provider.add_span_processor(SimpleSpanProcessor(OtlpJsonFile(args.out)))

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FAST, LabFactory
+from latdoc import Store
 from latdoc.cli import main
 from latdoc.lab.sim import LabConfig
 from paths import TESTS
@@ -109,3 +110,32 @@ def test_a_pydantic_ai_agent_traced_in_the_genai_conventions_is_read_as_a_run(
     assert all(r["saving_ms"] is None for r in agent["context"]["remedies"])
     prompts = [t["prompt_tokens"] for t in agent["turns"]]
     assert prompts == sorted(prompts) and prompts[0] < prompts[-1]
+
+
+def test_an_agents_client_instrumented_by_latdoc_gives_each_call_its_phases(
+    lab: LabFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same pydantic-ai agent, its client wrapped by ``latdoc.instrument(otel=True)``:
+    latdoc's span of each call sits inside the framework's and is the one read, with the
+    phases latdoc measured (the connection's setup among them)."""
+    spans, kept = tmp_path / "agent.jsonl", tmp_path / "kept.db"
+    with lab(LabConfig(latency=PREFILL, answer_tokens=8)) as server:
+        done = subprocess.run(
+            [sys.executable, str(AGENT), server.base_url, str(spans), "--framework",
+             "pydantic-ai", "--turns", "3", "--words", "50", "--tool-s", "0.1",
+             "--latdoc", str(kept)],
+            capture_output=True, text=True, timeout=180, check=False,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    code = main(["diagnose", "--from-otlp", str(spans), "--json", "--db", str(tmp_path / "p.db")])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    document = json.loads(out.out)
+    assert document["traffic_source"]["recorded_by"].startswith("latdoc")
+    assert document["requests"] == 6 and document["agent"]["model_calls"] == 6
+    assert document["agent"]["tool_calls"] == 3
+    with Store(tmp_path / "p.db") as store:
+        (info,) = store.list_runs()
+        _, samples, _ = store.load_run(info.run_id)
+    assert sum(1 for s in samples if s.trace.new_connection) >= 1
+    assert all(s.trace.connect_done_ns is not None for s in samples if s.trace.new_connection)
