@@ -1,12 +1,13 @@
 """An agent with two tools, run as its own process by the tests: every user turn adds
 context and the agent calls its ``lookup`` tool before it answers. Built with the OpenAI
 Agents SDK (``openai-agents``), its spans traced by OpenInference's openai-agents and
-openai instrumentations; or with pydantic-ai, traced by its own instrumentation in the
+openai instrumentations (``agents``) or OpenLLMetry's (``agents-openllmetry``); or with
+pydantic-ai, traced by its own instrumentation in the
 GenAI semantic conventions (``invoke_agent``, ``chat``, ``execute_tool``). The real
 packages write the spans into one tree, as OTLP JSON, one export request a line, as
 ``tests/otlp_app.py`` writes them.
 
-    python tests/otlp_agent.py BASE_URL OUT_FILE [--framework agents|pydantic-ai]
+    python tests/otlp_agent.py BASE_URL OUT_FILE [--framework agents|agents-openllmetry|pydantic-ai]
         --turns 3 --words 300 --tool-s 0.8 [--usage]
 
 The model is the lab's, spoken to in chat completions; the lab answers a request that
@@ -124,7 +125,9 @@ def main() -> None:
     parser.add_argument("--words", type=int, default=300)
     parser.add_argument("--tool-s", type=float, default=0.8)
     parser.add_argument("--usage", action="store_true", help="ask the streams for usage")
-    parser.add_argument("--framework", choices=("agents", "pydantic-ai"), default="agents")
+    parser.add_argument(
+        "--framework", choices=("agents", "agents-openllmetry", "pydantic-ai"), default="agents"
+    )
     parser.add_argument(
         "--latdoc", type=Path, metavar="DB",
         help="pydantic-ai: its client instrumented by latdoc too (otel=True), kept in DB",
@@ -137,11 +140,20 @@ def main() -> None:
         provider.force_flush()
         print(json.dumps({"model_calls": calls}))
         return
-    from openinference.instrumentation.openai import OpenAIInstrumentor
-    from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
+    if args.framework == "agents-openllmetry":
+        from opentelemetry.instrumentation.openai import OpenAIInstrumentor as Client
+        from opentelemetry.instrumentation.openai_agents import OpenAIAgentsInstrumentor as Agents
+    else:
+        from openinference.instrumentation.openai import OpenAIInstrumentor as Client
+        from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor as Agents
 
-    OpenAIAgentsInstrumentor().instrument(tracer_provider=provider)
-    OpenAIInstrumentor().instrument(tracer_provider=provider)
+    from agents import set_trace_processors
+
+    # The SDK's own processor would send the traces to OpenAI's servers: none is kept,
+    # and the instrumentation adds its own, which writes through the provider.
+    set_trace_processors([])
+    Agents().instrument(tracer_provider=provider)
+    Client().instrument(tracer_provider=provider)
     calls = asyncio.run(_run(args))
     provider.force_flush()
     print(json.dumps({"model_calls": calls}))

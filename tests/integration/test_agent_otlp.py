@@ -1,9 +1,10 @@
 """An agent of the OpenAI Agents SDK (``openai-agents``) with two tools, run against the
 lab with one slow tool and a context that grows about 1K tokens a turn over 8 turns, its
-spans traced by OpenInference's openai-agents and openai instrumentations (the real
-packages, ``tests/otlp_agent.py``), diagnosed with ``latdoc diagnose --from-otlp``: the
-slow tool and the context's growth are named with their shares of the run's wall clock,
-and the window's saving is stated, against the lab's own prefill cost."""
+spans traced by OpenInference's openai-agents and openai instrumentations or by
+OpenLLMetry's (the real packages, ``tests/otlp_agent.py``), diagnosed with ``latdoc
+diagnose --from-otlp``: the slow tool and the context's growth are named with their
+shares of the run's wall clock, and the window's saving is stated, against the lab's own
+prefill cost."""
 
 from __future__ import annotations
 
@@ -32,9 +33,12 @@ PREFILL = dataclasses.replace(
 last, the growth a user would see on a hosted model's long contexts."""
 
 
+@pytest.mark.parametrize("traced_by", ["agents", "agents-openllmetry"])
 def test_an_agent_run_names_its_slow_tool_and_its_growing_context(
-    lab: LabFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    lab: LabFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str], traced_by: str
 ) -> None:
+    """Traced by OpenInference's openai-agents and openai instrumentations, or by
+    OpenLLMetry's."""
     spans = tmp_path / "agent.jsonl"
     # OpenInference stamps its first-token event at the stream's first chunk, whatever it
     # carries: the lab holds its role-only chunk until the prefill ends, as OpenAI does.
@@ -42,7 +46,8 @@ def test_an_agent_run_names_its_slow_tool_and_its_growing_context(
     with lab(config) as server:
         done = subprocess.run(
             [sys.executable, str(AGENT), server.base_url, str(spans), "--turns", str(TURNS),
-             "--words", str(WORDS), "--tool-s", str(TOOL_S), "--usage"],
+             "--words", str(WORDS), "--tool-s", str(TOOL_S), "--usage", "--framework",
+             traced_by],
             capture_output=True, text=True, timeout=180, check=False,
         )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
