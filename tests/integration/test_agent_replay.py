@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from latdoc import Store
 from latdoc.cli import main
 from paths import ROOT
 from scripted_server import ScriptedServer, Step, sse_response
@@ -70,6 +71,13 @@ def test_a_20_session_agent_trace_replays_each_turn_on_the_real_answers(
         code = main(["load", server.base_url, "-m", "m", "--trace", str(trace), "--concurrency",
                      "4", "--max-tokens", "16", "--db", str(tmp_path / "a.db")])  # fmt: skip
     assert code == 0, capsys.readouterr().err
+    with Store(tmp_path / "a.db") as store:
+        (info,) = store.list_runs()
+        notes = [n.text for n in store.load_run(info.run_id)[0].notes]
+    assert any(
+        n.startswith("the sessions' tools held their streams 0.2 s in all (40 results")
+        for n in notes
+    ), notes
     bodies = [json.loads(r.split(b"\r\n\r\n", 1)[1]) for r in answered]
     assert len(bodies) == SESSIONS * TURNS * 2
     # Every request offers the tool the trace's results name.

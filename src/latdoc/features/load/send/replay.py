@@ -184,6 +184,8 @@ class _Replayer:
         """Per request with blocks: whether the trace says its first block was sent
         before, and the cached prompt tokens the endpoint reported."""
         self.meter = ClientMeter()
+        self.tool_waits: list[float] = []
+        """An agent trace's tool times the streams waited, in seconds."""
 
     def note(self, text: str) -> None:
         note = StepNote(Step.RUN, text)
@@ -364,6 +366,7 @@ class _Replayer:
         for call_id in ids:
             result = results.pop(0) if results else None
             if result is not None and result.ms:
+                self.tool_waits.append(result.ms / 1000)
                 await asyncio.sleep(result.ms / 1000)
             content = "" if result is None else result.content
             out.append({"role": "tool", "tool_call_id": call_id, "content": content})
@@ -436,6 +439,18 @@ class _Replayer:
             self.note(f"the replay stopped early: {self.stopped}")
         self.say_cache()
         self.say_turns()
+        self.say_tools()
+
+    def say_tools(self) -> None:
+        """An agent trace's tool times: the streams waited on them with nothing in flight,
+        which Little's law reads as load the client did not hold."""
+        if not self.tool_waits:
+            return
+        self.note(
+            f"the sessions' tools held their streams {sum(self.tool_waits):.1f} s in all "
+            f"({len(self.tool_waits)} results, the trace's own times), with no request in "
+            "flight: Little's law counts that time as load the client did not hold"
+        )
 
 
 def _sessions(requests: Iterator[TraceRequest]) -> Iterator[list[TraceRequest]]:
