@@ -12,8 +12,10 @@ from typing import Any
 
 import pytest
 
+from conftest import FAST, LabFactory
 from latdoc import Store
 from latdoc.cli import main
+from latdoc.lab.sim import LabConfig
 from paths import ROOT
 from scripted_server import ScriptedServer, Step, sse_response
 
@@ -115,8 +117,32 @@ def test_an_agent_trace_in_another_dialect_is_refused_before_anything_is_sent(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with ScriptedServer(lambda request: sse_response([])) as server:
-        code = main(["load", server.base_url, "-m", "m", "--api", "anthropic", "--trace",
+        code = main(["load", server.base_url, "-m", "m", "--api", "gemini", "--trace",
                      str(SAMPLES / "agent.jsonl"), "--db", str(tmp_path / "a.db")])  # fmt: skip
         assert server.requests == []
     assert code == 2
-    assert "an agent trace replays in the chat dialect" in capsys.readouterr().err
+    said = capsys.readouterr().err
+    assert "an agent trace replays in a dialect whose tool calls and results latdoc" in said
+    assert "(chat, anthropic, responses, azure), not gemini" in said
+
+
+@pytest.mark.parametrize("api", ["anthropic", "responses", "chat"])
+def test_the_shipped_agent_sample_replays_against_the_lab_in_each_dialect(
+    lab: LabFactory, tmp_path: Path, api: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Twenty sessions of two turns: each turn a call answered with ``lookup``, its result
+    handed back in the dialect's own shape, and a call answered in text."""
+    db = tmp_path / "a.db"
+    with lab(LabConfig(latency=FAST, answer_tokens=4)) as server:
+        code = main(["load", server.base_url, "-m", "lab-sim", "--api", api, "--trace",
+                     str(SAMPLES / "agent.jsonl"), "--concurrency", "4", "--max-tokens", "16",
+                     "--db", str(db)])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    with Store(db) as store:
+        (info,) = store.list_runs()
+        _, samples, _ = store.load_run(info.run_id)
+    traces = [s.trace for s in samples]
+    assert len(traces) == 80 and all(t.ok for t in traces)
+    finishes = sorted(t.finish_reason or "" for t in traces)
+    assert finishes == ["stop"] * 40 + ["tool_calls"] * 40
+    assert {c.name for t in traces for c in t.tool_calls} == {"lookup"}

@@ -77,12 +77,13 @@ from latdoc.probe._target import (
     proxy_secrets,
 )
 from latdoc.probe._tcpinfo import read_tcp_info
-from latdoc.probe._tools import Tool, load_tools, parse_tools
+from latdoc.probe._tools import CalledTool, Tool, load_tools, parse_tools
 
 __all__ = [
     "BASE_URL_VARIABLE",
     "READER_LAG",
     "ApiChoice",
+    "CalledTool",
     "ConnectionOptions",
     "Dialect",
     "Endpoint",

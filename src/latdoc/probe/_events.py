@@ -44,6 +44,11 @@ class ToolPart(NamedTuple):
     of its own (Gemini's ``functionCall``)."""
     name: str | None = None
     argument_chars: int = 0
+    arguments: str = ""
+    """The arguments' text the event carried (kept by an agent's replay to answer the
+    call; the trace keeps only its size)."""
+    call_id: str | None = None
+    """The call's id, where the event gives it (``call_…``, ``toolu_…``)."""
 
 
 class EventInfo(NamedTuple):

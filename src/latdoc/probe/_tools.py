@@ -22,7 +22,7 @@ from typing import Any
 from latdoc.errors import UsageError, message_of, nesting_checked
 from latdoc.i18n import N_, Message
 
-__all__ = ["Tool", "load_tools", "parse_tools"]
+__all__ = ["CalledTool", "Tool", "load_tools", "parse_tools"]
 
 _NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 """A tool name every API takes: letters, digits, ``_``, ``.``, ``:`` and ``-``
@@ -45,6 +45,16 @@ class Tool:
         if self.description:
             fields["description"] = self.description
         return fields
+
+
+@dataclass(frozen=True)
+class CalledTool:
+    """A tool call a model answered with, as an agent puts it back in the conversation."""
+
+    call_id: str
+    name: str
+    arguments: str
+    """Its arguments' JSON text, as streamed."""
 
 
 def load_tools(path: str) -> tuple[Tool, ...]:

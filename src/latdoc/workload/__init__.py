@@ -16,7 +16,7 @@ What the features send (a load sweep, a watch, an experiment) is in each feature
 labels; it computes no verdict and prints nothing.
 """
 
-from latdoc.workload._answers import answer_text, chat_tool_calls
+from latdoc.workload._answers import answer_text, tool_calls_of
 from latdoc.workload._budget import (
     Budget,
     Reservation,
@@ -72,7 +72,6 @@ __all__ = [
     "calibrate",
     "calibration_words",
     "cannot_answer_note",
-    "chat_tool_calls",
     "check_money_cap",
     "fit_calibration",
     "make_prompt",
@@ -84,4 +83,5 @@ __all__ = [
     "prompt_cost",
     "run_probe",
     "run_steps",
+    "tool_calls_of",
 ]

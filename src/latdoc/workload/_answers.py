@@ -42,35 +42,26 @@ def answer_text(
     return hook
 
 
-def chat_tool_calls(
-    calls: dict[int, dict[str, str]], then: EventHook | None = None
+def tool_calls_of(
+    calls: dict[object, dict[str, str]], dialect: DialectSpec, then: EventHook | None = None
 ) -> Callable[[Any, int], None]:
-    """An event hook that keeps each tool call a chat completions stream sends, by its
-    index: its ``id``, ``name`` and the text of its ``arguments``; it hands every event
-    on to ``then`` first. What an agent puts back in the conversation to answer it."""
+    """An event hook that keeps each tool call a stream of ``dialect`` sends, by its place
+    in the answer: its ``id``, ``name`` and the text of its ``arguments``, as the dialect's
+    parser reads them; it hands every event on to ``then`` first. What an agent puts back
+    in the conversation to answer the call."""
 
     def hook(event: Any, t_ns: int) -> None:
         if then is not None:
             then(event, t_ns)
         if not isinstance(event, dict):
             return
-        for choice in event.get("choices") or ():
-            delta = choice.get("delta") if isinstance(choice, dict) else None
-            listed = delta.get("tool_calls") if isinstance(delta, dict) else None
-            for place, call in enumerate(listed if isinstance(listed, list) else ()):
-                if not isinstance(call, dict):
-                    continue
-                index = call.get("index", place)
-                kept = calls.setdefault(
-                    index if isinstance(index, int) else place,
-                    {"id": "", "name": "", "arguments": ""},
-                )
-                if isinstance(call.get("id"), str):
-                    kept["id"] = call["id"]
-                function = call.get("function")
-                if isinstance(function, dict):
-                    for key in ("name", "arguments"):
-                        if isinstance(function.get(key), str):
-                            kept[key] += function[key]
+        for part in parse_event(event, dialect).tool_parts:
+            place: object = part.place if part.place is not None else ("whole", len(calls))
+            kept = calls.setdefault(place, {"id": "", "name": "", "arguments": ""})
+            if part.call_id:
+                kept["id"] = part.call_id
+            if part.name and not kept["name"]:
+                kept["name"] = part.name
+            kept["arguments"] += part.arguments
 
     return hook

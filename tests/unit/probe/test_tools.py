@@ -11,8 +11,18 @@ import pytest
 
 from latdoc import Endpoint
 from latdoc.errors import UsageError
-from latdoc.probe import Recorder, SSEEvent, StreamState, Tool, dialects, load_tools, parse_tools
+from latdoc.probe import (
+    CalledTool,
+    Recorder,
+    SSEEvent,
+    StreamState,
+    Tool,
+    dialects,
+    load_tools,
+    parse_tools,
+)
 from latdoc.probe.dialects import DialectSpec
+from latdoc.workload import tool_calls_of
 
 LOOKUP = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
 
@@ -192,3 +202,67 @@ def test_a_text_answer_has_no_tool_calls() -> None:
         [_sse({"id": "c", "choices": [{"index": 0, "delta": {"content": "Hi"}}]})],
     )
     assert state.tool_calls == {} and state.first_tool_call is None
+
+
+CALL = CalledTool("c1", "lookup", '{"q": "x"}')
+
+
+def test_each_dialect_answers_a_tool_call_in_its_apis_shape() -> None:
+    chat = dialects.chat.SPEC.tool_turn
+    anthropic = dialects.anthropic.SPEC.tool_turn
+    responses = dialects.responses.SPEC.tool_turn
+    assert chat is not None and anthropic is not None and responses is not None
+    function = {"name": "lookup", "arguments": '{"q": "x"}'}
+    assert chat("", [CALL], ["found"]) == [
+        {"role": "assistant", "content": None,
+         "tool_calls": [{"id": "c1", "type": "function", "function": function}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "found"},
+    ]  # fmt: skip
+    assert anthropic("Let me look.", [CALL], ["found"]) == [
+        {"role": "assistant", "content": [
+            {"type": "text", "text": "Let me look."},
+            {"type": "tool_use", "id": "c1", "name": "lookup", "input": {"q": "x"}},
+        ]},
+        {"role": "user",
+         "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "found"}]},
+    ]  # fmt: skip
+    assert responses("", [CALL], ["found"]) == [
+        {"type": "function_call", "call_id": "c1", **function},
+        {"type": "function_call_output", "call_id": "c1", "output": "found"},
+    ]
+    assert dialects.gemini.SPEC.tool_turn is None  # the replay refuses it
+
+
+@pytest.mark.parametrize(
+    ("name", "events"),
+    [
+        ("chat", [
+            {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c1",
+             "function": {"name": "lookup", "arguments": '{"q": '}}]}}]},
+            {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0,
+             "function": {"arguments": '"x"}'}}]}}]},
+        ]),
+        ("anthropic", [
+            {"type": "content_block_start", "index": 0,
+             "content_block": {"type": "tool_use", "id": "c1", "name": "lookup", "input": {}}},
+            {"type": "content_block_delta", "index": 0,
+             "delta": {"type": "input_json_delta", "partial_json": '{"q": "x"}'}},
+        ]),
+        ("responses", [
+            {"type": "response.output_item.added", "output_index": 0,
+             "item": {"type": "function_call", "call_id": "c1", "name": "lookup"}},
+            {"type": "response.function_call_arguments.delta", "output_index": 0,
+             "delta": '{"q": "x"}'},
+        ]),
+    ],
+)  # fmt: skip
+def test_an_agents_replay_keeps_each_call_to_answer_it(
+    name: str, events: list[dict[str, Any]]
+) -> None:
+    calls: dict[object, dict[str, str]] = {}
+    seen: list[Any] = []
+    hook = tool_calls_of(calls, dialects.resolve(name), lambda e, t: seen.append(e))
+    for event in events:
+        hook(event, 0)
+    assert seen == events
+    assert list(calls.values()) == [{"id": "c1", "name": "lookup", "arguments": '{"q": "x"}'}]

@@ -20,7 +20,7 @@ from latdoc.errors import UsageError
 from latdoc.i18n import Message
 from latdoc.probe._events import EventInfo
 from latdoc.probe._framing import SSE, Framing
-from latdoc.probe._tools import Tool
+from latdoc.probe._tools import CalledTool, Tool
 
 __all__ = [
     "BY_MAX_TOKENS",
@@ -29,6 +29,7 @@ __all__ = [
     "REASONING_EFFORTS",
     "STREAMING",
     "USAGE_ASKED",
+    "CalledTool",
     "Claim",
     "DialectSpec",
     "Foreign",
@@ -37,6 +38,7 @@ __all__ = [
     "Route",
     "Signer",
     "Tool",
+    "ToolTurn",
     "bearer_auth",
     "event_type",
     "text_chars",
@@ -66,6 +68,12 @@ dialect's may be named with the :data:`Foreign` it is handed."""
 
 Claim = Callable[[dict[str, Any], str | None], bool]
 """Whether a JSON event (with its SSE ``event:`` name) is one only this dialect sends."""
+
+
+ToolTurn = Callable[[str, Sequence[CalledTool], Sequence[str]], list[dict[str, Any]]]
+"""The messages that put a model's tool calls back in a conversation: from the text it
+answered beside them, its calls, and each call's result, the model's turn and the turn
+that hands the results back, in the API's own shape."""
 
 
 class Signer(Protocol):
@@ -176,6 +184,9 @@ class DialectSpec:
     tools: Callable[[Sequence[Tool]], dict[str, Any]] | None = None
     """The request fields that offer the model these tools (``--tools``), in the API's own
     shape; ``None`` when the API has no tool calls."""
+    tool_turn: ToolTurn | None = None
+    """How a conversation answers the model's tool calls (an agent trace's replay);
+    ``None`` where latdoc does not write them."""
     usage_option: Mapping[str, Any] | None = None
     """The body fields that ask a stream to report its usage
     (``{"stream_options": {"include_usage": True}}``); ``None`` when its streams report

@@ -19,6 +19,7 @@ skipped and counted.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -35,6 +36,7 @@ from latdoc.probe.dialects._spec import (
     BY_MODEL,
     BY_PROMPT,
     STREAMING,
+    CalledTool,
     DialectSpec,
     Foreign,
     Messages,
@@ -120,7 +122,7 @@ def _delta(delta: Any, index: int | None) -> EventInfo:
     if kind == "input_json_delta":
         arguments = delta.get("partial_json")
         if isinstance(arguments, str) and arguments:
-            return _tool(ToolPart(index, None, len(arguments)), arguments)
+            return _tool(ToolPart(index, None, len(arguments), arguments), arguments)
         return EventInfo()
     if kind == "thinking_delta":
         thinking = delta.get("thinking")
@@ -148,9 +150,10 @@ def _block_start(block: Any, index: int | None) -> EventInfo:
     if not isinstance(block, dict):
         return EventInfo(unknown=True)
     if block.get("type") in ("tool_use", "server_tool_use"):
-        name = block.get("name")
+        name, call_id = block.get("name"), block.get("id")
         if isinstance(name, str) and name:
-            return _tool(ToolPart(index, name), name)
+            part = ToolPart(index, name, call_id=call_id if isinstance(call_id, str) else None)
+            return _tool(part, name)
         return EventInfo()
     if block.get("type") == "text":
         return _answer(block.get("text"))
@@ -206,6 +209,30 @@ def _tools(tools: Sequence[Tool]) -> dict[str, Any]:
     return {"tools": [t.described(name=t.name, input_schema=t.parameters) for t in tools]}
 
 
+def _tool_turn(
+    text: str, calls: Sequence[CalledTool], results: Sequence[str]
+) -> list[dict[str, Any]]:
+    said: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    uses = [
+        {"type": "tool_use", "id": c.call_id, "name": c.name, "input": _input(c.arguments)}
+        for c in calls
+    ]
+    answered = [
+        {"type": "tool_result", "tool_use_id": c.call_id, "content": result}
+        for c, result in zip(calls, results, strict=True)
+    ]
+    return [{"role": "assistant", "content": said + uses}, {"role": "user", "content": answered}]
+
+
+def _input(arguments: str) -> dict[str, Any]:
+    """A tool call's input as the API takes it back: its streamed JSON, else empty."""
+    try:
+        value = json.loads(arguments or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 SPEC = DialectSpec(
     name="anthropic",
     title="Anthropic's Messages API",
@@ -225,5 +252,6 @@ SPEC = DialectSpec(
     reasoning=_thinking,
     hosts=("anthropic.com",),
     tools=_tools,
+    tool_turn=_tool_turn,
     prompt_fields=("system", "messages"),
 )

@@ -57,6 +57,7 @@ SPEC = DialectSpec(
     reasoning=chat.SPEC.reasoning,
     hosts=("openai.azure.com", "cognitiveservices.azure.com", "services.ai.azure.com"),
     tools=chat.SPEC.tools,
+    tool_turn=chat.SPEC.tool_turn,
     prompt_fields=chat.SPEC.prompt_fields,
     usage_option=chat.SPEC.usage_option,
 )

@@ -132,7 +132,9 @@ def parse_bedrock_event(obj: Any, event: str | None, foreign: Foreign) -> EventI
         tool = start.get("toolUse") if isinstance(start, dict) else None
         name = tool.get("name") if isinstance(tool, dict) else None
         if isinstance(name, str) and name:
-            part = ToolPart(int_or_none(obj.get("contentBlockIndex")), name)
+            call_id = tool.get("toolUseId") if isinstance(tool, dict) else None
+            call_id = call_id if isinstance(call_id, str) and call_id else None
+            part = ToolPart(int_or_none(obj.get("contentBlockIndex")), name, call_id=call_id)
             return EventInfo(
                 output_chars=len(name), tool_chars=len(name), text=name, tool_parts=(part,)
             )
@@ -177,7 +179,7 @@ def _delta(delta: Any, index: int | None) -> EventInfo:
         tool_chars=arguments,
         reasoning_chars=sum(map(len, reasoning)),
         text="".join(reasoning) + "".join(answer),
-        tool_parts=(ToolPart(index, None, arguments),) if arguments else (),
+        tool_parts=(ToolPart(index, None, arguments, tool_input or ""),) if arguments else (),
     )
 
 

@@ -38,6 +38,7 @@ from latdoc.probe.dialects._spec import (
     BY_PROMPT,
     STREAMING,
     USAGE_ASKED,
+    CalledTool,
     DialectSpec,
     Foreign,
     Messages,
@@ -166,22 +167,27 @@ def _choice_parts(
                 reasoning.append(value)
         listed = delta.get("tool_calls")
         functions = [
-            (c.get("index", place), c.get("function"))
+            (c.get("index", place), c.get("function"), _text_or_none(c.get("id")))
             for place, c in enumerate(listed if isinstance(listed, list) else ())
             if isinstance(c, dict)
         ]
-        functions.append((0, delta.get("function_call")))
-        for index, function in functions:
+        functions.append((0, delta.get("function_call"), None))
+        for index, function, call_id in functions:
             if isinstance(function, dict):
                 name, arguments = function.get("name"), function.get("arguments")
                 name = name if isinstance(name, str) and name else None
                 arguments = arguments if isinstance(arguments, str) else ""
                 tools.extend(p for p in (name, arguments) if p)
                 if name or arguments:
-                    calls.append(ToolPart(int_or_none(index), name, len(arguments)))
+                    part = ToolPart(int_or_none(index), name, len(arguments), arguments, call_id)
+                    calls.append(part)
     text = choice.get("text")
     if isinstance(text, str):
         answer.append(text)
+
+
+def _text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def chat_usage(raw: Any) -> Usage | None:
@@ -272,6 +278,21 @@ def _tools(tools: Sequence[Tool]) -> dict[str, Any]:
     }
 
 
+def _tool_turn(
+    text: str, calls: Sequence[CalledTool], results: Sequence[str]
+) -> list[dict[str, Any]]:
+    functions = [
+        {"id": c.call_id, "type": "function",
+         "function": {"name": c.name, "arguments": c.arguments}}
+        for c in calls
+    ]  # fmt: skip
+    answered = [
+        {"role": "tool", "tool_call_id": c.call_id, "content": result}
+        for c, result in zip(calls, results, strict=True)
+    ]
+    return [{"role": "assistant", "content": text or None, "tool_calls": functions}, *answered]
+
+
 SPEC = DialectSpec(
     name="chat",
     title="OpenAI chat completions",
@@ -291,6 +312,7 @@ SPEC = DialectSpec(
     claims=_claims,
     reasoning=lambda effort: {"reasoning_effort": effort},
     tools=_tools,
+    tool_turn=_tool_turn,
     prompt_fields=("messages",),
     usage_option={"stream_options": {"include_usage": True}},
 )

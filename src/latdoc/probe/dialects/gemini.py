@@ -172,7 +172,9 @@ def _parts(
                 "" if call.get("args") is None else json.dumps(call["args"], separators=(",", ":"))
             )
             tools.extend(p for p in (name, args) if p)
-            calls.append(ToolPart(None, name, len(args)))
+            call_id = call.get("id")
+            call_id = call_id if isinstance(call_id, str) and call_id else None
+            calls.append(ToolPart(None, name, len(args), args, call_id))
         code = part.get("executableCode")
         if isinstance(code, dict) and isinstance(code.get("code"), str):
             answer.append(code["code"])

@@ -36,6 +36,7 @@ from latdoc.probe.dialects._spec import (
     BY_MODEL,
     BY_PROMPT,
     STREAMING,
+    CalledTool,
     DialectSpec,
     Foreign,
     Messages,
@@ -102,7 +103,7 @@ def parse_responses_event(obj: Any, event: str | None, foreign: Foreign) -> Even
             return EventInfo(reasoning_chars=len(delta), text=delta)
         if kind not in _TOOL:
             return EventInfo(output_chars=len(delta), text=delta)
-        part = ToolPart(int_or_none(obj.get("output_index")), None, len(delta))
+        part = ToolPart(int_or_none(obj.get("output_index")), None, len(delta), delta)
         return EventInfo(
             output_chars=len(delta), tool_chars=len(delta), text=delta, tool_parts=(part,)
         )
@@ -147,9 +148,11 @@ def _item_added(obj: dict[str, Any]) -> EventInfo:
     item = obj.get("item")
     if not isinstance(item, dict) or item.get("type") not in _TOOL_ITEMS:
         return EventInfo()
-    name = item.get("name")
+    name, call_id = item.get("name"), item.get("call_id")
     name = name if isinstance(name, str) and name else None
-    return EventInfo(tool_parts=(ToolPart(int_or_none(obj.get("output_index")), name),))
+    call_id = call_id if isinstance(call_id, str) and call_id else None
+    place = int_or_none(obj.get("output_index"))
+    return EventInfo(tool_parts=(ToolPart(place, name, call_id=call_id),))
 
 
 def responses_usage(raw: Any) -> Usage | None:
@@ -179,6 +182,22 @@ def _tools(tools: Sequence[Tool]) -> dict[str, Any]:
     }
 
 
+def _tool_turn(
+    text: str, calls: Sequence[CalledTool], results: Sequence[str]
+) -> list[dict[str, Any]]:
+    said: list[dict[str, Any]] = [{"role": "assistant", "content": text}] if text else []
+    items = [
+        {"type": "function_call", "call_id": c.call_id, "name": c.name,
+         "arguments": c.arguments}
+        for c in calls
+    ]  # fmt: skip
+    outputs = [
+        {"type": "function_call_output", "call_id": c.call_id, "output": result}
+        for c, result in zip(calls, results, strict=True)
+    ]
+    return [*said, *items, *outputs]
+
+
 SPEC = DialectSpec(
     name="responses",
     title="OpenAI's Responses API",
@@ -197,5 +216,6 @@ SPEC = DialectSpec(
     claims=_claims,
     reasoning=lambda effort: {"reasoning": {"effort": effort}},
     tools=_tools,
+    tool_turn=_tool_turn,
     prompt_fields=("instructions", "input"),
 )

@@ -37,7 +37,7 @@ from latdoc.features.load.analysis import LevelWindow
 from latdoc.features.load.send.meter import ClientMeter
 from latdoc.features.load.send.sweep import LoadPlan, within_time_budget
 from latdoc.i18n import Message
-from latdoc.probe import ProbeSession, Tool, now_ns
+from latdoc.probe import CalledTool, ProbeSession, Tool, dialects, now_ns
 from latdoc.records import RequestTrace, Sample, Step, StepNote
 from latdoc.store import INSTRUMENT_KIND, Store
 from latdoc.workload import (
@@ -45,9 +45,9 @@ from latdoc.workload import (
     Budget,
     answer_text,
     budget_for,
-    chat_tool_calls,
     make_prompt,
     prompt_cost,
+    tool_calls_of,
 )
 from latdoc.workload.traces import ToolResult, TraceRequest, open_trace
 from latdoc.workload.traces.mooncake import BLOCK_TOKENS
@@ -105,14 +105,16 @@ def survey(replay: Replay) -> TraceShape:
 
 def _offering_tools(plan: LoadPlan, names: tuple[str, ...]) -> LoadPlan:
     """An agent trace's plan: its requests offer the tools its results name (where the
-    plan offers none of its own, ``--tools``), in the chat dialect, the one whose tool
-    messages the replay writes."""
+    plan offers none of its own, ``--tools``), in a dialect whose tool turns latdoc
+    writes (:attr:`~latdoc.probe.dialects.DialectSpec.tool_turn`)."""
     endpoint = plan.endpoint
-    if endpoint.spec.name not in _TOOL_MESSAGES:
+    if endpoint.spec.tool_turn is None:
+        writes = ", ".join(n for n in dialects.names() if dialects.get(n).tool_turn is not None)
         raise UsageError(
             Message(
-                "an agent trace replays in the chat dialect (its tool calls and results are "
-                "chat messages), not {name}: use --api chat",
+                "an agent trace replays in a dialect whose tool calls and results latdoc "
+                "writes ({writes}), not {name}: use --api",
+                writes=writes,
                 name=endpoint.spec.name,
             )
         )
@@ -120,10 +122,6 @@ def _offering_tools(plan: LoadPlan, names: tuple[str, ...]) -> LoadPlan:
         return plan
     offered = tuple(Tool(name) for name in names)
     return replace(plan, endpoint=replace(endpoint, tools=offered))
-
-
-_TOOL_MESSAGES = frozenset({"chat", "azure"})
-"""The dialects whose tool messages an agent trace's replay writes."""
 
 
 def block_words(block: int, words: int) -> list[str]:
@@ -203,7 +201,7 @@ class _Replayer:
         step: Step,
         label: int,
         due_ns: int | None = None,
-        calls: dict[int, dict[str, str]] | None = None,
+        calls: dict[object, dict[str, str]] | None = None,
     ) -> tuple[RequestTrace, str] | None:
         """Reserve, send and keep one request; ``due_ns``: when the trace says it is sent
         (its lag is measured as it leaves); ``calls`` keeps the tool calls it answers with."""
@@ -224,7 +222,7 @@ class _Replayer:
         try:
             hook = answer_text(text, self.plan.on_event)
             if calls is not None:
-                hook = chat_tool_calls(calls, hook)
+                hook = tool_calls_of(calls, self.plan.endpoint.spec, hook)
             trace = await session.request(prompt, out, on_event=hook)
         finally:
             self.in_flight -= 1
@@ -324,7 +322,7 @@ class _Replayer:
             messages: list[dict[str, Any]] = [*history, {"role": "user", "content": r.text}]
             results = list(r.tool_results)
             while True:
-                calls: dict[int, dict[str, str]] = {}
+                calls: dict[object, dict[str, str]] = {}
                 sent = await self.send(session, r, messages, Step.LOAD, streams, calls=calls)
                 if sent is None:
                     return
@@ -340,37 +338,27 @@ class _Replayer:
         self,
         messages: list[dict[str, Any]],
         answer: str,
-        calls: dict[int, dict[str, str]],
+        calls: dict[object, dict[str, str]],
         results: list[ToolResult],
     ) -> list[dict[str, Any]]:
         """The conversation with the model's tool calls and, for each, the trace's next
         result, handed back after the tool's recorded time (an empty answer where the
-        trace has no more results: every call is answered, as the API requires)."""
-        called = [calls[i] for i in sorted(calls)]
-        ids = [c["id"] or f"call_{n}" for n, c in enumerate(called)]
-        out = [
-            *messages,
-            {
-                "role": "assistant",
-                "content": answer or None,
-                "tool_calls": [
-                    {
-                        "id": i,
-                        "type": "function",
-                        "function": {"name": c["name"], "arguments": c["arguments"]},
-                    }
-                    for i, c in zip(ids, called, strict=True)
-                ],
-            },
+        trace has no more results: every call is answered, as the APIs require), in the
+        dialect's own shape."""
+        called = [
+            CalledTool(c["id"] or f"call_{n}", c["name"], c["arguments"])
+            for n, c in enumerate(calls.values())
         ]
-        for call_id in ids:
+        answers = []
+        for _ in called:
             result = results.pop(0) if results else None
             if result is not None and result.ms:
                 self.tool_waits.append(result.ms / 1000)
                 await asyncio.sleep(result.ms / 1000)
-            content = "" if result is None else result.content
-            out.append({"role": "tool", "tool_call_id": call_id, "content": content})
-        return out
+            answers.append("" if result is None else result.content)
+        turn = self.plan.endpoint.spec.tool_turn
+        assert turn is not None  # _offering_tools refused a dialect without one
+        return [*messages, *turn(answer, called, answers)]
 
     def _say_lag(self, speed: float) -> None:
         if not self.late_ms:

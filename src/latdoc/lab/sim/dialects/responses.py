@@ -192,10 +192,24 @@ class ResponsesWriter:
 def _messages(data: dict[str, object]) -> object:
     given = data.get("input")
     messages = [{"role": "user", "content": given}] if isinstance(given, str) else given
+    if isinstance(messages, list):
+        messages = [_as_message(item) for item in messages]
     instructions = data.get("instructions")
     if isinstance(instructions, str) and isinstance(messages, list):
         return [{"role": "system", "content": instructions}, *messages]
     return messages
+
+
+def _as_message(item: object) -> object:
+    """An input item that is not a message, counted as one: a tool call (its arguments,
+    the assistant's) and a tool's output (the tool's)."""
+    if not isinstance(item, dict) or "role" in item:
+        return item
+    if item.get("type") == "function_call":
+        return {"role": "assistant", "content": str(item.get("arguments", ""))}
+    if item.get("type") == "function_call_output":
+        return {"role": "tool", "content": str(item.get("output", ""))}
+    return item
 
 
 def _reasoning(data: dict[str, object], medium: int) -> int:
