@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from latdoc.features.agent.analysis import AgentRun, ContextRemedy, ranked_remedies
 from latdoc.features.diagnose import DiagnosisRun, ShownDiagnosis
 from latdoc.i18n import N_, Message, translate
-from latdoc.report.names import format_ms
+from latdoc.report.names import format_ms, kind_name
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -95,9 +95,10 @@ def agent_document(run: AgentRun) -> dict[str, Any]:
     }
 
 
-def agent_lines(run: AgentRun) -> list[str]:
+def agent_lines(run: AgentRun, model_kind: str | None = None) -> list[str]:
     """The run in sentences, as the terminal and the page say it: the critical path, what
-    holds the agent back, its tools, and its context."""
+    holds the agent back (where it is the model calls, ``model_kind``: the kind of slow
+    their diagnosis named), its tools, and its context."""
     lines: list[str] = [
         Message(
             "Agent run: {turns} user turns, {calls} model calls, {tools} tool calls, "
@@ -117,7 +118,12 @@ def agent_lines(run: AgentRun) -> list[str]:
             agent=format_ms(run.agent_ms),
             agent_share=_pct(run.share(run.agent_ms)),
         ),
-        Message("What holds it back: {part}", part=Message.of(_PARTS[run.holds_back])),
+        Message("What holds it back: {part}", part=Message.of(_PARTS[run.holds_back]))
+        if run.holds_back != "model" or model_kind is None
+        else Message(
+            "What holds it back: the model calls, whose diagnosis below names {kind!l}",
+            kind=model_kind,
+        ),
     ]
     for tool in run.tools:
         lines.append(
@@ -142,14 +148,14 @@ def agent_lines(run: AgentRun) -> list[str]:
     return lines
 
 
-def agent_blocks(run: AgentRun) -> tuple[RenderableType, ...]:
+def agent_blocks(run: AgentRun, model_kind: str | None = None) -> tuple[RenderableType, ...]:
     """The terminal view of the run: the critical path first, then context and turns."""
     from rich import box
     from rich.padding import Padding
     from rich.table import Table
     from rich.text import Text
 
-    lines = agent_lines(run)
+    lines = agent_lines(run, model_kind)
     blocks: list[RenderableType] = [
         Padding(Text("\n".join(translate(line) for line in lines)), (0, 0, 0, 2))
     ]
@@ -357,8 +363,13 @@ class ShownAgentDiagnosis:
     def document(self) -> dict[str, Any]:
         return {**self.diagnosis.document(), "agent": agent_document(self.agent)}
 
+    @property
+    def model_kind(self) -> str:
+        """The kind of slow the diagnosis of the run's model calls named."""
+        return kind_name(self.diagnosis.run.diagnosis.verdict.primary)
+
     def shown(self) -> tuple[RenderableType, ...]:
-        return (*agent_blocks(self.agent), *self.diagnosis.shown())
+        return (*agent_blocks(self.agent, self.model_kind), *self.diagnosis.shown())
 
     def page(self) -> str:
         from latdoc.report import render_html
@@ -376,7 +387,7 @@ class ShownAgentDiagnosis:
                             "streaming) or a tool's execution, from the run's start, the "
                             "bands the user turns"
                         ),
-                        *(line.strip() for line in agent_lines(self.agent)),
+                        *(line.strip() for line in agent_lines(self.agent, self.model_kind)),
                     ],
                 )
             ),
