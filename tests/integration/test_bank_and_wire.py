@@ -77,7 +77,13 @@ def test_the_figures_agree_within_their_tolerances(
     assert _close(b.length_ratio, w.length_ratio, RATIO_TOLERANCE), (b, w)
     assert _close_ms(machine_noise, b.ttft_alone_ms, w.ttft_alone_ms, TTFT_TOLERANCE), (b, w)
     assert _close_ms(machine_noise, b.tpot_ms, w.tpot_ms, TPOT_TOLERANCE), (b, w)
-    assert _close(b.burst_ratio, w.burst_ratio, BURST_TOLERANCE), (b, w)
+    # The burst's TTFT in ms (its ratio times the request alone's): four streams' prefills
+    # on a busy machine wait for the CPU as the lab's slots do not, which the noise the
+    # test measured of the machine allows for.
+    assert b.ttft_alone_ms is not None and w.ttft_alone_ms is not None
+    assert b.burst_ratio is not None and w.burst_ratio is not None
+    burst_bank, burst_wire = b.burst_ratio * b.ttft_alone_ms, w.burst_ratio * w.ttft_alone_ms
+    assert _close_ms(machine_noise, burst_bank, burst_wire, BURST_TOLERANCE), (b, w)
     kind = run.truth.primary
     if kind in run.truth.savings_ms:
         bank_share, wire_share = b.shares_ms.get(kind), w.shares_ms.get(kind)
