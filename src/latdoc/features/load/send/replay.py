@@ -322,8 +322,11 @@ class _Replayer:
             messages: list[dict[str, Any]] = [*history, {"role": "user", "content": r.text}]
             results = list(r.tool_results)
             while True:
+                # Only an agent's turn reads its stream's tool calls: every event parsed
+                # again costs a replay of plain conversations CPU it does not need.
                 calls: dict[object, dict[str, str]] = {}
-                sent = await self.send(session, r, messages, Step.LOAD, streams, calls=calls)
+                kept = calls if results else None
+                sent = await self.send(session, r, messages, Step.LOAD, streams, calls=kept)
                 if sent is None:
                     return
                 trace, answer = sent
