@@ -13,6 +13,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,6 +34,27 @@ PREFILL = dataclasses.replace(
 last, the growth a user would see on a hosted model's long contexts."""
 
 
+def _agent_run(
+    lab: LabFactory, config: LabConfig, spans: Path, *args: str
+) -> subprocess.CompletedProcess[str]:
+    """The agent run as its own process against a lab of ``config``: its span file."""
+    with lab(config) as server:
+        done = subprocess.run(
+            [sys.executable, str(AGENT), server.base_url, str(spans), *args],
+            capture_output=True, text=True, timeout=180, check=False,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done
+
+
+def _diagnosed(spans: Path, db: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    code = main(["diagnose", "--from-otlp", str(spans), "--json", "--db", str(db)])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    document: dict[str, Any] = json.loads(out.out)
+    return document
+
+
 @pytest.mark.parametrize("traced_by", ["agents", "agents-openllmetry"])
 def test_an_agent_run_names_its_slow_tool_and_its_growing_context(
     lab: LabFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str], traced_by: str
@@ -43,19 +65,10 @@ def test_an_agent_run_names_its_slow_tool_and_its_growing_context(
     # OpenInference stamps its first-token event at the stream's first chunk, whatever it
     # carries: the lab holds its role-only chunk until the prefill ends, as OpenAI does.
     config = LabConfig(latency=PREFILL, answer_tokens=8, headers_after_prefill=True)
-    with lab(config) as server:
-        done = subprocess.run(
-            [sys.executable, str(AGENT), server.base_url, str(spans), "--turns", str(TURNS),
-             "--words", str(WORDS), "--tool-s", str(TOOL_S), "--usage", "--framework",
-             traced_by],
-            capture_output=True, text=True, timeout=180, check=False,
-        )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = _agent_run(lab, config, spans, "--turns", str(TURNS), "--words", str(WORDS),
+                      "--tool-s", str(TOOL_S), "--usage", "--framework", traced_by)  # fmt: skip
     assert json.loads(done.stdout)["model_calls"] == 2 * TURNS
-    code = main(["diagnose", "--from-otlp", str(spans), "--json", "--db", str(tmp_path / "a.db")])
-    out = capsys.readouterr()
-    assert code == 0, out.err
-    document = json.loads(out.out)
+    document = _diagnosed(spans, tmp_path / "a.db", capsys)
     assert document["requests"] == 2 * TURNS  # each call once, though two spans hold it
     agent = document["agent"]
     assert (agent["model_calls"], agent["tool_calls"], len(agent["turns"])) == (16, 8, 8)
@@ -84,7 +97,7 @@ def test_an_agent_run_names_its_slow_tool_and_its_growing_context(
     # The run keeps its tree: `latdoc report` shows the same run again.
     assert main(["report", document["run_id"], "--json", "--db", str(tmp_path / "a.db")]) == 0
     assert json.loads(capsys.readouterr().out)["agent"] == agent
-    code = main(["diagnose", "--from-otlp", str(spans), "--db", str(tmp_path / "a.db")])
+    assert main(["diagnose", "--from-otlp", str(spans), "--db", str(tmp_path / "a.db")]) == 0
     shown = capsys.readouterr().out
     assert "tool lookup: 8 calls" in shown and "a window of the last 2 turns:" in shown
     assert "the context's growth is a noticeable share of the run" in shown
@@ -97,17 +110,9 @@ def test_a_pydantic_ai_agent_traced_in_the_genai_conventions_is_read_as_a_run(
     ``execute_tool`` spans; its agent does not stream, so no call has a first token and
     no context remedy is given a number."""
     spans = tmp_path / "agent.jsonl"
-    with lab(LabConfig(latency=PREFILL, answer_tokens=8)) as server:
-        done = subprocess.run(
-            [sys.executable, str(AGENT), server.base_url, str(spans), "--framework",
-             "pydantic-ai", "--turns", "3", "--words", "200", "--tool-s", "0.2"],
-            capture_output=True, text=True, timeout=180, check=False,
-        )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    code = main(["diagnose", "--from-otlp", str(spans), "--json", "--db", str(tmp_path / "p.db")])
-    out = capsys.readouterr()
-    assert code == 0, out.err
-    agent = json.loads(out.out)["agent"]
+    _agent_run(lab, LabConfig(latency=PREFILL, answer_tokens=8), spans, "--framework",
+               "pydantic-ai", "--turns", "3", "--words", "200", "--tool-s", "0.2")  # fmt: skip
+    agent = _diagnosed(spans, tmp_path / "p.db", capsys)["agent"]
     assert (agent["model_calls"], agent["tool_calls"], len(agent["turns"])) == (6, 3, 3)
     assert [(t["name"], t["calls"]) for t in agent["tools"]] == [("lookup", 3)]
     assert all(t["ttft_ms"] is None for t in agent["turns"])
@@ -124,18 +129,10 @@ def test_an_agents_client_instrumented_by_latdoc_gives_each_call_its_phases(
     latdoc's span of each call sits inside the framework's and is the one read, with the
     phases latdoc measured (the connection's setup among them)."""
     spans, kept = tmp_path / "agent.jsonl", tmp_path / "kept.db"
-    with lab(LabConfig(latency=PREFILL, answer_tokens=8)) as server:
-        done = subprocess.run(
-            [sys.executable, str(AGENT), server.base_url, str(spans), "--framework",
-             "pydantic-ai", "--turns", "3", "--words", "50", "--tool-s", "0.1",
-             "--latdoc", str(kept)],
-            capture_output=True, text=True, timeout=180, check=False,
-        )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    code = main(["diagnose", "--from-otlp", str(spans), "--json", "--db", str(tmp_path / "p.db")])
-    out = capsys.readouterr()
-    assert code == 0, out.err
-    document = json.loads(out.out)
+    _agent_run(lab, LabConfig(latency=PREFILL, answer_tokens=8), spans, "--framework",
+               "pydantic-ai", "--turns", "3", "--words", "50", "--tool-s", "0.1",
+               "--latdoc", str(kept))  # fmt: skip
+    document = _diagnosed(spans, tmp_path / "p.db", capsys)
     assert document["traffic_source"]["recorded_by"].startswith("latdoc")
     assert document["requests"] == 6 and document["agent"]["model_calls"] == 6
     assert document["agent"]["tool_calls"] == 3
