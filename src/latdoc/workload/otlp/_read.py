@@ -45,21 +45,20 @@ class OtlpTraffic:
     tool span); empty otherwise. Its model spans are the traffic's traces."""
 
 
-def _outer_calls(spans: list[Span]) -> set[int]:
+Ids = tuple[str, str, str | None]
+"""A span's trace id, its own id and its parent's (:func:`span_ids`)."""
+
+
+def _outer_calls(ids: list[Ids], roles: list[str | None]) -> set[int]:
     """The model spans (by position) that hold another model span below them: an agent
     framework's span of a call whose client was instrumented too. The innermost span of
     a call is the one nearer the wire."""
-    parents: dict[tuple[str, str], str | None] = {}
-    for span in spans:
-        trace, own, parent = span_ids(span)
-        if own:
-            parents[(trace, own)] = parent
-    model_at = {span_ids(span)[:2]: n for n, span in enumerate(spans) if role(span) == "model"}
+    parents = {(trace, own): parent for trace, own, parent in ids if own}
+    model_at = {ids[n][:2]: n for n, kind in enumerate(roles) if kind == "model"}
     outer: set[int] = set()
-    for span in spans:
-        if role(span) != "model":
+    for (trace, _own, parent), kind in zip(ids, roles, strict=True):
+        if kind != "model":
             continue
-        trace, _own, parent = span_ids(span)
         seen = 0
         while parent is not None and seen < len(parents):
             n = model_at.get((trace, parent))
@@ -90,8 +89,10 @@ def read_otlp(text: str, source: str = "OTLP file") -> OtlpTraffic:
     one trace, the innermost span's; a file holding an agent's run keeps every span of
     it (:attr:`OtlpTraffic.agent`)."""
     every = list(spans_of(text, source))
-    outer = _outer_calls(every)
-    spans = [s for n, s in enumerate(every) if role(s) == "model" and n not in outer]
+    roles = [role(span) for span in every]
+    ids = [span_ids(span) for span in every]
+    outer = _outer_calls(ids, roles)
+    spans = [s for n, s in enumerate(every) if roles[n] == "model" and n not in outer]
     if not spans:
         raise UsageError(
             Message(
@@ -114,18 +115,19 @@ def read_otlp(text: str, source: str = "OTLP file") -> OtlpTraffic:
                 "holding the client's): each is read once, from the span nearer the wire",
             ),
         )
-    agent = _agent_spans(every, reads) if any(role(s) in ("agent", "tool") for s in every) else ()
+    tree = "agent" in roles or "tool" in roles
+    agent = _agent_spans(every, roles, ids, reads) if tree else ()
     return OtlpTraffic(tuple(traces), notes, instrumentation, agent)
 
 
-def _agent_spans(every: list[Span], reads: dict[int, Read]) -> tuple[AgentSpan, ...]:
+def _agent_spans(
+    every: list[Span], roles: list[str | None], ids: list[Ids], reads: dict[int, Read]
+) -> tuple[AgentSpan, ...]:
     out = []
-    for span in every:
-        kind = role(span)
+    for span, kind, (trace_id, own, parent) in zip(every, roles, ids, strict=True):
         read = reads.get(id(span))
         if kind == "model" and read is None:
             kind = "call"  # a framework's span of a call read from its inner span
-        trace_id, own, parent = span_ids(span)
         start = span.at.get("startTimeUnixNano")
         end = span.at.get("endTimeUnixNano")
         if start.missing:
