@@ -22,6 +22,7 @@ __all__ = [
     "error_event",
     "int_or_none",
     "merge_usage",
+    "text_or_none",
 ]
 
 
@@ -101,6 +102,11 @@ def base_resp_error(raw: Any) -> EventInfo | None:
 
 def int_or_none(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def text_or_none(value: Any) -> str | None:
+    """A non-empty string field (a tool's name, a call's id), else ``None``."""
+    return value if isinstance(value, str) and value else None
 
 
 def detail_int(usage: dict[str, Any], details: str, key: str) -> int | None:

@@ -30,6 +30,7 @@ from latdoc.probe._events import (
     detail_int,
     error_event,
     int_or_none,
+    text_or_none,
 )
 from latdoc.probe.dialects._spec import (
     BY_MAX_TOKENS,
@@ -152,7 +153,7 @@ def _block_start(block: Any, index: int | None) -> EventInfo:
     if block.get("type") in ("tool_use", "server_tool_use"):
         name, call_id = block.get("name"), block.get("id")
         if isinstance(name, str) and name:
-            part = ToolPart(index, name, call_id=call_id if isinstance(call_id, str) else None)
+            part = ToolPart(index, name, call_id=text_or_none(call_id))
             return _tool(part, name)
         return EventInfo()
     if block.get("type") == "text":

@@ -47,7 +47,7 @@ from urllib.parse import urlsplit
 
 from latdoc.errors import UsageError
 from latdoc.i18n import N_, Message
-from latdoc.probe._events import EventInfo, ToolPart, Usage, int_or_none
+from latdoc.probe._events import EventInfo, ToolPart, Usage, int_or_none, text_or_none
 from latdoc.probe._eventstream import require_botocore
 from latdoc.probe._framing import EVENT_STREAM
 from latdoc.probe.dialects._spec import (
@@ -132,8 +132,7 @@ def parse_bedrock_event(obj: Any, event: str | None, foreign: Foreign) -> EventI
         tool = start.get("toolUse") if isinstance(start, dict) else None
         name = tool.get("name") if isinstance(tool, dict) else None
         if isinstance(name, str) and name:
-            call_id = tool.get("toolUseId") if isinstance(tool, dict) else None
-            call_id = call_id if isinstance(call_id, str) and call_id else None
+            call_id = text_or_none(tool.get("toolUseId")) if isinstance(tool, dict) else None
             part = ToolPart(int_or_none(obj.get("contentBlockIndex")), name, call_id=call_id)
             return EventInfo(
                 output_chars=len(name), tool_chars=len(name), text=name, tool_parts=(part,)

@@ -30,7 +30,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from latdoc.errors import status_of_error_type
-from latdoc.probe._events import EventInfo, ToolPart, Usage, base_resp_error, int_or_none
+from latdoc.probe._events import (
+    EventInfo,
+    ToolPart,
+    Usage,
+    base_resp_error,
+    int_or_none,
+    text_or_none,
+)
 from latdoc.probe._quirks import at_path, count_at
 from latdoc.probe.dialects._spec import (
     BY_MAX_TOKENS,
@@ -167,7 +174,7 @@ def _choice_parts(
                 reasoning.append(value)
         listed = delta.get("tool_calls")
         functions = [
-            (c.get("index", place), c.get("function"), _text_or_none(c.get("id")))
+            (c.get("index", place), c.get("function"), text_or_none(c.get("id")))
             for place, c in enumerate(listed if isinstance(listed, list) else ())
             if isinstance(c, dict)
         ]
@@ -175,7 +182,7 @@ def _choice_parts(
         for index, function, call_id in functions:
             if isinstance(function, dict):
                 name, arguments = function.get("name"), function.get("arguments")
-                name = name if isinstance(name, str) and name else None
+                name = text_or_none(name)
                 arguments = arguments if isinstance(arguments, str) else ""
                 tools.extend(p for p in (name, arguments) if p)
                 if name or arguments:
@@ -184,10 +191,6 @@ def _choice_parts(
     text = choice.get("text")
     if isinstance(text, str):
         answer.append(text)
-
-
-def _text_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 def chat_usage(raw: Any) -> Usage | None:

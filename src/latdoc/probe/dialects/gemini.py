@@ -38,7 +38,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from latdoc.probe._events import EventInfo, ToolPart, Usage, int_or_none
+from latdoc.probe._events import EventInfo, ToolPart, Usage, int_or_none, text_or_none
 from latdoc.probe._framing import JSON_ARRAY, SSE
 from latdoc.probe.dialects._spec import (
     BY_MAX_TOKENS,
@@ -166,15 +166,12 @@ def _parts(
             (reasoning if part.get("thought") is True else answer).append(text)
         call = part.get("functionCall")
         if isinstance(call, dict):
-            name = call.get("name")
-            name = name if isinstance(name, str) and name else None
+            name = text_or_none(call.get("name"))
             args = (
                 "" if call.get("args") is None else json.dumps(call["args"], separators=(",", ":"))
             )
             tools.extend(p for p in (name, args) if p)
-            call_id = call.get("id")
-            call_id = call_id if isinstance(call_id, str) and call_id else None
-            calls.append(ToolPart(None, name, len(args), args, call_id))
+            calls.append(ToolPart(None, name, len(args), args, text_or_none(call.get("id"))))
         code = part.get("executableCode")
         if isinstance(code, dict) and isinstance(code.get("code"), str):
             answer.append(code["code"])

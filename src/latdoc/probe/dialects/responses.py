@@ -30,6 +30,7 @@ from latdoc.probe._events import (
     detail_int,
     error_event,
     int_or_none,
+    text_or_none,
 )
 from latdoc.probe.dialects._spec import (
     BY_MAX_TOKENS,
@@ -148,9 +149,7 @@ def _item_added(obj: dict[str, Any]) -> EventInfo:
     item = obj.get("item")
     if not isinstance(item, dict) or item.get("type") not in _TOOL_ITEMS:
         return EventInfo()
-    name, call_id = item.get("name"), item.get("call_id")
-    name = name if isinstance(name, str) and name else None
-    call_id = call_id if isinstance(call_id, str) and call_id else None
+    name, call_id = text_or_none(item.get("name")), text_or_none(item.get("call_id"))
     place = int_or_none(obj.get("output_index"))
     return EventInfo(tool_parts=(ToolPart(place, name, call_id=call_id),))
 
