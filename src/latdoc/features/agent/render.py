@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from latdoc.analysis.stats import Slope
 from latdoc.features.agent.analysis import AgentRun, ContextRemedy, ranked_remedies
 from latdoc.features.diagnose import DiagnosisRun, ShownDiagnosis
 from latdoc.i18n import N_, Message, translate
@@ -41,7 +42,7 @@ def agent_document(run: AgentRun) -> dict[str, Any]:
             "saving_high_ms": r.high_ms,
         }
 
-    def slope(s: Any) -> dict[str, float] | None:
+    def slope(s: Slope | None) -> dict[str, float] | None:
         return None if s is None else {"value": s.slope, "low": s.low, "high": s.high}
 
     return {
