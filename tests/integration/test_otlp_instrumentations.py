@@ -134,9 +134,14 @@ def test_openllmetry_chunk_events_tell_a_role_chunk_sent_before_the_prefill(
         file = _spans(server.base_url, tmp_path / "spans.json", "openllmetry", WORDS, usage=False)
     traffic = read_otlp(file.read_text(), str(file))
     _check_ttft(traffic.traces, PREFILL)
-    for trace in traffic.traces:
+    for trace, words in zip(traffic.traces, WORDS, strict=True):
         assert trace.first_event_ns is not None and trace.first_token_ns is not None
-        assert trace.first_event_ms is not None and trace.first_event_ms < 50
+        # The role chunk left with the headers, before the prefill: the first event comes
+        # at least half the lab's planned prefill before the first token, however late
+        # the application sent the request (beside a CPU hog its first event came 71 ms
+        # after the span's start, where the test held 50).
+        ahead_ms = (trace.first_token_ns - trace.first_event_ns) / 1e6
+        assert ahead_ms >= 0.5 * _planned_ttft_ms(PREFILL, words), (ahead_ms, words)
     notes = " ".join(n.text for n in traffic.notes)
     assert "taken for such a chunk" in notes
 
