@@ -17,7 +17,7 @@ from scipy.stats import binomtest
 from bank.counterfactual import Counterfactual
 from bank.truth import Truth
 from latdoc.analysis.policy import ALPHA, CONFIDENCE
-from latdoc.model import Diagnosis, Kind
+from latdoc.model import RUN_KINDS, Diagnosis, Kind
 
 BINS = 10
 
@@ -184,10 +184,11 @@ class RuleRate:
 
 def rule_rates(outcomes: Sequence[Outcome]) -> list[RuleRate]:
     """Every kind's false alarms and power over ``outcomes``, in :class:`Kind`'s order
-    (``healthy``, which no rule finds, aside)."""
+    (``healthy``, which no rule finds, and the kinds of an agent's run, which the bank
+    never draws, aside)."""
     rates = []
     for kind in Kind:
-        if kind is Kind.HEALTHY:
+        if kind is Kind.HEALTHY or kind in RUN_KINDS:
             continue
         absent = [o for o in outcomes if kind not in o.truth.sizes_ms]
         material = [o for o in outcomes if kind in o.truth.named]

@@ -45,7 +45,7 @@ def test_the_agent_waterfall_leads_the_plots_and_draws_every_call(tmp_path: Path
         assert page.locator("[id^='agent-'][id$='-tool']").count() == 3
         assert page.locator("[id^='agent-'][id$='-stream']").count() == 6
         caption = page.locator("figure figcaption").first.inner_text()
-        assert "tool lookup: 3 calls" in caption and "What holds it back" in caption
+        assert "tool lookup: 3 calls" in caption and "Verdict for the run: " in caption
         page.screenshot(path=str(tmp_path / "agent.png"), full_page=True)
         browser.close()
     assert errors == []

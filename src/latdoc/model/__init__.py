@@ -47,7 +47,7 @@ from latdoc.model.diagnosis import (
 )
 from latdoc.model.document import DIAGNOSIS_SCHEMA, diagnosis_to_dict
 from latdoc.model.host import HostFacts, SystemItem
-from latdoc.model.kind import Kind
+from latdoc.model.kind import RUN_KINDS, Kind
 from latdoc.model.length import CURVE_CONFIDENCE, LengthCurve, LengthPoint
 from latdoc.model.percentile import QUANTILE_METHOD, quantile, quantiles
 from latdoc.model.priorities import (
@@ -69,6 +69,7 @@ __all__ = [
     "DIAGNOSIS_SCHEMA",
     "PRESETS",
     "QUANTILE_METHOD",
+    "RUN_KINDS",
     "Corner",
     "Cost",
     "CostChange",

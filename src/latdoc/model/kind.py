@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["Kind"]
+__all__ = ["RUN_KINDS", "Kind"]
 
 
 class Kind(enum.StrEnum):
@@ -22,4 +22,11 @@ class Kind(enum.StrEnum):
     BUFFERING = "buffering"
     CLIENT = "client"
     ERRORS = "errors"
+    AGENT = "agent"
     HEALTHY = "healthy"
+
+
+RUN_KINDS: frozenset[Kind] = frozenset({Kind.AGENT})
+"""The kinds named of an agent's run as a whole, from its span tree, never of requests
+by a rule: no diagnosis of requests names them, and the truth bank, which draws
+endpoints, has none."""

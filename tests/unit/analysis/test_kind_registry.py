@@ -30,7 +30,7 @@ from latdoc import (
 from latdoc.advice.builders import BUILDERS, RemedyBuilder
 from latdoc.analysis.facts import Facts
 from latdoc.analysis.kinds import KINDS, KindSpec, spec_of
-from latdoc.model import CostChange, Effects
+from latdoc.model import RUN_KINDS, CostChange, Effects
 from report_samples import run_samples
 
 
@@ -76,14 +76,20 @@ def test_each_kind_has_its_own_name_and_colour() -> None:
         assert len(set(values)) == len(values), (field, values)
 
 
-def test_exactly_one_kind_is_the_verdict_when_no_rule_fires() -> None:
-    assert [spec.kind for spec in KINDS if spec.rule is None] == [Kind.HEALTHY]
+def test_only_healthy_and_the_kinds_of_an_agents_run_have_no_rule() -> None:
+    """``healthy`` is the verdict when no rule's finding stands out; a kind of an agent's
+    run is named from its span tree; every other kind has a rule over requests."""
+    without = {spec.kind for spec in KINDS if spec.rule is None}
+    assert without == {Kind.HEALTHY, *RUN_KINDS}
+    assert Kind.HEALTHY not in RUN_KINDS
 
 
 def test_every_remedy_builder_serves_a_registered_kind() -> None:
     registered = {spec.kind for spec in KINDS}
     assert {b.kind for b in BUILDERS} <= registered
-    assert {b.kind for b in BUILDERS} == registered - {Kind.HEALTHY}
+    # An agent's run ranks its own remedies (parallel tools, a window, a cached prefix,
+    # a faster tool) from its span tree: :func:`latdoc.features.agent.ranked_remedies`.
+    assert {b.kind for b in BUILDERS} == registered - {Kind.HEALTHY, *RUN_KINDS}
 
 
 def test_a_kind_outside_the_registry_is_named_when_looked_up() -> None:

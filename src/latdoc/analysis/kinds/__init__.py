@@ -10,6 +10,7 @@ specs, and the advice gives a kind its remedies in :mod:`latdoc.advice.builders`
 from __future__ import annotations
 
 from latdoc.analysis.kinds import (
+    agent,
     buffering,
     client,
     decode,
@@ -38,9 +39,12 @@ KINDS: tuple[KindSpec, ...] = (
     decode.SPEC,
     reasoning.SPEC,
     client.SPEC,
+    agent.SPEC,
     healthy.SPEC,
 )
-"""Every kind, in the order their rules run: the order of a diagnosis's findings."""
+"""Every kind, in the order their rules run: the order of a diagnosis's findings. A kind
+without a rule is ``healthy`` (the verdict when no rule's finding stands out) or one of
+:data:`~latdoc.model.RUN_KINDS` (named of an agent's run as a whole)."""
 
 
 def specs() -> tuple[KindSpec, ...]:

@@ -33,7 +33,8 @@ class KindSpec:
     rule: Rule | None
     """The rule that reads a run's facts and returns this kind's finding, or ``None``
     when it did not fire. ``None`` for the kind that is the verdict when no other kind
-    stands out (``healthy``)."""
+    stands out (``healthy``) and for a kind named of an agent's run as a whole
+    (:data:`~latdoc.model.RUN_KINDS`)."""
     before_first_token: bool = False
     """Its share is time before the first token, so it is held against how much the
     first token varies rather than the whole request (:mod:`latdoc.analysis.noticeable`)."""

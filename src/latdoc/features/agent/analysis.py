@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from latdoc.analysis.policy import NOTICEABLE_FRACTION
 from latdoc.analysis.stats import Slope, slope_interval
+from latdoc.model import Kind
 from latdoc.records import RequestTrace
 from latdoc.workload.otlp import AgentSpan
 
@@ -144,6 +145,12 @@ class AgentRun:
     @property
     def tool_calls(self) -> int:
         return sum(t.calls for t in self.tools)
+
+    def verdict(self, model_kind: Kind) -> Kind:
+        """The kind of slow that holds the run back: ``agent`` where its tools or its own
+        work took the largest part of the wall clock, else ``model_kind``, the kind the
+        diagnosis of its model calls named."""
+        return model_kind if self.holds_back == "model" else Kind.AGENT
 
     def share(self, part_ms: float) -> float:
         return part_ms / self.wall_ms if self.wall_ms > 0 else 0.0

@@ -14,15 +14,16 @@ from latdoc.analysis.stats import Slope
 from latdoc.features.agent.analysis import AgentRun, ContextRemedy, ranked_remedies
 from latdoc.features.diagnose import DiagnosisRun, ShownDiagnosis
 from latdoc.i18n import N_, Message, translate
+from latdoc.model import Kind
 from latdoc.report.names import format_ms, kind_name
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
 _PARTS = {
-    "model": N_("the model calls"),
-    "tools": N_("the tools"),
-    "agent": N_("the agent itself (between calls)"),
+    "model": N_("its model calls"),
+    "tools": N_("its tools"),
+    "agent": N_("the agent's own work between calls"),
 }
 
 
@@ -30,8 +31,9 @@ def _pct(share: float) -> str:
     return f"{100 * share:.0f}%"
 
 
-def agent_document(run: AgentRun) -> dict[str, Any]:
-    """The run as JSON: every duration in ms, shares of the wall clock as fractions."""
+def agent_document(run: AgentRun, model_kind: Kind | None = None) -> dict[str, Any]:
+    """The run as JSON: every duration in ms, shares of the wall clock as fractions; the
+    run's verdict where the kind its model calls' diagnosis named is told."""
 
     def remedy(r: ContextRemedy) -> dict[str, Any]:
         return {
@@ -56,6 +58,7 @@ def agent_document(run: AgentRun) -> dict[str, Any]:
             "agent": run.share(run.agent_ms),
         },
         "holds_back": run.holds_back,
+        "verdict": None if model_kind is None else str(run.verdict(model_kind)),
         "parallel_tool_saving_ms": run.parallel_saving_ms,
         "model_calls": run.model_calls,
         "tool_calls": run.tool_calls,
@@ -96,10 +99,24 @@ def agent_document(run: AgentRun) -> dict[str, Any]:
     }
 
 
-def agent_lines(run: AgentRun, model_kind: str | None = None) -> list[str]:
-    """The run in sentences, as the terminal and the page say it: the critical path, what
-    holds the agent back (where it is the model calls, ``model_kind``: the kind of slow
-    their diagnosis named), its tools, and its context."""
+def _verdict_line(run: AgentRun, model_kind: Kind | None) -> Message:
+    """The kind of slow that holds the run back and the part of its wall clock that does."""
+    part = {"model": run.model_ms, "tools": run.tool_ms, "agent": run.agent_ms}[run.holds_back]
+    if model_kind is None:
+        return Message("What holds it back: {part}", part=Message.of(_PARTS[run.holds_back]))
+    return Message(
+        "Verdict for the run: {kind} — {part} held it back ({share} of its wall clock)",
+        kind=kind_name(run.verdict(model_kind)),
+        part=Message.of(_PARTS[run.holds_back]),
+        share=_pct(run.share(part)),
+    )
+
+
+def agent_lines(run: AgentRun, model_kind: Kind | None = None) -> list[str]:
+    """The run in sentences, as the terminal and the page say it: the critical path, the
+    kind of slow that holds the agent back (``agent`` where its tools or its own work do,
+    else ``model_kind``: the kind the diagnosis of its model calls named), its tools, and
+    its context."""
     lines: list[str] = [
         Message(
             "Agent run: {turns} user turns, {calls} model calls, {tools} tool calls, "
@@ -119,12 +136,7 @@ def agent_lines(run: AgentRun, model_kind: str | None = None) -> list[str]:
             agent=format_ms(run.agent_ms),
             agent_share=_pct(run.share(run.agent_ms)),
         ),
-        Message("What holds it back: {part}", part=Message.of(_PARTS[run.holds_back]))
-        if run.holds_back != "model" or model_kind is None
-        else Message(
-            "What holds it back: the model calls, whose diagnosis below names {kind!l}",
-            kind=model_kind,
-        ),
+        _verdict_line(run, model_kind),
     ]
     for tool in run.tools:
         lines.append(
@@ -149,7 +161,7 @@ def agent_lines(run: AgentRun, model_kind: str | None = None) -> list[str]:
     return lines
 
 
-def agent_blocks(run: AgentRun, model_kind: str | None = None) -> tuple[RenderableType, ...]:
+def agent_blocks(run: AgentRun, model_kind: Kind | None = None) -> tuple[RenderableType, ...]:
     """The terminal view of the run: the critical path first, then context and turns."""
     from rich import box
     from rich.padding import Padding
@@ -160,23 +172,34 @@ def agent_blocks(run: AgentRun, model_kind: str | None = None) -> tuple[Renderab
     blocks: list[RenderableType] = [
         Padding(Text("\n".join(translate(line) for line in lines)), (0, 0, 0, 2))
     ]
+    # Milliseconds without their unit, which the heads carry: eight columns fit 80.
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-    heads = [N_("turn"), N_("wall"), N_("model"), N_("tools"), N_("agent")]
-    heads += [N_("calls"), N_("prompt tokens"), N_("first TTFT")]
+    heads = [N_("turn"), N_("wall ms"), N_("model ms"), N_("tools ms"), N_("agent ms")]
+    heads += [N_("calls"), N_("prompt"), N_("TTFT ms")]
     for k, head in enumerate(heads):
         table.add_column(translate(head), justify="left" if k == 0 else "right", no_wrap=True)
     for n, turn in enumerate(run.turns, 1):
         table.add_row(
             str(n),
-            format_ms(turn.wall_ms),
-            format_ms(turn.model_ms),
-            format_ms(turn.tool_ms),
-            format_ms(turn.agent_ms),
+            *(f"{ms:,.0f}" for ms in (turn.wall_ms, turn.model_ms, turn.tool_ms, turn.agent_ms)),
             f"{turn.model_calls} + {turn.tool_calls}",
             "-" if turn.prompt_tokens is None else f"{turn.prompt_tokens:,}",
-            format_ms(turn.ttft_ms),
+            "-" if turn.ttft_ms is None else f"{turn.ttft_ms:,.0f}",
         )
-    blocks.append(Padding(table, (0, 0, 0, 4)))
+    blocks.append(Padding(table, (0, 0, 0, 2)))
+    blocks.append(
+        Padding(
+            Text(
+                translate(
+                    N_(
+                        "calls: model + tool calls of the turn; prompt and TTFT: its first "
+                        "model call's prompt tokens and time to first token"
+                    )
+                )
+            ),
+            (0, 0, 0, 2),
+        )
+    )
     return tuple(blocks)
 
 
@@ -362,12 +385,15 @@ class ShownAgentDiagnosis:
         return self.diagnosis.page_kind
 
     def document(self) -> dict[str, Any]:
-        return {**self.diagnosis.document(), "agent": agent_document(self.agent)}
+        return {
+            **self.diagnosis.document(),
+            "agent": agent_document(self.agent, self.model_kind),
+        }
 
     @property
-    def model_kind(self) -> str:
+    def model_kind(self) -> Kind:
         """The kind of slow the diagnosis of the run's model calls named."""
-        return kind_name(self.diagnosis.run.diagnosis.verdict.primary)
+        return self.diagnosis.run.diagnosis.verdict.primary
 
     def shown(self) -> tuple[RenderableType, ...]:
         return (*agent_blocks(self.agent, self.model_kind), *self.diagnosis.shown())

@@ -10,6 +10,7 @@ import pytest
 
 from latdoc.features.agent import agent_document, analyse_agent
 from latdoc.features.agent.analysis import ranked_remedies
+from latdoc.model import Kind
 from latdoc.workload.otlp import AgentSpan
 from report_samples import make_trace
 
@@ -57,6 +58,10 @@ def test_the_parts_add_up_to_the_wall_clock_and_the_slow_tool_holds_the_agent_ba
     assert run.agent_ms == pytest.approx(2 * 20)
     assert run.model_ms + run.tool_ms + run.agent_ms == pytest.approx(run.wall_ms)
     assert run.holds_back == "tools"
+    # Whatever its model calls' diagnosis named, the run's verdict is the time outside them.
+    assert run.verdict(Kind.HEALTHY) is Kind.AGENT and run.verdict(Kind.DECODE) is Kind.AGENT
+    assert agent_document(run, Kind.DECODE)["verdict"] == "agent"
+    assert agent_document(run)["verdict"] is None
     assert [(t.name, t.calls, t.total_ms) for t in run.tools] == [("lookup", 2, 1600.0)]
     assert run.parallel_saving_ms == 0
 
@@ -71,6 +76,18 @@ def test_a_model_call_inside_a_framework_span_counts_as_model_time_once() -> Non
     assert run is not None
     assert (run.model_ms, run.tool_ms, run.agent_ms) == (300.0, 0.0, 200.0)
     assert run.holds_back == "model" and run.model_calls == 1
+    assert run.verdict(Kind.INPUT_LENGTH) is Kind.INPUT_LENGTH
+
+
+def test_an_agent_busy_between_its_calls_is_held_back_by_its_own_work() -> None:
+    spans = [
+        _span("agent", "a", "root", None, 0, 1000),
+        _span("model", "a", "m", "root", 100, 300, prompt=100),
+    ]
+    run = analyse_agent(spans)
+    assert run is not None
+    assert (run.model_ms, run.agent_ms) == (200.0, 800.0)
+    assert run.holds_back == "agent" and run.verdict(Kind.HEALTHY) is Kind.AGENT
 
 
 def test_tool_calls_of_one_answer_made_in_turn_could_have_run_at_once() -> None:
