@@ -9,8 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from conftest import FAST, LabFactory
 from latdoc.cli import main
-from paths import DATA
+from latdoc.lab.sim import LabConfig
+from paths import DATA, ROOT
+
+SAMPLES = ROOT / "src" / "latdoc" / "workload" / "traces" / "samples"
 
 CHROMIUM = next(
     (p for p in (shutil.which("chromium"), shutil.which("chromium-browser")) if p), None
@@ -50,3 +54,38 @@ def test_the_agent_waterfall_leads_the_plots_and_draws_every_call(tmp_path: Path
         browser.close()
     assert errors == []
     assert requests == [page_file.as_uri()]
+
+
+def test_an_agent_replays_load_page_shows_what_the_user_waited_turn_by_turn(
+    lab: LabFactory, tmp_path: Path
+) -> None:
+    page_file = tmp_path / "load.html"
+    with lab(LabConfig(latency=FAST, answer_tokens=4)) as server:
+        code = main(["load", server.base_url, "-m", "lab-sim", "--trace",
+                     str(SAMPLES / "agent.jsonl"), "--concurrency", "4", "--max-tokens", "8",
+                     "--slo", "ttft=5s", "--html", str(page_file),
+                     "--db", str(tmp_path / "a.db")])  # fmt: skip
+    assert code == 0
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        errors: list[str] = []
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(page_file.as_uri(), wait_until="load")
+        heading = page.locator("#user-turns")
+        assert heading.is_visible()
+        table = page.locator("#user-turns + table")
+        heads = table.locator("th").all_inner_texts()
+        assert heads[:3] == ["turn", "turns", "requests a turn"] and heads[-1] == "met the SLO"
+        rows = [r.locator("td").all_inner_texts() for r in table.locator("tbody tr").all()]
+        # The sample's two turns of 20 sessions, then all 40; each took a tool call and
+        # an answer, and met a 5 s wait.
+        assert [r[:3] for r in rows] == [
+            ["1", "20", "2.0"],
+            ["2", "20", "2.0"],
+            ["all", "40", "2.0"],
+        ]
+        assert all(r[-1] == "100%" for r in rows)
+        browser.close()
+    assert errors == []

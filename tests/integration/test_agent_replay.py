@@ -80,6 +80,17 @@ def test_a_20_session_agent_trace_replays_each_turn_on_the_real_answers(
         n.startswith("the sessions' tools held their streams 0.2 s in all (40 results")
         for n in notes
     ), notes
+    # Each user turn took two requests, the tool between them: what the user waited
+    # holds the tool-calling request and the tool's 5 ms before the answer's first token.
+    capsys.readouterr()
+    assert main(["report", info.run_id, "--json", "--db", str(tmp_path / "a.db")]) == 0
+    turns = json.loads(capsys.readouterr().out)["user_turns"]
+    assert [(r["turn"], r["turns"], r["requests_per_turn"]) for r in turns["by_turn"]] == [
+        (0, SESSIONS, 2.0),
+        (1, SESSIONS, 2.0),
+    ]
+    every = turns["all"]
+    assert every["wait_ms"]["p50"] > every["answer_ttft_ms_p50"] + 5
     bodies = [json.loads(r.split(b"\r\n\r\n", 1)[1]) for r in answered]
     assert len(bodies) == SESSIONS * TURNS * 2
     # Every request offers the tool the trace's results name.
@@ -146,3 +157,45 @@ def test_the_shipped_agent_sample_replays_against_the_lab_in_each_dialect(
     finishes = sorted(t.finish_reason or "" for t in traces)
     assert finishes == ["stop"] * 40 + ["tool_calls"] * 40
     assert {c.name for t in traces for c in t.tool_calls} == {"lookup"}
+
+
+def test_find_max_on_an_agent_trace_judges_the_turn_the_user_waits_on(
+    lab: LabFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every request's own TTFT meets a 250 ms median, but each user turn holds a 300 ms
+    tool between its tool call and its answer: judged on the turns, no level meets it;
+    at 2 s, the levels tried all do."""
+    trace = tmp_path / "agent.jsonl"
+    with trace.open("w") as out:
+        for s in range(6):
+            for t in range(2):
+                result = {"name": "lookup", "content": f"result {s}.{t}", "ms": 300}
+                line = {"session": f"s{s}", "user": f"question {s}.{t}", "tool_results": [result]}
+                out.write(json.dumps(line) + "\n")
+    db = tmp_path / "a.db"
+
+    def find_max(limit: str) -> dict[str, Any]:
+        code = main(["load", server.base_url, "-m", "lab-sim", "--trace", str(trace),
+                     "--find-max", "--slo", f"ttft_p50={limit}", "--find-max-limit", "2",
+                     "--duration-per-level", "1.5", "--max-tokens", "8", "--json",
+                     "--db", str(db)])  # fmt: skip
+        out = capsys.readouterr()
+        assert code == 0, out.err
+        document: dict[str, Any] = json.loads(out.out)
+        return document
+
+    with lab(LabConfig(latency=FAST, answer_tokens=4)) as server:
+        tight = find_max("250ms")
+        loose = find_max("2s")
+    found = tight["find_max"]
+    assert found["judged_on"] == "user_turns"
+    assert found["best_streams"] is None and found["broke"] == "prefill"
+    (first,) = [p for p in found["probes"] if p["streams"] == 1]
+    (reading,) = first["readings"]
+    assert reading["n"] >= 2 and reading["value_ms"] > 300
+    # Each request alone met the limit: the turn's wait is what failed it.
+    ttft_p50 = next(lv for lv in tight["levels"] if lv["window"]["concurrency"] == 1)
+    assert ttft_p50["ttft_ms"]["p50"] < 250
+    assert "on the user's turns" in found["sentence"]
+    assert loose["find_max"]["best_streams"] == 2
+    assert all(p["passed"] for p in loose["find_max"]["probes"])

@@ -27,6 +27,12 @@ def _run(db: Path) -> tuple[list, tuple]:
         return samples, tuple(n.text for n in store.run_info(info.run_id).notes)
 
 
+def _run_id(db: Path) -> str:
+    with Store(db) as store:
+        (info,) = store.list_runs(limit=1)
+        return info.run_id
+
+
 def _client(db: Path, capsys: pytest.CaptureFixture[str]) -> dict:
     """The replayed level's client measure, as the run's report gives it."""
     capsys.readouterr()
@@ -73,16 +79,27 @@ def test_conversations_are_sent_turn_by_turn_with_their_history(
                      str(SAMPLES / "sharegpt.json"), "--concurrency", "2", "--max-tokens", "24",
                      "--db", str(db)])  # fmt: skip
     assert code == 0
-    samples, notes = _run(db)
+    samples, _ = _run(db)
     assert len(samples) == 8 and all(s.step is Step.LOAD and s.concurrency == 2 for s in samples)
     by_prompt = sorted(s.trace.prompt_tokens or 0 for s in samples)
     first = next(s for s in samples if s.target_prompt_tokens == 13)
     third = max(samples, key=lambda s: s.trace.prompt_tokens or 0)
     assert (third.trace.prompt_tokens or 0) > 100 > (first.trace.prompt_tokens or 0)
     assert by_prompt[-1] > 3 * by_prompt[0]
-    turns = next(n for n in notes if n.startswith("by turn:"))
-    assert "turn 3:" in turns and "cached tokens" in turns and "TPOT p50" in turns
     assert 0 <= _client(db, capsys)["read_together"] <= 1
+    # Each conversation's turn is one request: what its user waited is its own TTFT.
+    assert main(["report", _run_id(db), "--json", "--db", str(db)]) == 0
+    turns = json.loads(capsys.readouterr().out)["user_turns"]
+    by_turn = turns["by_turn"]
+    assert [r["turn"] for r in by_turn] == [0, 1, 2, 3][: len(by_turn)] and len(by_turn) >= 3
+    assert sum(r["turns"] for r in by_turn) == turns["all"]["turns"] == len(samples)
+    assert all(r["requests_per_turn"] == 1 for r in by_turn)
+    for row in by_turn:
+        wait, ttft = row["wait_ms"]["p50"], row["answer_ttft_ms_p50"]
+        assert wait == pytest.approx(ttft, abs=0.01)
+        assert row["answer_tpot_ms_p50"] is not None
+    # The later turns resend the history, which the lab's prefix cache served.
+    assert by_turn[2]["answer_cached_tokens_p50"] > 0
 
 
 def test_a_trace_that_cannot_be_replayed_sends_nothing(

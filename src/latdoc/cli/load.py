@@ -122,14 +122,15 @@ def _add_goal_arguments(p: argparse.ArgumentParser) -> None:
     """``--slo``, ``--find-max`` and how far it may go."""
     p.add_argument(
         "--slo", type=argument_type(parse_slo), metavar="ttft=2s,tpot=100ms",
-        help="objectives a request must meet to count as goodput; with --find-max, "
-        "quantiles each level must meet (ttft_p95=2s,tpot_p50=80ms)",
+        help="objectives a request must meet to count as goodput (a conversation's or an "
+        "agent's user turn, with --trace); with --find-max, quantiles each level must meet "
+        "(ttft_p95=2s,tpot_p50=80ms)",
     )  # fmt: skip
     p.add_argument(
         "--find-max", action="store_true",
         help="find the most streams (or, with --rate R, the highest rate from R) that meet "
         "--slo's quantiles: double until a level fails, then bisect; each level runs until "
-        "its intervals decide",
+        "its intervals decide; with --trace of sessions, judged on the user's turns",
     )  # fmt: skip
     p.add_argument(
         "--find-max-limit", type=positive_float, metavar="N",

@@ -24,9 +24,13 @@ from latdoc.features.load.analysis import (
     LevelStats,
     LoadAnalysis,
     Percentiles,
+    Slo,
+    TurnRow,
+    UserTurns,
     find_tail_knee,
     findings,
     level_name,
+    user_turns_document,
 )
 from latdoc.i18n import N_
 from latdoc.model import cost_to_dict
@@ -84,10 +88,12 @@ def render_load(
     title: str = "",
     model: str | None = None,
     found: FindMax | None = None,
+    turns: UserTurns | None = None,
 ) -> RenderableType:
     """A sweep's analysis as two terminal tables (latency, then throughput and errors),
-    what each level cost (where ``model`` is named: said unknown without a price) and
-    its notes; led by ``--find-max``'s answer where ``found`` holds one."""
+    the user turns of a replayed conversation or agent where ``turns`` holds them, what
+    each level cost (where ``model`` is named: said unknown without a price) and its
+    notes; led by ``--find-max``'s answer where ``found`` holds one."""
     closed = not analysis.levels or analysis.levels[0].window.rate is None
     level = "streams" if closed else "rate"
     unit = _latency_unit(analysis)
@@ -125,6 +131,8 @@ def render_load(
         Padding(throughput, (0, 0, 0, 2)),
         Text(""),
     ]
+    if turns is not None:
+        parts += [*_turns_block(turns, unit, analysis.slo), Text("")]
     if model is not None:
         parts += [cost_block(N_("Cost by level"), _cost_rows(analysis), model), Text("")]
     parts += [Padding(Text(line), (0, 0, 0, 2)) for line in findings(analysis)]
@@ -141,6 +149,52 @@ def render_load(
         )
     )
     return Group(*parts)
+
+
+def _turn_cells(row: TurnRow, unit: str, slo: Slo, cached: bool) -> list[str]:
+    cells = [
+        "all" if row.turn is None else str(row.turn + 1),
+        str(row.turns),
+        f"{row.calls:.1f}",
+        *(_number(row.wait_ms, q, unit) for q in ("p50", "p95")),
+        _value(row.answer_ttft_ms, unit),
+        "-" if row.answer_tpot_ms is None else f"{row.answer_tpot_ms:.1f}",
+    ]
+    if cached:
+        cells.append("-" if row.cached_tokens is None else f"{row.cached_tokens:,.0f}")
+    if slo.any:
+        cells.append("-" if row.met is None or not row.turns else f"{row.met / row.turns:.0%}")
+    return cells
+
+
+def _value(ms: float | None, unit: str) -> str:
+    if ms is None:
+        return "-"
+    return f"{ms / 1000:.2f}" if unit == "s" else f"{ms:.0f}"
+
+
+def _turns_block(turns: UserTurns, unit: str, slo: Slo) -> list[RenderableType]:
+    """The user's turns: what the user waited, turn by turn, its tool calls in it."""
+    heads = ["turn", "turns", "reqs", "wait p50", "p95", "answer TTFT", "TPOT"]
+    heads += ["cached"] if turns.cached else []
+    heads += ["met SLO"] if slo.any else []
+    table = _table(heads)
+    for row in (*turns.rows, turns.overall):
+        table.add_row(*_turn_cells(row, unit, slo, turns.cached))
+    said = [
+        "Wait: from a turn's first request to its answer's first token, the model's tool "
+        "calls and the tools' time in it; reqs: requests a turn took; the answer's own "
+        "TTFT, TPOT (ms)" + (" and cached prompt tokens" if turns.cached else "") + ", p50."
+    ]
+    if slo.any:
+        said.append("The SLO is judged on the wait and the answer's TPOT.")
+    if turns.overall.failed:
+        said.append(f"{turns.overall.failed} turns failed before their answer.")
+    return [
+        Text(f"  The user's turns, in {unit}"),
+        Padding(table, (0, 0, 0, 2)),
+        Padding(Text(" ".join(said), style="dim"), (0, 0, 0, 2)),
+    ]
 
 
 def _pdict(p: Percentiles | None) -> dict[str, float] | None:
@@ -195,9 +249,10 @@ def load_to_dict(
     notes: Sequence[StepNote] = (),
     run_id: str | None = None,
     found: FindMax | None = None,
+    turns: UserTurns | None = None,
 ) -> dict[str, Any]:
     """A sweep's analysis as the ``latdoc.load`` JSON document, with ``--find-max``'s
-    answer where ``found`` holds one."""
+    answer where ``found`` holds one and a replay's user turns where ``turns`` does."""
     tail = find_tail_knee(analysis.levels)
     return {
         "schema": LOAD_SCHEMA,
@@ -212,6 +267,7 @@ def load_to_dict(
         "findings": findings(analysis),
         "notes": [n.text for n in notes],
         "find_max": None if found is None else {**found.document(), "sentence": found.sentence()},
+        "user_turns": None if turns is None else user_turns_document(turns),
     }
 
 
@@ -222,8 +278,10 @@ def render_load_html(
     title: str = "",
     model: str | None = None,
     found: FindMax | None = None,
+    turns: UserTurns | None = None,
 ) -> str:
-    """A sweep's analysis as a self-contained page: the tables and the TTFT, time per
+    """A sweep's analysis as a self-contained page: the tables (a replay's user turns
+    among them, where ``turns`` holds them) and the TTFT, time per
     output token and throughput plots; where ``found`` holds ``--find-max``'s answer, the
     page's heading is that answer, and each plot of a metric it names draws its limit (the
     TTFT plot marks the level found)."""
@@ -238,6 +296,7 @@ def render_load_html(
 
     closed = not analysis.levels or analysis.levels[0].window.rate is None
     axis = "streams at once" if closed else "asked arrival rate"
+    unit = _latency_unit(analysis)
     labels = [lv.window.label for lv in analysis.levels]
     ttft = [(lv.ttft_ms.p50, lv.ttft_ms.p95) if lv.ttft_ms else None for lv in analysis.levels]
     knee = None if analysis.knee is None else analysis.levels.index(analysis.knee)
@@ -284,8 +343,22 @@ def render_load_html(
             ttft_plot=None if ttft_svg is None else Markup(ttft_svg),
             throughput_plot=None if throughput_svg is None else Markup(throughput_svg),
             tpot_plot=None if tpot_svg is None else Markup(tpot_svg),
+            turn_heads=[] if turns is None else _turn_heads(unit, analysis.slo, turns.cached),
+            turn_rows=[]
+            if turns is None
+            else [
+                _turn_cells(r, unit, analysis.slo, turns.cached)
+                for r in (*turns.rows, turns.overall)
+            ],
         )
     )
+
+
+def _turn_heads(unit: str, slo: Slo, cached: bool) -> list[str]:
+    heads = ["turn", "turns", "requests a turn", f"wait p50 ({unit})", f"wait p95 ({unit})"]
+    heads += [f"answer TTFT p50 ({unit})", "answer TPOT p50 (ms)"]
+    heads += ["answer's cached prompt tokens p50"] if cached else []
+    return [*heads, "met the SLO"] if slo.any else heads
 
 
 def _found_level(analysis: LoadAnalysis, found: FindMax | None) -> int | None:
@@ -313,6 +386,8 @@ class ShownLoad:
     """The model, to say its cost is unknown by name where it has no price."""
     found: FindMax | None = None
     """``--find-max``'s answer, which the view leads with."""
+    turns: UserTurns | None = None
+    """A replayed conversation's or agent's user turns."""
 
     @property
     def page_kind(self) -> str:
@@ -322,7 +397,7 @@ class ShownLoad:
         from latdoc.report import gates_to_dict
 
         document = load_to_dict(
-            self.analysis, notes=self.notes, run_id=self.run_id, found=self.found
+            self.analysis, notes=self.notes, run_id=self.run_id, found=self.found, turns=self.turns
         )
         if self.gates is not None:
             document["gates"] = gates_to_dict(self.gates)
@@ -332,16 +407,18 @@ class ShownLoad:
         from latdoc.report import render_gates
 
         table = render_load(
-            self.analysis, self.notes, title=self.title, model=self.model, found=self.found
-        )
+            self.analysis, self.notes, title=self.title, model=self.model, found=self.found,
+            turns=self.turns,
+        )  # fmt: skip
         if self.gates is None:
             return (table,)
         return (table, render_gates(self.gates, ("baseline", "this run")))
 
     def page(self) -> str:
         return render_load_html(
-            self.analysis, self.notes, title=self.title, model=self.model, found=self.found
-        )
+            self.analysis, self.notes, title=self.title, model=self.model, found=self.found,
+            turns=self.turns,
+        )  # fmt: skip
 
     def kept(self) -> None:
         return None

@@ -14,11 +14,14 @@ from urllib.parse import urlsplit
 from latdoc.analysis.gates import Gate, GateReport, check_gates
 from latdoc.errors import UsageError
 from latdoc.features.load.analysis import (
+    USER_TURNS_META,
     FindMax,
     LevelWindow,
     LoadAnalysis,
     Slo,
+    UserTurns,
     analyse_load,
+    user_turns,
     windows_kept,
 )
 from latdoc.features.load.document import load_from_record, load_to_record
@@ -27,7 +30,7 @@ from latdoc.features.load.send.auto import choose_processes
 from latdoc.features.load.send.findmax import FindMaxAsk, find_max_sweep
 from latdoc.features.load.send.fleet import Fleet, FleetSweep, join
 from latdoc.features.load.send.processes import ProcessFleet
-from latdoc.features.load.send.replay import Replay, replay_sweep
+from latdoc.features.load.send.replay import Replay, find_max_replay_sweep, replay_sweep
 from latdoc.features.load.send.sweep import LoadPlan, run_load
 from latdoc.features.load.send.workers import worker_plans
 from latdoc.i18n import N_, Message
@@ -63,6 +66,8 @@ class LoadRun:
     """The gates held against the baseline run, when asked for."""
     find_max: FindMax | None = None
     """``--find-max``'s answer, when it was asked for and the search finished."""
+    user_turns: UserTurns | None = None
+    """A replayed conversation's or agent's user turns: what the user waited."""
 
     @property
     def all_failed(self) -> bool:
@@ -78,8 +83,9 @@ class LoadRun:
         """The sweep as the command shows it."""
         title = f"{self.model} at {self.endpoint} under load"
         return ShownLoad(
-            self.analysis, self.notes, self.run_id, title, self.gates, self.model, self.find_max
-        )
+            self.analysis, self.notes, self.run_id, title, self.gates, self.model, self.find_max,
+            self.user_turns,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -178,12 +184,16 @@ def load_endpoint(
             )
         )
     if find_max is not None and (
-        workers is not None or replay is not None or auto_processes or len(plan.rates) > 1
+        workers is not None
+        or auto_processes
+        or len(plan.rates) > 1
+        or (replay is not None and find_max.start_rate is not None)
     ):
         raise UsageError(
             N_(
-                "--find-max probes its own levels from this process: leave out --trace, "
-                "--processes and --ray, and give --rate one starting rate at most"
+                "--find-max probes its levels from this process: leave out --processes and "
+                "--ray, and give --rate one starting rate at most (none with --trace, whose "
+                "sessions it probes by streams)"
             )
         )
     if replay is not None and plan.rates:
@@ -217,6 +227,7 @@ def _load(
     if plan.price is not None:
         meta["price"] = price_to_dict(plan.price)
     opening: list[StepNote] = []
+    found: list[FindMax] = []
     if auto_processes:
         if workers is not None or replay is not None or find_max is not None:
             raise UsageError(
@@ -237,17 +248,24 @@ def _load(
             )
         meta["replay"] = {"trace": replay.path, "format": replay.fmt, "speed": replay.speed,
                           "streams": replay.streams}  # fmt: skip
-        sweep = replay_sweep(plan, replay, on_progress)
-        return _run_sweep(plan, sweep, store, slo, meta, on_sample)
+        if find_max is not None:
+            return _find_max(
+                plan, store, slo, meta, on_sample,
+                find_max_replay_sweep(plan, replay, find_max.objectives, find_max.reach,
+                                      on_progress, found.append),
+                found,
+            )  # fmt: skip
+        turns: list[list[Any]] = []
+        sweep = replay_sweep(plan, replay, on_progress, turns)
+        run = _run_sweep(plan, sweep, store, slo, meta, on_sample)
+        if not turns:
+            return run
+        store.update_meta(run.run_id, {USER_TURNS_META: turns})
+        return replace(run, user_turns=user_turns(turns, run.samples, slo))
     if find_max is not None:
-        found: list[FindMax] = []
         sweep = find_max_sweep(plan, find_max.objectives, find_max.reach, on_progress,
                                found.append, find_max.start_rate)  # fmt: skip
-        run = _run_sweep(plan, sweep, store, slo, meta, on_sample)
-        if not found:
-            return run
-        store.update_meta(run.run_id, {"find_max": found[0].document()})
-        return replace(run, find_max=found[0])
+        return _find_max(plan, store, slo, meta, on_sample, sweep, found)
     with ExitStack() as stack:
         if workers is None:
             return _run_sweep(
@@ -262,6 +280,23 @@ Sweep = Callable[
     Coroutine[Any, Any, list[StepNote]],
 ]
 """Runs a sweep: each sample, level and note reaches its hook as it is made."""
+
+
+def _find_max(
+    plan: LoadPlan,
+    store: Store,
+    slo: Slo,
+    meta: Mapping[str, Any],
+    on_sample: Callable[[Sample], None] | None,
+    sweep: Sweep,
+    found: list[FindMax],
+) -> LoadRun:
+    """The search run, its answer kept in the run's meta where it finished."""
+    run = _run_sweep(plan, sweep, store, slo, meta, on_sample)
+    if not found:
+        return run
+    store.update_meta(run.run_id, {"find_max": found[0].document()})
+    return replace(run, find_max=found[0])
 
 
 def _local_sweep(plan: LoadPlan, on_progress: Callable[[str, int, int], None] | None) -> Sweep:
@@ -413,12 +448,12 @@ def reload_load(store: Store, run_id: str) -> LoadRun:
     slo_meta = load_meta.get("slo", {}) if isinstance(load_meta, Mapping) else {}
     slo = Slo(slo_meta.get("ttft_ms"), slo_meta.get("tpot_ms"))
     analysis = analyse_load(windows, samples, slo, info.price)
-    found = (
-        FindMax.from_document(info.meta.get("find_max")) if isinstance(info.meta, Mapping) else None
-    )
+    meta = info.meta if isinstance(info.meta, Mapping) else {}
+    found = FindMax.from_document(meta.get("find_max"))
     return LoadRun(
         info.run_id, analysis, tuple(samples), tuple(info.notes), info.status,
         info.endpoint, info.model, store.path, find_max=found,
+        user_turns=user_turns(meta.get(USER_TURNS_META), samples, slo),
     )  # fmt: skip
 
 

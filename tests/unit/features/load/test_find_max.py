@@ -8,7 +8,10 @@ import pytest
 
 from latdoc.cli import main
 from latdoc.features.load.send.findmax import Objective, _judged, read_level
+from paths import ROOT
 from report_samples import make_trace
+
+SAMPLES = ROOT / "src" / "latdoc" / "workload" / "traces" / "samples"
 
 
 def test_a_level_is_judged_by_its_interval_and_undecided_while_it_holds_the_limit() -> None:
@@ -30,7 +33,15 @@ def test_a_level_is_judged_by_its_interval_and_undecided_while_it_holds_the_limi
     [
         (["--find-max"], "--find-max needs --slo with quantiles"),
         (["--find-max", "--slo", "ttft_p95=2s", "--rate", "2,4"], "one starting rate"),
-        (["--find-max", "--slo", "ttft_p95=2s", "--processes", "2"], "leave out --trace"),
+        (["--find-max", "--slo", "ttft_p95=2s", "--processes", "2"], "leave out --processes"),
+        (
+            ["--find-max", "--slo", "ttft_p95=2s", "--rate", "2", "--trace", __file__],
+            "none with --trace",
+        ),
+        (
+            ["--find-max", "--slo", "ttft_p95=2s", "--trace", str(SAMPLES / "mooncake.jsonl")],
+            "probes a conversation's or an agent's sessions",
+        ),
         (["--slo", "ttft_p95=2s"], "are for --find-max"),
         (["--find-max", "--slo", "ttft_p100=2s"], "p01 to p99"),
         (["--find-max", "--slo", "latency_p95=2s"], "name a metric and a quantile"),

@@ -31,8 +31,9 @@ A level cut short (an interrupted sweep, or a level the error budget stopped) is
 kept and marked ``partial``; the knee and the plateau are found among the other levels.
 
 The client's own limit is in :mod:`._client`, one level's numbers in :mod:`._level`, the
-sweep across its levels in :mod:`._sweep`, and an SLO's objectives read at a level (for
-``--find-max``) in :mod:`._objectives`.
+sweep across its levels in :mod:`._sweep`, an SLO's objectives read at a level (for
+``--find-max``) in :mod:`._objectives`, and the user turns of a replayed conversation or
+agent (what the user waited, tool calls in it) in :mod:`._turns`.
 """
 
 from latdoc.analysis.policy import LITTLE_TOLERANCE
@@ -58,6 +59,7 @@ from latdoc.features.load.analysis._objectives import (
     objective,
     parse_slo,
     read_level,
+    read_values,
 )
 from latdoc.features.load.analysis._sweep import (
     LoadAnalysis,
@@ -68,6 +70,14 @@ from latdoc.features.load.analysis._sweep import (
     knee_base,
     windows_kept,
 )
+from latdoc.features.load.analysis._turns import (
+    USER_TURNS_META,
+    TurnRow,
+    UserTurns,
+    turn_values,
+    user_turns,
+    user_turns_document,
+)
 
 __all__ = [
     "LITTLE_TOLERANCE",
@@ -75,6 +85,7 @@ __all__ = [
     "OVER_SATURATION",
     "SUSTAINED_LATE_MS",
     "SUSTAINED_SHARE",
+    "USER_TURNS_META",
     "ClientLoad",
     "Failure",
     "FindMax",
@@ -87,6 +98,8 @@ __all__ = [
     "Probe",
     "Reading",
     "Slo",
+    "TurnRow",
+    "UserTurns",
     "analyse_load",
     "busiest",
     "failures_by_phase",
@@ -102,5 +115,9 @@ __all__ = [
     "percentiles",
     "processes_for",
     "read_level",
+    "read_values",
+    "turn_values",
+    "user_turns",
+    "user_turns_document",
     "windows_kept",
 ]

@@ -54,6 +54,9 @@ class FindMax:
     """What broke the SLO first: errors, queueing, prefill or decode."""
     limit: float
     by_rate: bool = False
+    on_turns: bool = False
+    """Judged on the user turns of a replayed conversation or agent (what the user
+    waited, from a turn's first request to its answer), not on each request."""
 
     def _level(self, value: float) -> str:
         return self._levels([value])
@@ -70,6 +73,8 @@ class FindMax:
     def headline(self) -> str:
         """The answer in one line, which the terminal and the page lead with."""
         slo = ", ".join(o.text for o in self.objectives)
+        if self.on_turns:
+            slo += ", on the user's turns"
         if self.best is None:
             first = self.probes[0].streams if self.probes else 1
             return f"No level met the SLO ({slo}): even {self._level(first)} failed it"
@@ -116,6 +121,7 @@ class FindMax:
                 for o in self.objectives
             ],
             "by": "rate" if self.by_rate else "concurrency",
+            "judged_on": "user_turns" if self.on_turns else "requests",
             "best_streams": None if self.by_rate else self.best,
             "first_failed_streams": None if self.by_rate else self.first_failed,
             "best_rate": self.best if self.by_rate else None,
@@ -165,7 +171,8 @@ class FindMax:
             kind = "rate" if by_rate else "streams"
             return cls(objectives, probes, document[f"best_{kind}"],
                        document[f"first_failed_{kind}"], document["broke"],
-                       float(document["limit"]), by_rate)  # fmt: skip
+                       float(document["limit"]), by_rate,
+                       document.get("judged_on") == "user_turns")  # fmt: skip
         except (KeyError, TypeError, ValueError):
             return None
 

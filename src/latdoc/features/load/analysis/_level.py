@@ -104,11 +104,14 @@ class Slo:
     ttft_ms: float | None = None
     tpot_ms: float | None = None
 
-    def met_by(self, t: RequestTrace) -> bool:
-        """The request succeeded and met every objective set."""
+    def met_by(self, t: RequestTrace, *, ttft_ms: float | None = None) -> bool:
+        """The request succeeded and met every objective set; ``ttft_ms``: the time to
+        first token judged where it is not the request's own (a user turn's wait, its
+        tool calls in it)."""
         if not t.ok:
             return False
-        if self.ttft_ms is not None and (t.ttft_ms is None or t.ttft_ms > self.ttft_ms):
+        first = t.ttft_ms if ttft_ms is None else ttft_ms
+        if self.ttft_ms is not None and (first is None or first > self.ttft_ms):
             return False
         return self.tpot_ms is None or t.tpot_ms is None or t.tpot_ms <= self.tpot_ms
 

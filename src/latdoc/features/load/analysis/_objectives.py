@@ -12,7 +12,7 @@ lies above, else ``undecided``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from latdoc.analysis.quantities import duration
@@ -98,17 +98,29 @@ class Reading:
 def read_level(
     objectives: Sequence[Objective], traces: Sequence[RequestTrace]
 ) -> tuple[Reading, ...]:
-    readings = []
+    """Each objective read over the level's successful requests."""
     ok = [t for t in traces if t.ok]
+    values = {
+        metric: [v for t in ok if (v := read(t)) is not None] for metric, read in _METRICS.items()
+    }
+    return read_values(objectives, values)
+
+
+def read_values(
+    objectives: Sequence[Objective], values: Mapping[str, Sequence[float]]
+) -> tuple[Reading, ...]:
+    """Each objective read over ``values``, a metric's by its name (``ttft``, ``tpot``,
+    ``e2e``): a level's requests', or its user turns' (what the user waited)."""
+    readings = []
     for o in objectives:
-        values = [v for t in ok if (v := _METRICS[o.metric](t)) is not None]
-        ci = quantile_interval(values, o.q) if values else None
-        point = quantile(values, o.q) if values else None
+        mine = values.get(o.metric, ())
+        ci = quantile_interval(mine, o.q) if mine else None
+        point = quantile(mine, o.q) if mine else None
         if ci is not None and ci[1] <= o.limit_ms:
             verdict = "pass"
         elif ci is not None and ci[0] > o.limit_ms:
             verdict = "fail"
         else:
             verdict = "undecided"
-        readings.append(Reading(o, len(values), point, ci, verdict))
+        readings.append(Reading(o, len(mine), point, ci, verdict))
     return tuple(readings)

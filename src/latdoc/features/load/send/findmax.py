@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from latdoc.errors import UsageError
 from latdoc.features.load.analysis import (
@@ -42,7 +42,7 @@ from latdoc.features.load.analysis import (
 from latdoc.features.load.send.sweep import LoadPlan, _Sweep, too_many_failed, within_time_budget
 from latdoc.i18n import N_
 from latdoc.records import RequestTrace, Sample, StepNote
-from latdoc.workload import budget_for
+from latdoc.workload import Budget, budget_for
 
 RATE_PRECISION = 0.10
 """By rate: the search stops when the lowest failing rate is within this share of the
@@ -102,6 +102,75 @@ class FindMaxAsk:
         return float(DEFAULT_LIMIT)
 
 
+class LevelEnd(Protocol):
+    """How a level's round ended."""
+
+    @property
+    def too_many_errors(self) -> bool: ...
+    @property
+    def reason(self) -> str | None: ...
+
+
+class Levels(Protocol):
+    """What the search sends its levels through: generated requests (the sweep's closed
+    and open loops), or a replayed conversation's or agent's sessions, judged on their
+    user turns."""
+
+    budget: Budget
+    on_sample: Callable[[Sample], None]
+    on_level: Callable[[LevelWindow], None]
+
+    @property
+    def on_turns(self) -> bool:
+        """Its levels are judged on their user turns, not on each request."""
+        ...
+
+    async def closed(self, number: int, streams: int, seconds: float) -> LevelEnd: ...
+
+    def read(
+        self, objectives: Sequence[Objective], traces: Sequence[RequestTrace]
+    ) -> tuple[Reading, ...]:
+        """The level's objectives read over what it sent."""
+        ...
+
+
+class _Generated:
+    """The sweep's own requests as the search's levels, each request judged."""
+
+    on_turns = False
+
+    def __init__(self, sweep: _Sweep) -> None:
+        self.sweep = sweep
+        self.budget = sweep.budget
+
+    @property
+    def on_sample(self) -> Callable[[Sample], None]:
+        return self.sweep.on_sample
+
+    @on_sample.setter
+    def on_sample(self, hook: Callable[[Sample], None]) -> None:
+        self.sweep.on_sample = hook
+
+    @property
+    def on_level(self) -> Callable[[LevelWindow], None]:
+        return self.sweep.on_level
+
+    @on_level.setter
+    def on_level(self, hook: Callable[[LevelWindow], None]) -> None:
+        self.sweep.on_level = hook
+
+    async def closed(self, number: int, streams: int, seconds: float) -> LevelEnd:
+        return await self.sweep.closed(number, streams, seconds)
+
+    async def open(self, number: int, rate: float, seconds: float) -> LevelEnd:
+        return await self.sweep.open(number, rate, seconds)
+
+    def read(
+        self, objectives: Sequence[Objective], traces: Sequence[RequestTrace]
+    ) -> tuple[Reading, ...]:
+        return read_level(objectives, traces)
+
+
 def _judged(readings: Sequence[Reading]) -> tuple[bool, bool]:
     """(passed, decided): any objective failing fails the level."""
     if any(r.verdict == "fail" for r in readings):
@@ -137,7 +206,7 @@ class _Prober:
         self,
         plan: LoadPlan,
         objectives: Sequence[Objective],
-        sweep: _Sweep,
+        sweep: Levels,
         on_window: Callable[[LevelWindow], None],
         by_rate: bool,
     ) -> None:
@@ -172,7 +241,7 @@ class _Prober:
                 too_many, stopped, achieved = await self._round(number, value, traces, windows)
                 failed = sum(1 for t in traces if not t.ok)
                 errors = too_many or too_many_failed(len(traces), failed, self.plan.max_error_rate)
-                readings = read_level(self.objectives, traces)
+                readings = sweep.read(self.objectives, traces)
                 passed, decided = _judged(readings)
                 saturated = achieved is not None and achieved < value * (1 - OVER_SATURATION)
                 if errors or saturated:
@@ -199,7 +268,9 @@ class _Prober:
         early, and by rate the rate it achieved against its scheduled arrivals."""
         seconds = self.plan.duration_per_level
         achieved: float | None = None
+        level: LevelEnd
         if self.by_rate:
+            assert isinstance(self.sweep, _Generated)  # by rate only with generated requests
             level = await self.sweep.open(number, value, seconds)
             # Against the arrivals its schedule drew, not the window's length: a
             # Poisson count varies by its square root, a pace kept or not does not.
@@ -213,7 +284,7 @@ class _Prober:
 async def search(
     plan: LoadPlan,
     objectives: Sequence[Objective],
-    sweep: _Sweep,
+    sweep: Levels,
     limit: float,
     on_window: Callable[[LevelWindow], None],
     start_rate: float | None = None,
@@ -258,7 +329,7 @@ async def search(
     first = next((p for p in ordered if not p.passed), None)
     broke = None if first is None else _broke(first, ordered)
     return FindMax(tuple(objectives), tuple(probes.values()), best, failed_at, broke, limit,
-                   by_rate)  # fmt: skip
+                   by_rate, sweep.on_turns)  # fmt: skip
 
 
 def _merged(
@@ -303,7 +374,9 @@ def find_max_sweep(
 
         async def run() -> None:
             try:
-                result = await search(plan, objectives, runner, limit, windows.append, start_rate)
+                result = await search(
+                    plan, objectives, _Generated(runner), limit, windows.append, start_rate
+                )
             finally:
                 # The knee reads the levels in the order of their load.
                 for w in sorted(windows, key=lambda w: w.concurrency or w.rate or 0):
@@ -321,7 +394,10 @@ __all__ = [
     "RATE_REACH",
     "FindMax",
     "FindMaxAsk",
+    "LevelEnd",
+    "Levels",
     "Objective",
     "find_max_sweep",
     "objective",
+    "search",
 ]

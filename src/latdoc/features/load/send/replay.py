@@ -27,16 +27,24 @@ import asyncio
 import contextlib
 import random
 import statistics
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from latdoc.errors import UsageError
-from latdoc.features.load.analysis import LevelWindow
+from latdoc.features.load.analysis import (
+    FindMax,
+    LevelWindow,
+    Objective,
+    Reading,
+    read_values,
+    turn_values,
+)
+from latdoc.features.load.send.findmax import search
 from latdoc.features.load.send.meter import ClientMeter
-from latdoc.features.load.send.sweep import LoadPlan, within_time_budget
-from latdoc.i18n import Message
+from latdoc.features.load.send.sweep import LoadPlan, _Level, too_many_failed, within_time_budget
+from latdoc.i18n import N_, Message
 from latdoc.probe import CalledTool, ProbeSession, Tool, dialects, now_ns
 from latdoc.records import RequestTrace, Sample, Step, StepNote
 from latdoc.store import INSTRUMENT_KIND, Store
@@ -52,6 +60,9 @@ from latdoc.workload import (
 from latdoc.workload.traces import ToolResult, TraceRequest, open_trace
 from latdoc.workload.traces.mooncake import BLOCK_TOKENS
 
+MAX_USER_TURNS = 1_000_000
+"""The most user turns a replay keeps the samples of, so a trace of any size replays in
+bounded memory."""
 LATE_MS = 5.0
 """A request sent this much after its time in the trace is counted late."""
 _NS = 1_000_000_000
@@ -184,6 +195,11 @@ class _Replayer:
         self.meter = ClientMeter()
         self.tool_waits: list[float] = []
         """An agent trace's tool times the streams waited, in seconds."""
+        self.user_turns: list[list[Any]] = []
+        """A conversation's user turns: each its place in its session and the indexes
+        of its samples (:data:`~latdoc.features.load.analysis.USER_TURNS_META`)."""
+        self.on_turn: Callable[[list[RequestTrace]], None] | None = None
+        """Told each user turn's requests as the turn ends."""
 
     def note(self, text: str) -> None:
         note = StepNote(Step.RUN, text)
@@ -202,9 +218,11 @@ class _Replayer:
         label: int,
         due_ns: int | None = None,
         calls: dict[object, dict[str, str]] | None = None,
+        sent: list[tuple[int, RequestTrace]] | None = None,
     ) -> tuple[RequestTrace, str] | None:
         """Reserve, send and keep one request; ``due_ns``: when the trace says it is sent
-        (its lag is measured as it leaves); ``calls`` keeps the tool calls it answers with."""
+        (its lag is measured as it leaves); ``calls`` keeps the tool calls it answers with;
+        ``sent`` its sample's index and its trace."""
         out = max(1, min(request.output_tokens, self.plan.max_tokens))
         cost = prompt_cost(ASSUMED, ASSUMED.words_for(request.input_tokens))
         reservation = self.budget.reserve(cost, out)
@@ -233,6 +251,8 @@ class _Replayer:
         if self.as_traffic:
             step, label = Step.TRAFFIC, with_others
         self.keep(Sample(step, trace, request.input_tokens, label, index=self.index))
+        if sent is not None:
+            sent.append((self.index, trace))
         self.index += 1
         self.by_turn.setdefault(request.turn, []).append(trace)
         if self.on_progress is not None:
@@ -310,32 +330,64 @@ class _Replayer:
             )  # fmt: skip
 
     async def _conversation(
-        self, session: ProbeSession, turns: list[TraceRequest], streams: int
+        self,
+        session: ProbeSession,
+        turns: list[TraceRequest],
+        streams: int,
+        sending: Callable[[], bool] | None = None,
     ) -> None:
+        """A session's turns in order on one stream, until one fails, the replay stops, or
+        ``sending`` says the level is over (no turn is begun after)."""
         history: list[dict[str, Any]] = []
         for r in turns:
-            if self.stopped is not None:
+            if self.stopped is not None or (sending is not None and not sending()):
                 return
-            if r.text is None:
-                await self.send(session, r, prompt_of(r, self.rng), Step.LOAD, streams)
-                continue
-            messages: list[dict[str, Any]] = [*history, {"role": "user", "content": r.text}]
-            results = list(r.tool_results)
-            while True:
-                # Only an agent's turn reads its stream's tool calls: every event parsed
-                # again costs a replay of plain conversations CPU it does not need.
-                calls: dict[object, dict[str, str]] = {}
-                kept = calls if results else None
-                sent = await self.send(session, r, messages, Step.LOAD, streams, calls=kept)
-                if sent is None:
-                    return
-                trace, answer = sent
-                if not trace.ok:
-                    return
-                if not calls or not results:
-                    history = [*messages, {"role": "assistant", "content": answer}]
-                    break
-                messages = await self._tools_answered(messages, answer, calls, results)
+            sent: list[tuple[int, RequestTrace]] = []
+            try:
+                if r.text is None:
+                    prompt = prompt_of(r, self.rng)
+                    await self.send(session, r, prompt, Step.LOAD, streams, sent=sent)
+                    continue
+                answered = await self._turn(session, r, history, streams, sent)
+            finally:
+                self._turn_ended(r.turn, sent)
+            if answered is None:
+                return
+            history = answered
+
+    def _turn_ended(self, turn: int, sent: list[tuple[int, RequestTrace]]) -> None:
+        if not sent:
+            return
+        if len(self.user_turns) < MAX_USER_TURNS:
+            self.user_turns.append([turn, [index for index, _ in sent]])
+        if self.on_turn is not None:
+            self.on_turn([trace for _, trace in sent])
+
+    async def _turn(
+        self,
+        session: ProbeSession,
+        r: TraceRequest,
+        history: list[dict[str, Any]],
+        streams: int,
+        sent: list[tuple[int, RequestTrace]],
+    ) -> list[dict[str, Any]] | None:
+        """One user turn: the model asked, with the tools' results handed back as the
+        trace has them, until it answers in text; the history with the answer, or
+        ``None`` where a request failed or the replay stopped."""
+        messages: list[dict[str, Any]] = [*history, {"role": "user", "content": r.text}]
+        results = list(r.tool_results)
+        while True:
+            # Only an agent's turn reads its stream's tool calls: every event parsed
+            # again costs a replay of plain conversations CPU it does not need.
+            calls: dict[object, dict[str, str]] = {}
+            kept = calls if results else None
+            done = await self.send(session, r, messages, Step.LOAD, streams, calls=kept, sent=sent)
+            if done is None or not done[0].ok:
+                return None
+            answer = done[1]
+            if not calls or not results:
+                return [*messages, {"role": "assistant", "content": answer}]
+            messages = await self._tools_answered(messages, answer, calls, results)
 
     async def _tools_answered(
         self,
@@ -429,7 +481,9 @@ class _Replayer:
         if self.stopped is not None:
             self.note(f"the replay stopped early: {self.stopped}")
         self.say_cache()
-        self.say_turns()
+        if self.as_traffic:
+            # A load run shows its user turns as a table of their own.
+            self.say_turns()
         self.say_tools()
 
     def say_tools(self) -> None:
@@ -493,13 +547,17 @@ def record_replay(
 
 
 def replay_sweep(
-    plan: LoadPlan, replay: Replay, on_progress: Callable[[str, int, int], None] | None
+    plan: LoadPlan,
+    replay: Replay,
+    on_progress: Callable[[str, int, int], None] | None,
+    user_turns: list[list[Any]] | None = None,
 ) -> Callable[
     [Callable[[Sample], None], Callable[[LevelWindow], None], Callable[[StepNote], None]],
     Coroutine[Any, Any, list[StepNote]],
 ]:
     """The replay as a sweep :func:`~latdoc.features.load.run.load_endpoint` runs; the
-    trace is surveyed now, before anything is sent."""
+    trace is surveyed now, before anything is sent. ``user_turns`` receives a
+    conversation's user turns as they end, what it finished of them on Ctrl-C too."""
     shape = survey(replay)
 
     async def sweep(
@@ -509,7 +567,145 @@ def replay_sweep(
     ) -> list[StepNote]:
         budget = budget_for(plan)
         replayer = _Replayer(plan, replay, shape, budget, keep, on_level, on_note, on_progress)
+        if user_turns is not None:
+            replayer.user_turns = user_turns
         await within_time_budget(budget.seconds_left, replayer.run(), replayer.note)
+        return replayer.notes
+
+    return sweep
+
+
+class _TurnLevels:
+    """A conversation's or an agent's sessions as the levels ``--find-max`` probes: the
+    level's streams take the trace's sessions in turn (from its start again when they
+    run out) until the level's time is up, no turn begun after it; the level is judged
+    on its user turns (:func:`~latdoc.features.load.analysis.turn_values`): what the
+    user waited, the model's tool calls and the tools' time in it."""
+
+    on_turns = True
+
+    def __init__(self, replayer: _Replayer) -> None:
+        self.replayer = replayer
+        self.budget = replayer.budget
+        self.on_sample: Callable[[Sample], None] = replayer.keep
+        self.on_level: Callable[[LevelWindow], None] = replayer.on_level
+        self.turns: list[list[RequestTrace]] = []
+        """The user turns of the level being probed, over its rounds."""
+        self.number = 0
+        self.level: _Level | None = None
+        replayer.keep = self._kept
+        replayer.on_turn = self.turns.append
+        self.sessions = self._cycle()
+
+    def _cycle(self) -> Iterator[list[TraceRequest]]:
+        replay = self.replayer.replay
+        while True:
+            yield from _sessions(open_trace(Path(replay.path), replay.fmt))
+
+    def _kept(self, sample: Sample) -> None:
+        self.on_sample(sample)
+        level = self.level
+        if level is None:
+            return
+        level.done += 1
+        level.failed += 0 if sample.trace.ok else 1
+        limit = self.replayer.plan.max_error_rate
+        if too_many_failed(level.done, level.failed, limit):
+            level.too_many_errors = True
+            level.stop(
+                f"{level.failed} of {level.done} requests failed, more than the "
+                f"{limit:.0%} --max-error-rate"
+            )
+
+    async def closed(self, number: int, streams: int, seconds: float) -> _Level:
+        r = self.replayer
+        if number != self.number:
+            self.number = number
+            self.turns.clear()
+        r.meter.start()
+        start = now_ns()
+        level = self.level = _Level(number, start + int(seconds * _NS))
+        partial = False
+        try:
+
+            async def stream() -> None:
+                async with r._session() as session:
+                    while level.sending and r.stopped is None:
+                        turns = next(self.sessions)
+                        await r._conversation(session, turns, streams, lambda: level.sending)
+
+            async with asyncio.TaskGroup() as group:
+                for _ in range(streams):
+                    group.create_task(stream())
+        except BaseException:
+            partial = True
+            raise
+        finally:
+            if r.stopped is not None:
+                level.stop(r.stopped)
+            partial = partial or level.too_many_errors
+            end = level.stop_ns if level.stop_ns is not None else now_ns()
+            self.on_level(
+                LevelWindow(number, streams, None, start, end, partial=partial,
+                            client=r.meter.end())
+            )  # fmt: skip
+        return level
+
+    def read(
+        self, objectives: Sequence[Objective], traces: Sequence[RequestTrace]
+    ) -> tuple[Reading, ...]:
+        return read_values(objectives, turn_values(self.turns))
+
+
+def find_max_replay_sweep(
+    plan: LoadPlan,
+    replay: Replay,
+    objectives: Sequence[Objective],
+    limit: float,
+    on_progress: Callable[[str, int, int], None] | None,
+    on_result: Callable[[FindMax], None],
+) -> Callable[
+    [Callable[[Sample], None], Callable[[LevelWindow], None], Callable[[StepNote], None]],
+    Coroutine[Any, Any, list[StepNote]],
+]:
+    """``--find-max`` over a conversation's or an agent's sessions
+    (:class:`_TurnLevels`): streams doubling from one, then bisected, each level judged
+    on the user's turns; the trace is surveyed now, and refused unless it holds
+    sessions."""
+    shape = survey(replay)
+    if not shape.sessions:
+        raise UsageError(
+            N_(
+                "--find-max with --trace probes a conversation's or an agent's sessions "
+                "(the sharegpt and agent formats); this trace has none"
+            )
+        )
+
+    def progress(what: str, done: int, _total: int) -> None:
+        if on_progress is not None:
+            on_progress(what, done, plan.max_requests)
+
+    async def sweep(
+        keep: Callable[[Sample], None],
+        on_level: Callable[[LevelWindow], None],
+        on_note: Callable[[StepNote], None],
+    ) -> list[StepNote]:
+        budget = budget_for(plan)
+        replayer = _Replayer(plan, replay, shape, budget, keep, on_level, on_note, progress)
+        levels = _TurnLevels(replayer)
+        windows: list[LevelWindow] = []
+
+        async def run() -> None:
+            try:
+                result = await search(plan, objectives, levels, limit, windows.append)
+            finally:
+                # The knee reads the levels in the order of their load.
+                for w in sorted(windows, key=lambda w: w.concurrency or 0):
+                    on_level(w)
+            on_result(result)
+
+        await within_time_budget(budget.seconds_left, run(), replayer.note)
+        replayer.say_tools()
         return replayer.notes
 
     return sweep
