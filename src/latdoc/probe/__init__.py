@@ -49,6 +49,7 @@ from latdoc.probe._dialect_io import (
     request_body,
 )
 from latdoc.probe._endpoint import Endpoint, Timeouts
+from latdoc.probe._events import EventInfo, ToolPart
 from latdoc.probe._failures import classify, http_error
 from latdoc.probe._framing import EventDecoder, Framing
 from latdoc.probe._freeze import Exchange, TraceTarget, freeze_trace
@@ -65,7 +66,7 @@ from latdoc.probe._proxy import (
     parse_proxy,
 )
 from latdoc.probe._recorder import Recorder, now_ns
-from latdoc.probe._session import EventHook, ProbeSession, ResendHook
+from latdoc.probe._session import EventHook, InfoHook, ProbeSession, ResendHook
 from latdoc.probe._sse import SSEDecoder, SSEEvent
 from latdoc.probe._stream_state import StreamState
 from latdoc.probe._target import (
@@ -89,8 +90,10 @@ __all__ = [
     "Endpoint",
     "EventDecoder",
     "EventHook",
+    "EventInfo",
     "Exchange",
     "Framing",
+    "InfoHook",
     "JSONArrayDecoder",
     "LoopLagMonitor",
     "NoProxyEntry",
@@ -110,6 +113,7 @@ __all__ = [
     "TimedStream",
     "Timeouts",
     "Tool",
+    "ToolPart",
     "TraceTarget",
     "check_extra_body",
     "choose_api",

@@ -58,11 +58,22 @@ from latdoc.probe._h1 import LeanPool
 from latdoc.probe._poolline import PoolLine
 from latdoc.probe._proxy import ProxyConfig, proxy_pool
 from latdoc.probe._recorder import Recorder, now_ns
-from latdoc.probe._stream_state import EventHook, StreamState
+from latdoc.probe._stream_state import EventHook, InfoHook, StreamState
 from latdoc.probe._tcpinfo import read_tcp_info
 from latdoc.records import RequestTrace
 
-__all__ = ["Endpoint", "EventHook", "ProbeSession", "ResendHook", "Timeouts", "make_ssl_context"]
+Hooks = tuple[EventHook | None, InfoHook | None]
+"""A request's ``on_event`` and ``on_info``."""
+
+__all__ = [
+    "Endpoint",
+    "EventHook",
+    "InfoHook",
+    "ProbeSession",
+    "ResendHook",
+    "Timeouts",
+    "make_ssl_context",
+]
 
 ResendHook = Callable[[RequestTrace], bool]
 """Called with an attempt the session would send again. True: send it again; the
@@ -187,6 +198,7 @@ class ProbeSession:
         max_tokens: int,
         *,
         on_event: EventHook | None = None,
+        on_info: InfoHook | None = None,
         headers: Mapping[str, str] | None = None,
         on_resend: ResendHook | None = None,
         resume_tls: bool = False,
@@ -203,8 +215,10 @@ class ProbeSession:
         (``{"role": ..., "content": ...}``).
 
         ``on_event`` sees every decoded JSON event with the arrival time the trace
-        uses for it, for fields the trace does not keep. ``headers`` are sent with
-        this request only (an ``X-Request-ID`` among them replaces the session's own).
+        uses for it, for fields the trace does not keep; ``on_info`` sees each as the
+        dialect read it (its text, its tool calls' parts), with no second parse.
+        ``headers`` are sent with this request only (an ``X-Request-ID`` among them
+        replaces the session's own).
 
         ``on_resend`` (else the session's) hears a first attempt before it is sent
         again; without one the resend is made and only ``attempt=2`` tells of it.
@@ -217,7 +231,9 @@ class ProbeSession:
         given_id = next(
             (v for k, v in (headers or {}).items() if k.lower() == "x-request-id"), None
         )
-        trace = await self._send(prompt, max_tokens, on_event, extra, given_id, 1, resume_tls)
+        trace = await self._send(
+            prompt, max_tokens, (on_event, on_info), extra, given_id, 1, resume_tls
+        )
         rejected_usage = (
             self.include_usage
             and trace.error is not None
@@ -231,13 +247,13 @@ class ProbeSession:
         hook = on_resend if on_resend is not None else self.on_resend
         if hook is not None and not hook(trace):
             return trace
-        return await self._send(prompt, max_tokens, on_event, extra, None, 2, resume_tls)
+        return await self._send(prompt, max_tokens, (on_event, on_info), extra, None, 2, resume_tls)
 
     async def _send(
         self,
         prompt: Prompt,
         max_tokens: int,
-        on_event: EventHook | None,
+        on_event: Hooks,
         extra: list[tuple[bytes, bytes]],
         request_id: str | None,
         attempt: int,
@@ -268,7 +284,7 @@ class ProbeSession:
         line: PoolLine,
         prompt: Prompt,
         max_tokens: int,
-        on_event: EventHook | None,
+        on_event: Hooks,
         extra_headers: list[tuple[bytes, bytes]],
         request_id: str,
     ) -> RequestTrace:
@@ -340,7 +356,7 @@ class ProbeSession:
         rec: Recorder,
         content: bytes,
         out: Exchange,
-        on_event: EventHook | None,
+        on_event: Hooks,
         extra_headers: list[tuple[bytes, bytes]],
     ) -> None:
         t = self.timeouts
@@ -372,7 +388,9 @@ class ProbeSession:
             if framing is None:
                 body = await read_error_body(response) if "json" in ctype.lower() else b""
                 raise StreamFailure(unframed(body, ctype, self.endpoint.spec, rec.phase))
-            state = StreamState(rec.t0, self._count_tokens, on_event, self.endpoint.dialect)
+            state = StreamState(
+                rec.t0, self._count_tokens, on_event[0], self.endpoint.dialect, on_info=on_event[1]
+            )
             out.state = state
             decoder = out.decoder = framing.decoder()
             stream = out.stream

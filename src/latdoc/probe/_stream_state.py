@@ -18,6 +18,9 @@ from latdoc.records import Chunk
 
 EventHook = Callable[[Any, int], None]
 """Called with each decoded JSON event and its arrival (absolute ``perf_counter_ns``)."""
+InfoHook = Callable[[EventInfo, int], None]
+"""Called with each event as the dialect read it (its output, reasoning first, and its
+tool calls' parts) and its arrival."""
 
 
 @dataclass
@@ -29,6 +32,7 @@ class StreamState:
     on_json: EventHook | None = None
     dialect: DialectSpec = dialects.DEFAULT
     chunks: list[Chunk] = field(default_factory=list)
+    on_info: InfoHook | None = None
     first_event: int | None = None
     """The first event of any kind, a control event or ``[DONE]`` as much as output."""
     first_token: int | None = None
@@ -104,6 +108,8 @@ class StreamState:
             return
         if self._think is not None and info.output_chars:
             info = self._thought(info, self._think)
+        if self.on_info is not None:
+            self.on_info(info, event.t_ns)
         self._apply(info, event.t_ns, phase_of)
 
     def _thought(self, info: EventInfo, think: ThinkTags) -> EventInfo:

@@ -56,6 +56,17 @@ class CalledTool:
     arguments: str
     """Its arguments' JSON text, as streamed."""
 
+    @property
+    def arguments_object(self) -> dict[str, Any]:
+        """Its arguments as an object, as the APIs that take them back parsed want them
+        (Anthropic's ``input``, Gemini's ``args``, Bedrock's ``input``): the streamed JSON,
+        else empty."""
+        try:
+            value = json.loads(self.arguments or "{}")
+        except ValueError:
+            return {}
+        return value if isinstance(value, dict) else {}
+
 
 def load_tools(path: str) -> tuple[Tool, ...]:
     """The tools in the JSON file at ``path``; a file that cannot be read, or that holds

@@ -16,7 +16,7 @@ What the features send (a load sweep, a watch, an experiment) is in each feature
 labels; it computes no verdict and prints nothing.
 """
 
-from latdoc.workload._answers import answer_text, tool_calls_of
+from latdoc.workload._answers import answer_of
 from latdoc.workload._budget import (
     Budget,
     Reservation,
@@ -67,7 +67,7 @@ __all__ = [
     "Spending",
     "StepsResult",
     "TokenCalibration",
-    "answer_text",
+    "answer_of",
     "budget_for",
     "calibrate",
     "calibration_words",
@@ -83,5 +83,4 @@ __all__ = [
     "prompt_cost",
     "run_probe",
     "run_steps",
-    "tool_calls_of",
 ]

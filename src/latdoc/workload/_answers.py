@@ -4,58 +4,26 @@ size)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-from latdoc.probe import EventHook, parse_event
-from latdoc.probe.dialects import DialectSpec
+from latdoc.probe import EventInfo, InfoHook
 
 
-def answer_text(
-    into: list[str], then: EventHook | None = None, *, dialect: DialectSpec | None = None
-) -> Callable[[Any, int], None]:
-    """An event hook that appends each piece of the answer's text to ``into``, and hands
-    every event on to ``then`` first.
+def answer_of(into: list[str], calls: dict[object, dict[str, str]] | None = None) -> InfoHook:
+    """A request's ``on_info`` hook (each event as its dialect read it, in any dialect,
+    Bedrock's event stream among them, and parsed once): the answer's text appended to
+    ``into`` (not its reasoning, nor a tool call's name and arguments), and, where
+    ``calls`` is given, each tool call kept by its place in the answer: its ``id``,
+    ``name`` and the text of its ``arguments``. What a conversation carries to its next
+    turn, and what an agent puts back in it to answer the call."""
 
-    Without ``dialect``, the events are read as OpenAI's (chat deltas, or a completion's
-    text). With one, as that dialect's parser reads them: the answer an event carries
-    (its text, or a tool call's), not its reasoning, which the parser puts first."""
-
-    def hook(event: Any, t_ns: int) -> None:
-        if then is not None:
-            then(event, t_ns)
-        if not isinstance(event, dict):
+    def hook(info: EventInfo, t_ns: int) -> None:
+        # The dialects give an event's text as its reasoning, its answer, then its tool
+        # calls' names and arguments.
+        if info.output_chars > info.tool_chars:
+            start = info.reasoning_chars
+            into.append(info.text[start : start + info.output_chars - info.tool_chars])
+        if calls is None:
             return
-        if dialect is not None:
-            info = parse_event(event, dialect)
-            if info.output_chars:
-                into.append(info.text[info.reasoning_chars :])
-            return
-        for choice in event.get("choices") or ():
-            if not isinstance(choice, dict):
-                continue
-            delta = choice.get("delta")
-            text = delta.get("content") if isinstance(delta, dict) else choice.get("text")
-            if isinstance(text, str):
-                into.append(text)
-
-    return hook
-
-
-def tool_calls_of(
-    calls: dict[object, dict[str, str]], dialect: DialectSpec, then: EventHook | None = None
-) -> Callable[[Any, int], None]:
-    """An event hook that keeps each tool call a stream of ``dialect`` sends, by its place
-    in the answer: its ``id``, ``name`` and the text of its ``arguments``, as the dialect's
-    parser reads them; it hands every event on to ``then`` first. What an agent puts back
-    in the conversation to answer the call."""
-
-    def hook(event: Any, t_ns: int) -> None:
-        if then is not None:
-            then(event, t_ns)
-        if not isinstance(event, dict):
-            return
-        for part in parse_event(event, dialect).tool_parts:
+        for part in info.tool_parts:
             place: object = part.place if part.place is not None else ("whole", len(calls))
             kept = calls.setdefault(place, {"id": "", "name": "", "arguments": ""})
             if part.call_id:

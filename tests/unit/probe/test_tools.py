@@ -19,10 +19,11 @@ from latdoc.probe import (
     Tool,
     dialects,
     load_tools,
+    parse_event,
     parse_tools,
 )
 from latdoc.probe.dialects import DialectSpec
-from latdoc.workload import tool_calls_of
+from latdoc.workload import answer_of
 
 LOOKUP = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
 
@@ -230,7 +231,37 @@ def test_each_dialect_answers_a_tool_call_in_its_apis_shape() -> None:
         {"type": "function_call", "call_id": "c1", **function},
         {"type": "function_call_output", "call_id": "c1", "output": "found"},
     ]
-    assert dialects.gemini.SPEC.tool_turn is None  # the replay refuses it
+    gemini = dialects.gemini.SPEC.tool_turn
+    bedrock = dialects.bedrock.SPEC.tool_turn
+    assert gemini is not None and bedrock is not None
+    assert dialects.vertex.SPEC.tool_turn is gemini
+    assert gemini("", [CALL], ["found"]) == [
+        {"role": "assistant", "parts": [{"functionCall": {"name": "lookup", "args": {"q": "x"}}}]},
+        {"role": "user", "parts": [
+            {"functionResponse": {"name": "lookup", "response": {"result": "found"}}}]},
+    ]  # fmt: skip
+    assert bedrock("Let me look.", [CALL], ["found"]) == [
+        {"role": "assistant", "content": [
+            {"text": "Let me look."},
+            {"toolUse": {"toolUseId": "c1", "name": "lookup", "input": {"q": "x"}}},
+        ]},
+        {"role": "user",
+         "content": [{"toolResult": {"toolUseId": "c1", "content": [{"text": "found"}]}}]},
+    ]  # fmt: skip
+    assert dialects.completions.SPEC.tool_turn is None  # the replay refuses it
+
+
+def test_a_tool_turn_goes_into_the_body_as_its_api_takes_it() -> None:
+    """Gemini's and Bedrock's bodies keep a turn's parts and content blocks whole."""
+    said = {"role": "user", "content": "look it up"}
+    for spec, key in ((dialects.gemini.SPEC, "contents"), (dialects.bedrock.SPEC, "messages")):
+        assert spec.tool_turn is not None
+        turn = spec.tool_turn("", [CALL], ["found"])
+        body = spec.body("m", [said, *turn], 16, False)
+        inner = "parts" if key == "contents" else "content"
+        assert [t[inner] for t in body[key][1:]] == [t[inner] for t in turn]
+        assert body[key][0][inner] == [{"text": "look it up"}]
+        assert body[key][1]["role"] == ("model" if key == "contents" else "assistant")
 
 
 @pytest.mark.parametrize(
@@ -260,9 +291,33 @@ def test_an_agents_replay_keeps_each_call_to_answer_it(
     name: str, events: list[dict[str, Any]]
 ) -> None:
     calls: dict[object, dict[str, str]] = {}
-    seen: list[Any] = []
-    hook = tool_calls_of(calls, dialects.resolve(name), lambda e, t: seen.append(e))
+    text: list[str] = []
+    hook = answer_of(text, calls)
     for event in events:
-        hook(event, 0)
-    assert seen == events
+        hook(parse_event(event, dialects.resolve(name)), 0)
     assert list(calls.values()) == [{"id": "c1", "name": "lookup", "arguments": '{"q": "x"}'}]
+    # A tool call's name and arguments are not the answer's text.
+    assert "".join(text) == ""
+
+
+def test_the_answers_text_is_kept_without_its_reasoning_or_its_tool_calls() -> None:
+    """Bedrock's events are named outside their JSON: read by the dialect as the stream
+    came, its text and tool call are told apart as in every other dialect."""
+    bedrock = dialects.resolve("bedrock")
+    chat = dialects.resolve("chat")
+    text: list[str] = []
+    calls: dict[object, dict[str, str]] = {}
+    hook = answer_of(text, calls)
+    events = [
+        (chat, None, {"choices": [{"index": 0, "delta": {"reasoning_content": "hmm "}}]}),
+        (chat, None, {"choices": [{"index": 0, "delta": {"content": "Let me look."}}]}),
+        (bedrock, "contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": " Now."}}),
+        (bedrock, "contentBlockStart", {"contentBlockIndex": 1, "start": {
+            "toolUse": {"toolUseId": "t1", "name": "lookup"}}}),
+        (bedrock, "contentBlockDelta", {"contentBlockIndex": 1, "delta": {
+            "toolUse": {"input": '{"q": 1}'}}}),
+    ]  # fmt: skip
+    for dialect, name, obj in events:
+        hook(parse_event(obj, dialect, name), 0)
+    assert "".join(text) == "Let me look. Now."
+    assert list(calls.values()) == [{"id": "t1", "name": "lookup", "arguments": '{"q": 1}'}]

@@ -19,7 +19,6 @@ skipped and counted.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -215,7 +214,7 @@ def _tool_turn(
 ) -> list[dict[str, Any]]:
     said: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
     uses = [
-        {"type": "tool_use", "id": c.call_id, "name": c.name, "input": _input(c.arguments)}
+        {"type": "tool_use", "id": c.call_id, "name": c.name, "input": c.arguments_object}
         for c in calls
     ]
     answered = [
@@ -223,15 +222,6 @@ def _tool_turn(
         for c, result in zip(calls, results, strict=True)
     ]
     return [{"role": "assistant", "content": said + uses}, {"role": "user", "content": answered}]
-
-
-def _input(arguments: str) -> dict[str, Any]:
-    """A tool call's input as the API takes it back: its streamed JSON, else empty."""
-    try:
-        value = json.loads(arguments or "{}")
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 SPEC = DialectSpec(

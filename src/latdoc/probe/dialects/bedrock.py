@@ -53,6 +53,7 @@ from latdoc.probe._framing import EVENT_STREAM
 from latdoc.probe.dialects._spec import (
     BY_MAX_TOKENS,
     BY_PROMPT,
+    CalledTool,
     DialectSpec,
     Foreign,
     Messages,
@@ -209,7 +210,8 @@ def _body(model: str, messages: Messages, max_tokens: int, include_usage: bool) 
     turns = [
         {
             "role": "assistant" if m.get("role") == "assistant" else "user",
-            "content": [{"text": m["content"]}],
+            # A tool turn (:func:`_tool_turn`) is content blocks already.
+            "content": m["content"] if isinstance(m["content"], list) else [{"text": m["content"]}],
         }
         for m in messages
         if m.get("role") != "system"
@@ -337,6 +339,23 @@ def _tools(tools: Sequence[Tool]) -> dict[str, Any]:
     return {"toolConfig": {"tools": specs}}
 
 
+def _tool_turn(
+    text: str, calls: Sequence[CalledTool], results: Sequence[str]
+) -> list[dict[str, Any]]:
+    """The assistant's turn (its text, then a ``toolUse`` block a call) and the user's
+    turn answering each with a ``toolResult`` block."""
+    said: list[dict[str, Any]] = [{"text": text}] if text else []
+    said += [
+        {"toolUse": {"toolUseId": c.call_id, "name": c.name, "input": c.arguments_object}}
+        for c in calls
+    ]
+    answered = [
+        {"toolResult": {"toolUseId": c.call_id, "content": [{"text": result}]}}
+        for c, result in zip(calls, results, strict=True)
+    ]
+    return [{"role": "assistant", "content": said}, {"role": "user", "content": answered}]
+
+
 SPEC = DialectSpec(
     name="bedrock",
     title="Amazon Bedrock's ConverseStream",
@@ -356,5 +375,6 @@ SPEC = DialectSpec(
     framings=(EVENT_STREAM,),
     signer=_signer,
     tools=_tools,
+    tool_turn=_tool_turn,
     prompt_fields=("system", "messages"),
 )

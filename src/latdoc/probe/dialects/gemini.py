@@ -43,6 +43,7 @@ from latdoc.probe._framing import JSON_ARRAY, SSE
 from latdoc.probe.dialects._spec import (
     BY_MAX_TOKENS,
     BY_PROMPT,
+    CalledTool,
     DialectSpec,
     Foreign,
     Messages,
@@ -57,6 +58,7 @@ __all__ = [
     "gemini_body",
     "gemini_body_fields",
     "gemini_thinking",
+    "gemini_tool_turn",
     "gemini_tools",
     "gemini_usage",
     "parse_gemini_event",
@@ -212,13 +214,14 @@ def gemini_usage(raw: Any) -> Usage | None:
 def gemini_body(
     model: str, messages: Messages, max_tokens: int, include_usage: bool
 ) -> dict[str, Any]:
-    """``contents`` (``user`` and ``model`` turns), ``systemInstruction`` and the output
+    """``contents`` (``user`` and ``model`` turns; a message with ``parts``, as
+    :func:`gemini_tool_turn` writes, keeps them), ``systemInstruction`` and the output
     limit; the model is in the path."""
     system = [m["content"] for m in messages if m.get("role") == "system"]
     contents = [
         {
             "role": "model" if m.get("role") == "assistant" else "user",
-            "parts": [{"text": m["content"]}],
+            "parts": m["parts"] if "parts" in m else [{"text": m["content"]}],
         }
         for m in messages
         if m.get("role") != "system"
@@ -253,6 +256,20 @@ def gemini_tools(tools: Sequence[Tool]) -> dict[str, Any]:
     return {"tools": [{"functionDeclarations": declared}]}
 
 
+def gemini_tool_turn(
+    text: str, calls: Sequence[CalledTool], results: Sequence[str]
+) -> list[dict[str, Any]]:
+    """The model's turn (its text, then a ``functionCall`` part a call) and the user's
+    turn answering each with a ``functionResponse`` part, its result as ``result``."""
+    said: list[dict[str, Any]] = [{"text": text}] if text else []
+    said += [{"functionCall": {"name": c.name, "args": c.arguments_object}} for c in calls]
+    answered = [
+        {"functionResponse": {"name": c.name, "response": {"result": result}}}
+        for c, result in zip(calls, results, strict=True)
+    ]
+    return [{"role": "assistant", "parts": said}, {"role": "user", "parts": answered}]
+
+
 SPEC = DialectSpec(
     name="gemini",
     title="Google's Gemini API",
@@ -270,5 +287,6 @@ SPEC = DialectSpec(
     otel_operation="generate_content",
     framings=(SSE, JSON_ARRAY),
     tools=gemini_tools,
+    tool_turn=gemini_tool_turn,
     prompt_fields=("systemInstruction", "contents"),
 )

@@ -22,6 +22,7 @@ from latdoc.probe.dialects.gemini import (
     gemini_body,
     gemini_body_fields,
     gemini_thinking,
+    gemini_tool_turn,
     gemini_tools,
     parse_gemini_event,
 )
@@ -43,5 +44,6 @@ SPEC = DialectSpec(
     otel_operation="generate_content",
     framings=(JSON_ARRAY, SSE),
     tools=gemini_tools,
+    tool_turn=gemini_tool_turn,
     prompt_fields=("systemInstruction", "contents"),
 )

@@ -40,7 +40,7 @@ from latdoc.features.verify.send import MIN_TRIALS, Arm
 from latdoc.model import Price, Rates
 from latdoc.probe import ConnectionOptions, Endpoint
 from latdoc.report import make_console
-from latdoc.workload import Budget, TokenCalibration, answer_text, prompt_cost
+from latdoc.workload import Budget, TokenCalibration, answer_of, prompt_cost
 
 SCHEMA = {"type": "object", "required": ["city"], "properties": {"city": {"type": "string"}}}
 
@@ -342,20 +342,23 @@ def test_each_arm_sends_a_case_as_its_remedy_would() -> None:
 
 
 def test_the_answer_is_read_in_the_endpoint_s_own_dialect_without_its_reasoning() -> None:
-    from latdoc.probe import Dialect
+    from latdoc.probe import Dialect, parse_event
 
     text: list[str] = []
-    hook = answer_text(text, dialect=Dialect("anthropic"))
+    hook = answer_of(text)
     for event in (
         {"type": "content_block_delta", "delta": {"type": "thinking_delta", "thinking": "hmm"}},
         {"type": "content_block_delta", "delta": {"type": "text_delta", "text": "Paris"}},
         {"type": "message_stop"},
     ):
-        hook(event, 0)
+        hook(parse_event(event, Dialect("anthropic")), 0)
     chat: list[str] = []
-    hook = answer_text(chat, dialect=Dialect("chat"))
-    hook({"choices": [{"delta": {"reasoning_content": "hmm", "content": "Pa"}}]}, 0)
-    hook({"choices": [{"delta": {"content": "ris"}}]}, 0)
+    hook = answer_of(chat)
+    for event in (
+        {"choices": [{"delta": {"reasoning_content": "hmm", "content": "Pa"}}]},
+        {"choices": [{"delta": {"content": "ris"}}]},
+    ):
+        hook(parse_event(event, Dialect("chat")), 0)
     assert "".join(text) == "".join(chat) == "Paris"
 
 

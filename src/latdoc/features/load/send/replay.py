@@ -51,11 +51,10 @@ from latdoc.store import INSTRUMENT_KIND, Store
 from latdoc.workload import (
     ASSUMED,
     Budget,
-    answer_text,
+    answer_of,
     budget_for,
     make_prompt,
     prompt_cost,
-    tool_calls_of,
 )
 from latdoc.workload.traces import ToolResult, TraceRequest, open_trace
 from latdoc.workload.traces.mooncake import BLOCK_TOKENS
@@ -238,10 +237,9 @@ class _Replayer:
         self.in_flight += 1
         with_others = self.in_flight
         try:
-            hook = answer_text(text, self.plan.on_event)
-            if calls is not None:
-                hook = tool_calls_of(calls, self.plan.endpoint.spec, hook)
-            trace = await session.request(prompt, out, on_event=hook)
+            trace = await session.request(
+                prompt, out, on_event=self.plan.on_event, on_info=answer_of(text, calls)
+            )
         finally:
             self.in_flight -= 1
         self.meter.observe(trace)
@@ -377,11 +375,8 @@ class _Replayer:
         messages: list[dict[str, Any]] = [*history, {"role": "user", "content": r.text}]
         results = list(r.tool_results)
         while True:
-            # Only an agent's turn reads its stream's tool calls: every event parsed
-            # again costs a replay of plain conversations CPU it does not need.
             calls: dict[object, dict[str, str]] = {}
-            kept = calls if results else None
-            done = await self.send(session, r, messages, Step.LOAD, streams, calls=kept, sent=sent)
+            done = await self.send(session, r, messages, Step.LOAD, streams, calls=calls, sent=sent)
             if done is None or not done[0].ok:
                 return None
             answer = done[1]

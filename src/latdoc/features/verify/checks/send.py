@@ -26,7 +26,7 @@ from latdoc.features.verify.send import MIN_TRIALS, Arm
 from latdoc.model import Price, planned_cost
 from latdoc.probe import Prompt
 from latdoc.records import RequestTrace, Step, StepNote
-from latdoc.workload import Budget, Reservation, TokenCalibration, answer_text, prompt_cost
+from latdoc.workload import Budget, Reservation, TokenCalibration, answer_of, prompt_cost
 
 _WORD = re.compile(r"\w+|[^\w\s]")
 MESSAGE_WORDS = 4
@@ -109,8 +109,7 @@ async def send_checks(
                     arms, sessions, item.requests, item.reservations, strict=True
                 ):
                     text: list[str] = []
-                    hook = answer_text(text, dialect=arm.endpoint.dialect)
-                    trace = await session.request(prompt, limit, on_event=hook)
+                    trace = await session.request(prompt, limit, on_info=answer_of(text))
                     budget.settle(reservation, trace)
                     got.append(_answer(trace, "".join(text), arm))
                 for arm, answer in zip(arms, got, strict=True):

@@ -30,7 +30,7 @@ from latdoc import i18n
 from latdoc.errors import UsageError
 from latdoc.probe import ConnectionOptions, Endpoint, ProbeSession
 from latdoc.records import RequestTrace, Step, StepNote
-from latdoc.workload import Budget, TokenCalibration, answer_text, make_prompt, prompt_cost
+from latdoc.workload import Budget, TokenCalibration, answer_of, make_prompt, prompt_cost
 
 KEEP = "keep"
 KINDS = ("window", "summary", "reset")
@@ -246,7 +246,7 @@ class _Turns:
         if reservation is None:
             return None
         text: list[str] = []
-        trace = await session.request(messages, max_tokens, on_event=answer_text(text))
+        trace = await session.request(messages, max_tokens, on_info=answer_of(text))
         budget.settle(reservation, trace)
         record = ConversationTurn(chat.strategy.name, turn, trace, summary, chat.kept_turns())
         self.result.turns.append(record)
