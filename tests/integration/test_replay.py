@@ -5,6 +5,7 @@ turn by turn; a trace that cannot be replayed is refused before anything is sent
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,8 @@ from latdoc.lab.sim import LabConfig, LatencyModel, requests_received
 from latdoc.records import Step
 from latdoc.store import Store
 from paths import ROOT
+from scripted_server import ScriptedServer, sse_response
+from scripted_server import Step as ScriptStep
 
 SAMPLES = ROOT / "src" / "latdoc" / "workload" / "traces" / "samples"
 MODEL = LatencyModel(prefill_base_ms=10.0, prefill_ms_per_token=0.05, decode_ms_per_token=1.0)
@@ -173,3 +176,51 @@ def test_diagnose_a_trace_reads_its_own_lengths_as_recorded_traffic(
     assert max(s.concurrency for s in samples) >= 1
     notes = " ".join(n["text"] for n in doc["notes"])
     assert "replayed from a trace" in notes and "nothing was sent" not in notes
+
+
+def test_aiperf_conversations_carry_their_system_prompt_and_wait_their_delay(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """AIPerf's ``multi_turn`` file: each turn sent with the system prompt and the history,
+    its ``delay`` waited after the last answer before it is sent (read on the server's
+    own clock: the second turn of a session arrives 300 ms or more after the first)."""
+    trace = tmp_path / "conversations.jsonl"
+    lines = [
+        {"session_id": f"c{s}", "turns": [
+            {"role": "system", "text": "Be terse."},
+            {"text": f"first {s}"},
+            {"text": f"second {s}", "delay": 300},
+        ]}
+        for s in range(3)
+    ]  # fmt: skip
+    trace.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    arrived: dict[str, float] = {}
+    answered: list[list[dict[str, str]]] = []
+
+    def script(request: bytes) -> list[ScriptStep]:
+        messages = json.loads(request.split(b"\r\n\r\n", 1)[1])["messages"]
+        arrived[messages[-1]["content"]] = time.monotonic()
+        answered.append(messages)
+        events = [{"choices": [{"index": 0, "delta": {"content": f"answer-{len(answered)}"}}]},
+                  {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]  # fmt: skip
+        return sse_response([*(f"data: {json.dumps(e)}\n\n".encode() for e in events),
+                             b"data: [DONE]\n\n"])  # fmt: skip
+
+    db = tmp_path / "r.db"
+    with ScriptedServer(script) as server:
+        code = main(["load", server.base_url, "-m", "m", "--trace", str(trace),
+                     "--concurrency", "3", "--max-tokens", "8", "--db", str(db)])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    assert len(answered) == 6
+    for messages in answered:
+        assert messages[0] == {"role": "system", "content": "Be terse."}
+        last = messages[-1]["content"]
+        if last.startswith("second"):
+            # The first turn and the endpoint's own answer to it came before.
+            assert messages[1] == {"role": "user", "content": "first " + last.split()[1]}
+            assert messages[2]["role"] == "assistant"
+            assert messages[2]["content"].startswith("answer-")
+    for s in range(3):
+        assert arrived[f"second {s}"] - arrived[f"first {s}"] >= 0.3
+    _, notes = _run(db)
+    assert any(n.startswith("the sessions' think times held their streams 0.9 s") for n in notes)

@@ -56,6 +56,33 @@ def test_the_shipped_agent_sample_is_twenty_sessions_of_turns_with_tool_results(
     assert [(r.session, r.turn, r.tool_results) for r in counted] == [("7", 0, ()), ("7", 1, ())]
 
 
+def test_aiperfs_multi_turn_conversations_are_sessions_of_turns() -> None:
+    """AIPerf's ``multi_turn`` dataset: a leading system turn of text alone is the
+    conversation's system prompt, not a turn; each turn's delay and answer length kept."""
+    lines = [
+        {"session_id": "chat_1", "turns": [
+            {"role": "system", "text": "Be terse."},
+            {"text": "What is machine learning?", "output_length": 50},
+            {"text": "Give me an example.", "delay": 1000},
+        ]},
+        {"session_id": 2, "turns": [{"text": "Hi there"}]},
+    ]  # fmt: skip
+    turns = _read("".join(json.dumps(line) + "\n" for line in lines))
+    assert [(r.session, r.turn, r.text) for r in turns] == [
+        ("chat_1", 0, "What is machine learning?"),
+        ("chat_1", 1, "Give me an example."),
+        ("2", 0, "Hi there"),
+    ]
+    assert [r.output_tokens for r in turns] == [50, 64, 64]
+    assert [r.delay_ms for r in turns] == [0.0, 1000.0, 0.0]
+    assert [r.system for r in turns] == ["Be terse.", "Be terse.", None]
+    assert all(r.at_s is None for r in turns)
+    # A system turn that carries more than its text is a turn of its own, as AIPerf has it.
+    kept = _read(json.dumps({"session_id": "c", "turns": [
+        {"role": "system", "text": "x", "delay": 5}, {"text": "y"}]}) + "\n")  # fmt: skip
+    assert [r.text for r in kept] == ["x", "y"] and kept[0].system is None
+
+
 def test_sharegpt_as_json_lines_and_latdoc_exports_are_read_too(tmp_path: Path) -> None:
     line = {"id": "a", "conversations": [{"from": "human", "value": "one two three"},
                                          {"from": "gpt", "value": "four five"}]}  # fmt: skip
@@ -111,6 +138,16 @@ def test_gzip_and_a_byte_order_mark_are_read() -> None:
             "t.trace:1: tool result 1 needs a name, its content as text and its time",
         ),
         ('{"session": "s", "user": "hi", "tool_results": {}}\n', "tool_results must be a list"),
+        ('{"session_id": "c", "turns": []}\n', "t.trace:1: turns must be a list of turns"),
+        ('{"session_id": "c", "turns": [{"text": " "}]}\n', "t.trace:1 (turn 1): a turn needs"),
+        (
+            '{"session_id": "c", "turns": [{"text": "a"}, {"text": "b", "delay": -5}]}\n',
+            "t.trace:1 (turn 2): delay must be a number of ms",
+        ),
+        (
+            '{"session_id": "c", "turns": [{"text": "a", "output_length": 0}]}\n',
+            "output_length must be a whole number ≥ 1",
+        ),
         ("hello world\n", "not a trace latdoc knows"),
         ("", "empty"),
     ],
@@ -124,9 +161,11 @@ def test_a_trace_that_cannot_be_replayed_is_one_error_naming_the_line(text: str,
 def test_a_format_named_by_hand_and_a_wrong_name() -> None:
     line = '{"input_length": 10, "output_length": 5}\n'
     assert len(_read(line, "mooncake")) == 1
-    with pytest.raises(UsageError, match="use one of mooncake, agent, sharegpt, burstgpt, latdoc"):
+    with pytest.raises(
+        UsageError, match="use one of mooncake, agent, aiperf, sharegpt, burstgpt, latdoc"
+    ):
         _read(line, "alpaca")
-    assert names() == ("mooncake", "agent", "sharegpt", "burstgpt", "latdoc")
+    assert names() == ("mooncake", "agent", "aiperf", "sharegpt", "burstgpt", "latdoc")
 
 
 def test_a_huge_trace_is_read_as_it_is_needed(tmp_path: Path) -> None:

@@ -12,6 +12,9 @@ reads one), listed by :func:`formats`:
 - ``agent``: an agent's sessions, JSON Lines of ``session``, ``turn``, ``user`` and the
   ``tool_results`` its tools gave; each turn sent with the session's history and each
   tool result handed back when the model calls a tool;
+- ``aiperf``: NVIDIA AIPerf's multi-turn conversations, JSON Lines of ``session_id`` and
+  ``turns`` (each its ``text``, ``output_length`` and ``delay``); each turn sent with
+  the session's history after the last answer and its delay;
 - ``burstgpt``: CSV with ``Timestamp`` (s), ``Request tokens``, ``Response tokens``;
 - ``latdoc``: latdoc's own JSON Lines export (``latdoc export``), so a recorded run
   replays elsewhere.
@@ -32,7 +35,7 @@ from typing import IO
 
 from latdoc.errors import UsageError
 from latdoc.i18n import Message
-from latdoc.workload.traces import agent, burstgpt, latdoc_export, mooncake, sharegpt
+from latdoc.workload.traces import agent, aiperf, burstgpt, latdoc_export, mooncake, sharegpt
 from latdoc.workload.traces._format import Lines, ToolResult, TraceFormat, TraceRequest
 
 __all__ = [
@@ -48,7 +51,14 @@ __all__ = [
 
 def formats() -> tuple[TraceFormat, ...]:
     """Every format, in the order sniffing tries them: one module each."""
-    return (mooncake.FORMAT, agent.FORMAT, sharegpt.FORMAT, burstgpt.FORMAT, latdoc_export.FORMAT)
+    return (
+        mooncake.FORMAT,
+        agent.FORMAT,
+        aiperf.FORMAT,
+        sharegpt.FORMAT,
+        burstgpt.FORMAT,
+        latdoc_export.FORMAT,
+    )
 
 
 def names() -> tuple[str, ...]:

@@ -44,6 +44,11 @@ class TraceRequest:
     """An agent's turn: the results its tools gave, in the order the model called them,
     each handed back to the model as the tool's answer (after its time) until the model
     answers in text."""
+    delay_ms: float = 0.0
+    """How long the user waits after the last turn's answer before sending this one (a
+    conversation's think time)."""
+    system: str | None = None
+    """The conversation's system prompt, sent before its turns."""
 
 
 Lines = Iterator[tuple[int, str]]

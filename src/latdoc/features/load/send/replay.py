@@ -194,6 +194,8 @@ class _Replayer:
         self.meter = ClientMeter()
         self.tool_waits: list[float] = []
         """An agent trace's tool times the streams waited, in seconds."""
+        self.think_waits: list[float] = []
+        """A conversation trace's think times (its turns' ``delay``), in seconds."""
         self.user_turns: list[list[Any]] = []
         """A conversation's user turns: each its place in its session and the indexes
         of its samples (:data:`~latdoc.features.load.analysis.USER_TURNS_META`)."""
@@ -336,10 +338,19 @@ class _Replayer:
     ) -> None:
         """A session's turns in order on one stream, until one fails, the replay stops, or
         ``sending`` says the level is over (no turn is begun after)."""
-        history: list[dict[str, Any]] = []
+        first = turns[0].system if turns else None
+        history: list[dict[str, Any]] = (
+            [] if first is None else [{"role": "system", "content": first}]
+        )
         for r in turns:
             if self.stopped is not None or (sending is not None and not sending()):
                 return
+            if r.delay_ms:
+                # The user's think time: the stream holds nothing in flight meanwhile.
+                self.think_waits.append(r.delay_ms / 1000)
+                await asyncio.sleep(r.delay_ms / 1000)
+                if self.stopped is not None or (sending is not None and not sending()):
+                    return
             sent: list[tuple[int, RequestTrace]] = []
             try:
                 if r.text is None:
@@ -482,15 +493,22 @@ class _Replayer:
         self.say_tools()
 
     def say_tools(self) -> None:
-        """An agent trace's tool times: the streams waited on them with nothing in flight,
-        which Little's law reads as load the client did not hold."""
-        if not self.tool_waits:
-            return
-        self.note(
-            f"the sessions' tools held their streams {sum(self.tool_waits):.1f} s in all "
-            f"({len(self.tool_waits)} results, the trace's own times), with no request in "
-            "flight: Little's law counts that time as load the client did not hold"
-        )
+        """An agent trace's tool times and a conversation's think times: the streams
+        waited on them with nothing in flight, which Little's law reads as load the client
+        did not hold."""
+        if self.tool_waits:
+            self.note(
+                f"the sessions' tools held their streams {sum(self.tool_waits):.1f} s in all "
+                f"({len(self.tool_waits)} results, the trace's own times), with no request in "
+                "flight: Little's law counts that time as load the client did not hold"
+            )
+        if self.think_waits:
+            self.note(
+                f"the sessions' think times held their streams {sum(self.think_waits):.1f} s "
+                f"in all ({len(self.think_waits)} turns' delay, the trace's own), with no "
+                "request in flight: Little's law counts that time as load the client did "
+                "not hold"
+            )
 
 
 def _sessions(requests: Iterator[TraceRequest]) -> Iterator[list[TraceRequest]]:
