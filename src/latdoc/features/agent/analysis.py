@@ -24,6 +24,7 @@ it sent already.
 from __future__ import annotations
 
 import itertools
+import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -134,6 +135,12 @@ class AgentRun:
     """Prompt tokens the provider reported served from its cache, over the run."""
     prompt_tokens: int
     """Prompt tokens of the run's calls that told them (reported, else estimated)."""
+    cached_ttft_ms: float | None
+    """The median TTFT of the calls whose usage reported cached prompt tokens; ``None``
+    where no call beside them reported none (nothing to hold them against)."""
+    uncached_ttft_ms: float | None
+    """The median TTFT of the calls that reported no cached prompt token, beside
+    :attr:`cached_ttft_ms`."""
     holds_back: str
     """``"model"``, ``"tools"`` or ``"agent"``: the largest part of the wall clock."""
     bars: tuple[Bar, ...]
@@ -186,6 +193,7 @@ def analyse_agent(spans: Sequence[AgentSpan]) -> AgentRun | None:
         remedies += (_prefix_remedy(calls, token_cost),)
     wall = sum(t.wall_ms for t in turns)
     reset = next(r for r in remedies if r.name == "reset")
+    cached_ttft, uncached_ttft = _ttft_by_cache(traces)
     return AgentRun(
         wall_ms=wall,
         model_ms=model_ms,
@@ -204,11 +212,26 @@ def analyse_agent(spans: Sequence[AgentSpan]) -> AgentRun | None:
         cached_calls=sum(1 for c in cached if c),
         cached_tokens=sum(cached),
         prompt_tokens=sum(p for t in traces if (p := _prompt(t)) is not None),
+        cached_ttft_ms=cached_ttft,
+        uncached_ttft_ms=uncached_ttft,
         holds_back=max(parts, key=lambda k: parts[k]),
         bars=_bars(spans, turns),
         context_noticeable=reset.low_ms is not None
         and wall > 0
         and reset.low_ms >= NOTICEABLE_FRACTION * wall,
+    )
+
+
+def _ttft_by_cache(traces: list[RequestTrace]) -> tuple[float | None, float | None]:
+    """The median TTFT of the calls that reported cached prompt tokens and of those that
+    reported none (a call that did not say is in neither), where both are there."""
+    timed = [t for t in traces if t.ok and t.ttft_ms is not None]
+    cached = [t.ttft_ms for t in timed if t.cached_prompt_tokens]
+    fresh = [t.ttft_ms for t in timed if t.cached_prompt_tokens == 0]
+    if not cached or not fresh:
+        return None, None
+    return statistics.median(v for v in cached if v is not None), statistics.median(
+        v for v in fresh if v is not None
     )
 
 

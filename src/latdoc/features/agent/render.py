@@ -82,6 +82,8 @@ def agent_document(run: AgentRun, model_kind: Kind | None = None) -> dict[str, A
             "noticeable": run.context_noticeable,
             "cached_calls": run.cached_calls,
             "cached_prompt_tokens": run.cached_tokens,
+            "cached_ttft_ms_p50": run.cached_ttft_ms,
+            "uncached_ttft_ms_p50": run.uncached_ttft_ms,
             "prompt_tokens": run.prompt_tokens,
             "remedies": [remedy(r) for r in run.remedies],
         },
@@ -324,6 +326,14 @@ def _context_lines(run: AgentRun) -> list[str]:
                 prompt=run.prompt_tokens,
                 calls=run.cached_calls,
                 total=run.model_calls,
+            )
+        )
+    if run.cached_ttft_ms is not None and run.uncached_ttft_ms is not None:
+        lines.append(
+            Message(
+                "  TTFT p50 of the calls with a cached prefix {cached}, of those without {fresh}",
+                cached=format_ms(run.cached_ttft_ms),
+                fresh=format_ms(run.uncached_ttft_ms),
             )
         )
     cost = run.token_cost

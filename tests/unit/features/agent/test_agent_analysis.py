@@ -204,3 +204,36 @@ def test_the_contexts_growth_is_noticeable_by_what_a_reset_saves_not_a_cached_pr
     saving = {r.name: r.saving_ms or 0.0 for r in run.remedies}
     assert saving["reset"] < 0.1 * run.wall_ms < saving["prefix"]
     assert not run.context_noticeable
+
+
+def test_calls_served_from_the_providers_cache_are_held_against_those_that_were_not() -> None:
+    spans = _turn("a", 0, 300, 100, 80) + _turn("b", 1000, 700, 100, 20)
+    cached = {"b"}
+    spans = [
+        dataclasses.replace(
+            s,
+            trace=dataclasses.replace(
+                s.trace, cached_prompt_tokens=256 if s.trace_id in cached else 0
+            ),
+        )
+        if s.trace is not None
+        else s
+        for s in spans
+    ]
+    run = analyse_agent(spans)
+    assert run is not None
+    assert (run.cached_calls, run.cached_tokens) == (2, 512)
+    # Each call's TTFT is its wait for the first token (20 or 80 ms) and the 0.15 ms the
+    # sample trace spends before it sends.
+    assert run.cached_ttft_ms == pytest.approx(20.15)
+    assert run.uncached_ttft_ms == pytest.approx(80.15)
+    assert agent_document(run)["context"]["cached_ttft_ms_p50"] == run.cached_ttft_ms
+    # Where no call said it had none, there is nothing to hold the cached ones against.
+    unsaid = [
+        dataclasses.replace(s, trace=dataclasses.replace(s.trace, cached_prompt_tokens=None))
+        if s.trace is not None and s.trace_id == "a"
+        else s
+        for s in spans
+    ]
+    run = analyse_agent(unsaid)
+    assert run is not None and run.cached_ttft_ms is None and run.uncached_ttft_ms is None
