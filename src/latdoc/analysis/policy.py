@@ -31,6 +31,8 @@ __all__ = [
     "CONFIDENCE",
     "CORRECTION",
     "FAMILIES",
+    "GENERATOR_BEHIND_MS",
+    "GENERATOR_BEHIND_SHARE",
     "HIGH_RTT_MS",
     "KNEE_MIN_RISE_MS",
     "KNEE_RATIO",
@@ -298,6 +300,17 @@ load report used a p95 of 5 ms or more before."""
 PLATEAU_GROWTH: Final = 0.10
 """A load level whose requests/s grows less than this over the level before is the
 plateau: more load buys no more work."""
+
+GENERATOR_BEHIND_MS: Final = 20.0
+"""A load level whose TTFT p99 from when its requests were due exceeds its p99 from their
+send by more than this (and by more than :data:`GENERATOR_BEHIND_SHARE` of it), or
+whose due-time TTFT misses the SLO that its send-time TTFT meets, was held back by the
+generator's own queue, not the server: a user behind the generator waits that much
+more (coordinated omission where it is left out)."""
+
+GENERATOR_BEHIND_SHARE: Final = 0.1
+"""… and by more than this share of the send-time p99: a gap the send-time tail's own
+spread would hide is not the generator's."""
 
 LITTLE_TOLERANCE: Final = 0.1
 """Little's law holds for a load level when its measured in-flight mean and its target

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from typing import Any
 
 from latdoc.analysis import quantities
@@ -127,6 +128,12 @@ def _add_goal_arguments(p: argparse.ArgumentParser) -> None:
         "(ttft_p95=2s,tpot_p50=80ms)",
     )  # fmt: skip
     p.add_argument(
+        "--slo-from", choices=("due", "send"), default="due",
+        help="judge --slo's TTFT from when each request was due (default: what a user "
+        "behind the generator waits, its own queue in it) or from its send (what the "
+        "server did)",
+    )  # fmt: skip
+    p.add_argument(
         "--find-max", action="store_true",
         help="find the most streams (or, with --rate R, the highest rate from R) that meet "
         "--slo's quantiles: double until a level fails, then bisect; each level runs until "
@@ -169,6 +176,8 @@ def run(args: argparse.Namespace) -> int:
     err = sys.stderr
     gates = parse_gates(args.fail_if) if args.fail_if else ()
     slo, objectives = args.slo or (None, ())
+    if slo is not None and args.slo_from == "send":
+        slo = replace(slo, from_send=True)
     found = FindMaxAsk.asked(args.find_max, objectives, args.find_max_limit, args.rate or ())
     replay = None
     if args.trace is not None:

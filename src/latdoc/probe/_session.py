@@ -202,6 +202,7 @@ class ProbeSession:
         headers: Mapping[str, str] | None = None,
         on_resend: ResendHook | None = None,
         resume_tls: bool = False,
+        due_ns: int | None = None,
     ) -> RequestTrace:
         """Send one streamed request and return what was measured. Never raises
         for a failed request; the trace's ``error`` says what failed.
@@ -222,6 +223,10 @@ class ProbeSession:
 
         ``on_resend`` (else the session's) hears a first attempt before it is sent
         again; without one the resend is made and only ``attempt=2`` tells of it.
+
+        ``due_ns`` (``perf_counter_ns``) is when the request was due: an open loop's
+        arrival, a closed loop's last request's end; the trace keeps it
+        (:attr:`~latdoc.records.RequestTrace.due_ns`), so its latency is read from there too.
         """
         extra = [
             (k.lower().encode("latin-1"), v.encode("latin-1"))
@@ -231,9 +236,8 @@ class ProbeSession:
         given_id = next(
             (v for k, v in (headers or {}).items() if k.lower() == "x-request-id"), None
         )
-        trace = await self._send(
-            prompt, max_tokens, (on_event, on_info), extra, given_id, 1, resume_tls
-        )
+        hooks = (on_event, on_info)
+        trace = await self._send(prompt, max_tokens, hooks, extra, given_id, 1, resume_tls, due_ns)
         rejected_usage = (
             self.include_usage
             and trace.error is not None
@@ -247,7 +251,7 @@ class ProbeSession:
         hook = on_resend if on_resend is not None else self.on_resend
         if hook is not None and not hook(trace):
             return trace
-        return await self._send(prompt, max_tokens, (on_event, on_info), extra, None, 2, resume_tls)
+        return await self._send(prompt, max_tokens, hooks, extra, None, 2, resume_tls, due_ns)
 
     async def _send(
         self,
@@ -258,6 +262,7 @@ class ProbeSession:
         request_id: str | None,
         attempt: int,
         resume_tls: bool = False,
+        due_ns: int | None = None,
     ) -> RequestTrace:
         request_id = request_id or str(uuid.uuid4())
         headers = [*extra, (b"x-request-id", request_id.encode("latin-1"))]
@@ -276,7 +281,8 @@ class ProbeSession:
                 )
             finally:
                 await pool.aclose()
-        return replace(trace, attempt=attempt)
+        due = None if due_ns is None else min(0, due_ns - trace.t0_ns)
+        return replace(trace, attempt=attempt, due_ns=due)
 
     async def _measure(
         self,

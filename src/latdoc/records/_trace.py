@@ -196,6 +196,11 @@ class RequestTrace:
     """Every tool call the response streamed, in the order they began: name, arguments'
     size, first part and arguments' last byte. Empty when it called none, and in traces
     recorded before tool calls were kept."""
+    due_ns: int | None = None
+    """When the request was due, relative to ``t0`` (0 or less: it left then or later):
+    an open loop's arrival, a trace's time, the end of the request before it on a closed
+    loop's stream. What a user behind the generator waits runs from here; ``None`` where
+    nothing scheduled the request (a probe, recorded traffic)."""
 
     # -- derived metrics, in milliseconds -------------------------------------
 
@@ -368,6 +373,25 @@ class RequestTrace:
     @property
     def total_ms(self) -> float | None:
         return _ms(self.done_ns)
+
+    @property
+    def late_ms(self) -> float | None:
+        """How late the request left against when it was due (the generator's own
+        queue: coordinated omission where it is left out); ``None`` where not due."""
+        return None if self.due_ns is None else max(0, -self.due_ns) / _NS_PER_MS
+
+    @property
+    def due_ttft_ms(self) -> float | None:
+        """TTFT from when the request was due: what a user behind the generator waits
+        (AIPerf's ``effective`` latency, GuideLLM's scheduled latency)."""
+        late, ttft = self.late_ms, self.ttft_ms
+        return None if late is None or ttft is None else late + ttft
+
+    @property
+    def due_total_ms(self) -> float | None:
+        """End to end from when the request was due."""
+        late, total = self.late_ms, self.total_ms
+        return None if late is None or total is None else late + total
 
     @property
     def stream_ms(self) -> float | None:

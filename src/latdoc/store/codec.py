@@ -79,6 +79,7 @@ _ADDED_V2 = (
     "keepalive_comments",
     "first_keepalive_ns",
     "last_keepalive_ns",
+    "due_ns",
 )
 """Optional integers added to version 2 records later: absent from older ones, read as None."""
 _TCP_INTS = ("rtt_us", "rttvar_us", "retransmits", "snd_cwnd")

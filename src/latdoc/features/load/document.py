@@ -88,6 +88,9 @@ def _level_record(lv: LevelStats) -> dict[str, Any]:
         "pool_wait_ms": _percentiles_record(lv.pool_wait_ms),
         "server_ttft_ms": _percentiles_record(lv.server_ttft_ms),
         "client_delay_ms": _percentiles_record(lv.client_delay_ms),
+        "due_ttft_ms": _percentiles_record(lv.due_ttft_ms),
+        "due_total_ms": _percentiles_record(lv.due_total_ms),
+        "late_ms": _percentiles_record(lv.late_ms),
         "requests_per_s": lv.requests_per_s,
         "output_tokens_per_s": lv.output_tokens_per_s,
         "sent_per_s": lv.sent_per_s,
@@ -147,6 +150,9 @@ def _level(raw: Mapping[str, Any], *, printed: bool) -> LevelStats:
         goodput_share=_number(raw.get("goodput_share")),
         server_ttft_ms=_percentiles(raw.get("server_ttft_ms")),
         client_delay_ms=_percentiles(raw.get("client_delay_ms")),
+        due_ttft_ms=_percentiles(raw.get("due_ttft_ms")),
+        due_total_ms=_percentiles(raw.get("due_total_ms")),
+        late_ms=_percentiles(raw.get("late_ms")),
         failures=tuple(
             Failure(str(f["code"]), str(f["phase"]), int(f["count"]))
             for f in raw.get("failures") or ()

@@ -105,6 +105,16 @@ def render_load(
             *(_number(lv.tpot_ms, q, unit) for q in ("p50", "p95")),
             *(_number(lv.total_ms, q, unit) for q in ("p50", "p95", "p99")),
         )
+    due = _table([level, "late p50", "p99", "TTFT p50", "p95", "p99", "E2E p50", "p95", "p99"])
+    for lv in analysis.levels:
+        if lv.due_ttft_ms is None:
+            continue
+        due.add_row(
+            level_name(lv),
+            *(_number(lv.late_ms, q, unit) for q in ("p50", "p99")),
+            *(_number(lv.due_ttft_ms, q, unit) for q in ("p50", "p95", "p99")),
+            *(_number(lv.due_total_ms, q, unit) for q in ("p50", "p95", "p99")),
+        )
     heads = [level, "reqs", "errors", "req/s", "tok/s", "sent/s", "goodput/s", "pool", "client"]
     throughput = _table(heads)
     for lv in analysis.levels:
@@ -124,9 +134,23 @@ def render_load(
             Text(""),
         ]
     parts += [
-        Text(f"  Latency by level, in {unit} (successful requests)"),
+        Text(f"  Latency by level, in {unit} (successful requests), from each request's send"),
         Padding(latency, (0, 0, 0, 2)),
         Text(""),
+    ]
+    if due.row_count:
+        parts += [
+            Padding(
+                Text(
+                    f"From when each request was due, in {unit}: what a user behind the "
+                    "generator waits (late: how late it left)"
+                ),
+                (0, 0, 0, 2),
+            ),
+            Padding(due, (0, 0, 0, 2)),
+            Text(""),
+        ]
+    parts += [
         Text("  Throughput by level (counted over the level's window)"),
         Padding(throughput, (0, 0, 0, 2)),
         Text(""),
@@ -223,6 +247,9 @@ def _level_dict(lv: LevelStats) -> dict[str, Any]:
         "pool_wait_ms": _pdict(lv.pool_wait_ms),
         "server_ttft_ms": _pdict(lv.server_ttft_ms),
         "client_delay_ms": _pdict(lv.client_delay_ms),
+        "due_ttft_ms": _pdict(lv.due_ttft_ms),
+        "due_total_ms": _pdict(lv.due_total_ms),
+        "late_ms": _pdict(lv.late_ms),
         "requests_per_s": lv.requests_per_s,
         "output_tokens_per_s": lv.output_tokens_per_s,
         "sent_per_s": lv.sent_per_s,
@@ -257,7 +284,11 @@ def load_to_dict(
     return {
         "schema": LOAD_SCHEMA,
         "run_id": run_id,
-        "slo": {"ttft_ms": analysis.slo.ttft_ms, "tpot_ms": analysis.slo.tpot_ms},
+        "slo": {
+            "ttft_ms": analysis.slo.ttft_ms,
+            "tpot_ms": analysis.slo.tpot_ms,
+            "from": "send" if analysis.slo.from_send else "due",
+        },
         "levels": [_level_dict(lv) for lv in analysis.levels],
         "knee": None if analysis.knee is None else analysis.knee.window.label,
         "tail_knee": None if tail is None else tail.window.label,
@@ -318,6 +349,7 @@ def render_load_html(
             "requests": lv.requests,
             "errors": f"{lv.error_rate:.0%}",
             "ttft": " / ".join(_pct(lv.ttft_ms, q) for q in ("p50", "p95", "p99")),
+            "due_ttft": " / ".join(_pct(lv.due_ttft_ms, q) for q in ("p50", "p95", "p99")),
             "tpot": " / ".join(_pct(lv.tpot_ms, q) for q in ("p50", "p95", "p99")),
             "total": " / ".join(_pct(lv.total_ms, q) for q in ("p50", "p95", "p99")),
             "rps": format_rate(lv.requests_per_s),

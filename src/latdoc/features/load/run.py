@@ -446,7 +446,7 @@ def reload_load(store: Store, run_id: str) -> LoadRun:
         # Still running (a live page), or killed before it kept its record.
         windows = windows_kept(samples, load_meta.get("rates") or ())
     slo_meta = load_meta.get("slo", {}) if isinstance(load_meta, Mapping) else {}
-    slo = Slo(slo_meta.get("ttft_ms"), slo_meta.get("tpot_ms"))
+    slo = Slo(slo_meta.get("ttft_ms"), slo_meta.get("tpot_ms"), slo_meta.get("from") == "send")
     analysis = analyse_load(windows, samples, slo, info.price)
     meta = info.meta if isinstance(info.meta, Mapping) else {}
     found = FindMax.from_document(meta.get("find_max"))
@@ -471,6 +471,10 @@ def _plan_meta(plan: LoadPlan, slo: Slo) -> dict[str, Any]:
         "max_seconds": plan.max_seconds,
         "max_error_rate": plan.max_error_rate,
         "max_in_flight": plan.max_in_flight,
-        "slo": {"ttft_ms": slo.ttft_ms, "tpot_ms": slo.tpot_ms},
+        "slo": {
+            "ttft_ms": slo.ttft_ms,
+            "tpot_ms": slo.tpot_ms,
+            "from": "send" if slo.from_send else "due",
+        },
         "http2": plan.connection.http2,
     }

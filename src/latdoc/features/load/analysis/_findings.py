@@ -8,6 +8,8 @@ import os
 
 from latdoc.analysis.policy import (
     CLIENT_DELAY_MS,
+    GENERATOR_BEHIND_MS,
+    GENERATOR_BEHIND_SHARE,
     KNEE_MIN_RISE_MS,
     KNEE_RATIO,
     LITTLE_TOLERANCE,
@@ -18,7 +20,7 @@ from latdoc.features.load.analysis._level import LevelStats
 from latdoc.features.load.analysis._sweep import LoadAnalysis, find_tail_knee, knee_base
 from latdoc.report.names import format_ms, format_rate
 
-__all__ = ["findings", "level_name"]
+__all__ = ["findings", "generator_behind", "level_name"]
 
 
 def level_name(lv: LevelStats) -> str:
@@ -29,6 +31,7 @@ def level_name(lv: LevelStats) -> str:
 def findings(analysis: LoadAnalysis) -> list[str]:
     """The knee, the plateau, Little's law, goodput and unsustained rates, in sentences."""
     lines = _knee(analysis)
+    lines += _generator_behind(analysis)
     lines += _client_delay(analysis)
     lines += _client_limits(analysis)
     lines += _plateau(analysis)
@@ -179,6 +182,38 @@ def _goodput(analysis: LoadAnalysis) -> list[str]:
                 f"Goodput ({asked}): at most {format_rate(best.goodput_per_s)} requests/s, at "
                 f"{level_name(best)} ({best.goodput_share or 0:.0%} of its requests)."
             )
+    return lines
+
+
+def generator_behind(lv: LevelStats, slo_ttft_ms: float | None) -> bool:
+    """The level's requests left late enough that what a user behind the generator waits
+    is not what the server did (:data:`GENERATOR_BEHIND_MS`)."""
+    due, send = lv.due_ttft_ms, lv.ttft_ms
+    if due is None or send is None:
+        return False
+    gap = due.p99 - send.p99
+    if slo_ttft_ms is not None and send.p99 <= slo_ttft_ms < due.p99:
+        return True
+    return gap > GENERATOR_BEHIND_MS and gap > GENERATOR_BEHIND_SHARE * send.p99
+
+
+def _generator_behind(analysis: LoadAnalysis) -> list[str]:
+    """A sentence per level the generator's own queue held back, with how to lift it."""
+    lines: list[str] = []
+    for lv in analysis.levels:
+        if lv.due_ttft_ms is None or not generator_behind(lv, analysis.slo.ttft_ms):
+            continue
+        due, send, late = lv.due_ttft_ms, lv.ttft_ms, lv.late_ms
+        assert due is not None and send is not None
+        left = (
+            "" if late is None else f", its requests leaving up to {format_ms(late.p99)} late (p99)"
+        )
+        lines.append(
+            f"At {level_name(lv)} the generator, not the server, is the bottleneck: TTFT p99 "
+            f"{format_ms(due.p99)} from when each request was due against {format_ms(send.p99)} "
+            f"from its send{left}. A user behind it waits the former; give it more with "
+            "`--processes N` or `--ray` (or raise --max-in-flight)."
+        )
     return lines
 
 

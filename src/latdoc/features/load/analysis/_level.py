@@ -103,14 +103,19 @@ class Slo:
 
     ttft_ms: float | None = None
     tpot_ms: float | None = None
+    from_send: bool = False
+    """Judge TTFT from the request's send (what the server did; ``--slo-from send``),
+    not from when it was due (what a user behind the generator waits)."""
 
     def met_by(self, t: RequestTrace, *, ttft_ms: float | None = None) -> bool:
-        """The request succeeded and met every objective set; ``ttft_ms``: the time to
-        first token judged where it is not the request's own (a user turn's wait, its
-        tool calls in it)."""
+        """The request succeeded and met every objective set, its TTFT from when it was
+        due where it was (:attr:`from_send` otherwise); ``ttft_ms``: the time to first
+        token judged where it is not the request's own (a user turn's wait, its tool
+        calls in it)."""
         if not t.ok:
             return False
-        first = t.ttft_ms if ttft_ms is None else ttft_ms
+        due = None if self.from_send else t.due_ttft_ms
+        first = ttft_ms if ttft_ms is not None else due if due is not None else t.ttft_ms
         if self.ttft_ms is not None and (first is None or first > self.ttft_ms):
             return False
         return self.tpot_ms is None or t.tpot_ms is None or t.tpot_ms <= self.tpot_ms
@@ -188,6 +193,13 @@ class LevelStats:
     """The failed requests by error code and the phase they failed in, most first."""
     cost: CostSummary | None = None
     """What the level's requests cost at the model's price; None without a price."""
+    due_ttft_ms: Percentiles | None = None
+    """TTFT from when each request was due (its arrival, or its stream's last request's
+    end): what a user behind the generator waits, its own queue in it."""
+    due_total_ms: Percentiles | None = None
+    """End to end from when each request was due."""
+    late_ms: Percentiles | None = None
+    """How late each request left against when it was due: the generator's own queue."""
 
     @property
     def server_side_ttft_ms(self) -> Percentiles | None:
@@ -249,6 +261,9 @@ def level_stats(
         client_delay_ms=percentiles([t.client_delay_ms for t in traces]),
         failures=failures_by_phase(traces),
         cost=None if price is None else summarise_costs(traces, price),
+        due_ttft_ms=percentiles([t.due_ttft_ms for t in ok]),
+        due_total_ms=percentiles([t.due_total_ms for t in ok]),
+        late_ms=percentiles([t.late_ms for t in traces]),
     )
 
 

@@ -240,7 +240,11 @@ class _Replayer:
         with_others = self.in_flight
         try:
             trace = await session.request(
-                prompt, out, on_event=self.plan.on_event, on_info=answer_of(text, calls)
+                prompt,
+                out,
+                on_event=self.plan.on_event,
+                on_info=answer_of(text, calls),
+                due_ns=due_ns,
             )
         finally:
             self.in_flight -= 1

@@ -181,16 +181,20 @@ class _Sweep:
         if self.on_note is not None:
             self.on_note(note)
 
-    async def send(self, session: ProbeSession, level: _Level, step: Step, tag: int) -> None:
-        """Reserve, send and keep one request; stop the level when the budget or errors say so."""
+    async def send(
+        self, session: ProbeSession, level: _Level, step: Step, tag: int, due_ns: int
+    ) -> int:
+        """Reserve, send and keep one request due at ``due_ns`` (``perf_counter_ns``: its
+        arrival, or its stream's last request's end); stop the level when the budget or
+        errors say so. Returns when the request ended: when the stream's next is due."""
         out = self.plan.max_tokens
         reservation = self.budget.reserve(self.cost, out)
         if reservation is None:
             level.stop(f"the {self.budget.caps} ran out")
-            return
+            return now_ns()
         self.started += 1
         prompt = make_prompt(self.words, self.rng)
-        trace = await session.request(prompt, out, on_event=self.plan.on_event)
+        trace = await session.request(prompt, out, on_event=self.plan.on_event, due_ns=due_ns)
         self.meter.observe(trace)
         self.budget.settle(reservation, trace)
         self.on_sample(
@@ -205,6 +209,7 @@ class _Sweep:
                 f"{level.failed} of {level.done} requests failed, more than the "
                 f"{self.plan.max_error_rate:.0%} --max-error-rate"
             )
+        return now_ns() if trace.done_ns is None else trace.t0_ns + trace.done_ns
 
     def _session(self) -> ProbeSession:
         """A session of one connection: one stream's, or one request's at a time."""
@@ -227,9 +232,12 @@ class _Sweep:
             # request at a time, so its own one-connection pool never holds it back.
 
             async def stream() -> None:
+                # Each request is due when the stream's last one ended; the first, when
+                # the level began.
+                due = start
                 async with self._session() as session:
                     while level.sending:
-                        await self.send(session, level, Step.LOAD, label)
+                        due = await self.send(session, level, Step.LOAD, label, due)
 
             async with asyncio.TaskGroup() as group:
                 for _ in range(streams):
@@ -282,9 +290,9 @@ class _Sweep:
                 for _ in range(in_flight):
                     idle.put_nowait(await sessions.enter_async_context(self._session()))
 
-                async def arrival(session: ProbeSession) -> None:
+                async def arrival(session: ProbeSession, due: int) -> None:
                     try:
-                        await self.send(session, level, Step.ARRIVALS, number)
+                        await self.send(session, level, Step.ARRIVALS, number, due)
                     finally:
                         idle.put_nowait(session)
 
@@ -300,7 +308,7 @@ class _Sweep:
                             break
                         late_ms.append((now_ns() - due) / 1e6)
                         sent += 1
-                        group.create_task(arrival(session))
+                        group.create_task(arrival(session, due))
         except BaseException:
             partial = True
             raise

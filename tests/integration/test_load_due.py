@@ -1,0 +1,77 @@
+"""Latency from when each request was due (issue 40's first part): an open-loop level the
+sender cannot carry (one request in flight at a time against 25 arrivals a second of a
+request of ~110 ms) leaves its requests late, and what a user behind it waits, from the
+due time, is far above what the server did, from the send; the run names the generator
+as the bottleneck. A level it carries shows the two apart by its own lateness only."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import FAST, LabFactory
+from latdoc import Store
+from latdoc.cli import main
+from latdoc.lab.sim import LabConfig
+
+SLOW = LabConfig(latency=dataclasses.replace(FAST, prefill_base_ms=100.0), answer_tokens=8)
+"""A request of about 110 ms: one in flight at a time carries 9 a second."""
+
+
+def _load(url: str, db: Path, capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
+    code = main(["load", url, "-m", "lab-sim", "--duration-per-level", "2", "--max-tokens",
+                 "8", "--json", "--db", str(db), *args])  # fmt: skip
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    document: dict[str, Any] = json.loads(out.out)
+    return document
+
+
+def test_a_sender_that_falls_behind_shows_the_gap_and_is_named(
+    lab: LabFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "a.db"
+    with lab(SLOW) as server:
+        behind = _load(server.base_url, db, capsys, "--rate", "25", "--max-in-flight", "1",
+                       "--slo", "ttft=1s")  # fmt: skip
+        carried = _load(server.base_url, db, capsys, "--rate", "4", "--max-in-flight", "16")
+    (level,) = behind["levels"]
+    send, due, late = level["ttft_ms"], level["due_ttft_ms"], level["late_ms"]
+    # Every request waits for the one before it: the later ones leave a second late.
+    assert late["p99"] > 5 * send["p99"]
+    assert due["p99"] > send["p99"] + late["p50"]
+    assert any("the generator, not the server, is the bottleneck" in f for f in behind["findings"])
+    # Goodput is judged from the due time: the late requests miss a TTFT they met on the wire.
+    assert level["goodput_share"] < 1.0
+    with Store(db) as store:
+        first = store.list_runs()[-1]
+        _, samples, _ = store.load_run(first.run_id)
+    for s in samples:
+        t = s.trace
+        assert t.due_ns is not None and t.due_ns <= 0
+        assert t.due_ttft_ms == pytest.approx(t.ttft_ms + t.late_ms)
+    (easy,) = carried["levels"]
+    # A level the sender carries: from the due time is the send plus its own lateness.
+    gap = easy["due_ttft_ms"]["p50"] - easy["ttft_ms"]["p50"]
+    assert abs(gap) <= easy["late_ms"]["p99"] + 1e-6
+    assert not any("the generator" in f for f in carried["findings"])
+
+
+def test_slo_from_send_judges_what_the_server_did(
+    lab: LabFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "a.db"
+    with lab(SLOW) as server:
+        document = _load(server.base_url, db, capsys, "--rate", "25", "--max-in-flight", "1",
+                         "--slo", "ttft=1s", "--slo-from", "send")  # fmt: skip
+    (level,) = document["levels"]
+    assert document["slo"]["from"] == "send"
+    assert level["ttft_ms"]["p99"] < 1000 and level["goodput_share"] == 1.0
+    # The stored run judges it the same way again.
+    assert main(["report", document["run_id"], "--json", "--db", str(db)]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["slo"]["from"] == "send" and again["levels"][0]["goodput_share"] == 1.0
