@@ -118,9 +118,12 @@ def test_the_page_leads_with_the_answer_and_draws_the_slos_limit(tmp_path: Path)
     latency = LatencyModel(prefill_base_ms=20.0, prefill_ms_per_token=0.0,
                            decode_ms_per_token=10.0)  # fmt: skip
     with LabProcess(LabConfig(latency=latency, slots=6, seed=3)) as server:
+        # Every stream sends at the level's start (--burst-start): a stream past the
+        # slots then waits a whole answer in each round, as the docstring counts.
         code = main(["load", server.base_url, "-m", "lab-sim", "--find-max", "--slo",
                      "ttft_p95=120ms", "--duration-per-level", "0.25", "--max-tokens", "16",
-                     "--max-requests", "2000", "--db", str(db), "--html", str(page)])  # fmt: skip
+                     "--max-requests", "2000", "--burst-start", "--db", str(db),
+                     "--html", str(page)])  # fmt: skip
     assert code == 0
     html = page.read_text(encoding="utf-8")
     first = re.search(r"<h1>(.*?)</h1>", html)

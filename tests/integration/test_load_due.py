@@ -7,6 +7,7 @@ as the bottleneck. A level it carries shows the two apart by its own lateness on
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -75,3 +76,31 @@ def test_slo_from_send_judges_what_the_server_did(
     assert main(["report", document["run_id"], "--json", "--db", str(db)]) == 0
     again = json.loads(capsys.readouterr().out)
     assert again["slo"]["from"] == "send" and again["levels"][0]["goodput_share"] == 1.0
+
+
+def test_a_closed_levels_first_sends_are_spread_over_a_request_time(
+    lab: LabFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """16 streams after a level of one: their first requests are due across one mean
+    request time of the level before (1/16 apart), not all at the level's start, as
+    they are with --burst-start."""
+    firsts: dict[bool, list[int]] = {}
+    mean_ms = 0.0
+    for burst in (False, True):
+        db = tmp_path / f"{burst}.db"
+        with lab(SLOW) as server:
+            _load(server.base_url, db, capsys, "--concurrency", "1,16",
+                  *(["--burst-start"] if burst else []))  # fmt: skip
+        with Store(db) as store:
+            (info,) = store.list_runs()
+            _, samples, _ = store.load_run(info.run_id)
+        one = [s.trace for s in samples if s.concurrency == 1 and s.trace.ok]
+        mean_ms = sum(t.total_ms or 0.0 for t in one) / len(one)
+        level = sorted((s.trace for s in samples if s.concurrency == 16),
+                       key=lambda t: t.t0_ns + (t.due_ns or 0))  # fmt: skip
+        firsts[burst] = [t.t0_ns + (t.due_ns or 0) for t in level[:16]]
+    spread = firsts[False]
+    gaps_ms = [(b - a) / 1e6 for a, b in itertools.pairwise(spread)]
+    assert (spread[-1] - spread[0]) / 1e6 == pytest.approx(mean_ms * 15 / 16, rel=0.05)
+    assert all(g == pytest.approx(mean_ms / 16, rel=0.1) for g in gaps_ms)
+    assert len(set(firsts[True])) == 1  # all due at the level's start

@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -204,7 +205,10 @@ def test_a_dead_worker_loses_only_its_in_flight_requests_and_says_how_many(
         killer = threading.Thread(target=kill_worker_one)
         killer.start()
         run = load_endpoint(
-            _plan(server.base_url, concurrency=(4,), duration_per_level=2.5),
+            # Both streams of each worker send at once (no spread start): two in flight.
+            replace(
+                _plan(server.base_url, concurrency=(4,), duration_per_level=2.5), burst_start=True
+            ),
             store=store,
             workers=Workers(2),
         )

@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from latdoc.analysis.policy import (
+    ALPHA,
     CONFIDENCE,
     MEDIAN_INTERVAL_DF,
     MIN_INTERVAL_N,
@@ -170,6 +171,58 @@ def slope_interval(
     return Slope(
         float(fit.slope), float(fit.low_slope), float(fit.high_slope), float(fit.intercept)
     )
+
+
+MSER_BATCH = 5
+"""MSER-5 reads a series in batches of this many values."""
+MIN_MSER_BATCHES = 10
+"""The fewest batches MSER-5 is asked of: with fewer, one batch's noise decides."""
+
+
+@dataclass(frozen=True, slots=True)
+class SteadyState:
+    """Where a series' steady state begins, by MSER-5."""
+
+    warmup: int
+    """Values at its start that are the warm-up (a multiple of :data:`MSER_BATCH`)."""
+    reached: bool
+    """The truncation fell inside the series' first half; where it fell at the half's
+    end, the series never settled in its length and no value is left out."""
+
+
+def steady_state(values: Sequence[float]) -> SteadyState | None:
+    """MSER-5 (White, 1997; Franklin and White, 2008, the marginal standard error rule on
+    batch means of five): the truncation ``d`` minimising the squared standard error of
+    the mean of what follows it, ``Σ(m_i − m̄_d)² / (b − d)²`` over the ``b`` batch
+    means, searched over the series' first half; where it falls at the half's end the
+    series is said not to have reached a steady state. A cut stands only where the values
+    it leaves out differ from the rest (two-sided Mann–Whitney at
+    :data:`~latdoc.analysis.policy.ALPHA`). ``None`` under
+    :data:`MIN_MSER_BATCHES` batches. Written here: numpy and scipy hold no truncation
+    rule; it is a few lines over cumulative sums."""
+    y = np.asarray(values, dtype=float)
+    b = y.size // MSER_BATCH
+    if b < MIN_MSER_BATCHES:
+        return None
+    means = y[: b * MSER_BATCH].reshape(b, MSER_BATCH).mean(axis=1)
+    tail = means[::-1]
+    n = np.arange(1, b + 1, dtype=float)
+    first, second = np.cumsum(tail), np.cumsum(tail**2)
+    # The spread of the last n batch means about their mean, over n², for each n.
+    mser = (second - first**2 / n) / n**2
+    # d runs over the first half: a short tail's few batch means can sit close together
+    # by chance, and the rule would cut a settled series there.
+    half = b // 2
+    d = int(np.argmin(mser[::-1][: half + 1]))
+    if d == half:
+        return SteadyState(0, False)
+    cut = d * MSER_BATCH
+    # On a heavy-tailed steady series the rule cuts where chance put high values early:
+    # the cut stands only where what it leaves out differs from the rest (Mann–Whitney
+    # at the one alpha).
+    if cut and (mann_whitney_p(y[:cut], y[cut:]) or 1.0) >= ALPHA:
+        return SteadyState(0, True)
+    return SteadyState(cut, True)
 
 
 def quantile_interval(

@@ -102,6 +102,11 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         "--max-in-flight", type=positive_int, default=DEFAULT_MAX_IN_FLIGHT, metavar="N",
         help=f"open loop: requests open at once, at most (default {DEFAULT_MAX_IN_FLIGHT})",
     )  # fmt: skip
+    g.add_argument(
+        "--burst-start", action="store_true",
+        help="closed loop: every stream sends its first request at the level's start (by "
+        "default their first sends are spread over one mean request time)",
+    )  # fmt: skip
     _add_goal_arguments(p)
     _add_worker_arguments(p)
     add_html_argument(p, "write a self-contained HTML report")
@@ -194,6 +199,7 @@ def run(args: argparse.Namespace) -> int:
             prompt_tokens=args.prompt_tokens,
             max_error_rate=args.max_error_rate,
             max_in_flight=args.max_in_flight,
+            burst_start=args.burst_start,
         )
         with (
             serving_metrics(args, err) as metrics,

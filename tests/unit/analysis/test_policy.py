@@ -129,6 +129,8 @@ def _level(p50_ms: float, *, delay_p50_ms: float = 0.0, delay_p95_ms: float = 0.
         server_side_ttft_ms=Percentiles(p50_ms, p50_ms, p50_ms, p50_ms),
         server_ttft_ms=None,
         due_ttft_ms=None,
+        warmup=0,
+        steady=None,
         client_delay_ms=Percentiles(delay_p50_ms, delay_p95_ms, delay_p95_ms, delay_p50_ms),
         window=SimpleNamespace(partial=False, label="4", concurrency=4, rate=None, client=None),
         little=None,

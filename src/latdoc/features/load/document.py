@@ -91,6 +91,9 @@ def _level_record(lv: LevelStats) -> dict[str, Any]:
         "due_ttft_ms": _percentiles_record(lv.due_ttft_ms),
         "due_total_ms": _percentiles_record(lv.due_total_ms),
         "late_ms": _percentiles_record(lv.late_ms),
+        "warmup": lv.warmup,
+        "steady": lv.steady,
+        "warmup_ttft_ms": _percentiles_record(lv.warmup_ttft_ms),
         "requests_per_s": lv.requests_per_s,
         "output_tokens_per_s": lv.output_tokens_per_s,
         "sent_per_s": lv.sent_per_s,
@@ -153,6 +156,9 @@ def _level(raw: Mapping[str, Any], *, printed: bool) -> LevelStats:
         due_ttft_ms=_percentiles(raw.get("due_ttft_ms")),
         due_total_ms=_percentiles(raw.get("due_total_ms")),
         late_ms=_percentiles(raw.get("late_ms")),
+        warmup=int(raw.get("warmup") or 0),
+        steady=raw.get("steady") if isinstance(raw.get("steady"), bool) else None,
+        warmup_ttft_ms=_percentiles(raw.get("warmup_ttft_ms")),
         failures=tuple(
             Failure(str(f["code"]), str(f["phase"]), int(f["count"]))
             for f in raw.get("failures") or ()

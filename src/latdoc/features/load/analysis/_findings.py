@@ -31,6 +31,7 @@ def level_name(lv: LevelStats) -> str:
 def findings(analysis: LoadAnalysis) -> list[str]:
     """The knee, the plateau, Little's law, goodput and unsustained rates, in sentences."""
     lines = _knee(analysis)
+    lines += _warmups(analysis)
     lines += _generator_behind(analysis)
     lines += _client_delay(analysis)
     lines += _client_limits(analysis)
@@ -181,6 +182,25 @@ def _goodput(analysis: LoadAnalysis) -> list[str]:
             lines.append(
                 f"Goodput ({asked}): at most {format_rate(best.goodput_per_s)} requests/s, at "
                 f"{level_name(best)} ({best.goodput_share or 0:.0%} of its requests)."
+            )
+    return lines
+
+
+def _warmups(analysis: LoadAnalysis) -> list[str]:
+    """A sentence per level whose start was a warm-up, or that never settled."""
+    lines: list[str] = []
+    for lv in analysis.levels:
+        if lv.warmup and lv.warmup_ttft_ms is not None:
+            lines.append(
+                f"At {level_name(lv)} the first {lv.warmup} requests to finish were a warm-up "
+                f"(MSER-5 on their TTFT), TTFT p50 {format_ms(lv.warmup_ttft_ms.p50)}: left out "
+                "of the level's latency, counted in its throughput."
+            )
+        elif lv.steady is False:
+            lines.append(
+                f"At {level_name(lv)} the TTFT never settled in the level's "
+                f"{lv.window.seconds:.0f} s (MSER-5): its figures hold every request; a longer "
+                "--duration-per-level would show where it settles, if it does."
             )
     return lines
 

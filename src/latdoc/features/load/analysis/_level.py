@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from latdoc.analysis.policy import LITTLE_TOLERANCE
-from latdoc.analysis.stats import quantiles
+from latdoc.analysis.stats import quantiles, steady_state
 from latdoc.features.load.analysis._client import ClientLoad
 from latdoc.model import CostSummary, Price, summarise_costs
 from latdoc.records import RequestTrace, Sample, Step
@@ -200,6 +200,14 @@ class LevelStats:
     """End to end from when each request was due."""
     late_ms: Percentiles | None = None
     """How late each request left against when it was due: the generator's own queue."""
+    warmup: int = 0
+    """Successful requests at the level's start left out of its latency figures as its
+    warm-up (MSER-5 on their TTFT in the order they finished)."""
+    steady: bool | None = None
+    """Whether the level reached a steady state in its duration; ``None`` where it
+    finished too few requests to tell (under 50)."""
+    warmup_ttft_ms: Percentiles | None = None
+    """The warm-up's own TTFT, shown apart."""
 
     @property
     def server_side_ttft_ms(self) -> Percentiles | None:
@@ -234,11 +242,14 @@ def level_stats(
 ) -> LevelStats:
     """One level's numbers from the samples sent in it, its cost at ``price``."""
     traces = [s.trace for s in samples]
-    ok = [t for t in traces if t.ok]
+    every_ok = [t for t in traces if t.ok]
+    ok, warmup, steady = _steady(every_ok)
+    kept = {id(t) for t in ok}
+    warm = [t.ttft_ms for t in every_ok if id(t) not in kept]
     start, end = window.start_ns, window.end_ns
     sent_in = [t for t in traces if start <= t.t0_ns <= end]
     departed = sorted(
-        (t for t in ok if t.done_ns is not None and t.t0_ns + t.done_ns <= end),
+        (t for t in every_ok if t.done_ns is not None and t.t0_ns + t.done_ns <= end),
         key=lambda t: t.t0_ns + (t.done_ns or 0),
     )
     counted, seconds = _departures(departed, window)
@@ -246,7 +257,7 @@ def level_stats(
     return LevelStats(
         window=window,
         requests=len(traces),
-        failed=len(traces) - len(ok),
+        failed=len(traces) - len(every_ok),
         ttft_ms=percentiles([t.ttft_ms for t in ok]),
         tpot_ms=percentiles([t.tpot_ms for t in ok]),
         total_ms=percentiles([t.total_ms for t in ok]),
@@ -264,7 +275,25 @@ def level_stats(
         due_ttft_ms=percentiles([t.due_ttft_ms for t in ok]),
         due_total_ms=percentiles([t.due_total_ms for t in ok]),
         late_ms=percentiles([t.late_ms for t in traces]),
+        warmup=warmup,
+        steady=steady,
+        warmup_ttft_ms=percentiles(warm),
     )
+
+
+def _steady(ok: list[RequestTrace]) -> tuple[list[RequestTrace], int, bool | None]:
+    """The level's successful requests past its warm-up, how many the warm-up held, and
+    whether it settled: MSER-5 (:func:`~latdoc.analysis.stats.steady_state`) on their
+    TTFT in the order they finished, the order the server served them in."""
+    done = sorted(
+        (t for t in ok if t.done_ns is not None and t.ttft_ms is not None),
+        key=lambda t: t.t0_ns + (t.done_ns or 0),
+    )
+    found = steady_state([t.ttft_ms or 0.0 for t in done])
+    if found is None or not found.warmup:
+        return ok, 0, None if found is None else found.reached
+    left_out = {id(t) for t in done[: found.warmup]}
+    return [t for t in ok if id(t) not in left_out], found.warmup, True
 
 
 def _departures(

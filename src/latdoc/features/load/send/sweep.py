@@ -98,6 +98,9 @@ class LoadPlan:
     max_error_rate: float = 0.5
     max_in_flight: int = 64
     """Open loop: requests open at once, at most."""
+    burst_start: bool = False
+    """Closed loop: every stream sends its first request at the level's start, where by
+    default their first sends are spread over one mean request time (``--burst-start``)."""
     seed: int | None = None
     max_cost: float | None = None
     """Dollars the run may spend, counted at :attr:`price`; ``None`` for no cap."""
@@ -174,6 +177,9 @@ class _Sweep:
         self.words = ASSUMED.words_for(plan.prompt_tokens)
         self.cost = prompt_cost(ASSUMED, self.words)
         self.meter = ClientMeter()
+        self.request_ns: list[int] = [0, 0]
+        """The successful requests' time end to end so far, summed, and their count: a
+        closed level spreads its streams' first sends over their mean."""
 
     def note(self, text: str) -> None:
         note = StepNote(Step.RUN, text)
@@ -197,6 +203,9 @@ class _Sweep:
         trace = await session.request(prompt, out, on_event=self.plan.on_event, due_ns=due_ns)
         self.meter.observe(trace)
         self.budget.settle(reservation, trace)
+        if trace.ok and trace.done_ns is not None:
+            self.request_ns[0] += trace.done_ns
+            self.request_ns[1] += 1
         self.on_sample(
             Sample(step, trace, self.plan.prompt_tokens, tag, index=self.index, worker=self.worker)
         )
@@ -231,17 +240,40 @@ class _Sweep:
             # at 128 streams in one pool was most of the client's CPU. A stream sends one
             # request at a time, so its own one-connection pool never holds it back.
 
-            async def stream() -> None:
+            spread = not self.plan.burst_start and streams > 1
+            done, count = self.request_ns
+            mean = done / count if count else None
+            pilot = asyncio.get_running_loop().create_future() if spread and mean is None else None
+
+            async def stream(k: int) -> None:
                 # Each request is due when the stream's last one ended; the first, when
-                # the level began.
+                # the level began, or its place in the spread start: stream k of n at
+                # k/n of a mean request time, so n streams do not all queue in the
+                # client at the first instant. With no request timed yet, stream 0's
+                # first request is the pilot that times one, the others spread after it.
                 due = start
                 async with self._session() as session:
+                    if spread and k:
+                        if pilot is not None:
+                            ended, took = await pilot
+                            due = ended + int(took * k / streams)
+                        else:
+                            due = start + int((mean or 0.0) * k / streams)
+                        wait = due - now_ns()
+                        if wait > 0:
+                            await asyncio.sleep(wait / _NS)
                     while level.sending:
-                        due = await self.send(session, level, Step.LOAD, label, due)
+                        ended = await self.send(session, level, Step.LOAD, label, due)
+                        if pilot is not None and not pilot.done():
+                            pilot.set_result((ended, ended - due))
+                        due = ended
+                if pilot is not None and not pilot.done():
+                    # The level stopped before the pilot was sent: nothing to spread.
+                    pilot.set_result((now_ns(), 0))
 
             async with asyncio.TaskGroup() as group:
-                for _ in range(streams):
-                    group.create_task(stream())
+                for k in range(streams):
+                    group.create_task(stream(k))
         except BaseException:
             partial = True
             raise
