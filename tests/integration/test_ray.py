@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -118,7 +119,10 @@ def test_a_dead_actor_loses_only_its_in_flight_requests(
         killer = threading.Thread(target=kill_worker_one)
         killer.start()
         run = load_endpoint(
-            _plan(server.base_url, concurrency=(4,), duration_per_level=2.5),
+            # Both streams of each actor send at once (no spread start): two in flight.
+            replace(
+                _plan(server.base_url, concurrency=(4,), duration_per_level=2.5), burst_start=True
+            ),
             store=store,
             workers=Workers(2, ray=cluster.address),
         )

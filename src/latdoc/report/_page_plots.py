@@ -59,13 +59,16 @@ def load_ttft_svg(
     *,
     limits: Sequence[tuple[str, float]] = (),
     best: int | None = None,
+    due_ms: Sequence[tuple[float, float] | None] = (),
 ) -> str | None:
     """TTFT p50 and p95 by load level, the knee marked; each of ``limits`` (an SLO's
     objective, named, and its limit in ms) a horizontal line, and ``best`` (the most load
-    that met them) marked."""
+    that met them) marked; ``due_ms``, the p50 and p95 from when each request was due,
+    drawn beside the p95 with the gap between them shaded: the generator's own queue
+    (client saturation) stands apart from the server's (both lines rise together)."""
     return _by_level(
         levels, ttft_ms, knee, axis, limits=limits, best=best,
-        gid="load-ttft", quantity="time to first token",
+        gid="load-ttft", quantity="time to first token", due_ms=due_ms,
     )  # fmt: skip
 
 
@@ -94,6 +97,7 @@ def _by_level(
     best: int | None,
     gid: str,
     quantity: str,
+    due_ms: Sequence[tuple[float, float] | None] = (),
 ) -> str | None:
     """A latency's p50 and p95 by load level, with the marks :func:`load_ttft_svg` says."""
     points = [(k, v) for k, v in enumerate(values_ms) if v is not None]
@@ -113,6 +117,19 @@ def _by_level(
             linestyle="--", label="p95", color=SERIES_COLOURS[0],
         )  # fmt: skip
         p95.set_gid(f"{gid}-p95")
+        due = [(k, v[1], d[1]) for k, v in points if k < len(due_ms) and (d := due_ms[k])]
+        if due:
+            (from_due,) = ax.plot(
+                [k for k, _, _ in due], [d for _, _, d in due], marker="^", markersize=3,
+                linewidth=1.2, linestyle=":", label="p95 from the due time",
+                color=SERIES_COLOURS[4],
+            )  # fmt: skip
+            from_due.set_gid(f"{gid}-due-p95")
+            gap = ax.fill_between(
+                [k for k, _, _ in due], [v for _, v, _ in due], [d for _, _, d in due],
+                color=SERIES_COLOURS[4], alpha=0.15, linewidth=0,
+            )  # fmt: skip
+            gap.set_gid(f"{gid}-due-gap")
         if knee is not None:
             mark = ax.axvline(knee, color=MUTED, linestyle=":", linewidth=1.2)
             mark.set_gid("load-knee")
@@ -142,6 +159,8 @@ def _by_level(
         ax.grid(axis="y")
         ax.legend(loc="upper left", frameon=False)
         label = f"{quantity[0].upper()}{quantity[1:]} p50 and p95 by load level"
+        if due:
+            label += ", and the p95 from when each request was due"
         if limits:
             label += ", against the SLO " + ", ".join(name for name, _ in limits)
         if best is not None:

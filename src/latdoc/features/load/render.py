@@ -336,8 +336,12 @@ def render_load_html(
     knee = None if analysis.knee is None else analysis.levels.index(analysis.knee)
     objectives = () if found is None else found.objectives
     limits = [(o.text, o.limit_ms) for o in objectives if o.metric == "ttft"]
+    due = [
+        (lv.due_ttft_ms.p50, lv.due_ttft_ms.p95) if lv.due_ttft_ms else None
+        for lv in analysis.levels
+    ]
     ttft_svg = load_ttft_svg(
-        labels, ttft, knee, axis, limits=limits, best=_found_level(analysis, found)
+        labels, ttft, knee, axis, limits=limits, best=_found_level(analysis, found), due_ms=due
     )
     tpot = [(lv.tpot_ms.p50, lv.tpot_ms.p95) if lv.tpot_ms else None for lv in analysis.levels]
     tpot_limits = [(o.text, o.limit_ms) for o in objectives if o.metric == "tpot"]
