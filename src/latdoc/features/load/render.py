@@ -30,7 +30,6 @@ from latdoc.features.load.analysis import (
     find_tail_knee,
     findings,
     level_name,
-    user_turns_document,
 )
 from latdoc.i18n import N_
 from latdoc.model import cost_to_dict
@@ -219,6 +218,25 @@ def _turns_block(turns: UserTurns, unit: str, slo: Slo) -> list[RenderableType]:
         Padding(table, (0, 0, 0, 2)),
         Padding(Text(" ".join(said), style="dim"), (0, 0, 0, 2)),
     ]
+
+
+def user_turns_document(turns: UserTurns) -> dict[str, Any]:
+    """A replay's user turns as JSON: each place in a session, then all turns."""
+
+    def row(r: TurnRow) -> dict[str, Any]:
+        return {
+            "turn": r.turn,
+            "turns": r.turns,
+            "failed": r.failed,
+            "requests_per_turn": r.calls,
+            "wait_ms": _pdict(r.wait_ms),
+            "answer_ttft_ms_p50": r.answer_ttft_ms,
+            "answer_tpot_ms_p50": r.answer_tpot_ms,
+            "answer_cached_tokens_p50": r.cached_tokens,
+            "met_slo": r.met,
+        }
+
+    return {"by_turn": [row(r) for r in turns.rows], "all": row(turns.overall)}
 
 
 def _pdict(p: Percentiles | None) -> dict[str, float] | None:

@@ -9,7 +9,8 @@ import dataclasses
 
 import pytest
 
-from latdoc.features.load.analysis import Slo, user_turns, user_turns_document
+from latdoc.features.load.analysis import Slo, user_turns
+from latdoc.features.load.render import user_turns_document
 from latdoc.records import RequestTrace, Sample, Step
 from report_samples import make_trace
 

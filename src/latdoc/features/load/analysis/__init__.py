@@ -76,7 +76,6 @@ from latdoc.features.load.analysis._turns import (
     UserTurns,
     turn_values,
     user_turns,
-    user_turns_document,
 )
 
 __all__ = [
@@ -118,6 +117,5 @@ __all__ = [
     "read_values",
     "turn_values",
     "user_turns",
-    "user_turns_document",
     "windows_kept",
 ]

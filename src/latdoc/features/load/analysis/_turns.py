@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from latdoc.features.load.analysis._level import Percentiles, Slo, percentiles
 from latdoc.records import RequestTrace, Sample
@@ -26,10 +25,8 @@ __all__ = [
     "USER_TURNS_META",
     "TurnRow",
     "UserTurns",
-    "turn_row_document",
     "turn_values",
     "user_turns",
-    "user_turns_document",
 ]
 
 USER_TURNS_META = "user_turns"
@@ -149,29 +146,3 @@ def _row(turn: int | None, turns: list[list[RequestTrace]], slo: Slo | None) -> 
         statistics.median(cached) if cached else None,
         None if slo is None else sum(1 for w, a in waits if slo.met_by(a, ttft_ms=w)),
     )
-
-
-def turn_row_document(row: TurnRow) -> dict[str, Any]:
-    """A row as JSON: milliseconds, counts."""
-    wait = row.wait_ms
-    return {
-        "turn": row.turn,
-        "turns": row.turns,
-        "failed": row.failed,
-        "requests_per_turn": row.calls,
-        "wait_ms": None
-        if wait is None
-        else {"p50": wait.p50, "p95": wait.p95, "p99": wait.p99, "mean": wait.mean},
-        "answer_ttft_ms_p50": row.answer_ttft_ms,
-        "answer_tpot_ms_p50": row.answer_tpot_ms,
-        "answer_cached_tokens_p50": row.cached_tokens,
-        "met_slo": row.met,
-    }
-
-
-def user_turns_document(turns: UserTurns) -> Mapping[str, Any]:
-    """The user turns as JSON: each place in a session, then all turns."""
-    return {
-        "by_turn": [turn_row_document(r) for r in turns.rows],
-        "all": turn_row_document(turns.overall),
-    }

@@ -332,6 +332,31 @@ async def search(
                    by_rate, sweep.on_turns)  # fmt: skip
 
 
+async def searched(
+    plan: LoadPlan,
+    objectives: Sequence[Objective],
+    levels: Levels,
+    limit: float,
+    on_level: Callable[[LevelWindow], None],
+    on_result: Callable[[FindMax], None],
+    note: Callable[[str], None],
+    start_rate: float | None = None,
+) -> None:
+    """:func:`search` within the plan's time budget, each level's window handed on in the
+    order of its load (the knee reads them so), the answer to ``on_result``."""
+    windows: list[LevelWindow] = []
+
+    async def run() -> None:
+        try:
+            result = await search(plan, objectives, levels, limit, windows.append, start_rate)
+        finally:
+            for w in sorted(windows, key=lambda w: w.concurrency or w.rate or 0):
+                on_level(w)
+        on_result(result)
+
+    await within_time_budget(levels.budget.seconds_left, run(), note)
+
+
 def _merged(
     windows: Sequence[LevelWindow], number: int, value: float, by_rate: bool
 ) -> LevelWindow:
@@ -370,20 +395,10 @@ def find_max_sweep(
     ) -> list[StepNote]:
         budget = budget_for(plan)
         runner = _Sweep(plan, budget, keep, on_level, on_progress, on_note)
-        windows: list[LevelWindow] = []
-
-        async def run() -> None:
-            try:
-                result = await search(
-                    plan, objectives, _Generated(runner), limit, windows.append, start_rate
-                )
-            finally:
-                # The knee reads the levels in the order of their load.
-                for w in sorted(windows, key=lambda w: w.concurrency or w.rate or 0):
-                    on_level(w)
-            on_result(result)
-
-        await within_time_budget(budget.seconds_left, run(), runner.note)
+        await searched(
+            plan, objectives, _Generated(runner), limit, on_level, on_result, runner.note,
+            start_rate,
+        )  # fmt: skip
         return runner.notes
 
     return sweep
@@ -400,4 +415,5 @@ __all__ = [
     "find_max_sweep",
     "objective",
     "search",
+    "searched",
 ]

@@ -41,7 +41,7 @@ from latdoc.features.load.analysis import (
     read_values,
     turn_values,
 )
-from latdoc.features.load.send.findmax import search
+from latdoc.features.load.send.findmax import searched
 from latdoc.features.load.send.meter import ClientMeter
 from latdoc.features.load.send.sweep import LoadPlan, _Level, too_many_failed, within_time_budget
 from latdoc.i18n import N_, Message
@@ -313,17 +313,7 @@ class _Replayer:
         start = now_ns()
         partial = False
         try:
-
-            async def stream() -> None:
-                async with self._session() as session:
-                    for turns in sessions:
-                        if self.stopped is not None:
-                            return
-                        await self._conversation(session, turns, streams)
-
-            async with asyncio.TaskGroup() as group:
-                for _ in range(streams):
-                    group.create_task(stream())
+            await self.on_streams(streams, sessions)
         except BaseException:
             partial = True
             raise
@@ -332,6 +322,27 @@ class _Replayer:
                 LevelWindow(1, streams, None, start, now_ns(), partial=partial,
                             client=self.meter.end())
             )  # fmt: skip
+
+    async def on_streams(
+        self,
+        streams: int,
+        sessions: Iterator[list[TraceRequest]],
+        sending: Callable[[], bool] | None = None,
+    ) -> None:
+        """``streams`` streams, each replaying the next of ``sessions`` in turn, until
+        they run out, the replay stops, or ``sending`` says the level is over."""
+
+        async def stream() -> None:
+            async with self._session() as session:
+                while self.stopped is None and (sending is None or sending()):
+                    turns = next(sessions, None)
+                    if turns is None:
+                        return
+                    await self._conversation(session, turns, streams, sending)
+
+        async with asyncio.TaskGroup() as group:
+            for _ in range(streams):
+                group.create_task(stream())
 
     async def _conversation(
         self,
@@ -644,16 +655,7 @@ class _TurnLevels:
         level = self.level = _Level(number, start + int(seconds * _NS))
         partial = False
         try:
-
-            async def stream() -> None:
-                async with r._session() as session:
-                    while level.sending and r.stopped is None:
-                        turns = next(self.sessions)
-                        await r._conversation(session, turns, streams, lambda: level.sending)
-
-            async with asyncio.TaskGroup() as group:
-                for _ in range(streams):
-                    group.create_task(stream())
+            await r.on_streams(streams, self.sessions, lambda: level.sending)
         except BaseException:
             partial = True
             raise
@@ -710,18 +712,7 @@ def find_max_replay_sweep(
         budget = budget_for(plan)
         replayer = _Replayer(plan, replay, shape, budget, keep, on_level, on_note, progress)
         levels = _TurnLevels(replayer)
-        windows: list[LevelWindow] = []
-
-        async def run() -> None:
-            try:
-                result = await search(plan, objectives, levels, limit, windows.append)
-            finally:
-                # The knee reads the levels in the order of their load.
-                for w in sorted(windows, key=lambda w: w.concurrency or 0):
-                    on_level(w)
-            on_result(result)
-
-        await within_time_budget(budget.seconds_left, run(), replayer.note)
+        await searched(plan, objectives, levels, limit, on_level, on_result, replayer.note)
         replayer.say_tools()
         return replayer.notes
 
