@@ -257,7 +257,7 @@ class ProbeSession:
         self,
         prompt: Prompt,
         max_tokens: int,
-        on_event: Hooks,
+        hooks: Hooks,
         extra: list[tuple[bytes, bytes]],
         request_id: str | None,
         attempt: int,
@@ -270,14 +270,14 @@ class ProbeSession:
             if self._pool is None:
                 self._pool = self._new_pool()
             trace = await self._measure(
-                self._pool, self._line, prompt, max_tokens, on_event, headers, request_id
+                self._pool, self._line, prompt, max_tokens, hooks, headers, request_id
             )
         else:
             pool = self._new_pool(resume_tls=resume_tls)
             line = PoolLine(1, multiplexed=False)
             try:
                 trace = await self._measure(
-                    pool, line, prompt, max_tokens, on_event, headers, request_id
+                    pool, line, prompt, max_tokens, hooks, headers, request_id
                 )
             finally:
                 await pool.aclose()
@@ -290,7 +290,7 @@ class ProbeSession:
         line: PoolLine,
         prompt: Prompt,
         max_tokens: int,
-        on_event: Hooks,
+        hooks: Hooks,
         extra_headers: list[tuple[bytes, bytes]],
         request_id: str,
     ) -> RequestTrace:
@@ -318,7 +318,7 @@ class ProbeSession:
             line.enter(rec)
             try:
                 async with asyncio.timeout(self.timeouts.total):
-                    await self._exchange(pool, rec, content, exchange, on_event, extra_headers)
+                    await self._exchange(pool, rec, content, exchange, hooks, extra_headers)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -362,7 +362,7 @@ class ProbeSession:
         rec: Recorder,
         content: bytes,
         out: Exchange,
-        on_event: Hooks,
+        hooks: Hooks,
         extra_headers: list[tuple[bytes, bytes]],
     ) -> None:
         t = self.timeouts
@@ -395,7 +395,7 @@ class ProbeSession:
                 body = await read_error_body(response) if "json" in ctype.lower() else b""
                 raise StreamFailure(unframed(body, ctype, self.endpoint.spec, rec.phase))
             state = StreamState(
-                rec.t0, self._count_tokens, on_event[0], self.endpoint.dialect, on_info=on_event[1]
+                rec.t0, self._count_tokens, hooks[0], self.endpoint.dialect, on_info=hooks[1]
             )
             out.state = state
             decoder = out.decoder = framing.decoder()

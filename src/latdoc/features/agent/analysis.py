@@ -225,14 +225,12 @@ def analyse_agent(spans: Sequence[AgentSpan]) -> AgentRun | None:
 def _ttft_by_cache(traces: list[RequestTrace]) -> tuple[float | None, float | None]:
     """The median TTFT of the calls that reported cached prompt tokens and of those that
     reported none (a call that did not say is in neither), where both are there."""
-    timed = [t for t in traces if t.ok and t.ttft_ms is not None]
-    cached = [t.ttft_ms for t in timed if t.cached_prompt_tokens]
-    fresh = [t.ttft_ms for t in timed if t.cached_prompt_tokens == 0]
+    timed = [(t.cached_prompt_tokens, ms) for t in traces if t.ok and (ms := t.ttft_ms) is not None]
+    cached = [ms for tokens, ms in timed if tokens]
+    fresh = [ms for tokens, ms in timed if tokens == 0]
     if not cached or not fresh:
         return None, None
-    return statistics.median(v for v in cached if v is not None), statistics.median(
-        v for v in fresh if v is not None
-    )
+    return statistics.median(cached), statistics.median(fresh)
 
 
 def _bars(spans: Sequence[AgentSpan], turns: list[Turn]) -> tuple[Bar, ...]:

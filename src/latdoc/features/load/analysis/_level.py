@@ -243,9 +243,7 @@ def level_stats(
     """One level's numbers from the samples sent in it, its cost at ``price``."""
     traces = [s.trace for s in samples]
     every_ok = [t for t in traces if t.ok]
-    ok, warmup, steady = _steady(every_ok)
-    kept = {id(t) for t in ok}
-    warm = [t.ttft_ms for t in every_ok if id(t) not in kept]
+    ok, warm, steady = _steady(every_ok)
     start, end = window.start_ns, window.end_ns
     sent_in = [t for t in traces if start <= t.t0_ns <= end]
     departed = sorted(
@@ -275,25 +273,28 @@ def level_stats(
         due_ttft_ms=percentiles([t.due_ttft_ms for t in ok]),
         due_total_ms=percentiles([t.due_total_ms for t in ok]),
         late_ms=percentiles([t.late_ms for t in traces]),
-        warmup=warmup,
+        warmup=len(warm),
         steady=steady,
-        warmup_ttft_ms=percentiles(warm),
+        warmup_ttft_ms=percentiles([t.ttft_ms for t in warm]),
     )
 
 
-def _steady(ok: list[RequestTrace]) -> tuple[list[RequestTrace], int, bool | None]:
-    """The level's successful requests past its warm-up, how many the warm-up held, and
-    whether it settled: MSER-5 (:func:`~latdoc.analysis.stats.steady_state`) on their
-    TTFT in the order they finished, the order the server served them in."""
+def _steady(
+    ok: list[RequestTrace],
+) -> tuple[list[RequestTrace], list[RequestTrace], bool | None]:
+    """The level's successful requests past its warm-up, the warm-up's, and whether it
+    settled: MSER-5 (:func:`~latdoc.analysis.stats.steady_state`) on their TTFT in the
+    order they finished, the order the server served them in."""
     done = sorted(
         (t for t in ok if t.done_ns is not None and t.ttft_ms is not None),
         key=lambda t: t.t0_ns + (t.done_ns or 0),
     )
     found = steady_state([t.ttft_ms or 0.0 for t in done])
     if found is None or not found.warmup:
-        return ok, 0, None if found is None else found.reached
-    left_out = {id(t) for t in done[: found.warmup]}
-    return [t for t in ok if id(t) not in left_out], found.warmup, True
+        return ok, [], None if found is None else found.reached
+    warm = done[: found.warmup]
+    left_out = {id(t) for t in warm}
+    return [t for t in ok if id(t) not in left_out], warm, True
 
 
 def _departures(
