@@ -21,6 +21,7 @@ from latdoc.lab.sim import LabConfig, output_text
 from latdoc.probe import Tool, dialects
 from latdoc.probe.dialects import DialectSpec
 from latdoc.store.codec import trace_from_record, trace_to_record
+from machine_noise import MachineNoise
 from packet_capture import LoopbackCapture, can_capture
 
 KEY = "tools-key-0123456789"
@@ -75,10 +76,12 @@ def test_a_tool_call_is_recorded_with_its_name_size_and_last_byte(
     ("name", "marker"), [("chat", b'"tool_calls"'), ("anthropic", b'"tool_use"')]
 )
 def test_the_first_tool_call_is_stamped_within_a_millisecond_of_the_wire(
-    lab: LabFactory, name: str, marker: bytes
+    lab: LabFactory, name: str, marker: bytes, machine_noise: MachineNoise
 ) -> None:
     """The segment that carried the first tool-call event, as the kernel saw it arrive on
-    loopback, against the probe's stamp of that event."""
+    loopback, against the probe's stamp of that event: within 1 ms on a quiet machine,
+    widened by the scheduling noise the test measured of its own machine (beside a CPU
+    hog the stamp came 1.95 ms after the segment)."""
     dialect = dialects.resolve(name)
     with lab(LabConfig(latency=FAST, answer_tokens=ANSWER)) as server:
         port = urlsplit(server.base_url).port
@@ -89,7 +92,7 @@ def test_the_first_tool_call_is_stamped_within_a_millisecond_of_the_wire(
     wire = capture.first(marker)
     gap_ms = (trace.t0_ns + trace.first_tool_call_ns - wire.t_ns) / 1e6
     print(f"{name}: first tool call stamped {gap_ms:+.3f} ms from the wire")
-    assert abs(gap_ms) < 1.0
+    assert abs(gap_ms) < machine_noise.bound_ms(1.0, 10.0)
 
 
 def test_probe_offers_a_tools_file_and_prints_the_call(lab: LabFactory, tmp_path: Path) -> None:
