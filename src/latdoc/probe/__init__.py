@@ -28,6 +28,8 @@ The rooms behind this face, in the order a request passes through them:
   ``--proxy``), and httpcore's own pool for it (HTTP ``CONNECT`` and forwarding, SOCKS5).
 - ``_tools``: the tools a request offers (``--tools FILE``), read from any API's shape.
 - ``_failures``: every lower-level error mapped to a typed failure, once.
+- ``_runner``: the event loop a load sends on (:func:`run_sending`: uvloop's, where it
+  is installed).
 - ``_tcpinfo``, ``_servertiming``, ``_looplag``: the kernel's, the server's and the
   client's own view of the time; ``_metrics``: an engine's ``/metrics`` page, read.
 
@@ -66,6 +68,7 @@ from latdoc.probe._proxy import (
     parse_proxy,
 )
 from latdoc.probe._recorder import Recorder, now_ns
+from latdoc.probe._runner import LOOP_ENV, loop_name, run_sending
 from latdoc.probe._session import EventHook, InfoHook, ProbeSession, ResendHook
 from latdoc.probe._sse import SSEDecoder, SSEEvent
 from latdoc.probe._stream_state import StreamState
@@ -82,6 +85,7 @@ from latdoc.probe._tools import CalledTool, Tool, load_tools, parse_tools
 
 __all__ = [
     "BASE_URL_VARIABLE",
+    "LOOP_ENV",
     "READER_LAG",
     "ApiChoice",
     "CalledTool",
@@ -126,6 +130,7 @@ __all__ = [
     "http_error",
     "kernel_stamps_possible",
     "load_tools",
+    "loop_name",
     "merge_fields",
     "metrics_url",
     "now_ns",
@@ -137,6 +142,7 @@ __all__ = [
     "proxy_secrets",
     "read_tcp_info",
     "request_body",
+    "run_sending",
     "scrape_metrics",
     "system_resolver",
     "warm_up",

@@ -250,10 +250,38 @@ class Inbox:
         return self._waiter
 
 
-def _wake(waiters: list[asyncio.Future[None]]) -> None:
-    for waiter in waiters:
-        if not waiter.done():
-            waiter.set_result(None)
+class _Waker:
+    """Wakes one event loop's waiters from the reader thread with one thread-safe call
+    at a time: while a call is queued and the loop has not run it, waiters found later
+    join it instead of writing to the loop's self-pipe again. A write, the loop's wake-up
+    and its read of the pipe for every segment were most of the syscalls of a level at
+    hundreds of streams, and a busy loop runs behind the reader."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = weakref.ref(loop)
+        """Held weakly, as the reader's table of wakers holds its loops."""
+        self._pending: list[asyncio.Future[None]] = []
+        self._lock = threading.Lock()
+
+    def add(self, waiters: list[asyncio.Future[None]]) -> None:
+        """In the reader thread: wake ``waiters`` at the loop's next turn."""
+        with self._lock:
+            queued = bool(self._pending)
+            self._pending.extend(waiters)
+        loop = self._loop()
+        if not queued and loop is not None:
+            try:
+                loop.call_soon_threadsafe(self._run)
+            except RuntimeError:  # a closed loop: nobody waits now
+                with self._lock:
+                    self._pending.clear()
+
+    def _run(self) -> None:
+        with self._lock:
+            waiters, self._pending = self._pending, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
 
 class _Reader:
@@ -266,6 +294,10 @@ class _Reader:
         """Held weakly: a stream dropped without being closed takes its inbox and socket
         with it (closing the socket takes it out of the epoll set), as asyncio's own
         transports are collected."""
+        self._wakers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Waker] = (
+            weakref.WeakKeyDictionary()
+        )
+        """Each loop's waker, dropped with its loop."""
         self._thread = threading.Thread(target=self._run, name="latdoc-arrivals", daemon=True)
         self._thread.start()
 
@@ -298,8 +330,13 @@ class _Reader:
             for fd, _mask in events:
                 self._pull(fd, waking)
             for loop, waiters in waking.items():
-                with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits now
-                    loop.call_soon_threadsafe(_wake, waiters)
+                self._waker(loop).add(waiters)
+
+    def _waker(self, loop: asyncio.AbstractEventLoop) -> _Waker:
+        waker = self._wakers.get(loop)
+        if waker is None:
+            waker = self._wakers[loop] = _Waker(loop)
+        return waker
 
     def _pull(
         self, fd: int, waking: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]]

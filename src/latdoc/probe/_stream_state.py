@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from latdoc.errors import ErrorKind, Phase, StreamFailure, TraceError
 from latdoc.probe import dialects
 from latdoc.probe._events import EventInfo, Usage, merge_usage
@@ -73,7 +75,7 @@ class StreamState:
             self.done_marker = True
             return
         try:
-            obj = json.loads(data)
+            obj = _loads(data)
         except ValueError:
             raise StreamFailure(
                 TraceError(
@@ -187,6 +189,18 @@ class StreamState:
         grown = max(0, reasoned - self._last_reasoning_tokens)
         self._last_reasoning_tokens = max(reasoned, self._last_reasoning_tokens)
         return 0 if info.reasoning_chars else grown
+
+
+def _loads(data: str) -> Any:
+    """One event's JSON: orjson's reading (a quarter of the standard library's time,
+    the largest part of an event's decoding at hundreds of streams), else the standard
+    library's, which also takes what orjson refuses (``NaN``, a number past a double's
+    range, a lone surrogate escaped) and raises ``ValueError`` on what is not JSON at
+    all."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
 
 
 def _event_type(obj: Any, event: Any) -> str:

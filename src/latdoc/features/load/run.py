@@ -36,6 +36,7 @@ from latdoc.features.load.send.workers import worker_plans
 from latdoc.i18n import N_, Message
 from latdoc.model import price_to_dict
 from latdoc.pipeline import host_meta
+from latdoc.probe import run_sending
 from latdoc.records import Sample, Step, StepNote
 from latdoc.store import LOAD_KIND, Store
 
@@ -391,7 +392,7 @@ def _run_sweep(
     notes: list[StepNote] = list(opening)
     try:
         with writer:
-            asyncio.run(sweep(keep, windows.append, notes.append))
+            run_sending(sweep(keep, windows.append, notes.append))
     except KeyboardInterrupt:
         status = "interrupted"
         notes.append(StepNote(Step.RUN, "interrupted by the user; reported what was measured"))

@@ -15,7 +15,6 @@ and are not levels of the sweep: what it measured is kept in the run's metadata.
 
 from __future__ import annotations
 
-import asyncio
 import math
 import os
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from typing import Any
 from latdoc.analysis.policy import CLIENT_CPU_TARGET
 from latdoc.features.load.analysis import ClientLoad, LevelWindow
 from latdoc.features.load.send.sweep import LoadPlan, _Sweep
+from latdoc.probe import run_sending
 from latdoc.records import Sample
 from latdoc.workload import Budget
 
@@ -96,7 +96,7 @@ def choose_processes(plan: LoadPlan) -> AutoProcesses:
         sweep = _Sweep(calibration, budget, samples.append, windows.append, None, None)
         await sweep.closed(1, streams, CALIBRATION_S)
 
-    asyncio.run(run())
+    run_sending(run())
     cores = os.cpu_count() or 1
     done = [s for s in samples if s.trace.ok]
     window = windows[0] if windows else None

@@ -45,7 +45,7 @@ from latdoc.features.load.send.findmax import searched
 from latdoc.features.load.send.meter import ClientMeter
 from latdoc.features.load.send.sweep import LoadPlan, _Level, too_many_failed, within_time_budget
 from latdoc.i18n import N_, Message
-from latdoc.probe import CalledTool, ProbeSession, Tool, dialects, now_ns
+from latdoc.probe import CalledTool, ProbeSession, Tool, dialects, now_ns, run_sending
 from latdoc.records import RequestTrace, Sample, Step, StepNote
 from latdoc.store import INSTRUMENT_KIND, Store
 from latdoc.workload import (
@@ -566,7 +566,7 @@ def record_replay(
         with store.batch(run_id, max_samples=1) as writer:
             replayer = _Replayer(plan, replay, shape, budget, writer.add, lambda _w: None,
                                  notes.append, on_progress, as_traffic=True)  # fmt: skip
-            asyncio.run(within_time_budget(budget.seconds_left, replayer.run(), replayer.note))
+            run_sending(within_time_budget(budget.seconds_left, replayer.run(), replayer.note))
     except KeyboardInterrupt:
         status = "interrupted"
         notes.append(StepNote(Step.RUN, "interrupted by the user; kept what finished"))

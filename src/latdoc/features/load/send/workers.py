@@ -32,7 +32,7 @@ from latdoc.errors import UsageError
 from latdoc.features.load.analysis import LevelWindow
 from latdoc.features.load.send.sweep import LoadPlan, _Level, _Sweep
 from latdoc.i18n import N_, Message
-from latdoc.probe import now_ns
+from latdoc.probe import now_ns, run_sending
 from latdoc.records import Sample, StepNote
 from latdoc.workload import budget_for
 
@@ -218,7 +218,7 @@ def serve_pipe(conn: Connection, plan: LoadPlan, worker: int) -> None:
         elif message[0] == "where":
             conn.send(worker_host())
         elif message[0] == "level":
-            asyncio.run(_pump(loader, message[1], conn))
+            run_sending(_pump(loader, message[1], conn))
         else:
             return
 
