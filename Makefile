@@ -26,6 +26,16 @@ $(LITELLM_STAMP):
 	$(LITELLM_VENV)/bin/python -m pip install --quiet 'litellm[proxy]==1.108.7'
 	touch $(LITELLM_STAMP)
 
+# Node's openai package, one of the clients the tests point at `latdoc record`: installed
+# from the npm registry where the machine has npm; its tests skip where it has not.
+NODE_STAMP := tests/node/node_modules/.installed
+
+$(NODE_STAMP): tests/node/package.json tests/node/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+		npm ci --prefix tests/node --no-audit --no-fund --silent && touch $(NODE_STAMP) \
+			|| echo "npm ci failed: the tests with Node's openai package will skip"; \
+	else echo "npm not found: the tests with Node's openai package will skip"; fi
+
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
@@ -48,7 +58,7 @@ TEST_WORKERS := -n 3 --dist loadfile
 PYTEST_ARGS ?=
 
 # The ten slowest tests end the report, so a test that grows shows.
-test: $(STAMP) $(LITELLM_STAMP) lint
+test: $(STAMP) $(LITELLM_STAMP) $(NODE_STAMP) lint
 	$(BIN)/pytest -q $(TEST_WORKERS) --durations=10 $(PYTEST_ARGS)
 
 # The flake hunt: `make test` RUNS times on fresh clones of HEAD, HOG_RUNS of them beside
@@ -109,4 +119,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/coverage.py
 
 clean:
-	rm -rf $(VENV) $(LITELLM_VENV) build dist site src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(LITELLM_VENV) tests/node/node_modules build dist site src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

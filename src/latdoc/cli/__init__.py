@@ -111,6 +111,12 @@ def _serve() -> _Family:
     return (serve.add_parser, {"serve": serve.run})
 
 
+def _record() -> _Family:
+    from latdoc.cli import record
+
+    return (record.add_parser, {"record": record.run})
+
+
 def _lab() -> _Family:
     from latdoc.cli._lab_extra import require_lab
 
@@ -147,6 +153,7 @@ _COMMANDS: dict[str, tuple[str, Callable[[], _Family]]] = {
         "the store as a local web app: every run, its verdict and plots, live runs",
         _serve,
     ),
+    "record": ("a local gateway that times every call an application makes through it", _record),
     "lab": ("the lab: endpoints with known latency", _lab),
 }
 """Every command in ``--help``'s order, with its one-line help and the family that has it."""

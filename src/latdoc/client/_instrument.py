@@ -137,6 +137,7 @@ class Instrumentation:
         self._in_flight = 0
         self._closed = False
         self._hooks: list[TraceHook] = []
+        self._amend: Callable[[RequestTrace], RequestTrace] | None = None
         self._writer: QueuedWriter | None = None
         if store.path != ":memory:":
             # A store in memory lives on its own connection only: it is written inline.
@@ -154,6 +155,12 @@ class Instrumentation:
     def not_recorded(self) -> int:
         """Requests latdoc saw finish but failed to record (see :attr:`losses`)."""
         return self.losses.total
+
+    def amend_with(self, amend: Callable[[RequestTrace], RequestTrace]) -> None:
+        """Keep ``amend(trace)`` of each finished request instead of the trace: what the
+        caller measured of the request beside the pool (a gateway's own time). An amend
+        that raises costs that request's record, as any failed step does."""
+        self._amend = amend
 
     def flush(self, timeout: float = CLOSE_TIMEOUT) -> None:
         """Wait, at most ``timeout`` seconds, until every finished request is written."""
@@ -210,6 +217,8 @@ class Instrumentation:
         if self._closed:
             return
         try:
+            if self._amend is not None:
+                trace = self._amend(trace)
             sample = Sample(Step.TRAFFIC, trace, None, concurrency, index=self.requests)
             self.requests += 1
             for hook in self._hooks:

@@ -201,6 +201,11 @@ class RequestTrace:
     an open loop's arrival, a trace's time, the end of the request before it on a closed
     loop's stream. What a user behind the generator waits runs from here; ``None`` where
     nothing scheduled the request (a probe, recorded traffic)."""
+    relay_us: tuple[int, ...] = ()
+    """For a request passed on by a gateway of latdoc's (``latdoc record``): for each
+    piece of the response body, in order, the microseconds from the read that brought
+    it from the upstream to its hand-over to the application's connection: what the
+    gateway added. Empty for a request nothing passed on."""
 
     # -- derived metrics, in milliseconds -------------------------------------
 

@@ -146,6 +146,7 @@ def trace_to_record(trace: RequestTrace) -> dict[str, Any]:
         }
         for c in trace.tool_calls
     ]
+    record["relay_us"] = list(trace.relay_us)
     return record
 
 
@@ -285,6 +286,7 @@ def _trace_v3(record: Mapping[str, Any]) -> RequestTrace:
         tool_calls=tuple(
             _tool_call_v3(c) for c in (r.objects("tool_calls") if r.has("tool_calls") else ())
         ),
+        relay_us=tuple(r.integers("relay_us")) if r.has("relay_us") else (),
     )
     if trace.error is None:
         return trace
