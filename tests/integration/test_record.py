@@ -346,6 +346,9 @@ def test_curl_in_a_loop_against_a_server_that_closes_connections_is_told_keep_al
     assert "  1  200" not in said  # --quiet: no line per call
     with Store(rec.db) as store:
         run = diagnose_traffic(store, rec.run_id)
+        kept = " ".join(n.text for n in store.run_info(rec.run_id).notes)
+    assert "new connection for each of its 6 calls" in kept  # kept with the run
+    assert "The gateway added" in kept
     assert all(s.trace.new_connection and s.trace.tls_ms for s in run.samples)
     assert run.diagnosis.network["server_closes_connections"] == 1.0
     setup = next(f for f in run.diagnosis.findings if f.kind is Kind.NETWORK_SETUP)

@@ -138,6 +138,7 @@ class Instrumentation:
         self._closed = False
         self._hooks: list[TraceHook] = []
         self._amend: Callable[[RequestTrace], RequestTrace] | None = None
+        self._notes: list[StepNote] = []
         self._writer: QueuedWriter | None = None
         if store.path != ":memory:":
             # A store in memory lives on its own connection only: it is written inline.
@@ -162,6 +163,10 @@ class Instrumentation:
         that raises costs that request's record, as any failed step does."""
         self._amend = amend
 
+    def note(self, note: StepNote) -> None:
+        """Keep ``note`` with the run when it closes, before the counts of what was lost."""
+        self._notes.append(note)
+
     def flush(self, timeout: float = CLOSE_TIMEOUT) -> None:
         """Wait, at most ``timeout`` seconds, until every finished request is written."""
         if self._writer is not None:
@@ -177,7 +182,7 @@ class Instrumentation:
             if self._writer is not None:
                 self._writer.close(CLOSE_TIMEOUT)
             self._keep_losses(self.store)
-            notes = [*self.losses.notes(), *self.unreported.notes()]
+            notes = [*self._notes, *self.losses.notes(), *self.unreported.notes()]
             self.store.finish_run(self.run_id, status="recorded", diagnosis=None, notes=notes)
         except Exception as exc:
             # The run stays as it was; the next open of the store marks it interrupted.

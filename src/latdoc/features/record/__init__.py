@@ -1,10 +1,10 @@
 """``latdoc record``: a local gateway in front of the provider that times every call an
 application makes through it, in any language, without touching its code.
 
-Layers, each importing only those below: ``run`` (the gateway's life: listen, pass on,
-keep, stop) and ``render`` (what it says), over ``gateway`` (the ASGI app that passes
-each request on), over ``analysis`` (what a recording kept, and the gateway's own time
-summed up).
+Layers, each importing only those below: ``run`` (the gateway's life: listen, pass
+on, keep, stop), over ``render`` (what it says, and the notes it keeps), over
+``gateway`` (the ASGI app that passes each request on), over ``analysis`` (what a
+recording kept, and the gateway's own time summed up).
 """
 
 from latdoc.features.record.analysis import Recorded

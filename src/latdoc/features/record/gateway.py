@@ -104,11 +104,12 @@ def parse_upstream(text: str) -> Upstream:
             )
         )
     if parts.username or parts.password or parts.query or parts.fragment:
+        bare = parts.scheme + "://" + parts.hostname
         raise UsageError(
             Message(
                 "--upstream {url}: give the base URL alone; the application's requests "
                 "carry their own key and query",
-                url=f"{parts.scheme}://{parts.hostname}",
+                url=bare,
             )
         )
     host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname

@@ -6,7 +6,7 @@ from latdoc.features.record.analysis import Recorded
 from latdoc.i18n import Message, translate
 from latdoc.records import RequestTrace
 
-__all__ = ["call_line", "closing_lines"]
+__all__ = ["call_line", "closing_lines", "gateway_messages"]
 
 
 def call_line(number: int, trace: RequestTrace) -> str:
@@ -22,11 +22,15 @@ def call_line(number: int, trace: RequestTrace) -> str:
             "{n:>5}  {status}  TTFT {ttft}  total {total}  {connection}",
             n=number,
             status=status,
-            ttft="-" if ttft is None else f"{ttft:.0f} ms",
-            total="-" if total is None else f"{total:.0f} ms",
+            ttft=_ms(ttft),
+            total=_ms(total),
             connection=connection,
         )
     )
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else format(value, ".0f") + " ms"
 
 
 def closing_lines(recorded: Recorded) -> list[str]:
@@ -46,46 +50,12 @@ def closing_lines(recorded: Recorded) -> list[str]:
         lines.append(
             translate(
                 Message(
-                    "{n} calls were passed on but not recorded (see `latdoc runs`).",
+                    "Calls passed on but not recorded: {n} (see `latdoc runs`).",
                     n=recorded.not_recorded,
                 )
             )
         )
-    relay = recorded.relay
-    if relay is not None:
-        lines.append(
-            translate(
-                Message(
-                    "The gateway added {p50:.3f} ms a piece of body at the median, "
-                    "{p99:.3f} ms at p99 ({pieces} pieces).",
-                    p50=relay.p50_ms,
-                    p99=relay.p99_ms,
-                    pieces=relay.pieces,
-                )
-            )
-        )
-    if recorded.requests >= 2 and recorded.app_connections >= recorded.requests:
-        lines.append(
-            translate(
-                Message(
-                    "The application opened a new connection for each of its {n} calls: "
-                    "it does not keep connections alive.",
-                    n=recorded.requests,
-                )
-            )
-        )
-        if recorded.upstream_reused and recorded.setup_ms is not None:
-            lines.append(
-                translate(
-                    Message(
-                        "Through this gateway {reused} of them reused a connection to the "
-                        "provider; sent directly, each would set one up again: "
-                        "{setup:.0f} ms at the median here.",
-                        reused=recorded.upstream_reused,
-                        setup=recorded.setup_ms,
-                    )
-                )
-            )
+    lines.extend(translate(m) for m in gateway_messages(recorded))
     if recorded.kept:
         lines.append(
             translate(
@@ -94,3 +64,39 @@ def closing_lines(recorded: Recorded) -> list[str]:
             )
         )  # fmt: skip
     return lines
+
+
+def gateway_messages(recorded: Recorded) -> list[Message]:
+    """What the gateway added, and the application's own connections where each call
+    opened one: said at the end and kept with the run as its notes."""
+    said: list[Message] = []
+    relay = recorded.relay
+    if relay is not None:
+        said.append(
+            Message(
+                "The gateway added {p50:.3f} ms a piece of body at the median, "
+                "{p99:.3f} ms at p99 ({pieces} pieces).",
+                p50=relay.p50_ms,
+                p99=relay.p99_ms,
+                pieces=relay.pieces,
+            )
+        )
+    if recorded.requests >= 2 and recorded.app_connections >= recorded.requests:
+        said.append(
+            Message(
+                "The application opened a new connection for each of its {n} calls: "
+                "it does not keep connections alive.",
+                n=recorded.requests,
+            )
+        )
+        if recorded.upstream_reused and recorded.setup_ms is not None:
+            said.append(
+                Message(
+                    "Through this gateway {reused} of them reused a connection to the "
+                    "provider; sent directly, each would set one up again: "
+                    "{setup:.0f} ms at the median here.",
+                    reused=recorded.upstream_reused,
+                    setup=recorded.setup_ms,
+                )
+            )
+    return said

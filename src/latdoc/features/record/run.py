@@ -25,9 +25,10 @@ from latdoc.client import instrument
 from latdoc.errors import UsageError
 from latdoc.features.record.analysis import Recorded, relay_figures
 from latdoc.features.record.gateway import RELAY, AppConnections, Gateway, Upstream
+from latdoc.features.record.render import gateway_messages
 from latdoc.i18n import Message
 from latdoc.probe import run_sending
-from latdoc.records import RequestTrace
+from latdoc.records import RequestTrace, Step, StepNote
 from latdoc.store import INSTRUMENT_KIND, Store, redact_url
 
 __all__ = ["RecordPlan", "Recorded", "record_traffic"]
@@ -149,26 +150,34 @@ def record_traffic(
         with contextlib.suppress(KeyboardInterrupt):
             run_sending(main())
         interrupted = not stopped_by
-        handle.close()
-        meta_gateway = {
-            "upstream": plan.upstream.origin + plan.upstream.prefix,
-            "listen": address,
-            **connections.document(),
-        }
         figures = relay_figures(relays)
-        if figures is not None:
-            meta_gateway["relay_ms"] = figures.document()
-        store.update_meta(run_id, {"gateway": meta_gateway})
-        return Recorded(
+        recorded = Recorded(
             run_id=run_id,
             requests=connections.requests,
-            kept=handle.requests - handle.not_recorded,
+            kept=handle.requests,
             not_recorded=handle.not_recorded,
             app_connections=connections.opened,
             upstream_reused=reused,
             setup_ms=float(statistics.median(setups)) if setups else None,
             relay=figures,
             interrupted=interrupted,
+        )
+        for said in gateway_messages(recorded):
+            handle.note(StepNote(Step.TRAFFIC, said))
+        handle.close()
+        meta_gateway = {
+            "upstream": plan.upstream.origin + plan.upstream.prefix,
+            "listen": address,
+            **connections.document(),
+        }
+        if figures is not None:
+            meta_gateway["relay_ms"] = figures.document()
+        store.update_meta(run_id, {"gateway": meta_gateway})
+        # Records the store could not take are known only once the queue is written.
+        return replace(
+            recorded,
+            kept=handle.requests - handle.not_recorded,
+            not_recorded=handle.not_recorded,
         )
     finally:
         with contextlib.suppress(Exception):
