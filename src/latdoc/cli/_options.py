@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import ipaddress
 import re
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
@@ -384,3 +385,14 @@ def plan_default(plan: type[Any], name: str) -> Any:
         if f.name == name and f.default is not dataclasses.MISSING:
             return f.default
     raise LookupError(f"{plan.__name__}.{name} has no default")
+
+
+def local_host(host: str) -> bool:
+    """``host`` is this machine's loopback (``localhost``, ``127.0.0.1``, ``::1``): a
+    server bound there needs no token (``serve``, ``record``)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False

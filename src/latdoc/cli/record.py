@@ -13,6 +13,7 @@ from latdoc.cli._options import (
     add_lang_argument,
     add_store_argument,
     duration,
+    local_host,
     positive_int,
 )
 from latdoc.errors import UsageError
@@ -90,7 +91,6 @@ def run(args: argparse.Namespace) -> int:
         parse_upstream,
         record_traffic,
     )
-    from latdoc.features.serve import local_host
     from latdoc.records import RequestTrace
 
     upstream = parse_upstream(args.upstream)

@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from latdoc.cli._lab_extra import require_extra
-from latdoc.cli._options import EXIT_OK, add_lang_argument, add_store_argument
+from latdoc.cli._options import EXIT_OK, add_lang_argument, add_store_argument, local_host
 from latdoc.errors import UsageError
 from latdoc.i18n import N_, Message, translate
 
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     require_extra(
         "latdoc serve", N_("the web app"), SERVE_PACKAGES, "pip install 'llm-latency-doctor[serve]'"
     )
-    from latdoc.features.serve import ServeOptions, check_store, local_host, serve
+    from latdoc.features.serve import ServeOptions, check_store, serve
     from latdoc.store import default_path
 
     if not 0 <= args.port <= 65535:

@@ -210,10 +210,13 @@ class _Observed:
         self._core = core
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
+        # Each piece goes on first and is read for the trace after: the application (or
+        # a gateway's client) has it without waiting on the decoding. Nothing is read
+        # from the connection in between, so the piece's arrival is still the last read.
         try:
             async for piece in self._inner:
-                self._watch.call("on_bytes", piece)
                 yield piece
+                self._watch.call("on_bytes", piece)
         except Exception as exc:
             self._watch.call("fail", exc)
             raise _as_core(exc, self._core) from exc

@@ -101,6 +101,7 @@ def record_traffic(
             Gateway(plan.upstream, client, token=plan.token, connections=connections),
             log_level="critical", access_log=False, lifespan="off",
             timeout_graceful_shutdown=int(GRACE_S), server_header=False, date_header=False,
+            proxy_headers=False,
         )  # fmt: skip
         server = uvicorn.Server(config)
         stopped_by: list[str] = []

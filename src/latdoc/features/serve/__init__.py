@@ -10,14 +10,13 @@ proposed it, a watch's day, a load's curves, and a run being written followed li
 """
 
 from latdoc.features.serve.app import API_SCHEMA, ServeOptions, api_index, make_app
-from latdoc.features.serve.run import check_store, local_host, serve
+from latdoc.features.serve.run import check_store, serve
 
 __all__ = [
     "API_SCHEMA",
     "ServeOptions",
     "api_index",
     "check_store",
-    "local_host",
     "make_app",
     "serve",
 ]

@@ -4,7 +4,6 @@ more."""
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Callable
 
 from latdoc.errors import UsageError
@@ -12,17 +11,7 @@ from latdoc.features.serve.app import ServeOptions, make_app
 from latdoc.i18n import Message
 from latdoc.store import Store
 
-__all__ = ["check_store", "local_host", "serve"]
-
-
-def local_host(host: str) -> bool:
-    """``host`` is this machine's loopback (``localhost``, ``127.0.0.1``, ``::1``)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+__all__ = ["check_store", "serve"]
 
 
 def serve(
