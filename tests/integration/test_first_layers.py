@@ -152,4 +152,9 @@ def test_against_the_lab_the_prefill_lies_between_first_event_and_first_token(
         assert (trace.first_token_ns - trace.first_event_ns) / 1e6 > 60.0
     else:
         assert trace.first_event_ns == trace.first_token_ns
-    assert (trace.first_token_ns - trace.sent_ns) / 1e6 >= 80.0
+    # The lab begins its prefill once it has the request, so after the request's first
+    # byte went to the kernel: the first token comes the prefill or more after that.
+    # (``sent`` is when the client saw the request acknowledged, polled on its loop: a
+    # busy machine sees it late, 0.5 ms past the lab's start beside the whole suite.)
+    assert trace.write_start_ns is not None and trace.write_start_ns <= trace.sent_ns
+    assert (trace.first_token_ns - trace.write_start_ns) / 1e6 >= 80.0

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -372,6 +373,57 @@ def test_high_round_trip_is_diagnosed_as_the_network_path(
     rtt_ms = finding["evidence"]["rtt_ms"]
     machine_noise.assert_near(rtt_ms, 120, 6, 30, extra_ms=link_late)
     machine_noise.assert_near(doc["steps"]["network"]["connect_ms"], 120, 6, 30, extra_ms=link_late)
+
+
+RECORD = """
+import json, os, re, subprocess, sys
+args = json.load(sys.stdin)
+gateway = subprocess.Popen(
+    [sys.executable, "-m", "latdoc", "record", "--upstream", args["url"], "--cacert", args["ca"],
+     "--listen", "127.0.0.1:0", "--db", args["db"], "--max-requests", str(args["n"]), "--quiet"],
+    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    env={**os.environ, "LATDOC_LANG": "en"},
+)
+base = re.search(r"(http://127\\.0\\.0\\.1:\\d+\\S*?):?\\s", gateway.stderr.readline()).group(1)
+bodies = [
+    subprocess.run(["curl", "-sS", "-N", "--fail-with-body", base + "/chat/completions",
+                    "-H", "Content-Type: application/json", "-d", json.dumps(args["body"])],
+                   capture_output=True, check=True, timeout=60).stdout.decode()
+    for _ in range(args["n"])
+]
+out, said = gateway.communicate(timeout=60)
+run_id = out.strip().splitlines()[-1]
+doc = subprocess.run([sys.executable, "-m", "latdoc", "diagnose", "--from-run", run_id,
+                      "--db", args["db"], "--json"], capture_output=True, text=True, check=True)
+print(json.dumps({"bodies": bodies, "said": said, "diagnosis": json.loads(doc.stdout)}))
+"""
+
+
+def test_curl_through_latdoc_record_to_a_server_that_closes_connections_is_told_keep_alive(
+    network: tuple[LabNet, LabEndpoint], tmp_path: Path
+) -> None:
+    """The issue's case whole: curl in a loop, in front of it ``latdoc record``, behind it
+    a TLS endpoint 40 ms of round trip away that closes every connection."""
+    net, _ = network
+    closing = net.start_endpoint([*FAST_ENDPOINT, "--no-keep-alive"], port=8447, tls=True)
+    assert closing.ca_file is not None
+    net.set(LinkSettings(delay_ms=20), dns_delay_ms=0)
+    body = {"model": "lab-sim", "messages": [{"role": "user", "content": "the same"}],
+            "stream": True, "max_tokens": 8}  # fmt: skip
+    request = {"url": closing.ip_url, "ca": closing.ca_file, "db": str(tmp_path / "r.db"),
+               "n": 8, "body": body}  # fmt: skip
+    try:
+        result = net.run_client([sys.executable, "-c", RECORD], input=json.dumps(request),
+                                capture_output=True, text=True, timeout=120)  # fmt: skip
+    finally:
+        net.set(LinkSettings(), dns_delay_ms=0)
+    assert result.returncode == 0, result.stderr
+    done = json.loads(result.stdout)
+    assert all(b.rstrip().endswith("data: [DONE]") for b in done["bodies"])
+    assert "new connection for each of its 8 calls" in done["said"]
+    doc = done["diagnosis"]
+    assert doc["verdict"]["primary"] == "network_setup", (doc["shares_ms"], doc["findings"])
+    assert "keep_alive" in [r["key"] for r in doc["remedies"]], doc["remedies"]
 
 
 @needs_root

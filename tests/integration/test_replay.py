@@ -222,5 +222,10 @@ def test_aiperf_conversations_carry_their_system_prompt_and_wait_their_delay(
             assert messages[2]["content"].startswith("answer-")
     for s in range(3):
         assert arrived[f"second {s}"] - arrived[f"first {s}"] >= 0.3
-    _, notes = _run(db)
+    samples, notes = _run(db)
     assert any(n.startswith("the sessions' think times held their streams 0.9 s") for n in notes)
+    # Each turn is due when the turn before ended and its think time passed, the first
+    # when its stream began: it left within a fraction of the 300 ms think time (due at
+    # the last answer's end alone, a second turn would read 300 ms late).
+    lates = [s.trace.late_ms for s in samples]
+    assert None not in lates and max(lates) < 150, lates

@@ -43,7 +43,13 @@ from latdoc.features.load.analysis import (
 )
 from latdoc.features.load.send.findmax import searched
 from latdoc.features.load.send.meter import ClientMeter
-from latdoc.features.load.send.sweep import LoadPlan, _Level, too_many_failed, within_time_budget
+from latdoc.features.load.send.sweep import (
+    LoadPlan,
+    _Level,
+    ended_ns,
+    too_many_failed,
+    within_time_budget,
+)
 from latdoc.i18n import N_, Message
 from latdoc.probe import CalledTool, ProbeSession, Tool, dialects, now_ns, run_sending
 from latdoc.records import RequestTrace, Sample, Step, StepNote
@@ -333,12 +339,16 @@ class _Replayer:
         they run out, the replay stops, or ``sending`` says the level is over."""
 
         async def stream() -> None:
+            # When the stream's next request is due: the level's start, then the end of
+            # its last request, later by the think time or the tools' time the trace
+            # puts between them (a closed loop's due time, over sessions).
+            free = [now_ns()]
             async with self._session() as session:
                 while self.stopped is None and (sending is None or sending()):
                     turns = next(sessions, None)
                     if turns is None:
                         return
-                    await self._conversation(session, turns, streams, sending)
+                    await self._conversation(session, turns, streams, sending, free)
 
         async with asyncio.TaskGroup() as group:
             for _ in range(streams):
@@ -350,9 +360,11 @@ class _Replayer:
         turns: list[TraceRequest],
         streams: int,
         sending: Callable[[], bool] | None = None,
+        free: list[int] | None = None,
     ) -> None:
         """A session's turns in order on one stream, until one fails, the replay stops, or
-        ``sending`` says the level is over (no turn is begun after)."""
+        ``sending`` says the level is over (no turn is begun after); ``free[0]``, when
+        given, is when the stream's last request ended, moved on as each ends."""
         first = turns[0].system if turns else None
         history: list[dict[str, Any]] = (
             [] if first is None else [{"role": "system", "content": first}]
@@ -367,14 +379,19 @@ class _Replayer:
                 if self.stopped is not None or (sending is not None and not sending()):
                     return
             sent: list[tuple[int, RequestTrace]] = []
+            if free is not None:
+                free[0] += int(r.delay_ms * 1e6)
             try:
                 if r.text is None:
                     prompt = prompt_of(r, self.rng)
-                    await self.send(session, r, prompt, Step.LOAD, streams, sent=sent)
+                    due = None if free is None else free[0]
+                    await self.send(session, r, prompt, Step.LOAD, streams, due, sent=sent)
                     continue
-                answered = await self._turn(session, r, history, streams, sent)
+                answered = await self._turn(session, r, history, streams, sent, free)
             finally:
                 self._turn_ended(r.turn, sent)
+                if free is not None and sent:
+                    free[0] = ended_ns(sent[-1][1])
             if answered is None:
                 return
             history = answered
@@ -394,21 +411,29 @@ class _Replayer:
         history: list[dict[str, Any]],
         streams: int,
         sent: list[tuple[int, RequestTrace]],
+        free: list[int] | None = None,
     ) -> list[dict[str, Any]] | None:
         """One user turn: the model asked, with the tools' results handed back as the
         trace has them, until it answers in text; the history with the answer, or
-        ``None`` where a request failed or the replay stopped."""
+        ``None`` where a request failed or the replay stopped. Each request after a tool
+        is due the tools' recorded time after the one before ended (``free``)."""
         messages: list[dict[str, Any]] = [*history, {"role": "user", "content": r.text}]
         results = list(r.tool_results)
+        due = None if free is None else free[0]
         while True:
             calls: dict[object, dict[str, str]] = {}
-            done = await self.send(session, r, messages, Step.LOAD, streams, calls=calls, sent=sent)
+            done = await self.send(
+                session, r, messages, Step.LOAD, streams, due, calls=calls, sent=sent
+            )
             if done is None or not done[0].ok:
                 return None
             answer = done[1]
             if not calls or not results:
                 return [*messages, {"role": "assistant", "content": answer}]
+            waited = sum(res.ms or 0 for res in results[: len(calls)])
             messages = await self._tools_answered(messages, answer, calls, results)
+            if due is not None:
+                due = ended_ns(done[0]) + int(waited * 1e6)
 
     async def _tools_answered(
         self,

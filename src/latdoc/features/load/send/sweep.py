@@ -41,7 +41,7 @@ from latdoc.probe import (
     ProbeSession,
     now_ns,
 )
-from latdoc.records import Sample, Step, StepNote
+from latdoc.records import RequestTrace, Sample, Step, StepNote
 from latdoc.workload import ASSUMED, Budget, budget_for, make_prompt, prompt_cost
 
 DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16)
@@ -218,7 +218,7 @@ class _Sweep:
                 f"{level.failed} of {level.done} requests failed, more than the "
                 f"{self.plan.max_error_rate:.0%} --max-error-rate"
             )
-        return now_ns() if trace.done_ns is None else trace.t0_ns + trace.done_ns
+        return ended_ns(trace)
 
     def _session(self) -> ProbeSession:
         """A session of one connection: one stream's, or one request's at a time."""
@@ -442,6 +442,12 @@ def _seed(seed: int | None, worker: int | None) -> int | None:
     if seed is None or worker is None:
         return seed
     return seed * 10_007 + worker + 1
+
+
+def ended_ns(trace: RequestTrace) -> int:
+    """When ``trace``'s request ended (``perf_counter_ns``): when a closed stream's next
+    request is due. A request that failed before its end ended now."""
+    return now_ns() if trace.done_ns is None else trace.t0_ns + trace.done_ns
 
 
 def _end(level: _Level) -> int:
