@@ -49,7 +49,10 @@ class Recording:
         """Ctrl-C, as a user stops it, unless it stopped by itself."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGINT)
-        self.stdout, _ = self.process.communicate(timeout=timeout)
+        self.process.wait(timeout)
+        # Only the run id comes on stdout; stderr is the reader thread's to read.
+        assert self.process.stdout is not None
+        self.stdout = self.process.stdout.read()
 
     @property
     def run_id(self) -> str:

@@ -12,6 +12,8 @@ a run records about its host and itself, the engine's metrics page, Ray.
 - :func:`host_meta` is what every run records about its host, read by
   :func:`cpu_count`, :func:`tcp_settings` and the readers beside them, which
   ``latdoc system`` reads its checklist's facts with too.
+- :func:`listen_on` and :func:`http_address`: the listening socket of a command that
+  serves (``serve``, ``record``), bound before its server starts.
 - :func:`watch_note` is what the newest watch of an endpoint tells a diagnosis, from
   the verdict by hour of day the watch keeps (:func:`keep_hourly_verdict`).
 - Ray, joined only when ``--ray`` is used: :func:`connect` to a cluster,
@@ -52,6 +54,7 @@ from latdoc.pipeline._host import (
     port_range,
     tcp_settings,
 )
+from latdoc.pipeline._listen import http_address, listen_on
 from latdoc.pipeline._probes import probe_options, send_probes
 from latdoc.pipeline._ray import connect, first_line, run_at_vantages
 from latdoc.pipeline._server_metrics import (
@@ -78,8 +81,10 @@ __all__ = [
     "has_tls13",
     "host_facts_from_meta",
     "host_meta",
+    "http_address",
     "keep_hourly_verdict",
     "latest_watch",
+    "listen_on",
     "measure_steps",
     "metrics_target",
     "named_metrics_url",

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import ssl
 import statistics
 from collections.abc import Callable
@@ -27,6 +26,7 @@ from latdoc.features.record.analysis import Recorded, relay_figures
 from latdoc.features.record.gateway import RELAY, AppConnections, Gateway, Upstream
 from latdoc.features.record.render import gateway_messages
 from latdoc.i18n import Message
+from latdoc.pipeline import http_address, listen_on
 from latdoc.probe import run_sending
 from latdoc.records import RequestTrace, Step, StepNote
 from latdoc.store import INSTRUMENT_KIND, Store, redact_url
@@ -69,8 +69,8 @@ def record_traffic(
     import uvicorn
 
     verify = _verify(plan.cacert)
-    sock = _listen(plan.host, plan.port)
-    address = _address(plan.host, sock.getsockname()[1]) + plan.upstream.prefix
+    sock = listen_on(plan.host, plan.port, backlog=1024)
+    address = http_address(plan.host, sock.getsockname()[1]) + plan.upstream.prefix
     store = Store(plan.db)
     connections = AppConnections()
     relays: list[int] = []
@@ -198,24 +198,3 @@ def _verify(cacert: str | None) -> ssl.SSLContext | bool:
                     or str(exc))
         ) from None  # fmt: skip
     return context
-
-
-def _listen(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host.strip("[]"), port))
-    except OSError as exc:
-        sock.close()
-        raise UsageError(
-            Message("cannot listen on {host}:{port}: {why}", host=host, port=port,
-                    why=exc.strerror or str(exc))
-        ) from None  # fmt: skip
-    sock.listen(1024)
-    return sock
-
-
-def _address(host: str, port: int) -> str:
-    shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
-    return f"http://{shown}:{port}"

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from latdoc.errors import UsageError
 from latdoc.features.serve.app import ServeOptions, make_app
-from latdoc.i18n import Message
+from latdoc.pipeline import http_address, listen_on
 from latdoc.store import Store
 
 __all__ = ["check_store", "serve"]
@@ -23,31 +22,17 @@ def serve(
 ) -> None:
     """Serve until Ctrl-C (or SIGTERM). ``ready`` is told the address once it listens.
     Its access log is off: a request's query may carry the token."""
-    import socket
-
     import uvicorn
 
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host.strip("[]"), port))
-    except OSError as exc:
-        sock.close()
-        raise UsageError(
-            Message("cannot listen on {host}:{port}: {why}", host=host, port=port,
-                    why=exc.strerror or str(exc))
-        ) from None  # fmt: skip
-    sock.listen(128)
-    bound = sock.getsockname()[1]
-    shown_host = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    sock = listen_on(host, port)
+    address = http_address(host, sock.getsockname()[1])
     config = uvicorn.Config(
         make_app(options), log_level="warning", access_log=False, lifespan="off",
         timeout_graceful_shutdown=1,
     )  # fmt: skip
     server = uvicorn.Server(config)
     if ready is not None:
-        ready(f"http://{shown_host}:{bound}/")
+        ready(address + "/")
     try:
         server.run(sockets=[sock])
     finally:
