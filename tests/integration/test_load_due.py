@@ -111,7 +111,7 @@ def test_a_closed_levels_first_sends_are_spread_over_a_request_time(
     spread = firsts[False]
     gaps_ms = [(b - a) / 1e6 for a, b in itertools.pairwise(spread)]
     assert (spread[-1] - spread[0]) / 1e6 == pytest.approx(mean_ms * 15 / 16, rel=0.05)
-    assert all(g == pytest.approx(mean_ms / 16, rel=0.1) for g in gaps_ms)
+    assert all(g == pytest.approx(mean_ms / 16, rel=0.1) for g in gaps_ms), (mean_ms, gaps_ms)
     assert len(set(firsts[True])) == 1  # all due at the level's start
 
 

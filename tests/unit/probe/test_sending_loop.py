@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from typing import Any
 
 import pytest
 
@@ -106,3 +107,33 @@ def test_an_event_that_is_no_json_fails_the_stream_as_malformed() -> None:
     with pytest.raises(StreamFailure) as failed:
         state.on_event(_event('{"choices": [}'), Recorder())
     assert failed.value.error.kind is ErrorKind.MALFORMED
+
+
+def test_a_request_is_never_sent_before_its_time_on_uvloop() -> None:
+    """uvloop reads its clock once a turn, in milliseconds, so a sleep may end before
+    the time it was asked for (asyncio's never does); ``sleep_until`` never does on
+    either, on a loop kept busy between reading the clock and sleeping."""
+    pytest.importorskip("uvloop")
+    from latdoc.features.load.send.sweep import sleep_until
+    from latdoc.probe import now_ns
+
+    async def early(sleep: Any) -> int:
+        found = 0
+        for _ in range(200):
+            due = now_ns() + 2_300_000
+            sum(range(100_000))  # the loop's own work after it read its clock
+            await sleep(due)
+            found += now_ns() < due
+        return found
+
+    async def plain(due: int) -> None:
+        await asyncio.sleep((due - now_ns()) / 1e9)
+
+    async def both() -> tuple[int, int]:
+        return await early(plain), await early(sleep_until)
+
+    plain_early, fixed_early = run_sending(both())
+    assert fixed_early == 0
+    # The plain sleep's early wakes are why: where none came, the test proved nothing.
+    if plain_early == 0:
+        pytest.skip("no early wake of uvloop's sleep in this run")

@@ -47,6 +47,7 @@ from latdoc.features.load.send.sweep import (
     LoadPlan,
     _Level,
     ended_ns,
+    sleep_until,
     too_many_failed,
     within_time_budget,
 )
@@ -296,9 +297,7 @@ class _Replayer:
                         # The prompt is made before its time comes, so making it is no lag.
                         prompt = prompt_of(r, self.rng)
                         due = start + int((r.at_s or 0.0) / speed * _NS)
-                        wait = due - now_ns()
-                        if wait > 0:
-                            await asyncio.sleep(wait / _NS)
+                        await sleep_until(due)
                         session = await idle.get()
                         group.create_task(arrival(session, r, prompt, due))
         except BaseException:
@@ -375,12 +374,15 @@ class _Replayer:
             if r.delay_ms:
                 # The user's think time: the stream holds nothing in flight meanwhile.
                 self.think_waits.append(r.delay_ms / 1000)
-                await asyncio.sleep(r.delay_ms / 1000)
+                if free is None:
+                    await asyncio.sleep(r.delay_ms / 1000)
+                else:
+                    await sleep_until(free[0] + int(r.delay_ms * 1e6))
                 if self.stopped is not None or (sending is not None and not sending()):
                     return
             sent: list[tuple[int, RequestTrace]] = []
             if free is not None:
-                free[0] += int(r.delay_ms * 1e6)
+                free[0] += int((r.delay_ms or 0) * 1e6)
             try:
                 if r.text is None:
                     prompt = prompt_of(r, self.rng)

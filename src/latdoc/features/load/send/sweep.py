@@ -259,9 +259,7 @@ class _Sweep:
                             due = ended + int(took * k / streams)
                         else:
                             due = start + int((mean or 0.0) * k / streams)
-                        wait = due - now_ns()
-                        if wait > 0:
-                            await asyncio.sleep(wait / _NS)
+                        await sleep_until(due)
                     while level.sending:
                         ended = await self.send(session, level, Step.LOAD, label, due)
                         if pilot is not None and not pilot.done():
@@ -331,9 +329,7 @@ class _Sweep:
                 async with asyncio.TaskGroup() as group:
                     for offset in schedule:
                         due = start + int(offset * _NS)
-                        wait = due - now_ns()
-                        if wait > 0:
-                            await asyncio.sleep(wait / _NS)
+                        await sleep_until(due)
                         session = await idle.get()
                         if not level.sending:
                             idle.put_nowait(session)
@@ -442,6 +438,25 @@ def _seed(seed: int | None, worker: int | None) -> int | None:
     if seed is None or worker is None:
         return seed
     return seed * 10_007 + worker + 1
+
+
+async def sleep_until(due_ns: int) -> None:
+    """Return once ``due_ns`` (``perf_counter_ns``) has passed, never before: a loop's
+    timer may fire early (uvloop reads its clock once a turn, in milliseconds), and a
+    request sent before its time would be measured from a due time that had not come."""
+    for _ in range(_EARLY_WAKES):
+        wait = due_ns - now_ns()
+        if wait <= 0:
+            return
+        await asyncio.sleep(wait / _NS)
+
+
+_EARLY_WAKES = 100_000
+"""Sleeps :func:`sleep_until` takes at most. uvloop sets a timer in whole milliseconds
+from a clock read at the start of its turn, so a sleep may end up to a millisecond
+early, and one of under a millisecond ends at the next turn: the last millisecond is
+waited a turn at a time (a few hundred). The bound keeps a clock that never advanced
+from holding a request for ever."""
 
 
 def ended_ns(trace: RequestTrace) -> int:
