@@ -86,6 +86,7 @@ def test_processes_auto_sizes_the_sweep_from_a_calibration_of_its_own(
     # Sent from workers or not, the level says what it cost the busiest process.
     (level,) = document["levels"]
     client = level["window"]["client"]
+    assert client is not None, (level["window"], document["notes"])
     assert client["processes"] == expected and client["loop_lag_ms_p99"] is not None
     assert any(n.startswith(f"--processes auto chose {expected}")
                for n in document["notes"])  # fmt: skip

@@ -71,7 +71,11 @@ def record_traffic(
     verify = _verify(plan.cacert)
     sock = listen_on(plan.host, plan.port, backlog=1024)
     address = http_address(plan.host, sock.getsockname()[1]) + plan.upstream.prefix
-    store = Store(plan.db)
+    try:
+        store = Store(plan.db)
+    except BaseException:
+        sock.close()
+        raise
     connections = AppConnections()
     relays: list[int] = []
     setups: list[float] = []

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import multiprocessing
+import os
 from collections.abc import AsyncIterator, Sequence
 from multiprocessing.process import BaseProcess
 from typing import Any
@@ -89,6 +90,10 @@ class ProcessWorker:
                     await ready
                 finally:
                     loop.remove_reader(conn.fileno())
+            # uvloop's add_reader leaves the descriptor non-blocking; the pipe's reader
+            # reads a message whole, a large one across several reads, and would fail
+            # with EAGAIN halfway through one the worker is still writing.
+            os.set_blocking(conn.fileno(), True)
             return conn.recv()
         except (EOFError, OSError):
             raise self._lost() from None
