@@ -138,16 +138,6 @@ def _client_env(client_src: str | None) -> dict[str, str] | None:
     return {**os.environ, "PYTHONPATH": client_src + (os.pathsep + path if path else "")}
 
 
-def _writes(log: Path) -> dict[str, list[int]]:
-    found: dict[str, list[int]] = {}
-    if log.exists():
-        for line in log.read_text().splitlines():
-            row = json.loads(line)
-            if row["request_id"]:
-                found[row["request_id"]] = row["writes_ns"]
-    return found
-
-
 def run_once(
     url: str,
     streams: int,
@@ -181,7 +171,7 @@ def run_once(
             (info,) = store.list_runs()
             _, samples, _ = store.load_run(info.run_id)
     time.sleep(0.5)  # the lab appends a stream's line as it ends
-    written = _writes(log)
+    written = writes_of(log)
     traces = [s.trace for s in samples if s.trace.ok]
     delay = [d for t in traces if (d := t.client_delay_ms) is not None]
     read_gaps = [g for t in traces for g in t.itl_ms]
@@ -276,6 +266,26 @@ def _per_request(short: Run, long: Run) -> tuple[float, float]:
     )
 
 
+def paced_lab(log: Path) -> LabProcess:
+    """The lab the load benches measure against: 64 tokens paced at 20 ms after a 20 ms
+    prefill, logging when it wrote each token to ``log`` (not started)."""
+    latency = LatencyModel(
+        prefill_base_ms=20.0, prefill_ms_per_token=0.0, decode_ms_per_token=DECODE_MS
+    )
+    return LabProcess(LabConfig(latency=latency, default_max_tokens=TOKENS, write_log=str(log)))
+
+
+def writes_of(log: Path) -> dict[str, list[int]]:
+    """The lab's log: each request's id and when each of its tokens was written."""
+    found: dict[str, list[int]] = {}
+    if log.exists():
+        for line in log.read_text().splitlines():
+            row = json.loads(line)
+            if row["request_id"]:
+                found[row["request_id"]] = row["writes_ns"]
+    return found
+
+
 def _q(values: list[float], q: float) -> float:
     return float(np.quantile(values, q)) if values else float("nan")
 
@@ -305,14 +315,7 @@ def main() -> None:
     profiled: tuple[int, dict[str, int], dict[str, int]] = (0, {}, {})
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "writes.jsonl"
-        config = LabConfig(
-            latency=LatencyModel(
-                prefill_base_ms=20.0, prefill_ms_per_token=0.0, decode_ms_per_token=DECODE_MS
-            ),
-            default_max_tokens=TOKENS,
-            write_log=str(log),
-        )
-        server = LabProcess(config)
+        server = paced_lab(log)
         with pinned(lab_core):
             server.start()  # the lab's process keeps the core it started on
         try:

@@ -32,7 +32,6 @@ Run: ``.venv/bin/python bench/record_overhead.py [--streams 64] [--seconds 10]``
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import signal
@@ -44,24 +43,12 @@ from pathlib import Path
 
 import numpy as np
 
-from latdoc.lab.sim import LabConfig, LabProcess, LatencyModel
 from latdoc.store import Store
+from load_cost import DECODE_MS, TOKENS, paced_lab, writes_of
 from probe_overhead import pinned
 
-DECODE_MS = 20.0
-TOKENS = 64
 GOAL_RELAY_P99_MS = 1.0
 _ADDRESS = re.compile(r"(http://127\.0\.0\.1:\d+\S*?):?\s")
-
-
-def _writes(log: Path) -> dict[str, list[int]]:
-    found: dict[str, list[int]] = {}
-    if log.exists():
-        for line in log.read_text().splitlines():
-            row = json.loads(line)
-            if row["request_id"]:
-                found[row["request_id"]] = row["writes_ns"]
-    return found
 
 
 def _load(url: str, streams: int, seconds: float, db: Path) -> int:
@@ -117,14 +104,7 @@ def main() -> None:
     lab_core, gateway_core = cores[-1], cores[0]
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "writes.jsonl"
-        config = LabConfig(
-            latency=LatencyModel(
-                prefill_base_ms=20.0, prefill_ms_per_token=0.0, decode_ms_per_token=DECODE_MS
-            ),
-            default_max_tokens=TOKENS,
-            write_log=str(log),
-        )
-        server = LabProcess(config)
+        server = paced_lab(log)
         with pinned(lab_core):
             server.start()
         try:
@@ -132,7 +112,7 @@ def main() -> None:
                 direct_n = _load(server.base_url, args.streams, args.seconds,
                                  Path(tmp) / "direct.db")  # fmt: skip
             time.sleep(0.5)
-            direct = _chunk_lags(Path(tmp) / "direct.db", _writes(log))
+            direct = _chunk_lags(Path(tmp) / "direct.db", writes_of(log))
             recording_db = Path(tmp) / "recording.db"
             with pinned(gateway_core):
                 gateway = subprocess.Popen(
@@ -160,8 +140,8 @@ def main() -> None:
                 gateway.returncode = 0
                 gateway.communicate(timeout=60)
             time.sleep(0.5)
-            through = _chunk_lags(Path(tmp) / "through.db", _writes(log))
-            together = _together(_writes(log))
+            through = _chunk_lags(Path(tmp) / "through.db", writes_of(log))
+            together = _together(writes_of(log))
             with Store(recording_db) as store:
                 (info,) = store.list_runs()
                 _, kept, _ = store.load_run(info.run_id)
