@@ -18,6 +18,7 @@ from latdoc import Kind, Step, Store, diagnose_traffic, instrument
 from latdoc.cli import main
 from latdoc.lab.sim import LabConfig, chat_prompt_tokens
 from latdoc.records import RequestTrace
+from streamed_chat import stream_chat
 
 WORDS = (120, 2100, 600, 1200, 120, 2100, 600, 1200)
 
@@ -35,26 +36,11 @@ def _prompt(words: int) -> str:
     return "word " * words
 
 
-async def _chat(client: openai.AsyncOpenAI, text: str) -> str:
-    """The application's own streamed request: it asks for no usage."""
-    stream = await client.chat.completions.create(
-        model="lab-sim",
-        messages=[{"role": "user", "content": text}],
-        max_tokens=4,
-        stream=True,
-    )
-    parts = []
-    async for chunk in stream:
-        for choice in chunk.choices:
-            parts.append(choice.delta.content or "")
-    return "".join(parts)
-
-
 def _record(base_url: str, db: Path, *, ask_usage: bool) -> tuple[str, list[str]]:
     async def go() -> tuple[str, list[str]]:
         client = openai.AsyncOpenAI(api_key="sk-test", base_url=base_url, max_retries=0)
         with Store(db) as store, instrument(client, store=store, ask_usage=ask_usage) as inst:
-            answers = [await _chat(client, _prompt(words)) for words in WORDS]
+            answers = [await stream_chat(client, _prompt(words), max_tokens=4) for words in WORDS]
             run_id = inst.run_id
         await client.close()
         return run_id, answers

@@ -32,6 +32,7 @@ from conftest import FAST, LabFactory, closed_port
 from latdoc import Kind, Step, Store, diagnose_traffic
 from latdoc.lab.sim import LabConfig, LatencyModel
 from paths import ROOT
+from streamed_chat import stream_chat
 
 SECRET = "sk-record-secret-4242"
 URL_LINE = re.compile(r"(http://127\.0\.0\.1:\d+\S*?):?\s")
@@ -101,20 +102,6 @@ def _openai(base_url: str) -> openai.AsyncOpenAI:
     return openai.AsyncOpenAI(api_key=SECRET, base_url=base_url, max_retries=0)
 
 
-async def _chat(client: openai.AsyncOpenAI, text: str, max_tokens: int = 8) -> str:
-    stream = await client.chat.completions.create(
-        model="lab-sim",
-        messages=[{"role": "user", "content": text}],
-        max_tokens=max_tokens,
-        stream=True,
-    )
-    parts = []
-    async for chunk in stream:
-        for choice in chunk.choices:
-            parts.append(choice.delta.content or "")
-    return "".join(parts)
-
-
 def _samples(db: Path, run_id: str) -> list:  # type: ignore[type-arg]
     with Store(db) as store:
         info, samples, _ = store.load_run(run_id)
@@ -130,11 +117,11 @@ def test_the_openai_sdk_through_the_gateway_gets_the_same_answer_and_every_call_
 
         async def both() -> tuple[list[str], str, Recording]:
             direct = _openai(server.base_url)
-            expected = await _chat(direct, "hello there")
+            expected = await stream_chat(direct, "hello there")
             await direct.close()
             with recording(server.base_url, db) as rec:
                 client = _openai(rec.base_url)
-                answers = [await _chat(client, "hello there") for _ in range(3)]
+                answers = [await stream_chat(client, "hello there") for _ in range(3)]
                 await client.close()
             return answers, expected, rec
 
@@ -371,7 +358,7 @@ def test_a_slow_prefill_behind_the_gateway_is_named_input_length(
         async def traffic() -> None:
             client = _openai(rec.base_url)
             for words in (100, 400, 800, 1200, 100, 400, 800, 1200):
-                await _chat(client, "word " * words, max_tokens=4)
+                await stream_chat(client, "word " * words, max_tokens=4)
             await client.close()
 
         asyncio.run(traffic())

@@ -80,6 +80,11 @@ class Upstream:
     prefix: str
     """The upstream URL's path without its trailing ``/`` (``/v1``; ``""`` for none)."""
 
+    @property
+    def base(self) -> str:
+        """The upstream's base URL as given, without its trailing ``/``."""
+        return self.origin + self.prefix
+
     def url(self, path: str, query: bytes) -> str:
         """The upstream URL of a request to ``path``: under :attr:`prefix` unless the
         path already begins with it (an application whose base URL is the gateway's
@@ -154,13 +159,11 @@ class Gateway:
         *,
         token: str | None = None,
         connections: AppConnections | None = None,
-        on_request: Callable[[], None] | None = None,
     ) -> None:
         self.upstream = upstream
         self.client = client
         self.token = token
         self.connections = connections if connections is not None else AppConnections()
-        self._on_request = on_request
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -171,8 +174,6 @@ class Gateway:
             return
         client = scope.get("client")
         self.connections.saw((client[0], client[1]) if client else None)
-        if self._on_request is not None:
-            self._on_request()
         body = await _body(receive)
         raw_path = scope.get("raw_path") or scope["path"].encode("utf-8")
         url = self.upstream.url(raw_path.decode("latin-1"), scope.get("query_string", b""))

@@ -82,11 +82,11 @@ def record_traffic(
     finished = reused = 0
     try:
         run_id = store.new_run(
-            endpoint=redact_url(plan.upstream.origin + plan.upstream.prefix),
+            endpoint=redact_url(plan.upstream.base),
             model="(application traffic)",
             scenario="chat",
-            meta={"name": plan.name, "gateway": {"upstream": plan.upstream.origin
-                                                 + plan.upstream.prefix, "listen": address}},
+            meta={"name": plan.name,
+                  "gateway": {"upstream": plan.upstream.base, "listen": address}},
             kind=INSTRUMENT_KIND,
         )  # fmt: skip
         client = httpx.AsyncClient(
@@ -108,11 +108,11 @@ def record_traffic(
             proxy_headers=False,
         )  # fmt: skip
         server = uvicorn.Server(config)
-        stopped_by: list[str] = []
+        stopped = False  # a limit of the plan ended it (else Ctrl-C or SIGTERM did)
 
-        def stop(reason: str) -> None:
-            if not stopped_by:
-                stopped_by.append(reason)
+        def stop() -> None:
+            nonlocal stopped
+            stopped = True
             server.should_exit = True
 
         def amend(trace: RequestTrace) -> RequestTrace:
@@ -127,7 +127,7 @@ def record_traffic(
                 trace = replace(trace, relay_us=tuple(relay))
             finished += 1
             if plan.max_requests is not None and finished >= plan.max_requests:
-                stop("max_requests")
+                stop()
             if on_trace is not None:
                 on_trace(trace)
             return trace
@@ -138,7 +138,7 @@ def record_traffic(
             loop = asyncio.get_running_loop()
             timer = None
             if plan.duration_s is not None:
-                timer = loop.call_later(plan.duration_s, stop, "duration")
+                timer = loop.call_later(plan.duration_s, stop)
             # The socket listens already: calls that come before uvicorn accepts wait
             # in its backlog, so the address may be told at once.
             if ready is not None:
@@ -154,7 +154,7 @@ def record_traffic(
         # the signal again once it has stopped: the recording then closes as it would.
         with contextlib.suppress(KeyboardInterrupt):
             run_sending(main())
-        interrupted = not stopped_by
+        interrupted = not stopped
         figures = relay_figures(relays)
         recorded = Recorded(
             run_id=run_id,
@@ -171,7 +171,7 @@ def record_traffic(
             handle.note(StepNote(Step.TRAFFIC, said))
         handle.close()
         meta_gateway = {
-            "upstream": plan.upstream.origin + plan.upstream.prefix,
+            "upstream": plan.upstream.base,
             "listen": address,
             **connections.document(),
         }

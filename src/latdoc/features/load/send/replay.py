@@ -347,7 +347,7 @@ class _Replayer:
                     turns = next(sessions, None)
                     if turns is None:
                         return
-                    await self._conversation(session, turns, streams, sending, free)
+                    await self._conversation(session, turns, streams, free, sending)
 
         async with asyncio.TaskGroup() as group:
             for _ in range(streams):
@@ -358,12 +358,12 @@ class _Replayer:
         session: ProbeSession,
         turns: list[TraceRequest],
         streams: int,
+        free: list[int],
         sending: Callable[[], bool] | None = None,
-        free: list[int] | None = None,
     ) -> None:
         """A session's turns in order on one stream, until one fails, the replay stops, or
-        ``sending`` says the level is over (no turn is begun after); ``free[0]``, when
-        given, is when the stream's last request ended, moved on as each ends."""
+        ``sending`` says the level is over (no turn is begun after); ``free[0]`` is when
+        the stream's last request ended, moved on as each ends."""
         first = turns[0].system if turns else None
         history: list[dict[str, Any]] = (
             [] if first is None else [{"role": "system", "content": first}]
@@ -371,28 +371,24 @@ class _Replayer:
         for r in turns:
             if self.stopped is not None or (sending is not None and not sending()):
                 return
+            # Due the think time after the stream's last request ended.
+            free[0] += int((r.delay_ms or 0) * 1e6)
             if r.delay_ms:
                 # The user's think time: the stream holds nothing in flight meanwhile.
                 self.think_waits.append(r.delay_ms / 1000)
-                if free is None:
-                    await asyncio.sleep(r.delay_ms / 1000)
-                else:
-                    await sleep_until(free[0] + int(r.delay_ms * 1e6))
+                await sleep_until(free[0])
                 if self.stopped is not None or (sending is not None and not sending()):
                     return
             sent: list[tuple[int, RequestTrace]] = []
-            if free is not None:
-                free[0] += int((r.delay_ms or 0) * 1e6)
             try:
                 if r.text is None:
                     prompt = prompt_of(r, self.rng)
-                    due = None if free is None else free[0]
-                    await self.send(session, r, prompt, Step.LOAD, streams, due, sent=sent)
+                    await self.send(session, r, prompt, Step.LOAD, streams, free[0], sent=sent)
                     continue
-                answered = await self._turn(session, r, history, streams, sent, free)
+                answered = await self._turn(session, r, history, streams, sent, free[0])
             finally:
                 self._turn_ended(r.turn, sent)
-                if free is not None and sent:
+                if sent:
                     free[0] = ended_ns(sent[-1][1])
             if answered is None:
                 return
@@ -413,15 +409,15 @@ class _Replayer:
         history: list[dict[str, Any]],
         streams: int,
         sent: list[tuple[int, RequestTrace]],
-        free: list[int] | None = None,
+        due: int,
     ) -> list[dict[str, Any]] | None:
         """One user turn: the model asked, with the tools' results handed back as the
         trace has them, until it answers in text; the history with the answer, or
-        ``None`` where a request failed or the replay stopped. Each request after a tool
-        is due the tools' recorded time after the one before ended (``free``)."""
+        ``None`` where a request failed or the replay stopped. The first request is due
+        at ``due``, each after a tool the tools' recorded time after the one before
+        ended."""
         messages: list[dict[str, Any]] = [*history, {"role": "user", "content": r.text}]
         results = list(r.tool_results)
-        due = None if free is None else free[0]
         while True:
             calls: dict[object, dict[str, str]] = {}
             done = await self.send(
@@ -434,8 +430,7 @@ class _Replayer:
                 return [*messages, {"role": "assistant", "content": answer}]
             waited = sum(res.ms or 0 for res in results[: len(calls)])
             messages = await self._tools_answered(messages, answer, calls, results)
-            if due is not None:
-                due = ended_ns(done[0]) + int(waited * 1e6)
+            due = ended_ns(done[0]) + int(waited * 1e6)
 
     async def _tools_answered(
         self,

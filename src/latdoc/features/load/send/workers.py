@@ -30,7 +30,7 @@ from typing import Any
 
 from latdoc.errors import UsageError
 from latdoc.features.load.analysis import LevelWindow
-from latdoc.features.load.send.sweep import LoadPlan, _Level, _Sweep
+from latdoc.features.load.send.sweep import LoadPlan, _Level, _Sweep, sleep_until
 from latdoc.i18n import N_, Message
 from latdoc.probe import now_ns, run_sending
 from latdoc.records import Sample, StepNote
@@ -155,9 +155,7 @@ class LoadWorker:
 
     async def run_level(self, order: LevelOrder) -> AsyncIterator[Batch]:
         """Send this worker's share of one level; yield batches until its last one."""
-        wait = order.start_ns - now_ns()
-        if wait > 0:
-            await asyncio.sleep(wait / _NS)
+        await sleep_until(order.start_ns)
         self._window = None
         notes_seen = len(self._sweep.notes)
         sent = self._sweep.started
